@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Idempotent set-up for a fresh Debian 12 machine: system packages (when root), then a virtual
+# environment with torch (pinned CPU wheel first) and the project in editable mode.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+
+need_apt=()
+for pkg in iproute2 mininet ethtool; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "setup: installing Debian packages: ${need_apt[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+    else
+        echo "setup: not root, skipping Debian packages (${need_apt[*]}); mininet tests will skip"
+    fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "setup: creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.installed-$(cat pyproject.toml scripts/setup.sh | sha1sum | cut -c1-12)"
+if [ ! -f "$stamp" ]; then
+    "$VENV/bin/pip" install -q --upgrade pip >/dev/null 2>&1 || true
+    "$VENV/bin/python" -c 'import torch' 2>/dev/null || {
+        echo "setup: installing torch==2.13.0 (CPU)"
+        "$VENV/bin/pip" install -q torch==2.13.0
+    }
+    echo "setup: installing the project and its Python dependencies"
+    "$VENV/bin/pip" install -q -e '.[dev]'
+    rm -f "$VENV"/.installed-*
+    touch "$stamp"
+fi
+
+# Debian's mininet lives in the system interpreter's dist-packages; expose only that module.
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ -d /usr/lib/python3/dist-packages/mininet ] && [ ! -e "$site/mininet" ]; then
+    ln -s /usr/lib/python3/dist-packages/mininet "$site/mininet"
+fi

@@ -1,0 +1,155 @@
+"""What a compiled P4 program exposes to the control plane, by P4 name.
+
+The compiler (``softswitch.compiler``) fills these records from the program; P4Info generation
+(``softswitch.p4info``), the P4Runtime server, the STF runner and the dump CLI read them. Names are
+the fully-qualified names p4c would put in P4Info (``InaIngress.ipv4_lpm``, ``hdr.ipv4.dst_addr``,
+``NoAction``), honouring ``@name`` annotations. Nothing here carries numeric IDs: P4Info assigns them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """An action's control-plane (directionless) parameter."""
+
+    name: str
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class ActionInfo:
+    name: str                       # e.g. "InaIngress.set_job" or "NoAction"
+    params: tuple[ParamInfo, ...] = ()
+    annotations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """One match field of a table key."""
+
+    name: str                       # the key expression as P4Info names it, e.g. "hdr.ipv4.dst_addr"
+    match_kind: str                 # "exact", "lpm", "ternary", "range" or "optional"
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class ActionRef:
+    """An action a table may run, with its scope (P4Info's ActionRef.scope)."""
+
+    name: str
+    scope: str = "TABLE_AND_DEFAULT"    # or "TABLE_ONLY" (@tableonly) / "DEFAULT_ONLY" (@defaultonly)
+
+
+@dataclass(frozen=True)
+class ConstEntry:
+    """An entry from a table's ``const entries``: one match value per key, in key order.
+
+    Each match is ("exact", value) | ("lpm", value, prefix_len) | ("ternary", value, mask) |
+    ("range", low, high) | ("optional", value, is_wildcard) | ("dontcare",).
+    """
+
+    matches: tuple[tuple, ...]
+    action: str
+    args: tuple[int, ...] = ()
+    priority: int | None = None
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    name: str
+    keys: tuple[KeyInfo, ...]
+    actions: tuple[ActionRef, ...]
+    default_action: str
+    default_args: tuple[int, ...] = ()
+    const_default_action: bool = False
+    const_entries: tuple[ConstEntry, ...] = ()
+    is_const: bool = False                  # the table has ``const entries``
+    size: int = 1024
+    direct_counter: str | None = None       # name of the direct_counter attached as ``counters``
+    annotations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RegisterInfo:
+    name: str
+    bitwidth: int                   # width of one element (bit<W>)
+    size: int
+    signed: bool = False            # int<W> elements
+
+
+@dataclass(frozen=True)
+class CounterInfo:
+    name: str
+    size: int
+    unit: str                       # "packets", "bytes" or "packets_and_bytes"
+
+
+@dataclass(frozen=True)
+class DirectCounterInfo:
+    name: str
+    table: str
+    unit: str
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    name: str
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class DigestInfo:
+    """A ``digest<T>(receiver, data)`` call site; T is a struct of fields."""
+
+    name: str                       # p4c names it after the struct type, e.g. "learn_t"
+    fields: tuple[FieldInfo, ...]
+
+
+@dataclass(frozen=True)
+class ControllerHeaderInfo:
+    """A header annotated ``@controller_header("packet_in"|"packet_out")``."""
+
+    name: str                       # "packet_in" or "packet_out"
+    fields: tuple[FieldInfo, ...]
+
+
+@dataclass
+class ProgramInfo:
+    """Everything a control plane can address in a program."""
+
+    name: str
+    arch: str = "v1model"
+    tables: list[TableInfo] = field(default_factory=list)
+    actions: list[ActionInfo] = field(default_factory=list)
+    registers: list[RegisterInfo] = field(default_factory=list)
+    counters: list[CounterInfo] = field(default_factory=list)
+    direct_counters: list[DirectCounterInfo] = field(default_factory=list)
+    digests: list[DigestInfo] = field(default_factory=list)
+    controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
+
+    def table(self, name: str) -> TableInfo:
+        return _by_name(self.tables, name, "table")
+
+    def action(self, name: str) -> ActionInfo:
+        return _by_name(self.actions, name, "action")
+
+    def register(self, name: str) -> RegisterInfo:
+        return _by_name(self.registers, name, "register")
+
+    def counter(self, name: str) -> CounterInfo:
+        return _by_name(self.counters, name, "counter")
+
+
+def _by_name(items, name, kind):
+    for item in items:
+        if item.name == name:
+            return item
+    # p4runtime-shell style: allow the short name when it is unambiguous
+    short = [i for i in items if i.name.rsplit(".", 1)[-1] == name]
+    if len(short) == 1:
+        return short[0]
+    known = ", ".join(sorted(i.name for i in items)) or "none"
+    raise KeyError(f"no {kind} named {name!r} (known: {known})")
