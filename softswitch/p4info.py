@@ -1,0 +1,341 @@
+"""ProgramInfo -> P4Info (p4.config.v1.P4Info), with stable numeric IDs.
+
+The control plane addresses everything by the numeric IDs of P4Info. An ID is the resource-type
+prefix of the P4Runtime specification (``P4Ids.Prefix``) in the top 8 bits and, in the low 24 bits,
+a hash of the object's fully-qualified name, so the same program always gets the same IDs and adding
+one table does not renumber the others. Collisions inside one resource type are resolved by probing
+upwards from the hash, names taken in sorted order, so the result does not depend on declaration order.
+
+``P4InfoIndex`` is the reverse direction used by the P4Runtime server and the dump client: ID <-> name
+lookups over any P4Info (ours or one a client generated with p4c), and ``check_against`` verifies that
+a P4Info describes a compiled program.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+
+from softswitch.program import ProgramInfo
+
+Prefix = p4info_pb2.P4Ids
+PREFIX_ACTION = Prefix.ACTION                       # 0x01
+PREFIX_TABLE = Prefix.TABLE                         # 0x02
+PREFIX_CONTROLLER_HEADER = Prefix.CONTROLLER_HEADER  # 0x04
+PREFIX_COUNTER = Prefix.COUNTER                     # 0x12
+PREFIX_DIRECT_COUNTER = Prefix.DIRECT_COUNTER       # 0x13
+PREFIX_REGISTER = Prefix.REGISTER                   # 0x16
+PREFIX_DIGEST = Prefix.DIGEST                       # 0x17
+
+MATCH_TYPES = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
+}
+MATCH_KIND_OF = {v: k for k, v in MATCH_TYPES.items()}
+SCOPES = {
+    "TABLE_AND_DEFAULT": p4info_pb2.ActionRef.TABLE_AND_DEFAULT,
+    "TABLE_ONLY": p4info_pb2.ActionRef.TABLE_ONLY,
+    "DEFAULT_ONLY": p4info_pb2.ActionRef.DEFAULT_ONLY,
+}
+COUNTER_UNITS = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+COUNTER_UNIT_OF = {v: k for k, v in COUNTER_UNITS.items()}
+
+TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
+
+
+def name_hash(name: str) -> int:
+    """24-bit hash of a fully-qualified name (first 3 bytes of its SHA-256)."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:3], "big")
+
+
+def assign_ids(prefix: int, names) -> dict[str, int]:
+    """Stable IDs for one resource type: prefix << 24 | hash, collisions probed upwards in name order."""
+    ids: dict[str, int] = {}
+    used: set[int] = set()
+    for name in sorted(set(names)):
+        low = name_hash(name)
+        while low in used or low == 0:
+            low = (low + 1) & 0xFFFFFF
+        used.add(low)
+        ids[name] = (prefix << 24) | low
+    return ids
+
+
+def aliases(names) -> dict[str, str]:
+    """The shortest dot-separated suffix of each name that no other name of the same kind ends with."""
+    names = list(names)
+    result = {}
+    for name in names:
+        parts = name.split(".")
+        alias = name
+        for k in range(1, len(parts) + 1):
+            candidate = ".".join(parts[-k:])
+            clash = [o for o in names if o != name and (o == candidate or o.endswith("." + candidate))]
+            if not clash:
+                alias = candidate
+                break
+        result[name] = alias
+    return result
+
+
+def _annotation(text: str) -> str:
+    return text if text.startswith("@") else "@" + text
+
+
+def _preamble(preamble, obj_id: int, name: str, alias: str, annotations=()):
+    preamble.id = obj_id
+    preamble.name = name
+    preamble.alias = alias
+    preamble.annotations.extend(_annotation(a) for a in annotations)
+
+
+def _bitstring(type_spec, bitwidth: int, signed: bool = False):
+    if signed:
+        type_spec.bitstring.int.bitwidth = bitwidth
+    else:
+        type_spec.bitstring.bit.bitwidth = bitwidth
+
+
+def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
+    """The P4Info message describing ``info``, as p4c's P4Runtime back end would lay it out."""
+    p4info = p4info_pb2.P4Info()
+    p4info.pkg_info.arch = info.arch
+    if info.name:
+        p4info.pkg_info.name = info.name
+
+    action_ids = assign_ids(PREFIX_ACTION, [a.name for a in info.actions])
+    table_ids = assign_ids(PREFIX_TABLE, [t.name for t in info.tables])
+    counter_ids = assign_ids(PREFIX_COUNTER, [c.name for c in info.counters])
+    direct_ids = assign_ids(PREFIX_DIRECT_COUNTER, [c.name for c in info.direct_counters])
+    register_ids = assign_ids(PREFIX_REGISTER, [r.name for r in info.registers])
+    digest_ids = assign_ids(PREFIX_DIGEST, [d.name for d in info.digests])
+    header_ids = assign_ids(PREFIX_CONTROLLER_HEADER, [h.name for h in info.controller_headers])
+    direct_of_table = {dc.table: dc.name for dc in info.direct_counters}
+    for table in info.tables:
+        if table.direct_counter and table.direct_counter not in direct_ids:
+            raise ValueError(f"table {table.name} uses unknown direct counter {table.direct_counter}")
+
+    table_alias = aliases(t.name for t in info.tables)
+    for table in info.tables:
+        msg = p4info.tables.add()
+        _preamble(msg.preamble, table_ids[table.name], table.name, table_alias[table.name],
+                  table.annotations)
+        for field_id, key in enumerate(table.keys, start=1):
+            match = msg.match_fields.add()
+            match.id = field_id
+            match.name = key.name
+            match.bitwidth = key.bitwidth
+            if key.match_kind not in MATCH_TYPES:
+                raise ValueError(f"table {table.name}: unknown match kind {key.match_kind!r}")
+            match.match_type = MATCH_TYPES[key.match_kind]
+        for ref in table.actions:
+            if ref.name not in action_ids:
+                raise ValueError(f"table {table.name} refers to unknown action {ref.name}")
+            action_ref = msg.action_refs.add()
+            action_ref.id = action_ids[ref.name]
+            action_ref.scope = SCOPES[ref.scope]
+            if ref.scope == "DEFAULT_ONLY":
+                action_ref.annotations.append("@defaultonly")
+            elif ref.scope == "TABLE_ONLY":
+                action_ref.annotations.append("@tableonly")
+        if table.const_default_action:
+            msg.const_default_action_id = action_ids[table.default_action]
+        counter = table.direct_counter or direct_of_table.get(table.name)
+        if counter:
+            msg.direct_resource_ids.append(direct_ids[counter])
+        msg.size = table.size
+        msg.is_const_table = table.is_const
+        if table.const_entries and not table.is_const:
+            msg.has_initial_entries = True
+
+    action_alias = aliases(a.name for a in info.actions)
+    for action in info.actions:
+        msg = p4info.actions.add()
+        _preamble(msg.preamble, action_ids[action.name], action.name, action_alias[action.name],
+                  action.annotations)
+        for param_id, param in enumerate(action.params, start=1):
+            p = msg.params.add()
+            p.id = param_id
+            p.name = param.name
+            p.bitwidth = param.bitwidth
+
+    counter_alias = aliases(c.name for c in info.counters)
+    for counter in info.counters:
+        msg = p4info.counters.add()
+        _preamble(msg.preamble, counter_ids[counter.name], counter.name, counter_alias[counter.name])
+        msg.spec.unit = COUNTER_UNITS[counter.unit]
+        msg.size = counter.size
+
+    direct_alias = aliases(c.name for c in info.direct_counters)
+    for counter in info.direct_counters:
+        msg = p4info.direct_counters.add()
+        _preamble(msg.preamble, direct_ids[counter.name], counter.name, direct_alias[counter.name])
+        msg.spec.unit = COUNTER_UNITS[counter.unit]
+        if counter.table not in table_ids:
+            raise ValueError(f"direct counter {counter.name} is attached to unknown table {counter.table}")
+        msg.direct_table_id = table_ids[counter.table]
+
+    header_alias = aliases(h.name for h in info.controller_headers)
+    for header in info.controller_headers:
+        msg = p4info.controller_packet_metadata.add()
+        _preamble(msg.preamble, header_ids[header.name], header.name, header_alias[header.name],
+                  [f'@controller_header("{header.name}")'])
+        for field_id, fld in enumerate(header.fields, start=1):
+            md = msg.metadata.add()
+            md.id = field_id
+            md.name = fld.name
+            md.bitwidth = fld.bitwidth
+
+    register_alias = aliases(r.name for r in info.registers)
+    for register in info.registers:
+        msg = p4info.registers.add()
+        _preamble(msg.preamble, register_ids[register.name], register.name, register_alias[register.name])
+        _bitstring(msg.type_spec, register.bitwidth, register.signed)
+        msg.size = register.size
+
+    digest_alias = aliases(d.name for d in info.digests)
+    for digest in info.digests:
+        msg = p4info.digests.add()
+        _preamble(msg.preamble, digest_ids[digest.name], digest.name, digest_alias[digest.name])
+        getattr(msg.type_spec, "struct").name = digest.name
+        struct = p4info.type_info.structs[digest.name]
+        for fld in digest.fields:
+            member = struct.members.add()
+            member.name = fld.name
+            _bitstring(member.type_spec, fld.bitwidth)
+    return p4info
+
+
+def to_text(p4info: p4info_pb2.P4Info) -> str:
+    """Text-format protobuf, as written by p4c's ``--p4runtime-files x.p4info.txtpb``."""
+    return TEXT_HEADER + text_format.MessageToString(p4info)
+
+
+def write_text(p4info: p4info_pb2.P4Info, path) -> None:
+    with open(path, "w") as out:
+        out.write(to_text(p4info))
+
+
+def parse_text(text: str) -> p4info_pb2.P4Info:
+    p4info = p4info_pb2.P4Info()
+    text_format.Merge(text, p4info, allow_unknown_field=True)
+    return p4info
+
+
+class P4InfoError(ValueError):
+    """A P4Info that is malformed or does not describe the program it is paired with."""
+
+
+class P4InfoIndex:
+    """ID <-> object lookups over one P4Info message."""
+
+    KINDS = ("tables", "actions", "counters", "direct_counters", "registers", "digests",
+             "controller_packet_metadata")
+
+    def __init__(self, p4info: p4info_pb2.P4Info):
+        self.p4info = p4info
+        self.by_id = {}
+        self.by_name: dict[str, dict[str, object]] = {}
+        for kind in self.KINDS:
+            names = self.by_name.setdefault(kind, {})
+            for obj in getattr(p4info, kind):
+                pid = obj.preamble.id
+                if pid == 0:
+                    raise P4InfoError(f"{kind[:-1]} {obj.preamble.name!r} has no id")
+                if pid in self.by_id:
+                    raise P4InfoError(f"duplicate id 0x{pid:08x} ({obj.preamble.name} and "
+                                      f"{self.by_id[pid].preamble.name})")
+                self.by_id[pid] = obj
+                names[obj.preamble.name] = obj
+        for table in p4info.tables:
+            for ref in table.action_refs:
+                if not isinstance(self.by_id.get(ref.id), p4info_pb2.Action):
+                    raise P4InfoError(f"table {table.preamble.name} refers to unknown action id {ref.id}")
+        for dc in p4info.direct_counters:
+            if not isinstance(self.by_id.get(dc.direct_table_id), p4info_pb2.Table):
+                raise P4InfoError(f"direct counter {dc.preamble.name} refers to unknown table id "
+                                  f"{dc.direct_table_id}")
+
+    def get(self, kind: str, obj_id: int):
+        """The object of ``kind`` with this id, or None."""
+        obj = self.by_id.get(obj_id)
+        cls = {"tables": p4info_pb2.Table, "actions": p4info_pb2.Action,
+               "counters": p4info_pb2.Counter, "direct_counters": p4info_pb2.DirectCounter,
+               "registers": p4info_pb2.Register, "digests": p4info_pb2.Digest,
+               "controller_packet_metadata": p4info_pb2.ControllerPacketMetadata}[kind]
+        return obj if isinstance(obj, cls) else None
+
+    def named(self, kind: str, name: str):
+        """Lookup by fully-qualified name or unambiguous alias; None if not found."""
+        objs = self.by_name[kind]
+        if name in objs:
+            return objs[name]
+        matches = [o for o in objs.values() if o.preamble.alias == name
+                   or o.preamble.name.rsplit(".", 1)[-1] == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def direct_counter_of(self, table_id: int):
+        for dc in self.p4info.direct_counters:
+            if dc.direct_table_id == table_id:
+                return dc
+        return None
+
+    def controller_header(self, name: str):
+        return self.by_name["controller_packet_metadata"].get(name)
+
+    def check_against(self, info: ProgramInfo) -> None:
+        """Raise P4InfoError unless every object of this P4Info exists in the program with the same shape."""
+        def find(items, name, what):
+            for item in items:
+                if item.name == name:
+                    return item
+            raise P4InfoError(f"P4Info {what} {name!r} does not exist in program {info.name!r}")
+
+        for t in self.p4info.tables:
+            table = find(info.tables, t.preamble.name, "table")
+            keys = [(k.name, MATCH_TYPES.get(k.match_kind), k.bitwidth) for k in table.keys]
+            given = [(m.name, m.match_type, m.bitwidth) for m in t.match_fields]
+            if keys != given:
+                raise P4InfoError(f"P4Info table {t.preamble.name}: match fields {given} differ from "
+                                  f"the program's {keys}")
+            allowed = {r.name for r in table.actions}
+            for ref in t.action_refs:
+                name = self.by_id[ref.id].preamble.name
+                if name not in allowed:
+                    raise P4InfoError(f"P4Info table {t.preamble.name}: action {name} is not one of the "
+                                      "program's actions for it")
+        for a in self.p4info.actions:
+            action = find(info.actions, a.preamble.name, "action")
+            params = [(p.name, p.bitwidth) for p in action.params]
+            given = [(p.name, p.bitwidth) for p in a.params]
+            if params != given:
+                raise P4InfoError(f"P4Info action {a.preamble.name}: params {given} differ from the "
+                                  f"program's {params}")
+        for c in self.p4info.counters:
+            counter = find(info.counters, c.preamble.name, "counter")
+            if c.size != counter.size:
+                raise P4InfoError(f"P4Info counter {c.preamble.name}: size {c.size} differs from "
+                                  f"the program's {counter.size}")
+        for c in self.p4info.direct_counters:
+            find(info.direct_counters, c.preamble.name, "direct counter")
+        for r in self.p4info.registers:
+            register = find(info.registers, r.preamble.name, "register")
+            if r.size != register.size:
+                raise P4InfoError(f"P4Info register {r.preamble.name}: size {r.size} differs from "
+                                  f"the program's {register.size}")
+        for h in self.p4info.controller_packet_metadata:
+            header = find(info.controller_headers, h.preamble.name, "controller header")
+            fields = [(f.name, f.bitwidth) for f in header.fields]
+            given = [(m.name, m.bitwidth) for m in h.metadata]
+            if fields != given:
+                raise P4InfoError(f"P4Info controller header {h.preamble.name}: metadata {given} differ "
+                                  f"from the program's {fields}")
