@@ -1,0 +1,30 @@
+"""Numbers the planner must respect, taken from the wire-format codec when it is importable.
+
+protocol/constants.py is the one home of the wire format's constants; until it exists (parts are
+written in parallel) the values fixed in docs/design-decisions.md are used.
+"""
+
+from __future__ import annotations
+
+
+def _wire_constant(name: str, fallback: int) -> int:
+    try:
+        from protocol import constants
+    except ImportError:
+        return fallback
+    return int(getattr(constants, name, fallback))
+
+
+MAX_HOPS = _wire_constant("MAX_HOPS", 8)                    # hop entries a packet can carry
+VALUES_PER_PACKET = _wire_constant("VALUES_PER_PACKET", 64)  # K int32 values per packet
+MAX_CHILDREN = _wire_constant("MAX_CHILDREN", 32)           # width of a slot's children bitmap
+HOST_NODE_BASE = _wire_constant("HOST_NODE_BASE", 0x8000)   # node id of host i = base + i
+MAX_SWITCH_ID = HOST_NODE_BASE - 1                          # device ids are 1..0x7fff
+MAX_JOB_ID = 0xFFFF
+MAX_JOB_INDEX = 0xFF                                        # bit<8> job_index (counter rows)
+MAX_GROUP_ID = 0xFFFF                                       # bit<16> result_group
+
+
+def host_node_id(host_index: int) -> int:
+    """Node id of a host (worker or server) on the wire: 0x8000 + its index in the topology."""
+    return HOST_NODE_BASE + host_index

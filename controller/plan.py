@@ -1,0 +1,298 @@
+"""The plan of one job: what the controller tells agents and writes into switches.
+
+A plan is plain data (dataclasses of ints, strings, lists and dicts), versioned by PLAN_VERSION and
+serialised to JSON. Agents read it with ``JobPlan.from_json``; loading checks the version and the
+internal consistency of the hop lists, so an agent never starts a job on a malformed plan.
+
+Vocabulary (docs/design-decisions.md):
+- A *tree* is one reduction tree rooted at an aggregation server. A multi-hop plan has one tree per
+  server; a multi-tree plan has up to K trees. Agents stripe chunks over trees by ``weight``.
+- A worker's *GRAD hop list* in a tree names every switch its packets cross, in order, and ends with
+  the terminal entry of the tree's server (switch_id = server node id, aggregate 1, egress_port 0).
+- A worker's *RESULT hop list* is the reverse path from the server; ``aggregate`` there means
+  "release the slot here".
+- A *switch config* is one ``InaIngress.ina_jobs`` entry (key job_id, tree_id) plus, for multicast
+  results, the members of its multicast group.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET
+
+PLAN_VERSION = 1
+RESULT_MODES = ("unicast", "multicast")
+OPS = ("sum", "max")
+
+
+class PlanFormatError(ValueError):
+    """A plan document that this code cannot use (wrong version, missing field, inconsistent)."""
+
+
+@dataclass
+class Hop:
+    """One hop entry as the plan describes it; ``to_codec`` builds the codec's wire object."""
+
+    switch_id: int          # switch device id, or the server's node id on the terminal entry
+    aggregate: bool         # GRAD: aggregate here; RESULT: release the slot here
+    fan_in: int             # children this aggregation point waits for (0 when not aggregating)
+    child: int              # this flow's child index at this hop (0 when not aggregating)
+    egress_port: int        # port to leave this switch by (0 on the terminal entry)
+    name: str = ""          # switch or server name, for display only (not on the wire)
+
+    def to_codec(self, bos: bool = False):
+        """This hop as protocol.codec's hop entry (the codec owns the wire layout)."""
+        from protocol import codec  # imported late: the codec is optional for planning
+
+        return codec.Hop(switch_id=self.switch_id, aggregate=bool(self.aggregate), bos=bos,
+                         fan_in=self.fan_in, child=self.child, egress_port=self.egress_port)
+
+
+def hops_to_codec(hops: list[Hop]) -> list:
+    """A hop list as codec hop entries, the last one marked bottom-of-stack."""
+    return [h.to_codec(bos=(i == len(hops) - 1)) for i, h in enumerate(hops)]
+
+
+@dataclass
+class HostRef:
+    """A worker or server taking part in the job."""
+
+    name: str
+    ip: str
+    mac: str
+    node_id: int            # 0x8000 + host index
+    host_index: int
+    rank: int = -1          # worker rank (0..n-1); -1 for servers
+
+
+@dataclass
+class ChildInfo:
+    """One child of an aggregation point: what a child index stands for."""
+
+    index: int
+    node: str               # the switch that aggregated below, or the worker itself
+    node_id: int
+    kind: str               # "switch" or "worker"
+    ranks: list[int]        # worker ranks whose contributions this child carries
+
+
+@dataclass
+class ServerView:
+    """What the tree's server expects: its fan-in and which child index is which flow."""
+
+    server: str
+    node_id: int
+    fan_in: int
+    children: list[ChildInfo]
+    first_switch: str = ""  # the switch the server is attached to (multicast results start there)
+    first_port: int = 0     # that switch's port facing the server
+
+
+@dataclass
+class TreePlan:
+    """One reduction tree of the job."""
+
+    tree_id: int
+    root: str                                   # the aggregation server
+    rate: float                                 # Mbit/s allocated to this tree
+    weight: float                               # share of the job's chunks (weights sum to 1)
+    height: float                               # ms: half the tree's delay diameter
+    edges: list[list[str]]                      # [child, parent] pairs, every node toward root
+    aggregation_points: list[str]               # switches that aggregate for this tree
+    grad_hops: dict[str, list[Hop]]             # worker name -> GRAD hop list
+    result_hops: dict[str, list[Hop]]           # worker name -> RESULT reverse hop list
+    server: ServerView
+    host_parent: dict[str, Optional[str]]       # host-level tree (no in-switch aggregation)
+    host_children: dict[str, list[str]]
+
+
+@dataclass
+class McastMember:
+    """A replica of a multicast RESULT: egress port and replica id (the destination host's index
+    for host-facing ports, 0 for ports facing another switch)."""
+
+    port: int
+    replica_id: int
+    toward: str             # neighbour on that port, for display
+
+
+@dataclass
+class SwitchJobConfig:
+    """One InaIngress.ina_jobs entry (job_id, tree_id) -> set_job(...), and its multicast group."""
+
+    switch: str
+    device_id: int
+    tree_id: int
+    job_index: int
+    aggregates: bool
+    slot_base: int
+    pool_size: int
+    max_fan_in: int
+    result_group: int                           # 0 when results are unicast
+    members: list[McastMember] = field(default_factory=list)
+
+
+@dataclass
+class JobPlan:
+    """Everything an agent and the installer need to run one job."""
+
+    job_id: int
+    workers: list[HostRef]
+    servers: list[HostRef]
+    trees: list[TreePlan]
+    switches: list[SwitchJobConfig]
+    planner: str = "multihop"                   # "multihop" | "multitree"
+    policy: str = "fewest_hops"
+    version: int = 1                            # revision of this job's plan
+    plan_version: int = PLAN_VERSION            # format of this document
+    value_count: int = VALUES_PER_PACKET
+    pool_size: int = 64
+    result_mode: str = "unicast"
+    op: str = "sum"
+    job_index: int = 0                          # row of the switches' per-job counters
+    topology: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    # -- convenience for agents ------------------------------------------------------------------
+    def worker(self, name_or_rank) -> HostRef:
+        for w in self.workers:
+            if w.name == name_or_rank or w.rank == name_or_rank:
+                return w
+        raise KeyError(f"no worker {name_or_rank!r} in job {self.job_id}")
+
+    def tree(self, tree_id: int) -> TreePlan:
+        for t in self.trees:
+            if t.tree_id == tree_id:
+                return t
+        raise KeyError(f"no tree {tree_id} in job {self.job_id}")
+
+    def weights(self) -> list[float]:
+        return [t.weight for t in self.trees]
+
+    # -- serialisation ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: Optional[int] = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "JobPlan":
+        if not isinstance(data, dict):
+            raise PlanFormatError("a plan must be a JSON object")
+        version = data.get("plan_version")
+        if version != PLAN_VERSION:
+            raise PlanFormatError(f"plan format version {version!r} is not supported "
+                                  f"(this code reads version {PLAN_VERSION})")
+        plan = _build(cls, data, "plan")
+        plan.validate()
+        return plan
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "JobPlan":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlanFormatError(f"plan is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    # -- consistency -----------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Raise PlanFormatError naming the first inconsistency an agent would trip over."""
+        if self.result_mode not in RESULT_MODES:
+            raise PlanFormatError(f"result_mode {self.result_mode!r} is not one of {RESULT_MODES}")
+        if self.op not in OPS:
+            raise PlanFormatError(f"op {self.op!r} is not one of {OPS}")
+        if not 0 < self.value_count <= VALUES_PER_PACKET:
+            raise PlanFormatError(f"value_count {self.value_count} outside 1..{VALUES_PER_PACKET}")
+        if self.pool_size <= 0:
+            raise PlanFormatError(f"pool_size {self.pool_size} must be positive")
+        if not self.trees:
+            raise PlanFormatError(f"job {self.job_id} has no trees")
+        ranks = sorted(w.rank for w in self.workers)
+        if ranks != list(range(len(self.workers))):
+            raise PlanFormatError(f"worker ranks {ranks} are not 0..{len(self.workers) - 1}")
+        total = sum(t.weight for t in self.trees)
+        if abs(total - 1.0) > 1e-6:
+            raise PlanFormatError(f"tree weights sum to {total}, not 1")
+        server_ids = {s.name: s.node_id for s in self.servers}
+        for t in self.trees:
+            if t.root not in server_ids:
+                raise PlanFormatError(f"tree {t.tree_id} is rooted at {t.root}, not a server of the job")
+            for w in self.workers:
+                hops = t.grad_hops.get(w.name)
+                if not hops:
+                    raise PlanFormatError(f"tree {t.tree_id} has no hop list for worker {w.name}")
+                if len(hops) > MAX_HOPS:
+                    raise PlanFormatError(f"tree {t.tree_id}: hop list of {w.name} has {len(hops)} "
+                                          f"entries, more than MAX_HOPS={MAX_HOPS}")
+                last = hops[-1]
+                if last.switch_id != server_ids[t.root] or not last.aggregate or last.egress_port:
+                    raise PlanFormatError(f"tree {t.tree_id}: hop list of {w.name} does not end with "
+                                          f"the terminal entry of server {t.root}")
+                for h in hops:
+                    if h.aggregate and not 0 <= h.child < min(h.fan_in, MAX_CHILDREN):
+                        raise PlanFormatError(f"tree {t.tree_id}: {w.name} has child index {h.child} "
+                                              f"at {h.name or h.switch_id} with fan-in {h.fan_in}")
+                if w.name not in t.result_hops:
+                    raise PlanFormatError(f"tree {t.tree_id} has no result hop list for {w.name}")
+            if t.server.fan_in != len(t.server.children):
+                raise PlanFormatError(f"tree {t.tree_id}: server fan-in {t.server.fan_in} but "
+                                      f"{len(t.server.children)} children listed")
+
+
+# -- generic dataclass loading -------------------------------------------------------------------
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    """Convert JSON data into the annotated type ``tp``, naming the field path on failure."""
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise PlanFormatError(f"{where}: expected an object")
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in value:
+                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise PlanFormatError(f"{where}: missing field {f.name!r}")
+        return tp(**kwargs)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _build(inner[0], value, where)
+    if origin is list:
+        if not isinstance(value, list):
+            raise PlanFormatError(f"{where}: expected a list")
+        (item,) = typing.get_args(tp)
+        return [_build(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise PlanFormatError(f"{where}: expected an object")
+        _, item = typing.get_args(tp)
+        return {str(k): _build(item, v, f"{where}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise PlanFormatError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PlanFormatError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise PlanFormatError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise PlanFormatError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
