@@ -1,0 +1,86 @@
+"""AF_PACKET ports on a veth pair: exact frames both ways, own transmissions ignored, clean stop."""
+
+import os
+import queue
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from softswitch.ports import PortSet, parse_port_spec
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                                reason="needs root and iproute2 to create a veth pair")
+ETHERTYPE = b"\x88\xb5"     # IEEE local experimental: nothing else on the link uses it
+
+
+@pytest.fixture
+def veth():
+    a, b = f"sswp{os.getpid() % 100000}a", f"sswp{os.getpid() % 100000}b"
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
+    try:
+        for name in (a, b):
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False,
+                           capture_output=True)
+            subprocess.run(["ip", "link", "set", name, "up"], check=True)
+        yield a, b
+    finally:
+        subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
+
+
+def raw_socket(iface):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
+    s.bind((iface, 0))
+    s.settimeout(2)
+    return s
+
+
+def frame(tag: bytes) -> bytes:
+    return b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + ETHERTYPE + tag.ljust(46, b"\0")
+
+
+def test_port_spec_parsing():
+    assert parse_port_spec("3@veth1") == (3, "veth1")
+    for bad in ("veth1", "x@veth1", "3@"):
+        with pytest.raises(ValueError, match="expected PORT@IFACE"):
+            parse_port_spec(bad)
+
+
+def test_frames_in_and_out_exactly_and_own_sends_ignored(veth):
+    switch_end, host_end = veth
+    got = queue.Queue()
+    ports = PortSet(lambda port, data: got.put((port, data)) if data[12:14] == ETHERTYPE else None)
+    ports.add(5, switch_end)
+    ports.start()
+    host = raw_socket(host_end)
+    try:
+        host.send(frame(b"hello"))
+        assert got.get(timeout=2) == (5, frame(b"hello"))
+        assert ports.send(5, frame(b"reply")) is True
+        assert host.recv(2048) == frame(b"reply")
+        assert ports.send(9, frame(b"nowhere")) is False and ports.unknown_port_drops == 1
+        host.send(frame(b"second"))
+        # the reply we sent is PACKET_OUTGOING on the switch end: the next frame seen is "second"
+        assert got.get(timeout=2) == (5, frame(b"second"))
+        assert got.empty()
+        assert ports.ports[5].stats.tx == 1
+    finally:
+        host.close()
+        ports.stop()
+    assert all(not t.is_alive() for t in ports.threads)
+
+
+def test_unknown_interface_is_a_clear_error():
+    with pytest.raises(OSError, match="port 1: cannot use interface 'nosuchif0'"):
+        PortSet(lambda p, d: None).add(1, "nosuchif0")
+
+
+def test_duplicate_port_number_rejected(veth):
+    ports = PortSet(lambda p, d: None)
+    ports.add(1, veth[0])
+    try:
+        with pytest.raises(ValueError, match="port 1 is given twice"):
+            ports.add(1, veth[1])
+    finally:
+        ports.stop()
