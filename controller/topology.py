@@ -1,0 +1,273 @@
+"""The network a job runs on: hosts, P4 switches and links, as a small plain object.
+
+Like mininet's Topo it only describes the network; ``to_graph`` turns it into a networkx Graph for
+the planners. Every check that can be made on the description alone is made by ``validate``, which
+raises TopologyError with a one-line message naming the problem.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import networkx as nx
+
+from controller.limits import MAX_SWITCH_ID, host_node_id
+
+DEFAULT_SLOTS = 16384        # slot entries of a switch's registers unless the topology says otherwise
+ROLES = ("worker", "server")
+_MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+
+
+class TopologyError(ValueError):
+    """A topology that cannot be used; the message names the problem in one line."""
+
+
+@dataclass
+class Host:
+    name: str
+    ip: str
+    mac: str
+    role: Optional[str] = None      # hint only: "worker" or "server"
+    index: int = 0                  # position in the topology's host list (node id = 0x8000 + index)
+
+    @property
+    def node_id(self) -> int:
+        return host_node_id(self.index)
+
+
+@dataclass
+class Switch:
+    name: str
+    device_id: int
+    grpc: str = ""                  # P4Runtime address host:port
+    slots: int = DEFAULT_SLOTS      # aggregation slot entries, shared by jobs
+
+
+@dataclass
+class Link:
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    bandwidth: float                # Mbit/s
+    delay: float                    # ms
+    loss: float = 0.0               # %
+    id: int = 0                     # stable edge id: position in the link list
+
+    def other(self, node: str) -> str:
+        return self.b if node == self.a else self.a
+
+    def port_of(self, node: str) -> int:
+        return self.a_port if node == self.a else self.b_port
+
+    @property
+    def label(self) -> str:
+        return f"{self.a}-{self.b}"
+
+
+@dataclass
+class Topology:
+    name: str = "topology"
+    hosts: list[Host] = field(default_factory=list)
+    switches: list[Switch] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+
+    # -- building (mininet-like) -----------------------------------------------------------------
+    def add_host(self, name: str, ip: str, mac: str, role: Optional[str] = None) -> Host:
+        h = Host(name, ip, mac, role, index=len(self.hosts))
+        self.hosts.append(h)
+        self._index = None
+        return h
+
+    def add_switch(self, name: str, device_id: int, grpc: str = "", slots: int = DEFAULT_SLOTS) -> Switch:
+        s = Switch(name, device_id, grpc, slots)
+        self.switches.append(s)
+        self._index = None
+        return s
+
+    def add_link(self, a: str, a_port: int, b: str, b_port: int, bandwidth: float, delay: float,
+                 loss: float = 0.0) -> Link:
+        link = Link(a, a_port, b, b_port, bandwidth, delay, loss, id=len(self.links))
+        self.links.append(link)
+        self._index = None
+        return link
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def _lookup(self):
+        idx = getattr(self, "_index", None)
+        if idx is None:
+            hosts = {h.name: h for h in self.hosts}
+            switches = {s.name: s for s in self.switches}
+            adj: dict[str, list[Link]] = {}
+            for link in self.links:
+                adj.setdefault(link.a, []).append(link)
+                adj.setdefault(link.b, []).append(link)
+            idx = self._index = (hosts, switches, adj)
+        return idx
+
+    def host(self, name: str) -> Host:
+        try:
+            return self._lookup()[0][name]
+        except KeyError:
+            raise TopologyError(f"unknown host '{name}' in topology {self.name}") from None
+
+    def switch(self, name: str) -> Switch:
+        try:
+            return self._lookup()[1][name]
+        except KeyError:
+            raise TopologyError(f"unknown switch '{name}' in topology {self.name}") from None
+
+    def is_host(self, name: str) -> bool:
+        return name in self._lookup()[0]
+
+    def is_switch(self, name: str) -> bool:
+        return name in self._lookup()[1]
+
+    def links_of(self, node: str) -> list[Link]:
+        return self._lookup()[2].get(node, [])
+
+    def node_id(self, name: str) -> int:
+        hosts, switches, _ = self._lookup()
+        if name in switches:
+            return switches[name].device_id
+        if name in hosts:
+            return hosts[name].node_id
+        raise TopologyError(f"unknown node '{name}' in topology {self.name}")
+
+    def role_hosts(self, role: str) -> list[Host]:
+        return [h for h in self.hosts if h.role == role]
+
+    # -- checks ----------------------------------------------------------------------------------
+    def validate(self) -> "Topology":
+        """Check names, addresses, ports and link attributes; return self."""
+        names: dict[str, str] = {}
+        for kind, items in (("host", self.hosts), ("switch", self.switches)):
+            for item in items:
+                if not isinstance(item.name, str) or not item.name:
+                    raise TopologyError(f"a {kind} has no name")
+                if item.name in names:
+                    raise TopologyError(f"duplicate node name '{item.name}'")
+                names[item.name] = kind
+        ips: dict[str, str] = {}
+        macs: dict[str, str] = {}
+        for i, h in enumerate(self.hosts):
+            h.index = i
+            try:
+                ipaddress.IPv4Address(h.ip)
+            except ValueError:
+                raise TopologyError(f"host {h.name} has an invalid IPv4 address {h.ip!r}") from None
+            if not isinstance(h.mac, str) or not _MAC.match(h.mac):
+                raise TopologyError(f"host {h.name} has an invalid MAC address {h.mac!r}")
+            if h.ip in ips:
+                raise TopologyError(f"duplicate IP {h.ip} ({ips[h.ip]} and {h.name})")
+            if h.mac.lower() in macs:
+                raise TopologyError(f"duplicate MAC {h.mac} ({macs[h.mac.lower()]} and {h.name})")
+            if h.role is not None and h.role not in ROLES:
+                raise TopologyError(f"host {h.name} has role {h.role!r}; roles are {', '.join(ROLES)}")
+            ips[h.ip] = h.name
+            macs[h.mac.lower()] = h.name
+        ids: dict[int, str] = {}
+        for s in self.switches:
+            if isinstance(s.device_id, bool) or not isinstance(s.device_id, int) \
+                    or not 1 <= s.device_id <= MAX_SWITCH_ID:
+                raise TopologyError(f"switch {s.name} has device_id {s.device_id!r}; "
+                                    f"it must be an integer in 1..{MAX_SWITCH_ID}")
+            if s.device_id in ids:
+                raise TopologyError(f"duplicate device_id {s.device_id} ({ids[s.device_id]} and {s.name})")
+            ids[s.device_id] = s.name
+            if not isinstance(s.slots, int) or s.slots < 0:
+                raise TopologyError(f"switch {s.name} has slots {s.slots!r}; it must be a count >= 0")
+        ports: dict[tuple[str, int], int] = {}
+        pairs: dict[frozenset, int] = {}
+        host_links: dict[str, int] = {}
+        for i, link in enumerate(self.links):
+            link.id = i
+            for node in (link.a, link.b):
+                if node not in names:
+                    raise TopologyError(f"unknown node '{node}' in link {i}")
+            if link.a == link.b:
+                raise TopologyError(f"link {i} connects {link.a} to itself")
+            if names[link.a] == "host" and names[link.b] == "host":
+                raise TopologyError(f"link {i} connects two hosts ({link.label}); hosts attach to switches")
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 511:
+                    raise TopologyError(f"link {i} ({link.label}): port {port!r} of {node} "
+                                        f"is not a port number (0..510)")
+                if (node, port) in ports:
+                    raise TopologyError(f"port {port} of {node} used twice (links {ports[node, port]} and {i})")
+                ports[node, port] = i
+                if names[node] == "host":
+                    if node in host_links:
+                        raise TopologyError(f"host {node} has more than one link (links "
+                                            f"{host_links[node]} and {i}); hosts have one interface")
+                    host_links[node] = i
+            pair = frozenset((link.a, link.b))
+            if pair in pairs:
+                raise TopologyError(f"parallel links between {link.a} and {link.b} "
+                                    f"(links {pairs[pair]} and {i}) are not supported")
+            pairs[pair] = i
+            for attr, unit in (("bandwidth", "Mbit/s"), ("delay", "ms")):
+                value = getattr(link, attr)
+                if value is None:
+                    raise TopologyError(f"missing {attr} on link {link.label}")
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
+                        or (attr == "bandwidth" and value == 0):
+                    raise TopologyError(f"bad {attr} {value!r} on link {link.label} "
+                                        f"(a {'positive' if attr == 'bandwidth' else 'non-negative'} "
+                                        f"number of {unit})")
+            if isinstance(link.loss, bool) or not isinstance(link.loss, (int, float)) \
+                    or not 0 <= link.loss <= 100:
+                raise TopologyError(f"bad loss {link.loss!r} on link {link.label} (a percentage 0..100)")
+        for h in self.hosts:
+            if h.name not in host_links:
+                raise TopologyError(f"host {h.name} has no link")
+        self._index = None
+        self._check_roles()
+        return self
+
+    def _check_roles(self) -> None:
+        """Every host hinted as worker must reach every host hinted as server through switches."""
+        servers = self.role_hosts("server")
+        if not servers:
+            return
+        graph = self.to_graph()
+        for w in self.role_hosts("worker"):
+            for s in servers:
+                check_reachable(graph, w.name, s.name)
+
+    # -- graph -----------------------------------------------------------------------------------
+    def to_graph(self) -> nx.Graph:
+        """networkx Graph: nodes carry kind (host/switch) and node_id; edges carry ports
+        ({node: port}), bandwidth, delay, loss and eid (the link's stable id)."""
+        g = nx.Graph(name=self.name)
+        for h in self.hosts:
+            g.add_node(h.name, kind="host", node_id=h.node_id, ip=h.ip, mac=h.mac, role=h.role)
+        for s in self.switches:
+            g.add_node(s.name, kind="switch", node_id=s.device_id, slots=s.slots)
+        for link in self.links:
+            g.add_edge(link.a, link.b, ports={link.a: link.a_port, link.b: link.b_port},
+                       bandwidth=float(link.bandwidth), delay=float(link.delay),
+                       loss=float(link.loss), eid=link.id)
+        return g
+
+
+def check_reachable(graph: nx.Graph, worker: str, server: str) -> None:
+    """Raise TopologyError unless ``worker`` reaches ``server`` without crossing another host."""
+    seen = {worker}
+    frontier = [worker]
+    while frontier:
+        nxt = []
+        for node in frontier:
+            if node == server:
+                return
+            if node != worker and graph.nodes[node]["kind"] == "host":
+                continue
+            for nb in graph.adj[node]:
+                if nb not in seen:
+                    seen.add(nb)
+                    nxt.append(nb)
+        frontier = nxt
+    raise TopologyError(f"worker {worker} not connected to server {server}")
