@@ -1,0 +1,266 @@
+"""Build a topology into a live mininet network of P4 switches, and tear it down without leftovers.
+
+``LabSpec`` is the launcher's view of a topology (hosts with addresses, switches with device ids,
+links with port numbers and shaping); ``LabNetwork`` turns it into mininet hosts, ``P4Switch``es and
+``TCLink``s, configures the hosts (static ARP for every other host, an on-link default route, no
+offloads, no IPv6) and records everything it creates so ``stop`` -- or a later ``--clean`` after a
+crash -- removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+from dataclasses import dataclass, field
+
+from topologies.lab_state import LabResources, clean_stale
+from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, SwitchStartError, Target, prepare_interface, resolve_target
+
+
+class LabError(RuntimeError):
+    """The network could not be built or started (the message names the cause)."""
+
+
+@dataclass
+class LabHost:
+    name: str
+    ip: str
+    mac: str
+    prefix_len: int = 8
+    port: int = 0                  # interface number on the host (h1-eth0)
+
+
+@dataclass
+class LabSwitch:
+    name: str
+    device_id: int
+
+
+@dataclass
+class LabLink:
+    a: str
+    a_port: int
+    b: str
+    b_port: int
+    bw_mbps: float | None = None
+    delay_ms: float | None = None
+    loss_pct: float | None = None
+
+
+@dataclass
+class LabSpec:
+    name: str
+    hosts: list[LabHost]
+    switches: list[LabSwitch]
+    links: list[LabLink]
+    notes: list[str] = field(default_factory=list)
+
+    grpc_ports: dict[str, int] = field(default_factory=dict)   # switch -> port the file asks for
+
+    def host(self, name: str) -> LabHost:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise KeyError(name)
+
+    @classmethod
+    def from_topology(cls, topo) -> "LabSpec":
+        """The launcher's view of a controller ``Topology`` (controller/topology.py)."""
+        grpc = {}
+        for s in topo.switches:
+            if s.grpc:
+                grpc[s.name] = int(s.grpc.rsplit(":", 1)[1])
+        return cls(name=topo.name,
+                   hosts=[LabHost(h.name, h.ip, h.mac, prefix_len=32, port=_host_port(topo, h.name))
+                          for h in topo.hosts],
+                   switches=[LabSwitch(s.name, s.device_id) for s in topo.switches],
+                   links=[LabLink(l.a, l.a_port, l.b, l.b_port, l.bandwidth or None, l.delay or None,
+                                  l.loss or None) for l in topo.links],
+                   grpc_ports=grpc)
+
+
+def _host_port(topo, host: str) -> int:
+    for link in topo.links_of(host):
+        return link.port_of(host)
+    return 0
+
+
+def intf_name(node: str, port: int) -> str:
+    """Interface names carry the port number, so ``s1-eth3`` is port 3 of s1 (and fits IFNAMSIZ)."""
+    name = f"{node}-eth{port}"
+    if len(name) > 15:
+        raise LabError(f"interface name {name!r} is longer than 15 characters: shorten node name {node!r}")
+    return name
+
+
+_NETEM: bool | None = None
+
+
+def netem_available() -> bool:
+    """Whether the kernel has the netem qdisc (link delay and loss); checked once on a scratch veth."""
+    global _NETEM
+    if _NETEM is None:
+        a, b = f"inaprb{os.getpid() % 100000}", f"inaprc{os.getpid() % 100000}"
+        subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], capture_output=True)
+        r = subprocess.run(["tc", "qdisc", "add", "dev", a, "root", "netem", "delay", "1ms"], capture_output=True)
+        subprocess.run(["ip", "link", "del", a], capture_output=True)
+        _NETEM = r.returncode == 0
+    return _NETEM
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+class LabNetwork:
+    """A LabSpec running in mininet: ``start()``, use ``hosts``/``switches``, ``stop()``."""
+
+    def __init__(self, spec: LabSpec, target: str | Target = "softswitch", program: str | None = None,
+                 grpc_base: int = 50100, start_timeout: float = 180.0, log=print):
+        self.spec = spec
+        self.target = resolve_target(target) if isinstance(target, str) else target
+        if program is None and self.target.name == "softswitch":
+            program = str(DEFAULT_PROGRAM)
+        self.program = program
+        self.grpc_base = grpc_base
+        self.start_timeout = start_timeout
+        self.log = log
+        self.resources = LabResources()
+        self.net = None
+        self.notes: list[str] = []
+
+    # -- addresses the controller needs ------------------------------------------------------------
+    def grpc_port(self, switch: LabSwitch) -> int:
+        if switch.name in self.spec.grpc_ports:
+            return self.spec.grpc_ports[switch.name]
+        return self.grpc_base + self.spec.switches.index(switch)
+
+    def grpc_addresses(self) -> dict[str, str]:
+        return {s.name: f"127.0.0.1:{self.grpc_port(s)}" for s in self.spec.switches}
+
+    # -- bring-up ----------------------------------------------------------------------------------
+    def start(self) -> "LabNetwork":
+        try:
+            from mininet.link import TCLink
+            from mininet.log import setLogLevel
+            from mininet.net import Mininet
+        except ImportError as exc:
+            raise LabError(f"mininet is not importable ({exc}); run scripts/setup.sh as root") from None
+        if os.geteuid() != 0:
+            raise LabError("mininet needs root")
+        leftover = clean_stale(self.log)
+        if leftover:
+            raise LabError(f"{leftover} resources of an earlier run could not be removed")
+        busy = [p for p in (self.grpc_port(s) for s in self.spec.switches) if port_in_use(p)]
+        if busy:
+            raise LabError(f"gRPC port(s) {busy} already in use on 127.0.0.1 (another lab running?)")
+        setLogLevel("critical")
+        self.resources.save()
+        try:
+            self._build(Mininet, TCLink)
+            self.net.start()                     # P4Switch.start launches every switch process
+            for sw in self.net.switches:
+                sw.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _build(self, Mininet, TCLink) -> None:
+        self.net = Mininet(controller=None, link=TCLink, build=False, autoSetMacs=False,
+                           autoStaticArp=False, cleanup=False)
+        for h in self.spec.hosts:
+            self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
+        for s in self.spec.switches:
+            self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=self.grpc_port(s),
+                               target=self.target, program=self.program, start_timeout=self.start_timeout,
+                               on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"))
+        shaping = self._shaping_support()
+        host_names = {h.name for h in self.spec.hosts}
+        for link in self.spec.links:
+            params = {}
+            if link.bw_mbps:
+                params["bw"] = float(link.bw_mbps)
+            if shaping and link.delay_ms:
+                params["delay"] = f"{link.delay_ms}ms"
+            if shaping and link.loss_pct:
+                params["loss"] = float(link.loss_pct)
+            n1, n2 = intf_name(link.a, link.a_port), intf_name(link.b, link.b_port)
+            for key, node in (("addr1", link.a), ("addr2", link.b)):
+                mac = self._host_mac(node)
+                if mac:
+                    params[key] = mac     # switch ports keep mininet's random MACs
+            self.net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, intfName1=n1, intfName2=n2,
+                             use_tbf=True, **params)
+            # root-namespace ends (switch side) are what must be deleted if the run dies
+            self.resources.add_interfaces([n for n, node in ((n1, link.a), (n2, link.b)) if node not in host_names])
+        self.net.build()
+        for h in self.net.hosts:
+            self.resources.add_process(h.pid, f"host {h.name}")
+        for h in self.net.switches:
+            self.resources.add_process(h.pid, f"shell of {h.name}")
+        self._configure_hosts()
+
+    def _host_mac(self, node: str) -> str | None:
+        for h in self.spec.hosts:
+            if h.name == node:
+                return h.mac
+        return None
+
+    def _shaping_support(self) -> bool:
+        wants = any(l.delay_ms or l.loss_pct for l in self.spec.links)
+        if wants and not netem_available():
+            self.notes.append("this kernel has no netem qdisc: link delay and loss from the file are not "
+                              "emulated (bandwidth limits are)")
+            self.log("note: " + self.notes[-1])
+            return False
+        return wants
+
+    def _configure_hosts(self) -> None:
+        for spec in self.spec.hosts:
+            node = self.net[spec.name]
+            intf = intf_name(spec.name, spec.port)
+            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+            prepare_interface(node, intf)
+            node.cmd(f"ip addr flush dev {intf}; ip addr add {spec.ip}/{spec.prefix_len} dev {intf}")
+            node.cmd(f"ip route replace default dev {intf}")
+            for other in self.spec.hosts:
+                if other.name != spec.name:
+                    node.cmd(f"ip neigh replace {other.ip} lladdr {other.mac} dev {intf} nud permanent")
+
+    # -- use -----------------------------------------------------------------------------------------
+    def host(self, name: str):
+        return self.net[name]
+
+    def popen(self, host: str, argv: list[str], what: str, **kwargs) -> subprocess.Popen:
+        """Start a process inside a host's namespace, recorded for teardown."""
+        proc = self.net[host].popen(argv, **kwargs)
+        self.resources.add_process(proc.pid, what)
+        return proc
+
+    def switch_logs(self) -> dict[str, str]:
+        return {sw.name: str(sw.log_path) for sw in self.net.switches} if self.net else {}
+
+    # -- teardown --------------------------------------------------------------------------------
+    def stop(self) -> list[str]:
+        """Stop switches and hosts, delete interfaces; returns anything that could not be removed."""
+        if self.net is not None:
+            try:
+                self.net.stop()
+            except Exception as exc:   # a half-built net: fall through to the recorded resources
+                self.log(f"note: mininet stop failed ({exc}); removing recorded resources")
+            self.net = None
+        return self.resources.cleanup()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
