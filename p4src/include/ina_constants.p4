@@ -1,0 +1,97 @@
+/*
+ * ina_constants.p4 -- the single source of every constant shared by the P4 program and Python.
+ *
+ * protocol/constants.py mirrors these values; tests/protocol/test_constants.py parses this file
+ * and fails if any value differs. Every value is a plain integer literal so that both the C
+ * preprocessor and the Python reader understand it. Values guarded by #ifndef may be overridden
+ * at compile time with -D (e.g. -DVALUES_PER_PACKET=32); the Python side then takes K from the plan.
+ * The wire format is documented bit by bit in docs/protocol.md.
+ */
+#ifndef INA_CONSTANTS_P4
+#define INA_CONSTANTS_P4
+
+/* ---- transport ---- */
+#define INA_UDP_PORT            40000   /* UDP destination port of every INA packet, both directions */
+#define INA_VERSION             1
+
+/* ---- packet types (ina.pkt_type, 4 bits) ---- */
+#define PKT_TYPE_GRAD           1       /* a gradient fragment travelling up towards the server */
+#define PKT_TYPE_RESULT         2       /* a (global) result travelling down towards a worker */
+
+/* ---- reduction operations (ina.op, 4 bits) ---- */
+#define OP_SUM                  0       /* int32 sum per lane, signed overflow flagged */
+#define OP_MAX                  1       /* signed int32 maximum per lane */
+
+/* ---- ina.flags bits ---- */
+#define FLAG_RETX               0x01    /* retransmission */
+#define FLAG_OVERFLOW           0x02    /* an int32 sum overflowed somewhere on the way */
+#define FLAG_SPARSE             0x04    /* compressed payload: switches pass it through, never aggregate */
+#define FLAG_MCAST              0x08    /* RESULT delivered by multicast down the tree */
+#define FLAG_STORED             0x10    /* a switch answered a retransmission with its stored sum */
+#define FLAG_RESERVED_MASK      0xE0    /* must be zero */
+
+/* ---- sizes ---- */
+#ifndef VALUES_PER_PACKET
+#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..64) */
+#endif
+#define MAX_VALUES_PER_PACKET   64      /* the largest K the lane macros (ina_lanes.p4) expand */
+#define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
+#define MAX_FAN_IN              32      /* children per slot: width of the bitmap of children heard */
+#define ETHERNET_HEADER_BYTES   14
+#define IPV4_HEADER_BYTES       20      /* INA packets carry no IPv4 options */
+#define UDP_HEADER_BYTES        8
+#define INA_HEADER_BYTES        16
+#define HOP_BYTES               8
+#define VALUE_BYTES             4
+#define SLOT_MAX                0x7FFF  /* ina.slot is 15 bits */
+
+/* ---- switch resources ---- */
+#ifndef SLOT_REGISTER_SIZE
+#define SLOT_REGISTER_SIZE      4096    /* register cells per lane; a job's pool uses 2 * pool_size cells */
+#endif
+#define MAX_JOBS                256     /* job_index is bit<8>: per-job counters for every index */
+
+/* ---- node ids ---- */
+#define HOST_NODE_ID_BASE       0x8000  /* servers and workers: 0x8000 + host index; switches 1..0x7fff */
+#define JOB_ID_INVALID          0       /* job id 0 is reserved: a fresh slot's owner reads (0, 0) */
+
+/* ---- per-job statistics: InaIngress.ina_stats[job_index * NUM_STATS + STAT_...] ---- */
+#define NUM_STATS                   16
+#define STAT_GRAD_AGGREGATED        0   /* a contribution added into a slot (S3.3) */
+#define STAT_GRAD_PASSED            1   /* a GRAD passed a non-aggregating hop (S3.2) */
+#define STAT_GRAD_COMPLETED         2   /* a slot completed and its sum was forwarded (S3.4/S3.5) */
+#define STAT_GRAD_DUPLICATE         3   /* a contribution already in the bitmap, dropped */
+#define STAT_GRAD_STORED_ANSWER     4   /* a retransmission to a complete slot answered with the stored sum */
+#define STAT_GRAD_RELEASED_FORWARD  5   /* a retransmission to a released slot forwarded up with RETX */
+#define STAT_GRAD_STALE             6   /* a contribution for an older chunk than the slot holds, dropped */
+#define STAT_SLOT_EVICTED           7   /* a newer chunk took over a slot still incomplete */
+#define STAT_OVERFLOW               8   /* a completed or answered sum carried the OVERFLOW flag */
+#define STAT_RESULT_FORWARDED       9   /* a unicast RESULT popped its hop and was forwarded (S5.3) */
+#define STAT_RESULT_RELEASED        10  /* a RESULT cleared the slot it owned (S5.1/S5.2) */
+#define STAT_RESULT_NOT_OWNER       11  /* a RESULT asked to release a slot owned by another chunk: left alone */
+#define STAT_RESULT_MULTICAST       12  /* a multicast RESULT replicated to the job's result group */
+#define STAT_DROPPED                13  /* any INA packet of this job dropped (reason in drop_stats) */
+#define STAT_GRAD_ABSORBED          14  /* a contribution held in the slot until the others arrive (S3.6/S3.7) */
+#define STAT_RESERVED_15            15
+
+/* ---- drop reasons: InaIngress.drop_stats[reason] ---- */
+#define NUM_DROP_REASONS            32
+#define DROP_NONE                   0
+#define DROP_NOT_CONFIGURED         1   /* no switch identity installed: every INA packet is dropped */
+#define DROP_MALFORMED              2   /* parser error, truncated, bad version/type/op/flags, length or hop_count/bos mismatch */
+#define DROP_WRONG_SWITCH           3   /* the first hop names another switch */
+#define DROP_UNKNOWN_JOB            4   /* (job_id, tree_id) not in ina_jobs, or job id 0 */
+#define DROP_BAD_SLOT               5   /* slot >= pool_size or the cell is outside the register */
+#define DROP_BAD_FAN_IN             6   /* fan_in 0, above the job's max_fan_in or above MAX_FAN_IN */
+#define DROP_BAD_CHILD              7   /* child >= fan_in */
+#define DROP_NOT_AGGREGATOR         8   /* an aggregate hop at a switch that has no slots for the job */
+#define DROP_DUPLICATE              9   /* contribution already counted */
+#define DROP_STALE                  10  /* contribution for an older chunk than the slot holds */
+#define DROP_ABSORBED               11  /* S3.6/S3.7: held in the slot, the packet itself ends here */
+#define DROP_NO_HOP                 12  /* an INA packet with no hop left that is not a multicast RESULT */
+#define DROP_NO_GROUP               13  /* multicast RESULT for a job without a result group */
+#define DROP_IPV4_MISS              14  /* ordinary IPv4: no route (or an explicit drop entry) */
+#define DROP_TTL_EXPIRED            15  /* ordinary IPv4: TTL would reach 0 */
+#define DROP_NOT_IPV4               16  /* a frame that is not IPv4 (the network is static: no ARP) */
+
+#endif /* INA_CONSTANTS_P4 */

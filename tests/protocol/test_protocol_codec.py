@@ -1,0 +1,111 @@
+"""The codec against the golden vectors, round trips, frames and every malformed-input error."""
+
+import numpy as np
+import pytest
+
+from protocol import codec
+from protocol import constants as C
+from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
+from ina_golden import INVALID, VALID
+
+
+def _expected_packet(vector) -> InaPacket:
+    fields = dict(vector["header"])
+    fields.pop("hop_count")
+    hops = [Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"])
+            for h in vector["hops"]]
+    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32))
+
+
+@pytest.mark.parametrize("vector", VALID, ids=lambda v: v["name"])
+def test_golden_decode(vector):
+    pkt = codec.decode(vector["bytes"], vector["values_per_packet"])
+    assert pkt == _expected_packet(vector)
+    assert len(pkt.hops) == vector["header"]["hop_count"]
+    assert pkt.values.dtype == np.int32
+    # K inferred from the length gives the same packet
+    assert codec.decode(vector["bytes"]) == pkt
+
+
+@pytest.mark.parametrize("vector", VALID, ids=lambda v: v["name"])
+def test_golden_encode(vector):
+    assert codec.encode(_expected_packet(vector), vector["values_per_packet"]) == vector["bytes"]
+
+
+@pytest.mark.parametrize("vector", INVALID, ids=lambda v: v["name"])
+def test_golden_invalid(vector):
+    with pytest.raises(ProtocolError, match=vector["error"]):
+        codec.decode(vector["bytes"], vector.get("values_per_packet"))
+
+
+def test_round_trip_default_k():
+    rng = np.random.default_rng(1)
+    values = rng.integers(-2**31, 2**31, size=C.VALUES_PER_PACKET, dtype=np.int64).astype(np.int32)
+    hops = [Hop(s, s % 2 == 0, 4, s % 4, s + 10) for s in range(1, C.MAX_HOPS + 1)]
+    pkt = InaPacket(InaHeader(job_id=9, seq=2**32 - 1, slot=C.SLOT_MAX, shadow=1, flags=C.FLAG_RETX,
+                              scale_exp=-128), hops, values)
+    raw = codec.encode(pkt)
+    assert len(raw) == codec.payload_size(C.MAX_HOPS) == 16 + 8 * 8 + 4 * 64
+    assert codec.decode(raw, C.VALUES_PER_PACKET) == pkt
+
+
+def test_short_values_are_zero_padded():
+    pkt = codec.grad(1, 0, [Hop(1, True, 2, 0, 1)], [5, -6], value_count=2)
+    back = codec.decode(codec.encode(pkt))
+    assert back.header.value_count == 2
+    assert list(back.values[:3]) == [5, -6, 0] and len(back.values) == C.VALUES_PER_PACKET
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda p: setattr(p.header, "slot", C.SLOT_MAX + 1), "slot"),
+    (lambda p: setattr(p.header, "seq", -1), "seq"),
+    (lambda p: setattr(p.header, "scale_exp", 128), "scale_exp"),
+    (lambda p: setattr(p.header, "value_count", C.VALUES_PER_PACKET + 1), "value_count"),
+    (lambda p: setattr(p, "values", np.zeros(C.VALUES_PER_PACKET + 1)), "at most K"),
+    (lambda p: setattr(p, "values", np.array([2**31])), "int32"),
+    (lambda p: setattr(p, "hops", [Hop(1)] * (C.MAX_HOPS + 1)), "MAX_HOPS"),
+    (lambda p: setattr(p, "hops", [Hop(1, fan_in=256)]), "fan_in"),
+])
+def test_encode_rejects_out_of_range(change, message):
+    pkt = codec.grad(1, 0, [Hop(1, True, 2, 0, 1)], [1])
+    change(pkt)
+    with pytest.raises(ProtocolError, match=message):
+        codec.encode(pkt)
+
+
+def test_frame_round_trip_and_checksum():
+    pkt = codec.result(4, 77, [Hop(3, True, 2, 0, 2)], range(8), slot=1, value_count=8)
+    frame = codec.build_frame(pkt, "02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.1.2")
+    assert len(frame) == 14 + 20 + 8 + codec.payload_size(1)
+    assert codec.ipv4_checksum(frame[14:34]) == 0          # a correct header sums to zero
+    assert frame[40:42] == b"\0\0"                         # UDP checksum: none
+    info, back = codec.parse_frame(frame)
+    assert (info.src_mac, info.dst_mac, info.src_ip, info.dst_ip) == \
+        ("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.1.2")
+    assert info.dst_port == C.INA_UDP_PORT and info.ttl == 64
+    assert back == codec.decode(codec.encode(pkt))
+
+
+def test_ipv4_checksum_known_value():
+    # a classic worked example of the IPv4 header checksum
+    header = bytes.fromhex("450000730000400040110000c0a80001c0a800c7")
+    assert codec.ipv4_checksum(header) == 0xB861
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda f: f[:30], "too short"),
+    (lambda f: f[:12] + b"\x86\xdd" + f[14:], "not IPv4"),
+    (lambda f: f[:24] + bytes([f[24] ^ 1]) + f[25:], "checksum"),
+    (lambda f: f[:-4], "exceeds the frame"),
+])
+def test_parse_frame_errors(mutate, message):
+    frame = codec.build_frame(codec.grad(1, 0, [], [1]), 1, 2, "10.0.0.1", "10.0.0.2")
+    with pytest.raises(ProtocolError, match=message):
+        codec.parse_frame(mutate(frame))
+
+
+def test_bad_addresses():
+    with pytest.raises(ProtocolError, match="MAC"):
+        codec.mac_bytes("02:00:00")
+    with pytest.raises(ProtocolError, match="IPv4"):
+        codec.ip_bytes("10.0.0.300")
