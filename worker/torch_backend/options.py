@@ -1,0 +1,100 @@
+"""Job options of the ``ina`` backend: environment variables, overridable by ``pg_options``.
+
+torchrun provides MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (the store and the ranks); the
+``INA_*`` variables below say where the in-network aggregation comes from. Parsing happens once,
+at process-group creation, so a typo is reported as one clear line before any training starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+
+class InaConfigError(ValueError):
+    """An INA_* setting or pg_options field that cannot be used."""
+
+
+@dataclass
+class InaOptions:
+    """Options of one ``ina`` process group (pass an instance as ``pg_options`` to override env).
+
+    controller:  "host:port" of the controller's job service (INA_CONTROLLER).
+    job:         job name or id registered with the controller (INA_JOB).
+    transport:   "udp" (kernel UDP sockets, e.g. in mininet) or "attach:HOST:PORT" (join an
+                 in-process network running in another OS process) (INA_TRANSPORT).
+    host:        this rank's host name in the plan; default: the plan's worker with this rank
+                 (INA_HOST).
+    timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT).
+    retries:     retransmission rounds the worker agent tries per chunk (INA_RETRIES).
+    """
+
+    controller: Optional[str] = None
+    job: Optional[str] = None
+    transport: str = "udp"
+    host: Optional[str] = None
+    timeout: float = 30.0
+    retries: int = 8
+
+    ENV = {"controller": "INA_CONTROLLER", "job": "INA_JOB", "transport": "INA_TRANSPORT",
+           "host": "INA_HOST", "timeout": "INA_TIMEOUT", "retries": "INA_RETRIES"}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None,
+                 overrides: Optional["InaOptions"] = None) -> "InaOptions":
+        """Options from INA_* variables; fields set (not None) on ``overrides`` win."""
+        env = os.environ if environ is None else environ
+        values = {}
+        for name, var in cls.ENV.items():
+            if env.get(var, "") != "":
+                values[name] = _convert(name, var, env[var])
+        opts = cls(**values)
+        if overrides is not None:
+            for f in dataclasses.fields(cls):
+                v = getattr(overrides, f.name)
+                if v is not None and v != f.default:
+                    setattr(opts, f.name, v)
+        opts.validate()
+        return opts
+
+    def validate(self) -> None:
+        if not self.controller:
+            raise InaConfigError("INA_CONTROLLER is not set: the ina backend needs the controller's "
+                                 "job service address (host:port)")
+        parse_host_port(self.controller, "INA_CONTROLLER")
+        if not self.job:
+            raise InaConfigError("INA_JOB is not set: the ina backend needs the job's name or id")
+        self.transport_kind()
+        if not self.timeout > 0:
+            raise InaConfigError(f"INA_TIMEOUT must be positive, got {self.timeout}")
+        if self.retries < 0:
+            raise InaConfigError(f"INA_RETRIES must be >= 0, got {self.retries}")
+
+    def transport_kind(self) -> tuple[str, Optional[tuple[str, int]]]:
+        """("udp", None) or ("attach", (host, port))."""
+        if self.transport == "udp":
+            return "udp", None
+        if self.transport.startswith("attach:"):
+            return "attach", parse_host_port(self.transport[len("attach:"):], "INA_TRANSPORT attach")
+        raise InaConfigError(f"INA_TRANSPORT {self.transport!r} is not 'udp' or 'attach:HOST:PORT'")
+
+
+def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InaConfigError(f"{what} must be HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+def _convert(name: str, var: str, text: str):
+    kind = {f.name: f.type for f in dataclasses.fields(InaOptions)}[name]
+    try:
+        if kind == "float":
+            return float(text)
+        if kind == "int":
+            return int(text)
+    except ValueError:
+        raise InaConfigError(f"{var} must be a number, got {text!r}") from None
+    return text

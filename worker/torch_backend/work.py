@@ -1,0 +1,106 @@
+"""Async work objects of the ina backend and the one thread that talks to the worker agent.
+
+Every process has one worker agent per job, driven by one event loop; torch calls collectives from
+the training thread and, inside DDP, from autograd hooks. So all switch exchanges are queued to a
+single ``SwitchThread`` that runs them in issue order (the order is the same on every rank, which is
+what keeps chunk sequence numbers aligned) and completes a torch Future per call. ``InaWork`` is
+the ``dist.Work`` torch hands back: ``wait()`` blocks (with an optional timeout), ``get_future()``
+completes with the list of result tensors, which were written in place.
+"""
+
+from __future__ import annotations
+
+import datetime
+import queue
+import threading
+from typing import Callable, Optional
+
+import torch
+import torch.distributed as dist
+
+
+class InaWork(dist.Work):
+    """A collective in flight on the switch thread."""
+
+    def __init__(self, future: torch.futures.Future, done: threading.Event, what: str):
+        super().__init__()
+        self._future = future
+        self._done = done
+        self._what = what
+
+    def wait(self, timeout: Optional[datetime.timedelta] = None) -> bool:
+        seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+        if not self._done.wait(seconds if seconds and seconds > 0 else None):
+            raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
+        self._future.wait()  # raises the collective's error, if any
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        return self._future
+
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def is_success(self) -> bool:
+        if not self._done.is_set():
+            return False
+        try:
+            self._future.value()
+        except Exception:
+            return False
+        return True
+
+    def exception(self):
+        if not self._done.is_set():
+            return None
+        try:
+            self._future.value()
+        except Exception as exc:  # the stored error
+            return exc
+        return None
+
+    def result(self):
+        self.wait()
+        return self._future.value()
+
+
+class SwitchThread:
+    """Runs queued jobs one after another on a private daemon thread."""
+
+    def __init__(self, name: str = "ina-switch"):
+        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def submit(self, job: Callable[[], list], what: str) -> InaWork:
+        """Queue ``job`` (returns the result tensors); the work completes when it has run."""
+        if self._closed:
+            raise RuntimeError(f"ina {what}: the process group was destroyed")
+        future: torch.futures.Future = torch.futures.Future()
+        done = threading.Event()
+        self._queue.put((job, future, done, what))
+        return InaWork(future, done, what)
+
+    def close(self, timeout: float = 5.0) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put(None)
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            job, future, done, what = item
+            try:
+                result = job()
+            except Exception as exc:  # handed to the waiter, never lost in this thread
+                error = exc if isinstance(exc, (ValueError, OverflowError, TimeoutError)) \
+                    else RuntimeError(f"ina {what} failed: {exc}")
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+            finally:
+                done.set()
