@@ -1,0 +1,1012 @@
+"""P4Runtime (v1, package p4runtime 1.4.1) gRPC service over one softswitch ``Switch``.
+
+The device config of a softswitch pipeline (``ForwardingPipelineConfig.p4_device_config``) is the P4
+program's source text (UTF-8), as ``softswitch compile --device-config`` writes it. Relative
+``#include``s are resolved against ``include_dirs`` (the server's ``--include-dir`` options and the
+directory of the program the switch was started with), so a self-contained program is the safest.
+The P4Info given by the client is used for every ID <-> name translation (so a P4Info produced by p4c
+works too); it must describe the program (``P4InfoIndex.check_against``).
+
+Arbitration: per role name, the connected client with the highest election ID is primary. Every change
+of primary is announced to all clients of the role (status OK to the primary, ALREADY_EXISTS to backups,
+NOT_FOUND when nobody can be primary). Writes and SetForwardingPipelineConfig need the primary's
+election ID (else PERMISSION_DENIED); reads do not. Role configs are not supported (all roles see all).
+
+Write follows the P4Runtime error convention: request-level problems (device id, election id, no
+pipeline, atomicity) are the RPC's status; per-update problems make the RPC fail with UNKNOWN and a
+``google.rpc.Status`` whose details hold one ``p4.v1.Error`` per update (OK for those that were applied).
+Only CONTINUE_ON_ERROR atomicity is supported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import tempfile
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from importlib import metadata
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
+
+from softswitch.p4info import MATCH_KIND_OF, P4InfoError, P4InfoIndex, build_p4info
+
+log = logging.getLogger("softswitch.p4runtime")
+P4RUNTIME_VERSION = metadata.version("p4runtime")
+Code = grpc.StatusCode
+
+
+class P4RTError(Exception):
+    """An error with a canonical code, for one update or one whole RPC."""
+
+    def __init__(self, code: Code, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# Switch exceptions, by class name so this module does not depend on where the runtime defines them
+SWITCH_ERROR_CODES = {
+    "InvalidEntry": Code.INVALID_ARGUMENT,
+    "EntryExists": Code.ALREADY_EXISTS,
+    "EntryNotFound": Code.NOT_FOUND,
+    "ConstDefaultAction": Code.PERMISSION_DENIED,
+    "TableFull": Code.RESOURCE_EXHAUSTED,
+}
+
+
+def switch_error(exc: Exception) -> P4RTError:
+    for cls in type(exc).__mro__:
+        if cls.__name__ in SWITCH_ERROR_CODES:
+            return P4RTError(SWITCH_ERROR_CODES[cls.__name__], str(exc))
+    if isinstance(exc, (KeyError, IndexError, ValueError)):
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        return P4RTError(Code.INVALID_ARGUMENT, str(message))
+    return P4RTError(Code.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+
+# ---------------------------------------------------------------- value encoding
+
+def decode_value(data: bytes, bitwidth: int, what: str) -> int:
+    """A P4Runtime bytestring (canonical or padded) -> int, checked against the bitwidth."""
+    if len(data) == 0:
+        raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: empty bytestring")
+    if len(data) > (bitwidth + 7) // 8:
+        raise P4RTError(Code.INVALID_ARGUMENT,
+                        f"{what}: {len(data)} bytes is too long for a {bitwidth}-bit value")
+    value = int.from_bytes(data, "big")
+    if value >> bitwidth:
+        raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: value 0x{value:x} does not fit in {bitwidth} bits")
+    return value
+
+
+def encode_value(value: int, bitwidth: int | None = None) -> bytes:
+    """int -> canonical P4Runtime bytestring (no leading zero bytes, at least one byte)."""
+    if bitwidth is not None:
+        value &= (1 << bitwidth) - 1
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def pack_fields(fields, values: list[int]) -> bytes:
+    """Header fields (name, bitwidth) with values -> the header's bytes, MSB first."""
+    total = sum(f.bitwidth for f in fields)
+    acc = 0
+    for f, v in zip(fields, values):
+        acc = (acc << f.bitwidth) | (v & ((1 << f.bitwidth) - 1))
+    return acc.to_bytes((total + 7) // 8, "big") if total else b""
+
+
+def unpack_fields(fields, data: bytes) -> list[int]:
+    total = sum(f.bitwidth for f in fields)
+    nbytes = (total + 7) // 8
+    acc = int.from_bytes(data[:nbytes], "big") >> (nbytes * 8 - total)
+    values = []
+    shift = total
+    for f in fields:
+        shift -= f.bitwidth
+        values.append((acc >> shift) & ((1 << f.bitwidth) - 1))
+    return values
+
+
+# ---------------------------------------------------------------- pipeline
+
+@dataclass
+class Pipeline:
+    """One forwarding pipeline config: P4Info (+ its index), device config, cookie, compiled program."""
+
+    p4info: object
+    index: P4InfoIndex
+    device_config: bytes
+    cookie: int | None
+    program: object = None
+
+
+@dataclass(eq=False)
+class StreamClient:
+    """One StreamChannel connection."""
+
+    peer: str
+    out: queue.Queue = field(default_factory=queue.Queue)
+    role: str | None = None
+    election_id: tuple[int, int] | None = None
+    arbitrated: bool = False
+
+
+class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
+    """The P4Runtime service for one device. ``switch`` may be None until a pipeline is set."""
+
+    def __init__(self, switch=None, device_id: int = 0, cpu_port: int | None = None,
+                 include_dirs=(), device_config: bytes = b"", make_switch=None, transmit=None):
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.include_dirs = tuple(include_dirs)
+        self.make_switch = make_switch          # program -> Switch, for a device started with --no-p4
+        self.transmit = transmit or (lambda port, frame: None)
+        self.lock = threading.RLock()
+        self.clients: list[StreamClient] = []
+        self.saved: Pipeline | None = None      # VERIFY_AND_SAVE
+        self.pipeline: Pipeline | None = None
+        self.switch = None
+        self.clone_sessions: dict[int, tuple[list, int, int]] = {}
+        self.digest_configs: dict[int, object] = {}
+        self.digest_list_ids = itertools.count(1)
+        self.stats = {"packet_in": 0, "packet_out": 0, "packet_in_dropped": 0, "digests": 0}
+        if switch is not None:
+            p4info = build_p4info(switch.info)
+            self._attach(switch, Pipeline(p4info, P4InfoIndex(p4info), device_config, None,
+                                          getattr(switch, "program", None)))
+
+    # ------------------------------------------------------------ data plane glue
+
+    def _attach(self, switch, pipeline: Pipeline):
+        self.switch = switch
+        self.pipeline = pipeline
+        switch.on_packet_in = self._packet_in
+        switch.on_digest = self._digest
+        self.clone_sessions.clear()
+
+    def process(self, port: int, frame: bytes):
+        """A frame from a port: run the pipeline, transmit what it emits. No pipeline: dropped."""
+        switch = self.switch
+        if switch is None:
+            return []
+        outputs = switch.process(port, frame)
+        for egress, data in outputs:
+            if egress != self.cpu_port:
+                self.transmit(egress, data)
+        return outputs
+
+    def _primaries(self):
+        with self.lock:
+            roles = {c.role for c in self.clients if c.arbitrated}
+            return [p for p in (self._primary(r) for r in roles) if p is not None]
+
+    def _packet_in(self, frame: bytes):
+        pipeline = self.pipeline
+        msg = p4runtime_pb2.StreamMessageResponse()
+        header = pipeline.index.controller_header("packet_in") if pipeline else None
+        if header is not None and len(header.metadata):
+            size = (sum(m.bitwidth for m in header.metadata) + 7) // 8
+            for m, value in zip(header.metadata, unpack_fields(header.metadata, frame)):
+                md = msg.packet.metadata.add()
+                md.metadata_id = m.id
+                md.value = encode_value(value)
+            msg.packet.payload = frame[size:]
+        else:
+            msg.packet.payload = frame
+        primaries = self._primaries()
+        if not primaries:
+            self.stats["packet_in_dropped"] += 1
+        for client in primaries:
+            self.stats["packet_in"] += 1
+            client.out.put(msg)
+
+    def _digest(self, name: str, values: dict):
+        pipeline = self.pipeline
+        digest = pipeline.index.named("digests", name) if pipeline else None
+        if digest is None or digest.preamble.id not in self.digest_configs:
+            return
+        msg = p4runtime_pb2.StreamMessageResponse()
+        msg.digest.digest_id = digest.preamble.id
+        msg.digest.list_id = next(self.digest_list_ids)
+        msg.digest.timestamp = time.time_ns()
+        struct = pipeline.p4info.type_info.structs[getattr(digest.type_spec, "struct").name]
+        data = msg.digest.data.add()
+        for member in struct.members:
+            width = member.type_spec.bitstring.bit.bitwidth or member.type_spec.bitstring.int.bitwidth
+            getattr(data, "struct").members.add().bitstring = encode_value(values.get(member.name, 0), width)
+        self.stats["digests"] += 1
+        for client in self._primaries():
+            client.out.put(msg)
+
+    def _packet_out(self, client: StreamClient, packet) -> None:
+        if self._primary(client.role) is not client:
+            raise P4RTError(Code.PERMISSION_DENIED, "packet-out from a client that is not primary")
+        switch, pipeline = self.switch, self.pipeline
+        if switch is None:
+            raise P4RTError(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        if self.cpu_port is None:
+            raise P4RTError(Code.FAILED_PRECONDITION, "packet-out needs a CPU port (--cpu-port)")
+        header = pipeline.index.controller_header("packet_out")
+        prefix = b""
+        if header is not None:
+            by_id = {m.id: m for m in header.metadata}
+            values = {m.id: 0 for m in header.metadata}
+            for md in packet.metadata:
+                m = by_id.get(md.metadata_id)
+                if m is None:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"packet_out has no metadata id {md.metadata_id}")
+                values[m.id] = decode_value(md.value, m.bitwidth, f"packet_out metadata {m.name}")
+            prefix = pack_fields(header.metadata, [values[m.id] for m in header.metadata])
+        elif len(packet.metadata):
+            raise P4RTError(Code.INVALID_ARGUMENT, "the program has no @controller_header(\"packet_out\")")
+        self.stats["packet_out"] += 1
+        outputs = switch.packet_out(prefix + packet.payload) or []
+        for egress, data in outputs:
+            if egress != self.cpu_port:
+                self.transmit(egress, data)
+
+    # ------------------------------------------------------------ arbitration
+
+    def _primary(self, role):
+        candidates = [c for c in self.clients if c.arbitrated and c.role == role and c.election_id is not None]
+        return max(candidates, key=lambda c: c.election_id, default=None)
+
+    def _arbitration_message(self, client: StreamClient, primary):
+        msg = p4runtime_pb2.StreamMessageResponse()
+        arb = msg.arbitration
+        arb.device_id = self.device_id
+        if client.role:
+            arb.role.name = client.role
+        if primary is not None:
+            arb.election_id.high, arb.election_id.low = primary.election_id
+        if primary is client:
+            arb.status.code = code_pb2.OK
+            arb.status.message = "primary"
+        elif primary is not None:
+            arb.status.code = code_pb2.ALREADY_EXISTS
+            arb.status.message = "backup: another client is primary"
+        else:
+            arb.status.code = code_pb2.NOT_FOUND
+            arb.status.message = "backup: no primary client"
+        return msg
+
+    def _arbitrate(self, client: StreamClient, update) -> None:
+        if update.device_id != self.device_id:
+            raise P4RTError(Code.NOT_FOUND, f"device id {update.device_id} does not exist "
+                                            f"(this switch is device {self.device_id})")
+        role = update.role.name
+        election = (update.election_id.high, update.election_id.low) if update.HasField("election_id") else None
+        with self.lock:
+            if client.arbitrated and role != client.role:
+                raise P4RTError(Code.FAILED_PRECONDITION, "a stream cannot change its role")
+            for other in self.clients:
+                if other is not client and other.arbitrated and other.role == role \
+                        and election is not None and other.election_id == election:
+                    raise P4RTError(Code.INVALID_ARGUMENT,
+                                    f"election id {election} is already used by another client of role "
+                                    f"{role!r}")
+            before = self._primary(role)
+            client.role, client.election_id, client.arbitrated = role, election, True
+            after = self._primary(role)
+            if after is not before:
+                for other in self.clients:
+                    if other.arbitrated and other.role == role:
+                        other.out.put(self._arbitration_message(other, after))
+            else:
+                client.out.put(self._arbitration_message(client, after))
+
+    def _disconnect(self, client: StreamClient) -> None:
+        with self.lock:
+            if client not in self.clients:
+                return
+            before = self._primary(client.role) if client.arbitrated else None
+            self.clients.remove(client)
+            if before is client:
+                after = self._primary(client.role)
+                for other in self.clients:
+                    if other.arbitrated and other.role == client.role:
+                        other.out.put(self._arbitration_message(other, after))
+        client.out.put(None)
+
+    def _check_primary(self, device_id, role, election_id) -> None:
+        if device_id != self.device_id:
+            raise P4RTError(Code.NOT_FOUND, f"device id {device_id} does not exist")
+        with self.lock:
+            primary = self._primary(role)
+            given = (election_id.high, election_id.low)
+            if primary is None or primary.election_id != given:
+                who = f"primary has election id {primary.election_id}" if primary else "there is no primary"
+                raise P4RTError(Code.PERMISSION_DENIED,
+                                f"election id {given} is not the primary's for role {role!r} ({who})")
+
+    def StreamChannel(self, request_iterator, context):
+        client = StreamClient(context.peer())
+        with self.lock:
+            self.clients.append(client)
+
+        def read_requests():
+            try:
+                for request in request_iterator:
+                    kind = request.WhichOneof("update")
+                    try:
+                        if kind == "arbitration":
+                            self._arbitrate(client, request.arbitration)
+                        elif not client.arbitrated:
+                            raise P4RTError(Code.FAILED_PRECONDITION,
+                                            "the first stream message must be a MasterArbitrationUpdate")
+                        elif kind == "packet":
+                            try:
+                                self._packet_out(client, request.packet)
+                            except P4RTError as e:
+                                error = p4runtime_pb2.StreamMessageResponse()
+                                error.error.canonical_code = e.code.value[0]
+                                error.error.message = e.message
+                                error.error.packet_out.packet_out.CopyFrom(request.packet)
+                                client.out.put(error)
+                        elif kind == "digest_ack":
+                            pass
+                    except P4RTError as e:
+                        if kind == "arbitration" or not client.arbitrated:
+                            client.out.put(e)
+                            return
+                        raise
+            except Exception as e:  # noqa: BLE001 - client went away or sent garbage
+                if not isinstance(e, grpc.RpcError):
+                    log.warning("stream from %s: %s", client.peer, e)
+            finally:
+                self._disconnect(client)
+
+        context.add_callback(lambda: self._disconnect(client))
+        reader = threading.Thread(target=read_requests, name="p4rt-stream", daemon=True)
+        reader.start()
+        while True:
+            item = client.out.get()
+            if item is None:
+                break
+            if isinstance(item, P4RTError):
+                self._disconnect(client)
+                context.abort(item.code, item.message)
+            yield item
+
+    # ------------------------------------------------------------ pipeline config
+
+    def _compile(self, device_config: bytes):
+        """Compile a device config (the program source); raise INVALID_ARGUMENT with the compiler's message."""
+        from softswitch.compiler import compile_program
+        try:
+            source = device_config.decode("utf-8")
+        except UnicodeDecodeError:
+            raise P4RTError(Code.INVALID_ARGUMENT, "p4_device_config must be the P4 program source "
+                                                   "(UTF-8 text)") from None
+        with tempfile.TemporaryDirectory(prefix="softswitch-") as tmp:
+            path = os.path.join(tmp, "program.p4")
+            with open(path, "w") as f:
+                f.write(source)
+            try:
+                return compile_program(path, include_dirs=self.include_dirs)
+            except Exception as e:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"cannot compile p4_device_config: {e}") from None
+
+    def _verify(self, config, need_program: bool) -> Pipeline:
+        try:
+            index = P4InfoIndex(config.p4info)
+        except P4InfoError as e:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"invalid P4Info: {e}") from None
+        if not len(config.p4info.tables) and not len(config.p4info.actions):
+            raise P4RTError(Code.INVALID_ARGUMENT, "invalid P4Info: it has no tables and no actions")
+        cookie = config.cookie.cookie if config.HasField("cookie") else None
+        pipeline = Pipeline(config.p4info, index, config.p4_device_config, cookie)
+        if config.p4_device_config:
+            pipeline.program = self._compile(config.p4_device_config)
+            try:
+                index.check_against(pipeline.program.info)
+            except P4InfoError as e:
+                raise P4RTError(Code.INVALID_ARGUMENT, str(e)) from None
+        elif need_program:
+            raise P4RTError(Code.INVALID_ARGUMENT,
+                            "p4_device_config is empty: softswitch needs the P4 program source there")
+        return pipeline
+
+    def _commit(self, pipeline: Pipeline) -> None:
+        if self.switch is None:
+            if self.make_switch is None:
+                raise P4RTError(Code.INTERNAL, "this server cannot create a switch")
+            switch = self.make_switch(pipeline.program)
+        else:
+            switch = self.switch
+            switch.load(pipeline.program)
+        self._attach(switch, pipeline)
+        self.digest_configs.clear()
+
+    def SetForwardingPipelineConfig(self, request, context):
+        A = p4runtime_pb2.SetForwardingPipelineConfigRequest
+        try:
+            self._check_primary(request.device_id, request.role, request.election_id)
+            with self.lock:
+                action = request.action
+                if action == A.VERIFY:
+                    self._verify(request.config, need_program=False)
+                elif action == A.VERIFY_AND_SAVE:
+                    self.saved = self._verify(request.config, need_program=True)
+                elif action == A.VERIFY_AND_COMMIT:
+                    self._commit(self._verify(request.config, need_program=True))
+                elif action == A.COMMIT:
+                    if self.saved is None:
+                        raise P4RTError(Code.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE")
+                    self._commit(self.saved)
+                    self.saved = None
+                elif action == A.RECONCILE_AND_COMMIT:
+                    pipeline = self._verify(request.config, need_program=True)
+                    current = self.pipeline
+                    if current is None or current.program is None or \
+                            pipeline.program.source_hash != current.program.source_hash:
+                        raise P4RTError(Code.UNIMPLEMENTED,
+                                        "RECONCILE_AND_COMMIT only accepts the running program (state cannot "
+                                        "be carried over to a different one); use VERIFY_AND_COMMIT")
+                    pipeline.program = current.program
+                    self.pipeline = pipeline     # same program: keep all state, adopt the new P4Info/cookie
+                else:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"unsupported action {A.Action.Name(action)}")
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def GetForwardingPipelineConfig(self, request, context):
+        R = p4runtime_pb2.GetForwardingPipelineConfigRequest
+        if request.device_id != self.device_id:
+            context.abort(Code.NOT_FOUND, f"device id {request.device_id} does not exist")
+        pipeline = self.pipeline
+        if pipeline is None:
+            context.abort(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        response = p4runtime_pb2.GetForwardingPipelineConfigResponse()
+        config = response.config
+        if pipeline.cookie is not None:
+            config.cookie.cookie = pipeline.cookie
+        if request.response_type in (R.ALL, R.P4INFO_AND_COOKIE):
+            config.p4info.CopyFrom(pipeline.p4info)
+        if request.response_type in (R.ALL, R.DEVICE_CONFIG_AND_COOKIE):
+            config.p4_device_config = pipeline.device_config
+        return response
+
+    def Capabilities(self, request, context):
+        return p4runtime_pb2.CapabilitiesResponse(p4runtime_api_version=P4RUNTIME_VERSION)
+
+    # ------------------------------------------------------------ write
+
+    def Write(self, request, context):
+        try:
+            self._check_primary(request.device_id, request.role, request.election_id)
+            if request.atomicity != p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR:
+                raise P4RTError(Code.UNIMPLEMENTED, "only CONTINUE_ON_ERROR atomicity is supported")
+            if self.switch is None:
+                raise P4RTError(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        errors = []
+        for update in request.updates:
+            try:
+                self._write_one(update)
+                errors.append(None)
+            except P4RTError as e:
+                errors.append(e)
+            except Exception as e:  # noqa: BLE001 - mapped to a canonical code
+                errors.append(switch_error(e))
+        if any(errors):
+            status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+            for e in errors:
+                error = p4runtime_pb2.Error(canonical_code=code_pb2.OK if e is None else e.code.value[0],
+                                            message="" if e is None else e.message)
+                detail = any_pb2.Any()
+                detail.Pack(error)
+                status.details.append(detail)
+            context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+            context.abort(Code.UNKNOWN, "Write failure.")
+        return p4runtime_pb2.WriteResponse()
+
+    def _write_one(self, update):
+        U = p4runtime_pb2.Update
+        if update.type == U.UNSPECIFIED:
+            raise P4RTError(Code.INVALID_ARGUMENT, "update type is UNSPECIFIED")
+        kind = update.entity.WhichOneof("entity")
+        entity = getattr(update.entity, kind) if kind else None
+        if kind == "table_entry":
+            self._write_table_entry(update.type, entity)
+        elif kind == "counter_entry":
+            self._write_counter(update.type, entity)
+        elif kind == "register_entry":
+            self._write_register(update.type, entity)
+        elif kind == "direct_counter_entry":
+            self._write_direct_counter(update.type, entity)
+        elif kind == "packet_replication_engine_entry":
+            self._write_pre(update.type, entity)
+        elif kind == "digest_entry":
+            self._write_digest(update.type, entity)
+        else:
+            raise P4RTError(Code.UNIMPLEMENTED, f"writing {kind or 'an empty entity'} is not supported")
+
+    # -- tables
+
+    def _table(self, table_id):
+        table = self.pipeline.index.get("tables", table_id)
+        if table is None:
+            raise P4RTError(Code.NOT_FOUND, f"no table with id {table_id}")
+        return table
+
+    def _entry_from_p4(self, table, entry, default: bool = False):
+        """p4.v1.TableEntry -> (Switch TableEntry | None for matches-only, action name, args)."""
+        from softswitch.switch import Exact, Lpm, Optional, Range, TableEntry, Ternary
+        tname = table.preamble.name
+        fields = {m.id: m for m in table.match_fields}
+        matches = {}
+        needs_priority = False
+        for m in table.match_fields:
+            kind = MATCH_KIND_OF.get(m.match_type)
+            needs_priority |= kind in ("ternary", "range", "optional")
+        for fm in entry.match:
+            mf = fields.get(fm.field_id)
+            if mf is None:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has no match field id {fm.field_id}")
+            if mf.name in matches:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: match field {mf.name} given twice")
+            kind = MATCH_KIND_OF.get(mf.match_type)
+            given = fm.WhichOneof("field_match_type")
+            if given != kind:
+                raise P4RTError(Code.INVALID_ARGUMENT,
+                                f"table {tname}: match field {mf.name} is {kind}, got {given}")
+            what = f"table {tname} match field {mf.name}"
+            w = mf.bitwidth
+            if kind == "exact":
+                matches[mf.name] = Exact(decode_value(fm.exact.value, w, what))
+            elif kind == "lpm":
+                value = decode_value(fm.lpm.value, w, what)
+                plen = fm.lpm.prefix_len
+                if not 0 < plen <= w:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: prefix length {plen} is not in 1..{w}")
+                if value & ((1 << (w - plen)) - 1):
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: value has bits set beyond the /{plen} prefix")
+                matches[mf.name] = Lpm(value, plen)
+            elif kind == "ternary":
+                value = decode_value(fm.ternary.value, w, what)
+                mask = decode_value(fm.ternary.mask, w, what + " mask")
+                if mask == 0:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: a zero mask must be omitted (don't care)")
+                if value & ~mask:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: value has bits set outside the mask")
+                matches[mf.name] = Ternary(value, mask)
+            elif kind == "range":
+                low = decode_value(fm.range.low, w, what + " low")
+                high = decode_value(fm.range.high, w, what + " high")
+                if low > high:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: low {low} is above high {high}")
+                matches[mf.name] = Range(low, high)
+            elif kind == "optional":
+                matches[mf.name] = Optional(decode_value(fm.optional.value, w, what))
+            else:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: unsupported match type")
+        if not default:
+            for m in table.match_fields:
+                if MATCH_KIND_OF.get(m.match_type) == "exact" and m.name not in matches:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: exact match field {m.name} is missing")
+            if needs_priority and entry.priority <= 0:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} needs a priority > 0 "
+                                                       "(it has ternary, range or optional fields)")
+            if not needs_priority and entry.priority != 0:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has only exact/lpm fields: "
+                                                       "priority must be 0")
+        action, args = None, {}
+        if entry.HasField("action"):
+            if entry.action.WhichOneof("type") != "action":
+                raise P4RTError(Code.UNIMPLEMENTED, "action profiles are not supported")
+            action, args = self._action_from_p4(table, entry.action.action, default)
+        priority = entry.priority if needs_priority else None
+        return TableEntry(matches=matches, action=action, args=args, priority=priority)
+
+    def _action_from_p4(self, table, action_msg, default: bool):
+        from p4.config.v1 import p4info_pb2
+        tname = table.preamble.name
+        ref = next((r for r in table.action_refs if r.id == action_msg.action_id), None)
+        action = self.pipeline.index.get("actions", action_msg.action_id)
+        if ref is None or action is None:
+            raise P4RTError(Code.INVALID_ARGUMENT,
+                            f"action id {action_msg.action_id} is not an action of table {tname}")
+        if default and ref.scope == p4info_pb2.ActionRef.TABLE_ONLY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"action {action.preamble.name} cannot be the default "
+                                                   f"action of table {tname} (@tableonly)")
+        if not default and ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"action {action.preamble.name} can only be the default "
+                                                   f"action of table {tname} (@defaultonly)")
+        params = {p.id: p for p in action.params}
+        args = {}
+        for given in action_msg.params:
+            p = params.get(given.param_id)
+            if p is None:
+                raise P4RTError(Code.INVALID_ARGUMENT,
+                                f"action {action.preamble.name} has no parameter id {given.param_id}")
+            args[p.name] = decode_value(given.value, p.bitwidth, f"action {action.preamble.name} parameter {p.name}")
+        missing = [p.name for p in action.params if p.name not in args]
+        if missing:
+            raise P4RTError(Code.INVALID_ARGUMENT,
+                            f"action {action.preamble.name} is missing parameter(s) {', '.join(missing)}")
+        return action.preamble.name, args
+
+    def _write_table_entry(self, update_type, entry):
+        U = p4runtime_pb2.Update
+        table = self._table(entry.table_id)
+        tname = table.preamble.name
+        state = self.switch.table(tname)
+        if entry.is_default_action:
+            if update_type != U.MODIFY:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"the default entry of table {tname} can only be modified")
+            if len(entry.match):
+                raise P4RTError(Code.INVALID_ARGUMENT, "a default entry has no match fields")
+            if table.const_default_action_id:
+                raise P4RTError(Code.PERMISSION_DENIED, f"the default action of table {tname} is const")
+            if entry.HasField("action"):
+                parsed = self._entry_from_p4(table, entry, default=True)
+                state.set_default(parsed.action, parsed.args)
+            else:                       # no action: back to the program's initial default
+                info = self.switch.info.table(tname)
+                action = self.switch.info.action(info.default_action)
+                state.set_default(action.name, {p.name: v for p, v in zip(action.params, info.default_args)})
+            return
+        if table.is_const_table:
+            raise P4RTError(Code.PERMISSION_DENIED, f"table {tname} is const (its entries are fixed)")
+        parsed = self._entry_from_p4(table, entry)
+        if update_type in (U.INSERT, U.MODIFY) and parsed.action is None:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: entry has no action")
+        if update_type == U.INSERT:
+            state.insert(parsed)
+        elif update_type == U.MODIFY:
+            state.modify(parsed)
+        elif update_type == U.DELETE:
+            state.delete(parsed)
+
+    # -- counters, registers
+
+    def _counter(self, counter_id):
+        counter = self.pipeline.index.get("counters", counter_id)
+        if counter is None:
+            raise P4RTError(Code.NOT_FOUND, f"no counter with id {counter_id}")
+        return counter
+
+    @staticmethod
+    def _check_index(index, size, what):
+        if not 0 <= index < size:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"index {index} is out of range for {what} of size {size}")
+
+    def _write_counter(self, update_type, entry):
+        counter = self._counter(entry.counter_id)
+        name = counter.preamble.name
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"counter {name}: only MODIFY is allowed")
+        if not entry.HasField("index"):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"counter {name}: writing needs an index")
+        self._check_index(entry.index.index, counter.size, f"counter {name}")
+        self.switch.counter(name).write(entry.index.index, entry.data.packet_count, entry.data.byte_count)
+
+    def _register(self, register_id):
+        register = self.pipeline.index.get("registers", register_id)
+        if register is None:
+            raise P4RTError(Code.NOT_FOUND, f"no register with id {register_id}")
+        return register
+
+    @staticmethod
+    def _register_width(register):
+        bits = register.type_spec.bitstring
+        return (bits.bit.bitwidth or bits.int.bitwidth), bits.HasField("int")
+
+    def _write_register(self, update_type, entry):
+        register = self._register(entry.register_id)
+        name = register.preamble.name
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: only MODIFY is allowed")
+        if not entry.HasField("index"):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: writing needs an index")
+        self._check_index(entry.index.index, register.size, f"register {name}")
+        if entry.data.WhichOneof("data") != "bitstring":
+            raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: data must be a bitstring")
+        width, signed = self._register_width(register)
+        value = decode_value(entry.data.bitstring, width, f"register {name} data")
+        if signed and value >> (width - 1):
+            value -= 1 << width
+        self.switch.register(name).write(entry.index.index, value)
+
+    def _direct_counter_table(self, entry):
+        table = self._table(entry.table_entry.table_id)
+        if not len(table.direct_resource_ids) or self.pipeline.index.direct_counter_of(table.preamble.id) is None:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"table {table.preamble.name} has no direct counter")
+        return table
+
+    def _find_entry(self, table, p4entry):
+        """The Switch's entry with the key of ``p4entry`` (NOT_FOUND if none)."""
+        wanted = self._entry_from_p4(table, p4entry)
+        for entry in self.switch.table(table.preamble.name).entries():
+            if entry.matches == wanted.matches and (wanted.priority is None or entry.priority == wanted.priority):
+                return entry
+        raise P4RTError(Code.NOT_FOUND, f"table {table.preamble.name}: no entry with this key")
+
+    def _write_direct_counter(self, update_type, entry):
+        table = self._direct_counter_table(entry)
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, "direct counter entries can only be modified")
+        found = self._find_entry(table, entry.table_entry)
+        setter = getattr(self.switch, "set_direct_counter", None)
+        if setter is None:
+            raise P4RTError(Code.UNIMPLEMENTED, "this switch cannot write direct counters")
+        setter(table.preamble.name, found, entry.data.packet_count, entry.data.byte_count)
+
+    # -- packet replication engine
+
+    @staticmethod
+    def _replicas(replicas, what):
+        result = []
+        for r in replicas:
+            if r.WhichOneof("port_kind") == "port":
+                port = int.from_bytes(r.port, "big") if r.port else 0
+            else:
+                port = r.egress_port
+            result.append((port, r.instance))
+        if len(set(result)) != len(result):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: duplicate replica")
+        return result
+
+    def _write_pre(self, update_type, entry):
+        U = p4runtime_pb2.Update
+        kind = entry.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            group = entry.multicast_group_entry
+            gid = group.multicast_group_id
+            if gid == 0:
+                raise P4RTError(Code.INVALID_ARGUMENT, "multicast group id 0 is reserved")
+            exists = gid in dict(self._multicast_groups())
+            if update_type == U.INSERT and exists:
+                raise P4RTError(Code.ALREADY_EXISTS, f"multicast group {gid} already exists")
+            if update_type in (U.MODIFY, U.DELETE) and not exists:
+                raise P4RTError(Code.NOT_FOUND, f"multicast group {gid} does not exist")
+            if update_type == U.DELETE:
+                self.switch.delete_multicast_group(gid)
+            else:
+                self.switch.set_multicast_group(gid, self._replicas(group.replicas, f"multicast group {gid}"))
+        elif kind == "clone_session_entry":
+            session = entry.clone_session_entry
+            sid = session.session_id
+            if sid == 0:
+                raise P4RTError(Code.INVALID_ARGUMENT, "clone session id 0 is reserved")
+            exists = sid in self.clone_sessions
+            if update_type == U.INSERT and exists:
+                raise P4RTError(Code.ALREADY_EXISTS, f"clone session {sid} already exists")
+            if update_type in (U.MODIFY, U.DELETE) and not exists:
+                raise P4RTError(Code.NOT_FOUND, f"clone session {sid} does not exist")
+            if update_type == U.DELETE:
+                self.switch.delete_clone_session(sid)
+                del self.clone_sessions[sid]
+            else:
+                replicas = self._replicas(session.replicas, f"clone session {sid}")
+                self.switch.set_clone_session(sid, replicas, truncate=session.packet_length_bytes)
+                self.clone_sessions[sid] = (replicas, session.class_of_service, session.packet_length_bytes)
+        else:
+            raise P4RTError(Code.INVALID_ARGUMENT, "empty packet replication engine entry")
+
+    def _multicast_groups(self):
+        groups = self.switch.multicast_groups()
+        return sorted(groups.items() if isinstance(groups, dict) else groups)
+
+    def _write_digest(self, update_type, entry):
+        U = p4runtime_pb2.Update
+        digest = self.pipeline.index.get("digests", entry.digest_id)
+        if digest is None:
+            raise P4RTError(Code.NOT_FOUND, f"no digest with id {entry.digest_id}")
+        exists = entry.digest_id in self.digest_configs
+        if update_type == U.INSERT and exists:
+            raise P4RTError(Code.ALREADY_EXISTS, f"digest {digest.preamble.name} is already configured")
+        if update_type in (U.MODIFY, U.DELETE) and not exists:
+            raise P4RTError(Code.NOT_FOUND, f"digest {digest.preamble.name} is not configured")
+        if update_type == U.DELETE:
+            del self.digest_configs[entry.digest_id]
+        else:
+            self.digest_configs[entry.digest_id] = entry.config
+
+    # ------------------------------------------------------------ read
+
+    def Read(self, request, context):
+        if request.device_id != self.device_id:
+            context.abort(Code.NOT_FOUND, f"device id {request.device_id} does not exist")
+        if self.switch is None:
+            context.abort(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        response = p4runtime_pb2.ReadResponse()
+        try:
+            for entity in request.entities:
+                kind = entity.WhichOneof("entity")
+                reader = {
+                    "table_entry": self._read_tables, "counter_entry": self._read_counters,
+                    "register_entry": self._read_registers, "direct_counter_entry": self._read_direct_counters,
+                    "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests,
+                }.get(kind)
+                if reader is None:
+                    raise P4RTError(Code.UNIMPLEMENTED, f"reading {kind or 'an empty entity'} is not supported")
+                for result in reader(getattr(entity, kind)):
+                    response.entities.append(result)
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        except Exception as e:  # noqa: BLE001
+            error = switch_error(e)
+            context.abort(error.code, error.message)
+        yield response
+
+    def _entry_to_p4(self, table, entry, with_counter: bool):
+        msg = p4runtime_pb2.TableEntry(table_id=table.preamble.id)
+        for mf in table.match_fields:
+            match = entry.matches.get(mf.name)
+            if match is None:
+                continue
+            fm = msg.match.add(field_id=mf.id)
+            kind = MATCH_KIND_OF.get(mf.match_type)
+            if kind == "exact":
+                fm.exact.value = encode_value(match.value)
+            elif kind == "lpm":
+                fm.lpm.value = encode_value(match.value)
+                fm.lpm.prefix_len = match.prefix_len
+            elif kind == "ternary":
+                fm.ternary.value = encode_value(match.value)
+                fm.ternary.mask = encode_value(match.mask)
+            elif kind == "range":
+                fm.range.low = encode_value(match.low)
+                fm.range.high = encode_value(match.high)
+            elif kind == "optional":
+                fm.optional.value = encode_value(match.value)
+        if entry.priority is not None:
+            msg.priority = entry.priority
+        self._action_to_p4(msg.action.action, entry.action, entry.args)
+        if table.is_const_table:
+            msg.is_const = True
+        if with_counter:
+            msg.counter_data.packet_count = getattr(entry, "packets", 0) or 0
+            msg.counter_data.byte_count = getattr(entry, "bytes", 0) or 0
+        return msg
+
+    def _action_to_p4(self, msg, action_name, args):
+        action = self.pipeline.index.named("actions", action_name)
+        if action is None:
+            raise P4RTError(Code.INTERNAL, f"action {action_name} is not in the P4Info")
+        msg.action_id = action.preamble.id
+        for p in action.params:
+            msg.params.add(param_id=p.id, value=encode_value(args.get(p.name, 0), p.bitwidth))
+
+    def _read_tables(self, query):
+        tables = [self._table(query.table_id)] if query.table_id else list(self.pipeline.p4info.tables)
+        for table in tables:
+            has_counter = bool(len(table.direct_resource_ids)) and query.HasField("counter_data")
+            state = self.switch.table(table.preamble.name)
+            if query.is_default_action:
+                action, args = state.default
+                msg = p4runtime_pb2.TableEntry(table_id=table.preamble.id, is_default_action=True)
+                self._action_to_p4(msg.action.action, action, args)
+                yield p4runtime_pb2.Entity(table_entry=msg)
+                continue
+            wanted = self._entry_from_p4(table, query) if len(query.match) else None
+            for entry in state.entries():
+                if wanted is not None and (entry.matches != wanted.matches or
+                                           (query.priority and entry.priority != query.priority)):
+                    continue
+                yield p4runtime_pb2.Entity(table_entry=self._entry_to_p4(table, entry, has_counter))
+
+    def _read_counters(self, query):
+        counters = [self._counter(query.counter_id)] if query.counter_id else list(self.pipeline.p4info.counters)
+        for counter in counters:
+            state = self.switch.counter(counter.preamble.name)
+            if query.HasField("index"):
+                self._check_index(query.index.index, counter.size, f"counter {counter.preamble.name}")
+                indexes = [query.index.index]
+            else:
+                indexes = range(counter.size)
+            for i in indexes:
+                packets, nbytes = state.read(i)
+                yield p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(
+                    counter_id=counter.preamble.id, index=p4runtime_pb2.Index(index=i),
+                    data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes)))
+
+    def _read_registers(self, query):
+        registers = ([self._register(query.register_id)] if query.register_id
+                     else list(self.pipeline.p4info.registers))
+        for register in registers:
+            state = self.switch.register(register.preamble.name)
+            width, _ = self._register_width(register)
+            if query.HasField("index"):
+                self._check_index(query.index.index, register.size, f"register {register.preamble.name}")
+                indexes = [query.index.index]
+            else:
+                indexes = range(register.size)
+            for i in indexes:
+                yield p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(
+                    register_id=register.preamble.id, index=p4runtime_pb2.Index(index=i),
+                    data=p4data_pb2.P4Data(bitstring=encode_value(state.read(i), width))))
+
+    def _read_direct_counters(self, query):
+        if query.table_entry.table_id:
+            tables = [self._direct_counter_table(query)]
+        else:
+            tables = [t for t in self.pipeline.p4info.tables if len(t.direct_resource_ids)]
+        for table in tables:
+            if len(query.table_entry.match):
+                entries = [self._find_entry(table, query.table_entry)]
+            else:
+                entries = self.switch.table(table.preamble.name).entries()
+            for entry in entries:
+                packets, nbytes = self.switch.direct_counter_of(table.preamble.name, entry)
+                msg = p4runtime_pb2.DirectCounterEntry(
+                    data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes))
+                msg.table_entry.CopyFrom(self._entry_to_p4(table, entry, with_counter=False))
+                yield p4runtime_pb2.Entity(direct_counter_entry=msg)
+
+    def _read_pre(self, query):
+        kind = query.WhichOneof("type")
+        if kind == "multicast_group_entry":
+            gid = query.multicast_group_entry.multicast_group_id
+            groups = self._multicast_groups()
+            if gid:
+                groups = [(g, r) for g, r in groups if g == gid]
+                if not groups:
+                    raise P4RTError(Code.NOT_FOUND, f"multicast group {gid} does not exist")
+            for g, replicas in groups:
+                msg = p4runtime_pb2.PacketReplicationEngineEntry()
+                msg.multicast_group_entry.multicast_group_id = g
+                for port, rid in replicas:
+                    msg.multicast_group_entry.replicas.add(egress_port=port, instance=rid)
+                yield p4runtime_pb2.Entity(packet_replication_engine_entry=msg)
+        elif kind == "clone_session_entry":
+            sid = query.clone_session_entry.session_id
+            sessions = sorted(self.clone_sessions.items())
+            if sid:
+                sessions = [(s, v) for s, v in sessions if s == sid]
+                if not sessions:
+                    raise P4RTError(Code.NOT_FOUND, f"clone session {sid} does not exist")
+            for s, (replicas, cos, truncate) in sessions:
+                msg = p4runtime_pb2.PacketReplicationEngineEntry()
+                cs = msg.clone_session_entry
+                cs.session_id, cs.class_of_service, cs.packet_length_bytes = s, cos, truncate
+                for port, rid in replicas:
+                    cs.replicas.add(egress_port=port, instance=rid)
+                yield p4runtime_pb2.Entity(packet_replication_engine_entry=msg)
+        else:
+            raise P4RTError(Code.INVALID_ARGUMENT, "empty packet replication engine entry")
+
+    def _read_digests(self, query):
+        ids = [query.digest_id] if query.digest_id else sorted(self.digest_configs)
+        for digest_id in ids:
+            if digest_id in self.digest_configs:
+                msg = p4runtime_pb2.DigestEntry(digest_id=digest_id)
+                msg.config.CopyFrom(self.digest_configs[digest_id])
+                yield p4runtime_pb2.Entity(digest_entry=msg)
+
+
+class P4RuntimeServer:
+    """A gRPC server running one P4RuntimeService."""
+
+    def __init__(self, service: P4RuntimeService, address: str = "0.0.0.0:9559", workers: int = 16):
+        self.service = service
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.server)
+        self.port = self.server.add_insecure_port(address)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {address} for gRPC")
+        host = address.rsplit(":", 1)[0]
+        self.address = f"{host}:{self.port}"
+
+    def start(self):
+        self.server.start()
+        return self
+
+    def stop(self, grace: float = 0.5):
+        with self.service.lock:
+            clients = list(self.service.clients)
+        for client in clients:
+            self.service._disconnect(client)
+        self.server.stop(grace).wait()
