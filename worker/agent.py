@@ -1,0 +1,266 @@
+"""The worker agent: allreduce of numpy arrays through the switches of a job's plan.
+
+    agent = WorkerAgent(plan, rank, transport, timeout=0.05, retries=8)
+    total = agent.allreduce(array, op="sum")          # new array, same dtype and shape
+    h = agent.allreduce_async(array, op="max"); h.wait()
+
+The agent is a state machine on the transport's event loop (packet arrived, timer fired). Collectives
+run in call order, one round at a time: a float array takes two rounds (the MAX of per-block
+exponents, then the scaled int32 values), an integer array one. ``wait`` runs the loop until the
+handle is done, so on a virtual-clock network several agents in one process progress together.
+Every worker of a job must issue the same collectives with the same sizes in the same order.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from protocol import codec
+from protocol import constants as C
+from worker import quantize as Q
+from worker.wire import codec_hops
+from worker.stream import AllreduceError, AllreduceTimeout, Round, TreeCursor
+
+OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
+
+__all__ = ["WorkerAgent", "AllreduceHandle", "AllreduceError", "AllreduceTimeout"]
+
+
+class AllreduceHandle:
+    """A collective in progress; ``wait`` drives the agent's event loop until it is done."""
+
+    def __init__(self, agent: "WorkerAgent", array: np.ndarray, op: str):
+        self.agent = agent
+        self.array = array
+        self.op = op
+        self._result: np.ndarray | None = None
+        self._error: BaseException | None = None
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def _set_result(self, result: np.ndarray) -> None:
+        self._result, self._done = result, True
+
+    def _set_error(self, error: BaseException) -> None:
+        self._error, self._done = error, True
+
+    def wait(self, timeout: float | None = None) -> np.ndarray:
+        """The reduced array; raises the collective's error, or TimeoutError after ``timeout``
+        seconds of the loop's clock (the agent's own timeout/retries end a stuck job regardless)."""
+        if not self._done:
+            finished = self.agent.loop.run_until(self.done, timeout)
+            if not finished and not self._done:
+                if timeout is not None:
+                    raise TimeoutError(f"allreduce on job {self.agent.job_id} rank {self.agent.rank} "
+                                       f"not done after {timeout} s")
+                raise AllreduceError(f"job {self.agent.job_id} rank {self.agent.rank}: the event loop "
+                                     f"ran out of events before the allreduce finished")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class _Collective:
+    """One allreduce: its rounds, chained by callbacks."""
+
+    def __init__(self, agent: "WorkerAgent", handle: AllreduceHandle):
+        self.agent = agent
+        self.handle = handle
+        arr = handle.array
+        self.shape, self.dtype = arr.shape, arr.dtype
+        self.flat = arr.ravel()
+        self.op = handle.op
+        self.is_float = arr.dtype.kind == "f"
+
+    def start(self) -> None:
+        agent = self.agent
+        if self.flat.size == 0:
+            self._complete(self.flat.copy())
+            return
+        if self.is_float:
+            exps = Q.block_exponents(self.flat, agent.values_per_packet)
+            agent.start_round(exps, C.OP_MAX, None, self._exponents_agreed, self._fail,
+                              "scale agreement (MAX of block exponents)")
+        else:
+            agent.start_round(Q.ints_to_int32(self.flat), OPS[self.op], None, self._ints_reduced,
+                              self._fail, f"int {self.op} allreduce")
+
+    def _exponents_agreed(self, exps: np.ndarray, overflow) -> None:
+        agent = self.agent
+        self.shifts = Q.shifts(exps, agent.world_size, self.op)
+        q = Q.quantize(self.flat, self.shifts, agent.values_per_packet)
+        agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail,
+                          f"float {self.op} allreduce")
+
+    def _floats_reduced(self, q: np.ndarray, overflow) -> None:
+        if overflow:
+            self._overflow(overflow, "float")
+            return
+        out = Q.dequantize(q, self.shifts, self.agent.values_per_packet, self.dtype)
+        self._complete(out)
+
+    def _ints_reduced(self, values: np.ndarray, overflow) -> None:
+        if overflow:
+            self._overflow(overflow, "int")
+            return
+        self._complete(values.astype(self.dtype))
+
+    def _overflow(self, chunks, kind: str) -> None:
+        k = self.agent.values_per_packet
+        first = chunks[0]
+        self._fail(OverflowError(
+            f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
+            f"overflowed in the network (OVERFLOW flag on {len(chunks)} chunk(s), first seq {first.seq}, "
+            f"elements {first.index * k}..{first.index * k + len(first.values) - 1}); "
+            f"the result would be wrong"))
+
+    def _complete(self, flat: np.ndarray) -> None:
+        self.handle._set_result(flat.reshape(self.shape))
+        self.agent._collective_finished(self)
+
+    def _fail(self, error: BaseException) -> None:
+        self.handle._set_error(error)
+        self.agent._collective_failed(self, error)
+
+
+class WorkerAgent:
+    """One worker of one job.
+
+    ``timeout`` is the first retransmission timeout in seconds of the transport's clock (the agent
+    raises it to twice the measured round-trip time when that is larger); each resend doubles it, up
+    to ``max_backoff`` times the base. After ``retries`` resends of one chunk the collective fails
+    with AllreduceTimeout naming the chunk.
+    """
+
+    def __init__(self, plan, rank: int, transport, *, timeout: float = 0.05, retries: int = 8,
+                 max_backoff: float = 16.0, first_seq: int = 1):
+        self.plan = plan
+        self.rank = rank
+        self.transport = transport
+        self.loop = transport.loop
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.max_backoff = float(max_backoff)
+        me = plan.worker(rank)
+        self.name = me.name
+        self.job_id = plan.job_id
+        self.world_size = len(plan.workers)
+        self.values_per_packet = plan.value_count
+        servers = {s.name: s for s in plan.servers}
+        pools = {}
+        for sc in plan.switches:
+            pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
+        self.cursors = [TreeCursor(t.tree_id, t.weight, pools.get(t.tree_id, plan.pool_size),
+                                   codec_hops(t.grad_hops[me.name]), servers[t.root].ip)
+                        for t in plan.trees if t.weight > 0]
+        self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
+        self._seq = first_seq
+        self._srtt: float | None = None
+        self.last_heard: tuple[float, str, str] | None = None
+        self.stats = collections.Counter()
+        self._pending: collections.deque[_Collective] = collections.deque()
+        self._round: Round | None = None
+        self._broken: BaseException | None = None
+        self._closed = False
+        transport.bind(C.INA_UDP_PORT, self._on_payload)
+
+    # -- public API --------------------------------------------------------------------------------
+    def allreduce(self, array, op: str = "sum", timeout: float | None = None) -> np.ndarray:
+        return self.allreduce_async(array, op).wait(timeout)
+
+    def allreduce_async(self, array, op: str = "sum") -> AllreduceHandle:
+        if self._closed:
+            raise AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} is closed")
+        if op not in OPS:
+            raise ValueError(f"op must be one of {sorted(OPS)}, not {op!r}")
+        arr = Q.check_array(array)
+        if arr.dtype.kind == "i":
+            Q.ints_to_int32(arr.ravel())            # raise now, before any packet leaves
+        handle = AllreduceHandle(self, arr.copy(), op)
+        if self._broken is not None:
+            handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce "
+                                             f"failed ({self._broken}); the agent cannot continue"))
+            return handle
+        coll = _Collective(self, handle)
+        self._pending.append(coll)
+        if len(self._pending) == 1:
+            coll.start()
+        return handle
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.transport.unbind(C.INA_UDP_PORT)
+        if self._round is not None and not self._round.finished:
+            self._round._cleanup()
+        for coll in list(self._pending):
+            if not coll.handle.done():
+                coll.handle._set_error(AllreduceError(f"worker agent of job {self.job_id} rank "
+                                                      f"{self.rank} closed during the allreduce"))
+        self._pending.clear()
+
+    # -- used by rounds ------------------------------------------------------------------------------
+    def next_seq(self) -> int:
+        seq = self._seq
+        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        return seq
+
+    def cursor(self, tree_id: int) -> TreeCursor:
+        return self._cursor_by_tree[tree_id]
+
+    def rto(self, attempts: int) -> float:
+        base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
+        return base * min(2.0 ** attempts, self.max_backoff)
+
+    def rtt_sample(self, rtt: float) -> None:
+        self._srtt = rtt if self._srtt is None else 0.875 * self._srtt + 0.125 * rtt
+
+    def send_payload(self, payload: bytes, dst_ip: str) -> None:
+        self.stats["packets_sent"] += 1
+        self.transport.sendto(payload, dst_ip, C.INA_UDP_PORT)
+
+    def start_round(self, values, op, scale_exps, on_done, on_error, label) -> None:
+        self._round = Round(self, values, op, scale_exps, on_done, on_error, label)
+        self._round.start()
+
+    # -- events --------------------------------------------------------------------------------------
+    def _on_payload(self, payload: bytes, src_ip: str) -> None:
+        try:
+            pkt = codec.decode(payload, self.values_per_packet)
+        except codec.ProtocolError as exc:
+            self.stats["malformed"] += 1
+            self.last_heard = (self.loop.now(), src_ip, f"malformed: {exc}")
+            return
+        h = pkt.header
+        self.last_heard = (self.loop.now(), src_ip,
+                           f"{'RESULT' if h.pkt_type == C.PKT_TYPE_RESULT else 'GRAD'} seq {h.seq}")
+        if h.pkt_type != C.PKT_TYPE_RESULT or h.job_id != self.job_id:
+            self.stats["ignored"] += 1
+            return
+        if self._round is None or self._round.finished or not self._round.on_result(pkt):
+            self.stats["stale_results"] += 1
+
+    def _collective_finished(self, coll: _Collective) -> None:
+        self._pending.popleft()
+        self._round = None
+        if self._pending:
+            self._pending[0].start()
+
+    def _collective_failed(self, coll: _Collective, error: BaseException) -> None:
+        self._pending.popleft()
+        self._round = None
+        if isinstance(error, OverflowError):
+            # every worker saw the same flagged results: sequence numbers stay in step
+            if self._pending:
+                self._pending[0].start()
+            return
+        self._broken = error
+        while self._pending:
+            nxt = self._pending.popleft()
+            nxt.handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier "
+                                                 f"allreduce failed ({error})"))

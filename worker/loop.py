@@ -1,0 +1,228 @@
+"""Event loops the agents run on: one interface, a virtual clock or the wall clock.
+
+Agents are state machines driven by two kinds of events, "a packet arrived" and "a timer fired".
+They never sleep or block; a blocking call (``allreduce``) runs the loop until its condition holds.
+With :class:`VirtualLoop` (discrete-event simulation) time jumps from event to event, so a run
+depends only on the modelled links and the seed, not on this CPU; several agents in one process
+share one loop and progress cooperatively. :class:`RealTimeLoop` runs the same callbacks on the
+wall clock and waits on sockets in between (kernel UDP, attach endpoints).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import selectors
+import threading
+import time
+from typing import Callable
+
+
+class Timer:
+    """A scheduled callback; ``cancel()`` makes it a no-op."""
+
+    __slots__ = ("when", "callback", "args", "cancelled")
+
+    def __init__(self, when: float, callback: Callable, args: tuple):
+        self.when = when
+        self.callback = callback
+        self.args = args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class EventLoop:
+    """The interface agents and the in-process network program against."""
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+        raise NotImplementedError
+
+    def call_later(self, delay: float, callback: Callable, *args) -> Timer:
+        return self.call_at(self.now() + max(0.0, delay), callback, *args)
+
+    def call_soon(self, callback: Callable, *args) -> Timer:
+        return self.call_at(self.now(), callback, *args)
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Process events until ``done()`` is true (-> True) or ``timeout`` seconds of this loop's
+        clock passed or nothing is left to happen (-> False)."""
+        raise NotImplementedError
+
+
+class _TimerHeap:
+    def __init__(self):
+        self._heap: list[tuple[float, int, Timer]] = []
+        self._counter = itertools.count()
+
+    def push(self, timer: Timer) -> None:
+        heapq.heappush(self._heap, (timer.when, next(self._counter), timer))
+
+    def next_time(self) -> float | None:
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> Timer:
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class VirtualLoop(EventLoop):
+    """Discrete-event simulation: the clock is the time of the event being processed.
+
+    Events at the same instant run in the order they were scheduled, so runs are reproducible.
+    """
+
+    def __init__(self, start: float = 0.0):
+        self._now = start
+        self._timers = _TimerHeap()
+        self.events_processed = 0
+
+    def now(self) -> float:
+        return self._now
+
+    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+        timer = Timer(max(when, self._now), callback, args)
+        self._timers.push(timer)
+        return timer
+
+    def step(self) -> bool:
+        """Run the next event; False when none is left."""
+        when = self._timers.next_time()
+        if when is None:
+            return False
+        timer = self._timers.pop()
+        self._now = when
+        self.events_processed += 1
+        timer.callback(*timer.args)
+        return True
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else self._now + timeout
+        while not done():
+            when = self._timers.next_time()
+            if when is None:
+                return False
+            if deadline is not None and when > deadline:
+                self._now = deadline
+                return False
+            self.step()
+        return True
+
+    def run(self, duration: float | None = None) -> None:
+        """Run every event (up to ``duration`` seconds from now)."""
+        self.run_until(lambda: False, duration)
+
+
+class RealTimeLoop(EventLoop):
+    """Wall-clock loop: timers plus readiness callbacks on sockets, in one thread.
+
+    ``call_soon_threadsafe`` lets another thread hand work to the loop (it wakes the selector).
+    """
+
+    def __init__(self):
+        self._timers = _TimerHeap()
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._pending: list[tuple[Callable, tuple]] = []
+        self._wake_r, self._wake_w = _socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
+        self._stopped = False
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+        timer = Timer(when, callback, args)
+        self._timers.push(timer)
+        return timer
+
+    def call_soon_threadsafe(self, callback: Callable, *args) -> None:
+        with self._lock:
+            self._pending.append((callback, args))
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:
+            pass
+
+    def add_reader(self, sock, callback: Callable[[], None]) -> None:
+        self._selector.register(sock, selectors.EVENT_READ, callback)
+
+    def remove_reader(self, sock) -> None:
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+
+    def _drain_wakeups(self) -> None:
+        try:
+            self._wake_r.recv(4096)
+        except BlockingIOError:
+            pass
+
+    def _run_pending(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for callback, args in pending:
+            callback(*args)
+
+    def _run_due_timers(self) -> None:
+        now = self.now()
+        while True:
+            when = self._timers.next_time()
+            if when is None or when > now:
+                return
+            timer = self._timers.pop()
+            timer.callback(*timer.args)
+
+    def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else self.now() + timeout
+        self._stopped = False
+        while not done():
+            if self._stopped:
+                return False
+            self._run_pending()
+            self._run_due_timers()
+            if done():
+                return True
+            now = self.now()
+            if deadline is not None and now >= deadline:
+                return False
+            wait = 0.1
+            when = self._timers.next_time()
+            if when is not None:
+                wait = min(wait, max(0.0, when - now))
+            if deadline is not None:
+                wait = min(wait, max(0.0, deadline - now))
+            for key, _ in self._selector.select(wait):
+                key.data()
+        return True
+
+    def run_forever(self) -> None:
+        self.run_until(lambda: False)
+
+    def stop(self) -> None:
+        """Make ``run_until``/``run_forever`` return (callable from any thread)."""
+        self._stopped = True
+        self.call_soon_threadsafe(lambda: None)
+
+    def close(self) -> None:
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+def _socketpair():
+    import socket
+
+    r, w = socket.socketpair()
+    r.setblocking(False)
+    w.setblocking(False)
+    return r, w

@@ -1,0 +1,88 @@
+"""Overflow-safe conversion between user arrays and the int32 values switches add.
+
+Floats are scaled per block of values by a power of two agreed by all workers: each worker sends the
+exponent of its block maximum (``block_exponents``), the switches take the MAX, and every worker then
+uses the same shift. With a block maximum below 2^E and N workers the shift is 30 - ceil(log2 N) - E, so
+each quantized value is at most 2^(30 - ceil(log2 N)) in magnitude and an N-way int32 sum stays below
+2^30: it cannot overflow. Integers go through unchanged; int64 values must fit int32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MIN = -(2 ** 31)
+INT32_MAX = 2 ** 31 - 1
+ZERO_BLOCK_EXPONENT = -(2 ** 30)   # exponent sent for an all-zero block (loses every MAX)
+HEADROOM_BITS = 30                 # quantized sums stay below 2^30
+SUPPORTED_DTYPES = (np.float32, np.float64, np.int32, np.int64)
+
+
+class UnsupportedArray(TypeError):
+    """The array's dtype or contents cannot be reduced."""
+
+
+def check_array(array) -> np.ndarray:
+    arr = np.asarray(array)
+    if arr.dtype.type not in SUPPORTED_DTYPES:
+        raise UnsupportedArray(f"allreduce supports float32, float64, int32 and int64 arrays, "
+                               f"not {arr.dtype}")
+    if arr.dtype.kind == "f" and arr.size and not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
+        raise UnsupportedArray(f"allreduce of a float array needs finite values; element {bad} "
+                               f"is {arr.ravel()[bad]}")
+    return arr
+
+
+def ints_to_int32(flat: np.ndarray) -> np.ndarray:
+    """int32/int64 values as int32; int64 values outside int32 raise a clear error."""
+    if flat.dtype == np.int32:
+        return flat
+    out_of_range = (flat < INT32_MIN) | (flat > INT32_MAX)
+    if np.any(out_of_range):
+        i = int(np.flatnonzero(out_of_range)[0])
+        raise OverflowError(f"int64 allreduce: element {i} = {int(flat[i])} does not fit int32, "
+                            f"the switches' value type (range {INT32_MIN}..{INT32_MAX})")
+    return flat.astype(np.int32)
+
+
+def blocks(n: int, block: int) -> int:
+    return (n + block - 1) // block
+
+
+def block_exponents(flat: np.ndarray, block: int) -> np.ndarray:
+    """Per block, the smallest E with max|x| < 2^E (ZERO_BLOCK_EXPONENT for an all-zero block)."""
+    nb = blocks(flat.size, block)
+    padded = np.zeros(nb * block, dtype=np.float64)
+    padded[:flat.size] = np.abs(flat)
+    amax = padded.reshape(nb, block).max(axis=1)
+    _, exps = np.frexp(amax)            # amax = m * 2^e with 0.5 <= m < 1, so amax < 2^e
+    exps = exps.astype(np.int64)
+    exps[amax == 0] = ZERO_BLOCK_EXPONENT
+    return exps.astype(np.int32)
+
+
+def headroom_bits(n_workers: int, op: str) -> int:
+    """Bits kept free so an n-way sum fits (a MAX needs none)."""
+    return 0 if op == "max" else math.ceil(math.log2(max(1, n_workers)))
+
+
+def shifts(exponents: np.ndarray, n_workers: int, op: str) -> np.ndarray:
+    """The power-of-two shift of each block, the same on every worker given the agreed exponents."""
+    e = exponents.astype(np.int64)
+    s = HEADROOM_BITS - headroom_bits(n_workers, op) - e
+    s[e == ZERO_BLOCK_EXPONENT] = 0
+    return np.clip(s, -1100, 1100)
+
+
+def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
+    per_value = np.repeat(shift, block)[:flat.size]
+    q = np.rint(np.ldexp(flat.astype(np.float64), per_value.astype(np.int32)))
+    return q.astype(np.int32)
+
+
+def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype) -> np.ndarray:
+    per_value = np.repeat(shift, block)[:q.size]
+    return np.ldexp(q.astype(np.float64), (-per_value).astype(np.int32)).astype(dtype)
