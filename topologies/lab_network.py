@@ -18,6 +18,22 @@ from topologies.lab_state import LabResources, clean_stale
 from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, SwitchStartError, Target, prepare_interface, resolve_target
 
 
+def _link_classes():
+    """mininet's TCLink with a bandwidth ceiling that admits the files' 10-100 Gbit/s links."""
+    from mininet.link import TCIntf, TCLink
+
+    class LabIntf(TCIntf):
+        bwParamMax = 400_000
+
+    class LabLinkCls(TCLink):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("cls1", LabIntf)
+            kwargs.setdefault("cls2", LabIntf)
+            super().__init__(*args, **kwargs)
+
+    return LabLinkCls
+
+
 class LabError(RuntimeError):
     """The network could not be built or started (the message names the cause)."""
 
@@ -94,6 +110,14 @@ def intf_name(node: str, port: int) -> str:
     return name
 
 
+def _intf_counter(intf: str, name: str) -> int:
+    try:
+        with open(f"/sys/class/net/{intf}/statistics/{name}") as f:
+            return int(f.read())
+    except OSError:
+        return 0
+
+
 _NETEM: bool | None = None
 
 
@@ -148,7 +172,6 @@ class LabNetwork:
     # -- bring-up ----------------------------------------------------------------------------------
     def start(self) -> "LabNetwork":
         try:
-            from mininet.link import TCLink
             from mininet.log import setLogLevel
             from mininet.net import Mininet
         except ImportError as exc:
@@ -164,7 +187,7 @@ class LabNetwork:
         setLogLevel("critical")
         self.resources.save()
         try:
-            self._build(Mininet, TCLink)
+            self._build(Mininet, _link_classes())
             self.net.start()                     # P4Switch.start launches every switch process
             for sw in self.net.switches:
                 sw.wait_ready()
@@ -244,6 +267,17 @@ class LabNetwork:
         proc = self.net[host].popen(argv, **kwargs)
         self.resources.add_process(proc.pid, what)
         return proc
+
+    def link_bytes(self) -> dict[int, int]:
+        """Bytes each link carried so far, both directions, by link index (the topology's link id).
+
+        Read from the interface counters of a switch-side end (in the root namespace)."""
+        hosts = {h.name for h in self.spec.hosts}
+        out = {}
+        for i, link in enumerate(self.spec.links):
+            node, port = (link.b, link.b_port) if link.a in hosts else (link.a, link.a_port)
+            out[i] = _intf_counter(intf_name(node, port), "rx_bytes") + _intf_counter(intf_name(node, port), "tx_bytes")
+        return out
 
     def switch_logs(self) -> dict[str, str]:
         return {sw.name: str(sw.log_path) for sw in self.net.switches} if self.net else {}

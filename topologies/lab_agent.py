@@ -1,0 +1,138 @@
+"""An agent process on a lab host: a worker or a server of one job, over kernel UDP.
+
+The launcher starts one per host (inside the host's namespace) and drives it with one JSON command
+per line on stdin; the agent answers with one JSON line on stdout per command. A worker keeps its
+WorkerAgent for the whole session, so sequence numbers keep growing across rounds (a switch would
+otherwise answer a restarted worker with a stored sum). Inputs and results go to ``--out`` as
+``.npy`` files so the launcher checks every sum against numpy on the hosts' own inputs.
+
+Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} and
+{"cmd": "quit"}. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
+"input": path, "result": path} or {"error": "one line"}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:
+    """A worker's gradient for a round: int32 values whose sum over 8 ranks cannot overflow."""
+    rng = np.random.default_rng([seed, round_no, rank])
+    return rng.integers(-100_000, 100_000, size=values, dtype=np.int32)
+
+
+def reply(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def run_worker(args, plan) -> None:
+    from worker.agent import WorkerAgent
+    from worker.transport import UdpTransport
+
+    me = plan.worker(args.rank)
+    transport = UdpTransport(ip=me.ip)
+    agent = WorkerAgent(plan, args.rank, transport, timeout=args.timeout, retries=args.retries)
+    baseline = None
+    out = Path(args.out)
+    reply({"ready": True, "rank": args.rank, "host": me.name})
+    for line in sys.stdin:
+        try:
+            cmd = json.loads(line)
+        except json.JSONDecodeError:
+            reply({"error": f"not JSON: {line.strip()[:60]}"})
+            continue
+        if cmd.get("cmd") == "quit":
+            break
+        try:
+            r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
+            data = worker_input(int(cmd["seed"]), r, args.rank, n)
+            start = time.monotonic()
+            if mode == "ina":
+                result = agent.allreduce(data, "sum")
+            else:
+                baseline = baseline or _baseline(mode, plan, args.rank, transport, args)
+                result = baseline.allreduce(data)
+            elapsed = time.monotonic() - start
+            stem = out / f"{mode}-r{r}-rank{args.rank}"
+            np.save(f"{stem}-in.npy", data)
+            np.save(f"{stem}-out.npy", np.asarray(result))
+            reply({"round": r, "mode": mode, "elapsed": elapsed, "input": f"{stem}-in.npy",
+                   "result": f"{stem}-out.npy", "stats": dict(agent.stats)})
+        except Exception as exc:   # one line to the launcher, never a traceback on its console
+            reply({"error": f"{type(exc).__name__}: {exc}"})
+    agent.close()
+    transport.close()
+
+
+def _baseline(mode: str, plan, rank: int, transport, args):
+    raise ValueError(f"baseline {mode!r} is not available yet")
+
+
+def run_server(args, plan) -> None:
+    """Serve the job until "quit" or end of input on stdin (the launcher closing the pipe)."""
+    import os
+
+    from server.agent import ServerAgent
+    from worker.transport import UdpTransport
+
+    me = next(s for s in plan.servers if s.name == args.server)
+    transport = UdpTransport(ip=me.ip)
+    agent = ServerAgent(transport, me.name)
+    agent.add_job(plan)
+    done = []
+    buf = b""
+
+    def on_stdin():
+        nonlocal buf
+        chunk = os.read(sys.stdin.fileno(), 4096)
+        if not chunk:
+            done.append(True)
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            try:
+                cmd = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if cmd.get("cmd") == "quit":
+                done.append(True)
+            elif cmd.get("cmd") == "stats":
+                reply({"stats": dict(agent.stats)})
+
+    transport.loop.add_reader(sys.stdin, on_stdin)
+    reply({"ready": True, "host": me.name})
+    transport.loop.run_until(lambda: bool(done))
+    agent.close()
+    transport.close()
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m topologies.lab_agent")
+    ap.add_argument("role", choices=("worker", "server"))
+    ap.add_argument("--plan", required=True, help="JobPlan JSON file")
+    ap.add_argument("--rank", type=int, default=-1)
+    ap.add_argument("--server", default="", help="server host name (role server)")
+    ap.add_argument("--out", default="/tmp")
+    ap.add_argument("--timeout", type=float, default=0.2)
+    ap.add_argument("--retries", type=int, default=12)
+    args = ap.parse_args(argv)
+    from controller.plan import JobPlan
+
+    plan = JobPlan.from_json(Path(args.plan).read_text())
+    if args.role == "worker":
+        run_worker(args, plan)
+    else:
+        run_server(args, plan)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,337 @@
+"""The mininet lab: a topology file as a live network of P4 switches running one aggregation job.
+
+    python -m topologies.mininet_lab topologies/leaf_spine.yaml                 # mininet CLI + extras
+    python -m topologies.mininet_lab topologies/star.yaml --rounds 3 --batch    # run, check, exit
+    python -m topologies.mininet_lab --clean                                    # remove a dead run's leftovers
+
+Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
+(the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
+counts), ``plan`` (which switches aggregate, fan-ins, paths). Needs root and Debian's mininet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from topologies.lab_network import LabError, LabNetwork, LabSpec
+from topologies.lab_state import clean_stale
+from topologies.p4switch import SwitchStartError
+
+
+class JobError(RuntimeError):
+    """An allreduce failed or returned a wrong sum (the message says which rank and round)."""
+
+
+@dataclass
+class RoundResult:
+    round: int
+    mode: str
+    values: int
+    elapsed: float                       # slowest worker, seconds
+    per_rank: dict[int, float] = field(default_factory=dict)
+    verified: bool = False
+
+
+def pick_hosts(topo, workers=None, server=None) -> tuple[list[str], str]:
+    """Workers and server by name, or by the topology's role hints (``workers`` may be a count)."""
+    hinted_servers = [h.name for h in topo.hosts if h.role == "server"]
+    server = server or (hinted_servers[0] if hinted_servers else topo.hosts[-1].name)
+    if isinstance(workers, int) or workers is None:
+        pool = [h.name for h in topo.hosts if h.role == "worker"] or \
+               [h.name for h in topo.hosts if h.name != server and h.role != "server"]
+        count = len(pool) if workers is None else workers
+        if count > len(pool):
+            raise LabError(f"asked for {count} workers, the topology has {len(pool)} worker hosts")
+        workers = pool[:count]
+    for name in list(workers) + [server]:
+        topo.host(name)   # raises TopologyError naming an unknown host
+    return list(workers), server
+
+
+class AgentProcess:
+    """One lab_agent process in a host, driven by JSON lines."""
+
+    def __init__(self, proc, name: str):
+        self.proc, self.name = proc, name
+
+    def send(self, obj: dict) -> None:
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def read(self, timeout: float) -> dict:
+        import select
+
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise JobError(f"{self.name}: no answer within {timeout:.0f} s")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if not ready:
+                continue
+            line = self.proc.stdout.readline()
+            if not line:
+                err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+                raise JobError(f"{self.name}: agent exited ({err[-1] if err else 'no message'})")
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue    # stray output (a library warning): not a reply
+
+    def stop(self) -> None:
+        try:
+            self.send({"cmd": "quit"})
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+class MininetLab:
+    """Network + controller + one job + agents. ``start``, then ``allreduce``/``counters``, ``stop``."""
+
+    def __init__(self, topology_path: str, workers=None, server: str | None = None, target: str = "softswitch",
+                 program: str | None = None, values: int = 2048, log=print, plan_options=None):
+        from controller.topology_yaml import load_topology
+
+        self.topo = load_topology(topology_path)
+        self.workers, self.server = pick_hosts(self.topo, workers, server)
+        self.spec = LabSpec.from_topology(self.topo)
+        self.values = values
+        self.log = log
+        self.network = LabNetwork(self.spec, target=target, program=program, log=log)
+        self.plan_options = plan_options
+        self.plan = None
+        self.installer = None
+        self.workdir = Path(tempfile.mkdtemp(prefix="ina-lab-"))
+        self.agents: dict[str, AgentProcess] = {}
+        self.server_agent: AgentProcess | None = None
+        self.rounds_done = 0
+        self.seed = 7
+
+    # -- bring-up --------------------------------------------------------------------------------
+    def start(self) -> "MininetLab":
+        from controller.planner import PlanOptions, plan_job
+
+        t0 = time.monotonic()
+        self.log(f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
+                 f"{len(self.spec.hosts)} hosts, {len(self.spec.links)} links ({self.topo.name})")
+        self.network.start()
+        self.log(f"[lab] network up in {time.monotonic() - t0:.1f} s")
+        try:
+            self.plan = plan_job(self.topo, self.workers, [self.server], self.plan_options or PlanOptions())
+            (self.workdir / "plan.json").write_text(self.plan.to_json(indent=1))
+            t1 = time.monotonic()
+            self._install()
+            self.log(f"[lab] controller installed routes and job {self.plan.job_id} "
+                     f"in {time.monotonic() - t1:.1f} s")
+            self._start_agents()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _install(self) -> None:
+        from controller.installer import Installer
+
+        addresses = self.network.grpc_addresses()
+        self.installer = Installer(self.topo, addresses=addresses)
+        self.installer.connect()
+        self.installer.install_routes()
+        self.installer.install_job(self.plan)
+
+    def _start_agents(self) -> None:
+        py = sys.executable
+        plan_file = str(self.workdir / "plan.json")
+        proc = self.network.popen(self.server, [py, "-m", "topologies.lab_agent", "server", "--plan", plan_file,
+                                                "--server", self.server], f"server agent {self.server}",
+                                  stdin=-1, stdout=-1, stderr=-1)
+        self.server_agent = AgentProcess(proc, f"server {self.server}")
+        for w in self.plan.workers:
+            proc = self.network.popen(w.name, [py, "-m", "topologies.lab_agent", "worker", "--plan", plan_file,
+                                               "--rank", str(w.rank), "--out", str(self.workdir)],
+                                      f"worker agent {w.name}", stdin=-1, stdout=-1, stderr=-1)
+            self.agents[w.name] = AgentProcess(proc, f"worker {w.name} (rank {w.rank})")
+        for agent in [self.server_agent, *self.agents.values()]:
+            msg = agent.read(60)
+            if not msg.get("ready"):
+                raise JobError(f"{agent.name}: {msg.get('error', 'did not start')}")
+        self.log(f"[lab] agents ready: server on {self.server}, workers on {', '.join(self.agents)}")
+
+    # -- jobs ------------------------------------------------------------------------------------
+    def allreduce(self, rounds: int = 1, values: int | None = None, mode: str = "ina",
+                  timeout: float = 120.0) -> list[RoundResult]:
+        """Run ``rounds`` allreduces on every worker at once and check each result exactly."""
+        values = values or self.values
+        out = []
+        for _ in range(rounds):
+            r = self.rounds_done
+            self.rounds_done += 1
+            for agent in self.agents.values():
+                agent.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed, "mode": mode})
+            replies = {}
+            for name, agent in self.agents.items():
+                msg = agent.read(timeout)
+                if "error" in msg:
+                    raise JobError(f"round {r}: {agent.name}: {msg['error']}")
+                replies[name] = msg
+            res = RoundResult(r, mode, values, max(m["elapsed"] for m in replies.values()),
+                              {self.plan.worker(n).rank: m["elapsed"] for n, m in replies.items()})
+            self._verify(r, replies)
+            res.verified = True
+            out.append(res)
+            self.log(f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
+                     f"{res.elapsed * 1000:.0f} ms, sums verified")
+        return out
+
+    def _verify(self, r: int, replies: dict[str, dict]) -> None:
+        inputs = {n: np.load(m["input"]) for n, m in replies.items()}
+        expected = np.sum([a.astype(np.int64) for a in inputs.values()], axis=0)
+        for n, m in replies.items():
+            got = np.load(m["result"])
+            if got.shape != expected.shape or not np.array_equal(got.astype(np.int64), expected):
+                bad = int(np.argmax(got.astype(np.int64) != expected)) if got.shape == expected.shape else -1
+                raise JobError(f"round {r}: {n} got a wrong sum (first difference at index {bad})")
+
+    # -- inspection ----------------------------------------------------------------------------------
+    def link_bytes(self) -> dict[int, int]:
+        return self.network.link_bytes()
+
+    def counters_text(self) -> str:
+        from topologies.report import traffic_table
+
+        return traffic_table(self.topo, {"total": self.link_bytes()})
+
+    def plan_text(self) -> str:
+        from topologies.report import plan_text
+
+        return plan_text(self.plan)
+
+    # -- teardown --------------------------------------------------------------------------------
+    def stop(self) -> list[str]:
+        for agent in [*self.agents.values(), self.server_agent]:
+            if agent is not None:
+                agent.stop()
+        self.agents.clear()
+        self.server_agent = None
+        if self.installer is not None:
+            try:
+                self.installer.close()
+            except Exception:
+                pass
+            self.installer = None
+        left = self.network.stop()
+        if left:
+            self.log("[lab] could not remove: " + ", ".join(left))
+        return left
+
+
+def lab_cli(lab: MininetLab) -> None:
+    """mininet's CLI with the lab's commands added."""
+    from mininet.cli import CLI
+
+    class LabCLI(CLI):
+        prompt = "ina> "
+
+        def _rounds_values(self, line):
+            parts = line.split()
+            return (int(parts[0]) if parts else 1), (int(parts[1]) if len(parts) > 1 else None)
+
+        def do_allreduce(self, line):
+            """allreduce [ROUNDS] [VALUES]: run allreduce rounds through the switches and check the sums"""
+            try:
+                lab.allreduce(*self._rounds_values(line))
+            except (JobError, ValueError) as exc:
+                print(f"error: {exc}")
+
+        def do_baseline(self, line):
+            """baseline [ROUNDS] [VALUES]: the same rounds through the parameter-server baseline"""
+            try:
+                lab.allreduce(*self._rounds_values(line), mode="ps")
+            except (JobError, ValueError) as exc:
+                print(f"error: {exc}")
+
+        def do_counters(self, line):
+            """counters: bytes each link carried (both directions)"""
+            print(lab.counters_text())
+
+        def do_plan(self, line):
+            """plan: which switches aggregate, their fan-in, each worker's path"""
+            print(lab.plan_text())
+
+    LabCLI(lab.network.net)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM/SIGHUP end the run like Ctrl-C, so ``finally`` blocks tear the lab down."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m topologies.mininet_lab", description=__doc__.split("\n")[0])
+    ap.add_argument("topology", nargs="?", help="topology YAML (topologies/*.yaml)")
+    ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
+    ap.add_argument("--program", help="P4 program (softswitch) or compiled JSON (bmv2); default p4src/ina.p4")
+    ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")
+    ap.add_argument("--server", help="aggregation server host (default: role hint)")
+    ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
+    ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
+    ap.add_argument("--script", help="mininet CLI script to run (batch)")
+    ap.add_argument("--batch", action="store_true", help="exit after --rounds/--script instead of the CLI")
+    ap.add_argument("--clean", action="store_true", help="remove what a crashed run left behind, then exit")
+    args = ap.parse_args(argv)
+
+    if args.clean:
+        return 1 if clean_stale() else 0
+    if not args.topology:
+        ap.error("a topology file is required (or --clean)")
+    workers = None
+    if args.workers:
+        workers = int(args.workers) if args.workers.isdigit() else args.workers.split(",")
+    install_signal_handlers()
+    lab = None
+    try:
+        lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values)
+        lab.start()
+        print(lab.plan_text())
+        if args.rounds:
+            lab.allreduce(args.rounds)
+        if args.script:
+            from mininet.cli import CLI
+
+            CLI(lab.network.net, script=args.script)
+        if not args.batch:
+            lab_cli(lab)
+        return 0
+    except KeyboardInterrupt:
+        print("\n[lab] interrupted: tearing down")
+        return 130
+    except (LabError, SwitchStartError, JobError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # controller errors carry one-line messages (TopologyError, PlanError...)
+        if type(exc).__name__.endswith("Error") and type(exc).__module__.startswith("controller"):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        raise
+    finally:
+        if lab is not None:
+            lab.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
