@@ -1,0 +1,81 @@
+"""Seed 1, multi-hop aggregation paths: one reduction tree per server.
+
+Every worker's path to the server comes from a single search rooted at the server, so the union of
+the paths is a tree (flows that meet stay together up to the server) and planning costs one
+graph search instead of one per worker. Policies:
+
+- ``fewest_hops``: breadth-first search; ties go to the lower link id.
+- ``lowest_delay``: Dijkstra on link delay; ties by fewer hops, then lower link id.
+- ``widest``: maximum bottleneck bandwidth (modified Dijkstra); ties by fewer hops, lower delay.
+
+Hosts other than the root are never crossed (they are leaves).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+
+import networkx as nx
+
+POLICIES = ("fewest_hops", "lowest_delay", "widest")
+
+
+def sorted_adjacency(graph: nx.Graph) -> dict[str, list[tuple[str, dict]]]:
+    """Neighbours of every node ordered by link id (cached on the graph)."""
+    cached = graph.graph.get("_adj_by_eid")
+    if cached is None:
+        cached = {u: sorted(nbrs.items(), key=lambda kv: kv[1]["eid"]) for u, nbrs in graph.adj.items()}
+        graph.graph["_adj_by_eid"] = cached
+    return cached
+
+
+def path_tree(graph: nx.Graph, root: str, policy: str = "fewest_hops") -> dict[str, str]:
+    """Parent pointers toward ``root`` for every node reachable from it under ``policy``."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown path policy {policy!r} (choose {', '.join(POLICIES)})")
+    adj = sorted_adjacency(graph)
+    kinds = graph.nodes
+    parent: dict[str, str] = {}
+    if policy == "fewest_hops":
+        seen = {root}
+        queue = deque([root])
+        while queue:
+            u = queue.popleft()
+            if u != root and kinds[u]["kind"] == "host":
+                continue
+            for v, _ in adj[u]:
+                if v not in seen:
+                    seen.add(v)
+                    parent[v] = u
+                    queue.append(v)
+        return parent
+
+    # Label-setting search; a label is compared as a tuple, smaller is better.
+    if policy == "lowest_delay":
+        def extend(label, e):
+            return (label[0] + e["delay"], label[1] + 1, e["eid"])
+        start = (0.0, 0, -1)
+    else:
+        def extend(label, e):
+            return (max(label[0], -e["bandwidth"]), label[1] + 1, label[2] + e["delay"], e["eid"])
+        start = (float("-inf"), 0, 0.0, -1)
+    best = {root: start}
+    done = set()
+    heap = [(start, root)]
+    while heap:
+        label, u = heapq.heappop(heap)
+        if u in done:
+            continue
+        done.add(u)
+        if u != root and kinds[u]["kind"] == "host":
+            continue
+        for v, e in adj[u]:
+            if v in done:
+                continue
+            new = extend(label, e)
+            if v not in best or new < best[v]:
+                best[v] = new
+                parent[v] = u
+                heapq.heappush(heap, (new, v))
+    return parent

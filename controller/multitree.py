@@ -1,0 +1,212 @@
+"""Seed 2, multiple spanning trees under a height bound H and a bandwidth floor r.
+
+Reading of the method as implemented here:
+
+1. Residual bandwidth of a link = its bandwidth minus what earlier jobs reserved.
+2. A tree grows from a start node drawn by a seeded RNG among the switches and the job's hosts.
+   Each step adds the widest link (largest residual, ties to the lower link id) from the tree to a
+   node not yet in it, provided the link's residual is at least r and every pairwise delay distance
+   in the grown tree stays within 2H. Hosts that are not the job's are never added; a host is a leaf.
+   The diameter check is exact and cheap: for a tree with diameter endpoints (a, b), the farthest node
+   from u is a or b, so adding v under u keeps the diameter within 2H iff
+   max(d(u,a), d(u,b)) + delay(u,v) <= 2H. A link that fails the check can never pass later (the tree
+   only grows), so it is dropped.
+3. A tree that does not reach all of the job's hosts fails. A found tree is cut down to the links
+   between the workers and its root server; its rate b is the smallest residual along those links
+   (capped by the patent's per-tree rate b when ``tree_rate`` is given) and their residuals drop by b.
+4. Step 2-3 repeat with fresh start nodes until no tree can be found.
+5. The height bound is then lowered by binary search (fixed number of halvings) while the total rate
+   stays at least (1 - loss_bound) of the rate found with the original bound.
+6. The K trees with the largest rates are kept, and their rates are allocated again, in the order
+   they were found, on the residual bandwidths (so links freed by dropped trees are used and no link
+   carries more than its capacity). The job stripes chunks over the trees in proportion to the rates.
+
+The i-th tree found is rooted at server i mod (number of servers). "Height" of a tree is half its delay diameter.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from dataclasses import dataclass
+
+from controller.limits import MAX_HOPS
+from controller.multihop import sorted_adjacency
+from controller.tree_plan import JobContext, PlanError, build_tree, prune, tree_height
+
+HEIGHT_SEARCH_STEPS = 8
+MAX_TREES_FOUND = 256        # safety stop for step 4 when a small per-tree rate b is given
+
+
+@dataclass
+class FoundTree:
+    edges: list[tuple[str, str]]        # undirected tree links (u, v) of the grown tree
+    parent: dict[str, str]              # pruned tree, parent pointers toward ``root``
+    root: str
+    links: list[int]                    # link ids of the pruned tree
+    rate: float
+
+
+def _grow(ctx: JobContext, adj, allowed, residual: dict[int, float], r: float, limit: float,
+          start: str) -> dict[str, tuple[str, float, int]] | None:
+    """Grow one tree from ``start``; return node -> (growth parent, delay, link id), or None if it
+    does not reach every job host."""
+    kinds = ctx.graph.nodes
+    up: dict[str, tuple[str, float, int]] = {}
+    depth = {start: 0.0}
+    level = {start: 0}
+    a = b = start
+    diameter = 0.0
+
+    def dist(x: str, y: str) -> float:
+        dx, dy = depth[x], depth[y]
+        while level[x] > level[y]:
+            x = up[x][0]
+        while level[y] > level[x]:
+            y = up[y][0]
+        while x != y:
+            x, y = up[x][0], up[y][0]
+        return dx + dy - 2 * depth[x]
+
+    heap: list = []
+
+    def push_from(u: str) -> None:
+        for v, e in adj[u]:
+            if v not in depth and v in allowed:
+                res = residual[e["eid"]]
+                if res >= r:
+                    heapq.heappush(heap, (-res, e["eid"], u, v, e["delay"]))
+
+    push_from(start)
+    while heap:
+        _, eid, u, v, d = heapq.heappop(heap)
+        if v in depth:
+            continue
+        da, db = dist(u, a) + d, dist(u, b) + d
+        if max(da, db) > limit:
+            continue
+        up[v] = (u, d, eid)
+        depth[v] = depth[u] + d
+        level[v] = level[u] + 1
+        if da >= db and da > diameter:
+            b, diameter = v, da
+        elif db > diameter:
+            a, diameter = v, db
+        if kinds[v]["kind"] != "host":
+            push_from(v)
+    return up
+
+
+def _find_trees(ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None,
+                seed: int) -> list[FoundTree]:
+    adj = sorted_adjacency(ctx.graph)
+    job_hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
+    allowed = {n for n, k in ctx.graph.nodes(data="kind") if k == "switch"} | set(job_hosts)
+    starts = sorted(allowed)
+    rng = random.Random(seed)
+    residual = dict(capacity)
+    found: list[FoundTree] = []
+    while len(found) < MAX_TREES_FOUND:
+        start = rng.choice(starts)
+        up = _grow(ctx, adj, allowed, residual, r, limit, start)
+        if any(h != start and h not in up for h in job_hosts):
+            break
+        root = ctx.servers[len(found) % len(ctx.servers)].name
+        tree_adj: dict[str, list[str]] = {}
+        for v, (u, _, _) in up.items():
+            tree_adj.setdefault(u, []).append(v)
+            tree_adj.setdefault(v, []).append(u)
+        parent: dict[str, str] = {}
+        queue = [root]
+        seen = {root}
+        for node in queue:
+            for nb in tree_adj.get(node, ()):
+                if nb not in seen:
+                    seen.add(nb)
+                    parent[nb] = node
+                    queue.append(nb)
+        parent = prune(parent, [w.name for w in ctx.workers])
+        links = [ctx.graph.adj[c][p]["eid"] for c, p in parent.items()]
+        rate = min(residual[eid] for eid in links)
+        if rate_cap is not None:
+            rate = min(rate, rate_cap)
+        for eid in links:
+            residual[eid] -= rate
+        found.append(FoundTree([(u, v) for v, (u, _, _) in up.items()], parent, root, links, rate))
+    return found
+
+
+def _too_long(ctx: JobContext, tree: FoundTree) -> str | None:
+    for w in ctx.workers:
+        hops, node = 0, tree.parent[w.name]
+        while node != tree.root:
+            hops += 1
+            node = tree.parent[node]
+        if hops > MAX_HOPS - 1:
+            return w.name
+    return None
+
+
+def plan_trees(ctx: JobContext, options) -> tuple[list, dict[int, float]]:
+    """Plan up to K trees; return their TreePlans and the bandwidth they reserve per link id."""
+    reserved = ctx.resources.reserved()
+    capacity = {link.id: link.bandwidth - reserved.get(link.id, 0.0) for link in ctx.topo.links}
+    r = options.min_bw
+    limit = 2 * options.height if options.height is not None else math.inf
+
+    def total(trees: list[FoundTree]) -> float:
+        return sum(t.rate for t in trees)
+
+    trees = _find_trees(ctx, capacity, r, limit, options.tree_rate, options.seed)
+    if not trees:
+        bound = f" and height <= {options.height} ms" if options.height is not None else ""
+        raise PlanError(f"no tree spans all {len(ctx.workers) + len(ctx.servers)} hosts of the job with "
+                        f"residual bandwidth >= {r} Mbit/s{bound}")
+    target = (1.0 - options.loss_bound) * total(trees)
+    hi = max(_height_of(ctx, t) for t in trees)
+    lo = 0.0
+    for _ in range(HEIGHT_SEARCH_STEPS):
+        mid = (lo + hi) / 2
+        lower = _find_trees(ctx, capacity, r, 2 * mid, options.tree_rate, options.seed)
+        if lower and total(lower) >= target:
+            trees, hi = lower, mid
+        else:
+            lo = mid
+
+    usable = []
+    for t in trees:
+        worker = _too_long(ctx, t)
+        if worker:
+            ctx.warnings.append(f"a tree rooted at {t.root} was dropped: the path of {worker} crosses "
+                                f"more than {MAX_HOPS - 1} switches")
+        else:
+            usable.append(t)
+    if not usable:
+        raise PlanError(f"every tree found has a path longer than {MAX_HOPS - 1} switches")
+    kept_ids = {id(t) for t in sorted(usable, key=lambda t: -t.rate)[:options.trees]}
+    kept = [t for t in usable if id(t) in kept_ids]
+    if len(usable) > len(kept):
+        ctx.warnings.append(f"{len(usable)} trees found, kept the {len(kept)} widest (K={options.trees})")
+
+    residual = dict(capacity)
+    rates = []
+    for t in kept:
+        rate = min(residual[eid] for eid in t.links)
+        if options.tree_rate is not None:
+            rate = min(rate, options.tree_rate)
+        for eid in t.links:
+            residual[eid] -= rate
+        rates.append(rate)
+    whole = sum(rates)
+    reserve: dict[int, float] = {}
+    plans = []
+    for tree_id, (t, rate) in enumerate(zip(kept, rates)):
+        for eid in t.links:
+            reserve[eid] = reserve.get(eid, 0.0) + rate
+        plans.append(build_tree(ctx, tree_id, t.root, t.parent, rate, rate / whole))
+    return plans, reserve
+
+
+def _height_of(ctx: JobContext, tree: FoundTree) -> float:
+    return tree_height(ctx.graph, tree.parent)

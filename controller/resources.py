@@ -1,0 +1,110 @@
+"""Switch and network resources that jobs share: aggregation slots, job ids/indices, multicast
+group ids and reserved link bandwidth. Planning takes from them; releasing a job gives back."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from controller.limits import MAX_GROUP_ID, MAX_JOB_ID, MAX_JOB_INDEX
+
+
+class ResourceError(RuntimeError):
+    """Nothing left of a resource (job ids, counter rows, multicast groups)."""
+
+
+class SlotAllocator:
+    """First-fit ranges of slot entries per switch. A job's range at a switch holds pool_size * 2
+    entries (the two shadow sets); a switch with no room simply does not aggregate for the job."""
+
+    def __init__(self, capacities: dict[str, int]):
+        self.capacity = dict(capacities)
+        self._ranges: dict[str, list[tuple[int, int, object]]] = {s: [] for s in capacities}
+
+    def allocate(self, switch: str, size: int, owner: object) -> int | None:
+        """Base of a free range of ``size`` entries at ``switch``, or None when there is no room."""
+        ranges = self._ranges.setdefault(switch, [])
+        start = 0
+        for i, (base, n, _) in enumerate(ranges):
+            if base - start >= size:
+                ranges.insert(i, (start, size, owner))
+                return start
+            start = base + n
+        if self.capacity.get(switch, 0) - start >= size:
+            ranges.append((start, size, owner))
+            return start
+        return None
+
+    def free_owner(self, predicate) -> int:
+        """Free every range whose owner satisfies ``predicate``; return how many were freed."""
+        freed = 0
+        for switch, ranges in self._ranges.items():
+            keep = [r for r in ranges if not predicate(r[2])]
+            freed += len(ranges) - len(keep)
+            self._ranges[switch] = keep
+        return freed
+
+    def used(self, switch: str) -> int:
+        return sum(n for _, n, _ in self._ranges.get(switch, []))
+
+    def free(self, switch: str) -> int:
+        return self.capacity.get(switch, 0) - self.used(switch)
+
+
+class IdPool:
+    """Lowest-free integer ids in [low, high]."""
+
+    def __init__(self, low: int, high: int, what: str):
+        self.low, self.high, self.what = low, high, what
+        self._used: set[int] = set()
+
+    def take(self, wanted: int | None = None) -> int:
+        if wanted is not None:
+            if not self.low <= wanted <= self.high:
+                raise ResourceError(f"{self.what} {wanted} outside {self.low}..{self.high}")
+            if wanted in self._used:
+                raise ResourceError(f"{self.what} {wanted} is already in use")
+            self._used.add(wanted)
+            return wanted
+        for i in range(self.low, self.high + 1):
+            if i not in self._used:
+                self._used.add(i)
+                return i
+        raise ResourceError(f"no free {self.what} left ({self.low}..{self.high} all in use)")
+
+    def give(self, value: int) -> None:
+        self._used.discard(value)
+
+
+@dataclass
+class Resources:
+    """Everything the planner allocates for a job, shared by all jobs on one topology."""
+
+    slots: SlotAllocator
+    job_ids: IdPool = field(default_factory=lambda: IdPool(1, MAX_JOB_ID, "job id"))
+    job_indices: IdPool = field(default_factory=lambda: IdPool(0, MAX_JOB_INDEX, "job index"))
+    groups: IdPool = field(default_factory=lambda: IdPool(1, MAX_GROUP_ID, "multicast group id"))
+    reservations: dict[int, dict[int, float]] = field(default_factory=dict)  # job -> link id -> Mbit/s
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    @classmethod
+    def for_topology(cls, topo) -> "Resources":
+        return cls(SlotAllocator({s.name: s.slots for s in topo.switches}))
+
+    def release(self, plan) -> None:
+        """Give back what ``plan`` holds (slots, ids, groups, reserved bandwidth)."""
+        with self.lock:
+            self.slots.free_owner(lambda owner: owner[0] == plan.job_id)
+            self.job_ids.give(plan.job_id)
+            self.job_indices.give(plan.job_index)
+            for gid in {c.result_group for c in plan.switches if c.result_group}:
+                self.groups.give(gid)
+            self.reservations.pop(plan.job_id, None)
+
+    def reserved(self) -> dict[int, float]:
+        """Mbit/s reserved on each link by the jobs planned so far."""
+        total: dict[int, float] = {}
+        for per_link in self.reservations.values():
+            for eid, bw in per_link.items():
+                total[eid] = total.get(eid, 0.0) + bw
+        return total
