@@ -1,0 +1,5 @@
+import sys
+
+from softswitch.cli import main
+
+sys.exit(main())

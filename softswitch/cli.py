@@ -1,0 +1,250 @@
+"""The ``softswitch`` command: a v1model switch with simple_switch_grpc's flags, plus tools.
+
+    softswitch [--device-id N] [-i PORT@IFACE ...] [--grpc-server-addr ADDR] [--cpu-port N]
+               [--log-console] [--thrift-port N] (--no-p4 | PROGRAM)
+    softswitch compile PROGRAM --p4runtime-files OUT.p4info.txtpb [--device-config OUT.p4]
+    softswitch stf PROGRAM TEST.stf
+    softswitch dump --grpc-addr ADDR [--device-id N] [tables|counters|registers|all]
+
+Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+
+from softswitch.ports import parse_port_spec
+
+SUBCOMMANDS = ("compile", "stf", "dump")
+PROG = "softswitch"
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 1."""
+
+
+# ---------------------------------------------------------------- argument parsing
+
+def run_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run a P4_16 v1model program as a software switch (a drop-in for simple_switch_grpc): "
+                    "ports on Linux interfaces, a P4Runtime gRPC server.",
+        epilog="other commands: 'softswitch compile PROGRAM --p4runtime-files OUT' writes P4Info; "
+               "'softswitch stf PROGRAM TEST.stf' runs an STF packet test; "
+               "'softswitch dump --grpc-addr ADDR' prints a running switch's tables, counters and registers. "
+               "Use 'softswitch COMMAND --help' for their options.")
+    p.add_argument("program", nargs="?", metavar="PROGRAM",
+                   help="the P4_16 source file to run (v1model); omit it with --no-p4")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a program and wait for a P4Runtime SetForwardingPipelineConfig "
+                        "(its p4_device_config is the program's source text)")
+    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
+                   type=_port_spec, help="attach switch port PORT to Linux interface IFACE (repeatable)")
+    p.add_argument("--device-id", type=int, default=0, metavar="N",
+                   help="the P4Runtime device id (default 0)")
+    p.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="ADDR",
+                   help="address the P4Runtime server listens on (default 0.0.0.0:9559; port 0 picks one)")
+    p.add_argument("--cpu-port", type=int, default=None, metavar="N",
+                   help="the port connected to the controller: packets the program sends there become "
+                        "P4Runtime packet-ins, packet-outs are injected there (default: none)")
+    p.add_argument("--log-console", action="store_true", help="log switch events to stderr")
+    p.add_argument("-L", "--log-level", default="info", choices=["debug", "info", "warn", "error", "off"],
+                   help="log level with --log-console (default info)")
+    p.add_argument("--thrift-port", type=int, default=None, metavar="N",
+                   help="accepted for compatibility with simple_switch_grpc and ignored: softswitch has no "
+                        "Thrift server (use P4Runtime)")
+    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
+                   help="extra #include search directory for programs (also used for pipelines set over "
+                        "P4Runtime)")
+    return p
+
+
+def compile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} compile",
+                                description="Compile a P4_16 v1model program and write its P4Info.")
+    p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
+    p.add_argument("--p4runtime-files", required=True, metavar="OUT",
+                   help="where to write the P4Info as text protobuf (like p4c's --p4runtime-files x.p4info.txtpb)")
+    p.add_argument("--device-config", metavar="OUT",
+                   help="also write the P4Runtime device config for softswitch (the program source, "
+                        "includes resolved), to pass as p4_device_config / p4runtime-shell's bin file")
+    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
+                   help="extra #include search directory")
+    return p
+
+
+def stf_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} stf", description="Run an STF packet test on a P4 program.")
+    p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
+    p.add_argument("stf", metavar="TEST.stf", help="the STF file")
+    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
+                   help="extra #include search directory")
+    return p
+
+
+def dump_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"{PROG} dump",
+                                description="Print a running switch's tables, counters and registers by name "
+                                            "(a read-only P4Runtime client: it needs no primary role).")
+    p.add_argument("--grpc-addr", required=True, metavar="ADDR", help="the switch's P4Runtime address")
+    p.add_argument("--device-id", type=int, default=0, metavar="N", help="the P4Runtime device id (default 0)")
+    p.add_argument("what", nargs="?", default="all", choices=["tables", "counters", "registers", "all"],
+                   help="what to print (default all)")
+    return p
+
+
+def _port_spec(text):
+    try:
+        return parse_port_spec(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+# ---------------------------------------------------------------- commands
+
+def _compile(path, include_dirs=()):
+    if not os.path.isfile(path):
+        raise CliError(f"no such program file: {path}")
+    from softswitch.compiler import compile_program
+    try:
+        return compile_program(path, include_dirs=tuple(include_dirs))
+    except Exception as e:      # P4Error carries "file:line:col: error: ..."
+        raise CliError(str(e)) from None
+
+
+def device_config_of(program, path) -> bytes:
+    """The P4Runtime device config for a compiled program: its self-contained source when the compiler
+    exposes one (``preprocessed_source``), else the file's text."""
+    text = getattr(program, "preprocessed_source", None)
+    if text:
+        return text.encode() if isinstance(text, str) else bytes(text)
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def cmd_compile(args) -> int:
+    from softswitch.p4info import build_p4info, write_text
+    program = _compile(args.program, args.include_dir)
+    try:
+        write_text(build_p4info(program.info), args.p4runtime_files)
+        if args.device_config:
+            with open(args.device_config, "wb") as f:
+                f.write(device_config_of(program, args.program))
+    except OSError as e:
+        raise CliError(f"cannot write output: {e}") from None
+    return 0
+
+
+def cmd_stf(args) -> int:
+    from softswitch.stf import StfError, parse_stf, StfRunner
+    from softswitch.switch import Switch
+    try:
+        with open(args.stf) as f:
+            commands = parse_stf(f.read(), args.stf)
+    except OSError as e:
+        raise CliError(f"cannot read {args.stf}: {e.strerror}") from None
+    except StfError as e:
+        raise CliError(str(e)) from None
+    program = _compile(args.program, args.include_dir)
+    try:
+        result = StfRunner(Switch(program, name="stf"), args.stf).run(commands)
+    except StfError as e:
+        raise CliError(str(e)) from None
+    print(result)
+    return 0 if result.ok else 1
+
+
+def cmd_dump(args) -> int:
+    from softswitch.dump import dump
+    return dump(args.grpc_addr, args.device_id, args.what, sys.stdout)
+
+
+def cmd_run(args) -> int:
+    if args.no_p4 and args.program:
+        raise CliError("give either PROGRAM or --no-p4, not both")
+    if not args.no_p4 and not args.program:
+        raise CliError("no program given (give PROGRAM, or --no-p4 to wait for one over P4Runtime)")
+    from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService
+    from softswitch.ports import PortSet
+    from softswitch.switch import Switch
+
+    log = logging.getLogger("softswitch")
+    if args.log_console and args.log_level != "off":
+        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+                            level={"warn": "WARNING"}.get(args.log_level, args.log_level.upper()))
+    else:
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="softswitch: %(message)s")
+    if args.thrift_port is not None:
+        print(f"softswitch: --thrift-port {args.thrift_port} ignored: softswitch has no Thrift server "
+              "(use P4Runtime)", file=sys.stderr)
+
+    include_dirs = list(args.include_dir)
+    name = f"device{args.device_id}"
+
+    def make_switch(program):
+        return Switch(program, device_id=args.device_id, cpu_port=args.cpu_port, name=name,
+                      log=log if args.log_console else None)
+
+    switch, device_config = None, b""
+    if args.program:
+        include_dirs.append(os.path.dirname(os.path.abspath(args.program)))
+        program = _compile(args.program, args.include_dir)
+        switch = make_switch(program)
+        device_config = device_config_of(program, args.program)
+
+    ports = PortSet(handler=None)
+    service = P4RuntimeService(switch, device_id=args.device_id, cpu_port=args.cpu_port,
+                               include_dirs=include_dirs, device_config=device_config,
+                               make_switch=make_switch, transmit=ports.send)
+    ports.handler = service.process
+    try:
+        for number, iface in args.interface:
+            ports.add(number, iface)
+        server = P4RuntimeServer(service, args.grpc_server_addr)
+    except (OSError, ValueError, RuntimeError) as e:
+        ports.stop()
+        raise CliError(str(e)) from None
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server.start()
+    ports.start()
+    state = f"running {args.program}" if args.program else "waiting for a pipeline (--no-p4)"
+    print(f"softswitch: device {args.device_id}, P4Runtime on {server.address}, "
+          f"{len(ports.ports)} port(s), {state}", file=sys.stderr, flush=True)
+    while not stop.wait(0.5):
+        pass
+    ports.stop()
+    server.stop()
+    print("softswitch: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        parser = {"compile": compile_parser, "stf": stf_parser, "dump": dump_parser}[argv[0]]()
+        command = {"compile": cmd_compile, "stf": cmd_stf, "dump": cmd_dump}[argv[0]]
+        args = parser.parse_args(argv[1:])
+    else:
+        parser = run_parser()
+        command = cmd_run
+        args = parser.parse_args(argv)
+    try:
+        return command(args)
+    except CliError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
