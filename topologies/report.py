@@ -126,7 +126,7 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
     for n in nodes:
         if n in aggregating:
             colours.append("tab:red")
-            labels[n] = f"{n}\nΣ fan-in {aggregating[n]}"
+            labels[n] = f"{n}\naggregates\nfan-in {aggregating[n]}"
         elif g.nodes[n]["kind"] == "switch":
             colours.append("lightsteelblue")
             labels[n] = n

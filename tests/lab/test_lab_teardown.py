@@ -1,0 +1,84 @@
+"""The lab's switch command lines and its teardown: nothing it created survives a failed start or a
+killed launcher."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import needs_mininet
+from lab_helpers import root_links, tiny_spec
+from topologies.p4switch import Target
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def test_switch_command_lines_follow_simple_switch_grpc():
+    soft = Target("softswitch", ("softswitch",), grpc_after_dashes=False)
+    assert soft.argv(3, {2: "s1-eth2", 1: "s1-eth1"}, "127.0.0.1:50103", "p4src/ina.p4") == [
+        "softswitch", "--device-id", "3", "-i", "1@s1-eth1", "-i", "2@s1-eth2",
+        "--grpc-server-addr", "127.0.0.1:50103", "p4src/ina.p4"]
+    bmv2 = Target("bmv2", ("simple_switch_grpc",), grpc_after_dashes=True)
+    assert bmv2.argv(1, {1: "s1-eth1"}, "127.0.0.1:50100", None, cpu_port=255) == [
+        "simple_switch_grpc", "--device-id", "1", "-i", "1@s1-eth1", "--no-p4",
+        "--", "--grpc-server-addr", "127.0.0.1:50100", "--cpu-port", "255"]
+
+
+@needs_mininet
+def test_failed_switch_start_leaves_nothing_behind(tmp_path):
+    from topologies.lab_network import LabNetwork
+    from topologies.p4switch import SwitchStartError
+
+    before = root_links()
+    dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
+    lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
+    with pytest.raises(SwitchStartError, match=r"s1 \(dying\): exited with status 3"):
+        lab.start()
+    assert lab.resources.leftovers() == []
+    assert root_links() == before
+
+
+@needs_mininet
+def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
+    """SIGKILL the launcher with the network up: ``--clean`` removes hosts, switches and veths."""
+    script = tmp_path / "up.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {REPO!r})
+        sys.path.insert(0, {HERE!r})
+        from lab_helpers import tiny_spec
+        from topologies.lab_network import LabNetwork
+        from topologies.p4switch import Target
+        sleeper = Target("sleeper", (sys.executable, "-c",
+                         "import socket, sys, time; s = socket.socket(); "
+                         "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+                         "s.bind(('127.0.0.1', int(sys.argv[sys.argv.index('--grpc-server-addr') + 1].split(':')[1]))); "
+                         "s.listen(); time.sleep(600)"), grpc_after_dashes=False)
+        lab = LabNetwork(tiny_spec(), target=sleeper, program="unused.p4", grpc_base=50295, log=print)
+        lab.start()
+        print("UP", lab.resources.path, flush=True)
+        time.sleep(600)
+    """))
+    before = root_links()
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    line = proc.stdout.readline()
+    assert line.startswith("UP"), line
+    state_path = line.split()[1]
+    from topologies.lab_state import LabResources
+
+    res = LabResources.load(__import__("pathlib").Path(state_path))
+    assert {"s1-eth1", "s1-eth2"} <= root_links()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    assert res.leftovers(), "the killed run should have left its network up"
+    done = subprocess.run([sys.executable, "-m", "topologies.mininet_lab", "--clean"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"cleaning up after run {proc.pid}" in done.stdout
+    assert res.leftovers() == []
+    assert root_links() == before
