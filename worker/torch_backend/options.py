@@ -23,23 +23,28 @@ class InaOptions:
 
     controller:  "host:port" of the controller's job service (INA_CONTROLLER).
     job:         job name or id registered with the controller (INA_JOB).
+    plan:        path of a JobPlan JSON file, instead of asking a controller (INA_PLAN).
     transport:   "udp" (kernel UDP sockets, e.g. in mininet) or "attach:HOST:PORT" (join an
                  in-process network running in another OS process) (INA_TRANSPORT).
     host:        this rank's host name in the plan; default: the plan's worker with this rank
                  (INA_HOST).
     timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT).
-    retries:     retransmission rounds the worker agent tries per chunk (INA_RETRIES).
+    rto:         first retransmission timeout of a chunk, seconds (INA_RTO); the agent raises it
+                 to twice the measured round trip and doubles it per resend.
+    retries:     resends of one chunk before the allreduce fails (INA_RETRIES).
     """
 
     controller: Optional[str] = None
     job: Optional[str] = None
+    plan: Optional[str] = None
     transport: str = "udp"
     host: Optional[str] = None
-    timeout: float = 30.0
+    timeout: float = 60.0
+    rto: float = 0.2
     retries: int = 8
 
-    ENV = {"controller": "INA_CONTROLLER", "job": "INA_JOB", "transport": "INA_TRANSPORT",
-           "host": "INA_HOST", "timeout": "INA_TIMEOUT", "retries": "INA_RETRIES"}
+    ENV = {"controller": "INA_CONTROLLER", "job": "INA_JOB", "plan": "INA_PLAN", "transport": "INA_TRANSPORT",
+           "host": "INA_HOST", "timeout": "INA_TIMEOUT", "rto": "INA_RTO", "retries": "INA_RETRIES"}
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None,
@@ -60,15 +65,18 @@ class InaOptions:
         return opts
 
     def validate(self) -> None:
-        if not self.controller:
-            raise InaConfigError("INA_CONTROLLER is not set: the ina backend needs the controller's "
-                                 "job service address (host:port)")
-        parse_host_port(self.controller, "INA_CONTROLLER")
-        if not self.job:
-            raise InaConfigError("INA_JOB is not set: the ina backend needs the job's name or id")
+        if not self.plan:
+            if not self.controller:
+                raise InaConfigError("INA_CONTROLLER is not set: the ina backend needs the controller's "
+                                     "job service address (host:port) or a plan file (INA_PLAN)")
+            parse_host_port(self.controller, "INA_CONTROLLER")
+            if not self.job:
+                raise InaConfigError("INA_JOB is not set: the ina backend needs the job's name or id")
         self.transport_kind()
         if not self.timeout > 0:
             raise InaConfigError(f"INA_TIMEOUT must be positive, got {self.timeout}")
+        if not self.rto > 0:
+            raise InaConfigError(f"INA_RTO must be positive, got {self.rto}")
         if self.retries < 0:
             raise InaConfigError(f"INA_RETRIES must be >= 0, got {self.retries}")
 

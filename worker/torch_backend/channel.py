@@ -1,0 +1,82 @@
+"""The backend's link to the network: this rank's worker agent, built from the job's plan.
+
+The plan comes from the controller's job service (INA_CONTROLLER + INA_JOB) or from a plan file
+(INA_PLAN). The transport is kernel UDP on the plan's address of this worker (mininet, real hosts)
+or an attach endpoint of an in-process network running in another OS process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from worker.torch_backend.options import InaConfigError, InaOptions
+from worker.torch_backend.process_group import SwitchChannel
+
+
+def load_plan(options: InaOptions):
+    from controller.plan import JobPlan, PlanFormatError
+
+    if options.plan:
+        try:
+            text = Path(options.plan).read_text()
+        except OSError as exc:
+            raise InaConfigError(f"INA_PLAN {options.plan}: {exc.strerror}") from None
+        try:
+            return JobPlan.from_json(text)
+        except PlanFormatError as exc:
+            raise InaConfigError(f"INA_PLAN {options.plan}: {exc}") from None
+    return fetch_plan(options.controller, options.job, options.timeout)
+
+
+def fetch_plan(controller: str, job: str, timeout: float):
+    """The plan of ``job`` from the controller's job service at ``controller`` (host:port)."""
+    try:
+        from controller.job_client import fetch_plan as fetch  # the job service's client
+    except ImportError:
+        raise InaConfigError("this checkout has no controller job service client "
+                             "(controller.job_client.fetch_plan); give the plan file with INA_PLAN") from None
+    return fetch(controller, job, timeout=timeout)
+
+
+def make_transport(options: InaOptions, plan, me):
+    kind, endpoint = options.transport_kind()
+    if kind == "udp":
+        from worker.transport import UdpTransport
+        return UdpTransport(ip=me.ip, bind_ip=me.ip)
+    from worker.transport import AttachTransport
+    neighbours = {h.ip: h.mac for h in list(plan.servers) + list(plan.workers)}
+    return AttachTransport(endpoint, me.ip, me.mac, neighbours=neighbours)
+
+
+class AgentChannel(SwitchChannel):
+    """A WorkerAgent of the job; ``aggregate`` is one blocking allreduce through the switches."""
+
+    def __init__(self, agent, transport, timeout: float):
+        self.agent = agent
+        self.transport = transport
+        self.timeout = timeout
+
+    @classmethod
+    def connect(cls, options: InaOptions, rank: int, size: int) -> "AgentChannel":
+        from worker.agent import WorkerAgent
+
+        plan = load_plan(options)
+        if len(plan.workers) != size:
+            raise InaConfigError(f"job {plan.job_id} has {len(plan.workers)} workers but the process group "
+                                 f"has {size} ranks; an ina group must span all the job's workers")
+        me = plan.worker(options.host) if options.host else plan.worker(rank)
+        if me.rank != rank:
+            raise InaConfigError(f"INA_HOST {options.host} is rank {me.rank} in job {plan.job_id}, "
+                                 f"but this process is rank {rank}")
+        transport = make_transport(options, plan, me)
+        agent = WorkerAgent(plan, rank, transport, timeout=options.rto, retries=options.retries)
+        return cls(agent, transport, options.timeout)
+
+    def aggregate(self, array: np.ndarray, op: str) -> np.ndarray:
+        return self.agent.allreduce(array, op, timeout=self.timeout)
+
+    def close(self) -> None:
+        self.agent.close()
+        self.transport.close()
