@@ -14,7 +14,8 @@ Reading of the method as implemented here:
 3. A tree that does not reach all of the job's hosts fails. A found tree is cut down to the links
    between the workers and its root server; its rate b is the smallest residual along those links
    (capped by the patent's per-tree rate b when ``tree_rate`` is given) and their residuals drop by b.
-4. Step 2-3 repeat with fresh start nodes until no tree can be found.
+4. Step 2-3 repeat with fresh start nodes until no tree can be found. A bad start node can block a
+   tree that another start would find, so "no tree" means START_ATTEMPTS random starts all failed.
 5. The height bound is then lowered by binary search (fixed number of halvings) while the total rate
    stays at least (1 - loss_bound) of the rate found with the original bound.
 6. The K trees with the largest rates are kept, and their rates are allocated again, in the order
@@ -36,6 +37,7 @@ from controller.multihop import sorted_adjacency
 from controller.tree_plan import JobContext, PlanError, build_tree, prune, tree_height
 
 HEIGHT_SEARCH_STEPS = 8
+START_ATTEMPTS = 8           # start nodes tried before concluding that no tree can be found
 MAX_TREES_FOUND = 256        # safety stop for step 4 when a small per-tree rate b is given
 
 
@@ -108,9 +110,12 @@ def _find_trees(ctx: JobContext, capacity: dict[int, float], r: float, limit: fl
     residual = dict(capacity)
     found: list[FoundTree] = []
     while len(found) < MAX_TREES_FOUND:
-        start = rng.choice(starts)
-        up = _grow(ctx, adj, allowed, residual, r, limit, start)
-        if any(h != start and h not in up for h in job_hosts):
+        for _ in range(START_ATTEMPTS):
+            start = rng.choice(starts)
+            up = _grow(ctx, adj, allowed, residual, r, limit, start)
+            if all(h == start or h in up for h in job_hosts):
+                break
+        else:
             break
         root = ctx.servers[len(found) % len(ctx.servers)].name
         tree_adj: dict[str, list[str]] = {}

@@ -46,17 +46,17 @@ class Hop:
     egress_port: int        # port to leave this switch by (0 on the terminal entry)
     name: str = ""          # switch or server name, for display only (not on the wire)
 
-    def to_codec(self, bos: bool = False):
-        """This hop as protocol.codec's hop entry (the codec owns the wire layout)."""
-        from protocol import codec  # imported late: the codec is optional for planning
+    def to_codec(self):
+        """This hop as protocol.codec's hop entry (the codec owns the wire layout, bos included)."""
+        from protocol import codec  # imported late: planning does not need the codec
 
-        return codec.Hop(switch_id=self.switch_id, aggregate=bool(self.aggregate), bos=bos,
+        return codec.Hop(switch_id=self.switch_id, aggregate=bool(self.aggregate),
                          fan_in=self.fan_in, child=self.child, egress_port=self.egress_port)
 
 
 def hops_to_codec(hops: list[Hop]) -> list:
-    """A hop list as codec hop entries, the last one marked bottom-of-stack."""
-    return [h.to_codec(bos=(i == len(hops) - 1)) for i, h in enumerate(hops)]
+    """A hop list as the codec's hop entries, ready for ``protocol.codec.grad``/``result``."""
+    return [h.to_codec() for h in hops]
 
 
 @dataclass

@@ -14,9 +14,9 @@ from typing import Optional
 
 import networkx as nx
 
-from controller.limits import MAX_SWITCH_ID, host_node_id
+from controller.limits import MAX_SWITCH_ID, SLOT_REGISTER_SIZE, host_node_id
 
-DEFAULT_SLOTS = 16384        # slot entries of a switch's registers unless the topology says otherwise
+DEFAULT_SLOTS = SLOT_REGISTER_SIZE   # slot entries of a switch's registers unless the topology says otherwise
 ROLES = ("worker", "server")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
@@ -196,14 +196,14 @@ class Topology:
                 if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 511:
                     raise TopologyError(f"link {i} ({link.label}): port {port!r} of {node} "
                                         f"is not a port number (0..510)")
-                if (node, port) in ports:
-                    raise TopologyError(f"port {port} of {node} used twice (links {ports[node, port]} and {i})")
-                ports[node, port] = i
                 if names[node] == "host":
                     if node in host_links:
                         raise TopologyError(f"host {node} has more than one link (links "
                                             f"{host_links[node]} and {i}); hosts have one interface")
                     host_links[node] = i
+                if (node, port) in ports:
+                    raise TopologyError(f"port {port} of {node} used twice (links {ports[node, port]} and {i})")
+                ports[node, port] = i
             pair = frozenset((link.a, link.b))
             if pair in pairs:
                 raise TopologyError(f"parallel links between {link.a} and {link.b} "

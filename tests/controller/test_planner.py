@@ -1,0 +1,222 @@
+"""Planners: hand-computed plans on the small topologies, invariants on generated fat-trees."""
+
+from pathlib import Path
+
+import pytest
+
+from controller.generators import fat_tree
+from controller.plan import Hop, JobPlan
+from controller.planner import PlanOptions, plan_job
+from controller.resources import Resources
+from controller.topology_yaml import load_topology
+from controller.tree_plan import PlanError
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+H = 0x8000
+
+
+def topo(name):
+    return load_topology(TOPOLOGIES / f"{name}.yaml")
+
+
+def short(hops):
+    return [(h.name, h.aggregate, h.fan_in, h.child, h.egress_port) for h in hops]
+
+
+def test_star_plan_by_hand():
+    plan = plan_job(topo("star"), ["h1", "h2", "h3", "h4"], ["h5"])
+    (tree,) = plan.trees
+    for rank in range(4):
+        assert tree.grad_hops[f"h{rank + 1}"] == [Hop(1, True, 4, rank, 5, "s1"), Hop(H + 4, True, 1, 0, 0, "h5")]
+        assert tree.result_hops[f"h{rank + 1}"] == [Hop(1, True, 0, 0, rank + 1, "s1")]
+    assert tree.server.fan_in == 1 and tree.server.children[0].ranks == [0, 1, 2, 3]
+    assert (tree.server.first_switch, tree.server.first_port) == ("s1", 5)
+    (cfg,) = plan.switches
+    assert (cfg.switch, cfg.device_id, cfg.aggregates, cfg.slot_base, cfg.pool_size, cfg.max_fan_in) == \
+           ("s1", 1, True, 0, 64, 4)
+    assert tree.weight == 1.0 and tree.rate == 1000.0
+
+
+def test_leaf_spine_fewest_hops_by_hand():
+    plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"])
+    (t,) = plan.trees
+    assert t.aggregation_points == ["l3", "sp1", "l1", "l2", "l4"]
+    assert short(t.grad_hops["h1"]) == [("l1", True, 2, 0, 11), ("sp1", True, 3, 0, 3),
+                                        ("l3", True, 3, 0, 3), ("h9", True, 1, 0, 0)]
+    assert short(t.grad_hops["h8"]) == [("l4", True, 2, 1, 11), ("sp1", True, 3, 2, 3),
+                                        ("l3", True, 3, 0, 3), ("h9", True, 1, 0, 0)]
+    assert short(t.grad_hops["h6"]) == [("l3", True, 3, 2, 3), ("h9", True, 1, 0, 0)]
+    assert t.grad_hops["h1"][-1].switch_id == H + 8
+    assert short(t.result_hops["h7"]) == [("l3", True, 0, 0, 11), ("sp1", True, 0, 0, 4), ("l4", True, 0, 0, 1)]
+    assert [c.node for c in t.server.children] == ["l3"]
+    # host-level tree: every switch is represented by its lowest-ranked worker
+    assert t.host_parent["h1"] == "h9" and t.host_parent["h3"] == "h1" and t.host_parent["h5"] == "h1"
+    assert t.host_parent["h2"] == "h1" and t.host_parent["h4"] == "h3"
+    assert sorted(t.host_children["h1"]) == ["h2", "h3", "h5", "h6", "h7"]
+
+
+def test_two_servers_give_two_equal_trees():
+    plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9", "h10"])
+    assert [t.root for t in plan.trees] == ["h9", "h10"] and plan.weights() == [0.5, 0.5]
+    assert plan.trees[1].grad_hops["h7"][-1] == Hop(H + 9, True, 1, 0, 0, "h10")
+    assert {(c.switch, c.tree_id) for c in plan.switches} >= {("l3", 0), ("l4", 1)}
+
+
+def test_policies_pick_different_paths_on_hetero_mesh():
+    t = topo("hetero_mesh")
+    w = ["h1", "h2", "h3", "h4", "h5"]
+    paths = {}
+    for policy in ("fewest_hops", "lowest_delay", "widest"):
+        tree = plan_job(t, w, ["h6"], PlanOptions(policy=policy)).trees[0]
+        paths[policy] = [h.name for h in tree.grad_hops["h1"]]
+    assert paths["fewest_hops"] == ["s1", "s5", "h6"]            # direct 400 Mbit/s 5 ms link
+    assert paths["lowest_delay"] == ["s1", "s2", "s4", "s5", "h6"]  # 0.1 + 0.2 + 0.4 ms
+    assert paths["widest"] == ["s1", "s2", "s3", "s4", "s5", "h6"]  # bottleneck 4000 Mbit/s
+
+
+def test_aggregate_at_every_switch_option():
+    t = topo("hetero_mesh")
+    merge = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay")).trees[0]
+    every = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay", aggregation="all")).trees[0]
+    assert short(merge.grad_hops["h1"]) == [("s1", False, 0, 0, 2), ("s2", True, 2, 0, 4),
+                                           ("s4", False, 0, 0, 5), ("s5", False, 0, 0, 10), ("h6", True, 1, 0, 0)]
+    assert short(every.grad_hops["h1"]) == [("s1", True, 1, 0, 2), ("s2", True, 2, 0, 4),
+                                           ("s4", True, 1, 0, 5), ("s5", True, 1, 0, 10), ("h6", True, 1, 0, 0)]
+
+
+def test_full_switch_is_skipped_and_freed_on_release():
+    t = topo("hetero_mesh")      # s5 has 256 slot entries: two jobs of pool 64 (128 entries each)
+    res = Resources.for_topology(t)
+    opts = dict(policy="fewest_hops")
+    w = ["h1", "h2", "h3", "h4", "h5"]
+    p1 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
+    p2 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
+    p3 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
+    assert (p1.job_id, p2.job_id, p3.job_id) == (1, 2, 3)
+    assert [c.slot_base for c in p1.switches if c.switch == "s5"] == [0]
+    assert [c.slot_base for c in p2.switches if c.switch == "s5"] == [128]
+    assert "s5" in p1.trees[0].aggregation_points and "s5" not in p3.trees[0].aggregation_points
+    assert any(w.startswith("s5 has no free slots") for w in p3.warnings)
+    # s5 forwards: the server now hears s1's worker, s3's and s4's aggregates itself
+    assert p3.trees[0].server.fan_in == 3 and p1.trees[0].server.fan_in == 1
+    assert short(p3.trees[0].grad_hops["h1"]) == [("s1", False, 0, 0, 5), ("s5", False, 0, 0, 10),
+                                                  ("h6", True, 3, 0, 0)]
+    res.release(p1)
+    p4 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
+    assert p4.job_id == 1 and "s5" in p4.trees[0].aggregation_points and not p4.warnings
+
+
+def test_multicast_groups_and_members():
+    plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"],
+                    PlanOptions(result_mode="multicast"))
+    cfg = {c.switch: c for c in plan.switches}
+    assert len({c.result_group for c in plan.switches}) == 1 and cfg["l1"].result_group >= 1
+    assert [(m.port, m.replica_id, m.toward) for m in cfg["l1"].members] == [(1, 0, "h1"), (2, 1, "h2")]
+    assert [(m.port, m.toward) for m in cfg["sp1"].members] == [(1, "l1"), (2, "l2"), (4, "l4")]
+    assert [(m.port, m.toward) for m in cfg["l3"].members] == [(11, "sp1"), (1, "h5"), (2, "h6")]
+
+
+@pytest.mark.parametrize("workers,servers,message", [
+    ([], ["h5"], "at least one worker"),
+    (["h1", "h1"], ["h5"], "worker h1 listed twice"),
+    (["h1", "x"], ["h5"], "unknown worker 'x'"),
+    (["h1", "s1"], ["h5"], "worker s1 is a switch"),
+    (["h1", "h5"], ["h5"], "h5 is both a worker and a server"),
+])
+def test_bad_requests(workers, servers, message):
+    with pytest.raises(PlanError, match=message):
+        plan_job(topo("star"), workers, servers)
+
+
+def test_bad_options():
+    with pytest.raises(PlanError, match="unknown policy 'shortest'"):
+        plan_job(topo("star"), ["h1"], ["h5"], PlanOptions(policy="shortest"))
+    with pytest.raises(PlanError, match="no tree spans all 3 hosts"):
+        plan_job(topo("star"), ["h1", "h2"], ["h5"], PlanOptions(planner="multitree", min_bw=5000))
+
+
+def check_plan(topo_, plan: JobPlan):
+    """Invariants every plan must satisfy, checked by following the hop lists on the topology."""
+    g = topo_.to_graph()
+    ranks = {w.name: w.rank for w in plan.workers}
+    for t in plan.trees:
+        root = topo_.host(t.root)
+        heard: dict = {}               # aggregation point -> child index -> ranks
+        for w, hops in t.grad_hops.items():
+            assert hops[-1].switch_id == root.node_id and hops[-1].aggregate and hops[-1].egress_port == 0
+            node, carried = w, None
+            for h in hops[:-1]:
+                nxt = next(n for n in g.adj[h.name] if g.edges[h.name, n]["ports"][h.name] == h.egress_port)
+                assert g.has_edge(node, h.name)          # the hop list follows links
+                if h.aggregate:
+                    key = carried if carried else w
+                    heard.setdefault(h.name, {}).setdefault(h.child, set()).add(ranks[w])
+                    assert 0 <= h.child < h.fan_in <= 32
+                    carried = h.name
+                node = h.name
+                last_next = nxt
+            assert last_next == t.root if len(hops) > 1 else True
+            heard.setdefault(t.root, {}).setdefault(hops[-1].child, set()).add(ranks[w])
+        for point, children in heard.items():
+            fan = next(h.fan_in for hops in t.grad_hops.values() for h in hops if h.name == point)
+            assert sorted(children) == list(range(fan)), point
+            flat = [r for c in children.values() for r in c]
+            assert len(flat) == len(set(flat))            # no worker counted twice
+        assert sorted(r for c in heard[t.root].values() for r in c) == sorted(ranks.values())
+        assert t.server.fan_in == len(heard[t.root])
+
+
+def test_invariants_on_fat_tree_multihop():
+    ft = fat_tree(8)
+    hosts = [h.name for h in ft.hosts]
+    for policy in ("fewest_hops", "lowest_delay", "widest"):
+        plan = plan_job(ft, hosts[1::2], [hosts[0], hosts[64]], PlanOptions(policy=policy))
+        check_plan(ft, plan)
+        assert JobPlan.from_json(plan.to_json()) == plan
+
+
+def test_invariants_on_fat_tree_multitree():
+    ft = fat_tree(4, bandwidth=1000.0, host_bandwidth=4000.0, delay=0.1)
+    hosts = [h.name for h in ft.hosts]
+    opts = PlanOptions(planner="multitree", trees=3, height=0.6, min_bw=10.0, seed=7, tree_rate=400.0)
+    res = Resources.for_topology(ft)
+    plan = plan_job(ft, hosts[:12], hosts[12:14], opts, res)
+    check_plan(ft, plan)
+    assert 1 <= len(plan.trees) <= 3
+    assert abs(sum(plan.weights()) - 1) < 1e-9
+    for t in plan.trees:
+        assert t.height <= 0.6 + 1e-9 and 10.0 <= t.rate <= 400.0
+        assert set(t.grad_hops) == set(hosts[:12])
+    load: dict = {}
+    for t in plan.trees:
+        for c, p in t.edges:
+            eid = ft.to_graph().edges[c, p]["eid"]
+            load[eid] = load.get(eid, 0.0) + t.rate
+    for link in ft.links:
+        assert load.get(link.id, 0.0) <= link.bandwidth + 1e-6
+    # a second job only gets what the first left
+    plan2 = plan_job(ft, hosts[:12], hosts[12:14], opts, res)
+    assert plan2.trees
+    for t in plan2.trees:
+        for c, p in t.edges:
+            eid = ft.to_graph().edges[c, p]["eid"]
+            load[eid] = load.get(eid, 0.0) + t.rate
+    for link in ft.links:
+        assert load.get(link.id, 0.0) <= link.bandwidth + 1e-6
+
+
+def test_multitree_hetero_mesh_is_deterministic_and_has_host_tree():
+    t = topo("hetero_mesh")
+    opts = PlanOptions(planner="multitree", trees=2, height=3.0, seed=1)
+    a = plan_job(t, ["h1", "h2", "h3", "h4", "h5"], ["h6"], opts)
+    b = plan_job(t, ["h1", "h2", "h3", "h4", "h5"], ["h6"], opts)
+    assert a.to_json() == b.to_json()
+    assert len(a.trees) == 2 and a.trees[0].rate == 4000.0
+    for tree in a.trees:
+        hp = tree.host_parent
+        assert hp["h6"] is None and set(hp) == {"h1", "h2", "h3", "h4", "h5", "h6"}
+        for h in hp:                       # every host reaches the root
+            seen = 0
+            while hp[h] is not None and seen < 10:
+                h, seen = hp[h], seen + 1
+            assert h == "h6"
