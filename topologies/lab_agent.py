@@ -69,11 +69,19 @@ def run_worker(args, plan) -> None:
         except Exception as exc:   # one line to the launcher, never a traceback on its console
             reply({"error": f"{type(exc).__name__}: {exc}"})
     agent.close()
+    if baseline is not None:
+        baseline.close()
     transport.close()
 
 
 def _baseline(mode: str, plan, rank: int, transport, args):
-    raise ValueError(f"baseline {mode!r} is not available yet")
+    """The host-level baseline on the same transport: "ps" is the parameter server (a star of
+    workers around the job's server, plain IPv4/UDP routed by the switches)."""
+    from worker.baselines import HostTreeAllreduce
+
+    if mode != "ps":
+        raise ValueError(f"unknown mode {mode!r} (ina or ps)")
+    return HostTreeAllreduce(plan, rank, transport, star=True, timeout=args.baseline_timeout)
 
 
 def run_server(args, plan) -> None:
@@ -87,6 +95,10 @@ def run_server(args, plan) -> None:
     transport = UdpTransport(ip=me.ip)
     agent = ServerAgent(transport, me.name)
     agent.add_job(plan)
+    from worker.baselines import HostTreeAllreduce
+
+    # the parameter-server side of the "ps" baseline: serves whenever workers send to it
+    ps = HostTreeAllreduce(plan, me.name, transport, star=True, timeout=args.baseline_timeout)
     done = []
     buf = b""
 
@@ -112,6 +124,7 @@ def run_server(args, plan) -> None:
     reply({"ready": True, "host": me.name})
     transport.loop.run_until(lambda: bool(done))
     agent.close()
+    ps.close()
     transport.close()
 
 
@@ -124,6 +137,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="/tmp")
     ap.add_argument("--timeout", type=float, default=0.2)
     ap.add_argument("--retries", type=int, default=12)
+    ap.add_argument("--baseline-timeout", type=float, default=60.0)
     args = ap.parse_args(argv)
     from controller.plan import JobPlan
 
