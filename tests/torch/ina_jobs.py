@@ -55,3 +55,7 @@ def server_only_job(n_workers: int, tmp_path: Path, job_id: int = 11):
         server.close()
         transport.close()
         loop.close()
+
+
+# the job the torch tests run on
+ina_job = server_only_job

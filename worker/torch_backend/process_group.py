@@ -68,6 +68,8 @@ class InaProcessGroup(dist.ProcessGroup):
         return self._gloo.barrier(opts) if opts is not None else self._gloo.barrier()
 
     def _submit(self, reduction: SwitchReduction, what: str) -> InaWork:
+        if self._thread is None:
+            raise RuntimeError(f"ina {what}: the process group was shut down")
         channel = self._channel
         work = self._thread.submit(lambda: reduction.execute(channel.aggregate), what)
         self._last_switch_work = work
@@ -75,8 +77,10 @@ class InaProcessGroup(dist.ProcessGroup):
 
     # -- lifetime --------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        self._thread.close()
-        self._channel.close()
+        """Finish queued collectives, then close the agent on its own thread."""
+        if getattr(self, "_thread", None) is not None:
+            self._thread.close(self._channel.close)
+            self._thread = None
 
     def __del__(self):
         try:

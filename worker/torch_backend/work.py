@@ -68,7 +68,7 @@ class SwitchThread:
     """Runs queued jobs one after another on a private daemon thread."""
 
     def __init__(self, name: str = "ina-switch"):
-        self._queue: "queue.Queue[Optional[tuple]]" = queue.Queue()
+        self._queue: "queue.Queue[tuple]" = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._closed = False
         self._thread.start()
@@ -82,16 +82,21 @@ class SwitchThread:
         self._queue.put((job, future, done, what))
         return InaWork(future, done, what)
 
-    def close(self, timeout: float = 5.0) -> None:
+    def close(self, finally_run: Callable[[], None] | None = None, timeout: float = 5.0) -> bool:
+        """Stop after the queued jobs, then run ``finally_run`` on the thread (it owns the agent);
+        False if the thread is still busy after ``timeout`` seconds (it is a daemon)."""
         if not self._closed:
             self._closed = True
-            self._queue.put(None)
-            self._thread.join(timeout)
+            self._queue.put(("close", finally_run))
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if item is None:
+            if item[0] == "close":
+                if item[1] is not None:
+                    item[1]()
                 return
             job, future, done, what = item
             try:

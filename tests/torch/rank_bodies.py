@@ -1,0 +1,206 @@
+"""What each rank runs in the torch tests (module level, so spawned processes can import it).
+
+A rank initialises the default group with the ina backend, makes a gloo group over the same ranks
+and runs every collective on both with the same inputs; the test process compares the results.
+Tensors come back as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from torch_ranks import init
+
+DTYPES = ["float32", "float16", "bfloat16", "int32", "int64"]
+OPS = ["SUM", "AVG", "MAX", "MIN"]
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to(torch.float64 if t.is_floating_point() else torch.int64).numpy().copy()
+
+
+def make_input(rank: int, dtype: str, n: int = 150, seed: int = 0) -> torch.Tensor:
+    """Rank-specific values with mixed signs and magnitudes (the same in every process)."""
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    if dtype.startswith("int"):
+        return torch.randint(-10 ** 6, 10 ** 6, (n,), generator=g, dtype=getattr(torch, dtype))
+    x = torch.randn(n, generator=g) * 10.0 ** torch.randint(-2, 3, (n,), generator=g)
+    return x.to(getattr(torch, dtype))
+
+
+def all_reduce_seed(dtype: str, op: str) -> int:
+    return 10 * DTYPES.index(dtype) + OPS.index(op)
+
+
+def _reduce_op(name: str):
+    return getattr(dist.ReduceOp, name)
+
+
+def _catch(fn) -> str:
+    try:
+        fn()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "no error"
+
+
+def collectives(rank: int, world: int) -> dict:
+    init("ina", rank, world)
+    gloo = dist.new_group(backend="gloo")
+    out: dict = {"backend": dist.get_backend()}
+
+    # all_reduce, every dtype and op, ina vs gloo (gloo has no AVG: SUM then divide)
+    for dtype in DTYPES:
+        for op in OPS:
+            x = make_input(rank, dtype, seed=all_reduce_seed(dtype, op))
+            ina = x.clone()
+            dist.all_reduce(ina, op=_reduce_op(op))
+            ref = x.clone()
+            dist.all_reduce(ref, op=_reduce_op("SUM" if op == "AVG" else op), group=gloo)
+            out[("all_reduce", dtype, op)] = (_np(ina), _np(ref), str(ina.dtype))
+
+    # in place, shape kept, non-contiguous view
+    m = torch.arange(12, dtype=torch.float32).reshape(3, 4) * (rank + 1)
+    view = m.t()                       # non-contiguous
+    dist.all_reduce(view)
+    out["noncontiguous"] = _np(m)
+
+    # async: work.wait and get_future complete with the (in-place) tensor
+    a = torch.full((300,), float(rank + 1))
+    work = dist.all_reduce(a, async_op=True)
+    fut_value = work.get_future().wait()
+    out["async"] = (work.wait(), work.is_completed(), _np(a), _np(fut_value[0]), fut_value[0] is a)
+    chained = dist.all_reduce(torch.ones(5), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+    out["async_then"] = _np(chained.wait())
+
+    # several in flight at once, completed in issue order
+    ts = [torch.full((70,), float(rank + i)) for i in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    for w in reversed(works):
+        w.wait()
+    out["in_flight"] = [_np(t) for t in ts]
+
+    # host-to-host collectives (served by the group's gloo backend) vs a separate gloo group
+    b = make_input(rank, "float32", n=10)
+    b_ref = b.clone()
+    dist.broadcast(b, src=1)
+    dist.broadcast(b_ref, src=1, group=gloo)
+    out["broadcast"] = (_np(b), _np(b_ref))
+
+    x = make_input(rank, "int64", n=6)
+    g1 = [torch.empty_like(x) for _ in range(world)]
+    g2 = [torch.empty_like(x) for _ in range(world)]
+    dist.all_gather(g1, x)
+    dist.all_gather(g2, x, group=gloo)
+    out["all_gather"] = ([_np(t) for t in g1], [_np(t) for t in g2])
+
+    t1, t2 = torch.empty(6 * world, dtype=torch.int64), torch.empty(6 * world, dtype=torch.int64)
+    dist.all_gather_into_tensor(t1, x)
+    dist.all_gather_into_tensor(t2, x, group=gloo)
+    out["all_gather_into_tensor"] = (_np(t1), _np(t2))
+
+    chunks = [make_input(rank, "float32", n=5, seed=10 + i) for i in range(world)]
+    r1, r2 = torch.empty(5), torch.empty(5)
+    dist.reduce_scatter(r1, [c.clone() for c in chunks])
+    dist.reduce_scatter(r2, [c.clone() for c in chunks], group=gloo)
+    out["reduce_scatter"] = (_np(r1), _np(r2))
+
+    ins = [torch.full((3,), 10 * rank + i, dtype=torch.int32) for i in range(world)]
+    a1 = [torch.empty(3, dtype=torch.int32) for _ in range(world)]
+    a2 = [torch.empty(3, dtype=torch.int32) for _ in range(world)]
+    dist.all_to_all(a1, ins)
+    dist.all_to_all(a2, ins, group=gloo)
+    out["all_to_all"] = ([_np(t) for t in a1], [_np(t) for t in a2])
+
+    flat_in = torch.arange(2 * world, dtype=torch.float32) + 100 * rank
+    s1, s2 = torch.empty(2 * world), torch.empty(2 * world)
+    dist.all_to_all_single(s1, flat_in)
+    dist.all_to_all_single(s2, flat_in, group=gloo)
+    out["all_to_all_single"] = (_np(s1), _np(s2))
+
+    dist.barrier()
+    out["barrier"] = True
+
+    # errors: one clear line, raised on every rank before anything is sent
+    out["err_product"] = _catch(lambda: dist.all_reduce(torch.ones(3), op=dist.ReduceOp.PRODUCT))
+    out["err_band"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
+    out["err_float64"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.float64)))
+    out["err_bool"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)))
+    big = torch.tensor([1, 2 ** 40 if rank == world - 1 else 5], dtype=torch.int64)
+    out["err_int64_range"] = _catch(lambda: dist.all_reduce(big))
+    # every rank agreed, so the next collective still works
+    ok = torch.tensor([rank], dtype=torch.int64)
+    dist.all_reduce(ok)
+    out["after_range_error"] = int(ok.item())
+    near = torch.tensor([2 ** 31 - 10, 7], dtype=torch.int32)
+    out["err_int32_overflow"] = _catch(lambda: dist.all_reduce(near))
+    ok = torch.tensor([1.5], dtype=torch.float32)
+    dist.all_reduce(ok)
+    out["after_overflow"] = float(ok.item())
+    empty = torch.empty(0)
+    dist.all_reduce(empty)
+    out["empty"] = tuple(empty.shape)
+    return out
+
+
+# -- DDP -------------------------------------------------------------------------------------------
+
+def _data(n: int = 256, seed: int = 3):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 8, generator=g)
+    w = torch.randn(8, 3, generator=g)
+    y = (x @ w).argmax(1)
+    return x, y
+
+
+def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: bool = False) -> dict:
+    """A short DDP run: loss per step, parameters after, time per step."""
+    init("gloo" if hook else backend, rank, world)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    ddp = nn.parallel.DistributedDataParallel(model)
+    if hook:
+        import worker.torch_backend as ina
+
+        group = dist.new_group(backend="ina")
+        ddp.register_comm_hook(state=group, hook=ina.ina_allreduce_hook)
+    x, y = _data()
+    mine = torch.arange(rank, len(y), world)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
+    losses, t0 = [], time.perf_counter()
+    for step in range(steps):
+        idx = mine[(step * 16) % len(mine):][:16]
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(ddp(x[idx]), y[idx])
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    elapsed = time.perf_counter() - t0
+    with torch.no_grad():
+        full_loss = nn.functional.cross_entropy(ddp.module(x), y).item()
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
+    return {"losses": losses, "full_loss": full_loss, "params": params, "s_per_step": elapsed / steps,
+            "backend": dist.get_backend()}
+
+
+def initial_loss() -> float:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    x, y = _data()
+    with torch.no_grad():
+        return nn.functional.cross_entropy(model(x), y).item()
+
+
+def wait_timeout(rank: int, world: int) -> str:
+    """Rank 0 issues an all_reduce nobody joins: its work must fail, never hang."""
+    init("ina", rank, world, timeout=datetime.timedelta(seconds=30))
+    if rank == 0:
+        work = dist.all_reduce(torch.ones(4), async_op=True)
+        return _catch(lambda: work.wait(datetime.timedelta(seconds=0.5)))
+    return "idle"
