@@ -239,3 +239,17 @@ class RingAllreduce(_Baseline):
             op["have"] += 1
             if step < 2 * n - 3:
                 self._send_step(h.tree_id, step + 1, c, values)
+
+
+class ParameterServerWorker(HostTreeAllreduce):
+    """Parameter-server baseline, worker side: send everything to the server, get the sums back."""
+
+    def __init__(self, plan, rank: int, transport, *, timeout: float = 60.0):
+        super().__init__(plan, rank, transport, star=True, timeout=timeout)
+
+
+class ParameterServer(HostTreeAllreduce):
+    """Parameter-server baseline, server side (passive: sums what arrives, answers every worker)."""
+
+    def __init__(self, plan, name: str, transport, *, timeout: float = 60.0):
+        super().__init__(plan, name, transport, star=True, timeout=timeout)

@@ -1,0 +1,172 @@
+"""The in-process network built from a controller Topology: softswitch switches running p4src/ina.p4,
+hosts with transports, modelled links, per-link counters, and an attach endpoint for other processes.
+
+    net = InProcessNetwork(load_topology("topologies/star.yaml"))      # virtual clock by default
+    net.install_routes(); net.install_job(plan)
+    t = net.transport("h1")                                            # a FrameTransport for agents
+    net.link_bytes()                                                   # {link id: {a->b, b->a}}
+
+Switch state is written through the controller's installer code when it offers an in-process path;
+see ``topologies.inprocess.install``.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from topologies.inprocess.network import HostNode, LinkParams, Network
+from worker.loop import EventLoop, RealTimeLoop, VirtualLoop
+from worker.transport import FrameTransport
+
+DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
+
+
+class InProcessTransport(FrameTransport):
+    """A host of the in-process network as seen by an agent in the same process."""
+
+    def __init__(self, network: "InProcessNetwork", host: HostNode):
+        super().__init__(network.loop, host.ip, host.mac, network.neighbours)
+        self.host = host
+        host.handler = self.receive_frame
+
+    def send_frame(self, frame: bytes) -> None:
+        self.host.send(frame)
+
+    def close(self) -> None:
+        super().close()
+        if self.host.handler == self.receive_frame:
+            self.host.handler = None
+
+
+class InProcessNetwork:
+    """Switches, hosts and links of ``topo`` on one event loop (virtual clock unless given a loop)."""
+
+    def __init__(self, topo, *, loop: EventLoop | None = None, program: str | Path = DEFAULT_PROGRAM,
+                 seed: int = 0, processing_s: float = 0.0, bandwidth_mbps: float | None = None,
+                 delay_ms: float | None = None, loss_percent: float | None = None):
+        from softswitch.compiler import compile_program
+        from softswitch.switch import Switch
+
+        self.topo = topo
+        self.loop = loop or VirtualLoop()
+        self.net = Network(self.loop, seed)
+        self.program = compile_program(str(program))
+        self.switches = {}
+        for s in topo.switches:
+            sw = Switch(self.program, device_id=s.device_id, name=s.name)
+            self.switches[s.name] = sw
+            self.net.add_switch(s.name, sw, processing_s)
+        self.hosts: dict[str, HostNode] = {}
+        for h in topo.hosts:
+            self.hosts[h.name] = self.net.add_host(h.name, h.ip, h.mac, h.node_id)
+        self.neighbours = {h.ip: h.mac for h in topo.hosts}
+        self.links = {}
+        for link in topo.links:
+            params = LinkParams(
+                bandwidth_bps=(bandwidth_mbps if bandwidth_mbps is not None else link.bandwidth) * 1e6,
+                delay_s=(delay_ms if delay_ms is not None else link.delay) / 1e3,
+                loss=(loss_percent if loss_percent is not None else link.loss) / 100.0)
+            a_port = link.a_port if not topo.is_host(link.a) else HostNode.PORT
+            b_port = link.b_port if not topo.is_host(link.b) else HostNode.PORT
+            self.links[link.id] = (link, self.net.connect(link.a, a_port, link.b, b_port, params))
+        self._transports: dict[str, InProcessTransport] = {}
+
+    # -- hosts ---------------------------------------------------------------------------------------
+    def transport(self, host: str) -> InProcessTransport:
+        if host not in self.hosts:
+            raise KeyError(f"no host {host!r} in topology {self.topo.name}")
+        if host not in self._transports:
+            self._transports[host] = InProcessTransport(self, self.hosts[host])
+        return self._transports[host]
+
+    def kill_host(self, host: str) -> None:
+        """The host stops sending and receiving (a dead worker or server)."""
+        self.hosts[host].alive = False
+
+    # -- switch state --------------------------------------------------------------------------------
+    def install_routes(self) -> None:
+        from topologies.inprocess.install import install_routes
+        install_routes(self)
+
+    def install_job(self, plan) -> None:
+        from topologies.inprocess.install import install_job
+        install_job(self, plan)
+
+    def remove_job(self, plan) -> None:
+        from topologies.inprocess.install import remove_job
+        remove_job(self, plan)
+
+    # -- impairments and counters ---------------------------------------------------------------------
+    def set_impairments(self, **kwargs) -> None:
+        self.net.set_impairments(**kwargs)
+
+    def link_bytes(self) -> dict[int, dict[str, dict]]:
+        """Per topology link id, both directions: packets, bytes, lost, ..."""
+        out = {}
+        for link_id, (link, (ab, ba)) in self.links.items():
+            out[link_id] = {f"{link.a}->{link.b}": ab.stats.as_dict(),
+                            f"{link.b}->{link.a}": ba.stats.as_dict()}
+        return out
+
+    def direction(self, src: str, dst: str):
+        """The stats of the link direction src -> dst."""
+        return self.net.channel(src, dst).stats
+
+    def reset_stats(self) -> None:
+        self.net.reset_stats()
+
+    def switch_stats(self) -> dict[str, dict]:
+        return {name: dict(sw.stats) for name, sw in self.switches.items()}
+
+
+class AttachServer:
+    """Lets hosts live in other OS processes: one loopback UDP socket per attached host.
+
+    A datagram from the host process is one Ethernet frame, injected at that host's port; frames the
+    network delivers to the host go back to the address the process last sent from (it says hello
+    with an empty datagram first). The network must run on a RealTimeLoop (``run_in_thread``).
+    """
+
+    def __init__(self, network: InProcessNetwork, hosts: list[str] | None = None, bind_ip: str = "127.0.0.1"):
+        if not isinstance(network.loop, RealTimeLoop):
+            raise ValueError("attach endpoints need the network on a RealTimeLoop (wall clock)")
+        self.network = network
+        self.loop: RealTimeLoop = network.loop
+        self.endpoints: dict[str, tuple[str, int]] = {}
+        self._socks = {}
+        self._peers: dict[str, tuple[str, int]] = {}
+        for name in hosts if hosts is not None else list(network.hosts):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            sock.bind((bind_ip, 0))
+            sock.setblocking(False)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            self._socks[name] = sock
+            self.endpoints[name] = sock.getsockname()
+            host = network.hosts[name]
+            host.handler = (lambda frame, n=name: self._to_process(n, frame))
+            self.loop.add_reader(sock, lambda n=name: self._from_process(n))
+
+    def _from_process(self, name: str) -> None:
+        sock = self._socks[name]
+        while True:
+            try:
+                frame, addr = sock.recvfrom(65535)
+            except (BlockingIOError, InterruptedError):
+                return
+            self._peers[name] = addr
+            if frame:
+                self.network.hosts[name].send(frame)
+
+    def _to_process(self, name: str, frame: bytes) -> None:
+        peer = self._peers.get(name)
+        if peer is not None:
+            try:
+                self._socks[name].sendto(frame, peer)
+            except (BlockingIOError, InterruptedError):
+                pass
+
+    def close(self) -> None:
+        for sock in self._socks.values():
+            self.loop.remove_reader(sock)
+            sock.close()

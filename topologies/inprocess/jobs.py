@@ -1,0 +1,38 @@
+"""A whole job on the in-process network in a few lines: plan it with the controller, install it,
+start a server agent per server and a worker agent per worker (tests, benchmarks, demos).
+
+    net = InProcessNetwork(load_topology("topologies/star.yaml"))
+    net.install_routes()
+    job = InProcessJob(net, workers=["h1", "h2"], servers=["h5"])
+    results = job.allreduce([x1, x2])           # one array per worker, all run in one simulation
+"""
+
+from __future__ import annotations
+
+from server.agent import ServerAgent
+from worker.agent import WorkerAgent
+
+
+class InProcessJob:
+    def __init__(self, net, workers: list[str], servers: list[str], *, options=None, resources=None,
+                 timeout: float = 0.005, retries: int = 8, plan=None, server_agents: dict | None = None):
+        from controller.planner import PlanOptions, plan_job
+
+        self.net = net
+        self.plan = plan or plan_job(net.topo, workers, servers, options or PlanOptions(),
+                                     resources=resources)
+        net.install_job(self.plan)
+        # one server agent per server host, shared by the jobs on that host
+        self.server_agents = server_agents if server_agents is not None else {}
+        for s in self.plan.servers:
+            if s.name not in self.server_agents:
+                self.server_agents[s.name] = ServerAgent(net.transport(s.name), s.name)
+            self.server_agents[s.name].add_job(self.plan)
+        self.agents = [WorkerAgent(self.plan, w.rank, net.transport(w.name), timeout=timeout,
+                                   retries=retries) for w in self.plan.workers]
+
+    def start(self, arrays, op: str = "sum"):
+        return [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays)]
+
+    def allreduce(self, arrays, op: str = "sum"):
+        return [h.wait() for h in self.start(arrays, op)]
