@@ -1,9 +1,8 @@
-"""The demo's network without root: the same topology, switches, controller and agents in one process.
+"""The demo's network without root: the same topology, switches, plan and agents in one process.
 
-Each switch is a softswitch ``Switch`` running p4src/ina.p4 behind its own P4Runtime server on a
-loopback port, so the controller's installer configures it exactly as it configures a mininet switch;
-frames move over the in-process network's modelled links on a virtual clock (times are those of the
-topology's bandwidths and delays, not of this CPU). Same interface as ``MininetLab``: ``start``,
+The in-process network (``topologies.inprocess.fabric``) runs a softswitch ``Switch`` with
+p4src/ina.p4 per switch and moves frames over modelled links on a virtual clock (times are those of
+the topology's bandwidths and delays, not of this CPU). Same interface as ``MininetLab``: ``start``,
 ``allreduce``, ``link_bytes``, ``stop``.
 """
 
@@ -14,19 +13,6 @@ import numpy as np
 from topologies.lab_agent import worker_input
 from topologies.mininet_lab import JobError, RoundResult, pick_hosts
 from topologies.p4switch import DEFAULT_PROGRAM
-from worker.transport import FrameTransport
-
-
-class HostFrameTransport(FrameTransport):
-    """A host's transport on the in-process network: frames in and out of its HostNode."""
-
-    def __init__(self, loop, node, neighbours):
-        super().__init__(loop, node.ip, node.mac, neighbours)
-        self.node = node
-        node.handler = self.receive_frame
-
-    def send_frame(self, frame: bytes) -> None:
-        self.node.send(frame)
 
 
 class InProcessLab:
@@ -40,65 +26,32 @@ class InProcessLab:
         self.plan_options = plan_options
         self.seed = seed
         self.plan = None
-        self.servers: list = []
-        self.installer = None
         self.rounds_done = 0
 
     def start(self) -> "InProcessLab":
         from controller.planner import PlanOptions, plan_job
-        from softswitch.compiler import compile_program
-        from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService
-        from softswitch.switch import Switch
-        from topologies.inprocess.network import LinkParams, Network
-        from worker.loop import VirtualLoop
+        from topologies.inprocess.fabric import InProcessNetwork
 
-        program = compile_program(self.program)
-        self.loop = VirtualLoop()
-        self.net = Network(self.loop, seed=self.seed)
-        addresses = {}
-        try:
-            for s in self.topo.switches:
-                switch = Switch(program, device_id=s.device_id, name=s.name)
-                service = P4RuntimeService(switch, device_id=s.device_id)
-                server = P4RuntimeServer(service, "127.0.0.1:0").start()
-                self.servers.append(server)
-                addresses[s.name] = server.address
-                self.net.add_switch(s.name, service)     # service.process runs its current pipeline
-            for h in self.topo.hosts:
-                self.net.add_host(h.name, h.ip, h.mac, h.node_id)
-            for link in self.topo.links:
-                self.net.connect(link.a, link.a_port, link.b, link.b_port,
-                                 LinkParams(bandwidth_bps=link.bandwidth * 1e6, delay_s=link.delay / 1000.0,
-                                            loss=link.loss / 100.0))
-            self.plan = plan_job(self.topo, self.workers, [self.server], self.plan_options or PlanOptions())
-            from controller.installer import Installer
-
-            self.installer = Installer(self.topo, addresses=addresses)
-            self.installer.connect()
-            self.installer.install_routes()
-            self.installer.install_job(self.plan)
-            self._start_agents()
-        except BaseException:
-            self.stop()
-            raise
+        self.net = InProcessNetwork(self.topo, program=self.program, seed=self.seed)
+        self.loop = self.net.loop
+        self.plan = plan_job(self.topo, self.workers, [self.server], self.plan_options or PlanOptions())
+        self.net.install_routes()
+        self.net.install_job(self.plan)
+        self._start_agents()
         return self
-
-    def _transport(self, host: str) -> HostFrameTransport:
-        neighbours = {h.ip: h.mac for h in self.topo.hosts if h.name != host}
-        return HostFrameTransport(self.loop, self.net.nodes[host], neighbours)
 
     def _start_agents(self) -> None:
         from server.agent import ServerAgent
         from worker.agent import WorkerAgent
         from worker.baselines import HostTreeAllreduce
 
-        st = self._transport(self.server)
+        st = self.net.transport(self.server)
         self.server_agent = ServerAgent(st, self.server)
         self.server_agent.add_job(self.plan)
         self.ps_server = HostTreeAllreduce(self.plan, self.server, st, star=True)
         self.agents, self.ps_workers = {}, {}
         for w in self.plan.workers:
-            t = self._transport(w.name)
+            t = self.net.transport(w.name)
             self.agents[w.rank] = WorkerAgent(self.plan, w.rank, t)
             self.ps_workers[w.rank] = HostTreeAllreduce(self.plan, w.rank, t, star=True)
 
@@ -132,24 +85,8 @@ class InProcessLab:
         return out
 
     def link_bytes(self) -> dict[int, int]:
-        """Bytes per topology link id, both directions (each direction is a Channel)."""
-        ends = {}
-        for link in self.topo.links:
-            ends[(link.a, link.a_port)] = link.id
-            ends[(link.b, link.b_port)] = link.id
-        out = {link.id: 0 for link in self.topo.links}
-        for ch in self.net.channels:
-            out[ends[(ch.src.name, ch.src_port)]] += ch.stats.bytes
-        return out
+        """Bytes per topology link id, both directions added."""
+        return {lid: sum(d["bytes"] for d in dirs.values()) for lid, dirs in self.net.link_bytes().items()}
 
     def stop(self) -> list[str]:
-        if self.installer is not None:
-            try:
-                self.installer.close()
-            except Exception:
-                pass
-            self.installer = None
-        for server in self.servers:
-            server.stop()
-        self.servers.clear()
-        return []
+        return []      # nothing outside this process to remove
