@@ -1,0 +1,73 @@
+"""Topologies brought up in mininet with softswitch switches running p4src/ina.p4: allreduce sums are
+exact, aggregation really happens in the switches, and teardown leaves nothing behind."""
+
+import os
+
+import pytest
+
+from conftest import needs_mininet
+from lab_helpers import netns_names, root_links
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = needs_mininet
+
+
+def _run_lab(topology, workers, rounds, values, check):
+    from topologies.mininet_lab import MininetLab
+
+    links_before, netns_before = root_links(), netns_names()
+    lab = MininetLab(os.path.join(REPO, "topologies", topology), workers, values=values, log=lambda m: None)
+    try:
+        lab.start()
+        check(lab)
+    finally:
+        left = lab.stop()
+    assert left == []
+    assert lab.network.resources.leftovers() == []
+    assert root_links() == links_before
+    assert netns_names() == netns_before
+    switch_pids = [p["pid"] for p in lab.network.resources.processes if p["what"].startswith("switch ")]
+    assert switch_pids and not any(os.path.exists(f"/proc/{pid}") for pid in switch_pids)
+
+
+def _server_and_worker_bytes(lab, bytes_by_link):
+    topo = lab.topo
+    server = sum(bytes_by_link[l.id] for l in topo.links_of(lab.server))
+    per_worker = [sum(bytes_by_link[l.id] for l in topo.links_of(w)) for w in lab.workers]
+    return server, per_worker
+
+
+def test_star_allreduce_and_parameter_server_then_clean_teardown():
+    def check(lab):
+        before = lab.link_bytes()
+        rounds = lab.allreduce(2, 300)
+        assert [r.verified for r in rounds] == [True, True]
+        after = lab.link_bytes()
+        server, per_worker = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
+        # s1 adds the 4 flows: the server's link carries one stream, not four
+        assert 0 < server < 1.5 * min(per_worker)
+        # plain IPv4 through ina.p4's routes: the parameter server gets every worker's copy
+        before = lab.link_bytes()
+        assert [r.verified for r in lab.allreduce(1, 300, mode="ps")] == [True]
+        after = lab.link_bytes()
+        server_ps, _ = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
+        assert server_ps > 3 * server / 2
+
+    _run_lab("star.yaml", 4, 2, 300, check)
+
+
+def test_leaf_spine_multi_hop_aggregation():
+    def check(lab):
+        aggregating = {c.switch for c in lab.plan.switches if c.aggregates}
+        assert {"l1", "l2", "sp1"} <= aggregating, lab.plan_text()
+        before = lab.link_bytes()
+        assert [r.verified for r in lab.allreduce(1, 500)] == [True]
+        after = lab.link_bytes()
+        delta = {k: after[k] - before[k] for k in after}
+        server, per_worker = _server_and_worker_bytes(lab, delta)
+        assert 0 < server < 1.5 * min(per_worker)
+        # the spine carries each leaf's partial sum once, not two workers' copies
+        l1_up = sum(delta[l.id] for l in lab.topo.links_of("l1") if l.other("l1") == "sp1")
+        assert 0 < l1_up < 1.5 * min(per_worker)
+
+    _run_lab("leaf_spine.yaml", 4, 1, 500, check)
