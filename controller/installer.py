@@ -1,0 +1,238 @@
+"""Writes what switches need, over P4Runtime, by P4 name (docs/design-decisions.md, control-plane API).
+
+Per switch, for the topology: the pipeline (P4Info + device config: the program source for
+softswitch, the BMv2 JSON for simple_switch_grpc; just bytes from a file here), the identity default
+action, an IPv4 /32 route to every host, and result_rewrite for host-facing ports.
+Per job: one InaIngress.ina_jobs entry per (switch, tree) and the multicast groups of multicast jobs.
+Every write is idempotent: existing entries are read first and modified instead of inserted.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from p4.v1 import p4runtime_pb2
+
+from controller.multihop import path_tree
+from controller.p4rt import P4Names, P4RuntimeError, SwitchConnection, load_p4info
+from controller.plan import JobPlan
+from controller.topology import Topology
+
+INSERT, MODIFY, DELETE = (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
+                          p4runtime_pb2.Update.DELETE)
+
+T_IDENTITY, A_IDENTITY = "InaIngress.switch_identity", "InaIngress.set_switch_id"
+T_JOBS, A_JOB = "InaIngress.ina_jobs", "InaIngress.set_job"
+T_ROUTES, A_FORWARD = "InaIngress.ipv4_lpm", "InaIngress.ipv4_forward"
+T_REWRITE, A_REWRITE = "InaEgress.result_rewrite", "InaEgress.set_result_dst"
+K_JOB, K_TREE = "hdr.ina.job_id", "hdr.ina.tree_id"
+K_DST, K_EGRESS = "hdr.ipv4.dst_addr", "standard_metadata.egress_port"
+C_STATS, C_DROPS = "InaIngress.ina_stats", "InaIngress.drop_stats"
+
+
+def _mac(text: str) -> int:
+    return int(text.replace(":", ""), 16)
+
+
+def _ip(text: str) -> int:
+    return int(ipaddress.IPv4Address(text))
+
+
+def _entity(table_entry=None, group=None) -> p4runtime_pb2.Entity:
+    e = p4runtime_pb2.Entity()
+    if table_entry is not None:
+        e.table_entry.CopyFrom(table_entry)
+    if group is not None:
+        e.packet_replication_engine_entry.multicast_group_entry.CopyFrom(group)
+    return e
+
+
+def _key(entry: p4runtime_pb2.TableEntry) -> tuple:
+    return (entry.table_id, tuple(sorted(m.SerializeToString() for m in entry.match)))
+
+
+class Installer:
+    """One P4Runtime connection per switch of a topology (opened on first use)."""
+
+    def __init__(self, topo: Topology, p4info=None, device_config: bytes | str | Path | None = None,
+                 addresses: dict[str, str] | None = None, election_id: int = 1, timeout: float = 10.0):
+        self.topo = topo
+        self.p4info = load_p4info(p4info) if isinstance(p4info, (str, Path)) else p4info
+        if isinstance(device_config, (str, Path)):
+            try:
+                device_config = Path(device_config).read_bytes()
+            except OSError as exc:
+                raise P4RuntimeError(f"cannot read device config {device_config}: {exc.strerror}") from None
+        self.device_config = device_config
+        self.addresses = dict(addresses or {})
+        self.election_id, self.timeout = election_id, timeout
+        self.conns: dict[str, SwitchConnection] = {}
+        self._names: P4Names | None = None
+        self._graph = topo.to_graph()
+
+    # -- connections -------------------------------------------------------------------------------
+    def conn(self, switch: str) -> SwitchConnection:
+        if switch not in self.conns:
+            sw = self.topo.switch(switch)
+            address = self.addresses.get(switch) or sw.grpc
+            if not address:
+                raise P4RuntimeError(f"switch {switch} has no P4Runtime address (grpc) in the topology")
+            self.conns[switch] = SwitchConnection(address, sw.device_id, self.election_id, self.timeout,
+                                                  name=switch).open()
+        return self.conns[switch]
+
+    def names(self, switch: str | None = None) -> P4Names:
+        if self._names is None:
+            if self.p4info is None:
+                self.p4info = self.conn(switch or self.topo.switches[0].name).get_p4info()
+            self._names = P4Names(self.p4info)
+        return self._names
+
+    def close(self) -> None:
+        for c in self.conns.values():
+            c.close()
+        self.conns.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- pipeline and topology-wide state ----------------------------------------------------------
+    def push_pipeline(self, switches: list[str] | None = None) -> None:
+        if self.p4info is None or self.device_config is None:
+            raise P4RuntimeError("pushing a pipeline needs both a P4Info and a device config")
+        for s in switches or [s.name for s in self.topo.switches]:
+            self.conn(s).set_pipeline(self.p4info, self.device_config)
+
+    def topology_entries(self, switch: str) -> list[p4runtime_pb2.TableEntry]:
+        """Identity default action, routes to every host, result_rewrite for host-facing ports."""
+        n = self.names(switch)
+        sw = self.topo.switch(switch)
+        entries = [n.table_entry(T_IDENTITY, None, A_IDENTITY, {"switch_id": sw.device_id}, default=True)]
+        for h in self.topo.hosts:
+            parent = self._toward(h.name)
+            if switch not in parent:
+                continue
+            port = self._graph.adj[switch][parent[switch]]["ports"][switch]
+            entries.append(n.table_entry(T_ROUTES, {K_DST: (_ip(h.ip), 32)}, A_FORWARD,
+                                         {"dst_mac": _mac(h.mac), "port": port}))
+        for link in self.topo.links_of(switch):
+            other = link.other(switch)
+            if self.topo.is_host(other):
+                h = self.topo.host(other)
+                entries.append(n.table_entry(T_REWRITE, {K_EGRESS: link.port_of(switch)}, A_REWRITE,
+                                             {"dst_mac": _mac(h.mac), "dst_ip": _ip(h.ip)}))
+        return entries
+
+    def _toward(self, host: str) -> dict[str, str]:
+        cache = self.__dict__.setdefault("_routes", {})
+        if host not in cache:
+            cache[host] = path_tree(self._graph, host, "fewest_hops")
+        return cache[host]
+
+    def install_topology(self, switches: list[str] | None = None) -> int:
+        """Write the topology-wide entries; return how many were written."""
+        count = 0
+        for s in switches or [s.name for s in self.topo.switches]:
+            count += self._upsert(s, self.topology_entries(s))
+        return count
+
+    # -- jobs --------------------------------------------------------------------------------------
+    def job_entries(self, plan: JobPlan) -> dict[str, tuple[list, list]]:
+        """Per switch: its ina_jobs entries and its multicast group entries for ``plan``."""
+        out: dict[str, tuple[list, list]] = {}
+        for cfg in plan.switches:
+            n = self.names(cfg.switch)
+            entry = n.table_entry(T_JOBS, {K_JOB: plan.job_id, K_TREE: cfg.tree_id}, A_JOB, {
+                "job_index": cfg.job_index, "slot_base": cfg.slot_base, "pool_size": cfg.pool_size,
+                "max_fan_in": cfg.max_fan_in, "aggregates": int(cfg.aggregates),
+                "result_group": cfg.result_group})
+            tables, groups = out.setdefault(cfg.switch, ([], []))
+            tables.append(entry)
+            if cfg.result_group:
+                g = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=cfg.result_group)
+                for m in cfg.members:
+                    g.replicas.add(egress_port=m.port, instance=m.replica_id)
+                groups.append(g)
+        return out
+
+    def install_job(self, plan: JobPlan) -> int:
+        count = 0
+        for switch, (tables, groups) in self.job_entries(plan).items():
+            count += self._upsert(switch, tables, groups)
+        return count
+
+    def remove_job(self, plan: JobPlan) -> int:
+        """Delete the job's entries and groups (those still present); return how many."""
+        count = 0
+        for switch, (tables, groups) in self.job_entries(plan).items():
+            conn = self.conn(switch)
+            have = self._existing(conn, {e.table_id for e in tables}, bool(groups))
+            updates = []
+            for e in tables:
+                if _key(e) in have:
+                    gone = p4runtime_pb2.TableEntry(table_id=e.table_id)
+                    gone.match.extend(e.match)
+                    updates.append((DELETE, _entity(table_entry=gone)))
+            for g in groups:
+                if ("group", g.multicast_group_id) in have:
+                    updates.append((DELETE, _entity(group=p4runtime_pb2.MulticastGroupEntry(
+                        multicast_group_id=g.multicast_group_id))))
+            conn.write(updates)
+            count += len(updates)
+        return count
+
+    # -- reading back ------------------------------------------------------------------------------
+    def read_table(self, switch: str, table: str) -> list[p4runtime_pb2.TableEntry]:
+        n = self.names(switch)
+        q = _entity(table_entry=p4runtime_pb2.TableEntry(table_id=n.table(table).id))
+        return [e.table_entry for e in self.conn(switch).read([q])]
+
+    def read_groups(self, switch: str) -> dict[int, list[tuple[int, int]]]:
+        q = _entity(group=p4runtime_pb2.MulticastGroupEntry())
+        out = {}
+        for e in self.conn(switch).read([q]):
+            g = e.packet_replication_engine_entry.multicast_group_entry
+            out[g.multicast_group_id] = sorted((r.egress_port, r.instance) for r in g.replicas)
+        return out
+
+    def read_counter(self, switch: str, counter: str, indices: list[int]) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of a P4 counter."""
+        cid, _ = self.names(switch).counter(counter)
+        q = []
+        for i in indices:
+            e = p4runtime_pb2.Entity()
+            e.counter_entry.counter_id = cid
+            e.counter_entry.index.index = i
+            q.append(e)
+        out = {}
+        for e in self.conn(switch).read(q):
+            c = e.counter_entry
+            out[c.index.index] = (c.data.packet_count, c.data.byte_count)
+        return out
+
+    # -- idempotent write --------------------------------------------------------------------------
+    def _existing(self, conn: SwitchConnection, table_ids: set[int], groups: bool) -> set:
+        q = [_entity(table_entry=p4runtime_pb2.TableEntry(table_id=t)) for t in sorted(table_ids)]
+        have = {_key(e.table_entry) for e in conn.read(q)} if q else set()
+        if groups:
+            for e in conn.read([_entity(group=p4runtime_pb2.MulticastGroupEntry())]):
+                have.add(("group", e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id))
+        return have
+
+    def _upsert(self, switch: str, tables: list, groups: list | None = None) -> int:
+        conn = self.conn(switch)
+        groups = groups or []
+        have = self._existing(conn, {e.table_id for e in tables if not e.is_default_action}, bool(groups))
+        updates = []
+        for e in tables:
+            kind = MODIFY if e.is_default_action or _key(e) in have else INSERT
+            updates.append((kind, _entity(table_entry=e)))
+        for g in groups:
+            kind = MODIFY if ("group", g.multicast_group_id) in have else INSERT
+            updates.append((kind, _entity(group=g)))
+        conn.write(updates)
+        return len(updates)

@@ -1,0 +1,192 @@
+"""The job service: agents register jobs and fetch plans over gRPC (controller/jobservice.proto).
+
+``JobManager`` holds the jobs of one topology and their shared resources; it installs and removes
+switch entries when it has an Installer. ``JobServicer`` exposes it over gRPC; ``JobClient`` is the
+client agents and the CLI use.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent import futures
+from dataclasses import fields
+from typing import Optional
+
+import grpc
+
+from controller import jobservice_pb2 as pb
+from controller import jobservice_pb2_grpc as pb_grpc
+from controller.plan import JobPlan
+from controller.planner import PlanOptions, plan_job
+from controller.resources import Resources
+from controller.topology import Topology
+from controller.tree_plan import PlanError
+
+
+class JobError(LookupError):
+    """A request about a job that does not exist (or a plan version it never had)."""
+
+
+class JobManager:
+    """Jobs of one topology: plan, keep every plan version, release."""
+
+    def __init__(self, topo: Topology, installer=None):
+        self.topo = topo
+        self.graph = topo.to_graph()
+        self.resources = Resources.for_topology(topo)
+        self.installer = installer
+        self.jobs: dict[int, list[JobPlan]] = {}
+        self.lock = threading.RLock()
+
+    def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
+        with self.lock:
+            plan = plan_job(self.topo, workers, servers, options, self.resources, self.graph)
+            installed = False
+            if self.installer is not None:
+                try:
+                    self.installer.install_job(plan)
+                    installed = True
+                except Exception:
+                    self.resources.release(plan)
+                    raise
+            self.jobs[plan.job_id] = [plan]
+            return plan, installed
+
+    def plan(self, job_id: int, version: int = 0) -> JobPlan:
+        with self.lock:
+            versions = self.jobs.get(job_id)
+            if not versions:
+                raise JobError(f"no job {job_id}")
+            if version == 0:
+                return versions[-1]
+            for p in versions:
+                if p.version == version:
+                    return p
+            raise JobError(f"job {job_id} has no plan version {version} (latest is {versions[-1].version})")
+
+    def release(self, job_id: int) -> bool:
+        with self.lock:
+            plan = self.plan(job_id)
+            removed = False
+            if self.installer is not None:
+                self.installer.remove_job(plan)
+                removed = True
+            self.resources.release(plan)
+            del self.jobs[job_id]
+            return removed
+
+    def list(self) -> list[JobPlan]:
+        with self.lock:
+            return [v[-1] for _, v in sorted(self.jobs.items())]
+
+
+def options_from_pb(msg: pb.PlanOptions) -> PlanOptions:
+    opts = PlanOptions()
+    for f in fields(PlanOptions):
+        if msg.HasField(f.name):
+            setattr(opts, f.name, getattr(msg, f.name))
+    return opts
+
+
+def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
+    msg = pb.PlanOptions()
+    for f in fields(PlanOptions):
+        value = getattr(opts, f.name)
+        if value is not None:
+            setattr(msg, f.name, value)
+    return msg
+
+
+class JobServicer(pb_grpc.JobServiceServicer):
+    def __init__(self, manager: JobManager):
+        self.manager = manager
+
+    def RegisterJob(self, request, context):
+        try:
+            plan, installed = self.manager.register(list(request.workers), list(request.servers),
+                                                    options_from_pb(request.options))
+        except PlanError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except Exception as exc:       # an installer failure: say which switch, keep serving
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return pb.RegisterJobReply(job_id=plan.job_id, version=plan.version, plan_json=plan.to_json(),
+                                   warnings=plan.warnings, installed=installed)
+
+    def GetPlan(self, request, context):
+        try:
+            plan = self.manager.plan(request.job_id, request.version)
+        except JobError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        return pb.GetPlanReply(version=plan.version, plan_json=plan.to_json())
+
+    def ReleaseJob(self, request, context):
+        try:
+            removed = self.manager.release(request.job_id)
+        except JobError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        except Exception as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return pb.ReleaseJobReply(entries_removed=removed)
+
+    def ListJobs(self, request, context):
+        return pb.ListJobsReply(jobs=[pb.JobSummary(
+            job_id=p.job_id, version=p.version, planner=p.planner, workers=[w.name for w in p.workers],
+            servers=[s.name for s in p.servers], trees=len(p.trees), warnings=p.warnings)
+            for p in self.manager.list()])
+
+
+class JobServer:
+    """A gRPC server for one JobManager; ``address`` may use port 0 (see ``.address``)."""
+
+    def __init__(self, manager: JobManager, address: str = "127.0.0.1:0", workers: int = 4):
+        self.manager = manager
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobs"))
+        pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager), self.server)
+        port = self.server.add_insecure_port(address)
+        if port == 0:
+            raise OSError(f"cannot listen on {address}")
+        self.address = f"{address.rsplit(':', 1)[0]}:{port}"
+
+    def start(self) -> "JobServer":
+        self.server.start()
+        return self
+
+    def stop(self, grace: Optional[float] = 0.5) -> None:
+        self.server.stop(grace).wait()
+
+
+class JobServiceError(RuntimeError):
+    """The job service refused a request; the message is the service's one-line reason."""
+
+
+class JobClient:
+    def __init__(self, address: str, timeout: float = 10.0):
+        self.channel = grpc.insecure_channel(address)
+        self.stub = pb_grpc.JobServiceStub(self.channel)
+        self.address, self.timeout = address, timeout
+
+    def _call(self, fn, request):
+        try:
+            return fn(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.UNAVAILABLE and "connect" in (exc.details() or ""):
+                raise JobServiceError(f"no job service at {self.address}") from None
+            raise JobServiceError(exc.details() or f"job service at {self.address}: {exc.code().name}") from None
+
+    def register(self, workers: list[str], servers: list[str], options: PlanOptions | None = None) -> JobPlan:
+        reply = self._call(self.stub.RegisterJob, pb.RegisterJobRequest(
+            workers=workers, servers=servers, options=options_to_pb(options or PlanOptions())))
+        return JobPlan.from_json(reply.plan_json)
+
+    def get_plan(self, job_id: int, version: int = 0) -> JobPlan:
+        reply = self._call(self.stub.GetPlan, pb.GetPlanRequest(job_id=job_id, version=version))
+        return JobPlan.from_json(reply.plan_json)
+
+    def release(self, job_id: int) -> bool:
+        return self._call(self.stub.ReleaseJob, pb.ReleaseJobRequest(job_id=job_id)).entries_removed
+
+    def list(self) -> list:
+        return list(self._call(self.stub.ListJobs, pb.ListJobsRequest()).jobs)
+
+    def close(self) -> None:
+        self.channel.close()

@@ -1,0 +1,234 @@
+"""A P4Runtime client for one switch, addressing everything by P4 name through the P4Info.
+
+grpcio + p4runtime_pb2 directly (p4runtime-shell's API keeps one global connection; the controller
+talks to many switches at once). IDs are never hard-coded: they come from the P4Info the pipeline
+was installed with, or from the switch (GetForwardingPipelineConfig).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+
+class P4RuntimeError(RuntimeError):
+    """A switch refused or could not be reached; the message says which switch and why."""
+
+
+def encode(value: int, bitwidth: int) -> bytes:
+    """int -> canonical P4Runtime bytestring (no leading zero bytes, at least one)."""
+    if value < 0 or value >> bitwidth:
+        raise P4RuntimeError(f"value {value} does not fit in {bitwidth} bits")
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def decode(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
+    """P4Info from a text (.txt/.p4info) or binary (.bin/.pb) file."""
+    data = Path(path).read_bytes()
+    info = p4info_pb2.P4Info()
+    try:
+        text_format.Parse(data.decode(), info)
+    except (UnicodeDecodeError, text_format.ParseError):
+        try:
+            info.ParseFromString(data)
+        except Exception:
+            raise P4RuntimeError(f"{path} is not a P4Info file (text or binary)") from None
+    return info
+
+
+@dataclass
+class _Table:
+    id: int
+    fields: dict[str, tuple[int, int, int]]     # name -> (id, bitwidth, match_type)
+    actions: set[int]
+
+
+class P4Names:
+    """Name -> ID (and bitwidth) lookups over one P4Info."""
+
+    def __init__(self, info: p4info_pb2.P4Info):
+        self.info = info
+        self.tables = {t.preamble.name: _Table(
+            t.preamble.id, {f.name: (f.id, f.bitwidth, f.match_type) for f in t.match_fields},
+            {a.id for a in t.action_refs}) for t in info.tables}
+        self.actions = {a.preamble.name: (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params})
+                        for a in info.actions}
+        self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in info.counters}
+        for kind in (self.tables, self.actions, self.counters):
+            for name in list(kind):               # also reachable by the short name
+                short = name.rsplit(".", 1)[-1]
+                kind.setdefault(short, kind[name])
+
+    def table(self, name: str) -> _Table:
+        try:
+            return self.tables[name]
+        except KeyError:
+            raise P4RuntimeError(f"the P4 program has no table {name}") from None
+
+    def action(self, name: str):
+        try:
+            return self.actions[name]
+        except KeyError:
+            raise P4RuntimeError(f"the P4 program has no action {name}") from None
+
+    def counter(self, name: str):
+        try:
+            return self.counters[name]
+        except KeyError:
+            raise P4RuntimeError(f"the P4 program has no counter {name}") from None
+
+    def table_entry(self, table: str, match: dict | None, action: str, params: dict,
+                    default: bool = False) -> p4runtime_pb2.TableEntry:
+        """A TableEntry: ``match`` maps key names to a value, or (value, prefix_len) for lpm."""
+        t = self.table(table)
+        entry = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=default)
+        for name, value in (match or {}).items():
+            if name not in t.fields:
+                raise P4RuntimeError(f"table {table} has no key {name}")
+            fid, width, kind = t.fields[name]
+            m = entry.match.add(field_id=fid)
+            if kind == p4info_pb2.MatchField.LPM:
+                value, plen = value
+                m.lpm.value, m.lpm.prefix_len = encode(value, width), plen
+            else:
+                m.exact.value = encode(value, width)
+        if action:
+            aid, pinfo = self.action(action)
+            entry.action.action.action_id = aid
+            for pname, value in params.items():
+                if pname not in pinfo:
+                    raise P4RuntimeError(f"action {action} has no parameter {pname}")
+                pid, width = pinfo[pname]
+                entry.action.action.params.add(param_id=pid, value=encode(int(value), width))
+        return entry
+
+
+class SwitchConnection:
+    """One P4Runtime session (stream + arbitration) with one device."""
+
+    def __init__(self, address: str, device_id: int, election_id: int = 1, timeout: float = 10.0,
+                 name: str = ""):
+        self.address, self.device_id, self.election_id = address, device_id, election_id
+        self.name = name or address
+        self.timeout = timeout
+        self.channel = grpc.insecure_channel(address)
+        self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
+        self._requests: queue.Queue = queue.Queue()
+        self._arbitrated = threading.Event()
+        self._status = None
+        self._stream = None
+        self._reader = None
+
+    def open(self) -> "SwitchConnection":
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
+        except grpc.FutureTimeoutError:
+            raise P4RuntimeError(f"switch {self.name}: no P4Runtime server at {self.address}") from None
+        self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
+        self._reader = threading.Thread(target=self._read_stream, daemon=True, name=f"p4rt-{self.name}")
+        self._reader.start()
+        req = p4runtime_pb2.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.low = self.election_id
+        self._requests.put(req)
+        if not self._arbitrated.wait(self.timeout):
+            raise P4RuntimeError(f"switch {self.name}: no arbitration answer from {self.address}")
+        if self._status is not None and self._status != 0:
+            raise P4RuntimeError(f"switch {self.name}: not primary controller (status {self._status})")
+        return self
+
+    def _read_stream(self) -> None:
+        try:
+            for msg in self._stream:
+                if msg.HasField("arbitration"):
+                    self._status = msg.arbitration.status.code
+                    self._arbitrated.set()
+        except grpc.RpcError:
+            self._arbitrated.set()
+
+    def close(self) -> None:
+        self._requests.put(None)
+        if self._stream is not None:
+            self._stream.cancel()
+        self.channel.close()
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _call(self, what: str, fn, request):
+        try:
+            return fn(request, timeout=self.timeout)
+        except grpc.RpcError as exc:
+            details = exc.details() or exc.code().name
+            errors = _update_errors(exc)
+            if errors:
+                details = "; ".join(errors)
+            raise P4RuntimeError(f"switch {self.name}: {what} failed: {details}") from None
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+        req.election_id.low = self.election_id
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        self._call("SetForwardingPipelineConfig", self.stub.SetForwardingPipelineConfig, req)
+
+    def get_p4info(self) -> p4info_pb2.P4Info:
+        req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id,
+            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        reply = self._call("GetForwardingPipelineConfig", self.stub.GetForwardingPipelineConfig, req)
+        if not reply.config.HasField("p4info"):
+            raise P4RuntimeError(f"switch {self.name}: has no pipeline (give the P4Info and device config)")
+        return reply.config.p4info
+
+    def write(self, updates: list[tuple[int, p4runtime_pb2.Entity]]) -> None:
+        if not updates:
+            return
+        req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
+        req.election_id.low = self.election_id
+        for kind, entity in updates:
+            req.updates.add(type=kind).entity.CopyFrom(entity)
+        self._call("Write", self.stub.Write, req)
+
+    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
+        req.entities.extend(entities)
+        try:
+            return [e for reply in self.stub.Read(req, timeout=self.timeout) for e in reply.entities]
+        except grpc.RpcError as exc:
+            raise P4RuntimeError(f"switch {self.name}: Read failed: {exc.details() or exc.code().name}") from None
+
+
+def _update_errors(exc: grpc.RpcError) -> list[str]:
+    """Messages of the failed updates in a Write error's google.rpc.Status details."""
+    try:
+        from google.rpc import status_pb2
+
+        for key, value in exc.trailing_metadata() or ():
+            if key == "grpc-status-details-bin":
+                status = status_pb2.Status.FromString(value)
+                out = []
+                for detail in status.details:
+                    err = p4runtime_pb2.Error()
+                    if detail.Unpack(err) and err.canonical_code != 0:
+                        out.append(err.message or f"code {err.canonical_code}")
+                return out
+    except Exception:
+        return []
+    return []

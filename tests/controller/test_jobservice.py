@@ -1,0 +1,70 @@
+"""The job service over gRPC on 127.0.0.1, and the generated code matching the .proto."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from controller.jobservice import JobClient, JobManager, JobServer, JobServiceError
+from controller.planner import PlanOptions
+from controller.topology_yaml import load_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def service():
+    manager = JobManager(load_topology(ROOT / "topologies" / "hetero_mesh.yaml"))
+    server = JobServer(manager).start()
+    client = JobClient(server.address)
+    yield manager, client
+    client.close()
+    server.stop()
+
+
+def test_register_get_list_release(service):
+    manager, client = service
+    workers = ["h1", "h2", "h3", "h4", "h5"]
+    plan = client.register(workers, ["h6"], PlanOptions(policy="lowest_delay", pool_size=32))
+    assert plan.job_id == 1 and plan.pool_size == 32 and plan.policy == "lowest_delay"
+    assert [w.name for w in plan.workers] == workers
+    assert client.get_plan(1) == plan and client.get_plan(1, 1) == plan
+    tree = client.register(workers, ["h6"], PlanOptions(planner="multitree", trees=2, height=3.0))
+    assert tree.job_id == 2 and len(tree.trees) == 2
+    jobs = client.list()
+    assert [(j.job_id, j.planner, j.trees) for j in jobs] == [(1, "multihop", 1), (2, "multitree", 2)]
+    assert list(jobs[0].servers) == ["h6"]
+    assert client.release(1) is False                 # no installer attached: nothing to remove
+    assert [j.job_id for j in client.list()] == [2]
+    assert manager.resources.slots.used("s5") == sum(
+        2 * c.pool_size for c in tree.switches if c.switch == "s5" and c.aggregates)
+
+
+def test_errors_are_one_line(service):
+    _, client = service
+    with pytest.raises(JobServiceError, match="^unknown worker 'h42'"):
+        client.register(["h42"], ["h6"])
+    with pytest.raises(JobServiceError, match="^no job 9$"):
+        client.get_plan(9)
+    client.register(["h1"], ["h6"])
+    with pytest.raises(JobServiceError, match="^job 1 has no plan version 3 "):
+        client.get_plan(1, 3)
+    with pytest.raises(JobServiceError, match="^no job 5$"):
+        client.release(5)
+    with pytest.raises(JobServiceError, match="^unknown policy 'greedy'"):
+        client.register(["h2"], ["h6"], PlanOptions(policy="greedy"))
+
+
+def test_no_service_is_named():
+    client = JobClient("127.0.0.1:1", timeout=2)
+    with pytest.raises(JobServiceError, match="no job service at 127.0.0.1:1"):
+        client.list()
+
+
+@pytest.mark.skipif(not (shutil.which("protoc") and shutil.which("grpc_python_plugin")),
+                    reason="protoc / grpc_python_plugin not installed")
+def test_generated_code_matches_proto(tmp_path):
+    from controller.protogen import generate
+
+    for path in generate(tmp_path):
+        assert path.read_text() == (ROOT / "controller" / path.name).read_text(), path.name
