@@ -348,8 +348,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                 ina_stats.count(meta.stat_base + STAT_DROPPED);
             }
         } else if (hdr.ipv4.isValid()) {
-            if (hdr.ipv4.ihl != 5) {
-                meta.drop_reason = DROP_MALFORMED;       /* IPv4 options are not routed */
+            if (standard_metadata.parser_error != error.NoError || hdr.ipv4.ihl != 5) {
+                meta.drop_reason = DROP_MALFORMED;       /* cut short, or IPv4 options (not routed) */
             } else if (hdr.ipv4.ttl <= 1) {
                 meta.drop_reason = DROP_TTL_EXPIRED;
             } else {
