@@ -1,0 +1,129 @@
+"""End to end: worker and server agents, controller plans and softswitch running p4src/ina.p4 on the
+in-process network (virtual clock). Sums must be exact for ints and within 1e-6 (of the largest
+magnitude of the exact sum) for floats, whatever the links lose, duplicate or reorder."""
+
+import numpy as np
+import pytest
+
+from inprocess_jobs import (assert_float_close, float_inputs, int_inputs, network, star_topology,
+                            workers_and_servers)
+
+
+def _job(net, n_workers=None, **kwargs):
+    from topologies.inprocess.jobs import InProcessJob
+
+    workers, servers = workers_and_servers(net.topo, n_workers)
+    return InProcessJob(net, workers, servers, **kwargs)
+
+
+@pytest.mark.parametrize("topo,n", [("star", 2), ("star", 4), ("leaf_spine", 8), ("fat_tree_k4", 15)])
+def test_int_and_float_sums(topo, n):
+    net = network(topo)
+    job = _job(net, n)
+    xs = int_inputs(n, 300, seed=n)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    fs = float_inputs(n, 200, seed=n)
+    assert_float_close(job.allreduce(fs), fs)
+
+
+def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch():
+    net = network(star_topology(16))
+    job = _job(net)
+    xs = int_inputs(16, 256)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    server_in = net.direction("s1", "h17")
+    worker_out = net.direction("h1", "s1")
+    # one aggregated packet per chunk reaches the server, where each worker sent one per chunk
+    assert server_in.packets == worker_out.packets == 4
+    assert job.server_agents["h17"].stats["contributions"] == 4
+
+
+@pytest.mark.parametrize("impairment", [dict(loss=0.01), dict(loss=0.05), dict(duplicate=0.05),
+                                        dict(reorder=0.2, reorder_delay_s=0.002)],
+                         ids=["loss1", "loss5", "dup", "reorder"])
+def test_impairments_never_change_the_result(impairment):
+    net = network("leaf_spine", seed=3)
+    net.set_impairments(**impairment)
+    job = _job(net, 8)
+    xs = int_inputs(8, 640, seed=5)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    fs = float_inputs(8, 256, seed=6, dtype=np.float64)
+    assert_float_close(job.allreduce(fs), fs)
+
+
+def test_max():
+    net = network("leaf_spine")
+    job = _job(net, 6)
+    xs = int_inputs(6, 200, seed=7)
+    for out in job.allreduce(xs, op="max"):
+        np.testing.assert_array_equal(out, np.maximum.reduce(xs))
+    fs = float_inputs(6, 100, seed=8)
+    exact = np.maximum.reduce([f.astype(np.float64) for f in fs])
+    for out in job.allreduce(fs, op="max"):
+        assert np.abs(out - exact).max() <= 1e-6 * np.abs(exact).max()
+
+
+def test_dead_worker_fails_the_others_with_a_clear_error():
+    from worker.agent import AllreduceTimeout
+
+    net = network("star")
+    job = _job(net, 4, timeout=0.002, retries=3)
+    net.kill_host(job.plan.workers[3].name)
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents[:3], int_inputs(3, 200))]
+    for h in handles:
+        with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*dead or unreachable"):
+            h.wait()
+    assert net.loop.now() < 1.0
+
+
+def test_dead_server_fails_the_workers():
+    from worker.agent import AllreduceTimeout
+
+    net = network("star")
+    job = _job(net, 2, timeout=0.002, retries=2)
+    net.kill_host(job.plan.servers[0].name)
+    handles = job.start(int_inputs(2, 64))
+    for h in handles:
+        with pytest.raises(AllreduceTimeout):
+            h.wait()
+
+
+def test_two_concurrent_jobs_never_mix():
+    from controller.resources import Resources
+    from topologies.inprocess.jobs import InProcessJob
+
+    net = network("leaf_spine", seed=1)
+    net.set_impairments(loss=0.01)
+    resources = Resources.for_topology(net.topo)
+    servers = {}
+    a = InProcessJob(net, ["h1", "h3", "h5", "h7"], ["h9"], resources=resources, server_agents=servers)
+    b = InProcessJob(net, ["h2", "h4", "h6", "h8"], ["h9"], resources=resources, server_agents=servers)
+    assert a.plan.job_id != b.plan.job_id
+    xa, xb = int_inputs(4, 500, seed=1), int_inputs(4, 500, seed=2)
+    ha, hb = a.start(xa), b.start(xb)
+    for h in ha:
+        np.testing.assert_array_equal(h.wait(), sum(xa))
+    for h in hb:
+        np.testing.assert_array_equal(h.wait(), sum(xb))
+
+
+def test_multicast_results_and_multiple_trees():
+    from controller.planner import PlanOptions
+
+    net = network("fat_tree_k4")
+    job = _job(net, 6, options=PlanOptions(planner="multitree", trees=2, result_mode="multicast"))
+    xs = int_inputs(6, 640, seed=9)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+
+
+def test_overflow_is_reported_not_wrapped():
+    net = network("star")
+    job = _job(net, 2)
+    big = [np.full(8, 2**31 - 5, dtype=np.int32)] * 2
+    for h in job.start(big):
+        with pytest.raises(OverflowError, match="overflowed in the network"):
+            h.wait()
