@@ -1,0 +1,94 @@
+"""Multi-hop aggregation on a two-level fabric of softswitches running p4src/ina.p4.
+
+Two leaves each aggregate two workers, the spine aggregates the leaves, the server receives one packet per
+chunk holding the four-way sum, and the results flowing back release every slot. Then every single
+packet of a chunk is lost, or duplicated, in turn, and the worker orders are permuted: the sums stay exact
+and the slots end free.
+"""
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ina_fabric import POOL, Fabric, Hosts  # noqa: E402
+
+from protocol import constants as C  # noqa: E402
+
+
+def make_chunks(count: int, seed: int = 0) -> dict[int, list[np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return {seq: [rng.integers(-2**29, 2**29, size=C.VALUES_PER_PACKET).astype(np.int32) for _ in range(4)]
+            for seq in range(count)}
+
+
+def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
+    assert not hosts.missing(), f"results missing for (worker, seq): {hosts.missing()}"
+    for seq, parts in hosts.chunks.items():
+        total = np.sum(np.stack(parts).astype(np.int64), axis=0)
+        assert np.array_equal(hosts.server_sums[seq], total), f"server sum of chunk {seq}"
+        for worker in range(4):
+            assert np.array_equal(hosts.results[(worker, seq)], total), f"result of worker {worker} chunk {seq}"
+    for name in ("L1", "L2", "S"):
+        assert fabric.slot_state(name) == [(0, 0)] * (2 * POOL), f"{name} has slots still in use"
+
+
+def test_two_level_clean(ina_program):
+    fabric = Fabric(ina_program)
+    hosts = Hosts(fabric, make_chunks(2 * POOL + 1)).run()      # slots reused across both shadow sets
+    assert_exact_and_free(hosts, fabric)
+    assert all(n == 1 for n in hosts.server_packets.values()), "one packet per chunk reaches the server"
+    # 4 worker GRADs + 2 leaf sums + 1 spine sum + 4 x (server->S, S->leaf, leaf->worker) results
+    assert len(fabric.transmissions) == (4 + 2 + 1 + 12) * len(hosts.chunks)
+    # per-job counters of the spine: two contributions per chunk, one completion
+    spine = fabric.switches["S"].counter("InaIngress.ina_stats")
+    base = 1 * C.NUM_STATS
+    assert spine.read(base + C.STAT_GRAD_AGGREGATED)[0] == 2 * len(hosts.chunks)
+    assert spine.read(base + C.STAT_GRAD_COMPLETED)[0] == len(hosts.chunks)
+    assert spine.read(base + C.STAT_RESULT_RELEASED)[0] == 4 * len(hosts.chunks)
+
+
+def _one_chunk_transmissions(ina_program) -> int:
+    fabric = Fabric(ina_program)
+    Hosts(fabric, make_chunks(1)).run()
+    return len(fabric.transmissions)
+
+
+@pytest.mark.parametrize("fault", ["loss", "duplicate"])
+def test_every_single_fault_in_a_chunk(ina_program, fault):
+    count = _one_chunk_transmissions(ina_program)
+    assert count == 19
+    for victim in range(count):
+        def tap(index, src, dst, frame, victim=victim):
+            if index != victim:
+                return [frame]
+            return [] if fault == "loss" else [frame, frame]
+        fabric = Fabric(ina_program, tap=tap)
+        hosts = Hosts(fabric, make_chunks(1, seed=victim)).run()
+        try:
+            assert_exact_and_free(hosts, fabric)
+        except AssertionError as e:
+            src, dst, header = fabric.transmissions[victim]
+            raise AssertionError(f"{fault} of transmission {victim} ({src} -> {dst}, flags "
+                                 f"0x{header.flags:02x}): {e}") from None
+
+
+def test_every_worker_order(ina_program):
+    for order in itertools.permutations(range(4)):
+        fabric = Fabric(ina_program)
+        hosts = Hosts(fabric, make_chunks(2, seed=sum(order[i] * 4 ** i for i in range(4)))).run(order=order)
+        assert_exact_and_free(hosts, fabric)
+        assert all(n == 1 for n in hosts.server_packets.values())
+
+
+def test_interleaved_chunks_and_worker_reordering(ina_program):
+    """Chunks in flight at once: worker 3 sends all its chunks first, then the others, in reverse."""
+    fabric = Fabric(ina_program)
+    hosts = Hosts(fabric, make_chunks(POOL))
+    hosts.send_grads([3])
+    for seq in reversed(range(POOL)):
+        hosts.send_grads([2, 0, 1], seqs=[seq])
+    assert_exact_and_free(hosts, fabric)
