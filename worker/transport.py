@@ -22,6 +22,7 @@ from worker.loop import EventLoop, RealTimeLoop
 
 Handler = Callable[[bytes, str], None]          # (UDP payload, source IP)
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
+SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)     # Linux
 
 
 class Transport:
@@ -143,6 +144,10 @@ class UdpTransport(Transport):
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            try:    # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
+                sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
+            except OSError:
+                pass
             try:
                 sock.bind((self._bind_ip, port))
             except OSError as exc:

@@ -1,123 +1,71 @@
-"""Writing switch state into the in-process network's softswitch instances.
+"""Switch state of the in-process network, written the way the controller writes it.
 
-When the controller's installer offers entries for a switch (``controller.installer``, functions
-``route_entries(topo, switch)`` / ``job_entries(plan, switch)`` returning (table, matches, action,
-args) rows), they are applied directly through the Switch control API by P4 name, so the entries are
-exactly the controller's. Until then this module builds the same rows from the same sources: the
-plan's per-switch job configurations (``plan.switches``) and fewest-hop routes to every host.
+The entries are the controller installer's own (``Installer.topology_entries`` and
+``Installer.job_entries``: P4Runtime TableEntry / MulticastGroupEntry messages built from the plan),
+and they reach each softswitch through softswitch's P4Runtime service applied in process (the same
+translation a gRPC Write goes through), so there is no second copy of the entry logic and no socket.
 """
 
 from __future__ import annotations
 
-import networkx as nx
+from p4.v1 import p4runtime_pb2
 
-from protocol import codec
-
-
-def _installer():
-    try:
-        from controller import installer
-    except ImportError:
-        return None
-    if hasattr(installer, "route_entries") and hasattr(installer, "job_entries"):
-        return installer
-    return None
+U = p4runtime_pb2.Update
 
 
-def _mac_int(mac: str) -> int:
-    return int.from_bytes(codec.mac_bytes(mac), "big")
+def _installer(net):
+    inst = getattr(net, "_installer", None)
+    if inst is None:
+        from controller.installer import Installer
+        from softswitch.p4info import build_p4info
+
+        inst = net._installer = Installer(net.topo, p4info=build_p4info(net.program.info))
+    return inst
 
 
-def _ip_int(ip: str) -> int:
-    return int.from_bytes(codec.ip_bytes(ip), "big")
+def _service(net, name: str):
+    services = net.__dict__.setdefault("_p4rt_services", {})
+    if name not in services:
+        from softswitch.p4runtime_server import P4RuntimeService
+
+        sw = net.switches[name]
+        services[name] = P4RuntimeService(switch=sw, device_id=net.topo.switch(name).device_id)
+    return services[name]
 
 
-def _apply(sw, rows) -> None:
-    from softswitch.runtime.tables import Exact, Lpm  # noqa: F401  (match kinds, by name below)
-    from softswitch.switch import TableEntry
-
-    for table, matches, action, args in rows:
-        if table is None:           # default action of a keyless table
-            sw.table(matches).set_default(action, args)
-            continue
-        sw.table(table).insert(TableEntry(matches=matches, action=action, args=args))
-
-
-def route_rows(topo, switch_name: str) -> list:
-    from softswitch.runtime.tables import Exact, Lpm  # noqa: F401
-
-    graph = topo.to_graph()
-    rows = [(None, "InaIngress.switch_identity", "InaIngress.set_switch_id",
-             {"switch_id": topo.switch(switch_name).device_id})]
-    paths = nx.single_source_shortest_path(graph, switch_name)
-    for h in topo.hosts:
-        if h.name not in paths or len(paths[h.name]) < 2:
-            continue
-        nxt = paths[h.name][1]
-        port = graph.adj[switch_name][nxt]["ports"][switch_name]
-        rows.append(("InaIngress.ipv4_lpm", {"hdr.ipv4.dst_addr": Lpm(_ip_int(h.ip), 32)},
-                     "InaIngress.ipv4_forward", {"dst_mac": _mac_int(h.mac), "port": port}))
-    return rows
-
-
-def job_rows(plan, switch_name: str, topo) -> tuple[list, list]:
-    """(table rows, multicast groups) of ``plan`` for one switch."""
-    from softswitch.runtime.tables import Exact
-
-    rows, groups = [], []
-    for cfg in plan.switches:
-        if cfg.switch != switch_name:
-            continue
-        rows.append(("InaIngress.ina_jobs",
-                     {"hdr.ina.job_id": Exact(plan.job_id), "hdr.ina.tree_id": Exact(cfg.tree_id)},
-                     "InaIngress.set_job",
-                     {"job_index": cfg.job_index, "slot_base": cfg.slot_base, "pool_size": cfg.pool_size,
-                      "max_fan_in": cfg.max_fan_in, "aggregates": int(cfg.aggregates),
-                      "result_group": cfg.result_group}))
-        if cfg.result_group:
-            groups.append((cfg.result_group, [(m.port, m.replica_id) for m in cfg.members]))
-            for m in cfg.members:
-                if topo.is_host(m.toward):
-                    h = topo.host(m.toward)
-                    rows.append(("InaEgress.result_rewrite",
-                                 {"standard_metadata.egress_port": Exact(m.port)},
-                                 "InaEgress.set_result_dst", {"dst_mac": _mac_int(h.mac),
-                                                              "dst_ip": _ip_int(h.ip)}))
-    return rows, groups
+def _write(net, switch: str, updates: list[tuple[int, object, str]]) -> None:
+    service = _service(net, switch)
+    for kind, message, field in updates:
+        update = p4runtime_pb2.Update(type=kind)
+        if field == "table_entry":
+            update.entity.table_entry.CopyFrom(message)
+        else:
+            update.entity.packet_replication_engine_entry.multicast_group_entry.CopyFrom(message)
+        service._write_one(update)
 
 
 def install_routes(net) -> None:
-    inst = _installer()
-    for name, sw in net.switches.items():
-        rows = inst.route_entries(net.topo, name) if inst else route_rows(net.topo, name)
-        _apply(sw, rows)
+    """Identity, IPv4 routes to every host and result_rewrite of host-facing ports, per switch."""
+    inst = _installer(net)
+    for name in net.switches:
+        _write(net, name, [(U.MODIFY if e.is_default_action else U.INSERT, e, "table_entry")
+                           for e in inst.topology_entries(name)])
 
 
 def install_job(net, plan) -> None:
-    inst = _installer()
-    for name, sw in net.switches.items():
-        if inst:
-            rows, groups = inst.job_entries(plan, name)
-        else:
-            rows, groups = job_rows(plan, name, net.topo)
-        existing = {(tuple(sorted(e.matches.items(), key=str))) for e in
-                    sw.table("InaEgress.result_rewrite").entries()}
-        for row in rows:
-            if row[0] == "InaEgress.result_rewrite" and tuple(sorted(row[1].items(), key=str)) in existing:
-                continue        # shared by jobs: one rewrite per host-facing port
-            _apply(sw, [row])
-        for gid, members in groups:
-            sw.set_multicast_group(gid, members)
+    for switch, (tables, groups) in _installer(net).job_entries(plan).items():
+        _write(net, switch, [(U.INSERT, e, "table_entry") for e in tables]
+               + [(U.INSERT, g, "group") for g in groups])
 
 
 def remove_job(net, plan) -> None:
-    from softswitch.runtime.tables import Exact
-    from softswitch.switch import TableEntry
-
-    for cfg in plan.switches:
-        sw = net.switches[cfg.switch]
-        sw.table("InaIngress.ina_jobs").delete(TableEntry(
-            matches={"hdr.ina.job_id": Exact(plan.job_id), "hdr.ina.tree_id": Exact(cfg.tree_id)},
-            action="InaIngress.set_job", args={}))
-        if cfg.result_group:
-            sw.delete_multicast_group(cfg.result_group)
+    for switch, (tables, groups) in _installer(net).job_entries(plan).items():
+        updates = []
+        for e in tables:
+            gone = p4runtime_pb2.TableEntry(table_id=e.table_id)
+            gone.match.extend(e.match)
+            updates.append((U.DELETE, gone, "table_entry"))
+        for g in groups:
+            updates.append((U.DELETE, p4runtime_pb2.MulticastGroupEntry(
+                multicast_group_id=g.multicast_group_id), "group"))
+        _write(net, switch, updates)
