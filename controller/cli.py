@@ -1,0 +1,374 @@
+"""inactl: the controller's command line.
+
+    inactl topo validate|show FILE          check / list a topology
+    inactl topo draw FILE -o out.png [job]  picture with a job's trees and aggregation points
+    inactl plan FILE --workers ... --server ... [--policy P | --trees K --height H --min-bw r] [--json]
+    inactl install FILE [--p4info F --device-config F] [job]   pipeline, topology entries, a job
+    inactl serve FILE [--listen ADDR] [--install ...]          run the job service
+    inactl jobs [list|show ID|release ID] --controller ADDR
+    inactl counters FILE [--switch S] [--job-index N]          ina_stats / drop_stats by name
+
+Errors are one line on stderr and a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from controller.p4rt import P4RuntimeError
+from controller.plan import JobPlan, PlanFormatError
+from controller.planner import PlanOptions, plan_job
+from controller.resources import ResourceError
+from controller.topology import TopologyError
+from controller.topology_yaml import load_topology
+from controller.tree_plan import PlanError
+
+DEFAULT_CONTROLLER = "127.0.0.1:50050"
+
+
+class CliError(Exception):
+    """A user mistake the CLI reports in one line."""
+
+
+def _names(values: list[str] | None) -> list[str]:
+    """Host names given as separate words and/or comma-separated."""
+    return [n for v in values or [] for n in v.split(",") if n]
+
+
+def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
+    g = p.add_argument_group("job")
+    g.add_argument("--workers", nargs="+", metavar="HOST", help="worker hosts in rank order "
+                   "(default: the hosts with role worker)" if not required else "worker hosts in rank order")
+    g.add_argument("--server", "--servers", dest="servers", nargs="+", metavar="HOST",
+                   help="aggregation server(s) (default: the hosts with role server)")
+    g.add_argument("--planner", choices=("multihop", "multitree"),
+                   help="multihop (default) or multitree (implied by --trees/--height/--min-bw)")
+    g.add_argument("--policy", default="fewest_hops", choices=("fewest_hops", "lowest_delay", "widest"),
+                   help="multi-hop path policy (default fewest_hops)")
+    g.add_argument("--aggregation", default="merge", choices=("merge", "all"),
+                   help="aggregate where flows merge (default) or at every switch on the way")
+    g.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
+    g.add_argument("--pool-size", type=int, default=64, help="slots per job per switch (default 64)")
+    g.add_argument("--job-id", type=int, help="job id (default: lowest free)")
+    g.add_argument("--trees", type=int, metavar="K", help="multi-tree: at most K trees")
+    g.add_argument("--height", type=float, metavar="H", help="multi-tree: height bound H in ms")
+    g.add_argument("--min-bw", type=float, metavar="R", help="multi-tree: residual bandwidth floor r, Mbit/s")
+    g.add_argument("--tree-rate", type=float, metavar="B", help="multi-tree: rate cap b per tree, Mbit/s")
+    g.add_argument("--loss-bound", type=float, default=0.1, help="multi-tree: throughput loss allowed "
+                   "when lowering the height (default 0.1)")
+    g.add_argument("--seed", type=int, default=0, help="multi-tree: RNG seed for start nodes")
+
+
+def _options(args) -> PlanOptions:
+    tree_args = any(getattr(args, a) is not None for a in ("trees", "height", "min_bw", "tree_rate"))
+    opts = PlanOptions(planner=args.planner or ("multitree" if tree_args else "multihop"),
+                       policy=args.policy, aggregation=args.aggregation, result_mode=args.result_mode,
+                       pool_size=args.pool_size, job_id=args.job_id, loss_bound=args.loss_bound,
+                       seed=args.seed, height=args.height, tree_rate=args.tree_rate)
+    if args.trees is not None:
+        opts.trees = args.trees
+    if args.min_bw is not None:
+        opts.min_bw = args.min_bw
+    return opts
+
+
+def _job_hosts(topo, args) -> tuple[list[str], list[str]]:
+    workers = _names(args.workers) or [h.name for h in topo.role_hosts("worker")]
+    servers = _names(args.servers) or [h.name for h in topo.role_hosts("server")]
+    if not workers:
+        raise CliError("no workers: give --workers (the topology has no hosts with role worker)")
+    if not servers:
+        raise CliError("no server: give --server (the topology has no host with role server)")
+    return workers, servers
+
+
+def _plan(args):
+    topo = load_topology(args.file)
+    workers, servers = _job_hosts(topo, args)
+    return topo, plan_job(topo, workers, servers, _options(args))
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+def _hop_text(h) -> str:
+    if h.egress_port == 0 and h.switch_id >= 0x8000:
+        return f"{h.name}[{h.fan_in}/#{h.child}]"
+    return f"{h.name}[agg {h.fan_in}/#{h.child} ->{h.egress_port}]" if h.aggregate else f"{h.name}[->{h.egress_port}]"
+
+
+def format_plan(plan: JobPlan) -> str:
+    lines = [f"job {plan.job_id} ({plan.planner}, {plan.policy}, {plan.result_mode} results, "
+             f"pool {plan.pool_size}, K={plan.value_count}, job index {plan.job_index})"]
+    for t in plan.trees:
+        lines.append(f"tree {t.tree_id}: root {t.root}, rate {t.rate:g} Mbit/s, weight {t.weight:.3f}, "
+                     f"height {t.height:.3f} ms, aggregation at {', '.join(t.aggregation_points) or '-'}")
+        width = max(len(f"{w.name} (rank {w.rank})") for w in plan.workers)
+        for w in plan.workers:
+            hops = " > ".join(_hop_text(h) for h in t.grad_hops[w.name])
+            lines.append(f"  {f'{w.name} (rank {w.rank})':<{width}}  {hops}")
+        kids = ", ".join(f"#{c.index}={c.node}" for c in t.server.children)
+        lines.append(f"  server {t.root}: fan-in {t.server.fan_in} ({kids})")
+        if plan.planner == "multitree":
+            tree = ", ".join(f"{h}<-{p}" for h, p in t.host_parent.items() if p)
+            lines.append(f"  host-level tree: {tree}")
+    lines.append("switches:")
+    for c in plan.switches:
+        extra = f", group {c.result_group} -> " + ",".join(f"{m.port}/{m.replica_id}" for m in c.members) \
+            if c.result_group else ""
+        lines.append(f"  {c.switch} (device {c.device_id}) tree {c.tree_id}: "
+                     + (f"aggregates fan-in {c.max_fan_in}, slots {c.slot_base}..{c.slot_base + 2 * c.pool_size - 1}"
+                        if c.aggregates else "forwards") + extra)
+    for w in plan.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+# -- commands --------------------------------------------------------------------------------------
+
+def cmd_topo(args) -> int:
+    topo = load_topology(args.file)
+    if args.action == "validate":
+        print(f"{args.file}: ok ({len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.links)} links)")
+    elif args.action == "show":
+        print(f"topology {topo.name}")
+        print("switches:")
+        for s in topo.switches:
+            print(f"  {s.name:<8} device {s.device_id:<5} slots {s.slots:<6} grpc {s.grpc or '-'}")
+        print("hosts:")
+        for h in topo.hosts:
+            print(f"  {h.name:<8} {h.ip:<15} {h.mac}  node {h.node_id:#06x}  {h.role or ''}".rstrip())
+        print("links:")
+        for link in topo.links:
+            loss = f" loss {link.loss:g}%" if link.loss else ""
+            print(f"  {link.id:<3} {link.a}:{link.a_port} - {link.b}:{link.b_port}  "
+                  f"{link.bandwidth:g} Mbit/s {link.delay:g} ms{loss}")
+    else:
+        from controller.draw import draw_topology
+
+        plan = None
+        if args.workers or topo.role_hosts("worker"):
+            plan = plan_job(topo, *_job_hosts(topo, args), _options(args))
+        draw_topology(topo, plan, args.output)
+        print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    _, plan = _plan(args)
+    text = plan.to_json(indent=2) if args.json else format_plan(plan)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text + "\n")
+        print(f"wrote {args.output}")
+    else:
+        print(text)
+    return 0
+
+
+def _installer(args, topo):
+    from controller.installer import Installer
+
+    addresses = {}
+    for item in args.address or []:
+        name, sep, addr = item.partition("=")
+        if not sep:
+            raise CliError(f"--address {item!r}: expected SWITCH=HOST:PORT")
+        topo.switch(name)
+        addresses[name] = addr
+    if bool(args.p4info) != bool(args.device_config):
+        raise CliError("give both --p4info and --device-config to push a pipeline (or neither)")
+    return Installer(topo, args.p4info, args.device_config, addresses, timeout=args.timeout)
+
+
+def cmd_install(args) -> int:
+    topo = load_topology(args.file)
+    with _installer(args, topo) as inst:
+        if args.p4info:
+            inst.push_pipeline()
+            print(f"pipeline pushed to {len(topo.switches)} switches")
+        n = inst.install_topology()
+        print(f"{n} topology entries written")
+        if args.workers:
+            plan = plan_job(topo, *_job_hosts(topo, args), _options(args))
+            n = inst.install_job(plan)
+            print(f"job {plan.job_id}: {n} entries written")
+            if args.plan_out:
+                with open(args.plan_out, "w") as f:
+                    f.write(plan.to_json(indent=2) + "\n")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from controller.jobservice import JobManager, JobServer
+
+    topo = load_topology(args.file)
+    installer = None
+    if args.install:
+        installer = _installer(args, topo)
+        if args.p4info:
+            installer.push_pipeline()
+        installer.install_topology()
+    server = JobServer(JobManager(topo, installer), args.listen).start()
+    print(f"job service for {topo.name} on {server.address}", flush=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+    if installer:
+        installer.close()
+    return 0
+
+
+def cmd_jobs(args) -> int:
+    from controller.jobservice import JobClient
+
+    client = JobClient(args.controller, timeout=args.timeout)
+    try:
+        if args.action == "list":
+            jobs = client.list()
+            if not jobs:
+                print("no jobs")
+            for j in jobs:
+                print(f"job {j.job_id} v{j.version} {j.planner}: {len(j.workers)} workers -> "
+                      f"{','.join(j.servers)}, {j.trees} tree(s), {len(j.warnings)} warning(s)")
+        else:
+            if args.job is None:
+                raise CliError(f"jobs {args.action} needs a job id")
+            if args.action == "show":
+                plan = client.get_plan(args.job)
+                print(plan.to_json(indent=2) if args.json else format_plan(plan))
+            else:
+                removed = client.release(args.job)
+                print(f"job {args.job} released" + (" (switch entries removed)" if removed else ""))
+    finally:
+        client.close()
+    return 0
+
+
+def stat_names(prefix: str) -> dict[int, str]:
+    from protocol import constants
+
+    return {v: k[len(prefix):].lower() for k, v in vars(constants).items()
+            if k.startswith(prefix) and isinstance(v, int) and not k.endswith("RESERVED_MASK")}
+
+
+def cmd_counters(args) -> int:
+    from controller.limits import NUM_STATS
+
+    topo = load_topology(args.file)
+    switches = [args.switch] if args.switch else [s.name for s in topo.switches]
+    for s in switches:
+        topo.switch(s)
+    stats, drops = stat_names("STAT_"), stat_names("DROP_")
+    with _installer(args, topo) as inst:
+        for s in switches:
+            base = args.job_index * NUM_STATS
+            values = inst.read_counter(s, "InaIngress.ina_stats", [base + i for i in sorted(stats)])
+            dropped = inst.read_counter(s, "InaIngress.drop_stats", sorted(drops))
+            print(f"{s} job index {args.job_index}:")
+            for i in sorted(stats):
+                pkts, nbytes = values.get(base + i, (0, 0))
+                if pkts or args.all:
+                    print(f"  {stats[i]:<22} {pkts:>10} pkts {nbytes:>12} bytes")
+            for i in sorted(drops):
+                pkts, _ = dropped.get(i, (0, 0))
+                if pkts or args.all:
+                    print(f"  drop {drops[i]:<17} {pkts:>10} pkts")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="inactl", description="In-network aggregation controller: topologies, "
+                                "plans, switch installation and the job service.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    t = sub.add_parser("topo", help="validate, show or draw a topology file",
+                       description="Validate, list or draw a topology (draw plans the job given, or the "
+                                   "topology's role hosts, and highlights its trees and aggregation points).")
+    t.add_argument("action", choices=("validate", "show", "draw"))
+    t.add_argument("file")
+    t.add_argument("-o", "--output", default="topology.png", help="draw: PNG file (default topology.png)")
+    _add_job_args(t, required=False)
+    t.set_defaults(func=cmd_topo)
+
+    pl = sub.add_parser("plan", help="plan a job and print its hop lists or trees",
+                        description="Plan a job on a topology and print the hop lists (or JSON).")
+    pl.add_argument("file")
+    _add_job_args(pl, required=True)
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pl.add_argument("-o", "--output", help="write to this file instead of stdout")
+    pl.set_defaults(func=cmd_plan)
+
+    def switch_args(q):
+        q.add_argument("--p4info", help="P4Info file (text or binary) for the pipeline")
+        q.add_argument("--device-config", help="device config file: the P4 source for softswitch, "
+                                                "the BMv2 JSON for simple_switch_grpc")
+        q.add_argument("--address", action="append", metavar="SWITCH=HOST:PORT",
+                       help="override a switch's P4Runtime address")
+        q.add_argument("--timeout", type=float, default=10.0, help="P4Runtime timeout in seconds")
+
+    i = sub.add_parser("install", help="push the pipeline and write switch entries over P4Runtime",
+                       description="Push the pipeline (with --p4info/--device-config), write identity, "
+                                   "routes and result_rewrite on every switch, and a job's entries if "
+                                   "--workers is given.")
+    i.add_argument("file")
+    switch_args(i)
+    _add_job_args(i, required=False)
+    i.add_argument("--plan-out", help="save the installed job's plan (JSON)")
+    i.set_defaults(func=cmd_install)
+
+    s = sub.add_parser("serve", help="run the job service", description="Serve plans to agents over gRPC "
+                       "until interrupted.")
+    s.add_argument("file")
+    s.add_argument("--listen", default=DEFAULT_CONTROLLER, help=f"address (default {DEFAULT_CONTROLLER})")
+    s.add_argument("--install", action="store_true", help="install topology entries and every job over P4Runtime")
+    switch_args(s)
+    s.set_defaults(func=cmd_serve)
+
+    j = sub.add_parser("jobs", help="list, show or release jobs of a running job service",
+                       description="Talk to a running job service.")
+    j.add_argument("action", nargs="?", default="list", choices=("list", "show", "release"))
+    j.add_argument("job", nargs="?", type=int)
+    j.add_argument("--controller", default=DEFAULT_CONTROLLER, help=f"job service (default {DEFAULT_CONTROLLER})")
+    j.add_argument("--json", action="store_true")
+    j.add_argument("--timeout", type=float, default=10.0)
+    j.set_defaults(func=cmd_jobs)
+
+    c = sub.add_parser("counters", help="read per-job and drop counters of switches",
+                       description="Read InaIngress.ina_stats (one row of NUM_STATS per job index) and "
+                                   "InaIngress.drop_stats over P4Runtime.")
+    c.add_argument("file")
+    c.add_argument("--switch", help="one switch (default: all)")
+    c.add_argument("--job-index", type=int, default=0, help="the job's counter row (its plan's job_index)")
+    c.add_argument("--all", action="store_true", help="also print zero counters")
+    switch_args(c)
+    c.set_defaults(func=cmd_counters)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, TopologyError, PlanError, PlanFormatError, P4RuntimeError, ResourceError) as exc:
+        print(f"inactl: error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from controller.jobservice import JobServiceError
+
+        if isinstance(exc, (JobServiceError, OSError)):
+            print(f"inactl: error: {exc}", file=sys.stderr)
+            return 1
+        raise
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""A picture of a topology, with a job's trees and aggregation points highlighted (matplotlib)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+
+TREE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:brown")
+
+
+def _layout(g: nx.Graph) -> dict:
+    """Layers by hop distance from the hosts: hosts at the bottom, switches above them."""
+    hosts = [n for n, k in g.nodes(data="kind") if k == "host"]
+    level = dict.fromkeys(hosts, 0)
+    frontier = list(hosts)
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in g.adj[u]:
+                if v not in level:
+                    level[v] = level[u] + 1
+                    nxt.append(v)
+        frontier = nxt
+    for n in g.nodes:
+        level.setdefault(n, 0)
+    if len(g) <= 60 and len(set(level.values())) <= 2:
+        return nx.kamada_kawai_layout(g, weight=None)      # a mesh: no layers to show
+    order = {n: i for i, n in enumerate(g.nodes)}
+    layers: dict[int, list] = {}
+    for n in g.nodes:
+        layers.setdefault(level[n], []).append(n)
+    pos = {}
+    top = max(layers)
+    for lv in sorted(layers, reverse=True):
+        nodes = layers[lv]
+        if lv == 0:   # hosts under the switch they hang from
+            def under(h):
+                (sw,) = g.adj[h] or (h,)
+                return (pos.get(sw, (0, 0))[0], order[h])
+            nodes = sorted(nodes, key=under)
+        else:
+            nodes = sorted(nodes, key=order.__getitem__)
+        for i, n in enumerate(nodes):
+            pos[n] = ((i + 0.5) / len(nodes) * 2 - 1, lv / max(top, 1))
+    return pos
+
+
+def draw_topology(topo, plan=None, output: str | Path = "topology.png") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    g = topo.to_graph()
+    pos = _layout(g)
+    n = len(g)
+    size = min(20, 6 + n / 10)
+    fig, ax = plt.subplots(figsize=(size, size * 0.6))
+    small = n > 80
+    nx.draw_networkx_edges(g, pos, ax=ax, edge_color="lightgrey", width=0.8)
+    agg_points = set()
+    if plan is not None:
+        for t in plan.trees:
+            colour = TREE_COLOURS[t.tree_id % len(TREE_COLOURS)]
+            width = 2.5 + 2.5 * (len(plan.trees) - 1 - t.tree_id)     # overlapping trees stay visible
+            nx.draw_networkx_edges(g, pos, edgelist=[tuple(e) for e in t.edges], ax=ax, edge_color=colour,
+                                   width=width, alpha=0.6,
+                                   label=f"tree {t.tree_id} -> {t.root} ({t.weight:.0%})")
+            agg_points.update(t.aggregation_points)
+    workers = {w.name for w in plan.workers} if plan else set()
+    servers = {s.name for s in plan.servers} if plan else set()
+    switches = [s.name for s in topo.switches]
+    hosts = [h.name for h in topo.hosts]
+    node_size = 60 if small else 500
+    nx.draw_networkx_nodes(g, pos, nodelist=[s for s in switches if s not in agg_points], ax=ax,
+                           node_color="lightsteelblue", node_shape="s", node_size=node_size)
+    nx.draw_networkx_nodes(g, pos, nodelist=[s for s in switches if s in agg_points], ax=ax,
+                           node_color="gold", edgecolors="black", node_shape="s", node_size=node_size * 1.3,
+                           label="aggregation point")
+    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h in workers], ax=ax, node_color="palegreen",
+                           node_size=node_size * 0.7, label="worker")
+    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h in servers], ax=ax, node_color="salmon",
+                           node_shape="D", node_size=node_size * 0.9, label="server")
+    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h not in workers | servers], ax=ax,
+                           node_color="whitesmoke", edgecolors="grey", node_size=node_size * 0.5)
+    if not small:
+        nx.draw_networkx_labels(g, pos, ax=ax, font_size=8)
+    title = f"{topo.name}"
+    if plan is not None:
+        title += f": job {plan.job_id} ({plan.planner}, {len(plan.trees)} tree(s))"
+    ax.set_title(title)
+    ax.axis("off")
+    if plan is not None:
+        ax.legend(loc="best", fontsize=8, markerscale=0.6)
+    fig.tight_layout()
+    fig.savefig(output, dpi=110)
+    plt.close(fig)
