@@ -46,6 +46,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--test-fraction", type=float, default=0.25)
     p.add_argument("--json", type=Path, help="write the summary as JSON here")
+    p.add_argument("--topology", default=str(Path(__file__).resolve().parents[1] / "topologies" / "star.yaml"),
+                   help="topology of the local in-process network (--backend ina without --rank)")
     lab = p.add_argument_group("one process per host (mininet lab); giving --rank selects this mode")
     lab.add_argument("--rank", type=int)
     lab.add_argument("--world-size", type=int)
@@ -151,8 +153,8 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     return summary
 
 
-def _spawned(rank: int, world: int, args: argparse.Namespace, env: dict) -> None:
-    os.environ.update(env)
+def _spawned(rank: int, world: int, args: argparse.Namespace, envs: list[dict]) -> None:
+    os.environ.update(envs[rank])
     train(rank, world, args)
 
 
@@ -174,12 +176,13 @@ def main(argv=None) -> int:
             return 0
         args.master_port = args.master_port or free_port()
         if args.backend == "gloo":
-            mp.spawn(_spawned, args=(args.workers, args, {}), nprocs=args.workers)
+            mp.spawn(_spawned, args=(args.workers, args, [{}] * args.workers), nprocs=args.workers)
             return 0
         from worker.torch_backend.local_network import LocalInaJob
 
-        with LocalInaJob(workers=args.workers, job_name="digits") as job:
-            mp.spawn(_spawned, args=(args.workers, args, job.worker_env()), nprocs=args.workers)
+        with LocalInaJob(workers=args.workers, topology=args.topology) as job:
+            envs = [job.worker_env(r) for r in range(args.workers)]
+            mp.spawn(_spawned, args=(args.workers, args, envs), nprocs=args.workers)
         return 0
     except Exception as exc:  # one line for the user, not a traceback
         print(f"train_digits: error: {exc}", file=sys.stderr)

@@ -47,13 +47,14 @@ def _entry(fn, rank, world, args, env, results):
                 pass
 
 
-def run_ranks(fn, world: int, *args, env: dict | None = None, deadline: float = RANK_DEADLINE_S) -> list:
-    """[result of rank 0, ..., rank N-1]; raises AssertionError naming a failed or stuck rank."""
+def run_ranks(fn, world: int, *args, env=None, deadline: float = RANK_DEADLINE_S) -> list:
+    """[result of rank 0, ..., rank N-1]; raises AssertionError naming a failed or stuck rank.
+    ``env``: one dict for every rank, or a callable rank -> dict."""
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    env = dict(env or {})
-    env["TORCH_TEST_PORT"] = str(free_port())
-    procs = [ctx.Process(target=_entry, args=(fn, r, world, args, env, results), daemon=True)
+    port = str(free_port())
+    envs = [dict(env(r) if callable(env) else (env or {}), TORCH_TEST_PORT=port) for r in range(world)]
+    procs = [ctx.Process(target=_entry, args=(fn, r, world, args, envs[r], results), daemon=True)
              for r in range(world)]
     for p in procs:
         p.start()

@@ -7,13 +7,12 @@ Each gradient bucket is averaged by the switches (SUM of bucket / world size); e
 does (initial broadcast, buffers) stays on the default group.
 """
 
-from __future__ import annotations
-
 import torch
 import torch.distributed as dist
 
 
-def ina_allreduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future:
+# no ``from __future__ import annotations`` here: DDP compares these annotations with the real types
+def ina_allreduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
     """Average ``bucket``'s gradients through the ina group ``state`` (an InaProcessGroup)."""
     from worker.torch_backend.process_group import InaProcessGroup
 
