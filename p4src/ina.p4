@@ -13,6 +13,8 @@
  * unconditionally: BMv2 locks the registers an action uses, so parallel packets stay consistent.
  */
 #include <core.p4>
+/* The generic register<T, I> / counter<I> declarations (p4c's v1model.p4 selects them with this). */
+#define V1MODEL_VERSION 20200408
 #include <v1model.p4>
 
 #include "include/ina_constants.p4"
@@ -22,7 +24,7 @@
 #define SIGN_BIT 0x80000000
 
 /* The per-lane slot registers: slot_lane_0 .. slot_lane_(K-1). */
-#define INA_LANE_REGISTER(i) register<bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
+#define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
 /*
  * One lane of aggregate_into_slot: read the cell, combine (sum with signed-overflow detection, or
@@ -44,14 +46,14 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
 
     /* ---- slot state: cell i = slot_base + 2 * slot + shadow ---- */
-    register<bit<48>>(SLOT_REGISTER_SIZE) slot_owner;     /* job_id ++ seq of the chunk in the cell */
-    register<bit<32>>(SLOT_REGISTER_SIZE) slot_bitmap;    /* children heard, bit = child index */
-    register<bit<8>>(SLOT_REGISTER_SIZE)  slot_count;     /* children heard; 0 = free / released */
-    register<bit<1>>(SLOT_REGISTER_SIZE)  slot_overflow;  /* a lane's sum overflowed */
+    register<bit<48>, bit<32>>(SLOT_REGISTER_SIZE) slot_owner;     /* job_id ++ seq of the chunk in the cell */
+    register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_bitmap;    /* children heard, bit = child index */
+    register<bit<8>, bit<32>>(SLOT_REGISTER_SIZE)  slot_count;     /* children heard; 0 = free / released */
+    register<bit<1>, bit<32>>(SLOT_REGISTER_SIZE)  slot_overflow;  /* a lane's sum overflowed */
     INA_FOR_EACH_LANE(INA_LANE_REGISTER)
 
-    counter(MAX_JOBS * NUM_STATS, CounterType.packets_and_bytes) ina_stats;
-    counter(NUM_DROP_REASONS, CounterType.packets) drop_stats;
+    counter<bit<32>>(MAX_JOBS * NUM_STATS, CounterType.packets_and_bytes) ina_stats;
+    counter<bit<32>>(NUM_DROP_REASONS, CounterType.packets) drop_stats;
 
     /* ---- identity ---- */
     action set_switch_id(bit<16> switch_id) {
