@@ -1,0 +1,95 @@
+"""Planning time on k-ary fat-trees (controller, seed 1 multi-hop and seed 2 multi-tree).
+
+k = 16: 1,024 hosts, 512 workers; k = 32: 8,192 hosts, 4,096 workers (goals: under 1 s and 10 s for
+the multi-hop plan). Workers are every second host, the server is host 0. Prints a table and saves
+bench/results/plan_scale.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from controller.generators import fat_tree  # noqa: E402
+from controller.planner import PlanOptions, plan_job  # noqa: E402
+
+GOALS = {16: 1.0, 32: 10.0}
+
+
+def run(k: int, planner: str, repeat: int) -> dict:
+    t0 = time.perf_counter()
+    topo = fat_tree(k, bandwidth=10000.0, host_bandwidth=40000.0, delay=0.01)
+    graph = topo.to_graph()
+    build = time.perf_counter() - t0
+    hosts = [h.name for h in topo.hosts]
+    workers, servers = hosts[1::2], [hosts[0]]
+    opts = dict(planner=planner)
+    if planner == "multitree":
+        opts.update(trees=4, height=0.1, min_bw=100.0)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        plan = plan_job(topo, workers, servers, PlanOptions(**opts), graph=graph)
+        times.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    size = len(plan.to_json())
+    dump = time.perf_counter() - t0
+    return {"k": k, "planner": planner, "hosts": len(hosts), "switches": len(topo.switches),
+            "workers": len(workers), "trees": len(plan.trees), "build_s": build, "plan_s": min(times),
+            "plan_runs_s": times, "json_bytes": size, "json_s": dump,
+            "aggregation_points": sum(len(t.aggregation_points) for t in plan.trees),
+            "goal_s": GOALS.get(k) if planner == "multihop" else None}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ks", type=int, nargs="+", default=[16, 32])
+    ap.add_argument("--planners", nargs="+", default=["multihop", "multitree"])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    args = ap.parse_args()
+    rows = [run(k, p, args.repeat) for k in args.ks for p in args.planners]
+    head = f"{'k':>3} {'planner':<10} {'hosts':>6} {'workers':>7} {'trees':>5} {'agg pts':>7} " \
+           f"{'first s':>8} {'best s':>8} {'goal s':>6} {'json MB':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        goal = f"{r['goal_s']:g}" if r["goal_s"] else "-"
+        print(f"{r['k']:>3} {r['planner']:<10} {r['hosts']:>6} {r['workers']:>7} {r['trees']:>5} "
+              f"{r['aggregation_points']:>7} {r['plan_runs_s'][0]:>8.3f} {r['plan_s']:>8.3f} {goal:>6} {r['json_bytes'] / 1e6:>8.2f}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan_scale.json").write_text(json.dumps(rows, indent=2) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for planner in args.planners:
+        pts = [(r["workers"], r["plan_s"]) for r in rows if r["planner"] == planner]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=planner)
+    for k, goal in GOALS.items():
+        w = [r["workers"] for r in rows if r["k"] == k]
+        if w:
+            ax.scatter(w[:1], [goal], marker="_", s=400, color="red")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("workers (fat-tree, half the hosts)")
+    ax.set_ylabel("planning time (s)")
+    ax.set_title("controller planning time (red: goals)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "plan_scale.png", dpi=110)
+    print(f"saved {out / 'plan_scale.json'} and {out / 'plan_scale.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
