@@ -31,13 +31,21 @@ def load_plan(options: InaOptions):
 
 
 def fetch_plan(controller: str, job: str, timeout: float):
-    """The plan of ``job`` from the controller's job service at ``controller`` (host:port)."""
+    """The current plan of job ``job`` (its id) from the job service at ``controller`` (host:port)."""
+    from controller.jobservice import JobClient, JobServiceError
+    from controller.plan import PlanFormatError
+
     try:
-        from controller.job_client import fetch_plan as fetch  # the job service's client
-    except ImportError:
-        raise InaConfigError("this checkout has no controller job service client "
-                             "(controller.job_client.fetch_plan); give the plan file with INA_PLAN") from None
-    return fetch(controller, job, timeout=timeout)
+        job_id = int(job)
+    except ValueError:
+        raise InaConfigError(f"INA_JOB must be the job's id (a number), got {job!r}") from None
+    client = JobClient(controller, timeout=min(timeout, 30.0))
+    try:
+        return client.get_plan(job_id)
+    except (JobServiceError, PlanFormatError) as exc:
+        raise InaConfigError(f"job {job_id} from {controller}: {exc}") from None
+    finally:
+        client.close()
 
 
 def make_transport(options: InaOptions, plan, me):

@@ -3,9 +3,10 @@
 ``LocalInaJob`` starts ``python -m worker.torch_backend.local_network`` which builds the in-process
 network of a topology (softswitch switches running p4src/ina.p4, on the wall clock), plans the job
 with the controller's planner, installs it into the switches, runs the aggregation server agent and
-opens one attach endpoint per worker host. It prints one JSON line (the plan and the endpoints) and
-runs until its stdin closes, so it never outlives the parent. Worker processes then join with
-``INA_PLAN`` and ``INA_TRANSPORT=attach:HOST:PORT`` (``worker_env(rank)``).
+opens one attach endpoint per worker host, and serves the plan with the controller's job service.
+It prints one JSON line (job service address, job id, endpoints) and runs until its stdin closes, so
+it never outlives the parent. Worker processes join with INA_CONTROLLER, INA_JOB and
+INA_TRANSPORT=attach:HOST:PORT (``worker_env(rank)``).
 """
 
 from __future__ import annotations
@@ -52,12 +53,13 @@ class LocalInaJob:
         info = json.loads(line)
         self.endpoints = {int(r): tuple(ep) for r, ep in info["endpoints"].items()}
         self.switches = info["switches"]
+        self.controller, self.job_id = info["controller"], info["job_id"]
         return self
 
     def worker_env(self, rank: int) -> dict:
         host, port = self.endpoints[rank]
-        return {"INA_PLAN": str(self.plan_path), "INA_TRANSPORT": f"attach:{host}:{port}",
-                "INA_RTO": str(self.rto)}
+        return {"INA_CONTROLLER": self.controller, "INA_JOB": str(self.job_id),
+                "INA_TRANSPORT": f"attach:{host}:{port}", "INA_RTO": str(self.rto)}
 
     def __exit__(self, *exc) -> None:
         self._stop()
@@ -93,7 +95,8 @@ def _readline(proc: subprocess.Popen, timeout: float) -> str:
 # -- the child process -------------------------------------------------------------------------------
 
 def serve(topology: str, n_workers: int, job_id: int, plan_out: str) -> None:
-    from controller.planner import PlanOptions, plan_job
+    from controller.jobservice import JobManager, JobServer
+    from controller.planner import PlanOptions
     from controller.topology_yaml import load_topology
     from server.agent import ServerAgent
     from topologies.inprocess.fabric import AttachServer, InProcessNetwork
@@ -107,18 +110,23 @@ def serve(topology: str, n_workers: int, job_id: int, plan_out: str) -> None:
                          f"{n_workers} workers and a server are needed")
     loop = RealTimeLoop()
     net = InProcessNetwork(topo, loop=loop, seed=0)
-    plan = plan_job(topo, workers[:n_workers], servers[:1], PlanOptions(job_id=job_id))
     net.install_routes()
-    net.install_job(plan)
+    # the controller's job service plans the job and installs it into the switches; the workers
+    # fetch the plan from it over gRPC
+    manager = JobManager(topo, installer=net)
+    plan, _ = manager.register(workers[:n_workers], servers[:1], PlanOptions(job_id=job_id))
+    jobs = JobServer(manager).start()
     server = ServerAgent(net.transport(servers[0]), servers[0])
     server.add_job(plan)
     attach = AttachServer(net, hosts=[w.name for w in plan.workers])
     Path(plan_out).write_text(plan.to_json())
     endpoints = {w.rank: attach.endpoints[w.name] for w in plan.workers}
-    print(json.dumps({"endpoints": endpoints, "switches": sorted(net.switches)}), flush=True)
+    print(json.dumps({"endpoints": endpoints, "switches": sorted(net.switches), "controller": jobs.address,
+                      "job_id": plan.job_id}), flush=True)
     loop.add_reader(sys.stdin, lambda: loop.stop() if not os.read(sys.stdin.fileno(), 4096) else None)
     loop.run_forever()
     attach.close()
+    jobs.stop()
     stats = net.switch_stats()
     print(json.dumps({"switch_stats": stats}, default=str), file=sys.stderr, flush=True)
 
