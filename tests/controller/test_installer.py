@@ -99,3 +99,27 @@ def test_unreachable_switch_is_named():
     inst = Installer(topo, addresses={"l1": "127.0.0.1:1"}, timeout=1)
     with pytest.raises(P4RuntimeError, match="switch l1: no P4Runtime server at 127.0.0.1:1"):
         inst.install_topology(["l1"])
+
+
+def test_cli_install_and_counters(network, tmp_path, capsys):
+    from google.protobuf import text_format
+
+    from controller.cli import main
+    from controller.topology_yaml import save_topology
+
+    topo, inst = network
+    p4info = tmp_path / "ina.p4info.txtpb"
+    p4info.write_text(text_format.MessageToString(inst.p4info))
+    config = tmp_path / "ina.p4"
+    config.write_bytes(inst.device_config)
+    topo_file = tmp_path / "ls.yaml"
+    save_topology(topo, topo_file)
+    addr = [a for s in topo.switches for a in ("--address", f"{s.name}={inst.addresses[s.name]}")]
+    code = main(["install", str(topo_file), "--p4info", str(p4info), "--device-config", str(config), *addr,
+                 "--workers", "h1", "h2", "--server", "h9", "--plan-out", str(tmp_path / "plan.json")])
+    out = capsys.readouterr().out
+    assert code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 3 entries written" in out
+    assert _jobs(inst, "l1") == {(1, 0): [0, 0, 64, 2, 1, 0]}
+    code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out
