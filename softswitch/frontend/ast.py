@@ -1,0 +1,43 @@
+"""AST of the P4_16 subset: one generic node class; `kind` says what it is, attributes hold the parts.
+
+Kinds and their attributes are listed in parser.py next to the grammar rule that builds them.
+"""
+
+from __future__ import annotations
+
+
+class Node:
+    __slots__ = ("kind", "pos", "a")
+
+    def __init__(self, kind: str, pos, **attrs):
+        self.kind, self.pos, self.a = kind, pos, attrs
+
+    def __getattr__(self, name):
+        try:
+            return self.a[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def get(self, name, default=None):
+        return self.a.get(name, default)
+
+    def __repr__(self):
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.a.items())
+        return f"{self.kind}({inner})"
+
+
+class Annotation:
+    __slots__ = ("name", "args", "pos")
+
+    def __init__(self, name, args, pos):
+        self.name, self.args, self.pos = name, args, pos     # args: list of tokens' values (str/int/ident)
+
+    def __repr__(self):
+        return f"@{self.name}{self.args!r}"
+
+
+def find_annotation(annos, name):
+    for a in annos or ():
+        if a.name == name:
+            return a
+    return None

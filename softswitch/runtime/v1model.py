@@ -1,0 +1,270 @@
+"""The v1model architecture as BMv2's simple_switch runs it: parser -> verifyChecksum -> ingress ->
+packet replication (clone I2E, resubmit, multicast, drop, unicast) -> egress (clone E2E, drop) ->
+computeChecksum -> deparser (-> recirculate). One Runtime per switch holds the state generated code uses.
+
+instance_type values are BMv2's: 0 normal, 1 ingress clone, 2 egress clone, 4 recirculated,
+5 replicated (multicast), 6 resubmitted.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from collections import deque
+
+from .externs import CounterState, RegisterState
+from .support import ExitCtl
+from .tables import TableState
+
+DROP_PORT = 511
+PKT_NORMAL, PKT_INGRESS_CLONE, PKT_EGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT = 0, 1, 2, 4, 5, 6
+MAX_PASSES = 17           # a received packet may go through ingress at most this often (resubmit/recirculate)
+
+
+class PacketState:
+    """Per-packet side effects of externs (clone, resubmit, digests...) and the current standard_metadata."""
+
+    __slots__ = ("sm", "digests", "clone", "resubmit", "recirculate", "truncate", "payload")
+
+    def __init__(self):
+        self.sm = None
+        self.digests = []
+        self.clone = self.resubmit = self.recirculate = self.truncate = None
+        self.payload = b""
+
+
+class Runtime:
+    """What a generated module's build(RT) binds to: tables, registers, counters and helpers."""
+
+    def __init__(self, info, log=None):
+        self.info = info
+        self.state = PacketState()
+        self.tables = {t.name: TableState(t, info.actions, self.state) for t in info.tables}
+        self.registers = {r.name: RegisterState(r) for r in info.registers}
+        self.counters = {c.name: CounterState(c, self.state) for c in info.counters}
+        self.log = log
+        self.assert_failures = 0
+        self._random = _random.Random()
+
+    # used by generated code
+    def table(self, name):
+        return self.tables[name]
+
+    def register_values(self, name):
+        return self.registers[name].values
+
+    def counter(self, name):
+        return self.counters[name]
+
+    @staticmethod
+    def lookahead(data, off, width):
+        from .support import ParserError
+        end = off + width
+        if end > len(data) * 8:
+            raise ParserError(1)
+        b0, b1 = off >> 3, (end + 7) >> 3
+        v = int.from_bytes(data[b0:b1], "big")
+        return (v >> ((b1 << 3) - end)) & ((1 << width) - 1)
+
+    @staticmethod
+    def advance(data, off, nbits):
+        from .support import ParserError
+        if off + nbits > len(data) * 8:
+            raise ParserError(1)
+        return off + nbits
+
+    def random(self, lo, hi):
+        return self._random.randint(lo, hi) if lo <= hi else lo
+
+    def assert_failed(self, where):
+        self.assert_failures += 1
+        if self.log:
+            self.log(f"assert/assume failed at {where}")
+
+    def log_msg(self, fmt, values):
+        if not self.log:
+            return
+        parts = fmt.split("{}")
+        msg = parts[0]
+        for i, p in enumerate(parts[1:]):
+            msg += (str(values[i]) if i < len(values) else "{}") + p
+        self.log(msg)
+
+
+class Pipeline:
+    """Runs packets through a program's generated blocks; returns [(egress_port, bytes)]."""
+
+    def __init__(self, blocks, runtime, pre, stats):
+        self.b = blocks
+        self.rt = runtime
+        self.pre = pre
+        self.stats = stats
+        self.digests = []          # (name, values) produced by the last process() call
+        self.t0 = time.monotonic()
+
+    def _now(self):
+        return int((time.monotonic() - self.t0) * 1e6)
+
+    def _preserve(self, meta, index):
+        if index is None or index < 0:
+            return None
+        fields = self.b["field_lists"].get(index, ())
+        vals = []
+        for f in fields:
+            v = getattr(meta, f)
+            vals.append((f, v.copy() if hasattr(v, "copy") else v))
+        return vals
+
+    def _restore(self, meta, preserved):
+        if preserved:
+            for f, v in preserved:
+                setattr(meta, f, v.copy() if hasattr(v, "copy") else v)
+
+    def process(self, port, data):
+        out = []
+        self.digests = []
+        jobs = deque([(data, port, PKT_NORMAL, None)])
+        passes = 0
+        while jobs:
+            job = jobs.popleft()
+            passes += 1
+            if passes > MAX_PASSES:
+                self.stats["loop_limit_drops"] += 1
+                self.stats["dropped"] += 1
+                continue
+            try:
+                self._ingress(*job, jobs, out)
+            except Exception as e:                       # a bug or an unsupported corner: drop, count, go on
+                self.stats["errors"] += 1
+                self.stats["dropped"] += 1
+                if self.rt.log:
+                    self.rt.log(f"packet dropped: internal error {type(e).__name__}: {e}")
+        return out
+
+    def _parse(self, data, port, itype):
+        b = self.b
+        hdr, meta, sm = b["new_hdr"](), b["new_meta"](), b["new_sm"]()
+        sm.ingress_port = port
+        sm.packet_length = len(data)
+        sm.instance_type = itype
+        sm.ingress_global_timestamp = self._now()
+        PS = self.rt.state
+        PS.sm = sm
+        off, err = b["parser"](data, hdr, meta, sm)
+        sm.parser_error = err
+        if err:
+            self.stats["parser_errors"] += 1
+        return hdr, meta, sm, data[(off + 7) >> 3:]
+
+    def _ingress(self, data, port, itype, preserved, jobs, out):
+        b = self.b
+        PS = self.rt.state
+        hdr, meta, sm, payload = self._parse(data, port, itype)
+        self._restore(meta, preserved)
+        PS.digests = []
+        PS.clone = PS.resubmit = PS.recirculate = PS.truncate = None
+        PS.payload = payload
+        try:
+            b["verify"](hdr, meta)
+        except ExitCtl:
+            pass
+        try:
+            b["ingress"](hdr, meta, sm)
+        except ExitCtl:
+            pass
+        if PS.digests:
+            self.digests.extend(PS.digests)
+        clone, resub = PS.clone, PS.resubmit
+        if clone is not None and clone[0] == "I2E":
+            self._clone_i2e(data, port, meta, clone, jobs, out)
+        if resub is not None:
+            self.stats["resubmitted"] += 1
+            jobs.append((data, port, PKT_RESUBMIT, self._preserve(meta, resub)))
+            return
+        grp = sm.mcast_grp
+        if grp:
+            reps = self.pre.groups.get(grp)
+            if not reps:
+                self.stats["dropped"] += 1
+                return
+            last = len(reps) - 1
+            for i, (p, rid) in enumerate(reps):
+                if i == last:
+                    h, m, s = hdr, meta, sm
+                else:
+                    h, m, s = hdr.copy(), meta.copy(), sm.copy()
+                s.instance_type = PKT_REPLICATION
+                self.stats["replicated"] += 1
+                self._egress(h, m, s, p, rid, payload, jobs, out, 0)
+            return
+        if sm.egress_spec == DROP_PORT:
+            self.stats["dropped"] += 1
+            return
+        self._egress(hdr, meta, sm, sm.egress_spec, 0, payload, jobs, out, 0)
+
+    def _clone_i2e(self, data, port, meta, clone, jobs, out):
+        _, sid, fl = clone
+        sess = self.pre.sessions.get(sid)
+        if sess is None:
+            return
+        reps, trunc = sess
+        preserved = self._preserve(meta, fl)
+        for p, rid in reps:
+            # BMv2 parses the original packet again for an ingress-to-egress clone
+            h2, m2, s2, pay2 = self._parse(data, port, PKT_INGRESS_CLONE)
+            self._restore(m2, preserved)
+            self.stats["cloned"] += 1
+            self._egress(h2, m2, s2, p, rid, pay2, jobs, out, 1, trunc)
+
+    def _egress(self, hdr, meta, sm, port, rid, payload, jobs, out, depth, clone_trunc=0):
+        b = self.b
+        PS = self.rt.state
+        sm.egress_port = port
+        sm.egress_rid = rid
+        sm.egress_global_timestamp = self._now()
+        PS.sm = sm
+        PS.clone = PS.recirculate = PS.truncate = None
+        PS.payload = payload
+        try:
+            b["egress"](hdr, meta, sm)
+        except ExitCtl:
+            pass
+        clone, recirc, trunc = PS.clone, PS.recirculate, PS.truncate
+        if clone is not None and clone[0] == "E2E" and depth < 8:
+            sess = self.pre.sessions.get(clone[1])
+            if sess is not None:
+                reps, ctrunc = sess
+                preserved = self._preserve(meta, clone[2])
+                for p, r in reps:
+                    m2 = b["new_meta"]()
+                    self._restore(m2, preserved)
+                    s2 = b["new_sm"]()
+                    s2.ingress_port = sm.ingress_port
+                    s2.packet_length = sm.packet_length
+                    s2.instance_type = PKT_EGRESS_CLONE
+                    self.stats["cloned"] += 1
+                    self._egress(hdr.copy(), m2, s2, p, r, payload, jobs, out, depth + 1, ctrunc)
+                PS.sm = sm
+        if sm.egress_spec == DROP_PORT:
+            self.stats["dropped"] += 1
+            return
+        try:
+            b["compute"](hdr, meta)
+        except ExitCtl:
+            pass
+        parts = []
+        try:
+            b["deparser"](parts, hdr)
+        except ExitCtl:
+            pass
+        parts.append(payload)
+        frame = b"".join(parts)
+        if recirc is not None:
+            self.stats["recirculated"] += 1
+            jobs.append((frame, sm.ingress_port, PKT_RECIRC, self._preserve(meta, recirc)))
+            return
+        if trunc:
+            frame = frame[:trunc]
+        if clone_trunc:
+            frame = frame[:clone_trunc]
+        out.append((port, frame))

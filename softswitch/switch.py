@@ -1,0 +1,192 @@
+"""Switch: one running v1model device executing a compiled program, with its control API (by P4 name).
+
+One lock serialises packet processing and control-plane writes. Callbacks (packet-in, digests,
+transmit) run after the lock is released, so they may call back into the switch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .runtime.pre import PRE
+from .runtime.tables import (ConstDefaultAction, EntryExists, EntryNotFound, Exact, InvalidEntry, Lpm,  # noqa: F401
+                             Optional, Range, TableEntry, TableError, TableFull, Ternary)
+from .runtime.v1model import Pipeline, Runtime
+
+STAT_KEYS = ("received", "transmitted", "dropped", "parser_errors", "malformed", "errors", "resubmitted",
+             "recirculated", "cloned", "replicated", "to_cpu", "from_cpu", "digests", "loop_limit_drops")
+
+
+def _by_name(items: dict, name: str, kind: str):
+    if name in items:
+        return items[name]
+    short = [v for k, v in items.items() if k.rsplit(".", 1)[-1] == name]
+    if len(short) == 1:
+        return short[0]
+    known = ", ".join(sorted(items)) or "none"
+    raise KeyError(f"no {kind} named {name!r} (known: {known})")
+
+
+class Switch:
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
+        self.device_id = device_id
+        self.cpu_port = cpu_port
+        self.name = name
+        self.log = log
+        self.on_packet_in = None        # callable(frame_bytes): frames the pipeline sends to cpu_port
+        self.on_digest = None           # callable(digest_name, values_dict)
+        self.on_transmit = None         # callable(port, frame_bytes): frames produced by packet_out()
+        self._lock = threading.RLock()
+        self.stats = {k: 0 for k in STAT_KEYS}
+        self.pre = PRE()
+        self.load(prog)
+
+    # ------------------------------------------------------------------ pipeline
+    def load(self, prog):
+        """Replaces the pipeline (SetForwardingPipelineConfig): all tables, externs and PRE state are cleared."""
+        with self._lock:
+            self.prog = prog
+            self.info = prog.info
+            self.runtime = Runtime(prog.info, self.log)
+            self.pre = PRE()
+            blocks = prog.build(self.runtime)
+            self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+
+    def process(self, port, frame):
+        """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
+        try:
+            data = bytes(frame)
+        except Exception:
+            self.stats["malformed"] += 1
+            return []
+        if not isinstance(port, int) or not 0 <= port < 512:
+            self.stats["malformed"] += 1
+            return []
+        with self._lock:
+            self.stats["received"] += 1
+            out = self.pipeline.process(port, data)
+            digests = self.pipeline.digests
+            self.pipeline.digests = []
+            self.stats["digests"] += len(digests)
+            result = []
+            to_cpu = []
+            for p, f in out:
+                if p == self.cpu_port and self.cpu_port is not None and self.on_packet_in is not None:
+                    to_cpu.append(f)
+                else:
+                    result.append((p, f))
+                if p == self.cpu_port:
+                    self.stats["to_cpu"] += 1
+            self.stats["transmitted"] += len(out)
+            on_pi, on_dg = self.on_packet_in, self.on_digest
+        for f in to_cpu:
+            self._callback(on_pi, f)
+        if on_dg is not None:
+            for name, values in digests:
+                self._callback(on_dg, name, values)
+        return result
+
+    def _callback(self, fn, *args):
+        try:
+            fn(*args)
+        except Exception as e:          # a broken callback must not kill the packet path
+            if self.log:
+                self.log(f"{self.name}: callback {fn!r} failed: {e}")
+
+    def packet_out(self, frame):
+        """Injects a frame from the controller on cpu_port; returns and (if set) transmits the outputs."""
+        if self.cpu_port is None:
+            raise RuntimeError(f"{self.name}: packet_out needs a cpu_port")
+        self.stats["from_cpu"] += 1
+        out = self.process(self.cpu_port, frame)
+        if self.on_transmit is not None:
+            for p, f in out:
+                self._callback(self.on_transmit, p, f)
+        return out
+
+    # ------------------------------------------------------------------ tables
+    def table(self, name):
+        return _LockedTable(_by_name(self.runtime.tables, name, "table"), self._lock)
+
+    def tables(self):
+        return [self.table(n) for n in self.runtime.tables]
+
+    def direct_counter_of(self, table, entry):
+        with self._lock:
+            t = _by_name(self.runtime.tables, table, "table") if isinstance(table, str) else table._t
+            e = t.find(entry)
+            if e is None:
+                raise EntryNotFound(f"table {t.name}: no entry with this key")
+            return e.packets, e.bytes
+
+    # ------------------------------------------------------------------ externs
+    def register(self, name):
+        return _Locked(_by_name(self.runtime.registers, name, "register"), self._lock)
+
+    def counter(self, name):
+        return _Locked(_by_name(self.runtime.counters, name, "counter"), self._lock)
+
+    # ------------------------------------------------------------------ packet replication engine
+    def set_multicast_group(self, group_id, replicas):
+        with self._lock:
+            self.pre.set_group(group_id, replicas)
+
+    def delete_multicast_group(self, group_id):
+        with self._lock:
+            self.pre.delete_group(group_id)
+
+    def multicast_groups(self):
+        with self._lock:
+            return {g: list(r) for g, r in self.pre.groups.items()}
+
+    def set_clone_session(self, session_id, replicas, truncate=0):
+        with self._lock:
+            self.pre.set_session(session_id, replicas, truncate)
+
+    def delete_clone_session(self, session_id):
+        with self._lock:
+            self.pre.delete_session(session_id)
+
+    def clone_sessions(self):
+        with self._lock:
+            return {s: (list(r), t) for s, (r, t) in self.pre.sessions.items()}
+
+
+class _Locked:
+    """Wraps a register/counter state so each call holds the switch's lock."""
+
+    def __init__(self, obj, lock):
+        self._o, self._lock = obj, lock
+
+    @property
+    def size(self):
+        return self._o.size
+
+    @property
+    def info(self):
+        return self._o.info
+
+    @property
+    def name(self):
+        return self._o.name
+
+    def __getattr__(self, attr):
+        fn = getattr(self._o, attr)
+        if not callable(fn):
+            return fn
+
+        def locked(*a, **k):
+            with self._lock:
+                return fn(*a, **k)
+        return locked
+
+
+class _LockedTable(_Locked):
+    @property
+    def _t(self):
+        return self._o
+
+    @property
+    def default(self):
+        with self._lock:
+            return self._o.default

@@ -1,0 +1,59 @@
+"""Helpers for softswitch's own tests: compile a test program, run frames, build P4 snippets."""
+
+import os
+import textwrap
+
+from softswitch.compiler import compile_program, compile_source
+from softswitch.switch import Switch
+
+PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+
+
+def program(name, **kw):
+    return compile_program(os.path.join(PROGRAMS, name), **kw)
+
+
+def switch(name, **kw):
+    return Switch(program(name), **kw)
+
+
+def source(text, filename="test.p4", **kw):
+    return compile_source(textwrap.dedent(text), filename, **kw)
+
+
+# A v1model skeleton around one ingress body: ethernet parsed, everything else given by the test.
+V1_TEMPLATE = """
+#include <core.p4>
+#include <v1model.p4>
+header ethernet_t {{ bit<48> dst; bit<48> src; bit<16> etype; }}
+{decls}
+struct headers_t {{ ethernet_t eth; {hdr_fields} }}
+struct meta_t {{ {meta_fields} }}
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    {parser}
+}}
+control VC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    {ingress}
+}}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {{
+    {egress}
+}}
+control CC(inout headers_t hdr, inout meta_t meta) {{ apply {{ }} }}
+control D(packet_out pkt, in headers_t hdr) {{
+    apply {{ {deparser} }}
+}}
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def v1(ingress, decls="", hdr_fields="", meta_fields="", egress="apply { }",
+       parser="state start { pkt.extract(hdr.eth); transition accept; }",
+       deparser="pkt.emit(hdr);", **kw):
+    text = V1_TEMPLATE.format(decls=decls, hdr_fields=hdr_fields, meta_fields=meta_fields, parser=parser,
+                              ingress=ingress, egress=egress, deparser=deparser)
+    return compile_source(text, "t.p4", **kw)
+
+
+def eth(dst=0x020000000002, src=0x020000000001, etype=0x88B5, payload=b""):
+    return dst.to_bytes(6, "big") + src.to_bytes(6, "big") + etype.to_bytes(2, "big") + payload
