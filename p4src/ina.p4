@@ -184,7 +184,9 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                        (dup ? (bit<8>)VERDICT_DUPLICATE :
                        (add ? (bit<8>)VERDICT_ABSORBED :
                        (fresh ? (bit<8>)VERDICT_ABSORBED : (bit<8>)VERDICT_STALE)))));
-        hdr.ina.flags = hdr.ina.flags
+        /* A sum completed here is new data even if a retransmission completed it: RETX cleared.
+           RETX alone = a contribution passed up raw; STORED|RETX = a stored sum answered again. */
+        hdr.ina.flags = (completes ? (hdr.ina.flags & ~((bit<8>)FLAG_RETX)) : hdr.ina.flags)
                         | (complete ? (bit<8>)(FLAG_STORED | FLAG_RETX) : 8w0)
                         | (released ? (bit<8>)FLAG_RETX : 8w0)
                         | ((emit && new_ovf == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0);

@@ -155,7 +155,7 @@ class Hosts:
             assert [h.switch_id for h in pkt.hops] == [SERVER_NODE], "switches popped their hops"
             if seq not in self.server_sums:
                 assert not pkt.header.has(C.FLAG_RETX) or pkt.header.has(C.FLAG_STORED), \
-                    "a first arrival is a complete sum"
+                    "a first arrival is a complete sum, never a raw contribution passed up"
                 self.server_sums[seq] = pkt.values.copy()
             for worker in range(4):
                 self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq]))

@@ -61,6 +61,7 @@ def _one_chunk_transmissions(ina_program) -> int:
 def test_every_single_fault_in_a_chunk(ina_program, fault):
     count = _one_chunk_transmissions(ina_program)
     assert count == 19
+    recoveries = {C.STAT_GRAD_STORED_ANSWER: 0, C.STAT_GRAD_RELEASED_FORWARD: 0, C.STAT_GRAD_DUPLICATE: 0}
     for victim in range(count):
         def tap(index, src, dst, frame, victim=victim):
             if index != victim:
@@ -74,6 +75,14 @@ def test_every_single_fault_in_a_chunk(ina_program, fault):
             src, dst, header = fabric.transmissions[victim]
             raise AssertionError(f"{fault} of transmission {victim} ({src} -> {dst}, flags "
                                  f"0x{header.flags:02x}): {e}") from None
+        for stat in recoveries:
+            recoveries[stat] += sum(sw.counter("InaIngress.ina_stats").read(C.NUM_STATS + stat)[0]
+                                    for sw in fabric.switches.values())
+    # the faults drove the switches through every recovery path of the slot state machine
+    if fault == "loss":
+        assert all(recoveries.values()), recoveries
+    else:
+        assert recoveries[C.STAT_GRAD_DUPLICATE] > 0, recoveries
 
 
 def test_every_worker_order(ina_program):

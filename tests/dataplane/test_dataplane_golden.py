@@ -38,8 +38,9 @@ def test_golden_grad_aggregated_and_rewritten(ina_program_k4):
     assert sw.process(1, _frame(zeros)) == []
     out = sw.process(2, _frame(golden))
     assert len(out) == 1 and out[0][0] == 3                       # hop 0's egress port
-    # expected: hop 0 deleted, hop_count 1, contributor = switch 7, values = the golden values
-    expected = golden[:1] + b"\x01" + golden[2:12] + b"\x00\x07" + golden[14:16] + golden[24:]
+    # expected: hop 0 deleted, hop_count 1, RETX cleared (a sum completed here is new data),
+    # contributor = switch 7, values = the golden values (the other child sent zeros)
+    expected = golden[:1] + b"\x01\x00" + golden[3:12] + b"\x00\x07" + golden[14:16] + golden[24:]
     assert out[0][1] == _frame(expected)
 
 
