@@ -286,6 +286,10 @@ class LabNetwork:
     def stop(self) -> list[str]:
         """Stop switches and hosts, delete interfaces; returns anything that could not be removed."""
         if self.net is not None:
+            for sw in self.net.switches:     # before mininet deletes the links under them
+                stop_proc = getattr(sw, "stop_process", None)
+                if stop_proc:
+                    stop_proc()
             try:
                 self.net.stop()
             except Exception as exc:   # a half-built net: fall through to the recorded resources

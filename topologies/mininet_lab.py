@@ -101,7 +101,8 @@ class MininetLab:
     """Network + controller + one job + agents. ``start``, then ``allreduce``/``counters``, ``stop``."""
 
     def __init__(self, topology_path: str, workers=None, server: str | None = None, target: str = "softswitch",
-                 program: str | None = None, values: int = 2048, log=print, plan_options=None):
+                 program: str | None = None, values: int = 2048, log=print, plan_options=None,
+                 p4info: str | None = None, device_config: str | None = None):
         from controller.topology_yaml import load_topology
 
         self.topo = load_topology(topology_path)
@@ -111,6 +112,7 @@ class MininetLab:
         self.log = log
         self.network = LabNetwork(self.spec, target=target, program=program, log=log)
         self.plan_options = plan_options
+        self.p4info, self.device_config = p4info, device_config
         self.plan = None
         self.installer = None
         self.workdir = Path(tempfile.mkdtemp(prefix="ina-lab-"))
@@ -142,12 +144,15 @@ class MininetLab:
         return self
 
     def _install(self) -> None:
+        """Routes and the job over P4Runtime. A switch started with a program reports its own P4Info;
+        one started with --no-p4 (BMv2) first gets the pipeline from --p4info/--device-config."""
         from controller.installer import Installer
 
-        addresses = self.network.grpc_addresses()
-        self.installer = Installer(self.topo, addresses=addresses)
-        self.installer.connect()
-        self.installer.install_routes()
+        self.installer = Installer(self.topo, self.p4info, self.device_config,
+                                   addresses=self.network.grpc_addresses())
+        if self.p4info and self.device_config:
+            self.installer.push_pipeline()
+        self.installer.install_topology()
         self.installer.install_job(self.plan)
 
     def _start_agents(self) -> None:
@@ -286,6 +291,8 @@ def main(argv=None) -> int:
     ap.add_argument("topology", nargs="?", help="topology YAML (topologies/*.yaml)")
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument("--program", help="P4 program (softswitch) or compiled JSON (bmv2); default p4src/ina.p4")
+    ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
+    ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
     ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")
     ap.add_argument("--server", help="aggregation server host (default: role hint)")
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
@@ -305,7 +312,8 @@ def main(argv=None) -> int:
     install_signal_handlers()
     lab = None
     try:
-        lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values)
+        lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values,
+                         p4info=args.p4info, device_config=args.device_config)
         lab.start()
         print(lab.plan_text())
         if args.rounds:

@@ -143,9 +143,12 @@ class P4Switch(Switch):
             raise SwitchStartError(f"{self.name} ({self.target.name}): {exc}; log: {self.log_path}\n"
                                    + tail(self.log_path)) from None
 
-    def stop(self, deleteIntfs: bool = True) -> None:
+    def stop_process(self) -> None:
         stop_process(self.proc)
         self.proc = None
+
+    def stop(self, deleteIntfs: bool = True) -> None:
+        self.stop_process()
         super().stop(deleteIntfs)
 
     def describe(self) -> str:
