@@ -1,7 +1,7 @@
 """protocol/constants.py must hold exactly the values of p4src/include/ina_constants.p4.
 
 The P4 include is read with a small #define reader (plain integer literals only, which the include
-promises); every P4 define must exist in Python with the same value, and every protocol constant in
+promises) and cross-checked with softswitch's preprocessor; every P4 define must exist in Python with the same value, and every protocol constant in
 Python must come from the P4 file.
 """
 
@@ -22,6 +22,20 @@ def read_p4_defines(path: Path) -> dict[str, int]:
         if m and m.group(2) is not None:                 # skip the include guard (no value)
             defines[m.group(1)] = int(m.group(2), 0)
     return defines
+
+
+def test_softswitch_preprocessor_agrees():
+    """The macro table the P4 compiler actually sees (softswitch's preprocessor) holds the same values."""
+    from softswitch.frontend.preprocess import Preprocessor
+
+    pp = Preprocessor()
+    pp.run_file(str(P4_CONSTANTS))
+    seen = {name: int("".join(t.text for t in m.body), 0) for name, m in pp.macros.items()
+            if m.params is None and m.body}
+    assert seen == read_p4_defines(P4_CONSTANTS)
+    overridden = Preprocessor(defines={"VALUES_PER_PACKET": "32"})
+    overridden.run_file(str(P4_CONSTANTS))
+    assert [t.text for t in overridden.macros["VALUES_PER_PACKET"].body] == ["32"]
 
 
 def test_reader_reads_the_file():
