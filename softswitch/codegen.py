@@ -440,6 +440,9 @@ class CodeGen:
             return e
         if isinstance(ty, ListT) and isinstance(e.type, ListT):
             return e
+        if isinstance(ty, StructLikeT) and isinstance(e.type, ListT) and len(e.items) == len(ty.fields):
+            items = [self.coerce(it, ft, pos, what) for it, (_, ft) in zip(e.items, ty.fields)]
+            return E(None, e.type, items=items)
         raise P4Error(pos, what(e.type, ty) if callable(what) else
                       f"type mismatch in {what}: expected {ty}, got {e.type}")
 
