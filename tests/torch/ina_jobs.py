@@ -1,5 +1,9 @@
 """Jobs the torch tests run the ina backend on.
 
+``switch_job`` (the default, ``ina_job``): the in-process network of topologies/star.yaml in a child
+process: softswitch running p4src/ina.p4, the controller's job service (plan + install) and the
+aggregation server; ranks attach to their hosts over loopback UDP and fetch the plan over gRPC.
+
 ``server_only_job``: kernel UDP on loopback addresses, no switches: every worker's hop list ends at
 the aggregation server, which completes the sums (the real worker and server agents, real packets).
 It exercises the backend's machinery end to end wherever the in-process switch network is absent.
@@ -57,5 +61,26 @@ def server_only_job(n_workers: int, tmp_path: Path, job_id: int = 11):
         loop.close()
 
 
-# the job the torch tests run on
-ina_job = server_only_job
+def softswitch_available() -> bool:
+    try:
+        import softswitch.compiler  # noqa: F401
+        import topologies.inprocess.fabric  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def switch_job(n_workers: int, tmp_path: Path | None = None):
+    """Yields rank -> env (INA_CONTROLLER, INA_JOB, INA_TRANSPORT=attach:...)."""
+    import pytest
+    from worker.torch_backend.local_network import LocalInaJob
+
+    if not softswitch_available():
+        pytest.skip("softswitch / in-process network not importable")
+    with LocalInaJob(n_workers) as job:
+        yield lambda rank: dict(job.worker_env(rank), INA_TIMEOUT="60")
+
+
+# the job the torch tests run on: switches
+ina_job = switch_job
