@@ -12,6 +12,7 @@ encoding and checked when decoding, so a packet built here is always consistent.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 from dataclasses import dataclass, field
@@ -206,6 +207,11 @@ def mac_bytes(mac: str | int | bytes) -> bytes:
     if isinstance(mac, int):
         _check_range("MAC address", mac, 48)
         return mac.to_bytes(6, "big")
+    return _mac_text_bytes(mac)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mac_text_bytes(mac: str) -> bytes:
     parts = mac.split(":")
     if len(parts) != 6 or not all(len(p) == 2 for p in parts):
         raise ProtocolError(f"bad MAC address {mac!r}")
@@ -224,6 +230,11 @@ def ip_bytes(ip: str | int | bytes) -> bytes:
         if len(ip) != 4:
             raise ProtocolError(f"IPv4 address must be 4 bytes, got {len(ip)}")
         return ip
+    return _ip_packed(ip)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ip_packed(ip: str | int) -> bytes:
     try:
         return ipaddress.IPv4Address(ip).packed
     except (ValueError, ipaddress.AddressValueError):

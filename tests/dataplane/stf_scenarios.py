@@ -237,7 +237,12 @@ def pass_through() -> Scenario:
     sparse = grad_hops(fan_in=2, child=1)
     s.packet(2, grad_frame(1, JOB_UNICAST, 4, [1, 2], sparse, flags=C.FLAG_SPARSE))
     s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 4, [1, 2], sparse[1:], flags=C.FLAG_SPARSE))
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_PASSED, 2)
+    s.comment("a full stack of MAX_HOPS entries is parsed and popped")
+    long = [Hop(SWITCH_ID, False, 0, 0, 2)] + [Hop(20 + i, True, 2, 0, 1) for i in range(C.MAX_HOPS - 2)] \
+        + server_hop()
+    s.packet(1, grad_frame(0, JOB_UNICAST, 5, [7], long))
+    s.expect(2, forwarded(0, JOB_UNICAST, 5, [7], long[1:]))
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_PASSED, 3)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 0), 0)
     return s
 
