@@ -30,7 +30,7 @@ from topologies.inprocess.jobs import InProcessJob  # noqa: E402
 from worker.baselines import HostTreeAllreduce, RingAllreduce  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
-METHODS = ("ina", "ps", "ring", "host_tree")
+METHODS = ("ina", "ina_unicast", "ps", "ring", "host_tree")
 
 
 def star(n_workers: int, bandwidth: float, delay: float) -> Topology:
@@ -53,9 +53,16 @@ class Bench:
         self.net.install_routes()
         self.workers = [h.name for h in self.topo.role_hosts("worker")]
         self.server = self.topo.role_hosts("server")[0].name
-        self.job = InProcessJob(self.net, self.workers, [self.server], options=PlanOptions(pool_size=64),
-                                timeout=0.02, retries=10)
-        self.plan = self.job.plan
+        from controller.resources import Resources
+
+        resources, servers = Resources.for_topology(self.topo), {}
+        # INA with multicast results (one RESULT leaves the server) and with unicast reverse paths
+        # (one RESULT per worker leaves the server: its downlink carries N copies)
+        self.jobs = {mode: InProcessJob(self.net, self.workers, [self.server], resources=resources,
+                                        server_agents=servers, timeout=0.02, retries=10,
+                                        options=PlanOptions(pool_size=64, result_mode=result_mode))
+                     for mode, result_mode in (("ina", "multicast"), ("ina_unicast", "unicast"))}
+        self.plan = self.jobs["ina"].plan
 
     def _baselines(self, method: str):
         """Fresh baseline agents (they share BASELINE_UDP_PORT, so one method at a time)."""
@@ -71,8 +78,8 @@ class Bench:
         self.net.reset_stats()
         loop = self.net.loop
         start_wall, start = time.perf_counter(), loop.now()
-        if method == "ina":
-            handles = self.job.start(xs)
+        if method in self.jobs:
+            handles = self.jobs[method].start(xs)
             outs = [h.wait() for h in handles]
         else:
             agents, passive = self._baselines(method)
@@ -107,7 +114,7 @@ def main(argv=None) -> int:
     for n in args.workers:
         bench = Bench(n, args.bandwidth, args.delay)
         print(f"\n{n} workers, 1 server, one switch, {args.bandwidth:g} Mbit/s links (virtual clock)")
-        print(f"{'size':>9} {'method':>9} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
+        print(f"{'size':>9} {'method':>11} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
               f"{'max link KB':>12} {'wall s':>7}")
         kb = args.min_kb
         rng = np.random.default_rng(0)
@@ -121,9 +128,11 @@ def main(argv=None) -> int:
                 r = bench.run(method, xs)
                 row[method] = r
                 wall += r["wall_s"]
-                print(f"{kb:>7}KB {method:>9} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
+                print(f"{kb:>7}KB {method:>11} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
                       f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['wall_s']:>7.1f}",
                       flush=True)
+            row["server_out_ratio_ina_vs_ps"] = (row["ina"]["links"][f"{bench.server}->s1"]
+                                                 / row["ps"]["links"][f"{bench.server}->s1"])
             row["server_in_ratio_ina_vs_ps"] = row["ina"]["server_in"] / row["ps"]["server_in"]
             row["ina_vs_ring_speedup"] = row["ring"]["time_s"] / row["ina"]["time_s"]
             print(f"{'':>9} server bytes INA/PS = {row['server_in_ratio_ina_vs_ps']:.3f} (1/N = {1 / n:.3f}); "

@@ -94,7 +94,7 @@ class ServerAgent:
         self.jobs.pop(job_id, None)
 
     def close(self) -> None:
-        self.transport.unbind(C.INA_UDP_PORT)
+        self.transport.unbind(C.INA_UDP_PORT, self._on_payload)
 
     # -- packets -----------------------------------------------------------------------------------
     def _on_payload(self, payload: bytes, src_ip: str) -> None:

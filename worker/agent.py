@@ -195,7 +195,7 @@ class WorkerAgent:
         if self._closed:
             return
         self._closed = True
-        self.transport.unbind(C.INA_UDP_PORT)
+        self.transport.unbind(C.INA_UDP_PORT, self._on_payload)
         if self._round is not None and not self._round.finished:
             self._round._cleanup()
         for coll in list(self._pending):

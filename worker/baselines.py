@@ -57,6 +57,9 @@ class _Baseline:
     def allreduce(self, array) -> np.ndarray:
         return self.allreduce_async(array).wait()
 
+    def close(self) -> None:
+        self.transport.unbind(BASELINE_UDP_PORT, self._on_payload)
+
 
 class BaselineHandle:
     """A baseline collective in progress (same shape as the worker agent's handle)."""
@@ -78,9 +81,6 @@ class BaselineHandle:
                                      f"is down)")
             self._result = self._finish()
         return self._result
-
-    def close(self) -> None:
-        self.transport.unbind(BASELINE_UDP_PORT)
 
 
 class HostTreeAllreduce(_Baseline):

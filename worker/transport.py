@@ -32,28 +32,33 @@ class Transport:
     ip: str
 
     def __init__(self):
-        self._handlers: dict[int, Handler] = {}
+        self._handlers: dict[int, list[Handler]] = {}
         self.sent_packets = 0
         self.sent_bytes = 0
         self.received_packets = 0
         self.malformed = 0
 
     def bind(self, port: int, handler: Handler) -> None:
-        if port in self._handlers:
-            raise ValueError(f"UDP port {port} is already bound on {self.ip}")
-        self._handlers[port] = handler
+        """Deliver payloads to ``port`` to ``handler`` (several agents of different jobs may share a
+        port: each gets every payload and keeps its own job's)."""
+        self._handlers.setdefault(port, []).append(handler)
 
-    def unbind(self, port: int) -> None:
-        self._handlers.pop(port, None)
+    def unbind(self, port: int, handler: Handler | None = None) -> None:
+        handlers = self._handlers.get(port, [])
+        if handler is None:
+            handlers.clear()
+        elif handler in handlers:
+            handlers.remove(handler)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
         raise NotImplementedError
 
     def _deliver(self, port: int, payload: bytes, src_ip: str) -> None:
-        handler = self._handlers.get(port)
-        if handler is not None:
+        handlers = self._handlers.get(port)
+        if handlers:
             self.received_packets += 1
-            handler(payload, src_ip)
+            for handler in list(handlers):
+                handler(payload, src_ip)
 
     def close(self) -> None:
         self._handlers.clear()
