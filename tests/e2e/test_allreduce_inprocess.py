@@ -127,3 +127,18 @@ def test_overflow_is_reported_not_wrapped():
     for h in job.start(big):
         with pytest.raises(OverflowError, match="overflowed in the network"):
             h.wait()
+
+
+def test_two_jobs_on_the_same_hosts_run_at_once():
+    from controller.resources import Resources
+    from topologies.inprocess.jobs import InProcessJob
+
+    net = network("star")
+    resources, servers = Resources.for_topology(net.topo), {}
+    a = InProcessJob(net, ["h1", "h2", "h3"], ["h5"], resources=resources, server_agents=servers)
+    b = InProcessJob(net, ["h3", "h2", "h1"], ["h5"], resources=resources, server_agents=servers)
+    xa, xb = int_inputs(3, 400, seed=3), float_inputs(3, 400, seed=4)
+    ha, hb = a.start(xa), b.start(xb)
+    for h in ha:
+        np.testing.assert_array_equal(h.wait(), sum(xa))
+    assert_float_close([h.wait() for h in hb], xb)
