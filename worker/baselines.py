@@ -102,6 +102,7 @@ class HostTreeAllreduce(_Baseline):
         self.results: dict[tuple[int, int], np.ndarray] = {}
         self.own: dict[int, np.ndarray] = {}               # op -> this worker's int32 values
         self.chunks_of: dict[int, int] = {}
+        self.result_count: dict[int, int] = {}
 
     def _tree_of(self, op_id: int, n_chunks: int) -> list[int]:
         cursors = [TreeCursor(i, w, 1, [], "") for i, (_, w, _, _) in enumerate(self.trees)]
@@ -121,9 +122,10 @@ class HostTreeAllreduce(_Baseline):
             out = np.concatenate([self.results.pop((op_id, c)) for c in range(n_chunks)]) if n_chunks \
                 else np.zeros(0, np.int32)
             del self.own[op_id]
+            self.result_count.pop(op_id, None)
             return out[:flat.size].astype(dtype).reshape(shape)
 
-        return BaselineHandle(self, lambda: all((op_id, c) in self.results for c in range(n_chunks)),
+        return BaselineHandle(self, lambda: self.result_count.get(op_id, 0) >= n_chunks,
                               finish, "host-tree allreduce")
 
     def on_packet(self, pkt) -> None:
@@ -161,7 +163,10 @@ class HostTreeAllreduce(_Baseline):
         for child in children.get(self.name, []):
             self._send_tagged(C.PKT_TYPE_RESULT, child, op_id, c, values, tree_index)
         if not self.is_server:
-            self.results[(self._full_op(op_id), c)] = values
+            key = (self._full_op(op_id), c)
+            if key not in self.results:
+                self.results[key] = values
+                self.result_count[key[0]] = self.result_count.get(key[0], 0) + 1
 
     def _full_op(self, op_byte: int) -> int:
         base = self.op_counter - 1
