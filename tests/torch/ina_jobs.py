@@ -37,7 +37,7 @@ def loopback_plan(n_workers: int, job_id: int) -> JobPlan:
 
 @contextlib.contextmanager
 def server_only_job(n_workers: int, tmp_path: Path, job_id: int = 11):
-    """Yields the env a rank needs (INA_PLAN, INA_TRANSPORT); the server runs in a thread."""
+    """Yields rank -> env (INA_PLAN, INA_TRANSPORT); the server runs in a thread."""
     from server.agent import ServerAgent
     from worker.loop import RealTimeLoop
     from worker.transport import UdpTransport
@@ -52,7 +52,7 @@ def server_only_job(n_workers: int, tmp_path: Path, job_id: int = 11):
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:
-        yield {"INA_PLAN": str(path), "INA_TRANSPORT": "udp", "INA_TIMEOUT": "30", "INA_RTO": "0.05"}
+        yield lambda rank: {"INA_PLAN": str(path), "INA_TRANSPORT": "udp", "INA_TIMEOUT": "30", "INA_RTO": "0.05"}
     finally:
         loop.stop()
         thread.join(5)
@@ -72,14 +72,15 @@ def softswitch_available() -> bool:
 
 @contextlib.contextmanager
 def switch_job(n_workers: int, tmp_path: Path | None = None):
-    """Yields rank -> env (INA_CONTROLLER, INA_JOB, INA_TRANSPORT=attach:...)."""
+    """Yields the LocalInaJob: ``job.worker_env`` is rank -> env (INA_CONTROLLER, INA_JOB,
+    INA_TRANSPORT=attach:...); after the block, ``job.switch_counters`` holds the P4 counters."""
     import pytest
     from worker.torch_backend.local_network import LocalInaJob
 
     if not softswitch_available():
         pytest.skip("softswitch / in-process network not importable")
     with LocalInaJob(n_workers) as job:
-        yield lambda rank: dict(job.worker_env(rank), INA_TIMEOUT="60")
+        yield job
 
 
 # the job the torch tests run on: switches

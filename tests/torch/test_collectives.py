@@ -18,9 +18,23 @@ DTYPE_EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    with ina_job(WORLD, tmp_path_factory.mktemp("collectives")) as env:
-        return run_ranks(collectives, WORLD, env=env)
+def run(tmp_path_factory):
+    with ina_job(WORLD, tmp_path_factory.mktemp("collectives")) as job:
+        results = run_ranks(collectives, WORLD, env=job.worker_env)
+    return results, job.switch_counters
+
+
+@pytest.fixture(scope="module")
+def results(run):
+    return run[0]
+
+
+def test_the_switch_summed_and_flagged_the_overflow(run):
+    """The P4 program's own counters: s1 completed the job's chunks and flagged the int32 overflow."""
+    counters = run[1]["s1"]
+    assert counters["grad_completed"] > 0
+    assert counters["grad_aggregated"] >= WORLD * counters["grad_completed"] - counters["grad_completed"]
+    assert counters["overflow"] > 0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

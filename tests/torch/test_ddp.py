@@ -14,8 +14,9 @@ def gloo_run():
 
 
 def test_ddp_on_ina_converges_and_keeps_ranks_identical(tmp_path, gloo_run):
-    with ina_job(2, tmp_path) as env:
-        runs = run_ranks(ddp_training, 2, "ina", env=env)
+    with ina_job(2, tmp_path) as job:
+        runs = run_ranks(ddp_training, 2, "ina", env=job.worker_env)
+    assert job.switch_counters["s1"]["grad_completed"] > 0, "gradient buckets must be summed by the switch"
     assert runs[0]["backend"] == "ina"
     start = initial_loss()
     for run in runs:
@@ -28,8 +29,9 @@ def test_ddp_on_ina_converges_and_keeps_ranks_identical(tmp_path, gloo_run):
 
 
 def test_comm_hook_aggregates_through_ina_with_gloo_default_group(tmp_path, gloo_run):
-    with ina_job(2, tmp_path) as env:
-        runs = run_ranks(ddp_training, 2, "gloo", 25, True, env=env)
+    with ina_job(2, tmp_path) as job:
+        runs = run_ranks(ddp_training, 2, "gloo", 25, True, env=job.worker_env)
+    assert job.switch_counters["s1"]["grad_completed"] > 0, "the hook's buckets must be summed by the switch"
     assert runs[0]["backend"] == "gloo"
     np.testing.assert_array_equal(runs[0]["params"], runs[1]["params"])
     np.testing.assert_allclose(runs[0]["params"], gloo_run[0]["params"], atol=1e-4)

@@ -64,6 +64,6 @@ def _init_only(rank, world):
 
 
 def test_work_wait_times_out_instead_of_hanging(tmp_path):
-    with ina_job(2, tmp_path) as env:
-        out = run_ranks(wait_timeout, 2, env=env)
+    with ina_job(2, tmp_path) as job:
+        out = run_ranks(wait_timeout, 2, env=lambda r: dict(job.worker_env(r), INA_TIMEOUT="3"))
     assert out[0].startswith("TimeoutError: ina all_reduce did not complete within 0.5 s"), out[0]

@@ -34,6 +34,7 @@ class LocalInaJob:
         self.startup_timeout = startup_timeout
         self.rto = rto
         self.proc: subprocess.Popen | None = None
+        self.switch_counters: dict = {}     # after exit: per switch, the job's P4 counters
         self._dir: tempfile.TemporaryDirectory | None = None
 
     def __enter__(self) -> "LocalInaJob":
@@ -71,6 +72,9 @@ class LocalInaJob:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=10)
                 err = self.proc.stderr.read()
+                for line in err.splitlines():
+                    if line.startswith('{"switch_counters"'):
+                        self.switch_counters = json.loads(line)["switch_counters"]
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -127,8 +131,21 @@ def serve(topology: str, n_workers: int, job_id: int, plan_out: str) -> None:
     loop.run_forever()
     attach.close()
     jobs.stop()
-    stats = net.switch_stats()
-    print(json.dumps({"switch_stats": stats}, default=str), file=sys.stderr, flush=True)
+    print(json.dumps({"switch_counters": job_counters(net, plan)}), file=sys.stderr, flush=True)
+
+
+def job_counters(net, plan) -> dict:
+    """Per switch, the job's P4 counters (InaIngress.ina_stats): what the data plane itself did."""
+    from protocol import constants as C
+
+    names = {"grad_aggregated": C.STAT_GRAD_AGGREGATED, "grad_completed": C.STAT_GRAD_COMPLETED,
+             "grad_duplicate": C.STAT_GRAD_DUPLICATE, "overflow": C.STAT_OVERFLOW}
+    out = {}
+    for name, sw in net.switches.items():
+        counter = sw.counter("InaIngress.ina_stats")
+        base = plan.job_index * C.NUM_STATS
+        out[name] = {k: counter.read(base + i)[0] for k, i in names.items()}
+    return out
 
 
 def main(argv=None) -> None:
