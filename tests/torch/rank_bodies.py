@@ -168,7 +168,9 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
     if hook:
         import worker.torch_backend as ina
 
-        group = dist.new_group(backend="ina")
+        # job options may also come as pg_options (here: the all_reduce timeout)
+        group = dist.new_group(backend="ina", pg_options=ina.InaOptions(timeout=45.0))
+        assert group.channel.timeout == 45.0
         ddp.register_comm_hook(state=group, hook=ina.ina_allreduce_hook)
     x, y = _data()
     mine = torch.arange(rank, len(y), world)
