@@ -126,15 +126,18 @@ def _delta(after: dict[int, int], before: dict[int, int]) -> dict[int, int]:
 
 
 def make_backend(use_mininet: bool, args):
+    from controller.planner import PlanOptions
+
     workers = args.workers
+    options = PlanOptions(result_mode=args.results)
     if use_mininet:
         from topologies.mininet_lab import MininetLab
 
         return MininetLab(str(args.topology), workers, args.server, args.target, values=args.values,
-                          log=lambda m: print("      " + m, flush=True))
+                          log=lambda m: print("      " + m, flush=True), plan_options=options)
     from topologies.inprocess_lab import InProcessLab
 
-    return InProcessLab(str(args.topology), workers, args.server)
+    return InProcessLab(str(args.topology), workers, args.server, plan_options=options)
 
 
 def main(argv=None) -> int:
@@ -144,6 +147,8 @@ def main(argv=None) -> int:
     ap.add_argument("--server", default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--values", type=int, default=2048, help="int32 values per worker per round")
+    ap.add_argument("--results", choices=("multicast", "unicast"), default="multicast",
+                    help="how sums come back: one multicast down the tree (default) or one unicast per worker")
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument("--inprocess", action="store_true", help="use the in-process network even as root")
     ap.add_argument("--quick", action="store_true", help="4 workers, 2 rounds of 256 values")

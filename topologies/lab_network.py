@@ -72,8 +72,6 @@ class LabSpec:
     links: list[LabLink]
     notes: list[str] = field(default_factory=list)
 
-    grpc_ports: dict[str, int] = field(default_factory=dict)   # switch -> port the file asks for
-
     def host(self, name: str) -> LabHost:
         for h in self.hosts:
             if h.name == name:
@@ -83,17 +81,12 @@ class LabSpec:
     @classmethod
     def from_topology(cls, topo) -> "LabSpec":
         """The launcher's view of a controller ``Topology`` (controller/topology.py)."""
-        grpc = {}
-        for s in topo.switches:
-            if s.grpc:
-                grpc[s.name] = int(s.grpc.rsplit(":", 1)[1])
         return cls(name=topo.name,
                    hosts=[LabHost(h.name, h.ip, h.mac, prefix_len=32, port=_host_port(topo, h.name))
                           for h in topo.hosts],
                    switches=[LabSwitch(s.name, s.device_id) for s in topo.switches],
                    links=[LabLink(l.a, l.a_port, l.b, l.b_port, l.bandwidth or None, l.delay or None,
-                                  l.loss or None) for l in topo.links],
-                   grpc_ports=grpc)
+                                  l.loss or None) for l in topo.links])
 
 
 def _host_port(topo, host: str) -> int:
@@ -147,13 +140,15 @@ class LabNetwork:
     """A LabSpec running in mininet: ``start()``, use ``hosts``/``switches``, ``stop()``."""
 
     def __init__(self, spec: LabSpec, target: str | Target = "softswitch", program: str | None = None,
-                 grpc_base: int = 50100, start_timeout: float = 180.0, log=print):
+                 grpc_base: int = 50100, start_timeout: float = 180.0, log=print, queue_ms: float = 50.0):
         self.spec = spec
         self.target = resolve_target(target) if isinstance(target, str) else target
         if program is None and self.target.name == "softswitch":
             program = str(DEFAULT_PROGRAM)
         self.program = program
         self.grpc_base = grpc_base
+        self.queue_ms = queue_ms
+        self._ports: dict[str, int] = {}
         self.start_timeout = start_timeout
         self.log = log
         self.resources = LabResources()
@@ -162,9 +157,16 @@ class LabNetwork:
 
     # -- addresses the controller needs ------------------------------------------------------------
     def grpc_port(self, switch: LabSwitch) -> int:
-        if switch.name in self.spec.grpc_ports:
-            return self.spec.grpc_ports[switch.name]
-        return self.grpc_base + self.spec.switches.index(switch)
+        """The lab owns its switches, so it picks free loopback ports (a file's grpc addresses are
+        for switches someone else runs); chosen once, at start."""
+        if not self._ports:
+            port = self.grpc_base
+            for s in self.spec.switches:
+                while port_in_use(port):
+                    port += 1
+                self._ports[s.name] = port
+                port += 1
+        return self._ports[switch.name]
 
     def grpc_addresses(self) -> dict[str, str]:
         return {s.name: f"127.0.0.1:{self.grpc_port(s)}" for s in self.spec.switches}
@@ -181,9 +183,6 @@ class LabNetwork:
         leftover = clean_stale(self.log)
         if leftover:
             raise LabError(f"{leftover} resources of an earlier run could not be removed")
-        busy = [p for p in (self.grpc_port(s) for s in self.spec.switches) if port_in_use(p)]
-        if busy:
-            raise LabError(f"gRPC port(s) {busy} already in use on 127.0.0.1 (another lab running?)")
         setLogLevel("critical")
         self.resources.save()
         try:
@@ -211,6 +210,9 @@ class LabNetwork:
             params = {}
             if link.bw_mbps:
                 params["bw"] = float(link.bw_mbps)
+                # tbf's queue holds latency x rate: mininet's default (15 kB worth) drops bursts
+                # that a switch port would buffer
+                params["latency_ms"] = self.queue_ms
             if shaping and link.delay_ms:
                 params["delay"] = f"{link.delay_ms}ms"
             if shaping and link.loss_pct:

@@ -241,7 +241,7 @@ class MininetLab:
         return left
 
 
-def lab_cli(lab: MininetLab) -> None:
+def lab_cli(lab: MininetLab, script: str | None = None) -> None:
     """mininet's CLI with the lab's commands added."""
     from mininet.cli import CLI
 
@@ -274,7 +274,13 @@ def lab_cli(lab: MininetLab) -> None:
             """plan: which switches aggregate, their fan-in, each worker's path"""
             print(lab.plan_text())
 
-    LabCLI(lab.network.net)
+    LabCLI(lab.network.net, script=script)
+
+
+def _plan_options(result_mode: str):
+    from controller.planner import PlanOptions
+
+    return PlanOptions(result_mode=result_mode)
 
 
 def install_signal_handlers() -> None:
@@ -295,6 +301,8 @@ def main(argv=None) -> int:
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
     ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")
     ap.add_argument("--server", help="aggregation server host (default: role hint)")
+    ap.add_argument("--results", choices=("unicast", "multicast"), default="multicast",
+                    help="results down the tree by multicast (default) or unicast per worker")
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
     ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
@@ -313,15 +321,14 @@ def main(argv=None) -> int:
     lab = None
     try:
         lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values,
-                         p4info=args.p4info, device_config=args.device_config)
+                         p4info=args.p4info, device_config=args.device_config,
+                         plan_options=_plan_options(args.results))
         lab.start()
         print(lab.plan_text())
         if args.rounds:
             lab.allreduce(args.rounds)
         if args.script:
-            from mininet.cli import CLI
-
-            CLI(lab.network.net, script=args.script)
+            lab_cli(lab, script=args.script)
         if not args.batch:
             lab_cli(lab)
         return 0

@@ -6,10 +6,10 @@ from topologies.lab_network import LabHost, LabLink, LabSpec, LabSwitch
 
 
 def tiny_spec() -> LabSpec:
-    return LabSpec("tiny", [LabHost("h1", "10.0.0.1", "02:00:00:00:00:01"),
-                            LabHost("h2", "10.0.0.2", "02:00:00:00:00:02")],
-                   [LabSwitch("s1", 1)],
-                   [LabLink("h1", 0, "s1", 1, 100.0), LabLink("h2", 0, "s1", 2, 100.0)])
+    return LabSpec("tiny", [LabHost("lth1", "10.0.0.1", "02:00:00:00:00:01"),
+                            LabHost("lth2", "10.0.0.2", "02:00:00:00:00:02")],
+                   [LabSwitch("lt1", 1)],
+                   [LabLink("lth1", 0, "lt1", 1, 100.0), LabLink("lth2", 0, "lt1", 2, 100.0)])
 
 
 def root_links() -> set[str]:

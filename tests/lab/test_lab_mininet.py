@@ -13,10 +13,13 @@ pytestmark = needs_mininet
 
 
 def _run_lab(topology, workers, rounds, values, check):
+    from controller.planner import PlanOptions
     from topologies.mininet_lab import MininetLab
 
     links_before, netns_before = root_links(), netns_names()
-    lab = MininetLab(os.path.join(REPO, "topologies", topology), workers, values=values, log=lambda m: None)
+    # multicast results: each link then carries one stream per direction when switches aggregate
+    lab = MininetLab(os.path.join(REPO, "topologies", topology), workers, values=values, log=lambda m: None,
+                     plan_options=PlanOptions(result_mode="multicast"))
     try:
         lab.start()
         check(lab)

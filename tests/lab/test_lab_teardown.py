@@ -37,7 +37,7 @@ def test_failed_switch_start_leaves_nothing_behind(tmp_path):
     before = root_links()
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
     lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
-    with pytest.raises(SwitchStartError, match=r"s1 \(dying\): exited with status 3"):
+    with pytest.raises(SwitchStartError, match=r"lt1 \(dying\): exited with status 3"):
         lab.start()
     assert lab.resources.leftovers() == []
     assert root_links() == before
@@ -72,7 +72,7 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     from topologies.lab_state import LabResources
 
     res = LabResources.load(__import__("pathlib").Path(state_path))
-    assert {"s1-eth1", "s1-eth2"} <= root_links()
+    assert {"lt1-eth1", "lt1-eth2"} <= root_links()
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     assert res.leftovers(), "the killed run should have left its network up"
