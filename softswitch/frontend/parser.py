@@ -325,7 +325,7 @@ class Parser:
             return self.table_decl(annos)
         if t.text in _UNSUPPORTED_DECLS:
             self.error(f"{_UNSUPPORTED_DECLS[t.text]} are not supported by softswitch")
-        if self._starts_type():
+        if self._starts_type() or (t.kind == "id" and (self.at("(", 1) or self.at("<", 1))):
             return self.instance_or_var(annos)
         self.error(f"syntax error: unexpected '{t.text}' in a {'parser' if in_parser else 'control'} body")
 
@@ -733,26 +733,26 @@ class Parser:
             if self.at("."):
                 self.next()
                 name = self.ident("a member name")
-                e = Node("Member", name.pos, expr=e, name=name.text)
+                e = Node("Member", e.pos, expr=e, name=name.text, npos=name.pos)
             elif self.at("["):
                 self.next()
                 hi = self.expression()
                 if self.accept(":"):
                     lo = self.expression()
                     self.expect("]")
-                    e = Node("Slice", t.pos, expr=e, hi=hi, lo=lo)
+                    e = Node("Slice", e.pos, expr=e, hi=hi, lo=lo)
                 else:
                     self.expect("]")
-                    e = Node("Index", t.pos, expr=e, index=hi)
+                    e = Node("Index", e.pos, expr=e, index=hi)
             elif self.at("("):
-                e = Node("Call", t.pos, func=e, targs=[], args=self.arguments())
+                e = Node("Call", e.pos, func=e, targs=[], args=self.arguments())
             elif self.at("<") and e.kind in ("Name", "Member") and self._type_args_then_call():
                 self.next()
                 targs = [self.type_ref(allow_tvars=True)]
                 while self.accept(","):
                     targs.append(self.type_ref(allow_tvars=True))
                 self.expect(">")
-                e = Node("Call", t.pos, func=e, targs=targs, args=self.arguments())
+                e = Node("Call", e.pos, func=e, targs=targs, args=self.arguments())
             else:
                 return e
 

@@ -1,0 +1,108 @@
+"""Wrong programs and programs outside the subset: a P4Error 'file:line:col: error: ...', never a traceback."""
+
+import pytest
+
+from softswitch.frontend.errors import P4Error
+from softswitch_testlib import v1
+
+HDR = "header w_t { bit<8> a; bit<16> b; }"
+PARSER = "state start { pkt.extract(hdr.eth); pkt.extract(hdr.w); transition accept; }"
+
+
+def error_of(ingress, decls=HDR, parser=PARSER, meta_fields="bit<8> m;", **kw):
+    with pytest.raises(P4Error) as e:
+        v1(ingress, decls=decls, hdr_fields="w_t w;", parser=parser, meta_fields=meta_fields, **kw)
+    return str(e.value)
+
+
+# line 13 of the template is the ingress body; it starts at column 5
+CASES = [
+    ("apply { hdr.w.a = hdr.w.b; }",
+     "t.p4:13:23: error: cannot assign bit<16> to bit<8> without a cast"),
+    ("apply { hdr.w.a = nosuch; }",
+     "t.p4:13:23: error: undeclared name 'nosuch'"),
+    ("apply { hdr.w.zz = 1; }",
+     "t.p4:13:13: error: header w_t has no field 'zz'"),
+    ("apply { meta.q = 1; }",
+     "t.p4:13:13: error: struct meta_t has no field 'q'"),
+    ("action a(bit<8> x) { } apply { a(1, 2); }",
+     "t.p4:13:36: error: wrong number of arguments to 'a': expected 1, got 2"),
+    ("apply { if (hdr.w.a) { } }",
+     "t.p4:13:17: error: the condition of 'if' must be bool, got bit<8>"),
+    ("apply { hdr.w.b = hdr.w.a + hdr.w.b; }",
+     "t.p4:13:31: error: operands of '+' have different types: bit<8> and bit<16>"),
+    ("apply { hdr.w.a = hdr.w.a[8:1]; }",
+     "t.p4:13:23: error: slice [8:1] is out of range of bit<8>"),
+    ("apply { mark_to_drop(); }",
+     "t.p4:13:13: error: wrong number of arguments to 'mark_to_drop': expected 1, got 0"),
+    ("table t { key = { hdr.w.a: fuzzy; } actions = { NoAction; } } apply { t.apply(); }",
+     "t.p4:13:32: error: undeclared match kind 'fuzzy'"),
+    ("action a() { } table t { key = { hdr.w.a: exact; } actions = { a; } default_action = NoAction(); } "
+     "apply { t.apply(); }",
+     "t.p4:13:90: error: default action NoAction is not in the actions of table t"),
+    ("meter(4, MeterType.packets) m; apply { }",
+     "t.p4:13:5: error: undeclared type 'meter'"),
+    ("apply { hdr.w.a = 1 }",
+     "t.p4:13:25: error: syntax error: expected ';', got '}'"),
+    ("apply { sm.ingress_port = 9w1 ++ 1; }",
+     "t.p4:13:35: error: '++' needs operands with a width, got int"),
+    ("apply { bit<8> x = true; }",
+     "t.p4:13:24: error: cannot initialize bit<8> 'x' with bool"),
+    ("apply { hdr.w.a = (bit<8>)hdr.w; }",
+     "t.p4:13:23: error: cannot cast header w_t to bit<8>"),
+    ("apply { hdr.w.a = 1; } apply { }",
+     "t.p4:13:28: error: control I has two apply blocks"),
+    ("apply { hash(hdr.w.a, HashAlgorithm.crc32_custom, 8w0, {hdr.w.b}, 16w10); }",
+     "t.p4:13:27: error: hash algorithm crc32_custom is not supported by softswitch (supported:"
+     " crc16, crc32, csum16, xor16, identity)"),
+]
+
+
+@pytest.mark.parametrize("ingress,message", CASES)
+def test_wrong_ingress_bodies(ingress, message):
+    assert error_of(ingress) == message
+
+
+def test_extracting_a_non_header():
+    msg = error_of("apply { }", parser="state start { pkt.extract(meta); transition accept; }")
+    assert msg == "t.p4:9:31: error: extract expects a header, got struct meta_t"
+
+
+def test_unknown_parser_state_and_missing_start():
+    msg = error_of("apply { }", parser="state start { transition nowhere; }")
+    assert msg == "t.p4:9:30: error: undeclared parser state 'nowhere'"
+    msg = error_of("apply { }", parser="state begin { transition accept; }")
+    assert msg == "t.p4:8:8: error: parser P has no 'start' state"
+
+
+def test_header_width_must_be_whole_bytes():
+    msg = error_of("apply { }", decls=HDR + " header odd_t { bit<7> x; }")
+    assert msg == "t.p4:5:44: error: header odd_t is 7 bits wide; softswitch (like BMv2) needs a multiple of 8"
+
+
+def test_outside_the_subset():
+    msg = error_of("apply { }", decls=HDR + " header_union u_t { w_t w; }")
+    assert msg == "t.p4:5:37: error: header unions are not supported by softswitch"
+    msg = error_of("apply { }", decls=HDR + " function bit<8> f() { return 1; }")
+    assert msg == "t.p4:5:37: error: function declarations are not supported by softswitch"
+
+
+def test_lexer_errors():
+    msg = error_of("apply { hdr.w.a = 1 $ 2; }")
+    assert msg == "t.p4:13:25: error: unexpected character '$'"
+    msg = error_of("apply { hdr.w.a = 8x5; }")
+    assert msg == "t.p4:13:24: error: malformed number '8x'"
+
+
+GARBAGE = ["", "}", "control", "header h { bit<0> x; }", "#if\n#endif", "struct s { s x; }",
+           "const bit<8> X = 1 / 0;", "V1Switch(1, 2, 3, 4, 5, 6) main;", "typedef bit<8> t; t x;",
+           "parser p(packet_in b) { state start { b.extract(); transition accept; } }",
+           "action a() { a(); }", "const bit<8> X = Y;", "header h { bit<8> x; bit<8> x; }", "@"]
+
+
+@pytest.mark.parametrize("text", GARBAGE)
+def test_garbage_gives_p4error_with_position(text):
+    from softswitch.compiler import compile_source
+    with pytest.raises(P4Error) as e:
+        compile_source("#include <v1model.p4>\n" + text, "g.p4")
+    assert "error: " in str(e.value)
