@@ -12,6 +12,7 @@ Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit 
 from __future__ import annotations
 
 import argparse
+import re
 import logging
 import os
 import signal
@@ -72,8 +73,9 @@ def compile_parser() -> argparse.ArgumentParser:
     p.add_argument("--p4runtime-files", required=True, metavar="OUT",
                    help="where to write the P4Info as text protobuf (like p4c's --p4runtime-files x.p4info.txtpb)")
     p.add_argument("--device-config", metavar="OUT",
-                   help="also write the P4Runtime device config for softswitch (the program source, "
-                        "includes resolved), to pass as p4_device_config / p4runtime-shell's bin file")
+                   help="also write the P4Runtime device config for softswitch (the program source with "
+                        "its #include \"...\" files inlined), to pass as p4_device_config / "
+                        "p4runtime-shell's bin file")
     p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
                    help="extra #include search directory")
     return p
@@ -118,14 +120,38 @@ def _compile(path, include_dirs=()):
         raise CliError(str(e)) from None
 
 
-def device_config_of(program, path) -> bytes:
-    """The P4Runtime device config for a compiled program: its self-contained source when the compiler
-    exposes one (``preprocessed_source``), else the file's text."""
-    text = getattr(program, "preprocessed_source", None)
-    if text:
-        return text.encode() if isinstance(text, str) else bytes(text)
-    with open(path, "rb") as f:
-        return f.read()
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"\s*$')
+
+
+def inline_includes(path, include_dirs=(), seen=None) -> str:
+    """The program text with its ``#include "file"`` lines replaced by the files' text (recursively,
+    each file once), so the P4Runtime device config is self-contained. ``<...>`` includes (core.p4,
+    v1model.p4) stay: every softswitch has them."""
+    seen = set() if seen is None else seen
+    out = []
+    base = os.path.dirname(os.path.abspath(path))
+    with open(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            match = _QUOTED_INCLUDE.match(line)
+            if not match:
+                out.append(line)
+                continue
+            name = match.group(1)
+            found = next((os.path.join(d, name) for d in (base, *include_dirs)
+                          if os.path.isfile(os.path.join(d, name))), None)
+            if found is None:
+                raise CliError(f"{path}:{lineno}: cannot find include file {name!r}")
+            found = os.path.realpath(found)
+            if found not in seen:
+                seen.add(found)
+                out.append(f"// begin {name}\n{inline_includes(found, include_dirs, seen)}// end {name}\n")
+    text = "".join(out)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def device_config_of(program, path, include_dirs=()) -> bytes:
+    """The P4Runtime device config for a program: its source with quoted includes inlined."""
+    return inline_includes(path, include_dirs).encode()
 
 
 def cmd_compile(args) -> int:
@@ -135,7 +161,7 @@ def cmd_compile(args) -> int:
         write_text(build_p4info(program.info), args.p4runtime_files)
         if args.device_config:
             with open(args.device_config, "wb") as f:
-                f.write(device_config_of(program, args.program))
+                f.write(device_config_of(program, args.program, args.include_dir))
     except OSError as e:
         raise CliError(f"cannot write output: {e}") from None
     return 0
@@ -196,7 +222,7 @@ def cmd_run(args) -> int:
         include_dirs.append(os.path.dirname(os.path.abspath(args.program)))
         program = _compile(args.program, args.include_dir)
         switch = make_switch(program)
-        device_config = device_config_of(program, args.program)
+        device_config = device_config_of(program, args.program, args.include_dir)
 
     ports = PortSet(handler=None)
     service = P4RuntimeService(switch, device_id=args.device_id, cpu_port=args.cpu_port,

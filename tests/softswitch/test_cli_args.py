@@ -50,3 +50,17 @@ def test_bad_interface_spec_is_a_usage_error():
     assert result.returncode == 2
     assert result.stderr.splitlines()[-1] == ("softswitch: error: argument -i/--interface: bad interface spec "
                                               "'veth0': expected PORT@IFACE, e.g. 1@veth0")
+
+
+def test_device_config_inlines_quoted_includes_once(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "a.p4").write_text('#include "b.p4"\nconst bit<8> A = 1;\n')
+    (tmp_path / "inc" / "b.p4").write_text("const bit<8> B = 2;\n")
+    main = tmp_path / "main.p4"
+    main.write_text('#include <core.p4>\n#include "inc/a.p4"\n#include "inc/b.p4"\n')
+    assert cli.inline_includes(main) == ('#include <core.p4>\n// begin inc/a.p4\n// begin b.p4\n'
+                                         'const bit<8> B = 2;\n// end b.p4\nconst bit<8> A = 1;\n'
+                                         '// end inc/a.p4\n')
+    main.write_text('#include "missing.p4"\n')
+    with pytest.raises(cli.CliError, match=r"main.p4:1: cannot find include file 'missing.p4'"):
+        cli.inline_includes(main)
