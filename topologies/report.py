@@ -139,7 +139,7 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
         else:
             colours.append("whitesmoke")
             labels[n] = n
-    nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1100, edgecolors="black", ax=ax)
+    nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1900, edgecolors="black", ax=ax)
     nx.draw_networkx_labels(g, pos, labels=labels, font_size=7, ax=ax)
     ax.set_title(title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
                           f"link width = bytes carried", fontsize=10)
