@@ -100,7 +100,7 @@ def run_demo(args) -> int:
         print(f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
               f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
               f"aggregation: {factor:.1f}x less")
-        rows = [[r.round - ina_rounds[0].round, f"{r.elapsed * 1000:.0f}", f"{p.elapsed * 1000:.0f}"]
+        rows = [[r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)]
                 for r, p in zip(ina_rounds, ps_rounds)]
         clock = "wall clock" if use_mininet else "virtual clock of the modelled links"
         print(f"completion time per round, slowest worker, ms ({clock}):")
@@ -119,6 +119,11 @@ def run_demo(args) -> int:
         return 1
     print("demo: finished, network torn down")
     return 0
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.0f}" if ms >= 10 else f"{ms:.2f}"
 
 
 def _delta(after: dict[int, int], before: dict[int, int]) -> dict[int, int]:
