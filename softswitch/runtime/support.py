@@ -122,14 +122,28 @@ def crc32(data: bytes) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
+def csum16_int(v: int) -> int:
+    """The Internet checksum of the 16-bit words of v (its bit length a multiple of 16).
+
+    The one's complement sum of the words of v is v mod 0xFFFF, except that a non-zero v whose words sum
+    to 0xFFFF ("negative zero") gives 0 there.
+    """
+    s = v % 0xFFFF
+    if s == 0 and v:
+        s = 0xFFFF
+    return (~s) & 0xFFFF
+
+
 def csum16(data: bytes) -> int:
     """The Internet checksum (RFC 1071): one's complement of the one's complement sum of 16-bit words."""
     if len(data) & 1:
         data = data + b"\0"
-    s = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return (~s) & 0xFFFF
+    return csum16_int(int.from_bytes(data, "big"))
+
+
+def csum16_bits(v: int, nbits: int) -> int:
+    """csum16 of a field list of nbits bits (zero-padded at the end to whole 16-bit words)."""
+    return csum16_int(v << ((-nbits) & 15))
 
 
 def xor16(data: bytes) -> int:

@@ -101,6 +101,9 @@ class Pipeline:
         self.stats = stats
         self.digests = []          # (name, values) produced by the last process() call
         self.t0 = time.monotonic()
+        self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
+        self.parser, self.verify, self.ingress = blocks["parser"], blocks["verify"], blocks["ingress"]
+        self.egress, self.compute, self.deparser = blocks["egress"], blocks["compute"], blocks["deparser"]
 
     def _now(self):
         return int((time.monotonic() - self.t0) * 1e6)
@@ -142,22 +145,19 @@ class Pipeline:
         return out
 
     def _parse(self, data, port, itype):
-        b = self.b
-        hdr, meta, sm = b["new_hdr"](), b["new_meta"](), b["new_sm"]()
+        hdr, meta, sm = self.new_hdr(), self.new_meta(), self.new_sm()
         sm.ingress_port = port
         sm.packet_length = len(data)
         sm.instance_type = itype
-        sm.ingress_global_timestamp = self._now()
-        PS = self.rt.state
-        PS.sm = sm
-        off, err = b["parser"](data, hdr, meta, sm)
+        sm.ingress_global_timestamp = int((time.monotonic() - self.t0) * 1e6)
+        self.rt.state.sm = sm
+        off, err = self.parser(data, hdr, meta, sm)
         sm.parser_error = err
         if err:
             self.stats["parser_errors"] += 1
         return hdr, meta, sm, data[(off + 7) >> 3:]
 
     def _ingress(self, data, port, itype, preserved, jobs, out):
-        b = self.b
         PS = self.rt.state
         hdr, meta, sm, payload = self._parse(data, port, itype)
         self._restore(meta, preserved)
@@ -165,11 +165,11 @@ class Pipeline:
         PS.clone = PS.resubmit = PS.recirculate = PS.truncate = None
         PS.payload = payload
         try:
-            b["verify"](hdr, meta)
+            self.verify(hdr, meta)
         except ExitCtl:
             pass
         try:
-            b["ingress"](hdr, meta, sm)
+            self.ingress(hdr, meta, sm)
         except ExitCtl:
             pass
         if PS.digests:
@@ -221,12 +221,12 @@ class Pipeline:
         PS = self.rt.state
         sm.egress_port = port
         sm.egress_rid = rid
-        sm.egress_global_timestamp = self._now()
+        sm.egress_global_timestamp = int((time.monotonic() - self.t0) * 1e6)
         PS.sm = sm
         PS.clone = PS.recirculate = PS.truncate = None
         PS.payload = payload
         try:
-            b["egress"](hdr, meta, sm)
+            self.egress(hdr, meta, sm)
         except ExitCtl:
             pass
         clone, recirc, trunc = PS.clone, PS.recirculate, PS.truncate
@@ -236,9 +236,9 @@ class Pipeline:
                 reps, ctrunc = sess
                 preserved = self._preserve(meta, clone[2])
                 for p, r in reps:
-                    m2 = b["new_meta"]()
+                    m2 = self.new_meta()
                     self._restore(m2, preserved)
-                    s2 = b["new_sm"]()
+                    s2 = self.new_sm()
                     s2.ingress_port = sm.ingress_port
                     s2.packet_length = sm.packet_length
                     s2.instance_type = PKT_EGRESS_CLONE
@@ -249,12 +249,12 @@ class Pipeline:
             self.stats["dropped"] += 1
             return
         try:
-            b["compute"](hdr, meta)
+            self.compute(hdr, meta)
         except ExitCtl:
             pass
         parts = []
         try:
-            b["deparser"](parts, hdr)
+            self.deparser(parts, hdr)
         except ExitCtl:
             pass
         parts.append(payload)
