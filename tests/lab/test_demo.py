@@ -1,4 +1,4 @@
-"""The demo's in-process path (what `make run` does without root or mininet), in quick mode."""
+"""The demo in quick mode: its in-process path (what `make run` does without root or mininet) and its mininet path."""
 
 import os
 import re
@@ -21,3 +21,24 @@ def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
     assert "l1" in out and "fan-in" in out           # the plan table
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"picture: {png}" in out
+
+
+def test_quick_demo_in_mininet(tmp_path):
+    """`make run`'s mininet path, quick: softswitch processes, agents on kernel UDP, clean exit."""
+    from conftest import IS_ROOT, _has_mininet
+    import pytest
+
+    if not (IS_ROOT and _has_mininet()):
+        pytest.skip("needs root and Debian's mininet")
+    rmem = open("/proc/sys/net/core/rmem_default").read()
+    png = tmp_path / "demo.png"
+    done = subprocess.run([sys.executable, "-m", "topologies.demo", "--quick", "--picture", str(png)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert out.splitlines()[0].startswith("demo: mininet network with softswitch switches")
+    assert out.count("sums verified") == 4
+    assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
+    assert "demo: finished, network torn down" in out
+    assert png.exists()
+    assert open("/proc/sys/net/core/rmem_default").read() == rmem
