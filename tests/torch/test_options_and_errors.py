@@ -17,7 +17,9 @@ def test_options_from_env():
     o = InaOptions.from_env({"INA_CONTROLLER": "10.0.0.9:50051", "INA_JOB": "3",
                              "INA_TRANSPORT": "attach:127.0.0.1:4000", "INA_TIMEOUT": "12.5", "INA_RETRIES": "3"})
     assert (o.controller, o.job, o.timeout, o.retries) == ("10.0.0.9:50051", "3", 12.5, 3)
-    assert o.transport_kind() == ("attach", ("127.0.0.1", 4000))
+    assert o.transport_kind() == ("attach", [("127.0.0.1", 4000)])
+    o.transport = "attach:127.0.0.1:4000,4001,4002"
+    assert o.transport_kind() == ("attach", [("127.0.0.1", 4000), ("127.0.0.1", 4001), ("127.0.0.1", 4002)])
 
 
 def test_pg_options_override_env():
@@ -30,6 +32,7 @@ def test_pg_options_override_env():
     ({"INA_CONTROLLER": "nohost"}, "INA_CONTROLLER must be HOST:PORT"),
     ({"INA_CONTROLLER": "h:1"}, "INA_JOB is not set"),
     ({"INA_PLAN": "p.json", "INA_TRANSPORT": "tcp"}, "INA_TRANSPORT 'tcp' is not"),
+    ({"INA_PLAN": "p.json", "INA_TRANSPORT": "attach:h:1,x"}, "INA_TRANSPORT attach must be HOST:PORT"),
     ({"INA_PLAN": "p.json", "INA_TIMEOUT": "soon"}, "INA_TIMEOUT must be a number"),
     ({"INA_PLAN": "p.json", "INA_TIMEOUT": "-1"}, "INA_TIMEOUT must be positive"),
 ])

@@ -49,10 +49,17 @@ def fetch_plan(controller: str, job: str, timeout: float):
 
 
 def make_transport(options: InaOptions, plan, me):
-    kind, endpoint = options.transport_kind()
+    kind, endpoints = options.transport_kind()
     if kind == "udp":
         from worker.transport import UdpTransport
         return UdpTransport(ip=me.ip, bind_ip=me.ip)
+    if len(endpoints) == 1:
+        endpoint = endpoints[0]
+    elif len(endpoints) == len(plan.workers):
+        endpoint = endpoints[me.rank]
+    else:
+        raise InaConfigError(f"INA_TRANSPORT lists {len(endpoints)} attach ports for a job of "
+                             f"{len(plan.workers)} workers (give one, or one per rank)")
     from worker.transport import AttachTransport
     neighbours = {h.ip: h.mac for h in list(plan.servers) + list(plan.workers)}
     return AttachTransport(endpoint, me.ip, me.mac, neighbours=neighbours)

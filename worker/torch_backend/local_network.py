@@ -62,6 +62,13 @@ class LocalInaJob:
         return {"INA_CONTROLLER": self.controller, "INA_JOB": str(self.job_id),
                 "INA_TRANSPORT": f"attach:{host}:{port}", "INA_RTO": str(self.rto)}
 
+    def common_env(self) -> dict:
+        """One environment for every rank (torchrun): rank r attaches to the r-th port."""
+        host = self.endpoints[0][0]
+        ports = ",".join(str(self.endpoints[r][1]) for r in range(self.workers))
+        return {"INA_CONTROLLER": self.controller, "INA_JOB": str(self.job_id),
+                "INA_TRANSPORT": f"attach:{host}:{ports}", "INA_RTO": str(self.rto)}
+
     def __exit__(self, *exc) -> None:
         self._stop()
 

@@ -25,7 +25,9 @@ class InaOptions:
     job:         job name or id registered with the controller (INA_JOB).
     plan:        path of a JobPlan JSON file, instead of asking a controller (INA_PLAN).
     transport:   "udp" (kernel UDP sockets, e.g. in mininet) or "attach:HOST:PORT" (join an
-                 in-process network running in another OS process) (INA_TRANSPORT).
+                 in-process network running in another OS process) (INA_TRANSPORT); with
+                 "attach:HOST:PORT0,PORT1,..." rank r uses PORTr, so one environment serves every
+                 rank (torchrun).
     host:        this rank's host name in the plan; default: the plan's worker with this rank
                  (INA_HOST).
     timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT).
@@ -80,13 +82,15 @@ class InaOptions:
         if self.retries < 0:
             raise InaConfigError(f"INA_RETRIES must be >= 0, got {self.retries}")
 
-    def transport_kind(self) -> tuple[str, Optional[tuple[str, int]]]:
-        """("udp", None) or ("attach", (host, port))."""
+    def transport_kind(self) -> tuple[str, list[tuple[str, int]]]:
+        """("udp", []) or ("attach", [(host, port), ...]) (one endpoint, or one per rank)."""
         if self.transport == "udp":
-            return "udp", None
+            return "udp", []
         if self.transport.startswith("attach:"):
-            return "attach", parse_host_port(self.transport[len("attach:"):], "INA_TRANSPORT attach")
-        raise InaConfigError(f"INA_TRANSPORT {self.transport!r} is not 'udp' or 'attach:HOST:PORT'")
+            host, sep, ports = self.transport[len("attach:"):].rpartition(":")
+            endpoints = [parse_host_port(f"{host}:{p}", "INA_TRANSPORT attach") for p in ports.split(",")]
+            return "attach", endpoints
+        raise InaConfigError(f"INA_TRANSPORT {self.transport!r} is not 'udp' or 'attach:HOST:PORT[,PORT...]'")
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:

@@ -1,0 +1,25 @@
+"""torchrun's environment is enough to start the ina backend (plus the INA_* variables)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ina_jobs import ina_job
+from torch_ranks import free_port
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+
+
+def test_torchrun_two_ranks(tmp_path):
+    with ina_job(2, tmp_path) as job:
+        env = dict(os.environ, **job.common_env(), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+        proc = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+             "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(HERE / "torchrun_script.py")],
+            env=env, capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = sorted(line for line in proc.stdout.splitlines() if line.startswith("rank "))
+    assert lines == ["rank 0/2 backend ina avg 1.5000", "rank 1/2 backend ina avg 1.5000"]
+    assert job.switch_counters["s1"]["grad_completed"] > 0
