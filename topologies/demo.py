@@ -138,8 +138,9 @@ def make_backend(use_mininet: bool, args):
     if use_mininet:
         from topologies.mininet_lab import MininetLab
 
-        return MininetLab(str(args.topology), workers, args.server, args.target, values=args.values,
-                          log=lambda m: print("      " + m, flush=True), plan_options=options)
+        return MininetLab(str(args.topology), workers, args.server, args.target, program=args.program,
+                          values=args.values, log=lambda m: print("      " + m, flush=True), plan_options=options,
+                          p4info=args.p4info, device_config=args.device_config)
     from topologies.inprocess_lab import InProcessLab
 
     return InProcessLab(str(args.topology), workers, args.server, plan_options=options)
@@ -155,6 +156,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results", choices=("multicast", "unicast"), default="multicast",
                     help="how sums come back: one multicast down the tree (default) or one unicast per worker")
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
+    ap.add_argument("--program", help="what the switches start with (default p4src/ina.p4 on softswitch, "
+                                      "--no-p4 on bmv2)")
+    ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
+    ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")
     ap.add_argument("--inprocess", action="store_true", help="use the in-process network even as root")
     ap.add_argument("--quick", action="store_true", help="4 workers, 2 rounds of 256 values")
     ap.add_argument("--picture", default=str(DEFAULT_PICTURE), help="where to save the PNG")
