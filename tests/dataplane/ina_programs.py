@@ -1,4 +1,8 @@
-"""Fixtures of the data-plane tests: p4src/ina.p4 compiled once per session by softswitch."""
+"""Fixtures of the data-plane tests: p4src/ina.p4 compiled once per session by softswitch.
+
+A plain module (not conftest.py, whose module name other folders import): test modules import the
+fixtures from here.
+"""
 
 from pathlib import Path
 

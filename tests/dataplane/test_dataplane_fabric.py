@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 from ina_fabric import POOL, Fabric, Hosts  # noqa: E402
 
 from protocol import constants as C  # noqa: E402

@@ -4,6 +4,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ina_programs import ina_program_k4  # noqa: E402,F401  (fixture)
 from ina_golden import VALID  # noqa: E402
 
 from protocol import codec  # noqa: E402

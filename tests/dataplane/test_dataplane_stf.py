@@ -14,6 +14,7 @@ from softswitch.switch import Switch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 import stf_scenarios  # noqa: E402
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
