@@ -71,6 +71,11 @@ def collectives(rank: int, world: int) -> dict:
     dist.all_reduce(view)
     out["noncontiguous"] = _np(m)
 
+    # several tensors in one exchange (all_reduce_coalesced), shapes kept
+    c1, c2 = torch.full((2, 3), float(rank)), torch.full((5,), float(rank + 10))
+    dist.all_reduce_coalesced([c1, c2])
+    out["coalesced"] = (_np(c1), _np(c2))
+
     # async: work.wait and get_future complete with the (in-place) tensor
     a = torch.full((300,), float(rank + 1))
     work = dist.all_reduce(a, async_op=True)
@@ -206,3 +211,12 @@ def wait_timeout(rank: int, world: int) -> str:
         work = dist.all_reduce(torch.ones(4), async_op=True)
         return _catch(lambda: work.wait(datetime.timedelta(seconds=0.5)))
     return "idle"
+
+
+def small_sums(rank: int, world: int) -> tuple:
+    init("ina", rank, world)
+    f = torch.full((130,), 0.25 * (rank + 1))
+    i = torch.arange(10, dtype=torch.int64) * (rank + 1)
+    dist.all_reduce(f)
+    dist.all_reduce(i, op=dist.ReduceOp.MAX)
+    return _np(f), _np(i)

@@ -76,6 +76,13 @@ def test_in_place_on_a_non_contiguous_view(results):
         np.testing.assert_allclose(results[r]["noncontiguous"], expected, rtol=1e-6)
 
 
+def test_all_reduce_coalesced_keeps_each_shape(results):
+    for r in range(WORLD):
+        a, b = results[r]["coalesced"]
+        np.testing.assert_allclose(a, np.full((2, 3), float(sum(range(WORLD)))), rtol=1e-6)
+        np.testing.assert_allclose(b, np.full(5, float(sum(q + 10 for q in range(WORLD)))), rtol=1e-6)
+
+
 def test_async_work_and_future_complete_with_the_tensor(results):
     total = sum(range(1, WORLD + 1))
     for r in range(WORLD):
