@@ -212,10 +212,28 @@ class MininetLab:
     def link_bytes(self) -> dict[int, int]:
         return self.network.link_bytes()
 
+    def switch_counters(self) -> dict[str, dict[str, int]]:
+        """Non-zero per-job packet counts (InaIngress.ina_stats) and drop reasons (drop_stats) of
+        every switch, read over P4Runtime."""
+        from protocol import constants as C
+
+        out = {}
+        base = self.plan.job_index * C.NUM_STATS
+        for s in self.topo.switches:
+            stats = self.installer.read_counter(s.name, "InaIngress.ina_stats", [base + i for i in C.STAT_NAMES])
+            drops = self.installer.read_counter(s.name, "InaIngress.drop_stats", list(C.DROP_REASON_NAMES))
+            row = {C.STAT_NAMES[i - base].removeprefix("STAT_").lower(): v[0] for i, v in stats.items() if v[0]}
+            row.update({"drop " + C.DROP_REASON_NAMES[i].removeprefix("DROP_").lower(): v[0] for i, v in drops.items() if v[0] and i})
+            out[s.name] = row
+        return out
+
     def counters_text(self) -> str:
         from topologies.report import traffic_table
 
-        return traffic_table(self.topo, {"total": self.link_bytes()})
+        lines = [traffic_table(self.topo, {"total": self.link_bytes()}), "switch counters (packets):"]
+        for name, row in self.switch_counters().items():
+            lines.append(f"  {name}: " + (", ".join(f"{k} {v}" for k, v in row.items()) or "-"))
+        return "\n".join(lines)
 
     def plan_text(self) -> str:
         from topologies.report import plan_text

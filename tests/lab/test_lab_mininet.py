@@ -49,6 +49,10 @@ def test_star_allreduce_and_parameter_server_then_clean_teardown():
         server, per_worker = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
         # s1 adds the 4 flows: the server's link carries one stream, not four
         assert 0 < server < 1.5 * min(per_worker)
+        # read over P4Runtime: s1 added every worker's chunk once and completed each chunk once
+        chunks = 2 * 5                                  # 2 rounds x ceil(300 / 64)
+        s1 = lab.switch_counters()["s1"]
+        assert (s1["grad_aggregated"], s1["grad_completed"]) == (4 * chunks, chunks)
         # plain IPv4 through ina.p4's routes: the parameter server gets every worker's copy
         before = lab.link_bytes()
         assert [r.verified for r in lab.allreduce(1, 300, mode="ps")] == [True]
