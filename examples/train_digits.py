@@ -183,6 +183,9 @@ def main(argv=None) -> int:
         with LocalInaJob(workers=args.workers, topology=args.topology) as job:
             envs = [job.worker_env(r) for r in range(args.workers)]
             mp.spawn(_spawned, args=(args.workers, args, envs), nprocs=args.workers)
+        for switch, c in sorted(job.switch_counters.items()):
+            print(f"switch {switch} (P4 counters of the job): {c['grad_aggregated']} gradient packets "
+                  f"aggregated, {c['grad_completed']} chunks completed in the data plane", flush=True)
         return 0
     except Exception as exc:  # one line for the user, not a traceback
         print(f"train_digits: error: {exc}", file=sys.stderr)
