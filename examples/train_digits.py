@@ -188,7 +188,8 @@ def main(argv=None) -> int:
                   f"aggregated, {c['grad_completed']} chunks completed in the data plane", flush=True)
         return 0
     except Exception as exc:  # one line for the user, not a traceback
-        print(f"train_digits: error: {exc}", file=sys.stderr)
+        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        print(f"train_digits: error: {lines[-1]}", file=sys.stderr)
         return 1
 
 

@@ -118,7 +118,7 @@ def serve(topology: str, n_workers: int, job_id: int, plan_out: str) -> None:
     servers = [h.name for h in topo.role_hosts("server")]
     if len(workers) < n_workers or not servers:
         raise SystemExit(f"topology {topo.name} has {len(workers)} worker hosts and {len(servers)} servers; "
-                         f"{n_workers} workers and a server are needed")
+                         f"{n_workers} workers and a server are needed (choose a larger topology)")
     loop = RealTimeLoop()
     net = InProcessNetwork(topo, loop=loop, seed=0)
     net.install_routes()
