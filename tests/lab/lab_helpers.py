@@ -17,6 +17,17 @@ def root_links() -> set[str]:
     return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines()}
 
 
-def netns_names() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
+def lab_interfaces(spec) -> set[str]:
+    """Every interface name the lab creates for ``spec`` (host ends live in the hosts' namespaces,
+    but a leaked one would show up in the root namespace under the same name)."""
+    from topologies.lab_network import intf_name
+
+    return {intf_name(node, port) for l in spec.links for node, port in ((l.a, l.a_port), (l.b, l.b_port))}
+
+
+def host_namespaces_gone(resources) -> bool:
+    """The hosts' shells hold their network namespaces: no shell, no namespace."""
+    import os
+
+    return not any(os.path.exists(f"/proc/{p['pid']}/ns/net") for p in resources.processes
+                   if p["what"].startswith("host "))

@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import needs_mininet
-from lab_helpers import netns_names, root_links
+from lab_helpers import host_namespaces_gone, lab_interfaces, root_links
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = needs_mininet
@@ -16,7 +16,6 @@ def _run_lab(topology, workers, rounds, values, check):
     from controller.planner import PlanOptions
     from topologies.mininet_lab import MininetLab
 
-    links_before, netns_before = root_links(), netns_names()
     # multicast results: each link then carries one stream per direction when switches aggregate
     lab = MininetLab(os.path.join(REPO, "topologies", topology), workers, values=values, log=lambda m: None,
                      plan_options=PlanOptions(result_mode="multicast"))
@@ -27,8 +26,8 @@ def _run_lab(topology, workers, rounds, values, check):
         left = lab.stop()
     assert left == []
     assert lab.network.resources.leftovers() == []
-    assert root_links() == links_before
-    assert netns_names() == netns_before
+    assert root_links() & lab_interfaces(lab.spec) == set()
+    assert host_namespaces_gone(lab.network.resources)
     switch_pids = [p["pid"] for p in lab.network.resources.processes if p["what"].startswith("switch ")]
     assert switch_pids and not any(os.path.exists(f"/proc/{pid}") for pid in switch_pids)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import needs_mininet
-from lab_helpers import root_links, tiny_spec
+from lab_helpers import host_namespaces_gone, lab_interfaces, root_links, tiny_spec
 from topologies.p4switch import Target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,13 +34,13 @@ def test_failed_switch_start_leaves_nothing_behind(tmp_path):
     from topologies.lab_network import LabNetwork
     from topologies.p4switch import SwitchStartError
 
-    before = root_links()
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
     lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
     with pytest.raises(SwitchStartError, match=r"lt1 \(dying\): exited with status 3"):
         lab.start()
     assert lab.resources.leftovers() == []
-    assert root_links() == before
+    assert root_links() & lab_interfaces(lab.spec) == set()
+    assert host_namespaces_gone(lab.resources)
 
 
 @needs_mininet
@@ -64,7 +64,6 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
         print("UP", lab.resources.path, flush=True)
         time.sleep(600)
     """))
-    before = root_links()
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO)
     line = proc.stdout.readline()
     assert line.startswith("UP"), line
@@ -81,4 +80,5 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"cleaning up after run {proc.pid}" in done.stdout
     assert res.leftovers() == []
-    assert root_links() == before
+    assert root_links() & lab_interfaces(tiny_spec()) == set()
+    assert host_namespaces_gone(res)
