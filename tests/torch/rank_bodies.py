@@ -132,6 +132,14 @@ def collectives(rank: int, world: int) -> dict:
     dist.barrier()
     out["barrier"] = True
 
+    # a second ina group over the same ranks shares this process's agent; both keep working
+    second = dist.new_group(backend="ina")
+    s1, s2 = torch.full((3,), float(rank)), torch.full((3,), 2.0 * rank)
+    w1 = dist.all_reduce(s1, group=second, async_op=True)
+    dist.all_reduce(s2)
+    w1.wait()
+    out["second_group"] = (_np(s1), _np(s2), second.channel is dist.group.WORLD.channel)
+
     # errors: one clear line, raised on every rank before anything is sent
     out["err_product"] = _catch(lambda: dist.all_reduce(torch.ones(3), op=dist.ReduceOp.PRODUCT))
     out["err_band"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND))

@@ -113,6 +113,15 @@ def test_host_to_host_collectives_match_gloo(results, name):
     assert results[0]["barrier"]
 
 
+def test_second_ina_group_shares_the_agent(results):
+    total = float(sum(range(WORLD)))
+    for r in range(WORLD):
+        a, b, shared = results[r]["second_group"]
+        np.testing.assert_allclose(a, np.full(3, total), rtol=1e-6)
+        np.testing.assert_allclose(b, np.full(3, 2 * total), rtol=1e-6)
+        assert shared
+
+
 @pytest.mark.parametrize("key, words", [
     ("err_product", ["ReduceOp.PRODUCT is not supported", "SUM, AVG, MAX, MIN"]),
     ("err_band", ["ReduceOp.BAND is not supported"]),

@@ -30,7 +30,9 @@ def _create(backend_opts, pg_options=None) -> InaProcessGroup:
         from worker.torch_backend.channel import AgentChannel  # needs worker/controller at runtime
         return AgentChannel.connect(options, rank, size)
 
-    return InaProcessGroup(backend_opts.store, rank, size, backend_opts.timeout, connect)
+    job = ("plan", options.plan) if options.plan else ("controller", options.controller, options.job)
+    return InaProcessGroup(backend_opts.store, rank, size, backend_opts.timeout, connect,
+                           session_key=(job, rank))
 
 
 def register() -> None:

@@ -17,7 +17,8 @@ import torch
 import torch.distributed as dist
 
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
-from worker.torch_backend.work import InaWork, SwitchThread
+from worker.torch_backend.session import Session, open_session
+from worker.torch_backend.work import InaWork
 
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
@@ -27,12 +28,15 @@ class InaProcessGroup(dist.ProcessGroup):
     """all_reduce (SUM, AVG, MAX, MIN) through the switches; everything else through gloo."""
 
     def __init__(self, store: dist.Store, rank: int, size: int, timeout: datetime.timedelta,
-                 connect: Callable[[], "SwitchChannel"]):
+                 connect: Callable[[], "SwitchChannel"], session_key=None):
+        """``connect`` builds this rank's channel to the network; groups with the same
+        ``session_key`` (the job) share one channel (see session.py)."""
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(GLOO_STORE_PREFIX, store), rank, size, timeout)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
-        self._channel = connect()
-        self._thread = SwitchThread(name=f"ina-switch-r{rank}")
+        self._session: Session | None = open_session(session_key if session_key is not None else id(self),
+                                                     rank, connect)
+        self._channel = self._session.channel
         self._last_switch_work: InaWork | None = None
 
     # -- identity ------------------------------------------------------------------------------
@@ -68,19 +72,19 @@ class InaProcessGroup(dist.ProcessGroup):
         return self._gloo.barrier(opts) if opts is not None else self._gloo.barrier()
 
     def _submit(self, reduction: SwitchReduction, what: str) -> InaWork:
-        if self._thread is None:
+        if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
         channel = self._channel
-        work = self._thread.submit(lambda: reduction.execute(channel.aggregate), what)
+        work = self._session.thread.submit(lambda: reduction.execute(channel.aggregate), what)
         self._last_switch_work = work
         return work
 
     # -- lifetime --------------------------------------------------------------------------------
     def shutdown(self) -> None:
-        """Finish queued collectives, then close the agent on its own thread."""
-        if getattr(self, "_thread", None) is not None:
-            self._thread.close(self._channel.close)
-            self._thread = None
+        """Leave the session; the last group of the job finishes the queue and closes the agent."""
+        session, self._session = getattr(self, "_session", None), None
+        if session is not None:
+            session.release()
 
     def __del__(self):
         try:
