@@ -1,7 +1,5 @@
 """Configuration of the ina backend and errors raised before any packet is sent (no network)."""
 
-import datetime
-
 import pytest
 import torch
 import torch.distributed as dist
