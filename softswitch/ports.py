@@ -25,6 +25,11 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
 MAX_FRAME = 65535
+# Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
+# a switch port should queue a burst rather than drop it, as a hardware switch's buffer would.
+PORT_SOCKET_BUFFER = 4 << 20
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
+SO_SNDBUFFORCE = getattr(socket, "SO_SNDBUFFORCE", 32)
 
 log = logging.getLogger("softswitch.ports")
 
@@ -61,6 +66,7 @@ class Port:
             ifindex = socket.if_nametoindex(iface)
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             self.sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            _enlarge_buffers(self.sock)
         except OSError as e:
             self.sock.close()
             raise OSError(f"port {number}: cannot use interface {iface!r}: {e.strerror or e}") from None
@@ -83,6 +89,15 @@ class Port:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _enlarge_buffers(sock: socket.socket) -> None:
+    """Ask for PORT_SOCKET_BUFFER each way; the *FORCE options pass the sysctl caps (root only)."""
+    for force, plain in ((SO_RCVBUFFORCE, socket.SO_RCVBUF), (SO_SNDBUFFORCE, socket.SO_SNDBUF)):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, force, PORT_SOCKET_BUFFER)
+        except OSError:
+            sock.setsockopt(socket.SOL_SOCKET, plain, PORT_SOCKET_BUFFER)
 
 
 class PortSet:

@@ -188,9 +188,6 @@ class LabNetwork:
             raise LabError(f"{leftover} resources of an earlier run could not be removed")
         setLogLevel("critical")
         self.resources.save()
-        # a software switch drains its ports' AF_PACKET sockets slower than hosts fill them: give
-        # the sockets room for a burst of every worker's window (restored at teardown)
-        self.resources.raise_sysctl("/proc/sys/net/core/rmem_default", 4 << 20)
         try:
             self._build(Mininet, _link_classes())
             self.net.start()                     # P4Switch.start launches every switch process
