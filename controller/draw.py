@@ -9,8 +9,9 @@ import networkx as nx
 TREE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:brown")
 
 
-def _layout(g: nx.Graph) -> dict:
-    """Layers by hop distance from the hosts: hosts at the bottom, switches above them."""
+def layered_layout(g: nx.Graph) -> dict:
+    """Node positions for a topology graph: hosts at the bottom, switches in layers above them by hop
+    distance from the hosts (a flat mesh falls back to a force layout). Used by every topology picture."""
     hosts = [n for n, k in g.nodes(data="kind") if k == "host"]
     level = dict.fromkeys(hosts, 0)
     frontier = list(hosts)
@@ -53,7 +54,7 @@ def draw_topology(topo, plan=None, output: str | Path = "topology.png") -> None:
     import matplotlib.pyplot as plt
 
     g = topo.to_graph()
-    pos = _layout(g)
+    pos = layered_layout(g)
     n = len(g)
     size = min(20, 6 + n / 10)
     fig, ax = plt.subplots(figsize=(size, size * 0.6))

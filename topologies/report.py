@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from controller.draw import layered_layout
+
 
 def fmt_bytes(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
@@ -95,7 +97,7 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
     import networkx as nx
 
     g = topo.to_graph()
-    pos = _layered_positions(topo)
+    pos = layered_layout(g)
     tree_edges = set()
     for tree in plan.trees:
         for child, parent in tree.edges:
@@ -150,31 +152,3 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def _layered_positions(topo) -> dict[str, tuple[float, float]]:
-    """Hosts at the bottom, then switches by hop distance from the nearest host."""
-    g = topo.to_graph()
-    level = {h.name: 0 for h in topo.hosts}
-    frontier = [h.name for h in topo.hosts]
-    while frontier:
-        nxt = []
-        for n in frontier:
-            for nb in g.adj[n]:
-                if nb not in level:
-                    level[nb] = level[n] + 1
-                    nxt.append(nb)
-        frontier = nxt
-    by_level: dict[int, list[str]] = {}
-    order = [h.name for h in topo.hosts] + [s.name for s in topo.switches]
-    for n in order:
-        by_level.setdefault(level.get(n, 0), []).append(n)
-    # keep hosts under their switch: sort hosts by their attached switch's position in the file
-    attach = {h.name: topo.links_of(h.name)[0].other(h.name) for h in topo.hosts if topo.links_of(h.name)}
-    sw_order = {s.name: i for i, s in enumerate(topo.switches)}
-    by_level[0] = sorted(by_level.get(0, []), key=lambda h: (sw_order.get(attach.get(h), 0), order.index(h)))
-    pos = {}
-    for lvl, names in by_level.items():
-        for i, n in enumerate(names):
-            pos[n] = ((i + 1) / (len(names) + 1), lvl)
-    return pos
