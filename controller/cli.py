@@ -25,7 +25,7 @@ from controller.planner import PlanOptions, plan_job
 from controller.resources import ResourceError
 from controller.topology import TopologyError
 from controller.topology_yaml import load_topology
-from controller.tree_plan import PlanError
+from controller.tree_plan import AGGREGATION_MODES, PlanError
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
 
@@ -49,8 +49,9 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
                    help="multihop (default) or multitree (implied by --trees/--height/--min-bw)")
     g.add_argument("--policy", default="fewest_hops", choices=("fewest_hops", "lowest_delay", "widest"),
                    help="multi-hop path policy (default fewest_hops)")
-    g.add_argument("--aggregation", default="merge", choices=("merge", "all"),
-                   help="aggregate where flows merge (default) or at every switch on the way")
+    g.add_argument("--aggregation", default="merge", choices=AGGREGATION_MODES,
+                   help="aggregate where flows merge (default), at every switch on the way (all), or "
+                        "nowhere (none: switches forward, the server sums; the parameter-server baseline)")
     g.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
     g.add_argument("--pool-size", type=int, default=64, help="slots per job per switch (default 64)")
     g.add_argument("--job-id", type=int, help="job id (default: lowest free)")

@@ -24,7 +24,8 @@ PLANNERS = ("multihop", "multitree")
 class PlanOptions:
     planner: str = "multihop"           # "multihop" (seed 1) or "multitree" (seed 2)
     policy: str = "fewest_hops"         # multi-hop path policy
-    aggregation: str = "merge"          # aggregate where flows merge, or at "all" switches on the way
+    aggregation: str = "merge"          # aggregate where flows merge, at "all" switches on the way, or
+                                        # "none" (switches forward, the server sums: parameter server)
     result_mode: str = "unicast"        # "unicast" reverse paths or "multicast" down the tree
     pool_size: int = 64                 # slots per job per switch (x2 entries for the shadow sets)
     value_count: int = VALUES_PER_PACKET

@@ -1,7 +1,8 @@
 """From a reduction tree (parent pointers toward a server) to what agents and switches need.
 
 Both planners end here, so a one-tree multi-hop plan and a K-tree plan have the same structure.
-Given the tree, this module decides where to aggregate (merge points, or every switch), takes
+Given the tree, this module decides where to aggregate (merge points, every switch, or none: then
+every switch forwards and the server sums one packet per worker, the parameter-server baseline), takes
 slots for those switches (best effort: a full switch forwards and the next aggregation point or the
 server completes the sum), numbers every aggregation point's children, and writes the hop lists,
 the server's view, the multicast groups and the host-level tree.
@@ -18,7 +19,7 @@ from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, Sw
 from controller.resources import Resources
 from controller.topology import Topology
 
-AGGREGATION_MODES = ("merge", "all")
+AGGREGATION_MODES = ("merge", "all", "none")   # "none": no switch aggregates (parameter server)
 MAX_SERVER_FAN_IN = 255          # the child field of a hop entry is 8 bits
 
 
@@ -121,7 +122,7 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
         flows_in[node] = incoming
         if node == root:
             continue
-        want = len(incoming) >= (2 if ctx.aggregation == "merge" else 1)
+        want = ctx.aggregation != "none" and len(incoming) >= (2 if ctx.aggregation == "merge" else 1)
         agg = False
         if want and len(incoming) > MAX_CHILDREN:
             ctx.warnings.append(f"{node} would need fan-in {len(incoming)} > {MAX_CHILDREN}: it forwards "

@@ -45,6 +45,9 @@ def test_plan_table_and_json(capsys, tmp_path):
     code, out, _ = run(capsys, "plan", TOPO / "hetero_mesh.yaml", "--trees", "2", "--height", "3", "--json")
     plan = JobPlan.from_json(out)
     assert plan.planner == "multitree" and len(plan.trees) == 2
+    code, out, _ = run(capsys, "plan", TOPO / "star.yaml", "--workers", "h1", "h2", "--server", "h5",
+                       "--aggregation", "none")
+    assert code == 0 and "h2 (rank 1)  s1[->5] > h5[2/#1]" in out
     dest = tmp_path / "p.json"
     code, out, _ = run(capsys, "plan", TOPO / "leaf_spine.yaml", "--json", "-o", dest)
     assert code == 0 and JobPlan.from_json(dest.read_text()).servers[1].name == "h10"

@@ -84,6 +84,28 @@ def test_aggregate_at_every_switch_option():
                                            ("s4", True, 1, 0, 5), ("s5", True, 1, 0, 10), ("h6", True, 1, 0, 0)]
 
 
+def test_no_aggregation_option_is_the_parameter_server():
+    """aggregation="none": every switch forwards, the server sums one packet per worker, no slots."""
+    t = topo("leaf_spine")
+    res = Resources.for_topology(t)
+    workers = [f"h{i}" for i in range(1, 9)]
+    plan = plan_job(t, workers, ["h9"], PlanOptions(aggregation="none"), res)
+    tree = plan.trees[0]
+    assert tree.aggregation_points == [] and not plan.warnings
+    assert tree.server.fan_in == 8
+    assert [(c.index, c.node, c.kind, c.ranks) for c in tree.server.children] == \
+        [(r, f"h{r + 1}", "worker", [r]) for r in range(8)]
+    for w in workers:
+        hops = tree.grad_hops[w]
+        assert all(not h.aggregate and h.fan_in == 0 for h in hops[:-1])
+        assert hops[-1] == Hop(H + 8, True, 8, workers.index(w), 0, "h9")
+        assert all(not h.aggregate for h in tree.result_hops[w])
+    assert plan.switches and all(not c.aggregates and c.max_fan_in == 0 for c in plan.switches)
+    assert all(res.slots.used(s.name) == 0 for s in t.switches)
+    merged = plan_job(t, workers, ["h9"], PlanOptions(), res)       # a normal job still gets its slots
+    assert merged.job_id == plan.job_id + 1 and merged.trees[0].aggregation_points
+
+
 def test_full_switch_is_skipped_and_freed_on_release():
     t = topo("hetero_mesh")      # s5 has 256 slot entries: two jobs of pool 64 (128 entries each)
     res = Resources.for_topology(t)
