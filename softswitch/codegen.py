@@ -137,6 +137,7 @@ class TableDef:
     def __init__(self, decl, fq, pyname):
         self.decl, self.fq, self.pyname = decl, fq, pyname
         self.actions: dict[str, ActionDef] = {}    # fq -> def
+        self.bound: dict[str, str] = {}            # fq -> wrapper passing the actions list's bound arguments
 
 
 class Ctx:
@@ -908,8 +909,10 @@ class CodeGen:
             if n.args or len(n.targs) != 1:
                 raise P4Error(n.pos, "lookahead takes one type argument and no arguments: lookahead<T>()")
             t = self.resolve_type(n.targs[0], sc)
+            if isinstance(t, HeaderT):
+                return E(f"RT.lookahead_header(X_{t.name}, {t.pyname}(), data, off)", t)
             if not isinstance(t, BitT):
-                raise P4Error(n.pos, f"lookahead<{t}> is not supported (only bit<N>)")
+                raise P4Error(n.pos, f"lookahead<{t}> is not supported (only bit<N> and header types)")
             return E(f"RT.lookahead(data, off, {t.width})", t)
         if mname == "advance":
             self.stmt_only(n, ctx, "advance")
@@ -987,6 +990,27 @@ class CodeGen:
             shift -= w
             codes.append(f"({c} << {shift})" if shift else c)
         return ("(" + " | ".join(codes) + ")" if codes else "0"), total
+
+    def data_field_list(self, e, pos):
+        """The user-metadata fields named by the data argument of clone3/resubmit/recirculate (a list of
+        fields or the whole struct), registered as an anonymous field list; None when it names none.
+        Like BMv2, their values at the end of the pipeline are preserved; anything else in the list
+        (standard_metadata, headers, constants) is not, as p4c's BMv2 back end ignores it too."""
+        root = getattr(self, "meta_code", None)
+        items = e.items if isinstance(e.type, ListT) else [e]
+        paths = []
+        for it in items:
+            if root is None or not it.lv:
+                continue
+            if it.code == root:
+                paths += [py_field(f) for f, _ in self.meta_type.fields]
+            elif it.code.startswith(root + ".") and re.fullmatch(r"[\w.]+", it.code[len(root) + 1:]):
+                paths.append(it.code[len(root) + 1:])
+        if not paths:
+            return None
+        key = f"data{len([k for k in self.field_lists if isinstance(k, str)])}"
+        self.field_lists[key] = paths
+        return key
 
     def const_enum(self, e, enum_name, pos, what):
         if e.const is None or not isinstance(e.type, EnumT) or e.type.name != enum_name:
@@ -1075,14 +1099,18 @@ class CodeGen:
                 t.name, tuple(FieldInfo(f, self.width_of(ft)) for f, ft in t.fields)))
             d = ", ".join(f"{f!r}: {v}" for (f, _), v in zip(t.fields, vals))
             o.w(f"PS.digests.append(({t.name!r}, {{{d}}}))")
-        elif fname in ("clone", "clone_preserving_field_list"):
+        elif fname in ("clone", "clone_preserving_field_list", "clone3"):
             ct = self.const_enum(args[0], "CloneType", n.args[0].pos, "the clone type")
-            fl = args[2].code if len(args) == 3 else "None"
+            if fname == "clone3":
+                fl = repr(self.data_field_list(args[2], n.args[2].pos))
+            else:
+                fl = args[2].code if len(args) == 3 else "None"
             o.w(f"PS.clone = ({ct!r}, {args[1].code}, {fl})")
         elif fname in ("resubmit_preserving_field_list", "recirculate_preserving_field_list"):
             o.w(f"PS.{fname.split('_')[0]} = {args[0].code}")
         elif fname in ("resubmit", "recirculate"):
-            o.w(f"PS.{fname} = -1")
+            fl = self.data_field_list(args[0], n.args[0].pos)
+            o.w(f"PS.{fname} = {-1 if fl is None else repr(fl)}")
         elif fname == "truncate":
             o.w(f"PS.truncate = {args[0].code}")
         elif fname in ("assert", "assume"):
@@ -1294,6 +1322,7 @@ class CodeGen:
             if role != "deparser" and pt[1][2] != M:
                 raise P4Error(d.params[1].pos, f"{d.name}: metadata type is {pt[1][2]}, the parser's is {M}")
         self.field_lists = {}
+        self.meta_type, self.meta_code = M, None
         for fname, ft in M.fields:
             a = find_annotation(M.field_annos.get(fname), "field_list")
             if a:
@@ -1461,6 +1490,8 @@ class CodeGen:
             sc.add(p.name, Sym("var", t, code=f"C.{py}", lv=p.direction in ("out", "inout")), p.pos)
             if p.direction in ("out", "inout") and not isinstance(t, (StructLikeT, StackT)):
                 ret_outs.append(f"C.{py}")
+            if t == getattr(self, "meta_type", None):
+                self.meta_code = f"C.{py}"      # where clone3/resubmit/recirculate data finds user metadata
         cls = self.fresh("Ctx_" + prefix)
         fn = self.fresh("c_" + prefix)
         init = Py(2)
@@ -1645,15 +1676,19 @@ class CodeGen:
                 raise P4Error(ar.pos, f"undeclared name '{ar.name}'")
             if s.kind != "action":
                 raise P4Error(ar.pos, f"'{ar.name}' is not an action")
-            if ar.args:
-                raise P4Error(ar.pos, "binding action arguments in a table's actions list is not supported")
             ad = s.decl
-            for (pname, dirn, _), p in zip(ad.params, ad.decl.params):
-                if dirn is not None:
-                    raise P4Error(ar.pos, f"action {ar.name} has directional parameter '{pname}': it cannot be "
-                                          f"used in a table")
             if ad.fq in td.actions:
                 raise P4Error(ar.pos, f"action {ar.name} is listed twice in table {d.name}")
+            ndir = sum(1 for p in ad.params if p[1] is not None)
+            if len(ar.args) != ndir:
+                if ndir == 0:
+                    raise P4Error(ar.pos, f"action {ar.name} has no directional parameters to bind in a table's "
+                                          f"actions list (its parameters come from the control plane)")
+                raise P4Error(ar.pos, f"action {ar.name} in table {d.name} must bind its {ndir} directional "
+                                      f"parameter(s) ({', '.join(p[0] for p in ad.params[:ndir])}), "
+                                      f"got {len(ar.args)} argument(s)")
+            if ndir:
+                td.bound[ad.fq] = self.bind_action_args(ar, ad, ndir, sc, fq)
             td.actions[ad.fq] = ad
             scope = "TABLE_AND_DEFAULT"
             if find_annotation(ar.annos, "defaultonly") or find_annotation(ad.decl.annos, "defaultonly"):
@@ -1671,11 +1706,14 @@ class CodeGen:
             if ad.fq not in td.actions:
                 raise P4Error(ar.pos, f"{what} {ar.name} is not in the actions of table {d.name}")
             params = [p for p in ad.params if p[1] is None]
-            if len(ar.args) != len(params):
-                raise P4Error(ar.pos, f"wrong number of arguments to '{ar.name}': expected {len(params)}, "
+            ndir = len(ad.params) - len(params)
+            if len(ar.args) != len(ad.params) and not (ndir and len(ar.args) == len(params)):
+                raise P4Error(ar.pos, f"wrong number of arguments to '{ar.name}': expected {len(ad.params)}, "
                                       f"got {len(ar.args)}")
+            # the directional arguments repeat the binding of the actions list (p4c requires the same ones)
+            data_args = ar.args[len(ar.args) - len(params):]
             vals = []
-            for (pname, _, pt), a in zip(params, ar.args):
+            for (pname, _, pt), a in zip(params, data_args):
                 e = self.coerce(self.val(self.expr(a, sc), a.pos), pt, a.pos,
                                 lambda got, want, pname=pname: f"argument '{pname}' of '{ar.name}' must be {want}, "
                                                                f"got {got}")
@@ -1749,7 +1787,8 @@ class CodeGen:
         tv = self.fresh("T_" + fq)
         b = self.build
         b.w(f"{tv} = RT.table({fq!r})")
-        b.w(f"{tv}.bind({{{', '.join(f'{k!r}: {ad.pyname}' for k, ad in td.actions.items())}}})")
+        fns = ", ".join(f"{k!r}: {td.bound.get(k, ad.pyname)}" for k, ad in td.actions.items())
+        b.w(f"{tv}.bind({{{fns}}})")
         b.w(f"def {td.pyname}(C):")
         if not key_codes:
             kc = "None"
@@ -1762,6 +1801,23 @@ class CodeGen:
         b.w("    return r")
         sc.add(d.name, Sym("table", decl=td), d.pos)
         self.table_defs.append(td)
+
+    def bind_action_args(self, ar, ad, ndir, sc, table_fq):
+        """`actions = { a(x); }`: a wrapper that passes the bound (directional) arguments before the
+        control-plane action data, writing out/inout results back like a direct call does."""
+        name = ad.fq.rsplit(".", 1)[-1]
+        args = self.check_args(name, ad.params[:ndir], ar.args, sc, ar.pos)
+        codes, outs = [], []
+        for (pname, dirn, pt), a in zip(ad.params, args):
+            codes.append(f"{a.code}.copy()" if isinstance(pt, (StructLikeT, StackT)) and dirn == "in" else a.code)
+            if dirn in ("out", "inout") and not isinstance(pt, (StructLikeT, StackT)):
+                outs.append(a.code)
+        wpy = self.fresh("b_" + table_fq + "_" + name)
+        call = f"{ad.pyname}(C{''.join(', ' + c for c in codes)}, *d)"
+        b = self.build
+        b.w(f"def {wpy}(C, *d):")
+        b.w(f"    {', '.join(outs)}, = {call}" if outs else f"    {call}")
+        return wpy
 
     def entry_match(self, key, it, sc):
         w = key.bitwidth

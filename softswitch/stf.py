@@ -9,9 +9,10 @@ A test file is a list of commands, one a line (``#`` starts a comment)::
     packet PORT HEX                 expect PORT HEX[$]             wait
 
 Values are decimal or 0x-hex; a ternary key is ``VALUE&&&MASK`` (or hex with ``*`` nibbles), an lpm key
-``VALUE/LENGTH``, a range ``LOW->HIGH``. In ``expect``, ``*`` is a wildcard nibble and a trailing ``$``
-requires the exact length (otherwise the packet may be longer than the expectation). As in BMv2, a lower
-STF priority number wins; P4Runtime (and ``Switch``) use the opposite order, so it is inverted here.
+``VALUE/LENGTH``, a range ``LOW->HIGH``; a header stack element in a key name is ``stack$0.field``. In
+``expect``, ``*`` is a wildcard nibble and a trailing ``$`` requires the exact length (otherwise the packet
+may be longer than the expectation). A higher STF priority number wins, as in P4Runtime (p4c's BMv2 test
+driver hands BMv2, where a lower number wins, ``10000 - priority``).
 Multicast node handles are numbered from 0 in creation order, like BMv2's.
 
 Expectations are matched per output port in order; a missing packet, an extra packet and a mismatch
@@ -23,7 +24,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-STF_MAX_PRIORITY = (1 << 24) - 1     # STF priority p becomes Switch priority STF_MAX_PRIORITY - p
 
 
 class StfError(ValueError):
@@ -216,6 +216,9 @@ def parse_stf(text: str, filename: str = "<stf>") -> list[Command]:
 
 # ---------------------------------------------------------------- running
 
+_STACK_INDEX = re.compile(r"\$(\d+)")
+
+
 def _table_entry(info, command: Command):
     """The Switch TableEntry for an ``add`` command (names resolved against ProgramInfo)."""
     from softswitch.switch import Exact, Lpm, Optional, Range, TableEntry, Ternary
@@ -224,6 +227,7 @@ def _table_entry(info, command: Command):
     by_name = {k.name: k for k in table.keys}
     matches = {}
     for name, value in command.args["keys"].items():
+        name = _STACK_INDEX.sub(r"[\1]", name)     # p4c's STF writes stack[0].f as stack$0.f
         key = by_name.get(name)
         if key is None:
             short = [k for k in table.keys if k.name.endswith("." + name) or k.name.rsplit(".", 1)[-1] == name]
@@ -254,7 +258,7 @@ def _table_entry(info, command: Command):
     if priority is None and any(k.match_kind in ("ternary", "range", "optional") for k in table.keys):
         priority = 0
     if priority is not None:
-        priority = STF_MAX_PRIORITY - priority
+        priority += 1       # P4Runtime priorities start at 1
     action = info.action(command.args["action"]).name
     return table.name, TableEntry(matches=matches, action=action, args=command.args["args"], priority=priority)
 

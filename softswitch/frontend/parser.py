@@ -408,6 +408,8 @@ class Parser:
     def table_decl(self, annos):
         self.expect("table")
         name = self.ident("a table name")
+        if self.accept("("):        # `table t() {...}`: an empty parameter list, accepted by p4c
+            self.expect(")")
         self.expect("{")
         props = {}
         while not self.accept("}"):

@@ -113,9 +113,12 @@ extern void clone(in CloneType type, in bit<32> session);
 /* As clone(), keeping the user metadata fields annotated @field_list(index) in the copy. */
 extern void clone_preserving_field_list(in CloneType type, in bit<32> session, bit<8> index);
 
-/* Older forms: the data argument is accepted; the metadata it names is not preserved by softswitch. */
+/* Older forms: `data` is a list of user metadata fields (or the whole struct) whose values at the end of
+ * the pipeline the new packet keeps; other values in the list are ignored. */
 extern void resubmit<T>(in T data);
 extern void recirculate<T>(in T data);
+/* As clone_preserving_field_list(), the fields to keep given as `data` (like resubmit's). */
+extern void clone3<T>(in CloneType type, in bit<32> session, in T data);
 
 /* Truncates the packet on output to at most `length` bytes. */
 extern void truncate(in bit<32> length);

@@ -67,6 +67,12 @@ class Runtime:
         return (v >> ((b1 << 3) - end)) & ((1 << width) - 1)
 
     @staticmethod
+    def lookahead_header(extract, header, data, off):
+        """lookahead<H>(): `header` (a fresh H) filled from the bits at `off`, which stay unconsumed."""
+        extract(header, data, off)
+        return header
+
+    @staticmethod
     def advance(data, off, nbits):
         from .support import ParserError
         if off + nbits > len(data) * 8:
@@ -109,19 +115,26 @@ class Pipeline:
         return int((time.monotonic() - self.t0) * 1e6)
 
     def _preserve(self, meta, index):
-        if index is None or index < 0:
+        """Values of field list `index` (an @field_list number, or a "dataN" list from clone3/resubmit/
+        recirculate data); its entries are paths like "f" or "outer.inner" inside the user metadata."""
+        if index is None or index == -1:
             return None
-        fields = self.b["field_lists"].get(index, ())
         vals = []
-        for f in fields:
-            v = getattr(meta, f)
-            vals.append((f, v.copy() if hasattr(v, "copy") else v))
+        for path in self.b["field_lists"].get(index, ()):
+            obj = meta
+            for f in path.split("."):
+                obj = getattr(obj, f)
+            vals.append((path, obj.copy() if hasattr(obj, "copy") else obj))
         return vals
 
     def _restore(self, meta, preserved):
         if preserved:
-            for f, v in preserved:
-                setattr(meta, f, v.copy() if hasattr(v, "copy") else v)
+            for path, v in preserved:
+                *outer, last = path.split(".")
+                obj = meta
+                for f in outer:
+                    obj = getattr(obj, f)
+                setattr(obj, last, v.copy() if hasattr(v, "copy") else v)
 
     def process(self, port, data):
         out = []

@@ -1,0 +1,24 @@
+"""lookahead<header type>() in parsers (select on its fields, too-short packets)."""
+
+from softswitch.switch import Switch
+from softswitch_testlib import eth, program
+
+
+def run(payload):
+    sw = Switch(program("compat_lookahead_header.p4"))
+    return sw.process(1, eth(etype=0x9000, payload=payload))
+
+
+def test_select_on_lookahead_header_fields_extracts_matching_header():
+    probe = bytes([0xA5, 0x12, 0x01, 0x00])
+    assert run(probe + b"xy") == [(2, eth(etype=0x9000, payload=bytes([0xA5, 0x12, 0x01, 0x01]) + b"xy"))]
+
+
+def test_lookahead_does_not_consume_when_not_matched():
+    other = bytes([0xA5, 0x22, 0xBE, 0xEF])        # version 2: not extracted, value still peeked
+    assert run(other) == [(2, eth(etype=0xBEEF, payload=other))]
+
+
+def test_lookahead_past_the_end_is_packet_too_short():
+    # the parser stops at the first lookahead: nothing peeked (etype gets 0), parser_error set
+    assert run(bytes([0xA5, 0x12])) == [(3, eth(etype=0, payload=bytes([0xA5, 0x12])))]
