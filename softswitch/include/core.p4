@@ -2,6 +2,8 @@
  * Written for softswitch from the specification; the compiler treats these names as built-ins. */
 #ifndef _SOFTSWITCH_CORE_P4_
 #define _SOFTSWITCH_CORE_P4_
+/* the guard name p4c's core.p4 defines: programs and fragments test it with #ifdef */
+#define _CORE_P4_
 
 /* Standard parser errors; BMv2 numbers them in this order starting at 0. */
 error {

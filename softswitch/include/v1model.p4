@@ -3,6 +3,8 @@
  * softswitch/runtime. */
 #ifndef _SOFTSWITCH_V1MODEL_P4_
 #define _SOFTSWITCH_V1MODEL_P4_
+/* the guard name p4c's v1model.p4 defines (tested by some programs) */
+#define _V1_MODEL_P4_
 
 #include <core.p4>
 

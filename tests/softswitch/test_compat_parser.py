@@ -22,3 +22,13 @@ def test_lookahead_does_not_consume_when_not_matched():
 def test_lookahead_past_the_end_is_packet_too_short():
     # the parser stops at the first lookahead: nothing peeked (etype gets 0), parser_error set
     assert run(bytes([0xA5, 0x12])) == [(3, eth(etype=0, payload=bytes([0xA5, 0x12])))]
+
+
+def test_p4c_include_guard_names_are_defined_for_ifdef_tests():
+    from softswitch_testlib import v1
+    prog = v1("apply { sm.egress_spec = 1; }", decls="""
+    #if defined(_CORE_P4_) && defined(_V1_MODEL_P4_)
+    const bit<8> BOTH = 1;
+    #endif
+    """, meta_fields="bit<8> x;", egress="apply { meta.x = BOTH; }")
+    assert Switch(prog).process(0, eth()) == [(1, eth())]
