@@ -9,6 +9,11 @@ otherwise answer a restarted worker with a stored sum). Inputs and results go to
 Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} and
 {"cmd": "quit"}. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
 "input": path, "result": path} or {"error": "one line"}.
+
+The server also takes {"cmd": "add_job", "plan": path} and {"cmd": "remove_job", "job": id}: the
+launcher's training runs are jobs of their own (fresh job ids, so their processes' sequence numbers
+start afresh in the switches), served by the same agent on the server host's one UDP port.
+Replies: {"job": id} or {"error": "one line"}.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ def run_server(args, plan) -> None:
     """Serve the job until "quit" or end of input on stdin (the launcher closing the pipe)."""
     import os
 
+    from controller.plan import JobPlan
     from server.agent import ServerAgent
     from worker.transport import UdpTransport
 
@@ -119,6 +125,16 @@ def run_server(args, plan) -> None:
                 done.append(True)
             elif cmd.get("cmd") == "stats":
                 reply({"stats": dict(agent.stats)})
+            elif cmd.get("cmd") == "add_job":
+                try:
+                    job = JobPlan.from_json(Path(cmd["plan"]).read_text())
+                    agent.add_job(job)
+                    reply({"job": job.job_id})
+                except Exception as exc:
+                    reply({"error": f"{type(exc).__name__}: {exc}"})
+            elif cmd.get("cmd") == "remove_job":
+                agent.remove_job(int(cmd["job"]))
+                reply({"job": int(cmd["job"])})
 
     transport.loop.add_reader(sys.stdin, on_stdin)
     reply({"ready": True, "host": me.name})

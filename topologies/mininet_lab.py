@@ -2,16 +2,19 @@
 
     python -m topologies.mininet_lab topologies/leaf_spine.yaml                 # mininet CLI + extras
     python -m topologies.mininet_lab topologies/star.yaml --rounds 3 --batch    # run, check, exit
+    python -m topologies.mininet_lab topologies/star.yaml --train --epochs 20 --backend ina   # train, exit
     python -m topologies.mininet_lab --clean                                    # remove a dead run's leftovers
 
 Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
 (the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
-counts), ``plan`` (which switches aggregate, fan-ins, paths). Needs root and Debian's mininet.
+counts), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
+[--seed S]`` (examples/train_digits.py, one process per worker host). Needs root and Debian's mininet.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -22,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from topologies.lab_network import LabError, LabNetwork, LabSpec
+from topologies.lab_network import LabError, LabNetwork, LabSpec, intf_name
+from topologies.lab_training import BACKENDS, RankHost, TrainError, TrainResult, run_ranks
 from topologies.lab_state import clean_stale
 from topologies.p4switch import SwitchStartError
 
@@ -115,6 +119,9 @@ class MininetLab:
         self.p4info, self.device_config = p4info, device_config
         self.plan = None
         self.installer = None
+        self.jobs = None                  # controller JobManager: the lab's job and training jobs share its resources
+        self.next_job_id = 0
+        self.train_runs = 0
         self.workdir = Path(tempfile.mkdtemp(prefix="ina-lab-"))
         self.agents: dict[str, AgentProcess] = {}
         self.server_agent: AgentProcess | None = None
@@ -123,18 +130,15 @@ class MininetLab:
 
     # -- bring-up --------------------------------------------------------------------------------
     def start(self) -> "MininetLab":
-        from controller.planner import PlanOptions, plan_job
-
         t0 = time.monotonic()
         self.log(f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
                  f"{len(self.spec.hosts)} hosts, {len(self.spec.links)} links ({self.topo.name})")
         self.network.start()
         self.log(f"[lab] network up in {time.monotonic() - t0:.1f} s")
         try:
-            self.plan = plan_job(self.topo, self.workers, [self.server], self.plan_options or PlanOptions())
-            (self.workdir / "plan.json").write_text(self.plan.to_json(indent=1))
             t1 = time.monotonic()
             self._install()
+            (self.workdir / "plan.json").write_text(self.plan.to_json(indent=1))
             self.log(f"[lab] controller installed routes and job {self.plan.job_id} "
                      f"in {time.monotonic() - t1:.1f} s")
             self._start_agents()
@@ -144,16 +148,25 @@ class MininetLab:
         return self
 
     def _install(self) -> None:
-        """Routes and the job over P4Runtime. A switch started with a program reports its own P4Info;
-        one started with --no-p4 (BMv2) first gets the pipeline from --p4info/--device-config."""
+        """Routes, then the job (planned and installed by the controller's job manager) over
+        P4Runtime. A switch started with a program reports its own P4Info; one started with --no-p4
+        (BMv2) first gets the pipeline from --p4info/--device-config."""
         from controller.installer import Installer
+        from controller.jobservice import JobManager
 
         self.installer = Installer(self.topo, self.p4info, self.device_config,
                                    addresses=self.network.grpc_addresses())
         if self.p4info and self.device_config:
             self.installer.push_pipeline()
         self.installer.install_topology()
-        self.installer.install_job(self.plan)
+        self.jobs = JobManager(self.topo, installer=self.installer)
+        self.plan, _ = self.jobs.register(self.workers, [self.server], self._options())
+        self.next_job_id = self.plan.job_id + 1
+
+    def _options(self, **changes):
+        from controller.planner import PlanOptions
+
+        return dataclasses.replace(self.plan_options or PlanOptions(), **changes)
 
     def _start_agents(self) -> None:
         py = sys.executable
@@ -208,17 +221,75 @@ class MininetLab:
                 bad = int(np.argmax(got.astype(np.int64) != expected)) if got.shape == expected.shape else -1
                 raise JobError(f"round {r}: {n} got a wrong sum (first difference at index {bad})")
 
+    # -- training ------------------------------------------------------------------------------------
+    def train(self, epochs: int = 20, backend: str = "ina", seed: int = 0, timeout: float | None = None) -> TrainResult:
+        """examples/train_digits.py with one ``--rank R`` process per worker host (ranks in the job's
+        order, rendezvous on rank 0's IP). With ina the run is a job of its own: a job id never used
+        before in this lab (the switches then take its chunks afresh, whatever the lab's agents
+        sent), served by the lab's server agent, removed from switches and server afterwards."""
+        self.train_runs += 1
+        port = 29500 + self.train_runs          # no TIME_WAIT from an earlier run's store
+        hosts = [RankHost(w.name, w.ip, intf_name(w.name, self.spec.host(w.name).port)) for w in self.plan.workers]
+        self.log(f"[lab] training {backend}: {len(hosts)} ranks on {', '.join(h.name for h in hosts)}, "
+                 f"{epochs} epochs, seed {seed}, rendezvous {hosts[0].ip}:{port}")
+        if backend != "ina":
+            result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, port=port,
+                               timeout=timeout, log=self.log)
+            self.log("[lab] " + result.summary_line())
+            return result
+        plan = self._training_job()
+        try:
+            plan_path = self.workdir / f"train-job{plan.job_id}.json"
+            plan_path.write_text(plan.to_json(indent=1))
+            self._server_call({"cmd": "add_job", "plan": str(plan_path)})
+            before = self.switch_counters(plan)
+            result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, plan_path=str(plan_path),
+                               port=port, timeout=timeout, log=self.log)
+            after = self.switch_counters(plan)
+            result.job_id = plan.job_id
+            result.switch_counters = {s: {k: v - before[s].get(k, 0) for k, v in row.items() if v - before[s].get(k, 0)}
+                                      for s, row in after.items()}
+        finally:
+            self._release_training_job(plan)
+        self.log("[lab] " + result.summary_line())
+        for name, row in sorted(result.switch_counters.items()):
+            if row.get("grad_completed"):
+                self.log(f"[lab] switch {name} (P4 counters, job {plan.job_id}): {row.get('grad_aggregated', 0)} "
+                         f"gradient packets aggregated, {row['grad_completed']} chunks completed in the data plane")
+        return result
+
+    def _training_job(self):
+        plan, _ = self.jobs.register([w.name for w in self.plan.workers], [self.server],
+                                     self._options(job_id=self.next_job_id))
+        self.next_job_id += 1
+        return plan
+
+    def _release_training_job(self, plan) -> None:
+        try:
+            self._server_call({"cmd": "remove_job", "job": plan.job_id})
+        finally:
+            self.jobs.release(plan.job_id)
+
+    def _server_call(self, cmd: dict) -> dict:
+        self.server_agent.send(cmd)
+        while True:
+            msg = self.server_agent.read(30)
+            if "error" in msg:
+                raise JobError(f"{self.server_agent.name}: {msg['error']}")
+            if "job" in msg:
+                return msg
+
     # -- inspection ----------------------------------------------------------------------------------
     def link_bytes(self) -> dict[int, int]:
         return self.network.link_bytes()
 
-    def switch_counters(self) -> dict[str, dict[str, int]]:
-        """Non-zero per-job packet counts (InaIngress.ina_stats) and drop reasons (drop_stats) of
-        every switch, read over P4Runtime."""
+    def switch_counters(self, plan=None) -> dict[str, dict[str, int]]:
+        """Non-zero per-job packet counts (InaIngress.ina_stats) of ``plan`` (default: the lab's job)
+        and drop reasons (drop_stats, all jobs) of every switch, read over P4Runtime."""
         from protocol import constants as C
 
         out = {}
-        base = self.plan.job_index * C.NUM_STATS
+        base = (plan or self.plan).job_index * C.NUM_STATS
         for s in self.topo.switches:
             stats = self.installer.read_counter(s.name, "InaIngress.ina_stats", [base + i for i in C.STAT_NAMES])
             drops = self.installer.read_counter(s.name, "InaIngress.drop_stats", list(C.DROP_REASON_NAMES))
@@ -247,6 +318,7 @@ class MininetLab:
                 agent.stop()
         self.agents.clear()
         self.server_agent = None
+        self.jobs = None
         if self.installer is not None:
             try:
                 self.installer.close()
@@ -288,6 +360,18 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             """counters: bytes each link carried (both directions)"""
             print(lab.counters_text())
 
+        def do_train(self, line):
+            """train [EPOCHS] [--backend ina|gloo] [--seed S]: examples/train_digits.py, one process per worker host"""
+            try:
+                opts = parse_train_line(line)
+            except ValueError as exc:
+                print(f"error: {exc}")
+                return
+            try:
+                lab.train(**opts)
+            except (TrainError, JobError) as exc:
+                print(f"error: {exc}")
+
         def do_plan(self, line):
             """plan: which switches aggregate, their fan-in, each worker's path"""
             print(lab.plan_text())
@@ -295,10 +379,37 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
     LabCLI(lab.network.net, script=script)
 
 
+def parse_train_line(line: str) -> dict:
+    """``[EPOCHS] [--backend ina|gloo] [--seed S] [--timeout SECONDS]`` -> keyword arguments of train()."""
+    ap = argparse.ArgumentParser(prog="train", add_help=False, exit_on_error=False)
+    ap.add_argument("epochs", nargs="?", type=int, default=20)
+    ap.add_argument("--backend", default="ina")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float)
+    try:
+        ns, extra = ap.parse_known_args(line.split())
+    except argparse.ArgumentError as exc:
+        raise ValueError(f"train: {exc}") from None
+    if extra:
+        raise ValueError(f"train: unexpected {' '.join(extra)} (usage: train [EPOCHS] [--backend ina|gloo] [--seed S])")
+    if ns.backend not in BACKENDS:
+        raise ValueError(f"train: unknown backend {ns.backend!r} (choose {' or '.join(BACKENDS)})")
+    if ns.epochs < 1:
+        raise ValueError(f"train: epochs must be at least 1, got {ns.epochs}")
+    return vars(ns)
+
+
 def _plan_options(result_mode: str):
     from controller.planner import PlanOptions
 
     return PlanOptions(result_mode=result_mode)
+
+
+def compare_line(gloo: TrainResult, ina: TrainResult) -> str:
+    diff = 100 * (ina.test_accuracy - gloo.test_accuracy)
+    return (f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration, "
+            f"ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration "
+            f"(accuracy difference {diff:+.2f} points)")
 
 
 def install_signal_handlers() -> None:
@@ -325,6 +436,14 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
     ap.add_argument("--batch", action="store_true", help="exit after --rounds/--script instead of the CLI")
+    ap.add_argument("--train", action="store_true",
+                    help="run examples/train_digits.py, one process per worker host, then exit")
+    ap.add_argument("--backend", choices=(*BACKENDS, "both"), default="ina",
+                    help="--train: torch.distributed backend (both: gloo, then ina, same seed)")
+    ap.add_argument("--epochs", type=int, default=20, help="--train: epochs")
+    ap.add_argument("--seed", type=int, default=0, help="--train: seed of the data split, shards and weights")
+    ap.add_argument("--train-timeout", type=float,
+                    help="--train: seconds one training run may take (default grows with epochs and workers)")
     ap.add_argument("--clean", action="store_true", help="remove what a crashed run left behind, then exit")
     args = ap.parse_args(argv)
 
@@ -332,6 +451,8 @@ def main(argv=None) -> int:
         return 1 if clean_stale() else 0
     if not args.topology:
         ap.error("a topology file is required (or --clean)")
+    if args.epochs < 1:
+        ap.error("--epochs must be at least 1")
     workers = None
     if args.workers:
         workers = int(args.workers) if args.workers.isdigit() else args.workers.split(",")
@@ -345,15 +466,20 @@ def main(argv=None) -> int:
         print(lab.plan_text())
         if args.rounds:
             lab.allreduce(args.rounds)
+        if args.train:
+            backends = ("gloo", "ina") if args.backend == "both" else (args.backend,)
+            results = [lab.train(args.epochs, b, args.seed, args.train_timeout) for b in backends]
+            if len(results) == 2:
+                print("[lab] " + compare_line(*results))
         if args.script:
             lab_cli(lab, script=args.script)
-        if not args.batch:
+        if not (args.batch or args.train):
             lab_cli(lab)
         return 0
     except KeyboardInterrupt:
         print("\n[lab] interrupted: tearing down")
         return 130
-    except (LabError, SwitchStartError, JobError) as exc:
+    except (LabError, SwitchStartError, JobError, TrainError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # controller errors carry one-line messages (TopologyError, PlanError...)

@@ -31,3 +31,16 @@ def host_namespaces_gone(resources) -> bool:
 
     return not any(os.path.exists(f"/proc/{p['pid']}/ns/net") for p in resources.processes
                    if p["what"].startswith("host "))
+
+
+def assert_lab_torn_down(lab, left) -> None:
+    """What the lab tests check after ``MininetLab.stop()`` returned ``left``: nothing it recorded
+    (switches, hosts, agents, training ranks) survives, no interface of its topology is left."""
+    import os
+
+    assert left == []
+    assert lab.network.resources.leftovers() == []
+    assert root_links() & lab_interfaces(lab.spec) == set()
+    assert host_namespaces_gone(lab.network.resources)
+    switch_pids = [p["pid"] for p in lab.network.resources.processes if p["what"].startswith("switch ")]
+    assert switch_pids and not any(os.path.exists(f"/proc/{pid}") for pid in switch_pids)

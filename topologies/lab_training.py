@@ -1,0 +1,196 @@
+"""examples/train_digits.py across the lab's hosts: one ``--rank R`` process per worker host.
+
+Each rank runs inside its host's namespace. torch's rendezvous (the TCP store on rank 0's host IP)
+and gloo's TCP connections are plain IPv4 between hosts, so they cross the P4 switches on their
+``ipv4_lpm`` routes like any other traffic; with ``--backend ina`` the DDP all_reduces go, over
+kernel UDP on the host's address, through the aggregating switches of the job whose plan file the
+launcher wrote (INA_PLAN: the hosts' namespaces have no route to the controller in the root
+namespace, but they share its file system).
+
+``run_ranks`` starts the processes, streams rank 0's progress, waits with a deadline and returns
+rank 0's summary; any failure is a ``TrainError`` naming the host and quoting its last output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topologies.p4switch import stop_process
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "train_digits.py"
+BACKENDS = ("ina", "gloo")
+
+
+class TrainError(RuntimeError):
+    """A training run failed or ran out of time (the message names the host and its last output)."""
+
+
+@dataclass
+class RankHost:
+    """Where one rank runs: the host's name, its IP and its data-plane interface."""
+    name: str
+    ip: str
+    intf: str
+
+
+@dataclass
+class TrainResult:
+    backend: str
+    workers: int
+    epochs: int
+    seed: int
+    test_accuracy: float
+    ms_per_iteration: float
+    iterations: int
+    ranks_in_sync: bool
+    elapsed: float                                   # wall clock of the whole run, start-up included
+    switch_counters: dict[str, dict[str, int]] = field(default_factory=dict)    # ina: this run's counts
+    job_id: int | None = None
+
+    def summary_line(self) -> str:
+        return (f"train {self.backend}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
+                f"test accuracy {100 * self.test_accuracy:.2f} %, {self.ms_per_iteration:.1f} ms/iteration "
+                f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
+                f"(run took {self.elapsed:.0f} s)")
+
+
+def default_timeout(epochs: int, workers: int) -> float:
+    """Generous but bounded: start-up of every torch process on 2 cores, then per-epoch time with
+    Python softswitches forwarding every packet."""
+    return 240.0 + 15.0 * epochs * max(1, workers // 2)
+
+
+def rank_env(host: RankHost, plan_path: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INA_", "MASTER_", "GLOO_"))}
+    env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
+               GLOO_SOCKET_IFNAME=host.intf)      # gloo would otherwise pick the root's hostname address
+    if plan_path:
+        env.update(INA_PLAN=plan_path, INA_TRANSPORT="udp", INA_HOST=host.name)
+    return env
+
+
+def rank_argv(backend: str, rank: int, world: int, master: RankHost, port: int, epochs: int, seed: int,
+              host: RankHost, summary: Path | None) -> list[str]:
+    argv = [sys.executable, str(EXAMPLE), "--backend", backend, "--rank", str(rank), "--world-size", str(world),
+            "--master-addr", master.ip, "--master-port", str(port), "--epochs", str(epochs), "--seed", str(seed)]
+    if backend == "ina":
+        argv += ["--transport", "udp", "--host", host.name]
+    if summary is not None:
+        argv += ["--json", str(summary)]
+    return argv
+
+
+class _Rank:
+    def __init__(self, rank: int, host: RankHost, proc, log_path: Path):
+        self.rank, self.host, self.proc, self.log_path = rank, host, proc, log_path
+        self.shown = 0                     # bytes of the log already streamed
+        self.ended_at: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.host.name} (rank {self.rank})"
+
+    def tail(self, lines: int = 8) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "    (no output)"
+        last = [line for line in text.splitlines() if line.strip()][-lines:]
+        return "\n".join("    " + line for line in last) or "    (no output)"
+
+    def new_output(self) -> list[str]:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.shown)
+                data = f.read()
+        except OSError:
+            return []
+        complete = data[:data.rfind(b"\n") + 1]
+        self.shown += len(complete)
+        return complete.decode(errors="replace").splitlines()
+
+
+def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: int, workdir: Path, *,
+              plan_path: str | None = None, port: int = 29500, timeout: float | None = None,
+              log=print, grace: float = 20.0) -> TrainResult:
+    """Train with one process per host (``hosts`` in rank order) and return rank 0's summary."""
+    if backend not in BACKENDS:
+        raise TrainError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
+    if backend == "ina" and not plan_path:
+        raise TrainError("the ina backend needs the job's plan file")
+    if epochs < 1:
+        raise TrainError(f"epochs must be at least 1, got {epochs}")
+    world = len(hosts)
+    timeout = timeout or default_timeout(epochs, world)
+    run_dir = Path(workdir) / f"train-{backend}-{port}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    summary = run_dir / "summary.json"
+    ranks: list[_Rank] = []
+    start = time.monotonic()
+    try:
+        for rank, host in enumerate(hosts):
+            log_path = run_dir / f"rank{rank}-{host.name}.log"
+            with open(log_path, "wb") as out:
+                proc = network.popen(host.name, rank_argv(backend, rank, world, hosts[0], port, epochs, seed, host,
+                                                          summary if rank == 0 else None),
+                                     f"training rank {rank} on {host.name}", stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=subprocess.STDOUT, env=rank_env(host, plan_path), cwd=str(REPO))
+            ranks.append(_Rank(rank, host, proc, log_path))
+        _wait(ranks, start + timeout, timeout, grace, log)
+    finally:
+        for r in ranks:
+            stop_process(r.proc)
+    _stream(ranks[0], log)
+    try:
+        data = json.loads(summary.read_text())
+    except (OSError, ValueError):
+        raise TrainError(f"{ranks[0].label} exited without writing its summary; its last output:\n"
+                         f"{ranks[0].tail()}") from None
+    return TrainResult(backend, data["workers"], data["epochs"], data["seed"], data["test_accuracy"],
+                       data["ms_per_iteration"], data["iterations"], data["ranks_in_sync"],
+                       time.monotonic() - start)
+
+
+# c10d warns once per connection that the hosts' addresses have no DNS name (the lab has no DNS);
+# the line stays in the rank's log but is not worth showing
+_NOISE = ("The hostname of the client socket cannot be retrieved",)
+
+
+def _stream(rank: _Rank, log) -> None:
+    """Show a rank's new complete output lines, prefixed with its host."""
+    for line in rank.new_output():
+        if not any(n in line for n in _NOISE):
+            log(f"[{rank.host.name}] {line}")
+
+
+def _wait(ranks: list[_Rank], deadline: float, timeout: float, grace: float, log) -> None:
+    """Until every rank exits 0. The first rank to fail is the cause (the others then lose their
+    peers): after it, the rest get ``grace`` seconds before the run is stopped."""
+    failed: _Rank | None = None
+    while True:
+        now = time.monotonic()
+        for r in ranks:
+            if r.ended_at is None and r.proc.poll() is not None:
+                r.ended_at = now
+                if r.proc.returncode != 0 and failed is None:
+                    failed = r
+        _stream(ranks[0], log)
+        running = [r for r in ranks if r.ended_at is None]
+        if failed is not None and (not running or now > failed.ended_at + grace):
+            raise TrainError(f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
+                             f"its last output:\n{failed.tail()}")
+        if not running:
+            return
+        if now > deadline:
+            slow = running[0]
+            raise TrainError(f"training did not finish within {timeout:.0f} s: still running on "
+                             f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
+                             f"{slow.tail()}")
+        time.sleep(0.25)
