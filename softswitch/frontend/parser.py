@@ -185,9 +185,21 @@ class Parser:
             return Node("Package", name.pos, name=name.text, tparams=tparams, params=params, annos=annos)
         if kw == "action":
             return self.action_decl(annos)
+        if kw in ("void", "bit", "int", "bool") or (kw in self.type_names and self.at("(", 2)):
+            if self._is_function_decl():
+                self.error("function declarations are not supported by softswitch (use an action or a control)")
         if kw in self.type_names:
             return self.instance_or_var(annos, top=True)
         self.error(f"syntax error: unexpected '{kw}' at top level")
+
+    def _is_function_decl(self):
+        """At `RetType name(`: a function declaration (the return type may be bit<N> / int<N>)."""
+        k = 1
+        if self.at("<", k):
+            while self.peek(k).kind != "eof" and not self.at(">", k):
+                k += 1
+            k += 1
+        return self.peek(k).kind == "id" and self.at("(", k + 1)
 
     def const_decl(self, annos):
         self.expect("const")

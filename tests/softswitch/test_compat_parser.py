@@ -1,5 +1,9 @@
-"""lookahead<header type>() in parsers (select on its fields, too-short packets)."""
+"""Parser-side compatibility: lookahead<header type>() (select on its fields, too-short packets), p4c's
+include guard names, and a clean error for function declarations."""
 
+import pytest
+
+from softswitch.frontend.errors import P4Error
 from softswitch.switch import Switch
 from softswitch_testlib import eth, program
 
@@ -32,3 +36,12 @@ def test_p4c_include_guard_names_are_defined_for_ifdef_tests():
     #endif
     """, meta_fields="bit<8> x;", egress="apply { meta.x = BOTH; }")
     assert Switch(prog).process(0, eth()) == [(1, eth())]
+
+
+@pytest.mark.parametrize("decl", ["void reset(out bit<8> x) { x = 0; }", "bit<8> twice(in bit<8> x) { return x; }"])
+def test_function_declarations_get_a_clean_unsupported_error(decl):
+    from softswitch_testlib import v1
+    with pytest.raises(P4Error) as ei:
+        v1("apply { }", decls=decl)
+    assert str(ei.value).startswith("t.p4:") and \
+        "error: function declarations are not supported by softswitch" in str(ei.value)
