@@ -99,6 +99,12 @@ def _wrap_code(code, ty):
     return f"(({code}) & {m})"
 
 
+def check_arity(pos, name, args, expected):
+    """The one 'wrong number of arguments' error of every call, method and instantiation."""
+    if len(args) != expected:
+        raise P4Error(pos, f"wrong number of arguments to '{name}': expected {expected}, got {len(args)}")
+
+
 def expr_text(n: Node) -> str:
     """The source text of a key expression, as P4Info names match fields."""
     k = n.kind
@@ -745,8 +751,7 @@ class CodeGen:
 
     def check_args(self, fname, params, args, sc, pos):
         """Compiles call arguments against (name, direction, type) params; returns their E."""
-        if len(args) != len(params):
-            raise P4Error(pos, f"wrong number of arguments to '{fname}': expected {len(params)}, got {len(args)}")
+        check_arity(pos, fname, args, len(params))
         out = []
         for i, ((pname, d, pt), a) in enumerate(zip(params, args)):
             e = self.val(self.expr(a, sc), a.pos)
@@ -811,8 +816,7 @@ class CodeGen:
         if bs is None:
             t = base.type
             if isinstance(t, HeaderT):
-                if n.args:
-                    raise P4Error(n.pos, f"wrong number of arguments to '{mname}': expected 0, got {len(n.args)}")
+                check_arity(n.pos, mname, n.args, 0)
                 if mname == "isValid":
                     return E(f"{base.code}._v", BOOL)
                 self.stmt_only(n, ctx, mname)
@@ -822,8 +826,7 @@ class CodeGen:
                 return None
             if isinstance(t, StackT):
                 self.stmt_only(n, ctx, mname)
-                if len(n.args) != 1:
-                    raise P4Error(n.pos, f"wrong number of arguments to '{mname}': expected 1, got {len(n.args)}")
+                check_arity(n.pos, mname, n.args, 1)
                 cnt = self.const_value(n.args[0], sc, INFINT)
                 o.w(f"{base.code}.{mname}({cnt})")
                 return None
@@ -832,8 +835,7 @@ class CodeGen:
         if k == "table":
             if mname != "apply":
                 raise P4Error(n.pos, f"a table has no method '{mname}' (only apply)")
-            if n.args:
-                raise P4Error(n.pos, f"wrong number of arguments to 'apply': expected 0, got {len(n.args)}")
+            check_arity(n.pos, "apply", n.args, 0)
             td = bs.decl
             code = f"{td.pyname}(C)"
             if ctx is not None:
@@ -846,8 +848,7 @@ class CodeGen:
             if mname != "emit":
                 raise P4Error(n.pos, f"packet_out has no method '{mname}'")
             self.stmt_only(n, ctx, "emit")
-            if len(n.args) != 1:
-                raise P4Error(n.pos, f"wrong number of arguments to 'emit': expected 1, got {len(n.args)}")
+            check_arity(n.pos, "emit", n.args, 1)
             e = self.val(self.expr(n.args[0], sc), n.args[0].pos)
             self.emit_emit(bs.code, e, n.args[0].pos)
             return None
@@ -1291,8 +1292,7 @@ class CodeGen:
         if inst.name != "main":
             raise P4Error(inst.pos, "the package instance must be named 'main'")
         roles = ["parser", "verify", "ingress", "egress", "compute", "deparser"]
-        if len(inst.args) != 6:
-            raise P4Error(inst.pos, f"wrong number of arguments to 'V1Switch': expected 6, got {len(inst.args)}")
+        check_arity(inst.pos, "V1Switch", inst.args, 6)
         decls = []
         for role, a in zip(roles, inst.args):
             if a.kind != "Call" or a.func.kind != "Name" or a.args:
@@ -1604,8 +1604,7 @@ class CodeGen:
         name = t.name
         inst = {"type": t, "fq": fq}
         if name == "register":
-            if len(ld.args) != 1:
-                raise P4Error(ld.pos, f"wrong number of arguments to 'register': expected 1, got {len(ld.args)}")
+            check_arity(ld.pos, "register", ld.args, 1)
             if not t.targs:
                 raise P4Error(ld.pos, "register needs its element type: register<bit<W>>(size)")
             el = t.targs[0]
@@ -1619,8 +1618,7 @@ class CodeGen:
             self.build.w(f"{inst['code']} = RT.register_values({fq!r})")
             self.info.registers.append(RegisterInfo(fq, el.width, size, el.signed))
         elif name == "counter":
-            if len(ld.args) != 2:
-                raise P4Error(ld.pos, f"wrong number of arguments to 'counter': expected 2, got {len(ld.args)}")
+            check_arity(ld.pos, "counter", ld.args, 2)
             size = self.const_value(ld.args[0], sc, BitT(32))
             unit = self.const_enum(self.expr(ld.args[1], sc), "CounterType", ld.args[1].pos, "the counter type")
             inst["size"] = size
@@ -1628,9 +1626,7 @@ class CodeGen:
             self.build.w(f"{inst['code']} = RT.counter({fq!r})")
             self.info.counters.append(CounterInfo(fq, size, unit))
         elif name == "direct_counter":
-            if len(ld.args) != 1:
-                raise P4Error(ld.pos, f"wrong number of arguments to 'direct_counter': expected 1, "
-                                      f"got {len(ld.args)}")
+            check_arity(ld.pos, "direct_counter", ld.args, 1)
             unit = self.const_enum(self.expr(ld.args[0], sc), "CounterType", ld.args[0].pos, "the counter type")
             inst["code"] = None
             self.direct_counters[fq] = [unit, None, ld.pos]

@@ -98,6 +98,16 @@ def _preamble(preamble, obj_id: int, name: str, alias: str, annotations=()):
     preamble.annotations.extend(_annotation(a) for a in annotations)
 
 
+def _described(repeated, items, ids, annotations=lambda item: ()):
+    """(item, message) for each item: a new message in the repeated P4Info field, its preamble filled
+    (id, name, shortest unique alias, annotations)."""
+    alias = aliases(item.name for item in items)
+    for item in items:
+        msg = repeated.add()
+        _preamble(msg.preamble, ids[item.name], item.name, alias[item.name], annotations(item))
+        yield item, msg
+
+
 def _bitstring(type_spec, bitwidth: int, signed: bool = False):
     if signed:
         type_spec.bitstring.int.bitwidth = bitwidth
@@ -124,11 +134,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         if table.direct_counter and table.direct_counter not in direct_ids:
             raise ValueError(f"table {table.name} uses unknown direct counter {table.direct_counter}")
 
-    table_alias = aliases(t.name for t in info.tables)
-    for table in info.tables:
-        msg = p4info.tables.add()
-        _preamble(msg.preamble, table_ids[table.name], table.name, table_alias[table.name],
-                  table.annotations)
+    for table, msg in _described(p4info.tables, info.tables, table_ids, lambda t: t.annotations):
         for field_id, key in enumerate(table.keys, start=1):
             match = msg.match_fields.add()
             match.id = field_id
@@ -157,55 +163,36 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         if table.const_entries and not table.is_const:
             msg.has_initial_entries = True
 
-    action_alias = aliases(a.name for a in info.actions)
-    for action in info.actions:
-        msg = p4info.actions.add()
-        _preamble(msg.preamble, action_ids[action.name], action.name, action_alias[action.name],
-                  action.annotations)
+    for action, msg in _described(p4info.actions, info.actions, action_ids, lambda a: a.annotations):
         for param_id, param in enumerate(action.params, start=1):
             p = msg.params.add()
             p.id = param_id
             p.name = param.name
             p.bitwidth = param.bitwidth
 
-    counter_alias = aliases(c.name for c in info.counters)
-    for counter in info.counters:
-        msg = p4info.counters.add()
-        _preamble(msg.preamble, counter_ids[counter.name], counter.name, counter_alias[counter.name])
+    for counter, msg in _described(p4info.counters, info.counters, counter_ids):
         msg.spec.unit = COUNTER_UNITS[counter.unit]
         msg.size = counter.size
 
-    direct_alias = aliases(c.name for c in info.direct_counters)
-    for counter in info.direct_counters:
-        msg = p4info.direct_counters.add()
-        _preamble(msg.preamble, direct_ids[counter.name], counter.name, direct_alias[counter.name])
+    for counter, msg in _described(p4info.direct_counters, info.direct_counters, direct_ids):
         msg.spec.unit = COUNTER_UNITS[counter.unit]
         if counter.table not in table_ids:
             raise ValueError(f"direct counter {counter.name} is attached to unknown table {counter.table}")
         msg.direct_table_id = table_ids[counter.table]
 
-    header_alias = aliases(h.name for h in info.controller_headers)
-    for header in info.controller_headers:
-        msg = p4info.controller_packet_metadata.add()
-        _preamble(msg.preamble, header_ids[header.name], header.name, header_alias[header.name],
-                  [f'@controller_header("{header.name}")'])
+    for header, msg in _described(p4info.controller_packet_metadata, info.controller_headers, header_ids,
+                                  lambda h: [f'@controller_header("{h.name}")']):
         for field_id, fld in enumerate(header.fields, start=1):
             md = msg.metadata.add()
             md.id = field_id
             md.name = fld.name
             md.bitwidth = fld.bitwidth
 
-    register_alias = aliases(r.name for r in info.registers)
-    for register in info.registers:
-        msg = p4info.registers.add()
-        _preamble(msg.preamble, register_ids[register.name], register.name, register_alias[register.name])
+    for register, msg in _described(p4info.registers, info.registers, register_ids):
         _bitstring(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
 
-    digest_alias = aliases(d.name for d in info.digests)
-    for digest in info.digests:
-        msg = p4info.digests.add()
-        _preamble(msg.preamble, digest_ids[digest.name], digest.name, digest_alias[digest.name])
+    for digest, msg in _described(p4info.digests, info.digests, digest_ids):
         getattr(msg.type_spec, "struct").name = digest.name
         struct = p4info.type_info.structs[digest.name]
         for fld in digest.fields:

@@ -534,11 +534,15 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     # -- tables
 
+    def _p4info_entity(self, kind, entity_id):
+        """The running P4Info's tables/counters/registers/digests entry with that id (else NOT_FOUND)."""
+        found = self.pipeline.index.get(kind, entity_id)
+        if found is None:
+            raise P4RTError(Code.NOT_FOUND, f"no {kind[:-1]} with id {entity_id}")
+        return found
+
     def _table(self, table_id):
-        table = self.pipeline.index.get("tables", table_id)
-        if table is None:
-            raise P4RTError(Code.NOT_FOUND, f"no table with id {table_id}")
-        return table
+        return self._p4info_entity("tables", table_id)
 
     def _entry_from_p4(self, table, entry, default: bool = False):
         """p4.v1.TableEntry -> (Switch TableEntry | None for matches-only, action name, args)."""
@@ -672,31 +676,29 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     # -- counters, registers
 
     def _counter(self, counter_id):
-        counter = self.pipeline.index.get("counters", counter_id)
-        if counter is None:
-            raise P4RTError(Code.NOT_FOUND, f"no counter with id {counter_id}")
-        return counter
+        return self._p4info_entity("counters", counter_id)
 
     @staticmethod
     def _check_index(index, size, what):
         if not 0 <= index < size:
             raise P4RTError(Code.INVALID_ARGUMENT, f"index {index} is out of range for {what} of size {size}")
 
+    def _check_indexed_write(self, update_type, entry, size, what):
+        """Counter and register cells can only be modified, one index at a time."""
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: only MODIFY is allowed")
+        if not entry.HasField("index"):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: writing needs an index")
+        self._check_index(entry.index.index, size, what)
+
     def _write_counter(self, update_type, entry):
         counter = self._counter(entry.counter_id)
         name = counter.preamble.name
-        if update_type != p4runtime_pb2.Update.MODIFY:
-            raise P4RTError(Code.INVALID_ARGUMENT, f"counter {name}: only MODIFY is allowed")
-        if not entry.HasField("index"):
-            raise P4RTError(Code.INVALID_ARGUMENT, f"counter {name}: writing needs an index")
-        self._check_index(entry.index.index, counter.size, f"counter {name}")
+        self._check_indexed_write(update_type, entry, counter.size, f"counter {name}")
         self.switch.counter(name).write(entry.index.index, entry.data.packet_count, entry.data.byte_count)
 
     def _register(self, register_id):
-        register = self.pipeline.index.get("registers", register_id)
-        if register is None:
-            raise P4RTError(Code.NOT_FOUND, f"no register with id {register_id}")
-        return register
+        return self._p4info_entity("registers", register_id)
 
     @staticmethod
     def _register_width(register):
@@ -706,11 +708,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _write_register(self, update_type, entry):
         register = self._register(entry.register_id)
         name = register.preamble.name
-        if update_type != p4runtime_pb2.Update.MODIFY:
-            raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: only MODIFY is allowed")
-        if not entry.HasField("index"):
-            raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: writing needs an index")
-        self._check_index(entry.index.index, register.size, f"register {name}")
+        self._check_indexed_write(update_type, entry, register.size, f"register {name}")
         if entry.data.WhichOneof("data") != "bitstring":
             raise P4RTError(Code.INVALID_ARGUMENT, f"register {name}: data must be a bitstring")
         width, signed = self._register_width(register)
@@ -801,9 +799,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _write_digest(self, update_type, entry):
         U = p4runtime_pb2.Update
-        digest = self.pipeline.index.get("digests", entry.digest_id)
-        if digest is None:
-            raise P4RTError(Code.NOT_FOUND, f"no digest with id {entry.digest_id}")
+        digest = self._p4info_entity("digests", entry.digest_id)
         exists = entry.digest_id in self.digest_configs
         if update_type == U.INSERT and exists:
             raise P4RTError(Code.ALREADY_EXISTS, f"digest {digest.preamble.name} is already configured")

@@ -36,6 +36,18 @@ _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WS = re.compile(r"[ \t\r\f\v]+")
 
 
+
+def _skip_block_comment(text, i, file, line, lstart):
+    """Skips the /* ... */ starting at i: (index after it, line, start of that line) for positions."""
+    j = text.find("*/", i + 2)
+    if j < 0:
+        raise P4Error(Pos(file, line, i - lstart + 1), "unterminated comment")
+    line += text.count("\n", i, j)
+    k = text.rfind("\n", i, j)
+    if k >= 0:
+        lstart = k + 1
+    return j + 2, line, lstart
+
 def parse_int_text(text: str) -> int:
     t = text.replace("_", "")
     if len(t) > 1 and t[0] == "0" and t[1] in "xXbBoOdD":
@@ -83,14 +95,7 @@ def lex(text: str, file: str) -> list[Tok]:
             i = n if j < 0 else j
             continue
         if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0:
-                raise P4Error(Pos(file, line, i - lstart + 1), "unterminated comment")
-            line += text.count("\n", i, j)
-            k = text.rfind("\n", i, j)
-            if k >= 0:
-                lstart = k + 1
-            i = j + 2
+            i, line, lstart = _skip_block_comment(text, i, file, line, lstart)
             space = True
             continue
         pos = Pos(file, line, i - lstart + 1)
@@ -110,15 +115,8 @@ def lex(text: str, file: str) -> list[Tok]:
                         j += 1
                     break
                 if text.startswith("/*", j):
-                    k = text.find("*/", j + 2)
-                    if k < 0:
-                        raise P4Error(Pos(file, line, j - lstart + 1), "unterminated comment")
-                    line += text.count("\n", j, k)
-                    kk = text.rfind("\n", j, k)
-                    if kk >= 0:
-                        lstart = kk + 1
+                    j, line, lstart = _skip_block_comment(text, j, file, line, lstart)
                     raw.append(" ")
-                    j = k + 2
                     continue
                 raw.append(text[j])
                 j += 1
