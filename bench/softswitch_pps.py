@@ -396,16 +396,8 @@ class SoftswitchProcess:
         self.conn.write(updates)
 
     def counter_packets(self, counter: str, indices: list[int]) -> dict[int, int]:
-        from p4.v1 import p4runtime_pb2
-
         cid, _ = self.names.counter(counter)
-        query = []
-        for i in indices:
-            e = p4runtime_pb2.Entity()
-            e.counter_entry.counter_id = cid
-            e.counter_entry.index.index = i
-            query.append(e)
-        return {e.counter_entry.index.index: e.counter_entry.data.packet_count for e in self.conn.read(query)}
+        return {i: packets for i, (packets, _bytes) in self.conn.read_counter(cid, indices).items()}
 
     def stop(self) -> None:
         if self.conn is not None:

@@ -202,17 +202,7 @@ class Installer:
     def read_counter(self, switch: str, counter: str, indices: list[int]) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of a P4 counter."""
         cid, _ = self.names(switch).counter(counter)
-        q = []
-        for i in indices:
-            e = p4runtime_pb2.Entity()
-            e.counter_entry.counter_id = cid
-            e.counter_entry.index.index = i
-            q.append(e)
-        out = {}
-        for e in self.conn(switch).read(q):
-            c = e.counter_entry
-            out[c.index.index] = (c.data.packet_count, c.data.byte_count)
-        return out
+        return self.conn(switch).read_counter(cid, indices)
 
     # -- idempotent write --------------------------------------------------------------------------
     def _existing(self, conn: SwitchConnection, table_ids: set[int], groups: bool) -> set:

@@ -215,6 +215,18 @@ class SwitchConnection:
             raise P4RuntimeError(f"switch {self.name}: Read failed: {exc.details() or exc.code().name}") from None
 
 
+    def read_counter(self, counter_id: int, indices: list[int]) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of one indexed P4 counter (look the id up with P4Names.counter)."""
+        query = []
+        for i in indices:
+            e = p4runtime_pb2.Entity()
+            e.counter_entry.counter_id = counter_id
+            e.counter_entry.index.index = i
+            query.append(e)
+        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+                for e in self.read(query)}
+
+
 def _update_errors(exc: grpc.RpcError) -> list[str]:
     """Messages of the failed updates in a Write error's google.rpc.Status details."""
     try:
