@@ -6,7 +6,10 @@
 
 The agent is a state machine on the transport's event loop (packet arrived, timer fired). Collectives
 run in call order, one round at a time: a float array takes two rounds (the MAX of per-block
-exponents, then the scaled int32 values), an integer array one. ``wait`` runs the loop until the
+exponents, then the scaled int32 values), an int64 array two (a one-value MAX round in which the
+ranks agree that every value fits int32, then the values), an int32 array one. Bad input (NaN/inf,
+int64 outside int32) travels as a marker in the first round, so every rank raises the same error in
+the same collective and the agents stay in step (see worker/quantize.py). ``wait`` runs the loop until the
 handle is done, so on a virtual-clock network several agents in one process progress together.
 Every worker of a job must issue the same collectives with the same sizes in the same order.
 """
@@ -21,11 +24,13 @@ from protocol import codec
 from protocol import constants as C
 from worker import quantize as Q
 from worker.wire import codec_hops
-from worker.stream import AllreduceError, AllreduceTimeout, Round, TreeCursor
+from worker.stream import (AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError, Round,
+                           TreeCursor)
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
-__all__ = ["WorkerAgent", "AllreduceHandle", "AllreduceError", "AllreduceTimeout"]
+__all__ = ["WorkerAgent", "AllreduceHandle", "AllreduceError", "AllreduceTimeout", "InputRangeError",
+           "NonFiniteInputError"]
 
 
 class AllreduceHandle:
@@ -82,15 +87,40 @@ class _Collective:
             self._complete(self.flat.copy())
             return
         if self.is_float:
-            exps = Q.block_exponents(self.flat, agent.values_per_packet)
+            exps = Q.block_exponents(self.flat, agent.values_per_packet, agent.rank)
             agent.start_round(exps, C.OP_MAX, None, self._exponents_agreed, self._fail,
                               "scale agreement (MAX of block exponents)")
+        elif self.flat.dtype == np.int64:
+            marker = np.array([Q.range_marker(self.flat, agent.rank)], dtype=np.int32)
+            agent.start_round(marker, C.OP_MAX, None, self._range_agreed, self._fail,
+                              "int64 range agreement (MAX)")
         else:
-            agent.start_round(Q.ints_to_int32(self.flat), OPS[self.op], None, self._ints_reduced,
-                              self._fail, f"int {self.op} allreduce")
+            self._send_ints()
+
+    def _send_ints(self) -> None:
+        self.agent.start_round(self.flat.astype(np.int32), OPS[self.op], None, self._ints_reduced,
+                               self._fail, f"int {self.op} allreduce")
+
+    def _range_agreed(self, marker: np.ndarray, overflow) -> None:
+        if marker[0] >= Q.BAD_INPUT:
+            self._fail(InputRangeError(
+                f"job {self.agent.job_id}: int64 {self.op} allreduce refused on every rank: rank "
+                f"{int(marker[0]) - Q.BAD_INPUT} has values outside the int32 range the switches sum "
+                f"({Q.INT32_MIN}..{Q.INT32_MAX})"), in_step=True)
+            return
+        self._send_ints()
 
     def _exponents_agreed(self, exps: np.ndarray, overflow) -> None:
         agent = self.agent
+        bad = np.flatnonzero(exps >= Q.BAD_INPUT)
+        if bad.size:
+            k, b = agent.values_per_packet, int(bad[0])
+            self._fail(NonFiniteInputError(
+                f"job {agent.job_id}: float {self.op} allreduce refused on every rank: rank "
+                f"{int(exps[b]) - Q.BAD_INPUT} has a NaN or inf in elements {b * k}.."
+                f"{min((b + 1) * k, self.flat.size) - 1} ({bad.size} block(s) of {k} affected)"),
+                in_step=True)
+            return
         self.shifts = Q.shifts(exps, agent.world_size, self.op)
         q = Q.quantize(self.flat, self.shifts, agent.values_per_packet)
         agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail,
@@ -116,15 +146,17 @@ class _Collective:
             f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
             f"overflowed in the network (OVERFLOW flag on {len(chunks)} chunk(s), first seq {first.seq}, "
             f"elements {first.index * k}..{first.index * k + len(first.values) - 1}); "
-            f"the result would be wrong"))
+            f"the result would be wrong"), in_step=True)
 
     def _complete(self, flat: np.ndarray) -> None:
         self.handle._set_result(flat.reshape(self.shape))
         self.agent._collective_finished(self)
 
-    def _fail(self, error: BaseException) -> None:
+    def _fail(self, error: BaseException, in_step: bool = False) -> None:
+        """``in_step``: every worker fails this collective alike (an agreed marker, flagged results),
+        so sequence numbers stay aligned and the agent carries on."""
         self.handle._set_error(error)
-        self.agent._collective_failed(self, error)
+        self.agent._collective_failed(self, error, in_step)
 
 
 class WorkerAgent:
@@ -178,8 +210,6 @@ class WorkerAgent:
         if op not in OPS:
             raise ValueError(f"op must be one of {sorted(OPS)}, not {op!r}")
         arr = Q.check_array(array)
-        if arr.dtype.kind == "i":
-            Q.ints_to_int32(arr.ravel())            # raise now, before any packet leaves
         handle = AllreduceHandle(self, arr.copy(), op)
         if self._broken is not None:
             handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce "
@@ -251,11 +281,11 @@ class WorkerAgent:
         if self._pending:
             self._pending[0].start()
 
-    def _collective_failed(self, coll: _Collective, error: BaseException) -> None:
+    def _collective_failed(self, coll: _Collective, error: BaseException, in_step: bool) -> None:
         self._pending.popleft()
         self._round = None
-        if isinstance(error, OverflowError):
-            # every worker saw the same flagged results: sequence numbers stay in step
+        if in_step:
+            # every worker saw the same markers or flagged results: sequence numbers stay in step
             if self._pending:
                 self._pending[0].start()
             return

@@ -5,6 +5,13 @@ exponent of its block maximum (``block_exponents``), the switches take the MAX, 
 uses the same shift. With a block maximum below 2^E and N workers the shift is 30 - ceil(log2 N) - E, so
 each quantized value is at most 2^(30 - ceil(log2 N)) in magnitude and an N-way int32 sum stays below
 2^30: it cannot overflow. Integers go through unchanged; int64 values must fit int32.
+
+Bad input is agreed on, not refused locally: a block holding a NaN or inf sends the exponent
+BAD_INPUT + rank, which wins the MAX, and an int64 array sends one value (0, or BAD_INPUT + rank
+when a value does not fit int32) in a MAX round of its own. Every rank then sees the same marker
+in the same collective and raises the same error (naming the highest such rank), with its
+sequence numbers still in step with its peers'. Real exponents lie in -1074..1024 (float64),
+far below BAD_INPUT.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import numpy as np
 INT32_MIN = -(2 ** 31)
 INT32_MAX = 2 ** 31 - 1
 ZERO_BLOCK_EXPONENT = -(2 ** 30)   # exponent sent for an all-zero block (loses every MAX)
+BAD_INPUT = 2 ** 30                # + rank: "this rank's block/array is unusable" (wins every MAX)
 HEADROOM_BITS = 30                 # quantized sums stay below 2^30
 SUPPORTED_DTYPES = (np.float32, np.float64, np.int32, np.int64)
 
@@ -25,15 +33,20 @@ class UnsupportedArray(TypeError):
 
 
 def check_array(array) -> np.ndarray:
+    """The array, if its dtype can be reduced (its values are checked with the other ranks)."""
     arr = np.asarray(array)
     if arr.dtype.type not in SUPPORTED_DTYPES:
         raise UnsupportedArray(f"allreduce supports float32, float64, int32 and int64 arrays, "
                                f"not {arr.dtype}")
-    if arr.dtype.kind == "f" and arr.size and not np.all(np.isfinite(arr)):
-        bad = int(np.flatnonzero(~np.isfinite(arr.ravel()))[0])
-        raise UnsupportedArray(f"allreduce of a float array needs finite values; element {bad} "
-                               f"is {arr.ravel()[bad]}")
     return arr
+
+
+def range_marker(flat: np.ndarray, rank: int) -> int:
+    """What an int64 array sends in its range agreement: 0, or BAD_INPUT + rank if a value does
+    not fit int32."""
+    if flat.dtype == np.int64 and flat.size and (flat.min() < INT32_MIN or flat.max() > INT32_MAX):
+        return BAD_INPUT + rank
+    return 0
 
 
 def ints_to_int32(flat: np.ndarray) -> np.ndarray:
@@ -52,8 +65,9 @@ def blocks(n: int, block: int) -> int:
     return (n + block - 1) // block
 
 
-def block_exponents(flat: np.ndarray, block: int) -> np.ndarray:
-    """Per block, the smallest E with max|x| < 2^E (ZERO_BLOCK_EXPONENT for an all-zero block)."""
+def block_exponents(flat: np.ndarray, block: int, rank: int = 0) -> np.ndarray:
+    """Per block, the smallest E with max|x| < 2^E (ZERO_BLOCK_EXPONENT for an all-zero block,
+    BAD_INPUT + rank for a block with a NaN or inf)."""
     nb = blocks(flat.size, block)
     padded = np.zeros(nb * block, dtype=np.float64)
     padded[:flat.size] = np.abs(flat)
@@ -61,6 +75,7 @@ def block_exponents(flat: np.ndarray, block: int) -> np.ndarray:
     _, exps = np.frexp(amax)            # amax = m * 2^e with 0.5 <= m < 1, so amax < 2^e
     exps = exps.astype(np.int64)
     exps[amax == 0] = ZERO_BLOCK_EXPONENT
+    exps[~np.isfinite(amax)] = BAD_INPUT + rank
     return exps.astype(np.int32)
 
 

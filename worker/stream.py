@@ -30,6 +30,14 @@ class AllreduceTimeout(AllreduceError):
     """No result for a chunk after the configured timeout and retries."""
 
 
+class NonFiniteInputError(ValueError):
+    """Some rank's float input holds a NaN or inf: every rank raises it in the same collective."""
+
+
+class InputRangeError(OverflowError):
+    """Some rank's int64 input does not fit int32: every rank raises it in the same collective."""
+
+
 @dataclass
 class Chunk:
     index: int                  # position in the round

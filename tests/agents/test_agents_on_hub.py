@@ -7,7 +7,7 @@ import pytest
 from agents_hub import HubJob
 from server.agent import ServerAgent
 from topologies.inprocess.hub import Hub
-from worker.agent import AllreduceError, AllreduceTimeout
+from worker.agent import AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError
 from worker.loop import VirtualLoop
 
 
@@ -110,18 +110,51 @@ def test_int32_overflow_raises_clearly_and_agent_continues():
         np.testing.assert_array_equal(out, 2)
 
 
-def test_bad_input_is_rejected_before_sending():
+def test_bad_dtype_or_op_is_rejected_before_sending():
     job = HubJob(2)
     agent = job.agents[0]
-    with pytest.raises(OverflowError, match="does not fit int32"):
-        agent.allreduce_async(np.array([2**40], dtype=np.int64))
     with pytest.raises(TypeError, match="not float16"):
         agent.allreduce_async(np.zeros(3, dtype=np.float16))
-    with pytest.raises(TypeError, match="finite"):
-        agent.allreduce_async(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match="op must be"):
         agent.allreduce_async(np.zeros(3), op="min")
     assert agent.stats["packets_sent"] == 0
+
+
+@pytest.mark.parametrize("bad_rank", [0, 2])
+def test_nan_on_one_rank_fails_every_rank_alike_and_the_job_continues(bad_rank):
+    job = HubJob(3, timeout=0.01, retries=6)
+    xs = [np.arange(200, dtype=np.float64) for _ in range(3)]
+    xs[bad_rank] = xs[bad_rank].copy()
+    xs[bad_rank][130] = np.nan
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents, xs)]
+    messages = set()
+    for h in handles:
+        with pytest.raises(NonFiniteInputError) as info:
+            h.wait()
+        messages.add(str(info.value))
+    assert messages == {f"job 7: float sum allreduce refused on every rank: rank {bad_rank} has a NaN or "
+                        f"inf in elements 128..191 (1 block(s) of 64 affected)"}
+    assert job.loop.now() < 0.01               # one exponent round trip, no timeout
+    assert all(a.stats["retransmissions"] == 0 for a in job.agents)
+    for out in job.allreduce([np.ones(70, np.float32)] * 3):
+        np.testing.assert_array_equal(out, 3)
+
+
+def test_int64_out_of_range_on_one_rank_fails_every_rank_alike():
+    job = HubJob(2)
+    xs = [np.array([1, 2, 3], np.int64), np.array([1, -2 ** 40, 3], np.int64)]
+    handles = [a.allreduce_async(x, "max") for a, x in zip(job.agents, xs)]
+    for h in handles:
+        with pytest.raises(InputRangeError, match="rank 1 has values outside the int32 range"):
+            h.wait()
+    sent = [a.stats["packets_sent"] for a in job.agents]
+    assert sent == [1, 1]                       # the one-value range agreement, nothing else
+    for out in job.allreduce([np.array([5, -7], np.int64)] * 2):
+        assert out.dtype == np.int64
+        np.testing.assert_array_equal(out, [10, -14])
+    # int32 needs no agreement round: one packet per chunk
+    job.allreduce([np.arange(10, dtype=np.int32)] * 2)
+    assert [a.stats["packets_sent"] for a in job.agents] == [1 + 2 + 1] * 2
 
 
 def test_server_rejects_unknown_jobs_and_keeps_serving():

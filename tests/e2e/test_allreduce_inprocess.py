@@ -142,3 +142,34 @@ def test_two_jobs_on_the_same_hosts_run_at_once():
     for h in ha:
         np.testing.assert_array_equal(h.wait(), sum(xa))
     assert_float_close([h.wait() for h in hb], xb)
+
+
+def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues():
+    """The NaN travels as a marker in the scale agreement through the switches: every rank raises
+    the same error in that collective, well before a retransmission timeout, and stays usable."""
+    from worker.agent import NonFiniteInputError
+
+    net = network("leaf_spine")
+    job = _job(net, 8, timeout=0.05, retries=8)
+    fs = float_inputs(8, 300, seed=11)
+    fs[5][200] = np.inf
+    fs[3][10] = np.nan
+    start = net.loop.now()
+    messages = set()
+    for h in job.start(fs):
+        with pytest.raises(NonFiniteInputError) as info:
+            h.wait()
+        messages.add(str(info.value))
+    assert len(messages) == 1 and "rank 3 has a NaN or inf in elements 0..63 (2 block(s)" in messages.pop()
+    assert net.loop.now() - start < 0.05          # one round trip, not the first timeout
+    assert sum(a.stats["retransmissions"] for a in job.agents) == 0
+    fs = float_inputs(8, 300, seed=12)
+    assert_float_close(job.allreduce(fs), fs)
+    xs = [x.astype(np.int64) for x in int_inputs(8, 100, seed=13)]
+    xs[0][7] = 2 ** 33
+    for h in job.start(xs):
+        with pytest.raises(OverflowError, match="rank 0 has values outside the int32 range"):
+            h.wait()
+    xs[0][7] = 0
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))

@@ -145,6 +145,8 @@ def collectives(rank: int, world: int) -> dict:
     out["err_band"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
     out["err_float64"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.float64)))
     out["err_bool"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)))
+    nan = torch.tensor([1.0, float("nan") if rank == world - 1 else 2.0])
+    out["err_nan"] = _catch(lambda: dist.all_reduce(nan))
     big = torch.tensor([1, 2 ** 40 if rank == world - 1 else 5], dtype=torch.int64)
     out["err_int64_range"] = _catch(lambda: dist.all_reduce(big))
     # every rank agreed, so the next collective still works

@@ -127,7 +127,8 @@ def test_second_ina_group_shares_the_agent(results):
     ("err_band", ["ReduceOp.BAND is not supported"]),
     ("err_float64", ["dtype float64 is not supported", "float32"]),
     ("err_bool", ["dtype bool is not supported"]),
-    ("err_int64_range", ["InaRangeError", "outside the int32 range"]),
+    ("err_int64_range", ["InaRangeError", "outside the int32 range", f"rank {WORLD - 1} has values"]),
+    ("err_nan", ["NonFiniteInputError", f"rank {WORLD - 1} has a NaN or inf in elements 0..1"]),
     ("err_int32_overflow", ["OverflowError", "overflow"]),
 ])
 def test_clear_errors_on_every_rank(results, key, words):
@@ -136,6 +137,8 @@ def test_clear_errors_on_every_rank(results, key, words):
         assert "\n" not in message
         for w in words:
             assert w in message, message
+    if key in ("err_nan", "err_int64_range"):           # agreed through the switches: the same line
+        assert len({results[r][key] for r in range(WORLD)}) == 1
 
 
 def test_group_keeps_working_after_agreed_errors(results):

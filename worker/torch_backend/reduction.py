@@ -6,9 +6,10 @@ are. Everything torch offers beyond that is built here from those two operations
 
 - AVG  = SUM, then divide by the world size (integers: truncating division, like C / NCCL);
 - MIN  = -MAX(-x) for floats and ~MAX(~x) for integers (~x = -x-1 never overflows int32);
-- float16 / bfloat16 travel as float32 and are rounded back; int64 travels as int32 after all
-  ranks agreed (one extra MAX round) that every value fits; a sum that overflows int32 is flagged
-  by the switch and reported as an error, never wrapped.
+- float16 / bfloat16 travel as float32 and are rounded back; int64 goes to the agent as int64, which
+  travels as int32 after all ranks agreed (a one-value MAX round) that every value fits; a sum that
+  overflows int32 is flagged by the switch and reported as an error, never wrapped. Bad values
+  (NaN/inf, int64 outside int32) are agreed on by the agent, so every rank raises alike.
 
 Checks run on the caller's thread so that a bad call raises at ``dist.all_reduce`` on every rank
 alike; the exchange itself runs later on the backend's switch thread (``execute``).
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+from worker.stream import InputRangeError
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INT_DTYPES = (torch.int32, torch.int64)
@@ -94,10 +95,8 @@ class SwitchReduction:
         # snapshot now: the caller may reuse its tensors once the call returns a work object
         flat = [t.detach().reshape(-1) for t in self.tensors]
         joined = torch.cat(flat) if len(flat) > 1 else flat[0].clone()
-        if self.is_float:
-            self._input = joined.to(torch.float32).numpy()
-        else:
-            self._input = joined.to(torch.int64).numpy()
+        # floats as float32; int32 and int64 as they are (the agent checks int64 against int32)
+        self._input = joined.to(torch.float32).numpy() if self.is_float else joined.numpy()
 
     def execute(self, aggregate: Aggregate) -> list[torch.Tensor]:
         """Run the exchange(s) and write the result into the tensors; returns them."""
@@ -119,20 +118,15 @@ class SwitchReduction:
 
     # -- integers ----------------------------------------------------------------------------
     def _integer(self, aggregate: Aggregate) -> np.ndarray:
-        x = self._input
-        if self.dtype == torch.int64:
-            # every rank must agree before anyone narrows to int32, or ranks would diverge
-            outside = int(x.min() < INT32_MIN or x.max() > INT32_MAX)
-            anyone = int(np.asarray(aggregate(np.array([outside], dtype=np.int32), "max"))[0])
-            if anyone:
-                raise InaRangeError("int64 all_reduce on the ina backend: some rank has values outside "
-                                    "the int32 range the switches sum; use a gloo group for them")
-        v = x.astype(np.int32)
-        if self.op == "MIN":
-            return ~np.asarray(aggregate(~v, "max"), dtype=np.int32)
-        if self.op == "MAX":
-            return np.asarray(aggregate(v, "max"), dtype=np.int32)
-        total = np.asarray(aggregate(v, "sum"), dtype=np.int64)
+        v = self._input
+        try:
+            if self.op == "MIN":
+                return ~np.asarray(aggregate(~v, "max"))
+            if self.op == "MAX":
+                return np.asarray(aggregate(v, "max"))
+            total = np.asarray(aggregate(v, "sum"), dtype=np.int64)
+        except InputRangeError as exc:      # raised on every rank in the same all_reduce
+            raise InaRangeError(f"ina backend: {exc}; use a gloo group for them") from None
         if self.op == "AVG":
             total = _trunc_div(total, self.world_size)
         return total
