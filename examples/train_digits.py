@@ -178,10 +178,12 @@ def main(argv=None) -> int:
         if args.backend == "gloo":
             mp.spawn(_spawned, args=(args.workers, args, [{}] * args.workers), nprocs=args.workers)
             return 0
-        from worker.torch_backend.local_network import LocalInaJob
+        from topologies.inprocess.serve import ServedNetwork
+        from worker.torch_backend.options import attach_env
 
-        with LocalInaJob(workers=args.workers, topology=args.topology) as job:
-            envs = [job.worker_env(r) for r in range(args.workers)]
+        # the in-process network, job service and aggregation server in a child process
+        with ServedNetwork(args.topology, "--workers", str(args.workers)) as job:
+            envs = [attach_env(job, r) for r in range(args.workers)]
             mp.spawn(_spawned, args=(args.workers, args, envs), nprocs=args.workers)
         for switch, c in sorted(job.switch_counters.items()):
             print(f"switch {switch} (P4 counters of the job): {c['grad_aggregated']} gradient packets "

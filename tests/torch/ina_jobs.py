@@ -17,6 +17,8 @@ from pathlib import Path
 
 from controller.plan import ChildInfo, HostRef, Hop, JobPlan, ServerView, TreePlan
 
+STAR = Path(__file__).resolve().parents[2] / "topologies" / "star.yaml"
+
 
 def loopback_plan(n_workers: int, job_id: int) -> JobPlan:
     workers = [HostRef(f"w{r}", f"127.0.{job_id % 250}.{r + 1}", f"02:00:00:00:00:{r + 1:02x}",
@@ -70,17 +72,37 @@ def softswitch_available() -> bool:
     return True
 
 
+class SwitchJob:
+    """A served network's start job as the torch tests use it: ``worker_env(rank)``,
+    ``common_env()`` (torchrun) and, after the block, ``switch_counters`` (P4 counters per switch)."""
+
+    def __init__(self, served):
+        self.served = served
+
+    def worker_env(self, rank: int) -> dict:
+        from worker.torch_backend.options import attach_env
+        return attach_env(self.served, rank)
+
+    def common_env(self) -> dict:
+        from worker.torch_backend.options import attach_env
+        return attach_env(self.served)
+
+    @property
+    def switch_counters(self) -> dict:
+        return self.served.switch_counters
+
+
 @contextlib.contextmanager
 def switch_job(n_workers: int, tmp_path: Path | None = None):
-    """Yields the LocalInaJob: ``job.worker_env`` is rank -> env (INA_CONTROLLER, INA_JOB,
-    INA_TRANSPORT=attach:...); after the block, ``job.switch_counters`` holds the P4 counters."""
+    """Yields a SwitchJob on ``python -m topologies.inprocess serve topologies/star.yaml``."""
     import pytest
-    from worker.torch_backend.local_network import LocalInaJob
 
     if not softswitch_available():
         pytest.skip("softswitch / in-process network not importable")
-    with LocalInaJob(n_workers) as job:
-        yield job
+    from topologies.inprocess.serve import ServedNetwork
+
+    with ServedNetwork(STAR, "--workers", str(n_workers)) as served:
+        yield SwitchJob(served)
 
 
 # the job the torch tests run on: switches

@@ -110,3 +110,15 @@ def _convert(name: str, var: str, text: str):
     except ValueError:
         raise InaConfigError(f"{var} must be a number, got {text!r}") from None
     return text
+
+
+def attach_env(served, rank: int | None = None, rto: float = 0.05) -> dict[str, str]:
+    """INA_* variables for ranks of the start job of an in-process network served by
+    ``python -m topologies.inprocess serve`` (``topologies.inprocess.serve.ServedNetwork``): rank
+    ``rank``'s attach endpoint, or with ``rank=None`` one environment for every rank (torchrun:
+    rank r uses the r-th port)."""
+    ranks = range(len(served.workers)) if rank is None else [rank]
+    endpoints = [served.rank_endpoint(r) for r in ranks]
+    ports = ",".join(str(port) for _, port in endpoints)
+    return {"INA_CONTROLLER": served.controller, "INA_JOB": str(served.job_id),
+            "INA_TRANSPORT": f"attach:{endpoints[0][0]}:{ports}", "INA_RTO": str(rto)}

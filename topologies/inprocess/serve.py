@@ -1,0 +1,249 @@
+"""The in-process network as a service for other OS processes.
+
+    python -m topologies.inprocess serve TOPOLOGY.yaml [--workers H1 H2 ... | --workers N]
+                                         [--server H] [--job-id ID] [--no-job] [--listen ADDR]
+
+One process runs the in-process network of the topology (a softswitch ``Switch`` running
+p4src/ina.p4 per switch, on the wall clock), the controller's job service (``JobManager`` +
+``JobServer``: RegisterJob plans a job and installs it into the switches, GetPlan serves it), an
+aggregation server agent on each server host and an attach endpoint for every other host
+(``AttachServer``: a worker process joins with ``AttachTransport``). Unless ``--no-job``, a job of
+the given workers (default: the topology's worker hosts) and server (default: its first server
+host) is registered at start. The process prints one JSON line,
+
+    {"controller": "127.0.0.1:PORT", "job_id": 1, "workers": ["h1", ...], "servers": ["h5"],
+     "endpoints": {"h1": ["127.0.0.1", PORT], ...}, "switches": ["s1"]}
+
+(``workers`` in rank order), then serves until its stdin closes or it gets SIGTERM, and prints a
+last line ``{"switch_counters": {JOB_ID: {SWITCH: {...}}}}`` with each job's P4 counters.
+
+Threads: the network, the agents and the switch tables belong to the loop thread. The job service
+answers on gRPC threads, so installing or removing a job is handed to the loop thread
+(``call_soon_threadsafe``) and waited for: jobs may be registered at any time while packets flow.
+``ServedNetwork`` starts such a process from Python and reads its lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+COUNTERS = ("grad_aggregated", "grad_completed", "grad_duplicate", "overflow")
+
+
+class LoopInstaller:
+    """The job service's installer: switch entries and server agents change on the loop thread."""
+
+    def __init__(self, net, server_hosts: list[str], timeout: float = 30.0):
+        from server.agent import ServerAgent
+
+        self.net, self.loop, self.timeout = net, net.loop, timeout
+        self.servers = {h: ServerAgent(net.transport(h), h) for h in server_hosts}
+        self.plans: dict[int, object] = {}
+
+    def install_job(self, plan) -> None:
+        self._on_loop(self._install, plan)
+
+    def remove_job(self, plan) -> None:
+        self._on_loop(self._remove, plan)
+
+    def _install(self, plan) -> None:
+        missing = [s.name for s in plan.servers if s.name not in self.servers]
+        if missing:
+            raise ValueError(f"server {missing[0]} of job {plan.job_id} has no server agent here "
+                             f"(served: {', '.join(sorted(self.servers))})")
+        self.net.install_job(plan)
+        for s in plan.servers:
+            self.servers[s.name].add_job(plan)
+        self.plans[plan.job_id] = plan
+
+    def _remove(self, plan) -> None:
+        for s in plan.servers:
+            self.servers[s.name].remove_job(plan.job_id)
+        self.net.remove_job(plan)
+        self.plans.pop(plan.job_id, None)
+
+    def _on_loop(self, fn, plan) -> None:
+        done: concurrent.futures.Future = concurrent.futures.Future()
+
+        def run():
+            try:
+                fn(plan)
+            except BaseException as exc:      # handed to the caller's thread
+                done.set_exception(exc)
+            else:
+                done.set_result(None)
+
+        self.loop.call_soon_threadsafe(run)
+        done.result(self.timeout)
+
+
+def job_counters(net, plan) -> dict:
+    """Per switch, the job's P4 counters (InaIngress.ina_stats): what the data plane itself did."""
+    from protocol import constants as C
+
+    index = {"grad_aggregated": C.STAT_GRAD_AGGREGATED, "grad_completed": C.STAT_GRAD_COMPLETED,
+             "grad_duplicate": C.STAT_GRAD_DUPLICATE, "overflow": C.STAT_OVERFLOW}
+    base = plan.job_index * C.NUM_STATS
+    return {name: {k: sw.counter("InaIngress.ina_stats").read(base + index[k])[0] for k in COUNTERS}
+            for name, sw in net.switches.items()}
+
+
+class _Stop(Exception):
+    pass
+
+
+def _pick_workers(topo, workers: list[str] | None, servers: list[str]) -> list[str]:
+    pool = [h.name for h in topo.role_hosts("worker")] or \
+        [h.name for h in topo.hosts if h.name not in servers]
+    if not workers:
+        return pool
+    if len(workers) == 1 and workers[0].isdigit():
+        n = int(workers[0])
+        if n > len(pool):
+            raise SystemExit(f"serve: topology {topo.name} has {len(pool)} worker hosts, {n} asked for")
+        return pool[:n]
+    return workers
+
+
+def serve(args) -> int:
+    from controller.jobservice import JobManager, JobServer
+    from controller.planner import PlanOptions
+    from controller.topology_yaml import load_topology
+    from topologies.inprocess.fabric import AttachServer, InProcessNetwork
+    from worker.loop import RealTimeLoop
+
+    topo = load_topology(args.topology)
+    servers = args.server or [h.name for h in topo.role_hosts("server")][:1]
+    if not servers:
+        raise SystemExit(f"serve: topology {topo.name} has no host with role server: give --server")
+    for name in servers:
+        topo.host(name)                     # TopologyError naming an unknown host
+    workers = _pick_workers(topo, args.workers, servers)
+    loop = RealTimeLoop()
+    net = InProcessNetwork(topo, loop=loop, seed=args.seed)
+    net.install_routes()
+    installer = LoopInstaller(net, servers)
+    attach = AttachServer(net, hosts=[h.name for h in topo.hosts if h.name not in servers],
+                          bind_ip=args.attach_ip)
+    thread = threading.Thread(target=loop.run_forever, name="inprocess-network", daemon=True)
+    thread.start()
+    manager = JobManager(topo, installer=installer)
+    jobs = JobServer(manager, args.listen).start()
+
+    def on_term(signum, frame):
+        raise _Stop()
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        plan = None
+        if not args.no_job:
+            plan, _ = manager.register(workers, servers, PlanOptions(
+                job_id=args.job_id, aggregation=args.aggregation, result_mode=args.result_mode))
+            if args.plan_out:
+                Path(args.plan_out).write_text(plan.to_json())
+        print(json.dumps({"controller": jobs.address, "job_id": plan.job_id if plan else None,
+                          "workers": [w.name for w in plan.workers] if plan else workers,
+                          "servers": servers, "endpoints": attach.endpoints,
+                          "switches": sorted(net.switches)}), flush=True)
+        while os.read(sys.stdin.fileno(), 4096):
+            pass
+    except (_Stop, KeyboardInterrupt):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        jobs.stop()
+        loop.stop()
+        thread.join(10)
+        attach.close()
+    counters = {job_id: job_counters(net, p) for job_id, p in installer.plans.items()}
+    print(json.dumps({"switch_counters": counters}), flush=True)
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("topology", help="topology YAML (topologies/*.yaml)")
+    p.add_argument("--workers", nargs="+", metavar="HOST",
+                   help="the job's workers in rank order, or a count N (the first N worker hosts); "
+                        "default: the topology's worker hosts")
+    p.add_argument("--server", nargs="+", metavar="HOST",
+                   help="aggregation server host(s) (default: the first host with role server)")
+    p.add_argument("--job-id", type=int, help="id of the job registered at start (default: lowest free)")
+    p.add_argument("--no-job", action="store_true", help="register no job at start (RegisterJob later)")
+    p.add_argument("--aggregation", default="merge", choices=("merge", "all", "none"))
+    p.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
+    p.add_argument("--listen", default="127.0.0.1:0", help="job service address (port 0: any free port)")
+    p.add_argument("--attach-ip", default="127.0.0.1", help="address of the attach endpoints")
+    p.add_argument("--plan-out", help="also write the start job's plan JSON here")
+    p.add_argument("--seed", type=int, default=0)
+
+
+class ServedNetwork:
+    """Context manager: ``python -m topologies.inprocess serve`` in a child process.
+
+    After ``__enter__``: ``controller``, ``job_id``, ``workers`` (rank order), ``servers``,
+    ``endpoints`` (host -> (ip, port)), ``switches``; after ``__exit__``: ``switch_counters`` (the
+    start job's, per switch) and ``all_counters`` (per job id). The child exits when this process
+    closes its stdin, so it never outlives its parent."""
+
+    def __init__(self, topology: str | Path, *args: str, startup_timeout: float = 120.0):
+        self.argv = [sys.executable, "-m", "topologies.inprocess", "serve", str(topology), *map(str, args)]
+        self.startup_timeout = startup_timeout
+        self.proc: subprocess.Popen | None = None
+        self.switch_counters: dict = {}
+        self.all_counters: dict = {}
+
+    def __enter__(self) -> "ServedNetwork":
+        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+        line = _readline(self.proc, self.startup_timeout)
+        if not line:
+            err = self.stop()
+            last = err.strip().splitlines()[-1] if err.strip() else "no output"
+            raise RuntimeError(f"the in-process network did not start: {last}")
+        info = json.loads(line)
+        self.controller, self.job_id = info["controller"], info["job_id"]
+        self.workers, self.servers, self.switches = info["workers"], info["servers"], info["switches"]
+        self.endpoints = {h: tuple(ep) for h, ep in info["endpoints"].items()}
+        return self
+
+    def rank_endpoint(self, rank: int) -> tuple[str, int]:
+        return self.endpoints[self.workers[rank]]
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> str:
+        """Close the child's stdin, wait for it, keep its counters; returns its stderr."""
+        err = ""
+        if self.proc is not None:
+            try:
+                out, err = self.proc.communicate(timeout=15)      # closes stdin first
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                out, err = self.proc.communicate()
+            for line in out.splitlines():
+                if line.startswith('{"switch_counters"'):
+                    self.all_counters = {int(j): c for j, c in json.loads(line)["switch_counters"].items()}
+                    self.switch_counters = self.all_counters.get(self.job_id, {})
+            self.proc = None
+        return err or ""
+
+
+def _readline(proc: subprocess.Popen, timeout: float) -> str:
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    if not sel.select(timeout):
+        return ""
+    return proc.stdout.readline()
