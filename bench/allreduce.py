@@ -1,5 +1,9 @@
 """Allreduce on the in-process network (virtual clock): INA vs parameter server, ring and host tree.
 
+The parameter server is the INA protocol on a plan where no switch aggregates (the same agents and
+packets; the server sums one packet per worker and chunk), so "bytes into the server" compares only
+what in-switch aggregation changes. Ring and host tree are host-level baselines (worker/baselines.py).
+
 N workers and one server behind one switch (softswitch running p4src/ina.p4), every link at
 --bandwidth Mbit/s, so the links are the bottleneck and times are those of the modelled network.
 For each size (bytes of int32 values per worker, from 4 KB doubling up to the largest size whose
@@ -27,7 +31,7 @@ from controller.planner import PlanOptions  # noqa: E402
 from controller.topology import Topology  # noqa: E402
 from topologies.inprocess import InProcessNetwork  # noqa: E402
 from topologies.inprocess.jobs import InProcessJob  # noqa: E402
-from worker.baselines import HostTreeAllreduce, RingAllreduce  # noqa: E402
+from worker.baselines import HostTreeAllreduce, RingAllreduce, parameter_server_options  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ina_unicast", "ps", "ring", "host_tree")
@@ -57,30 +61,37 @@ class Bench:
 
         resources, servers = Resources.for_topology(self.topo), {}
         # INA with multicast results (one RESULT leaves the server) and with unicast reverse paths
-        # (one RESULT per worker leaves the server: its downlink carries N copies)
-        self.jobs = {mode: InProcessJob(self.net, self.workers, [self.server], resources=resources,
-                                        server_agents=servers, timeout=0.02, retries=10,
-                                        options=PlanOptions(pool_size=64, result_mode=result_mode))
-                     for mode, result_mode in (("ina", "multicast"), ("ina_unicast", "unicast"))}
+        # (one RESULT per worker leaves the server: its downlink carries N copies); the parameter
+        # server: the same protocol with no aggregating switch, unicast results
+        options = {"ina": PlanOptions(pool_size=64, result_mode="multicast"),
+                   "ina_unicast": PlanOptions(pool_size=64, result_mode="unicast"),
+                   "ps": parameter_server_options(PlanOptions(pool_size=64))}
+        self.jobs = {method: InProcessJob(self.net, self.workers, [self.server], resources=resources,
+                                          server_agents=servers, timeout=0.02, retries=10, options=opts)
+                     for method, opts in options.items()}
         self.plan = self.jobs["ina"].plan
 
     def _baselines(self, method: str):
-        """Fresh baseline agents (they share BASELINE_UDP_PORT, so one method at a time)."""
+        """Fresh host-level baseline agents (they share BASELINE_UDP_PORT, so one method at a time)."""
         plan, net = self.plan, self.net
         tr = [net.transport(w) for w in self.workers]
         if method == "ring":
             return [RingAllreduce(plan, r, t) for r, t in enumerate(tr)], []
-        star_ps = method == "ps"       # host_tree: the controller's host-level trees
-        server = HostTreeAllreduce(plan, self.server, net.transport(self.server), star=star_ps)
-        return [HostTreeAllreduce(plan, r, t, star=star_ps) for r, t in enumerate(tr)], [server]
+        # host_tree: the controller's host-level trees
+        server = HostTreeAllreduce(plan, self.server, net.transport(self.server))
+        return [HostTreeAllreduce(plan, r, t) for r, t in enumerate(tr)], [server]
 
     def run(self, method: str, xs: list[np.ndarray]) -> dict:
         self.net.reset_stats()
         loop = self.net.loop
         start_wall, start = time.perf_counter(), loop.now()
+        retx = 0
         if method in self.jobs:
-            handles = self.jobs[method].start(xs)
+            job = self.jobs[method]
+            before = sum(a.stats["retransmissions"] for a in job.agents)
+            handles = job.start(xs)
             outs = [h.wait() for h in handles]
+            retx = sum(a.stats["retransmissions"] for a in job.agents) - before
         else:
             agents, passive = self._baselines(method)
             handles = [p.allreduce_async(x) for p, x in zip(agents, xs)]
@@ -95,7 +106,7 @@ class Bench:
         for link_id, dirs in self.net.link_bytes().items():
             for name, stats in dirs.items():
                 links[name] = stats["bytes"]
-        return {"time_s": elapsed, "wall_s": wall, "links": links,
+        return {"time_s": elapsed, "wall_s": wall, "links": links, "retransmissions": retx,
                 "server_in": links[f"s1->{self.server}"], "max_link": max(links.values()),
                 "total": sum(links.values())}
 
@@ -115,7 +126,7 @@ def main(argv=None) -> int:
         bench = Bench(n, args.bandwidth, args.delay)
         print(f"\n{n} workers, 1 server, one switch, {args.bandwidth:g} Mbit/s links (virtual clock)")
         print(f"{'size':>9} {'method':>11} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
-              f"{'max link KB':>12} {'wall s':>7}")
+              f"{'max link KB':>12} {'retx':>5} {'wall s':>7}")
         kb = args.min_kb
         rng = np.random.default_rng(0)
         while kb <= args.max_kb:
@@ -129,7 +140,8 @@ def main(argv=None) -> int:
                 row[method] = r
                 wall += r["wall_s"]
                 print(f"{kb:>7}KB {method:>11} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
-                      f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['wall_s']:>7.1f}",
+                      f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['retransmissions']:>5} "
+                      f"{r['wall_s']:>7.1f}",
                       flush=True)
             row["server_out_ratio_ina_vs_ps"] = (row["ina"]["links"][f"{bench.server}->s1"]
                                                  / row["ps"]["links"][f"{bench.server}->s1"])

@@ -3,7 +3,8 @@
 The in-process network (``topologies.inprocess.fabric``) runs a softswitch ``Switch`` with
 p4src/ina.p4 per switch and moves frames over modelled links on a virtual clock (times are those of
 the topology's bandwidths and delays, not of this CPU). Same interface as ``MininetLab``: ``start``,
-``allreduce``, ``link_bytes``, ``stop``.
+``allreduce``, ``link_bytes``, ``stop``. The parameter-server baseline (mode "ps") is a second job
+on the same hosts planned with no aggregating switch (``worker.baselines.parameter_server_options``).
 """
 
 from __future__ import annotations
@@ -30,30 +31,35 @@ class InProcessLab:
 
     def start(self) -> "InProcessLab":
         from controller.planner import PlanOptions, plan_job
+        from controller.resources import Resources
         from topologies.inprocess.fabric import InProcessNetwork
+        from worker.baselines import parameter_server_options
 
         self.net = InProcessNetwork(self.topo, program=self.program, seed=self.seed)
         self.loop = self.net.loop
-        self.plan = plan_job(self.topo, self.workers, [self.server], self.plan_options or PlanOptions())
+        resources = Resources.for_topology(self.topo)
+        options = self.plan_options or PlanOptions()
+        self.plan = plan_job(self.topo, self.workers, [self.server], options, resources)
+        self.ps_plan = plan_job(self.topo, self.workers, [self.server], parameter_server_options(options),
+                                resources)
         self.net.install_routes()
         self.net.install_job(self.plan)
+        self.net.install_job(self.ps_plan)
         self._start_agents()
         return self
 
     def _start_agents(self) -> None:
         from server.agent import ServerAgent
         from worker.agent import WorkerAgent
-        from worker.baselines import HostTreeAllreduce
 
-        st = self.net.transport(self.server)
-        self.server_agent = ServerAgent(st, self.server)
+        self.server_agent = ServerAgent(self.net.transport(self.server), self.server)
         self.server_agent.add_job(self.plan)
-        self.ps_server = HostTreeAllreduce(self.plan, self.server, st, star=True)
+        self.server_agent.add_job(self.ps_plan)
         self.agents, self.ps_workers = {}, {}
         for w in self.plan.workers:
             t = self.net.transport(w.name)
             self.agents[w.rank] = WorkerAgent(self.plan, w.rank, t)
-            self.ps_workers[w.rank] = HostTreeAllreduce(self.plan, w.rank, t, star=True)
+            self.ps_workers[w.rank] = WorkerAgent(self.ps_plan, w.rank, t)
 
     def allreduce(self, rounds: int = 1, values: int = 2048, mode: str = "ina") -> list[RoundResult]:
         out = []

@@ -7,7 +7,9 @@ otherwise answer a restarted worker with a stored sum). Inputs and results go to
 ``.npy`` files so the launcher checks every sum against numpy on the hosts' own inputs.
 
 Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} and
-{"cmd": "quit"}. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
+{"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
+hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
+server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
 "input": path, "result": path} or {"error": "one line"}.
 
 The server also takes {"cmd": "add_job", "plan": path} and {"cmd": "remove_job", "job": id}: the
@@ -45,7 +47,7 @@ def run_worker(args, plan) -> None:
     me = plan.worker(args.rank)
     transport = UdpTransport(ip=me.ip)
     agent = WorkerAgent(plan, args.rank, transport, timeout=args.timeout, retries=args.retries)
-    baseline = None
+    agents = {"ina": agent}
     out = Path(args.out)
     reply({"ready": True, "rank": args.rank, "host": me.name})
     for line in sys.stdin:
@@ -60,33 +62,33 @@ def run_worker(args, plan) -> None:
             r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
             data = worker_input(int(cmd["seed"]), r, args.rank, n)
             start = time.monotonic()
-            if mode == "ina":
-                result = agent.allreduce(data, "sum")
-            else:
-                baseline = baseline or _baseline(mode, plan, args.rank, transport, args)
-                result = baseline.allreduce(data)
+            if mode not in agents:
+                agents[mode] = _baseline_agent(mode, args, transport)
+            result = agents[mode].allreduce(data, "sum")
             elapsed = time.monotonic() - start
             stem = out / f"{mode}-r{r}-rank{args.rank}"
             np.save(f"{stem}-in.npy", data)
             np.save(f"{stem}-out.npy", np.asarray(result))
             reply({"round": r, "mode": mode, "elapsed": elapsed, "input": f"{stem}-in.npy",
-                   "result": f"{stem}-out.npy", "stats": dict(agent.stats)})
+                   "result": f"{stem}-out.npy", "stats": dict(agents[mode].stats)})
         except Exception as exc:   # one line to the launcher, never a traceback on its console
             reply({"error": f"{type(exc).__name__}: {exc}"})
-    agent.close()
-    if baseline is not None:
-        baseline.close()
+    for a in agents.values():
+        a.close()
     transport.close()
 
 
-def _baseline(mode: str, plan, rank: int, transport, args):
-    """The host-level baseline on the same transport: "ps" is the parameter server (a star of
-    workers around the job's server, plain IPv4/UDP routed by the switches)."""
-    from worker.baselines import HostTreeAllreduce
+def _baseline_agent(mode: str, args, transport):
+    """The parameter-server baseline ("ps"): a worker agent of the --ps-plan job on the same transport."""
+    from controller.plan import JobPlan
+    from worker.agent import WorkerAgent
 
     if mode != "ps":
         raise ValueError(f"unknown mode {mode!r} (ina or ps)")
-    return HostTreeAllreduce(plan, rank, transport, star=True, timeout=args.baseline_timeout)
+    if not args.ps_plan:
+        raise ValueError("mode ps needs the agent started with --ps-plan")
+    ps_plan = JobPlan.from_json(Path(args.ps_plan).read_text())
+    return WorkerAgent(ps_plan, args.rank, transport, timeout=args.timeout, retries=args.retries)
 
 
 def run_server(args, plan) -> None:
@@ -101,10 +103,8 @@ def run_server(args, plan) -> None:
     transport = UdpTransport(ip=me.ip)
     agent = ServerAgent(transport, me.name)
     agent.add_job(plan)
-    from worker.baselines import HostTreeAllreduce
-
-    # the parameter-server side of the "ps" baseline: serves whenever workers send to it
-    ps = HostTreeAllreduce(plan, me.name, transport, star=True, timeout=args.baseline_timeout)
+    if args.ps_plan:        # the parameter-server baseline's job: same agent, same port
+        agent.add_job(JobPlan.from_json(Path(args.ps_plan).read_text()))
     done = []
     buf = b""
 
@@ -140,7 +140,6 @@ def run_server(args, plan) -> None:
     reply({"ready": True, "host": me.name})
     transport.loop.run_until(lambda: bool(done))
     agent.close()
-    ps.close()
     transport.close()
 
 
@@ -153,7 +152,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default="/tmp")
     ap.add_argument("--timeout", type=float, default=0.2)
     ap.add_argument("--retries", type=int, default=12)
-    ap.add_argument("--baseline-timeout", type=float, default=60.0)
+    ap.add_argument("--ps-plan", default="", help="JobPlan JSON of the parameter-server baseline's job")
     args = ap.parse_args(argv)
     from controller.plan import JobPlan
 

@@ -118,6 +118,7 @@ class MininetLab:
         self.plan_options = plan_options
         self.p4info, self.device_config = p4info, device_config
         self.plan = None
+        self.ps_plan = None               # the parameter-server baseline: same hosts, no aggregating switch
         self.installer = None
         self.jobs = None                  # controller JobManager: the lab's job and training jobs share its resources
         self.next_job_id = 0
@@ -153,6 +154,7 @@ class MininetLab:
         (BMv2) first gets the pipeline from --p4info/--device-config."""
         from controller.installer import Installer
         from controller.jobservice import JobManager
+        from worker.baselines import parameter_server_options
 
         self.installer = Installer(self.topo, self.p4info, self.device_config,
                                    addresses=self.network.grpc_addresses())
@@ -161,7 +163,9 @@ class MininetLab:
         self.installer.install_topology()
         self.jobs = JobManager(self.topo, installer=self.installer)
         self.plan, _ = self.jobs.register(self.workers, [self.server], self._options())
-        self.next_job_id = self.plan.job_id + 1
+        self.ps_plan, _ = self.jobs.register(self.workers, [self.server],
+                                             parameter_server_options(self._options()))
+        self.next_job_id = max(self.plan.job_id, self.ps_plan.job_id) + 1
 
     def _options(self, **changes):
         from controller.planner import PlanOptions
@@ -171,12 +175,15 @@ class MininetLab:
     def _start_agents(self) -> None:
         py = sys.executable
         plan_file = str(self.workdir / "plan.json")
-        proc = self.network.popen(self.server, [py, "-m", "topologies.lab_agent", "server", "--plan", plan_file,
+        ps_file = self.workdir / "ps-plan.json"
+        ps_file.write_text(self.ps_plan.to_json(indent=1))
+        both = ["--plan", plan_file, "--ps-plan", str(ps_file)]
+        proc = self.network.popen(self.server, [py, "-m", "topologies.lab_agent", "server", *both,
                                                 "--server", self.server], f"server agent {self.server}",
                                   stdin=-1, stdout=-1, stderr=-1)
         self.server_agent = AgentProcess(proc, f"server {self.server}")
         for w in self.plan.workers:
-            proc = self.network.popen(w.name, [py, "-m", "topologies.lab_agent", "worker", "--plan", plan_file,
+            proc = self.network.popen(w.name, [py, "-m", "topologies.lab_agent", "worker", *both,
                                                "--rank", str(w.rank), "--out", str(self.workdir)],
                                       f"worker agent {w.name}", stdin=-1, stdout=-1, stderr=-1)
             self.agents[w.name] = AgentProcess(proc, f"worker {w.name} (rank {w.rank})")

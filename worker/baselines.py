@@ -1,22 +1,30 @@
-"""Host-level allreduce baselines on the same network: no in-switch aggregation.
+"""Allreduce baselines on the same network, to compare in-switch aggregation against.
 
-Their packets are ordinary IPv4/UDP to BASELINE_UDP_PORT, routed by the switches' ipv4_lpm table.
-Payloads reuse the codec's INA layout with an empty hop list (GRAD = toward the reducer, RESULT = the
-reduced values; seq = chunk index, tree_id = collective number mod 256, contributor = sender rank), so
-there is no second wire format. They are for comparisons on loss-free links: they do not retransmit,
-and a collective that does not complete within ``timeout`` raises an error naming what is missing.
+- Parameter server: the INA protocol itself on a plan with no aggregating switch
+  (:func:`parameter_server_options`, aggregation "none"): the same WorkerAgent and ServerAgent, the
+  same packets, windows and retransmissions, but every switch forwards and the server sums one packet
+  per worker and chunk. Only the switches' aggregation differs, so bytes into the server compare
+  fairly with an INA job, and a lost packet is retransmitted like any INA chunk.
+- Host-level baselines (no switch takes part beyond IPv4 forwarding): ordinary IPv4/UDP to
+  BASELINE_UDP_PORT, routed by the switches' ipv4_lpm table. Payloads reuse the codec's INA layout
+  with an empty hop list (GRAD = toward the reducer, RESULT = the reduced values; seq = chunk index,
+  tree_id = collective number mod 256, contributor = sender rank), so there is no second wire format.
+  They do not retransmit: a collective that does not complete within ``timeout`` raises
+  AllreduceError naming what is missing, it never hangs.
 
-- :class:`HostTreeAllreduce`: reduce up the plan's host-level trees, broadcast down; chunks striped
-  over the trees by weight (the seed multi-tree allreduce done by hosts). ``star=True`` makes every
-  worker a child of the server: the parameter server baseline. The server runs
-  :class:`HostTreeAllreduce` too, as a root that contributes nothing (``serve``).
-- :class:`RingAllreduce`: reduce-scatter then all-gather around the ranks, pipelined per chunk.
-Values are int32/int64 (exact); floats are not supported by the baselines.
+  - :class:`HostTreeAllreduce`: reduce up the plan's host-level trees, broadcast down; chunks striped
+    over the trees by weight (the seed multi-tree allreduce done by hosts). The server runs
+    :class:`HostTreeAllreduce` too, as a root that contributes nothing.
+  - :class:`RingAllreduce`: reduce-scatter then all-gather around the ranks, pipelined per chunk.
+
+  Values are int32/int64 (exact); floats are not supported by the host-level baselines.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+import dataclasses
 
 from protocol import codec
 from protocol import constants as C
@@ -25,6 +33,15 @@ from worker.stream import AllreduceError, TreeCursor, assign_trees
 
 BASELINE_UDP_PORT = C.INA_UDP_PORT + 1
 SERVER_RANK = 0xFFFF
+
+
+def parameter_server_options(options=None):
+    """Plan options of the parameter-server baseline: ``options`` (default PlanOptions()) with no
+    aggregating switch and unicast results (one RESULT per worker leaves the server, as from a
+    parameter server). Plan the job with them and run WorkerAgent/ServerAgent as for any INA job."""
+    from controller.planner import PlanOptions
+
+    return dataclasses.replace(options or PlanOptions(), aggregation="none", result_mode="unicast")
 
 
 def _as_int32(array) -> tuple[np.ndarray, tuple, np.dtype]:
@@ -84,20 +101,15 @@ class BaselineHandle:
 
 
 class HostTreeAllreduce(_Baseline):
-    """Reduce up host-level trees, broadcast down. ``me`` is a worker rank or a server name."""
+    """Reduce up the plan's host-level trees, broadcast down. ``me`` is a worker rank or a server name."""
 
-    def __init__(self, plan, me, transport, *, star: bool = False, timeout: float = 60.0):
+    def __init__(self, plan, me, transport, *, timeout: float = 60.0):
         super().__init__(plan, transport, timeout)
         self.is_server = isinstance(me, str)
         self.name = me if self.is_server else plan.worker(me).name
         self.rank = SERVER_RANK if self.is_server else me
-        if star:            # parameter server: all workers straight to the first server
-            root = plan.servers[0].name
-            self.trees = [(0, 1.0, {w.name: root for w in plan.workers} | {root: None},
-                           {root: [w.name for w in plan.workers]})]
-        else:
-            self.trees = [(t.tree_id, t.weight, t.host_parent, t.host_children)
-                          for t in plan.trees if t.weight > 0]
+        self.trees = [(t.tree_id, t.weight, t.host_parent, t.host_children)
+                      for t in plan.trees if t.weight > 0]
         self.state: dict[tuple[int, int], list] = {}      # (op, chunk) -> [acc, heard, tree index]
         self.results: dict[tuple[int, int], np.ndarray] = {}
         self.own: dict[int, np.ndarray] = {}               # op -> this worker's int32 values
@@ -244,17 +256,3 @@ class RingAllreduce(_Baseline):
             op["have"] += 1
             if step < 2 * n - 3:
                 self._send_step(h.tree_id, step + 1, c, values)
-
-
-class ParameterServerWorker(HostTreeAllreduce):
-    """Parameter-server baseline, worker side: send everything to the server, get the sums back."""
-
-    def __init__(self, plan, rank: int, transport, *, timeout: float = 60.0):
-        super().__init__(plan, rank, transport, star=True, timeout=timeout)
-
-
-class ParameterServer(HostTreeAllreduce):
-    """Parameter-server baseline, server side (passive: sums what arrives, answers every worker)."""
-
-    def __init__(self, plan, name: str, transport, *, timeout: float = 60.0):
-        super().__init__(plan, name, transport, star=True, timeout=timeout)

@@ -52,12 +52,14 @@ def test_star_allreduce_and_parameter_server_then_clean_teardown():
         chunks = 2 * 5                                  # 2 rounds x ceil(300 / 64)
         s1 = lab.switch_counters()["s1"]
         assert (s1["grad_aggregated"], s1["grad_completed"]) == (4 * chunks, chunks)
-        # plain IPv4 through ina.p4's routes: the parameter server gets every worker's copy
+        # the parameter-server job (same protocol, no aggregating switch): the server gets every
+        # worker's copy and sends every worker its result, four times the INA job's server link bytes
+        assert lab.ps_plan.trees[0].aggregation_points == [] and lab.ps_plan.job_id != lab.plan.job_id
         before = lab.link_bytes()
-        assert [r.verified for r in lab.allreduce(1, 300, mode="ps")] == [True]
+        assert [r.verified for r in lab.allreduce(2, 300, mode="ps")] == [True, True]
         after = lab.link_bytes()
         server_ps, _ = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
-        assert server_ps > 3 * server / 2
+        assert 3.5 * server < server_ps < 4.5 * server
 
     _run_lab("star.yaml", 4, 2, 300, check)
 
