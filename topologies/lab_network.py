@@ -14,7 +14,7 @@ import socket
 import subprocess
 from dataclasses import dataclass, field
 
-from topologies.lab_state import LabResources, clean_stale
+from topologies.lab_state import LabResources, clean_stale, interface_exists
 from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, SwitchStartError, Target, prepare_interface, resolve_target
 
 
@@ -174,6 +174,12 @@ class LabNetwork:
     def grpc_addresses(self) -> dict[str, str]:
         return {s.name: f"127.0.0.1:{self.grpc_port(s)}" for s in self.spec.switches}
 
+    def switch_interfaces(self) -> list[str]:
+        """Root-namespace interface names of the switch ports (hosts' ends live in their namespaces)."""
+        hosts = {h.name for h in self.spec.hosts}
+        return [intf_name(node, port) for link in self.spec.links
+                for node, port in ((link.a, link.a_port), (link.b, link.b_port)) if node not in hosts]
+
     # -- bring-up ----------------------------------------------------------------------------------
     def start(self) -> "LabNetwork":
         try:
@@ -186,6 +192,12 @@ class LabNetwork:
         leftover = clean_stale(self.log)
         if leftover:
             raise LabError(f"{leftover} resources of an earlier run could not be removed")
+        taken = sorted(n for n in self.switch_interfaces() if interface_exists(n))
+        if taken:
+            # mininet deletes an existing interface of the same name before creating its own: going
+            # on would cut the links of another lab that is running with the same switch names
+            raise LabError(f"interface {taken[0]} already exists ({len(taken)} of this topology's switch "
+                           f"ports do): another lab run uses these switch names; stop it first")
         setLogLevel("critical")
         self.resources.save()
         try:

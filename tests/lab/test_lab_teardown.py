@@ -82,3 +82,20 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     assert res.leftovers() == []
     assert root_links() & lab_interfaces(tiny_spec()) == set()
     assert host_namespaces_gone(res)
+
+
+@needs_mininet
+def test_start_refuses_switch_port_names_that_exist_and_leaves_them_alone():
+    """mininet would delete an interface of the same name: that would cut another running lab's link."""
+    from topologies.lab_network import LabError, LabNetwork
+
+    subprocess.run(["ip", "link", "add", "lt1-eth2", "type", "veth", "peer", "name", "ltpeer2"], check=True)
+    try:
+        lab = LabNetwork(tiny_spec(), target=Target("unused", ("false",), grpc_after_dashes=False),
+                         program="unused.p4", grpc_base=50297, log=lambda m: None)
+        with pytest.raises(LabError, match="interface lt1-eth2 already exists .*another lab run uses these switch names"):
+            lab.start()
+        assert "lt1-eth2" in root_links()
+        assert lab.resources.leftovers() == []
+    finally:
+        subprocess.run(["ip", "link", "del", "lt1-eth2"])
