@@ -102,7 +102,7 @@ class _Rank:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return "    (no output)"
-        last = [line for line in text.splitlines() if line.strip()][-lines:]
+        last = [line for line in text.splitlines() if line.strip() and not _is_noise(line)][-lines:]
         return "\n".join("    " + line for line in last) or "    (no output)"
 
     def new_output(self) -> list[str]:
@@ -163,10 +163,14 @@ def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: i
 _NOISE = ("The hostname of the client socket cannot be retrieved",)
 
 
+def _is_noise(line: str) -> bool:
+    return any(n in line for n in _NOISE)
+
+
 def _stream(rank: _Rank, log) -> None:
     """Show a rank's new complete output lines, prefixed with its host."""
     for line in rank.new_output():
-        if not any(n in line for n in _NOISE):
+        if not _is_noise(line):
             log(f"[{rank.host.name}] {line}")
 
 
