@@ -53,6 +53,7 @@ class TrainResult:
     elapsed: float                                   # wall clock of the whole run, start-up included
     switch_counters: dict[str, dict[str, int]] = field(default_factory=dict)    # ina: this run's counts
     job_id: int | None = None
+    notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
 
     def summary_line(self) -> str:
         return (f"train {self.backend}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
@@ -143,7 +144,7 @@ def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: i
                                      f"training rank {rank} on {host.name}", stdin=subprocess.DEVNULL, stdout=out,
                                      stderr=subprocess.STDOUT, env=rank_env(host, plan_path), cwd=str(REPO))
             ranks.append(_Rank(rank, host, proc, log_path))
-        _wait(ranks, start + timeout, timeout, grace, log)
+        late = _wait(ranks, summary, start + timeout, timeout, grace, log)
     finally:
         for r in ranks:
             stop_process(r.proc)
@@ -153,9 +154,14 @@ def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: i
     except (OSError, ValueError):
         raise TrainError(f"{ranks[0].label} exited without writing its summary; its last output:\n"
                          f"{ranks[0].tail()}") from None
-    return TrainResult(backend, data["workers"], data["epochs"], data["seed"], data["test_accuracy"],
-                       data["ms_per_iteration"], data["iterations"], data["ranks_in_sync"],
-                       time.monotonic() - start)
+    result = TrainResult(backend, data["workers"], data["epochs"], data["seed"], data["test_accuracy"],
+                         data["ms_per_iteration"], data["iterations"], data["ranks_in_sync"],
+                         time.monotonic() - start)
+    for r, what in late:
+        result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n"
+                            f"{r.tail()}")
+        log("[lab] note: " + result.notes[-1])
+    return result
 
 
 # c10d warns once per connection that the hosts' addresses have no DNS name (the lab has no DNS);
@@ -174,24 +180,36 @@ def _stream(rank: _Rank, log) -> None:
             log(f"[{rank.host.name}] {line}")
 
 
-def _wait(ranks: list[_Rank], deadline: float, timeout: float, grace: float, log) -> None:
-    """Until every rank exits 0. The first rank to fail is the cause (the others then lose their
-    peers): after it, the rest get ``grace`` seconds before the run is stopped."""
+def _wait(ranks: list[_Rank], summary: Path, deadline: float, timeout: float, grace: float, log) -> list[_Rank]:
+    """Until every rank has exited. The first rank to fail is the cause (the others then lose their
+    peers): after it, the rest get ``grace`` seconds before the run is stopped. Rank 0 writes the
+    summary only after an all_gather of every rank's parameters, so a rank failing once it exists
+    failed on the way out (torch/gloo teardown), with training done: such ranks, and ranks still
+    running ``grace`` seconds after the summary (stopped by the caller), are returned, not raised."""
     failed: _Rank | None = None
+    late: list[tuple[_Rank, str]] = []
+    finished_at: float | None = None
     while True:
         now = time.monotonic()
+        if finished_at is None and summary.exists():
+            finished_at = now
         for r in ranks:
             if r.ended_at is None and r.proc.poll() is not None:
                 r.ended_at = now
-                if r.proc.returncode != 0 and failed is None:
-                    failed = r
+                if r.proc.returncode != 0:
+                    if finished_at is not None:
+                        late.append((r, f"exited with status {r.proc.returncode}"))
+                    elif failed is None:
+                        failed = r
         _stream(ranks[0], log)
         running = [r for r in ranks if r.ended_at is None]
         if failed is not None and (not running or now > failed.ended_at + grace):
             raise TrainError(f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
                              f"its last output:\n{failed.tail()}")
         if not running:
-            return
+            return late
+        if failed is None and finished_at is not None and now > finished_at + grace:
+            return late + [(r, f"had not exited {grace:.0f} s later (stopped)") for r in running]
         if now > deadline:
             slow = running[0]
             raise TrainError(f"training did not finish within {timeout:.0f} s: still running on "
