@@ -23,6 +23,7 @@ from worker.loop import EventLoop, RealTimeLoop
 Handler = Callable[[bytes, str], None]          # (UDP payload, source IP)
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)     # Linux
+SOCKET_BUFFER = 4 << 20        # bytes asked for each way (the kernel caps it at net.core.[rw]mem_max)
 
 
 class Transport:
@@ -35,6 +36,7 @@ class Transport:
         self._handlers: dict[int, list[Handler]] = {}
         self.sent_packets = 0
         self.sent_bytes = 0
+        self.send_buffer_full = 0     # sends the kernel refused (full socket buffer): lost packets
         self.received_packets = 0
         self.malformed = 0
 
@@ -148,7 +150,11 @@ class UdpTransport(Transport):
         if sock is None:
             sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SOCKET_BUFFER)
+            # a server answering N workers with unicast results sends N packets per chunk at once; a
+            # send that finds the buffer full is a lost packet (the kernel's default is ~208 KiB, and
+            # a network namespace cannot raise net.core.wmem_default)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
             try:    # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
                 sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
             except OSError:
@@ -173,7 +179,7 @@ class UdpTransport(Transport):
         try:
             self._socket(port).sendto(payload, (dst_ip, port))
         except (BlockingIOError, InterruptedError):
-            pass            # a full socket buffer is a lost packet: retransmission recovers it
+            self.send_buffer_full += 1    # a lost packet: retransmission recovers it
 
     def _readable(self, port: int, sock: socket.socket) -> None:
         while True:
