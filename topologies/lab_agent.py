@@ -10,7 +10,9 @@ Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"
 {"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
 hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
 server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
-"input": path, "result": path} or {"error": "one line"}.
+"input": path, "result": path, "stats": the agent's counters (cumulative; ``send_buffer_full``: sends
+the kernel refused, lost packets)} or {"error": "one line"}. The server answers {"cmd": "stats"}
+with {"stats": ...}.
 
 The server also takes {"cmd": "add_job", "plan": path} and {"cmd": "remove_job", "job": id}: the
 launcher's training runs are jobs of their own (fresh job ids, so their processes' sequence numbers
@@ -70,7 +72,8 @@ def run_worker(args, plan) -> None:
             np.save(f"{stem}-in.npy", data)
             np.save(f"{stem}-out.npy", np.asarray(result))
             reply({"round": r, "mode": mode, "elapsed": elapsed, "input": f"{stem}-in.npy",
-                   "result": f"{stem}-out.npy", "stats": dict(agents[mode].stats)})
+                   "result": f"{stem}-out.npy",
+                   "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full}})
         except Exception as exc:   # one line to the launcher, never a traceback on its console
             reply({"error": f"{type(exc).__name__}: {exc}"})
     for a in agents.values():
@@ -124,7 +127,7 @@ def run_server(args, plan) -> None:
             if cmd.get("cmd") == "quit":
                 done.append(True)
             elif cmd.get("cmd") == "stats":
-                reply({"stats": dict(agent.stats)})
+                reply({"stats": {**agent.stats, "send_buffer_full": transport.send_buffer_full}})
             elif cmd.get("cmd") == "add_job":
                 try:
                     job = JobPlan.from_json(Path(cmd["plan"]).read_text())

@@ -34,9 +34,6 @@ def _link_classes():
     return LabLinkCls
 
 
-HOST_SOCKET_BUFFER = 4 << 20
-
-
 class LabError(RuntimeError):
     """The network could not be built or started (the message names the cause)."""
 
@@ -268,9 +265,6 @@ class LabNetwork:
             node = self.net[spec.name]
             intf = intf_name(spec.name, spec.port)
             node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
-            # per-namespace socket buffers: a server answering 8 workers at once must not find its
-            # send buffer full (a UDP send that would block is a lost packet)
-            node.cmd(f"sysctl -qw net.core.wmem_default={HOST_SOCKET_BUFFER} net.core.rmem_default={HOST_SOCKET_BUFFER}")
             prepare_interface(node, intf)
             node.cmd(f"ip addr flush dev {intf}; ip addr add {spec.ip}/{spec.prefix_len} dev {intf}")
             node.cmd(f"ip route replace default dev {intf}")

@@ -43,6 +43,14 @@ class RoundResult:
     elapsed: float                       # slowest worker, seconds
     per_rank: dict[int, float] = field(default_factory=dict)
     verified: bool = False
+    retransmissions: int = 0              # chunks resent by all workers in this round
+    send_buffer_full: int = 0             # sends refused by a full socket buffer (workers + server): lost
+
+    def losses_text(self) -> str:
+        text = f"{self.retransmissions} retransmissions"
+        if self.send_buffer_full:
+            text += f", {self.send_buffer_full} packets lost to full host socket buffers"
+        return text
 
 
 def pick_hosts(topo, workers=None, server=None) -> tuple[list[str], str]:
@@ -128,6 +136,7 @@ class MininetLab:
         self.server_agent: AgentProcess | None = None
         self.rounds_done = 0
         self.seed = 7
+        self._last_stats: dict[tuple, int] = {}
 
     # -- bring-up --------------------------------------------------------------------------------
     def start(self) -> "MininetLab":
@@ -214,10 +223,28 @@ class MininetLab:
                               {self.plan.worker(n).rank: m["elapsed"] for n, m in replies.items()})
             self._verify(r, replies)
             res.verified = True
+            stats = {(n, mode): m.get("stats", {}) for n, m in replies.items()}
+            stats[(self.server, "server")] = self._server_call({"cmd": "stats"}, "stats")["stats"]
+            res.retransmissions = self._stats_delta(stats, "retransmissions")
+            res.send_buffer_full = self._stats_delta(stats, "send_buffer_full")
             out.append(res)
             self.log(f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
-                     f"{res.elapsed * 1000:.0f} ms, sums verified")
+                     f"{res.elapsed * 1000:.0f} ms, sums verified, {res.losses_text()}")
         return out
+
+    def _stats_delta(self, stats: dict[tuple[str, str], dict], key: str) -> int:
+        """Growth of a cumulative agent counter since the last round, summed over agents (a transport's
+        counter is shared by a host's agents: counted once per host)."""
+        total, seen = 0, set()
+        for (host, mode), row in stats.items():
+            ident = host if key == "send_buffer_full" else (host, mode)
+            if ident in seen:
+                continue
+            seen.add(ident)
+            now = int(row.get(key, 0))
+            total += now - self._last_stats.get((ident, key), 0)
+            self._last_stats[(ident, key)] = now
+        return total
 
     def _verify(self, r: int, replies: dict[str, dict]) -> None:
         inputs = {n: np.load(m["input"]) for n, m in replies.items()}
@@ -281,13 +308,13 @@ class MininetLab:
             except Exception as exc:
                 self.log(f"[lab] note: could not remove training job {plan.job_id} from the {what}: {exc}")
 
-    def _server_call(self, cmd: dict) -> dict:
+    def _server_call(self, cmd: dict, answer: str = "job") -> dict:
         self.server_agent.send(cmd)
         while True:
             msg = self.server_agent.read(30)
             if "error" in msg:
                 raise JobError(f"{self.server_agent.name}: {msg['error']}")
-            if "job" in msg:
+            if answer in msg:
                 return msg
 
     # -- inspection ----------------------------------------------------------------------------------
