@@ -51,6 +51,10 @@ def _compile(toks, path, cache_key) -> CompiledProgram:
     try:
         gen = CodeGen(parse(toks), name)
         source = gen.generate()
+        if gen.rebound & gen.hoisted:
+            # a statement replaces an object the code keeps in a local: generate again without that local
+            gen = CodeGen(parse(toks), name, no_hoist=frozenset(gen.rebound))
+            source = gen.generate()
     except RecursionError:
         raise P4Error(toks[0].pos if toks else None, "program nested too deeply") from None
     prog = CompiledProgram(path, gen.info, source, cache_key.split("|", 1)[0])

@@ -61,6 +61,19 @@ def test_header_copies_local_headers_and_structs():
     assert out == [(1, frame(7, 8, 0, 9, 1, 0x99, 0, 3))]
 
 
+def test_a_header_replaced_in_an_action_is_seen_by_the_control_after_it():
+    sw = make("""
+    action copy_p_to_q() { hdr.q = hdr.p; }
+    apply {
+        sm.egress_spec = 1;
+        hdr.q.a = hdr.q.a + 1;
+        copy_p_to_q();
+        hdr.q.b = hdr.q.b + 0x10;         // q is now the copy of p
+        hdr.p.a = 0x77;                   // a copy: q keeps p's old a
+    }""")
+    assert sw.process(0, frame(1, 2, 0, 3, 4, 5, 0, 6)) == [(1, frame(0x77, 2, 0, 3, 1, 0x12, 0, 3))]
+
+
 def test_set_invalid_removes_a_header_and_set_valid_adds_one():
     sw = make("""
     apply {

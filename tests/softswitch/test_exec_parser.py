@@ -129,3 +129,31 @@ def test_user_errors_and_reject_still_reach_ingress():
     }""", "", decls=HOP + " error { Bad }")
     assert sw.process(0, eth(etype=0xBAD0))[0][0] == 2
     assert sw.process(0, eth(etype=0xBAD1))[0][0] == 1
+
+
+
+def test_header_fields_at_byte_and_bit_offsets_extract_and_emit_the_same():
+    # f_t's fields fill whole bytes in groups (4+4, 8, 3+13, int<16>, int<4>+12, 32) with signed ones;
+    # after advance(4) the same header starts off the byte grid
+    decls = """header f_t { bit<4> a; bit<4> b; bit<8> c; bit<3> d; bit<13> e; int<16> s; int<4> t; bit<12> u; bit<32> w; }"""
+    parser = """
+    state start { pkt.extract(hdr.eth); transition select(hdr.eth.etype) { 0x88B6: shifted; default: f; } }
+    state shifted { pkt.advance(4); transition f; }
+    state f { pkt.extract(hdr.f); transition accept; }
+    """
+    sw = sw_for(parser, """apply {
+        sm.egress_spec = 1;
+        if (hdr.f.s < 0 && hdr.f.t == -2) { hdr.f.e = hdr.f.e + 1; hdr.f.s = hdr.f.s - 1; hdr.f.t = 7; }
+        hdr.f.w = hdr.f.w + (bit<32>)hdr.f.a + (bit<32>)hdr.f.d;
+    }""", "f_t f;", decls=decls, deparser="pkt.emit(hdr.eth); pkt.emit(hdr.f);")
+    f = bytes([0x5A, 0xC3, 0xB0, 0x07, 0xFF, 0xFE, 0xE1, 0x23, 0x00, 0x00, 0x01, 0x00])
+    # a=5 b=0xA c=0xC3 d=5 e=0x1007 s=-2 t=-2 u=0x123 w=0x100 -> e+1, s=-3, t=7, w=0x100+5+5
+    g = bytes([0x5A, 0xC3, 0xB0, 0x08, 0xFF, 0xFD, 0x71, 0x23, 0x00, 0x00, 0x01, 0x0A])
+    assert sw.process(0, eth(payload=f + b"tail")) == [(1, eth(payload=g + b"tail"))]
+    # 4 skipped bits (9), f, then 4 more bits (0xD) in the byte f ends in: the payload starts after that byte
+    shifted = (9 << 100 | int.from_bytes(f, "big") << 4 | 0xD).to_bytes(13, "big")
+    assert sw.process(0, eth(etype=0x88B6, payload=shifted + b"tail")) == [
+        (1, eth(etype=0x88B6, payload=g + b"tail"))]
+    # one byte short: PacketTooShort, f stays invalid (only eth and the unparsed bytes go out)
+    short = eth(payload=f[:-1])
+    assert sw.process(0, short) == [(1, short)]
