@@ -1,9 +1,12 @@
-"""Switch ports on Linux interfaces: one AF_PACKET raw socket and one reader thread per port.
+"""Switch ports on Linux interfaces: one AF_PACKET raw socket per port, one reader thread for all of them.
 
 Each socket is bound to its interface for all protocols (ETH_P_ALL), put in promiscuous mode, and
 ignores the frames the host itself transmits on that interface (PACKET_OUTGOING, which includes our
-own sends). A received frame goes to ``handler(port, frame)``; ``send(port, frame)`` writes one frame.
-Readers wait in ``poll`` on their socket and on a wake-up pipe, so ``stop()`` ends them promptly.
+own sends: the kernel drops them with PACKET_IGNORE_OUTGOING where it has that option, else the reader
+checks each frame's packet type). A received frame goes to ``handler(port, frame)``; ``send(port,
+frame)`` writes one frame. The reader waits in one ``poll`` on every socket and a wake-up pipe (so
+``stop()`` ends it promptly) and then takes up to READ_BATCH waiting frames from each ready port in
+turn: one thread, so ports do not compete for the interpreter lock, and one wake-up per burst.
 
 Note for veth tests: frames the kernel hands over with checksum offload pending carry partial
 checksums; disable offload (``ethtool -K IFACE tx off``) on the hosts' ends when forwarding TCP/UDP.
@@ -24,7 +27,9 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
+PACKET_IGNORE_OUTGOING = 23      # Linux >= 4.20
 MAX_FRAME = 65535
+READ_BATCH = 64                  # frames taken from one port before the next ready port gets its turn
 # Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
 # a switch port should queue a burst rather than drop it, as a hardware switch's buffer would.
 PORT_SOCKET_BUFFER = 4 << 20
@@ -70,6 +75,11 @@ class Port:
         except OSError as e:
             self.sock.close()
             raise OSError(f"port {number}: cannot use interface {iface!r}: {e.strerror or e}") from None
+        try:
+            self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            self._kernel_ignores_outgoing = True
+        except OSError:
+            self._kernel_ignores_outgoing = False
 
     def send(self, frame: bytes) -> None:
         try:
@@ -79,11 +89,15 @@ class Port:
             self.stats.tx_errors += 1
             log.warning("port %d (%s): send failed: %s", self.number, self.iface, e)
 
-    def receive(self) -> bytes | None:
-        """One frame from the wire, or None for a frame the host transmitted itself."""
-        data, addr = self.sock.recvfrom(MAX_FRAME)
-        if addr[2] == PACKET_OUTGOING:
-            return None
+    def receive(self, flags: int = 0) -> bytes | None:
+        """One frame from the wire, or None for a frame the host transmitted itself. With
+        ``socket.MSG_DONTWAIT`` raises BlockingIOError when no frame is waiting."""
+        if self._kernel_ignores_outgoing:
+            data = self.sock.recv(MAX_FRAME, flags)
+        else:
+            data, addr = self.sock.recvfrom(MAX_FRAME, flags)
+            if addr[2] == PACKET_OUTGOING:
+                return None
         self.stats.rx += 1
         return data
 
@@ -101,7 +115,7 @@ def _enlarge_buffers(sock: socket.socket) -> None:
 
 
 class PortSet:
-    """All ports of one switch, with their reader threads."""
+    """All ports of one switch, with their reader thread (``threads``: a list, empty until start())."""
 
     def __init__(self, handler):
         self.handler = handler
@@ -119,11 +133,12 @@ class PortSet:
         return port
 
     def start(self) -> None:
-        for port in self.ports.values():
-            thread = threading.Thread(target=self._reader, args=(port,), name=f"port{port.number}-{port.iface}",
-                                      daemon=True)
-            thread.start()
-            self.threads.append(thread)
+        if self.threads or not self.ports:
+            return
+        thread = threading.Thread(target=self._reader, name="ports-" + ",".join(
+            f"{p.number}@{p.iface}" for p in self.ports.values()), daemon=True)
+        thread.start()
+        self.threads.append(thread)
 
     def send(self, number: int, frame: bytes) -> bool:
         port = self.ports.get(number)
@@ -133,30 +148,40 @@ class PortSet:
         port.send(frame)
         return True
 
-    def _reader(self, port: Port) -> None:
+    def _reader(self) -> None:
         poller = select.poll()
-        poller.register(port.sock, select.POLLIN)
+        by_fd = {}
+        for port in self.ports.values():
+            by_fd[port.sock.fileno()] = port
+            poller.register(port.sock, select.POLLIN)
         poller.register(self._wake_r, select.POLLIN)
+        dontwait = socket.MSG_DONTWAIT
         while not self._stopping:
             events = poller.poll()
             if self._stopping:
                 break
+            handler = self.handler
             for fd, _ in events:
-                if fd != port.sock.fileno():
+                port = by_fd.get(fd)
+                if port is None:
                     continue
-                try:
-                    frame = port.receive()
-                except OSError as e:
-                    if self._stopping:
-                        return
-                    log.warning("port %d (%s): receive failed: %s", port.number, port.iface, e)
-                    continue
-                if frame is None:
-                    continue
-                try:
-                    self.handler(port.number, frame)
-                except Exception:       # a packet must never kill its port
-                    log.exception("port %d: processing a %d-byte frame failed", port.number, len(frame))
+                number = port.number
+                for _ in range(READ_BATCH):
+                    try:
+                        frame = port.receive(dontwait)
+                    except BlockingIOError:
+                        break
+                    except OSError as e:
+                        if self._stopping:
+                            return
+                        log.warning("port %d (%s): receive failed: %s", number, port.iface, e)
+                        break
+                    if frame is None:
+                        continue
+                    try:
+                        handler(number, frame)
+                    except Exception:       # a packet must never kill its port
+                        log.exception("port %d: processing a %d-byte frame failed", number, len(frame))
 
     def stop(self) -> None:
         if self._stopping:
