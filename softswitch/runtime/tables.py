@@ -115,8 +115,14 @@ class TableState:
     def bind(self, fns):
         """Called by the generated module: action name -> Python function."""
         self._fns = fns
+        self._invalidate()
+
+    def _invalidate(self):
+        """Entries, the default action or the action functions changed: the next lookup rebuilds the
+        index and the lookup function specialised for it."""
         self._index = None
         self._default_result = None
+        self.__dict__.pop("lookup", None)
 
     # ------------------------------------------------------------------ control API
     @property
@@ -132,11 +138,11 @@ class TableState:
         if ref.scope == "TABLE_ONLY":
             raise InvalidEntry(f"table {self.name}: action {action} is @tableonly and cannot be the default")
         self._default = (action, self._arg_tuple(action, args or {}))
-        self._default_result = None
+        self._invalidate()
 
     def reset_default(self):
         self._default = (self.info.default_action, tuple(self.info.default_args))
-        self._default_result = None
+        self._invalidate()
 
     def insert(self, entry: TableEntry):
         self._check_mutable()
@@ -150,7 +156,7 @@ class TableState:
             raise EntryNotFound(f"table {self.name}: no entry with this key to modify")
         action, args = self._check_action(entry)
         old.action, old.args = action, self._named_args(action, args)
-        self._index = None
+        self._invalidate()
 
     def delete(self, entry: TableEntry):
         self._check_mutable()
@@ -158,7 +164,7 @@ class TableState:
         if key not in self._entries:
             raise EntryNotFound(f"table {self.name}: no entry with this key to delete")
         del self._entries[key]
-        self._index = None
+        self._invalidate()
 
     def entries(self):
         return [TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
@@ -171,7 +177,7 @@ class TableState:
     def clear(self):
         self._check_mutable()
         self._entries.clear()
-        self._index = None
+        self._invalidate()
 
     def __len__(self):
         return len(self._entries)
@@ -289,7 +295,7 @@ class TableState:
         stored = TableEntry(dict(entry.matches), action, self._named_args(action, args),
                             key[1], 0, 0)
         self._entries[key] = stored
-        self._index = None
+        self._invalidate()
 
     def _from_const(self, ce):
         matches = {}
@@ -372,44 +378,65 @@ class TableState:
         self._index = idx
 
     def lookup(self, key):
+        """The result for `key` (an int, or a tuple of ints for several keys; None without keys): the
+        hit entry's action or the default. This generic version builds the index and installs, as this
+        instance's `lookup`, a function specialised for the table's match kinds and direct counter."""
         if self._index is None:
             self._build()
-        idx = self._index
-        mode = self._mode
-        r = None
+        self.lookup = self._specialised()
+        return self.lookup(key)
+
+    def _specialised(self):
+        idx, mode, default = self._index, self._mode, self._default_result
         if mode == "exact":
-            r = idx.get(key)
-        elif mode == "lpm":
-            if self._single:
+            find = idx.get
+        elif mode == "lpm" and self._single:
+            def find(key):
                 for mask, _, d in idx:
                     r = d.get(key & mask)
                     if r is not None:
-                        break
-            else:
+                        return r
+                return None
+        elif mode == "lpm":
+            def find(key):
                 for mask, li, d in idx:
-                    k = key[:li] + (key[li] & mask,) + key[li + 1:]
-                    r = d.get(k)
+                    r = d.get(key[:li] + (key[li] & mask,) + key[li + 1:])
                     if r is not None:
-                        break
+                        return r
+                return None
         elif mode == "scan":
-            keys = (key,) if self._single else key
-            for checks, rr in idx:
-                for (kind, a, b), k in zip(checks, keys):
-                    if kind == 0:
-                        if k != a:
+            single = self._single
+
+            def find(key):
+                keys = (key,) if single else key
+                for checks, r in idx:
+                    for (kind, a, b), k in zip(checks, keys):
+                        if kind == 0:
+                            if k != a:
+                                break
+                        elif kind == 1:
+                            if (k & b) != a:
+                                break
+                        elif not (a <= k <= b):
                             break
-                    elif kind == 1:
-                        if (k & b) != a:
-                            break
-                    elif not (a <= k <= b):
-                        break
-                else:
-                    r = rr
-                    break
-        if r is None:
-            return self._default_result
-        if self._counted:
+                    else:
+                        return r
+                return None
+        else:
+            return lambda key: default
+        if not self._counted:
+            def lookup(key):
+                r = find(key)
+                return default if r is None else r
+            return lookup
+        state = self.state
+
+        def counted_lookup(key):
+            r = find(key)
+            if r is None:
+                return default
             e = r.entry
             e.packets += 1
-            e.bytes += self.state.sm.packet_length
-        return r
+            e.bytes += state.sm.packet_length
+            return r
+        return counted_lookup

@@ -146,3 +146,16 @@ def test_keyless_table_runs_its_default_action():
     assert port_of(sw, 0) == 12
     sw.table("only").set_default("fwd", {"p": 13})
     assert port_of(sw, 0) == 13
+
+
+
+def test_default_action_changed_after_traffic_applies_to_the_next_miss():
+    sw = make(ACTIONS + "table t { key = { hdr.k.a: exact; } actions = { fwd; drop; } default_action = drop(); }",
+              "t.apply();")
+    t = sw.table("t")
+    t.insert(TableEntry({"hdr.k.a": Exact(1)}, "fwd", {"p": 2}))
+    assert (port_of(sw, 1), port_of(sw, 9)) == (2, None)
+    t.set_default("fwd", {"p": 3})
+    assert (port_of(sw, 9), port_of(sw, 1)) == (3, 2)
+    t.reset_default()
+    assert port_of(sw, 9) is None and sw.stats["errors"] == 0
