@@ -63,21 +63,26 @@ class Switch:
             self.stats["malformed"] += 1
             return []
         with self._lock:
-            self.stats["received"] += 1
-            out = self.pipeline.process(port, data)
-            digests = self.pipeline.digests
-            self.pipeline.digests = []
-            self.stats["digests"] += len(digests)
-            result = []
-            to_cpu = []
-            for p, f in out:
-                if p == self.cpu_port and self.cpu_port is not None and self.on_packet_in is not None:
-                    to_cpu.append(f)
-                else:
-                    result.append((p, f))
-                if p == self.cpu_port:
-                    self.stats["to_cpu"] += 1
-            self.stats["transmitted"] += len(out)
+            stats, pipeline, cpu = self.stats, self.pipeline, self.cpu_port
+            stats["received"] += 1
+            out = pipeline.process(port, data)
+            digests = pipeline.digests
+            pipeline.digests = []
+            if digests:
+                stats["digests"] += len(digests)
+            if cpu is None:
+                result, to_cpu = out, ()
+            else:
+                result = []
+                to_cpu = []
+                for p, f in out:
+                    if p == cpu and self.on_packet_in is not None:
+                        to_cpu.append(f)
+                    else:
+                        result.append((p, f))
+                    if p == cpu:
+                        stats["to_cpu"] += 1
+            stats["transmitted"] += len(out)
             on_pi, on_dg = self.on_packet_in, self.on_digest
         for f in to_cpu:
             self._callback(on_pi, f)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random as _random
 import time
-from collections import deque
+from time import monotonic
 
 from .externs import CounterState, RegisterState
 from .support import ExitCtl
@@ -139,11 +139,8 @@ class Pipeline:
     def process(self, port, data):
         out = []
         self.digests = []
-        jobs = deque([(data, port, PKT_NORMAL, None)])
-        passes = 0
-        while jobs:
-            job = jobs.popleft()
-            passes += 1
+        jobs = [(data, port, PKT_NORMAL, None)]      # first in, first out: _ingress/_egress append to it
+        for passes, job in enumerate(jobs, 1):
             if passes > MAX_PASSES:
                 self.stats["loop_limit_drops"] += 1
                 self.stats["dropped"] += 1
@@ -162,7 +159,7 @@ class Pipeline:
         sm.ingress_port = port
         sm.packet_length = len(data)
         sm.instance_type = itype
-        sm.ingress_global_timestamp = int((time.monotonic() - self.t0) * 1e6)
+        sm.ingress_global_timestamp = int((monotonic() - self.t0) * 1e6)
         self.rt.state.sm = sm
         off, err = self.parser(data, hdr, meta, sm)
         sm.parser_error = err
@@ -173,7 +170,8 @@ class Pipeline:
     def _ingress(self, data, port, itype, preserved, jobs, out):
         PS = self.rt.state
         hdr, meta, sm, payload = self._parse(data, port, itype)
-        self._restore(meta, preserved)
+        if preserved:
+            self._restore(meta, preserved)
         PS.digests = []
         PS.clone = PS.resubmit = PS.recirculate = PS.truncate = None
         PS.payload = payload
@@ -230,11 +228,10 @@ class Pipeline:
             self._egress(h2, m2, s2, p, rid, pay2, jobs, out, 1, trunc)
 
     def _egress(self, hdr, meta, sm, port, rid, payload, jobs, out, depth, clone_trunc=0):
-        b = self.b
         PS = self.rt.state
         sm.egress_port = port
         sm.egress_rid = rid
-        sm.egress_global_timestamp = int((time.monotonic() - self.t0) * 1e6)
+        sm.egress_global_timestamp = int((monotonic() - self.t0) * 1e6)
         PS.sm = sm
         PS.clone = PS.recirculate = PS.truncate = None
         PS.payload = payload
