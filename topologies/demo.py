@@ -72,6 +72,7 @@ def run_demo(args) -> int:
 
     step(f"planning: {args.workers} workers, 1 server on {topo.name}")
     backend = make_backend(use_mininet, args)
+    failed = True
     try:
         step("starting the network and installing the job" + (" (one softswitch process per switch)"
                                                                if use_mininet else ""))
@@ -112,8 +113,9 @@ def run_demo(args) -> int:
                                         f"link width = in-network bytes over {args.rounds} rounds")
         print(f"picture: {png}")
         step.done()
+        failed = False
     finally:
-        left = backend.stop()
+        left = backend.stop(failed=failed)     # a failed run keeps its logs and says where
     if left:
         print("demo: teardown left " + ", ".join(left), file=sys.stderr)
         return 1

@@ -94,5 +94,5 @@ class InProcessLab:
         """Bytes per topology link id, both directions added."""
         return {lid: sum(d["bytes"] for d in dirs.values()) for lid, dirs in self.net.link_bytes().items()}
 
-    def stop(self) -> list[str]:
-        return []      # nothing outside this process to remove
+    def stop(self, failed: bool = False) -> list[str]:
+        return []      # nothing outside this process to remove, no logs

@@ -4,7 +4,9 @@
 links with port numbers and shaping); ``LabNetwork`` turns it into mininet hosts, ``P4Switch``es and
 ``TCLink``s, configures the hosts (static ARP for every other host, an on-link default route, no
 offloads, no IPv6) and records everything it creates so ``stop`` -- or a later ``--clean`` after a
-crash -- removes it.
+crash -- removes it. The run's files (switch logs, and whatever its users put there: plans, agents'
+results, training logs) live in its work directory ``workdir``, also removed by ``stop`` unless the
+logs are kept.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import socket
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from topologies.lab_state import LabResources, clean_stale, interface_exists
 from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, SwitchStartError, Target, prepare_interface, resolve_target
@@ -152,6 +155,7 @@ class LabNetwork:
         self.start_timeout = start_timeout
         self.log = log
         self.resources = LabResources()
+        self.workdir: Path | None = None     # made at start
         self.net = None
         self.notes: list[str] = []
 
@@ -197,13 +201,15 @@ class LabNetwork:
                            f"ports do): another lab run uses these switch names; stop it first")
         setLogLevel("critical")
         self.resources.save()
+        self.workdir = self.resources.make_workdir()
         try:
             self._build(Mininet, _link_classes())
             self.net.start()                     # P4Switch.start launches every switch process
             for sw in self.net.switches:
                 sw.wait_ready()
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            # a failed start keeps its switch logs (the error names the one that failed)
+            self.stop(keep_logs=not isinstance(exc, KeyboardInterrupt))
             raise
         return self
 
@@ -215,6 +221,7 @@ class LabNetwork:
         for s in self.spec.switches:
             self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=self.grpc_port(s),
                                target=self.target, program=self.program, start_timeout=self.start_timeout,
+                               log_dir=self.workdir,
                                on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"))
         shaping = self._shaping_support()
         host_names = {h.name for h in self.spec.hosts}
@@ -297,8 +304,11 @@ class LabNetwork:
         return {sw.name: str(sw.log_path) for sw in self.net.switches} if self.net else {}
 
     # -- teardown --------------------------------------------------------------------------------
-    def stop(self) -> list[str]:
-        """Stop switches and hosts, delete interfaces; returns anything that could not be removed."""
+    def stop(self, keep_logs: bool = False) -> list[str]:
+        """Stop switches and hosts, delete interfaces and the work directory (``keep_logs``: leave the
+        directory, unrecorded, for the user); returns anything that could not be removed."""
+        if keep_logs and self.workdir is not None:
+            self.resources.forget_directory(self.workdir)
         if self.net is not None:
             for sw in self.net.switches:     # before mininet deletes the links under them
                 stop_proc = getattr(sw, "stop_process", None)

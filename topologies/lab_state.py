@@ -1,14 +1,22 @@
-"""What a lab run created (processes, root-namespace interfaces), kept on disk so that teardown works
-after a crash, a Ctrl-C or a kill: ``python -m topologies.mininet_lab --clean`` removes exactly what a
-dead run left, the way ``mn -c`` would for mininet, but by recorded pid and name, never by pattern.
+"""What a lab run created (processes, root-namespace interfaces, its work directory), kept on disk so
+that teardown works after a crash, a Ctrl-C or a kill: ``python -m topologies.mininet_lab --clean``
+removes exactly what a dead run left, the way ``mn -c`` would for mininet, but by recorded pid and
+name, never by pattern.
+
+Work directories are named ``ina-lab-<owner pid>-XXXXXXXX`` in the temp directory, so ``--clean`` can
+also remove those of runs that are gone but were not recorded (kept after a failure, or from before
+work directories were recorded), and never one of a run that is still alive.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +42,7 @@ class LabResources:
         self.processes: list[dict] = []     # {"pid", "what", "cmdline"}
         self.interfaces: list[str] = []     # root-namespace names (deleting one end removes the veth pair)
         self.sysctls: dict[str, str] = {}   # /proc/sys path -> value to restore
+        self.directories: list[str] = []    # work directories (removed at teardown unless forgotten)
         self.path = STATE_DIR / f"{self.owner_pid}.json"
 
     # -- recording -------------------------------------------------------------------------------
@@ -46,6 +55,19 @@ class LabResources:
             if name not in self.interfaces:
                 self.interfaces.append(name)
         self.save()
+
+    def make_workdir(self) -> Path:
+        """A fresh work directory for this run (logs, plans, results), recorded for teardown."""
+        path = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.owner_pid}-")
+        self.directories.append(path)
+        self.save()
+        return Path(path)
+
+    def forget_directory(self, path) -> None:
+        """Keep a directory past teardown (a failed run's logs)."""
+        if str(path) in self.directories:
+            self.directories.remove(str(path))
+            self.save()
 
     def raise_sysctl(self, path: str, minimum: int) -> None:
         """Raise an integer kernel setting for the run's life (restored by cleanup)."""
@@ -63,7 +85,8 @@ class LabResources:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"owner_pid": self.owner_pid, "processes": self.processes,
-                                   "interfaces": self.interfaces, "sysctls": self.sysctls}, indent=1))
+                                   "interfaces": self.interfaces, "sysctls": self.sysctls,
+                                   "directories": self.directories}, indent=1))
         tmp.replace(self.path)
 
     @classmethod
@@ -73,6 +96,7 @@ class LabResources:
         res.processes = data.get("processes", [])
         res.interfaces = data.get("interfaces", [])
         res.sysctls = data.get("sysctls", {})
+        res.directories = data.get("directories", [])
         res.path = path
         return res
 
@@ -86,12 +110,13 @@ class LabResources:
         """Recorded things that still exist, described for an error message (empty when clean)."""
         left = [f"process {p['pid']} ({p['what']})" for p in self.processes if self._alive(p)]
         left += [f"interface {name}" for name in self.interfaces if interface_exists(name)]
+        left += [f"directory {path}" for path in self.directories if os.path.isdir(path)]
         return left
 
     # -- teardown --------------------------------------------------------------------------------
     def cleanup(self, grace: float = 2.0) -> list[str]:
-        """Kill recorded processes (their process groups too), delete recorded interfaces, forget the
-        state file. Returns what could not be removed."""
+        """Kill recorded processes (their process groups too), delete recorded interfaces and work
+        directories, forget the state file. Returns what could not be removed."""
         alive = [p for p in self.processes if self._alive(p)]
         for sig in (signal.SIGTERM, signal.SIGKILL):
             for p in alive:
@@ -116,6 +141,8 @@ class LabResources:
                 Path(path).write_text(value)
             except OSError:
                 pass
+        for path in self.directories:
+            shutil.rmtree(path, ignore_errors=True)
         left = self.leftovers()
         if not left:
             try:
@@ -151,8 +178,49 @@ def stale_states() -> list[LabResources]:
     return out
 
 
-def clean_stale(log=print) -> int:
-    """Remove what dead runs left behind; returns the number of problems that remain."""
+WORKDIR_PREFIX = "ina-lab-"
+_WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-)?[a-z0-9_]{8}$")   # mkdtemp's 8 characters; older runs had no pid
+
+
+def _live_runs() -> set[int]:
+    """Owner pids of lab runs (other than this process) that are still alive."""
+    live = set()
+    for path in STATE_DIR.glob("*.json") if STATE_DIR.is_dir() else ():
+        try:
+            owner = int(path.stem)
+        except ValueError:
+            continue
+        if owner != os.getpid() and _cmdline(owner) is not None:
+            live.add(owner)
+    return live
+
+
+def stale_workdirs(root: str | None = None) -> list[Path]:
+    """Work directories in ``root`` (the temp directory) whose run is gone. A name without a pid is
+    from before runs put theirs in it: stale only when no other lab run is alive to own it."""
+    root = Path(root or tempfile.gettempdir())
+    others_alive = None
+    out = []
+    for path in sorted(root.glob(WORKDIR_PREFIX + "*")):
+        m = _WORKDIR_NAME.fullmatch(path.name)
+        if not m or not path.is_dir() or path.is_symlink():
+            continue
+        if m.group(1):
+            pid = int(m.group(1))
+            if pid == os.getpid() or _cmdline(pid) is not None:
+                continue
+        else:
+            if others_alive is None:
+                others_alive = bool(_live_runs())
+            if others_alive:
+                continue
+        out.append(path)
+    return out
+
+
+def clean_stale(log=print, workdirs: bool = False) -> int:
+    """Remove what dead runs left behind (with ``workdirs``, also the work directories of runs that
+    are gone, kept logs included: ``--clean``); returns the number of problems that remain."""
     problems = 0
     for res in stale_states():
         log(f"cleaning up after run {res.owner_pid}: {len(res.processes)} processes, "
@@ -161,4 +229,15 @@ def clean_stale(log=print) -> int:
         for item in left:
             log(f"  could not remove {item}")
         problems += len(left)
+    if workdirs:
+        dirs = stale_workdirs()
+        for path in dirs:
+            shutil.rmtree(path, ignore_errors=True)
+        gone = [p for p in dirs if not p.exists()]
+        if dirs:
+            log(f"removed {len(gone)} work directories of earlier runs")
+        for path in dirs:
+            if path.exists():
+                log(f"  could not remove {path}")
+                problems += 1
     return problems

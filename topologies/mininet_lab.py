@@ -3,7 +3,11 @@
     python -m topologies.mininet_lab topologies/leaf_spine.yaml                 # mininet CLI + extras
     python -m topologies.mininet_lab topologies/star.yaml --rounds 3 --batch    # run, check, exit
     python -m topologies.mininet_lab topologies/star.yaml --train --epochs 20 --backend ina   # train, exit
-    python -m topologies.mininet_lab --clean                                    # remove a dead run's leftovers
+    python -m topologies.mininet_lab --clean                                    # remove dead runs' leftovers
+
+A run's files (switch logs, plans, agents' results, training logs) live in its work directory,
+removed at teardown unless the run failed (then the error says where they are) or ``--keep-logs DIR``
+asks for a copy.
 
 Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
 (the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
@@ -16,9 +20,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import signal
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +118,7 @@ class MininetLab:
 
     def __init__(self, topology_path: str, workers=None, server: str | None = None, target: str = "softswitch",
                  program: str | None = None, values: int = 2048, log=print, plan_options=None,
-                 p4info: str | None = None, device_config: str | None = None):
+                 p4info: str | None = None, device_config: str | None = None, keep_logs: str | None = None):
         from controller.topology_yaml import load_topology
 
         self.topo = load_topology(topology_path)
@@ -131,12 +135,21 @@ class MininetLab:
         self.jobs = None                  # controller JobManager: the lab's job and training jobs share its resources
         self.next_job_id = 0
         self.train_runs = 0
-        self.workdir = Path(tempfile.mkdtemp(prefix="ina-lab-"))
+        self.keep_logs = Path(keep_logs) if keep_logs else None   # copy the work directory there at teardown
+        self.failed = False               # a job or training run failed: keep the logs at teardown
+        self.logs_kept: Path | None = None
         self.agents: dict[str, AgentProcess] = {}
         self.server_agent: AgentProcess | None = None
         self.rounds_done = 0
         self.seed = 7
         self._last_stats: dict[tuple, int] = {}
+
+    @property
+    def workdir(self) -> Path:
+        """The run's work directory (the network's: made at start, removed at teardown)."""
+        if self.network.workdir is None:
+            raise LabError("the lab has not started")
+        return self.network.workdir
 
     # -- bring-up --------------------------------------------------------------------------------
     def start(self) -> "MininetLab":
@@ -152,8 +165,8 @@ class MininetLab:
             self.log(f"[lab] controller installed routes and job {self.plan.job_id} "
                      f"in {time.monotonic() - t1:.1f} s")
             self._start_agents()
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            self.stop(failed=not isinstance(exc, KeyboardInterrupt))
             raise
         return self
 
@@ -207,6 +220,13 @@ class MininetLab:
                   timeout: float = 120.0) -> list[RoundResult]:
         """Run ``rounds`` allreduces on every worker at once and check each result exactly."""
         values = values or self.values
+        try:
+            return self._allreduce(rounds, values, mode, timeout)
+        except JobError:
+            self.failed = True
+            raise
+
+    def _allreduce(self, rounds: int, values: int, mode: str, timeout: float) -> list[RoundResult]:
         out = []
         for _ in range(rounds):
             r = self.rounds_done
@@ -261,6 +281,13 @@ class MininetLab:
         order, rendezvous on rank 0's IP). With ina the run is a job of its own: a job id never used
         before in this lab (the switches then take its chunks afresh, whatever the lab's agents
         sent), served by the lab's server agent, removed from switches and server afterwards."""
+        try:
+            return self._train(epochs, backend, seed, timeout)
+        except (TrainError, JobError):
+            self.failed = True
+            raise
+
+    def _train(self, epochs: int, backend: str, seed: int, timeout: float | None) -> TrainResult:
         self.train_runs += 1
         port = 29500 + self.train_runs          # no TIME_WAIT from an earlier run's store
         hosts = [RankHost(w.name, w.ip, intf_name(w.name, self.spec.host(w.name).port)) for w in self.plan.workers]
@@ -350,7 +377,12 @@ class MininetLab:
         return plan_text(self.plan)
 
     # -- teardown --------------------------------------------------------------------------------
-    def stop(self) -> list[str]:
+    def stop(self, failed: bool = False) -> list[str]:
+        """Stop everything the run started and remove its work directory, except: after a failure
+        (``failed``, or a job or training run that failed) the directory stays where it is, and with
+        ``keep_logs`` it is moved there. ``logs_kept`` then says where the logs are."""
+        workdir = self.network.workdir
+        keep_here = (failed or self.failed) and not self.keep_logs
         for agent in [*self.agents.values(), self.server_agent]:
             if agent is not None:
                 agent.stop()
@@ -363,7 +395,20 @@ class MininetLab:
             except Exception:
                 pass
             self.installer = None
-        left = self.network.stop()
+        left = self.network.stop(keep_logs=keep_here or self.keep_logs is not None)
+        if workdir is not None and workdir.is_dir():
+            if self.keep_logs is not None:
+                try:
+                    shutil.copytree(workdir, self.keep_logs, dirs_exist_ok=True)
+                    shutil.rmtree(workdir)
+                    self.logs_kept = self.keep_logs
+                except OSError as exc:
+                    self.logs_kept = workdir
+                    self.log(f"[lab] could not copy the logs to {self.keep_logs} ({exc.strerror or exc})")
+            elif keep_here:
+                self.logs_kept = workdir
+        if self.logs_kept is not None:
+            self.log(f"[lab] this run's logs are in {self.logs_kept}")
         if left:
             self.log("[lab] could not remove: " + ", ".join(left))
         return left
@@ -385,14 +430,14 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             try:
                 lab.allreduce(*self._rounds_values(line))
             except (JobError, ValueError) as exc:
-                print(f"error: {exc}")
+                print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_baseline(self, line):
             """baseline [ROUNDS] [VALUES]: the same rounds through the parameter-server baseline"""
             try:
                 lab.allreduce(*self._rounds_values(line), mode="ps")
             except (JobError, ValueError) as exc:
-                print(f"error: {exc}")
+                print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_counters(self, line):
             """counters: bytes each link carried (both directions)"""
@@ -408,13 +453,21 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             try:
                 lab.train(**opts)
             except (TrainError, JobError) as exc:
-                print(f"error: {exc}")
+                print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_plan(self, line):
             """plan: which switches aggregate, their fan-in, each worker's path"""
             print(lab.plan_text())
 
     LabCLI(lab.network.net, script=script)
+
+
+def _logs_hint(lab: MininetLab) -> str:
+    """For an error in the CLI: the run goes on; its logs are kept when it ends."""
+    if not lab.failed:
+        return ""
+    return f"\n(this run's logs, in {lab.workdir}, are kept at exit" + \
+        (f" in {lab.keep_logs})" if lab.keep_logs else ")")
 
 
 def parse_train_line(line: str) -> dict:
@@ -482,11 +535,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="--train: seed of the data split, shards and weights")
     ap.add_argument("--train-timeout", type=float,
                     help="--train: seconds one training run may take (default grows with epochs and workers)")
-    ap.add_argument("--clean", action="store_true", help="remove what a crashed run left behind, then exit")
+    ap.add_argument("--keep-logs", metavar="DIR",
+                    help="copy the run's work directory (switch logs, plans, results, training logs) to DIR at exit")
+    ap.add_argument("--clean", action="store_true",
+                    help="remove what crashed runs left behind and the work directories of earlier runs, then exit")
     args = ap.parse_args(argv)
 
     if args.clean:
-        return 1 if clean_stale() else 0
+        return 1 if clean_stale(workdirs=True) else 0
     if not args.topology:
         ap.error("a topology file is required (or --clean)")
     if args.epochs < 1:
@@ -496,10 +552,11 @@ def main(argv=None) -> int:
         workers = int(args.workers) if args.workers.isdigit() else args.workers.split(",")
     install_signal_handlers()
     lab = None
+    failed, error = True, None
     try:
         lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values,
                          p4info=args.p4info, device_config=args.device_config,
-                         plan_options=_plan_options(args.results))
+                         plan_options=_plan_options(args.results), keep_logs=args.keep_logs)
         lab.start()
         print(lab.plan_text())
         if args.rounds:
@@ -513,21 +570,26 @@ def main(argv=None) -> int:
             lab_cli(lab, script=args.script)
         if not (args.batch or args.train):
             lab_cli(lab)
+        failed = False
         return 0
     except KeyboardInterrupt:
+        failed = False
         print("\n[lab] interrupted: tearing down")
         return 130
     except (LabError, SwitchStartError, JobError, TrainError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error = exc
         return 1
     except Exception as exc:  # controller errors carry one-line messages (TopologyError, PlanError...)
         if type(exc).__name__.endswith("Error") and type(exc).__module__.startswith("controller"):
-            print(f"error: {exc}", file=sys.stderr)
+            error = exc
             return 1
         raise
     finally:
         if lab is not None:
-            lab.stop()
+            lab.stop(failed=failed)
+        if error is not None:
+            kept = lab.logs_kept if lab is not None else None
+            print(f"error: {error}" + (f"\n(this run's logs are in {kept})" if kept else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -96,12 +96,13 @@ class P4Switch(Switch):
     """A mininet switch whose data plane is a P4 target process (one process per switch).
 
     Parameters (besides mininet's): device_id, grpc_port, target (a Target), program (path to the
-    P4 source for softswitch or a BMv2 JSON; None starts with --no-p4), cpu_port, start_timeout.
+    P4 source for softswitch or a BMv2 JSON; None starts with --no-p4), cpu_port, start_timeout, log_dir
+    (where ``<name>.log`` goes; default $INA_LAB_LOG_DIR or /tmp/ina-lab).
     """
 
     def __init__(self, name, device_id: int, grpc_port: int, target: Target, program: str | None = None,
                  cpu_port: int | None = None, start_timeout: float = 120.0, log_console: bool = False,
-                 on_process=None, **params):
+                 on_process=None, log_dir: Path | None = None, **params):
         Switch.__init__(self, name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
@@ -113,7 +114,8 @@ class P4Switch(Switch):
         self.log_console = log_console
         self.on_process = on_process          # callback(pid) so the lab can record it for teardown
         self.proc: subprocess.Popen | None = None
-        self.log_path = LOG_DIR / f"{name}.log"
+        self.log_dir = Path(log_dir or LOG_DIR)       # the lab gives its run's work directory
+        self.log_path = self.log_dir / f"{name}.log"
 
     def ports_by_number(self) -> dict[int, str]:
         return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
@@ -124,7 +126,7 @@ class P4Switch(Switch):
             if intf.name == "lo":
                 continue
             prepare_interface(self, intf.name)
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = self.target.argv(self.device_id, self.ports_by_number(), self.grpc_addr, self.program,
                                 self.cpu_port, self.log_console)
         with open(self.log_path, "wb") as log:

@@ -35,10 +35,16 @@ def host_namespaces_gone(resources) -> bool:
 
 def assert_lab_torn_down(lab, left) -> None:
     """What the lab tests check after ``MininetLab.stop()`` returned ``left``: nothing it recorded
-    (switches, hosts, agents, training ranks) survives, no interface of its topology is left."""
+    (switches, hosts, agents, training ranks) survives, no interface of its topology is left, its work
+    directory (switch logs, plans, results, training logs) is gone and no other one of this process
+    remains."""
+    import glob
     import os
+    import tempfile
 
     assert left == []
+    assert lab.network.workdir is not None and not lab.network.workdir.exists()
+    assert glob.glob(os.path.join(tempfile.gettempdir(), f"ina-lab-{os.getpid()}-*")) == []
     assert lab.network.resources.leftovers() == []
     assert root_links() & lab_interfaces(lab.spec) == set()
     assert host_namespaces_gone(lab.network.resources)

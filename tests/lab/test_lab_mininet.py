@@ -6,7 +6,7 @@ import os
 import pytest
 
 from conftest import needs_mininet
-from lab_helpers import host_namespaces_gone, lab_interfaces, root_links
+from lab_helpers import assert_lab_torn_down
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = needs_mininet
@@ -24,12 +24,8 @@ def _run_lab(topology, workers, rounds, values, check):
         check(lab)
     finally:
         left = lab.stop()
-    assert left == []
-    assert lab.network.resources.leftovers() == []
-    assert root_links() & lab_interfaces(lab.spec) == set()
-    assert host_namespaces_gone(lab.network.resources)
-    switch_pids = [p["pid"] for p in lab.network.resources.processes if p["what"].startswith("switch ")]
-    assert switch_pids and not any(os.path.exists(f"/proc/{pid}") for pid in switch_pids)
+    assert_lab_torn_down(lab, left)
+    assert lab.logs_kept is None
 
 
 def _server_and_worker_bytes(lab, bytes_by_link):

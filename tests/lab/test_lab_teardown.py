@@ -1,7 +1,10 @@
 """The lab's switch command lines and its teardown: nothing it created survives a failed start or a
-killed launcher."""
+killed launcher, except a failed run's logs, kept where the error says; ``--clean`` removes work
+directories of runs that are gone."""
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,11 +39,18 @@ def test_failed_switch_start_leaves_nothing_behind(tmp_path):
 
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
     lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
-    with pytest.raises(SwitchStartError, match=r"lt1 \(dying\): exited with status 3"):
+    with pytest.raises(SwitchStartError, match=r"lt1 \(dying\): exited with status 3") as err:
         lab.start()
     assert lab.resources.leftovers() == []
     assert root_links() & lab_interfaces(lab.spec) == set()
     assert host_namespaces_gone(lab.resources)
+    # the failed run's switch log stays, in its work directory, where the error says
+    log = re.search(r"log: (\S+)", str(err.value)).group(1)
+    try:
+        assert os.path.dirname(log) == str(lab.workdir) and os.path.basename(log) == "lt1.log"
+        assert "--device-id 1" in open(log).read()
+    finally:
+        shutil.rmtree(lab.workdir)
 
 
 @needs_mininet
@@ -64,7 +74,9 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
         print("UP", lab.resources.path, flush=True)
         time.sleep(600)
     """))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO)
+    # a temp directory of its own: --clean then removes no other run's work directories on this machine
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline()
     assert line.startswith("UP"), line
     state_path = line.split()[1]
@@ -72,16 +84,48 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
 
     res = LabResources.load(__import__("pathlib").Path(state_path))
     assert {"lt1-eth1", "lt1-eth2"} <= root_links()
+    workdir = res.directories[0]
+    assert os.path.dirname(workdir) == str(tmp_path)
+    assert os.path.isfile(os.path.join(workdir, "lt1.log"))     # switch logs go to the run's work directory
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     assert res.leftovers(), "the killed run should have left its network up"
-    done = subprocess.run([sys.executable, "-m", "topologies.mininet_lab", "--clean"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "topologies.mininet_lab", "--clean"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"cleaning up after run {proc.pid}" in done.stdout
     assert res.leftovers() == []
     assert root_links() & lab_interfaces(tiny_spec()) == set()
     assert host_namespaces_gone(res)
+    assert not os.path.exists(workdir)
+
+
+def test_clean_removes_work_directories_of_runs_that_are_gone_only(tmp_path, monkeypatch):
+    """Kept logs of a failed run and directories of older runs (no pid in the name) go; a live run's
+    directory stays, and older runs' directories too while another lab run is alive (whose could they be)."""
+    from topologies import lab_state
+    from topologies.lab_state import stale_workdirs
+
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(lab_state, "STATE_DIR", state)
+    work = tmp_path / "tmp"
+    work.mkdir()
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        names = {"gone": f"ina-lab-{dead.pid}-ab_cd123", "live": f"ina-lab-{live.pid}-ab_cd123",
+                 "older": "ina-lab-x9y8z7w6", "other": "ina-lab-state", "file": f"ina-lab-{dead.pid}-00000000"}
+        for key, name in names.items():
+            (work / name).mkdir() if key != "file" else (work / name).write_text("")
+        assert [p.name for p in stale_workdirs(str(work))] == sorted([names["gone"], names["older"]])
+        (state / f"{live.pid}.json").write_text("{}")          # a lab run that is alive
+        assert [p.name for p in stale_workdirs(str(work))] == [names["gone"]]
+    finally:
+        live.kill()
+        live.wait()
 
 
 @needs_mininet

@@ -18,10 +18,11 @@ HIDDEN = 32          # train_digits.py's default MLP 64-HIDDEN-10
 
 
 @pytest.fixture(scope="module")
-def lab():
+def lab(tmp_path_factory):
     from topologies.mininet_lab import MininetLab
 
-    lab = MininetLab(os.path.join(REPO, "topologies", "star.yaml"), 2, log=lambda m: None)
+    kept = tmp_path_factory.mktemp("kept-logs")
+    lab = MininetLab(os.path.join(REPO, "topologies", "star.yaml"), 2, log=lambda m: None, keep_logs=str(kept))
     try:
         lab.start()
         yield lab
@@ -30,6 +31,11 @@ def lab():
     assert_lab_torn_down(lab, left)
     assert not any(os.path.exists(f"/proc/{p['pid']}") for p in lab.network.resources.processes
                    if p["what"].startswith("training rank"))
+    # keep_logs (--keep-logs DIR): the work directory was copied there before it was removed
+    assert lab.logs_kept == kept
+    assert (kept / "s1.log").is_file() and (kept / "plan.json").is_file()
+    assert sorted(p.name for p in kept.glob("train-*/rank*.log")) == ["rank0-h1.log", "rank0-h1.log",
+                                                                       "rank1-h2.log", "rank1-h2.log"]
 
 
 def _bytes_on(lab, host, before, after):
