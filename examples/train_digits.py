@@ -101,9 +101,25 @@ def train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     dist.init_process_group(args.backend, rank=rank, world_size=world,
                             init_method=f"tcp://{args.master_addr}:{args.master_port}")
     try:
-        return _train(rank, world, args)
+        summary = _train(rank, world, args)
+        dist.barrier()          # no rank leaves while a peer still has collective traffic in flight
+        return summary
     finally:
         dist.destroy_process_group()
+
+
+def end_rank_process(code: int):
+    """End a rank's process without the interpreter's finalization.
+
+    With DDP, torch (2.13) keeps the gloo backend alive after ``destroy_process_group()``, so its
+    worker threads outlive the process group. A worker that is still releasing the last collective
+    (and its tensors' Python objects) when the interpreter finalizes waits for the GIL of a dying
+    interpreter, is unwound, and the process aborts with "terminate called without an active
+    exception" after training finished. Everything the rank writes is flushed first.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
@@ -156,6 +172,7 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
 def _spawned(rank: int, world: int, args: argparse.Namespace, envs: list[dict]) -> None:
     os.environ.update(envs[rank])
     train(rank, world, args)
+    end_rank_process(0)         # an error instead propagates to torch.multiprocessing, which reports it
 
 
 def free_port() -> int:
@@ -165,11 +182,19 @@ def free_port() -> int:
 
 
 def main(argv=None) -> int:
+    """Exit status; with --rank the process is one rank and ends here (end_rank_process)."""
     args = parse_args(argv)
     for flag, var in (("controller", "INA_CONTROLLER"), ("job", "INA_JOB"),
                       ("transport", "INA_TRANSPORT"), ("host", "INA_HOST")):
         if getattr(args, flag):
             os.environ[var] = getattr(args, flag)
+    code = run(args)
+    if args.rank is not None:
+        end_rank_process(code)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         if args.rank is not None:
             train(args.rank, args.world_size, args)
