@@ -11,7 +11,7 @@ asks for a copy.
 
 Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
 (the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
-counts), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
+and drop counts, the server agent's counters), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
 [--seed S]`` (examples/train_digits.py, one process per worker host). Needs root and Debian's mininet.
 """
 
@@ -369,6 +369,9 @@ class MininetLab:
         lines = [traffic_table(self.topo, {"total": self.link_bytes()}), "switch counters (packets):"]
         for name, row in self.switch_counters().items():
             lines.append(f"  {name}: " + (", ".join(f"{k} {v}" for k, v in row.items()) or "-"))
+        stats = self._server_call({"cmd": "stats"}, "stats")["stats"]
+        lines.append(f"server agent {self.server} (all jobs): " + (", ".join(f"{k} {v}" for k, v in sorted(stats.items()))
+                                                                  or "-"))
         return "\n".join(lines)
 
     def plan_text(self) -> str:
@@ -440,7 +443,7 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
                 print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_counters(self, line):
-            """counters: bytes each link carried (both directions)"""
+            """counters: bytes each link carried (both directions), switch and server agent counters"""
             print(lab.counters_text())
 
         def do_train(self, line):
