@@ -41,7 +41,6 @@ class LabResources:
         self.owner_pid = owner_pid or os.getpid()
         self.processes: list[dict] = []     # {"pid", "what", "cmdline"}
         self.interfaces: list[str] = []     # root-namespace names (deleting one end removes the veth pair)
-        self.sysctls: dict[str, str] = {}   # /proc/sys path -> value to restore
         self.directories: list[str] = []    # work directories (removed at teardown unless forgotten)
         self.path = STATE_DIR / f"{self.owner_pid}.json"
 
@@ -69,24 +68,11 @@ class LabResources:
             self.directories.remove(str(path))
             self.save()
 
-    def raise_sysctl(self, path: str, minimum: int) -> None:
-        """Raise an integer kernel setting for the run's life (restored by cleanup)."""
-        try:
-            old = Path(path).read_text().strip()
-            if int(old) >= minimum:
-                return
-            self.sysctls.setdefault(path, old)
-            self.save()
-            Path(path).write_text(str(minimum))
-        except (OSError, ValueError):
-            pass
-
     def save(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"owner_pid": self.owner_pid, "processes": self.processes,
-                                   "interfaces": self.interfaces, "sysctls": self.sysctls,
-                                   "directories": self.directories}, indent=1))
+                                   "interfaces": self.interfaces, "directories": self.directories}, indent=1))
         tmp.replace(self.path)
 
     @classmethod
@@ -95,7 +81,6 @@ class LabResources:
         res = cls(data["owner_pid"])
         res.processes = data.get("processes", [])
         res.interfaces = data.get("interfaces", [])
-        res.sysctls = data.get("sysctls", {})
         res.directories = data.get("directories", [])
         res.path = path
         return res
@@ -136,11 +121,6 @@ class LabResources:
         for name in self.interfaces:
             if interface_exists(name):
                 subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for path, value in self.sysctls.items():
-            try:
-                Path(path).write_text(value)
-            except OSError:
-                pass
         for path in self.directories:
             shutil.rmtree(path, ignore_errors=True)
         left = self.leftovers()
