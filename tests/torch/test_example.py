@@ -6,14 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ina_jobs import softswitch_available
-
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(not softswitch_available(), reason="softswitch / in-process network not importable")
 def test_train_digits_on_ina_learns_and_keeps_ranks_in_sync(tmp_path):
     out = tmp_path / "summary.json"
     proc = subprocess.run([sys.executable, str(REPO / "examples" / "train_digits.py"), "--backend", "ina",
