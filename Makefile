@@ -19,7 +19,8 @@ bench: setup
 	$(PY) bench/allreduce.py
 
 lint: setup
-	$(PY) -m compileall -q protocol softswitch controller worker server topologies
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -41,8 +41,9 @@ def star(n_workers: int, bandwidth: float, delay: float) -> Topology:
     topo = Topology(name=f"star{n_workers}")
     topo.add_switch("s1", 1)
     for i in range(n_workers + 1):
-        topo.add_host(f"h{i + 1}", f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}",
-                      role="server" if i == n_workers else "worker")
+        topo.add_host(
+            f"h{i + 1}", f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}", role="server" if i == n_workers else "worker"
+        )
         topo.add_link(f"h{i + 1}", 0, "s1", i + 1, bandwidth=bandwidth, delay=delay)
     topo.validate()
     return topo
@@ -63,12 +64,24 @@ class Bench:
         # INA with multicast results (one RESULT leaves the server) and with unicast reverse paths
         # (one RESULT per worker leaves the server: its downlink carries N copies); the parameter
         # server: the same protocol with no aggregating switch, unicast results
-        options = {"ina": PlanOptions(pool_size=64, result_mode="multicast"),
-                   "ina_unicast": PlanOptions(pool_size=64, result_mode="unicast"),
-                   "ps": parameter_server_options(PlanOptions(pool_size=64))}
-        self.jobs = {method: InProcessJob(self.net, self.workers, [self.server], resources=resources,
-                                          server_agents=servers, timeout=0.02, retries=10, options=opts)
-                     for method, opts in options.items()}
+        options = {
+            "ina": PlanOptions(pool_size=64, result_mode="multicast"),
+            "ina_unicast": PlanOptions(pool_size=64, result_mode="unicast"),
+            "ps": parameter_server_options(PlanOptions(pool_size=64)),
+        }
+        self.jobs = {
+            method: InProcessJob(
+                self.net,
+                self.workers,
+                [self.server],
+                resources=resources,
+                server_agents=servers,
+                timeout=0.02,
+                retries=10,
+                options=opts,
+            )
+            for method, opts in options.items()
+        }
         self.plan = self.jobs["ina"].plan
 
     def _baselines(self, method: str):
@@ -106,9 +119,15 @@ class Bench:
         for link_id, dirs in self.net.link_bytes().items():
             for name, stats in dirs.items():
                 links[name] = stats["bytes"]
-        return {"time_s": elapsed, "wall_s": wall, "links": links, "retransmissions": retx,
-                "server_in": links[f"s1->{self.server}"], "max_link": max(links.values()),
-                "total": sum(links.values())}
+        return {
+            "time_s": elapsed,
+            "wall_s": wall,
+            "links": links,
+            "retransmissions": retx,
+            "server_in": links[f"s1->{self.server}"],
+            "max_link": max(links.values()),
+            "total": sum(links.values()),
+        }
 
 
 def main(argv=None) -> int:
@@ -125,8 +144,10 @@ def main(argv=None) -> int:
     for n in args.workers:
         bench = Bench(n, args.bandwidth, args.delay)
         print(f"\n{n} workers, 1 server, one switch, {args.bandwidth:g} Mbit/s links (virtual clock)")
-        print(f"{'size':>9} {'method':>11} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
-              f"{'max link KB':>12} {'retx':>5} {'wall s':>7}")
+        print(
+            f"{'size':>9} {'method':>11} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
+            f"{'max link KB':>12} {'retx':>5} {'wall s':>7}"
+        )
         kb = args.min_kb
         rng = np.random.default_rng(0)
         while kb <= args.max_kb:
@@ -139,20 +160,25 @@ def main(argv=None) -> int:
                 r = bench.run(method, xs)
                 row[method] = r
                 wall += r["wall_s"]
-                print(f"{kb:>7}KB {method:>11} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
-                      f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['retransmissions']:>5} "
-                      f"{r['wall_s']:>7.1f}",
-                      flush=True)
-            row["server_out_ratio_ina_vs_ps"] = (row["ina"]["links"][f"{bench.server}->s1"]
-                                                 / row["ps"]["links"][f"{bench.server}->s1"])
+                print(
+                    f"{kb:>7}KB {method:>11} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
+                    f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['retransmissions']:>5} "
+                    f"{r['wall_s']:>7.1f}",
+                    flush=True,
+                )
+            row["server_out_ratio_ina_vs_ps"] = (
+                row["ina"]["links"][f"{bench.server}->s1"] / row["ps"]["links"][f"{bench.server}->s1"]
+            )
             row["server_in_ratio_ina_vs_ps"] = row["ina"]["server_in"] / row["ps"]["server_in"]
             row["ina_vs_ring_speedup"] = row["ring"]["time_s"] / row["ina"]["time_s"]
-            print(f"{'':>9} server bytes INA/PS = {row['server_in_ratio_ina_vs_ps']:.3f} (1/N = {1 / n:.3f}); "
-                  f"INA time / ideal = {row['ina']['time_s'] / ideal:.2f}; ring / INA = "
-                  f"{row['ina_vs_ring_speedup']:.2f}")
+            print(
+                f"{'':>9} server bytes INA/PS = {row['server_in_ratio_ina_vs_ps']:.3f} (1/N = {1 / n:.3f}); "
+                f"INA time / ideal = {row['ina']['time_s'] / ideal:.2f}; ring / INA = "
+                f"{row['ina_vs_ring_speedup']:.2f}"
+            )
             report["runs"].append(row)
             (RESULTS / "allreduce.json").write_text(json.dumps(report, indent=1))
-            if wall * 2 > args.wall_limit:      # the next size doubles the work
+            if wall * 2 > args.wall_limit:  # the next size doubles the work
                 break
             kb *= 2
     plot(report)
@@ -162,6 +188,7 @@ def main(argv=None) -> int:
 
 def plot(report: dict) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -174,8 +201,13 @@ def plot(report: dict) -> None:
         for m in METHODS:
             ax.plot(sizes, [r[m]["time_s"] * 1e3 for r in runs], marker="o", label=m)
         ax.plot(sizes, [r["ideal_s"] * 1e3 for r in runs], "k--", label="ideal (payload/bw)")
-        ax.set(xscale="log", yscale="log", xlabel="KB per worker", ylabel="completion time (ms, virtual)",
-               title=f"{n} workers, {report['bandwidth_mbps']:g} Mbit/s links")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="KB per worker",
+            ylabel="completion time (ms, virtual)",
+            title=f"{n} workers, {report['bandwidth_mbps']:g} Mbit/s links",
+        )
         ax.legend()
         ax = axes[1][col]
         for m in METHODS:

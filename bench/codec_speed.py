@@ -33,8 +33,9 @@ def main() -> None:
         "values_per_packet": C.VALUES_PER_PACKET,
         "encode_pps": rate(lambda: codec.encode(pkt)),
         "decode_pps": rate(lambda: codec.decode(raw, C.VALUES_PER_PACKET)),
-        "build_frame_pps": rate(lambda: codec.build_frame(pkt, "02:00:00:00:00:01", "02:00:00:00:00:02",
-                                                          "10.0.0.1", "10.0.0.2")),
+        "build_frame_pps": rate(
+            lambda: codec.build_frame(pkt, "02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.0.2")
+        ),
         "parse_frame_pps": rate(lambda: codec.parse_frame(frame, C.VALUES_PER_PACKET)),
     }
     for name, value in results.items():

@@ -40,11 +40,21 @@ def run(k: int, planner: str, repeat: int) -> dict:
     t0 = time.perf_counter()
     size = len(plan.to_json())
     dump = time.perf_counter() - t0
-    return {"k": k, "planner": planner, "hosts": len(hosts), "switches": len(topo.switches),
-            "workers": len(workers), "trees": len(plan.trees), "build_s": build, "plan_s": min(times),
-            "plan_runs_s": times, "json_bytes": size, "json_s": dump,
-            "aggregation_points": sum(len(t.aggregation_points) for t in plan.trees),
-            "goal_s": GOALS.get(k) if planner == "multihop" else None}
+    return {
+        "k": k,
+        "planner": planner,
+        "hosts": len(hosts),
+        "switches": len(topo.switches),
+        "workers": len(workers),
+        "trees": len(plan.trees),
+        "build_s": build,
+        "plan_s": min(times),
+        "plan_runs_s": times,
+        "json_bytes": size,
+        "json_s": dump,
+        "aggregation_points": sum(len(t.aggregation_points) for t in plan.trees),
+        "goal_s": GOALS.get(k) if planner == "multihop" else None,
+    }
 
 
 def main() -> int:
@@ -55,14 +65,18 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
     rows = [run(k, p, args.repeat) for k in args.ks for p in args.planners]
-    head = f"{'k':>3} {'planner':<10} {'hosts':>6} {'workers':>7} {'trees':>5} {'agg pts':>7} " \
-           f"{'first s':>8} {'best s':>8} {'goal s':>6} {'json MB':>8}"
+    head = (
+        f"{'k':>3} {'planner':<10} {'hosts':>6} {'workers':>7} {'trees':>5} {'agg pts':>7} "
+        f"{'first s':>8} {'best s':>8} {'goal s':>6} {'json MB':>8}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
         goal = f"{r['goal_s']:g}" if r["goal_s"] else "-"
-        print(f"{r['k']:>3} {r['planner']:<10} {r['hosts']:>6} {r['workers']:>7} {r['trees']:>5} "
-              f"{r['aggregation_points']:>7} {r['plan_runs_s'][0]:>8.3f} {r['plan_s']:>8.3f} {goal:>6} {r['json_bytes'] / 1e6:>8.2f}")
+        print(
+            f"{r['k']:>3} {r['planner']:<10} {r['hosts']:>6} {r['workers']:>7} {r['trees']:>5} "
+            f"{r['aggregation_points']:>7} {r['plan_runs_s'][0]:>8.3f} {r['plan_s']:>8.3f} {goal:>6} {r['json_bytes'] / 1e6:>8.2f}"
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan_scale.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -41,17 +41,40 @@ def _names(values: list[str] | None) -> list[str]:
 
 def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
     g = p.add_argument_group("job")
-    g.add_argument("--workers", nargs="+", metavar="HOST", help="worker hosts in rank order "
-                   "(default: the hosts with role worker)" if not required else "worker hosts in rank order")
-    g.add_argument("--server", "--servers", dest="servers", nargs="+", metavar="HOST",
-                   help="aggregation server(s) (default: the hosts with role server)")
-    g.add_argument("--planner", choices=("multihop", "multitree"),
-                   help="multihop (default) or multitree (implied by --trees/--height/--min-bw)")
-    g.add_argument("--policy", default="fewest_hops", choices=("fewest_hops", "lowest_delay", "widest"),
-                   help="multi-hop path policy (default fewest_hops)")
-    g.add_argument("--aggregation", default="merge", choices=AGGREGATION_MODES,
-                   help="aggregate where flows merge (default), at every switch on the way (all), or "
-                        "nowhere (none: switches forward, the server sums; the parameter-server baseline)")
+    g.add_argument(
+        "--workers",
+        nargs="+",
+        metavar="HOST",
+        help="worker hosts in rank order (default: the hosts with role worker)"
+        if not required
+        else "worker hosts in rank order",
+    )
+    g.add_argument(
+        "--server",
+        "--servers",
+        dest="servers",
+        nargs="+",
+        metavar="HOST",
+        help="aggregation server(s) (default: the hosts with role server)",
+    )
+    g.add_argument(
+        "--planner",
+        choices=("multihop", "multitree"),
+        help="multihop (default) or multitree (implied by --trees/--height/--min-bw)",
+    )
+    g.add_argument(
+        "--policy",
+        default="fewest_hops",
+        choices=("fewest_hops", "lowest_delay", "widest"),
+        help="multi-hop path policy (default fewest_hops)",
+    )
+    g.add_argument(
+        "--aggregation",
+        default="merge",
+        choices=AGGREGATION_MODES,
+        help="aggregate where flows merge (default), at every switch on the way (all), or "
+        "nowhere (none: switches forward, the server sums; the parameter-server baseline)",
+    )
     g.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
     g.add_argument("--pool-size", type=int, default=64, help="slots per job per switch (default 64)")
     g.add_argument("--job-id", type=int, help="job id (default: lowest free)")
@@ -59,17 +82,29 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--height", type=float, metavar="H", help="multi-tree: height bound H in ms")
     g.add_argument("--min-bw", type=float, metavar="R", help="multi-tree: residual bandwidth floor r, Mbit/s")
     g.add_argument("--tree-rate", type=float, metavar="B", help="multi-tree: rate cap b per tree, Mbit/s")
-    g.add_argument("--loss-bound", type=float, default=0.1, help="multi-tree: throughput loss allowed "
-                   "when lowering the height (default 0.1)")
+    g.add_argument(
+        "--loss-bound",
+        type=float,
+        default=0.1,
+        help="multi-tree: throughput loss allowed when lowering the height (default 0.1)",
+    )
     g.add_argument("--seed", type=int, default=0, help="multi-tree: RNG seed for start nodes")
 
 
 def _options(args) -> PlanOptions:
     tree_args = any(getattr(args, a) is not None for a in ("trees", "height", "min_bw", "tree_rate"))
-    opts = PlanOptions(planner=args.planner or ("multitree" if tree_args else "multihop"),
-                       policy=args.policy, aggregation=args.aggregation, result_mode=args.result_mode,
-                       pool_size=args.pool_size, job_id=args.job_id, loss_bound=args.loss_bound,
-                       seed=args.seed, height=args.height, tree_rate=args.tree_rate)
+    opts = PlanOptions(
+        planner=args.planner or ("multitree" if tree_args else "multihop"),
+        policy=args.policy,
+        aggregation=args.aggregation,
+        result_mode=args.result_mode,
+        pool_size=args.pool_size,
+        job_id=args.job_id,
+        loss_bound=args.loss_bound,
+        seed=args.seed,
+        height=args.height,
+        tree_rate=args.tree_rate,
+    )
     if args.trees is not None:
         opts.trees = args.trees
     if args.min_bw is not None:
@@ -95,6 +130,7 @@ def _plan(args):
 
 # -- output ----------------------------------------------------------------------------------------
 
+
 def _hop_text(h) -> str:
     if h.egress_port == 0 and h.switch_id >= 0x8000:
         return f"{h.name}[{h.fan_in}/#{h.child}]"
@@ -102,11 +138,15 @@ def _hop_text(h) -> str:
 
 
 def format_plan(plan: JobPlan) -> str:
-    lines = [f"job {plan.job_id} ({plan.planner}, {plan.policy}, {plan.result_mode} results, "
-             f"pool {plan.pool_size}, K={plan.value_count}, job index {plan.job_index})"]
+    lines = [
+        f"job {plan.job_id} ({plan.planner}, {plan.policy}, {plan.result_mode} results, "
+        f"pool {plan.pool_size}, K={plan.value_count}, job index {plan.job_index})"
+    ]
     for t in plan.trees:
-        lines.append(f"tree {t.tree_id}: root {t.root}, rate {t.rate:g} Mbit/s, weight {t.weight:.3f}, "
-                     f"height {t.height:.3f} ms, aggregation at {', '.join(t.aggregation_points) or '-'}")
+        lines.append(
+            f"tree {t.tree_id}: root {t.root}, rate {t.rate:g} Mbit/s, weight {t.weight:.3f}, "
+            f"height {t.height:.3f} ms, aggregation at {', '.join(t.aggregation_points) or '-'}"
+        )
         width = max(len(f"{w.name} (rank {w.rank})") for w in plan.workers)
         for w in plan.workers:
             hops = " > ".join(_hop_text(h) for h in t.grad_hops[w.name])
@@ -118,17 +158,27 @@ def format_plan(plan: JobPlan) -> str:
             lines.append(f"  host-level tree: {tree}")
     lines.append("switches:")
     for c in plan.switches:
-        extra = f", group {c.result_group} -> " + ",".join(f"{m.port}/{m.replica_id}" for m in c.members) \
-            if c.result_group else ""
-        lines.append(f"  {c.switch} (device {c.device_id}) tree {c.tree_id}: "
-                     + (f"aggregates fan-in {c.max_fan_in}, slots {c.slot_base}..{c.slot_base + 2 * c.pool_size - 1}"
-                        if c.aggregates else "forwards") + extra)
+        extra = (
+            f", group {c.result_group} -> " + ",".join(f"{m.port}/{m.replica_id}" for m in c.members)
+            if c.result_group
+            else ""
+        )
+        lines.append(
+            f"  {c.switch} (device {c.device_id}) tree {c.tree_id}: "
+            + (
+                f"aggregates fan-in {c.max_fan_in}, slots {c.slot_base}..{c.slot_base + 2 * c.pool_size - 1}"
+                if c.aggregates
+                else "forwards"
+            )
+            + extra
+        )
     for w in plan.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
 
 
 # -- commands --------------------------------------------------------------------------------------
+
 
 def cmd_topo(args) -> int:
     topo = load_topology(args.file)
@@ -145,8 +195,10 @@ def cmd_topo(args) -> int:
         print("links:")
         for link in topo.links:
             loss = f" loss {link.loss:g}%" if link.loss else ""
-            print(f"  {link.id:<3} {link.a}:{link.a_port} - {link.b}:{link.b_port}  "
-                  f"{link.bandwidth:g} Mbit/s {link.delay:g} ms{loss}")
+            print(
+                f"  {link.id:<3} {link.a}:{link.a_port} - {link.b}:{link.b_port}  "
+                f"{link.bandwidth:g} Mbit/s {link.delay:g} ms{loss}"
+            )
     else:
         from controller.draw import draw_topology
 
@@ -235,8 +287,10 @@ def cmd_jobs(args) -> int:
             if not jobs:
                 print("no jobs")
             for j in jobs:
-                print(f"job {j.job_id} v{j.version} {j.planner}: {len(j.workers)} workers -> "
-                      f"{','.join(j.servers)}, {j.trees} tree(s), {len(j.warnings)} warning(s)")
+                print(
+                    f"job {j.job_id} v{j.version} {j.planner}: {len(j.workers)} workers -> "
+                    f"{','.join(j.servers)}, {j.trees} tree(s), {len(j.warnings)} warning(s)"
+                )
         else:
             if args.job is None:
                 raise CliError(f"jobs {args.action} needs a job id")
@@ -254,8 +308,11 @@ def cmd_jobs(args) -> int:
 def stat_names(prefix: str) -> dict[int, str]:
     from protocol import constants
 
-    return {v: k[len(prefix):].lower() for k, v in vars(constants).items()
-            if k.startswith(prefix) and isinstance(v, int) and not k.endswith("RESERVED_MASK")}
+    return {
+        v: k[len(prefix) :].lower()
+        for k, v in vars(constants).items()
+        if k.startswith(prefix) and isinstance(v, int) and not k.endswith("RESERVED_MASK")
+    }
 
 
 def cmd_counters(args) -> int:
@@ -284,21 +341,29 @@ def cmd_counters(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="inactl", description="In-network aggregation controller: topologies, "
-                                "plans, switch installation and the job service.")
+    p = argparse.ArgumentParser(
+        prog="inactl",
+        description="In-network aggregation controller: topologies, plans, switch installation and the job service.",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    t = sub.add_parser("topo", help="validate, show or draw a topology file",
-                       description="Validate, list or draw a topology (draw plans the job given, or the "
-                                   "topology's role hosts, and highlights its trees and aggregation points).")
+    t = sub.add_parser(
+        "topo",
+        help="validate, show or draw a topology file",
+        description="Validate, list or draw a topology (draw plans the job given, or the "
+        "topology's role hosts, and highlights its trees and aggregation points).",
+    )
     t.add_argument("action", choices=("validate", "show", "draw"))
     t.add_argument("file")
     t.add_argument("-o", "--output", default="topology.png", help="draw: PNG file (default topology.png)")
     _add_job_args(t, required=False)
     t.set_defaults(func=cmd_topo)
 
-    pl = sub.add_parser("plan", help="plan a job and print its hop lists or trees",
-                        description="Plan a job on a topology and print the hop lists (or JSON).")
+    pl = sub.add_parser(
+        "plan",
+        help="plan a job and print its hop lists or trees",
+        description="Plan a job on a topology and print the hop lists (or JSON).",
+    )
     pl.add_argument("file")
     _add_job_args(pl, required=True)
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -307,32 +372,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     def switch_args(q):
         q.add_argument("--p4info", help="P4Info file (text or binary) for the pipeline")
-        q.add_argument("--device-config", help="device config file: the P4 source for softswitch, "
-                                                "the BMv2 JSON for simple_switch_grpc")
-        q.add_argument("--address", action="append", metavar="SWITCH=HOST:PORT",
-                       help="override a switch's P4Runtime address")
+        q.add_argument(
+            "--device-config",
+            help="device config file: the P4 source for softswitch, the BMv2 JSON for simple_switch_grpc",
+        )
+        q.add_argument(
+            "--address", action="append", metavar="SWITCH=HOST:PORT", help="override a switch's P4Runtime address"
+        )
         q.add_argument("--timeout", type=float, default=10.0, help="P4Runtime timeout in seconds")
 
-    i = sub.add_parser("install", help="push the pipeline and write switch entries over P4Runtime",
-                       description="Push the pipeline (with --p4info/--device-config), write identity, "
-                                   "routes and result_rewrite on every switch, and a job's entries if "
-                                   "--workers is given.")
+    i = sub.add_parser(
+        "install",
+        help="push the pipeline and write switch entries over P4Runtime",
+        description="Push the pipeline (with --p4info/--device-config), write identity, "
+        "routes and result_rewrite on every switch, and a job's entries if "
+        "--workers is given.",
+    )
     i.add_argument("file")
     switch_args(i)
     _add_job_args(i, required=False)
     i.add_argument("--plan-out", help="save the installed job's plan (JSON)")
     i.set_defaults(func=cmd_install)
 
-    s = sub.add_parser("serve", help="run the job service", description="Serve plans to agents over gRPC "
-                       "until interrupted.")
+    s = sub.add_parser(
+        "serve", help="run the job service", description="Serve plans to agents over gRPC until interrupted."
+    )
     s.add_argument("file")
     s.add_argument("--listen", default=DEFAULT_CONTROLLER, help=f"address (default {DEFAULT_CONTROLLER})")
     s.add_argument("--install", action="store_true", help="install topology entries and every job over P4Runtime")
     switch_args(s)
     s.set_defaults(func=cmd_serve)
 
-    j = sub.add_parser("jobs", help="list, show or release jobs of a running job service",
-                       description="Talk to a running job service.")
+    j = sub.add_parser(
+        "jobs", help="list, show or release jobs of a running job service", description="Talk to a running job service."
+    )
     j.add_argument("action", nargs="?", default="list", choices=("list", "show", "release"))
     j.add_argument("job", nargs="?", type=int)
     j.add_argument("--controller", default=DEFAULT_CONTROLLER, help=f"job service (default {DEFAULT_CONTROLLER})")
@@ -340,9 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--timeout", type=float, default=10.0)
     j.set_defaults(func=cmd_jobs)
 
-    c = sub.add_parser("counters", help="read per-job and drop counters of switches",
-                       description="Read InaIngress.ina_stats (one row of NUM_STATS per job index) and "
-                                   "InaIngress.drop_stats over P4Runtime.")
+    c = sub.add_parser(
+        "counters",
+        help="read per-job and drop counters of switches",
+        description="Read InaIngress.ina_stats (one row of NUM_STATS per job index) and "
+        "InaIngress.drop_stats over P4Runtime.",
+    )
     c.add_argument("file")
     c.add_argument("--switch", help="one switch (default: all)")
     c.add_argument("--job-index", type=int, default=0, help="the job's counter row (its plan's job_index)")

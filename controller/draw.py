@@ -26,7 +26,7 @@ def layered_layout(g: nx.Graph) -> dict:
     for n in g.nodes:
         level.setdefault(n, 0)
     if len(g) <= 60 and len(set(level.values())) <= 2:
-        return nx.kamada_kawai_layout(g, weight=None)      # a mesh: no layers to show
+        return nx.kamada_kawai_layout(g, weight=None)  # a mesh: no layers to show
     order = {n: i for i, n in enumerate(g.nodes)}
     layers: dict[int, list] = {}
     for n in g.nodes:
@@ -35,10 +35,12 @@ def layered_layout(g: nx.Graph) -> dict:
     top = max(layers)
     for lv in sorted(layers, reverse=True):
         nodes = layers[lv]
-        if lv == 0:   # hosts under the switch they hang from
+        if lv == 0:  # hosts under the switch they hang from
+
             def under(h):
                 (sw,) = g.adj[h] or (h,)
                 return (pos.get(sw, (0, 0))[0], order[h])
+
             nodes = sorted(nodes, key=under)
         else:
             nodes = sorted(nodes, key=order.__getitem__)
@@ -64,27 +66,71 @@ def draw_topology(topo, plan=None, output: str | Path = "topology.png") -> None:
     if plan is not None:
         for t in plan.trees:
             colour = TREE_COLOURS[t.tree_id % len(TREE_COLOURS)]
-            width = 2.5 + 2.5 * (len(plan.trees) - 1 - t.tree_id)     # overlapping trees stay visible
-            nx.draw_networkx_edges(g, pos, edgelist=[tuple(e) for e in t.edges], ax=ax, edge_color=colour,
-                                   width=width, alpha=0.6,
-                                   label=f"tree {t.tree_id} -> {t.root} ({t.weight:.0%})")
+            width = 2.5 + 2.5 * (len(plan.trees) - 1 - t.tree_id)  # overlapping trees stay visible
+            nx.draw_networkx_edges(
+                g,
+                pos,
+                edgelist=[tuple(e) for e in t.edges],
+                ax=ax,
+                edge_color=colour,
+                width=width,
+                alpha=0.6,
+                label=f"tree {t.tree_id} -> {t.root} ({t.weight:.0%})",
+            )
             agg_points.update(t.aggregation_points)
     workers = {w.name for w in plan.workers} if plan else set()
     servers = {s.name for s in plan.servers} if plan else set()
     switches = [s.name for s in topo.switches]
     hosts = [h.name for h in topo.hosts]
     node_size = 60 if small else 500
-    nx.draw_networkx_nodes(g, pos, nodelist=[s for s in switches if s not in agg_points], ax=ax,
-                           node_color="lightsteelblue", node_shape="s", node_size=node_size)
-    nx.draw_networkx_nodes(g, pos, nodelist=[s for s in switches if s in agg_points], ax=ax,
-                           node_color="gold", edgecolors="black", node_shape="s", node_size=node_size * 1.3,
-                           label="aggregation point")
-    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h in workers], ax=ax, node_color="palegreen",
-                           node_size=node_size * 0.7, label="worker")
-    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h in servers], ax=ax, node_color="salmon",
-                           node_shape="D", node_size=node_size * 0.9, label="server")
-    nx.draw_networkx_nodes(g, pos, nodelist=[h for h in hosts if h not in workers | servers], ax=ax,
-                           node_color="whitesmoke", edgecolors="grey", node_size=node_size * 0.5)
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[s for s in switches if s not in agg_points],
+        ax=ax,
+        node_color="lightsteelblue",
+        node_shape="s",
+        node_size=node_size,
+    )
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[s for s in switches if s in agg_points],
+        ax=ax,
+        node_color="gold",
+        edgecolors="black",
+        node_shape="s",
+        node_size=node_size * 1.3,
+        label="aggregation point",
+    )
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[h for h in hosts if h in workers],
+        ax=ax,
+        node_color="palegreen",
+        node_size=node_size * 0.7,
+        label="worker",
+    )
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[h for h in hosts if h in servers],
+        ax=ax,
+        node_color="salmon",
+        node_shape="D",
+        node_size=node_size * 0.9,
+        label="server",
+    )
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=[h for h in hosts if h not in workers | servers],
+        ax=ax,
+        node_color="whitesmoke",
+        edgecolors="grey",
+        node_size=node_size * 0.5,
+    )
     if not small:
         nx.draw_networkx_labels(g, pos, ax=ax, font_size=8)
     title = f"{topo.name}"

@@ -13,8 +13,15 @@ def _mac(i: int) -> str:
     return "02:00:00:%02x:%02x:%02x" % ((i >> 16) & 0xFF, (i >> 8) & 0xFF, i & 0xFF)
 
 
-def fat_tree(k: int, bandwidth: float = 10000.0, delay: float = 0.05, host_bandwidth: float | None = None,
-             host_delay: float | None = None, grpc_base_port: int = 0, slots: int | None = None) -> Topology:
+def fat_tree(
+    k: int,
+    bandwidth: float = 10000.0,
+    delay: float = 0.05,
+    host_bandwidth: float | None = None,
+    host_delay: float | None = None,
+    grpc_base_port: int = 0,
+    slots: int | None = None,
+) -> Topology:
     """A k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores, k^3/4 hosts.
 
     Ports: an edge switch reaches its hosts on 1..k/2 and the aggregation switches of its pod on
@@ -66,8 +73,15 @@ def star(workers: int = 4, bandwidth: float = 1000.0, delay: float = 0.1) -> Top
     return topo.validate()
 
 
-def leaf_spine(spines: int = 2, leaves: int = 4, workers_per_leaf: int = 2, servers: int = 2,
-               bandwidth: float = 10000.0, host_bandwidth: float = 1000.0, delay: float = 0.05) -> Topology:
+def leaf_spine(
+    spines: int = 2,
+    leaves: int = 4,
+    workers_per_leaf: int = 2,
+    servers: int = 2,
+    bandwidth: float = 10000.0,
+    host_bandwidth: float = 1000.0,
+    delay: float = 0.05,
+) -> Topology:
     """Spines sp1.., leaves l1..; each leaf has ``workers_per_leaf`` workers on ports 1..; servers go
     on the last leaves (port workers_per_leaf+1); leaf uplinks are on ports 10+j, spine port i = leaf i."""
     topo = Topology(name="leaf_spine")

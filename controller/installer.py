@@ -19,8 +19,7 @@ from controller.p4rt import P4Names, P4RuntimeError, SwitchConnection, load_p4in
 from controller.plan import JobPlan
 from controller.topology import Topology
 
-INSERT, MODIFY, DELETE = (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY,
-                          p4runtime_pb2.Update.DELETE)
+INSERT, MODIFY, DELETE = (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY, p4runtime_pb2.Update.DELETE)
 
 T_IDENTITY, A_IDENTITY = "InaIngress.switch_identity", "InaIngress.set_switch_id"
 T_JOBS, A_JOB = "InaIngress.ina_jobs", "InaIngress.set_job"
@@ -55,8 +54,15 @@ def _key(entry: p4runtime_pb2.TableEntry) -> tuple:
 class Installer:
     """One P4Runtime connection per switch of a topology (opened on first use)."""
 
-    def __init__(self, topo: Topology, p4info=None, device_config: bytes | str | Path | None = None,
-                 addresses: dict[str, str] | None = None, election_id: int = 1, timeout: float = 10.0):
+    def __init__(
+        self,
+        topo: Topology,
+        p4info=None,
+        device_config: bytes | str | Path | None = None,
+        addresses: dict[str, str] | None = None,
+        election_id: int = 1,
+        timeout: float = 10.0,
+    ):
         self.topo = topo
         self.p4info = load_p4info(p4info) if isinstance(p4info, (str, Path)) else p4info
         if isinstance(device_config, (str, Path)):
@@ -78,8 +84,9 @@ class Installer:
             address = self.addresses.get(switch) or sw.grpc
             if not address:
                 raise P4RuntimeError(f"switch {switch} has no P4Runtime address (grpc) in the topology")
-            self.conns[switch] = SwitchConnection(address, sw.device_id, self.election_id, self.timeout,
-                                                  name=switch).open()
+            self.conns[switch] = SwitchConnection(
+                address, sw.device_id, self.election_id, self.timeout, name=switch
+            ).open()
         return self.conns[switch]
 
     def names(self, switch: str | None = None) -> P4Names:
@@ -117,14 +124,21 @@ class Installer:
             if switch not in parent:
                 continue
             port = self._graph.adj[switch][parent[switch]]["ports"][switch]
-            entries.append(n.table_entry(T_ROUTES, {K_DST: (_ip(h.ip), 32)}, A_FORWARD,
-                                         {"dst_mac": _mac(h.mac), "port": port}))
+            entries.append(
+                n.table_entry(T_ROUTES, {K_DST: (_ip(h.ip), 32)}, A_FORWARD, {"dst_mac": _mac(h.mac), "port": port})
+            )
         for link in self.topo.links_of(switch):
             other = link.other(switch)
             if self.topo.is_host(other):
                 h = self.topo.host(other)
-                entries.append(n.table_entry(T_REWRITE, {K_EGRESS: link.port_of(switch)}, A_REWRITE,
-                                             {"dst_mac": _mac(h.mac), "dst_ip": _ip(h.ip)}))
+                entries.append(
+                    n.table_entry(
+                        T_REWRITE,
+                        {K_EGRESS: link.port_of(switch)},
+                        A_REWRITE,
+                        {"dst_mac": _mac(h.mac), "dst_ip": _ip(h.ip)},
+                    )
+                )
         return entries
 
     def _toward(self, host: str) -> dict[str, str]:
@@ -146,10 +160,19 @@ class Installer:
         out: dict[str, tuple[list, list]] = {}
         for cfg in plan.switches:
             n = self.names(cfg.switch)
-            entry = n.table_entry(T_JOBS, {K_JOB: plan.job_id, K_TREE: cfg.tree_id}, A_JOB, {
-                "job_index": cfg.job_index, "slot_base": cfg.slot_base, "pool_size": cfg.pool_size,
-                "max_fan_in": cfg.max_fan_in, "aggregates": int(cfg.aggregates),
-                "result_group": cfg.result_group})
+            entry = n.table_entry(
+                T_JOBS,
+                {K_JOB: plan.job_id, K_TREE: cfg.tree_id},
+                A_JOB,
+                {
+                    "job_index": cfg.job_index,
+                    "slot_base": cfg.slot_base,
+                    "pool_size": cfg.pool_size,
+                    "max_fan_in": cfg.max_fan_in,
+                    "aggregates": int(cfg.aggregates),
+                    "result_group": cfg.result_group,
+                },
+            )
             tables, groups = out.setdefault(cfg.switch, ([], []))
             tables.append(entry)
             if cfg.result_group:
@@ -179,8 +202,12 @@ class Installer:
                     updates.append((DELETE, _entity(table_entry=gone)))
             for g in groups:
                 if ("group", g.multicast_group_id) in have:
-                    updates.append((DELETE, _entity(group=p4runtime_pb2.MulticastGroupEntry(
-                        multicast_group_id=g.multicast_group_id))))
+                    updates.append(
+                        (
+                            DELETE,
+                            _entity(group=p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g.multicast_group_id)),
+                        )
+                    )
             conn.write(updates)
             count += len(updates)
         return count

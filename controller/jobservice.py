@@ -103,14 +103,20 @@ class JobServicer(pb_grpc.JobServiceServicer):
 
     def RegisterJob(self, request, context):
         try:
-            plan, installed = self.manager.register(list(request.workers), list(request.servers),
-                                                    options_from_pb(request.options))
+            plan, installed = self.manager.register(
+                list(request.workers), list(request.servers), options_from_pb(request.options)
+            )
         except PlanError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception as exc:       # an installer failure: say which switch, keep serving
+        except Exception as exc:  # an installer failure: say which switch, keep serving
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        return pb.RegisterJobReply(job_id=plan.job_id, version=plan.version, plan_json=plan.to_json(),
-                                   warnings=plan.warnings, installed=installed)
+        return pb.RegisterJobReply(
+            job_id=plan.job_id,
+            version=plan.version,
+            plan_json=plan.to_json(),
+            warnings=plan.warnings,
+            installed=installed,
+        )
 
     def GetPlan(self, request, context):
         try:
@@ -129,10 +135,20 @@ class JobServicer(pb_grpc.JobServiceServicer):
         return pb.ReleaseJobReply(entries_removed=removed)
 
     def ListJobs(self, request, context):
-        return pb.ListJobsReply(jobs=[pb.JobSummary(
-            job_id=p.job_id, version=p.version, planner=p.planner, workers=[w.name for w in p.workers],
-            servers=[s.name for s in p.servers], trees=len(p.trees), warnings=p.warnings)
-            for p in self.manager.list()])
+        return pb.ListJobsReply(
+            jobs=[
+                pb.JobSummary(
+                    job_id=p.job_id,
+                    version=p.version,
+                    planner=p.planner,
+                    workers=[w.name for w in p.workers],
+                    servers=[s.name for s in p.servers],
+                    trees=len(p.trees),
+                    warnings=p.warnings,
+                )
+                for p in self.manager.list()
+            ]
+        )
 
 
 class JobServer:
@@ -147,11 +163,11 @@ class JobServer:
             raise OSError(f"cannot listen on {address}")
         self.address = f"{address.rsplit(':', 1)[0]}:{port}"
 
-    def start(self) -> "JobServer":
+    def start(self) -> JobServer:
         self.server.start()
         return self
 
-    def stop(self, grace: Optional[float] = 0.5) -> None:
+    def stop(self, grace: float | None = 0.5) -> None:
         self.server.stop(grace).wait()
 
 
@@ -174,8 +190,10 @@ class JobClient:
             raise JobServiceError(exc.details() or f"job service at {self.address}: {exc.code().name}") from None
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions | None = None) -> JobPlan:
-        reply = self._call(self.stub.RegisterJob, pb.RegisterJobRequest(
-            workers=workers, servers=servers, options=options_to_pb(options or PlanOptions())))
+        reply = self._call(
+            self.stub.RegisterJob,
+            pb.RegisterJobRequest(workers=workers, servers=servers, options=options_to_pb(options or PlanOptions())),
+        )
         return JobPlan.from_json(reply.plan_json)
 
     def get_plan(self, job_id: int, version: int = 0) -> JobPlan:

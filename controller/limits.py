@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from protocol import constants as wire
 
-MAX_HOPS = wire.MAX_HOPS                        # hop entries a packet can carry
-VALUES_PER_PACKET = wire.VALUES_PER_PACKET      # K int32 values per packet
-MAX_CHILDREN = wire.MAX_FAN_IN                  # width of a slot's children bitmap
-HOST_NODE_BASE = wire.HOST_NODE_ID_BASE         # node id of host i = base + i
-MAX_SWITCH_ID = HOST_NODE_BASE - 1              # device ids are 1..0x7fff
-MAX_JOB_ID = 0xFFFF                             # bit<16> job_id
-MAX_JOB_INDEX = wire.MAX_JOBS - 1               # bit<8> job_index (counter rows)
-SLOT_REGISTER_SIZE = wire.SLOT_REGISTER_SIZE    # slot entries per switch
+MAX_HOPS = wire.MAX_HOPS  # hop entries a packet can carry
+VALUES_PER_PACKET = wire.VALUES_PER_PACKET  # K int32 values per packet
+MAX_CHILDREN = wire.MAX_FAN_IN  # width of a slot's children bitmap
+HOST_NODE_BASE = wire.HOST_NODE_ID_BASE  # node id of host i = base + i
+MAX_SWITCH_ID = HOST_NODE_BASE - 1  # device ids are 1..0x7fff
+MAX_JOB_ID = 0xFFFF  # bit<16> job_id
+MAX_JOB_INDEX = wire.MAX_JOBS - 1  # bit<8> job_index (counter rows)
+SLOT_REGISTER_SIZE = wire.SLOT_REGISTER_SIZE  # slot entries per switch
 NUM_STATS = wire.NUM_STATS
-MAX_GROUP_ID = 0xFFFF                           # bit<16> result_group
+MAX_GROUP_ID = 0xFFFF  # bit<16> result_group
 
 
 def host_node_id(host_index: int) -> int:

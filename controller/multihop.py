@@ -53,12 +53,16 @@ def path_tree(graph: nx.Graph, root: str, policy: str = "fewest_hops") -> dict[s
 
     # Label-setting search; a label is compared as a tuple, smaller is better.
     if policy == "lowest_delay":
+
         def extend(label, e):
             return (label[0] + e["delay"], label[1] + 1, e["eid"])
+
         start = (0.0, 0, -1)
     else:
+
         def extend(label, e):
             return (max(label[0], -e["bandwidth"]), label[1] + 1, label[2] + e["delay"], e["eid"])
+
         start = (float("-inf"), 0, 0.0, -1)
     best = {root: start}
     done = set()

@@ -37,21 +37,22 @@ from controller.multihop import sorted_adjacency
 from controller.tree_plan import JobContext, PlanError, build_tree, prune, tree_height
 
 HEIGHT_SEARCH_STEPS = 8
-START_ATTEMPTS = 8           # start nodes tried before concluding that no tree can be found
-MAX_TREES_FOUND = 256        # safety stop for step 4 when a small per-tree rate b is given
+START_ATTEMPTS = 8  # start nodes tried before concluding that no tree can be found
+MAX_TREES_FOUND = 256  # safety stop for step 4 when a small per-tree rate b is given
 
 
 @dataclass
 class FoundTree:
-    edges: list[tuple[str, str]]        # undirected tree links (u, v) of the grown tree
-    parent: dict[str, str]              # pruned tree, parent pointers toward ``root``
+    edges: list[tuple[str, str]]  # undirected tree links (u, v) of the grown tree
+    parent: dict[str, str]  # pruned tree, parent pointers toward ``root``
     root: str
-    links: list[int]                    # link ids of the pruned tree
+    links: list[int]  # link ids of the pruned tree
     rate: float
 
 
-def _grow(ctx: JobContext, adj, allowed, residual: dict[int, float], r: float, limit: float,
-          start: str) -> dict[str, tuple[str, float, int]] | None:
+def _grow(
+    ctx: JobContext, adj, allowed, residual: dict[int, float], r: float, limit: float, start: str
+) -> dict[str, tuple[str, float, int]] | None:
     """Grow one tree from ``start``; return node -> (growth parent, delay, link id), or None if it
     does not reach every job host."""
     kinds = ctx.graph.nodes
@@ -100,8 +101,9 @@ def _grow(ctx: JobContext, adj, allowed, residual: dict[int, float], r: float, l
     return up
 
 
-def _find_trees(ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None,
-                seed: int) -> list[FoundTree]:
+def _find_trees(
+    ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None, seed: int
+) -> list[FoundTree]:
     adj = sorted_adjacency(ctx.graph)
     job_hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
     allowed = {n for n, k in ctx.graph.nodes(data="kind") if k == "switch"} | set(job_hosts)
@@ -166,8 +168,10 @@ def plan_trees(ctx: JobContext, options) -> tuple[list, dict[int, float]]:
     trees = _find_trees(ctx, capacity, r, limit, options.tree_rate, options.seed)
     if not trees:
         bound = f" and height <= {options.height} ms" if options.height is not None else ""
-        raise PlanError(f"no tree spans all {len(ctx.workers) + len(ctx.servers)} hosts of the job with "
-                        f"residual bandwidth >= {r} Mbit/s{bound}")
+        raise PlanError(
+            f"no tree spans all {len(ctx.workers) + len(ctx.servers)} hosts of the job with "
+            f"residual bandwidth >= {r} Mbit/s{bound}"
+        )
     target = (1.0 - options.loss_bound) * total(trees)
     hi = max(_height_of(ctx, t) for t in trees)
     lo = 0.0
@@ -183,13 +187,14 @@ def plan_trees(ctx: JobContext, options) -> tuple[list, dict[int, float]]:
     for t in trees:
         worker = _too_long(ctx, t)
         if worker:
-            ctx.warnings.append(f"a tree rooted at {t.root} was dropped: the path of {worker} crosses "
-                                f"more than {MAX_HOPS - 1} switches")
+            ctx.warnings.append(
+                f"a tree rooted at {t.root} was dropped: the path of {worker} crosses more than {MAX_HOPS - 1} switches"
+            )
         else:
             usable.append(t)
     if not usable:
         raise PlanError(f"every tree found has a path longer than {MAX_HOPS - 1} switches")
-    kept_ids = {id(t) for t in sorted(usable, key=lambda t: -t.rate)[:options.trees]}
+    kept_ids = {id(t) for t in sorted(usable, key=lambda t: -t.rate)[: options.trees]}
     kept = [t for t in usable if id(t) in kept_ids]
     if len(usable) > len(kept):
         ctx.warnings.append(f"{len(usable)} trees found, kept the {len(kept)} widest (K={options.trees})")

@@ -50,7 +50,7 @@ def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
 @dataclass
 class _Table:
     id: int
-    fields: dict[str, tuple[int, int, int]]     # name -> (id, bitwidth, match_type)
+    fields: dict[str, tuple[int, int, int]]  # name -> (id, bitwidth, match_type)
     actions: set[int]
 
 
@@ -59,14 +59,20 @@ class P4Names:
 
     def __init__(self, info: p4info_pb2.P4Info):
         self.info = info
-        self.tables = {t.preamble.name: _Table(
-            t.preamble.id, {f.name: (f.id, f.bitwidth, f.match_type) for f in t.match_fields},
-            {a.id for a in t.action_refs}) for t in info.tables}
-        self.actions = {a.preamble.name: (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params})
-                        for a in info.actions}
+        self.tables = {
+            t.preamble.name: _Table(
+                t.preamble.id,
+                {f.name: (f.id, f.bitwidth, f.match_type) for f in t.match_fields},
+                {a.id for a in t.action_refs},
+            )
+            for t in info.tables
+        }
+        self.actions = {
+            a.preamble.name: (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params}) for a in info.actions
+        }
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in info.counters}
         for kind in (self.tables, self.actions, self.counters):
-            for name in list(kind):               # also reachable by the short name
+            for name in list(kind):  # also reachable by the short name
                 short = name.rsplit(".", 1)[-1]
                 kind.setdefault(short, kind[name])
 
@@ -88,8 +94,9 @@ class P4Names:
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no counter {name}") from None
 
-    def table_entry(self, table: str, match: dict | None, action: str, params: dict,
-                    default: bool = False) -> p4runtime_pb2.TableEntry:
+    def table_entry(
+        self, table: str, match: dict | None, action: str, params: dict, default: bool = False
+    ) -> p4runtime_pb2.TableEntry:
         """A TableEntry: ``match`` maps key names to a value, or (value, prefix_len) for lpm."""
         t = self.table(table)
         entry = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=default)
@@ -117,8 +124,7 @@ class P4Names:
 class SwitchConnection:
     """One P4Runtime session (stream + arbitration) with one device."""
 
-    def __init__(self, address: str, device_id: int, election_id: int = 1, timeout: float = 10.0,
-                 name: str = ""):
+    def __init__(self, address: str, device_id: int, election_id: int = 1, timeout: float = 10.0, name: str = ""):
         self.address, self.device_id, self.election_id = address, device_id, election_id
         self.name = name or address
         self.timeout = timeout
@@ -130,7 +136,7 @@ class SwitchConnection:
         self._stream = None
         self._reader = None
 
-    def open(self) -> "SwitchConnection":
+    def open(self) -> SwitchConnection:
         try:
             grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
@@ -181,8 +187,8 @@ class SwitchConnection:
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
-            device_id=self.device_id,
-            action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT)
+            device_id=self.device_id, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
+        )
         req.election_id.low = self.election_id
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
@@ -190,8 +196,8 @@ class SwitchConnection:
 
     def get_p4info(self) -> p4info_pb2.P4Info:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=self.device_id,
-            response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+            device_id=self.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE
+        )
         reply = self._call("GetForwardingPipelineConfig", self.stub.GetForwardingPipelineConfig, req)
         if not reply.config.HasField("p4info"):
             raise P4RuntimeError(f"switch {self.name}: has no pipeline (give the P4Info and device config)")
@@ -214,7 +220,6 @@ class SwitchConnection:
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"switch {self.name}: Read failed: {exc.details() or exc.code().name}") from None
 
-
     def read_counter(self, counter_id: int, indices: list[int]) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of one indexed P4 counter (look the id up with P4Names.counter)."""
         query = []
@@ -223,8 +228,10 @@ class SwitchConnection:
             e.counter_entry.counter_id = counter_id
             e.counter_entry.index.index = i
             query.append(e)
-        return {e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
-                for e in self.read(query)}
+        return {
+            e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+            for e in self.read(query)
+        }
 
 
 def _update_errors(exc: grpc.RpcError) -> list[str]:

@@ -39,19 +39,24 @@ class PlanFormatError(ValueError):
 class Hop:
     """One hop entry as the plan describes it; ``to_codec`` builds the codec's wire object."""
 
-    switch_id: int          # switch device id, or the server's node id on the terminal entry
-    aggregate: bool         # GRAD: aggregate here; RESULT: release the slot here
-    fan_in: int             # children this aggregation point waits for (0 when not aggregating)
-    child: int              # this flow's child index at this hop (0 when not aggregating)
-    egress_port: int        # port to leave this switch by (0 on the terminal entry)
-    name: str = ""          # switch or server name, for display only (not on the wire)
+    switch_id: int  # switch device id, or the server's node id on the terminal entry
+    aggregate: bool  # GRAD: aggregate here; RESULT: release the slot here
+    fan_in: int  # children this aggregation point waits for (0 when not aggregating)
+    child: int  # this flow's child index at this hop (0 when not aggregating)
+    egress_port: int  # port to leave this switch by (0 on the terminal entry)
+    name: str = ""  # switch or server name, for display only (not on the wire)
 
     def to_codec(self):
         """This hop as protocol.codec's hop entry (the codec owns the wire layout, bos included)."""
         from protocol import codec  # imported late: planning does not need the codec
 
-        return codec.Hop(switch_id=self.switch_id, aggregate=bool(self.aggregate),
-                         fan_in=self.fan_in, child=self.child, egress_port=self.egress_port)
+        return codec.Hop(
+            switch_id=self.switch_id,
+            aggregate=bool(self.aggregate),
+            fan_in=self.fan_in,
+            child=self.child,
+            egress_port=self.egress_port,
+        )
 
 
 def hops_to_codec(hops: list[Hop]) -> list:
@@ -66,9 +71,9 @@ class HostRef:
     name: str
     ip: str
     mac: str
-    node_id: int            # 0x8000 + host index
+    node_id: int  # 0x8000 + host index
     host_index: int
-    rank: int = -1          # worker rank (0..n-1); -1 for servers
+    rank: int = -1  # worker rank (0..n-1); -1 for servers
 
 
 @dataclass
@@ -76,10 +81,10 @@ class ChildInfo:
     """One child of an aggregation point: what a child index stands for."""
 
     index: int
-    node: str               # the switch that aggregated below, or the worker itself
+    node: str  # the switch that aggregated below, or the worker itself
     node_id: int
-    kind: str               # "switch" or "worker"
-    ranks: list[int]        # worker ranks whose contributions this child carries
+    kind: str  # "switch" or "worker"
+    ranks: list[int]  # worker ranks whose contributions this child carries
 
 
 @dataclass
@@ -91,7 +96,7 @@ class ServerView:
     fan_in: int
     children: list[ChildInfo]
     first_switch: str = ""  # the switch the server is attached to (multicast results start there)
-    first_port: int = 0     # that switch's port facing the server
+    first_port: int = 0  # that switch's port facing the server
 
 
 @dataclass
@@ -99,16 +104,16 @@ class TreePlan:
     """One reduction tree of the job."""
 
     tree_id: int
-    root: str                                   # the aggregation server
-    rate: float                                 # Mbit/s allocated to this tree
-    weight: float                               # share of the job's chunks (weights sum to 1)
-    height: float                               # ms: half the tree's delay diameter
-    edges: list[list[str]]                      # [child, parent] pairs, every node toward root
-    aggregation_points: list[str]               # switches that aggregate for this tree
-    grad_hops: dict[str, list[Hop]]             # worker name -> GRAD hop list
-    result_hops: dict[str, list[Hop]]           # worker name -> RESULT reverse hop list
+    root: str  # the aggregation server
+    rate: float  # Mbit/s allocated to this tree
+    weight: float  # share of the job's chunks (weights sum to 1)
+    height: float  # ms: half the tree's delay diameter
+    edges: list[list[str]]  # [child, parent] pairs, every node toward root
+    aggregation_points: list[str]  # switches that aggregate for this tree
+    grad_hops: dict[str, list[Hop]]  # worker name -> GRAD hop list
+    result_hops: dict[str, list[Hop]]  # worker name -> RESULT reverse hop list
     server: ServerView
-    host_parent: dict[str, Optional[str]]       # host-level tree (no in-switch aggregation)
+    host_parent: dict[str, str | None]  # host-level tree (no in-switch aggregation)
     host_children: dict[str, list[str]]
 
 
@@ -119,7 +124,7 @@ class McastMember:
 
     port: int
     replica_id: int
-    toward: str             # neighbour on that port, for display
+    toward: str  # neighbour on that port, for display
 
 
 @dataclass
@@ -134,7 +139,7 @@ class SwitchJobConfig:
     slot_base: int
     pool_size: int
     max_fan_in: int
-    result_group: int                           # 0 when results are unicast
+    result_group: int  # 0 when results are unicast
     members: list[McastMember] = field(default_factory=list)
 
 
@@ -147,15 +152,15 @@ class JobPlan:
     servers: list[HostRef]
     trees: list[TreePlan]
     switches: list[SwitchJobConfig]
-    planner: str = "multihop"                   # "multihop" | "multitree"
+    planner: str = "multihop"  # "multihop" | "multitree"
     policy: str = "fewest_hops"
-    version: int = 1                            # revision of this job's plan
-    plan_version: int = PLAN_VERSION            # format of this document
+    version: int = 1  # revision of this job's plan
+    plan_version: int = PLAN_VERSION  # format of this document
     value_count: int = VALUES_PER_PACKET
     pool_size: int = 64
     result_mode: str = "unicast"
     op: str = "sum"
-    job_index: int = 0                          # row of the switches' per-job counters
+    job_index: int = 0  # row of the switches' per-job counters
     topology: str = ""
     warnings: list[str] = field(default_factory=list)
 
@@ -179,23 +184,24 @@ class JobPlan:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def to_json(self, indent: Optional[int] = None) -> str:
+    def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @classmethod
-    def from_dict(cls, data: Any) -> "JobPlan":
+    def from_dict(cls, data: Any) -> JobPlan:
         if not isinstance(data, dict):
             raise PlanFormatError("a plan must be a JSON object")
         version = data.get("plan_version")
         if version != PLAN_VERSION:
-            raise PlanFormatError(f"plan format version {version!r} is not supported "
-                                  f"(this code reads version {PLAN_VERSION})")
+            raise PlanFormatError(
+                f"plan format version {version!r} is not supported (this code reads version {PLAN_VERSION})"
+            )
         plan = _build(cls, data, "plan")
         plan.validate()
         return plan
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "JobPlan":
+    def from_json(cls, text: str | bytes) -> JobPlan:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -230,24 +236,31 @@ class JobPlan:
                 if not hops:
                     raise PlanFormatError(f"tree {t.tree_id} has no hop list for worker {w.name}")
                 if len(hops) > MAX_HOPS:
-                    raise PlanFormatError(f"tree {t.tree_id}: hop list of {w.name} has {len(hops)} "
-                                          f"entries, more than MAX_HOPS={MAX_HOPS}")
+                    raise PlanFormatError(
+                        f"tree {t.tree_id}: hop list of {w.name} has {len(hops)} entries, more than MAX_HOPS={MAX_HOPS}"
+                    )
                 last = hops[-1]
                 if last.switch_id != server_ids[t.root] or not last.aggregate or last.egress_port:
-                    raise PlanFormatError(f"tree {t.tree_id}: hop list of {w.name} does not end with "
-                                          f"the terminal entry of server {t.root}")
+                    raise PlanFormatError(
+                        f"tree {t.tree_id}: hop list of {w.name} does not end with "
+                        f"the terminal entry of server {t.root}"
+                    )
                 for h in hops:
                     if h.aggregate and not 0 <= h.child < min(h.fan_in, MAX_CHILDREN):
-                        raise PlanFormatError(f"tree {t.tree_id}: {w.name} has child index {h.child} "
-                                              f"at {h.name or h.switch_id} with fan-in {h.fan_in}")
+                        raise PlanFormatError(
+                            f"tree {t.tree_id}: {w.name} has child index {h.child} "
+                            f"at {h.name or h.switch_id} with fan-in {h.fan_in}"
+                        )
                 if w.name not in t.result_hops:
                     raise PlanFormatError(f"tree {t.tree_id} has no result hop list for {w.name}")
             if t.server.fan_in != len(t.server.children):
-                raise PlanFormatError(f"tree {t.tree_id}: server fan-in {t.server.fan_in} but "
-                                      f"{len(t.server.children)} children listed")
+                raise PlanFormatError(
+                    f"tree {t.tree_id}: server fan-in {t.server.fan_in} but {len(t.server.children)} children listed"
+                )
 
 
 # -- generic dataclass loading -------------------------------------------------------------------
+
 
 def _build(tp: Any, value: Any, where: str) -> Any:
     """Convert JSON data into the annotated type ``tp``, naming the field path on failure."""

@@ -22,29 +22,31 @@ PLANNERS = ("multihop", "multitree")
 
 @dataclass
 class PlanOptions:
-    planner: str = "multihop"           # "multihop" (seed 1) or "multitree" (seed 2)
-    policy: str = "fewest_hops"         # multi-hop path policy
-    aggregation: str = "merge"          # aggregate where flows merge, at "all" switches on the way, or
-                                        # "none" (switches forward, the server sums: parameter server)
-    result_mode: str = "unicast"        # "unicast" reverse paths or "multicast" down the tree
-    pool_size: int = 64                 # slots per job per switch (x2 entries for the shadow sets)
+    planner: str = "multihop"  # "multihop" (seed 1) or "multitree" (seed 2)
+    policy: str = "fewest_hops"  # multi-hop path policy
+    aggregation: str = "merge"  # aggregate where flows merge, at "all" switches on the way, or
+    # "none" (switches forward, the server sums: parameter server)
+    result_mode: str = "unicast"  # "unicast" reverse paths or "multicast" down the tree
+    pool_size: int = 64  # slots per job per switch (x2 entries for the shadow sets)
     value_count: int = VALUES_PER_PACKET
     op: str = "sum"
-    job_id: Optional[int] = None        # None: lowest free id
+    job_id: int | None = None  # None: lowest free id
     # multi-tree (seed 2)
-    trees: int = 4                      # K: at most this many trees
-    height: Optional[float] = None      # H (ms): pairwise delay within 2H; None: no bound
-    min_bw: float = 1.0                 # r (Mbit/s): an edge joins a tree only with this much residual
-    tree_rate: Optional[float] = None   # b (Mbit/s): rate cap per tree; None: the bottleneck residual
-    loss_bound: float = 0.1             # height search may give up this fraction of throughput
-    seed: int = 0                       # RNG seed for the start nodes
+    trees: int = 4  # K: at most this many trees
+    height: float | None = None  # H (ms): pairwise delay within 2H; None: no bound
+    min_bw: float = 1.0  # r (Mbit/s): an edge joins a tree only with this much residual
+    tree_rate: float | None = None  # b (Mbit/s): rate cap per tree; None: the bottleneck residual
+    loss_bound: float = 0.1  # height search may give up this fraction of throughput
+    seed: int = 0  # RNG seed for the start nodes
 
     def check(self) -> None:
-        for name, value, allowed in (("planner", self.planner, PLANNERS),
-                                     ("policy", self.policy, multihop.POLICIES),
-                                     ("aggregation", self.aggregation, AGGREGATION_MODES),
-                                     ("result mode", self.result_mode, RESULT_MODES),
-                                     ("op", self.op, OPS)):
+        for name, value, allowed in (
+            ("planner", self.planner, PLANNERS),
+            ("policy", self.policy, multihop.POLICIES),
+            ("aggregation", self.aggregation, AGGREGATION_MODES),
+            ("result mode", self.result_mode, RESULT_MODES),
+            ("op", self.op, OPS),
+        ):
             if value not in allowed:
                 raise PlanError(f"unknown {name} {value!r} (choose {', '.join(allowed)})")
         if not 1 <= self.pool_size <= 0x3FFF:
@@ -79,8 +81,14 @@ def _host_refs(topo: Topology, names: list[str], what: str, ranked: bool) -> lis
     return refs
 
 
-def plan_job(topo: Topology, workers: list[str], servers: list[str], options: PlanOptions | None = None,
-             resources: Resources | None = None, graph: nx.Graph | None = None) -> JobPlan:
+def plan_job(
+    topo: Topology,
+    workers: list[str],
+    servers: list[str],
+    options: PlanOptions | None = None,
+    resources: Resources | None = None,
+    graph: nx.Graph | None = None,
+) -> JobPlan:
     """Plan one job. ``resources`` (shared by the jobs of a topology) is charged; a fresh one is
     used when omitted. Raises PlanError with a one-line reason."""
     options = options or PlanOptions()
@@ -103,8 +111,17 @@ def plan_job(topo: Topology, workers: list[str], servers: list[str], options: Pl
             job_id = resources.job_ids.take(options.job_id)
         except ResourceError as exc:
             raise PlanError(str(exc)) from None
-        ctx = JobContext(topo, graph, worker_refs, server_refs, resources, job_id, options.pool_size,
-                         options.aggregation, options.result_mode)
+        ctx = JobContext(
+            topo,
+            graph,
+            worker_refs,
+            server_refs,
+            resources,
+            job_id,
+            options.pool_size,
+            options.aggregation,
+            options.result_mode,
+        )
         job_index = None
         try:
             job_index = resources.job_indices.take()
@@ -115,12 +132,22 @@ def plan_job(topo: Topology, workers: list[str], servers: list[str], options: Pl
                 resources.reservations[job_id] = reserved
             for cfg in ctx.switch_configs:
                 cfg.job_index = job_index
-            return JobPlan(job_id=job_id, workers=worker_refs, servers=server_refs, trees=trees,
-                           switches=ctx.switch_configs, planner=options.planner,
-                           policy=options.policy if options.planner == "multihop" else "widest_tree",
-                           value_count=options.value_count, pool_size=options.pool_size,
-                           result_mode=options.result_mode, op=options.op, job_index=job_index,
-                           topology=topo.name, warnings=ctx.warnings)
+            return JobPlan(
+                job_id=job_id,
+                workers=worker_refs,
+                servers=server_refs,
+                trees=trees,
+                switches=ctx.switch_configs,
+                planner=options.planner,
+                policy=options.policy if options.planner == "multihop" else "widest_tree",
+                value_count=options.value_count,
+                pool_size=options.pool_size,
+                result_mode=options.result_mode,
+                op=options.op,
+                job_index=job_index,
+                topology=topo.name,
+                warnings=ctx.warnings,
+            )
         except (PlanError, TopologyError, ResourceError) as exc:
             _roll_back(resources, job_id, job_index, ctx)
             raise PlanError(str(exc)) from None
@@ -129,7 +156,7 @@ def plan_job(topo: Topology, workers: list[str], servers: list[str], options: Pl
             raise
 
 
-def _roll_back(resources: Resources, job_id: int, job_index: Optional[int], ctx: JobContext) -> None:
+def _roll_back(resources: Resources, job_id: int, job_index: int | None, ctx: JobContext) -> None:
     resources.slots.free_owner(lambda owner: owner[0] == job_id)
     resources.job_ids.give(job_id)
     if job_index is not None:

@@ -23,10 +23,21 @@ def generate(out_dir: Path) -> list[Path]:
     protoc = shutil.which("protoc")
     plugin = shutil.which("grpc_python_plugin")
     if not protoc or not plugin:
-        raise RuntimeError("protoc and grpc_python_plugin are needed "
-                           "(apt-get install protobuf-compiler protobuf-compiler-grpc)")
-    subprocess.run([protoc, f"-I{ROOT}", f"--python_out={out_dir}", f"--grpc_out={out_dir}",
-                    f"--plugin=protoc-gen-grpc={plugin}", PROTO], check=True, cwd=ROOT)
+        raise RuntimeError(
+            "protoc and grpc_python_plugin are needed (apt-get install protobuf-compiler protobuf-compiler-grpc)"
+        )
+    subprocess.run(
+        [
+            protoc,
+            f"-I{ROOT}",
+            f"--python_out={out_dir}",
+            f"--grpc_out={out_dir}",
+            f"--plugin=protoc-gen-grpc={plugin}",
+            PROTO,
+        ],
+        check=True,
+        cwd=ROOT,
+    )
     return [out_dir / "controller" / name for name in OUTPUTS]
 
 

@@ -88,7 +88,7 @@ class Resources:
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
-    def for_topology(cls, topo) -> "Resources":
+    def for_topology(cls, topo) -> Resources:
         return cls(SlotAllocator({s.name: s.slots for s in topo.switches}))
 
     def release(self, plan) -> None:

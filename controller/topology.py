@@ -16,7 +16,7 @@ import networkx as nx
 
 from controller.limits import MAX_SWITCH_ID, SLOT_REGISTER_SIZE, host_node_id
 
-DEFAULT_SLOTS = SLOT_REGISTER_SIZE   # slot entries of a switch's registers unless the topology says otherwise
+DEFAULT_SLOTS = SLOT_REGISTER_SIZE  # slot entries of a switch's registers unless the topology says otherwise
 ROLES = ("worker", "server")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
 
@@ -30,8 +30,8 @@ class Host:
     name: str
     ip: str
     mac: str
-    role: Optional[str] = None      # hint only: "worker" or "server"
-    index: int = 0                  # position in the topology's host list (node id = 0x8000 + index)
+    role: str | None = None  # hint only: "worker" or "server"
+    index: int = 0  # position in the topology's host list (node id = 0x8000 + index)
 
     @property
     def node_id(self) -> int:
@@ -42,8 +42,8 @@ class Host:
 class Switch:
     name: str
     device_id: int
-    grpc: str = ""                  # P4Runtime address host:port
-    slots: int = DEFAULT_SLOTS      # aggregation slot entries, shared by jobs
+    grpc: str = ""  # P4Runtime address host:port
+    slots: int = DEFAULT_SLOTS  # aggregation slot entries, shared by jobs
 
 
 @dataclass
@@ -52,10 +52,10 @@ class Link:
     a_port: int
     b: str
     b_port: int
-    bandwidth: float                # Mbit/s
-    delay: float                    # ms
-    loss: float = 0.0               # %
-    id: int = 0                     # stable edge id: position in the link list
+    bandwidth: float  # Mbit/s
+    delay: float  # ms
+    loss: float = 0.0  # %
+    id: int = 0  # stable edge id: position in the link list
 
     def other(self, node: str) -> str:
         return self.b if node == self.a else self.a
@@ -76,7 +76,7 @@ class Topology:
     links: list[Link] = field(default_factory=list)
 
     # -- building (mininet-like) -----------------------------------------------------------------
-    def add_host(self, name: str, ip: str, mac: str, role: Optional[str] = None) -> Host:
+    def add_host(self, name: str, ip: str, mac: str, role: str | None = None) -> Host:
         h = Host(name, ip, mac, role, index=len(self.hosts))
         self.hosts.append(h)
         self._index = None
@@ -88,8 +88,9 @@ class Topology:
         self._index = None
         return s
 
-    def add_link(self, a: str, a_port: int, b: str, b_port: int, bandwidth: float, delay: float,
-                 loss: float = 0.0) -> Link:
+    def add_link(
+        self, a: str, a_port: int, b: str, b_port: int, bandwidth: float, delay: float, loss: float = 0.0
+    ) -> Link:
         link = Link(a, a_port, b, b_port, bandwidth, delay, loss, id=len(self.links))
         self.links.append(link)
         self._index = None
@@ -141,7 +142,7 @@ class Topology:
         return [h for h in self.hosts if h.role == role]
 
     # -- checks ----------------------------------------------------------------------------------
-    def validate(self) -> "Topology":
+    def validate(self) -> Topology:
         """Check names, addresses, ports and link attributes; return self."""
         names: dict[str, str] = {}
         for kind, items in (("host", self.hosts), ("switch", self.switches)):
@@ -171,10 +172,14 @@ class Topology:
             macs[h.mac.lower()] = h.name
         ids: dict[int, str] = {}
         for s in self.switches:
-            if isinstance(s.device_id, bool) or not isinstance(s.device_id, int) \
-                    or not 1 <= s.device_id <= MAX_SWITCH_ID:
-                raise TopologyError(f"switch {s.name} has device_id {s.device_id!r}; "
-                                    f"it must be an integer in 1..{MAX_SWITCH_ID}")
+            if (
+                isinstance(s.device_id, bool)
+                or not isinstance(s.device_id, int)
+                or not 1 <= s.device_id <= MAX_SWITCH_ID
+            ):
+                raise TopologyError(
+                    f"switch {s.name} has device_id {s.device_id!r}; it must be an integer in 1..{MAX_SWITCH_ID}"
+                )
             if s.device_id in ids:
                 raise TopologyError(f"duplicate device_id {s.device_id} ({ids[s.device_id]} and {s.name})")
             ids[s.device_id] = s.name
@@ -194,32 +199,41 @@ class Topology:
                 raise TopologyError(f"link {i} connects two hosts ({link.label}); hosts attach to switches")
             for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
                 if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 511:
-                    raise TopologyError(f"link {i} ({link.label}): port {port!r} of {node} "
-                                        f"is not a port number (0..510)")
+                    raise TopologyError(
+                        f"link {i} ({link.label}): port {port!r} of {node} is not a port number (0..510)"
+                    )
                 if names[node] == "host":
                     if node in host_links:
-                        raise TopologyError(f"host {node} has more than one link (links "
-                                            f"{host_links[node]} and {i}); hosts have one interface")
+                        raise TopologyError(
+                            f"host {node} has more than one link (links "
+                            f"{host_links[node]} and {i}); hosts have one interface"
+                        )
                     host_links[node] = i
                 if (node, port) in ports:
                     raise TopologyError(f"port {port} of {node} used twice (links {ports[node, port]} and {i})")
                 ports[node, port] = i
             pair = frozenset((link.a, link.b))
             if pair in pairs:
-                raise TopologyError(f"parallel links between {link.a} and {link.b} "
-                                    f"(links {pairs[pair]} and {i}) are not supported")
+                raise TopologyError(
+                    f"parallel links between {link.a} and {link.b} (links {pairs[pair]} and {i}) are not supported"
+                )
             pairs[pair] = i
             for attr, unit in (("bandwidth", "Mbit/s"), ("delay", "ms")):
                 value = getattr(link, attr)
                 if value is None:
                     raise TopologyError(f"missing {attr} on link {link.label}")
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 \
-                        or (attr == "bandwidth" and value == 0):
-                    raise TopologyError(f"bad {attr} {value!r} on link {link.label} "
-                                        f"(a {'positive' if attr == 'bandwidth' else 'non-negative'} "
-                                        f"number of {unit})")
-            if isinstance(link.loss, bool) or not isinstance(link.loss, (int, float)) \
-                    or not 0 <= link.loss <= 100:
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or value < 0
+                    or (attr == "bandwidth" and value == 0)
+                ):
+                    raise TopologyError(
+                        f"bad {attr} {value!r} on link {link.label} "
+                        f"(a {'positive' if attr == 'bandwidth' else 'non-negative'} "
+                        f"number of {unit})"
+                    )
+            if isinstance(link.loss, bool) or not isinstance(link.loss, (int, float)) or not 0 <= link.loss <= 100:
                 raise TopologyError(f"bad loss {link.loss!r} on link {link.label} (a percentage 0..100)")
         for h in self.hosts:
             if h.name not in host_links:
@@ -248,9 +262,15 @@ class Topology:
         for s in self.switches:
             g.add_node(s.name, kind="switch", node_id=s.device_id, slots=s.slots)
         for link in self.links:
-            g.add_edge(link.a, link.b, ports={link.a: link.a_port, link.b: link.b_port},
-                       bandwidth=float(link.bandwidth), delay=float(link.delay),
-                       loss=float(link.loss), eid=link.id)
+            g.add_edge(
+                link.a,
+                link.b,
+                ports={link.a: link.a_port, link.b: link.b_port},
+                bandwidth=float(link.bandwidth),
+                delay=float(link.delay),
+                loss=float(link.loss),
+                eid=link.id,
+            )
         return g
 
 

@@ -54,12 +54,14 @@ def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
     topo = Topology(name=str(data.get("name") or default_name))
     for i, item in enumerate(_section(data, "hosts")):
         entry = _entry(item, "host", i, _HOST_KEYS, ("name", "ip", "mac"))
-        topo.hosts.append(Host(str(entry["name"]), str(entry["ip"]), str(entry["mac"]),
-                               entry.get("role"), index=i))
+        topo.hosts.append(Host(str(entry["name"]), str(entry["ip"]), str(entry["mac"]), entry.get("role"), index=i))
     for i, item in enumerate(_section(data, "switches")):
         entry = _entry(item, "switch", i, _SWITCH_KEYS, ("name", "device_id"))
-        topo.switches.append(Switch(str(entry["name"]), entry["device_id"], str(entry.get("grpc") or ""),
-                                    entry.get("slots", DEFAULT_SLOTS)))
+        topo.switches.append(
+            Switch(
+                str(entry["name"]), entry["device_id"], str(entry.get("grpc") or ""), entry.get("slots", DEFAULT_SLOTS)
+            )
+        )
     for i, item in enumerate(_section(data, "links")):
         entry = _entry(item, "link", i, _LINK_KEYS, ("ends",))
         ends = entry["ends"]
@@ -70,8 +72,7 @@ def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
         for key in ("bandwidth", "delay"):
             if entry.get(key) is None:
                 raise TopologyError(f"missing {key} on link {label}")
-        topo.links.append(Link(a, a_port, b, b_port, entry["bandwidth"], entry["delay"],
-                               entry.get("loss", 0.0), id=i))
+        topo.links.append(Link(a, a_port, b, b_port, entry["bandwidth"], entry["delay"], entry.get("loss", 0.0), id=i))
     return topo.validate()
 
 
@@ -95,8 +96,11 @@ def topology_to_dict(topo: Topology) -> dict:
         switches.append(item)
     links = []
     for link in topo.links:
-        item = {"ends": [end(link.a, link.a_port), end(link.b, link.b_port)],
-                "bandwidth": link.bandwidth, "delay": link.delay}
+        item = {
+            "ends": [end(link.a, link.a_port), end(link.b, link.b_port)],
+            "bandwidth": link.bandwidth,
+            "delay": link.delay,
+        }
         if link.loss:
             item["loss"] = link.loss
         links.append(item)
@@ -133,8 +137,7 @@ def _entry(item: Any, kind: str, i: int, allowed: set, required: tuple) -> dict:
         raise TopologyError(f"{kind} {i} must be a mapping")
     unknown = set(item) - allowed
     if unknown:
-        raise TopologyError(f"{kind} {i}: unknown key '{sorted(unknown)[0]}' "
-                            f"(expected {', '.join(sorted(allowed))})")
+        raise TopologyError(f"{kind} {i}: unknown key '{sorted(unknown)[0]}' (expected {', '.join(sorted(allowed))})")
     for key in required:
         if item.get(key) is None:
             what = f"{kind} {item['name']}" if key != "name" and item.get("name") else f"{kind} {i}"

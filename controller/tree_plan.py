@@ -19,8 +19,8 @@ from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, Sw
 from controller.resources import Resources
 from controller.topology import Topology
 
-AGGREGATION_MODES = ("merge", "all", "none")   # "none": no switch aggregates (parameter server)
-MAX_SERVER_FAN_IN = 255          # the child field of a hop entry is 8 bits
+AGGREGATION_MODES = ("merge", "all", "none")  # "none": no switch aggregates (parameter server)
+MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
 
 
 class PlanError(ValueError):
@@ -82,8 +82,15 @@ def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
     return diameter / 2.0
 
 
-def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str], rate: float,
-               weight: float, height: float | None = None) -> TreePlan:
+def build_tree(
+    ctx: JobContext,
+    tree_id: int,
+    root: str,
+    parent: dict[str, str],
+    rate: float,
+    weight: float,
+    height: float | None = None,
+) -> TreePlan:
     """Plan one tree rooted at server ``root``; ``parent`` maps every worker's path toward it."""
     topo, graph = ctx.topo, ctx.graph
     rank = {w.name: w.rank for w in ctx.workers}
@@ -125,14 +132,18 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
         want = ctx.aggregation != "none" and len(incoming) >= (2 if ctx.aggregation == "merge" else 1)
         agg = False
         if want and len(incoming) > MAX_CHILDREN:
-            ctx.warnings.append(f"{node} would need fan-in {len(incoming)} > {MAX_CHILDREN}: it forwards "
-                                f"tree {tree_id} without aggregating")
+            ctx.warnings.append(
+                f"{node} would need fan-in {len(incoming)} > {MAX_CHILDREN}: it forwards "
+                f"tree {tree_id} without aggregating"
+            )
         elif want:
             base = ctx.resources.slots.allocate(node, 2 * ctx.pool_size, (ctx.job_id, tree_id))
             if base is None:
-                ctx.warnings.append(f"{node} has no free slots (needs {2 * ctx.pool_size}, "
-                                    f"{ctx.resources.slots.free(node)} free): the next aggregation point "
-                                    f"or server {root} completes those sums (tree {tree_id})")
+                ctx.warnings.append(
+                    f"{node} has no free slots (needs {2 * ctx.pool_size}, "
+                    f"{ctx.resources.slots.free(node)} free): the next aggregation point "
+                    f"or server {root} completes those sums (tree {tree_id})"
+                )
             else:
                 agg = True
                 slot_base[node] = base
@@ -141,8 +152,10 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
 
     server_flows = flows_in[root]
     if len(server_flows) > MAX_SERVER_FAN_IN:
-        raise PlanError(f"server {root} would need fan-in {len(server_flows)} > {MAX_SERVER_FAN_IN} "
-                        f"(tree {tree_id}); add switch slots or servers")
+        raise PlanError(
+            f"server {root} would need fan-in {len(server_flows)} > {MAX_SERVER_FAN_IN} "
+            f"(tree {tree_id}); add switch slots or servers"
+        )
     if len(server_flows) > MAX_CHILDREN:
         ctx.warnings.append(f"server {root} has fan-in {len(server_flows)} > {MAX_CHILDREN} in tree {tree_id}")
     child_index = {node: {f: i for i, f in enumerate(flows)} for node, flows in flows_in.items()}
@@ -166,8 +179,9 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
             path.append(node)
             dev = topo.switch(node).device_id
             if aggregates[node]:
-                hops.append(Hop(dev, True, len(flows_in[node]), child_index[node][flow],
-                                port(node, parent[node]), node))
+                hops.append(
+                    Hop(dev, True, len(flows_in[node]), child_index[node][flow], port(node, parent[node]), node)
+                )
                 flow = node
             else:
                 hops.append(Hop(dev, False, 0, 0, port(node, parent[node]), node))
@@ -175,20 +189,25 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
         server = topo.host(root)
         hops.append(Hop(server.node_id, True, len(server_flows), child_index[root][flow], 0, root))
         if len(hops) > MAX_HOPS:
-            raise PlanError(f"tree {tree_id}: the path of {w.name} to {root} crosses {len(path)} switches; "
-                            f"a hop list holds at most {MAX_HOPS - 1} plus the server")
+            raise PlanError(
+                f"tree {tree_id}: the path of {w.name} to {root} crosses {len(path)} switches; "
+                f"a hop list holds at most {MAX_HOPS - 1} plus the server"
+            )
         grad_hops[w.name] = hops
         below = [w.name] + path
-        result_hops[w.name] = [Hop(topo.switch(s).device_id, aggregates[s], 0, 0, port(s, below[i]), s)
-                               for i, s in reversed(list(enumerate(path)))]
+        result_hops[w.name] = [
+            Hop(topo.switch(s).device_id, aggregates[s], 0, 0, port(s, below[i]), s)
+            for i, s in reversed(list(enumerate(path)))
+        ]
 
     children = []
     for i, f in enumerate(server_flows):
         kind = "worker" if f in rank else "switch"
         children.append(ChildInfo(i, f, topo.node_id(f), kind, ranks_under(f)))
     first = kids[root][0]
-    server_view = ServerView(root, topo.host(root).node_id, len(server_flows), children,
-                             first_switch=first, first_port=port(first, root))
+    server_view = ServerView(
+        root, topo.host(root).node_id, len(server_flows), children, first_switch=first, first_port=port(first, root)
+    )
 
     group = 0
     if ctx.result_mode == "multicast":
@@ -203,10 +222,20 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
                 rid = topo.host(c).index if topo.is_host(c) else 0
                 members.append(McastMember(port(node, c), rid, c))
         agg = aggregates[node]
-        ctx.switch_configs.append(SwitchJobConfig(
-            switch=node, device_id=topo.switch(node).device_id, tree_id=tree_id, job_index=0,
-            aggregates=agg, slot_base=slot_base.get(node, 0), pool_size=ctx.pool_size,
-            max_fan_in=len(flows_in[node]) if agg else 0, result_group=group, members=members))
+        ctx.switch_configs.append(
+            SwitchJobConfig(
+                switch=node,
+                device_id=topo.switch(node).device_id,
+                tree_id=tree_id,
+                job_index=0,
+                aggregates=agg,
+                slot_base=slot_base.get(node, 0),
+                pool_size=ctx.pool_size,
+                max_fan_in=len(flows_in[node]) if agg else 0,
+                result_group=group,
+                members=members,
+            )
+        )
 
     # Host-level tree: each switch is represented by the lowest-ranked worker below it.
     rep = {root: root}
@@ -223,9 +252,16 @@ def build_tree(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str],
             host_children.setdefault(rp, []).append(r)
 
     return TreePlan(
-        tree_id=tree_id, root=root, rate=float(rate), weight=float(weight),
+        tree_id=tree_id,
+        root=root,
+        rate=float(rate),
+        weight=float(weight),
         height=tree_height(graph, parent) if height is None else float(height),
         edges=[[c, p] for c, p in parent.items()],
         aggregation_points=[n for n in order if aggregates.get(n)],
-        grad_hops=grad_hops, result_hops=result_hops, server=server_view,
-        host_parent=host_parent, host_children=host_children)
+        grad_hops=grad_hops,
+        result_hops=result_hops,
+        server=server_view,
+        host_parent=host_parent,
+        host_children=host_children,
+    )

@@ -46,8 +46,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--test-fraction", type=float, default=0.25)
     p.add_argument("--json", type=Path, help="write the summary as JSON here")
-    p.add_argument("--topology", default=str(Path(__file__).resolve().parents[1] / "topologies" / "star.yaml"),
-                   help="topology of the local in-process network (--backend ina without --rank)")
+    p.add_argument(
+        "--topology",
+        default=str(Path(__file__).resolve().parents[1] / "topologies" / "star.yaml"),
+        help="topology of the local in-process network (--backend ina without --rank)",
+    )
     lab = p.add_argument_group("one process per host (mininet lab); giving --rank selects this mode")
     lab.add_argument("--rank", type=int)
     lab.add_argument("--world-size", type=int)
@@ -69,6 +72,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 # -- data and model: functions of the seed only ---------------------------------------------------
+
 
 def load_data(seed: int, test_fraction: float):
     """Digits as float tensors, split by a seeded permutation (the same for every backend)."""
@@ -95,14 +99,16 @@ def shard(n: int, rank: int, world: int) -> torch.Tensor:
 
 # -- one worker ----------------------------------------------------------------------------------
 
+
 def train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     if args.backend == "ina":
         import worker.torch_backend  # noqa: F401  (registers the backend)
-    dist.init_process_group(args.backend, rank=rank, world_size=world,
-                            init_method=f"tcp://{args.master_addr}:{args.master_port}")
+    dist.init_process_group(
+        args.backend, rank=rank, world_size=world, init_method=f"tcp://{args.master_addr}:{args.master_port}"
+    )
     try:
         summary = _train(rank, world, args)
-        dist.barrier()          # no rank leaves while a peer still has collective traffic in flight
+        dist.barrier()  # no rank leaves while a peer still has collective traffic in flight
         return summary
     finally:
         dist.destroy_process_group()
@@ -137,18 +143,20 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         order = mine[torch.randperm(len(mine), generator=g)]
         epoch_loss = 0.0
         for s in range(steps):
-            idx = order[s * args.batch_size:(s + 1) * args.batch_size]
+            idx = order[s * args.batch_size : (s + 1) * args.batch_size]
             t0 = time.perf_counter()
             optimizer.zero_grad()
             loss = loss_fn(model(x_train[idx]), y_train[idx])
-            loss.backward()          # DDP's bucket all_reduce runs here
+            loss.backward()  # DDP's bucket all_reduce runs here
             optimizer.step()
             step_times.append(time.perf_counter() - t0)
             epoch_loss += loss.item()
         losses.append(epoch_loss / steps)
         if rank == 0:
-            print(f"epoch {epoch + 1:3d}  loss {losses[-1]:.4f}  "
-                  f"{1000 * np.mean(step_times[-steps:]):.1f} ms/iteration", flush=True)
+            print(
+                f"epoch {epoch + 1:3d}  loss {losses[-1]:.4f}  {1000 * np.mean(step_times[-steps:]):.1f} ms/iteration",
+                flush=True,
+            )
     # parameters must be identical on every rank after data-parallel steps
     flat = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
     gathered = [torch.empty_like(flat) for _ in range(world)]
@@ -158,12 +166,23 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         return None
     with torch.no_grad():
         acc = (model.module(x_test).argmax(1) == y_test).float().mean().item()
-    summary = {"backend": args.backend, "workers": world, "epochs": args.epochs, "seed": args.seed,
-               "test_accuracy": acc, "final_loss": losses[-1], "iterations": len(step_times),
-               "ms_per_iteration": 1000 * float(np.mean(step_times)), "ranks_in_sync": in_sync}
-    print(f"backend {args.backend}: test accuracy {100 * acc:.2f}%  "
-          f"{summary['ms_per_iteration']:.1f} ms/iteration over {len(step_times)} iterations  "
-          f"parameters identical on all ranks: {in_sync}", flush=True)
+    summary = {
+        "backend": args.backend,
+        "workers": world,
+        "epochs": args.epochs,
+        "seed": args.seed,
+        "test_accuracy": acc,
+        "final_loss": losses[-1],
+        "iterations": len(step_times),
+        "ms_per_iteration": 1000 * float(np.mean(step_times)),
+        "ranks_in_sync": in_sync,
+    }
+    print(
+        f"backend {args.backend}: test accuracy {100 * acc:.2f}%  "
+        f"{summary['ms_per_iteration']:.1f} ms/iteration over {len(step_times)} iterations  "
+        f"parameters identical on all ranks: {in_sync}",
+        flush=True,
+    )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
     return summary
@@ -172,7 +191,7 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
 def _spawned(rank: int, world: int, args: argparse.Namespace, envs: list[dict]) -> None:
     os.environ.update(envs[rank])
     train(rank, world, args)
-    end_rank_process(0)         # an error instead propagates to torch.multiprocessing, which reports it
+    end_rank_process(0)  # an error instead propagates to torch.multiprocessing, which reports it
 
 
 def free_port() -> int:
@@ -184,8 +203,12 @@ def free_port() -> int:
 def main(argv=None) -> int:
     """Exit status; with --rank the process is one rank and ends here (end_rank_process)."""
     args = parse_args(argv)
-    for flag, var in (("controller", "INA_CONTROLLER"), ("job", "INA_JOB"),
-                      ("transport", "INA_TRANSPORT"), ("host", "INA_HOST")):
+    for flag, var in (
+        ("controller", "INA_CONTROLLER"),
+        ("job", "INA_JOB"),
+        ("transport", "INA_TRANSPORT"),
+        ("host", "INA_HOST"),
+    ):
         if getattr(args, flag):
             os.environ[var] = getattr(args, flag)
     code = run(args)
@@ -211,8 +234,11 @@ def run(args: argparse.Namespace) -> int:
             envs = [attach_env(job, r) for r in range(args.workers)]
             mp.spawn(_spawned, args=(args.workers, args, envs), nprocs=args.workers)
         for switch, c in sorted(job.switch_counters.items()):
-            print(f"switch {switch} (P4 counters of the job): {c['grad_aggregated']} gradient packets "
-                  f"aggregated, {c['grad_completed']} chunks completed in the data plane", flush=True)
+            print(
+                f"switch {switch} (P4 counters of the job): {c['grad_aggregated']} gradient packets "
+                f"aggregated, {c['grad_completed']} chunks completed in the data plane",
+                flush=True,
+            )
         return 0
     except Exception as exc:  # one line for the user, not a traceback
         lines = str(exc).strip().splitlines() or [type(exc).__name__]

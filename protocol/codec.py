@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -87,8 +87,11 @@ class InaPacket:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InaPacket):
             return NotImplemented
-        return (self.header == other.header and self.hops == other.hops
-                and np.array_equal(np.asarray(self.values), np.asarray(other.values)))
+        return (
+            self.header == other.header
+            and self.hops == other.hops
+            and np.array_equal(np.asarray(self.values), np.asarray(other.values))
+        )
 
 
 @dataclass
@@ -122,9 +125,19 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
         raise ProtocolError(f"values_per_packet={values_per_packet} must be 1..255")
     if len(hops) > C.MAX_HOPS:
         raise ProtocolError(f"{len(hops)} hops, at most MAX_HOPS={C.MAX_HOPS}")
-    for name, bits in (("version", 4), ("pkt_type", 4), ("op", 4), ("flags", 8), ("value_count", 8),
-                       ("job_id", 16), ("seq", 32), ("shadow", 1), ("slot", 15), ("contributor", 16),
-                       ("tree_id", 8)):
+    for name, bits in (
+        ("version", 4),
+        ("pkt_type", 4),
+        ("op", 4),
+        ("flags", 8),
+        ("value_count", 8),
+        ("job_id", 16),
+        ("seq", 32),
+        ("shadow", 1),
+        ("slot", 15),
+        ("contributor", 16),
+        ("tree_id", 8),
+    ):
         _check_range(name, getattr(h, name), bits)
     _check_range("scale_exp", h.scale_exp, 8, signed=True)
     if h.value_count > values_per_packet:
@@ -132,19 +145,31 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     values = np.asarray(packet.values)
     if values.ndim != 1 or len(values) > values_per_packet:
         raise ProtocolError(f"values must be a flat sequence of at most K={values_per_packet} int32")
-    if values.size and (values.min() < -2**31 or values.max() > 2**31 - 1):
+    if values.size and (values.min() < -(2**31) or values.max() > 2**31 - 1):
         raise ProtocolError("values do not fit in int32")
-    out = bytearray(_HEADER.pack((h.version << 4) | h.pkt_type, (h.op << 4) | len(hops), h.flags,
-                                 h.value_count, h.job_id, h.seq, (h.shadow << 15) | h.slot,
-                                 h.contributor, h.scale_exp, h.tree_id))
+    out = bytearray(
+        _HEADER.pack(
+            (h.version << 4) | h.pkt_type,
+            (h.op << 4) | len(hops),
+            h.flags,
+            h.value_count,
+            h.job_id,
+            h.seq,
+            (h.shadow << 15) | h.slot,
+            h.contributor,
+            h.scale_exp,
+            h.tree_id,
+        )
+    )
     for i, hop in enumerate(hops):
         for name, bits in (("switch_id", 16), ("fan_in", 8), ("child", 8), ("egress_port", 16)):
             _check_range(f"hop {i} {name}", getattr(hop, name), bits)
         bos = 1 if i == len(hops) - 1 else 0
-        out += _HOP.pack(hop.switch_id, (int(bool(hop.aggregate)) << 7) | (bos << 6), hop.fan_in,
-                         hop.child, 0, hop.egress_port)
+        out += _HOP.pack(
+            hop.switch_id, (int(bool(hop.aggregate)) << 7) | (bos << 6), hop.fan_in, hop.child, 0, hop.egress_port
+        )
     lanes = np.zeros(values_per_packet, dtype=_BIG_INT32)
-    lanes[:len(values)] = values
+    lanes[: len(values)] = values
     out += lanes.tobytes()
     return bytes(out)
 
@@ -153,10 +178,8 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
     """Parse an INA UDP payload. K is checked if given, else taken from the payload length."""
     data = bytes(data)
     if len(data) < C.INA_HEADER_BYTES:
-        raise ProtocolError(f"INA payload too short: {len(data)} bytes, the header alone is "
-                            f"{C.INA_HEADER_BYTES}")
-    b0, b1, flags, value_count, job_id, seq, slot_word, contributor, scale_exp, tree_id = \
-        _HEADER.unpack_from(data, 0)
+        raise ProtocolError(f"INA payload too short: {len(data)} bytes, the header alone is {C.INA_HEADER_BYTES}")
+    b0, b1, flags, value_count, job_id, seq, slot_word, contributor, scale_exp, tree_id = _HEADER.unpack_from(data, 0)
     version, pkt_type, op, hop_count = b0 >> 4, b0 & 0xF, b1 >> 4, b1 & 0xF
     if version != C.INA_VERSION:
         raise ProtocolError(f"bad INA version {version}, expected {C.INA_VERSION}")
@@ -173,8 +196,9 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         raise ProtocolError(f"INA payload too short: {len(data)} bytes for {hop_count} hops")
     hops = []
     for i in range(hop_count):
-        switch_id, bits, fan_in, child, _reserved, egress_port = \
-            _HOP.unpack_from(data, C.INA_HEADER_BYTES + i * C.HOP_BYTES)
+        switch_id, bits, fan_in, child, _reserved, egress_port = _HOP.unpack_from(
+            data, C.INA_HEADER_BYTES + i * C.HOP_BYTES
+        )
         bos = (bits >> 6) & 1
         if bos != (1 if i == hop_count - 1 else 0):
             raise ProtocolError(f"hop_count={hop_count} but hop {i} has bos={bos}")
@@ -185,19 +209,33 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
             raise ProtocolError(f"INA value area of {rest} bytes is not a whole number of int32 lanes")
         values_per_packet = rest // C.VALUE_BYTES
     elif rest != values_per_packet * C.VALUE_BYTES:
-        raise ProtocolError(f"INA payload is {len(data)} bytes, expected "
-                            f"{payload_size(hop_count, values_per_packet)} for {hop_count} hops "
-                            f"and K={values_per_packet}")
+        raise ProtocolError(
+            f"INA payload is {len(data)} bytes, expected "
+            f"{payload_size(hop_count, values_per_packet)} for {hop_count} hops "
+            f"and K={values_per_packet}"
+        )
     if value_count > values_per_packet:
         raise ProtocolError(f"value_count={value_count} exceeds K={values_per_packet}")
     values = np.frombuffer(data, dtype=_BIG_INT32, count=values_per_packet, offset=values_at)
-    header = InaHeader(pkt_type=pkt_type, job_id=job_id, seq=seq, slot=slot_word & 0x7FFF,
-                       shadow=slot_word >> 15, op=op, flags=flags, value_count=value_count,
-                       contributor=contributor, scale_exp=scale_exp, tree_id=tree_id, version=version)
+    header = InaHeader(
+        pkt_type=pkt_type,
+        job_id=job_id,
+        seq=seq,
+        slot=slot_word & 0x7FFF,
+        shadow=slot_word >> 15,
+        op=op,
+        flags=flags,
+        value_count=value_count,
+        contributor=contributor,
+        scale_exp=scale_exp,
+        tree_id=tree_id,
+        version=version,
+    )
     return InaPacket(header, hops, values.astype(np.int32))
 
 
 # ---------------------------------------------------------------- whole frames
+
 
 def mac_bytes(mac: str | int | bytes) -> bytes:
     if isinstance(mac, bytes):
@@ -251,25 +289,46 @@ def ipv4_checksum(header: bytes) -> int:
     return ~total & 0xFFFF
 
 
-def build_udp_frame(payload: bytes, src_mac, dst_mac, src_ip, dst_ip, src_port: int = C.INA_UDP_PORT,
-                    dst_port: int = C.INA_UDP_PORT, ttl: int = 64, ident: int = 0) -> bytes:
+def build_udp_frame(
+    payload: bytes,
+    src_mac,
+    dst_mac,
+    src_ip,
+    dst_ip,
+    src_port: int = C.INA_UDP_PORT,
+    dst_port: int = C.INA_UDP_PORT,
+    ttl: int = 64,
+    ident: int = 0,
+) -> bytes:
     """Ethernet/IPv4/UDP around ``payload``: IPv4 checksum computed, UDP checksum 0 (none)."""
     udp_len = C.UDP_HEADER_BYTES + len(payload)
     total_len = C.IPV4_HEADER_BYTES + udp_len
     if total_len > 0xFFFF:
         raise ProtocolError(f"IPv4 packet of {total_len} bytes is too long")
-    ip = bytearray(_IPV4.pack(0x45, 0, total_len, ident, 0, ttl, IP_PROTO_UDP, 0,
-                              ip_bytes(src_ip), ip_bytes(dst_ip)))
+    ip = bytearray(_IPV4.pack(0x45, 0, total_len, ident, 0, ttl, IP_PROTO_UDP, 0, ip_bytes(src_ip), ip_bytes(dst_ip)))
     struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
-    return (_ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), ETHERTYPE_IPV4) + bytes(ip)
-            + _UDP.pack(src_port, dst_port, udp_len, 0) + payload)
+    return (
+        _ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), ETHERTYPE_IPV4)
+        + bytes(ip)
+        + _UDP.pack(src_port, dst_port, udp_len, 0)
+        + payload
+    )
 
 
-def build_frame(packet: InaPacket, src_mac, dst_mac, src_ip, dst_ip, src_port: int = C.INA_UDP_PORT,
-                ttl: int = 64, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:
+def build_frame(
+    packet: InaPacket,
+    src_mac,
+    dst_mac,
+    src_ip,
+    dst_ip,
+    src_port: int = C.INA_UDP_PORT,
+    ttl: int = 64,
+    values_per_packet: int = C.VALUES_PER_PACKET,
+) -> bytes:
     """A whole Ethernet frame carrying ``packet`` to UDP port INA_UDP_PORT."""
-    return build_udp_frame(encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip,
-                           src_port=src_port, ttl=ttl)
+    return build_udp_frame(
+        encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip, src_port=src_port, ttl=ttl
+    )
 
 
 def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
@@ -288,7 +347,7 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
     ihl = (ver_ihl & 0xF) * 4
     if ihl < C.IPV4_HEADER_BYTES or len(frame) < ip_at + ihl + C.UDP_HEADER_BYTES:
         raise ProtocolError(f"bad IPv4 header length {ihl}")
-    if ipv4_checksum(frame[ip_at:ip_at + ihl]) != 0:
+    if ipv4_checksum(frame[ip_at : ip_at + ihl]) != 0:
         raise ProtocolError("bad IPv4 header checksum")
     if proto != IP_PROTO_UDP:
         raise ProtocolError(f"not UDP: IP protocol {proto}")
@@ -298,9 +357,16 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
     sport, dport, udp_len, _udp_csum = _UDP.unpack_from(frame, udp_at)
     if udp_len != total_len - ihl:
         raise ProtocolError(f"UDP length {udp_len} does not match IPv4 total length {total_len}")
-    info = FrameInfo(mac_text(src), mac_text(dst), str(ipaddress.IPv4Address(sip)),
-                     str(ipaddress.IPv4Address(dip)), sport, dport, ttl)
-    return info, frame[udp_at + C.UDP_HEADER_BYTES:udp_at + udp_len]
+    info = FrameInfo(
+        mac_text(src),
+        mac_text(dst),
+        str(ipaddress.IPv4Address(sip)),
+        str(ipaddress.IPv4Address(dip)),
+        sport,
+        dport,
+        ttl,
+    )
+    return info, frame[udp_at + C.UDP_HEADER_BYTES : udp_at + udp_len]
 
 
 def parse_frame(frame: bytes, values_per_packet: int | None = None) -> tuple[FrameInfo, InaPacket]:
@@ -311,21 +377,68 @@ def parse_frame(frame: bytes, values_per_packet: int | None = None) -> tuple[Fra
     return info, decode(payload, values_per_packet)
 
 
-def grad(job_id: int, seq: int, hops: Sequence[Hop], values: Iterable[int] | np.ndarray, *,
-         slot: int = 0, shadow: int = 0, contributor: int = 0, op: int = C.OP_SUM, flags: int = 0,
-         tree_id: int = 0, scale_exp: int = 0, value_count: int | None = None) -> InaPacket:
+def grad(
+    job_id: int,
+    seq: int,
+    hops: Sequence[Hop],
+    values: Iterable[int] | np.ndarray,
+    *,
+    slot: int = 0,
+    shadow: int = 0,
+    contributor: int = 0,
+    op: int = C.OP_SUM,
+    flags: int = 0,
+    tree_id: int = 0,
+    scale_exp: int = 0,
+    value_count: int | None = None,
+) -> InaPacket:
     """Convenience constructor of a GRAD packet (value_count defaults to len(values))."""
     vals = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64)
-    header = InaHeader(C.PKT_TYPE_GRAD, job_id, seq, slot, shadow, op, flags,
-                       len(vals) if value_count is None else value_count, contributor, scale_exp, tree_id)
+    header = InaHeader(
+        C.PKT_TYPE_GRAD,
+        job_id,
+        seq,
+        slot,
+        shadow,
+        op,
+        flags,
+        len(vals) if value_count is None else value_count,
+        contributor,
+        scale_exp,
+        tree_id,
+    )
     return InaPacket(header, list(hops), vals)
 
 
-def result(job_id: int, seq: int, hops: Sequence[Hop], values: Iterable[int] | np.ndarray, *,
-           slot: int = 0, shadow: int = 0, contributor: int = 0, op: int = C.OP_SUM, flags: int = 0,
-           tree_id: int = 0, scale_exp: int = 0, value_count: int | None = None) -> InaPacket:
+def result(
+    job_id: int,
+    seq: int,
+    hops: Sequence[Hop],
+    values: Iterable[int] | np.ndarray,
+    *,
+    slot: int = 0,
+    shadow: int = 0,
+    contributor: int = 0,
+    op: int = C.OP_SUM,
+    flags: int = 0,
+    tree_id: int = 0,
+    scale_exp: int = 0,
+    value_count: int | None = None,
+) -> InaPacket:
     """Convenience constructor of a RESULT packet (unicast reverse path unless flags has FLAG_MCAST)."""
-    pkt = grad(job_id, seq, hops, values, slot=slot, shadow=shadow, contributor=contributor, op=op,
-               flags=flags, tree_id=tree_id, scale_exp=scale_exp, value_count=value_count)
+    pkt = grad(
+        job_id,
+        seq,
+        hops,
+        values,
+        slot=slot,
+        shadow=shadow,
+        contributor=contributor,
+        op=op,
+        flags=flags,
+        tree_id=tree_id,
+        scale_exp=scale_exp,
+        value_count=value_count,
+    )
     pkt.header.pkt_type = C.PKT_TYPE_RESULT
     return pkt

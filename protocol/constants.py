@@ -26,7 +26,7 @@ FLAG_STORED = 0x10
 FLAG_RESERVED_MASK = 0xE0
 
 # sizes
-VALUES_PER_PACKET = 64          # K, the default; a program built with -DVALUES_PER_PACKET=k uses k
+VALUES_PER_PACKET = 64  # K, the default; a program built with -DVALUES_PER_PACKET=k uses k
 MAX_VALUES_PER_PACKET = 64
 MAX_HOPS = 8
 MAX_FAN_IN = 32

@@ -9,9 +9,16 @@ tests/protocol/ are checked against both this module and protocol.codec.
 
 from __future__ import annotations
 
-from scapy.fields import (BitField, ByteField, FieldListField, FlagsField, ShortField, SignedByteField,
-                          SignedIntField, IntField)
-
+from scapy.fields import (
+    BitField,
+    ByteField,
+    FieldListField,
+    FlagsField,
+    IntField,
+    ShortField,
+    SignedByteField,
+    SignedIntField,
+)
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, bind_layers
 

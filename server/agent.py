@@ -19,7 +19,7 @@ from protocol import codec
 from protocol import constants as C
 from worker.wire import codec_hops
 
-INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 @dataclass
@@ -44,8 +44,8 @@ class _TreeState:
     tree_id: int
     fan_in: int
     ranks_of_child: dict[int, list[int]]
-    result_hops: dict[int, list]                 # rank -> codec hop list of its RESULT
-    entries: "collections.OrderedDict[int, _Entry]" = field(default_factory=collections.OrderedDict)
+    result_hops: dict[int, list]  # rank -> codec hop list of its RESULT
+    entries: collections.OrderedDict[int, _Entry] = field(default_factory=collections.OrderedDict)
 
 
 @dataclass
@@ -87,8 +87,9 @@ class ServerAgent:
             result_hops = {w.rank: codec_hops(t.result_hops[w.name]) for w in plan.workers}
             trees[t.tree_id] = _TreeState(t.tree_id, t.server.fan_in, ranks_of_child, result_hops)
         keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])
-        self.jobs[plan.job_id] = _JobState(plan.job_id, plan, plan.result_mode == "multicast",
-                                           {w.rank: w.ip for w in plan.workers}, trees, keep)
+        self.jobs[plan.job_id] = _JobState(
+            plan.job_id, plan, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, trees, keep
+        )
 
     def remove_job(self, job_id: int) -> None:
         self.jobs.pop(job_id, None)
@@ -125,8 +126,9 @@ class ServerAgent:
             return
         entry = tree.entries.get(h.seq)
         if entry is None:
-            entry = _Entry(fan_in, h.op, h.value_count, h.slot, h.shadow, h.scale_exp,
-                           np.zeros(len(pkt.values), dtype=np.int64))
+            entry = _Entry(
+                fan_in, h.op, h.value_count, h.slot, h.shadow, h.scale_exp, np.zeros(len(pkt.values), dtype=np.int64)
+            )
             if h.op == C.OP_MAX:
                 entry.acc[:] = INT32_MIN
             tree.entries[h.seq] = entry
@@ -164,18 +166,24 @@ class ServerAgent:
         ranks = tree.ranks_of_child.get(child)
         return ranks if ranks else None
 
-    def _send_results(self, job: _JobState, tree: _TreeState, seq: int, entry: _Entry,
-                      ranks: list[int] | None) -> None:
+    def _send_results(self, job: _JobState, tree: _TreeState, seq: int, entry: _Entry, ranks: list[int] | None) -> None:
         flags = C.FLAG_OVERFLOW if entry.overflow else 0
-        common = dict(slot=entry.slot, shadow=entry.shadow, contributor=self.node_id, op=entry.op,
-                      tree_id=tree.tree_id, scale_exp=entry.scale_exp, value_count=entry.value_count)
+        common = dict(
+            slot=entry.slot,
+            shadow=entry.shadow,
+            contributor=self.node_id,
+            op=entry.op,
+            tree_id=tree.tree_id,
+            scale_exp=entry.scale_exp,
+            value_count=entry.value_count,
+        )
         if job.multicast:
             pkt = codec.result(job.job_id, seq, [], entry.acc, flags=flags | C.FLAG_MCAST, **common)
             dst = job.worker_ips[min(job.worker_ips)]
             self.transport.sendto(codec.encode(pkt, len(entry.acc)), dst, C.INA_UDP_PORT)
             self.stats["results_sent"] += 1
             return
-        for rank in (ranks if ranks is not None else sorted(job.worker_ips)):
+        for rank in ranks if ranks is not None else sorted(job.worker_ips):
             pkt = codec.result(job.job_id, seq, tree.result_hops[rank], entry.acc, flags=flags, **common)
             self.transport.sendto(codec.encode(pkt, len(entry.acc)), job.worker_ips[rank], C.INA_UDP_PORT)
             self.stats["results_sent"] += 1

@@ -12,9 +12,9 @@ Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit 
 from __future__ import annotations
 
 import argparse
-import re
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -31,53 +31,98 @@ class CliError(Exception):
 
 # ---------------------------------------------------------------- argument parsing
 
+
 def run_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Run a P4_16 v1model program as a software switch (a drop-in for simple_switch_grpc): "
-                    "ports on Linux interfaces, a P4Runtime gRPC server.",
+        "ports on Linux interfaces, a P4Runtime gRPC server.",
         epilog="other commands: 'softswitch compile PROGRAM --p4runtime-files OUT' writes P4Info; "
-               "'softswitch stf PROGRAM TEST.stf' runs an STF packet test; "
-               "'softswitch dump --grpc-addr ADDR' prints a running switch's tables, counters and registers. "
-               "Use 'softswitch COMMAND --help' for their options.")
-    p.add_argument("program", nargs="?", metavar="PROGRAM",
-                   help="the P4_16 source file to run (v1model); omit it with --no-p4")
-    p.add_argument("--no-p4", action="store_true",
-                   help="start without a program and wait for a P4Runtime SetForwardingPipelineConfig "
-                        "(its p4_device_config is the program's source text)")
-    p.add_argument("-i", "--interface", action="append", default=[], metavar="PORT@IFACE",
-                   type=_port_spec, help="attach switch port PORT to Linux interface IFACE (repeatable)")
-    p.add_argument("--device-id", type=int, default=0, metavar="N",
-                   help="the P4Runtime device id (default 0)")
-    p.add_argument("--grpc-server-addr", default="0.0.0.0:9559", metavar="ADDR",
-                   help="address the P4Runtime server listens on (default 0.0.0.0:9559; port 0 picks one)")
-    p.add_argument("--cpu-port", type=int, default=None, metavar="N",
-                   help="the port connected to the controller: packets the program sends there become "
-                        "P4Runtime packet-ins, packet-outs are injected there (default: none)")
+        "'softswitch stf PROGRAM TEST.stf' runs an STF packet test; "
+        "'softswitch dump --grpc-addr ADDR' prints a running switch's tables, counters and registers. "
+        "Use 'softswitch COMMAND --help' for their options.",
+    )
+    p.add_argument(
+        "program", nargs="?", metavar="PROGRAM", help="the P4_16 source file to run (v1model); omit it with --no-p4"
+    )
+    p.add_argument(
+        "--no-p4",
+        action="store_true",
+        help="start without a program and wait for a P4Runtime SetForwardingPipelineConfig "
+        "(its p4_device_config is the program's source text)",
+    )
+    p.add_argument(
+        "-i",
+        "--interface",
+        action="append",
+        default=[],
+        metavar="PORT@IFACE",
+        type=_port_spec,
+        help="attach switch port PORT to Linux interface IFACE (repeatable)",
+    )
+    p.add_argument("--device-id", type=int, default=0, metavar="N", help="the P4Runtime device id (default 0)")
+    p.add_argument(
+        "--grpc-server-addr",
+        default="0.0.0.0:9559",
+        metavar="ADDR",
+        help="address the P4Runtime server listens on (default 0.0.0.0:9559; port 0 picks one)",
+    )
+    p.add_argument(
+        "--cpu-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the port connected to the controller: packets the program sends there become "
+        "P4Runtime packet-ins, packet-outs are injected there (default: none)",
+    )
     p.add_argument("--log-console", action="store_true", help="log switch events to stderr")
-    p.add_argument("-L", "--log-level", default="info", choices=["debug", "info", "warn", "error", "off"],
-                   help="log level with --log-console (default info)")
-    p.add_argument("--thrift-port", type=int, default=None, metavar="N",
-                   help="accepted for compatibility with simple_switch_grpc and ignored: softswitch has no "
-                        "Thrift server (use P4Runtime)")
-    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
-                   help="extra #include search directory for programs (also used for pipelines set over "
-                        "P4Runtime)")
+    p.add_argument(
+        "-L",
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warn", "error", "off"],
+        help="log level with --log-console (default info)",
+    )
+    p.add_argument(
+        "--thrift-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="accepted for compatibility with simple_switch_grpc and ignored: softswitch has no "
+        "Thrift server (use P4Runtime)",
+    )
+    p.add_argument(
+        "-I",
+        "--include-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="extra #include search directory for programs (also used for pipelines set over P4Runtime)",
+    )
     return p
 
 
 def compile_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} compile",
-                                description="Compile a P4_16 v1model program and write its P4Info.")
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} compile", description="Compile a P4_16 v1model program and write its P4Info."
+    )
     p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
-    p.add_argument("--p4runtime-files", required=True, metavar="OUT",
-                   help="where to write the P4Info as text protobuf (like p4c's --p4runtime-files x.p4info.txtpb)")
-    p.add_argument("--device-config", metavar="OUT",
-                   help="also write the P4Runtime device config for softswitch (the program source with "
-                        "its #include \"...\" files inlined), to pass as p4_device_config / "
-                        "p4runtime-shell's bin file")
-    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
-                   help="extra #include search directory")
+    p.add_argument(
+        "--p4runtime-files",
+        required=True,
+        metavar="OUT",
+        help="where to write the P4Info as text protobuf (like p4c's --p4runtime-files x.p4info.txtpb)",
+    )
+    p.add_argument(
+        "--device-config",
+        metavar="OUT",
+        help="also write the P4Runtime device config for softswitch (the program source with "
+        'its #include "..." files inlined), to pass as p4_device_config / '
+        "p4runtime-shell's bin file",
+    )
+    p.add_argument(
+        "-I", "--include-dir", action="append", default=[], metavar="DIR", help="extra #include search directory"
+    )
     return p
 
 
@@ -85,19 +130,27 @@ def stf_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{PROG} stf", description="Run an STF packet test on a P4 program.")
     p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
     p.add_argument("stf", metavar="TEST.stf", help="the STF file")
-    p.add_argument("-I", "--include-dir", action="append", default=[], metavar="DIR",
-                   help="extra #include search directory")
+    p.add_argument(
+        "-I", "--include-dir", action="append", default=[], metavar="DIR", help="extra #include search directory"
+    )
     return p
 
 
 def dump_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"{PROG} dump",
-                                description="Print a running switch's tables, counters and registers by name "
-                                            "(a read-only P4Runtime client: it needs no primary role).")
+    p = argparse.ArgumentParser(
+        prog=f"{PROG} dump",
+        description="Print a running switch's tables, counters and registers by name "
+        "(a read-only P4Runtime client: it needs no primary role).",
+    )
     p.add_argument("--grpc-addr", required=True, metavar="ADDR", help="the switch's P4Runtime address")
     p.add_argument("--device-id", type=int, default=0, metavar="N", help="the P4Runtime device id (default 0)")
-    p.add_argument("what", nargs="?", default="all", choices=["tables", "counters", "registers", "all"],
-                   help="what to print (default all)")
+    p.add_argument(
+        "what",
+        nargs="?",
+        default="all",
+        choices=["tables", "counters", "registers", "all"],
+        help="what to print (default all)",
+    )
     return p
 
 
@@ -110,13 +163,15 @@ def _port_spec(text):
 
 # ---------------------------------------------------------------- commands
 
+
 def _compile(path, include_dirs=()):
     if not os.path.isfile(path):
         raise CliError(f"no such program file: {path}")
     from softswitch.compiler import compile_program
+
     try:
         return compile_program(path, include_dirs=tuple(include_dirs))
-    except Exception as e:      # P4Error carries "file:line:col: error: ..."
+    except Exception as e:  # P4Error carries "file:line:col: error: ..."
         raise CliError(str(e)) from None
 
 
@@ -137,8 +192,9 @@ def inline_includes(path, include_dirs=(), seen=None) -> str:
                 out.append(line)
                 continue
             name = match.group(1)
-            found = next((os.path.join(d, name) for d in (base, *include_dirs)
-                          if os.path.isfile(os.path.join(d, name))), None)
+            found = next(
+                (os.path.join(d, name) for d in (base, *include_dirs) if os.path.isfile(os.path.join(d, name))), None
+            )
             if found is None:
                 raise CliError(f"{path}:{lineno}: cannot find include file {name!r}")
             found = os.path.realpath(found)
@@ -156,6 +212,7 @@ def device_config_of(program, path, include_dirs=()) -> bytes:
 
 def cmd_compile(args) -> int:
     from softswitch.p4info import build_p4info, write_text
+
     program = _compile(args.program, args.include_dir)
     try:
         write_text(build_p4info(program.info), args.p4runtime_files)
@@ -168,8 +225,9 @@ def cmd_compile(args) -> int:
 
 
 def cmd_stf(args) -> int:
-    from softswitch.stf import StfError, parse_stf, StfRunner
+    from softswitch.stf import StfError, StfRunner, parse_stf
     from softswitch.switch import Switch
+
     try:
         with open(args.stf) as f:
             commands = parse_stf(f.read(), args.stf)
@@ -188,6 +246,7 @@ def cmd_stf(args) -> int:
 
 def cmd_dump(args) -> int:
     from softswitch.dump import dump
+
     return dump(args.grpc_addr, args.device_id, args.what, sys.stdout)
 
 
@@ -202,20 +261,26 @@ def cmd_run(args) -> int:
 
     log = logging.getLogger("softswitch")
     if args.log_console and args.log_level != "off":
-        logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s: %(message)s",
-                            level={"warn": "WARNING"}.get(args.log_level, args.log_level.upper()))
+        logging.basicConfig(
+            stream=sys.stderr,
+            format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+            level={"warn": "WARNING"}.get(args.log_level, args.log_level.upper()),
+        )
     else:
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="softswitch: %(message)s")
     if args.thrift_port is not None:
-        print(f"softswitch: --thrift-port {args.thrift_port} ignored: softswitch has no Thrift server "
-              "(use P4Runtime)", file=sys.stderr)
+        print(
+            f"softswitch: --thrift-port {args.thrift_port} ignored: softswitch has no Thrift server (use P4Runtime)",
+            file=sys.stderr,
+        )
 
     include_dirs = list(args.include_dir)
     name = f"device{args.device_id}"
 
     def make_switch(program):
-        return Switch(program, device_id=args.device_id, cpu_port=args.cpu_port, name=name,
-                      log=log if args.log_console else None)
+        return Switch(
+            program, device_id=args.device_id, cpu_port=args.cpu_port, name=name, log=log if args.log_console else None
+        )
 
     switch, device_config = None, b""
     if args.program:
@@ -225,9 +290,15 @@ def cmd_run(args) -> int:
         device_config = device_config_of(program, args.program, args.include_dir)
 
     ports = PortSet(handler=None)
-    service = P4RuntimeService(switch, device_id=args.device_id, cpu_port=args.cpu_port,
-                               include_dirs=include_dirs, device_config=device_config,
-                               make_switch=make_switch, transmit=ports.send)
+    service = P4RuntimeService(
+        switch,
+        device_id=args.device_id,
+        cpu_port=args.cpu_port,
+        include_dirs=include_dirs,
+        device_config=device_config,
+        make_switch=make_switch,
+        transmit=ports.send,
+    )
     ports.handler = service.process
     try:
         for number, iface in args.interface:
@@ -243,8 +314,11 @@ def cmd_run(args) -> int:
     server.start()
     ports.start()
     state = f"running {args.program}" if args.program else "waiting for a pipeline (--no-p4)"
-    print(f"softswitch: device {args.device_id}, P4Runtime on {server.address}, "
-          f"{len(ports.ports)} port(s), {state}", file=sys.stderr, flush=True)
+    print(
+        f"softswitch: device {args.device_id}, P4Runtime on {server.address}, {len(ports.ports)} port(s), {state}",
+        file=sys.stderr,
+        flush=True,
+    )
     while not stop.wait(0.5):
         pass
     ports.stop()

@@ -12,14 +12,57 @@ import re
 
 from .frontend.ast import Node, find_annotation
 from .frontend.errors import P4Error
-from .frontend.types import (BOOL, ERROR, INFINT, STRING, VOID, ActionRunT, ApplyResultT, BitT, BlockT, BoolT,
-                             EnumT, ErrorT, ExternT, HeaderT, InfIntT, ListT, StackT, StructLikeT, StructT,
-                             TypeVarT, VoidT, fits, py_field, wrap)
-from .program import (ActionInfo, ActionRef, ConstEntry, ControllerHeaderInfo, CounterInfo, DigestInfo,
-                      DirectCounterInfo, FieldInfo, KeyInfo, ParamInfo, ProgramInfo, RegisterInfo, TableInfo)
+from .frontend.types import (
+    BOOL,
+    ERROR,
+    INFINT,
+    STRING,
+    VOID,
+    ActionRunT,
+    ApplyResultT,
+    BitT,
+    BlockT,
+    BoolT,
+    EnumT,
+    ErrorT,
+    ExternT,
+    HeaderT,
+    InfIntT,
+    ListT,
+    StackT,
+    StructLikeT,
+    StructT,
+    TypeVarT,
+    VoidT,
+    fits,
+    py_field,
+    wrap,
+)
+from .program import (
+    ActionInfo,
+    ActionRef,
+    ConstEntry,
+    ControllerHeaderInfo,
+    CounterInfo,
+    DigestInfo,
+    DirectCounterInfo,
+    FieldInfo,
+    KeyInfo,
+    ParamInfo,
+    ProgramInfo,
+    RegisterInfo,
+    TableInfo,
+)
 
-CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort", "ParserTimeout",
-               "ParserInvalidArgument"]
+CORE_ERRORS = [
+    "NoError",
+    "PacketTooShort",
+    "NoMatch",
+    "StackOutOfBounds",
+    "HeaderTooShort",
+    "ParserTimeout",
+    "ParserInvalidArgument",
+]
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 SUPPORTED_HASHES = ("crc16", "crc32", "csum16", "xor16", "identity")
 
@@ -31,9 +74,16 @@ class E:
     __slots__ = ("code", "type", "lv", "const", "sym", "items", "slice", "obj")
 
     def __init__(self, code, type, lv=False, const=None, sym=None, items=None, slice=None, obj=None):
-        self.code, self.type, self.lv, self.const, self.sym, self.items, self.slice = \
-            code, type, lv, const, sym, items, slice
-        self.obj = obj      # for a header/struct/stack object: what rebinds it (a key of CodeGen.rebound)
+        self.code, self.type, self.lv, self.const, self.sym, self.items, self.slice = (
+            code,
+            type,
+            lv,
+            const,
+            sym,
+            items,
+            slice,
+        )
+        self.obj = obj  # for a header/struct/stack object: what rebinds it (a key of CodeGen.rebound)
 
 
 class Sym:
@@ -42,8 +92,15 @@ class Sym:
     __slots__ = ("kind", "type", "code", "value", "decl", "lv", "extra")
 
     def __init__(self, kind, type=None, code=None, value=None, decl=None, lv=False, extra=None):
-        self.kind, self.type, self.code, self.value, self.decl, self.lv, self.extra = \
-            kind, type, code, value, decl, lv, extra
+        self.kind, self.type, self.code, self.value, self.decl, self.lv, self.extra = (
+            kind,
+            type,
+            code,
+            value,
+            decl,
+            lv,
+            extra,
+        )
 
 
 class Scope:
@@ -161,8 +218,8 @@ class ActionDef:
 class TableDef:
     def __init__(self, decl, fq, pyname):
         self.decl, self.fq, self.pyname = decl, fq, pyname
-        self.actions: dict[str, ActionDef] = {}    # fq -> def
-        self.bound: dict[str, str] = {}            # fq -> wrapper passing the actions list's bound arguments
+        self.actions: dict[str, ActionDef] = {}  # fq -> def
+        self.bound: dict[str, str] = {}  # fq -> wrapper passing the actions list's bound arguments
 
 
 class Ctx:
@@ -180,21 +237,21 @@ class CodeGen:
     def __init__(self, decls, program_name, no_hoist=frozenset()):
         self.decls = decls
         self.no_hoist = no_hoist
-        self.rebound = set()         # objects some assignment replaces: ("root",) or (struct type, field)
-        self.hoist = None            # local name -> code, for the function being generated (None: off)
-        self.hoisted = set()         # objects kept in a local somewhere
+        self.rebound = set()  # objects some assignment replaces: ("root",) or (struct type, field)
+        self.hoist = None  # local name -> code, for the function being generated (None: off)
+        self.hoisted = set()  # objects kept in a local somewhere
         self.g = Scope()
         self.info = ProgramInfo(name=program_name)
-        self.mod = Py(0)           # module level: classes, extract/pack functions
-        self.build = Py(1)         # inside build(RT)
+        self.mod = Py(0)  # module level: classes, extract/pack functions
+        self.build = Py(1)  # inside build(RT)
         self.errors = {n: i for i, n in enumerate(CORE_ERRORS)}
         self.match_kinds = set()
         self.uid = 0
         self.struct_types: list[StructLikeT] = []
-        self.direct_counters = {}    # fq -> [unit, table or None, pos]
+        self.direct_counters = {}  # fq -> [unit, table or None, pos]
         self.digests = {}
         self.table_defs = []
-        self.actions_used = {}       # fq -> ActionInfo
+        self.actions_used = {}  # fq -> ActionInfo
 
     def fresh(self, base):
         self.uid += 1
@@ -219,15 +276,19 @@ class CodeGen:
             self.info.direct_counters.append(DirectCounterInfo(fq, table, unit))
         self.info.actions = list(self.actions_used.values())
         self.info.digests = list(self.digests.values())
-        head = ["# Generated by softswitch from a P4_16 program; do not edit.",
-                "from struct import Struct",
-                "from softswitch.runtime.support import (ParserError, ExitCtl, Stack, stack_next, stack_last,",
-                "    compute_hash, bits_to_bytes, csum16_bits, HASHES, from_list)", ""]
+        head = [
+            "# Generated by softswitch from a P4_16 program; do not edit.",
+            "from struct import Struct",
+            "from softswitch.runtime.support import (ParserError, ExitCtl, Stack, stack_next, stack_last,",
+            "    compute_hash, bits_to_bytes, csum16_bits, HASHES, from_list)",
+            "",
+        ]
         b = self.build.lines
         fl = self.field_lists
         out = head + self.mod.lines + ["", "def build(RT):", "    PS = RT.state"] + b
-        out.append("    return {" + ", ".join(f"{k!r}: {v}" for k, v in blocks.items())
-                   + f", 'field_lists': {fl!r}" + "}")
+        out.append(
+            "    return {" + ", ".join(f"{k!r}: {v}" for k, v in blocks.items()) + f", 'field_lists': {fl!r}" + "}"
+        )
         return "\n".join(out) + "\n"
 
     # ------------------------------------------------------------------ declarations
@@ -293,20 +354,19 @@ class CodeGen:
                 if isinstance(fty, EnumT) and fty.base is not None:
                     fty = fty
                 elif not isinstance(fty, BitT):
-                    raise P4Error(f.pos, f"field '{f.name}' of header {d.name} must be bit<N> or int<N>, "
-                                         f"not {fty}")
+                    raise P4Error(f.pos, f"field '{f.name}' of header {d.name} must be bit<N> or int<N>, not {fty}")
             elif isinstance(fty, (ExternT, BlockT, VoidT)):
                 raise P4Error(f.pos, f"field '{f.name}' of struct {d.name} cannot have type {fty}")
             ty.add(f.name, fty, f.annos)
         if isinstance(ty, HeaderT):
             w = sum(self.width_of(t) for _, t in ty.fields)
             if w % 8:
-                raise P4Error(d.pos, f"header {d.name} is {w} bits wide; softswitch (like BMv2) needs a "
-                                     f"multiple of 8")
+                raise P4Error(d.pos, f"header {d.name} is {w} bits wide; softswitch (like BMv2) needs a multiple of 8")
             ch = find_annotation(d.annos, "controller_header")
             if ch and ch.args:
-                self.info.controller_headers.append(ControllerHeaderInfo(
-                    ch.args[0], tuple(FieldInfo(n, self.width_of(t)) for n, t in ty.fields)))
+                self.info.controller_headers.append(
+                    ControllerHeaderInfo(ch.args[0], tuple(FieldInfo(n, self.width_of(t)) for n, t in ty.fields))
+                )
         self.struct_types.append(ty)
         self.gen_struct_class(ty)
 
@@ -376,8 +436,9 @@ class CodeGen:
         nb = W // 8
         runs = _struct_runs(fields)
         if runs is not None:
-            fmt = "!" + "".join(_STRUCT_CODES[w].lower() if len(fs) == 1 and fs[0][2] else _STRUCT_CODES[w]
-                                for w, fs in runs)
+            fmt = "!" + "".join(
+                _STRUCT_CODES[w].lower() if len(fs) == 1 and fs[0][2] else _STRUCT_CODES[w] for w, fs in runs
+            )
             m.w(f"S_{ty.name} = Struct({fmt!r})")
         m.w(f"def X_{ty.name}(h, data, off):")
         m.level += 1
@@ -517,19 +578,28 @@ class CodeGen:
             # `{a, b, ...}` as a header/struct value: a new object, fields in order (a header is valid)
             items = [self.coerce(it, ft, pos, what) for it, (_, ft) in zip(e.items, ty.fields)]
             names = tuple(py_field(f) for f, _ in ty.fields)
-            vals = "".join(f"{it.code}.copy(), " if isinstance(it.type, (StructLikeT, StackT)) else f"{it.code}, "
-                           for it in items)
+            vals = "".join(
+                f"{it.code}.copy(), " if isinstance(it.type, (StructLikeT, StackT)) else f"{it.code}, " for it in items
+            )
             return E(f"from_list({ty.pyname}(), {names!r}, ({vals}), {isinstance(ty, HeaderT)})", ty)
         if isinstance(ty, StructLikeT) and isinstance(e.type, ListT):
             raise P4Error(pos, f"a list of {len(e.items)} values cannot be a {ty} value ({len(ty.fields)} fields)")
-        raise P4Error(pos, what(e.type, ty) if callable(what) else
-                      f"type mismatch in {what}: expected {ty}, got {e.type}")
+        raise P4Error(
+            pos, what(e.type, ty) if callable(what) else f"type mismatch in {what}: expected {ty}, got {e.type}"
+        )
 
     def describe(self, e):
         if e.sym is not None:
-            return {"table": "a table", "action": "an action", "extern": "an extern instance",
-                    "ctlinst": "a control instance", "type": "a type", "packet_in": "packet_in",
-                    "packet_out": "packet_out", "externfn": "an extern function"}.get(e.sym.kind, e.sym.kind)
+            return {
+                "table": "a table",
+                "action": "an action",
+                "extern": "an extern instance",
+                "ctlinst": "a control instance",
+                "type": "a type",
+                "packet_in": "packet_in",
+                "packet_out": "packet_out",
+                "externfn": "an extern function",
+            }.get(e.sym.kind, e.sym.kind)
         return "this expression"
 
     def val(self, e, pos):
@@ -542,7 +612,7 @@ class CodeGen:
     def mk(self, code, ty, *parts):
         """An expression; folded to a constant when every operand is constant."""
         if parts and all(p.const is not None for p in parts):
-            v = eval(code, {"min": min, "max": max})    # noqa: S307 - code built from our own literals
+            v = eval(code, {"min": min, "max": max})  # noqa: S307 - code built from our own literals
             v = wrap(v, ty) if isinstance(ty, BitT) else v
             return E(repr(v), ty, const=v)
         return E(code, ty)
@@ -850,9 +920,12 @@ class CodeGen:
                     if not (isinstance(pt, TypeVarT)):
                         raise P4Error(a.pos, f"argument '{pname}' of '{fname}' must be {pt}, got {e.type}")
             else:
-                e = self.coerce(e, pt, a.pos,
-                                lambda got, want, pname=pname: f"argument '{pname}' of '{fname}' must be {want}, "
-                                                               f"got {got}")
+                e = self.coerce(
+                    e,
+                    pt,
+                    a.pos,
+                    lambda got, want, pname=pname: f"argument '{pname}' of '{fname}' must be {want}, got {got}",
+                )
             out.append(e)
         return out
 
@@ -951,8 +1024,9 @@ class CodeGen:
             args = self.check_args(decl.name, params, n.args, sc, n.pos)
             codes, outs = [], []
             for (pname, d, pt), a in zip(params, args):
-                codes.append(f"{a.code}.copy()" if isinstance(pt, (StructLikeT, StackT)) and d in (None, "in")
-                             else a.code)
+                codes.append(
+                    f"{a.code}.copy()" if isinstance(pt, (StructLikeT, StackT)) and d in (None, "in") else a.code
+                )
                 if d in ("out", "inout") and not isinstance(pt, (StructLikeT, StackT)):
                     outs.append(a.code)
             self.emit_call_with_outs(f"{pyname}({', '.join(codes)})", outs)
@@ -983,8 +1057,11 @@ class CodeGen:
         if mname == "extract":
             self.stmt_only(n, ctx, "extract")
             if len(n.args) != 1:
-                raise P4Error(n.pos, f"wrong number of arguments to 'extract': expected 1, got {len(n.args)} "
-                                     f"(variable-size extract is not supported)")
+                raise P4Error(
+                    n.pos,
+                    f"wrong number of arguments to 'extract': expected 1, got {len(n.args)} "
+                    f"(variable-size extract is not supported)",
+                )
             a = n.args[0]
             e = self.val(self.expr(a, sc), a.pos)
             if not isinstance(e.type, HeaderT):
@@ -1018,15 +1095,17 @@ class CodeGen:
         raise P4Error(n.pos, f"packet_in.{mname} is not supported by softswitch")
 
     def call_extern_method(self, n, bs, mname, sc, ctx):
-        inst = bs.extra        # dict: type, fq, code, size, elem
+        inst = bs.extra  # dict: type, fq, code, size, elem
         ename = inst["type"].name
         decl = inst["type"].decl
         meths = [m for m in decl.methods if m.name == mname and not m.ctor]
         if not meths:
             raise P4Error(n.pos, f"extern {ename} has no method '{mname}'")
         meth = meths[0]
-        tvars = {tp: (inst["type"].targs[i] if i < len(inst["type"].targs) else TypeVarT(tp))
-                 for i, tp in enumerate(decl.tparams)}
+        tvars = {
+            tp: (inst["type"].targs[i] if i < len(inst["type"].targs) else TypeVarT(tp))
+            for i, tp in enumerate(decl.tparams)
+        }
         for tp in meth.tparams:
             tvars[tp] = TypeVarT(tp)
         params = self.param_types(meth.params, self.g, tvars)
@@ -1077,6 +1156,7 @@ class CodeGen:
                 raise P4Error(pos, "an integer literal in a field list needs a width (e.g. 8w0)")
             else:
                 raise P4Error(pos, f"cannot use {t} in a field list")
+
         add(e)
         total = sum(w for _, w in parts)
         shift = total
@@ -1099,8 +1179,8 @@ class CodeGen:
                 continue
             if it.code == root:
                 paths += [py_field(f) for f, _ in self.meta_type.fields]
-            elif it.code.startswith(root + ".") and re.fullmatch(r"[\w.]+", it.code[len(root) + 1:]):
-                paths.append(it.code[len(root) + 1:])
+            elif it.code.startswith(root + ".") and re.fullmatch(r"[\w.]+", it.code[len(root) + 1 :]):
+                paths.append(it.code[len(root) + 1 :])
         if not paths:
             return None
         key = f"data{len([k for k in self.field_lists if isinstance(k, str)])}"
@@ -1122,7 +1202,7 @@ class CodeGen:
         params = self.param_types(decl.params, self.g, tvars)
         saved_hoist = self.hoist
         if fname in ("clone3", "resubmit", "recirculate"):
-            self.hoist = None          # data_field_list() recognises the metadata fields by their plain code
+            self.hoist = None  # data_field_list() recognises the metadata fields by their plain code
         args = self.check_args(fname, params, n.args, sc, n.pos)
         self.hoist = saved_hoist
         self.stmt_only(n, ctx, fname)
@@ -1140,14 +1220,20 @@ class CodeGen:
             res, algo, base, data, mx = args
             aname = self.const_enum(algo, "HashAlgorithm", n.args[1].pos, "the hash algorithm")
             if aname not in SUPPORTED_HASHES:
-                raise P4Error(n.args[1].pos, f"hash algorithm {aname} is not supported by softswitch "
-                                             f"(supported: {', '.join(SUPPORTED_HASHES)})")
+                raise P4Error(
+                    n.args[1].pos,
+                    f"hash algorithm {aname} is not supported by softswitch (supported: {', '.join(SUPPORTED_HASHES)})",
+                )
             if not isinstance(res.type, BitT):
                 raise P4Error(n.args[0].pos, f"the hash result must be bit<N>, got {res.type}")
             vc, nb = self.serialize(data, n.args[3].pos)
             o.w(f"{res.code} = compute_hash({aname!r}, {vc}, {nb}, {base.code}, {mx.code}, {res.type.width})")
-        elif fname in ("verify_checksum", "update_checksum", "verify_checksum_with_payload",
-                       "update_checksum_with_payload"):
+        elif fname in (
+            "verify_checksum",
+            "update_checksum",
+            "verify_checksum_with_payload",
+            "update_checksum_with_payload",
+        ):
             c, data, ck, algo = args
             aname = self.const_enum(algo, "HashAlgorithm", n.args[3].pos, "the checksum algorithm")
             if aname not in SUPPORTED_HASHES:
@@ -1181,8 +1267,10 @@ class CodeGen:
                 raise P4Error(n.pos, f"digest needs a struct type, got {t}")
             if isinstance(data.type, ListT):
                 if len(data.items) != len(t.fields):
-                    raise P4Error(n.args[1].pos, f"digest data has {len(data.items)} values; struct {t.name} "
-                                                 f"has {len(t.fields)} fields")
+                    raise P4Error(
+                        n.args[1].pos,
+                        f"digest data has {len(data.items)} values; struct {t.name} has {len(t.fields)} fields",
+                    )
                 vals = []
                 for (fname_, ft), it in zip(t.fields, data.items):
                     it = self.coerce(it, ft, n.args[1].pos, f"field {fname_} of digest {t.name}")
@@ -1194,8 +1282,9 @@ class CodeGen:
             for f, ft in t.fields:
                 if not isinstance(ft, (BitT, BoolT)) and not (isinstance(ft, EnumT) and ft.base):
                     raise P4Error(n.pos, f"digest struct {t.name}: field {f} must be bit<N>")
-            self.digests.setdefault(t.name, DigestInfo(
-                t.name, tuple(FieldInfo(f, self.width_of(ft)) for f, ft in t.fields)))
+            self.digests.setdefault(
+                t.name, DigestInfo(t.name, tuple(FieldInfo(f, self.width_of(ft)) for f, ft in t.fields))
+            )
             d = ", ".join(f"{f!r}: {v}" for (f, _), v in zip(t.fields, vals))
             o.w(f"PS.digests.append(({t.name!r}, {{{d}}}))")
         elif fname in ("clone", "clone_preserving_field_list", "clone3"):
@@ -1278,8 +1367,7 @@ class CodeGen:
             py = self.fresh("l_" + s.name)
             if s.init is not None:
                 e = self.val(self.expr(s.init, sc), s.init.pos)
-                e = self.coerce(e, ty, s.init.pos, lambda got, want: f"cannot initialize {want} '{s.name}' "
-                                                                      f"with {got}")
+                e = self.coerce(e, ty, s.init.pos, lambda got, want: f"cannot initialize {want} '{s.name}' with {got}")
                 code = f"{e.code}.copy()" if isinstance(ty, (StructLikeT, StackT)) else e.code
             else:
                 code = self.default_code(ty)
@@ -1299,8 +1387,7 @@ class CodeGen:
         if not lhs.lv:
             raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)} (read-only)")
         rhs = self.val(self.expr(s.rhs, sc), s.rhs.pos)
-        rhs = self.coerce(rhs, lhs.type, s.rhs.pos,
-                          lambda got, want: f"cannot assign {got} to {want} without a cast")
+        rhs = self.coerce(rhs, lhs.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast")
         if lhs.slice is not None:
             base, hi, lo = lhs.slice
             w = hi - lo + 1
@@ -1349,6 +1436,7 @@ class CodeGen:
                 if le.const is None:
                     raise P4Error(lab.pos, "a switch case label must be a constant")
                 return le.code
+
         pending = []
         first = True
         seen = set()
@@ -1398,14 +1486,20 @@ class CodeGen:
                 raise P4Error(a.pos, f"'{a.func.name}' is not a parser or control")
             want = "Parser" if role == "parser" else "Control"
             if s.decl.kind != want:
-                raise P4Error(a.pos, f"V1Switch argument '{role}' must be a {want.lower()}, "
-                                     f"but {a.func.name} is a {s.decl.kind.lower()}")
+                raise P4Error(
+                    a.pos,
+                    f"V1Switch argument '{role}' must be a {want.lower()}, "
+                    f"but {a.func.name} is a {s.decl.kind.lower()}",
+                )
             decls.append(s.decl)
         counts = [4, 2, 3, 3, 2, 2]
         for role, d, c in zip(roles, decls, counts):
             if len(d.params) != c:
-                raise P4Error(d.pos, f"{d.kind.lower()} {d.name} used as V1Switch's {role} must have {c} "
-                                     f"parameters, has {len(d.params)}")
+                raise P4Error(
+                    d.pos,
+                    f"{d.kind.lower()} {d.name} used as V1Switch's {role} must have {c} "
+                    f"parameters, has {len(d.params)}",
+                )
         ptypes = [self.param_types(d.params, self.g, {}) for d in decls]
         H = ptypes[0][1][2]
         M = ptypes[0][2][2]
@@ -1561,8 +1655,12 @@ class CodeGen:
             lo = self.coerce(self.val(self.expr(it.lo, sc), it.pos), ty, it.pos, "select range")
             hi = self.coerce(self.val(self.expr(it.hi, sc), it.pos), ty, it.pos, "select range")
             return [f"{lo.code} <= {v} <= {hi.code}"]
-        e = self.coerce(self.val(self.expr(it, sc), it.pos), ty, it.pos,
-                        lambda got, want: f"select case value of type {got} does not match key type {want}")
+        e = self.coerce(
+            self.val(self.expr(it, sc), it.pos),
+            ty,
+            it.pos,
+            lambda got, want: f"select case value of type {got} does not match key type {want}",
+        )
         return [f"{v} == {e.code}"]
 
     # ------------------------------------------------------------------ controls
@@ -1586,12 +1684,12 @@ class CodeGen:
                 continue
             if isinstance(t, ExternT) and t.name == "packet_in":
                 raise P4Error(p.pos, "packet_in is only available in parsers")
-            root = py if isinstance(t, (StructLikeT, StackT)) else None     # an object: may live in a local
+            root = py if isinstance(t, (StructLikeT, StackT)) else None  # an object: may live in a local
             sc.add(p.name, Sym("var", t, code=f"C.{py}", lv=p.direction in ("out", "inout"), extra=root), p.pos)
             if p.direction in ("out", "inout") and not isinstance(t, (StructLikeT, StackT)):
                 ret_outs.append(f"C.{py}")
             if t == getattr(self, "meta_type", None):
-                self.meta_code = f"C.{py}"      # where clone3/resubmit/recirculate data finds user metadata
+                self.meta_code = f"C.{py}"  # where clone3/resubmit/recirculate data finds user metadata
         cls = self.fresh("Ctx_" + prefix)
         fn = self.fresh("c_" + prefix)
         init = Py(2)
@@ -1609,8 +1707,9 @@ class CodeGen:
                 if ld.init is not None:
                     self.out = init
                     e = self.val(self.expr(ld.init, sc), ld.init.pos)
-                    e = self.coerce(e, ty, ld.init.pos, lambda got, want: f"cannot initialize {want} "
-                                                                          f"'{ld.name}' with {got}")
+                    e = self.coerce(
+                        e, ty, ld.init.pos, lambda got, want: f"cannot initialize {want} '{ld.name}' with {got}"
+                    )
                     code = f"{e.code}.copy()" if isinstance(ty, (StructLikeT, StackT)) else e.code
                 else:
                     code = self.default_code(ty)
@@ -1685,7 +1784,7 @@ class CodeGen:
     def action_info(self, ad):
         if ad.fq not in self.actions_used:
             ps = []
-            for (pname, d, pt) in ad.params:
+            for pname, d, pt in ad.params:
                 if d is None:
                     ps.append(ParamInfo(pname, self.width_of(pt)))
             self.actions_used[ad.fq] = ActionInfo(ad.fq, tuple(ps), tuple("@" + a.name for a in ad.decl.annos))
@@ -1756,7 +1855,7 @@ class CodeGen:
             raise P4Error(d.pos, f"table {d.name} has no actions property")
         keys, key_codes = [], []
         self.out = Py(2)
-        for k in (props["key"].value if "key" in props else []):
+        for k in props["key"].value if "key" in props else []:
             e = self.val(self.expr(k.expr, sc), k.expr.pos)
             if k.match_kind not in self.match_kinds:
                 raise P4Error(k.mkpos, f"undeclared match kind '{k.match_kind}'")
@@ -1792,11 +1891,17 @@ class CodeGen:
             ndir = sum(1 for p in ad.params if p[1] is not None)
             if len(ar.args) != ndir:
                 if ndir == 0:
-                    raise P4Error(ar.pos, f"action {ar.name} has no directional parameters to bind in a table's "
-                                          f"actions list (its parameters come from the control plane)")
-                raise P4Error(ar.pos, f"action {ar.name} in table {d.name} must bind its {ndir} directional "
-                                      f"parameter(s) ({', '.join(p[0] for p in ad.params[:ndir])}), "
-                                      f"got {len(ar.args)} argument(s)")
+                    raise P4Error(
+                        ar.pos,
+                        f"action {ar.name} has no directional parameters to bind in a table's "
+                        f"actions list (its parameters come from the control plane)",
+                    )
+                raise P4Error(
+                    ar.pos,
+                    f"action {ar.name} in table {d.name} must bind its {ndir} directional "
+                    f"parameter(s) ({', '.join(p[0] for p in ad.params[:ndir])}), "
+                    f"got {len(ar.args)} argument(s)",
+                )
             if ndir:
                 td.bound[ad.fq] = self.bind_action_args(ar, ad, ndir, sc, fq)
             td.actions[ad.fq] = ad
@@ -1818,15 +1923,19 @@ class CodeGen:
             params = [p for p in ad.params if p[1] is None]
             ndir = len(ad.params) - len(params)
             if len(ar.args) != len(ad.params) and not (ndir and len(ar.args) == len(params)):
-                raise P4Error(ar.pos, f"wrong number of arguments to '{ar.name}': expected {len(ad.params)}, "
-                                      f"got {len(ar.args)}")
+                raise P4Error(
+                    ar.pos, f"wrong number of arguments to '{ar.name}': expected {len(ad.params)}, got {len(ar.args)}"
+                )
             # the directional arguments repeat the binding of the actions list (p4c requires the same ones)
-            data_args = ar.args[len(ar.args) - len(params):]
+            data_args = ar.args[len(ar.args) - len(params) :]
             vals = []
             for (pname, _, pt), a in zip(params, data_args):
-                e = self.coerce(self.val(self.expr(a, sc), a.pos), pt, a.pos,
-                                lambda got, want, pname=pname: f"argument '{pname}' of '{ar.name}' must be {want}, "
-                                                               f"got {got}")
+                e = self.coerce(
+                    self.val(self.expr(a, sc), a.pos),
+                    pt,
+                    a.pos,
+                    lambda got, want, pname=pname: f"argument '{pname}' of '{ar.name}' must be {want}, got {got}",
+                )
                 if e.const is None:
                     raise P4Error(a.pos, f"argument '{pname}' of '{ar.name}' must be a constant here")
                 v = e.const
@@ -1880,8 +1989,7 @@ class CodeGen:
                 if len(items) != len(keys):
                     raise P4Error(ks.pos, f"entry has {len(items)} key values, table {d.name} has {len(keys)} keys")
                 matches = tuple(self.entry_match(k, it, sc) for k, it in zip(keys, items))
-                ead, eargs = action_call(Node("ActionRef", en.apos, name=en.action, args=en.args, annos=[]),
-                                         "action")
+                ead, eargs = action_call(Node("ActionRef", en.apos, name=en.action, args=en.args, annos=[]), "action")
                 ref = [r for r in refs if r.name == ead.fq][0]
                 if ref.scope == "DEFAULT_ONLY":
                     raise P4Error(en.apos, f"action {en.action} is @defaultonly: it cannot be used in an entry")
@@ -1891,9 +1999,21 @@ class CodeGen:
                 else:
                     prio = (prio_auto - i) if needs_prio else None
                 entries.append(ConstEntry(matches, ead.fq, eargs, prio))
-        self.info.tables.append(TableInfo(
-            fq, tuple(keys), tuple(refs), default, tuple(dargs), bool(const_default), tuple(entries),
-            is_const, size, dc, tuple("@" + a.name for a in d.annos)))
+        self.info.tables.append(
+            TableInfo(
+                fq,
+                tuple(keys),
+                tuple(refs),
+                default,
+                tuple(dargs),
+                bool(const_default),
+                tuple(entries),
+                is_const,
+                size,
+                dc,
+                tuple("@" + a.name for a in d.annos),
+            )
+        )
         tv = self.fresh("T_" + fq)
         b = self.build
         b.w(f"{tv} = RT.table({fq!r})")
@@ -1940,11 +2060,16 @@ class CodeGen:
                 return int(e.const)
             if isinstance(e.type, EnumT) or isinstance(e.type, ErrorT):
                 return e.const
-            e = self.coerce(e, ty, x.pos, lambda got, want: f"entry value of type {got} does not match key "
-                                                             f"{key.name} of type {want}")
+            e = self.coerce(
+                e,
+                ty,
+                x.pos,
+                lambda got, want: f"entry value of type {got} does not match key {key.name} of type {want}",
+            )
             if e.const is None:
                 raise P4Error(x.pos, "table entry values must be constants")
             return e.const & _mask(w)
+
         if it.kind == "Default":
             if mk == "exact":
                 raise P4Error(it.pos, f"key {key.name} is exact: an entry cannot leave it as a wildcard")
@@ -1973,4 +2098,3 @@ class CodeGen:
         if mk == "range":
             return ("range", v, v)
         return ("optional", v, False)
-

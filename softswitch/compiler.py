@@ -14,7 +14,7 @@ from .frontend.parser import parse
 from .frontend.preprocess import Preprocessor
 from .program import ProgramInfo
 
-_cache: dict[str, "CompiledProgram"] = {}
+_cache: dict[str, CompiledProgram] = {}
 _lock = threading.Lock()
 
 
@@ -27,7 +27,7 @@ class CompiledProgram:
         self.module = types.ModuleType(f"softswitch_prog_{info.name}_{source_hash[:12]}")
         self.module.__file__ = f"<softswitch:{path}>"
         code = compile(python_source, self.module.__file__, "exec")
-        exec(code, self.module.__dict__)      # noqa: S102 - our own generated code
+        exec(code, self.module.__dict__)  # noqa: S102 - our own generated code
 
     def build(self, runtime):
         """The program's blocks bound to one switch's runtime state."""

@@ -51,7 +51,8 @@ class DumpClient:
         self.timeout = timeout
         self.address = address
         request = p4runtime_pb2.GetForwardingPipelineConfigRequest(
-            device_id=device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+            device_id=device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE
+        )
         try:
             reply = self.stub.GetForwardingPipelineConfig(request, timeout=timeout)
         except grpc.RpcError as e:
@@ -91,8 +92,11 @@ def dump_tables(client: DumpClient, out) -> None:
         for entry in entries:
             key = " ".join(format_match(fields[fm.field_id], fm) for fm in entry.match) or "(match all)"
             prio = f" priority={entry.priority}" if entry.priority else ""
-            counted = (f" [packets={entry.counter_data.packet_count} bytes={entry.counter_data.byte_count}]"
-                       if entry.HasField("counter_data") else "")
+            counted = (
+                f" [packets={entry.counter_data.packet_count} bytes={entry.counter_data.byte_count}]"
+                if entry.HasField("counter_data")
+                else ""
+            )
             print(f"  {key}{prio} -> {format_action(client.index, entry.action.action)}{counted}", file=out)
         for entry in defaults:
             print(f"  default -> {format_action(client.index, entry.action.action)}", file=out)
@@ -104,8 +108,7 @@ def dump_counters(client: DumpClient, out) -> None:
         entity.counter_entry.counter_id = counter.preamble.id
         cells = [e.counter_entry for e in client.read(entity)]
         nonzero = [c for c in cells if c.data.packet_count or c.data.byte_count]
-        print(f"counter {counter.preamble.name} (size {counter.size}, "
-              f"{len(cells) - len(nonzero)} zero)", file=out)
+        print(f"counter {counter.preamble.name} (size {counter.size}, {len(cells) - len(nonzero)} zero)", file=out)
         for c in nonzero:
             print(f"  [{c.index.index}] packets={c.data.packet_count} bytes={c.data.byte_count}", file=out)
 
@@ -116,8 +119,7 @@ def dump_registers(client: DumpClient, out) -> None:
         entity.register_entry.register_id = register.preamble.id
         cells = [e.register_entry for e in client.read(entity)]
         nonzero = [c for c in cells if _int(c.data.bitstring)]
-        print(f"register {register.preamble.name} (size {register.size}, "
-              f"{len(cells) - len(nonzero)} zero)", file=out)
+        print(f"register {register.preamble.name} (size {register.size}, {len(cells) - len(nonzero)} zero)", file=out)
         for c in nonzero:
             print(f"  [{c.index.index}] = 0x{_int(c.data.bitstring):x}", file=out)
 
@@ -125,6 +127,7 @@ def dump_registers(client: DumpClient, out) -> None:
 def dump(address: str, device_id: int, what: str, out) -> int:
     """Print the requested state; returns the exit status (1 with a one-line error on failure)."""
     import sys
+
     try:
         client = DumpClient(address, device_id)
         try:

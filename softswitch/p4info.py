@@ -21,13 +21,13 @@ from p4.config.v1 import p4info_pb2
 from softswitch.program import ProgramInfo
 
 Prefix = p4info_pb2.P4Ids
-PREFIX_ACTION = Prefix.ACTION                       # 0x01
-PREFIX_TABLE = Prefix.TABLE                         # 0x02
+PREFIX_ACTION = Prefix.ACTION  # 0x01
+PREFIX_TABLE = Prefix.TABLE  # 0x02
 PREFIX_CONTROLLER_HEADER = Prefix.CONTROLLER_HEADER  # 0x04
-PREFIX_COUNTER = Prefix.COUNTER                     # 0x12
-PREFIX_DIRECT_COUNTER = Prefix.DIRECT_COUNTER       # 0x13
-PREFIX_REGISTER = Prefix.REGISTER                   # 0x16
-PREFIX_DIGEST = Prefix.DIGEST                       # 0x17
+PREFIX_COUNTER = Prefix.COUNTER  # 0x12
+PREFIX_DIRECT_COUNTER = Prefix.DIRECT_COUNTER  # 0x13
+PREFIX_REGISTER = Prefix.REGISTER  # 0x16
+PREFIX_DIGEST = Prefix.DIGEST  # 0x17
 
 MATCH_TYPES = {
     "exact": p4info_pb2.MatchField.EXACT,
@@ -180,8 +180,12 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             raise ValueError(f"direct counter {counter.name} is attached to unknown table {counter.table}")
         msg.direct_table_id = table_ids[counter.table]
 
-    for header, msg in _described(p4info.controller_packet_metadata, info.controller_headers, header_ids,
-                                  lambda h: [f'@controller_header("{h.name}")']):
+    for header, msg in _described(
+        p4info.controller_packet_metadata,
+        info.controller_headers,
+        header_ids,
+        lambda h: [f'@controller_header("{h.name}")'],
+    ):
         for field_id, fld in enumerate(header.fields, start=1):
             md = msg.metadata.add()
             md.id = field_id
@@ -193,7 +197,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         msg.size = register.size
 
     for digest, msg in _described(p4info.digests, info.digests, digest_ids):
-        getattr(msg.type_spec, "struct").name = digest.name
+        msg.type_spec.struct.name = digest.name
         struct = p4info.type_info.structs[digest.name]
         for fld in digest.fields:
             member = struct.members.add()
@@ -225,8 +229,7 @@ class P4InfoError(ValueError):
 class P4InfoIndex:
     """ID <-> object lookups over one P4Info message."""
 
-    KINDS = ("tables", "actions", "counters", "direct_counters", "registers", "digests",
-             "controller_packet_metadata")
+    KINDS = ("tables", "actions", "counters", "direct_counters", "registers", "digests", "controller_packet_metadata")
 
     def __init__(self, p4info: p4info_pb2.P4Info):
         self.p4info = p4info
@@ -239,8 +242,9 @@ class P4InfoIndex:
                 if pid == 0:
                     raise P4InfoError(f"{kind[:-1]} {obj.preamble.name!r} has no id")
                 if pid in self.by_id:
-                    raise P4InfoError(f"duplicate id 0x{pid:08x} ({obj.preamble.name} and "
-                                      f"{self.by_id[pid].preamble.name})")
+                    raise P4InfoError(
+                        f"duplicate id 0x{pid:08x} ({obj.preamble.name} and {self.by_id[pid].preamble.name})"
+                    )
                 self.by_id[pid] = obj
                 names[obj.preamble.name] = obj
         for table in p4info.tables:
@@ -249,16 +253,20 @@ class P4InfoIndex:
                     raise P4InfoError(f"table {table.preamble.name} refers to unknown action id {ref.id}")
         for dc in p4info.direct_counters:
             if not isinstance(self.by_id.get(dc.direct_table_id), p4info_pb2.Table):
-                raise P4InfoError(f"direct counter {dc.preamble.name} refers to unknown table id "
-                                  f"{dc.direct_table_id}")
+                raise P4InfoError(f"direct counter {dc.preamble.name} refers to unknown table id {dc.direct_table_id}")
 
     def get(self, kind: str, obj_id: int):
         """The object of ``kind`` with this id, or None."""
         obj = self.by_id.get(obj_id)
-        cls = {"tables": p4info_pb2.Table, "actions": p4info_pb2.Action,
-               "counters": p4info_pb2.Counter, "direct_counters": p4info_pb2.DirectCounter,
-               "registers": p4info_pb2.Register, "digests": p4info_pb2.Digest,
-               "controller_packet_metadata": p4info_pb2.ControllerPacketMetadata}[kind]
+        cls = {
+            "tables": p4info_pb2.Table,
+            "actions": p4info_pb2.Action,
+            "counters": p4info_pb2.Counter,
+            "direct_counters": p4info_pb2.DirectCounter,
+            "registers": p4info_pb2.Register,
+            "digests": p4info_pb2.Digest,
+            "controller_packet_metadata": p4info_pb2.ControllerPacketMetadata,
+        }[kind]
         return obj if isinstance(obj, cls) else None
 
     def named(self, kind: str, name: str):
@@ -266,8 +274,7 @@ class P4InfoIndex:
         objs = self.by_name[kind]
         if name in objs:
             return objs[name]
-        matches = [o for o in objs.values() if o.preamble.alias == name
-                   or o.preamble.name.rsplit(".", 1)[-1] == name]
+        matches = [o for o in objs.values() if o.preamble.alias == name or o.preamble.name.rsplit(".", 1)[-1] == name]
         return matches[0] if len(matches) == 1 else None
 
     def direct_counter_of(self, table_id: int):
@@ -281,6 +288,7 @@ class P4InfoIndex:
 
     def check_against(self, info: ProgramInfo) -> None:
         """Raise P4InfoError unless every object of this P4Info exists in the program with the same shape."""
+
         def find(items, name, what):
             for item in items:
                 if item.name == name:
@@ -292,37 +300,41 @@ class P4InfoIndex:
             keys = [(k.name, MATCH_TYPES.get(k.match_kind), k.bitwidth) for k in table.keys]
             given = [(m.name, m.match_type, m.bitwidth) for m in t.match_fields]
             if keys != given:
-                raise P4InfoError(f"P4Info table {t.preamble.name}: match fields {given} differ from "
-                                  f"the program's {keys}")
+                raise P4InfoError(
+                    f"P4Info table {t.preamble.name}: match fields {given} differ from the program's {keys}"
+                )
             allowed = {r.name for r in table.actions}
             for ref in t.action_refs:
                 name = self.by_id[ref.id].preamble.name
                 if name not in allowed:
-                    raise P4InfoError(f"P4Info table {t.preamble.name}: action {name} is not one of the "
-                                      "program's actions for it")
+                    raise P4InfoError(
+                        f"P4Info table {t.preamble.name}: action {name} is not one of the program's actions for it"
+                    )
         for a in self.p4info.actions:
             action = find(info.actions, a.preamble.name, "action")
             params = [(p.name, p.bitwidth) for p in action.params]
             given = [(p.name, p.bitwidth) for p in a.params]
             if params != given:
-                raise P4InfoError(f"P4Info action {a.preamble.name}: params {given} differ from the "
-                                  f"program's {params}")
+                raise P4InfoError(f"P4Info action {a.preamble.name}: params {given} differ from the program's {params}")
         for c in self.p4info.counters:
             counter = find(info.counters, c.preamble.name, "counter")
             if c.size != counter.size:
-                raise P4InfoError(f"P4Info counter {c.preamble.name}: size {c.size} differs from "
-                                  f"the program's {counter.size}")
+                raise P4InfoError(
+                    f"P4Info counter {c.preamble.name}: size {c.size} differs from the program's {counter.size}"
+                )
         for c in self.p4info.direct_counters:
             find(info.direct_counters, c.preamble.name, "direct counter")
         for r in self.p4info.registers:
             register = find(info.registers, r.preamble.name, "register")
             if r.size != register.size:
-                raise P4InfoError(f"P4Info register {r.preamble.name}: size {r.size} differs from "
-                                  f"the program's {register.size}")
+                raise P4InfoError(
+                    f"P4Info register {r.preamble.name}: size {r.size} differs from the program's {register.size}"
+                )
         for h in self.p4info.controller_packet_metadata:
             header = find(info.controller_headers, h.preamble.name, "controller header")
             fields = [(f.name, f.bitwidth) for f in header.fields]
             given = [(m.name, m.bitwidth) for m in h.metadata]
             if fields != given:
-                raise P4InfoError(f"P4Info controller header {h.preamble.name}: metadata {given} differ "
-                                  f"from the program's {fields}")
+                raise P4InfoError(
+                    f"P4Info controller header {h.preamble.name}: metadata {given} differ from the program's {fields}"
+                )

@@ -74,13 +74,13 @@ def switch_error(exc: Exception) -> P4RTError:
 
 # ---------------------------------------------------------------- value encoding
 
+
 def decode_value(data: bytes, bitwidth: int, what: str) -> int:
     """A P4Runtime bytestring (canonical or padded) -> int, checked against the bitwidth."""
     if len(data) == 0:
         raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: empty bytestring")
     if len(data) > (bitwidth + 7) // 8:
-        raise P4RTError(Code.INVALID_ARGUMENT,
-                        f"{what}: {len(data)} bytes is too long for a {bitwidth}-bit value")
+        raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: {len(data)} bytes is too long for a {bitwidth}-bit value")
     value = int.from_bytes(data, "big")
     if value >> bitwidth:
         raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: value 0x{value:x} does not fit in {bitwidth} bits")
@@ -117,6 +117,7 @@ def unpack_fields(fields, data: bytes) -> list[int]:
 
 # ---------------------------------------------------------------- pipeline
 
+
 @dataclass
 class Pipeline:
     """One forwarding pipeline config: P4Info (+ its index), device config, cookie, compiled program."""
@@ -142,16 +143,24 @@ class StreamClient:
 class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     """The P4Runtime service for one device. ``switch`` may be None until a pipeline is set."""
 
-    def __init__(self, switch=None, device_id: int = 0, cpu_port: int | None = None,
-                 include_dirs=(), device_config: bytes = b"", make_switch=None, transmit=None):
+    def __init__(
+        self,
+        switch=None,
+        device_id: int = 0,
+        cpu_port: int | None = None,
+        include_dirs=(),
+        device_config: bytes = b"",
+        make_switch=None,
+        transmit=None,
+    ):
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.include_dirs = tuple(include_dirs)
-        self.make_switch = make_switch          # program -> Switch, for a device started with --no-p4
+        self.make_switch = make_switch  # program -> Switch, for a device started with --no-p4
         self.transmit = transmit or (lambda port, frame: None)
         self.lock = threading.RLock()
         self.clients: list[StreamClient] = []
-        self.saved: Pipeline | None = None      # VERIFY_AND_SAVE
+        self.saved: Pipeline | None = None  # VERIFY_AND_SAVE
         self.pipeline: Pipeline | None = None
         self.switch = None
         self.clone_sessions: dict[int, tuple[list, int, int]] = {}
@@ -160,8 +169,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.stats = {"packet_in": 0, "packet_out": 0, "packet_in_dropped": 0, "digests": 0}
         if switch is not None:
             p4info = build_p4info(switch.info)
-            self._attach(switch, Pipeline(p4info, P4InfoIndex(p4info), device_config, None,
-                                          getattr(switch, "program", None)))
+            self._attach(
+                switch, Pipeline(p4info, P4InfoIndex(p4info), device_config, None, getattr(switch, "program", None))
+            )
 
     # ------------------------------------------------------------ data plane glue
 
@@ -217,11 +227,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         msg.digest.digest_id = digest.preamble.id
         msg.digest.list_id = next(self.digest_list_ids)
         msg.digest.timestamp = time.time_ns()
-        struct = pipeline.p4info.type_info.structs[getattr(digest.type_spec, "struct").name]
+        struct = pipeline.p4info.type_info.structs[digest.type_spec.struct.name]
         data = msg.digest.data.add()
         for member in struct.members:
             width = member.type_spec.bitstring.bit.bitwidth or member.type_spec.bitstring.int.bitwidth
-            getattr(data, "struct").members.add().bitstring = encode_value(values.get(member.name, 0), width)
+            data.struct.members.add().bitstring = encode_value(values.get(member.name, 0), width)
         self.stats["digests"] += 1
         for client in self._primaries():
             client.out.put(msg)
@@ -246,7 +256,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 values[m.id] = decode_value(md.value, m.bitwidth, f"packet_out metadata {m.name}")
             prefix = pack_fields(header.metadata, [values[m.id] for m in header.metadata])
         elif len(packet.metadata):
-            raise P4RTError(Code.INVALID_ARGUMENT, "the program has no @controller_header(\"packet_out\")")
+            raise P4RTError(Code.INVALID_ARGUMENT, 'the program has no @controller_header("packet_out")')
         self.stats["packet_out"] += 1
         outputs = switch.packet_out(prefix + packet.payload) or []
         for egress, data in outputs:
@@ -280,19 +290,26 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _arbitrate(self, client: StreamClient, update) -> None:
         if update.device_id != self.device_id:
-            raise P4RTError(Code.NOT_FOUND, f"device id {update.device_id} does not exist "
-                                            f"(this switch is device {self.device_id})")
+            raise P4RTError(
+                Code.NOT_FOUND, f"device id {update.device_id} does not exist (this switch is device {self.device_id})"
+            )
         role = update.role.name
         election = (update.election_id.high, update.election_id.low) if update.HasField("election_id") else None
         with self.lock:
             if client.arbitrated and role != client.role:
                 raise P4RTError(Code.FAILED_PRECONDITION, "a stream cannot change its role")
             for other in self.clients:
-                if other is not client and other.arbitrated and other.role == role \
-                        and election is not None and other.election_id == election:
-                    raise P4RTError(Code.INVALID_ARGUMENT,
-                                    f"election id {election} is already used by another client of role "
-                                    f"{role!r}")
+                if (
+                    other is not client
+                    and other.arbitrated
+                    and other.role == role
+                    and election is not None
+                    and other.election_id == election
+                ):
+                    raise P4RTError(
+                        Code.INVALID_ARGUMENT,
+                        f"election id {election} is already used by another client of role {role!r}",
+                    )
             before = self._primary(role)
             client.role, client.election_id, client.arbitrated = role, election, True
             after = self._primary(role)
@@ -324,8 +341,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             given = (election_id.high, election_id.low)
             if primary is None or primary.election_id != given:
                 who = f"primary has election id {primary.election_id}" if primary else "there is no primary"
-                raise P4RTError(Code.PERMISSION_DENIED,
-                                f"election id {given} is not the primary's for role {role!r} ({who})")
+                raise P4RTError(
+                    Code.PERMISSION_DENIED, f"election id {given} is not the primary's for role {role!r} ({who})"
+                )
 
     def StreamChannel(self, request_iterator, context):
         client = StreamClient(context.peer())
@@ -340,8 +358,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                         if kind == "arbitration":
                             self._arbitrate(client, request.arbitration)
                         elif not client.arbitrated:
-                            raise P4RTError(Code.FAILED_PRECONDITION,
-                                            "the first stream message must be a MasterArbitrationUpdate")
+                            raise P4RTError(
+                                Code.FAILED_PRECONDITION, "the first stream message must be a MasterArbitrationUpdate"
+                            )
                         elif kind == "packet":
                             try:
                                 self._packet_out(client, request.packet)
@@ -381,11 +400,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _compile(self, device_config: bytes):
         """Compile a device config (the program source); raise INVALID_ARGUMENT with the compiler's message."""
         from softswitch.compiler import compile_program
+
         try:
             source = device_config.decode("utf-8")
         except UnicodeDecodeError:
-            raise P4RTError(Code.INVALID_ARGUMENT, "p4_device_config must be the P4 program source "
-                                                   "(UTF-8 text)") from None
+            raise P4RTError(
+                Code.INVALID_ARGUMENT, "p4_device_config must be the P4 program source (UTF-8 text)"
+            ) from None
         with tempfile.TemporaryDirectory(prefix="softswitch-") as tmp:
             path = os.path.join(tmp, "program.p4")
             with open(path, "w") as f:
@@ -411,8 +432,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             except P4InfoError as e:
                 raise P4RTError(Code.INVALID_ARGUMENT, str(e)) from None
         elif need_program:
-            raise P4RTError(Code.INVALID_ARGUMENT,
-                            "p4_device_config is empty: softswitch needs the P4 program source there")
+            raise P4RTError(
+                Code.INVALID_ARGUMENT, "p4_device_config is empty: softswitch needs the P4 program source there"
+            )
         return pipeline
 
     def _commit(self, pipeline: Pipeline) -> None:
@@ -446,13 +468,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 elif action == A.RECONCILE_AND_COMMIT:
                     pipeline = self._verify(request.config, need_program=True)
                     current = self.pipeline
-                    if current is None or current.program is None or \
-                            pipeline.program.source_hash != current.program.source_hash:
-                        raise P4RTError(Code.UNIMPLEMENTED,
-                                        "RECONCILE_AND_COMMIT only accepts the running program (state cannot "
-                                        "be carried over to a different one); use VERIFY_AND_COMMIT")
+                    if (
+                        current is None
+                        or current.program is None
+                        or pipeline.program.source_hash != current.program.source_hash
+                    ):
+                        raise P4RTError(
+                            Code.UNIMPLEMENTED,
+                            "RECONCILE_AND_COMMIT only accepts the running program (state cannot "
+                            "be carried over to a different one); use VERIFY_AND_COMMIT",
+                        )
                     pipeline.program = current.program
-                    self.pipeline = pipeline     # same program: keep all state, adopt the new P4Info/cookie
+                    self.pipeline = pipeline  # same program: keep all state, adopt the new P4Info/cookie
                 else:
                     raise P4RTError(Code.INVALID_ARGUMENT, f"unsupported action {A.Action.Name(action)}")
         except P4RTError as e:
@@ -502,8 +529,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         if any(errors):
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
             for e in errors:
-                error = p4runtime_pb2.Error(canonical_code=code_pb2.OK if e is None else e.code.value[0],
-                                            message="" if e is None else e.message)
+                error = p4runtime_pb2.Error(
+                    canonical_code=code_pb2.OK if e is None else e.code.value[0], message="" if e is None else e.message
+                )
                 detail = any_pb2.Any()
                 detail.Pack(error)
                 status.details.append(detail)
@@ -547,6 +575,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def _entry_from_p4(self, table, entry, default: bool = False):
         """p4.v1.TableEntry -> (Switch TableEntry | None for matches-only, action name, args)."""
         from softswitch.switch import Exact, Lpm, Optional, Range, TableEntry, Ternary
+
         tname = table.preamble.name
         fields = {m.id: m for m in table.match_fields}
         matches = {}
@@ -563,8 +592,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             kind = MATCH_KIND_OF.get(mf.match_type)
             given = fm.WhichOneof("field_match_type")
             if given != kind:
-                raise P4RTError(Code.INVALID_ARGUMENT,
-                                f"table {tname}: match field {mf.name} is {kind}, got {given}")
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: match field {mf.name} is {kind}, got {given}")
             what = f"table {tname} match field {mf.name}"
             w = mf.bitwidth
             if kind == "exact":
@@ -600,11 +628,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 if MATCH_KIND_OF.get(m.match_type) == "exact" and m.name not in matches:
                     raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: exact match field {m.name} is missing")
             if needs_priority and entry.priority <= 0:
-                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} needs a priority > 0 "
-                                                       "(it has ternary, range or optional fields)")
+                raise P4RTError(
+                    Code.INVALID_ARGUMENT,
+                    f"table {tname} needs a priority > 0 (it has ternary, range or optional fields)",
+                )
             if not needs_priority and entry.priority != 0:
-                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has only exact/lpm fields: "
-                                                       "priority must be 0")
+                raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has only exact/lpm fields: priority must be 0")
         action, args = None, {}
         if entry.HasField("action"):
             if entry.action.WhichOneof("type") != "action":
@@ -615,30 +644,38 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _action_from_p4(self, table, action_msg, default: bool):
         from p4.config.v1 import p4info_pb2
+
         tname = table.preamble.name
         ref = next((r for r in table.action_refs if r.id == action_msg.action_id), None)
         action = self.pipeline.index.get("actions", action_msg.action_id)
         if ref is None or action is None:
-            raise P4RTError(Code.INVALID_ARGUMENT,
-                            f"action id {action_msg.action_id} is not an action of table {tname}")
+            raise P4RTError(
+                Code.INVALID_ARGUMENT, f"action id {action_msg.action_id} is not an action of table {tname}"
+            )
         if default and ref.scope == p4info_pb2.ActionRef.TABLE_ONLY:
-            raise P4RTError(Code.INVALID_ARGUMENT, f"action {action.preamble.name} cannot be the default "
-                                                   f"action of table {tname} (@tableonly)")
+            raise P4RTError(
+                Code.INVALID_ARGUMENT,
+                f"action {action.preamble.name} cannot be the default action of table {tname} (@tableonly)",
+            )
         if not default and ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
-            raise P4RTError(Code.INVALID_ARGUMENT, f"action {action.preamble.name} can only be the default "
-                                                   f"action of table {tname} (@defaultonly)")
+            raise P4RTError(
+                Code.INVALID_ARGUMENT,
+                f"action {action.preamble.name} can only be the default action of table {tname} (@defaultonly)",
+            )
         params = {p.id: p for p in action.params}
         args = {}
         for given in action_msg.params:
             p = params.get(given.param_id)
             if p is None:
-                raise P4RTError(Code.INVALID_ARGUMENT,
-                                f"action {action.preamble.name} has no parameter id {given.param_id}")
+                raise P4RTError(
+                    Code.INVALID_ARGUMENT, f"action {action.preamble.name} has no parameter id {given.param_id}"
+                )
             args[p.name] = decode_value(given.value, p.bitwidth, f"action {action.preamble.name} parameter {p.name}")
         missing = [p.name for p in action.params if p.name not in args]
         if missing:
-            raise P4RTError(Code.INVALID_ARGUMENT,
-                            f"action {action.preamble.name} is missing parameter(s) {', '.join(missing)}")
+            raise P4RTError(
+                Code.INVALID_ARGUMENT, f"action {action.preamble.name} is missing parameter(s) {', '.join(missing)}"
+            )
         return action.preamble.name, args
 
     def _write_table_entry(self, update_type, entry):
@@ -656,7 +693,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if entry.HasField("action"):
                 parsed = self._entry_from_p4(table, entry, default=True)
                 state.set_default(parsed.action, parsed.args)
-            else:                       # no action: back to the program's initial default
+            else:  # no action: back to the program's initial default
                 info = self.switch.info.table(tname)
                 action = self.switch.info.action(info.default_action)
                 state.set_default(action.name, {p.name: v for p, v in zip(action.params, info.default_args)})
@@ -822,9 +859,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             for entity in request.entities:
                 kind = entity.WhichOneof("entity")
                 reader = {
-                    "table_entry": self._read_tables, "counter_entry": self._read_counters,
-                    "register_entry": self._read_registers, "direct_counter_entry": self._read_direct_counters,
-                    "packet_replication_engine_entry": self._read_pre, "digest_entry": self._read_digests,
+                    "table_entry": self._read_tables,
+                    "counter_entry": self._read_counters,
+                    "register_entry": self._read_registers,
+                    "direct_counter_entry": self._read_direct_counters,
+                    "packet_replication_engine_entry": self._read_pre,
+                    "digest_entry": self._read_digests,
                 }.get(kind)
                 if reader is None:
                     raise P4RTError(Code.UNIMPLEMENTED, f"reading {kind or 'an empty entity'} is not supported")
@@ -889,8 +929,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 continue
             wanted = self._entry_from_p4(table, query) if len(query.match) else None
             for entry in state.entries():
-                if wanted is not None and (entry.matches != wanted.matches or
-                                           (query.priority and entry.priority != query.priority)):
+                if wanted is not None and (
+                    entry.matches != wanted.matches or (query.priority and entry.priority != query.priority)
+                ):
                     continue
                 yield p4runtime_pb2.Entity(table_entry=self._entry_to_p4(table, entry, has_counter))
 
@@ -905,13 +946,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 indexes = range(counter.size)
             for i in indexes:
                 packets, nbytes = state.read(i)
-                yield p4runtime_pb2.Entity(counter_entry=p4runtime_pb2.CounterEntry(
-                    counter_id=counter.preamble.id, index=p4runtime_pb2.Index(index=i),
-                    data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes)))
+                yield p4runtime_pb2.Entity(
+                    counter_entry=p4runtime_pb2.CounterEntry(
+                        counter_id=counter.preamble.id,
+                        index=p4runtime_pb2.Index(index=i),
+                        data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes),
+                    )
+                )
 
     def _read_registers(self, query):
-        registers = ([self._register(query.register_id)] if query.register_id
-                     else list(self.pipeline.p4info.registers))
+        registers = [self._register(query.register_id)] if query.register_id else list(self.pipeline.p4info.registers)
         for register in registers:
             state = self.switch.register(register.preamble.name)
             width, _ = self._register_width(register)
@@ -921,9 +965,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             else:
                 indexes = range(register.size)
             for i in indexes:
-                yield p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(
-                    register_id=register.preamble.id, index=p4runtime_pb2.Index(index=i),
-                    data=p4data_pb2.P4Data(bitstring=encode_value(state.read(i), width))))
+                yield p4runtime_pb2.Entity(
+                    register_entry=p4runtime_pb2.RegisterEntry(
+                        register_id=register.preamble.id,
+                        index=p4runtime_pb2.Index(index=i),
+                        data=p4data_pb2.P4Data(bitstring=encode_value(state.read(i), width)),
+                    )
+                )
 
     def _read_direct_counters(self, query):
         if query.table_entry.table_id:
@@ -938,7 +986,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             for entry in entries:
                 packets, nbytes = self.switch.direct_counter_of(table.preamble.name, entry)
                 msg = p4runtime_pb2.DirectCounterEntry(
-                    data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes))
+                    data=p4runtime_pb2.CounterData(packet_count=packets, byte_count=nbytes)
+                )
                 msg.table_entry.CopyFrom(self._entry_to_p4(table, entry, with_counter=False))
                 yield p4runtime_pb2.Entity(direct_counter_entry=msg)
 

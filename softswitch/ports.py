@@ -27,9 +27,9 @@ SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
-PACKET_IGNORE_OUTGOING = 23      # Linux >= 4.20
+PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20
 MAX_FRAME = 65535
-READ_BATCH = 64                  # frames taken from one port before the next ready port gets its turn
+READ_BATCH = 64  # frames taken from one port before the next ready port gets its turn
 # Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
 # a switch port should queue a burst rather than drop it, as a hardware switch's buffer would.
 PORT_SOCKET_BUFFER = 4 << 20
@@ -64,8 +64,9 @@ class Port:
         try:
             self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
         except PermissionError:
-            raise PermissionError(f"port {number}: opening a raw socket on {iface} needs root "
-                                  "(or CAP_NET_RAW)") from None
+            raise PermissionError(
+                f"port {number}: opening a raw socket on {iface} needs root (or CAP_NET_RAW)"
+            ) from None
         try:
             self.sock.bind((iface, 0))
             ifindex = socket.if_nametoindex(iface)
@@ -135,8 +136,11 @@ class PortSet:
     def start(self) -> None:
         if self.threads or not self.ports:
             return
-        thread = threading.Thread(target=self._reader, name="ports-" + ",".join(
-            f"{p.number}@{p.iface}" for p in self.ports.values()), daemon=True)
+        thread = threading.Thread(
+            target=self._reader,
+            name="ports-" + ",".join(f"{p.number}@{p.iface}" for p in self.ports.values()),
+            daemon=True,
+        )
         thread.start()
         self.threads.append(thread)
 
@@ -180,7 +184,7 @@ class PortSet:
                         continue
                     try:
                         handler(number, frame)
-                    except Exception:       # a packet must never kill its port
+                    except Exception:  # a packet must never kill its port
                         log.exception("port %d: processing a %d-byte frame failed", number, len(frame))
 
     def stop(self) -> None:

@@ -21,7 +21,7 @@ class ParamInfo:
 
 @dataclass(frozen=True)
 class ActionInfo:
-    name: str                       # e.g. "InaIngress.set_job" or "NoAction"
+    name: str  # e.g. "InaIngress.set_job" or "NoAction"
     params: tuple[ParamInfo, ...] = ()
     annotations: tuple[str, ...] = ()
 
@@ -30,8 +30,8 @@ class ActionInfo:
 class KeyInfo:
     """One match field of a table key."""
 
-    name: str                       # the key expression as P4Info names it, e.g. "hdr.ipv4.dst_addr"
-    match_kind: str                 # "exact", "lpm", "ternary", "range" or "optional"
+    name: str  # the key expression as P4Info names it, e.g. "hdr.ipv4.dst_addr"
+    match_kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     bitwidth: int
 
 
@@ -40,7 +40,7 @@ class ActionRef:
     """An action a table may run, with its scope (P4Info's ActionRef.scope)."""
 
     name: str
-    scope: str = "TABLE_AND_DEFAULT"    # or "TABLE_ONLY" (@tableonly) / "DEFAULT_ONLY" (@defaultonly)
+    scope: str = "TABLE_AND_DEFAULT"  # or "TABLE_ONLY" (@tableonly) / "DEFAULT_ONLY" (@defaultonly)
 
 
 @dataclass(frozen=True)
@@ -66,25 +66,25 @@ class TableInfo:
     default_args: tuple[int, ...] = ()
     const_default_action: bool = False
     const_entries: tuple[ConstEntry, ...] = ()
-    is_const: bool = False                  # the table has ``const entries``
+    is_const: bool = False  # the table has ``const entries``
     size: int = 1024
-    direct_counter: str | None = None       # name of the direct_counter attached as ``counters``
+    direct_counter: str | None = None  # name of the direct_counter attached as ``counters``
     annotations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class RegisterInfo:
     name: str
-    bitwidth: int                   # width of one element (bit<W>)
+    bitwidth: int  # width of one element (bit<W>)
     size: int
-    signed: bool = False            # int<W> elements
+    signed: bool = False  # int<W> elements
 
 
 @dataclass(frozen=True)
 class CounterInfo:
     name: str
     size: int
-    unit: str                       # "packets", "bytes" or "packets_and_bytes"
+    unit: str  # "packets", "bytes" or "packets_and_bytes"
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class FieldInfo:
 class DigestInfo:
     """A ``digest<T>(receiver, data)`` call site; T is a struct of fields."""
 
-    name: str                       # p4c names it after the struct type, e.g. "learn_t"
+    name: str  # p4c names it after the struct type, e.g. "learn_t"
     fields: tuple[FieldInfo, ...]
 
 
@@ -112,7 +112,7 @@ class DigestInfo:
 class ControllerHeaderInfo:
     """A header annotated ``@controller_header("packet_in"|"packet_out")``."""
 
-    name: str                       # "packet_in" or "packet_out"
+    name: str  # "packet_in" or "packet_out"
     fields: tuple[FieldInfo, ...]
 
 

@@ -25,7 +25,6 @@ import re
 from dataclasses import dataclass, field
 
 
-
 class StfError(ValueError):
     """A malformed STF file or a command the program cannot accept (message starts with file:line)."""
 
@@ -65,6 +64,7 @@ class StfResult:
 
 
 # ---------------------------------------------------------------- parsing
+
 
 def parse_int(text: str) -> int:
     text = text.strip().replace("_", "")
@@ -161,25 +161,23 @@ def parse_line(line: str, lineno: int) -> Command | None:
                 raise ValueError(f"key {token!r} is not FIELD:VALUE")
             name, value = token.split(":", 1)
             keys[name] = parse_key_value(value)
-        return Command(lineno, op, {"table": table, "priority": priority, "keys": keys,
-                                    "action": action, "args": args})
+        return Command(lineno, op, {"table": table, "priority": priority, "keys": keys, "action": action, "args": args})
     if op == "setdefault":
         if len(words) < 2:
             raise ValueError("setdefault needs TABLE ACTION(...)")
-        action, args = parse_action(rest[len(words[0]):])
+        action, args = parse_action(rest[len(words[0]) :])
         return Command(lineno, op, {"table": words[0], "action": action, "args": args})
     if op in ("packet", "expect"):
         if not words:
             raise ValueError(f"{op} needs PORT HEX")
         port = parse_int(words[0])
-        data, mask, exact = parse_hex_pattern(rest[len(words[0]):])
+        data, mask, exact = parse_hex_pattern(rest[len(words[0]) :])
         if op == "packet":
             if mask.count(0xFF) != len(mask) or exact:
                 raise ValueError("'*' and '$' are only allowed in expect")
             return Command(lineno, op, {"port": port, "data": data})
-        text = "".join(rest[len(words[0]):].split())
-        return Command(lineno, op, {"port": port, "expectation":
-                                    Expectation(data, mask, exact, text, lineno)})
+        text = "".join(rest[len(words[0]) :].split())
+        return Command(lineno, op, {"port": port, "expectation": Expectation(data, mask, exact, text, lineno)})
     if op == "wait":
         return Command(lineno, op, {})
     if op == "mc_mgrp_create":
@@ -227,7 +225,7 @@ def _table_entry(info, command: Command):
     by_name = {k.name: k for k in table.keys}
     matches = {}
     for name, value in command.args["keys"].items():
-        name = _STACK_INDEX.sub(r"[\1]", name)     # p4c's STF writes stack[0].f as stack$0.f
+        name = _STACK_INDEX.sub(r"[\1]", name)  # p4c's STF writes stack[0].f as stack$0.f
         key = by_name.get(name)
         if key is None:
             short = [k for k in table.keys if k.name.endswith("." + name) or k.name.rsplit(".", 1)[-1] == name]
@@ -242,14 +240,23 @@ def _table_entry(info, command: Command):
                 raise ValueError(f"key {key.name} is exact; {kind} value given")
             matches[key.name] = Exact(vals[0])
         elif key.match_kind == "lpm":
-            matches[key.name] = Lpm(vals[0], key.bitwidth) if kind == "value" else (
-                Lpm(vals[0], vals[1]) if kind == "lpm" else _bad(key, kind))
+            matches[key.name] = (
+                Lpm(vals[0], key.bitwidth)
+                if kind == "value"
+                else (Lpm(vals[0], vals[1]) if kind == "lpm" else _bad(key, kind))
+            )
         elif key.match_kind == "ternary":
-            matches[key.name] = Ternary(vals[0], full) if kind == "value" else (
-                Ternary(vals[0], vals[1]) if kind == "ternary" else _bad(key, kind))
+            matches[key.name] = (
+                Ternary(vals[0], full)
+                if kind == "value"
+                else (Ternary(vals[0], vals[1]) if kind == "ternary" else _bad(key, kind))
+            )
         elif key.match_kind == "range":
-            matches[key.name] = Range(vals[0], vals[0]) if kind == "value" else (
-                Range(vals[0], vals[1]) if kind == "range" else _bad(key, kind))
+            matches[key.name] = (
+                Range(vals[0], vals[0])
+                if kind == "value"
+                else (Range(vals[0], vals[1]) if kind == "range" else _bad(key, kind))
+            )
         elif key.match_kind == "optional":
             matches[key.name] = Optional(vals[0]) if kind == "value" else _bad(key, kind)
         else:
@@ -258,7 +265,7 @@ def _table_entry(info, command: Command):
     if priority is None and any(k.match_kind in ("ternary", "range", "optional") for k in table.keys):
         priority = 0
     if priority is not None:
-        priority += 1       # P4Runtime priorities start at 1
+        priority += 1  # P4Runtime priorities start at 1
     action = info.action(command.args["action"]).name
     return table.name, TableEntry(matches=matches, action=action, args=command.args["args"], priority=priority)
 
@@ -288,7 +295,7 @@ class StfRunner:
             except (ValueError, KeyError, LookupError) as e:
                 message = e.args[0] if isinstance(e, KeyError) and e.args else e
                 raise StfError(f"{self.filename}:{command.line}: {command.op}: {message}") from None
-            except Exception as e:      # the Switch's own errors (InvalidEntry, EntryExists, ...)
+            except Exception as e:  # the Switch's own errors (InvalidEntry, EntryExists, ...)
                 raise StfError(f"{self.filename}:{command.line}: {command.op}: {type(e).__name__}: {e}") from None
         return self.check()
 
@@ -322,7 +329,7 @@ class StfRunner:
         elif op == "mirroring_add":
             self.sw.set_clone_session(a["session"], [(a["port"], 0)])
         elif op == "wait":
-            pass        # Switch.process is synchronous: every packet is done when it returns
+            pass  # Switch.process is synchronous: every packet is done when it returns
 
     def check(self) -> StfResult:
         failures = []
@@ -336,11 +343,13 @@ class StfRunner:
                 if exp is None:
                     failures.append(f"port {port}: unexpected packet #{i + 1}: got {pkt.hex()}")
                 elif pkt is None:
-                    failures.append(f"port {port}: missing packet #{i + 1} (line {exp.line}): "
-                                    f"expected {exp.text}, got nothing")
+                    failures.append(
+                        f"port {port}: missing packet #{i + 1} (line {exp.line}): expected {exp.text}, got nothing"
+                    )
                 elif not exp.matches(pkt):
-                    failures.append(f"port {port}: packet #{i + 1} (line {exp.line}) differs: "
-                                    f"expected {exp.text}, got {pkt.hex()}")
+                    failures.append(
+                        f"port {port}: packet #{i + 1} (line {exp.line}) differs: expected {exp.text}, got {pkt.hex()}"
+                    )
                 else:
                     checked += 1
         return StfResult(ok=not failures, failures=failures, packets_sent=self.sent, packets_checked=checked)
@@ -353,5 +362,6 @@ def run_stf(program_path, stf_path, switch=None) -> StfResult:
     if switch is None:
         from softswitch.compiler import compile_program
         from softswitch.switch import Switch
+
         switch = Switch(compile_program(str(program_path)), name="stf")
     return StfRunner(switch, str(stf_path)).run(commands)

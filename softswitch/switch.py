@@ -9,12 +9,38 @@ from __future__ import annotations
 import threading
 
 from .runtime.pre import PRE
-from .runtime.tables import (ConstDefaultAction, EntryExists, EntryNotFound, Exact, InvalidEntry, Lpm,  # noqa: F401
-                             Optional, Range, TableEntry, TableError, TableFull, Ternary)
+from .runtime.tables import (  # noqa: F401
+    ConstDefaultAction,
+    EntryExists,
+    EntryNotFound,
+    Exact,
+    InvalidEntry,
+    Lpm,
+    Optional,
+    Range,
+    TableEntry,
+    TableError,
+    TableFull,
+    Ternary,
+)
 from .runtime.v1model import Pipeline, Runtime
 
-STAT_KEYS = ("received", "transmitted", "dropped", "parser_errors", "malformed", "errors", "resubmitted",
-             "recirculated", "cloned", "replicated", "to_cpu", "from_cpu", "digests", "loop_limit_drops")
+STAT_KEYS = (
+    "received",
+    "transmitted",
+    "dropped",
+    "parser_errors",
+    "malformed",
+    "errors",
+    "resubmitted",
+    "recirculated",
+    "cloned",
+    "replicated",
+    "to_cpu",
+    "from_cpu",
+    "digests",
+    "loop_limit_drops",
+)
 
 
 def _by_name(items: dict, name: str, kind: str):
@@ -33,9 +59,9 @@ class Switch:
         self.cpu_port = cpu_port
         self.name = name
         self.log = log
-        self.on_packet_in = None        # callable(frame_bytes): frames the pipeline sends to cpu_port
-        self.on_digest = None           # callable(digest_name, values_dict)
-        self.on_transmit = None         # callable(port, frame_bytes): frames produced by packet_out()
+        self.on_packet_in = None  # callable(frame_bytes): frames the pipeline sends to cpu_port
+        self.on_digest = None  # callable(digest_name, values_dict)
+        self.on_transmit = None  # callable(port, frame_bytes): frames produced by packet_out()
         self._lock = threading.RLock()
         self.stats = {k: 0 for k in STAT_KEYS}
         self.pre = PRE()
@@ -94,7 +120,7 @@ class Switch:
     def _callback(self, fn, *args):
         try:
             fn(*args)
-        except Exception as e:          # a broken callback must not kill the packet path
+        except Exception as e:  # a broken callback must not kill the packet path
             if self.log:
                 self.log(f"{self.name}: callback {fn!r} failed: {e}")
 
@@ -183,6 +209,7 @@ class _Locked:
         def locked(*a, **k):
             with self._lock:
                 return fn(*a, **k)
+
         return locked
 
 

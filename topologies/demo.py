@@ -46,7 +46,7 @@ class Step:
     def __init__(self, total: int):
         self.total, self.n = total, 0
 
-    def __call__(self, text: str) -> "Step":
+    def __call__(self, text: str) -> Step:
         self.n += 1
         self.t0 = time.monotonic()
         print(f"[{self.n}/{self.total}] {text}", flush=True)
@@ -74,8 +74,10 @@ def run_demo(args) -> int:
     backend = make_backend(use_mininet, args)
     failed = True
     try:
-        step("starting the network and installing the job" + (" (one softswitch process per switch)"
-                                                               if use_mininet else ""))
+        step(
+            "starting the network and installing the job"
+            + (" (one softswitch process per switch)" if use_mininet else "")
+        )
         backend.start()
         step.done()
         plan = backend.plan
@@ -98,24 +100,30 @@ def run_demo(args) -> int:
         print(report.traffic_table(topo, {"in-network": ina_bytes, "param-server": ps_bytes}, server_links))
         print("  (* = the server's link)")
         factor = report.reduction_factor(ps_bytes, ina_bytes, server_links)
-        print(f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
-              f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
-              f"aggregation: {factor:.1f}x less")
-        rows = [[r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)]
-                for r, p in zip(ina_rounds, ps_rounds)]
+        print(
+            f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
+            f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
+            f"aggregation: {factor:.1f}x less"
+        )
+        rows = [[r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)] for r, p in zip(ina_rounds, ps_rounds)]
         clock = "wall clock" if use_mininet else "virtual clock of the modelled links"
         print(f"completion time per round, slowest worker, ms ({clock}):")
         print(report.table(["round", "in-network", "param-server"], rows))
 
         step("drawing the topology")
-        png = report.draw_network(topo, plan, ina_bytes, args.picture,
-                                  title=f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
-                                        f"link width = in-network bytes over {args.rounds} rounds")
+        png = report.draw_network(
+            topo,
+            plan,
+            ina_bytes,
+            args.picture,
+            title=f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
+            f"link width = in-network bytes over {args.rounds} rounds",
+        )
         print(f"picture: {png}")
         step.done()
         failed = False
     finally:
-        left = backend.stop(failed=failed)     # a failed run keeps its logs and says where
+        left = backend.stop(failed=failed)  # a failed run keeps its logs and says where
     if left:
         print("demo: teardown left " + ", ".join(left), file=sys.stderr)
         return 1
@@ -140,9 +148,18 @@ def make_backend(use_mininet: bool, args):
     if use_mininet:
         from topologies.mininet_lab import MininetLab
 
-        return MininetLab(str(args.topology), workers, args.server, args.target, program=args.program,
-                          values=args.values, log=lambda m: print("      " + m, flush=True), plan_options=options,
-                          p4info=args.p4info, device_config=args.device_config)
+        return MininetLab(
+            str(args.topology),
+            workers,
+            args.server,
+            args.target,
+            program=args.program,
+            values=args.values,
+            log=lambda m: print("      " + m, flush=True),
+            plan_options=options,
+            p4info=args.p4info,
+            device_config=args.device_config,
+        )
     from topologies.inprocess_lab import InProcessLab
 
     return InProcessLab(str(args.topology), workers, args.server, plan_options=options)
@@ -155,11 +172,16 @@ def main(argv=None) -> int:
     ap.add_argument("--server", default=None)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--values", type=int, default=2048, help="int32 values per worker per round")
-    ap.add_argument("--results", choices=("multicast", "unicast"), default="multicast",
-                    help="how sums come back: one multicast down the tree (default) or one unicast per worker")
+    ap.add_argument(
+        "--results",
+        choices=("multicast", "unicast"),
+        default="multicast",
+        help="how sums come back: one multicast down the tree (default) or one unicast per worker",
+    )
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
-    ap.add_argument("--program", help="what the switches start with (default p4src/ina.p4 on softswitch, "
-                                      "--no-p4 on bmv2)")
+    ap.add_argument(
+        "--program", help="what the switches start with (default p4src/ina.p4 on softswitch, --no-p4 on bmv2)"
+    )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")
     ap.add_argument("--inprocess", action="store_true", help="use the in-process network even as root")

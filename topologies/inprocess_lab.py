@@ -17,8 +17,15 @@ from topologies.p4switch import DEFAULT_PROGRAM
 
 
 class InProcessLab:
-    def __init__(self, topology_path: str, workers=None, server: str | None = None, program: str | None = None,
-                 plan_options=None, seed: int = 7):
+    def __init__(
+        self,
+        topology_path: str,
+        workers=None,
+        server: str | None = None,
+        program: str | None = None,
+        plan_options=None,
+        seed: int = 7,
+    ):
         from controller.topology_yaml import load_topology
 
         self.topo = load_topology(topology_path)
@@ -29,7 +36,7 @@ class InProcessLab:
         self.plan = None
         self.rounds_done = 0
 
-    def start(self) -> "InProcessLab":
+    def start(self) -> InProcessLab:
         from controller.planner import PlanOptions, plan_job
         from controller.resources import Resources
         from topologies.inprocess.fabric import InProcessNetwork
@@ -40,8 +47,7 @@ class InProcessLab:
         resources = Resources.for_topology(self.topo)
         options = self.plan_options or PlanOptions()
         self.plan = plan_job(self.topo, self.workers, [self.server], options, resources)
-        self.ps_plan = plan_job(self.topo, self.workers, [self.server], parameter_server_options(options),
-                                resources)
+        self.ps_plan = plan_job(self.topo, self.workers, [self.server], parameter_server_options(options), resources)
         self.net.install_routes()
         self.net.install_job(self.plan)
         self.net.install_job(self.ps_plan)
@@ -86,8 +92,11 @@ class InProcessLab:
                     raise JobError(f"round {r}: rank {rank} got a wrong sum")
             res = RoundResult(r, mode, values, max(finished.values()), finished, verified=True)
             out.append(res)
-            print(f"      round {r} ({mode}, {values} values x {len(self.agents)} workers): "
-                  f"{res.elapsed * 1000:.2f} ms (virtual), sums verified", flush=True)
+            print(
+                f"      round {r} ({mode}, {values} values x {len(self.agents)} workers): "
+                f"{res.elapsed * 1000:.2f} ms (virtual), sums verified",
+                flush=True,
+            )
         return out
 
     def link_bytes(self) -> dict[int, int]:
@@ -95,4 +104,4 @@ class InProcessLab:
         return {lid: sum(d["bytes"] for d in dirs.values()) for lid, dirs in self.net.link_bytes().items()}
 
     def stop(self, failed: bool = False) -> list[str]:
-        return []      # nothing outside this process to remove, no logs
+        return []  # nothing outside this process to remove, no logs

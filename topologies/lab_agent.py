@@ -71,10 +71,17 @@ def run_worker(args, plan) -> None:
             stem = out / f"{mode}-r{r}-rank{args.rank}"
             np.save(f"{stem}-in.npy", data)
             np.save(f"{stem}-out.npy", np.asarray(result))
-            reply({"round": r, "mode": mode, "elapsed": elapsed, "input": f"{stem}-in.npy",
-                   "result": f"{stem}-out.npy",
-                   "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full}})
-        except Exception as exc:   # one line to the launcher, never a traceback on its console
+            reply(
+                {
+                    "round": r,
+                    "mode": mode,
+                    "elapsed": elapsed,
+                    "input": f"{stem}-in.npy",
+                    "result": f"{stem}-out.npy",
+                    "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
+                }
+            )
+        except Exception as exc:  # one line to the launcher, never a traceback on its console
             reply({"error": f"{type(exc).__name__}: {exc}"})
     for a in agents.values():
         a.close()
@@ -106,7 +113,7 @@ def run_server(args, plan) -> None:
     transport = UdpTransport(ip=me.ip)
     agent = ServerAgent(transport, me.name)
     agent.add_job(plan)
-    if args.ps_plan:        # the parameter-server baseline's job: same agent, same port
+    if args.ps_plan:  # the parameter-server baseline's job: same agent, same port
         agent.add_job(JobPlan.from_json(Path(args.ps_plan).read_text()))
     done = []
     buf = b""

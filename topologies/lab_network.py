@@ -47,7 +47,7 @@ class LabHost:
     ip: str
     mac: str
     prefix_len: int = 8
-    port: int = 0                  # interface number on the host (h1-eth0)
+    port: int = 0  # interface number on the host (h1-eth0)
 
 
 @dataclass
@@ -82,14 +82,17 @@ class LabSpec:
         raise KeyError(name)
 
     @classmethod
-    def from_topology(cls, topo) -> "LabSpec":
+    def from_topology(cls, topo) -> LabSpec:
         """The launcher's view of a controller ``Topology`` (controller/topology.py)."""
-        return cls(name=topo.name,
-                   hosts=[LabHost(h.name, h.ip, h.mac, prefix_len=32, port=_host_port(topo, h.name))
-                          for h in topo.hosts],
-                   switches=[LabSwitch(s.name, s.device_id) for s in topo.switches],
-                   links=[LabLink(l.a, l.a_port, l.b, l.b_port, l.bandwidth or None, l.delay or None,
-                                  l.loss or None) for l in topo.links])
+        return cls(
+            name=topo.name,
+            hosts=[LabHost(h.name, h.ip, h.mac, prefix_len=32, port=_host_port(topo, h.name)) for h in topo.hosts],
+            switches=[LabSwitch(s.name, s.device_id) for s in topo.switches],
+            links=[
+                LabLink(l.a, l.a_port, l.b, l.b_port, l.bandwidth or None, l.delay or None, l.loss or None)
+                for l in topo.links
+            ],
+        )
 
 
 def _host_port(topo, host: str) -> int:
@@ -142,8 +145,16 @@ def port_in_use(port: int) -> bool:
 class LabNetwork:
     """A LabSpec running in mininet: ``start()``, use ``hosts``/``switches``, ``stop()``."""
 
-    def __init__(self, spec: LabSpec, target: str | Target = "softswitch", program: str | None = None,
-                 grpc_base: int = 50100, start_timeout: float = 180.0, log=print, queue_ms: float = 50.0):
+    def __init__(
+        self,
+        spec: LabSpec,
+        target: str | Target = "softswitch",
+        program: str | None = None,
+        grpc_base: int = 50100,
+        start_timeout: float = 180.0,
+        log=print,
+        queue_ms: float = 50.0,
+    ):
         self.spec = spec
         self.target = resolve_target(target) if isinstance(target, str) else target
         if program is None and self.target.name == "softswitch":
@@ -155,7 +166,7 @@ class LabNetwork:
         self.start_timeout = start_timeout
         self.log = log
         self.resources = LabResources()
-        self.workdir: Path | None = None     # made at start
+        self.workdir: Path | None = None  # made at start
         self.net = None
         self.notes: list[str] = []
 
@@ -178,11 +189,15 @@ class LabNetwork:
     def switch_interfaces(self) -> list[str]:
         """Root-namespace interface names of the switch ports (hosts' ends live in their namespaces)."""
         hosts = {h.name for h in self.spec.hosts}
-        return [intf_name(node, port) for link in self.spec.links
-                for node, port in ((link.a, link.a_port), (link.b, link.b_port)) if node not in hosts]
+        return [
+            intf_name(node, port)
+            for link in self.spec.links
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port))
+            if node not in hosts
+        ]
 
     # -- bring-up ----------------------------------------------------------------------------------
-    def start(self) -> "LabNetwork":
+    def start(self) -> LabNetwork:
         try:
             from mininet.log import setLogLevel
             from mininet.net import Mininet
@@ -197,14 +212,16 @@ class LabNetwork:
         if taken:
             # mininet deletes an existing interface of the same name before creating its own: going
             # on would cut the links of another lab that is running with the same switch names
-            raise LabError(f"interface {taken[0]} already exists ({len(taken)} of this topology's switch "
-                           f"ports do): another lab run uses these switch names; stop it first")
+            raise LabError(
+                f"interface {taken[0]} already exists ({len(taken)} of this topology's switch "
+                f"ports do): another lab run uses these switch names; stop it first"
+            )
         setLogLevel("critical")
         self.resources.save()
         self.workdir = self.resources.make_workdir()
         try:
             self._build(Mininet, _link_classes())
-            self.net.start()                     # P4Switch.start launches every switch process
+            self.net.start()  # P4Switch.start launches every switch process
             for sw in self.net.switches:
                 sw.wait_ready()
         except BaseException as exc:
@@ -214,15 +231,23 @@ class LabNetwork:
         return self
 
     def _build(self, Mininet, TCLink) -> None:
-        self.net = Mininet(controller=None, link=TCLink, build=False, autoSetMacs=False,
-                           autoStaticArp=False, cleanup=False)
+        self.net = Mininet(
+            controller=None, link=TCLink, build=False, autoSetMacs=False, autoStaticArp=False, cleanup=False
+        )
         for h in self.spec.hosts:
             self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
         for s in self.spec.switches:
-            self.net.addSwitch(s.name, cls=P4Switch, device_id=s.device_id, grpc_port=self.grpc_port(s),
-                               target=self.target, program=self.program, start_timeout=self.start_timeout,
-                               log_dir=self.workdir,
-                               on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"))
+            self.net.addSwitch(
+                s.name,
+                cls=P4Switch,
+                device_id=s.device_id,
+                grpc_port=self.grpc_port(s),
+                target=self.target,
+                program=self.program,
+                start_timeout=self.start_timeout,
+                log_dir=self.workdir,
+                on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"),
+            )
         shaping = self._shaping_support()
         host_names = {h.name for h in self.spec.hosts}
         for link in self.spec.links:
@@ -240,9 +265,10 @@ class LabNetwork:
             for key, node in (("addr1", link.a), ("addr2", link.b)):
                 mac = self._host_mac(node)
                 if mac:
-                    params[key] = mac     # switch ports keep mininet's random MACs
-            self.net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, intfName1=n1, intfName2=n2,
-                             use_tbf=True, **params)
+                    params[key] = mac  # switch ports keep mininet's random MACs
+            self.net.addLink(
+                link.a, link.b, port1=link.a_port, port2=link.b_port, intfName1=n1, intfName2=n2, use_tbf=True, **params
+            )
             # root-namespace ends (switch side) are what must be deleted if the run dies
             self.resources.add_interfaces([n for n, node in ((n1, link.a), (n2, link.b)) if node not in host_names])
         self.net.build()
@@ -261,8 +287,10 @@ class LabNetwork:
     def _shaping_support(self) -> bool:
         wants = any(l.delay_ms or l.loss_pct for l in self.spec.links)
         if wants and not netem_available():
-            self.notes.append("this kernel has no netem qdisc: link delay and loss from the file are not "
-                              "emulated (bandwidth limits are)")
+            self.notes.append(
+                "this kernel has no netem qdisc: link delay and loss from the file are not "
+                "emulated (bandwidth limits are)"
+            )
             self.log("note: " + self.notes[-1])
             return False
         return wants
@@ -310,13 +338,13 @@ class LabNetwork:
         if keep_logs and self.workdir is not None:
             self.resources.forget_directory(self.workdir)
         if self.net is not None:
-            for sw in self.net.switches:     # before mininet deletes the links under them
+            for sw in self.net.switches:  # before mininet deletes the links under them
                 stop_proc = getattr(sw, "stop_process", None)
                 if stop_proc:
                     stop_proc()
             try:
                 self.net.stop()
-            except Exception as exc:   # a half-built net: fall through to the recorded resources
+            except Exception as exc:  # a half-built net: fall through to the recorded resources
                 self.log(f"note: mininet stop failed ({exc}); removing recorded resources")
             self.net = None
         return self.resources.cleanup()

@@ -39,9 +39,9 @@ class LabResources:
 
     def __init__(self, owner_pid: int | None = None):
         self.owner_pid = owner_pid or os.getpid()
-        self.processes: list[dict] = []     # {"pid", "what", "cmdline"}
-        self.interfaces: list[str] = []     # root-namespace names (deleting one end removes the veth pair)
-        self.directories: list[str] = []    # work directories (removed at teardown unless forgotten)
+        self.processes: list[dict] = []  # {"pid", "what", "cmdline"}
+        self.interfaces: list[str] = []  # root-namespace names (deleting one end removes the veth pair)
+        self.directories: list[str] = []  # work directories (removed at teardown unless forgotten)
         self.path = STATE_DIR / f"{self.owner_pid}.json"
 
     # -- recording -------------------------------------------------------------------------------
@@ -71,12 +71,21 @@ class LabResources:
     def save(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"owner_pid": self.owner_pid, "processes": self.processes,
-                                   "interfaces": self.interfaces, "directories": self.directories}, indent=1))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "owner_pid": self.owner_pid,
+                    "processes": self.processes,
+                    "interfaces": self.interfaces,
+                    "directories": self.directories,
+                },
+                indent=1,
+            )
+        )
         tmp.replace(self.path)
 
     @classmethod
-    def load(cls, path: Path) -> "LabResources":
+    def load(cls, path: Path) -> LabResources:
         data = json.loads(path.read_text())
         res = cls(data["owner_pid"])
         res.processes = data.get("processes", [])
@@ -159,7 +168,7 @@ def stale_states() -> list[LabResources]:
 
 
 WORKDIR_PREFIX = "ina-lab-"
-_WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-)?[a-z0-9_]{8}$")   # mkdtemp's 8 characters; older runs had no pid
+_WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-)?[a-z0-9_]{8}$")  # mkdtemp's 8 characters; older runs had no pid
 
 
 def _live_runs() -> set[int]:
@@ -203,8 +212,10 @@ def clean_stale(log=print, workdirs: bool = False) -> int:
     are gone, kept logs included: ``--clean``); returns the number of problems that remain."""
     problems = 0
     for res in stale_states():
-        log(f"cleaning up after run {res.owner_pid}: {len(res.processes)} processes, "
-            f"{len(res.interfaces)} interfaces recorded")
+        log(
+            f"cleaning up after run {res.owner_pid}: {len(res.processes)} processes, "
+            f"{len(res.interfaces)} interfaces recorded"
+        )
         left = res.cleanup()
         for item in left:
             log(f"  could not remove {item}")

@@ -35,6 +35,7 @@ class TrainError(RuntimeError):
 @dataclass
 class RankHost:
     """Where one rank runs: the host's name, its IP and its data-plane interface."""
+
     name: str
     ip: str
     intf: str
@@ -50,16 +51,18 @@ class TrainResult:
     ms_per_iteration: float
     iterations: int
     ranks_in_sync: bool
-    elapsed: float                                   # wall clock of the whole run, start-up included
-    switch_counters: dict[str, dict[str, int]] = field(default_factory=dict)    # ina: this run's counts
+    elapsed: float  # wall clock of the whole run, start-up included
+    switch_counters: dict[str, dict[str, int]] = field(default_factory=dict)  # ina: this run's counts
     job_id: int | None = None
     notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
 
     def summary_line(self) -> str:
-        return (f"train {self.backend}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
-                f"test accuracy {100 * self.test_accuracy:.2f} %, {self.ms_per_iteration:.1f} ms/iteration "
-                f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
-                f"(run took {self.elapsed:.0f} s)")
+        return (
+            f"train {self.backend}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
+            f"test accuracy {100 * self.test_accuracy:.2f} %, {self.ms_per_iteration:.1f} ms/iteration "
+            f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
+            f"(run took {self.elapsed:.0f} s)"
+        )
 
 
 def default_timeout(epochs: int, workers: int) -> float:
@@ -70,17 +73,43 @@ def default_timeout(epochs: int, workers: int) -> float:
 
 def rank_env(host: RankHost, plan_path: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INA_", "MASTER_", "GLOO_"))}
-    env.update(PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1",
-               GLOO_SOCKET_IFNAME=host.intf)      # gloo would otherwise pick the root's hostname address
+    env.update(
+        PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME=host.intf
+    )  # gloo would otherwise pick the root's hostname address
     if plan_path:
         env.update(INA_PLAN=plan_path, INA_TRANSPORT="udp", INA_HOST=host.name)
     return env
 
 
-def rank_argv(backend: str, rank: int, world: int, master: RankHost, port: int, epochs: int, seed: int,
-              host: RankHost, summary: Path | None) -> list[str]:
-    argv = [sys.executable, str(EXAMPLE), "--backend", backend, "--rank", str(rank), "--world-size", str(world),
-            "--master-addr", master.ip, "--master-port", str(port), "--epochs", str(epochs), "--seed", str(seed)]
+def rank_argv(
+    backend: str,
+    rank: int,
+    world: int,
+    master: RankHost,
+    port: int,
+    epochs: int,
+    seed: int,
+    host: RankHost,
+    summary: Path | None,
+) -> list[str]:
+    argv = [
+        sys.executable,
+        str(EXAMPLE),
+        "--backend",
+        backend,
+        "--rank",
+        str(rank),
+        "--world-size",
+        str(world),
+        "--master-addr",
+        master.ip,
+        "--master-port",
+        str(port),
+        "--epochs",
+        str(epochs),
+        "--seed",
+        str(seed),
+    ]
     if backend == "ina":
         argv += ["--transport", "udp", "--host", host.name]
     if summary is not None:
@@ -91,7 +120,7 @@ def rank_argv(backend: str, rank: int, world: int, master: RankHost, port: int, 
 class _Rank:
     def __init__(self, rank: int, host: RankHost, proc, log_path: Path):
         self.rank, self.host, self.proc, self.log_path = rank, host, proc, log_path
-        self.shown = 0                     # bytes of the log already streamed
+        self.shown = 0  # bytes of the log already streamed
         self.ended_at: float | None = None
 
     @property
@@ -113,14 +142,25 @@ class _Rank:
                 data = f.read()
         except OSError:
             return []
-        complete = data[:data.rfind(b"\n") + 1]
+        complete = data[: data.rfind(b"\n") + 1]
         self.shown += len(complete)
         return complete.decode(errors="replace").splitlines()
 
 
-def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: int, workdir: Path, *,
-              plan_path: str | None = None, port: int = 29500, timeout: float | None = None,
-              log=print, grace: float = 20.0) -> TrainResult:
+def run_ranks(
+    network,
+    hosts: list[RankHost],
+    backend: str,
+    epochs: int,
+    seed: int,
+    workdir: Path,
+    *,
+    plan_path: str | None = None,
+    port: int = 29500,
+    timeout: float | None = None,
+    log=print,
+    grace: float = 20.0,
+) -> TrainResult:
     """Train with one process per host (``hosts`` in rank order) and return rank 0's summary."""
     if backend not in BACKENDS:
         raise TrainError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
@@ -139,10 +179,16 @@ def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: i
         for rank, host in enumerate(hosts):
             log_path = run_dir / f"rank{rank}-{host.name}.log"
             with open(log_path, "wb") as out:
-                proc = network.popen(host.name, rank_argv(backend, rank, world, hosts[0], port, epochs, seed, host,
-                                                          summary if rank == 0 else None),
-                                     f"training rank {rank} on {host.name}", stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=subprocess.STDOUT, env=rank_env(host, plan_path), cwd=str(REPO))
+                proc = network.popen(
+                    host.name,
+                    rank_argv(backend, rank, world, hosts[0], port, epochs, seed, host, summary if rank == 0 else None),
+                    f"training rank {rank} on {host.name}",
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=rank_env(host, plan_path),
+                    cwd=str(REPO),
+                )
             ranks.append(_Rank(rank, host, proc, log_path))
         late = _wait(ranks, summary, start + timeout, timeout, grace, log)
     finally:
@@ -152,14 +198,22 @@ def run_ranks(network, hosts: list[RankHost], backend: str, epochs: int, seed: i
     try:
         data = json.loads(summary.read_text())
     except (OSError, ValueError):
-        raise TrainError(f"{ranks[0].label} exited without writing its summary; its last output:\n"
-                         f"{ranks[0].tail()}") from None
-    result = TrainResult(backend, data["workers"], data["epochs"], data["seed"], data["test_accuracy"],
-                         data["ms_per_iteration"], data["iterations"], data["ranks_in_sync"],
-                         time.monotonic() - start)
+        raise TrainError(
+            f"{ranks[0].label} exited without writing its summary; its last output:\n{ranks[0].tail()}"
+        ) from None
+    result = TrainResult(
+        backend,
+        data["workers"],
+        data["epochs"],
+        data["seed"],
+        data["test_accuracy"],
+        data["ms_per_iteration"],
+        data["iterations"],
+        data["ranks_in_sync"],
+        time.monotonic() - start,
+    )
     for r, what in late:
-        result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n"
-                            f"{r.tail()}")
+        result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")
         log("[lab] note: " + result.notes[-1])
     return result
 
@@ -204,15 +258,19 @@ def _wait(ranks: list[_Rank], summary: Path, deadline: float, timeout: float, gr
         _stream(ranks[0], log)
         running = [r for r in ranks if r.ended_at is None]
         if failed is not None and (not running or now > failed.ended_at + grace):
-            raise TrainError(f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
-                             f"its last output:\n{failed.tail()}")
+            raise TrainError(
+                f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
+                f"its last output:\n{failed.tail()}"
+            )
         if not running:
             return late
         if failed is None and finished_at is not None and now > finished_at + grace:
             return late + [(r, f"had not exited {grace:.0f} s later (stopped)") for r in running]
         if now > deadline:
             slow = running[0]
-            raise TrainError(f"training did not finish within {timeout:.0f} s: still running on "
-                             f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
-                             f"{slow.tail()}")
+            raise TrainError(
+                f"training did not finish within {timeout:.0f} s: still running on "
+                f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
+                f"{slow.tail()}"
+            )
         time.sleep(0.25)

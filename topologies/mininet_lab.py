@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from topologies.lab_network import LabError, LabNetwork, LabSpec, intf_name
-from topologies.lab_training import BACKENDS, RankHost, TrainError, TrainResult, run_ranks
 from topologies.lab_state import clean_stale
+from topologies.lab_training import BACKENDS, RankHost, TrainError, TrainResult, run_ranks
 from topologies.p4switch import SwitchStartError
 
 
@@ -44,11 +44,11 @@ class RoundResult:
     round: int
     mode: str
     values: int
-    elapsed: float                       # slowest worker, seconds
+    elapsed: float  # slowest worker, seconds
     per_rank: dict[int, float] = field(default_factory=dict)
     verified: bool = False
-    retransmissions: int = 0              # chunks resent by all workers in this round
-    send_buffer_full: int = 0             # sends refused by a full socket buffer (workers + server): lost
+    retransmissions: int = 0  # chunks resent by all workers in this round
+    send_buffer_full: int = 0  # sends refused by a full socket buffer (workers + server): lost
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"
@@ -62,14 +62,15 @@ def pick_hosts(topo, workers=None, server=None) -> tuple[list[str], str]:
     hinted_servers = [h.name for h in topo.hosts if h.role == "server"]
     server = server or (hinted_servers[0] if hinted_servers else topo.hosts[-1].name)
     if isinstance(workers, int) or workers is None:
-        pool = [h.name for h in topo.hosts if h.role == "worker"] or \
-               [h.name for h in topo.hosts if h.name != server and h.role != "server"]
+        pool = [h.name for h in topo.hosts if h.role == "worker"] or [
+            h.name for h in topo.hosts if h.name != server and h.role != "server"
+        ]
         count = len(pool) if workers is None else workers
         if count > len(pool):
             raise LabError(f"asked for {count} workers, the topology has {len(pool)} worker hosts")
         workers = pool[:count]
     for name in list(workers) + [server]:
-        topo.host(name)   # raises TopologyError naming an unknown host
+        topo.host(name)  # raises TopologyError naming an unknown host
     return list(workers), server
 
 
@@ -101,7 +102,7 @@ class AgentProcess:
             try:
                 return json.loads(line)
             except json.JSONDecodeError:
-                continue    # stray output (a library warning): not a reply
+                continue  # stray output (a library warning): not a reply
 
     def stop(self) -> None:
         try:
@@ -116,9 +117,20 @@ class AgentProcess:
 class MininetLab:
     """Network + controller + one job + agents. ``start``, then ``allreduce``/``counters``, ``stop``."""
 
-    def __init__(self, topology_path: str, workers=None, server: str | None = None, target: str = "softswitch",
-                 program: str | None = None, values: int = 2048, log=print, plan_options=None,
-                 p4info: str | None = None, device_config: str | None = None, keep_logs: str | None = None):
+    def __init__(
+        self,
+        topology_path: str,
+        workers=None,
+        server: str | None = None,
+        target: str = "softswitch",
+        program: str | None = None,
+        values: int = 2048,
+        log=print,
+        plan_options=None,
+        p4info: str | None = None,
+        device_config: str | None = None,
+        keep_logs: str | None = None,
+    ):
         from controller.topology_yaml import load_topology
 
         self.topo = load_topology(topology_path)
@@ -130,13 +142,13 @@ class MininetLab:
         self.plan_options = plan_options
         self.p4info, self.device_config = p4info, device_config
         self.plan = None
-        self.ps_plan = None               # the parameter-server baseline: same hosts, no aggregating switch
+        self.ps_plan = None  # the parameter-server baseline: same hosts, no aggregating switch
         self.installer = None
-        self.jobs = None                  # controller JobManager: the lab's job and training jobs share its resources
+        self.jobs = None  # controller JobManager: the lab's job and training jobs share its resources
         self.next_job_id = 0
         self.train_runs = 0
-        self.keep_logs = Path(keep_logs) if keep_logs else None   # copy the work directory there at teardown
-        self.failed = False               # a job or training run failed: keep the logs at teardown
+        self.keep_logs = Path(keep_logs) if keep_logs else None  # copy the work directory there at teardown
+        self.failed = False  # a job or training run failed: keep the logs at teardown
         self.logs_kept: Path | None = None
         self.agents: dict[str, AgentProcess] = {}
         self.server_agent: AgentProcess | None = None
@@ -152,18 +164,19 @@ class MininetLab:
         return self.network.workdir
 
     # -- bring-up --------------------------------------------------------------------------------
-    def start(self) -> "MininetLab":
+    def start(self) -> MininetLab:
         t0 = time.monotonic()
-        self.log(f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
-                 f"{len(self.spec.hosts)} hosts, {len(self.spec.links)} links ({self.topo.name})")
+        self.log(
+            f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
+            f"{len(self.spec.hosts)} hosts, {len(self.spec.links)} links ({self.topo.name})"
+        )
         self.network.start()
         self.log(f"[lab] network up in {time.monotonic() - t0:.1f} s")
         try:
             t1 = time.monotonic()
             self._install()
             (self.workdir / "plan.json").write_text(self.plan.to_json(indent=1))
-            self.log(f"[lab] controller installed routes and job {self.plan.job_id} "
-                     f"in {time.monotonic() - t1:.1f} s")
+            self.log(f"[lab] controller installed routes and job {self.plan.job_id} in {time.monotonic() - t1:.1f} s")
             self._start_agents()
         except BaseException as exc:
             self.stop(failed=not isinstance(exc, KeyboardInterrupt))
@@ -178,15 +191,13 @@ class MininetLab:
         from controller.jobservice import JobManager
         from worker.baselines import parameter_server_options
 
-        self.installer = Installer(self.topo, self.p4info, self.device_config,
-                                   addresses=self.network.grpc_addresses())
+        self.installer = Installer(self.topo, self.p4info, self.device_config, addresses=self.network.grpc_addresses())
         if self.p4info and self.device_config:
             self.installer.push_pipeline()
         self.installer.install_topology()
         self.jobs = JobManager(self.topo, installer=self.installer)
         self.plan, _ = self.jobs.register(self.workers, [self.server], self._options())
-        self.ps_plan, _ = self.jobs.register(self.workers, [self.server],
-                                             parameter_server_options(self._options()))
+        self.ps_plan, _ = self.jobs.register(self.workers, [self.server], parameter_server_options(self._options()))
         self.next_job_id = max(self.plan.job_id, self.ps_plan.job_id) + 1
 
     def _options(self, **changes):
@@ -200,14 +211,24 @@ class MininetLab:
         ps_file = self.workdir / "ps-plan.json"
         ps_file.write_text(self.ps_plan.to_json(indent=1))
         both = ["--plan", plan_file, "--ps-plan", str(ps_file)]
-        proc = self.network.popen(self.server, [py, "-m", "topologies.lab_agent", "server", *both,
-                                                "--server", self.server], f"server agent {self.server}",
-                                  stdin=-1, stdout=-1, stderr=-1)
+        proc = self.network.popen(
+            self.server,
+            [py, "-m", "topologies.lab_agent", "server", *both, "--server", self.server],
+            f"server agent {self.server}",
+            stdin=-1,
+            stdout=-1,
+            stderr=-1,
+        )
         self.server_agent = AgentProcess(proc, f"server {self.server}")
         for w in self.plan.workers:
-            proc = self.network.popen(w.name, [py, "-m", "topologies.lab_agent", "worker", *both,
-                                               "--rank", str(w.rank), "--out", str(self.workdir)],
-                                      f"worker agent {w.name}", stdin=-1, stdout=-1, stderr=-1)
+            proc = self.network.popen(
+                w.name,
+                [py, "-m", "topologies.lab_agent", "worker", *both, "--rank", str(w.rank), "--out", str(self.workdir)],
+                f"worker agent {w.name}",
+                stdin=-1,
+                stdout=-1,
+                stderr=-1,
+            )
             self.agents[w.name] = AgentProcess(proc, f"worker {w.name} (rank {w.rank})")
         for agent in [self.server_agent, *self.agents.values()]:
             msg = agent.read(60)
@@ -216,8 +237,9 @@ class MininetLab:
         self.log(f"[lab] agents ready: server on {self.server}, workers on {', '.join(self.agents)}")
 
     # -- jobs ------------------------------------------------------------------------------------
-    def allreduce(self, rounds: int = 1, values: int | None = None, mode: str = "ina",
-                  timeout: float = 120.0) -> list[RoundResult]:
+    def allreduce(
+        self, rounds: int = 1, values: int | None = None, mode: str = "ina", timeout: float = 120.0
+    ) -> list[RoundResult]:
         """Run ``rounds`` allreduces on every worker at once and check each result exactly."""
         values = values or self.values
         try:
@@ -239,8 +261,13 @@ class MininetLab:
                 if "error" in msg:
                     raise JobError(f"round {r}: {agent.name}: {msg['error']}")
                 replies[name] = msg
-            res = RoundResult(r, mode, values, max(m["elapsed"] for m in replies.values()),
-                              {self.plan.worker(n).rank: m["elapsed"] for n, m in replies.items()})
+            res = RoundResult(
+                r,
+                mode,
+                values,
+                max(m["elapsed"] for m in replies.values()),
+                {self.plan.worker(n).rank: m["elapsed"] for n, m in replies.items()},
+            )
             self._verify(r, replies)
             res.verified = True
             stats = {(n, mode): m.get("stats", {}) for n, m in replies.items()}
@@ -248,8 +275,10 @@ class MininetLab:
             res.retransmissions = self._stats_delta(stats, "retransmissions")
             res.send_buffer_full = self._stats_delta(stats, "send_buffer_full")
             out.append(res)
-            self.log(f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
-                     f"{res.elapsed * 1000:.0f} ms, sums verified, {res.losses_text()}")
+            self.log(
+                f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
+                f"{res.elapsed * 1000:.0f} ms, sums verified, {res.losses_text()}"
+            )
         return out
 
     def _stats_delta(self, stats: dict[tuple[str, str], dict], key: str) -> int:
@@ -289,13 +318,16 @@ class MininetLab:
 
     def _train(self, epochs: int, backend: str, seed: int, timeout: float | None) -> TrainResult:
         self.train_runs += 1
-        port = 29500 + self.train_runs          # no TIME_WAIT from an earlier run's store
+        port = 29500 + self.train_runs  # no TIME_WAIT from an earlier run's store
         hosts = [RankHost(w.name, w.ip, intf_name(w.name, self.spec.host(w.name).port)) for w in self.plan.workers]
-        self.log(f"[lab] training {backend}: {len(hosts)} ranks on {', '.join(h.name for h in hosts)}, "
-                 f"{epochs} epochs, seed {seed}, rendezvous {hosts[0].ip}:{port}")
+        self.log(
+            f"[lab] training {backend}: {len(hosts)} ranks on {', '.join(h.name for h in hosts)}, "
+            f"{epochs} epochs, seed {seed}, rendezvous {hosts[0].ip}:{port}"
+        )
         if backend != "ina":
-            result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, port=port,
-                               timeout=timeout, log=self.log)
+            result = run_ranks(
+                self.network, hosts, backend, epochs, seed, self.workdir, port=port, timeout=timeout, log=self.log
+            )
             self.log("[lab] " + result.summary_line())
             return result
         plan = self._training_job()
@@ -304,32 +336,49 @@ class MininetLab:
             plan_path.write_text(plan.to_json(indent=1))
             self._server_call({"cmd": "add_job", "plan": str(plan_path)})
             before = self.switch_counters(plan)
-            result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, plan_path=str(plan_path),
-                               port=port, timeout=timeout, log=self.log)
+            result = run_ranks(
+                self.network,
+                hosts,
+                backend,
+                epochs,
+                seed,
+                self.workdir,
+                plan_path=str(plan_path),
+                port=port,
+                timeout=timeout,
+                log=self.log,
+            )
             after = self.switch_counters(plan)
             result.job_id = plan.job_id
-            result.switch_counters = {s: {k: v - before[s].get(k, 0) for k, v in row.items() if v - before[s].get(k, 0)}
-                                      for s, row in after.items()}
+            result.switch_counters = {
+                s: {k: v - before[s].get(k, 0) for k, v in row.items() if v - before[s].get(k, 0)}
+                for s, row in after.items()
+            }
         finally:
             self._release_training_job(plan)
         self.log("[lab] " + result.summary_line())
         for name, row in sorted(result.switch_counters.items()):
             if row.get("grad_completed"):
-                self.log(f"[lab] switch {name} (P4 counters, job {plan.job_id}): {row.get('grad_aggregated', 0)} "
-                         f"gradient packets aggregated, {row['grad_completed']} chunks completed in the data plane")
+                self.log(
+                    f"[lab] switch {name} (P4 counters, job {plan.job_id}): {row.get('grad_aggregated', 0)} "
+                    f"gradient packets aggregated, {row['grad_completed']} chunks completed in the data plane"
+                )
         return result
 
     def _training_job(self):
-        plan, _ = self.jobs.register([w.name for w in self.plan.workers], [self.server],
-                                     self._options(job_id=self.next_job_id))
+        plan, _ = self.jobs.register(
+            [w.name for w in self.plan.workers], [self.server], self._options(job_id=self.next_job_id)
+        )
         self.next_job_id += 1
         return plan
 
     def _release_training_job(self, plan) -> None:
         """Remove the job from server and switches. Runs in ``finally``: a failure here is noted, not
         raised over the training's own error (teardown removes everything anyway)."""
-        for what, step in (("server agent", lambda: self._server_call({"cmd": "remove_job", "job": plan.job_id})),
-                           ("switches", lambda: self.jobs.release(plan.job_id))):
+        for what, step in (
+            ("server agent", lambda: self._server_call({"cmd": "remove_job", "job": plan.job_id})),
+            ("switches", lambda: self.jobs.release(plan.job_id)),
+        ):
             try:
                 step()
             except Exception as exc:
@@ -359,7 +408,13 @@ class MininetLab:
             stats = self.installer.read_counter(s.name, "InaIngress.ina_stats", [base + i for i in C.STAT_NAMES])
             drops = self.installer.read_counter(s.name, "InaIngress.drop_stats", list(C.DROP_REASON_NAMES))
             row = {C.STAT_NAMES[i - base].removeprefix("STAT_").lower(): v[0] for i, v in stats.items() if v[0]}
-            row.update({"drop " + C.DROP_REASON_NAMES[i].removeprefix("DROP_").lower(): v[0] for i, v in drops.items() if v[0] and i})
+            row.update(
+                {
+                    "drop " + C.DROP_REASON_NAMES[i].removeprefix("DROP_").lower(): v[0]
+                    for i, v in drops.items()
+                    if v[0] and i
+                }
+            )
             out[s.name] = row
         return out
 
@@ -370,8 +425,10 @@ class MininetLab:
         for name, row in self.switch_counters().items():
             lines.append(f"  {name}: " + (", ".join(f"{k} {v}" for k, v in row.items()) or "-"))
         stats = self._server_call({"cmd": "stats"}, "stats")["stats"]
-        lines.append(f"server agent {self.server} (all jobs): " + (", ".join(f"{k} {v}" for k, v in sorted(stats.items()))
-                                                                  or "-"))
+        lines.append(
+            f"server agent {self.server} (all jobs): "
+            + (", ".join(f"{k} {v}" for k, v in sorted(stats.items())) or "-")
+        )
         return "\n".join(lines)
 
     def plan_text(self) -> str:
@@ -469,8 +526,9 @@ def _logs_hint(lab: MininetLab) -> str:
     """For an error in the CLI: the run goes on; its logs are kept when it ends."""
     if not lab.failed:
         return ""
-    return f"\n(this run's logs, in {lab.workdir}, are kept at exit" + \
-        (f" in {lab.keep_logs})" if lab.keep_logs else ")")
+    return f"\n(this run's logs, in {lab.workdir}, are kept at exit" + (
+        f" in {lab.keep_logs})" if lab.keep_logs else ")"
+    )
 
 
 def parse_train_line(line: str) -> dict:
@@ -501,13 +559,16 @@ def _plan_options(result_mode: str):
 
 def compare_line(gloo: TrainResult, ina: TrainResult) -> str:
     diff = 100 * (ina.test_accuracy - gloo.test_accuracy)
-    return (f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration, "
-            f"ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration "
-            f"(accuracy difference {diff:+.2f} points)")
+    return (
+        f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration, "
+        f"ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration "
+        f"(accuracy difference {diff:+.2f} points)"
+    )
 
 
 def install_signal_handlers() -> None:
     """SIGTERM/SIGHUP end the run like Ctrl-C, so ``finally`` blocks tear the lab down."""
+
     def handler(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
 
@@ -524,24 +585,42 @@ def main(argv=None) -> int:
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
     ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")
     ap.add_argument("--server", help="aggregation server host (default: role hint)")
-    ap.add_argument("--results", choices=("unicast", "multicast"), default="multicast",
-                    help="results down the tree by multicast (default) or unicast per worker")
+    ap.add_argument(
+        "--results",
+        choices=("unicast", "multicast"),
+        default="multicast",
+        help="results down the tree by multicast (default) or unicast per worker",
+    )
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
     ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
     ap.add_argument("--batch", action="store_true", help="exit after --rounds/--script instead of the CLI")
-    ap.add_argument("--train", action="store_true",
-                    help="run examples/train_digits.py, one process per worker host, then exit")
-    ap.add_argument("--backend", choices=(*BACKENDS, "both"), default="ina",
-                    help="--train: torch.distributed backend (both: gloo, then ina, same seed)")
+    ap.add_argument(
+        "--train", action="store_true", help="run examples/train_digits.py, one process per worker host, then exit"
+    )
+    ap.add_argument(
+        "--backend",
+        choices=(*BACKENDS, "both"),
+        default="ina",
+        help="--train: torch.distributed backend (both: gloo, then ina, same seed)",
+    )
     ap.add_argument("--epochs", type=int, default=20, help="--train: epochs")
     ap.add_argument("--seed", type=int, default=0, help="--train: seed of the data split, shards and weights")
-    ap.add_argument("--train-timeout", type=float,
-                    help="--train: seconds one training run may take (default grows with epochs and workers)")
-    ap.add_argument("--keep-logs", metavar="DIR",
-                    help="copy the run's work directory (switch logs, plans, results, training logs) to DIR at exit")
-    ap.add_argument("--clean", action="store_true",
-                    help="remove what crashed runs left behind and the work directories of earlier runs, then exit")
+    ap.add_argument(
+        "--train-timeout",
+        type=float,
+        help="--train: seconds one training run may take (default grows with epochs and workers)",
+    )
+    ap.add_argument(
+        "--keep-logs",
+        metavar="DIR",
+        help="copy the run's work directory (switch logs, plans, results, training logs) to DIR at exit",
+    )
+    ap.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove what crashed runs left behind and the work directories of earlier runs, then exit",
+    )
     args = ap.parse_args(argv)
 
     if args.clean:
@@ -557,9 +636,18 @@ def main(argv=None) -> int:
     lab = None
     failed, error = True, None
     try:
-        lab = MininetLab(args.topology, workers, args.server, args.target, args.program, args.values,
-                         p4info=args.p4info, device_config=args.device_config,
-                         plan_options=_plan_options(args.results), keep_logs=args.keep_logs)
+        lab = MininetLab(
+            args.topology,
+            workers,
+            args.server,
+            args.target,
+            args.program,
+            args.values,
+            p4info=args.p4info,
+            device_config=args.device_config,
+            plan_options=_plan_options(args.results),
+            keep_logs=args.keep_logs,
+        )
         lab.start()
         print(lab.plan_text())
         if args.rounds:

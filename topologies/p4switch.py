@@ -34,12 +34,19 @@ class SwitchStartError(RuntimeError):
 class Target:
     """How to run one kind of P4 switch executable."""
 
-    name: str                 # "softswitch" or "bmv2"
+    name: str  # "softswitch" or "bmv2"
     command: tuple[str, ...]  # the executable (and interpreter arguments)
-    grpc_after_dashes: bool   # BMv2 wants target options (gRPC address, CPU port) after "--"
+    grpc_after_dashes: bool  # BMv2 wants target options (gRPC address, CPU port) after "--"
 
-    def argv(self, device_id: int, ports: dict[int, str], grpc_addr: str, program: str | None,
-             cpu_port: int | None = None, log_console: bool = False) -> list[str]:
+    def argv(
+        self,
+        device_id: int,
+        ports: dict[int, str],
+        grpc_addr: str,
+        program: str | None,
+        cpu_port: int | None = None,
+        log_console: bool = False,
+    ) -> list[str]:
         argv = list(self.command) + ["--device-id", str(device_id)]
         for port, intf in sorted(ports.items()):
             argv += ["-i", f"{port}@{intf}"]
@@ -100,9 +107,20 @@ class P4Switch(Switch):
     (where ``<name>.log`` goes; default $INA_LAB_LOG_DIR or /tmp/ina-lab).
     """
 
-    def __init__(self, name, device_id: int, grpc_port: int, target: Target, program: str | None = None,
-                 cpu_port: int | None = None, start_timeout: float = 120.0, log_console: bool = False,
-                 on_process=None, log_dir: Path | None = None, **params):
+    def __init__(
+        self,
+        name,
+        device_id: int,
+        grpc_port: int,
+        target: Target,
+        program: str | None = None,
+        cpu_port: int | None = None,
+        start_timeout: float = 120.0,
+        log_console: bool = False,
+        on_process=None,
+        log_dir: Path | None = None,
+        **params,
+    ):
         Switch.__init__(self, name, **params)
         self.device_id = device_id
         self.grpc_port = grpc_port
@@ -112,9 +130,9 @@ class P4Switch(Switch):
         self.cpu_port = cpu_port
         self.start_timeout = start_timeout
         self.log_console = log_console
-        self.on_process = on_process          # callback(pid) so the lab can record it for teardown
+        self.on_process = on_process  # callback(pid) so the lab can record it for teardown
         self.proc: subprocess.Popen | None = None
-        self.log_dir = Path(log_dir or LOG_DIR)       # the lab gives its run's work directory
+        self.log_dir = Path(log_dir or LOG_DIR)  # the lab gives its run's work directory
         self.log_path = self.log_dir / f"{name}.log"
 
     def ports_by_number(self) -> dict[int, str]:
@@ -127,13 +145,20 @@ class P4Switch(Switch):
                 continue
             prepare_interface(self, intf.name)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        argv = self.target.argv(self.device_id, self.ports_by_number(), self.grpc_addr, self.program,
-                                self.cpu_port, self.log_console)
+        argv = self.target.argv(
+            self.device_id, self.ports_by_number(), self.grpc_addr, self.program, self.cpu_port, self.log_console
+        )
         with open(self.log_path, "wb") as log:
             log.write((" ".join(argv) + "\n").encode())
             log.flush()
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         start_new_session=True, cwd=str(REPO))
+            self.proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=str(REPO),
+            )
         if self.on_process:
             self.on_process(self.proc.pid)
 
@@ -142,8 +167,9 @@ class P4Switch(Switch):
         try:
             wait_for_port("127.0.0.1", self.grpc_port, self.start_timeout, self.proc)
         except SwitchStartError as exc:
-            raise SwitchStartError(f"{self.name} ({self.target.name}): {exc}; log: {self.log_path}\n"
-                                   + tail(self.log_path)) from None
+            raise SwitchStartError(
+                f"{self.name} ({self.target.name}): {exc}; log: {self.log_path}\n" + tail(self.log_path)
+            ) from None
 
     def stop_process(self) -> None:
         stop_process(self.proc)
@@ -154,8 +180,9 @@ class P4Switch(Switch):
         super().stop(deleteIntfs)
 
     def describe(self) -> str:
-        return (f"{self.name}: {self.target.name} device {self.device_id} grpc {self.grpc_addr} ports "
-                + ", ".join(f"{p}@{i}" for p, i in sorted(self.ports_by_number().items())))
+        return f"{self.name}: {self.target.name} device {self.device_id} grpc {self.grpc_addr} ports " + ", ".join(
+            f"{p}@{i}" for p, i in sorted(self.ports_by_number().items())
+        )
 
 
 def prepare_interface(node, intf: str) -> None:

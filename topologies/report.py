@@ -36,24 +36,35 @@ def table(headers: list[str], rows: list[list], align: str | None = None) -> str
 
 def plan_text(plan) -> str:
     """Which switches aggregate, with which fan-in, and each worker's path."""
-    lines = [f"job {plan.job_id}: {len(plan.workers)} workers -> "
-             f"{', '.join(s.name for s in plan.servers)} ({plan.planner}, {plan.result_mode} results, "
-             f"{len(plan.trees)} tree{'s' if len(plan.trees) != 1 else ''})"]
+    lines = [
+        f"job {plan.job_id}: {len(plan.workers)} workers -> "
+        f"{', '.join(s.name for s in plan.servers)} ({plan.planner}, {plan.result_mode} results, "
+        f"{len(plan.trees)} tree{'s' if len(plan.trees) != 1 else ''})"
+    ]
     for tree in plan.trees:
-        lines.append(f"tree {tree.tree_id}: root {tree.root}, weight {tree.weight:.2f}, "
-                     f"server fan-in {tree.server.fan_in}")
+        lines.append(
+            f"tree {tree.tree_id}: root {tree.root}, weight {tree.weight:.2f}, server fan-in {tree.server.fan_in}"
+        )
         rows = []
         for cfg in plan.switches:
             if cfg.tree_id != tree.tree_id:
                 continue
-            rows.append([cfg.switch, cfg.device_id, "yes" if cfg.aggregates else "no",
-                         cfg.max_fan_in if cfg.aggregates else "-", f"{cfg.slot_base}+{cfg.pool_size}"])
+            rows.append(
+                [
+                    cfg.switch,
+                    cfg.device_id,
+                    "yes" if cfg.aggregates else "no",
+                    cfg.max_fan_in if cfg.aggregates else "-",
+                    f"{cfg.slot_base}+{cfg.pool_size}",
+                ]
+            )
         if rows:
             lines.append(table(["switch", "device", "aggregates", "fan-in", "slots"], rows, "lrlrr"))
         for w in plan.workers:
             hops = tree.grad_hops[w.name]
-            path = " -> ".join(f"{h.name or h.switch_id}{'[+' + str(h.fan_in) + ']' if h.aggregate else ''}"
-                               for h in hops)
+            path = " -> ".join(
+                f"{h.name or h.switch_id}{'[+' + str(h.fan_in) + ']' if h.aggregate else ''}" for h in hops
+            )
             lines.append(f"  {w.name} (rank {w.rank}): {path}")
     for warning in plan.warnings:
         lines.append(f"warning: {warning}")
@@ -115,14 +126,27 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
         load = loads.get(data["eid"], 0)
         in_tree = frozenset((a, b)) in tree_edges
         width = 0.8 + 7.0 * load / peak
-        nx.draw_networkx_edges(g, pos, edgelist=[(a, b)], width=width, ax=ax,
-                               edge_color="tab:orange" if in_tree else "lightgray",
-                               alpha=0.9 if in_tree else 0.7)
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=[(a, b)],
+            width=width,
+            ax=ax,
+            edge_color="tab:orange" if in_tree else "lightgray",
+            alpha=0.9 if in_tree else 0.7,
+        )
         if load:
             xa, ya = pos[a]
             xb, yb = pos[b]
-            ax.text((xa + xb) / 2, (ya + yb) / 2, fmt_bytes(load), fontsize=7, ha="center", va="center",
-                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8))
+            ax.text(
+                (xa + xb) / 2,
+                (ya + yb) / 2,
+                fmt_bytes(load),
+                fontsize=7,
+                ha="center",
+                va="center",
+                bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8),
+            )
     colours, labels = [], {}
     nodes = list(g.nodes)
     for n in nodes:
@@ -143,8 +167,10 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
             labels[n] = n
     nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1900, edgecolors="black", ax=ax)
     nx.draw_networkx_labels(g, pos, labels=labels, font_size=7, ax=ax)
-    ax.set_title(title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
-                          f"link width = bytes carried", fontsize=10)
+    ax.set_title(
+        title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), link width = bytes carried",
+        fontsize=10,
+    )
     ax.axis("off")
     fig.tight_layout()
     path = Path(path)

@@ -23,20 +23,25 @@ import numpy as np
 from protocol import codec
 from protocol import constants as C
 from worker import quantize as Q
+from worker.stream import AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError, Round, TreeCursor
 from worker.wire import codec_hops
-from worker.stream import (AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError, Round,
-                           TreeCursor)
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
-__all__ = ["WorkerAgent", "AllreduceHandle", "AllreduceError", "AllreduceTimeout", "InputRangeError",
-           "NonFiniteInputError"]
+__all__ = [
+    "WorkerAgent",
+    "AllreduceHandle",
+    "AllreduceError",
+    "AllreduceTimeout",
+    "InputRangeError",
+    "NonFiniteInputError",
+]
 
 
 class AllreduceHandle:
     """A collective in progress; ``wait`` drives the agent's event loop until it is done."""
 
-    def __init__(self, agent: "WorkerAgent", array: np.ndarray, op: str):
+    def __init__(self, agent: WorkerAgent, array: np.ndarray, op: str):
         self.agent = agent
         self.array = array
         self.op = op
@@ -60,10 +65,13 @@ class AllreduceHandle:
             finished = self.agent.loop.run_until(self.done, timeout)
             if not finished and not self._done:
                 if timeout is not None:
-                    raise TimeoutError(f"allreduce on job {self.agent.job_id} rank {self.agent.rank} "
-                                       f"not done after {timeout} s")
-                raise AllreduceError(f"job {self.agent.job_id} rank {self.agent.rank}: the event loop "
-                                     f"ran out of events before the allreduce finished")
+                    raise TimeoutError(
+                        f"allreduce on job {self.agent.job_id} rank {self.agent.rank} not done after {timeout} s"
+                    )
+                raise AllreduceError(
+                    f"job {self.agent.job_id} rank {self.agent.rank}: the event loop "
+                    f"ran out of events before the allreduce finished"
+                )
         if self._error is not None:
             raise self._error
         return self._result
@@ -72,7 +80,7 @@ class AllreduceHandle:
 class _Collective:
     """One allreduce: its rounds, chained by callbacks."""
 
-    def __init__(self, agent: "WorkerAgent", handle: AllreduceHandle):
+    def __init__(self, agent: WorkerAgent, handle: AllreduceHandle):
         self.agent = agent
         self.handle = handle
         arr = handle.array
@@ -88,25 +96,30 @@ class _Collective:
             return
         if self.is_float:
             exps = Q.block_exponents(self.flat, agent.values_per_packet, agent.rank)
-            agent.start_round(exps, C.OP_MAX, None, self._exponents_agreed, self._fail,
-                              "scale agreement (MAX of block exponents)")
+            agent.start_round(
+                exps, C.OP_MAX, None, self._exponents_agreed, self._fail, "scale agreement (MAX of block exponents)"
+            )
         elif self.flat.dtype == np.int64:
             marker = np.array([Q.range_marker(self.flat, agent.rank)], dtype=np.int32)
-            agent.start_round(marker, C.OP_MAX, None, self._range_agreed, self._fail,
-                              "int64 range agreement (MAX)")
+            agent.start_round(marker, C.OP_MAX, None, self._range_agreed, self._fail, "int64 range agreement (MAX)")
         else:
             self._send_ints()
 
     def _send_ints(self) -> None:
-        self.agent.start_round(self.flat.astype(np.int32), OPS[self.op], None, self._ints_reduced,
-                               self._fail, f"int {self.op} allreduce")
+        self.agent.start_round(
+            self.flat.astype(np.int32), OPS[self.op], None, self._ints_reduced, self._fail, f"int {self.op} allreduce"
+        )
 
     def _range_agreed(self, marker: np.ndarray, overflow) -> None:
         if marker[0] >= Q.BAD_INPUT:
-            self._fail(InputRangeError(
-                f"job {self.agent.job_id}: int64 {self.op} allreduce refused on every rank: rank "
-                f"{int(marker[0]) - Q.BAD_INPUT} has values outside the int32 range the switches sum "
-                f"({Q.INT32_MIN}..{Q.INT32_MAX})"), in_step=True)
+            self._fail(
+                InputRangeError(
+                    f"job {self.agent.job_id}: int64 {self.op} allreduce refused on every rank: rank "
+                    f"{int(marker[0]) - Q.BAD_INPUT} has values outside the int32 range the switches sum "
+                    f"({Q.INT32_MIN}..{Q.INT32_MAX})"
+                ),
+                in_step=True,
+            )
             return
         self._send_ints()
 
@@ -115,16 +128,18 @@ class _Collective:
         bad = np.flatnonzero(exps >= Q.BAD_INPUT)
         if bad.size:
             k, b = agent.values_per_packet, int(bad[0])
-            self._fail(NonFiniteInputError(
-                f"job {agent.job_id}: float {self.op} allreduce refused on every rank: rank "
-                f"{int(exps[b]) - Q.BAD_INPUT} has a NaN or inf in elements {b * k}.."
-                f"{min((b + 1) * k, self.flat.size) - 1} ({bad.size} block(s) of {k} affected)"),
-                in_step=True)
+            self._fail(
+                NonFiniteInputError(
+                    f"job {agent.job_id}: float {self.op} allreduce refused on every rank: rank "
+                    f"{int(exps[b]) - Q.BAD_INPUT} has a NaN or inf in elements {b * k}.."
+                    f"{min((b + 1) * k, self.flat.size) - 1} ({bad.size} block(s) of {k} affected)"
+                ),
+                in_step=True,
+            )
             return
         self.shifts = Q.shifts(exps, agent.world_size, self.op)
         q = Q.quantize(self.flat, self.shifts, agent.values_per_packet)
-        agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail,
-                          f"float {self.op} allreduce")
+        agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail, f"float {self.op} allreduce")
 
     def _floats_reduced(self, q: np.ndarray, overflow) -> None:
         if overflow:
@@ -142,11 +157,15 @@ class _Collective:
     def _overflow(self, chunks, kind: str) -> None:
         k = self.agent.values_per_packet
         first = chunks[0]
-        self._fail(OverflowError(
-            f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
-            f"overflowed in the network (OVERFLOW flag on {len(chunks)} chunk(s), first seq {first.seq}, "
-            f"elements {first.index * k}..{first.index * k + len(first.values) - 1}); "
-            f"the result would be wrong"), in_step=True)
+        self._fail(
+            OverflowError(
+                f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
+                f"overflowed in the network (OVERFLOW flag on {len(chunks)} chunk(s), first seq {first.seq}, "
+                f"elements {first.index * k}..{first.index * k + len(first.values) - 1}); "
+                f"the result would be wrong"
+            ),
+            in_step=True,
+        )
 
     def _complete(self, flat: np.ndarray) -> None:
         self.handle._set_result(flat.reshape(self.shape))
@@ -168,8 +187,17 @@ class WorkerAgent:
     with AllreduceTimeout naming the chunk.
     """
 
-    def __init__(self, plan, rank: int, transport, *, timeout: float = 0.05, retries: int = 8,
-                 max_backoff: float = 16.0, first_seq: int = 1):
+    def __init__(
+        self,
+        plan,
+        rank: int,
+        transport,
+        *,
+        timeout: float = 0.05,
+        retries: int = 8,
+        max_backoff: float = 16.0,
+        first_seq: int = 1,
+    ):
         self.plan = plan
         self.rank = rank
         self.transport = transport
@@ -186,9 +214,17 @@ class WorkerAgent:
         pools = {}
         for sc in plan.switches:
             pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
-        self.cursors = [TreeCursor(t.tree_id, t.weight, pools.get(t.tree_id, plan.pool_size),
-                                   codec_hops(t.grad_hops[me.name]), servers[t.root].ip)
-                        for t in plan.trees if t.weight > 0]
+        self.cursors = [
+            TreeCursor(
+                t.tree_id,
+                t.weight,
+                pools.get(t.tree_id, plan.pool_size),
+                codec_hops(t.grad_hops[me.name]),
+                servers[t.root].ip,
+            )
+            for t in plan.trees
+            if t.weight > 0
+        ]
         self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
         self._seq = first_seq
         self._srtt: float | None = None
@@ -212,8 +248,12 @@ class WorkerAgent:
         arr = Q.check_array(array)
         handle = AllreduceHandle(self, arr.copy(), op)
         if self._broken is not None:
-            handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce "
-                                             f"failed ({self._broken}); the agent cannot continue"))
+            handle._set_error(
+                AllreduceError(
+                    f"job {self.job_id} rank {self.rank}: an earlier allreduce "
+                    f"failed ({self._broken}); the agent cannot continue"
+                )
+            )
             return handle
         coll = _Collective(self, handle)
         self._pending.append(coll)
@@ -230,8 +270,9 @@ class WorkerAgent:
             self._round._cleanup()
         for coll in list(self._pending):
             if not coll.handle.done():
-                coll.handle._set_error(AllreduceError(f"worker agent of job {self.job_id} rank "
-                                                      f"{self.rank} closed during the allreduce"))
+                coll.handle._set_error(
+                    AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} closed during the allreduce")
+                )
         self._pending.clear()
 
     # -- used by rounds ------------------------------------------------------------------------------
@@ -245,7 +286,7 @@ class WorkerAgent:
 
     def rto(self, attempts: int) -> float:
         base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
-        return base * min(2.0 ** attempts, self.max_backoff)
+        return base * min(2.0**attempts, self.max_backoff)
 
     def rtt_sample(self, rtt: float) -> None:
         self._srtt = rtt if self._srtt is None else 0.875 * self._srtt + 0.125 * rtt
@@ -267,8 +308,11 @@ class WorkerAgent:
             self.last_heard = (self.loop.now(), src_ip, f"malformed: {exc}")
             return
         h = pkt.header
-        self.last_heard = (self.loop.now(), src_ip,
-                           f"{'RESULT' if h.pkt_type == C.PKT_TYPE_RESULT else 'GRAD'} seq {h.seq}")
+        self.last_heard = (
+            self.loop.now(),
+            src_ip,
+            f"{'RESULT' if h.pkt_type == C.PKT_TYPE_RESULT else 'GRAD'} seq {h.seq}",
+        )
         if h.pkt_type != C.PKT_TYPE_RESULT or h.job_id != self.job_id:
             self.stats["ignored"] += 1
             return
@@ -292,5 +336,6 @@ class WorkerAgent:
         self._broken = error
         while self._pending:
             nxt = self._pending.popleft()
-            nxt.handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier "
-                                                 f"allreduce failed ({error})"))
+            nxt.handle._set_error(
+                AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce failed ({error})")
+            )

@@ -22,9 +22,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 import dataclasses
+
+import numpy as np
 
 from protocol import codec
 from protocol import constants as C
@@ -93,9 +93,11 @@ class BaselineHandle:
         if self._result is None:
             limit = b.timeout if timeout is None else timeout
             if not b.loop.run_until(self._done, limit) and not self._done():
-                raise AllreduceError(f"job {b.job_id}: {self.what} did not complete within {limit} s "
-                                     f"(the baselines do not retransmit: a packet was lost or a host "
-                                     f"is down)")
+                raise AllreduceError(
+                    f"job {b.job_id}: {self.what} did not complete within {limit} s "
+                    f"(the baselines do not retransmit: a packet was lost or a host "
+                    f"is down)"
+                )
             self._result = self._finish()
         return self._result
 
@@ -108,11 +110,10 @@ class HostTreeAllreduce(_Baseline):
         self.is_server = isinstance(me, str)
         self.name = me if self.is_server else plan.worker(me).name
         self.rank = SERVER_RANK if self.is_server else me
-        self.trees = [(t.tree_id, t.weight, t.host_parent, t.host_children)
-                      for t in plan.trees if t.weight > 0]
-        self.state: dict[tuple[int, int], list] = {}      # (op, chunk) -> [acc, heard, tree index]
+        self.trees = [(t.tree_id, t.weight, t.host_parent, t.host_children) for t in plan.trees if t.weight > 0]
+        self.state: dict[tuple[int, int], list] = {}  # (op, chunk) -> [acc, heard, tree index]
         self.results: dict[tuple[int, int], np.ndarray] = {}
-        self.own: dict[int, np.ndarray] = {}               # op -> this worker's int32 values
+        self.own: dict[int, np.ndarray] = {}  # op -> this worker's int32 values
         self.chunks_of: dict[int, int] = {}
         self.result_count: dict[int, int] = {}
 
@@ -129,22 +130,25 @@ class HostTreeAllreduce(_Baseline):
         self.chunks_of[op_id] = n_chunks
         self._trees_for_op = self._tree_of(op_id, n_chunks)
         for c in range(n_chunks):
-            self._arrive(op_id, c, flat[c * self.k:(c + 1) * self.k], own=True)
+            self._arrive(op_id, c, flat[c * self.k : (c + 1) * self.k], own=True)
+
         def finish():
-            out = np.concatenate([self.results.pop((op_id, c)) for c in range(n_chunks)]) if n_chunks \
+            out = (
+                np.concatenate([self.results.pop((op_id, c)) for c in range(n_chunks)])
+                if n_chunks
                 else np.zeros(0, np.int32)
+            )
             del self.own[op_id]
             self.result_count.pop(op_id, None)
-            return out[:flat.size].astype(dtype).reshape(shape)
+            return out[: flat.size].astype(dtype).reshape(shape)
 
-        return BaselineHandle(self, lambda: self.result_count.get(op_id, 0) >= n_chunks,
-                              finish, "host-tree allreduce")
+        return BaselineHandle(self, lambda: self.result_count.get(op_id, 0) >= n_chunks, finish, "host-tree allreduce")
 
     def on_packet(self, pkt) -> None:
         h = pkt.header
         op_id, c = h.tree_id, h.seq
-        values = pkt.values[:h.value_count]
-        tree_index = h.slot                       # which host tree the chunk travels on
+        values = pkt.values[: h.value_count]
+        tree_index = h.slot  # which host tree the chunk travels on
         if h.pkt_type == C.PKT_TYPE_GRAD:
             self._arrive(op_id, c, values, own=False, tree_index=tree_index)
         else:
@@ -155,7 +159,7 @@ class HostTreeAllreduce(_Baseline):
             tree_index = self._trees_for_op[c]
         key = (op_id & 0xFF, c)
         st = self.state.setdefault(key, [np.zeros(len(values), np.int64), 0, tree_index])
-        st[0][:len(values)] += values
+        st[0][: len(values)] += values
         st[1] += 1
         st[2] = tree_index
         _, _, parent, children = self.trees[tree_index]
@@ -185,8 +189,9 @@ class HostTreeAllreduce(_Baseline):
         return base - ((base - op_byte) & 0xFF)
 
     def _send_tagged(self, kind, dst, op_id, c, values, tree_index) -> None:
-        pkt = codec.grad(self.job_id, c, [], values, contributor=self.rank & 0xFFFF,
-                         tree_id=op_id & 0xFF, slot=tree_index)
+        pkt = codec.grad(
+            self.job_id, c, [], values, contributor=self.rank & 0xFFFF, tree_id=op_id & 0xFF, slot=tree_index
+        )
         pkt.header.pkt_type = kind
         self.transport.sendto(codec.encode(pkt, self.k), self.ip[dst], BASELINE_UDP_PORT)
 
@@ -211,7 +216,7 @@ class RingAllreduce(_Baseline):
         self.op_counter += 1
         n_chunks = (flat.size + self.k - 1) // self.k
         padded = np.zeros(n_chunks * self.k, np.int32)
-        padded[:flat.size] = flat
+        padded[: flat.size] = flat
         own = padded.reshape(n_chunks, self.k) if n_chunks else padded.reshape(0, self.k)
         segs = self._segments(n_chunks)
         op = {"own": own, "result": np.zeros_like(own), "have": 0, "need": n_chunks, "segs": segs}
@@ -220,13 +225,14 @@ class RingAllreduce(_Baseline):
             op["result"][:] = own
             op["have"] = n_chunks
         else:
-            for c in segs[self.rank]:               # reduce-scatter step 0: own segment to the right
+            for c in segs[self.rank]:  # reduce-scatter step 0: own segment to the right
                 self._send_step(op_id, 0, c, own[c])
             for pkt in self.early.pop(op_id, []):
                 self.on_packet(pkt)
+
         def finish():
             del self.ops[op_id]
-            return op["result"].ravel()[:flat.size].astype(dtype).reshape(shape)
+            return op["result"].ravel()[: flat.size].astype(dtype).reshape(shape)
 
         return BaselineHandle(self, lambda: op["have"] == op["need"], finish, "ring allreduce")
 
@@ -241,17 +247,17 @@ class RingAllreduce(_Baseline):
             self.early.setdefault(h.tree_id, []).append(pkt)
             return
         step, c, n = h.slot, h.seq, self.n
-        values = pkt.values[:self.k]
-        if step < n - 1:                            # reduce-scatter: add own, pass on
-            total = (values.astype(np.int64) + op["own"][c])
+        values = pkt.values[: self.k]
+        if step < n - 1:  # reduce-scatter: add own, pass on
+            total = values.astype(np.int64) + op["own"][c]
             total = np.clip(total, Q.INT32_MIN, Q.INT32_MAX).astype(np.int32)
             if step < n - 2:
                 self._send_step(h.tree_id, step + 1, c, total)
                 return
-            op["result"][c] = total                 # this segment is complete here
+            op["result"][c] = total  # this segment is complete here
             op["have"] += 1
             self._send_step(h.tree_id, n - 1, c, total)
-        else:                                       # all-gather: keep, pass on unless back home
+        else:  # all-gather: keep, pass on unless back home
             op["result"][c] = values
             op["have"] += 1
             if step < 2 * n - 3:

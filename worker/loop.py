@@ -15,7 +15,7 @@ import itertools
 import selectors
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 class Timer:

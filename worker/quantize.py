@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
-INT32_MIN = -(2 ** 31)
-INT32_MAX = 2 ** 31 - 1
-ZERO_BLOCK_EXPONENT = -(2 ** 30)   # exponent sent for an all-zero block (loses every MAX)
-BAD_INPUT = 2 ** 30                # + rank: "this rank's block/array is unusable" (wins every MAX)
-HEADROOM_BITS = 30                 # quantized sums stay below 2^30
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+ZERO_BLOCK_EXPONENT = -(2**30)  # exponent sent for an all-zero block (loses every MAX)
+BAD_INPUT = 2**30  # + rank: "this rank's block/array is unusable" (wins every MAX)
+HEADROOM_BITS = 30  # quantized sums stay below 2^30
 SUPPORTED_DTYPES = (np.float32, np.float64, np.int32, np.int64)
 
 
@@ -36,8 +36,7 @@ def check_array(array) -> np.ndarray:
     """The array, if its dtype can be reduced (its values are checked with the other ranks)."""
     arr = np.asarray(array)
     if arr.dtype.type not in SUPPORTED_DTYPES:
-        raise UnsupportedArray(f"allreduce supports float32, float64, int32 and int64 arrays, "
-                               f"not {arr.dtype}")
+        raise UnsupportedArray(f"allreduce supports float32, float64, int32 and int64 arrays, not {arr.dtype}")
     return arr
 
 
@@ -56,8 +55,10 @@ def ints_to_int32(flat: np.ndarray) -> np.ndarray:
     out_of_range = (flat < INT32_MIN) | (flat > INT32_MAX)
     if np.any(out_of_range):
         i = int(np.flatnonzero(out_of_range)[0])
-        raise OverflowError(f"int64 allreduce: element {i} = {int(flat[i])} does not fit int32, "
-                            f"the switches' value type (range {INT32_MIN}..{INT32_MAX})")
+        raise OverflowError(
+            f"int64 allreduce: element {i} = {int(flat[i])} does not fit int32, "
+            f"the switches' value type (range {INT32_MIN}..{INT32_MAX})"
+        )
     return flat.astype(np.int32)
 
 
@@ -70,9 +71,9 @@ def block_exponents(flat: np.ndarray, block: int, rank: int = 0) -> np.ndarray:
     BAD_INPUT + rank for a block with a NaN or inf)."""
     nb = blocks(flat.size, block)
     padded = np.zeros(nb * block, dtype=np.float64)
-    padded[:flat.size] = np.abs(flat)
+    padded[: flat.size] = np.abs(flat)
     amax = padded.reshape(nb, block).max(axis=1)
-    _, exps = np.frexp(amax)            # amax = m * 2^e with 0.5 <= m < 1, so amax < 2^e
+    _, exps = np.frexp(amax)  # amax = m * 2^e with 0.5 <= m < 1, so amax < 2^e
     exps = exps.astype(np.int64)
     exps[amax == 0] = ZERO_BLOCK_EXPONENT
     exps[~np.isfinite(amax)] = BAD_INPUT + rank
@@ -93,11 +94,11 @@ def shifts(exponents: np.ndarray, n_workers: int, op: str) -> np.ndarray:
 
 
 def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
-    per_value = np.repeat(shift, block)[:flat.size]
+    per_value = np.repeat(shift, block)[: flat.size]
     q = np.rint(np.ldexp(flat.astype(np.float64), per_value.astype(np.int32)))
     return q.astype(np.int32)
 
 
 def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype) -> np.ndarray:
-    per_value = np.repeat(shift, block)[:q.size]
+    per_value = np.repeat(shift, block)[: q.size]
     return np.ldexp(q.astype(np.float64), (-per_value).astype(np.int32)).astype(dtype)

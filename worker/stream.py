@@ -13,8 +13,8 @@ each time; after ``retries`` resends the round fails with an error naming the ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -40,16 +40,16 @@ class InputRangeError(OverflowError):
 
 @dataclass
 class Chunk:
-    index: int                  # position in the round
+    index: int  # position in the round
     seq: int
     tree_id: int
-    tree_index: int             # j: the chunk's position among this tree's chunks (agent lifetime)
+    tree_index: int  # j: the chunk's position among this tree's chunks (agent lifetime)
     slot: int
     shadow: int
-    values: np.ndarray          # int32, up to K
+    values: np.ndarray  # int32, up to K
     scale_exp: int = 0
     sent_at: float = -1.0
-    attempts: int = 0           # retransmissions so far
+    attempts: int = 0  # retransmissions so far
     timer: object = None
     result: np.ndarray | None = None
     overflow: bool = False
@@ -64,11 +64,11 @@ class TreeCursor:
     pool: int
     hops: list
     server_ip: str
-    next_index: int = 0         # tree index the next assigned chunk gets
-    credit: float = 0.0         # smooth weighted round robin state
-    queue: list = field(default_factory=list)   # chunks of the current round, in tree-index order
-    next_to_send: int = 0       # position in queue
-    first_open: int = 0         # position in queue of the first chunk without result
+    next_index: int = 0  # tree index the next assigned chunk gets
+    credit: float = 0.0  # smooth weighted round robin state
+    queue: list = field(default_factory=list)  # chunks of the current round, in tree-index order
+    next_to_send: int = 0  # position in queue
+    first_open: int = 0  # position in queue of the first chunk without result
 
 
 def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
@@ -78,7 +78,7 @@ def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
     for _ in range(n_chunks):
         for c in cursors:
             c.credit += c.weight
-        best = max(cursors, key=lambda c: c.credit)     # first maximum: deterministic
+        best = max(cursors, key=lambda c: c.credit)  # first maximum: deterministic
         best.credit -= total
         picks.append(best)
     return picks
@@ -87,8 +87,16 @@ def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
 class Round:
     """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``."""
 
-    def __init__(self, agent, values: np.ndarray, op: int, scale_exps: np.ndarray | None,
-                 on_done: Callable, on_error: Callable, label: str):
+    def __init__(
+        self,
+        agent,
+        values: np.ndarray,
+        op: int,
+        scale_exps: np.ndarray | None,
+        on_done: Callable,
+        on_error: Callable,
+        label: str,
+    ):
         self.agent = agent
         self.op = op
         self.label = label
@@ -107,9 +115,16 @@ class Round:
             j = tree.next_index
             tree.next_index += 1
             seq = agent.next_seq()
-            chunk = Chunk(i, seq, tree.tree_id, j, j % tree.pool, (j // tree.pool) % 2,
-                          values[i * k:(i + 1) * k],
-                          0 if scale_exps is None else int(np.clip(scale_exps[i], -128, 127)))
+            chunk = Chunk(
+                i,
+                seq,
+                tree.tree_id,
+                j,
+                j % tree.pool,
+                (j // tree.pool) % 2,
+                values[i * k : (i + 1) * k],
+                0 if scale_exps is None else int(np.clip(scale_exps[i], -128, 127)),
+            )
             tree.queue.append(chunk)
             self.chunks.append(chunk)
             self.by_key[(chunk.tree_id, seq)] = chunk
@@ -124,8 +139,7 @@ class Round:
 
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, tree: TreeCursor) -> None:
-        while (tree.next_to_send < len(tree.queue)
-               and tree.next_to_send < tree.first_open + tree.pool):
+        while tree.next_to_send < len(tree.queue) and tree.next_to_send < tree.first_open + tree.pool:
             chunk = tree.queue[tree.next_to_send]
             tree.next_to_send += 1
             self._send(tree, chunk)
@@ -133,9 +147,19 @@ class Round:
     def _send(self, tree: TreeCursor, chunk: Chunk) -> None:
         agent = self.agent
         flags = C.FLAG_RETX if chunk.attempts else 0
-        pkt = codec.grad(agent.job_id, chunk.seq, tree.hops, chunk.values, slot=chunk.slot,
-                         shadow=chunk.shadow, contributor=agent.rank, op=self.op, flags=flags,
-                         tree_id=chunk.tree_id, scale_exp=chunk.scale_exp)
+        pkt = codec.grad(
+            agent.job_id,
+            chunk.seq,
+            tree.hops,
+            chunk.values,
+            slot=chunk.slot,
+            shadow=chunk.shadow,
+            contributor=agent.rank,
+            op=self.op,
+            flags=flags,
+            tree_id=chunk.tree_id,
+            scale_exp=chunk.scale_exp,
+        )
         agent.send_payload(codec.encode(pkt, agent.values_per_packet), tree.server_ip)
         now = agent.loop.now()
         if chunk.attempts == 0:
@@ -156,13 +180,18 @@ class Round:
         agent = self.agent
         waited = agent.loop.now() - chunk.sent_at
         heard = agent.last_heard
-        heard_text = ("nothing heard from the network yet" if heard is None else
-                      f"last packet heard {agent.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})")
-        return (f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq {chunk.seq} "
-                f"(chunk {chunk.index} of {len(self.chunks)}, tree {chunk.tree_id}, slot {chunk.slot}, "
-                f"shadow {chunk.shadow}) after {chunk.attempts} retransmissions over {waited:.3g} s; "
-                f"{self.results_heard} of {len(self.chunks)} results of this round heard, {heard_text}. "
-                f"A worker or the aggregation server is probably dead or unreachable.")
+        heard_text = (
+            "nothing heard from the network yet"
+            if heard is None
+            else f"last packet heard {agent.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
+        )
+        return (
+            f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq {chunk.seq} "
+            f"(chunk {chunk.index} of {len(self.chunks)}, tree {chunk.tree_id}, slot {chunk.slot}, "
+            f"shadow {chunk.shadow}) after {chunk.attempts} retransmissions over {waited:.3g} s; "
+            f"{self.results_heard} of {len(self.chunks)} results of this round heard, {heard_text}. "
+            f"A worker or the aggregation server is probably dead or unreachable."
+        )
 
     # -- receiving ---------------------------------------------------------------------------------
     def on_result(self, pkt: codec.InaPacket) -> bool:
@@ -179,7 +208,7 @@ class Round:
             chunk.timer.cancel()
         if chunk.attempts == 0:
             self.agent.rtt_sample(self.agent.loop.now() - chunk.sent_at)
-        chunk.result = pkt.values[:len(chunk.values)]
+        chunk.result = pkt.values[: len(chunk.values)]
         chunk.overflow = h.has(C.FLAG_OVERFLOW)
         self.results_heard += 1
         self.remaining -= 1
@@ -207,7 +236,7 @@ class Round:
         out = np.zeros(self.n, dtype=np.int32)
         overflow_chunks = []
         for chunk in self.chunks:
-            out[chunk.index * k:chunk.index * k + len(chunk.values)] = chunk.result
+            out[chunk.index * k : chunk.index * k + len(chunk.values)] = chunk.result
             if chunk.overflow:
                 overflow_chunks.append(chunk)
         self.on_done(out, overflow_chunks)

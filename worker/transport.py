@@ -14,16 +14,16 @@ timers). Underneath:
 from __future__ import annotations
 
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 from protocol import codec
 from protocol.constants import INA_UDP_PORT
 from worker.loop import EventLoop, RealTimeLoop
 
-Handler = Callable[[bytes, str], None]          # (UDP payload, source IP)
+Handler = Callable[[bytes, str], None]  # (UDP payload, source IP)
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
-SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)     # Linux
-SOCKET_BUFFER = 4 << 20        # bytes asked for each way (the kernel caps it at net.core.[rw]mem_max)
+SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)  # Linux
+SOCKET_BUFFER = 4 << 20  # bytes asked for each way (the kernel caps it at net.core.[rw]mem_max)
 
 
 class Transport:
@@ -36,7 +36,7 @@ class Transport:
         self._handlers: dict[int, list[Handler]] = {}
         self.sent_packets = 0
         self.sent_bytes = 0
-        self.send_buffer_full = 0     # sends the kernel refused (full socket buffer): lost packets
+        self.send_buffer_full = 0  # sends the kernel refused (full socket buffer): lost packets
         self.received_packets = 0
         self.malformed = 0
 
@@ -74,11 +74,12 @@ class FrameTransport(Transport):
         self.loop = loop
         self.ip = ip
         self.mac = mac
-        self.neighbours = dict(neighbours or {})    # ip -> mac of the other hosts (static ARP)
+        self.neighbours = dict(neighbours or {})  # ip -> mac of the other hosts (static ARP)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
-        frame = codec.build_udp_frame(payload, self.mac, self.neighbours.get(dst_ip, BROADCAST_MAC),
-                                      self.ip, dst_ip, src_port=port, dst_port=port)
+        frame = codec.build_udp_frame(
+            payload, self.mac, self.neighbours.get(dst_ip, BROADCAST_MAC), self.ip, dst_ip, src_port=port, dst_port=port
+        )
         self.sent_packets += 1
         self.sent_bytes += len(frame)
         self.send_frame(frame)
@@ -106,8 +107,14 @@ class AttachTransport(FrameTransport):
     empty "hello") tells the network where this process listens.
     """
 
-    def __init__(self, endpoint: tuple[str, int], ip: str, mac: str,
-                 neighbours: dict[str, str] | None = None, loop: RealTimeLoop | None = None):
+    def __init__(
+        self,
+        endpoint: tuple[str, int],
+        ip: str,
+        mac: str,
+        neighbours: dict[str, str] | None = None,
+        loop: RealTimeLoop | None = None,
+    ):
         super().__init__(loop or RealTimeLoop(), ip, mac, neighbours)
         self.endpoint = endpoint
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -155,7 +162,7 @@ class UdpTransport(Transport):
             # send that finds the buffer full is a lost packet (the kernel's default is ~208 KiB, and
             # a network namespace cannot raise net.core.wmem_default)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-            try:    # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
+            try:  # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
                 sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
             except OSError:
                 pass
@@ -179,7 +186,7 @@ class UdpTransport(Transport):
         try:
             self._socket(port).sendto(payload, (dst_ip, port))
         except (BlockingIOError, InterruptedError):
-            self.send_buffer_full += 1    # a lost packet: retransmission recovers it
+            self.send_buffer_full += 1  # a lost packet: retransmission recovers it
 
     def _readable(self, port: int, sock: socket.socket) -> None:
         while True:

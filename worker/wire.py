@@ -6,5 +6,13 @@ from protocol import codec
 
 
 def codec_hops(plan_hops) -> list[codec.Hop]:
-    return [codec.Hop(switch_id=h.switch_id, aggregate=bool(h.aggregate), fan_in=h.fan_in,
-                      child=h.child, egress_port=h.egress_port) for h in plan_hops]
+    return [
+        codec.Hop(
+            switch_id=h.switch_id,
+            aggregate=bool(h.aggregate),
+            fan_in=h.fan_in,
+            child=h.child,
+            egress_port=h.egress_port,
+        )
+        for h in plan_hops
+    ]

@@ -30,7 +30,7 @@ class Annotation:
     __slots__ = ("name", "args", "pos")
 
     def __init__(self, name, args, pos):
-        self.name, self.args, self.pos = name, args, pos     # args: list of tokens' values (str/int/ident)
+        self.name, self.args, self.pos = name, args, pos  # args: list of tokens' values (str/int/ident)
 
     def __repr__(self):
         return f"@{self.name}{self.args!r}"

@@ -27,14 +27,54 @@ class Tok:
         return f"Tok({self.kind},{self.text!r})"
 
 
-_OPS = ["&&&", "|+|", "|-|", "...", "..", "++", "&&", "||", "==", "!=", "<=", ">=", "<<", "##",
-        "{", "}", "(", ")", "[", "]", "<", ">", ";", ":", ",", ".", "=", "+", "-", "*", "/", "%",
-        "&", "|", "^", "~", "!", "?", "@", "#"]
-_INT = re.compile(r"(\d+)([ws])(-?)(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|[0-9][0-9_]*)"
-                  r"|(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|[0-9][0-9_]*)")
+_OPS = [
+    "&&&",
+    "|+|",
+    "|-|",
+    "...",
+    "..",
+    "++",
+    "&&",
+    "||",
+    "==",
+    "!=",
+    "<=",
+    ">=",
+    "<<",
+    "##",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    "<",
+    ">",
+    ";",
+    ":",
+    ",",
+    ".",
+    "=",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "&",
+    "|",
+    "^",
+    "~",
+    "!",
+    "?",
+    "@",
+    "#",
+]
+_INT = re.compile(
+    r"(\d+)([ws])(-?)(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|[0-9][0-9_]*)"
+    r"|(0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|0[dD][0-9_]+|[0-9][0-9_]*)"
+)
 _ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WS = re.compile(r"[ \t\r\f\v]+")
-
 
 
 def _skip_block_comment(text, i, file, line, lstart):
@@ -47,6 +87,7 @@ def _skip_block_comment(text, i, file, line, lstart):
     if k >= 0:
         lstart = k + 1
     return j + 2, line, lstart
+
 
 def parse_int_text(text: str) -> int:
     t = text.replace("_", "")
@@ -70,7 +111,7 @@ def int_token_value(m) -> tuple:
 def lex(text: str, file: str) -> list[Tok]:
     toks: list[Tok] = []
     i, n, line, lstart = 0, len(text), 1, 0
-    bol = True          # only whitespace/comments so far on this line
+    bol = True  # only whitespace/comments so far on this line
     space = True
     while i < n:
         c = text[i]
@@ -148,7 +189,7 @@ def lex(text: str, file: str) -> list[Tok]:
                 j += 1
             if j >= n:
                 raise P4Error(pos, "unterminated string literal")
-            toks.append(Tok("str", text[i:j + 1], "".join(out), pos, space=space))
+            toks.append(Tok("str", text[i : j + 1], "".join(out), pos, space=space))
             i = j + 1
         else:
             for op in _OPS:

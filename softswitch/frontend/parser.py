@@ -5,11 +5,35 @@ from __future__ import annotations
 from .ast import Annotation, Node
 from .errors import P4Error
 
-_BINARY_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, ">": 4, "<=": 4, ">=": 4, "|": 5, "^": 6,
-                "&": 7, "<<": 8, ">>": 8, "++": 9, "+": 9, "-": 9, "|+|": 9, "|-|": 9, "*": 10, "/": 10,
-                "%": 10}
-_UNSUPPORTED_DECLS = {"header_union": "header unions", "function": "function declarations",
-                      "value_set": "parser value sets", "varbit": "varbit fields"}
+_BINARY_PREC = {
+    "||": 1,
+    "&&": 2,
+    "==": 3,
+    "!=": 3,
+    "<": 4,
+    ">": 4,
+    "<=": 4,
+    ">=": 4,
+    "|": 5,
+    "^": 6,
+    "&": 7,
+    "<<": 8,
+    ">>": 8,
+    "++": 9,
+    "+": 9,
+    "-": 9,
+    "|+|": 9,
+    "|-|": 9,
+    "*": 10,
+    "/": 10,
+    "%": 10,
+}
+_UNSUPPORTED_DECLS = {
+    "header_union": "header unions",
+    "function": "function declarations",
+    "value_set": "parser value sets",
+    "varbit": "varbit fields",
+}
 _DIRECTIONS = ("in", "out", "inout")
 
 
@@ -46,8 +70,9 @@ class Parser:
     def expect(self, text, what=None):
         if self.at(text):
             return self.next()
-        raise P4Error(self.tok.pos, f"syntax error: expected '{text}'{' ' + what if what else ''}, "
-                                    f"got '{self.tok.text}'")
+        raise P4Error(
+            self.tok.pos, f"syntax error: expected '{text}'{' ' + what if what else ''}, got '{self.tok.text}'"
+        )
 
     def ident(self, what="a name"):
         t = self.tok
@@ -139,8 +164,7 @@ class Parser:
                 fname = self.ident("a field name")
                 self.expect(";")
                 fields.append(Node("Field", fname.pos, name=fname.text, type=fty, annos=fa))
-            return Node("Header" if kw == "header" else "Struct", name.pos, name=name.text, fields=fields,
-                        annos=annos)
+            return Node("Header" if kw == "header" else "Struct", name.pos, name=name.text, fields=fields, annos=annos)
         if kw == "enum":
             self.next()
             base = None
@@ -255,16 +279,29 @@ class Parser:
                     mname = self.next()
                     params = self.params()
                     self.expect(";")
-                    methods.append(Node("Method", mname.pos, name=mname.text, ret=None, tparams=[],
-                                        params=params, ctor=True, annos=ma))
+                    methods.append(
+                        Node(
+                            "Method",
+                            mname.pos,
+                            name=mname.text,
+                            ret=None,
+                            tparams=[],
+                            params=params,
+                            ctor=True,
+                            annos=ma,
+                        )
+                    )
                     continue
                 ret = self.type_ref(allow_tvars=True)
                 mname = self.ident("a method name")
                 mtp = self.type_params()
                 params = self.params()
                 self.expect(";")
-                methods.append(Node("Method", mname.pos, name=mname.text, ret=ret, tparams=mtp, params=params,
-                                    ctor=False, annos=ma))
+                methods.append(
+                    Node(
+                        "Method", mname.pos, name=mname.text, ret=ret, tparams=mtp, params=params, ctor=False, annos=ma
+                    )
+                )
             return Node("Extern", name.pos, name=name.text, tparams=tparams, methods=methods, annos=annos)
         ret = self.type_ref(allow_tvars=True)
         name = self.ident("an extern function name")
@@ -295,8 +332,14 @@ class Parser:
         tparams = self.type_params()
         params = self.params()
         if self.accept(";"):
-            return Node("ParserType" if kw == "parser" else "ControlType", name.pos, name=name.text,
-                        tparams=tparams, params=params, annos=annos)
+            return Node(
+                "ParserType" if kw == "parser" else "ControlType",
+                name.pos,
+                name=name.text,
+                tparams=tparams,
+                params=params,
+                annos=annos,
+            )
         ctor_params = []
         if self.at("("):
             ctor_params = self.params()
@@ -310,8 +353,17 @@ class Parser:
                     states.append(self.state(la))
                 else:
                     local_decls.append(self.local_decl(la, in_parser=True))
-            return Node("Parser", name.pos, name=name.text, params=params, ctor_params=ctor_params,
-                        locals=local_decls, states=states, annos=annos, tparams=tparams)
+            return Node(
+                "Parser",
+                name.pos,
+                name=name.text,
+                params=params,
+                ctor_params=ctor_params,
+                locals=local_decls,
+                states=states,
+                annos=annos,
+                tparams=tparams,
+            )
         body = None
         while not self.accept("}"):
             la = self.annotations()
@@ -324,8 +376,17 @@ class Parser:
             local_decls.append(self.local_decl(la, in_parser=False))
         if body is None:
             self.error(f"control {name.text} has no apply block", name)
-        return Node("Control", name.pos, name=name.text, params=params, ctor_params=ctor_params,
-                    locals=local_decls, body=body, annos=annos, tparams=tparams)
+        return Node(
+            "Control",
+            name.pos,
+            name=name.text,
+            params=params,
+            ctor_params=ctor_params,
+            locals=local_decls,
+            body=body,
+            annos=annos,
+            tparams=tparams,
+        )
 
     def local_decl(self, annos, in_parser):
         t = self.tok
@@ -420,7 +481,7 @@ class Parser:
     def table_decl(self, annos):
         self.expect("table")
         name = self.ident("a table name")
-        if self.accept("("):        # `table t() {...}`: an empty parameter list, accepted by p4c
+        if self.accept("("):  # `table t() {...}`: an empty parameter list, accepted by p4c
             self.expect(")")
         self.expect("{")
         props = {}
@@ -469,16 +530,23 @@ class Parser:
                     args = self.arguments() if self.at("(") else []
                     self.annotations()
                     self.expect(";")
-                    entries.append(Node("Entry", ks.pos, keyset=ks, action=an.text, apos=an.pos, args=args,
-                                        priority=prio, annos=ea))
+                    entries.append(
+                        Node(
+                            "Entry", ks.pos, keyset=ks, action=an.text, apos=an.pos, args=args, priority=prio, annos=ea
+                        )
+                    )
                 props["entries"] = Node("Prop", pn.pos, value=entries, const=is_const, annos=pa)
             elif pn.text == "default_action":
                 an = self.ident("an action name")
                 args = self.arguments() if self.at("(") else []
                 self.expect(";")
-                props["default_action"] = Node("Prop", pn.pos, value=Node("ActionRef", an.pos, name=an.text,
-                                                                          args=args, annos=[]),
-                                               const=is_const, annos=pa)
+                props["default_action"] = Node(
+                    "Prop",
+                    pn.pos,
+                    value=Node("ActionRef", an.pos, name=an.text, args=args, annos=[]),
+                    const=is_const,
+                    annos=pa,
+                )
             else:
                 e = self.expression()
                 self.expect(";")
@@ -504,8 +572,9 @@ class Parser:
     # ------------------------------------------------------------------ types
     def _starts_type(self, k=0):
         t = self.peek(k)
-        return t.kind == "id" and (t.text in ("bit", "int", "bool", "varbit", "error", "string", "void", "tuple")
-                                   or t.text in self.type_names)
+        return t.kind == "id" and (
+            t.text in ("bit", "int", "bool", "varbit", "error", "string", "void", "tuple") or t.text in self.type_names
+        )
 
     def type_ref(self, allow_tvars=False):
         t = self.tok
@@ -528,8 +597,7 @@ class Parser:
                 self.expect(">")
                 ty = Node("TypeBit", t.pos, width=w, signed=t.text == "int")
             elif t.text == "bit":
-                ty = Node("TypeBit", t.pos, width=Node("Int", t.pos, value=1, width=None, signed=False),
-                          signed=False)
+                ty = Node("TypeBit", t.pos, width=Node("Int", t.pos, value=1, width=None, signed=False), signed=False)
             else:
                 ty = Node("TypeInfInt", t.pos)
         elif t.text == "varbit":
@@ -553,7 +621,7 @@ class Parser:
                         break
                 self.expect(">")
             ty = Node("TypeName", t.pos, name=t.text, args=args)
-        while self.at("[") :
+        while self.at("["):
             self.next()
             size = self.expression()
             self.expect("]")
@@ -621,8 +689,12 @@ class Parser:
                 self.error("syntax error: 'transition' outside a parser state")
             if kw in ("action", "table"):
                 self.error(f"syntax error: '{kw}' declarations belong in the control body, not in apply")
-            if self._starts_type() and (self.peek(1).kind == "id" or self.at("<", 1) or self.at("[", 1)
-                                        or (self.at("(", 1) and kw in self.type_names)):
+            if self._starts_type() and (
+                self.peek(1).kind == "id"
+                or self.at("<", 1)
+                or self.at("[", 1)
+                or (self.at("(", 1) and kw in self.type_names)
+            ):
                 if not (kw in ("error",) and self.at(".", 1)):
                     return self.instance_or_var(annos)
         e = self.expression()

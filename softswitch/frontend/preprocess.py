@@ -26,7 +26,7 @@ class Preprocessor:
     def __init__(self, defines=None, include_dirs=()):
         self.macros: dict[str, Macro] = {}
         self.include_dirs = [os.path.abspath(d) for d in include_dirs]
-        self.files: list[str] = []          # every file read, for the source hash
+        self.files: list[str] = []  # every file read, for the source hash
         self.texts: list[str] = []
         self.depth = 0
         for name, value in (defines or {}).items():
@@ -70,7 +70,7 @@ class Preprocessor:
         # stack of [taking, any_branch_taken, seen_else, pos]
         conds: list[list] = []
         taking = True
-        pending: list[Tok] = []     # ordinary tokens awaiting macro expansion
+        pending: list[Tok] = []  # ordinary tokens awaiting macro expansion
 
         def flush():
             if pending:
@@ -157,7 +157,7 @@ class Preprocessor:
             raise P4Error(tok.pos, "#define needs a macro name")
         name = m.group(1)
         params = None
-        body_text = rest[m.end():]
+        body_text = rest[m.end() :]
         if m.group(2):
             close = body_text.find(")")
             if close < 0:
@@ -166,7 +166,7 @@ class Preprocessor:
             for p in params:
                 if not re.fullmatch(r"[A-Za-z_]\w*", p):
                     raise P4Error(tok.pos, f"bad parameter '{p}' of macro '{name}'")
-            body_text = body_text[close + 1:]
+            body_text = body_text[close + 1 :]
         # body tokens carry the #define's position
         body = [t.at(tok.pos, frozenset()) for t in lex(body_text, tok.pos.file)] if body_text.strip() else []
         for t, orig in zip(body, lex(body_text, tok.pos.file)):
@@ -192,8 +192,14 @@ class Preprocessor:
                         raise P4Error(pos, "malformed 'defined' in #if")
                     ident = toks[i + 1].text
                     i += 2
-                res.append(Tok("int", "1" if ident in self.macros else "0",
-                               (1 if ident in self.macros else 0, None, False), pos))
+                res.append(
+                    Tok(
+                        "int",
+                        "1" if ident in self.macros else "0",
+                        (1 if ident in self.macros else 0, None, False),
+                        pos,
+                    )
+                )
                 continue
             res.append(t)
             i += 1
@@ -217,7 +223,7 @@ class Preprocessor:
                 inp.extendleft(reversed(body))
                 continue
             if not inp or inp[0].text != "(":
-                out.append(t)          # a function-like macro's name without arguments is left as it is
+                out.append(t)  # a function-like macro's name without arguments is left as it is
                 continue
             inp.popleft()
             args: list[list[Tok]] = [[]]
@@ -239,8 +245,7 @@ class Preprocessor:
             if len(mac.params) == 0 and args == [[]]:
                 args = []
             if len(args) != len(mac.params):
-                raise P4Error(t.pos, f"macro '{mac.name}' takes {len(mac.params)} argument(s), "
-                                     f"{len(args)} given")
+                raise P4Error(t.pos, f"macro '{mac.name}' takes {len(mac.params)} argument(s), {len(args)} given")
             hide = t.hide | {mac.name}
             body = self._substitute(mac, dict(zip(mac.params, args)), t, hide)
             inp.extendleft(reversed(body))
@@ -286,8 +291,18 @@ class Preprocessor:
 class _IfEval:
     """Integer expression of #if (after macro expansion; unknown identifiers are 0)."""
 
-    _BIN = [["||"], ["&&"], ["|"], ["^"], ["&"], ["==", "!="], ["<", ">", "<=", ">="], ["<<", ">>"],
-            ["+", "-"], ["*", "/", "%"]]
+    _BIN = [
+        ["||"],
+        ["&&"],
+        ["|"],
+        ["^"],
+        ["&"],
+        ["==", "!="],
+        ["<", ">", "<=", ">="],
+        ["<<", ">>"],
+        ["+", "-"],
+        ["*", "/", "%"],
+    ]
 
     def __init__(self, toks, pos):
         # join '>' '>' into '>>'
@@ -332,12 +347,26 @@ class _IfEval:
             w = self.binary(level + 1)
             if op in ("/", "%") and w == 0:
                 raise P4Error(self.pos, "division by zero in #if expression")
-            v = {"||": lambda: int(bool(v) or bool(w)), "&&": lambda: int(bool(v) and bool(w)),
-                 "|": lambda: v | w, "^": lambda: v ^ w, "&": lambda: v & w, "==": lambda: int(v == w),
-                 "!=": lambda: int(v != w), "<": lambda: int(v < w), ">": lambda: int(v > w),
-                 "<=": lambda: int(v <= w), ">=": lambda: int(v >= w), "<<": lambda: v << w,
-                 ">>": lambda: v >> w, "+": lambda: v + w, "-": lambda: v - w, "*": lambda: v * w,
-                 "/": lambda: int(v / w), "%": lambda: v % w}[op]()
+            v = {
+                "||": lambda: int(bool(v) or bool(w)),
+                "&&": lambda: int(bool(v) and bool(w)),
+                "|": lambda: v | w,
+                "^": lambda: v ^ w,
+                "&": lambda: v & w,
+                "==": lambda: int(v == w),
+                "!=": lambda: int(v != w),
+                "<": lambda: int(v < w),
+                ">": lambda: int(v > w),
+                "<=": lambda: int(v <= w),
+                ">=": lambda: int(v >= w),
+                "<<": lambda: v << w,
+                ">>": lambda: v >> w,
+                "+": lambda: v + w,
+                "-": lambda: v - w,
+                "*": lambda: v * w,
+                "/": lambda: int(v / w),
+                "%": lambda: v % w,
+            }[op]()
         return v
 
     def unary(self):

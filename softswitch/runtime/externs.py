@@ -13,7 +13,7 @@ class RegisterState:
         self.info = info
         self.name = info.name
         self.size = info.size
-        self.values = [0] * info.size      # generated code indexes this list directly
+        self.values = [0] * info.size  # generated code indexes this list directly
 
     def _check(self, i):
         if not isinstance(i, int) or not 0 <= i < self.size:

@@ -96,6 +96,7 @@ def stack_last(stack):
 
 # ---------------------------------------------------------------------- hashes (BMv2's algorithms)
 
+
 def _crc16_table():
     table = []
     for b in range(256):
@@ -151,7 +152,7 @@ def xor16(data: bytes) -> int:
         data = data + b"\0"
     r = 0
     for i in range(0, len(data), 2):
-        r ^= int.from_bytes(data[i:i + 2], "big")
+        r ^= int.from_bytes(data[i : i + 2], "big")
     return r
 
 

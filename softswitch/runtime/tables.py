@@ -63,11 +63,11 @@ _KIND_CLASS = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range, "
 
 @dataclass
 class TableEntry:
-    matches: dict = field(default_factory=dict)     # key name -> Exact/Lpm/Ternary/Range/Optional
+    matches: dict = field(default_factory=dict)  # key name -> Exact/Lpm/Ternary/Range/Optional
     action: str = "NoAction"
-    args: dict = field(default_factory=dict)        # param name -> int
+    args: dict = field(default_factory=dict)  # param name -> int
     priority: int | None = None
-    packets: int = 0                                # from the table's direct counter
+    packets: int = 0  # from the table's direct counter
     bytes: int = 0
 
 
@@ -88,7 +88,7 @@ class TableState:
     def __init__(self, info, actions_info, state=None):
         self.info = info
         self.name = info.name
-        self.state = state                       # the pipeline's per-packet state (packet_length)
+        self.state = state  # the pipeline's per-packet state (packet_length)
         self._actions_info = {a.name: a for a in actions_info}
         self._refs = {r.name: r for r in info.actions}
         self._fns = {}
@@ -131,8 +131,9 @@ class TableState:
 
     def set_default(self, action, args=None):
         if self.info.const_default_action:
-            raise ConstDefaultAction(f"table {self.name}: the default action is const "
-                                     f"({self.info.default_action}) and cannot be changed")
+            raise ConstDefaultAction(
+                f"table {self.name}: the default action is const ({self.info.default_action}) and cannot be changed"
+            )
         action = self._action_name(action)
         ref = self._refs[action]
         if ref.scope == "TABLE_ONLY":
@@ -167,8 +168,10 @@ class TableState:
         self._invalidate()
 
     def entries(self):
-        return [TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
-                for e in self._entries.values()]
+        return [
+            TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
+            for e in self._entries.values()
+        ]
 
     def find(self, entry: TableEntry):
         """The stored entry with entry's key (its counters are live), or None."""
@@ -193,8 +196,9 @@ class TableState:
         short = [n for n in self._refs if n.rsplit(".", 1)[-1] == action]
         if len(short) == 1:
             return short[0]
-        raise InvalidEntry(f"table {self.name}: action {action!r} is not one of its actions "
-                           f"({', '.join(sorted(self._refs))})")
+        raise InvalidEntry(
+            f"table {self.name}: action {action!r} is not one of its actions ({', '.join(sorted(self._refs))})"
+        )
 
     def _arg_tuple(self, action, args):
         ai = self._actions_info.get(action)
@@ -209,8 +213,10 @@ class TableState:
                 raise InvalidEntry(f"table {self.name}: action {action} needs parameter {p.name!r}")
             v = args[p.name]
             if not isinstance(v, int) or v < 0 or v >> p.bitwidth:
-                raise InvalidEntry(f"table {self.name}: value {v!r} of parameter {p.name!r} of action {action} "
-                                   f"does not fit bit<{p.bitwidth}>")
+                raise InvalidEntry(
+                    f"table {self.name}: value {v!r} of parameter {p.name!r} of action {action} "
+                    f"does not fit bit<{p.bitwidth}>"
+                )
             out.append(v)
         return tuple(out)
 
@@ -228,8 +234,9 @@ class TableState:
         keys = {k.name: k for k in self.info.keys}
         for name in entry.matches:
             if name not in keys:
-                raise InvalidEntry(f"table {self.name}: no match field named {name!r} "
-                                   f"(fields: {', '.join(keys) or 'none'})")
+                raise InvalidEntry(
+                    f"table {self.name}: no match field named {name!r} (fields: {', '.join(keys) or 'none'})"
+                )
         norm = []
         for k in self.info.keys:
             m = entry.matches.get(k.name)
@@ -246,9 +253,11 @@ class TableState:
 
             def fit(v, what):
                 if not isinstance(v, int) or v < 0 or v > full:
-                    raise InvalidEntry(f"table {self.name}: {what} {v!r} of match field {k.name!r} does not fit "
-                                       f"bit<{w}>")
+                    raise InvalidEntry(
+                        f"table {self.name}: {what} {v!r} of match field {k.name!r} does not fit bit<{w}>"
+                    )
                 return v
+
             if kind == "exact":
                 norm.append(("exact", fit(m.value, "value")))
             elif kind == "optional":
@@ -256,18 +265,23 @@ class TableState:
             elif kind == "lpm":
                 v = fit(m.value, "value")
                 if not isinstance(m.prefix_len, int) or not 0 <= m.prefix_len <= w:
-                    raise InvalidEntry(f"table {self.name}: prefix length {m.prefix_len!r} of match field "
-                                       f"{k.name!r} is outside 0..{w}")
+                    raise InvalidEntry(
+                        f"table {self.name}: prefix length {m.prefix_len!r} of match field {k.name!r} is outside 0..{w}"
+                    )
                 mask = full ^ _mask(w - m.prefix_len)
                 if v & ~mask:
-                    raise InvalidEntry(f"table {self.name}: value 0x{v:x} of lpm field {k.name!r} has bits set "
-                                       f"beyond its /{m.prefix_len} prefix")
+                    raise InvalidEntry(
+                        f"table {self.name}: value 0x{v:x} of lpm field {k.name!r} has bits set "
+                        f"beyond its /{m.prefix_len} prefix"
+                    )
                 norm.append(("lpm", v, m.prefix_len))
             elif kind == "ternary":
                 v, mask = fit(m.value, "value"), fit(m.mask, "mask")
                 if v & ~mask:
-                    raise InvalidEntry(f"table {self.name}: value 0x{v:x} of ternary field {k.name!r} has bits "
-                                       f"outside its mask 0x{mask:x}")
+                    raise InvalidEntry(
+                        f"table {self.name}: value 0x{v:x} of ternary field {k.name!r} has bits "
+                        f"outside its mask 0x{mask:x}"
+                    )
                 norm.append(("ternary", v, mask))
             else:
                 lo, hi = fit(m.low, "low bound"), fit(m.high, "high bound")
@@ -276,8 +290,9 @@ class TableState:
                 norm.append(("range", lo, hi))
         if self._needs_priority:
             if not isinstance(entry.priority, int) or entry.priority <= 0:
-                raise InvalidEntry(f"table {self.name} has ternary/range/optional keys: an entry needs a "
-                                   f"priority > 0 (higher wins)")
+                raise InvalidEntry(
+                    f"table {self.name} has ternary/range/optional keys: an entry needs a priority > 0 (higher wins)"
+                )
             prio = entry.priority
         else:
             if entry.priority not in (None, 0):
@@ -292,8 +307,7 @@ class TableState:
             raise EntryExists(f"table {self.name}: an entry with this key already exists")
         if len(self._entries) >= self.info.size and check_const:
             raise TableFull(f"table {self.name} is full ({self.info.size} entries)")
-        stored = TableEntry(dict(entry.matches), action, self._named_args(action, args),
-                            key[1], 0, 0)
+        stored = TableEntry(dict(entry.matches), action, self._named_args(action, args), key[1], 0, 0)
         self._entries[key] = stored
         self._invalidate()
 
@@ -366,7 +380,7 @@ class TableState:
             for _, _, checks, r in rows:
                 cc = []
                 for i, c in enumerate(checks):
-                    if len(c) == 4:      # lpm inside a priority table: a ternary with a prefix mask
+                    if len(c) == 4:  # lpm inside a priority table: a ternary with a prefix mask
                         wi = widths[i]
                         cc.append((1, c[1], _mask(wi) ^ _mask(wi - c[3])))
                     else:
@@ -391,6 +405,7 @@ class TableState:
         if mode == "exact":
             find = idx.get
         elif mode == "lpm" and self._single:
+
             def find(key):
                 for mask, _, d in idx:
                     r = d.get(key & mask)
@@ -398,9 +413,10 @@ class TableState:
                         return r
                 return None
         elif mode == "lpm":
+
             def find(key):
                 for mask, li, d in idx:
-                    r = d.get(key[:li] + (key[li] & mask,) + key[li + 1:])
+                    r = d.get(key[:li] + (key[li] & mask,) + key[li + 1 :])
                     if r is not None:
                         return r
                 return None
@@ -425,9 +441,11 @@ class TableState:
         else:
             return lambda key: default
         if not self._counted:
+
             def lookup(key):
                 r = find(key)
                 return default if r is None else r
+
             return lookup
         state = self.state
 
@@ -439,4 +457,5 @@ class TableState:
             e.packets += 1
             e.bytes += state.sm.packet_length
             return r
+
         return counted_lookup

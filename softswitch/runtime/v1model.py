@@ -18,7 +18,7 @@ from .tables import TableState
 
 DROP_PORT = 511
 PKT_NORMAL, PKT_INGRESS_CLONE, PKT_EGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT = 0, 1, 2, 4, 5, 6
-MAX_PASSES = 17           # a received packet may go through ingress at most this often (resubmit/recirculate)
+MAX_PASSES = 17  # a received packet may go through ingress at most this often (resubmit/recirculate)
 
 
 class PacketState:
@@ -59,6 +59,7 @@ class Runtime:
     @staticmethod
     def lookahead(data, off, width):
         from .support import ParserError
+
         end = off + width
         if end > len(data) * 8:
             raise ParserError(1)
@@ -75,6 +76,7 @@ class Runtime:
     @staticmethod
     def advance(data, off, nbits):
         from .support import ParserError
+
         if off + nbits > len(data) * 8:
             raise ParserError(1)
         return off + nbits
@@ -105,7 +107,7 @@ class Pipeline:
         self.rt = runtime
         self.pre = pre
         self.stats = stats
-        self.digests = []          # (name, values) produced by the last process() call
+        self.digests = []  # (name, values) produced by the last process() call
         self.t0 = time.monotonic()
         self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
         self.parser, self.verify, self.ingress = blocks["parser"], blocks["verify"], blocks["ingress"]
@@ -139,7 +141,7 @@ class Pipeline:
     def process(self, port, data):
         out = []
         self.digests = []
-        jobs = [(data, port, PKT_NORMAL, None)]      # first in, first out: _ingress/_egress append to it
+        jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
         for passes, job in enumerate(jobs, 1):
             if passes > MAX_PASSES:
                 self.stats["loop_limit_drops"] += 1
@@ -147,7 +149,7 @@ class Pipeline:
                 continue
             try:
                 self._ingress(*job, jobs, out)
-            except Exception as e:                       # a bug or an unsupported corner: drop, count, go on
+            except Exception as e:  # a bug or an unsupported corner: drop, count, go on
                 self.stats["errors"] += 1
                 self.stats["dropped"] += 1
                 if self.rt.log:
@@ -165,7 +167,7 @@ class Pipeline:
         sm.parser_error = err
         if err:
             self.stats["parser_errors"] += 1
-        return hdr, meta, sm, data[(off + 7) >> 3:]
+        return hdr, meta, sm, data[(off + 7) >> 3 :]
 
     def _ingress(self, data, port, itype, preserved, jobs, out):
         PS = self.rt.state

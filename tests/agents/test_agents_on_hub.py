@@ -3,8 +3,8 @@ impairments, dead peers, concurrent jobs, bad input."""
 
 import numpy as np
 import pytest
-
 from agents_hub import HubJob
+
 from server.agent import ServerAgent
 from topologies.inprocess.hub import Hub
 from worker.agent import AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError
@@ -13,7 +13,7 @@ from worker.loop import VirtualLoop
 
 def _ints(n_workers, size, seed=0, dtype=np.int32):
     rng = np.random.default_rng(seed)
-    return [rng.integers(-10**6, 10**6, size).astype(dtype) for _ in range(n_workers)]
+    return [rng.integers(-(10**6), 10**6, size).astype(dtype) for _ in range(n_workers)]
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
@@ -47,8 +47,10 @@ def test_max_of_ints_and_floats():
         assert np.abs(out - exact).max() <= 1e-6 * np.abs(exact).max()
 
 
-@pytest.mark.parametrize("impairment", [dict(loss=0.05), dict(duplicate=0.1), dict(jitter_s=5e-3),
-                                        dict(loss=0.05, duplicate=0.05, jitter_s=2e-3)])
+@pytest.mark.parametrize(
+    "impairment",
+    [dict(loss=0.05), dict(duplicate=0.1), dict(jitter_s=5e-3), dict(loss=0.05, duplicate=0.05, jitter_s=2e-3)],
+)
 def test_impairments_never_change_the_result(impairment):
     job = HubJob(4, seed=3, **impairment)
     xs = _ints(4, 2000, seed=4)
@@ -72,7 +74,7 @@ def test_dead_worker_gives_a_clear_error_not_a_hang():
     for h in handles:
         with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 0, slot \d+"):
             h.wait()
-    assert job.loop.now() < 10.0       # bounded by timeout * backoff * retries (virtual seconds)
+    assert job.loop.now() < 10.0  # bounded by timeout * backoff * retries (virtual seconds)
 
 
 def test_dead_server_gives_a_clear_error():
@@ -132,9 +134,11 @@ def test_nan_on_one_rank_fails_every_rank_alike_and_the_job_continues(bad_rank):
         with pytest.raises(NonFiniteInputError) as info:
             h.wait()
         messages.add(str(info.value))
-    assert messages == {f"job 7: float sum allreduce refused on every rank: rank {bad_rank} has a NaN or "
-                        f"inf in elements 128..191 (1 block(s) of 64 affected)"}
-    assert job.loop.now() < 0.01               # one exponent round trip, no timeout
+    assert messages == {
+        f"job 7: float sum allreduce refused on every rank: rank {bad_rank} has a NaN or "
+        f"inf in elements 128..191 (1 block(s) of 64 affected)"
+    }
+    assert job.loop.now() < 0.01  # one exponent round trip, no timeout
     assert all(a.stats["retransmissions"] == 0 for a in job.agents)
     for out in job.allreduce([np.ones(70, np.float32)] * 3):
         np.testing.assert_array_equal(out, 3)
@@ -142,13 +146,13 @@ def test_nan_on_one_rank_fails_every_rank_alike_and_the_job_continues(bad_rank):
 
 def test_int64_out_of_range_on_one_rank_fails_every_rank_alike():
     job = HubJob(2)
-    xs = [np.array([1, 2, 3], np.int64), np.array([1, -2 ** 40, 3], np.int64)]
+    xs = [np.array([1, 2, 3], np.int64), np.array([1, -(2**40), 3], np.int64)]
     handles = [a.allreduce_async(x, "max") for a, x in zip(job.agents, xs)]
     for h in handles:
         with pytest.raises(InputRangeError, match="rank 1 has values outside the int32 range"):
             h.wait()
     sent = [a.stats["packets_sent"] for a in job.agents]
-    assert sent == [1, 1]                       # the one-value range agreement, nothing else
+    assert sent == [1, 1]  # the one-value range agreement, nothing else
     for out in job.allreduce([np.array([5, -7], np.int64)] * 2):
         assert out.dtype == np.int64
         np.testing.assert_array_equal(out, [10, -14])

@@ -15,8 +15,10 @@ class _TwoHostNet:
     def __init__(self):
         self.loop = RealTimeLoop()
         self.net = Network(self.loop)
-        self.hosts = {"a": self.net.add_host("a", "10.0.0.1", "02:00:00:00:00:01"),
-                      "b": self.net.add_host("b", "10.0.0.2", "02:00:00:00:00:02")}
+        self.hosts = {
+            "a": self.net.add_host("a", "10.0.0.1", "02:00:00:00:00:01"),
+            "b": self.net.add_host("b", "10.0.0.2", "02:00:00:00:00:02"),
+        }
         self.net.connect("a", 0, "b", 0, LinkParams(bandwidth_bps=1e9, delay_s=1e-3))
 
 
@@ -32,7 +34,7 @@ def test_frames_cross_the_network_between_attached_processes():
         tb = AttachTransport(server.endpoints["b"], "10.0.0.2", "02:00:00:00:00:02", neighbours, loop)
         got = []
         tb.bind(40000, lambda payload, src: got.append((payload, src)))
-        loop.run_until(lambda: False, 0.2)          # hellos reach the network first
+        loop.run_until(lambda: False, 0.2)  # hellos reach the network first
         for i in range(5):
             ta.sendto(b"hello %d" % i, "10.0.0.2")
         assert loop.run_until(lambda: len(got) == 5, 5.0)

@@ -3,8 +3,8 @@ an INA job without aggregating switches: tests/e2e/test_parameter_server_baselin
 
 import numpy as np
 import pytest
-
 from agents_hub import direct_plan
+
 from topologies.inprocess.hub import Hub
 from worker.agent import AllreduceError
 from worker.baselines import HostTreeAllreduce, RingAllreduce
@@ -43,8 +43,7 @@ def test_ring(n):
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_host_tree(n):
-    _run(n, lambda plan, r, t: HostTreeAllreduce(plan, r, t),
-         lambda plan, t: HostTreeAllreduce(plan, "ps", t))
+    _run(n, lambda plan, r, t: HostTreeAllreduce(plan, r, t), lambda plan, t: HostTreeAllreduce(plan, "ps", t))
 
 
 @pytest.mark.parametrize("kind", ["ring", "host-tree"])
@@ -55,8 +54,7 @@ def test_lost_packet_raises_instead_of_hanging(kind):
     else:
         worker = lambda plan, r, t: HostTreeAllreduce(plan, r, t, timeout=1.0)  # noqa: E731
         server = lambda plan, t: HostTreeAllreduce(plan, "ps", t, timeout=1.0)  # noqa: E731
-    with pytest.raises(AllreduceError, match=f"{kind} allreduce did not complete within 1.0 s .*do not "
-                                             f"retransmit"):
+    with pytest.raises(AllreduceError, match=f"{kind} allreduce did not complete within 1.0 s .*do not retransmit"):
         _run(3, worker, server, loss=0.3)
 
 
@@ -71,7 +69,7 @@ def test_dead_peer_on_a_wall_clock_raises_after_the_timeout():
     hub = Hub(loop, seed=1)
     plan = direct_plan(2)
     ring = RingAllreduce(plan, 0, hub.transport(plan.workers[0].ip), timeout=0.3)
-    hub.transport(plan.workers[1].ip).alive = False          # rank 1 never answers
+    hub.transport(plan.workers[1].ip).alive = False  # rank 1 never answers
     t0 = time.monotonic()
     with pytest.raises(AllreduceError, match="ring allreduce did not complete within 0.3 s"):
         ring.allreduce(np.arange(200, dtype=np.int32))

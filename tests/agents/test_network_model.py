@@ -19,12 +19,12 @@ def _pair(**params):
 
 
 def test_serialisation_and_delay_follow_the_link_not_the_cpu():
-    loop, net, a, got = _pair(bandwidth_bps=8e6, delay_s=0.01)      # 1 byte per microsecond
+    loop, net, a, got = _pair(bandwidth_bps=8e6, delay_s=0.01)  # 1 byte per microsecond
     for i in range(3):
         a.send(bytes([i]) * 1000)
     loop.run()
     times = [t for t, _ in got]
-    assert times == pytest.approx([0.011, 0.012, 0.013])              # FIFO: 1 ms each + 10 ms
+    assert times == pytest.approx([0.011, 0.012, 0.013])  # FIFO: 1 ms each + 10 ms
     assert [f[0] for _, f in got] == [0, 1, 2]
     stats = net.channel("a", "b").stats
     assert (stats.packets, stats.bytes) == (3, 3000)
@@ -45,8 +45,7 @@ def test_loss_is_seeded_and_counted():
 
 
 def test_duplication_and_reordering():
-    loop, net, a, got = _pair(bandwidth_bps=1e9, delay_s=1e-6, duplicate=0.5, reorder=0.5,
-                              reorder_delay_s=1e-3)
+    loop, net, a, got = _pair(bandwidth_bps=1e9, delay_s=1e-6, duplicate=0.5, reorder=0.5, reorder_delay_s=1e-3)
     for i in range(100):
         a.send(i.to_bytes(2, "big"))
     loop.run()

@@ -8,13 +8,33 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = {"ipv4_router_forward", "ina_ipv4_forward", "grad_absorbed", "grad_completing", "grad_aggregation",
-         "result_release", "grad_passthrough"}
+KINDS = {
+    "ipv4_router_forward",
+    "ina_ipv4_forward",
+    "grad_absorbed",
+    "grad_completing",
+    "grad_aggregation",
+    "result_release",
+    "grad_passthrough",
+}
 
 
 def test_quick_run_saves_positive_rates_for_every_kind(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "softswitch_pps.py"), "--quick", "--seconds", "0.2",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench" / "softswitch_pps.py"),
+            "--quick",
+            "--seconds",
+            "0.2",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "100k" in proc.stdout
     result = json.loads((tmp_path / "softswitch_pps.json").read_text())
@@ -32,8 +52,11 @@ def test_quick_run_saves_positive_rates_for_every_kind(tmp_path):
         assert f"skipped: {veth['skipped']}" in proc.stdout
         return
     assert veth["skipped"] is None, veth["skipped"]
-    assert [c["case"] for c in veth["cases"]] == ["plain IPv4 forward", "GRAD aggregation, fan-in 4",
-                                                  "GRAD pass-through hop"]
+    assert [c["case"] for c in veth["cases"]] == [
+        "plain IPv4 forward",
+        "GRAD aggregation, fan-in 4",
+        "GRAD pass-through hop",
+    ]
     for case in veth["cases"]:
         assert case["sent"] > 0 and 0 < case["delivered"] <= case["expected_delivered"]
         assert case["delivered_pps"] > 0

@@ -26,7 +26,9 @@ def test_topo_validate_and_show(capsys):
     code, out, _ = run(capsys, "topo", "validate", TOPO / "star.yaml")
     assert code == 0 and out.strip().endswith("ok (5 hosts, 1 switches, 5 links)")
     code, out, _ = run(capsys, "topo", "show", TOPO / "hetero_mesh.yaml")
-    assert code == 0 and "s5       device 5     slots 256" in out and "7   s1:5 - s5:1  400 Mbit/s 5 ms loss 0.1%" in out
+    assert (
+        code == 0 and "s5       device 5     slots 256" in out and "7   s1:5 - s5:1  400 Mbit/s 5 ms loss 0.1%" in out
+    )
 
 
 def test_topo_errors_are_one_line(capsys, tmp_path):
@@ -45,23 +47,27 @@ def test_plan_table_and_json(capsys, tmp_path):
     code, out, _ = run(capsys, "plan", TOPO / "hetero_mesh.yaml", "--trees", "2", "--height", "3", "--json")
     plan = JobPlan.from_json(out)
     assert plan.planner == "multitree" and len(plan.trees) == 2
-    code, out, _ = run(capsys, "plan", TOPO / "star.yaml", "--workers", "h1", "h2", "--server", "h5",
-                       "--aggregation", "none")
+    code, out, _ = run(
+        capsys, "plan", TOPO / "star.yaml", "--workers", "h1", "h2", "--server", "h5", "--aggregation", "none"
+    )
     assert code == 0 and "h2 (rank 1)  s1[->5] > h5[2/#1]" in out
     dest = tmp_path / "p.json"
     code, out, _ = run(capsys, "plan", TOPO / "leaf_spine.yaml", "--json", "-o", dest)
     assert code == 0 and JobPlan.from_json(dest.read_text()).servers[1].name == "h10"
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["plan", TOPO / "star.yaml", "--workers", "h1", "h9", "--server", "h5"], "unknown worker 'h9'"),
-    (["plan", TOPO / "fat_tree_k4.yaml", "--workers", "h1"], "no server: give --server"),
-    (["plan", TOPO / "star.yaml", "--trees", "2", "--min-bw", "5000"], "no tree spans all 5 hosts"),
-    (["plan", TOPO / "star.yaml", "--pool-size", "0"], "pool_size 0 outside"),
-    (["install", TOPO / "star.yaml", "--p4info", "x"], "give both --p4info and --device-config"),
-    (["jobs", "--controller", "127.0.0.1:1", "--timeout", "2"], "no job service at 127.0.0.1:1"),
-    (["jobs", "show", "--controller", "127.0.0.1:1"], "jobs show needs a job id"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["plan", TOPO / "star.yaml", "--workers", "h1", "h9", "--server", "h5"], "unknown worker 'h9'"),
+        (["plan", TOPO / "fat_tree_k4.yaml", "--workers", "h1"], "no server: give --server"),
+        (["plan", TOPO / "star.yaml", "--trees", "2", "--min-bw", "5000"], "no tree spans all 5 hosts"),
+        (["plan", TOPO / "star.yaml", "--pool-size", "0"], "pool_size 0 outside"),
+        (["install", TOPO / "star.yaml", "--p4info", "x"], "give both --p4info and --device-config"),
+        (["jobs", "--controller", "127.0.0.1:1", "--timeout", "2"], "no job service at 127.0.0.1:1"),
+        (["jobs", "show", "--controller", "127.0.0.1:1"], "jobs show needs a job id"),
+    ],
+)
 def test_errors(capsys, argv, message):
     code, _, err = run(capsys, *argv)
     assert code == 1 and message in err and err.count("\n") == 1 and err.startswith("inactl: error: ")
@@ -71,11 +77,15 @@ def test_help_and_usage_errors_from_a_real_process():
     for argv in (["--help"], ["plan", "--help"], ["topo", "--help"], ["counters", "--help"]):
         done = subprocess.run([sys.executable, "-m", "controller", *argv], capture_output=True, text=True)
         assert done.returncode == 0 and "usage: inactl" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "controller", "plan", str(TOPO / "star.yaml"), "--policy", "x"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "plan", str(TOPO / "star.yaml"), "--policy", "x"],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2 and "invalid choice: 'x'" in done.stderr and "Traceback" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "controller", "topo", "validate", "/nonexistent.yaml"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "controller", "topo", "validate", "/nonexistent.yaml"], capture_output=True, text=True
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from controller.generators import leaf_spine
-from controller.installer import Installer, T_JOBS, T_REWRITE, T_ROUTES
+from controller.installer import T_JOBS, T_REWRITE, T_ROUTES, Installer
 from controller.p4rt import P4RuntimeError, decode
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
@@ -34,8 +34,12 @@ def network():
     servers = []
     addresses = {}
     for s in topo.switches:
-        service = Service(None, device_id=s.device_id, include_dirs=[str(PROGRAM.parent)],
-                          make_switch=lambda prog, d=s.device_id: Switch(prog, device_id=d))
+        service = Service(
+            None,
+            device_id=s.device_id,
+            include_dirs=[str(PROGRAM.parent)],
+            make_switch=lambda prog, d=s.device_id: Switch(prog, device_id=d),
+        )
         srv = Server(service, "127.0.0.1:0").start()
         servers.append(srv)
         addresses[s.name] = srv.address
@@ -61,8 +65,8 @@ def test_install_reinstall_and_remove(network):
     assert n == len(topo.switches) * (1 + len(topo.hosts)) + len(topo.hosts)
     routes = inst.read_table("l1", T_ROUTES)
     assert len(routes) == len(topo.hosts)
-    assert len(inst.read_table("l4", T_REWRITE)) == 3          # h7, h8 and the server h10
-    assert inst.install_topology() == n                        # idempotent: modify, no duplicates
+    assert len(inst.read_table("l4", T_REWRITE)) == 3  # h7, h8 and the server h10
+    assert inst.install_topology() == n  # idempotent: modify, no duplicates
     assert len(inst.read_table("l1", T_ROUTES)) == len(topo.hosts)
 
     res = Resources.for_topology(topo)
@@ -73,7 +77,7 @@ def test_install_reinstall_and_remove(network):
     assert _jobs(inst, "sp1") == {(plan.job_id, 0): [plan.job_index, 0, 64, 3, 1, cfg["sp1"].result_group]}
     groups = inst.read_groups("l1")
     assert groups[cfg["l1"].result_group] == [(1, 0), (2, 1)]
-    inst.install_job(plan)                                     # reinstall: still one entry
+    inst.install_job(plan)  # reinstall: still one entry
     assert len(_jobs(inst, "sp1")) == 1
 
     other = plan_job(topo, ["h1", "h3"], ["h10"], PlanOptions(), res)
@@ -82,7 +86,7 @@ def test_install_reinstall_and_remove(network):
     assert inst.remove_job(plan) == len(plan.switches) + len({c.switch for c in plan.switches})
     assert set(_jobs(inst, "sp1")) == {(other.job_id, 0)}
     assert cfg["l1"].result_group not in inst.read_groups("l1")
-    assert inst.remove_job(plan) == 0                          # already gone
+    assert inst.remove_job(plan) == 0  # already gone
 
     counters = inst.read_counter("sp1", "InaIngress.ina_stats", [0, 1])
     assert counters == {0: (0, 0), 1: (0, 0)}
@@ -109,8 +113,24 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
     topo_file = tmp_path / "ls.yaml"
     save_topology(topo, topo_file)
     addr = [a for s in topo.switches for a in ("--address", f"{s.name}={inst.addresses[s.name]}")]
-    code = main(["install", str(topo_file), "--p4info", str(p4info), "--device-config", str(config), *addr,
-                 "--workers", "h1", "h2", "--server", "h9", "--plan-out", str(tmp_path / "plan.json")])
+    code = main(
+        [
+            "install",
+            str(topo_file),
+            "--p4info",
+            str(p4info),
+            "--device-config",
+            str(config),
+            *addr,
+            "--workers",
+            "h1",
+            "h2",
+            "--server",
+            "h9",
+            "--plan-out",
+            str(tmp_path / "plan.json"),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 3 entries written" in out
     assert _jobs(inst, "l1") == {(1, 0): [0, 0, 64, 2, 1, 0]}

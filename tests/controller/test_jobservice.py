@@ -34,10 +34,11 @@ def test_register_get_list_release(service):
     jobs = client.list()
     assert [(j.job_id, j.planner, j.trees) for j in jobs] == [(1, "multihop", 1), (2, "multitree", 2)]
     assert list(jobs[0].servers) == ["h6"]
-    assert client.release(1) is False                 # no installer attached: nothing to remove
+    assert client.release(1) is False  # no installer attached: nothing to remove
     assert [j.job_id for j in client.list()] == [2]
     assert manager.resources.slots.used("s5") == sum(
-        2 * c.pool_size for c in tree.switches if c.switch == "s5" and c.aggregates)
+        2 * c.pool_size for c in tree.switches if c.switch == "s5" and c.aggregates
+    )
 
 
 def test_errors_are_one_line(service):
@@ -61,8 +62,10 @@ def test_no_service_is_named():
         client.list()
 
 
-@pytest.mark.skipif(not (shutil.which("protoc") and shutil.which("grpc_python_plugin")),
-                    reason="protoc / grpc_python_plugin not installed")
+@pytest.mark.skipif(
+    not (shutil.which("protoc") and shutil.which("grpc_python_plugin")),
+    reason="protoc / grpc_python_plugin not installed",
+)
 def test_generated_code_matches_proto(tmp_path):
     from controller.protogen import generate
 

@@ -32,8 +32,14 @@ def test_star_plan_by_hand():
     assert tree.server.fan_in == 1 and tree.server.children[0].ranks == [0, 1, 2, 3]
     assert (tree.server.first_switch, tree.server.first_port) == ("s1", 5)
     (cfg,) = plan.switches
-    assert (cfg.switch, cfg.device_id, cfg.aggregates, cfg.slot_base, cfg.pool_size, cfg.max_fan_in) == \
-           ("s1", 1, True, 0, 64, 4)
+    assert (cfg.switch, cfg.device_id, cfg.aggregates, cfg.slot_base, cfg.pool_size, cfg.max_fan_in) == (
+        "s1",
+        1,
+        True,
+        0,
+        64,
+        4,
+    )
     assert tree.weight == 1.0 and tree.rate == 1000.0
 
 
@@ -41,10 +47,18 @@ def test_leaf_spine_fewest_hops_by_hand():
     plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"])
     (t,) = plan.trees
     assert t.aggregation_points == ["l3", "sp1", "l1", "l2", "l4"]
-    assert short(t.grad_hops["h1"]) == [("l1", True, 2, 0, 11), ("sp1", True, 3, 0, 3),
-                                        ("l3", True, 3, 0, 3), ("h9", True, 1, 0, 0)]
-    assert short(t.grad_hops["h8"]) == [("l4", True, 2, 1, 11), ("sp1", True, 3, 2, 3),
-                                        ("l3", True, 3, 0, 3), ("h9", True, 1, 0, 0)]
+    assert short(t.grad_hops["h1"]) == [
+        ("l1", True, 2, 0, 11),
+        ("sp1", True, 3, 0, 3),
+        ("l3", True, 3, 0, 3),
+        ("h9", True, 1, 0, 0),
+    ]
+    assert short(t.grad_hops["h8"]) == [
+        ("l4", True, 2, 1, 11),
+        ("sp1", True, 3, 2, 3),
+        ("l3", True, 3, 0, 3),
+        ("h9", True, 1, 0, 0),
+    ]
     assert short(t.grad_hops["h6"]) == [("l3", True, 3, 2, 3), ("h9", True, 1, 0, 0)]
     assert t.grad_hops["h1"][-1].switch_id == H + 8
     assert short(t.result_hops["h7"]) == [("l3", True, 0, 0, 11), ("sp1", True, 0, 0, 4), ("l4", True, 0, 0, 1)]
@@ -69,7 +83,7 @@ def test_policies_pick_different_paths_on_hetero_mesh():
     for policy in ("fewest_hops", "lowest_delay", "widest"):
         tree = plan_job(t, w, ["h6"], PlanOptions(policy=policy)).trees[0]
         paths[policy] = [h.name for h in tree.grad_hops["h1"]]
-    assert paths["fewest_hops"] == ["s1", "s5", "h6"]            # direct 400 Mbit/s 5 ms link
+    assert paths["fewest_hops"] == ["s1", "s5", "h6"]  # direct 400 Mbit/s 5 ms link
     assert paths["lowest_delay"] == ["s1", "s2", "s4", "s5", "h6"]  # 0.1 + 0.2 + 0.4 ms
     assert paths["widest"] == ["s1", "s2", "s3", "s4", "s5", "h6"]  # bottleneck 4000 Mbit/s
 
@@ -78,10 +92,20 @@ def test_aggregate_at_every_switch_option():
     t = topo("hetero_mesh")
     merge = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay")).trees[0]
     every = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay", aggregation="all")).trees[0]
-    assert short(merge.grad_hops["h1"]) == [("s1", False, 0, 0, 2), ("s2", True, 2, 0, 4),
-                                           ("s4", False, 0, 0, 5), ("s5", False, 0, 0, 10), ("h6", True, 1, 0, 0)]
-    assert short(every.grad_hops["h1"]) == [("s1", True, 1, 0, 2), ("s2", True, 2, 0, 4),
-                                           ("s4", True, 1, 0, 5), ("s5", True, 1, 0, 10), ("h6", True, 1, 0, 0)]
+    assert short(merge.grad_hops["h1"]) == [
+        ("s1", False, 0, 0, 2),
+        ("s2", True, 2, 0, 4),
+        ("s4", False, 0, 0, 5),
+        ("s5", False, 0, 0, 10),
+        ("h6", True, 1, 0, 0),
+    ]
+    assert short(every.grad_hops["h1"]) == [
+        ("s1", True, 1, 0, 2),
+        ("s2", True, 2, 0, 4),
+        ("s4", True, 1, 0, 5),
+        ("s5", True, 1, 0, 10),
+        ("h6", True, 1, 0, 0),
+    ]
 
 
 def test_no_aggregation_option_is_the_parameter_server():
@@ -93,8 +117,9 @@ def test_no_aggregation_option_is_the_parameter_server():
     tree = plan.trees[0]
     assert tree.aggregation_points == [] and not plan.warnings
     assert tree.server.fan_in == 8
-    assert [(c.index, c.node, c.kind, c.ranks) for c in tree.server.children] == \
-        [(r, f"h{r + 1}", "worker", [r]) for r in range(8)]
+    assert [(c.index, c.node, c.kind, c.ranks) for c in tree.server.children] == [
+        (r, f"h{r + 1}", "worker", [r]) for r in range(8)
+    ]
     for w in workers:
         hops = tree.grad_hops[w]
         assert all(not h.aggregate and h.fan_in == 0 for h in hops[:-1])
@@ -102,12 +127,12 @@ def test_no_aggregation_option_is_the_parameter_server():
         assert all(not h.aggregate for h in tree.result_hops[w])
     assert plan.switches and all(not c.aggregates and c.max_fan_in == 0 for c in plan.switches)
     assert all(res.slots.used(s.name) == 0 for s in t.switches)
-    merged = plan_job(t, workers, ["h9"], PlanOptions(), res)       # a normal job still gets its slots
+    merged = plan_job(t, workers, ["h9"], PlanOptions(), res)  # a normal job still gets its slots
     assert merged.job_id == plan.job_id + 1 and merged.trees[0].aggregation_points
 
 
 def test_full_switch_is_skipped_and_freed_on_release():
-    t = topo("hetero_mesh")      # s5 has 256 slot entries: two jobs of pool 64 (128 entries each)
+    t = topo("hetero_mesh")  # s5 has 256 slot entries: two jobs of pool 64 (128 entries each)
     res = Resources.for_topology(t)
     opts = dict(policy="fewest_hops")
     w = ["h1", "h2", "h3", "h4", "h5"]
@@ -121,16 +146,18 @@ def test_full_switch_is_skipped_and_freed_on_release():
     assert any(w.startswith("s5 has no free slots") for w in p3.warnings)
     # s5 forwards: the server now hears s1's worker, s3's and s4's aggregates itself
     assert p3.trees[0].server.fan_in == 3 and p1.trees[0].server.fan_in == 1
-    assert short(p3.trees[0].grad_hops["h1"]) == [("s1", False, 0, 0, 5), ("s5", False, 0, 0, 10),
-                                                  ("h6", True, 3, 0, 0)]
+    assert short(p3.trees[0].grad_hops["h1"]) == [
+        ("s1", False, 0, 0, 5),
+        ("s5", False, 0, 0, 10),
+        ("h6", True, 3, 0, 0),
+    ]
     res.release(p1)
     p4 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
     assert p4.job_id == 1 and "s5" in p4.trees[0].aggregation_points and not p4.warnings
 
 
 def test_multicast_groups_and_members():
-    plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"],
-                    PlanOptions(result_mode="multicast"))
+    plan = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="multicast"))
     cfg = {c.switch: c for c in plan.switches}
     assert len({c.result_group for c in plan.switches}) == 1 and cfg["l1"].result_group >= 1
     assert [(m.port, m.replica_id, m.toward) for m in cfg["l1"].members] == [(1, 0, "h1"), (2, 1, "h2")]
@@ -138,13 +165,16 @@ def test_multicast_groups_and_members():
     assert [(m.port, m.toward) for m in cfg["l3"].members] == [(11, "sp1"), (1, "h5"), (2, "h6")]
 
 
-@pytest.mark.parametrize("workers,servers,message", [
-    ([], ["h5"], "at least one worker"),
-    (["h1", "h1"], ["h5"], "worker h1 listed twice"),
-    (["h1", "x"], ["h5"], "unknown worker 'x'"),
-    (["h1", "s1"], ["h5"], "worker s1 is a switch"),
-    (["h1", "h5"], ["h5"], "h5 is both a worker and a server"),
-])
+@pytest.mark.parametrize(
+    "workers,servers,message",
+    [
+        ([], ["h5"], "at least one worker"),
+        (["h1", "h1"], ["h5"], "worker h1 listed twice"),
+        (["h1", "x"], ["h5"], "unknown worker 'x'"),
+        (["h1", "s1"], ["h5"], "worker s1 is a switch"),
+        (["h1", "h5"], ["h5"], "h5 is both a worker and a server"),
+    ],
+)
 def test_bad_requests(workers, servers, message):
     with pytest.raises(PlanError, match=message):
         plan_job(topo("star"), workers, servers)
@@ -163,13 +193,13 @@ def check_plan(topo_, plan: JobPlan):
     ranks = {w.name: w.rank for w in plan.workers}
     for t in plan.trees:
         root = topo_.host(t.root)
-        heard: dict = {}               # aggregation point -> child index -> ranks
+        heard: dict = {}  # aggregation point -> child index -> ranks
         for w, hops in t.grad_hops.items():
             assert hops[-1].switch_id == root.node_id and hops[-1].aggregate and hops[-1].egress_port == 0
             node, carried = w, None
             for h in hops[:-1]:
                 nxt = next(n for n in g.adj[h.name] if g.edges[h.name, n]["ports"][h.name] == h.egress_port)
-                assert g.has_edge(node, h.name)          # the hop list follows links
+                assert g.has_edge(node, h.name)  # the hop list follows links
                 if h.aggregate:
                     key = carried if carried else w
                     heard.setdefault(h.name, {}).setdefault(h.child, set()).add(ranks[w])
@@ -183,7 +213,7 @@ def check_plan(topo_, plan: JobPlan):
             fan = next(h.fan_in for hops in t.grad_hops.values() for h in hops if h.name == point)
             assert sorted(children) == list(range(fan)), point
             flat = [r for c in children.values() for r in c]
-            assert len(flat) == len(set(flat))            # no worker counted twice
+            assert len(flat) == len(set(flat))  # no worker counted twice
         assert sorted(r for c in heard[t.root].values() for r in c) == sorted(ranks.values())
         assert t.server.fan_in == len(heard[t.root])
 
@@ -237,7 +267,7 @@ def test_multitree_hetero_mesh_is_deterministic_and_has_host_tree():
     for tree in a.trees:
         hp = tree.host_parent
         assert hp["h6"] is None and set(hp) == {"h1", "h2", "h3", "h4", "h5", "h6"}
-        for h in hp:                       # every host reaches the root
+        for h in hp:  # every host reaches the root
             seen = 0
             while hp[h] is not None and seen < 10:
                 h, seen = hp[h], seen + 1

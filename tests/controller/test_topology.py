@@ -11,8 +11,10 @@ from controller.topology_yaml import dump_topology, load_topology, topology_from
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
 
-@pytest.mark.parametrize("name,hosts,switches,links", [
-    ("star", 5, 1, 5), ("leaf_spine", 10, 6, 18), ("fat_tree_k4", 16, 20, 48), ("hetero_mesh", 6, 5, 14)])
+@pytest.mark.parametrize(
+    "name,hosts,switches,links",
+    [("star", 5, 1, 5), ("leaf_spine", 10, 6, 18), ("fat_tree_k4", 16, 20, 48), ("hetero_mesh", 6, 5, 14)],
+)
 def test_shipped_topologies_load(name, hosts, switches, links):
     topo = load_topology(TOPOLOGIES / f"{name}.yaml")
     assert (len(topo.hosts), len(topo.switches), len(topo.links)) == (hosts, switches, links)
@@ -34,18 +36,23 @@ def test_fat_tree_generator_sizes_and_round_trip():
     topo = fat_tree(8)
     assert len(topo.hosts) == 128 and len(topo.switches) == 80 and len(topo.links) == 3 * 128
     again = topology_from_dict(__import__("yaml").safe_load(dump_topology(topo)))
-    assert [(l.a, l.a_port, l.b, l.b_port) for l in again.links] == \
-           [(l.a, l.a_port, l.b, l.b_port) for l in topo.links]
+    assert [(l.a, l.a_port, l.b, l.b_port) for l in again.links] == [(l.a, l.a_port, l.b, l.b_port) for l in topo.links]
 
 
 def base():
-    return {"name": "t",
-            "hosts": [{"name": "h1", "ip": "10.0.0.1", "mac": "02:00:00:00:00:01", "role": "worker"},
-                      {"name": "h2", "ip": "10.0.0.2", "mac": "02:00:00:00:00:02", "role": "server"}],
-            "switches": [{"name": "s1", "device_id": 1}, {"name": "s2", "device_id": 2}],
-            "links": [{"ends": ["h1", "s1:1"], "bandwidth": 100, "delay": 1},
-                      {"ends": ["s1:2", "s2:1"], "bandwidth": 100, "delay": 1},
-                      {"ends": ["h2", "s2:2"], "bandwidth": 100, "delay": 1}]}
+    return {
+        "name": "t",
+        "hosts": [
+            {"name": "h1", "ip": "10.0.0.1", "mac": "02:00:00:00:00:01", "role": "worker"},
+            {"name": "h2", "ip": "10.0.0.2", "mac": "02:00:00:00:00:02", "role": "server"},
+        ],
+        "switches": [{"name": "s1", "device_id": 1}, {"name": "s2", "device_id": 2}],
+        "links": [
+            {"ends": ["h1", "s1:1"], "bandwidth": 100, "delay": 1},
+            {"ends": ["s1:2", "s2:1"], "bandwidth": 100, "delay": 1},
+            {"ends": ["h2", "s2:2"], "bandwidth": 100, "delay": 1},
+        ],
+    }
 
 
 def broken(change):
@@ -54,27 +61,34 @@ def broken(change):
     return data
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda d: d["links"][1].update(ends=["s1:2", "x:1"]), "unknown node 'x' in link 1"),
-    (lambda d: d["links"][2].update(ends=["h2", "s2:1"]), "port 1 of s2 used twice (links 1 and 2)"),
-    (lambda d: d["links"][1].pop("bandwidth"), "missing bandwidth on link s1-s2"),
-    (lambda d: d["links"][1].update(delay=-1), "bad delay -1 on link s1-s2"),
-    (lambda d: d["hosts"][1].update(ip="10.0.0.1"), "duplicate IP 10.0.0.1 (h1 and h2)"),
-    (lambda d: d["hosts"][1].update(mac="02:00:00:00:00:01"), "duplicate MAC"),
-    (lambda d: d["hosts"][1].update(ip="10.0.0.300"), "host h2 has an invalid IPv4 address"),
-    (lambda d: d["switches"][1].update(device_id=1), "duplicate device_id 1 (s1 and s2)"),
-    (lambda d: d["switches"][1].update(device_id=0x8000), "switch s2 has device_id 32768"),
-    (lambda d: d["switches"].append({"name": "s1", "device_id": 9}), "duplicate node name 's1'"),
-    (lambda d: d["links"].pop(1), "worker h1 not connected to server h2"),
-    (lambda d: d["links"].append({"ends": ["s2:3", "s1:3"], "bandwidth": 1, "delay": 1}),
-     "parallel links between s2 and s1 (links 1 and 3)"),
-    (lambda d: d["links"].append({"ends": ["h1", "s2:4"], "bandwidth": 1, "delay": 1}),
-     "host h1 has more than one link"),
-    (lambda d: d["hosts"][0].update(role="boss"), "host h1 has role 'boss'"),
-    (lambda d: d["links"][0].update(colour="red"), "link 0: unknown key 'colour'"),
-    (lambda d: d["links"][1].update(ends=["s1:x", "s2:1"]), "endpoint 's1:x' has a bad port"),
-    (lambda d: d.pop("links"), "topology has no 'links' section"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda d: d["links"][1].update(ends=["s1:2", "x:1"]), "unknown node 'x' in link 1"),
+        (lambda d: d["links"][2].update(ends=["h2", "s2:1"]), "port 1 of s2 used twice (links 1 and 2)"),
+        (lambda d: d["links"][1].pop("bandwidth"), "missing bandwidth on link s1-s2"),
+        (lambda d: d["links"][1].update(delay=-1), "bad delay -1 on link s1-s2"),
+        (lambda d: d["hosts"][1].update(ip="10.0.0.1"), "duplicate IP 10.0.0.1 (h1 and h2)"),
+        (lambda d: d["hosts"][1].update(mac="02:00:00:00:00:01"), "duplicate MAC"),
+        (lambda d: d["hosts"][1].update(ip="10.0.0.300"), "host h2 has an invalid IPv4 address"),
+        (lambda d: d["switches"][1].update(device_id=1), "duplicate device_id 1 (s1 and s2)"),
+        (lambda d: d["switches"][1].update(device_id=0x8000), "switch s2 has device_id 32768"),
+        (lambda d: d["switches"].append({"name": "s1", "device_id": 9}), "duplicate node name 's1'"),
+        (lambda d: d["links"].pop(1), "worker h1 not connected to server h2"),
+        (
+            lambda d: d["links"].append({"ends": ["s2:3", "s1:3"], "bandwidth": 1, "delay": 1}),
+            "parallel links between s2 and s1 (links 1 and 3)",
+        ),
+        (
+            lambda d: d["links"].append({"ends": ["h1", "s2:4"], "bandwidth": 1, "delay": 1}),
+            "host h1 has more than one link",
+        ),
+        (lambda d: d["hosts"][0].update(role="boss"), "host h1 has role 'boss'"),
+        (lambda d: d["links"][0].update(colour="red"), "link 0: unknown key 'colour'"),
+        (lambda d: d["links"][1].update(ends=["s1:x", "s2:1"]), "endpoint 's1:x' has a bad port"),
+        (lambda d: d.pop("links"), "topology has no 'links' section"),
+    ],
+)
 def test_validation_names_the_problem(change, message):
     with pytest.raises(TopologyError) as err:
         topology_from_dict(broken(change))

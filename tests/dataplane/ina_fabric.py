@@ -29,15 +29,19 @@ SLOT_BASE = 8
 SERVER_NODE = C.HOST_NODE_ID_BASE + 4
 SERVER_ADDR = ("02:00:00:00:01:00", "10.0.1.1")
 WORKERS = [(f"02:00:00:00:00:0{i + 1}", f"10.0.0.{i + 1}") for i in range(4)]
-LEAF_OF = [("L1", 1), ("L1", 2), ("L2", 1), ("L2", 2)]     # worker -> (leaf, leaf port)
+LEAF_OF = [("L1", 1), ("L1", 2), ("L2", 1), ("L2", 2)]  # worker -> (leaf, leaf port)
 SWITCH_IDS = {"L1": 1, "L2": 2, "S": 3}
 UP_PORT = 3
 
 LINKS = {
-    ("L1", 3): ("S", 1), ("L2", 3): ("S", 2),
-    ("S", 1): ("L1", 3), ("S", 2): ("L2", 3),
-    ("L1", 1): ("host", "w0"), ("L1", 2): ("host", "w1"),
-    ("L2", 1): ("host", "w2"), ("L2", 2): ("host", "w3"),
+    ("L1", 3): ("S", 1),
+    ("L2", 3): ("S", 2),
+    ("S", 1): ("L1", 3),
+    ("S", 2): ("L2", 3),
+    ("L1", 1): ("host", "w0"),
+    ("L1", 2): ("host", "w1"),
+    ("L2", 1): ("host", "w2"),
+    ("L2", 2): ("host", "w3"),
     ("S", 3): ("host", "server"),
 }
 
@@ -49,30 +53,44 @@ def slot_of(seq: int) -> tuple[int, int]:
 
 def grad_hops(worker: int) -> list[Hop]:
     leaf, port = LEAF_OF[worker]
-    return [Hop(SWITCH_IDS[leaf], True, 2, port - 1, UP_PORT),
-            Hop(SWITCH_IDS["S"], True, 2, SWITCH_IDS[leaf] - 1, UP_PORT),
-            Hop(SERVER_NODE, True, 1, 0, 0)]
+    return [
+        Hop(SWITCH_IDS[leaf], True, 2, port - 1, UP_PORT),
+        Hop(SWITCH_IDS["S"], True, 2, SWITCH_IDS[leaf] - 1, UP_PORT),
+        Hop(SERVER_NODE, True, 1, 0, 0),
+    ]
 
 
 def result_hops(worker: int) -> list[Hop]:
     leaf, port = LEAF_OF[worker]
-    return [Hop(SWITCH_IDS["S"], True, 2, SWITCH_IDS[leaf] - 1, SWITCH_IDS[leaf]),
-            Hop(SWITCH_IDS[leaf], True, 2, port - 1, port)]
+    return [
+        Hop(SWITCH_IDS["S"], True, 2, SWITCH_IDS[leaf] - 1, SWITCH_IDS[leaf]),
+        Hop(SWITCH_IDS[leaf], True, 2, port - 1, port),
+    ]
 
 
 def configure(sw: Switch, switch_id: int) -> None:
     """What the controller installs for this job (the P4 control-plane API of docs/design-decisions.md)."""
     sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": switch_id})
-    sw.table("InaIngress.ina_jobs").insert(TableEntry(
-        matches={"hdr.ina.job_id": Exact(JOB), "hdr.ina.tree_id": Exact(0)}, action="InaIngress.set_job",
-        args={"job_index": 1, "slot_base": SLOT_BASE, "pool_size": POOL, "max_fan_in": 2, "aggregates": 1,
-              "result_group": 0}))
+    sw.table("InaIngress.ina_jobs").insert(
+        TableEntry(
+            matches={"hdr.ina.job_id": Exact(JOB), "hdr.ina.tree_id": Exact(0)},
+            action="InaIngress.set_job",
+            args={
+                "job_index": 1,
+                "slot_base": SLOT_BASE,
+                "pool_size": POOL,
+                "max_fan_in": 2,
+                "aggregates": 1,
+                "result_group": 0,
+            },
+        )
+    )
 
 
 @dataclass
 class Fabric:
     program: object
-    tap: object = None                  # tap(index, src, dst, frame) -> list of frames to deliver
+    tap: object = None  # tap(index, src, dst, frame) -> list of frames to deliver
     switches: dict = field(default_factory=dict)
     inbox: dict = field(default_factory=dict)
     transmissions: list = field(default_factory=list)
@@ -109,21 +127,29 @@ class Fabric:
         """(count, bitmap) of every cell of the job's pool on switch ``name``."""
         sw = self.switches[name]
         cells = range(SLOT_BASE, SLOT_BASE + 2 * POOL)
-        return [(sw.register("InaIngress.slot_count").read(i), sw.register("InaIngress.slot_bitmap").read(i))
-                for i in cells]
+        return [
+            (sw.register("InaIngress.slot_count").read(i), sw.register("InaIngress.slot_bitmap").read(i)) for i in cells
+        ]
 
 
 def worker_frame(worker: int, seq: int, values: np.ndarray, retx: bool = False) -> bytes:
     slot, shadow = slot_of(seq)
-    pkt = codec.grad(JOB, seq, grad_hops(worker), values, slot=slot, shadow=shadow, contributor=worker,
-                     flags=C.FLAG_RETX if retx else 0)
+    pkt = codec.grad(
+        JOB,
+        seq,
+        grad_hops(worker),
+        values,
+        slot=slot,
+        shadow=shadow,
+        contributor=worker,
+        flags=C.FLAG_RETX if retx else 0,
+    )
     return codec.build_frame(pkt, WORKERS[worker][0], SERVER_ADDR[0], WORKERS[worker][1], SERVER_ADDR[1])
 
 
 def result_frame(worker: int, seq: int, values: np.ndarray) -> bytes:
     slot, shadow = slot_of(seq)
-    pkt = codec.result(JOB, seq, result_hops(worker), values, slot=slot, shadow=shadow,
-                       contributor=SERVER_NODE)
+    pkt = codec.result(JOB, seq, result_hops(worker), values, slot=slot, shadow=shadow, contributor=SERVER_NODE)
     return codec.build_frame(pkt, SERVER_ADDR[0], WORKERS[worker][0], SERVER_ADDR[1], WORKERS[worker][1])
 
 
@@ -132,13 +158,13 @@ class Hosts:
 
     def __init__(self, fabric: Fabric, chunks: dict[int, list[np.ndarray]]):
         self.fabric = fabric
-        self.chunks = chunks                        # seq -> the four workers' values
+        self.chunks = chunks  # seq -> the four workers' values
         self.server_sums: dict[int, np.ndarray] = {}
         self.server_packets: dict[int, int] = {}
-        self.results: dict[tuple[int, int], np.ndarray] = {}     # (worker, seq) -> result values
+        self.results: dict[tuple[int, int], np.ndarray] = {}  # (worker, seq) -> result values
 
     def send_grads(self, order, retx=False, seqs=None):
-        for seq in (seqs if seqs is not None else self.chunks):
+        for seq in seqs if seqs is not None else self.chunks:
             for worker in order:
                 if (worker, seq) not in self.results:
                     leaf, port = LEAF_OF[worker]
@@ -154,8 +180,9 @@ class Hosts:
             self.server_packets[seq] = self.server_packets.get(seq, 0) + 1
             assert [h.switch_id for h in pkt.hops] == [SERVER_NODE], "switches popped their hops"
             if seq not in self.server_sums:
-                assert not pkt.header.has(C.FLAG_RETX) or pkt.header.has(C.FLAG_STORED), \
+                assert not pkt.header.has(C.FLAG_RETX) or pkt.header.has(C.FLAG_STORED), (
                     "a first arrival is a complete sum, never a raw contribution passed up"
+                )
                 self.server_sums[seq] = pkt.values.copy()
             for worker in range(4):
                 self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq]))

@@ -15,6 +15,7 @@ INA_P4 = ROOT / "p4src" / "ina.p4"
 @pytest.fixture(scope="session")
 def ina_program():
     from softswitch.compiler import compile_program
+
     return compile_program(str(INA_P4))
 
 
@@ -22,4 +23,5 @@ def ina_program():
 def ina_program_k4():
     """The same program built with -DVALUES_PER_PACKET=4 (the size of the golden vectors)."""
     from softswitch.compiler import compile_program
+
     return compile_program(str(INA_P4), defines={"VALUES_PER_PACKET": "4"})

@@ -30,21 +30,29 @@ STF_DIR = Path(__file__).with_name("stf")
 K = C.VALUES_PER_PACKET
 SWITCH_ID = 1
 SERVER_NODE = C.HOST_NODE_ID_BASE + 0
-WORKERS = [("02:00:00:00:00:01", "10.0.0.1"), ("02:00:00:00:00:02", "10.0.0.2"),
-           ("02:00:00:00:00:03", "10.0.0.3")]
+WORKERS = [("02:00:00:00:00:01", "10.0.0.1"), ("02:00:00:00:00:02", "10.0.0.2"), ("02:00:00:00:00:03", "10.0.0.3")]
 WORKER_PORTS = [1, 2, 3]
 SERVER = ("02:00:00:00:01:00", "10.0.1.1")
 SERVER_PORT = 4
 
 # (job_id, tree_id): job_index, slot_base, pool_size, max_fan_in, aggregates, result_group
-JOB_UNICAST = dict(job_id=7, tree_id=0, job_index=3, slot_base=16, pool_size=4, max_fan_in=4,
-                   aggregates=1, result_group=0)
-JOB_MCAST = dict(job_id=8, tree_id=1, job_index=4, slot_base=64, pool_size=2, max_fan_in=8,
-                 aggregates=1, result_group=5)
-JOB_PASS = dict(job_id=9, tree_id=0, job_index=5, slot_base=0, pool_size=0, max_fan_in=0,
-                aggregates=0, result_group=0)
-JOB_OUT_OF_RANGE = dict(job_id=10, tree_id=0, job_index=6, slot_base=C.SLOT_REGISTER_SIZE - 2,
-                        pool_size=4, max_fan_in=4, aggregates=1, result_group=0)
+JOB_UNICAST = dict(
+    job_id=7, tree_id=0, job_index=3, slot_base=16, pool_size=4, max_fan_in=4, aggregates=1, result_group=0
+)
+JOB_MCAST = dict(
+    job_id=8, tree_id=1, job_index=4, slot_base=64, pool_size=2, max_fan_in=8, aggregates=1, result_group=5
+)
+JOB_PASS = dict(job_id=9, tree_id=0, job_index=5, slot_base=0, pool_size=0, max_fan_in=0, aggregates=0, result_group=0)
+JOB_OUT_OF_RANGE = dict(
+    job_id=10,
+    tree_id=0,
+    job_index=6,
+    slot_base=C.SLOT_REGISTER_SIZE - 2,
+    pool_size=4,
+    max_fan_in=4,
+    aggregates=1,
+    result_group=0,
+)
 
 
 def cell(job: dict, slot: int, shadow: int = 0) -> int:
@@ -70,20 +78,27 @@ class Scenario:
         self.lines.append(f"setdefault InaIngress.switch_identity InaIngress.set_switch_id(switch_id:{switch_id})")
 
     def job(self, job: dict) -> None:
-        args = ", ".join(f"{k}:{job[k]}" for k in ("job_index", "slot_base", "pool_size", "max_fan_in",
-                                                    "aggregates", "result_group"))
-        self.lines.append(f"add InaIngress.ina_jobs hdr.ina.job_id:{job['job_id']} "
-                          f"hdr.ina.tree_id:{job['tree_id']} InaIngress.set_job({args})")
+        args = ", ".join(
+            f"{k}:{job[k]}" for k in ("job_index", "slot_base", "pool_size", "max_fan_in", "aggregates", "result_group")
+        )
+        self.lines.append(
+            f"add InaIngress.ina_jobs hdr.ina.job_id:{job['job_id']} "
+            f"hdr.ina.tree_id:{job['tree_id']} InaIngress.set_job({args})"
+        )
 
     def route(self, prefix: str, length: int, mac: int, port: int) -> None:
         value = int.from_bytes(codec.ip_bytes(prefix), "big")
-        self.lines.append(f"add InaIngress.ipv4_lpm hdr.ipv4.dst_addr:0x{value:08x}/{length} "
-                          f"InaIngress.ipv4_forward(dst_mac:0x{mac:012x}, port:{port})")
+        self.lines.append(
+            f"add InaIngress.ipv4_lpm hdr.ipv4.dst_addr:0x{value:08x}/{length} "
+            f"InaIngress.ipv4_forward(dst_mac:0x{mac:012x}, port:{port})"
+        )
 
     def result_rewrite(self, port: int, mac: str, ip: str) -> None:
-        self.lines.append(f"add InaEgress.result_rewrite standard_metadata.egress_port:{port} "
-                          f"InaEgress.set_result_dst(dst_mac:0x{codec.mac_bytes(mac).hex()}, "
-                          f"dst_ip:0x{codec.ip_bytes(ip).hex()})")
+        self.lines.append(
+            f"add InaEgress.result_rewrite standard_metadata.egress_port:{port} "
+            f"InaEgress.set_result_dst(dst_mac:0x{codec.mac_bytes(mac).hex()}, "
+            f"dst_ip:0x{codec.ip_bytes(ip).hex()})"
+        )
 
     def multicast_group(self, group: int, members: list[tuple[int, int]]) -> None:
         self.lines.append(f"mc_mgrp_create {group}")
@@ -117,21 +132,30 @@ class Scenario:
 
 # ---------------------------------------------------------------- packets
 
+
 def lanes(values) -> np.ndarray:
     out = np.zeros(K, dtype=np.int64)
-    out[:len(values)] = values
+    out[: len(values)] = values
     return out
 
 
-def grad_hops(fan_in: int = 2, child: int = 0, aggregate: bool = True, switch_id: int = SWITCH_ID,
-              server_fan_in: int = 1) -> list[Hop]:
+def grad_hops(
+    fan_in: int = 2, child: int = 0, aggregate: bool = True, switch_id: int = SWITCH_ID, server_fan_in: int = 1
+) -> list[Hop]:
     return [Hop(switch_id, aggregate, fan_in, child, SERVER_PORT), Hop(SERVER_NODE, True, server_fan_in, 0, 0)]
 
 
 def grad_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **header) -> bytes:
     header.setdefault("contributor", worker)
-    pkt = codec.grad(job["job_id"], seq, hops, lanes(values), tree_id=job["tree_id"],
-                     value_count=header.pop("value_count", len(values)), **header)
+    pkt = codec.grad(
+        job["job_id"],
+        seq,
+        hops,
+        lanes(values),
+        tree_id=job["tree_id"],
+        value_count=header.pop("value_count", len(values)),
+        **header,
+    )
     mac, ip = WORKERS[worker]
     return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1])
 
@@ -142,8 +166,15 @@ def forwarded(worker: int, job: dict, seq: int, values, hops: list[Hop], **heade
 
 
 def result_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **header) -> bytes:
-    pkt = codec.result(job["job_id"], seq, hops, lanes(values), tree_id=job["tree_id"],
-                       value_count=header.pop("value_count", len(values)), **header)
+    pkt = codec.result(
+        job["job_id"],
+        seq,
+        hops,
+        lanes(values),
+        tree_id=job["tree_id"],
+        value_count=header.pop("value_count", len(values)),
+        **header,
+    )
     mac, ip = WORKERS[worker]
     return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip)
 
@@ -159,6 +190,7 @@ def standard_setup(s: Scenario, *jobs: dict) -> None:
 
 
 # ---------------------------------------------------------------- scenarios
+
 
 def identity_mismatch() -> Scenario:
     s = Scenario("identity_mismatch", "an unconfigured switch and a hop naming another switch drop and count")
@@ -202,8 +234,7 @@ def bad_slot() -> Scenario:
     s.packet(4, result_frame(0, JOB_UNICAST, 1, [1], [Hop(SWITCH_ID, True, 2, 0, 1)], slot=9))
     s.comment("the last in-range slot works: slot 3, shadow 1, fan-in 1")
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [5], grad_hops(fan_in=1), slot=3, shadow=1))
-    s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 1, [5], server_hop(), slot=3, shadow=1,
-                                    contributor=SWITCH_ID))
+    s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 1, [5], server_hop(), slot=3, shadow=1, contributor=SWITCH_ID))
     s.check_drop(C.DROP_BAD_SLOT, 3)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 3, 1), 1)
     s.check_register("InaIngress.slot_lane_0", cell(JOB_UNICAST, 3, 1), 5)
@@ -214,7 +245,7 @@ def bad_fan_in() -> Scenario:
     s = Scenario("bad_fan_in", "fan-in 0 or above the job's limit, child >= fan-in, no slots: dropped")
     standard_setup(s, JOB_UNICAST, JOB_PASS)
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(fan_in=0)))
-    s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(fan_in=5)))          # max_fan_in 4
+    s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(fan_in=5)))  # max_fan_in 4
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(fan_in=2, child=2)))
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(fan_in=2, child=7)))
     s.comment("an aggregate hop for a job this switch holds no slots for")
@@ -238,8 +269,7 @@ def pass_through() -> Scenario:
     s.packet(2, grad_frame(1, JOB_UNICAST, 4, [1, 2], sparse, flags=C.FLAG_SPARSE))
     s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 4, [1, 2], sparse[1:], flags=C.FLAG_SPARSE))
     s.comment("a full stack of MAX_HOPS entries is parsed and popped")
-    long = [Hop(SWITCH_ID, False, 0, 0, 2)] + [Hop(20 + i, True, 2, 0, 1) for i in range(C.MAX_HOPS - 2)] \
-        + server_hop()
+    long = [Hop(SWITCH_ID, False, 0, 0, 2)] + [Hop(20 + i, True, 2, 0, 1) for i in range(C.MAX_HOPS - 2)] + server_hop()
     s.packet(1, grad_frame(0, JOB_UNICAST, 5, [7], long))
     s.expect(2, forwarded(0, JOB_UNICAST, 5, [7], long[1:]))
     s.check_stat(JOB_UNICAST, C.STAT_GRAD_PASSED, 3)
@@ -270,12 +300,13 @@ def aggregate_fan_in_3() -> Scenario:
     s = Scenario("aggregate_fan_in_3", "three children in any order; the full K lanes are summed")
     standard_setup(s)
     rng = np.random.default_rng(3)
-    parts = [rng.integers(-2**28, 2**28, size=K) for _ in range(3)]
+    parts = [rng.integers(-(2**28), 2**28, size=K) for _ in range(3)]
     for worker in (2, 0, 1):
-        s.packet(WORKER_PORTS[worker], grad_frame(worker, JOB_UNICAST, 9, parts[worker],
-                                                  grad_hops(fan_in=3, child=worker, server_fan_in=2)))
-    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 9, sum(parts), server_hop(fan_in=2),
-                                    contributor=SWITCH_ID))
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(worker, JOB_UNICAST, 9, parts[worker], grad_hops(fan_in=3, child=worker, server_fan_in=2)),
+        )
+    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 9, sum(parts), server_hop(fan_in=2), contributor=SWITCH_ID))
     s.check_drop(C.DROP_ABSORBED, 2)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 0), 3)
     s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 0), 0b111)
@@ -302,8 +333,10 @@ def stored_answer() -> Scenario:
     s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 2, [8, 9], server_hop(), contributor=SWITCH_ID))
     s.comment("the sum was lost upstream: worker 0 retransmits and gets the stored sum sent on")
     s.packet(1, grad_frame(0, JOB_UNICAST, 2, [7, 8], grad_hops(), flags=C.FLAG_RETX))
-    s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 2, [8, 9], server_hop(), contributor=SWITCH_ID,
-                                    flags=C.FLAG_RETX | C.FLAG_STORED))
+    s.expect(
+        SERVER_PORT,
+        forwarded(0, JOB_UNICAST, 2, [8, 9], server_hop(), contributor=SWITCH_ID, flags=C.FLAG_RETX | C.FLAG_STORED),
+    )
     s.check_stat(JOB_UNICAST, C.STAT_GRAD_STORED_ANSWER, 1)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 0), 2)
     return s
@@ -318,10 +351,10 @@ def release_unicast() -> Scenario:
     s.comment("the server's results, one per worker, each with its reverse path (release here)")
     for worker in (0, 1):
         down = [Hop(SWITCH_ID, True, 2, worker, WORKER_PORTS[worker])]
-        s.packet(SERVER_PORT, result_frame(worker, JOB_UNICAST, 1, [4, 6], down, slot=2,
-                                           contributor=SERVER_NODE))
-        s.expect(WORKER_PORTS[worker], result_frame(worker, JOB_UNICAST, 1, [4, 6], [], slot=2,
-                                                    contributor=SERVER_NODE))
+        s.packet(SERVER_PORT, result_frame(worker, JOB_UNICAST, 1, [4, 6], down, slot=2, contributor=SERVER_NODE))
+        s.expect(
+            WORKER_PORTS[worker], result_frame(worker, JOB_UNICAST, 1, [4, 6], [], slot=2, contributor=SERVER_NODE)
+        )
     s.comment("a late retransmission for the released chunk goes up with RETX for the server to answer")
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1, 2], grad_hops(), slot=2))
     s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 1, [1, 2], server_hop(), slot=2, flags=C.FLAG_RETX))
@@ -347,11 +380,9 @@ def shadow_sets() -> Scenario:
     s.packet(1, grad_frame(0, JOB_UNICAST, 10, [1], grad_hops(), slot=1, shadow=0))
     s.packet(1, grad_frame(0, JOB_UNICAST, 11, [1000], grad_hops(), slot=1, shadow=1))
     s.packet(2, grad_frame(1, JOB_UNICAST, 11, [2000], grad_hops(child=1), slot=1, shadow=1))
-    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 11, [3000], server_hop(), slot=1, shadow=1,
-                                    contributor=SWITCH_ID))
+    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 11, [3000], server_hop(), slot=1, shadow=1, contributor=SWITCH_ID))
     s.packet(2, grad_frame(1, JOB_UNICAST, 10, [2], grad_hops(child=1), slot=1, shadow=0))
-    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 10, [3], server_hop(), slot=1, shadow=0,
-                                    contributor=SWITCH_ID))
+    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 10, [3], server_hop(), slot=1, shadow=0, contributor=SWITCH_ID))
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1, 0), (7 << 32) | 10)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1, 1), (7 << 32) | 11)
     return s
@@ -382,20 +413,25 @@ def stale_seq() -> Scenario:
 def overflow() -> Scenario:
     s = Scenario("overflow", "an int32 sum that overflows is flagged (lanes wrap, the flag never lies)")
     standard_setup(s)
-    big, low = 2**31 - 1, -2**31
+    big, low = 2**31 - 1, -(2**31)
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, [big, low, 5], grad_hops()))
     s.packet(2, grad_frame(1, JOB_UNICAST, 1, [1, -1, 6], grad_hops(child=1)))
-    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 1, [low, big, 11], server_hop(), contributor=SWITCH_ID,
-                                    flags=C.FLAG_OVERFLOW))
+    s.expect(
+        SERVER_PORT,
+        forwarded(1, JOB_UNICAST, 1, [low, big, 11], server_hop(), contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW),
+    )
     s.comment("no overflow in lanes at or above value_count: lane 1 overflows but value_count is 1")
     s.packet(1, grad_frame(0, JOB_UNICAST, 2, [1, low], grad_hops(), slot=1, value_count=1))
     s.packet(2, grad_frame(1, JOB_UNICAST, 2, [2, -1], grad_hops(child=1), slot=1, value_count=1))
-    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 2, [3, big], server_hop(), slot=1, value_count=1,
-                                    contributor=SWITCH_ID))
+    s.expect(
+        SERVER_PORT, forwarded(1, JOB_UNICAST, 2, [3, big], server_hop(), slot=1, value_count=1, contributor=SWITCH_ID)
+    )
     s.comment("an OVERFLOW flag arriving from below is kept")
     s.packet(1, grad_frame(0, JOB_UNICAST, 3, [1], grad_hops(fan_in=1), slot=2, flags=C.FLAG_OVERFLOW))
-    s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 3, [1], server_hop(), slot=2, contributor=SWITCH_ID,
-                                    flags=C.FLAG_OVERFLOW))
+    s.expect(
+        SERVER_PORT,
+        forwarded(0, JOB_UNICAST, 3, [1], server_hop(), slot=2, contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW),
+    )
     s.check_stat(JOB_UNICAST, C.STAT_OVERFLOW, 1)
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 1)
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 1), 0)
@@ -405,12 +441,14 @@ def overflow() -> Scenario:
 def max_op() -> Scenario:
     s = Scenario("max_op", "OP_MAX keeps the signed maximum per lane")
     standard_setup(s)
-    a = [-5, 7, 2**31 - 1, -2**31, 0, -1]
-    b = [-6, 8, -1, -2**31 + 1, -1, 1]
+    a = [-5, 7, 2**31 - 1, -(2**31), 0, -1]
+    b = [-6, 8, -1, -(2**31) + 1, -1, 1]
     c = [-7, 9, 0, 5, 3, -3]
     for worker, vals in enumerate((a, b, c)):
-        s.packet(WORKER_PORTS[worker], grad_frame(worker, JOB_UNICAST, 1, vals,
-                                                  grad_hops(fan_in=3, child=worker), op=C.OP_MAX))
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(worker, JOB_UNICAST, 1, vals, grad_hops(fan_in=3, child=worker), op=C.OP_MAX),
+        )
     top = [max(x) for x in zip(a, b, c)]
     s.expect(SERVER_PORT, forwarded(2, JOB_UNICAST, 1, top, server_hop(), op=C.OP_MAX, contributor=SWITCH_ID))
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 0)
@@ -420,30 +458,51 @@ def max_op() -> Scenario:
 def multicast_result() -> Scenario:
     s = Scenario("multicast_result", "a MCAST RESULT is replicated to the job's group, host copies rewritten")
     standard_setup(s, JOB_MCAST)
-    s.multicast_group(5, [(0, 1), (1, 2), (7, 6)])            # two workers and a switch on port 6
+    s.multicast_group(5, [(0, 1), (1, 2), (7, 6)])  # two workers and a switch on port 6
     s.result_rewrite(1, *WORKERS[0])
     s.result_rewrite(2, *WORKERS[1])
     s.packet(1, grad_frame(0, JOB_MCAST, 3, [1, 1], grad_hops(), slot=1))
     s.packet(2, grad_frame(1, JOB_MCAST, 3, [2, 2], grad_hops(child=1), slot=1))
     s.expect(SERVER_PORT, forwarded(1, JOB_MCAST, 3, [3, 3], server_hop(), slot=1, contributor=SWITCH_ID))
-    pkt = codec.result(JOB_MCAST["job_id"], 3, [], lanes([3, 3]), slot=1, tree_id=JOB_MCAST["tree_id"],
-                       flags=C.FLAG_MCAST, value_count=2, contributor=SERVER_NODE)
+    pkt = codec.result(
+        JOB_MCAST["job_id"],
+        3,
+        [],
+        lanes([3, 3]),
+        slot=1,
+        tree_id=JOB_MCAST["tree_id"],
+        flags=C.FLAG_MCAST,
+        value_count=2,
+        contributor=SERVER_NODE,
+    )
     group_mac, group_ip = "02:00:00:00:00:ff", "10.0.0.255"
     s.packet(SERVER_PORT, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
     for worker in (0, 1):
-        s.expect(WORKER_PORTS[worker], codec.build_frame(pkt, SERVER[0], *WORKERS[worker][:1],
-                                                         SERVER[1], WORKERS[worker][1]))
+        s.expect(
+            WORKER_PORTS[worker], codec.build_frame(pkt, SERVER[0], *WORKERS[worker][:1], SERVER[1], WORKERS[worker][1])
+        )
     s.expect(6, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
     s.comment("the slot was released: a retransmission goes up with RETX")
     s.packet(1, grad_frame(0, JOB_MCAST, 3, [1, 1], grad_hops(), slot=1))
     s.expect(SERVER_PORT, forwarded(0, JOB_MCAST, 3, [1, 1], server_hop(), slot=1, flags=C.FLAG_RETX))
     s.comment("a multicast RESULT with hops is malformed; one for a job without a group is dropped")
-    s.packet(SERVER_PORT, codec.build_frame(codec.result(8, 3, [Hop(SWITCH_ID)], lanes([1]), tree_id=1,
-                                                         flags=C.FLAG_MCAST), SERVER[0], group_mac,
-                                            SERVER[1], group_ip))
+    s.packet(
+        SERVER_PORT,
+        codec.build_frame(
+            codec.result(8, 3, [Hop(SWITCH_ID)], lanes([1]), tree_id=1, flags=C.FLAG_MCAST),
+            SERVER[0],
+            group_mac,
+            SERVER[1],
+            group_ip,
+        ),
+    )
     s.job(JOB_UNICAST)
-    s.packet(SERVER_PORT, codec.build_frame(codec.result(7, 3, [], lanes([1]), flags=C.FLAG_MCAST),
-                                            SERVER[0], group_mac, SERVER[1], group_ip))
+    s.packet(
+        SERVER_PORT,
+        codec.build_frame(
+            codec.result(7, 3, [], lanes([1]), flags=C.FLAG_MCAST), SERVER[0], group_mac, SERVER[1], group_ip
+        ),
+    )
     s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
     s.check_stat(JOB_MCAST, C.STAT_RESULT_RELEASED, 1)
     s.check_drop(C.DROP_MALFORMED, 1)
@@ -460,11 +519,9 @@ def ipv4_forwarding() -> Scenario:
     src_mac, dst_mac = "02:00:00:00:00:01", "02:00:00:00:0f:0f"
     send = codec.build_udp_frame(payload, src_mac, dst_mac, "10.0.0.1", "10.0.1.9", 1234, 5000, ttl=64)
     s.packet(1, send)
-    s.expect(4, codec.build_udp_frame(payload, dst_mac, 0x0200000001AA, "10.0.0.1", "10.0.1.9", 1234, 5000,
-                                      ttl=63))
+    s.expect(4, codec.build_udp_frame(payload, dst_mac, 0x0200000001AA, "10.0.0.1", "10.0.1.9", 1234, 5000, ttl=63))
     s.packet(1, codec.build_udp_frame(payload, src_mac, dst_mac, "10.0.0.1", "10.0.1.7", 1234, 5000))
-    s.expect(5, codec.build_udp_frame(payload, dst_mac, 0x0200000001BB, "10.0.0.1", "10.0.1.7", 1234, 5000,
-                                      ttl=63))
+    s.expect(5, codec.build_udp_frame(payload, dst_mac, 0x0200000001BB, "10.0.0.1", "10.0.1.7", 1234, 5000, ttl=63))
     s.comment("no route; TTL 1; an ARP frame: dropped")
     s.packet(1, codec.build_udp_frame(payload, src_mac, dst_mac, "10.0.0.1", "10.9.9.9", 1234, 5000))
     s.packet(1, codec.build_udp_frame(payload, src_mac, dst_mac, "10.0.0.1", "10.0.1.9", 1234, 5000, ttl=1))
@@ -486,7 +543,7 @@ def malformed() -> Scenario:
         s.packet(1, codec.build_udp_frame(payload, mac, SERVER[0], ip, SERVER[1]))
 
     def patched(offset: int, value: int, payload: bytes = good) -> bytes:
-        return payload[:offset] + bytes([value]) + payload[offset + 1:]
+        return payload[:offset] + bytes([value]) + payload[offset + 1 :]
 
     s.comment("values cut short (parser error)")
     send(good[:-8])
@@ -509,7 +566,7 @@ def malformed() -> Scenario:
     send(good + b"\0\0\0\0")
     s.comment("a UDP header cut short")
     full = codec.build_udp_frame(good, mac, SERVER[0], ip, SERVER[1])
-    s.packet(1, full[:14 + 20 + 4])
+    s.packet(1, full[: 14 + 20 + 4])
     s.comment("a GRAD and a unicast RESULT without hops")
     send(codec.encode(codec.grad(7, 1, [], lanes([1]))))
     send(codec.encode(codec.result(7, 1, [], lanes([1]))))
@@ -521,9 +578,25 @@ def malformed() -> Scenario:
     return s
 
 
-SCENARIOS = [identity_mismatch, unknown_job, bad_slot, bad_fan_in, pass_through, aggregate_fan_in_2,
-             aggregate_fan_in_3, duplicate, stored_answer, release_unicast, shadow_sets, stale_seq, overflow,
-             max_op, multicast_result, ipv4_forwarding, malformed]
+SCENARIOS = [
+    identity_mismatch,
+    unknown_job,
+    bad_slot,
+    bad_fan_in,
+    pass_through,
+    aggregate_fan_in_2,
+    aggregate_fan_in_3,
+    duplicate,
+    stored_answer,
+    release_unicast,
+    shadow_sets,
+    stale_seq,
+    overflow,
+    max_op,
+    multicast_result,
+    ipv4_forwarding,
+    malformed,
+]
 
 
 def render_all() -> dict[str, str]:

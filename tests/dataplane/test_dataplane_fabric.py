@@ -14,16 +14,18 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 from ina_fabric import POOL, Fabric, Hosts  # noqa: E402
+from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 
 from protocol import constants as C  # noqa: E402
 
 
 def make_chunks(count: int, seed: int = 0) -> dict[int, list[np.ndarray]]:
     rng = np.random.default_rng(seed)
-    return {seq: [rng.integers(-2**29, 2**29, size=C.VALUES_PER_PACKET).astype(np.int32) for _ in range(4)]
-            for seq in range(count)}
+    return {
+        seq: [rng.integers(-(2**29), 2**29, size=C.VALUES_PER_PACKET).astype(np.int32) for _ in range(4)]
+        for seq in range(count)
+    }
 
 
 def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
@@ -39,7 +41,7 @@ def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
 
 def test_two_level_clean(ina_program):
     fabric = Fabric(ina_program)
-    hosts = Hosts(fabric, make_chunks(2 * POOL + 1)).run()      # slots reused across both shadow sets
+    hosts = Hosts(fabric, make_chunks(2 * POOL + 1)).run()  # slots reused across both shadow sets
     assert_exact_and_free(hosts, fabric)
     assert all(n == 1 for n in hosts.server_packets.values()), "one packet per chunk reaches the server"
     # 4 worker GRADs + 2 leaf sums + 1 spine sum + 4 x (server->S, S->leaf, leaf->worker) results
@@ -64,21 +66,25 @@ def test_every_single_fault_in_a_chunk(ina_program, fault):
     assert count == 19
     recoveries = {C.STAT_GRAD_STORED_ANSWER: 0, C.STAT_GRAD_RELEASED_FORWARD: 0, C.STAT_GRAD_DUPLICATE: 0}
     for victim in range(count):
+
         def tap(index, src, dst, frame, victim=victim):
             if index != victim:
                 return [frame]
             return [] if fault == "loss" else [frame, frame]
+
         fabric = Fabric(ina_program, tap=tap)
         hosts = Hosts(fabric, make_chunks(1, seed=victim)).run()
         try:
             assert_exact_and_free(hosts, fabric)
         except AssertionError as e:
             src, dst, header = fabric.transmissions[victim]
-            raise AssertionError(f"{fault} of transmission {victim} ({src} -> {dst}, flags "
-                                 f"0x{header.flags:02x}): {e}") from None
+            raise AssertionError(
+                f"{fault} of transmission {victim} ({src} -> {dst}, flags 0x{header.flags:02x}): {e}"
+            ) from None
         for stat in recoveries:
-            recoveries[stat] += sum(sw.counter("InaIngress.ina_stats").read(C.NUM_STATS + stat)[0]
-                                    for sw in fabric.switches.values())
+            recoveries[stat] += sum(
+                sw.counter("InaIngress.ina_stats").read(C.NUM_STATS + stat)[0] for sw in fabric.switches.values()
+            )
     # the faults drove the switches through every recovery path of the slot state machine
     if fault == "loss":
         assert all(recoveries.values()), recoveries
@@ -89,7 +95,7 @@ def test_every_single_fault_in_a_chunk(ina_program, fault):
 def test_every_worker_order(ina_program):
     for order in itertools.permutations(range(4)):
         fabric = Fabric(ina_program)
-        hosts = Hosts(fabric, make_chunks(2, seed=sum(order[i] * 4 ** i for i in range(4)))).run(order=order)
+        hosts = Hosts(fabric, make_chunks(2, seed=sum(order[i] * 4**i for i in range(4)))).run(order=order)
         assert_exact_and_free(hosts, fabric)
         assert all(n == 1 for n in hosts.server_packets.values())
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ina_programs import ina_program_k4  # noqa: E402,F401  (fixture)
 from ina_golden import VALID  # noqa: E402
+from ina_programs import ina_program_k4  # noqa: E402,F401  (fixture)
 
 from protocol import codec  # noqa: E402
 from softswitch.switch import Exact, Switch, TableEntry  # noqa: E402
@@ -19,11 +19,20 @@ IPS = ("10.0.0.1", "10.0.0.2")
 def _switch(program, switch_id, job_id, tree_id, group=0):
     sw = Switch(program, name="golden")
     sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": switch_id})
-    sw.table("InaIngress.ina_jobs").insert(TableEntry(
-        matches={"hdr.ina.job_id": Exact(job_id), "hdr.ina.tree_id": Exact(tree_id)},
-        action="InaIngress.set_job",
-        args={"job_index": 0, "slot_base": 0, "pool_size": 8, "max_fan_in": 2, "aggregates": 1,
-              "result_group": group}))
+    sw.table("InaIngress.ina_jobs").insert(
+        TableEntry(
+            matches={"hdr.ina.job_id": Exact(job_id), "hdr.ina.tree_id": Exact(tree_id)},
+            action="InaIngress.set_job",
+            args={
+                "job_index": 0,
+                "slot_base": 0,
+                "pool_size": 8,
+                "max_fan_in": 2,
+                "aggregates": 1,
+                "result_group": group,
+            },
+        )
+    )
     return sw
 
 
@@ -36,10 +45,10 @@ def test_golden_grad_aggregated_and_rewritten(ina_program_k4):
     sw = _switch(ina_program_k4, 7, 258, 2)
     golden = vector["bytes"]
     # child 0 contributes zeros first (same header, child byte of hop 0 = 0, values zero)
-    zeros = golden[:16 + 4] + b"\x00" + golden[16 + 5:16 + 16] + bytes(16)
+    zeros = golden[: 16 + 4] + b"\x00" + golden[16 + 5 : 16 + 16] + bytes(16)
     assert sw.process(1, _frame(zeros)) == []
     out = sw.process(2, _frame(golden))
-    assert len(out) == 1 and out[0][0] == 3                       # hop 0's egress port
+    assert len(out) == 1 and out[0][0] == 3  # hop 0's egress port
     # expected: hop 0 deleted, hop_count 1, RETX cleared (a sum completed here is new data),
     # contributor = switch 7, values = the golden values (the other child sent zeros)
     expected = golden[:1] + b"\x01\x00" + golden[3:12] + b"\x00\x07" + golden[14:16] + golden[24:]

@@ -19,10 +19,20 @@ SERVER = C.HOST_NODE_ID_BASE
 def _switch(program):
     sw = Switch(program, name="limits")
     sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": 1})
-    sw.table("InaIngress.ina_jobs").insert(TableEntry(
-        matches={"hdr.ina.job_id": Exact(3), "hdr.ina.tree_id": Exact(0)}, action="InaIngress.set_job",
-        args={"job_index": 2, "slot_base": 0, "pool_size": 1, "max_fan_in": 255, "aggregates": 1,
-              "result_group": 0}))
+    sw.table("InaIngress.ina_jobs").insert(
+        TableEntry(
+            matches={"hdr.ina.job_id": Exact(3), "hdr.ina.tree_id": Exact(0)},
+            action="InaIngress.set_job",
+            args={
+                "job_index": 2,
+                "slot_base": 0,
+                "pool_size": 1,
+                "max_fan_in": 255,
+                "aggregates": 1,
+                "result_group": 0,
+            },
+        )
+    )
     return sw
 
 
@@ -34,7 +44,7 @@ def _frame(fan_in, child, values):
 def test_thirty_two_children_fill_the_bitmap(ina_program):
     sw = _switch(ina_program)
     rng = np.random.default_rng(32)
-    parts = rng.integers(-2**25, 2**25, size=(C.MAX_FAN_IN, C.VALUES_PER_PACKET))
+    parts = rng.integers(-(2**25), 2**25, size=(C.MAX_FAN_IN, C.VALUES_PER_PACKET))
     out = []
     for child in rng.permutation(C.MAX_FAN_IN):
         out += sw.process(1, _frame(C.MAX_FAN_IN, int(child), parts[child]))

@@ -14,8 +14,8 @@ from softswitch.switch import Switch
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 import stf_scenarios  # noqa: E402
+from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
 STF_FILES = sorted((HERE / "stf").glob("*.stf"))

@@ -30,8 +30,9 @@ def star_topology(n_workers: int):
     topo.add_switch("s1", 1)
     for i in range(n_workers + 1):
         name = f"h{i + 1}"
-        topo.add_host(name, f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}",
-                      role="server" if i == n_workers else "worker")
+        topo.add_host(
+            name, f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}", role="server" if i == n_workers else "worker"
+        )
         topo.add_link(name, 0, "s1", i + 1, bandwidth=1000.0, delay=0.05)
     return topo.validate() or topo
 
@@ -39,7 +40,7 @@ def star_topology(n_workers: int):
 def workers_and_servers(topo, n_workers: int | None = None):
     workers = [h.name for h in topo.role_hosts("worker")]
     servers = [h.name for h in topo.role_hosts("server")]
-    if not servers:                       # no roles in the file: the last host serves
+    if not servers:  # no roles in the file: the last host serves
         hosts = [h.name for h in topo.hosts]
         workers, servers = hosts[:-1], hosts[-1:]
     return workers[:n_workers] if n_workers else workers, servers
@@ -47,7 +48,7 @@ def workers_and_servers(topo, n_workers: int | None = None):
 
 def int_inputs(n: int, size: int, seed: int = 0):
     rng = np.random.default_rng(seed)
-    return [rng.integers(-10**6, 10**6, size).astype(np.int32) for _ in range(n)]
+    return [rng.integers(-(10**6), 10**6, size).astype(np.int32) for _ in range(n)]
 
 
 def float_inputs(n: int, size: int, seed: int = 0, dtype=np.float32):

@@ -17,7 +17,7 @@ from worker.transport import UdpTransport  # noqa: E402
 
 def inputs(rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(100 + rank)
-    return rng.integers(-10**6, 10**6, size).astype(np.int32), rng.normal(size=size).astype(np.float32)
+    return rng.integers(-(10**6), 10**6, size).astype(np.int32), rng.normal(size=size).astype(np.float32)
 
 
 def main() -> None:

@@ -4,9 +4,7 @@ magnitude of the exact sum) for floats, whatever the links lose, duplicate or re
 
 import numpy as np
 import pytest
-
-from inprocess_jobs import (assert_float_close, float_inputs, int_inputs, network, star_topology,
-                            workers_and_servers)
+from inprocess_jobs import assert_float_close, float_inputs, int_inputs, network, star_topology, workers_and_servers
 
 
 def _job(net, n_workers=None, **kwargs):
@@ -40,9 +38,11 @@ def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch():
     assert job.server_agents["h17"].stats["contributions"] == 4
 
 
-@pytest.mark.parametrize("impairment", [dict(loss=0.01), dict(loss=0.05), dict(duplicate=0.05),
-                                        dict(reorder=0.2, reorder_delay_s=0.002)],
-                         ids=["loss1", "loss5", "dup", "reorder"])
+@pytest.mark.parametrize(
+    "impairment",
+    [dict(loss=0.01), dict(loss=0.05), dict(duplicate=0.05), dict(reorder=0.2, reorder_delay_s=0.002)],
+    ids=["loss1", "loss5", "dup", "reorder"],
+)
 def test_impairments_never_change_the_result(impairment):
     net = network("leaf_spine", seed=3)
     net.set_impairments(**impairment)
@@ -161,12 +161,12 @@ def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues():
             h.wait()
         messages.add(str(info.value))
     assert len(messages) == 1 and "rank 3 has a NaN or inf in elements 0..63 (2 block(s)" in messages.pop()
-    assert net.loop.now() - start < 0.05          # one round trip, not the first timeout
+    assert net.loop.now() - start < 0.05  # one round trip, not the first timeout
     assert sum(a.stats["retransmissions"] for a in job.agents) == 0
     fs = float_inputs(8, 300, seed=12)
     assert_float_close(job.allreduce(fs), fs)
     xs = [x.astype(np.int64) for x in int_inputs(8, 100, seed=13)]
-    xs[0][7] = 2 ** 33
+    xs[0][7] = 2**33
     for h in job.start(xs):
         with pytest.raises(OverflowError, match="rank 0 has values outside the int32 range"):
             h.wait()

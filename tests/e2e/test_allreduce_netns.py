@@ -14,9 +14,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip") is None
+    os.geteuid() != 0
+    or shutil.which("ip") is None
     or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0,
-    reason="needs root and 'ip netns' (iproute2) to build namespaces and veth pairs")
+    reason="needs root and 'ip netns' (iproute2) to build namespaces and veth pairs",
+)
 
 TAG = os.getpid() % 10000
 N_WORKERS, SIZE = 4, 500
@@ -58,8 +60,7 @@ def star_netns():
             sh(*inside, "ethtool", "-K", "eth0", "tx", "off", check=False)
             for other in topo.hosts:
                 if other.name != h.name:
-                    sh(*inside, "ip", "neigh", "add", other.ip, "lladdr", other.mac, "dev", "eth0",
-                       "nud", "permanent")
+                    sh(*inside, "ip", "neigh", "add", other.ip, "lladdr", other.mac, "dev", "eth0", "nud", "permanent")
         yield topo, namespaces, links
     finally:
         for _, sw_if in links:
@@ -77,8 +78,12 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
     cmd = [str(ROOT / ".venv" / "bin" / "softswitch"), "--device-id", "1", "--grpc-server-addr", addr]
     for port, iface in links:
         cmd += ["-i", f"{port}@{iface}"]
-    switch = subprocess.Popen(cmd + [str(ROOT / "p4src" / "ina.p4")], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, start_new_session=True)
+    switch = subprocess.Popen(
+        cmd + [str(ROOT / "p4src" / "ina.p4")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     procs = []
     try:
         workers = [h.name for h in topo.role_hosts("worker")][:N_WORKERS]
@@ -99,13 +104,22 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
                 time.sleep(0.5)
         agent = [sys.executable, str(Path(__file__).parent / "netns_agent.py"), str(plan_path)]
         ns_of = {h.name: ns for h, ns in zip(topo.hosts, namespaces)}
-        srv = subprocess.Popen(["ip", "netns", "exec", ns_of[server], *agent, "server", str(tmp_path)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        srv = subprocess.Popen(
+            ["ip", "netns", "exec", ns_of[server], *agent, "server", str(tmp_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         procs.append(srv)
         assert srv.stdout.readline().strip() == "ready"
         for w in plan.workers:
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns_of[w.name], *agent, str(w.rank),
-                                           str(tmp_path), str(SIZE)], stderr=subprocess.PIPE, text=True))
+            procs.append(
+                subprocess.Popen(
+                    ["ip", "netns", "exec", ns_of[w.name], *agent, str(w.rank), str(tmp_path), str(SIZE)],
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
         for p in procs[1:]:
             _, err = p.communicate(timeout=120)
             assert p.returncode == 0, err.strip().splitlines()[-1] if err.strip() else "worker failed"

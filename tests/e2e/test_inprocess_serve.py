@@ -15,9 +15,12 @@ def _agents(served, plan, loop):
     from worker.transport import AttachTransport
 
     neighbours = {h.ip: h.mac for h in plan.workers + plan.servers}
-    return [WorkerAgent(plan, w.rank, AttachTransport(served.endpoints[w.name], w.ip, w.mac, neighbours,
-                                                      loop=loop), timeout=0.05)
-            for w in plan.workers]
+    return [
+        WorkerAgent(
+            plan, w.rank, AttachTransport(served.endpoints[w.name], w.ip, w.mac, neighbours, loop=loop), timeout=0.05
+        )
+        for w in plan.workers
+    ]
 
 
 def _allreduce(agents, xs, loop):
@@ -59,8 +62,8 @@ def test_serve_a_job_register_another_while_running_and_stop_on_sigterm():
         assert served.proc.wait(15) == 0
     loop.close()
     # both jobs' chunks were completed by the switch (its P4 counters, read at exit)
-    assert served.all_counters[first.job_id]["s1"]["grad_completed"] == 5 + 1 + 4   # ints; exps, floats
-    assert served.all_counters[second.job_id]["s1"]["grad_completed"] == 1 + 2     # range round + ints
+    assert served.all_counters[first.job_id]["s1"]["grad_completed"] == 5 + 1 + 4  # ints; exps, floats
+    assert served.all_counters[second.job_id]["s1"]["grad_completed"] == 1 + 2  # range round + ints
     assert served.switch_counters == served.all_counters[first.job_id]
 
 

@@ -3,7 +3,6 @@ in-process network (softswitch running p4src/ina.p4). Same agents and packets as
 bytes into the server compare exactly, and losses are retransmitted instead of hanging a round."""
 
 import numpy as np
-
 from inprocess_jobs import int_inputs, network, star_topology, workers_and_servers
 
 
@@ -17,8 +16,15 @@ def _jobs(net, n_workers):
     workers, servers = workers_and_servers(net.topo, n_workers)
     resources, agents = Resources.for_topology(net.topo), {}
     ina = InProcessJob(net, workers, servers, resources=resources, server_agents=agents, timeout=0.05)
-    ps = InProcessJob(net, workers, servers, resources=resources, server_agents=agents, timeout=0.05,
-                      options=parameter_server_options(PlanOptions()))
+    ps = InProcessJob(
+        net,
+        workers,
+        servers,
+        resources=resources,
+        server_agents=agents,
+        timeout=0.05,
+        options=parameter_server_options(PlanOptions()),
+    )
     return ina, ps
 
 
@@ -26,8 +32,10 @@ def _ina_stats(net, plan, stat):
     """Per switch, one of the job's P4 counters (InaIngress.ina_stats, packets)."""
     from protocol import constants as C
 
-    return {name: sw.counter("InaIngress.ina_stats").read(plan.job_index * C.NUM_STATS + stat)[0]
-            for name, sw in net.switches.items()}
+    return {
+        name: sw.counter("InaIngress.ina_stats").read(plan.job_index * C.NUM_STATS + stat)[0]
+        for name, sw in net.switches.items()
+    }
 
 
 def test_server_bytes_are_n_times_those_of_ina_on_a_star():
@@ -47,9 +55,10 @@ def test_server_bytes_are_n_times_those_of_ina_on_a_star():
     assert into_server["ina"].packets == 10 and into_server["ps"].packets == 40
     assert into_server["ps"].bytes == n * into_server["ina"].bytes
     from protocol import constants as C
+
     assert _ina_stats(net, ps.plan, C.STAT_GRAD_AGGREGATED) == {"s1": 0}
     assert _ina_stats(net, ps.plan, C.STAT_GRAD_PASSED)["s1"] == 40
-    assert ps.server_agents[server].stats["completed"] == 10 + 10      # both jobs' chunks
+    assert ps.server_agents[server].stats["completed"] == 10 + 10  # both jobs' chunks
 
 
 def test_multi_hop_no_switch_aggregates_and_loss_is_retransmitted():
@@ -63,6 +72,7 @@ def test_multi_hop_no_switch_aggregates_and_loss_is_retransmitted():
             np.testing.assert_array_equal(out, sum(xs))
     assert sum(a.stats["retransmissions"] for a in ps.agents) > 0
     from protocol import constants as C
+
     assert set(_ina_stats(net, ps.plan, C.STAT_GRAD_AGGREGATED).values()) == {0}
     # the INA job on the same network still aggregates in the switches
     for out in ina.allreduce(xs):

@@ -6,10 +6,12 @@ from topologies.lab_network import LabHost, LabLink, LabSpec, LabSwitch
 
 
 def tiny_spec() -> LabSpec:
-    return LabSpec("tiny", [LabHost("lth1", "10.0.0.1", "02:00:00:00:00:01"),
-                            LabHost("lth2", "10.0.0.2", "02:00:00:00:00:02")],
-                   [LabSwitch("lt1", 1)],
-                   [LabLink("lth1", 0, "lt1", 1, 100.0), LabLink("lth2", 0, "lt1", 2, 100.0)])
+    return LabSpec(
+        "tiny",
+        [LabHost("lth1", "10.0.0.1", "02:00:00:00:00:01"), LabHost("lth2", "10.0.0.2", "02:00:00:00:00:02")],
+        [LabSwitch("lt1", 1)],
+        [LabLink("lth1", 0, "lt1", 1, 100.0), LabLink("lth2", 0, "lt1", 2, 100.0)],
+    )
 
 
 def root_links() -> set[str]:
@@ -29,8 +31,9 @@ def host_namespaces_gone(resources) -> bool:
     """The hosts' shells hold their network namespaces: no shell, no namespace."""
     import os
 
-    return not any(os.path.exists(f"/proc/{p['pid']}/ns/net") for p in resources.processes
-                   if p["what"].startswith("host "))
+    return not any(
+        os.path.exists(f"/proc/{p['pid']}/ns/net") for p in resources.processes if p["what"].startswith("host ")
+    )
 
 
 def assert_lab_torn_down(lab, left) -> None:

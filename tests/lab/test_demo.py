@@ -10,30 +10,40 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
     png = tmp_path / "demo.png"
-    done = subprocess.run([sys.executable, "-m", "topologies.demo", "--quick", "--inprocess",
-                           "--picture", str(png)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "topologies.demo", "--quick", "--inprocess", "--picture", str(png)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert "in-process network" in out.splitlines()[0]
-    assert out.count("sums verified") == 4          # 2 in-network + 2 parameter-server rounds
+    assert out.count("sums verified") == 4  # 2 in-network + 2 parameter-server rounds
     factor = float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1))
-    assert factor > 2.0                              # 4 workers: the server link carries ~1/4
-    assert "l1" in out and "fan-in" in out           # the plan table
+    assert factor > 2.0  # 4 workers: the server link carries ~1/4
+    assert "l1" in out and "fan-in" in out  # the plan table
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"picture: {png}" in out
 
 
 def test_quick_demo_in_mininet(tmp_path):
     """`make run`'s mininet path, quick: softswitch processes, agents on kernel UDP, clean exit."""
-    from conftest import IS_ROOT, _has_mininet
     import pytest
+    from conftest import IS_ROOT, _has_mininet
 
     if not (IS_ROOT and _has_mininet()):
         pytest.skip("needs root and Debian's mininet")
     rmem = open("/proc/sys/net/core/rmem_default").read()
     png = tmp_path / "demo.png"
-    done = subprocess.run([sys.executable, "-m", "topologies.demo", "--quick", "--picture", str(png)],
-                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "topologies.demo", "--quick", "--picture", str(png)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = done.stdout
     assert done.returncode == 0, out + done.stderr
     assert out.splitlines()[0].startswith("demo: mininet network with softswitch switches")

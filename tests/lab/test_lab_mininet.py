@@ -4,7 +4,6 @@ exact, aggregation really happens in the switches, and teardown leaves nothing b
 import os
 
 import pytest
-
 from conftest import needs_mininet
 from lab_helpers import assert_lab_torn_down
 
@@ -17,8 +16,13 @@ def _run_lab(topology, workers, rounds, values, check):
     from topologies.mininet_lab import MininetLab
 
     # multicast results: each link then carries one stream per direction when switches aggregate
-    lab = MininetLab(os.path.join(REPO, "topologies", topology), workers, values=values, log=lambda m: None,
-                     plan_options=PlanOptions(result_mode="multicast"))
+    lab = MininetLab(
+        os.path.join(REPO, "topologies", topology),
+        workers,
+        values=values,
+        log=lambda m: None,
+        plan_options=PlanOptions(result_mode="multicast"),
+    )
     try:
         lab.start()
         check(lab)
@@ -45,7 +49,7 @@ def test_star_allreduce_and_parameter_server_then_clean_teardown():
         # s1 adds the 4 flows: the server's link carries one stream, not four
         assert 0 < server < 1.5 * min(per_worker)
         # read over P4Runtime: s1 added every worker's chunk once and completed each chunk once
-        chunks = 2 * 5                                  # 2 rounds x ceil(300 / 64)
+        chunks = 2 * 5  # 2 rounds x ceil(300 / 64)
         s1 = lab.switch_counters()["s1"]
         assert (s1["grad_aggregated"], s1["grad_completed"]) == (4 * chunks, chunks)
         # the parameter-server job (same protocol, no aggregating switch): the server gets every

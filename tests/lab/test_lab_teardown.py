@@ -12,9 +12,9 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import needs_mininet
 from lab_helpers import host_namespaces_gone, lab_interfaces, root_links, tiny_spec
+
 from topologies.p4switch import Target
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,12 +24,31 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 def test_switch_command_lines_follow_simple_switch_grpc():
     soft = Target("softswitch", ("softswitch",), grpc_after_dashes=False)
     assert soft.argv(3, {2: "s1-eth2", 1: "s1-eth1"}, "127.0.0.1:50103", "p4src/ina.p4") == [
-        "softswitch", "--device-id", "3", "-i", "1@s1-eth1", "-i", "2@s1-eth2",
-        "--grpc-server-addr", "127.0.0.1:50103", "p4src/ina.p4"]
+        "softswitch",
+        "--device-id",
+        "3",
+        "-i",
+        "1@s1-eth1",
+        "-i",
+        "2@s1-eth2",
+        "--grpc-server-addr",
+        "127.0.0.1:50103",
+        "p4src/ina.p4",
+    ]
     bmv2 = Target("bmv2", ("simple_switch_grpc",), grpc_after_dashes=True)
     assert bmv2.argv(1, {1: "s1-eth1"}, "127.0.0.1:50100", None, cpu_port=255) == [
-        "simple_switch_grpc", "--device-id", "1", "-i", "1@s1-eth1", "--no-p4",
-        "--", "--grpc-server-addr", "127.0.0.1:50100", "--cpu-port", "255"]
+        "simple_switch_grpc",
+        "--device-id",
+        "1",
+        "-i",
+        "1@s1-eth1",
+        "--no-p4",
+        "--",
+        "--grpc-server-addr",
+        "127.0.0.1:50100",
+        "--cpu-port",
+        "255",
+    ]
 
 
 @needs_mininet
@@ -57,7 +76,8 @@ def test_failed_switch_start_leaves_nothing_behind(tmp_path):
 def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     """SIGKILL the launcher with the network up: ``--clean`` removes hosts, switches and veths."""
     script = tmp_path / "up.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {REPO!r})
         sys.path.insert(0, {HERE!r})
@@ -73,7 +93,8 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
         lab.start()
         print("UP", lab.resources.path, flush=True)
         time.sleep(600)
-    """))
+    """)
+    )
     # a temp directory of its own: --clean then removes no other run's work directories on this machine
     env = dict(os.environ, TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
@@ -86,12 +107,18 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     assert {"lt1-eth1", "lt1-eth2"} <= root_links()
     workdir = res.directories[0]
     assert os.path.dirname(workdir) == str(tmp_path)
-    assert os.path.isfile(os.path.join(workdir, "lt1.log"))     # switch logs go to the run's work directory
+    assert os.path.isfile(os.path.join(workdir, "lt1.log"))  # switch logs go to the run's work directory
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
     assert res.leftovers(), "the killed run should have left its network up"
-    done = subprocess.run([sys.executable, "-m", "topologies.mininet_lab", "--clean"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "topologies.mininet_lab", "--clean"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"cleaning up after run {proc.pid}" in done.stdout
     assert res.leftovers() == []
@@ -116,12 +143,17 @@ def test_clean_removes_work_directories_of_runs_that_are_gone_only(tmp_path, mon
     dead.wait()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        names = {"gone": f"ina-lab-{dead.pid}-ab_cd123", "live": f"ina-lab-{live.pid}-ab_cd123",
-                 "older": "ina-lab-x9y8z7w6", "other": "ina-lab-state", "file": f"ina-lab-{dead.pid}-00000000"}
+        names = {
+            "gone": f"ina-lab-{dead.pid}-ab_cd123",
+            "live": f"ina-lab-{live.pid}-ab_cd123",
+            "older": "ina-lab-x9y8z7w6",
+            "other": "ina-lab-state",
+            "file": f"ina-lab-{dead.pid}-00000000",
+        }
         for key, name in names.items():
             (work / name).mkdir() if key != "file" else (work / name).write_text("")
         assert [p.name for p in stale_workdirs(str(work))] == sorted([names["gone"], names["older"]])
-        (state / f"{live.pid}.json").write_text("{}")          # a lab run that is alive
+        (state / f"{live.pid}.json").write_text("{}")  # a lab run that is alive
         assert [p.name for p in stale_workdirs(str(work))] == [names["gone"]]
     finally:
         live.kill()
@@ -135,9 +167,16 @@ def test_start_refuses_switch_port_names_that_exist_and_leaves_them_alone():
 
     subprocess.run(["ip", "link", "add", "lt1-eth2", "type", "veth", "peer", "name", "ltpeer2"], check=True)
     try:
-        lab = LabNetwork(tiny_spec(), target=Target("unused", ("false",), grpc_after_dashes=False),
-                         program="unused.p4", grpc_base=50297, log=lambda m: None)
-        with pytest.raises(LabError, match="interface lt1-eth2 already exists .*another lab run uses these switch names"):
+        lab = LabNetwork(
+            tiny_spec(),
+            target=Target("unused", ("false",), grpc_after_dashes=False),
+            program="unused.p4",
+            grpc_base=50297,
+            log=lambda m: None,
+        )
+        with pytest.raises(
+            LabError, match="interface lt1-eth2 already exists .*another lab run uses these switch names"
+        ):
             lab.start()
         assert "lt1-eth2" in root_links()
         assert lab.resources.leftovers() == []

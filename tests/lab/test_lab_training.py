@@ -6,7 +6,6 @@ import math
 import os
 
 import pytest
-
 from conftest import needs_mininet
 from lab_helpers import assert_lab_torn_down
 
@@ -14,7 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = needs_mininet
 
 EPOCHS = 2
-HIDDEN = 32          # train_digits.py's default MLP 64-HIDDEN-10
+HIDDEN = 32  # train_digits.py's default MLP 64-HIDDEN-10
 
 
 @pytest.fixture(scope="module")
@@ -29,13 +28,20 @@ def lab(tmp_path_factory):
     finally:
         left = lab.stop()
     assert_lab_torn_down(lab, left)
-    assert not any(os.path.exists(f"/proc/{p['pid']}") for p in lab.network.resources.processes
-                   if p["what"].startswith("training rank"))
+    assert not any(
+        os.path.exists(f"/proc/{p['pid']}")
+        for p in lab.network.resources.processes
+        if p["what"].startswith("training rank")
+    )
     # keep_logs (--keep-logs DIR): the work directory was copied there before it was removed
     assert lab.logs_kept == kept
     assert (kept / "s1.log").is_file() and (kept / "plan.json").is_file()
-    assert sorted(p.name for p in kept.glob("train-*/rank*.log")) == ["rank0-h1.log", "rank0-h1.log",
-                                                                       "rank1-h2.log", "rank1-h2.log"]
+    assert sorted(p.name for p in kept.glob("train-*/rank*.log")) == [
+        "rank0-h1.log",
+        "rank0-h1.log",
+        "rank1-h2.log",
+        "rank1-h2.log",
+    ]
 
 
 def _bytes_on(lab, host, before, after):
@@ -57,7 +63,7 @@ def test_gloo_and_ina_reach_the_same_accuracy_and_ina_is_summed_by_the_switch(la
         assert r.ranks_in_sync
         assert r.ms_per_iteration > 0
     assert ina.iterations == gloo.iterations == EPOCHS * ((1797 - 449) // 2 // 32)
-    assert gloo.test_accuracy > 0.5                       # it learned (10 classes: chance is 0.1)
+    assert gloo.test_accuracy > 0.5  # it learned (10 classes: chance is 0.1)
     assert abs(ina.test_accuracy - gloo.test_accuracy) <= 0.01
 
     # read over P4Runtime: s1 completed every chunk of every iteration (the gradient's 64-value blocks
@@ -75,8 +81,10 @@ def test_a_failing_rank_is_named_with_its_last_output(lab, tmp_path):
     from topologies.lab_training import RankHost, TrainError, run_ranks
 
     h1, h2 = (lab.spec.host(n) for n in lab.workers)
-    hosts = [RankHost(h1.name, h1.ip, f"{h1.name}-eth{h1.port}"),
-             RankHost(h2.name, h2.ip, "nosuchif0")]          # gloo cannot use this interface
+    hosts = [
+        RankHost(h1.name, h1.ip, f"{h1.name}-eth{h1.port}"),
+        RankHost(h2.name, h2.ip, "nosuchif0"),
+    ]  # gloo cannot use this interface
     with pytest.raises(TrainError) as err:
         run_ranks(lab.network, hosts, "gloo", 1, 0, tmp_path, port=29600, log=lambda m: None, grace=5)
     msg = str(err.value)

@@ -10,10 +10,20 @@ import pytest
 
 from topologies.lab_training import RankHost, TrainError, run_ranks
 
-SUMMARY = {"workers": 2, "epochs": 1, "seed": 0, "test_accuracy": 0.9, "ms_per_iteration": 5.0,
-           "iterations": 21, "ranks_in_sync": True}
-WRITE_SUMMARY = ("import json, sys; a = sys.argv; open(a[a.index('--json') + 1], 'w').write(json.dumps("
-                 + repr(SUMMARY) + ")); print('rank 0 done', flush=True)")
+SUMMARY = {
+    "workers": 2,
+    "epochs": 1,
+    "seed": 0,
+    "test_accuracy": 0.9,
+    "ms_per_iteration": 5.0,
+    "iterations": 21,
+    "ranks_in_sync": True,
+}
+WRITE_SUMMARY = (
+    "import json, sys; a = sys.argv; open(a[a.index('--json') + 1], 'w').write(json.dumps("
+    + repr(SUMMARY)
+    + ")); print('rank 0 done', flush=True)"
+)
 HOSTS = [RankHost("h1", "10.0.0.1", "h1-eth0"), RankHost("h2", "10.0.0.2", "h2-eth0")]
 
 
@@ -25,8 +35,7 @@ class ScriptedNetwork:
         self.started = []
 
     def popen(self, host, argv, what, **kwargs):
-        proc = subprocess.Popen([sys.executable, "-c", self.scripts[host], *argv[2:]], start_new_session=True,
-                                **kwargs)
+        proc = subprocess.Popen([sys.executable, "-c", self.scripts[host], *argv[2:]], start_new_session=True, **kwargs)
         self.started.append(proc)
         return proc
 
@@ -36,7 +45,7 @@ def _run(scripts, tmp_path, **kw):
     try:
         return run_ranks(net, HOSTS, "gloo", 1, 0, tmp_path, log=lambda m: None, **kw), net
     finally:
-        assert all(p.poll() is not None for p in net.started)      # nothing left running
+        assert all(p.poll() is not None for p in net.started)  # nothing left running
 
 
 def test_a_clean_run_returns_rank_0s_summary(tmp_path):
@@ -50,30 +59,48 @@ def test_a_clean_run_returns_rank_0s_summary(tmp_path):
 def test_the_first_failing_rank_is_named_with_its_output_and_the_others_are_stopped(tmp_path):
     start = time.monotonic()
     with pytest.raises(TrainError) as err:
-        _run({"h1": "import time; time.sleep(60)",
-              "h2": "import sys; print('loading'); print('boom: peer lost', flush=True); sys.exit(3)"},
-             tmp_path, grace=1)
-    assert str(err.value) == ("training failed on h2 (rank 1): exit status 3; its last output:\n"
-                              "    loading\n    boom: peer lost")
+        _run(
+            {
+                "h1": "import time; time.sleep(60)",
+                "h2": "import sys; print('loading'); print('boom: peer lost', flush=True); sys.exit(3)",
+            },
+            tmp_path,
+            grace=1,
+        )
+    assert str(err.value) == (
+        "training failed on h2 (rank 1): exit status 3; its last output:\n    loading\n    boom: peer lost"
+    )
     assert time.monotonic() - start < 30
 
 
 def test_the_deadline_names_every_rank_still_running(tmp_path):
-    with pytest.raises(TrainError, match=r"did not finish within 2 s: still running on h1 \(rank 0\), "
-                                         r"h2 \(rank 1\); last output of h1:\n    waiting"):
-        _run({"h1": "import time; print('waiting', flush=True); time.sleep(60)",
-              "h2": "import time; time.sleep(60)"}, tmp_path, timeout=2)
+    with pytest.raises(
+        TrainError,
+        match=r"did not finish within 2 s: still running on h1 \(rank 0\), "
+        r"h2 \(rank 1\); last output of h1:\n    waiting",
+    ):
+        _run(
+            {"h1": "import time; print('waiting', flush=True); time.sleep(60)", "h2": "import time; time.sleep(60)"},
+            tmp_path,
+            timeout=2,
+        )
 
 
 def test_a_rank_crashing_on_the_way_out_after_the_summary_is_a_note(tmp_path):
     """torch/gloo can abort a process at exit ("terminate called without an active exception")
     after training finished on every rank: the run's result stands, the crash is reported."""
-    result, _ = _run({"h1": WRITE_SUMMARY,
-                      "h2": "import os, time; time.sleep(1); print('terminate called', flush=True); os.abort()"},
-                     tmp_path)
+    result, _ = _run(
+        {
+            "h1": WRITE_SUMMARY,
+            "h2": "import os, time; time.sleep(1); print('terminate called', flush=True); os.abort()",
+        },
+        tmp_path,
+    )
     assert result.test_accuracy == 0.9
-    assert result.notes == ["h2 (rank 1) exited with status -6 after training had finished on every rank; "
-                            "its last output:\n    terminate called"]
+    assert result.notes == [
+        "h2 (rank 1) exited with status -6 after training had finished on every rank; "
+        "its last output:\n    terminate called"
+    ]
 
 
 def test_a_rank_hanging_after_the_summary_is_stopped_after_the_grace(tmp_path):

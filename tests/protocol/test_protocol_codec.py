@@ -2,18 +2,19 @@
 
 import numpy as np
 import pytest
+from ina_golden import INVALID, VALID
 
 from protocol import codec
 from protocol import constants as C
 from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
-from ina_golden import INVALID, VALID
 
 
 def _expected_packet(vector) -> InaPacket:
     fields = dict(vector["header"])
     fields.pop("hop_count")
-    hops = [Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"])
-            for h in vector["hops"]]
+    hops = [
+        Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"]) for h in vector["hops"]
+    ]
     return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32))
 
 
@@ -40,10 +41,11 @@ def test_golden_invalid(vector):
 
 def test_round_trip_default_k():
     rng = np.random.default_rng(1)
-    values = rng.integers(-2**31, 2**31, size=C.VALUES_PER_PACKET, dtype=np.int64).astype(np.int32)
+    values = rng.integers(-(2**31), 2**31, size=C.VALUES_PER_PACKET, dtype=np.int64).astype(np.int32)
     hops = [Hop(s, s % 2 == 0, 4, s % 4, s + 10) for s in range(1, C.MAX_HOPS + 1)]
-    pkt = InaPacket(InaHeader(job_id=9, seq=2**32 - 1, slot=C.SLOT_MAX, shadow=1, flags=C.FLAG_RETX,
-                              scale_exp=-128), hops, values)
+    pkt = InaPacket(
+        InaHeader(job_id=9, seq=2**32 - 1, slot=C.SLOT_MAX, shadow=1, flags=C.FLAG_RETX, scale_exp=-128), hops, values
+    )
     raw = codec.encode(pkt)
     assert len(raw) == codec.payload_size(C.MAX_HOPS) == 16 + 8 * 8 + 4 * 64
     assert codec.decode(raw, C.VALUES_PER_PACKET) == pkt
@@ -56,16 +58,19 @@ def test_short_values_are_zero_padded():
     assert list(back.values[:3]) == [5, -6, 0] and len(back.values) == C.VALUES_PER_PACKET
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda p: setattr(p.header, "slot", C.SLOT_MAX + 1), "slot"),
-    (lambda p: setattr(p.header, "seq", -1), "seq"),
-    (lambda p: setattr(p.header, "scale_exp", 128), "scale_exp"),
-    (lambda p: setattr(p.header, "value_count", C.VALUES_PER_PACKET + 1), "value_count"),
-    (lambda p: setattr(p, "values", np.zeros(C.VALUES_PER_PACKET + 1)), "at most K"),
-    (lambda p: setattr(p, "values", np.array([2**31])), "int32"),
-    (lambda p: setattr(p, "hops", [Hop(1)] * (C.MAX_HOPS + 1)), "MAX_HOPS"),
-    (lambda p: setattr(p, "hops", [Hop(1, fan_in=256)]), "fan_in"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda p: setattr(p.header, "slot", C.SLOT_MAX + 1), "slot"),
+        (lambda p: setattr(p.header, "seq", -1), "seq"),
+        (lambda p: setattr(p.header, "scale_exp", 128), "scale_exp"),
+        (lambda p: setattr(p.header, "value_count", C.VALUES_PER_PACKET + 1), "value_count"),
+        (lambda p: setattr(p, "values", np.zeros(C.VALUES_PER_PACKET + 1)), "at most K"),
+        (lambda p: setattr(p, "values", np.array([2**31])), "int32"),
+        (lambda p: setattr(p, "hops", [Hop(1)] * (C.MAX_HOPS + 1)), "MAX_HOPS"),
+        (lambda p: setattr(p, "hops", [Hop(1, fan_in=256)]), "fan_in"),
+    ],
+)
 def test_encode_rejects_out_of_range(change, message):
     pkt = codec.grad(1, 0, [Hop(1, True, 2, 0, 1)], [1])
     change(pkt)
@@ -77,11 +82,15 @@ def test_frame_round_trip_and_checksum():
     pkt = codec.result(4, 77, [Hop(3, True, 2, 0, 2)], range(8), slot=1, value_count=8)
     frame = codec.build_frame(pkt, "02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.1.2")
     assert len(frame) == 14 + 20 + 8 + codec.payload_size(1)
-    assert codec.ipv4_checksum(frame[14:34]) == 0          # a correct header sums to zero
-    assert frame[40:42] == b"\0\0"                         # UDP checksum: none
+    assert codec.ipv4_checksum(frame[14:34]) == 0  # a correct header sums to zero
+    assert frame[40:42] == b"\0\0"  # UDP checksum: none
     info, back = codec.parse_frame(frame)
-    assert (info.src_mac, info.dst_mac, info.src_ip, info.dst_ip) == \
-        ("02:00:00:00:00:01", "02:00:00:00:00:02", "10.0.0.1", "10.0.1.2")
+    assert (info.src_mac, info.dst_mac, info.src_ip, info.dst_ip) == (
+        "02:00:00:00:00:01",
+        "02:00:00:00:00:02",
+        "10.0.0.1",
+        "10.0.1.2",
+    )
     assert info.dst_port == C.INA_UDP_PORT and info.ttl == 64
     assert back == codec.decode(codec.encode(pkt))
 
@@ -92,12 +101,15 @@ def test_ipv4_checksum_known_value():
     assert codec.ipv4_checksum(header) == 0xB861
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda f: f[:30], "too short"),
-    (lambda f: f[:12] + b"\x86\xdd" + f[14:], "not IPv4"),
-    (lambda f: f[:24] + bytes([f[24] ^ 1]) + f[25:], "checksum"),
-    (lambda f: f[:-4], "exceeds the frame"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda f: f[:30], "too short"),
+        (lambda f: f[:12] + b"\x86\xdd" + f[14:], "not IPv4"),
+        (lambda f: f[:24] + bytes([f[24] ^ 1]) + f[25:], "checksum"),
+        (lambda f: f[:-4], "exceeds the frame"),
+    ],
+)
 def test_parse_frame_errors(mutate, message):
     frame = codec.build_frame(codec.grad(1, 0, [], [1]), 1, 2, "10.0.0.1", "10.0.0.2")
     with pytest.raises(ProtocolError, match=message):

@@ -19,7 +19,7 @@ def read_p4_defines(path: Path) -> dict[str, int]:
     defines = {}
     for line in text.splitlines():
         m = _DEFINE.match(line)
-        if m and m.group(2) is not None:                 # skip the include guard (no value)
+        if m and m.group(2) is not None:  # skip the include guard (no value)
             defines[m.group(1)] = int(m.group(2), 0)
     return defines
 
@@ -30,8 +30,9 @@ def test_softswitch_preprocessor_agrees():
 
     pp = Preprocessor()
     pp.run_file(str(P4_CONSTANTS))
-    seen = {name: int("".join(t.text for t in m.body), 0) for name, m in pp.macros.items()
-            if m.params is None and m.body}
+    seen = {
+        name: int("".join(t.text for t in m.body), 0) for name, m in pp.macros.items() if m.params is None and m.body
+    }
     assert seen == read_p4_defines(P4_CONSTANTS)
     overridden = Preprocessor(defines={"VALUES_PER_PACKET": "32"})
     overridden.run_file(str(P4_CONSTANTS))
@@ -46,15 +47,17 @@ def test_reader_reads_the_file():
 
 def test_every_p4_constant_matches_python():
     defines = read_p4_defines(P4_CONSTANTS)
-    mismatched = {name: (value, getattr(constants, name, None)) for name, value in defines.items()
-                  if getattr(constants, name, None) != value}
+    mismatched = {
+        name: (value, getattr(constants, name, None))
+        for name, value in defines.items()
+        if getattr(constants, name, None) != value
+    }
     assert not mismatched, f"P4 value vs Python value: {mismatched}"
 
 
 def test_python_has_no_constant_missing_from_p4():
     defines = read_p4_defines(P4_CONSTANTS)
-    python_only = [n for n, v in vars(constants).items()
-                   if n.isupper() and isinstance(v, int) and n not in defines]
+    python_only = [n for n, v in vars(constants).items() if n.isupper() and isinstance(v, int) and n not in defines]
     assert not python_only
 
 

@@ -47,11 +47,25 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
-def v1(ingress, decls="", hdr_fields="", meta_fields="", egress="apply { }",
-       parser="state start { pkt.extract(hdr.eth); transition accept; }",
-       deparser="pkt.emit(hdr);", **kw):
-    text = V1_TEMPLATE.format(decls=decls, hdr_fields=hdr_fields, meta_fields=meta_fields, parser=parser,
-                              ingress=ingress, egress=egress, deparser=deparser)
+def v1(
+    ingress,
+    decls="",
+    hdr_fields="",
+    meta_fields="",
+    egress="apply { }",
+    parser="state start { pkt.extract(hdr.eth); transition accept; }",
+    deparser="pkt.emit(hdr);",
+    **kw,
+):
+    text = V1_TEMPLATE.format(
+        decls=decls,
+        hdr_fields=hdr_fields,
+        meta_fields=meta_fields,
+        parser=parser,
+        ingress=ingress,
+        egress=egress,
+        deparser=deparser,
+    )
     return compile_source(text, "t.p4", **kw)
 
 

@@ -24,9 +24,11 @@ from softswitch.dump import DumpClient
 
 PROGRAM = Path(__file__).parent / "stf" / "l2l3.p4"
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip") is None or
-    subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0,
-    reason="needs root and 'ip netns' (iproute2) to build namespaces and veth pairs")
+    os.geteuid() != 0
+    or shutil.which("ip") is None
+    or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode != 0,
+    reason="needs root and 'ip netns' (iproute2) to build namespaces and veth pairs",
+)
 
 TAG = os.getpid() % 100000
 HOSTS = {  # name: (namespace, switch-side iface, port, host ip, host mac, gateway ip, gateway mac)
@@ -70,8 +72,19 @@ def namespaces():
 
 @pytest.fixture
 def switch_process(namespaces):
-    cmd = [sys.executable, "-m", "softswitch", "--device-id", "5", "--grpc-server-addr", "127.0.0.1:0",
-           "--cpu-port", "64", "--thrift-port", "9090"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "softswitch",
+        "--device-id",
+        "5",
+        "--grpc-server-addr",
+        "127.0.0.1:0",
+        "--cpu-port",
+        "64",
+        "--thrift-port",
+        "9090",
+    ]
     for _, sw_if, port, *_ in namespaces.values():
         cmd += ["-i", f"{port}@{sw_if}"]
     proc = subprocess.Popen(cmd + [str(PROGRAM)], stderr=subprocess.PIPE, text=True)
@@ -142,8 +155,12 @@ def test_udp_through_softswitch_process(switch_process):
     assert "--thrift-port 9090 ignored" in switch_process.startup
     install_routes(switch_process.address)
     h1_ns, h2_ns = HOSTS["h1"][0], HOSTS["h2"][0]
-    echo = subprocess.Popen(["ip", "netns", "exec", h2_ns, sys.executable, "-c", ECHO],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    echo = subprocess.Popen(
+        ["ip", "netns", "exec", h2_ns, sys.executable, "-c", ECHO],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert echo.stdout.readline() == "ready\n", echo.stderr.read()
         client = sh("ip", "netns", "exec", h1_ns, sys.executable, "-c", CLIENT, check=False)
@@ -155,14 +172,19 @@ def test_udp_through_softswitch_process(switch_process):
             echo.kill()
             echo.wait()
 
-    dump = sh(sys.executable, "-m", "softswitch", "dump", "--grpc-addr", switch_process.address,
-              "--device-id", "5", "all")
+    dump = sh(
+        sys.executable, "-m", "softswitch", "dump", "--grpc-addr", switch_process.address, "--device-id", "5", "all"
+    )
     text = dump.stdout
     # each direction: 3 frames of 14 + 20 + 8 + 7 = 49 bytes
-    assert "  hdr.ipv4.dst_addr=0xa000201/32 -> MyIngress.forward(dst_mac=0x20000000201, port=0x2) " \
-           "[packets=3 bytes=147]" in text, text
-    assert "  hdr.ipv4.dst_addr=0xa000101/32 -> MyIngress.forward(dst_mac=0x20000000101, port=0x1) " \
-           "[packets=3 bytes=147]" in text, text
+    assert (
+        "  hdr.ipv4.dst_addr=0xa000201/32 -> MyIngress.forward(dst_mac=0x20000000201, port=0x2) "
+        "[packets=3 bytes=147]" in text
+    ), text
+    assert (
+        "  hdr.ipv4.dst_addr=0xa000101/32 -> MyIngress.forward(dst_mac=0x20000000101, port=0x1) "
+        "[packets=3 bytes=147]" in text
+    ), text
     assert "  default -> MyIngress.drop()" in text
     assert "  [1] packets=3 bytes=147" in text and "  [2] packets=3 bytes=147" in text, text
     assert "  [1] = 0xa000101" in text and "  [2] = 0xa000201" in text, text

@@ -1,10 +1,10 @@
 """List expressions `{...}` as header/struct values: assignment, nested structs, initializers."""
 
 import pytest
+from softswitch_testlib import eth, v1
 
 from softswitch.frontend.errors import P4Error
 from softswitch.switch import Switch
-from softswitch_testlib import eth, v1
 
 DECLS = """struct pair_t { bit<8> hi; bit<8> lo; }
 struct outer_t { pair_t p; bit<8> z; }
@@ -12,8 +12,12 @@ header x_t { bit<8> a; bit<8> b; bit<8> c; bit<8> d; }"""
 
 
 def run(body, payload=b""):
-    prog = v1("apply { sm.egress_spec = 1; " + body + " }", decls=DECLS, hdr_fields="x_t x;",
-              meta_fields="pair_t pair; outer_t outer;")
+    prog = v1(
+        "apply { sm.egress_spec = 1; " + body + " }",
+        decls=DECLS,
+        hdr_fields="x_t x;",
+        meta_fields="pair_t pair; outer_t outer;",
+    )
     return Switch(prog).process(0, eth(etype=0x1207, payload=payload))
 
 
@@ -33,8 +37,9 @@ def test_nested_struct_lists_and_local_initializers():
 
 
 def test_right_side_is_read_before_the_header_is_written():
-    assert run("hdr.x = { 1, 2, 3, 4 }; hdr.x = { hdr.x.d, hdr.x.c, hdr.x.b, hdr.x.a };") == \
-        [(1, eth(etype=0x1207, payload=bytes([4, 3, 2, 1])))]
+    assert run("hdr.x = { 1, 2, 3, 4 }; hdr.x = { hdr.x.d, hdr.x.c, hdr.x.b, hdr.x.a };") == [
+        (1, eth(etype=0x1207, payload=bytes([4, 3, 2, 1])))
+    ]
 
 
 def test_wrong_number_of_values_is_a_clean_error():

@@ -2,10 +2,10 @@
 include guard names, and a clean error for function declarations."""
 
 import pytest
+from softswitch_testlib import eth, program
 
 from softswitch.frontend.errors import P4Error
 from softswitch.switch import Switch
-from softswitch_testlib import eth, program
 
 
 def run(payload):
@@ -19,7 +19,7 @@ def test_select_on_lookahead_header_fields_extracts_matching_header():
 
 
 def test_lookahead_does_not_consume_when_not_matched():
-    other = bytes([0xA5, 0x22, 0xBE, 0xEF])        # version 2: not extracted, value still peeked
+    other = bytes([0xA5, 0x22, 0xBE, 0xEF])  # version 2: not extracted, value still peeked
     assert run(other) == [(2, eth(etype=0xBEEF, payload=other))]
 
 
@@ -30,18 +30,26 @@ def test_lookahead_past_the_end_is_packet_too_short():
 
 def test_p4c_include_guard_names_are_defined_for_ifdef_tests():
     from softswitch_testlib import v1
-    prog = v1("apply { sm.egress_spec = 1; }", decls="""
+
+    prog = v1(
+        "apply { sm.egress_spec = 1; }",
+        decls="""
     #if defined(_CORE_P4_) && defined(_V1_MODEL_P4_)
     const bit<8> BOTH = 1;
     #endif
-    """, meta_fields="bit<8> x;", egress="apply { meta.x = BOTH; }")
+    """,
+        meta_fields="bit<8> x;",
+        egress="apply { meta.x = BOTH; }",
+    )
     assert Switch(prog).process(0, eth()) == [(1, eth())]
 
 
 @pytest.mark.parametrize("decl", ["void reset(out bit<8> x) { x = 0; }", "bit<8> twice(in bit<8> x) { return x; }"])
 def test_function_declarations_get_a_clean_unsupported_error(decl):
     from softswitch_testlib import v1
+
     with pytest.raises(P4Error) as ei:
         v1("apply { }", decls=decl)
-    assert str(ei.value).startswith("t.p4:") and \
-        "error: function declarations are not supported by softswitch" in str(ei.value)
+    assert str(ei.value).startswith("t.p4:") and "error: function declarations are not supported by softswitch" in str(
+        ei.value
+    )

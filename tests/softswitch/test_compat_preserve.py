@@ -1,8 +1,9 @@
 """clone3(type, session, data) and resubmit(data) / recirculate(data): the user metadata fields named in
 `data` (nested fields, a whole sub-struct or the whole struct) keep their values in the new packet."""
 
-from softswitch.switch import Switch
 from softswitch_testlib import eth, program
+
+from softswitch.switch import Switch
 
 
 def frame(pass_no, etype=0x88B5):

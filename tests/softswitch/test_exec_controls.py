@@ -1,8 +1,9 @@
 """Control structure: sub-control instances, header/struct copies and local headers, @name annotations,
 int<N> registers, const lpm/range entries, and apply results combined in conditions."""
 
-from softswitch.switch import Exact, Switch, TableEntry
 from softswitch_testlib import eth, v1
+
+from softswitch.switch import Exact, Switch, TableEntry
 
 DECLS = """
 header p_t { bit<8> a; bit<8> b; bit<16> c; }
@@ -101,7 +102,7 @@ def test_name_annotations_and_signed_registers():
     assert sw.info.table("I.routes").keys[0].name == "first_byte"
     assert sw.info.register("I.acc").signed
     sw.table("I.routes").insert(TableEntry({"first_byte": Exact(1)}, "global_fwd", {"port": 4}))
-    out = sw.process(0, frame(1, 0, 0xFF, 0xFE, 0, 0, 0, 0))      # c = -2
+    out = sw.process(0, frame(1, 0, 0xFF, 0xFE, 0, 0, 0, 0))  # c = -2
     assert out == [(4, frame(1, 0, 0xFF, 0xFE, 0, 0, 0xFF, 0xFE))]
     sw.process(0, frame(1, 0, 0xFF, 0xFE, 0, 0, 0, 0))
     assert sw.register("I.acc").read(0) == -4
@@ -128,6 +129,6 @@ def test_const_lpm_and_range_entries_and_apply_results_in_conditions():
     }""")
     assert sw.process(0, frame(0, 0, 0x12, 0x34, 0, 0, 0, 0))[0][0] == 2
     assert sw.process(0, frame(0, 0, 0x12, 0x99, 0, 0, 0, 0))[0][0] == 1
-    assert sw.process(0, frame(16, 0, 0, 0, 0, 0, 0, 0))[0][0] == 3      # first entry has higher priority
+    assert sw.process(0, frame(16, 0, 0, 0, 0, 0, 0, 0))[0][0] == 3  # first entry has higher priority
     assert sw.process(0, frame(25, 0, 0, 0, 0, 0, 0, 0))[0][0] == 4
     assert sw.process(0, frame(40, 0, 0, 0, 0, 0, 0, 0))[0][0] == 9

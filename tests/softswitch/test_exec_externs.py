@@ -4,9 +4,9 @@ multicast with replica ids, clone I2E/E2E, resubmit and recirculate with preserv
 import zlib
 
 import pytest
+from softswitch_testlib import eth, v1
 
 from softswitch.switch import Switch
-from softswitch_testlib import eth, v1
 
 DECLS = """
 header v_t { bit<32> l0; bit<32> l1; bit<32> l2; bit<16> idx; bit<16> out; }
@@ -20,13 +20,16 @@ PARSER = "state start { pkt.extract(hdr.eth); pkt.extract(hdr.v); transition acc
 
 
 def frame(l0, l1, l2, idx=0, out=0):
-    return eth(payload=b"".join(x.to_bytes(4, "big") for x in (l0, l1, l2)) + idx.to_bytes(2, "big")
-               + out.to_bytes(2, "big") + b"!")
+    return eth(
+        payload=b"".join(x.to_bytes(4, "big") for x in (l0, l1, l2))
+        + idx.to_bytes(2, "big")
+        + out.to_bytes(2, "big")
+        + b"!"
+    )
 
 
 def make(ingress, egress="apply { }", meta_fields="", decls=DECLS):
-    return Switch(v1(ingress, decls=decls, hdr_fields="v_t v;", parser=PARSER, meta_fields=meta_fields,
-                     egress=egress))
+    return Switch(v1(ingress, decls=decls, hdr_fields="v_t v;", parser=PARSER, meta_fields=meta_fields, egress=egress))
 
 
 def test_register_lanes_from_token_pasting_macros_accumulate():
@@ -70,8 +73,7 @@ def test_indexed_counters_count_packets_and_bytes():
     sw.process(0, f)
     assert sw.counter("I.stats").read(2) == (2, 2 * len(f))
     assert sw.counter("drops").read(3)[0] == 2
-    assert {(c.name, c.unit) for c in sw.info.counters} == {("I.stats", "packets_and_bytes"),
-                                                           ("I.drops", "packets")}
+    assert {(c.name, c.unit) for c in sw.info.counters} == {("I.stats", "packets_and_bytes"), ("I.drops", "packets")}
     sw.counter("I.stats").write(2, 0, 0)
     assert sw.counter("I.stats").read(2) == (0, 0)
 
@@ -92,6 +94,7 @@ def test_hash_algorithms_match_reference_implementations():
     assert int.from_bytes(body[0:4], "big") == zlib.crc32(data)
     # BMv2's crc16 is CRC-16/ARC: check value 0xBB3D for "123456789"
     from softswitch.runtime.support import crc16, csum16
+
     assert crc16(b"123456789") == 0xBB3D
     assert int.from_bytes(body[14:16], "big") == crc16(l1.to_bytes(4, "big"))
     assert int.from_bytes(body[12:14], "big") == 100 + l2 % 7
@@ -105,9 +108,11 @@ def test_random_stays_in_range():
 
 
 def test_digest_reaches_the_callback_with_field_names():
-    sw = make("""
+    sw = make(
+        """
     apply { sm.egress_spec = 1; digest<learn_t>(1, { hdr.eth.src, sm.ingress_port }); }""",
-              decls=DECLS + "struct learn_t { bit<48> src_mac; bit<9> port; }")
+        decls=DECLS + "struct learn_t { bit<48> src_mac; bit<9> port; }",
+    )
     got = []
     sw.on_digest = lambda name, values: got.append((name, values))
     sw.process(7, frame(0, 0, 0))
@@ -117,12 +122,15 @@ def test_digest_reaches_the_callback_with_field_names():
 
 
 def test_multicast_replicas_carry_egress_port_rid_and_instance_type():
-    sw = make("apply { sm.mcast_grp = 5; }", egress="""apply {
+    sw = make(
+        "apply { sm.mcast_grp = 5; }",
+        egress="""apply {
         hdr.v.out = (bit<16>)sm.egress_rid;
         hdr.v.l0 = sm.instance_type;
         hdr.v.l1 = (bit<32>)sm.egress_port;
         if (sm.egress_port == 3) { mark_to_drop(sm); }
-    }""")
+    }""",
+    )
     sw.set_multicast_group(5, [(1, 10), (2, 20), (3, 30)])
     out = sw.process(0, frame(0, 0, 0))
     assert out == [(1, frame(5, 1, 0, out=10)), (2, frame(5, 2, 0, out=20))]
@@ -132,34 +140,42 @@ def test_multicast_replicas_carry_egress_port_rid_and_instance_type():
 
 
 def test_clone_i2e_sends_the_original_packet_with_preserved_metadata():
-    sw = make("""
+    sw = make(
+        """
     apply {
         meta.tag = 0x77;
         meta.other = 0x11;
         hdr.v.l0 = 0xAAAA;                  // not visible in the I2E clone (BMv2 re-parses the original)
         sm.egress_spec = 2;
         clone_preserving_field_list(CloneType.I2E, 9, 1);
-    }""", egress="""apply {
+    }""",
+        egress="""apply {
         hdr.v.idx = (bit<16>)sm.instance_type;
         hdr.v.out = meta.tag ++ meta.other;
-    }""", meta_fields="@field_list(1) bit<8> tag; bit<8> other;")
+    }""",
+        meta_fields="@field_list(1) bit<8> tag; bit<8> other;",
+    )
     sw.set_clone_session(9, [(4, 1)])
     out = sorted(sw.process(0, frame(1, 2, 3)))
     assert out == [(2, frame(0xAAAA, 2, 3, idx=0, out=0x7711)), (4, frame(1, 2, 3, idx=1, out=0x7700))]
 
 
 def test_clone_e2e_copies_the_egress_result():
-    sw = make("apply { sm.egress_spec = 2; }", egress="""apply {
+    sw = make(
+        "apply { sm.egress_spec = 2; }",
+        egress="""apply {
         if (sm.instance_type == 0) { hdr.v.l0 = 5; clone(CloneType.E2E, 3); }
         else { hdr.v.l1 = sm.instance_type; }
-    }""")
+    }""",
+    )
     sw.set_clone_session(3, [(6, 0)], truncate=20)
     out = sorted(sw.process(0, frame(0, 0, 0)))
     assert out == [(2, frame(5, 0, 0)), (6, frame(5, 2, 0)[:20])]
 
 
 def test_resubmit_and_recirculate_preserve_field_lists():
-    sw = make("""
+    sw = make(
+        """
     apply {
         if (sm.instance_type == 0) {
             meta.count = 1;
@@ -173,9 +189,12 @@ def test_resubmit_and_recirculate_preserve_field_lists():
             hdr.v.l1 = meta.count;
             sm.egress_spec = 3;
         }
-    }""", egress="""apply {
+    }""",
+        egress="""apply {
         if (sm.egress_port == 1) { meta.count = meta.count + 10; recirculate_preserving_field_list(2); }
-    }""", meta_fields="@field_list(2) bit<32> count;")
+    }""",
+        meta_fields="@field_list(2) bit<32> count;",
+    )
     out = sw.process(0, frame(0, 0, 0))
     # resubmit: count 2 written in l0; recirculate: egress adds 10 -> 12 preserved into the second ingress
     assert out == [(3, frame(2, 12, 4))]
@@ -189,9 +208,17 @@ def test_endless_resubmission_is_cut_and_counted():
 
 
 def test_packet_in_goes_to_the_callback_and_packet_out_is_injected_on_cpu_port():
-    sw = Switch(v1("""apply {
+    sw = Switch(
+        v1(
+            """apply {
         if (sm.ingress_port == 64) { sm.egress_spec = 1; } else { sm.egress_spec = 64; }
-    }""", decls=DECLS, hdr_fields="v_t v;", parser=PARSER), cpu_port=64)
+    }""",
+            decls=DECLS,
+            hdr_fields="v_t v;",
+            parser=PARSER,
+        ),
+        cpu_port=64,
+    )
     got, sent = [], []
     sw.on_packet_in = got.append
     sw.on_transmit = lambda p, f: sent.append((p, f))

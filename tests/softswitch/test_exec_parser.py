@@ -1,15 +1,17 @@
 """Parsers: select on tuples/masks/ranges/default, header stacks (next, last, pop_front, push_front,
 indexing, size, lastIndex), lookahead, advance, verify, and v1model parser errors."""
 
-from softswitch.switch import Switch
 from softswitch_testlib import eth, v1
+
+from softswitch.switch import Switch
 
 HOP = "header hop_t { bit<8> id; bit<7> pad; bit<1> bos; }  header tag_t { bit<8> v; }"
 
 
 def sw_for(parser, ingress, hdr_fields, decls=HOP, meta_fields="", deparser="pkt.emit(hdr);"):
-    return Switch(v1(ingress, decls=decls, hdr_fields=hdr_fields, parser=parser, meta_fields=meta_fields,
-                     deparser=deparser))
+    return Switch(
+        v1(ingress, decls=decls, hdr_fields=hdr_fields, parser=parser, meta_fields=meta_fields, deparser=deparser)
+    )
 
 
 STACK_PARSER = """
@@ -25,32 +27,44 @@ def hops(*ids):
 
 
 def test_header_stack_extract_and_pop_front_then_emit():
-    sw = sw_for(STACK_PARSER, """apply {
+    sw = sw_for(
+        STACK_PARSER,
+        """apply {
         sm.egress_spec = (bit<9>)hdr.hops[0].id;
         hdr.hops.pop_front(1);
-    }""", "hop_t[4] hops;")
+    }""",
+        "hop_t[4] hops;",
+    )
     out = sw.process(0, eth(payload=hops(7, 8, 9) + b"PAY"))
     assert out == [(7, eth(payload=hops(8, 9) + b"PAY"))]
 
 
 def test_header_stack_push_front_size_and_last_index():
-    sw = sw_for(STACK_PARSER, """apply {
+    sw = sw_for(
+        STACK_PARSER,
+        """apply {
         sm.egress_spec = 1;
         hdr.hops.push_front(1);
         hdr.hops[0].setValid();
         hdr.hops[0].id = (bit<8>)hdr.hops.size;
         hdr.hops[0].pad = (bit<7>)hdr.hops.lastIndex;
-    }""", "hop_t[4] hops;")
+    }""",
+        "hop_t[4] hops;",
+    )
     out = sw.process(0, eth(payload=hops(5, 6) + b"Z"))
     # after push_front the stack holds 3 elements: lastIndex 2, size 4; element 0 is the new one
     assert out == [(1, eth(payload=bytes([4, 2 << 1]) + hops(5, 6) + b"Z"))]
 
 
 def test_stack_overflow_is_StackOutOfBounds_and_packet_still_reaches_ingress():
-    sw = sw_for(STACK_PARSER, """apply {
+    sw = sw_for(
+        STACK_PARSER,
+        """apply {
         sm.egress_spec = 3;
         if (sm.parser_error == error.StackOutOfBounds) { sm.egress_spec = 4; }
-    }""", "hop_t[2] hops;")
+    }""",
+        "hop_t[2] hops;",
+    )
     out = sw.process(0, eth(payload=bytes([1, 0, 2, 0, 3, 1])))
     # two hops extracted, the third did not fit; the rest stays payload
     assert out == [(4, eth(payload=bytes([1, 0, 2, 0, 3, 1])))]
@@ -69,8 +83,7 @@ def test_select_tuple_mask_range_and_default():
     state two { meta.path = 2; transition accept; }
     state three { meta.path = 3; transition accept; }
     """
-    sw = sw_for(parser, "apply { sm.egress_spec = (bit<9>)meta.path; }", "tag_t t;",
-                meta_fields="bit<8> path;")
+    sw = sw_for(parser, "apply { sm.egress_spec = (bit<9>)meta.path; }", "tag_t t;", meta_fields="bit<8> path;")
     cases = [(0x0800, 1, 1), (0x0855, 5, 2), (0x0800, 10, 0), (0x1234, 0xF3, 3), (0x1234, 1, 0)]
     for etype, v, port in cases:
         frame = eth(etype=etype, payload=bytes([v]))
@@ -82,22 +95,30 @@ def test_no_match_in_select_sets_NoMatch():
     parser = """
     state start { pkt.extract(hdr.eth); transition select(hdr.eth.etype) { 0x0800: accept; } }
     """
-    sw = sw_for(parser, """apply {
+    sw = sw_for(
+        parser,
+        """apply {
         sm.egress_spec = (sm.parser_error == error.NoMatch) ? 9w2 : 9w1;
-    }""", "")
+    }""",
+        "",
+    )
     assert sw.process(0, eth(etype=0x0800))[0][0] == 1
     assert sw.process(0, eth(etype=0x0801))[0][0] == 2
 
 
 def test_truncated_frame_is_PacketTooShort_and_failed_header_is_invalid():
     parser = "state start { pkt.extract(hdr.eth); pkt.extract(hdr.t); transition accept; }"
-    sw = sw_for(parser, """apply {
+    sw = sw_for(
+        parser,
+        """apply {
         sm.egress_spec = 1;
         if (sm.parser_error == error.PacketTooShort) { sm.egress_spec = 2; }
         if (!hdr.t.isValid()) { hdr.eth.etype = 0xDEAD; }
-    }""", "tag_t t;")
+    }""",
+        "tag_t t;",
+    )
     assert sw.process(0, eth()) == [(2, eth(etype=0xDEAD))]
-    assert sw.process(0, b"\x01\x02\x03") == [(2, b"\x01\x02\x03")]   # eth invalid: only payload goes out
+    assert sw.process(0, b"\x01\x02\x03") == [(2, b"\x01\x02\x03")]  # eth invalid: only payload goes out
 
 
 def test_lookahead_advance_and_verify():
@@ -107,10 +128,14 @@ def test_lookahead_advance_and_verify():
     state skip { pkt.advance(16); transition tag; }
     state tag { pkt.extract(hdr.t); verify(hdr.t.v != 0, error.HeaderTooShort); transition accept; }
     """
-    sw = sw_for(parser, """apply {
+    sw = sw_for(
+        parser,
+        """apply {
         sm.egress_spec = 1;
         if (sm.parser_error == error.HeaderTooShort) { sm.egress_spec = 3; }
-    }""", "tag_t t;")
+    }""",
+        "tag_t t;",
+    )
     # advance skips 2 bytes; they are dropped from the output (not re-emitted), the tag is emitted
     assert sw.process(0, eth(payload=b"\xaa\x00\x07rest")) == [(1, eth(payload=b"\x07rest"))]
     assert sw.process(0, eth(payload=b"\x05rest")) == [(1, eth(payload=b"\x05rest"))]
@@ -123,13 +148,17 @@ def test_user_errors_and_reject_still_reach_ingress():
         verify(hdr.eth.etype != 0xBAD0, error.Bad);
         transition select(hdr.eth.etype) { 0xBAD1: reject; default: accept; } }
     """
-    sw = sw_for(parser, """apply {
+    sw = sw_for(
+        parser,
+        """apply {
         sm.egress_spec = 1;
         if (sm.parser_error == error.Bad) { sm.egress_spec = 2; }
-    }""", "", decls=HOP + " error { Bad }")
+    }""",
+        "",
+        decls=HOP + " error { Bad }",
+    )
     assert sw.process(0, eth(etype=0xBAD0))[0][0] == 2
     assert sw.process(0, eth(etype=0xBAD1))[0][0] == 1
-
 
 
 def test_header_fields_at_byte_and_bit_offsets_extract_and_emit_the_same():
@@ -141,19 +170,24 @@ def test_header_fields_at_byte_and_bit_offsets_extract_and_emit_the_same():
     state shifted { pkt.advance(4); transition f; }
     state f { pkt.extract(hdr.f); transition accept; }
     """
-    sw = sw_for(parser, """apply {
+    sw = sw_for(
+        parser,
+        """apply {
         sm.egress_spec = 1;
         if (hdr.f.s < 0 && hdr.f.t == -2) { hdr.f.e = hdr.f.e + 1; hdr.f.s = hdr.f.s - 1; hdr.f.t = 7; }
         hdr.f.w = hdr.f.w + (bit<32>)hdr.f.a + (bit<32>)hdr.f.d;
-    }""", "f_t f;", decls=decls, deparser="pkt.emit(hdr.eth); pkt.emit(hdr.f);")
+    }""",
+        "f_t f;",
+        decls=decls,
+        deparser="pkt.emit(hdr.eth); pkt.emit(hdr.f);",
+    )
     f = bytes([0x5A, 0xC3, 0xB0, 0x07, 0xFF, 0xFE, 0xE1, 0x23, 0x00, 0x00, 0x01, 0x00])
     # a=5 b=0xA c=0xC3 d=5 e=0x1007 s=-2 t=-2 u=0x123 w=0x100 -> e+1, s=-3, t=7, w=0x100+5+5
     g = bytes([0x5A, 0xC3, 0xB0, 0x08, 0xFF, 0xFD, 0x71, 0x23, 0x00, 0x00, 0x01, 0x0A])
     assert sw.process(0, eth(payload=f + b"tail")) == [(1, eth(payload=g + b"tail"))]
     # 4 skipped bits (9), f, then 4 more bits (0xD) in the byte f ends in: the payload starts after that byte
     shifted = (9 << 100 | int.from_bytes(f, "big") << 4 | 0xD).to_bytes(13, "big")
-    assert sw.process(0, eth(etype=0x88B6, payload=shifted + b"tail")) == [
-        (1, eth(etype=0x88B6, payload=g + b"tail"))]
+    assert sw.process(0, eth(etype=0x88B6, payload=shifted + b"tail")) == [(1, eth(etype=0x88B6, payload=g + b"tail"))]
     # one byte short: PacketTooShort, f stays invalid (only eth and the unparsed bytes go out)
     short = eth(payload=f[:-1])
     assert sw.process(0, short) == [(1, short)]

@@ -2,18 +2,24 @@
 actions, @defaultonly/@tableonly, direct counters, hit/miss and switch on action_run."""
 
 import pytest
-
-from softswitch.switch import (ConstDefaultAction, Exact, InvalidEntry, Lpm, Optional, Range, Switch, TableEntry,
-                               Ternary)
 from softswitch_testlib import eth, v1
+
+from softswitch.switch import ConstDefaultAction, Exact, InvalidEntry, Lpm, Optional, Range, Switch, TableEntry, Ternary
 
 DECLS = "header k_t { bit<8> a; bit<16> b; bit<8> c; }"
 PARSER = "state start { pkt.extract(hdr.eth); pkt.extract(hdr.k); transition accept; }"
 
 
 def make(controls, apply):
-    return Switch(v1(controls + "\napply {" + apply + "}", decls=DECLS, hdr_fields="k_t k;", parser=PARSER,
-                     meta_fields="bit<8> x;"))
+    return Switch(
+        v1(
+            controls + "\napply {" + apply + "}",
+            decls=DECLS,
+            hdr_fields="k_t k;",
+            parser=PARSER,
+            meta_fields="bit<8> x;",
+        )
+    )
 
 
 def frame(a, b, c):
@@ -32,12 +38,16 @@ ACTIONS = """
 
 
 def test_ternary_range_optional_priority_higher_wins():
-    sw = make(ACTIONS + """
+    sw = make(
+        ACTIONS
+        + """
     table t {
         key = { hdr.k.a: ternary; hdr.k.b: range; hdr.k.c: optional; }
         actions = { fwd; drop; }
         default_action = fwd(9);
-    }""", "t.apply();")
+    }""",
+        "t.apply();",
+    )
     t = sw.table("I.t")
     t.insert(TableEntry({"hdr.k.a": Ternary(0x10, 0xF0)}, "I.fwd", {"p": 1}, priority=10))
     t.insert(TableEntry({"hdr.k.a": Ternary(0x12, 0xFF), "hdr.k.b": Range(100, 200)}, "fwd", {"p": 2}, priority=20))
@@ -56,10 +66,14 @@ def test_ternary_range_optional_priority_higher_wins():
 
 
 def test_exact_multi_key_and_lpm_with_exact():
-    sw = make(ACTIONS + """
+    sw = make(
+        ACTIONS
+        + """
     table ex { key = { hdr.k.a: exact; hdr.k.c: exact; } actions = { fwd; NoAction; } }
     table lp { key = { hdr.k.a: exact; hdr.k.b: lpm; } actions = { fwd; } default_action = fwd(8); }
-    """, "if (!ex.apply().hit) { lp.apply(); }")
+    """,
+        "if (!ex.apply().hit) { lp.apply(); }",
+    )
     sw.table("ex").insert(TableEntry({"hdr.k.a": Exact(1), "hdr.k.c": Exact(2)}, "fwd", {"p": 5}))
     lp = sw.table("lp")
     lp.insert(TableEntry({"hdr.k.a": Exact(1), "hdr.k.b": Lpm(0x1200, 8)}, "fwd", {"p": 6}))
@@ -73,7 +87,9 @@ def test_exact_multi_key_and_lpm_with_exact():
 
 
 def test_const_entries_with_priorities_and_const_default():
-    sw = make(ACTIONS + """
+    sw = make(
+        ACTIONS
+        + """
     table c {
         key = { hdr.k.a: ternary; hdr.k.b: exact; }
         actions = { fwd; drop; }
@@ -83,8 +99,10 @@ def test_const_entries_with_priorities_and_const_default():
             priority = 100: (0x11, 1) : fwd(2);
             (_, 2) : fwd(3);
         }
-    }""", "c.apply();")
-    assert port_of(sw, 0x11, 1) == 2       # explicit priority 100 beats the first entry
+    }""",
+        "c.apply();",
+    )
+    assert port_of(sw, 0x11, 1) == 2  # explicit priority 100 beats the first entry
     assert port_of(sw, 0x15, 1) == 1
     assert port_of(sw, 0x77, 2) == 3
     assert port_of(sw, 0x77, 3) == 9
@@ -100,12 +118,16 @@ def test_const_entries_with_priorities_and_const_default():
 
 
 def test_default_only_and_table_only_scopes():
-    sw = make(ACTIONS + """
+    sw = make(
+        ACTIONS
+        + """
     table s {
         key = { hdr.k.a: exact; }
         actions = { @tableonly fwd; @defaultonly drop; }
         default_action = drop();
-    }""", "s.apply();")
+    }""",
+        "s.apply();",
+    )
     t = sw.table("s")
     with pytest.raises(InvalidEntry, match="@defaultonly"):
         t.insert(TableEntry({"hdr.k.a": Exact(1)}, "drop"))
@@ -116,18 +138,22 @@ def test_default_only_and_table_only_scopes():
 
 
 def test_switch_on_action_run_hit_miss_and_direct_counter():
-    sw = make(ACTIONS + """
+    sw = make(
+        ACTIONS
+        + """
     direct_counter(CounterType.packets_and_bytes) hits;
     action mark(bit<8> v) { meta.x = v; }
     table t { key = { hdr.k.a: exact; } actions = { mark; fwd; NoAction; } counters = hits; }
-    """, """
+    """,
+        """
         switch (t.apply().action_run) {
             mark: { sm.egress_spec = (bit<9>)meta.x; }
             fwd: { }
             default: { sm.egress_spec = 100; }
         }
         if (t.apply().miss) { hdr.k.c = 0xEE; }
-    """)
+    """,
+    )
     t = sw.table("t")
     t.insert(TableEntry({"hdr.k.a": Exact(1)}, "I.mark", {"v": 42}))
     t.insert(TableEntry({"hdr.k.a": Exact(2)}, "I.fwd", {"p": 3}))
@@ -148,10 +174,11 @@ def test_keyless_table_runs_its_default_action():
     assert port_of(sw, 0) == 13
 
 
-
 def test_default_action_changed_after_traffic_applies_to_the_next_miss():
-    sw = make(ACTIONS + "table t { key = { hdr.k.a: exact; } actions = { fwd; drop; } default_action = drop(); }",
-              "t.apply();")
+    sw = make(
+        ACTIONS + "table t { key = { hdr.k.a: exact; } actions = { fwd; drop; } default_action = drop(); }",
+        "t.apply();",
+    )
     t = sw.table("t")
     t.insert(TableEntry({"hdr.k.a": Exact(1)}, "fwd", {"p": 2}))
     assert (port_of(sw, 1), port_of(sw, 9)) == (2, None)

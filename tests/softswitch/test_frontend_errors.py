@@ -1,9 +1,9 @@
 """Wrong programs and programs outside the subset: a P4Error 'file:line:col: error: ...', never a traceback."""
 
 import pytest
+from softswitch_testlib import v1
 
 from softswitch.frontend.errors import P4Error
-from softswitch_testlib import v1
 
 HDR = "header w_t { bit<8> a; bit<16> b; }"
 PARSER = "state start { pkt.extract(hdr.eth); pkt.extract(hdr.w); transition accept; }"
@@ -17,44 +17,41 @@ def error_of(ingress, decls=HDR, parser=PARSER, meta_fields="bit<8> m;", **kw):
 
 # line 13 of the template is the ingress body; it starts at column 5
 CASES = [
-    ("apply { hdr.w.a = hdr.w.b; }",
-     "t.p4:13:23: error: cannot assign bit<16> to bit<8> without a cast"),
-    ("apply { hdr.w.a = nosuch; }",
-     "t.p4:13:23: error: undeclared name 'nosuch'"),
-    ("apply { hdr.w.zz = 1; }",
-     "t.p4:13:13: error: header w_t has no field 'zz'"),
-    ("apply { meta.q = 1; }",
-     "t.p4:13:13: error: struct meta_t has no field 'q'"),
-    ("action a(bit<8> x) { } apply { a(1, 2); }",
-     "t.p4:13:36: error: wrong number of arguments to 'a': expected 1, got 2"),
-    ("apply { if (hdr.w.a) { } }",
-     "t.p4:13:17: error: the condition of 'if' must be bool, got bit<8>"),
-    ("apply { hdr.w.b = hdr.w.a + hdr.w.b; }",
-     "t.p4:13:31: error: operands of '+' have different types: bit<8> and bit<16>"),
-    ("apply { hdr.w.a = hdr.w.a[8:1]; }",
-     "t.p4:13:23: error: slice [8:1] is out of range of bit<8>"),
-    ("apply { mark_to_drop(); }",
-     "t.p4:13:13: error: wrong number of arguments to 'mark_to_drop': expected 1, got 0"),
-    ("table t { key = { hdr.w.a: fuzzy; } actions = { NoAction; } } apply { t.apply(); }",
-     "t.p4:13:32: error: undeclared match kind 'fuzzy'"),
-    ("action a() { } table t { key = { hdr.w.a: exact; } actions = { a; } default_action = NoAction(); } "
-     "apply { t.apply(); }",
-     "t.p4:13:90: error: default action NoAction is not in the actions of table t"),
-    ("meter(4, MeterType.packets) m; apply { }",
-     "t.p4:13:5: error: undeclared type 'meter'"),
-    ("apply { hdr.w.a = 1 }",
-     "t.p4:13:25: error: syntax error: expected ';', got '}'"),
-    ("apply { sm.ingress_port = 9w1 ++ 1; }",
-     "t.p4:13:35: error: '++' needs operands with a width, got int"),
-    ("apply { bit<8> x = true; }",
-     "t.p4:13:24: error: cannot initialize bit<8> 'x' with bool"),
-    ("apply { hdr.w.a = (bit<8>)hdr.w; }",
-     "t.p4:13:23: error: cannot cast header w_t to bit<8>"),
-    ("apply { hdr.w.a = 1; } apply { }",
-     "t.p4:13:28: error: control I has two apply blocks"),
-    ("apply { hash(hdr.w.a, HashAlgorithm.crc32_custom, 8w0, {hdr.w.b}, 16w10); }",
-     "t.p4:13:27: error: hash algorithm crc32_custom is not supported by softswitch (supported:"
-     " crc16, crc32, csum16, xor16, identity)"),
+    ("apply { hdr.w.a = hdr.w.b; }", "t.p4:13:23: error: cannot assign bit<16> to bit<8> without a cast"),
+    ("apply { hdr.w.a = nosuch; }", "t.p4:13:23: error: undeclared name 'nosuch'"),
+    ("apply { hdr.w.zz = 1; }", "t.p4:13:13: error: header w_t has no field 'zz'"),
+    ("apply { meta.q = 1; }", "t.p4:13:13: error: struct meta_t has no field 'q'"),
+    (
+        "action a(bit<8> x) { } apply { a(1, 2); }",
+        "t.p4:13:36: error: wrong number of arguments to 'a': expected 1, got 2",
+    ),
+    ("apply { if (hdr.w.a) { } }", "t.p4:13:17: error: the condition of 'if' must be bool, got bit<8>"),
+    (
+        "apply { hdr.w.b = hdr.w.a + hdr.w.b; }",
+        "t.p4:13:31: error: operands of '+' have different types: bit<8> and bit<16>",
+    ),
+    ("apply { hdr.w.a = hdr.w.a[8:1]; }", "t.p4:13:23: error: slice [8:1] is out of range of bit<8>"),
+    ("apply { mark_to_drop(); }", "t.p4:13:13: error: wrong number of arguments to 'mark_to_drop': expected 1, got 0"),
+    (
+        "table t { key = { hdr.w.a: fuzzy; } actions = { NoAction; } } apply { t.apply(); }",
+        "t.p4:13:32: error: undeclared match kind 'fuzzy'",
+    ),
+    (
+        "action a() { } table t { key = { hdr.w.a: exact; } actions = { a; } default_action = NoAction(); } "
+        "apply { t.apply(); }",
+        "t.p4:13:90: error: default action NoAction is not in the actions of table t",
+    ),
+    ("meter(4, MeterType.packets) m; apply { }", "t.p4:13:5: error: undeclared type 'meter'"),
+    ("apply { hdr.w.a = 1 }", "t.p4:13:25: error: syntax error: expected ';', got '}'"),
+    ("apply { sm.ingress_port = 9w1 ++ 1; }", "t.p4:13:35: error: '++' needs operands with a width, got int"),
+    ("apply { bit<8> x = true; }", "t.p4:13:24: error: cannot initialize bit<8> 'x' with bool"),
+    ("apply { hdr.w.a = (bit<8>)hdr.w; }", "t.p4:13:23: error: cannot cast header w_t to bit<8>"),
+    ("apply { hdr.w.a = 1; } apply { }", "t.p4:13:28: error: control I has two apply blocks"),
+    (
+        "apply { hash(hdr.w.a, HashAlgorithm.crc32_custom, 8w0, {hdr.w.b}, 16w10); }",
+        "t.p4:13:27: error: hash algorithm crc32_custom is not supported by softswitch (supported:"
+        " crc16, crc32, csum16, xor16, identity)",
+    ),
 ]
 
 
@@ -94,15 +91,28 @@ def test_lexer_errors():
     assert msg == "t.p4:13:24: error: malformed number '8x'"
 
 
-GARBAGE = ["", "}", "control", "header h { bit<0> x; }", "#if\n#endif", "struct s { s x; }",
-           "const bit<8> X = 1 / 0;", "V1Switch(1, 2, 3, 4, 5, 6) main;", "typedef bit<8> t; t x;",
-           "parser p(packet_in b) { state start { b.extract(); transition accept; } }",
-           "action a() { a(); }", "const bit<8> X = Y;", "header h { bit<8> x; bit<8> x; }", "@"]
+GARBAGE = [
+    "",
+    "}",
+    "control",
+    "header h { bit<0> x; }",
+    "#if\n#endif",
+    "struct s { s x; }",
+    "const bit<8> X = 1 / 0;",
+    "V1Switch(1, 2, 3, 4, 5, 6) main;",
+    "typedef bit<8> t; t x;",
+    "parser p(packet_in b) { state start { b.extract(); transition accept; } }",
+    "action a() { a(); }",
+    "const bit<8> X = Y;",
+    "header h { bit<8> x; bit<8> x; }",
+    "@",
+]
 
 
 @pytest.mark.parametrize("text", GARBAGE)
 def test_garbage_gives_p4error_with_position(text):
     from softswitch.compiler import compile_source
+
     with pytest.raises(P4Error) as e:
         compile_source("#include <v1model.p4>\n" + text, "g.p4")
     assert "error: " in str(e.value)

@@ -2,11 +2,11 @@
 #if/#ifdef/#ifndef/#elif/#else/#endif, #undef, -D style defines, and positions in the original files."""
 
 import pytest
+from softswitch_testlib import PROGRAMS, program, source
 
 from softswitch.frontend.errors import P4Error
 from softswitch.frontend.preprocess import Preprocessor
 from softswitch.switch import Switch
-from softswitch_testlib import PROGRAMS, program, source
 
 
 def texts(src, **kw):
@@ -22,7 +22,7 @@ def test_program_using_includes_macros_and_conditionals_runs():
 
 def test_define_on_command_line_reaches_if():
     with pytest.raises(P4Error, match=r"preproc.p4:11:1: error: #error OUT_PORT too small"):
-        program("preproc.p4", defines={"DEFS_P4": ""})   # skips defs.p4: OUT_PORT undefined
+        program("preproc.p4", defines={"DEFS_P4": ""})  # skips defs.p4: OUT_PORT undefined
 
 
 def test_token_pasting_and_nested_function_macros():
@@ -51,6 +51,7 @@ def test_errors_in_included_files_name_the_included_file(tmp_path):
     (tmp_path / "bad.p4").write_text("header h_t {\n  bit<8> a\n}\n")
     (tmp_path / "main.p4").write_text('#include <core.p4>\n#include "bad.p4"\n')
     from softswitch.compiler import compile_program
+
     with pytest.raises(P4Error) as e:
         compile_program(str(tmp_path / "main.p4"))
     assert str(e.value) == f"{tmp_path}/bad.p4:3:1: error: syntax error: expected ';', got '}}'"
@@ -58,7 +59,8 @@ def test_errors_in_included_files_name_the_included_file(tmp_path):
 
 def test_include_dirs_are_searched(tmp_path):
     (tmp_path / "consts.p4").write_text("#define PORT 7\n")
-    prog = source("""
+    prog = source(
+        """
         #include <core.p4>
         #include <v1model.p4>
         #include "consts.p4"
@@ -73,6 +75,8 @@ def test_include_dirs_are_searched(tmp_path):
         control CC(inout h_t h, inout m_t m) { apply { } }
         control D(packet_out p, in h_t h) { apply { p.emit(h.t); } }
         V1Switch(P(), VC(), I(), E(), CC(), D()) main;
-    """, include_dirs=[str(tmp_path)])
+    """,
+        include_dirs=[str(tmp_path)],
+    )
     assert Switch(prog).process(0, b"\x01") == [(7, b"\x01")]
     assert PROGRAMS

@@ -3,9 +3,20 @@
 from p4.config.v1 import p4info_pb2
 
 from softswitch import p4info as p4i
-from softswitch.program import (ActionInfo, ActionRef, ControllerHeaderInfo, CounterInfo, DigestInfo,
-                                DirectCounterInfo, FieldInfo, KeyInfo, ParamInfo, ProgramInfo,
-                                RegisterInfo, TableInfo)
+from softswitch.program import (
+    ActionInfo,
+    ActionRef,
+    ControllerHeaderInfo,
+    CounterInfo,
+    DigestInfo,
+    DirectCounterInfo,
+    FieldInfo,
+    KeyInfo,
+    ParamInfo,
+    ProgramInfo,
+    RegisterInfo,
+    TableInfo,
+)
 
 
 def sample_info() -> ProgramInfo:
@@ -13,17 +24,36 @@ def sample_info() -> ProgramInfo:
     return ProgramInfo(
         name="sample",
         tables=[
-            TableInfo("MyIngress.ipv4_lpm", keys=(KeyInfo("hdr.ipv4.dst_addr", "lpm", 32),),
-                      actions=(ActionRef("MyIngress.ipv4_forward"), ActionRef("MyIngress.drop"),
-                               ActionRef("NoAction", "DEFAULT_ONLY")),
-                      default_action="MyIngress.drop", size=512, direct_counter="MyIngress.lpm_hits"),
-            TableInfo("MyIngress.acl", keys=(KeyInfo("hdr.ipv4.src_addr", "ternary", 32),
-                                             KeyInfo("hdr.udp.dst_port", "range", 16),
-                                             KeyInfo("standard_metadata.ingress_port", "exact", 9)),
-                      actions=(ActionRef("MyIngress.drop", "TABLE_ONLY"), ActionRef("NoAction")),
-                      default_action="NoAction", const_default_action=True),
-            TableInfo("MyEgress.fixed", keys=(KeyInfo("standard_metadata.egress_port", "exact", 9),),
-                      actions=(ActionRef("NoAction"),), default_action="NoAction", is_const=True),
+            TableInfo(
+                "MyIngress.ipv4_lpm",
+                keys=(KeyInfo("hdr.ipv4.dst_addr", "lpm", 32),),
+                actions=(
+                    ActionRef("MyIngress.ipv4_forward"),
+                    ActionRef("MyIngress.drop"),
+                    ActionRef("NoAction", "DEFAULT_ONLY"),
+                ),
+                default_action="MyIngress.drop",
+                size=512,
+                direct_counter="MyIngress.lpm_hits",
+            ),
+            TableInfo(
+                "MyIngress.acl",
+                keys=(
+                    KeyInfo("hdr.ipv4.src_addr", "ternary", 32),
+                    KeyInfo("hdr.udp.dst_port", "range", 16),
+                    KeyInfo("standard_metadata.ingress_port", "exact", 9),
+                ),
+                actions=(ActionRef("MyIngress.drop", "TABLE_ONLY"), ActionRef("NoAction")),
+                default_action="NoAction",
+                const_default_action=True,
+            ),
+            TableInfo(
+                "MyEgress.fixed",
+                keys=(KeyInfo("standard_metadata.egress_port", "exact", 9),),
+                actions=(ActionRef("NoAction"),),
+                default_action="NoAction",
+                is_const=True,
+            ),
         ],
         actions=[
             ActionInfo("NoAction"),
@@ -31,11 +61,16 @@ def sample_info() -> ProgramInfo:
             ActionInfo("MyIngress.ipv4_forward", (ParamInfo("dst_mac", 48), ParamInfo("port", 9))),
         ],
         registers=[RegisterInfo("MyIngress.slots", 32, 1024, signed=True), RegisterInfo("MyIngress.owner", 48, 16)],
-        counters=[CounterInfo("MyIngress.stats", 64, "packets_and_bytes"), CounterInfo("MyIngress.drops", 8, "packets")],
+        counters=[
+            CounterInfo("MyIngress.stats", 64, "packets_and_bytes"),
+            CounterInfo("MyIngress.drops", 8, "packets"),
+        ],
         direct_counters=[DirectCounterInfo("MyIngress.lpm_hits", "MyIngress.ipv4_lpm", "packets_and_bytes")],
         digests=[DigestInfo("learn_t", (FieldInfo("src_mac", 48), FieldInfo("port", 9)))],
-        controller_headers=[ControllerHeaderInfo("packet_in", (FieldInfo("ingress_port", 9), FieldInfo("_pad", 7))),
-                            ControllerHeaderInfo("packet_out", (FieldInfo("egress_port", 9), FieldInfo("_pad", 7)))],
+        controller_headers=[
+            ControllerHeaderInfo("packet_in", (FieldInfo("ingress_port", 9), FieldInfo("_pad", 7))),
+            ControllerHeaderInfo("packet_out", (FieldInfo("egress_port", 9), FieldInfo("_pad", 7))),
+        ],
     )
 
 
@@ -77,12 +112,14 @@ def test_tables_match_fields_action_refs_and_properties():
     assert [(m.id, m.name, m.bitwidth, m.match_type) for m in acl.match_fields] == [
         (1, "hdr.ipv4.src_addr", 32, p4info_pb2.MatchField.TERNARY),
         (2, "hdr.udp.dst_port", 16, p4info_pb2.MatchField.RANGE),
-        (3, "standard_metadata.ingress_port", 9, p4info_pb2.MatchField.EXACT)]
+        (3, "standard_metadata.ingress_port", 9, p4info_pb2.MatchField.EXACT),
+    ]
     drop = idx.named("actions", "MyIngress.drop")
     noaction = idx.named("actions", "NoAction")
     assert [(r.id, r.scope) for r in acl.action_refs] == [
         (drop.preamble.id, p4info_pb2.ActionRef.TABLE_ONLY),
-        (noaction.preamble.id, p4info_pb2.ActionRef.TABLE_AND_DEFAULT)]
+        (noaction.preamble.id, p4info_pb2.ActionRef.TABLE_AND_DEFAULT),
+    ]
     assert acl.const_default_action_id == noaction.preamble.id
     assert acl.size == 1024 and not acl.is_const_table
     lpm = idx.named("tables", "ipv4_lpm")
@@ -109,7 +146,7 @@ def test_actions_externs_digests_and_controller_headers():
     hits = idx.named("direct_counters", "lpm_hits")
     assert hits.direct_table_id == idx.named("tables", "MyIngress.ipv4_lpm").preamble.id
     digest = idx.named("digests", "learn_t")
-    assert getattr(digest.type_spec, "struct").name == "learn_t"
+    assert digest.type_spec.struct.name == "learn_t"
     members = p4info.type_info.structs["learn_t"].members
     assert [(m.name, m.type_spec.bitstring.bit.bitwidth) for m in members] == [("src_mac", 48), ("port", 9)]
     pin = idx.controller_header("packet_in")
@@ -140,8 +177,10 @@ def test_check_against_accepts_own_program_and_rejects_other_shapes():
     try:
         idx.check_against(info)
     except p4i.P4InfoError as e:
-        assert str(e) == ("P4Info action MyIngress.ipv4_forward: params [('dst_mac', 48), ('port', 16)] "
-                          "differ from the program's [('dst_mac', 48), ('port', 9)]")
+        assert str(e) == (
+            "P4Info action MyIngress.ipv4_forward: params [('dst_mac', 48), ('port', 16)] "
+            "differ from the program's [('dst_mac', 48), ('port', 9)]"
+        )
     else:
         raise AssertionError("mismatch not detected")
 

@@ -28,12 +28,12 @@ def next_arbitration(client, timeout=2):
 
 
 def test_primary_backup_and_primary_change_notifications(server):
-    a = P4RuntimeClient(DEVICE, server.address, (0, 1))       # handshake consumed: a is primary
+    a = P4RuntimeClient(DEVICE, server.address, (0, 1))  # handshake consumed: a is primary
     try:
-        b = P4RuntimeClient(DEVICE, server.address, (0, 5))   # b takes over
+        b = P4RuntimeClient(DEVICE, server.address, (0, 5))  # b takes over
         try:
             assert next_arbitration(a) == (code_pb2.ALREADY_EXISTS, (0, 5))
-            c = P4RuntimeClient(DEVICE, server.address, (0, 2))   # a backup that changes nothing
+            c = P4RuntimeClient(DEVICE, server.address, (0, 2))  # a backup that changes nothing
             try:
                 assert a.get_stream_packet("arbitration", timeout=0.3) is None
                 assert b.get_stream_packet("arbitration", timeout=0.3) is None
@@ -100,22 +100,27 @@ def test_capabilities_and_no_pipeline_errors(server):
     assert stub.Capabilities(p4runtime_pb2.CapabilitiesRequest()).p4runtime_api_version == "1.4.1"
     with pytest.raises(grpc.RpcError) as err:
         stub.GetForwardingPipelineConfig(p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=DEVICE))
-    assert (err.value.code(), err.value.details()) == (grpc.StatusCode.FAILED_PRECONDITION,
-                                                       "no forwarding pipeline config set")
+    assert (err.value.code(), err.value.details()) == (
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "no forwarding pipeline config set",
+    )
     a = P4RuntimeClient(DEVICE, server.address, (0, 1))
     try:
         write = p4runtime_pb2.WriteRequest(device_id=DEVICE)
         write.election_id.low = 1
         with pytest.raises(grpc.RpcError) as err:
             stub.Write(write)
-        assert (err.value.code(), err.value.details()) == (grpc.StatusCode.FAILED_PRECONDITION,
-                                                           "no forwarding pipeline config set")
+        assert (err.value.code(), err.value.details()) == (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "no forwarding pipeline config set",
+        )
         write.election_id.low = 2
         with pytest.raises(grpc.RpcError) as err:
             stub.Write(write)
         assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
-        assert err.value.details() == ("election id (0, 2) is not the primary's for role '' "
-                                       "(primary has election id (0, 1))")
+        assert err.value.details() == (
+            "election id (0, 2) is not the primary's for role '' (primary has election id (0, 1))"
+        )
         with pytest.raises(grpc.RpcError) as err:
             list(stub.Read(p4runtime_pb2.ReadRequest(device_id=DEVICE + 1)))
         assert err.value.code() == grpc.StatusCode.NOT_FOUND

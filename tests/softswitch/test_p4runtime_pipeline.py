@@ -49,12 +49,16 @@ def rpc_error(fn, *args):
 
 def test_pipeline_actions_and_get_response_types(primary):
     stub, p4info = primary
-    set_config(stub, A.VERIFY, p4info)                       # P4Info alone is enough to verify
+    set_config(stub, A.VERIFY, p4info)  # P4Info alone is enough to verify
     assert rpc_error(stub.GetForwardingPipelineConfig, R(device_id=0))[0] == grpc.StatusCode.FAILED_PRECONDITION
     assert rpc_error(set_config, stub, A.VERIFY_AND_COMMIT, p4info) == (
-        grpc.StatusCode.INVALID_ARGUMENT, "p4_device_config is empty: softswitch needs the P4 program source there")
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "p4_device_config is empty: softswitch needs the P4 program source there",
+    )
     assert rpc_error(set_config, stub, A.COMMIT, p4info) == (
-        grpc.StatusCode.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE")
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "COMMIT without a config saved by VERIFY_AND_SAVE",
+    )
     code, message = rpc_error(set_config, stub, A.VERIFY_AND_COMMIT, p4info, b"control nonsense {")
     assert code == grpc.StatusCode.INVALID_ARGUMENT and message.startswith("cannot compile p4_device_config: ")
     set_config(stub, A.VERIFY_AND_SAVE, p4info, SOURCE, cookie=7)
@@ -74,7 +78,8 @@ def test_pipeline_actions_and_get_response_types(primary):
     code, message = rpc_error(set_config, stub, A.VERIFY_AND_COMMIT, wrong, SOURCE)
     assert code == grpc.StatusCode.INVALID_ARGUMENT and message == (
         "P4Info action MyIngress.forward: params [('dst_mac', 48), ('port', 16)] differ from the program's "
-        "[('dst_mac', 48), ('port', 9)]")
+        "[('dst_mac', 48), ('port', 9)]"
+    )
 
 
 def write(stub, entity_field, msg, update_type=p4runtime_pb2.Update.MODIFY):
@@ -96,23 +101,46 @@ def test_registers_and_counters_read_and_write(primary):
     set_config(stub, A.VERIFY_AND_COMMIT, p4info, SOURCE)
     register = next(r for r in p4info.registers if r.preamble.name == "MyIngress.last_src")
     counter = next(c for c in p4info.counters if c.preamble.name == "MyIngress.port_stats")
-    write(stub, "register_entry", p4runtime_pb2.RegisterEntry(
-        register_id=register.preamble.id, index=p4runtime_pb2.Index(index=3),
-        data=p4data_pb2.P4Data(bitstring=bytes([10, 0, 0, 3]))))
-    [cell] = read(stub, "register_entry", p4runtime_pb2.RegisterEntry(
-        register_id=register.preamble.id, index=p4runtime_pb2.Index(index=3)))
+    write(
+        stub,
+        "register_entry",
+        p4runtime_pb2.RegisterEntry(
+            register_id=register.preamble.id,
+            index=p4runtime_pb2.Index(index=3),
+            data=p4data_pb2.P4Data(bitstring=bytes([10, 0, 0, 3])),
+        ),
+    )
+    [cell] = read(
+        stub,
+        "register_entry",
+        p4runtime_pb2.RegisterEntry(register_id=register.preamble.id, index=p4runtime_pb2.Index(index=3)),
+    )
     assert cell.data.bitstring == bytes([10, 0, 0, 3])
     cells = read(stub, "register_entry", p4runtime_pb2.RegisterEntry(register_id=register.preamble.id))
     assert [(c.index.index, c.data.bitstring) for c in cells] == [
-        (i, bytes([10, 0, 0, 3]) if i == 3 else b"\x00") for i in range(8)]
-    code, message = rpc_error(read, stub, "register_entry", p4runtime_pb2.RegisterEntry(
-        register_id=register.preamble.id, index=p4runtime_pb2.Index(index=8)))
-    assert (code, message) == (grpc.StatusCode.INVALID_ARGUMENT,
-                               "index 8 is out of range for register MyIngress.last_src of size 8")
-    write(stub, "counter_entry", p4runtime_pb2.CounterEntry(
-        counter_id=counter.preamble.id, index=p4runtime_pb2.Index(index=2),
-        data=p4runtime_pb2.CounterData(packet_count=5, byte_count=500)))
-    everything = read(stub, "counter_entry", p4runtime_pb2.CounterEntry())      # counter_id 0: all counters
-    assert [(c.index.index, c.data.packet_count, c.data.byte_count) for c in everything
-            if c.data.packet_count] == [(2, 5, 500)]
+        (i, bytes([10, 0, 0, 3]) if i == 3 else b"\x00") for i in range(8)
+    ]
+    code, message = rpc_error(
+        read,
+        stub,
+        "register_entry",
+        p4runtime_pb2.RegisterEntry(register_id=register.preamble.id, index=p4runtime_pb2.Index(index=8)),
+    )
+    assert (code, message) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "index 8 is out of range for register MyIngress.last_src of size 8",
+    )
+    write(
+        stub,
+        "counter_entry",
+        p4runtime_pb2.CounterEntry(
+            counter_id=counter.preamble.id,
+            index=p4runtime_pb2.Index(index=2),
+            data=p4runtime_pb2.CounterData(packet_count=5, byte_count=500),
+        ),
+    )
+    everything = read(stub, "counter_entry", p4runtime_pb2.CounterEntry())  # counter_id 0: all counters
+    assert [(c.index.index, c.data.packet_count, c.data.byte_count) for c in everything if c.data.packet_count] == [
+        (2, 5, 500)
+    ]
     assert len(everything) == 8

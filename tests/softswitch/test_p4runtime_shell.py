@@ -28,9 +28,22 @@ ROUTED_OUT = bytes.fromhex("0a0000000005020000000001080045000018000100003f1165c8
 def pipeline_files(tmp_path_factory):
     out = tmp_path_factory.mktemp("pipeline")
     p4info, config = out / "l2l3.p4info.txtpb", out / "l2l3.p4"
-    result = subprocess.run([sys.executable, "-m", "softswitch", "compile", str(PROGRAM),
-                             "--p4runtime-files", str(p4info), "--device-config", str(config)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "softswitch",
+            "compile",
+            str(PROGRAM),
+            "--p4runtime-files",
+            str(p4info),
+            "--device-config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return p4info, config
 
@@ -52,8 +65,13 @@ class Wire:
 def server():
     """A server that starts without a pipeline (like softswitch --no-p4)."""
     wire = Wire()
-    service = P4RuntimeService(None, device_id=DEVICE, cpu_port=CPU_PORT, transmit=wire,
-                               make_switch=lambda prog: Switch(prog, device_id=DEVICE, cpu_port=CPU_PORT))
+    service = P4RuntimeService(
+        None,
+        device_id=DEVICE,
+        cpu_port=CPU_PORT,
+        transmit=wire,
+        make_switch=lambda prog: Switch(prog, device_id=DEVICE, cpu_port=CPU_PORT),
+    )
     srv = P4RuntimeServer(service, "127.0.0.1:0").start()
     srv.wire = wire
     yield srv
@@ -63,8 +81,13 @@ def server():
 @pytest.fixture
 def shell(server, pipeline_files):
     p4info, config = pipeline_files
-    sh.setup(device_id=DEVICE, grpc_addr=server.address, election_id=(0, 1),
-             config=sh.FwdPipeConfig(str(p4info), str(config)), verbose=False)
+    sh.setup(
+        device_id=DEVICE,
+        grpc_addr=server.address,
+        election_id=(0, 1),
+        config=sh.FwdPipeConfig(str(p4info), str(config)),
+        verbose=False,
+    )
     yield server
     sh.teardown()
 
@@ -119,20 +142,32 @@ def test_write_errors_carry_canonical_codes_and_messages(shell):
         route(prefix="10.9.0.0/16").delete()
     assert write_error(err)[0] == "NOT_FOUND"
     with pytest.raises(P4RuntimeWriteException) as err:
-        raw_write(route(prefix="10.9.0.0/16"), p4runtime_pb2.Update.INSERT,
-                  lambda e: setattr(e.match[0].lpm, "value", bytes([10, 9, 0, 1])))
-    assert write_error(err) == ("INVALID_ARGUMENT", "table MyIngress.ipv4_lpm match field hdr.ipv4.dst_addr: "
-                                                    "value has bits set beyond the /16 prefix")
+        raw_write(
+            route(prefix="10.9.0.0/16"),
+            p4runtime_pb2.Update.INSERT,
+            lambda e: setattr(e.match[0].lpm, "value", bytes([10, 9, 0, 1])),
+        )
+    assert write_error(err) == (
+        "INVALID_ARGUMENT",
+        "table MyIngress.ipv4_lpm match field hdr.ipv4.dst_addr: value has bits set beyond the /16 prefix",
+    )
     with pytest.raises(P4RuntimeWriteException) as err:
-        raw_write(route(prefix="10.2.0.0/16"), p4runtime_pb2.Update.INSERT,
-                  lambda e: setattr(e.action.action.params[1], "value", b"\x02\x00"))  # 512 > bit<9>
-    assert write_error(err) == ("INVALID_ARGUMENT", "action MyIngress.forward parameter port: value 0x200 does "
-                                                    "not fit in 9 bits")
+        raw_write(
+            route(prefix="10.2.0.0/16"),
+            p4runtime_pb2.Update.INSERT,
+            lambda e: setattr(e.action.action.params[1], "value", b"\x02\x00"),
+        )  # 512 > bit<9>
+    assert write_error(err) == (
+        "INVALID_ARGUMENT",
+        "action MyIngress.forward parameter port: value 0x200 does not fit in 9 bits",
+    )
     with pytest.raises(P4RuntimeWriteException) as err:
-        raw_write(route(prefix="10.2.0.0/16"), p4runtime_pb2.Update.INSERT,
-                  lambda e: setattr(e.action.action, "action_id", 0x01000001))
-    assert write_error(err) == ("INVALID_ARGUMENT", "action id 16777217 is not an action of table "
-                                                    "MyIngress.ipv4_lpm")
+        raw_write(
+            route(prefix="10.2.0.0/16"),
+            p4runtime_pb2.Update.INSERT,
+            lambda e: setattr(e.action.action, "action_id", 0x01000001),
+        )
+    assert write_error(err) == ("INVALID_ARGUMENT", "action id 16777217 is not an action of table MyIngress.ipv4_lpm")
     # A batch: the good update is applied, the bad one reported at its index, one p4.v1.Error per update.
     # (Raw stub: p4runtime-shell 0.0.6's error iterator loops forever on the OK entries of a batch.)
     request = p4runtime_pb2.WriteRequest(device_id=DEVICE)
@@ -150,8 +185,7 @@ def test_write_errors_carry_canonical_codes_and_messages(shell):
         error = p4runtime_pb2.Error()
         assert detail.Unpack(error)
         errors.append((code_pb2.Code.Name(error.canonical_code), error.message))
-    assert errors == [("OK", ""), ("ALREADY_EXISTS", "table MyIngress.ipv4_lpm: an entry with this key already "
-                                                     "exists")]
+    assert errors == [("OK", ""), ("ALREADY_EXISTS", "table MyIngress.ipv4_lpm: an entry with this key already exists")]
     assert len(list(sh.TableEntry("MyIngress.ipv4_lpm").read())) == 2
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from softswitch.ports import PortSet, parse_port_spec
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
-                                reason="needs root and iproute2 to create a veth pair")
-ETHERTYPE = b"\x88\xb5"     # IEEE local experimental: nothing else on the link uses it
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 to create a veth pair"
+)
+ETHERTYPE = b"\x88\xb5"  # IEEE local experimental: nothing else on the link uses it
 
 
 @pytest.fixture
@@ -21,8 +22,7 @@ def veth():
     subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True)
     try:
         for name in (a, b):
-            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False,
-                           capture_output=True)
+            subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"], check=False, capture_output=True)
             subprocess.run(["ip", "link", "set", name, "up"], check=True)
         yield a, b
     finally:

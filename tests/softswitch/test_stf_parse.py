@@ -6,15 +6,24 @@ from softswitch.stf import Expectation, StfError, parse_hex_pattern, parse_key_v
 
 
 def test_add_with_priority_keys_of_every_kind_and_action_args():
-    (cmd,) = parse_stf("add MyIngress.acl 10 hdr.ipv4.src_addr:0x0a000000&&&0xff000000 "
-                       "hdr.udp.dst_port:1000->2000 dst:0x0a000001/24 meta.x:7 "
-                       "MyIngress.fwd(port:3, dst_mac:0x000000000002)\n")
+    (cmd,) = parse_stf(
+        "add MyIngress.acl 10 hdr.ipv4.src_addr:0x0a000000&&&0xff000000 "
+        "hdr.udp.dst_port:1000->2000 dst:0x0a000001/24 meta.x:7 "
+        "MyIngress.fwd(port:3, dst_mac:0x000000000002)\n"
+    )
     assert cmd.op == "add"
-    assert cmd.args == {"table": "MyIngress.acl", "priority": 10, "action": "MyIngress.fwd",
-                        "args": {"port": 3, "dst_mac": 2},
-                        "keys": {"hdr.ipv4.src_addr": ("ternary", 0x0A000000, 0xFF000000),
-                                 "hdr.udp.dst_port": ("range", 1000, 2000),
-                                 "dst": ("lpm", 0x0A000001, 24), "meta.x": ("value", 7)}}
+    assert cmd.args == {
+        "table": "MyIngress.acl",
+        "priority": 10,
+        "action": "MyIngress.fwd",
+        "args": {"port": 3, "dst_mac": 2},
+        "keys": {
+            "hdr.ipv4.src_addr": ("ternary", 0x0A000000, 0xFF000000),
+            "hdr.udp.dst_port": ("range", 1000, 2000),
+            "dst": ("lpm", 0x0A000001, 24),
+            "meta.x": ("value", 7),
+        },
+    }
 
 
 def test_add_without_priority_and_empty_args():
@@ -23,8 +32,9 @@ def test_add_without_priority_and_empty_args():
 
 
 def test_setdefault_packet_expect_wait_and_comments():
-    cmds = parse_stf("# a comment\n\nsetdefault t drop()  # trailing\npacket 1 00 11 22 33\n"
-                     "expect 2 00**2233 $\nwait\n")
+    cmds = parse_stf(
+        "# a comment\n\nsetdefault t drop()  # trailing\npacket 1 00 11 22 33\nexpect 2 00**2233 $\nwait\n"
+    )
     assert [c.op for c in cmds] == ["setdefault", "packet", "expect", "wait"]
     assert [c.line for c in cmds] == [3, 4, 5, 6]
     assert cmds[0].args == {"table": "t", "action": "drop", "args": {}}
@@ -36,8 +46,11 @@ def test_setdefault_packet_expect_wait_and_comments():
 def test_multicast_and_mirroring_commands():
     cmds = parse_stf("mc_mgrp_create 1\nmc_node_create 5 1 2 3\nmc_node_associate 1 0\nmirroring_add 7 4\n")
     assert [(c.op, c.args) for c in cmds] == [
-        ("mc_mgrp_create", {"group": 1}), ("mc_node_create", {"rid": 5, "ports": [1, 2, 3]}),
-        ("mc_node_associate", {"group": 1, "handle": 0}), ("mirroring_add", {"session": 7, "port": 4})]
+        ("mc_mgrp_create", {"group": 1}),
+        ("mc_node_create", {"rid": 5, "ports": [1, 2, 3]}),
+        ("mc_node_associate", {"group": 1, "handle": 0}),
+        ("mirroring_add", {"session": 7, "port": 4}),
+    ]
 
 
 def test_expectation_matching_rules():
@@ -57,17 +70,20 @@ def test_key_values():
     assert parse_key_value("10/8") == ("lpm", 10, 8)
 
 
-@pytest.mark.parametrize("line, message", [
-    ("frobnicate 1", "x.stf:2: unknown command 'frobnicate'"),
-    ("packet 1 0a1", "x.stf:2: odd number of hex digits (3)"),
-    ("packet 1 0g", "x.stf:2: not hex: '0g'"),
-    ("packet 1 0*", "x.stf:2: '*' and '$' are only allowed in expect"),
-    ("add t k:1 act", "x.stf:2: add needs an ACTION(...) at the end"),
-    ("add t k:zz act()", "x.stf:2: bad number 'zz'"),
-    ("add t k act()", "x.stf:2: key 'k' is not FIELD:VALUE"),
-    ("setdefault t act(x)", "x.stf:2: action argument 'x' is not PARAM:VALUE"),
-    ("mc_node_create 1", "x.stf:2: usage: mc_node_create RID PORT..."),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("frobnicate 1", "x.stf:2: unknown command 'frobnicate'"),
+        ("packet 1 0a1", "x.stf:2: odd number of hex digits (3)"),
+        ("packet 1 0g", "x.stf:2: not hex: '0g'"),
+        ("packet 1 0*", "x.stf:2: '*' and '$' are only allowed in expect"),
+        ("add t k:1 act", "x.stf:2: add needs an ACTION(...) at the end"),
+        ("add t k:zz act()", "x.stf:2: bad number 'zz'"),
+        ("add t k act()", "x.stf:2: key 'k' is not FIELD:VALUE"),
+        ("setdefault t act(x)", "x.stf:2: action argument 'x' is not PARAM:VALUE"),
+        ("mc_node_create 1", "x.stf:2: usage: mc_node_create RID PORT..."),
+    ],
+)
 def test_malformed_lines_name_file_line_and_problem(line, message):
     with pytest.raises(StfError) as err:
         parse_stf("wait\n" + line + "\n", "x.stf")

@@ -23,18 +23,27 @@ def test_each_mismatch_is_reported_per_port():
     assert not result.ok
     assert result.failures == [
         "port 2: packet #1 (line 4) differs: expected "
-        "0a00000000050200000000010800450000180001000040" "1165c80a0000090a010203deadbeef, got " + FORWARDED,
+        "0a00000000050200000000010800450000180001000040"
+        "1165c80a0000090a010203deadbeef, got " + FORWARDED,
         "port 2: unexpected packet #2: got " + FORWARDED,
         "port 5: missing packet #1 (line 6): expected 00, got nothing",
     ]
 
 
 def test_cli_exit_status_and_report():
-    ok = subprocess.run([sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(STF_DIR / "l2l3.stf")],
-                        capture_output=True, text=True, timeout=120)
+    ok = subprocess.run(
+        [sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(STF_DIR / "l2l3.stf")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert (ok.returncode, ok.stdout) == (0, "PASS: 4 packet(s) sent, 5 expectation(s) met\n")
-    bad = subprocess.run([sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(STF_DIR / "l2l3_fail.stf")],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(STF_DIR / "l2l3_fail.stf")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1
     assert bad.stdout.splitlines()[0] == "FAIL:" and len(bad.stdout.splitlines()) == 4
 
@@ -42,8 +51,9 @@ def test_cli_exit_status_and_report():
 def test_unknown_table_is_a_one_line_error(tmp_path):
     stf = tmp_path / "bad.stf"
     stf.write_text("add nosuch k:1 NoAction()\n")
-    result = subprocess.run([sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(stf)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(stf)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 1
     assert result.stderr.startswith(f"softswitch: error: {stf}:1: add: no table named 'nosuch'")
     assert len(result.stderr.splitlines()) == 1

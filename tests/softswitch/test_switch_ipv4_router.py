@@ -2,9 +2,9 @@
 
 import pytest
 from scapy.all import IP, TCP, UDP, Ether, Raw
+from softswitch_testlib import switch
 
 from softswitch.switch import EntryExists, EntryNotFound, InvalidEntry, Lpm, TableEntry
-from softswitch_testlib import switch
 
 ROUTER_MAC = "00:00:00:00:01:00"
 
@@ -12,28 +12,50 @@ ROUTER_MAC = "00:00:00:00:01:00"
 def routed_switch():
     sw = switch("ipv4_router.p4")
     t = sw.table("MyIngress.ipv4_lpm")
-    t.insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0A000100, 24)}, "MyIngress.ipv4_forward",
-                        {"dstAddr": 0x020000000001, "port": 3}))
-    t.insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0A000000, 8)}, "MyIngress.ipv4_forward",
-                        {"dstAddr": 0x020000000002, "port": 4}))
-    t.insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0A000105, 32)}, "MyIngress.ipv4_forward",
-                        {"dstAddr": 0x020000000003, "port": 5}))
+    t.insert(
+        TableEntry(
+            {"hdr.ipv4.dstAddr": Lpm(0x0A000100, 24)}, "MyIngress.ipv4_forward", {"dstAddr": 0x020000000001, "port": 3}
+        )
+    )
+    t.insert(
+        TableEntry(
+            {"hdr.ipv4.dstAddr": Lpm(0x0A000000, 8)}, "MyIngress.ipv4_forward", {"dstAddr": 0x020000000002, "port": 4}
+        )
+    )
+    t.insert(
+        TableEntry(
+            {"hdr.ipv4.dstAddr": Lpm(0x0A000105, 32)}, "MyIngress.ipv4_forward", {"dstAddr": 0x020000000003, "port": 5}
+        )
+    )
     return sw
 
 
 def frame(dst_ip, ttl=64, payload=b"hello"):
-    return Ether(dst=ROUTER_MAC, src="00:00:00:00:00:bb") / IP(src="10.9.9.9", dst=dst_ip, ttl=ttl) / \
-        UDP(sport=1234, dport=5678) / Raw(payload)
+    return (
+        Ether(dst=ROUTER_MAC, src="00:00:00:00:00:bb")
+        / IP(src="10.9.9.9", dst=dst_ip, ttl=ttl)
+        / UDP(sport=1234, dport=5678)
+        / Raw(payload)
+    )
 
 
 def expected(dst_mac, dst_ip, ttl, payload=b"hello"):
-    return bytes(Ether(dst=dst_mac, src=ROUTER_MAC) / IP(src="10.9.9.9", dst=dst_ip, ttl=ttl) /
-                 UDP(sport=1234, dport=5678) / Raw(payload))
+    return bytes(
+        Ether(dst=dst_mac, src=ROUTER_MAC)
+        / IP(src="10.9.9.9", dst=dst_ip, ttl=ttl)
+        / UDP(sport=1234, dport=5678)
+        / Raw(payload)
+    )
 
 
-@pytest.mark.parametrize("dst_ip,port,mac", [("10.0.1.7", 3, "02:00:00:00:00:01"),
-                                              ("10.0.1.5", 5, "02:00:00:00:00:03"),
-                                              ("10.200.0.1", 4, "02:00:00:00:00:02")])
+@pytest.mark.parametrize(
+    "dst_ip,port,mac",
+    [
+        ("10.0.1.7", 3, "02:00:00:00:00:01"),
+        ("10.0.1.5", 5, "02:00:00:00:00:03"),
+        ("10.200.0.1", 4, "02:00:00:00:00:02"),
+    ],
+)
 def test_longest_prefix_wins_and_ttl_and_checksum_are_rewritten(dst_ip, port, mac):
     sw = routed_switch()
     out = sw.process(1, bytes(frame(dst_ip)))
@@ -50,17 +72,25 @@ def test_ttl_one_is_dropped_and_bad_checksum_is_dropped():
     sw = routed_switch()
     assert sw.process(1, bytes(frame("10.0.1.7", ttl=1))) == []
     bad = bytearray(bytes(frame("10.0.1.7")))
-    bad[24] ^= 0xFF                     # corrupt the IPv4 header checksum
+    bad[24] ^= 0xFF  # corrupt the IPv4 header checksum
     assert sw.process(1, bytes(bad)) == []
 
 
 def test_tcp_payload_is_carried_through_unchanged():
     sw = routed_switch()
-    pkt = Ether(dst=ROUTER_MAC, src="00:00:00:00:00:bb") / IP(src="1.2.3.4", dst="10.0.1.9", ttl=9) / \
-        TCP(sport=80, dport=443, flags="S") / Raw(b"x" * 300)
+    pkt = (
+        Ether(dst=ROUTER_MAC, src="00:00:00:00:00:bb")
+        / IP(src="1.2.3.4", dst="10.0.1.9", ttl=9)
+        / TCP(sport=80, dport=443, flags="S")
+        / Raw(b"x" * 300)
+    )
     out = sw.process(2, bytes(pkt))
-    exp = Ether(dst="02:00:00:00:00:01", src=ROUTER_MAC) / IP(src="1.2.3.4", dst="10.0.1.9", ttl=8) / \
-        TCP(sport=80, dport=443, flags="S") / Raw(b"x" * 300)
+    exp = (
+        Ether(dst="02:00:00:00:00:01", src=ROUTER_MAC)
+        / IP(src="1.2.3.4", dst="10.0.1.9", ttl=8)
+        / TCP(sport=80, dport=443, flags="S")
+        / Raw(b"x" * 300)
+    )
     assert out == [(3, bytes(exp))]
 
 
@@ -86,8 +116,9 @@ def test_entry_management_errors_name_the_problem():
     with pytest.raises(InvalidEntry, match="no match field named 'hdr.ipv4.dst'"):
         t.insert(TableEntry({"hdr.ipv4.dst": Lpm(0, 0)}, "MyIngress.drop"))
     with pytest.raises(InvalidEntry, match="parameter 'port' of action MyIngress.ipv4_forward does not fit bit<9>"):
-        t.insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0B000000, 8)}, "MyIngress.ipv4_forward",
-                            {"dstAddr": 1, "port": 512}))
+        t.insert(
+            TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0B000000, 8)}, "MyIngress.ipv4_forward", {"dstAddr": 1, "port": 512})
+        )
     with pytest.raises(InvalidEntry, match="needs parameter 'dstAddr'"):
         t.insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0x0B000000, 8)}, "MyIngress.ipv4_forward", {"port": 1}))
     with pytest.raises(InvalidEntry, match="bits set beyond its /8 prefix"):

@@ -5,16 +5,15 @@ import random
 import threading
 
 from scapy.all import IP, UDP, Ether
+from softswitch_testlib import PROGRAMS, program
 
 from softswitch.compiler import compile_program
 from softswitch.switch import Lpm, Switch, TableEntry
-from softswitch_testlib import PROGRAMS, program
 
 
 def test_random_and_truncated_frames_never_raise():
     sw = Switch(program("ipv4_router.p4"))
-    sw.table("ipv4_lpm").insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0, 0)}, "ipv4_forward",
-                                           {"dstAddr": 1, "port": 1}))
+    sw.table("ipv4_lpm").insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0, 0)}, "ipv4_forward", {"dstAddr": 1, "port": 1}))
     rnd = random.Random(7)
     good = bytes(Ether() / IP(dst="10.0.0.1") / UDP() / (b"x" * 10))
     n = 0
@@ -23,7 +22,7 @@ def test_random_and_truncated_frames_never_raise():
         if kind == 0:
             f = bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 80)))
         elif kind == 1:
-            f = good[:rnd.randrange(len(good))]
+            f = good[: rnd.randrange(len(good))]
         else:
             b = bytearray(good)
             b[rnd.randrange(len(b))] ^= 1 << rnd.randrange(8)
@@ -48,7 +47,7 @@ def test_concurrent_processing_and_table_writes():
         try:
             for _ in range(400):
                 outs.append(len(sw.process(1, frame)))
-        except Exception as e:       # pragma: no cover - the assertion below reports it
+        except Exception as e:  # pragma: no cover - the assertion below reports it
             errors.append(e)
 
     def writer():
@@ -72,7 +71,6 @@ def test_compile_is_cached_and_switches_sharing_a_program_keep_separate_state():
     a, b = compile_program(path), compile_program(path)
     assert a is b and len(a.source_hash) == 64
     s1, s2 = Switch(a), Switch(b)
-    s1.table("ipv4_lpm").insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0, 0)}, "ipv4_forward",
-                                           {"dstAddr": 1, "port": 1}))
+    s1.table("ipv4_lpm").insert(TableEntry({"hdr.ipv4.dstAddr": Lpm(0, 0)}, "ipv4_forward", {"dstAddr": 1, "port": 1}))
     frame = bytes(Ether() / IP(dst="10.1.2.3") / UDP())
     assert len(s1.process(0, frame)) == 1 and s2.process(0, frame) == []

@@ -15,24 +15,34 @@ import contextlib
 import threading
 from pathlib import Path
 
-from controller.plan import ChildInfo, HostRef, Hop, JobPlan, ServerView, TreePlan
+from controller.plan import ChildInfo, Hop, HostRef, JobPlan, ServerView, TreePlan
 
 STAR = Path(__file__).resolve().parents[2] / "topologies" / "star.yaml"
 
 
 def loopback_plan(n_workers: int, job_id: int) -> JobPlan:
-    workers = [HostRef(f"w{r}", f"127.0.{job_id % 250}.{r + 1}", f"02:00:00:00:00:{r + 1:02x}",
-                       0x8000 + r, r, rank=r) for r in range(n_workers)]
+    workers = [
+        HostRef(f"w{r}", f"127.0.{job_id % 250}.{r + 1}", f"02:00:00:00:00:{r + 1:02x}", 0x8000 + r, r, rank=r)
+        for r in range(n_workers)
+    ]
     server = HostRef("ps", f"127.0.{job_id % 250}.200", "02:00:00:00:01:01", 0x8000 + 200, 200)
     tree = TreePlan(
-        tree_id=0, root="ps", rate=100.0, weight=1.0, height=0.1, edges=[], aggregation_points=[],
+        tree_id=0,
+        root="ps",
+        rate=100.0,
+        weight=1.0,
+        height=0.1,
+        edges=[],
+        aggregation_points=[],
         grad_hops={w.name: [Hop(server.node_id, True, n_workers, w.rank, 0, "ps")] for w in workers},
         result_hops={w.name: [] for w in workers},
-        server=ServerView("ps", server.node_id, n_workers,
-                          [ChildInfo(w.rank, w.name, w.node_id, "worker", [w.rank]) for w in workers]),
-        host_parent={}, host_children={})
-    plan = JobPlan(job_id=job_id, workers=workers, servers=[server], trees=[tree], switches=[],
-                   pool_size=16)
+        server=ServerView(
+            "ps", server.node_id, n_workers, [ChildInfo(w.rank, w.name, w.node_id, "worker", [w.rank]) for w in workers]
+        ),
+        host_parent={},
+        host_children={},
+    )
+    plan = JobPlan(job_id=job_id, workers=workers, servers=[server], trees=[tree], switches=[], pool_size=16)
     plan.validate()
     return plan
 
@@ -72,10 +82,12 @@ class SwitchJob:
 
     def worker_env(self, rank: int) -> dict:
         from worker.torch_backend.options import attach_env
+
         return attach_env(self.served, rank)
 
     def common_env(self) -> dict:
         from worker.torch_backend.options import attach_env
+
         return attach_env(self.served)
 
     @property

@@ -14,7 +14,6 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-
 from torch_ranks import init
 
 DTYPES = ["float32", "float16", "bfloat16", "int32", "int64"]
@@ -29,7 +28,7 @@ def make_input(rank: int, dtype: str, n: int = 150, seed: int = 0) -> torch.Tens
     """Rank-specific values with mixed signs and magnitudes (the same in every process)."""
     g = torch.Generator().manual_seed(1000 * seed + rank)
     if dtype.startswith("int"):
-        return torch.randint(-10 ** 6, 10 ** 6, (n,), generator=g, dtype=getattr(torch, dtype))
+        return torch.randint(-(10**6), 10**6, (n,), generator=g, dtype=getattr(torch, dtype))
     x = torch.randn(n, generator=g) * 10.0 ** torch.randint(-2, 3, (n,), generator=g)
     return x.to(getattr(torch, dtype))
 
@@ -67,7 +66,7 @@ def collectives(rank: int, world: int) -> dict:
 
     # in place, shape kept, non-contiguous view
     m = torch.arange(12, dtype=torch.float32).reshape(3, 4) * (rank + 1)
-    view = m.t()                       # non-contiguous
+    view = m.t()  # non-contiguous
     dist.all_reduce(view)
     out["noncontiguous"] = _np(m)
 
@@ -147,13 +146,13 @@ def collectives(rank: int, world: int) -> dict:
     out["err_bool"] = _catch(lambda: dist.all_reduce(torch.ones(3, dtype=torch.bool)))
     nan = torch.tensor([1.0, float("nan") if rank == world - 1 else 2.0])
     out["err_nan"] = _catch(lambda: dist.all_reduce(nan))
-    big = torch.tensor([1, 2 ** 40 if rank == world - 1 else 5], dtype=torch.int64)
+    big = torch.tensor([1, 2**40 if rank == world - 1 else 5], dtype=torch.int64)
     out["err_int64_range"] = _catch(lambda: dist.all_reduce(big))
     # every rank agreed, so the next collective still works
     ok = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(ok)
     out["after_range_error"] = int(ok.item())
-    near = torch.tensor([2 ** 31 - 10, 7], dtype=torch.int32)
+    near = torch.tensor([2**31 - 10, 7], dtype=torch.int32)
     out["err_int32_overflow"] = _catch(lambda: dist.all_reduce(near))
     ok = torch.tensor([1.5], dtype=torch.float32)
     dist.all_reduce(ok)
@@ -165,6 +164,7 @@ def collectives(rank: int, world: int) -> dict:
 
 
 # -- DDP -------------------------------------------------------------------------------------------
+
 
 def _data(n: int = 256, seed: int = 3):
     g = torch.Generator().manual_seed(seed)
@@ -192,7 +192,7 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     losses, t0 = [], time.perf_counter()
     for step in range(steps):
-        idx = mine[(step * 16) % len(mine):][:16]
+        idx = mine[(step * 16) % len(mine) :][:16]
         opt.zero_grad()
         loss = nn.functional.cross_entropy(ddp(x[idx]), y[idx])
         loss.backward()
@@ -202,8 +202,13 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
     with torch.no_grad():
         full_loss = nn.functional.cross_entropy(ddp.module(x), y).item()
     params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
-    return {"losses": losses, "full_loss": full_loss, "params": params, "s_per_step": elapsed / steps,
-            "backend": dist.get_backend()}
+    return {
+        "losses": losses,
+        "full_loss": full_loss,
+        "params": params,
+        "s_per_step": elapsed / steps,
+        "backend": dist.get_backend(),
+    }
 
 
 def initial_loss() -> float:

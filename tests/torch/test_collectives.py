@@ -7,14 +7,13 @@ rounding to the tensor's dtype.
 
 import numpy as np
 import pytest
-
 from ina_jobs import ina_job
 from rank_bodies import DTYPES, OPS, _np, all_reduce_seed, collectives, make_input
 from torch_ranks import run_ranks
 
 WORLD = 3
 # ulp-scale rounding of each float dtype (float32 results are also rounded once)
-DTYPE_EPS = {"float32": 2.0 ** -23, "float16": 2.0 ** -10, "bfloat16": 2.0 ** -7}
+DTYPE_EPS = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def test_all_reduce_matches_gloo(results, dtype, op):
         exact = {"SUM": xs.sum(0), "AVG": xs.sum(0) / WORLD, "MAX": xs.max(0), "MIN": xs.min(0)}[op]
         eps = DTYPE_EPS[dtype]
         # ina: quantization error, then one rounding to the dtype
-        ina_tol = 2 * WORLD ** 2 * 2.0 ** -30 * np.abs(xs).max() + eps * np.abs(exact)
+        ina_tol = 2 * WORLD**2 * 2.0**-30 * np.abs(xs).max() + eps * np.abs(exact)
         assert np.all(np.abs(ina - exact) <= ina_tol), f"max error {np.abs(ina - exact).max()}"
         # vs gloo, which rounds every partial sum to the dtype
         gloo_tol = ina_tol + eps * (np.abs(exact) + (WORLD - 1) * np.abs(xs).sum(0))
@@ -100,8 +99,9 @@ def test_several_collectives_in_flight(results):
             np.testing.assert_allclose(t, np.full(70, float(sum(q + i for q in range(WORLD)))), rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
-                                  "all_to_all", "all_to_all_single"])
+@pytest.mark.parametrize(
+    "name", ["broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter", "all_to_all", "all_to_all_single"]
+)
 def test_host_to_host_collectives_match_gloo(results, name):
     for r in range(WORLD):
         ina, ref = results[r][name]
@@ -122,22 +122,25 @@ def test_second_ina_group_shares_the_agent(results):
         assert shared
 
 
-@pytest.mark.parametrize("key, words", [
-    ("err_product", ["ReduceOp.PRODUCT is not supported", "SUM, AVG, MAX, MIN"]),
-    ("err_band", ["ReduceOp.BAND is not supported"]),
-    ("err_float64", ["dtype float64 is not supported", "float32"]),
-    ("err_bool", ["dtype bool is not supported"]),
-    ("err_int64_range", ["InaRangeError", "outside the int32 range", f"rank {WORLD - 1} has values"]),
-    ("err_nan", ["NonFiniteInputError", f"rank {WORLD - 1} has a NaN or inf in elements 0..1"]),
-    ("err_int32_overflow", ["OverflowError", "overflow"]),
-])
+@pytest.mark.parametrize(
+    "key, words",
+    [
+        ("err_product", ["ReduceOp.PRODUCT is not supported", "SUM, AVG, MAX, MIN"]),
+        ("err_band", ["ReduceOp.BAND is not supported"]),
+        ("err_float64", ["dtype float64 is not supported", "float32"]),
+        ("err_bool", ["dtype bool is not supported"]),
+        ("err_int64_range", ["InaRangeError", "outside the int32 range", f"rank {WORLD - 1} has values"]),
+        ("err_nan", ["NonFiniteInputError", f"rank {WORLD - 1} has a NaN or inf in elements 0..1"]),
+        ("err_int32_overflow", ["OverflowError", "overflow"]),
+    ],
+)
 def test_clear_errors_on_every_rank(results, key, words):
     for r in range(WORLD):
         message = results[r][key]
         assert "\n" not in message
         for w in words:
             assert w in message, message
-    if key in ("err_nan", "err_int64_range"):           # agreed through the switches: the same line
+    if key in ("err_nan", "err_int64_range"):  # agreed through the switches: the same line
         assert len({results[r][key] for r in range(WORLD)}) == 1
 
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from ina_jobs import ina_job
 from rank_bodies import ddp_training, initial_loss
 from torch_ranks import run_ranks

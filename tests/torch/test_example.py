@@ -13,19 +13,41 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_train_digits_on_ina_learns_and_keeps_ranks_in_sync(tmp_path):
     out = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / "train_digits.py"), "--backend", "ina",
-                           "--workers", "2", "--epochs", "3", "--seed", "0", "--json", str(out)],
-                          capture_output=True, text=True, timeout=240, cwd=str(REPO))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "train_digits.py"),
+            "--backend",
+            "ina",
+            "--workers",
+            "2",
+            "--epochs",
+            "3",
+            "--seed",
+            "0",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=str(REPO),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(out.read_text())
     assert summary["backend"] == "ina" and summary["ranks_in_sync"]
-    assert summary["test_accuracy"] > 0.7            # 10 classes: chance is 0.1
+    assert summary["test_accuracy"] > 0.7  # 10 classes: chance is 0.1
     assert "chunks completed in the data plane" in proc.stdout
 
 
 def test_bad_flags_are_one_line():
-    proc = subprocess.run([sys.executable, str(REPO / "examples" / "train_digits.py"), "--rank", "1"],
-                          capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "train_digits.py"), "--rank", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(REPO),
+    )
     assert proc.returncode == 2
     assert "--rank needs --world-size" in proc.stderr
 
@@ -43,12 +65,35 @@ def test_one_process_per_rank_exits_cleanly_with_its_summary(tmp_path):
     out = tmp_path / "summary.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "GLOO_"))}
     env.update(GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1")
-    procs = [subprocess.Popen([sys.executable, str(REPO / "examples" / "train_digits.py"), "--backend", "gloo",
-                               "--rank", str(r), "--world-size", "2", "--master-addr", "127.0.0.1",
-                               "--master-port", str(port), "--epochs", "1", "--seed", "0"]
-                              + (["--json", str(out)] if r == 0 else []),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(REPO), env=env)
-             for r in range(2)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "examples" / "train_digits.py"),
+                "--backend",
+                "gloo",
+                "--rank",
+                str(r),
+                "--world-size",
+                "2",
+                "--master-addr",
+                "127.0.0.1",
+                "--master-port",
+                str(port),
+                "--epochs",
+                "1",
+                "--seed",
+                "0",
+            ]
+            + (["--json", str(out)] if r == 0 else []),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=str(REPO),
+            env=env,
+        )
+        for r in range(2)
+    ]
     outputs = [p.communicate(timeout=240)[0] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     summary = json.loads(out.read_text())

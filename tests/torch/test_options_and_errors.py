@@ -3,17 +3,24 @@
 import pytest
 import torch
 import torch.distributed as dist
-
 from ina_jobs import ina_job
 from rank_bodies import wait_timeout
 from torch_ranks import run_ranks
+
 from worker.torch_backend import InaConfigError, InaOptions, InaUnsupportedError
 from worker.torch_backend.reduction import SwitchReduction, check_op
 
 
 def test_options_from_env():
-    o = InaOptions.from_env({"INA_CONTROLLER": "10.0.0.9:50051", "INA_JOB": "3",
-                             "INA_TRANSPORT": "attach:127.0.0.1:4000", "INA_TIMEOUT": "12.5", "INA_RETRIES": "3"})
+    o = InaOptions.from_env(
+        {
+            "INA_CONTROLLER": "10.0.0.9:50051",
+            "INA_JOB": "3",
+            "INA_TRANSPORT": "attach:127.0.0.1:4000",
+            "INA_TIMEOUT": "12.5",
+            "INA_RETRIES": "3",
+        }
+    )
     assert (o.controller, o.job, o.timeout, o.retries) == ("10.0.0.9:50051", "3", 12.5, 3)
     assert o.transport_kind() == ("attach", [("127.0.0.1", 4000)])
     o.transport = "attach:127.0.0.1:4000,4001,4002"
@@ -25,15 +32,18 @@ def test_pg_options_override_env():
     assert (o.controller, o.job, o.timeout) == ("a:1", "7", 5.0)
 
 
-@pytest.mark.parametrize("env, words", [
-    ({}, "INA_CONTROLLER is not set"),
-    ({"INA_CONTROLLER": "nohost"}, "INA_CONTROLLER must be HOST:PORT"),
-    ({"INA_CONTROLLER": "h:1"}, "INA_JOB is not set"),
-    ({"INA_PLAN": "p.json", "INA_TRANSPORT": "tcp"}, "INA_TRANSPORT 'tcp' is not"),
-    ({"INA_PLAN": "p.json", "INA_TRANSPORT": "attach:h:1,x"}, "INA_TRANSPORT attach must be HOST:PORT"),
-    ({"INA_PLAN": "p.json", "INA_TIMEOUT": "soon"}, "INA_TIMEOUT must be a number"),
-    ({"INA_PLAN": "p.json", "INA_TIMEOUT": "-1"}, "INA_TIMEOUT must be positive"),
-])
+@pytest.mark.parametrize(
+    "env, words",
+    [
+        ({}, "INA_CONTROLLER is not set"),
+        ({"INA_CONTROLLER": "nohost"}, "INA_CONTROLLER must be HOST:PORT"),
+        ({"INA_CONTROLLER": "h:1"}, "INA_JOB is not set"),
+        ({"INA_PLAN": "p.json", "INA_TRANSPORT": "tcp"}, "INA_TRANSPORT 'tcp' is not"),
+        ({"INA_PLAN": "p.json", "INA_TRANSPORT": "attach:h:1,x"}, "INA_TRANSPORT attach must be HOST:PORT"),
+        ({"INA_PLAN": "p.json", "INA_TIMEOUT": "soon"}, "INA_TIMEOUT must be a number"),
+        ({"INA_PLAN": "p.json", "INA_TIMEOUT": "-1"}, "INA_TIMEOUT must be positive"),
+    ],
+)
 def test_bad_settings_are_one_clear_line(env, words):
     with pytest.raises(InaConfigError, match=words):
         InaOptions.from_env(env)
@@ -55,12 +65,14 @@ def test_unsupported_ops_and_dtypes_named():
 def test_missing_plan_file_fails_init_with_one_line(tmp_path):
     def env(rank):
         return {"INA_PLAN": str(tmp_path / "none.json"), "INA_TRANSPORT": "udp"}
+
     with pytest.raises(AssertionError, match="INA_PLAN .*none.json: No such file"):
         run_ranks(_init_only, 2, env=env, deadline=60)
 
 
 def _init_only(rank, world):
     from torch_ranks import init
+
     init("ina", rank, world)
 
 

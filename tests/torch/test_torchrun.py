@@ -17,9 +17,24 @@ def test_torchrun_two_ranks(tmp_path):
     with ina_job(2, tmp_path) as job:
         env = dict(os.environ, **job.common_env(), PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
         proc = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-             "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(HERE / "torchrun_script.py")],
-            env=env, capture_output=True, text=True, timeout=120, cwd=str(REPO))
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nproc-per-node",
+                "2",
+                "--master-addr",
+                "127.0.0.1",
+                "--master-port",
+                str(free_port()),
+                str(HERE / "torchrun_script.py"),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=str(REPO),
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the two ranks share stdout: lines may interleave, so find the reports anywhere
     reports = sorted(re.findall(r"rank \d/\d backend \w+ avg [\d.]+", proc.stdout))

@@ -3,7 +3,6 @@
 sums: this checks the backend's transport and plan-file handling, not in-network aggregation."""
 
 import numpy as np
-
 from ina_jobs import server_only_job
 from rank_bodies import small_sums
 from torch_ranks import run_ranks

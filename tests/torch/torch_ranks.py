@@ -26,13 +26,15 @@ def free_port() -> int:
 def init(backend: str, rank: int, world: int, **kwargs):
     if backend == "ina":
         import worker.torch_backend  # noqa: F401  (registers "ina")
-    dist.init_process_group(backend, rank=rank, world_size=world,
-                            init_method=f"tcp://127.0.0.1:{os.environ['TORCH_TEST_PORT']}", **kwargs)
+    dist.init_process_group(
+        backend, rank=rank, world_size=world, init_method=f"tcp://127.0.0.1:{os.environ['TORCH_TEST_PORT']}", **kwargs
+    )
 
 
 def _entry(fn, rank, world, args, env, results):
     os.environ.update(env)
     import torch
+
     torch.set_num_threads(1)
     try:
         out = fn(rank, world, *args)
@@ -54,8 +56,7 @@ def run_ranks(fn, world: int, *args, env=None, deadline: float = RANK_DEADLINE_S
     results = ctx.Queue()
     port = str(free_port())
     envs = [dict(env(r) if callable(env) else (env or {}), TORCH_TEST_PORT=port) for r in range(world)]
-    procs = [ctx.Process(target=_entry, args=(fn, r, world, args, envs[r], results), daemon=True)
-             for r in range(world)]
+    procs = [ctx.Process(target=_entry, args=(fn, r, world, args, envs[r], results), daemon=True) for r in range(world)]
     for p in procs:
         p.start()
     out: dict[int, object] = {}

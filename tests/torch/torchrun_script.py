@@ -5,7 +5,7 @@ import torch.distributed as dist
 
 import worker.torch_backend  # noqa: F401
 
-dist.init_process_group("ina")          # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE from torchrun
+dist.init_process_group("ina")  # MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE from torchrun
 t = torch.full((100,), float(dist.get_rank() + 1))
 dist.all_reduce(t, op=dist.ReduceOp.AVG)
 print(f"rank {dist.get_rank()}/{dist.get_world_size()} backend {dist.get_backend()} avg {t[0].item():.4f}", flush=True)

@@ -25,7 +25,7 @@ DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
 class InProcessTransport(FrameTransport):
     """A host of the in-process network as seen by an agent in the same process."""
 
-    def __init__(self, network: "InProcessNetwork", host: HostNode):
+    def __init__(self, network: InProcessNetwork, host: HostNode):
         super().__init__(network.loop, host.ip, host.mac, network.neighbours)
         self.host = host
         host.handler = self.receive_frame
@@ -42,9 +42,18 @@ class InProcessTransport(FrameTransport):
 class InProcessNetwork:
     """Switches, hosts and links of ``topo`` on one event loop (virtual clock unless given a loop)."""
 
-    def __init__(self, topo, *, loop: EventLoop | None = None, program: str | Path = DEFAULT_PROGRAM,
-                 seed: int = 0, processing_s: float = 0.0, bandwidth_mbps: float | None = None,
-                 delay_ms: float | None = None, loss_percent: float | None = None):
+    def __init__(
+        self,
+        topo,
+        *,
+        loop: EventLoop | None = None,
+        program: str | Path = DEFAULT_PROGRAM,
+        seed: int = 0,
+        processing_s: float = 0.0,
+        bandwidth_mbps: float | None = None,
+        delay_ms: float | None = None,
+        loss_percent: float | None = None,
+    ):
         from softswitch.compiler import compile_program
         from softswitch.switch import Switch
 
@@ -66,7 +75,8 @@ class InProcessNetwork:
             params = LinkParams(
                 bandwidth_bps=(bandwidth_mbps if bandwidth_mbps is not None else link.bandwidth) * 1e6,
                 delay_s=(delay_ms if delay_ms is not None else link.delay) / 1e3,
-                loss=(loss_percent if loss_percent is not None else link.loss) / 100.0)
+                loss=(loss_percent if loss_percent is not None else link.loss) / 100.0,
+            )
             a_port = link.a_port if not topo.is_host(link.a) else HostNode.PORT
             b_port = link.b_port if not topo.is_host(link.b) else HostNode.PORT
             self.links[link.id] = (link, self.net.connect(link.a, a_port, link.b, b_port, params))
@@ -87,14 +97,17 @@ class InProcessNetwork:
     # -- switch state --------------------------------------------------------------------------------
     def install_routes(self) -> None:
         from topologies.inprocess.install import install_routes
+
         install_routes(self)
 
     def install_job(self, plan) -> None:
         from topologies.inprocess.install import install_job
+
         install_job(self, plan)
 
     def remove_job(self, plan) -> None:
         from topologies.inprocess.install import remove_job
+
         remove_job(self, plan)
 
     # -- impairments and counters ---------------------------------------------------------------------
@@ -105,8 +118,7 @@ class InProcessNetwork:
         """Per topology link id, both directions: packets, bytes, lost, ..."""
         out = {}
         for link_id, (link, (ab, ba)) in self.links.items():
-            out[link_id] = {f"{link.a}->{link.b}": ab.stats.as_dict(),
-                            f"{link.b}->{link.a}": ba.stats.as_dict()}
+            out[link_id] = {f"{link.a}->{link.b}": ab.stats.as_dict(), f"{link.b}->{link.a}": ba.stats.as_dict()}
         return out
 
     def direction(self, src: str, dst: str):
@@ -144,7 +156,7 @@ class AttachServer:
             self._socks[name] = sock
             self.endpoints[name] = sock.getsockname()
             host = network.hosts[name]
-            host.handler = (lambda frame, n=name: self._to_process(n, frame))
+            host.handler = lambda frame, n=name: self._to_process(n, frame)
             self.loop.add_reader(sock, lambda n=name: self._from_process(n))
 
     def _from_process(self, name: str) -> None:

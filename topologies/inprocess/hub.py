@@ -15,8 +15,16 @@ from worker.transport import Transport
 
 
 class Hub:
-    def __init__(self, loop: EventLoop, *, delay_s: float = 1e-4, loss: float = 0.0,
-                 duplicate: float = 0.0, jitter_s: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        loop: EventLoop,
+        *,
+        delay_s: float = 1e-4,
+        loss: float = 0.0,
+        duplicate: float = 0.0,
+        jitter_s: float = 0.0,
+        seed: int = 0,
+    ):
         self.loop = loop
         self.delay_s, self.loss, self.duplicate, self.jitter_s = delay_s, loss, duplicate, jitter_s
         self.rng = random.Random(seed)
@@ -24,7 +32,7 @@ class Hub:
         self.delivered = 0
         self.lost = 0
 
-    def transport(self, ip: str) -> "HubTransport":
+    def transport(self, ip: str) -> HubTransport:
         t = HubTransport(self, ip)
         self.hosts[ip] = t
         return t

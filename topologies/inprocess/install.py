@@ -48,14 +48,16 @@ def install_routes(net) -> None:
     """Identity, IPv4 routes to every host and result_rewrite of host-facing ports, per switch."""
     inst = _installer(net)
     for name in net.switches:
-        _write(net, name, [(U.MODIFY if e.is_default_action else U.INSERT, e, "table_entry")
-                           for e in inst.topology_entries(name)])
+        _write(
+            net,
+            name,
+            [(U.MODIFY if e.is_default_action else U.INSERT, e, "table_entry") for e in inst.topology_entries(name)],
+        )
 
 
 def install_job(net, plan) -> None:
     for switch, (tables, groups) in _installer(net).job_entries(plan).items():
-        _write(net, switch, [(U.INSERT, e, "table_entry") for e in tables]
-               + [(U.INSERT, g, "group") for g in groups])
+        _write(net, switch, [(U.INSERT, e, "table_entry") for e in tables] + [(U.INSERT, g, "group") for g in groups])
 
 
 def remove_job(net, plan) -> None:
@@ -66,6 +68,7 @@ def remove_job(net, plan) -> None:
             gone.match.extend(e.match)
             updates.append((U.DELETE, gone, "table_entry"))
         for g in groups:
-            updates.append((U.DELETE, p4runtime_pb2.MulticastGroupEntry(
-                multicast_group_id=g.multicast_group_id), "group"))
+            updates.append(
+                (U.DELETE, p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g.multicast_group_id), "group")
+            )
         _write(net, switch, updates)

@@ -14,13 +14,23 @@ from worker.agent import WorkerAgent
 
 
 class InProcessJob:
-    def __init__(self, net, workers: list[str], servers: list[str], *, options=None, resources=None,
-                 timeout: float = 0.005, retries: int = 8, plan=None, server_agents: dict | None = None):
+    def __init__(
+        self,
+        net,
+        workers: list[str],
+        servers: list[str],
+        *,
+        options=None,
+        resources=None,
+        timeout: float = 0.005,
+        retries: int = 8,
+        plan=None,
+        server_agents: dict | None = None,
+    ):
         from controller.planner import PlanOptions, plan_job
 
         self.net = net
-        self.plan = plan or plan_job(net.topo, workers, servers, options or PlanOptions(),
-                                     resources=resources)
+        self.plan = plan or plan_job(net.topo, workers, servers, options or PlanOptions(), resources=resources)
         net.install_job(self.plan)
         # one server agent per server host, shared by the jobs on that host
         self.server_agents = server_agents if server_agents is not None else {}
@@ -28,8 +38,10 @@ class InProcessJob:
             if s.name not in self.server_agents:
                 self.server_agents[s.name] = ServerAgent(net.transport(s.name), s.name)
             self.server_agents[s.name].add_job(self.plan)
-        self.agents = [WorkerAgent(self.plan, w.rank, net.transport(w.name), timeout=timeout,
-                                   retries=retries) for w in self.plan.workers]
+        self.agents = [
+            WorkerAgent(self.plan, w.rank, net.transport(w.name), timeout=timeout, retries=retries)
+            for w in self.plan.workers
+        ]
 
     def start(self, arrays, op: str = "sum"):
         return [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays)]

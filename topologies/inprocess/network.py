@@ -10,8 +10,8 @@ configurable per-packet time (a single FIFO processor per switch).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from worker.loop import EventLoop
 
@@ -20,9 +20,9 @@ from worker.loop import EventLoop
 class LinkParams:
     bandwidth_bps: float = 1e9
     delay_s: float = 1e-6
-    loss: float = 0.0            # probability a frame is lost on this direction
-    duplicate: float = 0.0       # probability a frame is delivered twice
-    reorder: float = 0.0         # probability a frame is held back by up to reorder_delay_s
+    loss: float = 0.0  # probability a frame is lost on this direction
+    duplicate: float = 0.0  # probability a frame is delivered twice
+    reorder: float = 0.0  # probability a frame is held back by up to reorder_delay_s
     reorder_delay_s: float = 0.0
     queue_bytes: int | None = None  # drop-tail limit of the transmit queue; None = unbounded
 
@@ -45,7 +45,7 @@ class Node:
 
     def __init__(self, name: str):
         self.name = name
-        self.ports: dict[int, "Channel"] = {}   # egress channel per local port
+        self.ports: dict[int, Channel] = {}  # egress channel per local port
 
     def receive(self, port: int, frame: bytes) -> None:
         raise NotImplementedError
@@ -63,8 +63,16 @@ class Node:
 class Channel:
     """One direction of a link: FIFO serialisation, propagation delay, impairments."""
 
-    def __init__(self, loop: EventLoop, rng: random.Random, params: LinkParams,
-                 src: Node, src_port: int, dst: Node, dst_port: int):
+    def __init__(
+        self,
+        loop: EventLoop,
+        rng: random.Random,
+        params: LinkParams,
+        src: Node,
+        src_port: int,
+        dst: Node,
+        dst_port: int,
+    ):
         self.loop = loop
         self.rng = rng
         self.params = params
@@ -182,8 +190,9 @@ class Network:
             raise ValueError(f"node {node.name!r} already exists")
         self.nodes[node.name] = node
 
-    def connect(self, a: str, a_port: int, b: str, b_port: int, params: LinkParams,
-                params_ba: LinkParams | None = None) -> tuple[Channel, Channel]:
+    def connect(
+        self, a: str, a_port: int, b: str, b_port: int, params: LinkParams, params_ba: LinkParams | None = None
+    ) -> tuple[Channel, Channel]:
         na, nb = self.nodes[a], self.nodes[b]
         for node, port in ((na, a_port), (nb, b_port)):
             if port in node.ports:
@@ -201,8 +210,14 @@ class Network:
                 return ch
         raise KeyError(f"no link {src} -> {dst}")
 
-    def set_impairments(self, *, loss: float | None = None, duplicate: float | None = None,
-                        reorder: float | None = None, reorder_delay_s: float | None = None) -> None:
+    def set_impairments(
+        self,
+        *,
+        loss: float | None = None,
+        duplicate: float | None = None,
+        reorder: float | None = None,
+        reorder_delay_s: float | None = None,
+    ) -> None:
         """Change impairments on every link direction (tests: lossy, duplicating, reordering nets)."""
         for ch in self.channels:
             p = ch.params = LinkParams(**ch.params.__dict__)

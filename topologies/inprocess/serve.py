@@ -58,8 +58,10 @@ class LoopInstaller:
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
-            raise ValueError(f"server {missing[0]} of job {plan.job_id} has no server agent here "
-                             f"(served: {', '.join(sorted(self.servers))})")
+            raise ValueError(
+                f"server {missing[0]} of job {plan.job_id} has no server agent here "
+                f"(served: {', '.join(sorted(self.servers))})"
+            )
         self.net.install_job(plan)
         for s in plan.servers:
             self.servers[s.name].add_job(plan)
@@ -77,7 +79,7 @@ class LoopInstaller:
         def run():
             try:
                 fn(plan)
-            except BaseException as exc:      # handed to the caller's thread
+            except BaseException as exc:  # handed to the caller's thread
                 done.set_exception(exc)
             else:
                 done.set_result(None)
@@ -90,11 +92,17 @@ def job_counters(net, plan) -> dict:
     """Per switch, the job's P4 counters (InaIngress.ina_stats): what the data plane itself did."""
     from protocol import constants as C
 
-    index = {"grad_aggregated": C.STAT_GRAD_AGGREGATED, "grad_completed": C.STAT_GRAD_COMPLETED,
-             "grad_duplicate": C.STAT_GRAD_DUPLICATE, "overflow": C.STAT_OVERFLOW}
+    index = {
+        "grad_aggregated": C.STAT_GRAD_AGGREGATED,
+        "grad_completed": C.STAT_GRAD_COMPLETED,
+        "grad_duplicate": C.STAT_GRAD_DUPLICATE,
+        "overflow": C.STAT_OVERFLOW,
+    }
     base = plan.job_index * C.NUM_STATS
-    return {name: {k: sw.counter("InaIngress.ina_stats").read(base + index[k])[0] for k in COUNTERS}
-            for name, sw in net.switches.items()}
+    return {
+        name: {k: sw.counter("InaIngress.ina_stats").read(base + index[k])[0] for k in COUNTERS}
+        for name, sw in net.switches.items()
+    }
 
 
 class _Stop(Exception):
@@ -102,8 +110,7 @@ class _Stop(Exception):
 
 
 def _pick_workers(topo, workers: list[str] | None, servers: list[str]) -> list[str]:
-    pool = [h.name for h in topo.role_hosts("worker")] or \
-        [h.name for h in topo.hosts if h.name not in servers]
+    pool = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
     if not workers:
         return pool
     if len(workers) == 1 and workers[0].isdigit():
@@ -126,14 +133,13 @@ def serve(args) -> int:
     if not servers:
         raise SystemExit(f"serve: topology {topo.name} has no host with role server: give --server")
     for name in servers:
-        topo.host(name)                     # TopologyError naming an unknown host
+        topo.host(name)  # TopologyError naming an unknown host
     workers = _pick_workers(topo, args.workers, servers)
     loop = RealTimeLoop()
     net = InProcessNetwork(topo, loop=loop, seed=args.seed)
     net.install_routes()
     installer = LoopInstaller(net, servers)
-    attach = AttachServer(net, hosts=[h.name for h in topo.hosts if h.name not in servers],
-                          bind_ip=args.attach_ip)
+    attach = AttachServer(net, hosts=[h.name for h in topo.hosts if h.name not in servers], bind_ip=args.attach_ip)
     thread = threading.Thread(target=loop.run_forever, name="inprocess-network", daemon=True)
     thread.start()
     manager = JobManager(topo, installer=installer)
@@ -146,14 +152,26 @@ def serve(args) -> int:
     try:
         plan = None
         if not args.no_job:
-            plan, _ = manager.register(workers, servers, PlanOptions(
-                job_id=args.job_id, aggregation=args.aggregation, result_mode=args.result_mode))
+            plan, _ = manager.register(
+                workers,
+                servers,
+                PlanOptions(job_id=args.job_id, aggregation=args.aggregation, result_mode=args.result_mode),
+            )
             if args.plan_out:
                 Path(args.plan_out).write_text(plan.to_json())
-        print(json.dumps({"controller": jobs.address, "job_id": plan.job_id if plan else None,
-                          "workers": [w.name for w in plan.workers] if plan else workers,
-                          "servers": servers, "endpoints": attach.endpoints,
-                          "switches": sorted(net.switches)}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "controller": jobs.address,
+                    "job_id": plan.job_id if plan else None,
+                    "workers": [w.name for w in plan.workers] if plan else workers,
+                    "servers": servers,
+                    "endpoints": attach.endpoints,
+                    "switches": sorted(net.switches),
+                }
+            ),
+            flush=True,
+        )
         while os.read(sys.stdin.fileno(), 4096):
             pass
     except (_Stop, KeyboardInterrupt):
@@ -171,11 +189,19 @@ def serve(args) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("topology", help="topology YAML (topologies/*.yaml)")
-    p.add_argument("--workers", nargs="+", metavar="HOST",
-                   help="the job's workers in rank order, or a count N (the first N worker hosts); "
-                        "default: the topology's worker hosts")
-    p.add_argument("--server", nargs="+", metavar="HOST",
-                   help="aggregation server host(s) (default: the first host with role server)")
+    p.add_argument(
+        "--workers",
+        nargs="+",
+        metavar="HOST",
+        help="the job's workers in rank order, or a count N (the first N worker hosts); "
+        "default: the topology's worker hosts",
+    )
+    p.add_argument(
+        "--server",
+        nargs="+",
+        metavar="HOST",
+        help="aggregation server host(s) (default: the first host with role server)",
+    )
     p.add_argument("--job-id", type=int, help="id of the job registered at start (default: lowest free)")
     p.add_argument("--no-job", action="store_true", help="register no job at start (RegisterJob later)")
     p.add_argument("--aggregation", default="merge", choices=("merge", "all", "none"))
@@ -201,10 +227,17 @@ class ServedNetwork:
         self.switch_counters: dict = {}
         self.all_counters: dict = {}
 
-    def __enter__(self) -> "ServedNetwork":
+    def __enter__(self) -> ServedNetwork:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(REPO),
+        )
         line = _readline(self.proc, self.startup_timeout)
         if not line:
             err = self.stop()
@@ -227,7 +260,7 @@ class ServedNetwork:
         err = ""
         if self.proc is not None:
             try:
-                out, err = self.proc.communicate(timeout=15)      # closes stdin first
+                out, err = self.proc.communicate(timeout=15)  # closes stdin first
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 out, err = self.proc.communicate()

@@ -14,25 +14,32 @@ from worker.torch_backend.options import InaConfigError, InaOptions
 from worker.torch_backend.process_group import BACKEND_NAME, InaProcessGroup
 from worker.torch_backend.reduction import InaRangeError, InaUnsupportedError
 
-__all__ = ["BACKEND_NAME", "InaConfigError", "InaOptions", "InaProcessGroup", "InaRangeError",
-           "InaUnsupportedError", "ina_allreduce_hook", "register"]
+__all__ = [
+    "BACKEND_NAME",
+    "InaConfigError",
+    "InaOptions",
+    "InaProcessGroup",
+    "InaRangeError",
+    "InaUnsupportedError",
+    "ina_allreduce_hook",
+    "register",
+]
 
 
 def _create(backend_opts, pg_options=None) -> InaProcessGroup:
     """Creator torch calls for ``init_process_group("ina")`` / ``new_group(backend="ina")``."""
     if pg_options is not None and not isinstance(pg_options, InaOptions):
-        raise InaConfigError(f"pg_options for the ina backend must be an InaOptions, "
-                             f"got {type(pg_options).__name__}")
+        raise InaConfigError(f"pg_options for the ina backend must be an InaOptions, got {type(pg_options).__name__}")
     options = InaOptions.from_env(overrides=pg_options)
     rank, size = backend_opts.group_rank, backend_opts.group_size
 
     def connect():
         from worker.torch_backend.channel import AgentChannel  # needs worker/controller at runtime
+
         return AgentChannel.connect(options, rank, size)
 
     job = ("plan", options.plan) if options.plan else ("controller", options.controller, options.job)
-    return InaProcessGroup(backend_opts.store, rank, size, backend_opts.timeout, connect,
-                           session_key=(job, rank))
+    return InaProcessGroup(backend_opts.store, rank, size, backend_opts.timeout, connect, session_key=(job, rank))
 
 
 def register() -> None:

@@ -52,15 +52,19 @@ def make_transport(options: InaOptions, plan, me):
     kind, endpoints = options.transport_kind()
     if kind == "udp":
         from worker.transport import UdpTransport
+
         return UdpTransport(ip=me.ip, bind_ip=me.ip)
     if len(endpoints) == 1:
         endpoint = endpoints[0]
     elif len(endpoints) == len(plan.workers):
         endpoint = endpoints[me.rank]
     else:
-        raise InaConfigError(f"INA_TRANSPORT lists {len(endpoints)} attach ports for a job of "
-                             f"{len(plan.workers)} workers (give one, or one per rank)")
+        raise InaConfigError(
+            f"INA_TRANSPORT lists {len(endpoints)} attach ports for a job of "
+            f"{len(plan.workers)} workers (give one, or one per rank)"
+        )
     from worker.transport import AttachTransport
+
     neighbours = {h.ip: h.mac for h in list(plan.servers) + list(plan.workers)}
     return AttachTransport(endpoint, me.ip, me.mac, neighbours=neighbours)
 
@@ -74,17 +78,20 @@ class AgentChannel(SwitchChannel):
         self.timeout = timeout
 
     @classmethod
-    def connect(cls, options: InaOptions, rank: int, size: int) -> "AgentChannel":
+    def connect(cls, options: InaOptions, rank: int, size: int) -> AgentChannel:
         from worker.agent import WorkerAgent
 
         plan = load_plan(options)
         if len(plan.workers) != size:
-            raise InaConfigError(f"job {plan.job_id} has {len(plan.workers)} workers but the process group "
-                                 f"has {size} ranks; an ina group must span all the job's workers")
+            raise InaConfigError(
+                f"job {plan.job_id} has {len(plan.workers)} workers but the process group "
+                f"has {size} ranks; an ina group must span all the job's workers"
+            )
         me = plan.worker(options.host) if options.host else plan.worker(rank)
         if me.rank != rank:
-            raise InaConfigError(f"INA_HOST {options.host} is rank {me.rank} in job {plan.job_id}, "
-                                 f"but this process is rank {rank}")
+            raise InaConfigError(
+                f"INA_HOST {options.host} is rank {me.rank} in job {plan.job_id}, but this process is rank {rank}"
+            )
         transport = make_transport(options, plan, me)
         agent = WorkerAgent(plan, rank, transport, timeout=options.rto, retries=options.retries)
         return cls(agent, transport, options.timeout)

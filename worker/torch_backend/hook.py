@@ -18,8 +18,10 @@ def ina_allreduce_hook(state, bucket: dist.GradBucket) -> torch.futures.Future[t
 
     group = getattr(state, "process_group", state)
     if not isinstance(group, InaProcessGroup):
-        raise TypeError(f"ina_allreduce_hook needs the ina process group as state "
-                        f"(dist.new_group(backend='ina')), got {type(group).__name__}")
+        raise TypeError(
+            f"ina_allreduce_hook needs the ina process group as state "
+            f"(dist.new_group(backend='ina')), got {type(group).__name__}"
+        )
     tensor = bucket.buffer()
     tensor.div_(group.size())
     opts = dist.AllreduceOptions()

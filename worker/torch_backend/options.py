@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Optional
 
 
 class InaConfigError(ValueError):
@@ -36,21 +37,28 @@ class InaOptions:
     retries:     resends of one chunk before the allreduce fails (INA_RETRIES).
     """
 
-    controller: Optional[str] = None
-    job: Optional[str] = None
-    plan: Optional[str] = None
+    controller: str | None = None
+    job: str | None = None
+    plan: str | None = None
     transport: str = "udp"
-    host: Optional[str] = None
+    host: str | None = None
     timeout: float = 60.0
     rto: float = 0.2
     retries: int = 8
 
-    ENV = {"controller": "INA_CONTROLLER", "job": "INA_JOB", "plan": "INA_PLAN", "transport": "INA_TRANSPORT",
-           "host": "INA_HOST", "timeout": "INA_TIMEOUT", "rto": "INA_RTO", "retries": "INA_RETRIES"}
+    ENV = {
+        "controller": "INA_CONTROLLER",
+        "job": "INA_JOB",
+        "plan": "INA_PLAN",
+        "transport": "INA_TRANSPORT",
+        "host": "INA_HOST",
+        "timeout": "INA_TIMEOUT",
+        "rto": "INA_RTO",
+        "retries": "INA_RETRIES",
+    }
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None,
-                 overrides: Optional["InaOptions"] = None) -> "InaOptions":
+    def from_env(cls, environ: Mapping[str, str] | None = None, overrides: InaOptions | None = None) -> InaOptions:
         """Options from INA_* variables; fields set (not None) on ``overrides`` win."""
         env = os.environ if environ is None else environ
         values = {}
@@ -69,8 +77,10 @@ class InaOptions:
     def validate(self) -> None:
         if not self.plan:
             if not self.controller:
-                raise InaConfigError("INA_CONTROLLER is not set: the ina backend needs the controller's "
-                                     "job service address (host:port) or a plan file (INA_PLAN)")
+                raise InaConfigError(
+                    "INA_CONTROLLER is not set: the ina backend needs the controller's "
+                    "job service address (host:port) or a plan file (INA_PLAN)"
+                )
             parse_host_port(self.controller, "INA_CONTROLLER")
             if not self.job:
                 raise InaConfigError("INA_JOB is not set: the ina backend needs the job's name or id")
@@ -87,7 +97,7 @@ class InaOptions:
         if self.transport == "udp":
             return "udp", []
         if self.transport.startswith("attach:"):
-            host, sep, ports = self.transport[len("attach:"):].rpartition(":")
+            host, sep, ports = self.transport[len("attach:") :].rpartition(":")
             endpoints = [parse_host_port(f"{host}:{p}", "INA_TRANSPORT attach") for p in ports.split(",")]
             return "attach", endpoints
         raise InaConfigError(f"INA_TRANSPORT {self.transport!r} is not 'udp' or 'attach:HOST:PORT[,PORT...]'")
@@ -120,5 +130,9 @@ def attach_env(served, rank: int | None = None, rto: float = 0.05) -> dict[str, 
     ranks = range(len(served.workers)) if rank is None else [rank]
     endpoints = [served.rank_endpoint(r) for r in ranks]
     ports = ",".join(str(port) for _, port in endpoints)
-    return {"INA_CONTROLLER": served.controller, "INA_JOB": str(served.job_id),
-            "INA_TRANSPORT": f"attach:{endpoints[0][0]}:{ports}", "INA_RTO": str(rto)}
+    return {
+        "INA_CONTROLLER": served.controller,
+        "INA_JOB": str(served.job_id),
+        "INA_TRANSPORT": f"attach:{endpoints[0][0]}:{ports}",
+        "INA_RTO": str(rto),
+    }

@@ -11,7 +11,7 @@ also needs that per-device backend for its parameter checks and initial broadcas
 from __future__ import annotations
 
 import datetime
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.distributed as dist
@@ -27,15 +27,23 @@ GLOO_STORE_PREFIX = "ina-gloo/"
 class InaProcessGroup(dist.ProcessGroup):
     """all_reduce (SUM, AVG, MAX, MIN) through the switches; everything else through gloo."""
 
-    def __init__(self, store: dist.Store, rank: int, size: int, timeout: datetime.timedelta,
-                 connect: Callable[[], "SwitchChannel"], session_key=None):
+    def __init__(
+        self,
+        store: dist.Store,
+        rank: int,
+        size: int,
+        timeout: datetime.timedelta,
+        connect: Callable[[], SwitchChannel],
+        session_key=None,
+    ):
         """``connect`` builds this rank's channel to the network; groups with the same
         ``session_key`` (the job) share one channel (see session.py)."""
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(GLOO_STORE_PREFIX, store), rank, size, timeout)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
-        self._session: Session | None = open_session(session_key if session_key is not None else id(self),
-                                                     rank, connect)
+        self._session: Session | None = open_session(
+            session_key if session_key is not None else id(self), rank, connect
+        )
         self._channel = self._session.channel
         self._last_switch_work: InaWork | None = None
 
@@ -52,7 +60,7 @@ class InaProcessGroup(dist.ProcessGroup):
         return self._gloo
 
     @property
-    def channel(self) -> "SwitchChannel":
+    def channel(self) -> SwitchChannel:
         return self._channel
 
     # -- reductions through the switches ---------------------------------------------------------

@@ -17,7 +17,7 @@ alike; the exchange itself runs later on the backend's switch thread (``execute`
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -58,7 +58,8 @@ def check_op(op) -> str:
     if name not in SUPPORTED_OPS:
         raise InaUnsupportedError(
             f"ReduceOp.{name} is not supported by the ina backend: the switches only add and take "
-            f"maxima, so all_reduce supports {', '.join(SUPPORTED_OPS)}; use a gloo group for {name}")
+            f"maxima, so all_reduce supports {', '.join(SUPPORTED_OPS)}; use a gloo group for {name}"
+        )
     return name
 
 
@@ -73,7 +74,8 @@ def check_tensor(t: torch.Tensor, what: str = "all_reduce") -> None:
         names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
         raise InaUnsupportedError(
             f"dtype {str(t.dtype).replace('torch.', '')} is not supported by the ina backend's "
-            f"{what} (supported: {names}; the switches sum int32)")
+            f"{what} (supported: {names}; the switches sum int32)"
+        )
 
 
 class SwitchReduction:
@@ -125,7 +127,7 @@ class SwitchReduction:
             if self.op == "MAX":
                 return np.asarray(aggregate(v, "max"))
             total = np.asarray(aggregate(v, "sum"), dtype=np.int64)
-        except InputRangeError as exc:      # raised on every rank in the same all_reduce
+        except InputRangeError as exc:  # raised on every rank in the same all_reduce
             raise InaRangeError(f"ina backend: {exc}; use a gloo group for them") from None
         if self.op == "AVG":
             total = _trunc_div(total, self.world_size)
@@ -137,7 +139,7 @@ class SwitchReduction:
         with torch.no_grad():
             for t in self.tensors:
                 n = t.numel()
-                t.copy_(src[offset:offset + n].view(t.shape).to(t.dtype))
+                t.copy_(src[offset : offset + n].view(t.shape).to(t.dtype))
                 offset += n
 
 

@@ -9,11 +9,11 @@ collectives queue on the same thread in program order, which is the same on ever
 from __future__ import annotations
 
 import threading
-from typing import Callable, Hashable
+from collections.abc import Callable, Hashable
 
 from worker.torch_backend.work import SwitchThread
 
-_sessions: dict[Hashable, "Session"] = {}
+_sessions: dict[Hashable, Session] = {}
 _lock = threading.Lock()
 
 

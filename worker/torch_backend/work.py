@@ -13,7 +13,8 @@ from __future__ import annotations
 import datetime
 import queue
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import torch
 import torch.distributed as dist
@@ -28,7 +29,7 @@ class InaWork(dist.Work):
         self._done = done
         self._what = what
 
-    def wait(self, timeout: Optional[datetime.timedelta] = None) -> bool:
+    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
         if not self._done.wait(seconds if seconds and seconds > 0 else None):
             raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
@@ -68,7 +69,7 @@ class SwitchThread:
     """Runs queued jobs one after another on a private daemon thread."""
 
     def __init__(self, name: str = "ina-switch"):
-        self._queue: "queue.Queue[tuple]" = queue.Queue()
+        self._queue: queue.Queue[tuple] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._closed = False
         self._thread.start()
@@ -102,8 +103,11 @@ class SwitchThread:
             try:
                 result = job()
             except Exception as exc:  # handed to the waiter, never lost in this thread
-                error = exc if isinstance(exc, (ValueError, OverflowError, TimeoutError)) \
+                error = (
+                    exc
+                    if isinstance(exc, (ValueError, OverflowError, TimeoutError))
                     else RuntimeError(f"ina {what} failed: {exc}")
+                )
                 future.set_exception(error)
             else:
                 future.set_result(result)
