@@ -8,6 +8,24 @@ From the control plane they raise IndexError naming the extern.
 from __future__ import annotations
 
 
+def check_index(kind, name, size, i):
+    """Control-plane index check of a register or counter (IndexError naming the extern)."""
+    if not isinstance(i, int) or not 0 <= i < size:
+        raise IndexError(f"{kind} {name}: index {i!r} is outside 0..{size - 1}")
+
+
+def check_register_value(info, v):
+    """A value written to a register from the control plane must fit its bit<W> / int<W>."""
+    w = info.bitwidth
+    if not isinstance(v, int):
+        raise ValueError(f"register {info.name}: value {v!r} is not an integer")
+    if info.signed:
+        if not -(1 << (w - 1)) <= v < (1 << (w - 1)):
+            raise ValueError(f"register {info.name}: value {v} does not fit int<{w}>")
+    elif not 0 <= v < (1 << w):
+        raise ValueError(f"register {info.name}: value {v} does not fit bit<{w}>")
+
+
 class RegisterState:
     def __init__(self, info):
         self.info = info
@@ -15,24 +33,13 @@ class RegisterState:
         self.size = info.size
         self.values = [0] * info.size  # generated code indexes this list directly
 
-    def _check(self, i):
-        if not isinstance(i, int) or not 0 <= i < self.size:
-            raise IndexError(f"register {self.name}: index {i!r} is outside 0..{self.size - 1}")
-
     def read(self, i):
-        self._check(i)
+        check_index("register", self.name, self.size, i)
         return self.values[i]
 
     def write(self, i, v):
-        self._check(i)
-        w = self.info.bitwidth
-        if not isinstance(v, int):
-            raise ValueError(f"register {self.name}: value {v!r} is not an integer")
-        if self.info.signed:
-            if not -(1 << (w - 1)) <= v < (1 << (w - 1)):
-                raise ValueError(f"register {self.name}: value {v} does not fit int<{w}>")
-        elif not 0 <= v < (1 << w):
-            raise ValueError(f"register {self.name}: value {v} does not fit bit<{w}>")
+        check_index("register", self.name, self.size, i)
+        check_register_value(self.info, v)
         self.values[i] = v
 
     def reset(self):
@@ -53,16 +60,12 @@ class CounterState:
             self.packets[i] += 1
             self.bytes[i] += self._state.sm.packet_length
 
-    def _check(self, i):
-        if not isinstance(i, int) or not 0 <= i < self.size:
-            raise IndexError(f"counter {self.name}: index {i!r} is outside 0..{self.size - 1}")
-
     def read(self, i):
-        self._check(i)
+        check_index("counter", self.name, self.size, i)
         return self.packets[i], self.bytes[i]
 
     def write(self, i, packets, nbytes):
-        self._check(i)
+        check_index("counter", self.name, self.size, i)
         self.packets[i], self.bytes[i] = packets, nbytes
 
     def reset(self):

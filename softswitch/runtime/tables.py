@@ -84,52 +84,21 @@ def _mask(w):
     return (1 << w) - 1
 
 
-class TableState:
-    def __init__(self, info, actions_info, state=None):
+class TableSchema:
+    """A table's entries checked against its TableInfo: the names, widths and priorities an entry must
+    have, and the error messages when it does not. Shared by the Python TableState and the native
+    runtime's tables (softswitch/native), so both raise the same errors."""
+
+    def __init__(self, info, actions_info):
         self.info = info
         self.name = info.name
-        self.state = state  # the pipeline's per-packet state (packet_length)
         self._actions_info = {a.name: a for a in actions_info}
         self._refs = {r.name: r for r in info.actions}
-        self._fns = {}
-        self._entries: dict[tuple, TableEntry] = {}
-        self._index = None
-        self._counted = info.direct_counter is not None
         kinds = [k.match_kind for k in info.keys]
         self._needs_priority = any(k in ("ternary", "range", "optional") for k in kinds)
-        self._single = len(kinds) == 1
-        if not kinds:
-            self._mode = "none"
-        elif all(k == "exact" for k in kinds):
-            self._mode = "exact"
-        elif not self._needs_priority:
-            self._mode = "lpm"
-        else:
-            self._mode = "scan"
-        self._default = (info.default_action, tuple(info.default_args))
-        self._default_result = None
-        for ce in info.const_entries:
-            self._insert(self._from_const(ce), check_const=False)
 
-    # ------------------------------------------------------------------ binding to generated code
-    def bind(self, fns):
-        """Called by the generated module: action name -> Python function."""
-        self._fns = fns
-        self._invalidate()
-
-    def _invalidate(self):
-        """Entries, the default action or the action functions changed: the next lookup rebuilds the
-        index and the lookup function specialised for it."""
-        self._index = None
-        self._default_result = None
-        self.__dict__.pop("lookup", None)
-
-    # ------------------------------------------------------------------ control API
-    @property
-    def default(self):
-        return self._default[0], self._named_args(self._default[0], self._default[1])
-
-    def set_default(self, action, args=None):
+    def check_default(self, action, args):
+        """(action name, args tuple) for a new default action; raises ConstDefaultAction/InvalidEntry."""
         if self.info.const_default_action:
             raise ConstDefaultAction(
                 f"table {self.name}: the default action is const ({self.info.default_action}) and cannot be changed"
@@ -138,52 +107,7 @@ class TableState:
         ref = self._refs[action]
         if ref.scope == "TABLE_ONLY":
             raise InvalidEntry(f"table {self.name}: action {action} is @tableonly and cannot be the default")
-        self._default = (action, self._arg_tuple(action, args or {}))
-        self._invalidate()
-
-    def reset_default(self):
-        self._default = (self.info.default_action, tuple(self.info.default_args))
-        self._invalidate()
-
-    def insert(self, entry: TableEntry):
-        self._check_mutable()
-        self._insert(entry, check_const=True)
-
-    def modify(self, entry: TableEntry):
-        self._check_mutable()
-        key = self._key_of(entry)
-        old = self._entries.get(key)
-        if old is None:
-            raise EntryNotFound(f"table {self.name}: no entry with this key to modify")
-        action, args = self._check_action(entry)
-        old.action, old.args = action, self._named_args(action, args)
-        self._invalidate()
-
-    def delete(self, entry: TableEntry):
-        self._check_mutable()
-        key = self._key_of(entry)
-        if key not in self._entries:
-            raise EntryNotFound(f"table {self.name}: no entry with this key to delete")
-        del self._entries[key]
-        self._invalidate()
-
-    def entries(self):
-        return [
-            TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
-            for e in self._entries.values()
-        ]
-
-    def find(self, entry: TableEntry):
-        """The stored entry with entry's key (its counters are live), or None."""
-        return self._entries.get(self._key_of(entry))
-
-    def clear(self):
-        self._check_mutable()
-        self._entries.clear()
-        self._invalidate()
-
-    def __len__(self):
-        return len(self._entries)
+        return action, self._arg_tuple(action, args or {})
 
     # ------------------------------------------------------------------ validation
     def _check_mutable(self):
@@ -300,17 +224,6 @@ class TableState:
             prio = None
         return tuple(norm), prio
 
-    def _insert(self, entry, check_const):
-        key = self._key_of(entry)
-        action, args = self._check_action(entry)
-        if key in self._entries:
-            raise EntryExists(f"table {self.name}: an entry with this key already exists")
-        if len(self._entries) >= self.info.size and check_const:
-            raise TableFull(f"table {self.name} is full ({self.info.size} entries)")
-        stored = TableEntry(dict(entry.matches), action, self._named_args(action, args), key[1], 0, 0)
-        self._entries[key] = stored
-        self._invalidate()
-
     def _from_const(self, ce):
         matches = {}
         for k, m in zip(self.info.keys, ce.matches):
@@ -330,6 +243,107 @@ class TableState:
         ai = self._actions_info.get(ce.action)
         args = {p.name: v for p, v in zip(ai.params if ai else (), ce.args)}
         return TableEntry(matches, ce.action, args, ce.priority)
+
+
+class TableState(TableSchema):
+    def __init__(self, info, actions_info, state=None):
+        super().__init__(info, actions_info)
+        self.state = state  # the pipeline's per-packet state (packet_length)
+        self._fns = {}
+        self._entries: dict[tuple, TableEntry] = {}
+        self._index = None
+        self._counted = info.direct_counter is not None
+        kinds = [k.match_kind for k in info.keys]
+        self._single = len(kinds) == 1
+        if not kinds:
+            self._mode = "none"
+        elif all(k == "exact" for k in kinds):
+            self._mode = "exact"
+        elif not self._needs_priority:
+            self._mode = "lpm"
+        else:
+            self._mode = "scan"
+        self._default = (info.default_action, tuple(info.default_args))
+        self._default_result = None
+        for ce in info.const_entries:
+            self._insert(self._from_const(ce), check_const=False)
+
+    # ------------------------------------------------------------------ binding to generated code
+    def bind(self, fns):
+        """Called by the generated module: action name -> Python function."""
+        self._fns = fns
+        self._invalidate()
+
+    def _invalidate(self):
+        """Entries, the default action or the action functions changed: the next lookup rebuilds the
+        index and the lookup function specialised for it."""
+        self._index = None
+        self._default_result = None
+        self.__dict__.pop("lookup", None)
+
+    # ------------------------------------------------------------------ control API
+    @property
+    def default(self):
+        return self._default[0], self._named_args(self._default[0], self._default[1])
+
+    def set_default(self, action, args=None):
+        self._default = self.check_default(action, args)
+        self._invalidate()
+
+    def reset_default(self):
+        self._default = (self.info.default_action, tuple(self.info.default_args))
+        self._invalidate()
+
+    def insert(self, entry: TableEntry):
+        self._check_mutable()
+        self._insert(entry, check_const=True)
+
+    def modify(self, entry: TableEntry):
+        self._check_mutable()
+        key = self._key_of(entry)
+        old = self._entries.get(key)
+        if old is None:
+            raise EntryNotFound(f"table {self.name}: no entry with this key to modify")
+        action, args = self._check_action(entry)
+        old.action, old.args = action, self._named_args(action, args)
+        self._invalidate()
+
+    def delete(self, entry: TableEntry):
+        self._check_mutable()
+        key = self._key_of(entry)
+        if key not in self._entries:
+            raise EntryNotFound(f"table {self.name}: no entry with this key to delete")
+        del self._entries[key]
+        self._invalidate()
+
+    def entries(self):
+        return [
+            TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
+            for e in self._entries.values()
+        ]
+
+    def find(self, entry: TableEntry):
+        """The stored entry with entry's key (its counters are live), or None."""
+        return self._entries.get(self._key_of(entry))
+
+    def clear(self):
+        self._check_mutable()
+        self._entries.clear()
+        self._invalidate()
+
+    def __len__(self):
+        return len(self._entries)
+
+    def _insert(self, entry, check_const):
+        key = self._key_of(entry)
+        action, args = self._check_action(entry)
+        if key in self._entries:
+            raise EntryExists(f"table {self.name}: an entry with this key already exists")
+        if len(self._entries) >= self.info.size and check_const:
+            raise TableFull(f"table {self.name} is full ({self.info.size} entries)")
+        stored = TableEntry(dict(entry.matches), action, self._named_args(action, args), key[1], 0, 0)
+        self._entries[key] = stored
+        self._invalidate()
 
     # ------------------------------------------------------------------ match engine
     def _result(self, action, args, hit, entry):
