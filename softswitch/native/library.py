@@ -1,0 +1,324 @@
+"""Building a program's native library (the runtime's C sources + the program's generated C) and the
+ctypes view of it: the exported functions with their signatures and the program descriptor's structs.
+
+    lib = build_library("ipv4_router", generated={"program.c": c_text})     # a NativeLibrary
+    lib.api.ss_switch_create(None)                                          # the ctypes functions
+    lib.descriptor                                                          # ProgramDescriptor
+
+One shared object per program: the runtime is compiled into each (with -fvisibility=hidden, so
+several programs load side by side without clashing), cached by native/build.py under a hash of the
+runtime sources, the program's C, the flags and the compiler version.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from native.build import DEFAULT_CFLAGS, load_library
+
+__all__ = ["INCLUDE_DIR", "RUNTIME_SOURCES", "NativeLibrary", "ProgramDescriptor", "build_library"]
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+INCLUDE_DIR = PACKAGE_DIR / "include"
+SOURCE_DIR = PACKAGE_DIR / "src"
+RUNTIME_SOURCES = tuple(sorted(SOURCE_DIR.glob("*.c")))
+CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden")
+ABI_VERSION = 1
+
+MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
+COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
+
+# return codes of the control functions (ss_internal.h)
+OK, E_EXISTS, E_NOT_FOUND, E_FULL, E_INVALID, E_NOMEM, E_IO = range(7)
+# record kinds (ss_internal.h)
+REC_FRAME, REC_PACKET_IN, REC_DIGEST, REC_LOG = 1, 2, 3, 4
+
+
+# ---------------------------------------------------------------------------- descriptor structs
+
+
+class _ParamDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("bitwidth", ctypes.c_uint32)]
+
+
+class _ActionDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("n_params", ctypes.c_uint32), ("params", ctypes.POINTER(_ParamDesc))]
+
+
+class _KeyDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("match_kind", ctypes.c_uint32), ("bitwidth", ctypes.c_uint32)]
+
+
+class _TableDesc(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("n_keys", ctypes.c_uint32),
+        ("keys", ctypes.POINTER(_KeyDesc)),
+        ("size", ctypes.c_uint32),
+        ("direct_counter", ctypes.c_uint32),
+    ]
+
+
+class _RegisterDesc(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("bitwidth", ctypes.c_uint32),
+        ("size", ctypes.c_uint32),
+        ("is_signed", ctypes.c_uint32),
+    ]
+
+
+class _CounterDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("size", ctypes.c_uint32), ("unit", ctypes.c_uint32)]
+
+
+class _DigestDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("n_fields", ctypes.c_uint32), ("fields", ctypes.POINTER(_ParamDesc))]
+
+
+_FN = ctypes.c_void_p
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32),
+        ("name", ctypes.c_char_p),
+        ("hdr_size", ctypes.c_uint32),
+        ("meta_size", ctypes.c_uint32),
+        ("max_deparsed", ctypes.c_uint32),
+        ("parse", _FN),
+        ("verify_checksum", _FN),
+        ("ingress", _FN),
+        ("egress", _FN),
+        ("compute_checksum", _FN),
+        ("deparse", _FN),
+        ("copy_field_list", _FN),
+        ("n_actions", ctypes.c_uint32),
+        ("actions", ctypes.POINTER(_ActionDesc)),
+        ("n_tables", ctypes.c_uint32),
+        ("tables", ctypes.POINTER(_TableDesc)),
+        ("n_registers", ctypes.c_uint32),
+        ("registers", ctypes.POINTER(_RegisterDesc)),
+        ("n_counters", ctypes.c_uint32),
+        ("counters", ctypes.POINTER(_CounterDesc)),
+        ("n_digests", ctypes.c_uint32),
+        ("digests", ctypes.POINTER(_DigestDesc)),
+    ]
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    bitwidth: int
+
+    @property
+    def words(self) -> int:
+        """64-bit words the value takes in action data and digests."""
+        return (self.bitwidth + 63) // 64
+
+
+@dataclass(frozen=True)
+class ActionDesc:
+    index: int
+    name: str
+    params: tuple[Param, ...]
+
+
+@dataclass(frozen=True)
+class KeyDesc:
+    name: str
+    match_kind: str
+    bitwidth: int
+
+
+@dataclass(frozen=True)
+class TableDesc:
+    index: int
+    name: str
+    keys: tuple[KeyDesc, ...]
+    size: int
+    direct_counter: bool
+
+
+@dataclass(frozen=True)
+class RegisterDesc:
+    index: int
+    name: str
+    bitwidth: int
+    size: int
+    signed: bool
+
+
+@dataclass(frozen=True)
+class CounterDesc:
+    index: int
+    name: str
+    size: int
+    unit: str
+
+
+@dataclass(frozen=True)
+class DigestDesc:
+    index: int
+    name: str
+    fields: tuple[Param, ...]
+
+
+@dataclass(frozen=True)
+class ProgramDescriptor:
+    """The program descriptor of a library, read into Python (names map to the C indices)."""
+
+    name: str
+    actions: tuple[ActionDesc, ...]
+    tables: tuple[TableDesc, ...]
+    registers: tuple[RegisterDesc, ...]
+    counters: tuple[CounterDesc, ...]
+    digests: tuple[DigestDesc, ...]
+
+
+def _s(b: bytes | None) -> str:
+    return (b or b"").decode()
+
+
+def _params(ptr, n) -> tuple[Param, ...]:
+    return tuple(Param(_s(ptr[i].name), ptr[i].bitwidth) for i in range(n))
+
+
+def _read_descriptor(p: _Program) -> ProgramDescriptor:
+    return ProgramDescriptor(
+        name=_s(p.name),
+        actions=tuple(
+            ActionDesc(i, _s(a.name), _params(a.params, a.n_params))
+            for i, a in ((i, p.actions[i]) for i in range(p.n_actions))
+        ),
+        tables=tuple(
+            TableDesc(
+                i,
+                _s(t.name),
+                tuple(
+                    KeyDesc(_s(t.keys[k].name), MATCH_KINDS[t.keys[k].match_kind], t.keys[k].bitwidth)
+                    for k in range(t.n_keys)
+                ),
+                t.size,
+                bool(t.direct_counter),
+            )
+            for i, t in ((i, p.tables[i]) for i in range(p.n_tables))
+        ),
+        registers=tuple(
+            RegisterDesc(i, _s(r.name), r.bitwidth, r.size, bool(r.is_signed))
+            for i, r in ((i, p.registers[i]) for i in range(p.n_registers))
+        ),
+        counters=tuple(
+            CounterDesc(i, _s(c.name), c.size, COUNTER_UNITS[c.unit])
+            for i, c in ((i, p.counters[i]) for i in range(p.n_counters))
+        ),
+        digests=tuple(
+            DigestDesc(i, _s(d.name), _params(d.fields, d.n_fields))
+            for i, d in ((i, p.digests[i]) for i in range(p.n_digests))
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------- functions
+
+_P = ctypes.c_void_p
+_U8P = ctypes.POINTER(ctypes.c_uint8)
+_U16P = ctypes.POINTER(ctypes.c_uint16)
+_U32P = ctypes.POINTER(ctypes.c_uint32)
+_U64P = ctypes.POINTER(ctypes.c_uint64)
+_u32, _u64, _i32, _i64, _int = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_int64, ctypes.c_int
+
+_SIGNATURES = {
+    "ss_abi_version": (_u32, []),
+    "ss_library_program": (ctypes.POINTER(_Program), []),
+    "ss_last_error": (ctypes.c_char_p, []),
+    "ss_free": (None, [_P]),
+    "ss_switch_create": (_P, [_P]),
+    "ss_switch_destroy": (None, [_P]),
+    "ss_switch_configure": (None, [_P, _i32, _int, _int, _P]),
+    "ss_stat_count": (_u32, []),
+    "ss_stats_read": (None, [_P, _U64P]),
+    "ss_stat_add": (None, [_P, _u32, _i64]),
+    "ss_assert_failures": (_u64, [_P]),
+    "ss_process_batch": (_i64, [_P, _u32, _P, ctypes.c_char_p, _P, _int, ctypes.POINTER(_P), _U64P]),
+    "ss_ctl_table_insert": (_int, [_P, _u32, ctypes.c_char_p, ctypes.c_char_p, _i64, _u32, _U64P, _int]),
+    "ss_ctl_table_modify": (_int, [_P, _u32, ctypes.c_char_p, _i64, _u32, _U64P]),
+    "ss_ctl_table_delete": (_int, [_P, _u32, ctypes.c_char_p, _i64]),
+    "ss_ctl_table_find": (_int, [_P, _u32, ctypes.c_char_p, _i64, _U64P]),
+    "ss_ctl_table_clear": (_int, [_P, _u32]),
+    "ss_ctl_table_count": (_u64, [_P, _u32]),
+    "ss_ctl_table_read": (_u64, [_P, _u32, _P, _u64]),
+    "ss_ctl_table_set_default": (_int, [_P, _u32, _u32, _U64P]),
+    "ss_ctl_table_get_default": (_i64, [_P, _u32, _U64P]),
+    "ss_ctl_table_lookup": (_i64, [_P, _u32, ctypes.c_char_p, _U32P, _U64P]),
+    "ss_ctl_register_read": (_int, [_P, _u32, _u64, _U64P]),
+    "ss_ctl_register_write": (_int, [_P, _u32, _u64, _u64, _u64]),
+    "ss_ctl_register_read_all": (_int, [_P, _u32, _P]),
+    "ss_ctl_register_elem_bytes": (_u32, [_P, _u32]),
+    "ss_ctl_register_reset": (_int, [_P, _u32]),
+    "ss_ctl_counter_read": (_int, [_P, _u32, _u64, _U64P]),
+    "ss_ctl_counter_write": (_int, [_P, _u32, _u64, _u64, _u64]),
+    "ss_ctl_counter_reset": (_int, [_P, _u32]),
+    "ss_ctl_mc_set": (_int, [_P, _u32, _u32, _U16P, _U16P]),
+    "ss_ctl_mc_delete": (_int, [_P, _u32]),
+    "ss_ctl_session_set": (_int, [_P, _u64, _u32, _U16P, _U16P, _u32]),
+    "ss_ctl_session_delete": (_int, [_P, _u64]),
+    "ss_ctl_pre_read": (_u64, [_P, _int, _P, _u64]),
+    "ss_events_create": (_P, []),
+    "ss_events_destroy": (None, [_P]),
+    "ss_events_wait": (_i64, [_P, _i64, ctypes.POINTER(_P)]),
+    "ss_events_close": (None, [_P]),
+    "ss_events_dropped": (_u64, [_P]),
+    "ss_io_create": (_P, []),
+    "ss_io_set_switch": (None, [_P, _P]),
+    "ss_io_add_port": (_int, [_P, _u32, ctypes.c_char_p]),
+    "ss_io_start": (_int, [_P]),
+    "ss_io_stop": (None, [_P]),
+    "ss_io_destroy": (None, [_P]),
+    "ss_io_send": (_int, [_P, _u32, ctypes.c_char_p, _u32]),
+    "ss_io_port_stats": (_int, [_P, _u32, _U64P]),
+    "ss_io_stats": (None, [_P, _U64P]),
+    "ss_hash_bytes": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t]),
+    "ss_hash_extern": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t, _u64, _u64, _u32]),
+}
+
+
+class NativeLibrary:
+    """A loaded program library: ``api`` (ctypes functions with signatures) and ``descriptor``."""
+
+    def __init__(self, cdll: ctypes.CDLL):
+        self.cdll = cdll
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(cdll, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
+        self.api = cdll
+        if cdll.ss_abi_version() != ABI_VERSION:
+            raise RuntimeError(f"native runtime ABI {cdll.ss_abi_version()} != {ABI_VERSION} expected by Python")
+        program = cdll.ss_library_program().contents
+        if program.abi_version != ABI_VERSION:
+            raise RuntimeError(
+                f"program {_s(program.name)} was generated for runtime ABI {program.abi_version}, "
+                f"the runtime is {ABI_VERSION}"
+            )
+        self.descriptor = _read_descriptor(program)
+
+    def last_error(self) -> str:
+        return _s(self.api.ss_last_error())
+
+
+def build_library(name: str, generated: Mapping[str, str] | None = None, sources: Sequence[Path] = ()) -> NativeLibrary:
+    """Compile (or reuse) the runtime together with a program's C (generated text or files on disk)
+    into one shared object and load it. Raises native.build.CompilerMissing / CompileError."""
+    cdll = load_library(
+        f"softswitch-{name}",
+        [*RUNTIME_SOURCES, *sources],
+        generated=generated,
+        include_dirs=[INCLUDE_DIR, SOURCE_DIR],
+        cflags=CFLAGS,
+        libs=["pthread"],
+    )
+    return NativeLibrary(cdll)

@@ -1,0 +1,165 @@
+"""Ports of a NativeSwitch on Linux interfaces: the interface of softswitch.ports.PortSet, with the
+I/O and the pipeline in a native thread (no GIL) and one Python thread that delivers what the
+pipeline sends to Python (packet-ins, digests, log lines) from the native event queue.
+
+    ports = switch.ports()
+    ports.add(1, "veth1"); ports.add(2, "veth2")
+    ports.start()          # frames now flow 1 <-> 2 through the switch's program
+    ports.send(2, frame)   # e.g. the outputs of a packet-out
+    ports.stop()
+
+A pipeline reload (NativeSwitch.load with another program) reopens the ports on the new program's
+library: frames arriving during the swap are lost, as on a hardware switch being reprogrammed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+from softswitch.ports import PortStats
+
+from . import library as L
+
+__all__ = ["IoStats", "NativePortSet"]
+
+
+@dataclass
+class IoStats:
+    unknown_port_drops: int = 0  # outputs to a port without an interface
+    batches: int = 0  # recvmmsg batches run through the pipeline
+    frames_in_batches: int = 0
+    events_dropped: int = 0  # packet-ins/digests/logs lost to a full event queue
+
+
+class NativePortSet:
+    """All ports of one NativeSwitch (created by ``switch.ports()``)."""
+
+    def __init__(self, switch):
+        self.switch = switch
+        self.ports: dict[int, str] = {}  # number -> interface
+        self.io = None
+        self.events = None
+        self._lib = None
+        self._running = False
+        self._drain_thread: threading.Thread | None = None
+
+    # ---------------------------------------------------------------- set-up
+    def _ensure(self):
+        if self.io is None:
+            lib = self.switch._lib
+            self.io = lib.api.ss_io_create()
+            if not self.io:
+                raise OSError(lib.last_error())
+            self.events = lib.api.ss_events_create()
+            self._lib = lib
+            lib.api.ss_io_set_switch(self.io, self.switch._sw)
+            self.switch._configure()
+
+    def add(self, number: int, iface: str) -> None:
+        if not isinstance(number, int) or not 0 <= number < 512:
+            raise ValueError(f"port {number!r} is outside 0..511")
+        if number in self.ports:
+            raise ValueError(f"port {number} is given twice ({self.ports[number]} and {iface})")
+        with self.switch._lock:
+            self._ensure()
+            rc = self._lib.api.ss_io_add_port(self.io, number, iface.encode())
+            if rc != L.OK:
+                message = self._lib.last_error()
+                raise PermissionError(message) if "needs root" in message else OSError(message)
+        self.ports[number] = iface
+
+    def start(self) -> None:
+        if self._running or not self.ports:
+            return
+        with self.switch._lock:
+            self._ensure()
+            if self._lib.api.ss_io_start(self.io) != L.OK:
+                raise OSError(self._lib.last_error())
+            self._running = True
+            self._drain_thread = threading.Thread(
+                target=self._drain, args=(self._lib, self.events), name=f"{self.switch.name}-events", daemon=True
+            )
+            self._drain_thread.start()
+
+    def send(self, number: int, frame: bytes) -> bool:
+        """Sends one frame on a port now; False when the port has no interface or the send failed."""
+        with self.switch._lock:
+            if self.io is None:
+                return False
+            return self._lib.api.ss_io_send(self.io, number, bytes(frame), len(frame)) == L.OK
+
+    def stop(self) -> None:
+        with self.switch._lock:
+            self._teardown()
+            self.ports.clear()
+
+    # ---------------------------------------------------------------- statistics
+    def port_stats(self, number: int) -> PortStats:
+        out = (ctypes.c_uint64 * 4)()
+        with self.switch._lock:
+            if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
+                raise KeyError(f"no port {number}")
+        return PortStats(rx=out[0], tx=out[1], tx_errors=out[2])
+
+    def stats(self) -> IoStats:
+        out = (ctypes.c_uint64 * 3)()
+        with self.switch._lock:
+            if self.io is None:
+                return IoStats()
+            self._lib.api.ss_io_stats(self.io, out)
+            dropped = self._lib.api.ss_events_dropped(self.events)
+        return IoStats(out[0], out[1], out[2], dropped)
+
+    # ---------------------------------------------------------------- internals
+    def _teardown(self) -> None:
+        """Stops the I/O thread, closes the sockets, ends the drain thread (caller holds the lock)."""
+        if self.io is None:
+            return
+        lib, io, events = self._lib, self.io, self.events
+        lib.api.ss_io_stop(io)
+        lib.api.ss_events_close(events)
+        if self._drain_thread is not None:
+            self._drain_thread.join(timeout=5)
+            self._drain_thread = None
+        if self.switch._sw is not None and self.switch._lib is lib:
+            lib.api.ss_switch_configure(self.switch._sw, -1, 0, 0, None)
+        lib.api.ss_io_destroy(io)
+        lib.api.ss_events_destroy(events)
+        self.io = self.events = self._lib = None
+        self._running = False
+        if self.switch._sw is not None and self.switch._lib is lib:
+            self.switch._configure()
+
+    def _detach(self) -> None:
+        """Before NativeSwitch.load replaces the switch: stop the I/O of the old library."""
+        self._was_running = self._running
+        self._teardown()
+
+    def _attach(self) -> None:
+        """After NativeSwitch.load: the same ports on the new switch (and library)."""
+        ports, self.ports = dict(self.ports), {}
+        for number, iface in ports.items():
+            self.add(number, iface)
+        if getattr(self, "_was_running", False):
+            self.start()
+
+    def _drain(self, lib, events) -> None:
+        """Delivers packet-ins, digests and log lines until the queue is closed."""
+        records = ctypes.c_void_p()
+        switch = self.switch
+        while True:
+            size = lib.api.ss_events_wait(events, 500, ctypes.byref(records))
+            if size < 0:
+                return
+            if size == 0:
+                continue
+            raw = ctypes.string_at(records, size)
+            lib.api.ss_free(records)
+            try:
+                packet_ins, digests = switch._parse_records(raw, None, None)
+                switch._deliver(packet_ins, digests)
+            except Exception as e:  # the drain thread must survive a bad callback or record
+                if switch.log:
+                    switch.log(f"{switch.name}: delivering events failed: {e}")

@@ -1,0 +1,250 @@
+/* softswitch native runtime: internal structures (not for generated code). */
+#ifndef SS_INTERNAL_H
+#define SS_INTERNAL_H
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdbool.h>
+
+#include "ss_program.h"
+
+#define SS_EXPORT __attribute__((visibility("default")))
+
+/* ------------------------------------------------------------------ errors of the control API
+ * Control functions return 0 or one of these; ss_last_error() gives the message. */
+#define SS_OK 0
+#define SS_E_EXISTS 1
+#define SS_E_NOT_FOUND 2
+#define SS_E_FULL 3
+#define SS_E_INVALID 4
+#define SS_E_NOMEM 5
+#define SS_E_IO 6
+
+/* ------------------------------------------------------------------ hash map on byte keys
+ * Open addressing, linear probing, backward-shift deletion; values are pointers to objects that
+ * hold their own key bytes (the map stores the hash and the pointer). */
+typedef struct ss_map_slot {
+    uint64_t hash; /* 0 = empty (hashes are forced non-zero) */
+    void *value;
+} ss_map_slot;
+
+typedef const uint8_t *(*ss_map_key_fn)(const void *value);
+
+typedef struct ss_map {
+    ss_map_slot *slots;
+    uint64_t mask; /* capacity - 1 */
+    uint64_t count;
+    uint32_t key_len;
+    ss_map_key_fn key_of;
+} ss_map;
+
+uint64_t ss_hash_key(const uint8_t *key, uint32_t len);
+int ss_map_init(ss_map *m, uint32_t key_len, ss_map_key_fn key_of);
+void ss_map_free(ss_map *m);
+void *ss_map_get(const ss_map *m, const uint8_t *key, uint64_t hash);
+int ss_map_put(ss_map *m, void *value, uint64_t hash); /* key must not be present */
+void *ss_map_remove(ss_map *m, const uint8_t *key, uint64_t hash);
+
+/* ------------------------------------------------------------------ tables */
+typedef struct ss_entry {
+    struct ss_entry *prev, *next; /* insertion order (read-back order, tie-break order) */
+    uint64_t seq;                 /* insertion number: lower wins a priority tie */
+    int64_t priority;             /* 0 for exact/lpm tables */
+    uint64_t packets, bytes;      /* direct counter */
+    ss_action_call call;          /* action + data (call.data points into this block) */
+    uint8_t *spec;       /* 2 * key_bytes: values (low for range) then masks (high for range) */
+    uint8_t *present;    /* n_keys bytes: 1 where the entry named the field */
+    uint8_t *index_key;  /* the map key (see ss_table.c) */
+    uint8_t *cmp_value;  /* scan tables: value & mask, range fields zero (cmp_bytes) */
+    uint8_t *cmp_mask;
+    uint32_t n_words;    /* action data words */
+} ss_entry;
+
+typedef struct ss_table {
+    const ss_table_desc *desc;
+    const ss_program *prog;
+    uint32_t n_keys;
+    uint32_t key_bytes;       /* sum of ceil(width / 8) */
+    uint32_t *key_offset;     /* byte offset of each key field */
+    uint32_t *key_width;      /* bytes of each key field */
+    uint32_t mode;            /* SS_MODE_* */
+    int lpm_field;            /* lpm mode: the prefix-matched field */
+    uint32_t index_key_len;
+    uint32_t cmp_bytes;       /* scan: key_bytes rounded up to 8 */
+    uint32_t n_range;
+    uint32_t *range_fields;
+    ss_map map;               /* identity / exact / lpm index */
+    ss_entry *first, *last;   /* insertion order */
+    uint64_t count;
+    uint64_t next_seq;
+    ss_entry **sorted;        /* scan mode: by (priority desc, seq asc) */
+    uint64_t sorted_cap;
+    uint32_t *lpm_len_count;  /* lpm mode: entries per prefix length (0..width) */
+    uint32_t *lpm_lens;       /* active prefix lengths, longest first */
+    uint32_t n_lpm_lens;
+    ss_action_call default_call;
+    uint64_t *default_data;   /* room for the largest action's data */
+    uint8_t *scratch;         /* lookup scratch (one pipeline thread at a time under the lock) */
+} ss_table;
+
+#define SS_MODE_NONE 0
+#define SS_MODE_EXACT 1
+#define SS_MODE_LPM 2
+#define SS_MODE_SCAN 3
+
+int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc);
+void ss_table_free(ss_table *t);
+uint32_t ss_action_words(const ss_program *prog, uint32_t action);
+
+/* ------------------------------------------------------------------ counters, PRE */
+typedef struct ss_counter {
+    uint64_t *packets, *bytes;
+    uint32_t size;
+    const ss_counter_desc *desc;
+} ss_counter;
+
+typedef struct ss_replica {
+    uint16_t port;
+    uint16_t rid;
+} ss_replica;
+
+typedef struct ss_replica_list {
+    uint64_t id;
+    uint64_t seq; /* creation order, for read-back */
+    uint32_t n;
+    uint32_t truncate; /* clone sessions */
+    ss_replica r[];
+} ss_replica_list;
+
+typedef struct ss_pre {
+    ss_replica_list *groups[65536]; /* by group id (1..65535) */
+    ss_replica_list **sessions;     /* sorted by id */
+    uint32_t n_sessions, cap_sessions;
+    uint64_t next_seq;
+} ss_pre;
+
+ss_replica_list *ss_pre_session(const ss_pre *pre, uint64_t id);
+
+/* ------------------------------------------------------------------ records: outputs and events
+ * A record is a header followed by `len` bytes, padded to 8. Kinds: */
+#define SS_REC_FRAME 1     /* port, frame bytes */
+#define SS_REC_PACKET_IN 2 /* frame for the cpu port, to on_packet_in */
+#define SS_REC_DIGEST 3    /* aux = digest index, bytes = field words */
+#define SS_REC_LOG 4       /* text */
+typedef struct ss_record {
+    uint32_t kind;
+    int32_t port;
+    uint32_t len;
+    uint32_t aux;
+    uint32_t input; /* index of the input frame in its batch */
+    uint32_t pad;
+} ss_record;
+
+typedef struct ss_bytes {
+    uint8_t *data;
+    size_t len, cap;
+} ss_bytes;
+
+int ss_bytes_reserve(ss_bytes *b, size_t extra);
+void ss_bytes_free(ss_bytes *b);
+
+/* ------------------------------------------------------------------ statistics (sw.stats) */
+enum {
+    SS_STAT_RECEIVED,
+    SS_STAT_TRANSMITTED,
+    SS_STAT_DROPPED,
+    SS_STAT_PARSER_ERRORS,
+    SS_STAT_MALFORMED,
+    SS_STAT_ERRORS,
+    SS_STAT_RESUBMITTED,
+    SS_STAT_RECIRCULATED,
+    SS_STAT_CLONED,
+    SS_STAT_REPLICATED,
+    SS_STAT_TO_CPU,
+    SS_STAT_FROM_CPU,
+    SS_STAT_DIGESTS,
+    SS_STAT_LOOP_LIMIT_DROPS,
+    SS_STAT_COUNT
+};
+
+/* ------------------------------------------------------------------ pipeline scratch */
+typedef struct ss_job {
+    const uint8_t *data;
+    uint32_t len;
+    uint16_t port;
+    uint8_t itype;
+    int32_t list;       /* field list to restore, or SS_NO_FIELD_LIST */
+    const void *saved;  /* user metadata the list is restored from (malloc'd) */
+    uint8_t *owned;     /* a recirculated frame's bytes (malloc'd) */
+} ss_job;
+
+#define SS_MAX_CONTEXTS 24
+
+/* Where a worker's outputs go: records in `out` (sync API) or a port I/O sink. */
+typedef void (*ss_emit_fn)(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+
+struct ss_worker {
+    ss_switch *sw;
+    ss_job *jobs;
+    uint32_t n_jobs, cap_jobs;
+    uint8_t *contexts;   /* SS_MAX_CONTEXTS packet contexts, used as a stack */
+    uint32_t ctx_stride;
+    uint32_t ctx_top;
+    uint8_t *deparse_buf;
+    uint32_t deparse_cap;
+    ss_bytes out;        /* records */
+    ss_bytes digests;    /* digest records of the ingress pass that runs now */
+    uint32_t input;      /* index of the frame being processed */
+    int discard_frames;  /* count outputs but do not keep frame records */
+    ss_emit_fn emit;     /* NULL: records in out */
+    void *emit_ctx;
+    jmp_buf *fail_jmp;
+    const char *fail_message;
+    uint64_t outputs;    /* frames emitted since the last reset */
+};
+
+int ss_worker_init(ss_worker *w, ss_switch *sw);
+void ss_worker_free(ss_worker *w);
+/* runs one received frame through the pipeline (the caller holds sw->lock) */
+void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+int ss_record_add(ss_bytes *out, uint32_t kind, int32_t port, uint32_t aux, uint32_t input, const void *data,
+                  uint32_t len);
+
+/* ------------------------------------------------------------------ event queue (to Python) */
+typedef struct ss_events {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    ss_bytes buf;          /* records not yet taken */
+    size_t start;          /* taken bytes at the front */
+    size_t limit;          /* bytes kept at most; beyond, events are dropped and counted */
+    uint64_t dropped;
+    int closed;
+} ss_events;
+
+void ss_events_push(ss_events *q, const ss_bytes *records, size_t from);
+
+/* ------------------------------------------------------------------ the switch */
+struct ss_switch {
+    const ss_program *prog;
+    pthread_mutex_t lock; /* pipeline batches and control writes */
+    ss_table *tables;
+    ss_register *registers;
+    ss_counter *counters;
+    ss_pre *pre;
+    uint64_t stats[SS_STAT_COUNT];
+    int32_t cpu_port;          /* -1: none */
+    int packet_in_enabled;     /* outputs to cpu_port become packet-in records */
+    int log_enabled;
+    uint64_t assert_failures;
+    uint64_t t0_ns;
+    uint64_t rng[2];
+    ss_worker sync;            /* the worker of calls from Python */
+    ss_worker io_worker;       /* the worker of the port I/O thread */
+    ss_events *events;         /* packet-ins, digests and log lines of the I/O thread (may be NULL) */
+};
+
+uint64_t ss_now_ns(void);
+void ss_log_line(ss_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ss_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
