@@ -2,8 +2,9 @@
 
 Everything that builds or reads INA packets in Python (worker and server agents, the controller, the
 tests of the P4 program, the in-process network) goes through this module, so the layout is written
-down once. It is struct-based and copies the K values with numpy in one step, because agents encode
-and decode every chunk of every tensor.
+down once. It is struct-based and copies the K values with numpy in one step; ``protocol/batch.py``
+lays the same format out over numpy arrays for whole windows of packets (the agents' hot path) and
+is tested against this module, which stays the reference.
 
 Layout of the UDP payload: INA header (16 bytes) | hop_count hop entries (8 bytes each) | K int32
 values (big-endian). ``hop_count`` and the hops' ``bos`` bits are derived from the hop list when

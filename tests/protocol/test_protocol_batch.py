@@ -1,0 +1,208 @@
+"""The batch codec against the golden vectors and against the scalar codec (the reference), byte for
+byte: random packets of every hop count and several K, mixed in one receive buffer, and corrupted."""
+
+import re
+
+import numpy as np
+import pytest
+from ina_golden import INVALID, VALID
+
+from protocol import batch, codec
+from protocol import constants as C
+from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
+
+STRIDE = 2048
+
+
+def _receive_buffer(payloads: list[bytes], stride: int = STRIDE) -> tuple[np.ndarray, np.ndarray]:
+    rows = np.zeros((len(payloads), stride), dtype=np.uint8)
+    lengths = np.zeros(len(payloads), dtype=np.uint32)
+    for i, payload in enumerate(payloads):
+        rows[i, : min(len(payload), stride)] = np.frombuffer(payload[:stride], dtype=np.uint8)
+        lengths[i] = len(payload) if len(payload) <= stride else stride + 1
+    return rows, lengths
+
+
+def _random_packet(rng: np.random.Generator, k: int, hop_count: int | None = None) -> InaPacket:
+    hop_count = int(rng.integers(0, C.MAX_HOPS + 1)) if hop_count is None else hop_count
+    hops = [
+        Hop(
+            int(rng.integers(0, 1 << 16)),
+            bool(rng.integers(0, 2)),
+            int(rng.integers(0, 256)),
+            int(rng.integers(0, 256)),
+            int(rng.integers(0, 1 << 16)),
+        )
+        for _ in range(hop_count)
+    ]
+    header = InaHeader(
+        pkt_type=int(rng.choice([C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT])),
+        job_id=int(rng.integers(0, 1 << 16)),
+        seq=int(rng.integers(0, 1 << 32)),
+        slot=int(rng.integers(0, C.SLOT_MAX + 1)),
+        shadow=int(rng.integers(0, 2)),
+        op=int(rng.choice([C.OP_SUM, C.OP_MAX])),
+        flags=int(rng.integers(0, 0x20)),
+        value_count=int(rng.integers(0, k + 1)),
+        contributor=int(rng.integers(0, 1 << 16)),
+        scale_exp=int(rng.integers(-128, 128)),
+        tree_id=int(rng.integers(0, 256)),
+    )
+    values = rng.integers(-(2**31), 2**31, size=k, dtype=np.int64).astype(np.int32)
+    return InaPacket(header, hops, values)
+
+
+def _expected_packet(vector) -> InaPacket:
+    fields = dict(vector["header"])
+    fields.pop("hop_count")
+    hops = [
+        Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"]) for h in vector["hops"]
+    ]
+    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32))
+
+
+HEADER_FIELDS = ("seq", "slot", "shadow", "op", "flags", "value_count", "contributor", "scale_exp", "tree_id")
+
+
+def _encode_like(packets: list[InaPacket], k: int) -> np.ndarray:
+    """Packets that share type, job and hops, encoded as one batch with per-row header columns."""
+    first = packets[0]
+    template = batch.PacketTemplate(
+        first.header.pkt_type, job_id=first.header.job_id, hops=first.hops, values_per_packet=k
+    )
+    columns = {name: np.array([getattr(p.header, name) for p in packets]) for name in HEADER_FIELDS}
+    return template.encode(np.stack([p.values for p in packets]), **columns)
+
+
+@pytest.mark.parametrize("vector", VALID, ids=lambda v: v["name"])
+def test_golden_vectors_decode_and_encode(vector):
+    expected = _expected_packet(vector)
+    rows, lengths = _receive_buffer([vector["bytes"]])
+    for k in (vector["values_per_packet"], None):
+        decoded = batch.decode_batch(rows, lengths, k)
+        assert decoded.ok.tolist() == [True] and decoded.errors == {}
+        assert decoded.packet(0) == expected
+        assert decoded.hop_count[0] == vector["header"]["hop_count"]
+    encoded = _encode_like([expected], vector["values_per_packet"])
+    assert encoded.tobytes() == vector["bytes"]
+
+
+def test_golden_invalid_vectors_are_refused_with_the_codecs_message_and_spare_their_neighbours():
+    good = VALID[0]
+    for vector in INVALID:
+        k = vector.get("values_per_packet")  # K given where the vector names one, else inferred
+        assert k in (None, good["values_per_packet"])
+        rows, lengths = _receive_buffer([good["bytes"], vector["bytes"], good["bytes"]])
+        decoded = batch.decode_batch(rows, lengths, k)
+        assert decoded.ok.tolist() == [True, False, True]
+        assert decoded.packet(0) == decoded.packet(2) == _expected_packet(good)
+        assert re.search(vector["error"], decoded.errors[1])
+        with pytest.raises(ProtocolError, match=vector["error"]):
+            decoded.packet(1)
+
+
+@pytest.mark.parametrize("k", [1, 4, C.VALUES_PER_PACKET])
+def test_batch_encode_is_byte_identical_to_the_scalar_codec(k):
+    rng = np.random.default_rng(k)
+    for hop_count in range(C.MAX_HOPS + 1):
+        shared = _random_packet(rng, k, hop_count)
+        packets = []
+        for _ in range(20):
+            p = _random_packet(rng, k, 0)
+            p.header.pkt_type, p.header.job_id, p.hops = shared.header.pkt_type, shared.header.job_id, shared.hops
+            packets.append(p)
+        rows = _encode_like(packets, k)
+        assert rows.shape == (20, codec.payload_size(hop_count, k))
+        for row, p in zip(rows, packets, strict=True):
+            assert row.tobytes() == codec.encode(p, k)
+
+
+def test_short_rows_are_zero_padded_and_value_count_defaults_to_their_width():
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=3, hops=[Hop(5, True, 2, 1, 7)], values_per_packet=8)
+    rows = template.encode(np.array([[1, -2, 3], [4, 5, 6]], dtype=np.int32), seq=np.array([10, 11]))
+    for i, row in enumerate(rows):
+        expected = codec.grad(3, 10 + i, [Hop(5, True, 2, 1, 7)], [[1, -2, 3], [4, 5, 6]][i])
+        assert row.tobytes() == codec.encode(expected, 8)
+
+
+def test_random_mixed_buffer_decodes_like_the_scalar_codec():
+    rng = np.random.default_rng(7)
+    payloads = [codec.encode(p, k) for k in (1, 4, 64) for p in (_random_packet(rng, k) for _ in range(150))]
+    order = rng.permutation(len(payloads))
+    payloads = [payloads[i] for i in order]
+    rows, lengths = _receive_buffer(payloads)
+    decoded = batch.decode_batch(rows, lengths)
+    assert decoded.ok.all()
+    for i, payload in enumerate(payloads):
+        assert decoded.packet(i) == codec.decode(payload)
+    # with K given, exactly the rows of that K pass, and the others carry the codec's message
+    for k in (4, 64):
+        decoded = batch.decode_batch(rows, lengths, k)
+        for i, payload in enumerate(payloads):
+            try:
+                expected = codec.decode(payload, k)
+            except ProtocolError as exc:
+                assert not decoded.ok[i] and decoded.errors[i] == str(exc)
+            else:
+                assert decoded.ok[i] and decoded.packet(i) == expected
+
+
+@pytest.mark.parametrize("k", [None, 4])
+def test_corrupted_payloads_are_accepted_or_refused_exactly_as_the_scalar_codec_does(k):
+    rng = np.random.default_rng(11)
+    payloads = []
+    for _ in range(600):
+        raw = bytearray(codec.encode(_random_packet(rng, 4), 4))
+        kind = rng.integers(0, 3)
+        if kind == 0:  # flip bytes
+            for at in rng.integers(0, len(raw), size=int(rng.integers(1, 4))):
+                raw[at] = int(rng.integers(0, 256))
+        elif kind == 1:  # cut short
+            raw = raw[: int(rng.integers(0, len(raw)))]
+        else:  # grow
+            raw += bytes(int(rng.integers(1, 9)))
+        payloads.append(bytes(raw))
+    rows, lengths = _receive_buffer(payloads, stride=160)
+    decoded = batch.decode_batch(rows, lengths, k)
+    refused = 0
+    for i, payload in enumerate(payloads):
+        try:
+            expected = codec.decode(payload, k)
+        except ProtocolError as exc:
+            refused += 1
+            assert not decoded.ok[i] and decoded.errors[i] == str(exc), payload.hex()
+        else:
+            assert decoded.ok[i] and decoded.packet(i) == expected, payload.hex()
+    assert 100 < refused < 590  # both outcomes were exercised
+
+
+def test_a_datagram_longer_than_its_row_is_refused():
+    good = codec.encode(codec.grad(1, 2, [], [1, 2, 3, 4]), 4)
+    rows, lengths = _receive_buffer([good, good + bytes(100)], stride=len(good) + 8)
+    decoded = batch.decode_batch(rows, lengths)
+    assert decoded.ok.tolist() == [True, False]
+    assert "longer than" in decoded.errors[1]
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(seq=np.array([1, 2**32])), "seq=4294967296 does not fit in bit<32>"),
+        (dict(slot=np.array([C.SLOT_MAX + 1, 0])), "slot=32768"),
+        (dict(scale_exp=np.array([0, -129])), "scale_exp=-129 does not fit in int<8>"),
+        (dict(value_count=5), "value_count=5 exceeds K=4"),
+        (dict(shadow=np.array([0, 1, 0])), "one value or one per packet"),
+    ],
+)
+def test_encode_refuses_columns_that_do_not_fit(fields, message):
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4)
+    with pytest.raises(ProtocolError, match=message):
+        template.encode(np.zeros((2, 4), dtype=np.int32), **fields)
+
+
+def test_encode_refuses_values_outside_int32_and_rows_wider_than_k():
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4)
+    with pytest.raises(ProtocolError, match="values=2147483648"):
+        template.encode(np.array([[0, 2**31]], dtype=np.int64))
+    with pytest.raises(ProtocolError, match="at most K=4"):
+        template.encode(np.zeros((1, 5), dtype=np.int32))
