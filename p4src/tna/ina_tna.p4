@@ -72,8 +72,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     /* =================================== stage 2: the cell's owner =================================== */
 
     /* The job word: takes the packet's job; says whether it held another one. */
-    RegisterAction<bit<16>, cell_index_t, bit<16>>(slot_owner_job) owner_job_check = {
-        void apply(inout bit<16> value, out bit<16> changed) {
+    RegisterAction<bit<16>, cell_index_t, bit<1>>(slot_owner_job) owner_job_check = {
+        void apply(inout bit<16> value, out bit<1> changed) {
             changed = 0;
             if (value != hdr.ina.job_id) {
                 value = hdr.ina.job_id;
@@ -82,8 +82,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         }
     };
 
-    RegisterAction<bit<16>, cell_index_t, bit<16>>(slot_owner_job) owner_job_peek = {
-        void apply(inout bit<16> value, out bit<16> changed) {
+    RegisterAction<bit<16>, cell_index_t, bit<1>>(slot_owner_job) owner_job_peek = {
+        void apply(inout bit<16> value, out bit<1> changed) {
             changed = 0;
             if (value != hdr.ina.job_id) {
                 changed = 1;
@@ -95,8 +95,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
      * The seq word, compared in serial-number arithmetic: (seq - owner) as int32 > 0 means newer. Takes a
      * newer seq (SEQ_NEWER), says SEQ_SAME for the same one and SEQ_STALE (0) for an older one.
      */
-    RegisterAction<int<32>, cell_index_t, bit<32>>(slot_owner_seq) owner_seq_check = {
-        void apply(inout int<32> value, out bit<32> code) {
+    RegisterAction<int<32>, cell_index_t, bit<2>>(slot_owner_seq) owner_seq_check = {
+        void apply(inout int<32> value, out bit<2> code) {
             code = SEQ_STALE;
             if ((int<32>)hdr.ina.seq - value > 0) {
                 value = (int<32>)hdr.ina.seq;
@@ -108,15 +108,15 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     };
 
     /* RECIRC_TAKE_OWNER: the job word already changed in the first pass; the seq word follows. */
-    RegisterAction<int<32>, cell_index_t, bit<32>>(slot_owner_seq) owner_seq_take = {
-        void apply(inout int<32> value, out bit<32> code) {
+    RegisterAction<int<32>, cell_index_t, bit<2>>(slot_owner_seq) owner_seq_take = {
+        void apply(inout int<32> value, out bit<2> code) {
             value = (int<32>)hdr.ina.seq;
             code = SEQ_NEWER;
         }
     };
 
-    RegisterAction<int<32>, cell_index_t, bit<32>>(slot_owner_seq) owner_seq_peek = {
-        void apply(inout int<32> value, out bit<32> code) {
+    RegisterAction<int<32>, cell_index_t, bit<2>>(slot_owner_seq) owner_seq_peek = {
+        void apply(inout int<32> value, out bit<2> code) {
             code = SEQ_STALE;
             if (value == (int<32>)hdr.ina.seq) {
                 code = SEQ_SAME;
@@ -194,8 +194,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     };
 
     /* The same chunk: was the slot complete, or is this child the last one missing? Clears its bit. */
-    RegisterAction<bit<32>, cell_index_t, bit<32>>(slot_missing) missing_contribute = {
-        void apply(inout bit<32> value, out bit<32> code) {
+    RegisterAction<bit<32>, cell_index_t, bit<2>>(slot_missing) missing_contribute = {
+        void apply(inout bit<32> value, out bit<2> code) {
             code = MISSING_MORE;
             if (value == 0) {
                 code = MISSING_COMPLETE;
@@ -249,8 +249,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     table bitmap_access {
         key = {
             meta.slot_access: exact;
-            meta.owner_job_changed[0:0]: exact;
-            meta.owner_seq_code[1:0]: exact;
+            meta.owner_job_changed: exact;
+            meta.owner_seq_code: exact;
         }
         actions = { do_bitmap_fresh; do_bitmap_contribute; do_bitmap_release; NoAction; }
         const entries = {
@@ -263,8 +263,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     table missing_access {
         key = {
             meta.slot_access: exact;
-            meta.owner_job_changed[0:0]: exact;
-            meta.owner_seq_code[1:0]: exact;
+            meta.owner_job_changed: exact;
+            meta.owner_seq_code: exact;
         }
         actions = { do_missing_fresh; do_missing_contribute; NoAction; }
         const entries = {
@@ -277,8 +277,8 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     table overflow_access {
         key = {
             meta.slot_access: exact;
-            meta.owner_job_changed[0:0]: exact;
-            meta.owner_seq_code[1:0]: exact;
+            meta.owner_job_changed: exact;
+            meta.owner_seq_code: exact;
         }
         actions = { do_overflow_fresh; do_overflow_contribute; do_overflow_release; NoAction; }
         const entries = {
@@ -297,10 +297,10 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     table slot_verdict {
         key = {
             meta.slot_access: exact;
-            meta.owner_job_changed[0:0]: ternary;
-            meta.owner_seq_code[1:0]: ternary;
+            meta.owner_job_changed: ternary;
+            meta.owner_seq_code: ternary;
             meta.bitmap_code: ternary;
-            meta.missing_code[1:0]: ternary;
+            meta.missing_code: ternary;
             meta.missing_init: ternary;
         }
         actions = { set_verdict; NoAction; }

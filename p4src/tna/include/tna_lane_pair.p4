@@ -85,10 +85,10 @@ control InaLanePair(inout bit<32> value_lo, inout bit<32> value_hi, in ina_ingre
     table lane_op {
         key = {
             meta.slot_access: exact;
-            meta.owner_job_changed[0:0]: ternary;
-            meta.owner_seq_code[1:0]: ternary;
+            meta.owner_job_changed: ternary;
+            meta.owner_seq_code: ternary;
             meta.bitmap_code: ternary;
-            meta.missing_code[1:0]: ternary;
+            meta.missing_code: ternary;
             op: ternary;
         }
         actions = {

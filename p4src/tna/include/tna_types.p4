@@ -153,10 +153,10 @@ struct ina_ingress_metadata_t {
     bit<8>  path;
     bit<8>  slot_access;
     /* stateful ALU results */
-    bit<16> owner_job_changed;  /* 1: the cell held another job (check: it now holds this one) */
-    bit<32> owner_seq_code;     /* SEQ_* */
+    bit<1>  owner_job_changed;  /* 1: the cell held another job (check: it now holds this one) */
+    bit<2>  owner_seq_code;     /* SEQ_* */
     bit<32> bitmap_code;        /* contribute: 0 / BITMAP_RELEASED / the child's bit; fresh: old bitmap */
-    bit<32> missing_code;       /* MISSING_* */
+    bit<2>  missing_code;       /* MISSING_* */
     bit<8>  slot_overflow;      /* the slot's sticky OVERFLOW flag after this packet (0 or FLAG_OVERFLOW) */
     bit<8>  verdict;
     /* statistics of this pass: each counter is counted at most once (index job_index ++ stat) */
