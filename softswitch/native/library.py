@@ -281,6 +281,8 @@ _SIGNATURES = {
     "ss_io_send": (_int, [_P, _u32, ctypes.c_char_p, _u32]),
     "ss_io_port_stats": (_int, [_P, _u32, _U64P]),
     "ss_io_stats": (None, [_P, _U64P]),
+    "ss_io_stats_reset": (None, [_P]),
+    "ss_io_pause": (None, [_P, _int]),
     "ss_hash_bytes": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t]),
     "ss_hash_extern": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t, _u64, _u64, _u32]),
 }

@@ -22,15 +22,23 @@ from softswitch.ports import PortStats
 
 from . import library as L
 
-__all__ = ["IoStats", "NativePortSet"]
+__all__ = ["IoStats", "NativePortSet", "NativePortStats"]
+
+
+@dataclass
+class NativePortStats(PortStats):
+    ring: bool = False  # frames arrive in a PACKET_MMAP ring (else recvmmsg)
+    kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
 
 
 @dataclass
 class IoStats:
     unknown_port_drops: int = 0  # outputs to a port without an interface
-    batches: int = 0  # recvmmsg batches run through the pipeline
+    batches: int = 0  # receive batches run through the pipeline
     frames_in_batches: int = 0
     events_dropped: int = 0  # packet-ins/digests/logs lost to a full event queue
+    first_batch_ns: int = 0  # time.monotonic_ns() when the first batch began (since the last reset)
+    last_batch_ns: int = 0  # ... and when the last batch ended
 
 
 class NativePortSet:
@@ -96,21 +104,34 @@ class NativePortSet:
             self.ports.clear()
 
     # ---------------------------------------------------------------- statistics
-    def port_stats(self, number: int) -> PortStats:
-        out = (ctypes.c_uint64 * 4)()
+    def port_stats(self, number: int) -> NativePortStats:
+        out = (ctypes.c_uint64 * 6)()
         with self.switch._lock:
             if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
                 raise KeyError(f"no port {number}")
-        return PortStats(rx=out[0], tx=out[1], tx_errors=out[2])
+        return NativePortStats(rx=out[0], tx=out[1], tx_errors=out[2], ring=bool(out[4]), kernel_drops=out[5])
 
     def stats(self) -> IoStats:
-        out = (ctypes.c_uint64 * 3)()
+        out = (ctypes.c_uint64 * 5)()
         with self.switch._lock:
             if self.io is None:
                 return IoStats()
             self._lib.api.ss_io_stats(self.io, out)
             dropped = self._lib.api.ss_events_dropped(self.events)
-        return IoStats(out[0], out[1], out[2], dropped)
+        return IoStats(out[0], out[1], out[2], dropped, out[3], out[4])
+
+    def reset_stats(self) -> None:
+        """Zeroes the batch counters and times of stats()."""
+        with self.switch._lock:
+            if self.io is not None:
+                self._lib.api.ss_io_stats_reset(self.io)
+
+    def pause(self, paused: bool = True) -> None:
+        """Stops (or resumes) reading the ports; arriving frames wait in the rings meanwhile (a
+        benchmark fills them, then times the drain)."""
+        with self.switch._lock:
+            if self.io is not None:
+                self._lib.api.ss_io_pause(self.io, int(paused))
 
     # ---------------------------------------------------------------- internals
     def _teardown(self) -> None:

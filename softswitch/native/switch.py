@@ -644,9 +644,10 @@ class NativeSwitch:
             raw = ctypes.string_at(records, size) if size > 0 else b""
             if records:
                 api.ss_free(records)
-        results: list[list] = [[] for _ in range(n_inputs)]
-        packet_ins, digests = self._parse_records(raw, results, positions)
-        self._deliver(packet_ins, digests)
+        results: list[list] | None = [[] for _ in range(n_inputs)] if outputs else None
+        if raw:
+            packet_ins, digests = self._parse_records(raw, results, positions)
+            self._deliver(packet_ins, digests)
         return results if outputs else count.value
 
     def _parse_records(self, raw: bytes, results, positions):
@@ -658,7 +659,8 @@ class NativeSwitch:
             body = raw[off + 24 : off + 24 + length]
             off += 24 + ((length + 7) & ~7)
             if kind == L.REC_FRAME:
-                results[index if positions is None else positions[index]].append((port, body))
+                if results is not None:
+                    results[index if positions is None else positions[index]].append((port, body))
             elif kind == L.REC_PACKET_IN:
                 packet_ins.append(body)
             elif kind == L.REC_DIGEST:

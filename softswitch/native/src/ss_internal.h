@@ -201,6 +201,7 @@ struct ss_worker {
     jmp_buf *fail_jmp;
     const char *fail_message;
     uint64_t outputs;    /* frames emitted since the last reset */
+    uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);

@@ -1,11 +1,13 @@
-/* Port I/O: AF_PACKET sockets on Linux interfaces, frames received with recvmmsg and sent with
- * sendmmsg in batches, and one thread that polls every port and runs the pipeline on what arrives,
+/* Port I/O: AF_PACKET sockets on Linux interfaces, frames received from a PACKET_MMAP ring (or with
+ * recvmmsg) and sent with sendmmsg in batches, and one thread that polls every port and runs the pipeline on what arrives,
  * without the Python interpreter (no GIL).
  *
  * Each socket is bound to its interface for all protocols, promiscuous, and ignores the frames the
  * host transmits itself (PACKET_IGNORE_OUTGOING where the kernel has it, else the thread drops frames
- * whose sll_pkttype is PACKET_OUTGOING). The thread takes up to SS_IO_BATCH waiting frames from each
- * ready port in turn, runs them through the pipeline holding the switch lock once per batch, sends the
+ * whose sll_pkttype is PACKET_OUTGOING). Frames arrive in a PACKET_MMAP receive ring (TPACKET_V2: no
+ * system call and no copy per frame; the pipeline reads them in place), or with recvmmsg where a ring
+ * cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread takes up to SS_IO_BATCH waiting
+ * frames from each ready port in turn, runs them through the pipeline holding the switch lock once per batch, sends the
  * outputs per port with one sendmmsg each, and pushes packet-ins, digests and log lines to the event
  * queue Python drains.
  */
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,13 +34,26 @@
 #define SS_IO_BATCH 64
 #define SS_IO_FRAME 65536
 #define SS_IO_SOCKET_BUFFER (4 << 20)
+/* receive ring (TPACKET_V2): 4096 slots of 2 KB per port; a longer frame (GSO, jumbo) goes to the
+ * socket's queue as well (PACKET_COPY_THRESH) and is read with recv() when its slot comes up */
+#define SS_RING_FRAME 2048
+#define SS_RING_BLOCK (128 << 10)
+#define SS_RING_BLOCKS 64
+
+/* how ports receive: a PACKET_MMAP ring (default) or recvmmsg (SOFTSWITCH_IO=recvmmsg) */
+#define SS_RX_RING 0
+#define SS_RX_RECVMMSG 1
 
 typedef struct ss_port {
     int fd;
     uint16_t number;
     char iface[IFNAMSIZ];
     int kernel_ignores_outgoing;
-    uint64_t rx, tx, tx_errors, rx_outgoing;
+    uint64_t rx, tx, tx_errors, rx_outgoing, kernel_drops;
+    /* receive ring (NULL: recvmmsg) */
+    uint8_t *ring;
+    size_t ring_bytes;
+    uint32_t ring_slots, ring_head;
     /* frames waiting to be sent */
     ss_bytes tx_data;
     uint32_t tx_n;
@@ -51,19 +67,28 @@ typedef struct ss_io {
     uint32_t n_ports;
     int wake_fd;
     volatile int stopping;
+    volatile int paused; /* the thread leaves the ports alone (benchmarks fill the rings meanwhile) */
     int running;
     pthread_t thread;
     uint8_t *rx_buf;
     struct mmsghdr rx_msgs[SS_IO_BATCH];
     struct iovec rx_iov[SS_IO_BATCH];
     struct sockaddr_ll rx_addr[SS_IO_BATCH];
+    /* the batch being processed: frames (in the ring or in rx_buf) */
+    const uint8_t *batch_data[SS_IO_BATCH];
+    uint32_t batch_len[SS_IO_BATCH];
+    uint8_t batch_outgoing[SS_IO_BATCH];
+    int rx_mode;
     uint64_t unknown_port_drops;
     uint64_t batches, frames_in_batches;
+    uint64_t first_batch_ns, last_batch_ns; /* when the first batch began and the last one ended */
 } ss_io;
 
 SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
+    const char *mode = getenv("SOFTSWITCH_IO");
+    io->rx_mode = mode && strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG : SS_RX_RING;
     pthread_mutex_init(&io->lock, NULL);
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     io->rx_buf = malloc((size_t)SS_IO_BATCH * SS_IO_FRAME);
@@ -100,6 +125,33 @@ static void enlarge_buffers(int fd) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
+/* Sets up the TPACKET_V2 receive ring; 0 on success (else the port uses recvmmsg). */
+static int ring_setup(ss_port *port) {
+    int version = TPACKET_V2;
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version)) return -1;
+    struct tpacket_req req = {
+        .tp_block_size = SS_RING_BLOCK,
+        .tp_block_nr = SS_RING_BLOCKS,
+        .tp_frame_size = SS_RING_FRAME,
+        .tp_frame_nr = SS_RING_BLOCK / SS_RING_FRAME * SS_RING_BLOCKS,
+    };
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
+    int thresh = 1;
+    setsockopt(port->fd, SOL_PACKET, PACKET_COPY_THRESH, &thresh, sizeof thresh);
+    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
+    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, port->fd, 0);
+    if (ring == MAP_FAILED) return -1;
+    port->ring = ring;
+    port->ring_bytes = bytes;
+    port->ring_slots = req.tp_frame_nr;
+    port->ring_head = 0;
+    return 0;
+}
+
+static inline struct tpacket2_hdr *ring_slot(const ss_port *port, uint32_t i) {
+    return (struct tpacket2_hdr *)(void *)(port->ring + (size_t)i * SS_RING_FRAME);
+}
+
 /* Opens port `number` on interface `iface` (before ss_io_start). */
 SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     if (number >= SS_MAX_PORTS) {
@@ -134,21 +186,36 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     struct packet_mreq mreq = {0};
     mreq.mr_ifindex = (int)ifindex;
     mreq.mr_type = PACKET_MR_PROMISC;
-    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) ||
-        setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq)) {
-        ss_set_error("port %u: cannot use interface '%s': %s", number, iface, strerror(errno));
-        close(fd);
-        return SS_E_IO;
-    }
-    enlarge_buffers(fd);
     ss_port *port = calloc(1, sizeof *port);
     if (!port) {
         close(fd);
         return SS_E_NOMEM;
     }
-    int one = 1;
-    port->kernel_ignores_outgoing = setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0;
     port->fd = fd;
+    if (io->rx_mode == SS_RX_RING && ring_setup(port)) {
+        /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
+        close(fd);
+        fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+        port->fd = fd;
+        if (fd < 0) {
+            ss_set_error("port %u: socket: %s", number, strerror(errno));
+            free(port);
+            return SS_E_IO;
+        }
+    }
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) ||
+        setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq)) {
+        ss_set_error("port %u: cannot use interface '%s': %s", number, iface, strerror(errno));
+        if (port->ring) munmap(port->ring, port->ring_bytes);
+        close(fd);
+        free(port);
+        return SS_E_IO;
+    }
+    enlarge_buffers(fd);
+    int one = 1;
+    /* frames leave through the driver directly: a switch port has no use for the host's qdisc */
+    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+    port->kernel_ignores_outgoing = setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0;
     port->number = (uint16_t)number;
     snprintf(port->iface, sizeof port->iface, "%s", iface);
     io->ports[number] = port;
@@ -204,7 +271,7 @@ static void io_emit(ss_worker *w, uint16_t number, const uint8_t *data, uint32_t
     port->tx_len[port->tx_n++] = len;
 }
 
-/* Runs the frames of one recvmmsg batch from `port` through the pipeline and sends the outputs. */
+/* Runs the batch in io->batch_* (frames from `port`) through the pipeline and sends the outputs. */
 static void run_batch(ss_io *io, ss_port *port, int n) {
     pthread_mutex_lock(&io->lock);
     ss_switch *sw = io->sw;
@@ -212,20 +279,20 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
         pthread_mutex_unlock(&io->lock);
         return;
     }
+    if (!io->first_batch_ns) io->first_batch_ns = ss_now_ns();
     ss_worker *w = &sw->io_worker;
     w->emit = io_emit;
     w->emit_ctx = io;
     w->out.len = 0;
     pthread_mutex_lock(&sw->lock);
     for (int i = 0; i < n; i++) {
-        if (!port->kernel_ignores_outgoing && io->rx_addr[i].sll_pkttype == PACKET_OUTGOING) {
+        if (io->batch_outgoing[i]) {
             port->rx_outgoing++;
             continue;
         }
-        uint32_t len = io->rx_msgs[i].msg_len;
         port->rx++;
         w->input = (uint32_t)i;
-        ss_worker_process(w, port->number, io->rx_iov[i].iov_base, len);
+        ss_worker_process(w, port->number, io->batch_data[i], io->batch_len[i]);
     }
     pthread_mutex_unlock(&sw->lock);
     io->batches++;
@@ -234,11 +301,63 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
         if (io->ports[p] && io->ports[p]->tx_n) port_flush(io, io->ports[p]);
     if (w->out.len && sw->events) ss_events_push(sw->events, &w->out, 0);
     w->out.len = 0;
+    io->last_batch_ns = ss_now_ns();
     pthread_mutex_unlock(&io->lock);
+}
+
+/* One batch from a port's receive ring: frames stay in the ring while they are processed, then their
+ * slots go back to the kernel. Returns the frames taken. */
+static int receive_ring(ss_io *io, ss_port *port) {
+    int n = 0;
+    uint32_t first = port->ring_head;
+    while (n < SS_IO_BATCH) {
+        struct tpacket2_hdr *h = ring_slot(port, port->ring_head);
+        uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        if (!(status & TP_STATUS_USER)) break;
+        const struct sockaddr_ll *sll =
+            (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+        io->batch_outgoing[n] = !port->kernel_ignores_outgoing && sll->sll_pkttype == PACKET_OUTGOING;
+        if (status & TP_STATUS_COPY) { /* too long for a slot: the whole frame waits in the socket queue */
+            ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT);
+            if (len < 0) len = 0, io->batch_outgoing[n] = 1; /* lost: skip the slot */
+            io->batch_data[n] = io->rx_buf + (size_t)n * SS_IO_FRAME;
+            io->batch_len[n] = (uint32_t)len;
+        } else {
+            io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
+            io->batch_len[n] = h->tp_snaplen;
+            if (h->tp_snaplen < h->tp_len) { /* cut, and no room to queue it whole: lost */
+                port->kernel_drops++;
+                io->batch_outgoing[n] = 1;
+            }
+        }
+        n++;
+        port->ring_head = (port->ring_head + 1) % port->ring_slots;
+    }
+    if (n) run_batch(io, port, n);
+    for (int i = 0; i < n; i++) {
+        struct tpacket2_hdr *h = ring_slot(port, (first + (uint32_t)i) % port->ring_slots);
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    }
+    return n;
+}
+
+/* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
+static int receive_recvmmsg(ss_io *io, ss_port *port) {
+    for (int k = 0; k < SS_IO_BATCH; k++) io->rx_msgs[k].msg_hdr.msg_namelen = sizeof io->rx_addr[k];
+    int got = recvmmsg(port->fd, io->rx_msgs, SS_IO_BATCH, MSG_DONTWAIT, NULL);
+    if (got <= 0) return 0;
+    for (int i = 0; i < got; i++) {
+        io->batch_data[i] = io->rx_iov[i].iov_base;
+        io->batch_len[i] = io->rx_msgs[i].msg_len;
+        io->batch_outgoing[i] = !port->kernel_ignores_outgoing && io->rx_addr[i].sll_pkttype == PACKET_OUTGOING;
+    }
+    run_batch(io, port, got);
+    return got;
 }
 
 static void *io_thread(void *arg) {
     ss_io *io = arg;
+    pthread_setname_np(pthread_self(), "softswitch-io");
     struct pollfd fds[SS_MAX_PORTS + 1];
     ss_port *by_index[SS_MAX_PORTS];
     uint32_t n = 0;
@@ -251,19 +370,29 @@ static void *io_thread(void *arg) {
     fds[n].fd = io->wake_fd;
     fds[n].events = POLLIN;
     while (!io->stopping) {
+        if (io->paused) {
+            uint64_t value;
+            ssize_t ignored = read(io->wake_fd, &value, sizeof value);
+            (void)ignored;
+            poll(&fds[n], 1, 10);
+            continue;
+        }
         int ready = poll(fds, n + 1, -1);
         if (io->stopping) break;
+        if (fds[n].revents & POLLIN) {
+            uint64_t value;
+            ssize_t ignored = read(io->wake_fd, &value, sizeof value);
+            (void)ignored;
+        }
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
         }
         for (uint32_t i = 0; i < n; i++) {
             if (!(fds[i].revents & POLLIN)) continue;
+            ss_port *port = by_index[i];
             for (int i_batch = 0; i_batch < 4; i_batch++) { /* at most 4 batches before the next port */
-                for (int k = 0; k < SS_IO_BATCH; k++) io->rx_msgs[k].msg_hdr.msg_namelen = sizeof io->rx_addr[k];
-                int got = recvmmsg(by_index[i]->fd, io->rx_msgs, SS_IO_BATCH, MSG_DONTWAIT, NULL);
-                if (got <= 0) break;
-                run_batch(io, by_index[i], got);
+                int got = port->ring ? receive_ring(io, port) : receive_recvmmsg(io, port);
                 if (got < SS_IO_BATCH) break;
             }
         }
@@ -282,6 +411,14 @@ SS_EXPORT int ss_io_start(ss_io *io) {
     return SS_OK;
 }
 
+/* Pauses (1) or resumes (0) reading the ports; frames wait in the rings and socket buffers meanwhile. */
+SS_EXPORT void ss_io_pause(ss_io *io, int paused) {
+    io->paused = paused;
+    uint64_t one = 1;
+    ssize_t ignored = write(io->wake_fd, &one, sizeof one);
+    (void)ignored;
+}
+
 /* Stops the thread (waits for it) and closes the ports. */
 SS_EXPORT void ss_io_stop(ss_io *io) {
     if (io->running) {
@@ -295,6 +432,7 @@ SS_EXPORT void ss_io_stop(ss_io *io) {
     for (uint32_t p = 0; p < SS_MAX_PORTS; p++) {
         ss_port *port = io->ports[p];
         if (!port) continue;
+        if (port->ring) munmap(port->ring, port->ring_bytes);
         close(port->fd);
         ss_bytes_free(&port->tx_data);
         free(port);
@@ -327,7 +465,8 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
     return SS_OK;
 }
 
-/* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped); -1 if no such port. */
+/* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped), 1 when the port
+ * receives through a ring (0: recvmmsg), kernel drops (the socket's or ring's); -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
     if (!port) return -1;
@@ -335,12 +474,27 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[1] = port->tx;
     out[2] = port->tx_errors;
     out[3] = port->rx_outgoing;
+    out[4] = port->ring != NULL;
+    struct tpacket_stats st = {0};
+    socklen_t len = sizeof st;
+    if (getsockopt(port->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) port->kernel_drops += st.tp_drops;
+    out[5] = port->kernel_drops;
     return 0;
 }
 
-/* unknown_port_drops, batches, frames in batches */
+/* unknown_port_drops, batches, frames in batches, first batch start and last batch end (ns, monotonic) */
 SS_EXPORT void ss_io_stats(ss_io *io, uint64_t *out) {
+    pthread_mutex_lock(&io->lock);
     out[0] = io->unknown_port_drops;
     out[1] = io->batches;
     out[2] = io->frames_in_batches;
+    out[3] = io->first_batch_ns;
+    out[4] = io->last_batch_ns;
+    pthread_mutex_unlock(&io->lock);
+}
+
+SS_EXPORT void ss_io_stats_reset(ss_io *io) {
+    pthread_mutex_lock(&io->lock);
+    io->batches = io->frames_in_batches = io->first_batch_ns = io->last_batch_ns = 0;
+    pthread_mutex_unlock(&io->lock);
 }

@@ -1,0 +1,32 @@
+"""bench/native_io.py in its quick mode: exit 0, and the JSON it saves has every case with frames that
+crossed the switch (root only: it creates veth pairs)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (veth pairs)")
+def test_quick_run_saves_every_case(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "native_io.py"), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((tmp_path / "native_io.json").read_text())["rows"]
+    cases = {(r["case"], r.get("rx")) for r in rows}
+    assert {("in_process", None), ("harness", None), ("switch", "ring"), ("switch", "recvmmsg")} <= cases
+    assert all(r["received"] > 0 and r["switch_received"] > 0 for r in rows if r["case"] == "switch")
+    for r in rows:
+        if r["case"] == "switch_drain":  # every frame of every burst crossed the switch to the receiver
+            assert r["frames"] == r["bursts"] * r["burst_frames"] == r["received_by_receiver"]
