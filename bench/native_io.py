@@ -15,7 +15,9 @@ By default the switch's thread runs alone on one CPU and the sender and receiver
 the switch CPU's busy time is measured. The sender on one shared core cannot saturate the switch, so a
 third case measures the switch's own capacity:
   * drain: the I/O thread paused, a burst of frames fills port 1's ring, then the thread drains it at
-    full batches (64 frames): frames / drain time, with the receiver still counting every frame.
+    full batches (64 frames): frames / drain time, with the receiver still counting every frame;
+  * absorb: the same with frames the pipeline drops (receive side only, as for the GRADs a switch
+    aggregates: 3 of 4 end in the switch).
 Prints a table with the machine's load and saves bench/results/native_io.json.
 
     .venv/bin/python bench/native_io.py [--seconds 3] [--quick] [--out DIR]    (root: creates veth pairs)
@@ -77,11 +79,12 @@ class VethPairs:
             subprocess.run(["ip", "link", "del", a], check=False, capture_output=True)
 
 
-def frame_of(size: int) -> bytes:
-    """A fixture frame: FORWARD to port 2 in its first bytes, which also make a unicast MAC 00:02:..."""
-    from native_fixture import FORWARD, make_frame
+def frame_of(size: int, forward: bool = True) -> bytes:
+    """A fixture frame: FORWARD to port 2 in its first bytes, which also make a unicast MAC 00:02:...
+    (forward=False: the DROP command, which the switch absorbs, as it absorbs most GRADs)."""
+    from native_fixture import DROP, FORWARD, make_frame
 
-    return make_frame(FORWARD, 2, payload=(TAG + bytes(4)).ljust(size - 16, b"\xab"))
+    return make_frame(FORWARD if forward else DROP, 2, payload=(TAG + bytes(4)).ljust(size - 16, b"\xab"))
 
 
 def thread_ids(name: str, timeout: float = 2.0) -> list[int]:
@@ -192,7 +195,9 @@ def measure(seconds: float, sizes, pinned: bool) -> list[dict]:
             rows.append(measure_switch(lib, frame, size, seconds, pinned, mode))
         if pinned:
             for mode in ("ring", "recvmmsg"):
-                rows.append(measure_drain(lib, frame, size, seconds, mode))
+                rows.append(measure_drain(lib, size, seconds, mode, forward=True))
+            for mode in ("ring", "recvmmsg"):
+                rows.append(measure_drain(lib, size, seconds, mode, forward=False))
     return rows
 
 
@@ -253,10 +258,12 @@ def measure_switch(lib, frame: bytes, size: int, seconds: float, pinned: bool, m
 BURST = 1024  # frames per burst: fits the ring (4096 slots) and the 4 MB socket buffer at 1514 bytes
 
 
-def measure_drain(lib, frame: bytes, size: int, seconds: float, mode: str) -> dict:
+def measure_drain(lib, size: int, seconds: float, mode: str, forward: bool) -> dict:
     """The switch's own capacity, without a sender competing for the CPU: with the I/O thread paused,
     a burst of BURST frames fills port 1's ring (or socket buffer); then the thread drains it at full
-    batches. Rate = frames / (end of the last batch - start of the first), over bursts for `seconds`."""
+    batches. Rate = frames / (end of the last batch - start of the first), over bursts for `seconds`.
+    forward=False: the frames are dropped by the pipeline (receive side only)."""
+    frame = frame_of(size, forward)
     with VethPairs(2) as [(s1, h1), (s2, h2)]:
         sw, ports = forwarding_switch(s1, s2, mode)
         cpus = sorted(os.sched_getaffinity(0))
@@ -308,7 +315,7 @@ def measure_drain(lib, frame: bytes, size: int, seconds: float, mode: str) -> di
         receiver.join()
     rate = frames / (drain_ns / 1e9) if drain_ns else 0.0
     row = {
-        "case": "switch_drain",
+        "case": "switch_drain" if forward else "switch_absorb",
         "rx": mode,
         "frame_bytes": size,
         "bursts": bursts,
@@ -320,8 +327,9 @@ def measure_drain(lib, frame: bytes, size: int, seconds: float, mode: str) -> di
         "frames_per_s": round(rate),
         "switch_thread_cpu_us_per_frame": round(cpu_s / max(1, frames) * 1e6, 2),
     }
+    what = "forwarded" if forward else "absorbed "
     print(
-        f"  drain   {size:5d} B {mode:>8}: {row['frames_per_s']:>9,} frames/s at full batches "
+        f"  drain   {size:5d} B {mode:>8}: {row['frames_per_s']:>9,} frames/s {what} at full batches "
         f"({bursts} bursts of {BURST}, {drops} kernel drops, receiver got {row['received_by_receiver']:,})"
     )
     return row

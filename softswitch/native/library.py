@@ -13,6 +13,8 @@ runtime sources, the program's C, the flags and the compiler version.
 from __future__ import annotations
 
 import ctypes
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -315,12 +317,13 @@ class NativeLibrary:
 def build_library(name: str, generated: Mapping[str, str] | None = None, sources: Sequence[Path] = ()) -> NativeLibrary:
     """Compile (or reuse) the runtime together with a program's C (generated text or files on disk)
     into one shared object and load it. Raises native.build.CompilerMissing / CompileError."""
+    extra = tuple(shlex.split(os.environ.get("SOFTSWITCH_NATIVE_CFLAGS", "")))  # e.g. -g -fsanitize=address
     cdll = load_library(
         f"softswitch-{name}",
         [*RUNTIME_SOURCES, *sources],
         generated=generated,
         include_dirs=[INCLUDE_DIR, SOURCE_DIR],
-        cflags=CFLAGS,
+        cflags=CFLAGS + extra,
         libs=["pthread"],
     )
     return NativeLibrary(cdll)

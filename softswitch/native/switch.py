@@ -145,6 +145,7 @@ class NativeTable(TableSchema):
     def __init__(self, switch: NativeSwitch, desc: L.TableDesc, info, actions_info):
         super().__init__(info, actions_info)
         self._switch = switch
+        self._generation = switch._generation
         self._index = desc.index
         self._widths = [k.bitwidth for k in info.keys]
         self._nbytes = [(w + 7) // 8 for w in self._widths]
@@ -200,7 +201,7 @@ class NativeTable(TableSchema):
     @property
     def default(self):
         data = (ctypes.c_uint64 * self._max_words)()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             action = api.ss_ctl_table_get_default(self._switch._sw, self._index, data)
         d = self._action_by_index[action]
         return d.name, self._decode_args(d, data, 0)
@@ -214,7 +215,7 @@ class NativeTable(TableSchema):
 
     def _set_default(self, action, args):
         d = self._action_desc[action]
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_set_default(self._switch._sw, self._index, d.index, self._data(action, args)))
 
     def insert(self, entry: TableEntry):
@@ -225,7 +226,7 @@ class NativeTable(TableSchema):
         key = self._key_of(entry)
         action, args = self._check_action(entry)
         d = self._action_desc[action]
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(
                 api.ss_ctl_table_insert(
                     self._switch._sw,
@@ -244,7 +245,7 @@ class NativeTable(TableSchema):
         key = self._key_of(entry)
         action, args = self._check_action(entry)
         d = self._action_desc[action]
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(
                 api.ss_ctl_table_modify(
                     self._switch._sw,
@@ -259,23 +260,23 @@ class NativeTable(TableSchema):
     def delete(self, entry: TableEntry):
         self._check_mutable()
         key = self._key_of(entry)
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_delete(self._switch._sw, self._index, self._spec(key[0]), self._priority(key)))
 
     def clear(self):
         self._check_mutable()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_clear(self._switch._sw, self._index))
 
     def __len__(self):
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             return api.ss_ctl_table_count(self._switch._sw, self._index)
 
     def counters_of(self, entry: TableEntry) -> tuple[int, int]:
         """(packets, bytes) of the direct counter of the stored entry with entry's key."""
         key = self._key_of(entry)
         out = (ctypes.c_uint64 * 2)()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             self._call(
                 api.ss_ctl_table_find(self._switch._sw, self._index, self._spec(key[0]), self._priority(key), out)
             )
@@ -298,7 +299,7 @@ class NativeTable(TableSchema):
         size = 0
         while True:
             buf = ctypes.create_string_buffer(max(size, 1))
-            with sw._guard() as api:
+            with sw._guard(self._generation) as api:
                 need = api.ss_ctl_table_read(sw._sw, self._index, buf, size)
             if need <= size:
                 break
@@ -361,7 +362,7 @@ class NativeTable(TableSchema):
         raw = b"".join(v.to_bytes(nb, "big") for v, nb in zip(keys, self._nbytes, strict=True))
         hit = ctypes.c_uint32()
         data = (ctypes.c_uint64 * self._max_words)()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             action = api.ss_ctl_table_lookup(self._switch._sw, self._index, raw, ctypes.byref(hit), data)
         d = self._action_by_index[action]
         return d.name, tuple(self._decode_args(d, data, 0).values()), bool(hit.value)
@@ -375,6 +376,7 @@ class NativeRegister:
 
     def __init__(self, switch: NativeSwitch, desc: L.RegisterDesc, info):
         self._switch, self._index, self.info = switch, desc.index, info
+        self._generation = switch._generation
         self.name, self.size = info.name, info.size
 
     def _signed(self, v: int) -> int:
@@ -384,7 +386,7 @@ class NativeRegister:
     def read(self, i):
         check_index("register", self.name, self.size, i)
         words = (ctypes.c_uint64 * 2)()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_register_read(self._switch._sw, self._index, i, words)
         return self._signed(words[0] | (words[1] << 64))
 
@@ -392,14 +394,14 @@ class NativeRegister:
         check_index("register", self.name, self.size, i)
         check_register_value(self.info, v)
         v &= _mask(self.info.bitwidth)
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_register_write(self._switch._sw, self._index, i, v & 0xFFFFFFFFFFFFFFFF, v >> 64)
 
     @property
     def values(self) -> list[int]:
         """All elements (one native copy of the array)."""
         sw = self._switch
-        with sw._guard() as api:
+        with sw._guard(self._generation) as api:
             elem = api.ss_ctl_register_elem_bytes(sw._sw, self._index)
             buf = ctypes.create_string_buffer(max(1, elem * self.size))
             api.ss_ctl_register_read_all(sw._sw, self._index, buf)
@@ -407,7 +409,7 @@ class NativeRegister:
         return [self._signed(int.from_bytes(raw[i : i + elem], "little")) for i in range(0, len(raw), elem)]
 
     def reset(self):
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_register_reset(self._switch._sw, self._index)
 
 
@@ -416,22 +418,23 @@ class NativeCounter:
 
     def __init__(self, switch: NativeSwitch, desc: L.CounterDesc, info):
         self._switch, self._index, self.info = switch, desc.index, info
+        self._generation = switch._generation
         self.name, self.size = info.name, info.size
 
     def read(self, i):
         check_index("counter", self.name, self.size, i)
         out = (ctypes.c_uint64 * 2)()
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_counter_read(self._switch._sw, self._index, i, out)
         return out[0], out[1]
 
     def write(self, i, packets, nbytes):
         check_index("counter", self.name, self.size, i)
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_counter_write(self._switch._sw, self._index, i, packets, nbytes)
 
     def reset(self):
-        with self._switch._guard() as api:
+        with self._switch._guard(self._generation) as api:
             api.ss_ctl_counter_reset(self._switch._sw, self._index)
 
 
@@ -513,26 +516,33 @@ class NativeSwitch:
         self._sw = None
         self._lock = threading.RLock()  # the Python side: the switch pointer across load()
         self._ports = None  # softswitch.native.ports.NativePortSet once ports are added
+        self._generation = 0  # counts load() calls: tables/registers/counters remember theirs
         self.stats = _Stats(self)
         self.load(prog)
 
     # ---------------------------------------------------------------- plumbing
     class _Guarded:
-        def __init__(self, switch):
-            self.switch = switch
+        """Holds the switch's Python lock around a library call; refuses objects of a replaced pipeline."""
+
+        def __init__(self, switch, generation):
+            self.switch, self.generation = switch, generation
 
         def __enter__(self):
-            self.switch._lock.acquire()
-            if self.switch._sw is None:
-                self.switch._lock.release()
-                raise RuntimeError(f"{self.switch.name}: the native switch is closed")
-            return self.switch._lib.api
+            switch = self.switch
+            switch._lock.acquire()
+            if switch._sw is None:
+                switch._lock.release()
+                raise RuntimeError(f"{switch.name}: the native switch is closed")
+            if self.generation is not None and self.generation != switch._generation:
+                switch._lock.release()
+                raise RuntimeError(f"{switch.name}: this object belongs to a pipeline that load() replaced")
+            return switch._lib.api
 
         def __exit__(self, *exc):
             self.switch._lock.release()
 
-    def _guard(self):
-        return NativeSwitch._Guarded(self)
+    def _guard(self, generation=None):
+        return NativeSwitch._Guarded(self, generation)
 
     def _configure(self):
         events = self._ports.events if self._ports is not None else None
@@ -573,6 +583,7 @@ class NativeSwitch:
             if not sw:
                 raise RuntimeError(f"{self.name}: {lib.last_error()}")
             self.prog, self.info, self._lib, self._desc, self._sw = prog, prog.info, lib, lib.descriptor, sw
+            self._generation += 1
             self._configure()
             tables = {t.name: t for t in self._desc.tables}
             self._tables = {t.name: NativeTable(self, tables[t.name], t, prog.info.actions) for t in prog.info.tables}

@@ -30,3 +30,5 @@ def test_quick_run_saves_every_case(tmp_path):
     for r in rows:
         if r["case"] == "switch_drain":  # every frame of every burst crossed the switch to the receiver
             assert r["frames"] == r["bursts"] * r["burst_frames"] == r["received_by_receiver"]
+        if r["case"] == "switch_absorb":  # every frame reached the switch, none left it
+            assert r["frames"] == r["bursts"] * r["burst_frames"] and r["received_by_receiver"] == 0

@@ -265,3 +265,20 @@ def test_descriptor_and_program_info_must_agree():
     info = with_table("Fixture.exact16", size=8)
     with pytest.raises(ProgramMismatch, match="Fixture.exact16: size 4 in the descriptor, 8 in the program"):
         fixture_switch(info)
+
+
+def test_objects_of_a_replaced_pipeline_refuse_to_write():
+    from native_fixture import fixture_program
+
+    sw = fixture_switch()
+    old_table, old_register = sw.table("Fixture.exact16"), sw.register("Fixture.r32")
+    sw.load(fixture_program())
+    with pytest.raises(RuntimeError, match="load\\(\\) replaced"):
+        old_table.insert(TableEntry({"hdr.k16": Exact(1)}, "NoAction"))
+    with pytest.raises(RuntimeError, match="load\\(\\) replaced"):
+        old_register.write(0, 1)
+    sw.table("Fixture.exact16").insert(TableEntry({"hdr.k16": Exact(1)}, "NoAction"))
+    assert len(sw.table("Fixture.exact16")) == 1
+    sw.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        sw.process_batch([(1, b"x" * 20)])
