@@ -26,7 +26,7 @@ static double now_s(void) {
 }
 
 static int open_socket(const char *iface) {
-    int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+    int fd = socket(AF_PACKET, SOCK_RAW, 0); /* nothing queued before bind() */
     if (fd < 0) return -1;
     struct sockaddr_ll addr = {0};
     addr.sll_family = AF_PACKET;

@@ -517,6 +517,8 @@ class NativeSwitch:
         self._lock = threading.RLock()  # the Python side: the switch pointer across load()
         self._ports = None  # softswitch.native.ports.NativePortSet once ports are added
         self._generation = 0  # counts load() calls: tables/registers/counters remember theirs
+        self._records = ctypes.c_void_p()  # the records buffer process() receives (under _lock)
+        self._records_ref = ctypes.byref(self._records)
         self.stats = _Stats(self)
         self.load(prog)
 
@@ -612,7 +614,31 @@ class NativeSwitch:
 
     def process(self, port, frame):
         """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
-        return self.process_batch([(port, frame)])[0]
+        try:
+            data = bytes(frame)
+        except Exception:
+            self.stats["malformed"] += 1
+            return []
+        if not isinstance(port, int) or not 0 <= port < 512:
+            self.stats["malformed"] += 1
+            return []
+        records = self._records
+        with self._lock:
+            if self._sw is None:
+                raise RuntimeError(f"{self.name}: the native switch is closed")
+            api = self._lib.api
+            size = api.ss_process_one(self._sw, port, data, len(data), self._records_ref)
+            if size <= 0:
+                return []
+            raw = ctypes.string_at(records, size)
+            api.ss_free(records)
+        kind, out_port, length, _, _, _ = _RECORD.unpack_from(raw)
+        if kind == L.REC_FRAME and size == 24 + ((length + 7) & ~7):  # the common case: one output frame
+            return [(out_port, raw[24 : 24 + length])]
+        results = [[]]
+        packet_ins, digests = self._parse_records(raw, results, None)
+        self._deliver(packet_ins, digests)
+        return results[0]
 
     def process_batch(self, port_frames, *, outputs: bool = True):
         """Runs many received frames in one native call. ``port_frames``: (port, frame) pairs or a

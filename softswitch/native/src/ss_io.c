@@ -1,15 +1,15 @@
 /* Port I/O: AF_PACKET sockets on Linux interfaces, frames received from a PACKET_MMAP ring (or with
- * recvmmsg) and sent with sendmmsg in batches, and one thread that polls every port and runs the pipeline on what arrives,
- * without the Python interpreter (no GIL).
+ * recvmmsg) and sent with sendmmsg in batches, and one thread that polls every port and runs the
+ * pipeline on what arrives, without the Python interpreter (no GIL).
  *
- * Each socket is bound to its interface for all protocols, promiscuous, and ignores the frames the
- * host transmits itself (PACKET_IGNORE_OUTGOING where the kernel has it, else the thread drops frames
- * whose sll_pkttype is PACKET_OUTGOING). Frames arrive in a PACKET_MMAP receive ring (TPACKET_V2: no
- * system call and no copy per frame; the pipeline reads them in place), or with recvmmsg where a ring
- * cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread takes up to SS_IO_BATCH waiting
- * frames from each ready port in turn, runs them through the pipeline holding the switch lock once per batch, sends the
- * outputs per port with one sendmmsg each, and pushes packet-ins, digests and log lines to the event
- * queue Python drains.
+ * Each socket is opened for no protocol, then bound to its interface for all protocols (so it never
+ * holds frames of other interfaces), promiscuous, and ignores the frames the host transmits itself
+ * (PACKET_IGNORE_OUTGOING, and the thread drops frames whose sll_pkttype is PACKET_OUTGOING). Frames
+ * arrive in a PACKET_MMAP receive ring (TPACKET_V2: no system call and no copy per frame; the pipeline
+ * reads them in place), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks
+ * for it. The thread takes up to SS_IO_BATCH waiting frames from each ready port in turn, runs them
+ * through the pipeline holding the switch lock once per batch, sends the outputs per port with one
+ * sendmmsg each, and pushes packet-ins, digests and log lines to the event queue Python drains.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -171,7 +171,9 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         ss_set_error("port %u: cannot use interface '%s': %s", number, iface, strerror(errno));
         return SS_E_IO;
     }
-    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    /* protocol 0: the socket receives nothing until bind() names the interface and ETH_P_ALL (a socket
+     * opened with ETH_P_ALL would queue frames of every interface until it is bound) */
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         if (errno == EPERM)
             ss_set_error("port %u: opening a raw socket on %s needs root (or CAP_NET_RAW)", number, iface);
@@ -195,7 +197,7 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     if (io->rx_mode == SS_RX_RING && ring_setup(port)) {
         /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
         close(fd);
-        fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+        fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
         port->fd = fd;
         if (fd < 0) {
             ss_set_error("port %u: socket: %s", number, strerror(errno));
@@ -203,6 +205,12 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
             return SS_E_IO;
         }
     }
+    /* options first, then bind: from the first frame on, the kernel skips the host's own
+     * transmissions, and the socket sends past the qdisc (a switch port has no use for it) */
+    int one = 1;
+    port->kernel_ignores_outgoing = setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0;
+    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
+    enlarge_buffers(fd);
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) ||
         setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq)) {
         ss_set_error("port %u: cannot use interface '%s': %s", number, iface, strerror(errno));
@@ -211,11 +219,6 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         free(port);
         return SS_E_IO;
     }
-    enlarge_buffers(fd);
-    int one = 1;
-    /* frames leave through the driver directly: a switch port has no use for the host's qdisc */
-    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
-    port->kernel_ignores_outgoing = setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0;
     port->number = (uint16_t)number;
     snprintf(port->iface, sizeof port->iface, "%s", iface);
     io->ports[number] = port;
@@ -316,7 +319,7 @@ static int receive_ring(ss_io *io, ss_port *port) {
         if (!(status & TP_STATUS_USER)) break;
         const struct sockaddr_ll *sll =
             (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-        io->batch_outgoing[n] = !port->kernel_ignores_outgoing && sll->sll_pkttype == PACKET_OUTGOING;
+        io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING; /* e.g. captured before the option took */
         if (status & TP_STATUS_COPY) { /* too long for a slot: the whole frame waits in the socket queue */
             ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT);
             if (len < 0) len = 0, io->batch_outgoing[n] = 1; /* lost: skip the slot */
@@ -349,7 +352,7 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
     for (int i = 0; i < got; i++) {
         io->batch_data[i] = io->rx_iov[i].iov_base;
         io->batch_len[i] = io->rx_msgs[i].msg_len;
-        io->batch_outgoing[i] = !port->kernel_ignores_outgoing && io->rx_addr[i].sll_pkttype == PACKET_OUTGOING;
+        io->batch_outgoing[i] = io->rx_addr[i].sll_pkttype == PACKET_OUTGOING;
     }
     run_batch(io, port, got);
     return got;

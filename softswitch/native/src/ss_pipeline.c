@@ -429,3 +429,10 @@ SS_EXPORT int64_t ss_process_batch(ss_switch *sw, uint32_t n, const uint16_t *po
     pthread_mutex_unlock(&sw->lock);
     return len;
 }
+
+/* One frame (the common call from Python): ss_process_batch with fewer arguments. */
+SS_EXPORT int64_t ss_process_one(ss_switch *sw, uint32_t port, const uint8_t *data, uint32_t len, uint8_t **records) {
+    uint16_t p = (uint16_t)port;
+    uint64_t offsets[2] = {0, len}, outputs;
+    return ss_process_batch(sw, 1, &p, data, offsets, 0, records, &outputs);
+}
