@@ -18,7 +18,7 @@ third case measures the switch's own capacity:
     full batches (64 frames): frames / drain time, with the receiver still counting every frame;
   * absorb: the same with frames the pipeline drops (receive side only, as for the GRADs a switch
     aggregates: 3 of 4 end in the switch).
-Prints a table with the machine's load and saves bench/results/native_io.json.
+Prints a table with the machine's load and saves bench/results/native_io.json and .png.
 
     .venv/bin/python bench/native_io.py [--seconds 3] [--quick] [--out DIR]    (root: creates veth pairs)
 """
@@ -55,7 +55,7 @@ def traffic_library():
     text, out = ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64)
     lib.traffic_send.restype = lib.traffic_receive.restype = ctypes.c_int64
     lib.traffic_send.argtypes = [text, text, u32, u32, double, u64, out]
-    lib.traffic_receive.argtypes = [text, text, u32, u32, double, double, out]
+    lib.traffic_receive.argtypes = [text, text, u32, u32, double, double, ctypes.POINTER(ctypes.c_int), out]
     return lib
 
 
@@ -130,11 +130,19 @@ def pin(cpu: int | None) -> None:
 def run_traffic(lib, send_iface: str, recv_iface: str, frame: bytes, seconds: float, traffic_cpu=None) -> dict:
     result: dict = {}
     received_bytes = ctypes.c_uint64()
+    stop = ctypes.c_int(0)
 
     def receive():
         pin(traffic_cpu)
         result["received"] = lib.traffic_receive(
-            recv_iface.encode(), TAG, len(TAG), TAG_AT, seconds + 5, 0.5, ctypes.byref(received_bytes)
+            recv_iface.encode(),
+            TAG,
+            len(TAG),
+            TAG_AT,
+            seconds + 30,
+            0.5,
+            ctypes.byref(stop),
+            ctypes.byref(received_bytes),
         )
 
     receiver = threading.Thread(target=receive)
@@ -147,6 +155,7 @@ def run_traffic(lib, send_iface: str, recv_iface: str, frame: bytes, seconds: fl
     sent = lib.traffic_send(send_iface.encode(), frame, len(frame), SEQ_AT, seconds, 0, ctypes.byref(errors))
     elapsed = time.monotonic() - t0
     os.sched_setaffinity(0, main_affinity)
+    stop.value = 1  # the receiver ends once frames stop coming
     receiver.join()
     if sent < 0 or result["received"] < 0:
         raise RuntimeError(f"traffic on {send_iface} -> {recv_iface} could not open its sockets (root needed)")
@@ -272,11 +281,12 @@ def measure_drain(lib, size: int, seconds: float, mode: str, forward: bool) -> d
             os.sched_setaffinity(tid, {cpus[-1]})
         received_bytes = ctypes.c_uint64()
         result = {}
+        stop = ctypes.c_int(0)
 
         def receive():
             pin(cpus[0])
             result["received"] = lib.traffic_receive(
-                h2.encode(), TAG, len(TAG), TAG_AT, seconds + 30, 1.0, ctypes.byref(received_bytes)
+                h2.encode(), TAG, len(TAG), TAG_AT, seconds + 60, 0.5, ctypes.byref(stop), ctypes.byref(received_bytes)
             )
 
         receiver = threading.Thread(target=receive)
@@ -290,8 +300,7 @@ def measure_drain(lib, size: int, seconds: float, mode: str, forward: bool) -> d
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end or bursts < 3:
-                ports.pause(True)
-                time.sleep(0.005)
+                ports.pause(True)  # returns once the I/O thread reads no port
                 sent = lib.traffic_send(h1.encode(), frame, len(frame), SEQ_AT, 5.0, BURST, ctypes.byref(errors))
                 time.sleep(0.005)  # the sender's softirq delivers the last frames into the ring
                 ports.reset_stats()
@@ -308,6 +317,7 @@ def measure_drain(lib, size: int, seconds: float, mode: str, forward: bool) -> d
                 bursts += 1
             drops = ports.port_stats(1).kernel_drops
         finally:
+            stop.value = 1  # every burst went through: the receiver ends once frames stop coming
             os.sched_setaffinity(0, main_affinity)
             ports.stop()
             sw.close()
@@ -333,6 +343,36 @@ def measure_drain(lib, size: int, seconds: float, mode: str, forward: bool) -> d
         f"({bursts} bursts of {BURST}, {drops} kernel drops, receiver got {row['received_by_receiver']:,})"
     )
     return row
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    """Frames per second per case (bars) for each frame size (groups)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def label(r):
+        return r["case"].replace("switch_", "") + (f" ({r['rx']})" if r.get("rx") else "")
+
+    def rate(r):
+        return r.get("frames_per_s") or r.get("received_per_s") or 0
+
+    sizes = sorted({r["frame_bytes"] for r in rows})
+    labels = list(dict.fromkeys(label(r) for r in rows))
+    width = 0.8 / len(labels)
+    fig, ax = plt.subplots(figsize=(10, 5))
+    for i, name in enumerate(labels):
+        values = [next((rate(r) for r in rows if label(r) == name and r["frame_bytes"] == s), 0) for s in sizes]
+        ax.bar([k + i * width for k in range(len(sizes))], [v / 1e3 for v in values], width, label=name)
+    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(sizes))], [f"{s} B" for s in sizes])
+    ax.set_ylabel("thousand frames/s")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main(argv=None) -> int:
@@ -374,7 +414,9 @@ def main(argv=None) -> int:
             indent=2,
         )
     )
-    print(f"saved {out}")
+    png = args.out / "native_io.png"
+    plot(rows, png, f"softswitch native port I/O (fixture forwarding 1 -> 2), load {load_before[0]:.1f}")
+    print(f"saved {out} and {png}")
     return 0
 
 

@@ -90,10 +90,10 @@ int64_t traffic_send(const char *iface, const uint8_t *frame, uint32_t len, uint
     return sent;
 }
 
-/* Counts frames with `tag` at tag_at until `seconds` pass or, once frames came, `idle` seconds pass
- * without one. Returns the count; *bytes gets their bytes. */
+/* Counts frames with `tag` at tag_at until `seconds` pass or, once *stop is set, `idle` seconds pass
+ * without a frame. Returns the count; *bytes gets their bytes. */
 int64_t traffic_receive(const char *iface, const uint8_t *tag, uint32_t tag_len, uint32_t tag_at, double seconds,
-                        double idle, uint64_t *bytes) {
+                        double idle, const volatile int *stop, uint64_t *bytes) {
     int fd = open_socket(iface);
     if (fd < 0) return -1;
     prctl(PR_SET_NAME, "bench-receiver");
@@ -106,7 +106,7 @@ int64_t traffic_receive(const char *iface, const uint8_t *tag, uint32_t tag_len,
     struct pollfd pfd = {fd, POLLIN, 0};
     for (;;) {
         double t = now_s();
-        if (t - start > seconds || (count && t - last > idle)) break;
+        if (t - start > seconds || (*stop && t - last > idle)) break;
         if (poll(&pfd, 1, 20) <= 0) continue;
         int n = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
         for (int i = 0; i < n; i++) {
@@ -115,7 +115,7 @@ int64_t traffic_receive(const char *iface, const uint8_t *tag, uint32_t tag_len,
                 *bytes += msgs[i].msg_len;
             }
         }
-        if (n > 0) last = now_s();
+        if (n > 0 || !*stop) last = now_s();
     }
     close(fd);
     return count;

@@ -68,6 +68,7 @@ typedef struct ss_io {
     int wake_fd;
     volatile int stopping;
     volatile int paused; /* the thread leaves the ports alone (benchmarks fill the rings meanwhile) */
+    volatile int pause_acked; /* the thread saw `paused` and reads no port */
     int running;
     pthread_t thread;
     uint8_t *rx_buf;
@@ -374,6 +375,7 @@ static void *io_thread(void *arg) {
     fds[n].events = POLLIN;
     while (!io->stopping) {
         if (io->paused) {
+            io->pause_acked = 1;
             uint64_t value;
             ssize_t ignored = read(io->wake_fd, &value, sizeof value);
             (void)ignored;
@@ -391,7 +393,7 @@ static void *io_thread(void *arg) {
             if (errno == EINTR) continue;
             break;
         }
-        for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t i = 0; i < n && !io->paused; i++) {
             if (!(fds[i].revents & POLLIN)) continue;
             ss_port *port = by_index[i];
             for (int i_batch = 0; i_batch < 4; i_batch++) { /* at most 4 batches before the next port */
@@ -414,12 +416,15 @@ SS_EXPORT int ss_io_start(ss_io *io) {
     return SS_OK;
 }
 
-/* Pauses (1) or resumes (0) reading the ports; frames wait in the rings and socket buffers meanwhile. */
+/* Pauses (1) or resumes (0) reading the ports; frames wait in the rings and socket buffers meanwhile.
+ * A pause returns once the thread has stopped reading (the caller releases the GIL meanwhile). */
 SS_EXPORT void ss_io_pause(ss_io *io, int paused) {
+    io->pause_acked = 0;
     io->paused = paused;
     uint64_t one = 1;
     ssize_t ignored = write(io->wake_fd, &one, sizeof one);
     (void)ignored;
+    while (paused && io->running && !io->pause_acked) usleep(100);
 }
 
 /* Stops the thread (waits for it) and closes the ports. */
