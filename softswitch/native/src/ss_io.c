@@ -207,10 +207,10 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         }
     }
     /* options first, then bind: from the first frame on, the kernel skips the host's own
-     * transmissions, and the socket sends past the qdisc (a switch port has no use for it) */
+     * transmissions. Sends go through the interface's qdisc (no PACKET_QDISC_BYPASS): the lab shapes
+     * links with tc on the switch's interfaces too. */
     int one = 1;
     port->kernel_ignores_outgoing = setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof one) == 0;
-    setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one);
     enlarge_buffers(fd);
     if (bind(fd, (struct sockaddr *)&addr, sizeof addr) ||
         setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq, sizeof mreq)) {
@@ -243,14 +243,16 @@ static void port_flush(ss_io *io, ss_port *port) {
     }
     uint32_t sent = 0;
     while (sent < port->tx_n) {
-        int n = sendmmsg(port->fd, msgs + sent, port->tx_n - sent, 0);
+        /* MSG_DONTWAIT: a port whose queue is full drops, as a switch's egress queue does, instead of
+         * stalling every other port */
+        int n = sendmmsg(port->fd, msgs + sent, port->tx_n - sent, MSG_DONTWAIT);
         if (n > 0) {
             sent += (uint32_t)n;
             port->tx += (uint64_t)n;
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else {
-            port->tx_errors++; /* this frame cannot be sent (e.g. too long, link down): skip it */
+            port->tx_errors++; /* refused (queue or socket buffer full, link down, too long): skip it */
             sent++;
         }
     }

@@ -172,3 +172,25 @@ def test_frames_longer_than_a_ring_slot_arrive_whole(veths):
             tx.send(f)
         got = receive_tagged(rx, len(frames))
         assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+
+
+def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths):
+    """The lab shapes links with tc on the switch's interfaces too: the switch's sends go through the
+    qdisc, and what the qdisc refuses is dropped and counted, without stalling the switch."""
+    (_, _), (s2, _) = veths
+    subprocess.run(
+        ["tc", "qdisc", "add", "dev", s2, "root", "tbf", "rate", "8mbit", "burst", "20kb", "latency", "20ms"],
+        check=True,
+    )
+    with running_switch(veths) as (sw, ports, tx, rx):
+        frames = [tagged(FORWARD, 2, i, size=1000) for i in range(2000)]  # 16 Mbit, sent in well under 1 s
+        t0 = time.monotonic()
+        for f in frames:
+            tx.send(f)
+        got = receive_tagged(rx, len(frames), timeout=3.0)
+        elapsed = time.monotonic() - t0
+        stats = ports.port_stats(2)
+        assert sw.stats["received"] == len(frames)
+        assert stats.tx + stats.tx_errors == len(frames) and stats.tx_errors > 0
+        assert len(got) == stats.tx
+        assert len(got) * 1000 * 8 <= 8e6 * elapsed + 8 * 20 * 1024 + 8 * 1000 * 10  # the rate, the burst
