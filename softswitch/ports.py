@@ -62,13 +62,15 @@ class Port:
         self.iface = iface
         self.stats = PortStats()
         try:
-            self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            # protocol 0 until bind: a socket opened for ETH_P_ALL queues frames of every interface
+            # until it is bound to one, and the reader would take them as this port's
+            self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         except PermissionError:
             raise PermissionError(
                 f"port {number}: opening a raw socket on {iface} needs root (or CAP_NET_RAW)"
             ) from None
         try:
-            self.sock.bind((iface, 0))
+            self.sock.bind((iface, ETH_P_ALL))
             ifindex = socket.if_nametoindex(iface)
             mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
             self.sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
