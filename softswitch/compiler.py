@@ -1,37 +1,75 @@
-"""compile_program(): P4 source -> CompiledProgram (ProgramInfo + generated Python module), cached by the
-hash of the preprocessed source so a program shared by many switches is compiled once."""
+"""compile_program(): P4 source -> CompiledProgram (IR, ProgramInfo and a back end's executable code).
+
+    P4 text -> preprocess -> parse (AST) -> lower (front end: typed, resolved IR) -> back end -> code
+
+`lower_program`/`lower_source` stop at the IR. Back ends are registered in BACKENDS by name; each turns
+an ir.Program into code whose `build(runtime)` returns the pipeline's blocks (see Backend). Results are
+cached by the hash of the preprocessed source, so a program shared by many switches is compiled once.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
-import types
+from typing import Any, Protocol
 
-from .codegen import CodeGen
+from . import ir
+from .backend_python import PythonBackend
 from .frontend.errors import P4Error
+from .frontend.lower import lower
 from .frontend.parser import parse
 from .frontend.preprocess import Preprocessor
+from .frontend.program_info import program_info
 from .program import ProgramInfo
 
-_cache: dict[str, CompiledProgram] = {}
+
+class BackendCode(Protocol):
+    """What a back end produces for one program."""
+
+    def build(self, runtime: Any) -> dict:
+        """The program's blocks bound to one switch's runtime state."""
+        ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def compile(self, program: ir.Program, source_hash: str, path: str) -> BackendCode: ...
+
+
+BACKENDS: dict[str, Backend] = {"python": PythonBackend()}
+DEFAULT_BACKEND = "python"
+
+_lowered: dict[str, tuple[ir.Program, ProgramInfo]] = {}
+_compiled: dict[str, CompiledProgram] = {}
 _lock = threading.Lock()
 
 
 class CompiledProgram:
-    def __init__(self, path, info: ProgramInfo, python_source: str, source_hash: str):
+    """One program compiled by one back end. `ir` is the front end's result, `info` what the control
+    plane can address, `code` the back end's output (`python_source`/`module` for the Python one)."""
+
+    def __init__(self, path: str, program: ir.Program, info: ProgramInfo, source_hash: str, backend: str, code):
         self.path = path
+        self.ir = program
         self.info = info
-        self.python_source = python_source
         self.source_hash = source_hash
-        self.module = types.ModuleType(f"softswitch_prog_{info.name}_{source_hash[:12]}")
-        self.module.__file__ = f"<softswitch:{path}>"
-        code = compile(python_source, self.module.__file__, "exec")
-        exec(code, self.module.__dict__)  # noqa: S102 - our own generated code
+        self.backend = backend
+        self.code = code
+
+    @property
+    def python_source(self) -> str | None:
+        """The generated Python module's source (Python back end; None for others)."""
+        return getattr(self.code, "source", None)
+
+    @property
+    def module(self):
+        return getattr(self.code, "module", None)
 
     def build(self, runtime):
         """The program's blocks bound to one switch's runtime state."""
-        return self.module.build(runtime)
+        return self.code.build(runtime)
 
 
 def _tokens_hash(toks) -> str:
@@ -42,34 +80,73 @@ def _tokens_hash(toks) -> str:
     return h.hexdigest()
 
 
-def _compile(toks, path, cache_key) -> CompiledProgram:
+def _lower(toks, path: str, cache_key: str) -> tuple[ir.Program, ProgramInfo]:
     with _lock:
-        hit = _cache.get(cache_key)
+        hit = _lowered.get(cache_key)
     if hit is not None:
         return hit
     name = os.path.splitext(os.path.basename(path))[0]
     try:
-        gen = CodeGen(parse(toks), name)
-        source = gen.generate()
-        if gen.rebound & gen.hoisted:
-            # a statement replaces an object the code keeps in a local: generate again without that local
-            gen = CodeGen(parse(toks), name, no_hoist=frozenset(gen.rebound))
-            source = gen.generate()
+        program = lower(parse(toks), name)
     except RecursionError:
         raise P4Error(toks[0].pos if toks else None, "program nested too deeply") from None
-    prog = CompiledProgram(path, gen.info, source, cache_key.split("|", 1)[0])
+    result = (program, program_info(program))
     with _lock:
-        _cache[cache_key] = prog
-    return prog
+        _lowered[cache_key] = result
+    return result
 
 
-def compile_program(path, defines=None, include_dirs=()) -> CompiledProgram:
-    """Compiles a P4_16 v1model program; raises P4Error ("file:line:col: error: ...") if it is wrong."""
+def _compile(toks, path: str, cache_key: str, backend: str) -> CompiledProgram:
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown softswitch back end {backend!r} (known: {', '.join(sorted(BACKENDS))})")
+    key = f"{backend}|{cache_key}"
+    with _lock:
+        hit = _compiled.get(key)
+    if hit is not None:
+        return hit
+    program, info = _lower(toks, path, cache_key)
+    source_hash = cache_key.split("|", 1)[0]
+    try:
+        code = BACKENDS[backend].compile(program, source_hash, path)
+    except RecursionError:
+        raise P4Error(toks[0].pos if toks else None, "program nested too deeply") from None
+    compiled = CompiledProgram(path, program, info, source_hash, backend, code)
+    with _lock:
+        _compiled[key] = compiled
+    return compiled
+
+
+def _file_tokens(path, defines, include_dirs):
     toks = Preprocessor(defines, include_dirs).run_file(path)
-    return _compile(toks, path, _tokens_hash(toks) + "|" + os.path.abspath(path))
+    return toks, _tokens_hash(toks) + "|" + os.path.abspath(path)
 
 
-def compile_source(text: str, filename="<string>.p4", defines=None, include_dirs=()) -> CompiledProgram:
-    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs."""
+def _text_tokens(text, filename, defines, include_dirs):
     toks = Preprocessor(defines, include_dirs).run_text(text, filename)
-    return _compile(toks, filename, _tokens_hash(toks) + "|" + filename)
+    return toks, _tokens_hash(toks) + "|" + filename
+
+
+def compile_program(path, defines=None, include_dirs=(), backend: str = DEFAULT_BACKEND) -> CompiledProgram:
+    """Compiles a P4_16 v1model program; raises P4Error ("file:line:col: error: ...") if it is wrong."""
+    toks, key = _file_tokens(path, defines, include_dirs)
+    return _compile(toks, path, key, backend)
+
+
+def compile_source(
+    text: str, filename="<string>.p4", defines=None, include_dirs=(), backend: str = DEFAULT_BACKEND
+) -> CompiledProgram:
+    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs."""
+    toks, key = _text_tokens(text, filename, defines, include_dirs)
+    return _compile(toks, filename, key, backend)
+
+
+def lower_program(path, defines=None, include_dirs=()) -> ir.Program:
+    """The front end only: the program's typed, resolved IR (what a back end compiles)."""
+    toks, key = _file_tokens(path, defines, include_dirs)
+    return _lower(toks, path, key)[0]
+
+
+def lower_source(text: str, filename="<string>.p4", defines=None, include_dirs=()) -> ir.Program:
+    """As lower_program, from a string."""
+    toks, key = _text_tokens(text, filename, defines, include_dirs)
+    return _lower(toks, filename, key)[0]

@@ -36,8 +36,33 @@ class Annotation:
         return f"@{self.name}{self.args!r}"
 
 
+def ir_annotations(annos) -> tuple:
+    """The AST's annotations as IR annotations (name and argument values)."""
+    from ..ir.types import Annotation as IrAnnotation
+
+    return tuple(IrAnnotation(a.name, tuple(a.args)) for a in annos or ())
+
+
 def find_annotation(annos, name):
     for a in annos or ():
         if a.name == name:
             return a
     return None
+
+
+def expr_text(n: Node) -> str:
+    """The source text of an expression as P4Info writes key names (`hdr.ipv4.dst_addr`)."""
+    k = n.kind
+    if k == "Name":
+        return n.name
+    if k == "Member":
+        return f"{expr_text(n.expr)}.{n.name}"
+    if k == "Index":
+        return f"{expr_text(n.expr)}[{expr_text(n.index)}]"
+    if k == "Slice":
+        return f"{expr_text(n.expr)}[{expr_text(n.hi)}:{expr_text(n.lo)}]"
+    if k == "Call":
+        return f"{expr_text(n.func)}({', '.join(expr_text(a) for a in n.args)})"
+    if k == "Int":
+        return str(n.value)
+    return "<expr>"

@@ -1,0 +1,147 @@
+"""Module-level code per header/struct type: a slots class (with copy()), and for headers the extract
+function `X_<header>(h, data, off) -> new offset` and the pack function `P_<header>(h) -> bytes`.
+
+A header whose fields group into whole 1/2/4/8-byte units (IPv4, UDP, the 64 INA lanes) is read and
+written with one precompiled struct.Struct when it starts on a byte boundary; the others (and any header
+at a bit offset) go through one int.from_bytes and shifts and masks per field.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .writer import SourceWriter, class_name, default_value_code, field_attribute, mask
+
+_STRUCT_CODES = {8: "B", 16: "H", 32: "I", 64: "Q"}
+Run = tuple[int, list[tuple[str, int, bool]]]  # (bits, fields as (attribute, width, signed))
+
+
+def write_type(out: SourceWriter, t: ir.StructLikeType) -> None:
+    cls = class_name(t)
+    is_header = isinstance(t, ir.HeaderType)
+    slots = (["_v"] if is_header else []) + [field_attribute(f.name) for f in t.fields]
+    out.write(f"class {cls}:")
+    with out.indented():
+        out.write(f"__slots__ = {tuple(slots)!r}")
+        out.write("def __init__(self):")
+        with out.indented():
+            if is_header:
+                out.write("self._v = False")
+            for f in t.fields:
+                out.write(f"self.{field_attribute(f.name)} = {default_value_code(f.type)}")
+            if not slots:
+                out.write("pass")
+        out.write("def copy(self):")
+        with out.indented():
+            out.write(f"n = {cls}.__new__({cls})")
+            if is_header:
+                out.write("n._v = self._v")
+            for f in t.fields:
+                attribute = field_attribute(f.name)
+                copy = ".copy()" if ir.is_object(f.type) else ""
+                out.write(f"n.{attribute} = self.{attribute}{copy}")
+            out.write("return n")
+    if isinstance(t, ir.HeaderType):
+        _write_header_io(out, t)
+    out.write("")
+
+
+def _struct_runs(fields: list[tuple[str, int, bool]]) -> list[Run] | None:
+    """Fields grouped into consecutive runs of 8, 16, 32 or 64 bits; None when the header does not
+    split that way (e.g. a 48-bit field)."""
+    runs: list[Run] = []
+    current: list[tuple[str, int, bool]] = []
+    width = 0
+    for f in fields:
+        current.append(f)
+        width += f[1]
+        if width in _STRUCT_CODES:
+            runs.append((width, current))
+            current, width = [], 0
+        elif width > 64:
+            return None
+    return runs if fields and not current else None
+
+
+def _write_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
+    fields = [
+        (field_attribute(f.name), ir.field_width(f.type), isinstance(f.type, ir.BitType) and f.type.signed)
+        for f in t.fields
+    ]
+    width = t.width
+    nbytes = width // 8
+    runs = _struct_runs(fields)
+    if runs is not None:
+        fmt = "!" + "".join(
+            _STRUCT_CODES[w].lower() if len(fs) == 1 and fs[0][2] else _STRUCT_CODES[w] for w, fs in runs
+        )
+        out.write(f"S_{t.name} = Struct({fmt!r})")
+    out.write(f"def X_{t.name}(h, data, off):")
+    with out.indented():
+        out.write("b = off >> 3")
+        unaligned = [
+            f"end = (off + {width} + 7) >> 3",
+            "if end > len(data):",
+            "    raise ParserError(1)",
+            f"v = (int.from_bytes(data[b:end], 'big') >> ((end << 3) - off - {width})) & {mask(width)}",
+        ]
+        if runs is None:
+            out.write("if off & 7:")
+            for line in unaligned:
+                out.write("    " + line)
+            out.write("else:")
+            out.write(f"    end = b + {nbytes}")
+            out.write("    if end > len(data):")
+            out.write("        raise ParserError(1)")
+            out.write("    v = int.from_bytes(data[b:end], 'big')")
+            _split_fields(out, "v", width, fields)
+        else:
+            out.write("if off & 7:")
+            with out.indented():
+                for line in unaligned:
+                    out.write(line)
+                _split_fields(out, "v", width, fields)
+                out.write("h._v = True")
+                out.write(f"return off + {width}")
+            out.write(f"if b + {nbytes} > len(data):")
+            out.write("    raise ParserError(1)")
+            targets = [f"h.{fs[0][0]}" if len(fs) == 1 else f"u{i}" for i, (_, fs) in enumerate(runs)]
+            out.write(f"{', '.join(targets)}, = S_{t.name}.unpack_from(data, b)")
+            for i, (w, fs) in enumerate(runs):
+                if len(fs) > 1:
+                    _split_fields(out, f"u{i}", w, fs)
+        out.write("h._v = True")
+        out.write(f"return off + {width}")
+    out.write(f"def P_{t.name}(h):")
+    if runs is None:
+        out.write(f"    return ({_join_fields(width, fields)}).to_bytes({nbytes}, 'big')")
+    else:
+        packed = ", ".join(_join_fields(w, fs, run=True) for w, fs in runs)
+        out.write(f"    return S_{t.name}.pack({packed})")
+
+
+def _split_fields(out: SourceWriter, v: str, width: int, fields: list[tuple[str, int, bool]]) -> None:
+    """h.<field> = its bits of the width-bit int v, for each field in order."""
+    shift = width
+    for name, w, signed in fields:
+        shift -= w
+        code = v if shift == 0 else f"({v} >> {shift})"
+        if shift + w < width:
+            code = f"({code} & {mask(w)})"
+        if signed:
+            code = f"(({code} ^ {1 << (w - 1)}) - {1 << (w - 1)})"
+        out.write(f"h.{name} = {code}")
+
+
+def _join_fields(width: int, fields: list[tuple[str, int, bool]], run: bool = False) -> str:
+    """The width-bit int holding the fields; a struct run of one signed field packs it as it is."""
+    if run and len(fields) == 1:
+        return f"h.{fields[0][0]}"
+    parts = []
+    shift = width
+    for name, w, signed in fields:
+        shift -= w
+        f = f"h.{name}"
+        if signed:
+            f = f"({f} & {mask(w)})"
+        parts.append(f if shift == 0 else f"({f} << {shift})")
+    return " | ".join(parts) or "0"

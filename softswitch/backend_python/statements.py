@@ -1,0 +1,190 @@
+"""Python code of IR statements.
+
+Conventions of the generated functions (blocks.py): a parser state reads `data` at bit offset `off`;
+control and action functions get `C`, the control's per-apply context; `exit` raises ExitCtl, which the
+pipeline catches around each top-level control; out/inout scalar arguments are returned as a tuple and
+assigned back by the caller (objects are passed by reference, `in` objects as copies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import ir
+from .expressions import ExpressionEmitter, GeneratedNames
+from .externs import ExternEmitter
+from .frames import Frame
+from .writer import NameAllocator, SourceWriter, default_value_code, mask, wrap_code
+
+
+@dataclass
+class FunctionContext:
+    """The function statements are written into: its frame and what a `return` gives back."""
+
+    frame: Frame
+    returns: str | None = None  # "(a, b,)": the out/inout values, or None
+
+
+class StatementEmitter:
+    def __init__(self, expressions: ExpressionEmitter, names: GeneratedNames, fresh: NameAllocator):
+        self.expressions = expressions
+        self.names = names
+        self.fresh = fresh.fresh
+        self.externs = ExternEmitter(expressions, fresh)
+
+    def block(self, out: SourceWriter, statements: list[ir.Statement], context: FunctionContext) -> None:
+        """The statements, or `pass` when they write nothing."""
+        mark = out.mark()
+        for s in statements:
+            self.statement(out, s, context)
+        out.ensure_body(mark)
+
+    def statement(self, out: SourceWriter, s: ir.Statement, context: FunctionContext) -> None:
+        method = getattr(self, "_" + type(s).__name__)
+        method(out, s, context)
+
+    def code(self, e: ir.Expression, context: FunctionContext) -> str:
+        return self.expressions.code(e, context.frame)
+
+    # ------------------------------------------------------------------ structure
+    def _Block(self, out: SourceWriter, s: ir.Block, context: FunctionContext) -> None:
+        self.block(out, s.statements, context)
+
+    def _If(self, out: SourceWriter, s: ir.If, context: FunctionContext) -> None:
+        out.write(f"if {self.code(s.condition, context)}:")
+        with out.indented():
+            self.block(out, s.then.statements, context)
+        if s.otherwise is not None:
+            out.write("else:")
+            with out.indented():
+                self.block(out, s.otherwise.statements, context)
+
+    def _ValueSwitch(self, out: SourceWriter, s: ir.ValueSwitch, context: FunctionContext) -> None:
+        selector = self.fresh("sw")
+        out.write(f"{selector} = {self.code(s.selector, context)}")
+        cases = [(c.is_default, [self.code(label, context) for label in c.labels], c.body) for c in s.cases]
+        self._cases(out, selector, cases, context)
+
+    def _ActionRunSwitch(self, out: SourceWriter, s: ir.ActionRunSwitch, context: FunctionContext) -> None:
+        selector = self.fresh("run")
+        out.write(f"{selector} = {self.code(s.apply, context)}.name")
+        cases = [(c.is_default, [repr(a.qualified_name) for a in c.actions], c.body) for c in s.cases]
+        self._cases(out, selector, cases, context)
+
+    def _cases(self, out: SourceWriter, selector: str, cases: list, context: FunctionContext) -> None:
+        for i, (is_default, labels, body) in enumerate(cases):
+            if is_default:
+                out.write("if True:" if i == 0 else "else:")
+            else:
+                condition = " or ".join(f"{selector} == {label}" for label in labels)
+                out.write(f"{'if' if i == 0 else 'elif'} {condition}:")
+            with out.indented():
+                self.block(out, body.statements, context)
+
+    def _Exit(self, out: SourceWriter, s: ir.Exit, context: FunctionContext) -> None:
+        out.write("raise ExitCtl()")
+
+    def _Return(self, out: SourceWriter, s: ir.Return, context: FunctionContext) -> None:
+        out.write(f"return {context.returns}" if context.returns else "return")
+
+    # ------------------------------------------------------------------ variables and assignment
+    def _VariableDeclaration(self, out: SourceWriter, s: ir.VariableDeclaration, context: FunctionContext) -> None:
+        name = self.fresh("l_" + s.variable.name)
+        value = self.variable_initializer(s, context)
+        context.frame.variables[s.variable] = name
+        out.write(f"{name} = {value}")
+
+    def variable_initializer(self, s: ir.VariableDeclaration, context: FunctionContext) -> str:
+        if s.initializer is None:
+            return default_value_code(s.variable.type)
+        return self.expressions.copy_code(s.initializer, context.frame)
+
+    def _Assign(self, out: SourceWriter, s: ir.Assign, context: FunctionContext) -> None:
+        target = s.target
+        place = self.code(target.base if isinstance(target, ir.Slice) else target, context)
+        value = self.code(s.value, context)
+        if isinstance(target, ir.Slice):
+            base_type = target.base.type
+            assert isinstance(base_type, ir.BitType)
+            base = place
+            width = target.high - target.low + 1
+            keep = base_type.mask & ~(mask(width) << target.low)
+            code = f"({base} & {keep}) | (({value} & {mask(width)}) << {target.low})"
+            if base_type.signed:
+                code = wrap_code(code, base_type)
+            out.write(f"{base} = {code}")
+            return
+        copy = ".copy()" if ir.is_object(target.type) else ""
+        out.write(f"{place} = {value}{copy}")
+
+    # ------------------------------------------------------------------ calls
+    def _CallStatement(self, out: SourceWriter, s: ir.CallStatement, context: FunctionContext) -> None:
+        call = s.call
+        if isinstance(call, ir.ActionCall):
+            function = self.names.functions[call.action]
+            self.call_with_results(out, function, ["C"], call.arguments, context)
+        elif isinstance(call, ir.ControlApply):
+            self.call_with_results(out, self.names.functions[call.control], [], call.arguments, context)
+        elif isinstance(call, ir.ExternMethodCall):
+            self.externs.method(out, call, context.frame)
+        elif isinstance(call, ir.ExternFunctionCall):
+            self.externs.function(out, call, context.frame)
+        else:
+            out.write(self.code(call, context))
+
+    def call_with_results(
+        self,
+        out: SourceWriter,
+        function: str,
+        leading: list[str],
+        arguments: tuple[ir.Argument, ...],
+        context: FunctionContext,
+        trailing: str = "",
+    ) -> None:
+        """`function(leading..., arguments...)`; the results of out/inout scalars assigned back."""
+        codes, results = list(leading), []
+        for a in arguments:
+            is_object = ir.is_object(a.value.type)
+            code = self.code(a.value, context)
+            codes.append(f"{code}.copy()" if is_object and a.direction in (None, "in") else code)
+            if a.direction in ("out", "inout") and not is_object:
+                results.append(code)
+        call = f"{function}({', '.join(codes + ([trailing] if trailing else []))})"
+        out.write(f"{', '.join(results)}, = {call}" if results else call)
+
+    # ------------------------------------------------------------------ headers and stacks
+    def _SetValidity(self, out: SourceWriter, s: ir.SetValidity, context: FunctionContext) -> None:
+        out.write(f"{self.code(s.header, context)}._v = {s.valid}")
+
+    def _StackShift(self, out: SourceWriter, s: ir.StackShift, context: FunctionContext) -> None:
+        out.write(f"{self.code(s.stack, context)}.{s.operation}({s.count})")
+
+    # ------------------------------------------------------------------ packets
+    def _Extract(self, out: SourceWriter, s: ir.Extract, context: FunctionContext) -> None:
+        header_type = s.header.type
+        assert isinstance(header_type, ir.HeaderType)
+        if isinstance(s.header, ir.StackNext):
+            stack = self.fresh("s")
+            out.write(f"{stack} = {self.code(s.header.stack, context)}")
+            out.write(f"off = X_{header_type.name}(stack_next({stack}), data, off)")
+            out.write(f"{stack}.nextIndex += 1")
+        else:
+            out.write(f"off = X_{header_type.name}({self.code(s.header, context)}, data, off)")
+
+    def _Advance(self, out: SourceWriter, s: ir.Advance, context: FunctionContext) -> None:
+        out.write(f"off = RT.advance(data, off, {self.code(s.bits, context)})")
+
+    def _Verify(self, out: SourceWriter, s: ir.Verify, context: FunctionContext) -> None:
+        out.write(f"if not {self.code(s.condition, context)}: raise ParserError({self.code(s.error, context)})")
+
+    def _Emit(self, out: SourceWriter, s: ir.Emit, context: FunctionContext) -> None:
+        packet = context.frame.variables[s.packet]
+        header = self.fresh("h")
+        t = s.value.type
+        if isinstance(t, ir.HeaderStackType):
+            out.write(f"for {header} in {self.code(s.value, context)}.h:")
+            out.write(f"    if {header}._v: {packet}.append(P_{t.element.name}({header}))")
+        else:
+            assert isinstance(t, ir.HeaderType)
+            out.write(f"{header} = {self.code(s.value, context)}")
+            out.write(f"if {header}._v: {packet}.append(P_{t.name}({header}))")

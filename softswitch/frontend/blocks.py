@@ -1,0 +1,287 @@
+"""Elaborating parsers, controls and actions: each instance becomes an IR Parser/Control of its own,
+with its parameters, locals, actions, tables, extern instances and sub-control instances checked."""
+
+from __future__ import annotations
+
+from .. import ir
+from ..arch import v1model
+from .ast import Node, ir_annotations
+from .calls import check_arity
+from .context import BlockContext, DirectCounterUse, ProgramContext
+from .errors import P4Error
+from .resolve import qualified_name
+from .scopes import (
+    ActionSymbol,
+    BlockSymbol,
+    ControlInstanceSymbol,
+    ExternInstanceSymbol,
+    PacketSymbol,
+    Scope,
+    TypeSymbol,
+    VariableSymbol,
+)
+from .statements import StatementChecker
+from .tables import TableChecker
+from .typecheck import ExpressionChecker
+
+
+class BlockElaborator:
+    def __init__(
+        self,
+        context: ProgramContext,
+        expressions: ExpressionChecker,
+        statements: StatementChecker,
+        tables: TableChecker,
+    ):
+        self.context = context
+        self.expressions = expressions
+        self.statements = statements
+        self.tables = tables
+        self.types = expressions.types
+
+    # ------------------------------------------------------------------ parsers
+    def parser(self, d: Node) -> ir.Parser:
+        if d.ctor_params:
+            raise P4Error(d.pos, "parser constructor parameters are not supported by softswitch")
+        scope = Scope(self.context.global_scope)
+        parameters = []
+        for p in d.params:
+            t = self.types.resolve(p.type, scope)
+            variable = ir.Variable(
+                name=p.name,
+                type=t,
+                kind=ir.VariableKind.PARAMETER,
+                direction=p.direction,
+                writable=p.direction != "in",
+                position=p.pos,
+            )
+            parameters.append(variable)
+            if isinstance(t, ir.ExternType) and t.name == "packet_in":
+                scope.add(p.name, PacketSymbol("in", variable), p.pos)
+            else:
+                scope.add(p.name, VariableSymbol(variable), p.pos)
+        context = BlockContext("parser")
+        self.expressions.in_parser = True
+        try:
+            locals_ = []
+            for ld in d.locals:
+                if ld.kind == "VarDecl":
+                    locals_.append(self.statements.variable(ld, scope, ir.VariableKind.LOCAL))
+                elif ld.kind == "Const":
+                    self.statements.constant(ld, scope)
+                else:
+                    raise P4Error(ld.pos, f"{ld.kind} declarations in parsers are not supported by softswitch")
+            names = {s.name for s in d.states}
+            for s in d.states:
+                if s.name in ("accept", "reject"):
+                    raise P4Error(s.pos, f"state '{s.name}' is predefined")
+            if "start" not in names:
+                raise P4Error(d.pos, f"parser {d.name} has no 'start' state")
+            states = [self.state(s, scope, context, names) for s in d.states]
+        finally:
+            self.expressions.in_parser = False
+        return ir.Parser(
+            name=d.name, qualified_name=d.name, parameters=tuple(parameters), locals=locals_, states=states
+        )
+
+    def state(self, s: Node, parser_scope: Scope, context: BlockContext, names: set[str]) -> ir.ParserState:
+        scope = Scope(parser_scope)
+        statements: list[ir.Statement] = []
+        for st in s.stmts:
+            statements += self.statements.statement(st, scope, context)
+        return ir.ParserState(name=s.name, statements=statements, transition=self.transition(s, scope, names))
+
+    def transition(self, s: Node, scope: Scope, names: set[str]) -> ir.Transition:
+        t = s.transition
+        if t is None:
+            return ir.Transition(next_state="reject")
+        if t.kind == "TransDirect":
+            return ir.Transition(next_state=_state_name(t.state, names, t.pos))
+        keys = []
+        for e in t.exprs:
+            key = self.expressions.value(e, scope)
+            if not isinstance(key.type, (ir.BitType, ir.BoolType, ir.EnumType, ir.ErrorType, ir.IntLiteralType)):
+                raise P4Error(t.pos, f"cannot select on a value of type {key.type}")
+            keys.append(key)
+        cases = []
+        for case in t.cases:
+            keyset = case.keyset
+            items = keyset.items if keyset.kind == "Tuple" else [keyset]
+            if keyset.kind == "Default":
+                items = [keyset] * len(keys)
+            if len(items) != len(keys):
+                raise P4Error(keyset.pos, f"select case has {len(items)} values, the select has {len(keys)} keys")
+            keysets = tuple(self.keyset(key.type, item, scope) for key, item in zip(keys, items, strict=True))
+            cases.append(ir.SelectCase(keysets=keysets, next_state=_state_name(case.state, names, case.spos)))
+            if all(k.is_default for k in keysets):
+                break  # later cases can never match
+        return ir.Transition(keys=tuple(keys), cases=tuple(cases))
+
+    def keyset(self, t: ir.Type, item: Node, scope: Scope) -> ir.Keyset:
+        def value(node: Node, what) -> ir.Expression:
+            return self.expressions.coerce(self.expressions.value(node, scope, item.pos), t, item.pos, what)
+
+        if item.kind == "Default":
+            return ir.Keyset(is_default=True)
+        if item.kind == "Mask":
+            return ir.Keyset(value=value(item.value, "select case"), mask=value(item.mask, "select mask"))
+        if item.kind == "Range":
+            return ir.Keyset(value=value(item.lo, "select range"), high=value(item.hi, "select range"))
+        e = self.expressions.coerce(
+            self.expressions.value(item, scope),
+            t,
+            item.pos,
+            lambda got, want: f"select case value of type {got} does not match key type {want}",
+        )
+        return ir.Keyset(value=e)
+
+    # ------------------------------------------------------------------ controls
+    def control(self, d: Node, prefix: str) -> ir.Control:
+        """The control instance named prefix (its tables, actions and externs are prefix.<name>)."""
+        if d.ctor_params:
+            raise P4Error(d.pos, "control constructor parameters are not supported by softswitch")
+        scope = Scope(self.context.global_scope)
+        parameters = []
+        for p in d.params:
+            t = self.types.resolve(p.type, scope)
+            variable = ir.Variable(
+                name=p.name,
+                type=t,
+                kind=ir.VariableKind.PARAMETER,
+                direction=p.direction,
+                writable=p.direction in ("out", "inout"),
+                position=p.pos,
+            )
+            parameters.append(variable)
+            if isinstance(t, ir.ExternType) and t.name == "packet_out":
+                scope.add(p.name, PacketSymbol("out", variable), p.pos)
+                continue
+            if isinstance(t, ir.ExternType) and t.name == "packet_in":
+                raise P4Error(p.pos, "packet_in is only available in parsers")
+            scope.add(p.name, VariableSymbol(variable), p.pos)
+        context = BlockContext("control", control=prefix)
+        locals_: list[ir.ControlLocal | ir.Control] = []
+        for ld in d.locals:
+            kind = ld.kind
+            if kind == "Const":
+                self.statements.constant(ld, scope)
+            elif kind == "VarDecl":
+                locals_.append(self.statements.variable(ld, scope, ir.VariableKind.CONTROL_LOCAL))
+            elif kind == "Action":
+                locals_.append(self.action(ld, scope, prefix))
+            elif kind == "Table":
+                locals_.append(self.tables.table(ld, scope, prefix))
+            elif kind == "Instance":
+                locals_.append(self.instance(ld, scope, prefix))
+            else:
+                raise P4Error(ld.pos, f"{kind} declarations in controls are not supported")
+        body = self.statements.block(d.body.stmts, scope, context)
+        return ir.Control(name=d.name, qualified_name=prefix, parameters=tuple(parameters), locals=locals_, body=body)
+
+    def action(self, d: Node, scope: Scope, prefix: str) -> ir.Action:
+        """An action of the control instance prefix ("" at top level), declared in scope before its body
+        is checked."""
+        fq = qualified_name(d.annos, prefix, d.name)
+        param_types = self.types.parameter_types(d.params, scope, {})
+        action_scope = Scope(scope)
+        parameters = []
+        seen_data = False
+        for (name, direction, t), p in zip(param_types, d.params, strict=True):
+            variable = ir.Variable(
+                name=name,
+                type=t,
+                kind=ir.VariableKind.ACTION_PARAMETER,
+                direction=direction,
+                writable=direction != "in",
+                position=p.pos,
+            )
+            action_scope.add(name, VariableSymbol(variable), p.pos)
+            parameters.append(variable)
+            if direction is None:
+                seen_data = True
+                serializable_enum = isinstance(t, ir.EnumType) and t.underlying is not None
+                if not isinstance(t, (ir.BitType, ir.BoolType)) and not serializable_enum:
+                    raise P4Error(p.pos, f"action parameter '{name}' must be bit<N>, int<N> or bool, not {t}")
+            elif seen_data:
+                raise P4Error(p.pos, "directional action parameters must come before directionless ones")
+        action = ir.Action(
+            name=d.name,
+            qualified_name=fq,
+            parameters=tuple(parameters),
+            body=ir.Block(),
+            annotations=ir_annotations(d.annos),
+            control=prefix or None,
+        )
+        scope.add(d.name, ActionSymbol(action), d.pos)
+        action.body = self.statements.block(d.body.stmts, action_scope, BlockContext("action", control=prefix))
+        return action
+
+    def instance(self, d: Node, scope: Scope, prefix: str) -> ir.ExternInstance | ir.Control:
+        t = self.types.resolve(d.type, scope)
+        fq = qualified_name(d.annos, prefix, d.name)
+        if isinstance(t, ir.BlockType):
+            symbol = scope.lookup(d.type.name)
+            declaration = symbol.declaration if isinstance(symbol, (BlockSymbol, TypeSymbol)) else None
+            assert declaration is not None
+            if declaration.kind != "Control":
+                raise P4Error(d.pos, f"instantiating {declaration.kind.lower()} {t.name} here is not supported")
+            if d.args:
+                raise P4Error(d.pos, "control constructor arguments are not supported by softswitch")
+            control = self.control(declaration, fq)
+            scope.add(d.name, ControlInstanceSymbol(control, declaration), d.pos)
+            return control
+        if not isinstance(t, ir.ExternType):
+            raise P4Error(d.pos, f"cannot instantiate {t}")
+        arguments = self.extern_arguments(d, t, scope)
+        instance = ir.ExternInstance(
+            name=d.name,
+            qualified_name=fq,
+            type=t,
+            constructor_arguments=arguments,
+            annotations=ir_annotations(d.annos),
+        )
+        if t.name == "direct_counter":
+            self.context.direct_counters[fq] = DirectCounterUse(instance, d.pos)
+        extern = self.context.global_scope.lookup(t.name)
+        assert isinstance(extern, TypeSymbol) and extern.declaration is not None
+        scope.add(d.name, ExternInstanceSymbol(instance, extern.declaration), d.pos)
+        return instance
+
+    def extern_arguments(self, d: Node, t: ir.ExternType, scope: Scope) -> tuple[ir.Expression, ...]:
+        """The constructor arguments of a v1model extern instance, checked and folded."""
+        bit32 = ir.BitType(32)
+
+        def size(node: Node, what: str) -> ir.Constant:
+            value = self.expressions.constant(node, scope, bit32)
+            if what and value <= 0:  # type: ignore[operator]
+                raise P4Error(node.pos, f"{what} size must be positive")
+            return ir.Constant(type=bit32, value=value, position=node.pos)
+
+        def counter_type(node: Node) -> ir.Expression:
+            e = self.expressions.check(node, scope)
+            if not isinstance(e, ir.Expression):
+                raise P4Error(node.pos, "the counter type must be a constant CounterType member")
+            v1model.enum_member(e, "CounterType", node.pos, "the counter type")
+            return e
+
+        if t.name == "register":
+            check_arity(d.pos, "register", d.args, 1)
+            if not t.type_arguments:
+                raise P4Error(d.pos, "register needs its element type: register<bit<W>>(size)")
+            element = t.type_arguments[0]
+            if not isinstance(element, ir.BitType):
+                raise P4Error(d.pos, f"register elements must be bit<W> or int<W>, not {element}")
+            return (size(d.args[0], "register"),)
+        if t.name == "counter":
+            check_arity(d.pos, "counter", d.args, 2)
+            return size(d.args[0], ""), counter_type(d.args[1])
+        if t.name == "direct_counter":
+            check_arity(d.pos, "direct_counter", d.args, 1)
+            return (counter_type(d.args[0]),)
+        raise P4Error(d.pos, f"extern {t.name} is not supported by softswitch")
+
+
+def _state_name(name: str, names: set[str], position) -> str:
+    if name not in ("accept", "reject") and name not in names:
+        raise P4Error(position, f"undeclared parser state '{name}'")
+    return name

@@ -1,0 +1,252 @@
+"""Calls: action calls, methods (headers, stacks, tables, packets, extern and control instances) and
+extern functions, with their arguments checked against the parameters' directions and types.
+
+As a statement (a BlockContext given) a call checks to a list of IR statements; as an expression
+(context None) to an IR expression, and calls that return nothing are refused there.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..arch import v1model
+from .ast import Node
+from .context import BlockContext, ProgramContext
+from .errors import P4Error, Pos
+from .scopes import (
+    ActionSymbol,
+    ControlInstanceSymbol,
+    ExternFunctionSymbol,
+    ExternInstanceSymbol,
+    MethodReference,
+    PacketSymbol,
+    Scope,
+    SymbolReference,
+    TableSymbol,
+    describe,
+)
+from .typecheck import ExpressionChecker, is_writable
+
+Parameters = list[tuple[str, str | None, ir.Type]]  # (name, direction, type)
+CallResult = ir.Expression | list[ir.Statement]
+
+
+def check_arity(position: Pos | None, name: str, args: list, expected: int) -> None:
+    """The one 'wrong number of arguments' error of every call, method and instantiation."""
+    if len(args) != expected:
+        raise P4Error(position, f"wrong number of arguments to '{name}': expected {expected}, got {len(args)}")
+
+
+def statement_only(n: Node, context: BlockContext | None, what: str) -> None:
+    if context is None:
+        raise P4Error(n.pos, f"{what} returns no value")
+
+
+def action_parameters(action: ir.Action) -> Parameters:
+    return [(p.name, p.direction, p.type) for p in action.parameters]
+
+
+class CallChecker:
+    def __init__(self, context: ProgramContext, expressions: ExpressionChecker):
+        self.context = context
+        self.expressions = expressions
+        self.types = expressions.types
+
+    def arguments(self, name: str, params: Parameters, args: list[Node], scope: Scope, position) -> list[ir.Argument]:
+        """Call arguments checked against (name, direction, type) parameters, in order."""
+        check_arity(position, name, args, len(params))
+        out = []
+        for (pname, direction, ptype), a in zip(params, args, strict=True):
+            e = self.expressions.value(a, scope)
+            if direction in ("out", "inout"):
+                if not is_writable(e):
+                    raise P4Error(a.pos, f"argument '{pname}' of '{name}' is {direction}: it must be assignable")
+                if not _fits(ptype, e.type) or not _fits(e.type, ptype):
+                    if not isinstance(ptype, ir.TypeVariable):
+                        raise P4Error(a.pos, f"argument '{pname}' of '{name}' must be {ptype}, got {e.type}")
+            else:
+                e = self.expressions.coerce(e, ptype, a.pos, argument_mismatch(pname, name))
+            out.append(ir.Argument(name=pname, direction=direction, value=e))
+        return out
+
+    def call(self, n: Node, scope: Scope, context: BlockContext | None) -> CallResult:
+        callee = self.expressions.check(n.func, scope)
+        if isinstance(callee, MethodReference):
+            return self.method(n, callee, scope, context)
+        if not isinstance(callee, SymbolReference):
+            raise P4Error(n.pos, "this expression cannot be called")
+        symbol = callee.symbol
+        if isinstance(symbol, ActionSymbol):
+            if context is None:
+                raise P4Error(n.pos, "an action call is a statement, not a value")
+            action = symbol.action
+            args = self.arguments(
+                action.qualified_name.rsplit(".", 1)[-1], action_parameters(action), n.args, scope, n.pos
+            )
+            call = ir.ActionCall(type=ir.VOID, action=action, arguments=tuple(args), position=n.pos)
+            return [ir.CallStatement(call=call, position=n.pos)]
+        if isinstance(symbol, ExternFunctionSymbol):
+            return self.extern_function(n, n.func.name, symbol, scope, context)
+        raise P4Error(n.pos, f"{describe(callee)} cannot be called")
+
+    # ------------------------------------------------------------------ methods
+    def method(self, n: Node, ref: MethodReference, scope: Scope, context: BlockContext | None) -> CallResult:
+        name, target = ref.method, ref.target
+        if isinstance(target, ir.Expression):
+            return self.value_method(n, target, name, scope, context)
+        if isinstance(target, MethodReference):
+            raise P4Error(n.pos, f"{describe(target)} has no method '{name}'")
+        symbol = target.symbol
+        if isinstance(symbol, TableSymbol):
+            if name != "apply":
+                raise P4Error(n.pos, f"a table has no method '{name}' (only apply)")
+            check_arity(n.pos, "apply", n.args, 0)
+            table = symbol.table
+            apply = ir.TableApply(type=ir.TableApplyResultType(table.qualified_name), table=table, position=n.pos)
+            return apply if context is None else [ir.CallStatement(call=apply, position=n.pos)]
+        if isinstance(symbol, PacketSymbol) and symbol.direction == "in":
+            return self.packet_in(n, symbol.variable, name, scope, context)
+        if isinstance(symbol, PacketSymbol):
+            if name != "emit":
+                raise P4Error(n.pos, f"packet_out has no method '{name}'")
+            statement_only(n, context, "emit")
+            check_arity(n.pos, "emit", n.args, 1)
+            return emits(symbol.variable, self.expressions.value(n.args[0], scope), n.args[0].pos)
+        if isinstance(symbol, ExternInstanceSymbol):
+            return self.extern_method(n, symbol, name, scope, context)
+        if isinstance(symbol, ControlInstanceSymbol):
+            if name != "apply":
+                raise P4Error(n.pos, f"a control instance has no method '{name}' (only apply)")
+            statement_only(n, context, "apply")
+            params = self.types.parameter_types(symbol.declaration.params, self.context.global_scope, {})
+            args = self.arguments(symbol.declaration.name, params, n.args, scope, n.pos)
+            call = ir.ControlApply(type=ir.VOID, control=symbol.control, arguments=tuple(args), position=n.pos)
+            return [ir.CallStatement(call=call, position=n.pos)]
+        raise P4Error(n.pos, f"{describe(target)} has no method '{name}'")
+
+    def value_method(self, n: Node, target: ir.Expression, name: str, scope: Scope, context) -> CallResult:
+        """Methods of header and header stack values."""
+        t = target.type
+        if isinstance(t, ir.HeaderType):
+            check_arity(n.pos, name, n.args, 0)
+            if name == "isValid":
+                return ir.IsValid(type=ir.BOOL, header=target, position=n.pos)
+            statement_only(n, context, name)
+            if not is_writable(target):
+                raise P4Error(n.pos, f"cannot call {name}() on a read-only header")
+            return [ir.SetValidity(header=target, valid=name == "setValid", position=n.pos)]
+        if isinstance(t, ir.HeaderStackType):
+            statement_only(n, context, name)
+            check_arity(n.pos, name, n.args, 1)
+            count = self.expressions.constant(n.args[0], scope, ir.INT_LITERAL)
+            assert isinstance(count, int)
+            return [ir.StackShift(stack=target, operation=name, count=count, position=n.pos)]
+        raise P4Error(n.pos, f"{t} has no method '{name}'")
+
+    def packet_in(self, n: Node, packet: ir.Variable, name: str, scope: Scope, context) -> CallResult:
+        in_parser = (context is not None and context.kind == "parser") or (
+            context is None and self.expressions.in_parser
+        )
+        if not in_parser:
+            raise P4Error(n.pos, f"packet_in.{name} can only be used in a parser")
+        if name == "extract":
+            statement_only(n, context, "extract")
+            if len(n.args) != 1:
+                raise P4Error(
+                    n.pos,
+                    f"wrong number of arguments to 'extract': expected 1, got {len(n.args)} "
+                    f"(variable-size extract is not supported)",
+                )
+            a = n.args[0]
+            header = self.expressions.value(a, scope)
+            if not isinstance(header.type, ir.HeaderType):
+                raise P4Error(a.pos, f"extract expects a header, got {header.type}")
+            if not is_writable(header):
+                raise P4Error(a.pos, "extract needs an assignable header")
+            return [ir.Extract(header=header, packet=packet, position=n.pos)]
+        if name == "lookahead":
+            if n.args or len(n.targs) != 1:
+                raise P4Error(n.pos, "lookahead takes one type argument and no arguments: lookahead<T>()")
+            t = self.types.resolve(n.targs[0], scope)
+            if not isinstance(t, (ir.HeaderType, ir.BitType)):
+                raise P4Error(n.pos, f"lookahead<{t}> is not supported (only bit<N> and header types)")
+            lookahead = ir.Lookahead(type=t, packet=packet, position=n.pos)
+            return lookahead if context is None else [ir.CallStatement(call=lookahead, position=n.pos)]
+        if name == "advance":
+            statement_only(n, context, "advance")
+            (bits,) = self.arguments("advance", [("sizeInBits", "in", ir.BitType(32))], n.args, scope, n.pos)
+            return [ir.Advance(bits=bits.value, packet=packet, position=n.pos)]
+        raise P4Error(n.pos, f"packet_in.{name} is not supported by softswitch")
+
+    def extern_method(self, n: Node, symbol: ExternInstanceSymbol, name: str, scope: Scope, context) -> CallResult:
+        instance, declaration = symbol.instance, symbol.declaration
+        methods = [m for m in declaration.methods if m.name == name and not m.ctor]
+        if not methods:
+            raise P4Error(n.pos, f"extern {instance.kind} has no method '{name}'")
+        method = methods[0]
+        type_arguments = instance.type.type_arguments
+        type_variables: dict[str, ir.Type] = {
+            tp: (type_arguments[i] if i < len(type_arguments) else ir.TypeVariable(tp))
+            for i, tp in enumerate(declaration.tparams)
+        }
+        for tp in method.tparams:
+            type_variables[tp] = ir.TypeVariable(tp)
+        params = self.types.parameter_types(method.params, self.context.global_scope, type_variables)
+        args = self.arguments(name, params, n.args, scope, n.pos)
+        statement_only(n, context, name)
+        if instance.kind not in v1model.EXTERN_TYPES:
+            raise P4Error(n.pos, f"extern {instance.kind} is not supported by softswitch")
+        call = ir.ExternMethodCall(type=ir.VOID, instance=instance, method=name, arguments=tuple(args), position=n.pos)
+        return [ir.CallStatement(call=call, position=n.pos)]
+
+    # ------------------------------------------------------------------ extern functions
+    def extern_function(self, n: Node, name: str, symbol: ExternFunctionSymbol, scope: Scope, context) -> CallResult:
+        declaration = next((d for d in symbol.declarations if len(d.params) == len(n.args)), symbol.declarations[0])
+        type_variables: dict[str, ir.Type] = {tp: ir.TypeVariable(tp) for tp in declaration.tparams}
+        type_arguments = []
+        for i, ta in enumerate(n.targs):
+            if i < len(declaration.tparams):
+                type_variables[declaration.tparams[i]] = self.types.resolve(ta, scope)
+                type_arguments.append(type_variables[declaration.tparams[i]])
+        params = self.types.parameter_types(declaration.params, self.context.global_scope, type_variables)
+        args = self.arguments(name, params, n.args, scope, n.pos)
+        statement_only(n, context, name)
+        assert context is not None
+        if name == "verify":
+            if context.kind != "parser":
+                raise P4Error(n.pos, "verify() can only be used in a parser")
+            return [ir.Verify(condition=args[0].value, error=args[1].value, position=n.pos)]
+        call = v1model.check_extern_function(self.context, self.expressions, n, name, args, tuple(type_arguments))
+        return [ir.CallStatement(call=call, position=n.pos)]
+
+
+def emits(packet: ir.Variable, value: ir.Expression, position: Pos | None) -> list[ir.Statement]:
+    """`emit(value)` as one Emit per header or header stack: a struct is emitted field by field."""
+    t = value.type
+    if isinstance(t, (ir.HeaderType, ir.HeaderStackType)):
+        return [ir.Emit(value=value, packet=packet, position=position)]
+    if isinstance(t, ir.StructType):
+        out: list[ir.Statement] = []
+        for f in t.fields:
+            out += emits(
+                packet, ir.FieldAccess(type=f.type, base=value, field_name=f.name, position=position), position
+            )
+        return out
+    raise P4Error(position, f"emit expects a header, header stack or struct of headers, got {t}")
+
+
+def _fits(value_type: ir.Type, target: ir.Type) -> bool:
+    """Whether a value of value_type may be used where target is expected without a cast."""
+    if value_type == target:
+        return True
+    if isinstance(target, ir.TypeVariable) or isinstance(value_type, ir.TypeVariable):
+        return True
+    return isinstance(value_type, ir.IntLiteralType) and isinstance(target, (ir.BitType, ir.IntLiteralType))
+
+
+def argument_mismatch(parameter: str, function: str):
+    """The message of an argument of the wrong type: (got, want) -> text."""
+
+    def message(got: ir.Type, want: ir.Type) -> str:
+        return f"argument '{parameter}' of '{function}' must be {want}, got {got}"
+
+    return message

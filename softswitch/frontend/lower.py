@@ -1,0 +1,59 @@
+"""The front end's driver: parsed declarations -> a checked, elaborated IR Program.
+
+Steps: top-level declarations enter the global scope (resolve.py; top-level actions are checked as
+they come, blocks.py); the `main` package instance is bound to the architecture (arch/v1model.py),
+which elaborates each parser and control instance (blocks.py, tables.py, statements.py, calls.py,
+typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table).
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..arch import v1model
+from .ast import Node
+from .blocks import BlockElaborator
+from .calls import CallChecker
+from .context import ProgramContext
+from .errors import P4Error
+from .resolve import Declarations
+from .statements import StatementChecker
+from .tables import TableChecker
+from .typecheck import ExpressionChecker
+
+
+def lower(declarations: list[Node], name: str) -> ir.Program:
+    """Checks a parsed program; raises P4Error ("file:line:col: error: ...") at the first problem."""
+    context = ProgramContext(name)
+    expressions = ExpressionChecker(context)
+    calls = CallChecker(context, expressions)
+    expressions.calls = calls
+    statements = StatementChecker(expressions, calls)
+    blocks = BlockElaborator(context, expressions, statements, TableChecker(context, expressions, calls))
+    top_level = Declarations(context, expressions.types, expressions.constant)
+    main = None
+    for d in declarations:
+        if d.kind == "Instance":
+            if main is not None:
+                raise P4Error(d.pos, "only one top-level instantiation (the package 'main') is supported")
+            main = d
+        elif d.kind == "Action":
+            context.actions.append(blocks.action(d, context.global_scope, ""))
+        else:
+            top_level.declare(d)
+    if main is None:
+        raise P4Error(None, "the program has no 'main' package instantiation (V1Switch(...) main;)")
+    pipeline = v1model.bind_pipeline(main, context, expressions, blocks.parser, blocks.control)
+    for qualified_name, use in context.direct_counters.items():
+        if use.instance.table is None:
+            raise P4Error(
+                use.position, f"direct_counter {qualified_name} is not attached to any table (counters = ...)"
+            )
+    return ir.Program(
+        name=name,
+        types=context.types,
+        enums=context.enums,
+        errors=context.errors,
+        actions=context.actions,
+        pipeline=pipeline,
+        field_lists=context.field_lists,
+    )

@@ -1,0 +1,128 @@
+"""ProgramInfo (what the control plane can address, by P4 name) read off a checked IR Program.
+
+Lists keep the order the program declares things in: top-level actions, the parser, then each
+control of the pipeline with its locals in order (sub-control instances where they are declared)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import ir
+from ..ir.walk import block_nodes, walk
+from ..program import (
+    ActionInfo,
+    ActionRef,
+    ConstEntry,
+    ControllerHeaderInfo,
+    CounterInfo,
+    DigestInfo,
+    DirectCounterInfo,
+    FieldInfo,
+    KeyInfo,
+    ParamInfo,
+    ProgramInfo,
+    RegisterInfo,
+    TableInfo,
+)
+
+
+def program_info(program: ir.Program) -> ProgramInfo:
+    info = ProgramInfo(name=program.name, arch=program.pipeline.architecture)
+    for t in program.headers:
+        annotation = ir.find_annotation(t.annotations, "controller_header")
+        if annotation and annotation.arguments:
+            fields = tuple(FieldInfo(f.name, ir.field_width(f.type)) for f in t.fields)
+            info.controller_headers.append(ControllerHeaderInfo(annotation.arguments[0], fields))
+    actions: dict[str, ActionInfo] = {}
+    digests: dict[str, DigestInfo] = {}
+    for item in _declarations(program):
+        if isinstance(item, ir.Table):
+            info.tables.append(_table_info(item))
+            for action in _table_actions(item):
+                actions.setdefault(action.qualified_name, _action_info(action))
+        elif isinstance(item, ir.ExternInstance):
+            _add_extern(info, item)
+        else:
+            for node in block_nodes(item) if isinstance(item, (ir.Action, ir.Parser)) else walk(item):
+                if isinstance(node, ir.ExternFunctionCall) and node.function == "digest":
+                    digest_type = node.type_arguments[0]
+                    assert isinstance(digest_type, ir.StructType)
+                    fields = tuple(FieldInfo(f.name, ir.field_width(f.type)) for f in digest_type.fields)
+                    digests.setdefault(digest_type.name, DigestInfo(digest_type.name, fields))
+    info.actions = list(actions.values())
+    info.digests = list(digests.values())
+    return info
+
+
+Declared = ir.Action | ir.Table | ir.ExternInstance | ir.Parser | ir.Statement
+
+
+def _declarations(program: ir.Program) -> Iterator[Declared]:
+    """Actions, tables, extern instances, parsers, variable declarations and apply bodies of the
+    program, in declaration order."""
+    yield from program.actions
+
+    def control(c: ir.Control) -> Iterator[Declared]:
+        for local in c.locals:
+            if isinstance(local, ir.Control):
+                yield from control(local)
+            else:
+                yield local
+        yield c.body
+
+    for block in program.pipeline.blocks.values():
+        if isinstance(block, ir.Parser):
+            yield block
+        else:
+            yield from control(block)
+
+
+def _table_actions(table: ir.Table) -> list[ir.Action]:
+    actions = [a.action for a in table.actions]
+    if table.default_action.action not in actions:
+        actions.append(table.default_action.action)
+    return actions
+
+
+def _action_info(action: ir.Action) -> ActionInfo:
+    params = tuple(ParamInfo(p.name, ir.field_width(p.type)) for p in action.data_parameters)
+    return ActionInfo(action.qualified_name, params, tuple("@" + a.name for a in action.annotations))
+
+
+def _table_info(table: ir.Table) -> TableInfo:
+    return TableInfo(
+        table.qualified_name,
+        tuple(KeyInfo(k.name, k.match_kind, k.width) for k in table.keys),
+        tuple(ActionRef(a.action.qualified_name, a.scope) for a in table.actions),
+        table.default_action.action.qualified_name,
+        table.default_action.arguments,
+        table.default_action.is_const,
+        tuple(ConstEntry(e.matches, e.action.qualified_name, e.arguments, e.priority) for e in table.entries),
+        table.entries_are_const,
+        table.size,
+        table.direct_counter.qualified_name if table.direct_counter else None,
+        tuple("@" + a.name for a in table.annotations),
+    )
+
+
+def _add_extern(info: ProgramInfo, instance: ir.ExternInstance) -> None:
+    args = instance.constructor_arguments
+    if instance.kind == "register":
+        element = instance.type.type_arguments[0]
+        assert isinstance(element, ir.BitType)
+        info.registers.append(RegisterInfo(instance.qualified_name, element.width, _value(args[0]), element.signed))
+    elif instance.kind == "counter":
+        info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1])))
+    elif instance.kind == "direct_counter":
+        assert instance.table is not None
+        info.direct_counters.append(DirectCounterInfo(instance.qualified_name, instance.table, _enum_name(args[0])))
+
+
+def _value(e: ir.Expression) -> int:
+    assert isinstance(e, ir.Constant) and isinstance(e.value, int)
+    return e.value
+
+
+def _enum_name(e: ir.Expression) -> str:
+    assert isinstance(e, ir.Constant) and isinstance(e.type, ir.EnumType)
+    return e.type.member_name(_value(e))

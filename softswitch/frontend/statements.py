@@ -1,0 +1,179 @@
+"""Checking statements: AST statements of parser states, apply blocks and actions -> IR statements."""
+
+from __future__ import annotations
+
+from .. import ir
+from .ast import Node, expr_text
+from .calls import CallChecker
+from .context import BlockContext
+from .errors import P4Error
+from .scopes import ConstantSymbol, Scope, VariableSymbol
+from .typecheck import ExpressionChecker, is_writable
+
+
+class StatementChecker:
+    def __init__(self, expressions: ExpressionChecker, calls: CallChecker):
+        self.expressions = expressions
+        self.calls = calls
+        self.types = expressions.types
+
+    def block(self, statements: list[Node], scope: Scope, context: BlockContext) -> ir.Block:
+        """A block: its statements in a scope of their own."""
+        inner = Scope(scope)
+        out: list[ir.Statement] = []
+        for s in statements:
+            out += self.statement(s, inner, context)
+        return ir.Block(statements=out)
+
+    def branch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Block:
+        """The statement of an if branch as a block (a block statement is not wrapped again)."""
+        block = self.block([s], scope, context)
+        if len(block.statements) == 1 and isinstance(block.statements[0], ir.Block):
+            return block.statements[0]
+        return block
+
+    def statement(self, s: Node, scope: Scope, context: BlockContext) -> list[ir.Statement]:
+        kind = s.kind
+        if kind == "Block":
+            return [self.block(s.stmts, scope, context)]
+        if kind == "Empty":
+            return []
+        if kind == "Assign":
+            return [self.assign(s, scope)]
+        if kind == "CallStmt":
+            result = self.calls.call(s.call, scope, context)
+            if isinstance(result, ir.Expression):
+                return [ir.CallStatement(call=result, position=s.pos)]
+            return result
+        if kind == "If":
+            condition = self.expressions.value(s.cond, scope)
+            if not isinstance(condition.type, ir.BoolType):
+                raise P4Error(s.cond.pos, f"the condition of 'if' must be bool, got {condition.type}")
+            then = self.branch(s.then, scope, context)
+            otherwise = self.branch(s.els, scope, context) if s.els is not None else None
+            return [ir.If(condition=condition, then=then, otherwise=otherwise, position=s.pos)]
+        if kind == "Switch":
+            return [self.switch(s, scope, context)]
+        if kind == "Exit":
+            if context.kind == "parser":
+                raise P4Error(s.pos, "exit is not allowed in a parser")
+            return [ir.Exit(position=s.pos)]
+        if kind == "Return":
+            if context.kind == "parser":
+                raise P4Error(s.pos, "return is not allowed in a parser")
+            if s.value is not None:
+                raise P4Error(s.pos, "return with a value is not supported (no functions in softswitch's subset)")
+            return [ir.Return(position=s.pos)]
+        if kind == "VarDecl":
+            return [self.variable(s, scope, ir.VariableKind.LOCAL)]
+        if kind == "Const":
+            self.constant(s, scope)
+            return []
+        if kind == "Instance":
+            raise P4Error(s.pos, "instantiations are only allowed in a control or parser body, not in apply")
+        raise P4Error(s.pos, f"{kind} statements are not supported here")
+
+    def variable(self, s: Node, scope: Scope, kind: ir.VariableKind) -> ir.VariableDeclaration:
+        """`T name [= init];`: the variable enters the scope after its initializer is checked."""
+        t = self.types.resolve(s.type, scope)
+        initializer = None
+        if s.init is not None:
+            initializer = self.expressions.coerce(
+                self.expressions.value(s.init, scope),
+                t,
+                s.init.pos,
+                lambda got, want: f"cannot initialize {want} '{s.name}' with {got}",
+            )
+        variable = ir.Variable(name=s.name, type=t, kind=kind, position=s.pos)
+        scope.add(s.name, VariableSymbol(variable), s.pos)
+        return ir.VariableDeclaration(variable=variable, initializer=initializer, position=s.pos)
+
+    def constant(self, s: Node, scope: Scope) -> None:
+        t = self.types.resolve(s.type, scope)
+        scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)  # type: ignore[arg-type]
+
+    def assign(self, s: Node, scope: Scope) -> ir.Assign:
+        target = self.expressions.value(s.lhs, scope)
+        if not is_writable(target):
+            raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)} (read-only)")
+        value = self.expressions.value(s.rhs, scope)
+        value = self.expressions.coerce(
+            value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
+        )
+        if isinstance(target, ir.Slice) and isinstance(target.base, ir.Slice):
+            raise P4Error(s.lhs.pos, "nested slices as assignment targets are not supported by softswitch")
+        if isinstance(target, (ir.StackNext, ir.StackLast)):
+            raise P4Error(s.lhs.pos, "assigning a whole header to .next/.last is not supported")
+        return ir.Assign(target=target, value=value, position=s.pos)
+
+    # ------------------------------------------------------------------ switch
+    def switch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:
+        if s.expr.kind == "Member" and s.expr.name == "action_run":
+            return self._action_run_switch(s, scope, context)
+        selector = self.expressions.value(s.expr, scope)
+        if not isinstance(selector.type, (ir.BitType, ir.EnumType, ir.ErrorType)):
+            raise P4Error(s.expr.pos, f"cannot switch on a value of type {selector.type}")
+
+        def label(node: Node) -> tuple[object, ir.Expression]:
+            e = self.expressions.coerce(self.expressions.value(node, scope), selector.type, node.pos, "switch case")
+            if not isinstance(e, ir.Constant):
+                raise P4Error(node.pos, "a switch case label must be a constant")
+            return e.value, e
+
+        cases = [
+            ir.SwitchCase(labels=tuple(labels), body=body, is_default=is_default)
+            for labels, body, is_default in self._cases(s, scope, context, label)
+        ]
+        return ir.ValueSwitch(selector=selector, cases=tuple(cases), position=s.pos)
+
+    def _action_run_switch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:
+        selector = self.expressions.check(s.expr, scope)
+        if not isinstance(selector, ir.ApplyResultMember) or not isinstance(selector.type, ir.ActionRunType):
+            raise P4Error(s.expr.pos, "switch on action_run needs table.apply().action_run")
+        table = selector.apply.table
+        candidates = [a.action for a in table.actions]
+        if table.default_action.action not in candidates:
+            candidates.append(table.default_action.action)
+
+        def label(node: Node) -> tuple[object, ir.Action]:
+            if node.kind != "Name":
+                raise P4Error(node.pos, "a switch case on action_run must name an action")
+            for action in candidates:
+                fq = action.qualified_name
+                if fq.rsplit(".", 1)[-1] == node.name or fq == node.name or action.name == node.name:
+                    return fq, action
+            raise P4Error(node.pos, f"action '{node.name}' is not an action of table {table.qualified_name}")
+
+        cases = [
+            ir.ActionRunCase(actions=tuple(actions), body=body, is_default=is_default)
+            for actions, body, is_default in self._cases(s, scope, context, label)
+        ]
+        return ir.ActionRunSwitch(apply=selector.apply, cases=tuple(cases), position=s.pos)
+
+    def _cases(self, s: Node, scope: Scope, context: BlockContext, label) -> list[tuple[list, ir.Block, bool]]:
+        """(labels, body, is_default) per case with a body; labels without a body fall through to the
+        next case that has one."""
+        out: list[tuple[list, ir.Block, bool]] = []
+        pending: list = []
+        seen: set = set()
+        default_seen = False
+        for case in s.cases:
+            if default_seen:
+                raise P4Error(case.pos, "the default case must be the last one")
+            if case.label is not None:
+                key, item = label(case.label)
+                if key in seen:
+                    raise P4Error(case.pos, "duplicate switch case label")
+                seen.add(key)
+                pending.append(item)
+            if case.body is None:
+                if case.label is None:
+                    raise P4Error(case.pos, "the default case needs a body")
+                continue
+            body = self.block(case.body.stmts, scope, context)
+            default_seen = case.label is None
+            out.append(([] if default_seen else pending, body, default_seen))
+            pending = []
+        if pending:
+            raise P4Error(s.pos, "the last switch case has no body")
+        return out

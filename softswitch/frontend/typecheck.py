@@ -1,0 +1,361 @@
+"""Type checking of expressions: AST expression -> typed IR expression.
+
+Every IR expression leaves here with its type; integer literals used where a width is expected get
+that width (an implicit cast, folded at once), operands of binary operators are unified, and each
+operation is folded when its operands are constants (constfold.py). Names are looked up in the scope
+given; what is not a value (a table, a type, a method) comes back as a SymbolReference or
+MethodReference for the caller (a call, a member access) to use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .. import ir
+from .ast import Node
+from .constfold import fold
+from .context import ProgramContext
+from .errors import P4Error, Pos
+from .resolve import TypeResolver
+from .scopes import (
+    ConstantSymbol,
+    MethodReference,
+    PacketSymbol,
+    Scope,
+    SymbolReference,
+    TypeSymbol,
+    VariableSymbol,
+    describe,
+)
+
+if TYPE_CHECKING:
+    from .calls import CallChecker
+
+Checked = ir.Expression | SymbolReference | MethodReference
+MismatchMessage = str | Callable[[ir.Type, ir.Type], str]  # "what" of a mismatch, or (got, want) -> message
+
+_HEADER_METHODS = ("isValid", "setValid", "setInvalid")
+
+
+def is_writable(expr: ir.Expression) -> bool:
+    """Whether expr denotes storage a statement may write (an l-value of a writable variable)."""
+    if isinstance(expr, ir.VariableRef):
+        return expr.variable.writable
+    if isinstance(expr, (ir.FieldAccess, ir.Slice)):
+        return is_writable(expr.base)
+    if isinstance(expr, (ir.StackElement, ir.StackNext, ir.StackLast)):
+        return is_writable(expr.stack)
+    return False
+
+
+class ExpressionChecker:
+    def __init__(self, context: ProgramContext):
+        self.context = context
+        self.types = TypeResolver(self.constant)
+        self.calls: CallChecker  # set by the front end driver (calls need expressions and vice versa)
+        self.in_parser = False
+
+    # ------------------------------------------------------------------ entry points
+    def check(self, node: Node, scope: Scope) -> Checked:
+        method = getattr(self, "_check_" + node.kind, None)
+        if method is None:
+            raise P4Error(node.pos, f"{node.kind.lower()} expressions are not allowed here")
+        return method(node, scope)
+
+    def value(self, node: Node, scope: Scope, position: Pos | None = None) -> ir.Expression:
+        """node checked as a value (not a table, type, method...); errors at position (default: node's)."""
+        return self.as_value(self.check(node, scope), position or node.pos)
+
+    def as_value(self, checked: Checked, position: Pos | None) -> ir.Expression:
+        if not isinstance(checked, ir.Expression):
+            raise P4Error(position, f"{describe(checked)} is not a value")
+        if isinstance(checked.type, ir.TableApplyResultType):
+            raise P4Error(position, "a table's apply() result is only usable through .hit, .miss or .action_run")
+        return checked
+
+    def constant(self, node: Node, scope: Scope, t: ir.Type | None) -> int | bool | str:
+        """The value of a compile-time constant expression, converted to t (unless t is None or int)."""
+        checked = self.check(node, scope)
+        if not isinstance(checked, ir.Constant):
+            raise P4Error(node.pos, "expected a compile-time constant")
+        if t is not None and not isinstance(t, ir.IntLiteralType):
+            checked = self.coerce(checked, t, node.pos, "constant")
+            assert isinstance(checked, ir.Constant)
+        return checked.value
+
+    # ------------------------------------------------------------------ conversions
+    def coerce(self, e: ir.Expression, t: ir.Type, position: Pos | None, what: MismatchMessage) -> ir.Expression:
+        """e as a value of type t where P4 converts implicitly (integer literals, lists as headers or
+        structs); a P4Error otherwise."""
+        if e.type == t or isinstance(t, ir.TypeVariable) or isinstance(e.type, ir.TypeVariable):
+            return e
+        if isinstance(e.type, ir.IntLiteralType) and isinstance(t, ir.BitType):
+            return fold(ir.Cast(type=t, operand=e, position=e.position))
+        if isinstance(e.type, ir.IntLiteralType) and isinstance(t, ir.IntLiteralType):
+            return e
+        if isinstance(t, ir.ListType) and isinstance(e.type, ir.ListType):
+            return e
+        if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpression):
+            if len(e.items) != len(t.fields):
+                raise P4Error(
+                    position, f"a list of {len(e.items)} values cannot be a {t} value ({len(t.fields)} fields)"
+                )
+            items = tuple(self.coerce(item, f.type, position, what) for item, f in zip(e.items, t.fields, strict=True))
+            return ir.StructInitializer(type=t, items=items, position=e.position)
+        message = what(e.type, t) if callable(what) else f"type mismatch in {what}: expected {t}, got {e.type}"
+        raise P4Error(position, message)
+
+    def cast(self, e: ir.Expression, t: ir.Type, position: Pos | None) -> ir.Expression:
+        """An explicit cast `(t) e`: the conversions P4 allows between bit/int/bool/serializable enums."""
+        source = e.type
+        if source == t:
+            return e
+        allowed = False
+        if isinstance(t, ir.BitType):
+            if isinstance(source, (ir.BitType, ir.IntLiteralType)):
+                allowed = True
+            elif isinstance(source, ir.BoolType):
+                if t.width != 1 or t.signed:
+                    raise P4Error(position, f"cannot cast bool to {t} (only to bit<1>)")
+                allowed = True
+            elif isinstance(source, ir.EnumType) and source.underlying is not None:
+                allowed = True
+        elif isinstance(t, ir.BoolType) and isinstance(source, (ir.BitType, ir.IntLiteralType)):
+            if isinstance(source, ir.BitType) and source.width != 1:
+                raise P4Error(position, f"cannot cast {source} to bool (only bit<1>)")
+            allowed = True
+        elif isinstance(t, ir.EnumType) and t.underlying is not None:
+            allowed = isinstance(source, (ir.BitType, ir.IntLiteralType))
+        elif isinstance(t, ir.IntLiteralType) and isinstance(source, ir.BitType) and isinstance(e, ir.Constant):
+            return ir.Constant(type=t, value=e.value, position=e.position)
+        if not allowed:
+            raise P4Error(position, f"cannot cast {source} to {t}")
+        return fold(ir.Cast(type=t, operand=e, position=position))
+
+    def unify(self, left: ir.Expression, right: ir.Expression, op: str, position: Pos | None):
+        """The operands of a binary operator converted to one type: (left, right, type)."""
+        lt, rt = left.type, right.type
+        if lt == rt:
+            return left, right, lt
+        if isinstance(lt, ir.IntLiteralType) and isinstance(rt, ir.BitType):
+            return self.coerce(left, rt, position, op), right, rt
+        if isinstance(rt, ir.IntLiteralType) and isinstance(lt, ir.BitType):
+            return left, self.coerce(right, lt, position, op), lt
+        raise P4Error(position, f"operands of '{op}' have different types: {lt} and {rt}")
+
+    # ------------------------------------------------------------------ literals and names
+    def _check_Int(self, n: Node, scope: Scope) -> Checked:
+        if n.width is None:
+            return ir.Constant(type=ir.INT_LITERAL, value=n.value, position=n.pos)
+        if n.width <= 0:
+            raise P4Error(n.pos, f"invalid width {n.width} in integer literal")
+        t = ir.BitType(n.width, n.signed)
+        return ir.Constant(type=t, value=ir.wrap(n.value, t), position=n.pos)
+
+    def _check_Bool(self, n: Node, scope: Scope) -> Checked:
+        return ir.Constant(type=ir.BOOL, value=n.value, position=n.pos)
+
+    def _check_Str(self, n: Node, scope: Scope) -> Checked:
+        return ir.Constant(type=ir.STRING, value=n.value, position=n.pos)
+
+    def _check_Name(self, n: Node, scope: Scope) -> Checked:
+        if n.name == "error":
+            return SymbolReference(TypeSymbol(ir.ERROR))
+        symbol = scope.lookup(n.name)
+        if symbol is None:
+            raise P4Error(n.pos, f"undeclared name '{n.name}'")
+        if isinstance(symbol, ConstantSymbol):
+            return ir.Constant(type=symbol.type, value=symbol.value, position=n.pos)
+        if isinstance(symbol, VariableSymbol):
+            return ir.VariableRef(type=symbol.variable.type, variable=symbol.variable, position=n.pos)
+        return SymbolReference(symbol)
+
+    # ------------------------------------------------------------------ members, indices, slices
+    def _check_Member(self, n: Node, scope: Scope) -> Checked:
+        base = self.check(n.expr, scope)
+        name = n.name
+        if isinstance(base, SymbolReference) and isinstance(base.symbol, TypeSymbol):
+            return self._type_member(base.symbol.type, name, n.pos)
+        if not isinstance(base, ir.Expression):
+            return MethodReference(base, name, n.pos)
+        t = base.type
+        if isinstance(t, ir.StructLikeType):
+            f = t.field_named(name)
+            if f is not None:
+                return ir.FieldAccess(type=f.type, base=base, field_name=name, position=n.pos)
+            if isinstance(t, ir.HeaderType) and name in _HEADER_METHODS:
+                return MethodReference(base, name, n.pos)
+            raise P4Error(n.pos, f"{t} has no field '{name}'")
+        if isinstance(t, ir.HeaderStackType):
+            return self._stack_member(base, t, name, n.pos)
+        if isinstance(t, ir.TableApplyResultType):
+            assert isinstance(base, ir.TableApply)
+            if name in ("hit", "miss"):
+                return ir.ApplyResultMember(type=ir.BOOL, apply=base, member=name, position=n.pos)
+            if name == "action_run":
+                return ir.ApplyResultMember(type=ir.ActionRunType(t.table), apply=base, member=name, position=n.pos)
+            raise P4Error(n.pos, f"a table's apply() result has no member '{name}'")
+        raise P4Error(n.pos, f"{t} has no member '{name}'")
+
+    def _type_member(self, t: ir.Type, name: str, position: Pos | None) -> Checked:
+        if isinstance(t, ir.ErrorType):
+            if name not in self.context.errors:
+                raise P4Error(position, f"error.{name} is not declared")
+            return ir.Constant(type=ir.ERROR, value=self.context.errors[name], position=position)
+        if isinstance(t, ir.EnumType):
+            if name not in t.members:
+                raise P4Error(position, f"enum {t.name} has no member '{name}'")
+            return ir.Constant(type=t, value=t.members[name], position=position)
+        raise P4Error(position, f"type {t} has no member '{name}'")
+
+    def _stack_member(self, base: ir.Expression, t: ir.HeaderStackType, name: str, position: Pos | None) -> Checked:
+        bit32 = ir.BitType(32)
+        if name == "next":
+            return ir.StackNext(type=t.element, stack=base, position=position)
+        if name == "last":
+            return ir.StackLast(type=t.element, stack=base, position=position)
+        if name == "size":
+            return ir.Constant(type=bit32, value=t.size, position=position)
+        if name == "nextIndex":
+            return ir.StackNextIndex(type=bit32, stack=base, position=position)
+        if name == "lastIndex":
+            next_index = ir.StackNextIndex(type=bit32, stack=base, position=position)
+            one = ir.Constant(type=bit32, value=1, position=position)
+            return ir.Binary(type=bit32, op="-", left=next_index, right=one, position=position)
+        if name in ("push_front", "pop_front"):
+            return MethodReference(base, name, position)
+        raise P4Error(position, f"header stack has no member '{name}'")
+
+    def _check_Index(self, n: Node, scope: Scope) -> Checked:
+        base = self.value(n.expr, scope, n.pos)
+        if not isinstance(base.type, ir.HeaderStackType):
+            raise P4Error(n.pos, f"cannot index a value of type {base.type}")
+        index = self.value(n.index, scope)
+        if not index.type.is_numeric():
+            raise P4Error(n.index.pos, f"a header stack index must be an integer, not {index.type}")
+        if isinstance(index, ir.Constant) and not 0 <= index.value < base.type.size:  # type: ignore[operator]
+            raise P4Error(n.index.pos, f"index {index.value} is out of bounds of {base.type}")
+        return ir.StackElement(type=base.type.element, stack=base, index=index, position=n.pos)
+
+    def _check_Slice(self, n: Node, scope: Scope) -> Checked:
+        base = self.value(n.expr, scope, n.pos)
+        high = self.constant(n.hi, scope, ir.INT_LITERAL)
+        low = self.constant(n.lo, scope, ir.INT_LITERAL)
+        if not isinstance(base.type, ir.BitType):
+            raise P4Error(n.pos, f"cannot slice a value of type {base.type}")
+        assert isinstance(high, int) and isinstance(low, int)
+        if not (0 <= low <= high < base.type.width):
+            raise P4Error(n.pos, f"slice [{high}:{low}] is out of range of {base.type}")
+        t = ir.BitType(high - low + 1)
+        return fold(ir.Slice(type=t, base=base, high=high, low=low, position=n.pos))
+
+    def _check_List(self, n: Node, scope: Scope) -> Checked:
+        items = tuple(self.value(item, scope) for item in n.items)
+        return ir.ListExpression(type=ir.ListType(tuple(i.type for i in items)), items=items, position=n.pos)
+
+    # ------------------------------------------------------------------ operators
+    def _check_Unary(self, n: Node, scope: Scope) -> Checked:
+        e = self.value(n.expr, scope, n.pos)
+        op, t = n.op, e.type
+        if op == "!":
+            if not isinstance(t, ir.BoolType):
+                raise P4Error(n.pos, f"'!' needs a bool operand, got {t}")
+            return fold(ir.Unary(type=ir.BOOL, op="!", operand=e, position=n.pos))
+        if not t.is_numeric():
+            raise P4Error(n.pos, f"'{op}' needs an integer operand, got {t}")
+        if op == "+":
+            return e
+        if op == "~" and isinstance(t, ir.IntLiteralType):
+            raise P4Error(n.pos, "'~' needs an operand with a width (e.g. 8w1)")
+        return fold(ir.Unary(type=t, op=op, operand=e, position=n.pos))
+
+    def _check_Cast(self, n: Node, scope: Scope) -> Checked:
+        t = self.types.resolve(n.type, scope)
+        return self.cast(self.value(n.expr, scope, n.pos), t, n.pos)
+
+    def _check_Binary(self, n: Node, scope: Scope) -> Checked:
+        op = n.op
+        left = self.value(n.left, scope)
+        right = self.value(n.right, scope)
+        if op in ("&&", "||"):
+            for operand in (left, right):
+                if not isinstance(operand.type, ir.BoolType):
+                    raise P4Error(n.pos, f"'{op}' needs bool operands, got {operand.type}")
+            return self._binary(op, left, right, ir.BOOL, n.pos)
+        if op in ("==", "!="):
+            if isinstance(left.type, ir.ActionRunType) or isinstance(right.type, ir.ActionRunType):
+                raise P4Error(n.pos, "action_run can only be used in a switch statement")
+            left, right, t = self.unify(left, right, op, n.pos)
+            if isinstance(t, (ir.StructLikeType, ir.HeaderStackType, ir.ListType)):
+                raise P4Error(n.pos, f"comparing {t} values is not supported by softswitch")
+            return self._binary(op, left, right, ir.BOOL, n.pos)
+        if op == "++":
+            for operand in (left, right):
+                if not isinstance(operand.type, ir.BitType):
+                    raise P4Error(n.pos, f"'++' needs operands with a width, got {operand.type}")
+            lt, rt = left.type, right.type
+            assert isinstance(lt, ir.BitType) and isinstance(rt, ir.BitType)
+            return self._binary(op, left, right, ir.BitType(lt.width + rt.width, lt.signed), n.pos)
+        if op in ("<<", ">>"):
+            return self._shift(op, left, right, n.pos)
+        left, right, t = self.unify(left, right, op, n.pos)
+        if op in ("<", ">", "<=", ">="):
+            if not t.is_numeric():
+                raise P4Error(n.pos, f"'{op}' needs integer operands, got {t}")
+            return self._binary(op, left, right, ir.BOOL, n.pos)
+        if not t.is_numeric():
+            raise P4Error(n.pos, f"'{op}' needs integer operands, got {t}")
+        zero_divisor = isinstance(right, ir.Constant) and right.value == 0
+        if isinstance(t, ir.IntLiteralType):
+            if op in ("|+|", "|-|"):
+                raise P4Error(n.pos, f"'{op}' needs operands with a width")
+            if op in ("/", "%") and zero_divisor:
+                raise P4Error(n.pos, "division by zero")
+            return self._binary(op, left, right, t, n.pos)
+        assert isinstance(t, ir.BitType)
+        if op in ("/", "%"):
+            if t.signed:
+                raise P4Error(n.pos, f"'{op}' is not supported on signed values")
+            if zero_divisor:
+                raise P4Error(n.pos, "division by zero")
+        if op not in ("+", "-", "*", "&", "|", "^", "/", "%", "|+|", "|-|"):
+            raise P4Error(n.pos, f"operator '{op}' is not supported")
+        return self._binary(op, left, right, t, n.pos)
+
+    def _shift(self, op: str, left: ir.Expression, right: ir.Expression, position: Pos | None) -> ir.Expression:
+        if not left.type.is_numeric() or not right.type.is_numeric():
+            raise P4Error(position, f"'{op}' needs integer operands, got {left.type} and {right.type}")
+        if isinstance(right.type, ir.BitType) and right.type.signed:
+            raise P4Error(position, f"the shift amount must be unsigned, got {right.type}")
+        constant_amount = isinstance(right, ir.Constant)
+        if isinstance(right, ir.Constant) and right.value < 0:  # type: ignore[operator]
+            raise P4Error(position, "negative shift amount")
+        if isinstance(left.type, ir.IntLiteralType) and not constant_amount:
+            raise P4Error(position, "shifting an integer literal by a non-constant needs a width (e.g. 8w1)")
+        return self._binary(op, left, right, left.type, position)
+
+    def _binary(self, op: str, left: ir.Expression, right: ir.Expression, t: ir.Type, position) -> ir.Expression:
+        return fold(ir.Binary(type=t, op=op, left=left, right=right, position=position))
+
+    def _check_Cond(self, n: Node, scope: Scope) -> Checked:
+        condition = self.value(n.cond, scope)
+        if not isinstance(condition.type, ir.BoolType):
+            raise P4Error(n.cond.pos, f"the condition of '?:' must be bool, got {condition.type}")
+        when_true = self.value(n.then, scope)
+        when_false = self.value(n.els, scope)
+        when_true, when_false, t = self.unify(when_true, when_false, "?:", n.pos)
+        return fold(
+            ir.Conditional(type=t, condition=condition, when_true=when_true, when_false=when_false, position=n.pos)
+        )
+
+    def _check_Call(self, n: Node, scope: Scope) -> Checked:
+        result = self.calls.call(n, scope, None)
+        assert isinstance(result, ir.Expression)
+        return result
+
+
+def packet_symbol(checked: Checked) -> PacketSymbol | None:
+    if isinstance(checked, SymbolReference) and isinstance(checked.symbol, PacketSymbol):
+        return checked.symbol
+    return None
