@@ -39,6 +39,18 @@ class BlockElaborator:
         self.tables = tables
         self.types = expressions.types
 
+    def parameter(self, p: Node, scope: Scope, writable: bool) -> ir.Variable:
+        """A parameter of a parser or control (a directionless one is writable in parsers only)."""
+        t = self.types.resolve(p.type, scope)
+        return ir.Variable(
+            name=p.name,
+            type=t,
+            kind=ir.VariableKind.PARAMETER,
+            direction=p.direction,
+            writable=writable,
+            position=p.pos,
+        )
+
     # ------------------------------------------------------------------ parsers
     def parser(self, d: Node) -> ir.Parser:
         if d.ctor_params:
@@ -46,15 +58,8 @@ class BlockElaborator:
         scope = Scope(self.context.global_scope)
         parameters = []
         for p in d.params:
-            t = self.types.resolve(p.type, scope)
-            variable = ir.Variable(
-                name=p.name,
-                type=t,
-                kind=ir.VariableKind.PARAMETER,
-                direction=p.direction,
-                writable=p.direction != "in",
-                position=p.pos,
-            )
+            variable = self.parameter(p, scope, writable=p.direction != "in")
+            t = variable.type
             parameters.append(variable)
             if isinstance(t, ir.ExternType) and t.name == "packet_in":
                 scope.add(p.name, PacketSymbol("in", variable), p.pos)
@@ -143,15 +148,8 @@ class BlockElaborator:
         scope = Scope(self.context.global_scope)
         parameters = []
         for p in d.params:
-            t = self.types.resolve(p.type, scope)
-            variable = ir.Variable(
-                name=p.name,
-                type=t,
-                kind=ir.VariableKind.PARAMETER,
-                direction=p.direction,
-                writable=p.direction in ("out", "inout"),
-                position=p.pos,
-            )
+            variable = self.parameter(p, scope, writable=p.direction in ("out", "inout"))
+            t = variable.type
             parameters.append(variable)
             if isinstance(t, ir.ExternType) and t.name == "packet_out":
                 scope.add(p.name, PacketSymbol("out", variable), p.pos)

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .expressions import Argument, Expression
 from .statements import Block, Statement, VariableDeclaration
 from .types import Annotation, EnumType, ExternType, HeaderType, StructLikeType, StructType, Type
+
+if TYPE_CHECKING:
+    from ..frontend.errors import Pos
 
 
 class Declaration:
@@ -36,7 +40,7 @@ class Variable(Declaration):
     kind: VariableKind
     direction: str | None = None
     writable: bool = True
-    position: object = None
+    position: Pos | None = None
 
 
 @dataclass(eq=False, kw_only=True)
