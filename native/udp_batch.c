@@ -1,0 +1,280 @@
+/* Batched UDP I/O for the agents: many datagrams per system call, no Python per packet.
+ *
+ * Python's socket module has no sendmmsg/recvmmsg. These functions move whole batches between one
+ * contiguous buffer (one row per datagram, `stride` bytes apart) and a non-blocking UDP socket:
+ *
+ *   ina_udp_send          sendmmsg of n rows, per-row or common destination
+ *   ina_udp_send_segments one UDP_SEGMENT (GSO) send per group of equal-size rows to one destination:
+ *                         the kernel cuts it into datagrams, so the stack is crossed once per group
+ *   ina_udp_recv          recvmmsg into n rows, with lengths and source addresses; a datagram the
+ *                         kernel coalesced (UDP_GRO on the socket) is split back into its segments
+ *
+ * Addresses and ports are in network byte order. Called through ctypes, which releases the GIL.
+ * Every function returns how many datagrams it moved and leaves in *error the errno that stopped it
+ * (0 when it did all it was asked, EAGAIN when the socket had no more room or nothing more to read).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+#define CALL_MAX 256            /* messages handed to one sendmmsg/recvmmsg call */
+#define GSO_SEGMENTS_MAX 64     /* UDP_MAX_SEGMENTS of older kernels (newer allow 128) */
+#define GSO_BYTES_MAX 65000     /* one GSO send stays below the 64 KiB IP datagram limit */
+#define GRO_MESSAGE_BYTES 65536 /* a coalesced receive can be this large */
+#define GRO_MESSAGES_MAX 8
+#define GRO_SEGMENTS_MAX 64 /* UDP_GRO_CNT_MAX: segments the kernel coalesces into one datagram */
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* After EAGAIN: wait until the socket can take more or the deadline passed; 1 = try again. */
+static int wait_writable(int fd, int64_t deadline) {
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0)
+            return 0;
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int r = poll(&p, 1, (int)left);
+        if (r > 0)
+            return 1;
+        if (r == 0)
+            return 0;
+        if (errno != EINTR)
+            return 0;
+    }
+}
+
+/* sendmmsg of msgs[0..count-1], retried on EINTR and, while the deadline allows, on a full socket
+ * buffer. Returns how many messages went; *error is set when that is fewer than count. */
+static int send_messages(int fd, struct mmsghdr *msgs, int count, int wait_ms, int64_t deadline, int *error) {
+    int done = 0;
+    while (done < count) {
+        int r = sendmmsg(fd, msgs + done, count - done, MSG_DONTWAIT);
+        if (r > 0) {
+            done += r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) && wait_ms > 0 &&
+            wait_writable(fd, deadline))
+            continue;
+        *error = r < 0 ? errno : EAGAIN;
+        break;
+    }
+    return done;
+}
+
+/* Send rows 0..n-1 of buf; row i has lens[i] bytes (or `length` when lens is NULL) and goes to
+ * ips[i]:ports[i] (or ip:port when ips is NULL). A full socket buffer is waited on for up to
+ * wait_ms milliseconds in all (0: not at all). */
+int ina_udp_send(int fd, const uint8_t *buf, size_t stride, const uint32_t *lens, uint32_t length, int n,
+                 const uint32_t *ips, const uint16_t *ports, uint32_t ip, uint16_t port, int wait_ms, int *error) {
+    struct mmsghdr msgs[CALL_MAX];
+    struct iovec iovs[CALL_MAX];
+    struct sockaddr_in addrs[CALL_MAX];
+    int64_t deadline = wait_ms > 0 ? now_ms() + wait_ms : 0;
+    int sent = 0;
+    *error = 0;
+    while (sent < n) {
+        int count = n - sent < CALL_MAX ? n - sent : CALL_MAX;
+        for (int i = 0; i < count; i++) {
+            int row = sent + i;
+            iovs[i].iov_base = (void *)(buf + (size_t)row * stride);
+            iovs[i].iov_len = lens ? lens[row] : length;
+            memset(&addrs[i], 0, sizeof addrs[i]);
+            addrs[i].sin_family = AF_INET;
+            addrs[i].sin_addr.s_addr = ips ? ips[row] : ip;
+            addrs[i].sin_port = ports ? ports[row] : port;
+            memset(&msgs[i], 0, sizeof msgs[i]);
+            msgs[i].msg_hdr.msg_name = &addrs[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
+            msgs[i].msg_hdr.msg_iov = &iovs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int r = send_messages(fd, msgs, count, wait_ms, deadline, error);
+        sent += r;
+        if (r < count)
+            break;
+    }
+    return sent;
+}
+
+/* Send n rows of `length` bytes each (rows `length` bytes apart, i.e. one contiguous block) to
+ * ip:port as UDP_SEGMENT sends of up to GSO_SEGMENTS_MAX rows. The socket must compute UDP checksums
+ * (the kernel refuses GSO on a socket with SO_NO_CHECK). */
+int ina_udp_send_segments(int fd, const uint8_t *buf, uint32_t length, int n, uint32_t ip, uint16_t port,
+                          int wait_ms, int *error) {
+    struct mmsghdr msgs[CALL_MAX];
+    struct iovec iovs[CALL_MAX];
+    char controls[CALL_MAX][CMSG_SPACE(sizeof(uint16_t))];
+    struct sockaddr_in addr;
+    int per_send = length ? (int)(GSO_BYTES_MAX / length) : 1;
+    if (per_send > GSO_SEGMENTS_MAX)
+        per_send = GSO_SEGMENTS_MAX;
+    if (per_send < 1)
+        per_send = 1;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = ip;
+    addr.sin_port = port;
+    int64_t deadline = wait_ms > 0 ? now_ms() + wait_ms : 0;
+    int sent = 0;
+    *error = 0;
+    while (sent < n) {
+        int count = 0, rows = sent;
+        int rows_in[CALL_MAX];
+        while (rows < n && count < CALL_MAX) {
+            int take = n - rows < per_send ? n - rows : per_send;
+            rows_in[count] = take;
+            iovs[count].iov_base = (void *)(buf + (size_t)rows * length);
+            iovs[count].iov_len = (size_t)take * length;
+            memset(&msgs[count], 0, sizeof msgs[count]);
+            msgs[count].msg_hdr.msg_name = &addr;
+            msgs[count].msg_hdr.msg_namelen = sizeof addr;
+            msgs[count].msg_hdr.msg_iov = &iovs[count];
+            msgs[count].msg_hdr.msg_iovlen = 1;
+            if (take > 1) {
+                msgs[count].msg_hdr.msg_control = controls[count];
+                msgs[count].msg_hdr.msg_controllen = sizeof controls[count];
+                struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[count].msg_hdr);
+                cm->cmsg_level = SOL_UDP;
+                cm->cmsg_type = UDP_SEGMENT;
+                cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+                uint16_t segment = (uint16_t)length;
+                memcpy(CMSG_DATA(cm), &segment, sizeof segment);
+            }
+            rows += take;
+            count++;
+        }
+        int r = send_messages(fd, msgs, count, wait_ms, deadline, error);
+        for (int i = 0; i < r; i++)
+            sent += rows_in[i];
+        if (r < count)
+            break;
+    }
+    return sent;
+}
+
+/* Copy one received datagram (possibly several coalesced segments of `segment` bytes) into rows. */
+static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uint8_t *buf, size_t stride, int row,
+                           int n, uint32_t *lens, uint32_t *ips, uint16_t *ports, const struct sockaddr_in *src) {
+    if (segment == 0 || segment >= size)
+        segment = size;
+    int stored = 0;
+    for (size_t at = 0; at < size && row + stored < n; at += segment) {
+        size_t part = size - at < segment ? size - at : segment;
+        int r = row + stored;
+        /* a datagram longer than a row is cut and marked by a length of stride + 1 */
+        memcpy(buf + (size_t)r * stride, data + at, part < stride ? part : stride);
+        lens[r] = part <= stride ? (uint32_t)part : (uint32_t)stride + 1;
+        ips[r] = src->sin_addr.s_addr;
+        ports[r] = src->sin_port;
+        stored++;
+    }
+    return stored;
+}
+
+/* Receive up to n waiting datagrams into rows of buf (stride bytes each) without waiting. lens[i]
+ * is the datagram's length (stride + 1: it was longer than a row and was cut), ips/ports its
+ * source. `scratch` (GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES bytes) is needed only on a socket with
+ * UDP_GRO, whose coalesced datagrams are split back into segments; pass NULL otherwise. */
+int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uint32_t *ips, uint16_t *ports,
+                 uint8_t *scratch, int *error) {
+    struct mmsghdr msgs[CALL_MAX];
+    struct iovec iovs[CALL_MAX];
+    struct sockaddr_in addrs[CALL_MAX];
+    char controls[GRO_MESSAGES_MAX][CMSG_SPACE(sizeof(int))];
+    int got = 0;
+    *error = 0;
+    if (scratch && n < GRO_SEGMENTS_MAX) {
+        *error = EINVAL; /* a coalesced datagram may need GRO_SEGMENTS_MAX rows */
+        return 0;
+    }
+    while (got < n) {
+        int count;
+        if (scratch) {
+            if (n - got < GRO_SEGMENTS_MAX)
+                break; /* the next datagram might not fit: the caller comes back */
+            /* each message may hold up to 64 segments: take no more than the rows left can store */
+            count = (n - got) / GRO_SEGMENTS_MAX;
+            if (count < 1)
+                count = 1;
+            if (count > GRO_MESSAGES_MAX)
+                count = GRO_MESSAGES_MAX;
+        } else {
+            count = n - got < CALL_MAX ? n - got : CALL_MAX;
+        }
+        for (int i = 0; i < count; i++) {
+            memset(&msgs[i], 0, sizeof msgs[i]);
+            if (scratch) {
+                iovs[i].iov_base = scratch + (size_t)i * GRO_MESSAGE_BYTES;
+                iovs[i].iov_len = GRO_MESSAGE_BYTES;
+                msgs[i].msg_hdr.msg_control = controls[i];
+                msgs[i].msg_hdr.msg_controllen = sizeof controls[i];
+            } else {
+                iovs[i].iov_base = buf + (size_t)(got + i) * stride;
+                iovs[i].iov_len = stride;
+            }
+            msgs[i].msg_hdr.msg_name = &addrs[i];
+            msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
+            msgs[i].msg_hdr.msg_iov = &iovs[i];
+            msgs[i].msg_hdr.msg_iovlen = 1;
+        }
+        int r = recvmmsg(fd, msgs, count, MSG_DONTWAIT | (scratch ? 0 : MSG_TRUNC), NULL);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            *error = errno;
+            break;
+        }
+        if (r == 0) {
+            *error = EAGAIN;
+            break;
+        }
+        for (int i = 0; i < r; i++) {
+            if (scratch) {
+                size_t segment = 0;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm;
+                     cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm))
+                    if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+                        int value;
+                        memcpy(&value, CMSG_DATA(cm), sizeof value);
+                        segment = (size_t)value;
+                    }
+                got += split_into_rows(iovs[i].iov_base, msgs[i].msg_len, segment, buf, stride, got, n, lens, ips,
+                                       ports, &addrs[i]);
+            } else {
+                /* with MSG_TRUNC, msg_len is the datagram's real length */
+                lens[got] = msgs[i].msg_len <= stride ? msgs[i].msg_len : (uint32_t)stride + 1;
+                ips[got] = addrs[i].sin_addr.s_addr;
+                ports[got] = addrs[i].sin_port;
+                got++;
+            }
+        }
+        if (r < count)
+            break; /* drained */
+    }
+    return got;
+}
+
+int ina_udp_gro_scratch_bytes(void) { return GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES; }
