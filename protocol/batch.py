@@ -147,7 +147,15 @@ class PacketTemplate:
         self.row = np.frombuffer(raw, dtype=np.uint8)
         self.dtype = layout_dtype(self.hop_count, values_per_packet)
 
-    def encode(self, values: np.ndarray, out: np.ndarray | None = None, *, check: bool = True, **fields) -> np.ndarray:
+    def encode(
+        self,
+        values: np.ndarray,
+        out: np.ndarray | None = None,
+        *,
+        check: bool = True,
+        chunk_headers: np.ndarray | None = None,
+        **fields,
+    ) -> np.ndarray:
         """``(n, size)`` uint8 rows, one packet each, byte for byte what ``codec.encode`` makes.
 
         ``values``: ``(n, w)`` integers with w <= K (lanes w..K-1 are zero; a 1-D array is one packet).
@@ -156,7 +164,10 @@ class PacketTemplate:
         every packet or an array of n; the others keep the template's values. ``value_count`` defaults
         to w. ``out`` (``(n, size)`` uint8, C-contiguous) is written in place of a new array.
         ``check=False`` skips the range checks, for callers whose columns fit by construction (the
-        agents' own sequence numbers, slots and int32 values)."""
+        agents' own sequence numbers, slots and int32 values). ``chunk_headers`` (``(n, 16)`` uint8,
+        the headers of other packets of the same chunks, e.g. the GRADs a RESULT answers) gives each
+        packet the fields that name its chunk: op, value_count, job_id, seq, slot, shadow, scale_exp;
+        ``fields`` still override them."""
         values = np.asarray(values)
         if values.ndim == 1:
             values = values[np.newaxis, :]
@@ -165,7 +176,7 @@ class PacketTemplate:
         n, width = values.shape
         if check and values.dtype != np.int32:
             _check_column("values", values, 32, signed=True)
-        if "value_count" not in fields:
+        if "value_count" not in fields and chunk_headers is None:
             fields["value_count"] = width
         columns = {}
         for name, value in fields.items():
@@ -185,7 +196,7 @@ class PacketTemplate:
                 raise ProtocolError(f"{name} must be one value or one per packet ({n}), not shape {column.shape}")
             _check_column(name, column, bits, signed)
             columns[name] = column
-        value_count = columns["value_count"]
+        value_count = columns.get("value_count", np.zeros(0, dtype=np.int64))
         if check and value_count.size and value_count.max() > self.values_per_packet:
             raise ProtocolError(f"value_count={int(value_count.max())} exceeds K={self.values_per_packet}")
         if out is None:
@@ -193,6 +204,10 @@ class PacketTemplate:
         elif out.shape != (n, self.size) or out.dtype != np.uint8 or not out.flags.c_contiguous:
             raise ValueError(f"out must be a C-contiguous ({n}, {self.size}) uint8 array")
         out[:] = self.row
+        if chunk_headers is not None:
+            out[:, 3:12] = chunk_headers[:, 3:12]  # value_count, job_id, seq, shadow:slot
+            out[:, 14] = chunk_headers[:, 14]  # scale_exp
+            out[:, 1] = (chunk_headers[:, 1] & 0xF0) | self.hop_count  # op, this template's hop_count
         packets = out.view(self.dtype)[:, 0]
         h = self.header
         for name in ("flags", "value_count", "job_id", "seq", "contributor", "scale_exp", "tree_id"):
@@ -297,8 +312,16 @@ class PacketBatch:
         "tree_id": lambda head: head["tree_id"],
     }
 
-    def __init__(self, head: np.ndarray | None, hops: np.ndarray | None, ok: np.ndarray, lanes: np.ndarray):
+    def __init__(
+        self,
+        head: np.ndarray | None,
+        hops: np.ndarray | None,
+        ok: np.ndarray,
+        lanes: np.ndarray,
+        rows: np.ndarray | None = None,
+    ):
         self.n = len(ok)
+        self._rows = rows
         self.ok = ok
         self.lanes = lanes
         self.errors: dict[int, str] = {}
@@ -318,6 +341,10 @@ class PacketBatch:
             raise AttributeError(name)
         setattr(self, name, value)  # read once
         return value
+
+    def headers(self, picked: np.ndarray) -> np.ndarray:
+        """The 16-byte INA headers of rows ``picked``, as an ``(len(picked), 16)`` uint8 copy."""
+        return self._rows[picked, : C.INA_HEADER_BYTES]
 
     def _hop_column(self, name: str) -> np.ndarray:
         if self._hops is None:
@@ -400,7 +427,7 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         lanes = np.full(n, lanes, dtype=np.int64)
     if not all_ok:
         lanes = np.where(ok, lanes, 0)
-    batch = PacketBatch(head, hops, ok, lanes)
+    batch = PacketBatch(head, hops, ok, lanes, rows)
     width = int(lanes.max())
     if all_ok and uniform and (values_per_packet is not None or (lanes == width).all()):
         at = C.INA_HEADER_BYTES + C.HOP_BYTES * most

@@ -1,61 +1,76 @@
 """The aggregation server agent: the last aggregation point of every tree rooted at it.
 
 What reaches the server is either one fully aggregated packet per chunk or several partial sums (a
-switch on the way had no slots or does not aggregate); the terminal hop entry of each GRAD says the
-server's fan-in and the packet's child index, so a per-chunk bitmap completes the sum exactly once
-whatever arrives twice. A completed sum goes back as unicast RESULTs along every worker's reverse
-hop list (which release the switches' slots) or as one multicast RESULT. Recent results are kept to
-answer retransmissions. Jobs are kept apart by job id; several jobs are served at once.
+switch on the way had no slots or does not aggregate; with no aggregating switch at all, one packet per
+worker: the parameter-server baseline); the terminal hop entry of each GRAD says the server's fan-in
+and the packet's child index, so a per-chunk bitmap completes the sum exactly once whatever arrives
+twice. A completed sum goes back as unicast RESULTs along every worker's reverse hop list (which
+release the switches' slots) or as one multicast RESULT. Recent results are kept to answer
+retransmissions. Jobs are kept apart by job id; several jobs are served at once.
+
+Packets are taken in batches (``Transport.bind_batch``): a batch is decoded at once
+(``protocol.batch``), and each tree keeps its chunks in numpy arrays indexed by ``seq`` modulo a ring
+size, so contributions are added, bitmaps set and results encoded for many chunks per numpy call.
 """
 
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from protocol import codec
 from protocol import constants as C
+from protocol.batch import PacketBatch, PacketTemplate, decode_batch
+from worker.transport import ReceivedBatch
 from worker.wire import codec_hops
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+SEQ_MASK = 0xFFFFFFFF
+RING_MAX = 1 << 15  # chunks a tree remembers at most
 
 
-@dataclass
-class _Entry:
-    """One chunk (tree, seq) being completed or recently completed."""
-
-    fan_in: int
-    op: int
-    value_count: int
-    slot: int
-    shadow: int
-    scale_exp: int
-    acc: np.ndarray
-    bitmap: int = 0
-    heard: int = 0
-    overflow: bool = False
-    done: bool = False
-
-
-@dataclass
 class _TreeState:
-    tree_id: int
-    fan_in: int
-    ranks_of_child: dict[int, list[int]]
-    result_hops: dict[int, list]  # rank -> codec hop list of its RESULT
-    entries: collections.OrderedDict[int, _Entry] = field(default_factory=collections.OrderedDict)
+    """One tree of one job at this server: the recent chunks, in arrays indexed by seq mod ring size."""
+
+    def __init__(self, job: _JobState, tree, ring: int, values_per_packet: int):
+        self.job = job
+        self.tree_id = tree.tree_id
+        self.fan_in = tree.server.fan_in
+        self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
+        self.values_per_packet = k = values_per_packet
+        self.ring = ring
+        self.seq = np.full(ring, -1, dtype=np.int64)  # the chunk each cell holds (-1: none yet)
+        self.entry_fan_in = np.zeros(ring, dtype=np.int64)
+        self.header = np.zeros((ring, C.INA_HEADER_BYTES), dtype=np.uint8)  # its first GRAD's header
+        self.bitmap = np.zeros(ring, dtype=np.int64)
+        self.heard = np.zeros(ring, dtype=np.int64)
+        self.overflow = np.zeros(ring, dtype=bool)
+        self.done = np.zeros(ring, dtype=bool)
+        self.acc = np.zeros((ring, k), dtype=np.int64)
+        self.answer = np.zeros((ring, k), dtype=np.int32)
+        common = dict(job_id=job.job_id, values_per_packet=k, contributor=job.node_id, tree_id=tree.tree_id)
+        self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
+        self.unicast_templates = {
+            w.rank: PacketTemplate(C.PKT_TYPE_RESULT, hops=codec_hops(tree.result_hops[w.name]), **common)
+            for w in job.plan.workers
+        }
 
 
 @dataclass
 class _JobState:
     job_id: int
     plan: object
+    node_id: int
     multicast: bool
     worker_ips: dict[int, str]
     trees: dict[int, _TreeState]
-    keep: int
+
+
+def _ring_size(keep: int, share: float) -> int:
+    """Cells a tree needs to remember ``keep`` of its own chunks when it gets ``share`` of the seqs."""
+    need = int(np.ceil(keep / max(share, 1e-9)))
+    return int(min(RING_MAX, max(16, 1 << (need - 1).bit_length())))
 
 
 class ServerAgent:
@@ -69,7 +84,8 @@ class ServerAgent:
         self.jobs: dict[int, _JobState] = {}
         self.stats = collections.Counter()
         self.node_id: int | None = None
-        transport.bind(C.INA_UDP_PORT, self._on_payload)
+        self._values_per_packet: int | None = None
+        transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- jobs --------------------------------------------------------------------------------------
     def add_job(self, plan) -> None:
@@ -79,111 +95,303 @@ class ServerAgent:
         if plan.job_id in self.jobs:
             raise ValueError(f"job {plan.job_id} is already served by {self.name}")
         self.node_id = me.node_id
-        trees = {}
-        for t in plan.trees:
-            if t.root != self.name:
-                continue
-            ranks_of_child = {c.index: list(c.ranks) for c in t.server.children}
-            result_hops = {w.rank: codec_hops(t.result_hops[w.name]) for w in plan.workers}
-            trees[t.tree_id] = _TreeState(t.tree_id, t.server.fan_in, ranks_of_child, result_hops)
         keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])
-        self.jobs[plan.job_id] = _JobState(
-            plan.job_id, plan, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, trees, keep
+        total_weight = sum(t.weight for t in plan.trees if t.weight > 0) or 1.0
+        job = _JobState(
+            plan.job_id, plan, me.node_id, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, {}
         )
+        for t in plan.trees:
+            if t.root == self.name:
+                ring = _ring_size(keep, t.weight / total_weight if t.weight > 0 else 1.0)
+                job.trees[t.tree_id] = _TreeState(job, t, ring, plan.value_count)
+        self.jobs[plan.job_id] = job
+        self._update_values_per_packet()
 
     def remove_job(self, job_id: int) -> None:
         self.jobs.pop(job_id, None)
+        self._update_values_per_packet()
+
+    def _update_values_per_packet(self) -> None:
+        """Decode with the jobs' K when they share one (the fast path), else take K from each packet."""
+        ks = {job.plan.value_count for job in self.jobs.values()}
+        self._values_per_packet = ks.pop() if len(ks) == 1 else None
 
     def close(self) -> None:
-        self.transport.unbind(C.INA_UDP_PORT, self._on_payload)
+        self.transport.unbind(C.INA_UDP_PORT, self._on_batch)
 
     # -- packets -----------------------------------------------------------------------------------
-    def _on_payload(self, payload: bytes, src_ip: str) -> None:
-        try:
-            pkt = codec.decode(payload)
-        except codec.ProtocolError:
-            self.stats["malformed"] += 1
+    def _on_batch(self, batch: ReceivedBatch) -> None:
+        packets = decode_batch(batch.rows, batch.lengths, self._values_per_packet)
+        n = len(packets)
+        keep = packets.ok
+        if _count(keep) < n:
+            self.stats["malformed"] += n - _count(keep)
+        grad = packets.pkt_type == C.PKT_TYPE_GRAD
+        if _count(grad) < n:
+            keep = keep & grad
+            self.stats["not_grad"] += int(_count(packets.ok) - _count(keep))
+        job_ids = packets.job_id
+        for job_id in _distinct(job_ids[keep] if _count(keep) < n else job_ids):
+            job = self.jobs.get(job_id)
+            rows = keep & (job_ids == job_id)
+            if job is None:
+                self.stats["unknown_job"] += _count(rows)
+                continue
+            tree_ids = packets.tree_id
+            for tree_id in _distinct(tree_ids[rows]):
+                tree_rows = rows & (tree_ids == tree_id)
+                tree = job.trees.get(tree_id)
+                if tree is None:
+                    self.stats["unknown_tree"] += _count(tree_rows)
+                    continue
+                self._take(tree, packets, np.flatnonzero(tree_rows))
+
+    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray) -> None:
+        """Check the rows' terminal hop and K, then add them to the tree's chunks."""
+        terminal = packets.hop_count[rows] == 1
+        if _count(terminal):
+            terminal &= packets.hop_switch_id[rows, 0] == tree.job.node_id
+        if _count(terminal) < len(rows):
+            self.stats["bad_terminal_hop"] += len(rows) - _count(terminal)
+            rows = rows[terminal]
+            if not len(rows):
+                return
+        fan_in, child = packets.hop_fan_in[rows, 0], packets.hop_child[rows, 0]
+        good_child = child < fan_in
+        if _count(good_child) < len(rows):
+            self.stats["bad_child"] += len(rows) - _count(good_child)
+            rows, fan_in, child = rows[good_child], fan_in[good_child], child[good_child]
+        if self._values_per_packet is None:  # K taken from each packet: it must be the job's
+            right_k = packets.lanes[rows] == tree.values_per_packet
+            if _count(right_k) < len(rows):
+                self.stats["malformed"] += len(rows) - _count(right_k)
+                rows, fan_in, child = rows[right_k], fan_in[right_k], child[right_k]
+        if not len(rows):
             return
-        h = pkt.header
-        if h.pkt_type != C.PKT_TYPE_GRAD:
-            self.stats["not_grad"] += 1
+        columns = _GradColumns(packets, rows, fan_in, child, tree.values_per_packet)
+        position = columns.seq & (tree.ring - 1)
+        fresh = tree.seq[position] != columns.seq
+        if (
+            _count(fresh) > 1
+            and not _distinct_cells(columns.seq, tree.ring)
+            and _cells_disputed(position[fresh], columns.seq[fresh])
+        ):
+            # two chunks a ring apart in one batch: take the rows one at a time, in arrival order
+            for i in range(len(rows)):
+                self._absorb(tree, columns.select(np.array([i])))
             return
-        job = self.jobs.get(h.job_id)
-        if job is None:
-            self.stats["unknown_job"] += 1
-            return
-        tree = job.trees.get(h.tree_id)
-        if tree is None:
-            self.stats["unknown_tree"] += 1
-            return
-        if len(pkt.hops) != 1 or pkt.hops[0].switch_id != self.node_id:
-            self.stats["bad_terminal_hop"] += 1
-            return
-        terminal = pkt.hops[0]
-        fan_in, child = terminal.fan_in, terminal.child
-        if not 0 <= child < fan_in:
-            self.stats["bad_child"] += 1
-            return
-        entry = tree.entries.get(h.seq)
-        if entry is None:
-            entry = _Entry(
-                fan_in, h.op, h.value_count, h.slot, h.shadow, h.scale_exp, np.zeros(len(pkt.values), dtype=np.int64)
-            )
-            if h.op == C.OP_MAX:
-                entry.acc[:] = INT32_MIN
-            tree.entries[h.seq] = entry
-            while len(tree.entries) > job.keep:
-                tree.entries.popitem(last=False)
-        if entry.done:
-            if h.has(C.FLAG_RETX):
-                self.stats["answered_retransmissions"] += 1
-                self._send_results(job, tree, h.seq, entry, ranks=self._ranks(tree, child, h))
-            else:
-                self.stats["duplicates"] += 1
-            return
-        if entry.bitmap >> child & 1:
-            self.stats["duplicates"] += 1
-            return
-        entry.bitmap |= 1 << child
-        entry.heard += 1
-        entry.overflow |= h.has(C.FLAG_OVERFLOW)
-        values = pkt.values.astype(np.int64)
-        if entry.op == C.OP_MAX:
-            np.maximum(entry.acc, values, out=entry.acc)
+        self._absorb(tree, columns)
+
+    def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:
+        """Add GRAD rows (no two of them for different chunks in one cell) to the tree's chunks."""
+        position = rows.seq & (tree.ring - 1)
+        held = tree.seq[position]
+        fresh = held != rows.seq
+        n = len(position)
+        if _count(fresh):
+            newer = (held < 0) | (((rows.seq - held) & SEQ_MASK) - 1 < (1 << 31) - 1)
+            stale = fresh & ~newer
+            if _count(stale):  # older than the chunk the cell holds now: long finished
+                self.stats["stale"] += _count(stale)
+                rows = rows.select(np.flatnonzero(~stale))
+                position, fresh, n = position[~stale], fresh[~stale], n - _count(stale)
+                if not n:
+                    return
+            if _count(fresh) == n and _count(rows.fan_in == 1) == n and _distinct_cells(rows.seq, tree.ring):
+                # an aggregated stream: every chunk arrives once, summed, and completes here alone
+                self._complete_alone(tree, rows, position)
+                return
+            if _count(fresh):
+                self._start_chunks(tree, rows, position, fresh)
+        was_done = tree.done[position]
+        if _count(was_done):
+            retransmitted = was_done & ((rows.flags & C.FLAG_RETX) != 0)
+            if _count(retransmitted):
+                self.stats["answered_retransmissions"] += _count(retransmitted)
+                self._answer(tree, position[retransmitted], rows.child[retransmitted])
+            self.stats["duplicates"] += _count(was_done) - _count(retransmitted)
+            rows = rows.select(np.flatnonzero(~was_done))
+            position = position[~was_done]
+            if not len(position):
+                return
+        child = rows.child
+        new = ((tree.bitmap[position] >> child) & 1) == 0
+        if len(position) > 1 and not _increasing(position):
+            # several rows per cell (a parameter server's workers), maybe the same child twice: group
+            # the rows by cell, keep each child's first copy
+            order = np.argsort(position * 256 + child, kind="stable")
+            by_cell, by_child = position[order], child[order]
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = (by_cell[1:] != by_cell[:-1]) | (by_child[1:] != by_child[:-1])
+            picked = order[first & new[order]]
         else:
-            entry.acc += values
-        self.stats["contributions"] += 1
-        if entry.heard == entry.fan_in:
-            entry.done = True
-            if np.any((entry.acc < INT32_MIN) | (entry.acc > INT32_MAX)):
-                entry.overflow = True
-            entry.acc = np.clip(entry.acc, INT32_MIN, INT32_MAX).astype(np.int32)
-            self.stats["completed"] += 1
-            self._send_results(job, tree, h.seq, entry, ranks=None)
+            picked = None if _count(new) == len(new) else np.flatnonzero(new)
+        if picked is not None:
+            self.stats["duplicates"] += len(position) - len(picked)
+            rows, position = rows.select(picked), position[picked]
+            if not len(position):
+                return
+        self._add(tree, rows, position)
 
-    def _ranks(self, tree: _TreeState, child: int, h) -> list[int] | None:
-        """Who should get the answer to a retransmission: the ranks behind that child."""
-        ranks = tree.ranks_of_child.get(child)
-        return ranks if ranks else None
+    def _complete_alone(self, tree: _TreeState, rows: _GradColumns, cells: np.ndarray) -> None:
+        """Chunks of fan-in 1 seen for the first time: each row is its chunk's whole sum."""
+        self.stats["contributions"] += len(cells)
+        self.stats["completed"] += len(cells)
+        tree.seq[cells] = rows.seq
+        tree.entry_fan_in[cells] = 1
+        tree.header[cells] = rows.header
+        tree.done[cells] = True
+        tree.answer[cells] = rows.values
+        flags = rows.flags & C.FLAG_OVERFLOW
+        tree.overflow[cells] = flags != 0
+        self._send(tree, rows.header, rows.values, flags, ranks=None)
 
-    def _send_results(self, job: _JobState, tree: _TreeState, seq: int, entry: _Entry, ranks: list[int] | None) -> None:
-        flags = C.FLAG_OVERFLOW if entry.overflow else 0
-        common = dict(
-            slot=entry.slot,
-            shadow=entry.shadow,
-            contributor=self.node_id,
-            op=entry.op,
-            tree_id=tree.tree_id,
-            scale_exp=entry.scale_exp,
-            value_count=entry.value_count,
-        )
+    def _add(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray) -> None:
+        """Add contributions (no duplicates; rows of one cell adjacent) and send what completes."""
+        count = len(position)
+        self.stats["contributions"] += count
+        values = rows.values.astype(np.int64)
+        bits = np.left_shift(1, rows.child)
+        op = rows.op
+        if count == 1 or (position[1:] != position[:-1]).all():
+            cells, heard = position, 1
+        else:  # several contributions to one cell: reduce each cell's rows first
+            starts = np.flatnonzero(np.concatenate(([True], position[1:] != position[:-1])))
+            cells, heard, op = position[starts], np.diff(np.append(starts, count)), op[starts]
+            bits = np.bitwise_or.reduceat(bits, starts)
+            summed = np.add.reduceat(values, starts)
+            is_max = op == C.OP_MAX
+            values = (
+                np.where(is_max[:, np.newaxis], np.maximum.reduceat(values, starts), summed) if is_max.any() else summed
+            )
+        tree.bitmap[cells] |= bits
+        tree.heard[cells] += heard
+        flagged = (rows.flags & C.FLAG_OVERFLOW) != 0
+        if _count(flagged):
+            tree.overflow[position[flagged]] = True
+        is_max = op == C.OP_MAX
+        if _count(is_max):
+            tree.acc[cells[is_max]] = np.maximum(tree.acc[cells[is_max]], values[is_max])
+            if _count(is_max) < len(is_max):
+                tree.acc[cells[~is_max]] += values[~is_max]
+        else:
+            tree.acc[cells] += values
+        complete = cells[tree.heard[cells] >= tree.entry_fan_in[cells]]
+        if complete.size:
+            tree.done[complete] = True
+            sums = tree.acc[complete]
+            narrowed = sums.astype(np.int32)
+            out_of_range = (narrowed != sums).any(axis=1)
+            if _count(out_of_range):
+                tree.overflow[complete[out_of_range]] = True
+                narrowed = np.clip(sums, INT32_MIN, INT32_MAX).astype(np.int32)
+            tree.answer[complete] = narrowed
+            self.stats["completed"] += len(complete)
+            self._send_results(tree, complete, ranks=None)
+
+    def _start_chunks(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray, fresh: np.ndarray) -> None:
+        """Take over the cells of chunks seen for the first time (each cell's first row gives the
+        chunk's fan-in and header)."""
+        if len(position) == 1 or (position[1:] > position[:-1]).all():
+            cells, source = position[fresh], np.flatnonzero(fresh)
+        else:
+            cells, first = np.unique(position[fresh], return_index=True)
+            source = np.flatnonzero(fresh)[first]
+        tree.seq[cells] = rows.seq[source]
+        tree.entry_fan_in[cells] = rows.fan_in[source]
+        tree.header[cells] = rows.header[source]
+        tree.bitmap[cells] = 0
+        tree.heard[cells] = 0
+        tree.overflow[cells] = False
+        tree.done[cells] = False
+        tree.acc[cells] = np.where(rows.op[source] == C.OP_MAX, INT32_MIN, 0)[:, np.newaxis]
+
+    def _answer(self, tree: _TreeState, position: np.ndarray, child: np.ndarray) -> None:
+        """Send finished chunks again to the ranks behind the children that retransmitted them."""
+        if tree.job.multicast:
+            self._send_results(tree, _distinct_array(position), ranks=None)
+            return
+        by_rank: dict[int, list[int]] = {}
+        for cell, c in zip(position.tolist(), child.tolist(), strict=True):
+            for rank in tree.ranks_of_child.get(c) or tree.job.worker_ips:
+                by_rank.setdefault(rank, []).append(cell)
+        for rank, cells in by_rank.items():
+            self._send_results(tree, _distinct_array(np.array(cells)), ranks=[rank])
+
+    def _send_results(self, tree: _TreeState, cells: np.ndarray, ranks: list[int] | None) -> None:
+        """Send the results of finished chunks (cells of the tree's ring)."""
+        flags = np.where(tree.overflow[cells], C.FLAG_OVERFLOW, 0)
+        self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks)
+
+    def _send(self, tree: _TreeState, headers, answers, flags, ranks: list[int] | None) -> None:
+        """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default)."""
+        job = tree.job
         if job.multicast:
-            pkt = codec.result(job.job_id, seq, [], entry.acc, flags=flags | C.FLAG_MCAST, **common)
-            dst = job.worker_ips[min(job.worker_ips)]
-            self.transport.sendto(codec.encode(pkt, len(entry.acc)), dst, C.INA_UDP_PORT)
-            self.stats["results_sent"] += 1
+            rows = tree.multicast_template.encode(
+                answers, check=False, chunk_headers=headers, flags=flags | C.FLAG_MCAST
+            )
+            self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT)
+            self.stats["results_sent"] += len(rows)
             return
         for rank in ranks if ranks is not None else sorted(job.worker_ips):
-            pkt = codec.result(job.job_id, seq, tree.result_hops[rank], entry.acc, flags=flags, **common)
-            self.transport.sendto(codec.encode(pkt, len(entry.acc)), job.worker_ips[rank], C.INA_UDP_PORT)
-            self.stats["results_sent"] += 1
+            rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
+            self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+            self.stats["results_sent"] += len(rows)
+
+
+class _GradColumns:
+    """The columns of a tree's GRAD rows that the server uses, selected once."""
+
+    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values")
+
+    def __init__(self, packets: PacketBatch | None, rows, fan_in, child, k: int):
+        if packets is None:
+            return
+        self.seq, self.fan_in, self.child = packets.seq[rows], fan_in, child
+        self.op, self.flags = packets.op[rows], packets.flags[rows]
+        self.header = packets.headers(rows)
+        self.values = packets.values[rows, :k]
+
+    def select(self, picked: np.ndarray) -> _GradColumns:
+        out = _GradColumns(None, None, None, None, 0)
+        for name in self.__slots__:
+            setattr(out, name, getattr(self, name)[picked])
+        return out
+
+
+def _count(mask: np.ndarray) -> int:
+    """True entries of a boolean array (np.count_nonzero: cheaper than any()/all() on short arrays)."""
+    return np.count_nonzero(mask)
+
+
+def _increasing(values: np.ndarray) -> bool:
+    """Strictly increasing (so no value twice)."""
+    return _count(values[1:] <= values[:-1]) == 0
+
+
+def _distinct_cells(seq: np.ndarray, ring: int) -> bool:
+    """Rows whose chunks surely sit in different cells: increasing seqs spanning less than the ring."""
+    return len(seq) == 1 or (_increasing(seq) and int(seq[-1]) - int(seq[0]) < ring)
+
+
+def _distinct(values: np.ndarray) -> list[int]:
+    """The distinct values of a small-integer column (usually one), as ints."""
+    if not len(values):
+        return []
+    first = int(values[0])
+    if _count(values != first) == 0:
+        return [first]
+    return [int(v) for v in np.unique(values)]
+
+
+def _distinct_array(values: np.ndarray) -> np.ndarray:
+    return np.unique(values) if len(values) > 1 else values
+
+
+def _cells_disputed(position: np.ndarray, seq: np.ndarray) -> bool:
+    """Whether two different chunks map to one cell among these rows."""
+    if len(position) < 2:
+        return False
+    order = np.argsort(position, kind="stable")
+    same_cell = position[order][1:] == position[order][:-1]
+    return bool((same_cell & (seq[order][1:] != seq[order][:-1])).any())

@@ -20,10 +20,21 @@ import collections
 
 import numpy as np
 
-from protocol import codec
 from protocol import constants as C
+from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
-from worker.stream import AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError, Round, TreeCursor
+from worker.stream import (
+    RTT_GAIN,
+    SEQ_MASK,
+    AllreduceError,
+    AllreduceTimeout,
+    InputRangeError,
+    NonFiniteInputError,
+    OverflowReport,
+    Round,
+    TreeCursor,
+)
+from worker.transport import ReceivedBatch
 from worker.wire import codec_hops
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
@@ -154,14 +165,12 @@ class _Collective:
             return
         self._complete(values.astype(self.dtype))
 
-    def _overflow(self, chunks, kind: str) -> None:
-        k = self.agent.values_per_packet
-        first = chunks[0]
+    def _overflow(self, report: OverflowReport, kind: str) -> None:
         self._fail(
             OverflowError(
                 f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
-                f"overflowed in the network (OVERFLOW flag on {len(chunks)} chunk(s), first seq {first.seq}, "
-                f"elements {first.index * k}..{first.index * k + len(first.values) - 1}); "
+                f"overflowed in the network (OVERFLOW flag on {report.chunks} chunk(s), first seq "
+                f"{report.first_seq}, elements {report.first_element}..{report.last_element}); "
                 f"the result would be wrong"
             ),
             in_step=True,
@@ -183,8 +192,10 @@ class WorkerAgent:
 
     ``timeout`` is the first retransmission timeout in seconds of the transport's clock (the agent
     raises it to twice the measured round-trip time when that is larger); each resend doubles it, up
-    to ``max_backoff`` times the base. After ``retries`` resends of one chunk the collective fails
-    with AllreduceTimeout naming the chunk.
+    to ``max_backoff`` times the base. The collective fails with AllreduceTimeout naming the chunk
+    after ``retries`` resends of one chunk, or, with ``give_up_after`` (seconds), once a chunk has
+    gone that long without a result since its first send; ``retries=None`` leaves only the time
+    budget (resends then continue, capped backoff, until it runs out).
     """
 
     def __init__(
@@ -194,17 +205,21 @@ class WorkerAgent:
         transport,
         *,
         timeout: float = 0.05,
-        retries: int = 8,
+        retries: int | None = 8,
         max_backoff: float = 16.0,
+        give_up_after: float | None = None,
         first_seq: int = 1,
     ):
+        if retries is None and give_up_after is None:
+            raise ValueError("retries=None needs a give_up_after time budget, or a lost peer would hang the job")
         self.plan = plan
         self.rank = rank
         self.transport = transport
         self.loop = transport.loop
         self.timeout = float(timeout)
-        self.retries = int(retries)
+        self.retries = None if retries is None else int(retries)
         self.max_backoff = float(max_backoff)
+        self.give_up_after = None if give_up_after is None else float(give_up_after)
         me = plan.worker(rank)
         self.name = me.name
         self.job_id = plan.job_id
@@ -214,17 +229,21 @@ class WorkerAgent:
         pools = {}
         for sc in plan.switches:
             pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
-        self.cursors = [
-            TreeCursor(
-                t.tree_id,
-                t.weight,
-                pools.get(t.tree_id, plan.pool_size),
-                codec_hops(t.grad_hops[me.name]),
-                servers[t.root].ip,
+        self.cursors = []
+        for t in plan.trees:
+            if t.weight <= 0:
+                continue
+            hops = codec_hops(t.grad_hops[me.name])
+            template = PacketTemplate(
+                C.PKT_TYPE_GRAD,
+                job_id=self.job_id,
+                hops=hops,
+                values_per_packet=self.values_per_packet,
+                contributor=rank,
+                tree_id=t.tree_id,
             )
-            for t in plan.trees
-            if t.weight > 0
-        ]
+            pool = pools.get(t.tree_id, plan.pool_size)
+            self.cursors.append(TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template))
         self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
         self._seq = first_seq
         self._srtt: float | None = None
@@ -234,7 +253,7 @@ class WorkerAgent:
         self._round: Round | None = None
         self._broken: BaseException | None = None
         self._closed = False
-        transport.bind(C.INA_UDP_PORT, self._on_payload)
+        transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- public API --------------------------------------------------------------------------------
     def allreduce(self, array, op: str = "sum", timeout: float | None = None) -> np.ndarray:
@@ -265,7 +284,7 @@ class WorkerAgent:
         if self._closed:
             return
         self._closed = True
-        self.transport.unbind(C.INA_UDP_PORT, self._on_payload)
+        self.transport.unbind(C.INA_UDP_PORT, self._on_batch)
         if self._round is not None and not self._round.finished:
             self._round._cleanup()
         for coll in list(self._pending):
@@ -276,48 +295,73 @@ class WorkerAgent:
         self._pending.clear()
 
     # -- used by rounds ------------------------------------------------------------------------------
-    def next_seq(self) -> int:
+    def take_seqs(self, count: int) -> int:
+        """Reserve ``count`` consecutive sequence numbers (mod 2^32); returns the first."""
         seq = self._seq
-        self._seq = (self._seq + 1) & 0xFFFFFFFF
+        self._seq = (self._seq + count) & SEQ_MASK
         return seq
 
     def cursor(self, tree_id: int) -> TreeCursor:
         return self._cursor_by_tree[tree_id]
 
-    def rto(self, attempts: int) -> float:
+    def rto(self, attempts):
+        """Retransmission timeout after ``attempts`` resends (a number or an array of them)."""
         base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
-        return base * min(2.0**attempts, self.max_backoff)
+        return base * np.minimum(np.exp2(attempts), self.max_backoff)
 
-    def rtt_sample(self, rtt: float) -> None:
-        self._srtt = rtt if self._srtt is None else 0.875 * self._srtt + 0.125 * rtt
+    def gives_up(self, attempts: np.ndarray, first_sent: np.ndarray, now: float) -> np.ndarray:
+        """Which chunks, due for a resend now, are given up instead (the retry count or time budget)."""
+        giving_up = np.zeros(len(attempts), dtype=bool)
+        if self.retries is not None:
+            giving_up |= attempts >= self.retries
+        if self.give_up_after is not None:
+            giving_up |= now - first_sent >= self.give_up_after
+        return giving_up
 
-    def send_payload(self, payload: bytes, dst_ip: str) -> None:
-        self.stats["packets_sent"] += 1
-        self.transport.sendto(payload, dst_ip, C.INA_UDP_PORT)
+    def rtt_samples(self, samples: np.ndarray) -> None:
+        """Fold a batch of round-trip samples into the smoothed RTT: as many EWMA steps as samples,
+        each with the batch's mean (what one by one would give if they were equal)."""
+        mean = float(samples.mean())
+        if self._srtt is None:
+            self._srtt = mean
+        else:
+            keep = (1.0 - RTT_GAIN) ** len(samples)
+            self._srtt = keep * self._srtt + (1.0 - keep) * mean
+
+    def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
+        self.stats["packets_sent"] += len(rows)
+        self.transport.send_rows(rows, dst_ip, C.INA_UDP_PORT)
 
     def start_round(self, values, op, scale_exps, on_done, on_error, label) -> None:
         self._round = Round(self, values, op, scale_exps, on_done, on_error, label)
         self._round.start()
 
     # -- events --------------------------------------------------------------------------------------
-    def _on_payload(self, payload: bytes, src_ip: str) -> None:
-        try:
-            pkt = codec.decode(payload, self.values_per_packet)
-        except codec.ProtocolError as exc:
-            self.stats["malformed"] += 1
-            self.last_heard = (self.loop.now(), src_ip, f"malformed: {exc}")
-            return
-        h = pkt.header
-        self.last_heard = (
-            self.loop.now(),
-            src_ip,
-            f"{'RESULT' if h.pkt_type == C.PKT_TYPE_RESULT else 'GRAD'} seq {h.seq}",
-        )
-        if h.pkt_type != C.PKT_TYPE_RESULT or h.job_id != self.job_id:
-            self.stats["ignored"] += 1
-            return
-        if self._round is None or self._round.finished or not self._round.on_result(pkt):
-            self.stats["stale_results"] += 1
+    def _on_batch(self, batch: ReceivedBatch) -> None:
+        packets = decode_batch(batch.rows, batch.lengths, self.values_per_packet)
+        n = len(packets)
+        last = n - 1
+        if packets.ok[last]:
+            kind = "RESULT" if packets.pkt_type[last] == C.PKT_TYPE_RESULT else "GRAD"
+            self.last_heard = (self.loop.now(), batch.source_ip(last), f"{kind} seq {packets.seq[last]}")
+        else:
+            self.last_heard = (self.loop.now(), batch.source_ip(last), f"malformed: {packets.errors[last]}")
+        ours = packets.ok & (packets.pkt_type == C.PKT_TYPE_RESULT) & (packets.job_id == self.job_id)
+        count = int(np.count_nonzero(ours))
+        if count < n:
+            malformed = len(packets.errors)
+            self.stats["malformed"] += malformed
+            self.stats["ignored"] += n - malformed - count
+            if not count:
+                return
+        seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
+        if count < n:
+            seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
+        taken = 0
+        if self._round is not None and not self._round.finished:
+            taken = self._round.on_results(seq, tree_id, flags, values)
+        if taken < count:
+            self.stats["stale_results"] += count - taken
 
     def _collective_finished(self, coll: _Collective) -> None:
         self._pending.popleft()

@@ -1,25 +1,36 @@
 """Chunk streaming: one round of int32 chunks through the job's slots, windowed and retransmitted.
 
 A round is an int32 vector cut into K-value chunks. Chunk i gets the next sequence number of the
-agent's life and, by smooth weighted round robin over the plan's tree weights, a tree and that tree's
+agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a tree and that tree's
 next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2). Every worker
 computes the same assignment because it depends only on the plan and on how many chunks came before.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
 once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
 A chunk without result after its retransmission timeout is resent with RETX, the timeout doubling
-each time; after ``retries`` resends the round fails with an error naming the chunk and what was heard.
+each time up to a cap; the round gives up on a chunk after ``retries`` resends or, if the agent has a
+``give_up_after`` budget, once that much time has passed since its first send, with an error naming
+the chunk and what was heard.
+
+The round keeps its chunks' state in numpy arrays (send time, attempts, deadline, result received,
+overflow), not in per-chunk objects: a window of chunks is encoded in one call
+(``protocol.batch.PacketTemplate``) and sent in one ``send_rows``, a batch of results is written
+into the output with vectorised indexing, and one timer per round scans the windows for chunks
+whose deadline passed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from protocol import codec
 from protocol import constants as C
+from protocol.batch import PacketTemplate
+
+SEQ_MASK = 0xFFFFFFFF
+RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
 
 
 class AllreduceError(RuntimeError):
@@ -39,25 +50,8 @@ class InputRangeError(OverflowError):
 
 
 @dataclass
-class Chunk:
-    index: int  # position in the round
-    seq: int
-    tree_id: int
-    tree_index: int  # j: the chunk's position among this tree's chunks (agent lifetime)
-    slot: int
-    shadow: int
-    values: np.ndarray  # int32, up to K
-    scale_exp: int = 0
-    sent_at: float = -1.0
-    attempts: int = 0  # retransmissions so far
-    timer: object = None
-    result: np.ndarray | None = None
-    overflow: bool = False
-
-
-@dataclass
 class TreeCursor:
-    """Per-tree state kept over the agent's life: chunk counter and send window."""
+    """Per-tree state kept over the agent's life: how many chunks the tree has had, and how to send."""
 
     tree_id: int
     weight: float
@@ -65,23 +59,64 @@ class TreeCursor:
     hops: list
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
-    credit: float = 0.0  # smooth weighted round robin state
-    queue: list = field(default_factory=list)  # chunks of the current round, in tree-index order
-    next_to_send: int = 0  # position in queue
-    first_open: int = 0  # position in queue of the first chunk without result
+    template: PacketTemplate | None = None  # this worker's GRADs on this tree
+
+
+@dataclass
+class OverflowReport:
+    """Chunks of a round whose RESULT carried the OVERFLOW flag."""
+
+    chunks: int
+    first_seq: int
+    first_element: int
+    last_element: int
+
+
+def _count(mask: np.ndarray) -> int:
+    """True entries of a boolean array (np.count_nonzero: cheaper than any()/all() on short arrays)."""
+    return np.count_nonzero(mask)
+
+
+def stripe(weights: list[float], assigned: list[int], n_chunks: int) -> np.ndarray:
+    """The tree (position in ``weights``) of each of the next ``n_chunks`` chunks.
+
+    Tree t's j-th chunk ideally sits at position (j + 1/2) / f_t of the agent's chunk sequence, f_t
+    its share of the weights; chunks go to trees in the order of these positions (ties to the lower
+    tree), continuing after the ``assigned`` chunks each tree already had. Shares are kept exactly
+    over any prefix, to within one chunk per tree, the trees interleave evenly, and the result depends
+    only on the weights and the counts, so every worker computes the same striping."""
+    if len(weights) == 1:
+        return np.zeros(n_chunks, dtype=np.int64)
+    total = float(sum(weights))
+    candidates, owners = [], []
+    for t, (weight, done) in enumerate(zip(weights, assigned, strict=True)):
+        share = weight / total
+        count = int(np.ceil(n_chunks * share)) + 2
+        candidates.append((done + np.arange(count) + 0.5) / share)
+        owners.append(np.full(count, t, dtype=np.int64))
+    order = np.argsort(np.concatenate(candidates), kind="stable")
+    return np.concatenate(owners)[order[:n_chunks]]
 
 
 def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
-    """Smooth weighted round robin: the tree of each chunk, proportional to the weights."""
-    total = sum(c.weight for c in cursors)
-    picks = []
-    for _ in range(n_chunks):
-        for c in cursors:
-            c.credit += c.weight
-        best = max(cursors, key=lambda c: c.credit)  # first maximum: deterministic
-        best.credit -= total
-        picks.append(best)
-    return picks
+    """The cursor of each of the next ``n_chunks`` chunks (advancing the cursors' chunk counts)."""
+    picks = stripe([c.weight for c in cursors], [c.next_index for c in cursors], n_chunks)
+    counts = np.bincount(picks, minlength=len(cursors))
+    for c, count in zip(cursors, counts, strict=True):
+        c.next_index += int(count)
+    return [cursors[t] for t in picks]
+
+
+class _TreeWindow:
+    """One tree's chunks of this round, in tree order, and its send window over them."""
+
+    __slots__ = ("cursor", "order", "next_to_send", "first_open")
+
+    def __init__(self, cursor: TreeCursor, order: np.ndarray):
+        self.cursor = cursor
+        self.order = order  # chunk indices of this tree, in tree-index order
+        self.next_to_send = 0  # position in order
+        self.first_open = 0  # position in order of the first chunk without result
 
 
 class Round:
@@ -106,140 +141,207 @@ class Round:
         self.results_heard = 0
         self.duplicates = 0
         k = agent.values_per_packet
-        n = values.size
-        self.n = n
-        self.chunks: list[Chunk] = []
-        self.by_key: dict[tuple[int, int], Chunk] = {}
+        self.n = n = values.size
+        self.chunks = m = (n + k - 1) // k
+        self.first_seq = agent.take_seqs(m)
         cursors = agent.cursors
-        for i, tree in enumerate(assign_trees(cursors, (n + k - 1) // k)):
-            j = tree.next_index
-            tree.next_index += 1
-            seq = agent.next_seq()
-            chunk = Chunk(
-                i,
-                seq,
-                tree.tree_id,
-                j,
-                j % tree.pool,
-                (j // tree.pool) % 2,
-                values[i * k : (i + 1) * k],
-                0 if scale_exps is None else int(np.clip(scale_exps[i], -128, 127)),
-            )
-            tree.queue.append(chunk)
-            self.chunks.append(chunk)
-            self.by_key[(chunk.tree_id, seq)] = chunk
-        self.remaining = len(self.chunks)
+        self.tree_of = stripe([c.weight for c in cursors], [c.next_index for c in cursors], m)
+        tree_index = np.empty(m, dtype=np.int64)
+        pool = np.empty(m, dtype=np.int64)
+        self.windows: list[_TreeWindow] = []
+        for t, cursor in enumerate(cursors):
+            order = np.flatnonzero(self.tree_of == t) if len(cursors) > 1 else np.arange(m)
+            tree_index[order] = cursor.next_index + np.arange(len(order))
+            pool[order] = cursor.pool
+            cursor.next_index += len(order)
+            self.windows.append(_TreeWindow(cursor, order))
+        self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
+        self.slot = tree_index % pool
+        self.shadow = (tree_index // pool) % 2
+        self.values = np.zeros((m, k), dtype=np.int32)
+        self.values.reshape(-1)[:n] = values
+        self.value_count = np.full(m, k, dtype=np.int64)
+        if m:
+            self.value_count[-1] = n - (m - 1) * k
+        self.scale_exp = np.zeros(m, dtype=np.int64) if scale_exps is None else np.clip(scale_exps, -128, 127)
+        self.sent_at = np.zeros(m, dtype=np.float64)  # first send
+        self.deadline = np.full(m, np.inf)
+        self.attempts = np.zeros(m, dtype=np.int64)  # retransmissions so far
+        self.done = np.zeros(m, dtype=bool)
+        self.overflow = np.zeros(m, dtype=bool)
+        self.result = np.zeros((m, k), dtype=np.int32)
+        self.remaining = m
+        self._timer = None
+        self._timer_at = np.inf
 
     def start(self) -> None:
         if not self.chunks:
             self._finish()
             return
-        for tree in self.agent.cursors:
-            self._fill_window(tree)
+        for window in self.windows:
+            self._fill_window(window)
 
     # -- sending -----------------------------------------------------------------------------------
-    def _fill_window(self, tree: TreeCursor) -> None:
-        while tree.next_to_send < len(tree.queue) and tree.next_to_send < tree.first_open + tree.pool:
-            chunk = tree.queue[tree.next_to_send]
-            tree.next_to_send += 1
-            self._send(tree, chunk)
+    def _fill_window(self, window: _TreeWindow) -> None:
+        end = min(len(window.order), window.first_open + window.cursor.pool)
+        if end > window.next_to_send:
+            chunks = window.order[window.next_to_send : end]
+            window.next_to_send = end
+            self._send(window.cursor, chunks, retransmission=False)
 
-    def _send(self, tree: TreeCursor, chunk: Chunk) -> None:
+    def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
         agent = self.agent
-        flags = C.FLAG_RETX if chunk.attempts else 0
-        pkt = codec.grad(
-            agent.job_id,
-            chunk.seq,
-            tree.hops,
-            chunk.values,
-            slot=chunk.slot,
-            shadow=chunk.shadow,
-            contributor=agent.rank,
+        rows = cursor.template.encode(
+            self.values[chunks],
+            check=False,
+            seq=(self.first_seq + chunks) & SEQ_MASK,
+            slot=self.slot[chunks],
+            shadow=self.shadow[chunks],
+            scale_exp=self.scale_exp[chunks],
+            value_count=self.value_count[chunks],
             op=self.op,
-            flags=flags,
-            tree_id=chunk.tree_id,
-            scale_exp=chunk.scale_exp,
+            flags=C.FLAG_RETX if retransmission else 0,
         )
-        agent.send_payload(codec.encode(pkt, agent.values_per_packet), tree.server_ip)
+        agent.send_rows(rows, cursor.server_ip)
         now = agent.loop.now()
-        if chunk.attempts == 0:
-            chunk.sent_at = now
-        chunk.timer = agent.loop.call_later(agent.rto(chunk.attempts), self._timeout, tree, chunk)
+        if retransmission:
+            deadline = now + agent.rto(self.attempts[chunks])
+            self.deadline[chunks] = deadline
+            self._arm(float(deadline.min()))
+        else:
+            self.sent_at[chunks] = now
+            self.deadline[chunks] = deadline = now + float(agent.rto(0))
+            self._arm(deadline)
 
-    def _timeout(self, tree: TreeCursor, chunk: Chunk) -> None:
-        if self.finished or chunk.result is not None:
+    def _arm(self, when: float) -> None:
+        """Make the round's one timer fire no later than ``when``."""
+        if self._timer is not None and self._timer_at <= when:
             return
-        if chunk.attempts >= self.agent.retries:
-            self._fail(self._timeout_message(chunk))
-            return
-        chunk.attempts += 1
-        self.agent.stats["retransmissions"] += 1
-        self._send(tree, chunk)
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = when
+        self._timer = self.agent.loop.call_at(when, self._on_timer)
 
-    def _timeout_message(self, chunk: Chunk) -> str:
+    def _on_timer(self) -> None:
+        """Resend every chunk in flight whose deadline passed (or give up), then re-arm."""
+        self._timer, self._timer_at = None, np.inf
+        if self.finished:
+            return
         agent = self.agent
-        waited = agent.loop.now() - chunk.sent_at
+        now = agent.loop.now()
+        earliest = np.inf
+        for window in self.windows:
+            in_flight = window.order[window.first_open : window.next_to_send]
+            waiting = in_flight[~self.done[in_flight]]
+            if not waiting.size:
+                continue
+            due = waiting[self.deadline[waiting] <= now]
+            if due.size:
+                giving_up = agent.gives_up(self.attempts[due], self.sent_at[due], now)
+                if giving_up.any():
+                    self._fail(self._timeout_message(int(due[giving_up][0])))
+                    return
+                self.attempts[due] += 1
+                agent.stats["retransmissions"] += int(due.size)
+                self._send(window.cursor, due, retransmission=True)
+            earliest = min(earliest, float(self.deadline[waiting].min()))
+        if earliest < np.inf:
+            self._arm(earliest)
+
+    def _timeout_message(self, chunk: int) -> str:
+        agent = self.agent
+        waited = agent.loop.now() - self.sent_at[chunk]
         heard = agent.last_heard
         heard_text = (
             "nothing heard from the network yet"
             if heard is None
             else f"last packet heard {agent.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
         )
+        send_error = getattr(agent.transport, "last_send_error", None)
+        if send_error:
+            heard_text += f"; the last refused send: {send_error}"
         return (
-            f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq {chunk.seq} "
-            f"(chunk {chunk.index} of {len(self.chunks)}, tree {chunk.tree_id}, slot {chunk.slot}, "
-            f"shadow {chunk.shadow}) after {chunk.attempts} retransmissions over {waited:.3g} s; "
-            f"{self.results_heard} of {len(self.chunks)} results of this round heard, {heard_text}. "
+            f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq "
+            f"{(self.first_seq + chunk) & SEQ_MASK} (chunk {chunk} of {self.chunks}, tree {self.tree_ids[chunk]}, "
+            f"slot {self.slot[chunk]}, shadow {self.shadow[chunk]}) after {self.attempts[chunk]} retransmissions "
+            f"over {waited:.3g} s; {self.results_heard} of {self.chunks} results of this round heard, {heard_text}. "
             f"A worker or the aggregation server is probably dead or unreachable."
         )
 
     # -- receiving ---------------------------------------------------------------------------------
-    def on_result(self, pkt: codec.InaPacket) -> bool:
-        """Handle a RESULT of this round; False when it is not one of ours."""
-        h = pkt.header
-        chunk = self.by_key.get((h.tree_id, h.seq))
-        if chunk is None:
-            return False
-        if chunk.result is not None or self.finished:
-            self.duplicates += 1
-            self.agent.stats["duplicate_results"] += 1
-            return True
-        if chunk.timer is not None:
-            chunk.timer.cancel()
-        if chunk.attempts == 0:
-            self.agent.rtt_sample(self.agent.loop.now() - chunk.sent_at)
-        chunk.result = pkt.values[: len(chunk.values)]
-        chunk.overflow = h.has(C.FLAG_OVERFLOW)
-        self.results_heard += 1
-        self.remaining -= 1
-        tree = self.agent.cursor(h.tree_id)
-        while tree.first_open < len(tree.queue) and tree.queue[tree.first_open].result is not None:
-            tree.first_open += 1
+    def on_results(self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray) -> int:
+        """Take a batch of RESULTs of the agent's job (columns, one entry per packet); returns how
+        many were this round's (the others are stale: an earlier round's late duplicates)."""
+        if self.finished:
+            return 0
+        chunk = (seq - self.first_seq) & SEQ_MASK
+        ours = chunk < self.chunks
+        if _count(ours) < len(chunk):
+            chunk, tree_id, flags, values = chunk[ours], tree_id[ours], flags[ours], values[ours]
+        if len(self.windows) > 1:
+            ours = self.tree_ids[chunk] == tree_id
+            if _count(ours) < len(chunk):
+                chunk, flags, values = chunk[ours], flags[ours], values[ours]
+        elif _count(tree_id != self.windows[0].cursor.tree_id):
+            ours = tree_id == self.windows[0].cursor.tree_id
+            chunk, flags, values = chunk[ours], flags[ours], values[ours]
+        count = len(chunk)
+        if not count:
+            return 0
+        fresh = ~self.done[chunk]
+        if count > 1 and _count(chunk[1:] <= chunk[:-1]):  # out of order: maybe one chunk twice
+            first = np.zeros(count, dtype=bool)
+            first[np.unique(chunk, return_index=True)[1]] = True
+            fresh &= first
+        taken = _count(fresh)
+        if taken < count:
+            self.duplicates += count - taken
+            self.agent.stats["duplicate_results"] += count - taken
+            if not taken:
+                return count
+            chunk, flags, values = chunk[fresh], flags[fresh], values[fresh]
+        self.done[chunk] = True
+        self.result[chunk] = values
+        flagged = (flags & C.FLAG_OVERFLOW) != 0
+        if _count(flagged):
+            self.overflow[chunk[flagged]] = True
+        first_try = chunk[self.attempts[chunk] == 0]
+        if len(first_try):
+            self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[first_try])
+        self.results_heard += taken
+        self.remaining -= taken
         if self.remaining == 0:
             self._finish()
-        else:
-            self._fill_window(tree)
-        return True
+            return count
+        touched = self.windows if len(self.windows) == 1 else [self.windows[t] for t in np.unique(self.tree_of[chunk])]
+        for window in touched:
+            open_part = self.done[window.order[window.first_open : window.next_to_send]]
+            still_open = np.flatnonzero(~open_part)
+            window.first_open += int(still_open[0]) if len(still_open) else len(open_part)
+            self._fill_window(window)
+        return count
 
     # -- ending ------------------------------------------------------------------------------------
     def _cleanup(self) -> None:
         self.finished = True
-        for chunk in self.chunks:
-            if chunk.timer is not None:
-                chunk.timer.cancel()
-        for tree in self.agent.cursors:
-            tree.queue, tree.next_to_send, tree.first_open = [], 0, 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _finish(self) -> None:
         self._cleanup()
-        k = self.agent.values_per_packet
-        out = np.zeros(self.n, dtype=np.int32)
-        overflow_chunks = []
-        for chunk in self.chunks:
-            out[chunk.index * k : chunk.index * k + len(chunk.values)] = chunk.result
-            if chunk.overflow:
-                overflow_chunks.append(chunk)
-        self.on_done(out, overflow_chunks)
+        out = self.result.reshape(-1)[: self.n]
+        flagged = np.flatnonzero(self.overflow)
+        report = None
+        if flagged.size:
+            k, first = self.agent.values_per_packet, int(flagged[0])
+            report = OverflowReport(
+                int(flagged.size),
+                (self.first_seq + first) & SEQ_MASK,
+                first * k,
+                first * k + int(self.value_count[first]) - 1,
+            )
+        self.on_done(out, report)
 
     def _fail(self, message: str) -> None:
         self._cleanup()

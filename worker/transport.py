@@ -1,10 +1,15 @@
 """Transports: the one interface agents use to exchange UDP payloads, on any network.
 
 An agent sees ``bind(port, handler)``, ``sendto(payload, dst_ip, port)`` and ``loop`` (clock and
-timers). Underneath:
+timers), and for its hot path the batch forms: ``bind_batch(port, handler)`` delivers a
+:class:`ReceivedBatch` (many datagrams in one numpy buffer) and ``send_rows(rows, dst_ip, port)``
+sends every row of an ``(n, size)`` byte array as one datagram. Every transport offers both forms: a
+transport that moves one datagram at a time delivers batches of one and sends rows one by one.
+Underneath:
 
 - :class:`UdpTransport`: kernel UDP sockets (mininet, network namespaces, real hosts). The payload is
-  the codec's UDP payload; the kernel adds Ethernet/IPv4/UDP.
+  the codec's UDP payload; the kernel adds Ethernet/IPv4/UDP. Batches go through
+  ``native/udp.py`` (sendmmsg or UDP segmentation offload out, recvmmsg and UDP_GRO in).
 - :class:`FrameTransport` subclasses build whole Ethernet frames with the codec and exchange them
   with a network that forwards frames: the in-process network
   (``topologies.inprocess.InProcessTransport``) or, from another OS process, the in-process
@@ -13,17 +18,61 @@ timers). Underneath:
 
 from __future__ import annotations
 
+import errno
 import socket
+import sys
 from collections.abc import Callable
 
+import numpy as np
+
+from native import udp
 from protocol import codec
 from protocol.constants import INA_UDP_PORT
 from worker.loop import EventLoop, RealTimeLoop
 
-Handler = Callable[[bytes, str], None]  # (UDP payload, source IP)
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)  # Linux
 SOCKET_BUFFER = 4 << 20  # bytes asked for each way (the kernel caps it at net.core.[rw]mem_max)
+# errors of a send that say the call itself is wrong (raised), and those that say the kernel cannot
+# segment datagrams for this socket or route (the transport then sends them one by one)
+SEND_BUGS = {errno.EBADF, errno.EFAULT, errno.ENOTSOCK, errno.EDESTADDRREQ, errno.EMSGSIZE}
+SEGMENTATION_REFUSED = {errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOTSUPP}
+RECEIVE_ROW_BYTES = 2048  # larger than any INA payload (16 + 8 * 8 + 4 * 255 bytes)
+RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
+
+
+class ReceivedBatch:
+    """Datagrams received together: ``rows[i, :lengths[i]]`` is payload i (``(n, stride)`` uint8; a
+    length above stride marks one that did not fit a row), ``source_ips[i]`` its source as
+    ``native.udp.ip_number``. The rows may be reused once the handler returns: copy what you keep."""
+
+    __slots__ = ("rows", "lengths", "source_ips")
+
+    def __init__(self, rows: np.ndarray, lengths: np.ndarray, source_ips: np.ndarray):
+        self.rows = rows
+        self.lengths = lengths
+        self.source_ips = source_ips
+
+    @classmethod
+    def single(cls, payload: bytes, src_ip: str) -> ReceivedBatch:
+        return cls(
+            np.frombuffer(payload, dtype=np.uint8).reshape(1, len(payload)),
+            np.array([len(payload)], dtype=np.uint32),
+            np.array([udp.ip_number(src_ip)], dtype=np.uint32),
+        )
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def payload(self, i: int) -> bytes:
+        return self.rows[i, : min(int(self.lengths[i]), self.rows.shape[1])].tobytes()
+
+    def source_ip(self, i: int) -> str:
+        return udp.ip_text(int(self.source_ips[i]))
+
+
+Handler = Callable[[bytes, str], None]  # (UDP payload, source IP)
+BatchHandler = Callable[[ReceivedBatch], None]
 
 
 class Transport:
@@ -34,9 +83,12 @@ class Transport:
 
     def __init__(self):
         self._handlers: dict[int, list[Handler]] = {}
+        self._batch_handlers: dict[int, list[BatchHandler]] = {}
         self.sent_packets = 0
         self.sent_bytes = 0
         self.send_buffer_full = 0  # sends the kernel refused (full socket buffer): lost packets
+        self.send_errors = 0  # sends the kernel refused for another reason (no route...): lost packets
+        self.last_send_error: str | None = None
         self.received_packets = 0
         self.malformed = 0
 
@@ -45,25 +97,54 @@ class Transport:
         port: each gets every payload and keeps its own job's)."""
         self._handlers.setdefault(port, []).append(handler)
 
-    def unbind(self, port: int, handler: Handler | None = None) -> None:
-        handlers = self._handlers.get(port, [])
-        if handler is None:
-            handlers.clear()
-        elif handler in handlers:
-            handlers.remove(handler)
+    def bind_batch(self, port: int, handler: BatchHandler) -> None:
+        """Deliver what arrives at ``port`` to ``handler`` as :class:`ReceivedBatch` objects."""
+        self._batch_handlers.setdefault(port, []).append(handler)
+
+    def unbind(self, port: int, handler: Handler | BatchHandler | None = None) -> None:
+        for table in (self._handlers, self._batch_handlers):
+            handlers = table.get(port, [])
+            if handler is None:
+                handlers.clear()
+            elif handler in handlers:
+                handlers.remove(handler)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
         raise NotImplementedError
 
+    def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
+        """Send each row of ``rows`` (``(n, size)`` uint8) as one datagram to ``dst_ip``; returns how
+        many left (the rest found the socket buffer full: lost, as a lost packet is)."""
+        for row in rows:
+            self.sendto(row.tobytes(), dst_ip, port)
+        return len(rows)
+
     def _deliver(self, port: int, payload: bytes, src_ip: str) -> None:
         handlers = self._handlers.get(port)
-        if handlers:
+        batch_handlers = self._batch_handlers.get(port)
+        if handlers or batch_handlers:
             self.received_packets += 1
-            for handler in list(handlers):
+            for handler in list(handlers or ()):
                 handler(payload, src_ip)
+            if batch_handlers:
+                batch = ReceivedBatch.single(payload, src_ip)
+                for batch_handler in list(batch_handlers):
+                    batch_handler(batch)
+
+    def _deliver_batch(self, port: int, batch: ReceivedBatch) -> None:
+        handlers = self._handlers.get(port)
+        batch_handlers = self._batch_handlers.get(port)
+        if handlers or batch_handlers:
+            self.received_packets += len(batch)
+            for batch_handler in list(batch_handlers or ()):
+                batch_handler(batch)
+            for handler in list(handlers or ()):
+                for i in range(len(batch)):
+                    handler(batch.payload(i), batch.source_ip(i))
 
     def close(self) -> None:
         self._handlers.clear()
+        self._batch_handlers.clear()
 
 
 class FrameTransport(Transport):
@@ -143,14 +224,38 @@ class AttachTransport(FrameTransport):
 
 
 class UdpTransport(Transport):
-    """Kernel UDP sockets, one per bound port, on a wall-clock loop."""
+    """Kernel UDP sockets, one per bound port, on a wall-clock loop, moving datagrams in batches.
 
-    def __init__(self, ip: str = "0.0.0.0", loop: RealTimeLoop | None = None, bind_ip: str | None = None):
+    ``segmentation`` (default: whenever the native helper is built) sends a batch of equal rows to one
+    destination as UDP_SEGMENT sends: the kernel builds the datagrams, crossing the stack once per up to
+    64 of them. It needs UDP checksums on (the kernel refuses GSO without them), so such sockets compute
+    them; without it, sockets send with no checksum (switches rewrite payloads and zero it anyway).
+    A host whose interface faces a software switch must have UDP segmentation offload off (``ethtool -K
+    IFACE tx off``, as the lab and the namespace tests do), so that the kernel cuts the datagrams before
+    the wire and the switch reads ordinary frames. ``send_wait_ms``: how long a send waits for room in a
+    full socket buffer before the rest of the batch counts as lost (``send_buffer_full``).
+    """
+
+    def __init__(
+        self,
+        ip: str = "0.0.0.0",
+        loop: RealTimeLoop | None = None,
+        bind_ip: str | None = None,
+        *,
+        native: bool | None = None,
+        segmentation: bool | None = None,
+        send_wait_ms: int = 5,
+    ):
         super().__init__()
         self.loop = loop or RealTimeLoop()
         self.ip = ip
         self._bind_ip = bind_ip if bind_ip is not None else "0.0.0.0"
+        self._native = native
+        native_ready = native is not False and udp.native_library() is not None
+        self.segmentation = native_ready if segmentation is None else bool(segmentation and native_ready)
+        self.send_wait_ms = send_wait_ms
         self._socks: dict[int, socket.socket] = {}
+        self._io: dict[int, udp.BatchSocket] = {}
 
     def _socket(self, port: int) -> socket.socket:
         sock = self._socks.get(port)
@@ -162,10 +267,11 @@ class UdpTransport(Transport):
             # send that finds the buffer full is a lost packet (the kernel's default is ~208 KiB, and
             # a network namespace cannot raise net.core.wmem_default)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-            try:  # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
-                sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
-            except OSError:
-                pass
+            if not self.segmentation:
+                try:  # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
+                    sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
+                except OSError:
+                    pass
             try:
                 sock.bind((self._bind_ip, port))
             except OSError as exc:
@@ -173,11 +279,18 @@ class UdpTransport(Transport):
                 raise OSError(f"cannot bind UDP port {port} on {self._bind_ip}: {exc.strerror}") from None
             sock.setblocking(False)
             self._socks[port] = sock
-            self.loop.add_reader(sock, lambda: self._readable(port, sock))
+            self._io[port] = udp.open_batch_socket(
+                sock, RECEIVE_ROW_BYTES, RECEIVE_ROWS, native=self._native, gro=self.segmentation
+            )
+            self.loop.add_reader(sock, lambda: self._readable(port))
         return sock
 
     def bind(self, port: int, handler: Handler) -> None:
         super().bind(port, handler)
+        self._socket(port)
+
+    def bind_batch(self, port: int, handler: BatchHandler) -> None:
+        super().bind_batch(port, handler)
         self._socket(port)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
@@ -188,13 +301,47 @@ class UdpTransport(Transport):
         except (BlockingIOError, InterruptedError):
             self.send_buffer_full += 1  # a lost packet: retransmission recovers it
 
-    def _readable(self, port: int, sock: socket.socket) -> None:
+    def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
+        n = len(rows)
+        if n == 0:
+            return 0
+        self._socket(port)
+        io = self._io[port]
+        ip = udp.ip_number(dst_ip)
+        sent, error = 0, 0
+        if self.segmentation:
+            sent, error = io.send_segments(rows, ip, port, self.send_wait_ms)
+            if sent == 0 and error in SEGMENTATION_REFUSED:
+                self.segmentation = False  # this kernel or route cannot segment: send them one by one
+                print(
+                    f"ina: UDP segmentation refused ({errno.errorcode.get(error, error)}); sending datagrams "
+                    f"one by one with sendmmsg",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if not self.segmentation:
+            sent, error = io.send(rows, rows.shape[1], ip, port, self.send_wait_ms)
+        self.sent_packets += sent
+        self.sent_bytes += sent * rows.shape[1]
+        if sent < n:
+            if error in SEND_BUGS:
+                raise OSError(error, f"sending {n} datagrams to {dst_ip}:{port}: {errno.errorcode.get(error, error)}")
+            # lost packets (a full buffer, no route...): retransmission recovers them or times out
+            if error in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ENOBUFS, errno.EINTR):
+                self.send_buffer_full += n - sent
+            else:
+                self.send_errors += n - sent
+                self.last_send_error = f"{errno.errorcode.get(error, error)} sending to {dst_ip}"
+        return sent
+
+    def _readable(self, port: int) -> None:
+        io = self._io[port]
         while True:
-            try:
-                payload, (src_ip, _) = sock.recvfrom(65535)
-            except (BlockingIOError, InterruptedError):
-                return
-            self._deliver(port, payload, src_ip)
+            count = io.receive()
+            if count:
+                self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count]))
+            if count < io.capacity - udp.GRO_SEGMENTS_MAX:
+                return  # drained (a full batch may have more behind it)
 
     def close(self) -> None:
         super().close()
@@ -202,3 +349,4 @@ class UdpTransport(Transport):
             self.loop.remove_reader(sock)
             sock.close()
         self._socks.clear()
+        self._io.clear()

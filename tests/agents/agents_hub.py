@@ -17,6 +17,7 @@ def direct_plan(
     result_mode: str = "unicast",
     server_index: int = 100,
     subnet: int = 0,
+    value_count: int | None = None,
 ) -> JobPlan:
     workers = [
         HostRef(f"w{r}", f"10.{subnet}.0.{r + 1}", f"02:00:00:00:00:{r + 1:02x}", 0x8000 + r, r, rank=r)
@@ -55,6 +56,8 @@ def direct_plan(
         pool_size=pool_size,
         result_mode=result_mode,
     )
+    if value_count is not None:
+        plan.value_count = value_count
     plan.validate()
     return plan
 
@@ -70,21 +73,25 @@ class HubJob:
         hub: Hub | None = None,
         loop: VirtualLoop | None = None,
         job_id: int = 7,
+        give_up_after: float | None = None,
+        value_count: int | None = None,
         **hub_args,
     ):
         self.loop = loop or VirtualLoop()
         self.hub = hub or Hub(self.loop, seed=seed, **hub_args)
-        self.plan = direct_plan(n_workers, job_id=job_id, subnet=job_id % 200)
+        self.plan = direct_plan(n_workers, job_id=job_id, subnet=job_id % 200, value_count=value_count)
         if "10.0.1.1" in self.hub.hosts:
             self.server = self.hub.server
         else:
             self.hub.server = self.server = ServerAgent(self.hub.transport("10.0.1.1"), "ps")
         self.server.add_job(self.plan)
         self.agents = [
-            WorkerAgent(self.plan, r, self.hub.transport(w.ip), timeout=timeout, retries=retries)
+            WorkerAgent(
+                self.plan, r, self.hub.transport(w.ip), timeout=timeout, retries=retries, give_up_after=give_up_after
+            )
             for r, w in enumerate(self.plan.workers)
         ]
 
     def allreduce(self, arrays, op="sum"):
-        handles = [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays)]
+        handles = [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays, strict=True)]
         return [h.wait() for h in handles]

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from agents_hub import HubJob
 
-from server.agent import ServerAgent
 from topologies.inprocess.hub import Hub
 from worker.agent import AllreduceError, AllreduceTimeout, InputRangeError, NonFiniteInputError
 from worker.loop import VirtualLoop
@@ -70,7 +69,7 @@ def test_sequence_numbers_grow_over_the_agents_life():
 def test_dead_worker_gives_a_clear_error_not_a_hang():
     job = HubJob(3, timeout=0.01, retries=3)
     job.hub.hosts[job.plan.workers[2].ip].alive = False
-    handles = [a.allreduce_async(x) for a, x in zip(job.agents[:2], _ints(2, 500))]
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents[:2], _ints(2, 500), strict=True)]
     for h in handles:
         with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 0, slot \d+"):
             h.wait()
@@ -93,8 +92,8 @@ def test_two_concurrent_jobs_never_mix():
     a = HubJob(3, hub=hub, loop=loop, job_id=11)
     b = HubJob(3, hub=hub, loop=loop, job_id=12)
     xa, xb = _ints(3, 700, seed=6), _ints(3, 700, seed=7)
-    ha = [ag.allreduce_async(x) for ag, x in zip(a.agents, xa)]
-    hb = [ag.allreduce_async(x) for ag, x in zip(b.agents, xb)]
+    ha = [ag.allreduce_async(x) for ag, x in zip(a.agents, xa, strict=True)]
+    hb = [ag.allreduce_async(x) for ag, x in zip(b.agents, xb, strict=True)]
     for h in ha:
         np.testing.assert_array_equal(h.wait(), sum(xa))
     for h in hb:
@@ -104,7 +103,7 @@ def test_two_concurrent_jobs_never_mix():
 def test_int32_overflow_raises_clearly_and_agent_continues():
     job = HubJob(2)
     big = [np.full(10, 2**31 - 10, dtype=np.int32)] * 2
-    handles = [a.allreduce_async(x) for a, x in zip(job.agents, big)]
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents, big, strict=True)]
     for h in handles:
         with pytest.raises(OverflowError, match="overflowed in the network"):
             h.wait()
@@ -128,7 +127,7 @@ def test_nan_on_one_rank_fails_every_rank_alike_and_the_job_continues(bad_rank):
     xs = [np.arange(200, dtype=np.float64) for _ in range(3)]
     xs[bad_rank] = xs[bad_rank].copy()
     xs[bad_rank][130] = np.nan
-    handles = [a.allreduce_async(x) for a, x in zip(job.agents, xs)]
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents, xs, strict=True)]
     messages = set()
     for h in handles:
         with pytest.raises(NonFiniteInputError) as info:
@@ -147,7 +146,7 @@ def test_nan_on_one_rank_fails_every_rank_alike_and_the_job_continues(bad_rank):
 def test_int64_out_of_range_on_one_rank_fails_every_rank_alike():
     job = HubJob(2)
     xs = [np.array([1, 2, 3], np.int64), np.array([1, -(2**40), 3], np.int64)]
-    handles = [a.allreduce_async(x, "max") for a, x in zip(job.agents, xs)]
+    handles = [a.allreduce_async(x, "max") for a, x in zip(job.agents, xs, strict=True)]
     for h in handles:
         with pytest.raises(InputRangeError, match="rank 1 has values outside the int32 range"):
             h.wait()

@@ -32,7 +32,7 @@ def _run(n, make_worker, make_server=None, size=1000, rounds=2, **hub_args):
 
 
 def _all(workers, xs):
-    handles = [w.allreduce_async(x) for w, x in zip(workers, xs)]
+    handles = [w.allreduce_async(x) for w, x in zip(workers, xs, strict=True)]
     return [h.wait() for h in handles]
 
 

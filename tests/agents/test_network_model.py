@@ -57,7 +57,7 @@ def test_duplication_and_reordering():
 
 def test_queue_limit_drops_tail():
     loop, net, a, got = _pair(bandwidth_bps=8e3, delay_s=0.0, queue_bytes=3000)
-    for i in range(10):
+    for _ in range(10):
         a.send(bytes(1000))
     loop.run()
     assert len(got) == 4 and net.channel("a", "b").stats.queue_drops == 6

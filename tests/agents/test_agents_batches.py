@@ -1,0 +1,249 @@
+"""The agents' batch path: many packets per call in and out, with the guarantees of one at a time.
+
+Crafted batches (built with the scalar codec, the reference) go straight into a server or worker agent
+on a transport that records what it sends; expected packets come from docs/protocol.md's rules. Then
+time-bounded retransmission, K taken from the plan, and agents on kernel UDP sockets over loopback
+(native batched I/O and the Python fallback)."""
+
+import numpy as np
+import pytest
+from agents_hub import HubJob, direct_plan
+
+from native import udp
+from protocol import codec
+from protocol import constants as C
+from server.agent import ServerAgent
+from worker.agent import AllreduceTimeout, WorkerAgent
+from worker.loop import RealTimeLoop, VirtualLoop
+from worker.transport import ReceivedBatch, Transport, UdpTransport
+
+K = 4
+
+
+class RecordingTransport(Transport):
+    """Records every datagram sent (decoded with the scalar codec) instead of sending it."""
+
+    def __init__(self, loop, ip):
+        super().__init__()
+        self.loop, self.ip = loop, ip
+        self.sent: list[tuple[str, codec.InaPacket]] = []
+
+    def sendto(self, payload, dst_ip, port=C.INA_UDP_PORT):
+        self.sent.append((dst_ip, codec.decode(payload)))
+
+    def take(self) -> list[tuple[str, codec.InaPacket]]:
+        sent, self.sent = self.sent, []
+        return sent
+
+    def deliver(self, packets: list[codec.InaPacket], src_ip: str = "10.9.9.9") -> None:
+        """One batch of these packets, as a socket would hand them over."""
+        payloads = [codec.encode(p, K) for p in packets]
+        rows = np.zeros((len(payloads), 256), dtype=np.uint8)
+        for i, payload in enumerate(payloads):
+            rows[i, : len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        lengths = np.array([len(p) for p in payloads], dtype=np.uint32)
+        self._deliver_batch(C.INA_UDP_PORT, ReceivedBatch(rows, lengths, np.full(len(rows), udp.ip_number(src_ip))))
+
+
+def _grad(plan, rank, seq, values, flags=0, op=C.OP_SUM):
+    hops = [h.to_codec() for h in plan.trees[0].grad_hops[plan.worker(rank).name]]
+    return codec.grad(plan.job_id, seq, hops, values, contributor=rank, flags=flags, op=op, slot=seq % 8)
+
+
+def _results(sent):
+    return sorted((dst, p.header.seq, p.values.tolist(), p.header.flags) for dst, p in sent)
+
+
+@pytest.fixture
+def server():
+    plan = direct_plan(3, pool_size=8, value_count=K)
+    transport = RecordingTransport(VirtualLoop(), "10.0.1.1")
+    agent = ServerAgent(transport, "ps")
+    agent.add_job(plan)
+    return plan, agent, transport
+
+
+def test_server_completes_each_chunk_once_from_a_batch_with_duplicates_and_interleaved_chunks(server):
+    plan, agent, transport = server
+    ips = [w.ip for w in plan.workers]
+    transport.deliver(
+        [
+            _grad(plan, 0, 1, [1, 2, 3, 4]),
+            _grad(plan, 1, 1, [10, 20, 30, 40]),
+            _grad(plan, 0, 1, [1, 2, 3, 4]),  # the same child twice: counted once
+            _grad(plan, 2, 2, [5, 5, 5, 5]),
+            _grad(plan, 1, 2, [6, 6, 6, 6]),
+        ]
+    )
+    assert transport.take() == []
+    assert (agent.stats["contributions"], agent.stats["duplicates"]) == (4, 1)
+    transport.deliver([_grad(plan, 2, 1, [100, 200, 300, 400]), _grad(plan, 0, 2, [7, 7, 7, 7])])
+    assert _results(transport.take()) == sorted(
+        [(ip, 1, [111, 222, 333, 444], 0) for ip in ips] + [(ip, 2, [18, 18, 18, 18], 0) for ip in ips]
+    )
+    assert agent.stats["completed"] == 2
+
+
+def test_server_answers_a_retransmission_of_a_finished_chunk_to_the_ranks_behind_that_child(server):
+    plan, agent, transport = server
+    transport.deliver([_grad(plan, r, 5, [r, r, r, r]) for r in range(3)])
+    assert len(transport.take()) == 3
+    transport.deliver([_grad(plan, 1, 5, [1, 1, 1, 1], flags=C.FLAG_RETX), _grad(plan, 2, 5, [2, 2, 2, 2])])
+    assert _results(transport.take()) == [(plan.workers[1].ip, 5, [3, 3, 3, 3], 0)]
+    assert (agent.stats["answered_retransmissions"], agent.stats["duplicates"]) == (1, 1)
+
+
+def test_server_ring_keeps_newer_chunks_and_refuses_older_ones_for_the_same_cell(server):
+    plan, agent, transport = server
+    ring = agent.jobs[plan.job_id].trees[0].ring
+    # two chunks one ring apart in one batch: taken one at a time, the newer one takes the cell
+    transport.deliver([_grad(plan, 0, 3, [1, 1, 1, 1]), _grad(plan, 0, 3 + ring, [2, 2, 2, 2])])
+    transport.deliver([_grad(plan, r, 3 + ring, [2, 2, 2, 2]) for r in (1, 2)])
+    assert _results(transport.take()) == [(w.ip, 3 + ring, [6, 6, 6, 6], 0) for w in plan.workers]
+    transport.deliver([_grad(plan, 1, 3, [1, 1, 1, 1], flags=C.FLAG_RETX)])  # older than the cell's chunk
+    assert transport.take() == [] and agent.stats["stale"] == 1
+
+
+def test_server_max_overflow_and_bad_packets(server):
+    plan, agent, transport = server
+    big = 2**31 - 10
+    transport.deliver(
+        [_grad(plan, r, 9, [r, -r, 7, big], op=C.OP_MAX) for r in range(3)]
+        + [_grad(plan, r, 10, [big, 1, 1, 1]) for r in range(3)]
+    )
+    results = {(dst, p.header.seq): p for dst, p in transport.take()}
+    for w in plan.workers:
+        assert results[(w.ip, 9)].values.tolist() == [2, 0, 7, big]
+        assert results[(w.ip, 9)].header.op == C.OP_MAX and not results[(w.ip, 9)].header.flags
+        assert results[(w.ip, 10)].header.flags == C.FLAG_OVERFLOW  # int32 sum out of range
+    stray = _grad(plan, 0, 11, [1, 1, 1, 1])
+    stray.header.job_id = 99
+    wrong_server = _grad(plan, 0, 12, [1, 1, 1, 1])
+    wrong_server.hops[0].switch_id = 0x8001
+    result = codec.result(plan.job_id, 13, [], [1, 1, 1, 1])
+    transport.deliver([stray, wrong_server, result])
+    assert transport.take() == []
+    assert (agent.stats["unknown_job"], agent.stats["bad_terminal_hop"], agent.stats["not_grad"]) == (1, 1, 1)
+
+
+def test_worker_takes_a_batch_of_results_out_of_order_with_duplicates_and_stale_ones():
+    plan = direct_plan(2, pool_size=2, value_count=K)
+    loop = VirtualLoop()
+    transport = RecordingTransport(loop, plan.workers[0].ip)
+    agent = WorkerAgent(plan, 0, transport, timeout=1.0)
+    handle = agent.allreduce_async(np.arange(14, dtype=np.int32))  # 4 chunks, seqs 1..4
+    sent = transport.take()
+    # window = pool: chunks 0 and 1 only; chunk j uses slot j mod pool, shadow (j div pool) mod 2
+    assert [(p.header.seq, p.header.slot, p.header.shadow, p.header.value_count) for _, p in sent] == [
+        (1, 0, 0, K),
+        (2, 1, 0, K),
+    ]
+
+    def result(seq, values, flags=0):
+        return codec.result(plan.job_id, seq, [], values, flags=flags)
+
+    transport.deliver([result(2, [5, 5, 5, 5]), result(1, [1, 1, 1, 1]), result(1, [9, 9, 9, 9]), result(77, [0] * K)])
+    assert (agent.stats["duplicate_results"], agent.stats["stale_results"]) == (1, 1)
+    sent = transport.take()
+    assert [(p.header.seq, p.header.slot, p.header.shadow, p.header.value_count) for _, p in sent] == [
+        (3, 0, 1, K),
+        (4, 1, 1, 2),  # the last chunk holds 2 values
+    ]
+    transport.deliver([result(4, [8, 8, 0, 0]), result(3, [7, 7, 7, 7])])
+    np.testing.assert_array_equal(handle.wait(), [1, 1, 1, 1, 5, 5, 5, 5, 7, 7, 7, 7, 8, 8])
+
+
+def test_a_lost_result_is_retransmitted_by_the_rounds_one_timer_with_retx_set():
+    plan = direct_plan(2, pool_size=8, value_count=K)
+    loop = VirtualLoop()
+    transport = RecordingTransport(loop, plan.workers[0].ip)
+    agent = WorkerAgent(plan, 0, transport, timeout=0.01)
+    handle = agent.allreduce_async(np.ones(3 * K, dtype=np.int32))
+    assert len(transport.take()) == 3
+    transport.deliver([codec.result(plan.job_id, seq, [], [2] * K) for seq in (1, 3)])
+    loop.run_until(lambda: bool(transport.sent), 1.0)
+    resent = transport.take()
+    assert [(p.header.seq, p.header.flags) for _, p in resent] == [(2, C.FLAG_RETX)]
+    assert agent.stats["retransmissions"] == 1
+    transport.deliver([codec.result(plan.job_id, 2, [], [2] * K)])
+    np.testing.assert_array_equal(handle.wait(), 2)
+
+
+def test_time_budget_carries_a_job_through_loss_a_retry_count_gives_up_on():
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(-1000, 1000, 3000).astype(np.int32) for _ in range(3)]
+    with pytest.raises(AllreduceTimeout, match="after 2 retransmissions"):
+        HubJob(3, seed=1, loss=0.3, timeout=0.01, retries=2).allreduce(xs)
+    job = HubJob(3, seed=1, loss=0.3, timeout=0.01, retries=None, give_up_after=30.0)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert max(a.stats["retransmissions"] for a in job.agents) > 0
+
+
+def test_time_budget_ends_a_job_with_a_dead_server_within_the_budget():
+    job = HubJob(2, timeout=0.01, retries=None, give_up_after=0.5)
+    job.hub.hosts["10.0.1.1"].alive = False
+    handle = job.agents[0].allreduce_async(np.ones(10, dtype=np.int32))
+    with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq 1 .* over 0\.\d+ s"):
+        handle.wait()
+    # the budget, then at most one capped backoff period (16 x 10 ms) to notice it
+    assert 0.5 <= job.loop.now() <= 0.5 + 0.16 + 1e-9
+
+
+def test_retries_none_needs_a_time_budget():
+    plan = direct_plan(2)
+    with pytest.raises(ValueError, match="give_up_after"):
+        WorkerAgent(plan, 0, RecordingTransport(VirtualLoop(), plan.workers[0].ip), retries=None)
+
+
+@pytest.mark.parametrize("k", [16, C.VALUES_PER_PACKET])
+def test_packets_carry_the_plans_k_lanes(k):
+    job = HubJob(3, value_count=k)
+    xs = [np.arange(1000, dtype=np.int32) * (r + 1) for r in range(3)]
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    agent = job.agents[0]
+    assert agent.transport.sent_bytes == agent.stats["packets_sent"] * codec.payload_size(1, k)
+    assert agent.stats["packets_sent"] == -(-1000 // k)
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_agents_on_kernel_udp_over_loopback(native):
+    if native and udp.native_library() is None:
+        pytest.skip("no C compiler: the native helper cannot be built")
+    plan = direct_plan(3, pool_size=16)
+    for w in plan.workers:
+        w.ip = f"127.0.0.{11 + w.rank}"
+    plan.servers[0].ip = "127.0.0.10"
+    loop = RealTimeLoop()
+    transports = []
+
+    def transport(ip):
+        transports.append(UdpTransport(ip=ip, loop=loop, bind_ip=ip, native=native))
+        return transports[-1]
+
+    try:
+        server = ServerAgent(transport("127.0.0.10"), "ps")
+        server.add_job(plan)
+        agents = [WorkerAgent(plan, w.rank, transport(w.ip), timeout=0.2, retries=10) for w in plan.workers]
+        rng = np.random.default_rng(5)
+        ints = [rng.integers(-(10**6), 10**6, 20_000).astype(np.int32) for _ in agents]
+        floats = [rng.normal(size=5_000) for _ in agents]
+        for xs in (ints, floats):
+            handles = [a.allreduce_async(x) for a, x in zip(agents, xs, strict=True)]
+            assert loop.run_until(lambda hs=handles: all(h.done() for h in hs), 60)
+            exact = np.sum(xs, axis=0)
+            for h in handles:
+                got = h.wait()
+                if got.dtype.kind == "i":
+                    np.testing.assert_array_equal(got, exact)
+                else:
+                    assert np.abs(got - exact).max() <= 1e-6 * np.abs(exact).max()
+        k = C.VALUES_PER_PACKET
+        blocks = -(-5_000 // k)  # float rounds: one exponent per block of K values, then the values
+        assert server.stats["completed"] == -(-20_000 // k) + -(-blocks // k) + blocks
+        assert all(t.send_errors == 0 for t in transports)
+    finally:
+        for t in transports:
+            t.close()
+        loop.close()
