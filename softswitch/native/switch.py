@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import re
 import struct
 import threading
 from collections.abc import Iterable, Iterator, MutableMapping
@@ -62,6 +63,13 @@ class NativeProgram:
     @property
     def name(self) -> str:
         return self.info.name
+
+    @classmethod
+    def from_c(cls, info: ProgramInfo, c_source: str, source_hash: str = "") -> NativeProgram:
+        """The program whose C the back end generated: its library built with the runtime (cached) and
+        paired with its ProgramInfo. Raises native.build.CompilerMissing / CompileError."""
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", info.name) or "program"
+        return cls(info, L.build_library(name, generated={"program.c": c_source}), source_hash)
 
 
 # ---------------------------------------------------------------------------- value packing

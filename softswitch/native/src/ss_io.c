@@ -58,6 +58,7 @@ typedef struct ss_port {
     ss_bytes tx_data;
     uint32_t tx_n;
     uint32_t tx_len[SS_IO_BATCH];
+    int pending; /* listed in io->pending */
 } ss_port;
 
 typedef struct ss_io {
@@ -80,6 +81,8 @@ typedef struct ss_io {
     uint32_t batch_len[SS_IO_BATCH];
     uint8_t batch_outgoing[SS_IO_BATCH];
     int rx_mode;
+    uint16_t pending[SS_MAX_PORTS]; /* ports with frames waiting to be sent, in first-output order */
+    uint32_t n_pending;
     uint64_t unknown_port_drops;
     uint64_t batches, frames_in_batches;
     uint64_t first_batch_ns, last_batch_ns; /* when the first batch began and the last one ended */
@@ -268,6 +271,10 @@ static void io_emit(ss_worker *w, uint16_t number, const uint8_t *data, uint32_t
         return;
     }
     if (port->tx_n == SS_IO_BATCH) port_flush(io, port);
+    if (!port->pending) {
+        port->pending = 1;
+        io->pending[io->n_pending++] = number;
+    }
     if (ss_bytes_reserve(&port->tx_data, len)) {
         port->tx_errors++;
         return;
@@ -303,8 +310,12 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
     pthread_mutex_unlock(&sw->lock);
     io->batches++;
     io->frames_in_batches += (uint64_t)n;
-    for (uint32_t p = 0; p < SS_MAX_PORTS; p++)
-        if (io->ports[p] && io->ports[p]->tx_n) port_flush(io, io->ports[p]);
+    for (uint32_t i = 0; i < io->n_pending; i++) {
+        ss_port *out = io->ports[io->pending[i]];
+        port_flush(io, out);
+        out->pending = 0;
+    }
+    io->n_pending = 0;
     if (w->out.len && sw->events) ss_events_push(sw->events, &w->out, 0);
     w->out.len = 0;
     io->last_batch_ns = ss_now_ns();

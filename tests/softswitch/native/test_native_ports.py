@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 
 import pytest
-from native_fixture import DIGEST, FORWARD, LOOKUP, fixture_program, fixture_switch, make_frame
+from native_fixture import DIGEST, FORWARD, LOOKUP, MULTICAST, fixture_program, fixture_switch, make_frame
 
 from softswitch.native.switch import NativeSwitch
 from softswitch.runtime.tables import Exact, TableEntry
@@ -194,3 +194,18 @@ def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths):
         assert stats.tx + stats.tx_errors == len(frames) and stats.tx_errors > 0
         assert len(got) == stats.tx
         assert len(got) * 1000 * 8 <= 8e6 * elapsed + 8 * 20 * 1024 + 8 * 1000 * 10  # the rate, the burst
+
+
+def test_multicast_replicas_leave_in_order_through_full_send_batches(veths):
+    """Replicas of a multicast group on one port (rid in the frame), more outputs than one sendmmsg
+    batch holds: every replica arrives, in order."""
+    sw = fixture_switch()
+    sw.set_multicast_group(9, [(2, 1), (2, 2), (2, 3)])
+    with running_switch(veths, sw) as (_, ports, tx, rx):
+        for i in range(100):
+            tx.send(tagged(MULTICAST, 0, i, size=76, a2=9))
+        got = receive_tagged(rx, 300)
+        assert [(int.from_bytes(f[22:26], "big"), f[14]) for f in got] == [
+            (i, rid) for i in range(100) for rid in (1, 2, 3)
+        ]
+        assert ports.port_stats(2).tx == 300

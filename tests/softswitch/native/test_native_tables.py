@@ -282,3 +282,15 @@ def test_objects_of_a_replaced_pipeline_refuse_to_write():
     sw.close()
     with pytest.raises(RuntimeError, match="closed"):
         sw.process_batch([(1, b"x" * 20)])
+
+
+def test_a_program_from_generated_c_text():
+    from native_fixture import SOURCE
+
+    from softswitch.native.switch import NativeProgram, NativeSwitch
+
+    prog = NativeProgram.from_c(fixture_info(), SOURCE.read_text())
+    sw = NativeSwitch(prog)
+    sw.table("Fixture.exact16").insert(TableEntry({"hdr.k16": Exact(3)}, "Fixture.fwd", {"port": 4}))
+    assert sw.table("Fixture.exact16").lookup(3) == ("Fixture.fwd", (4,), True)
+    sw.close()
