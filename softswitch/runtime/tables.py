@@ -146,7 +146,7 @@ class TableSchema:
 
     def _named_args(self, action, args):
         ai = self._actions_info.get(action)
-        return {p.name: v for p, v in zip(ai.params if ai else (), args)}
+        return {p.name: v for p, v in zip(ai.params if ai else (), args, strict=False)}
 
     def _check_action(self, entry):
         action = self._action_name(entry.action)
@@ -175,7 +175,7 @@ class TableSchema:
             if not isinstance(m, _KIND_CLASS[kind]):
                 raise InvalidEntry(f"table {self.name}: match field {k.name!r} is {kind}, got {type(m).__name__}")
 
-            def fit(v, what):
+            def fit(v, what, full=full, k=k, w=w):
                 if not isinstance(v, int) or v < 0 or v > full:
                     raise InvalidEntry(
                         f"table {self.name}: {what} {v!r} of match field {k.name!r} does not fit bit<{w}>"
@@ -226,7 +226,7 @@ class TableSchema:
 
     def _from_const(self, ce):
         matches = {}
-        for k, m in zip(self.info.keys, ce.matches):
+        for k, m in zip(self.info.keys, ce.matches, strict=False):
             kind = m[0]
             if kind == "dontcare":
                 continue
@@ -241,7 +241,7 @@ class TableSchema:
             else:
                 matches[k.name] = Optional(m[1])
         ai = self._actions_info.get(ce.action)
-        args = {p.name: v for p, v in zip(ai.params if ai else (), ce.args)}
+        args = {p.name: v for p, v in zip(ai.params if ai else (), ce.args, strict=False)}
         return TableEntry(matches, ce.action, args, ce.priority)
 
 
