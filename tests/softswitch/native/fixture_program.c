@@ -203,3 +203,13 @@ const ss_program ss_program_descriptor = {
     .n_digests = 1,
     .digests = digests,
 };
+
+/* The header's inline bit helpers, exported for the tests (generated code calls them inline). */
+__attribute__((visibility("default"))) uint64_t fixture_bits_get(const uint8_t *buf, uint64_t bitoff, uint32_t width) {
+    return ss_bits_get(buf, bitoff, width);
+}
+
+__attribute__((visibility("default"))) void fixture_bits_put(uint8_t *buf, uint64_t bitoff, uint32_t width,
+                                                             uint64_t value) {
+    ss_bits_put(buf, bitoff, width, value);
+}
