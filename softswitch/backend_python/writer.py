@@ -88,7 +88,7 @@ def wrap_code(code: str, t: ir.Type) -> str:
     m = mask(t.width)
     if t.signed:
         half = 1 << (t.width - 1)
-        return f"((({code}) + {half}) & {m}) - {half}"
+        return f"(((({code}) + {half}) & {m}) - {half})"
     return f"(({code}) & {m})"
 
 

@@ -3,7 +3,7 @@
 import os
 import textwrap
 
-from softswitch.compiler import compile_program, compile_source
+from softswitch.compiler import compile_program, compile_source, lower_source
 from softswitch.switch import Switch
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
@@ -47,7 +47,7 @@ V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
 
-def v1(
+def v1_text(
     ingress,
     decls="",
     hdr_fields="",
@@ -55,9 +55,9 @@ def v1(
     egress="apply { }",
     parser="state start { pkt.extract(hdr.eth); transition accept; }",
     deparser="pkt.emit(hdr);",
-    **kw,
 ):
-    text = V1_TEMPLATE.format(
+    """The V1_TEMPLATE program around these parts."""
+    return V1_TEMPLATE.format(
         decls=decls,
         hdr_fields=hdr_fields,
         meta_fields=meta_fields,
@@ -66,7 +66,16 @@ def v1(
         egress=egress,
         deparser=deparser,
     )
-    return compile_source(text, "t.p4", **kw)
+
+
+def v1(ingress, defines=None, include_dirs=(), **parts):
+    """The V1_TEMPLATE program compiled (file name t.p4)."""
+    return compile_source(v1_text(ingress, **parts), "t.p4", defines=defines, include_dirs=include_dirs)
+
+
+def v1_ir(ingress, **parts):
+    """The V1_TEMPLATE program's IR (front end only)."""
+    return lower_source(v1_text(ingress, **parts), "t.p4")
 
 
 def eth(dst=0x020000000002, src=0x020000000001, etype=0x88B5, payload=b""):
