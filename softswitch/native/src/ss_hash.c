@@ -96,7 +96,14 @@ SS_EXPORT uint64_t ss_hash_bytes(uint32_t algo, const uint8_t *data, size_t len)
 
 SS_EXPORT uint64_t ss_hash_extern(uint32_t algo, const uint8_t *data, size_t len, uint64_t base, uint64_t max,
                                   uint32_t width) {
-    uint64_t h = ss_hash_bytes(algo, data, len);
-    h = max ? base + h % max : base + h;
+    uint64_t h;
+    if (algo == SS_HASH_IDENTITY && max) { /* the whole number mod max, however many bytes */
+        unsigned __int128 r = 0;
+        for (size_t i = 0; i < len; i++) r = ((r << 8) | data[i]) % max;
+        h = base + (uint64_t)r;
+    } else {
+        h = ss_hash_bytes(algo, data, len);
+        h = max ? base + h % max : base + h; /* truncated below: the low 64 bits of h suffice */
+    }
     return h & ss_mask64(width);
 }
