@@ -13,7 +13,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _has_compiler() -> bool:
+    from native.build import CompilerMissing, compiler
+
+    try:
+        compiler()
+    except CompilerMissing:
+        return False
+    return True
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (veth pairs)")
+@pytest.mark.skipif(not _has_compiler(), reason="the native runtime needs a C compiler")
 def test_quick_run_saves_every_case(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "native_io.py"), "--quick", "--out", str(tmp_path)],
