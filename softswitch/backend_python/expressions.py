@@ -83,7 +83,7 @@ class ExpressionEmitter:
             source = source.underlying  # type: ignore[assignment]
         if isinstance(target, ir.EnumType):
             target = target.underlying  # type: ignore[assignment]
-        if source == target:
+        if source == target or _widens(source, target):
             return operand
         return wrap_code(operand, target)
 
@@ -154,3 +154,13 @@ class ExpressionEmitter:
         if e.member == "miss":
             return f"(not {apply}.hit)"
         return f"{apply}.name"
+
+
+def _widens(source: ir.Type, target: ir.Type) -> bool:
+    """Whether every value of source is already a value of target (bit<8> -> bit<16>, int<8> -> int<16>,
+    bit<8> -> int<16>): the cast changes nothing."""
+    if not isinstance(source, ir.BitType) or not isinstance(target, ir.BitType):
+        return False
+    if source.signed:
+        return target.signed and target.width >= source.width
+    return target.width > source.width or (target.width == source.width and not target.signed)
