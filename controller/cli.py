@@ -14,7 +14,6 @@ Errors are one line on stderr and a non-zero exit status.
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
@@ -76,7 +75,10 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
         "nowhere (none: switches forward, the server sums; the parameter-server baseline)",
     )
     g.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
-    g.add_argument("--pool-size", type=int, default=64, help="slots per job per switch (default 64)")
+    default_pool = PlanOptions().pool_size
+    g.add_argument(
+        "--pool-size", type=int, default=default_pool, help=f"slots per job per switch (default {default_pool})"
+    )
     g.add_argument("--job-id", type=int, help="job id (default: lowest free)")
     g.add_argument("--trees", type=int, metavar="K", help="multi-tree: at most K trees")
     g.add_argument("--height", type=float, metavar="H", help="multi-tree: height bound H in ms")

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import networkx as nx
 
@@ -27,7 +26,9 @@ class PlanOptions:
     aggregation: str = "merge"  # aggregate where flows merge, at "all" switches on the way, or
     # "none" (switches forward, the server sums: parameter server)
     result_mode: str = "unicast"  # "unicast" reverse paths or "multicast" down the tree
-    pool_size: int = 64  # slots per job per switch (x2 entries for the shadow sets)
+    # slots per job and tree at an aggregating switch (x2 cells for the shadow sets): the chunks a worker
+    # keeps in flight per tree, which must cover rate x round trip (docs/agents.md, "Window")
+    pool_size: int = 512
     value_count: int = VALUES_PER_PACKET
     op: str = "sum"
     job_id: int | None = None  # None: lowest free id

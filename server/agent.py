@@ -129,7 +129,7 @@ class ServerAgent:
         grad = packets.pkt_type == C.PKT_TYPE_GRAD
         if _count(grad) < n:
             keep = keep & grad
-            self.stats["not_grad"] += int(_count(packets.ok) - _count(keep))
+            self.stats["not_grad"] += _count(packets.ok) - _count(keep)
         job_ids = packets.job_id
         for job_id in _distinct(job_ids[keep] if _count(keep) < n else job_ids):
             job = self.jobs.get(job_id)
@@ -361,7 +361,7 @@ class _GradColumns:
 
 def _count(mask: np.ndarray) -> int:
     """True entries of a boolean array (np.count_nonzero: cheaper than any()/all() on short arrays)."""
-    return np.count_nonzero(mask)
+    return int(np.count_nonzero(mask))
 
 
 def _increasing(values: np.ndarray) -> bool:

@@ -74,7 +74,7 @@ class OverflowReport:
 
 def _count(mask: np.ndarray) -> int:
     """True entries of a boolean array (np.count_nonzero: cheaper than any()/all() on short arrays)."""
-    return np.count_nonzero(mask)
+    return int(np.count_nonzero(mask))
 
 
 def stripe(weights: list[float], assigned: list[int], n_chunks: int) -> np.ndarray:

@@ -5,6 +5,8 @@ on a transport that records what it sends; expected packets come from docs/proto
 time-bounded retransmission, K taken from the plan, and agents on kernel UDP sockets over loopback
 (native batched I/O and the Python fallback)."""
 
+import json
+
 import numpy as np
 import pytest
 from agents_hub import HubJob, direct_plan
@@ -124,6 +126,7 @@ def test_server_max_overflow_and_bad_packets(server):
     transport.deliver([stray, wrong_server, result])
     assert transport.take() == []
     assert (agent.stats["unknown_job"], agent.stats["bad_terminal_hop"], agent.stats["not_grad"]) == (1, 1, 1)
+    assert json.loads(json.dumps(agent.stats)) == dict(agent.stats)  # plain ints: the lab reports them
 
 
 def test_worker_takes_a_batch_of_results_out_of_order_with_duplicates_and_stale_ones():

@@ -70,7 +70,7 @@ def test_install_reinstall_and_remove(network):
     assert len(inst.read_table("l1", T_ROUTES)) == len(topo.hosts)
 
     res = Resources.for_topology(topo)
-    plan = plan_job(topo, [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="multicast"), res)
+    plan = plan_job(topo, [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="multicast", pool_size=64), res)
     inst.install_job(plan)
     cfg = {c.switch: c for c in plan.switches}
     # params in P4Info order: job_index, slot_base, pool_size, max_fan_in, aggregates, result_group
@@ -133,7 +133,7 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 3 entries written" in out
-    assert _jobs(inst, "l1") == {(1, 0): [0, 0, 64, 2, 1, 0]}
+    assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, 1, 0]}  # the default pool
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out

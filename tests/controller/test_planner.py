@@ -24,7 +24,7 @@ def short(hops):
 
 
 def test_star_plan_by_hand():
-    plan = plan_job(topo("star"), ["h1", "h2", "h3", "h4"], ["h5"])
+    plan = plan_job(topo("star"), ["h1", "h2", "h3", "h4"], ["h5"], PlanOptions(pool_size=64))
     (tree,) = plan.trees
     for rank in range(4):
         assert tree.grad_hops[f"h{rank + 1}"] == [Hop(1, True, 4, rank, 5, "s1"), Hop(H + 4, True, 1, 0, 0, "h5")]
@@ -90,8 +90,11 @@ def test_policies_pick_different_paths_on_hetero_mesh():
 
 def test_aggregate_at_every_switch_option():
     t = topo("hetero_mesh")
-    merge = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay")).trees[0]
-    every = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay", aggregation="all")).trees[0]
+    # pool 64: s5 (256 slot entries) can hold the job
+    merge = plan_job(t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay", pool_size=64)).trees[0]
+    every = plan_job(
+        t, ["h1", "h2"], ["h6"], PlanOptions(policy="lowest_delay", aggregation="all", pool_size=64)
+    ).trees[0]
     assert short(merge.grad_hops["h1"]) == [
         ("s1", False, 0, 0, 2),
         ("s2", True, 2, 0, 4),
@@ -134,7 +137,7 @@ def test_no_aggregation_option_is_the_parameter_server():
 def test_full_switch_is_skipped_and_freed_on_release():
     t = topo("hetero_mesh")  # s5 has 256 slot entries: two jobs of pool 64 (128 entries each)
     res = Resources.for_topology(t)
-    opts = dict(policy="fewest_hops")
+    opts = dict(policy="fewest_hops", pool_size=64)
     w = ["h1", "h2", "h3", "h4", "h5"]
     p1 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
     p2 = plan_job(t, w, ["h6"], PlanOptions(**opts), res)
