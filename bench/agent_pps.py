@@ -278,6 +278,7 @@ def role_workers(args) -> None:
                 "retransmissions": sum(a.stats["retransmissions"] for a in agents),
                 "send_buffer_full": sum(a.transport.send_buffer_full for a in agents),
                 "srtt_ms": 1e3 * float(agents[0]._srtt or 0.0),
+                "values_per_packet": plan.value_count,
             }
         ),
         flush=True,
@@ -417,7 +418,7 @@ def run_agents(pair: VethPair, code: Path, plan_json: str, ranks: list[int], val
     result["server"] = server_report
     seconds = result["seconds"]
     result["grads_per_s"] = result["chunks"] / seconds
-    result["gradient_mb_per_s"] = result["chunks"] * 64 * 4 / seconds / 1e6
+    result["gradient_mb_per_s"] = result["chunks"] * result["values_per_packet"] * 4 / seconds / 1e6
     result["worker_cpu_us_per_packet"] = 1e6 * result["cpu_seconds"] / result["chunks"]
     result["server_cpu_us_per_packet"] = 1e6 * result["server_cpu_seconds"] / result["chunks"]
     return result
@@ -549,7 +550,7 @@ def _describe(result: dict) -> str:
 
 
 def print_tables(report: dict) -> None:
-    print(f"\nagents on kernel UDP over veth, pool {report['pool']} (K = 64, 280-byte GRADs)")
+    print(f"\nagents on kernel UDP over veth, pool {report['pool']} (K = 64: 280-byte GRADs, 256 bytes of gradient)")
     header = (
         f"{'reading':48} {'path':6} {'GRAD/s':>10} {'MB/s':>6} {'server pkts/s':>13} "
         f"{'worker us/pkt':>13} {'server us/pkt':>13} {'x scalar':>8}"
@@ -593,7 +594,8 @@ def plot(report: dict, path: Path) -> None:
     x = range(len(names))
     for offset, code, colour in ((-0.2, "scalar", "tab:gray"), (0.2, "batch", "tab:orange")):
         rates = [report["readings"][n][code]["grads_per_s"] for n in names]
-        left.bar([i + offset for i in x], rates, width=0.4, label=f"{code} path", color=colour)
+        bars = left.bar([i + offset for i in x], rates, width=0.4, label=f"{code} path", color=colour)
+        left.bar_label(bars, labels=[f"{r / 1000:.0f}k" if r >= 1000 else f"{r:.0f}" for r in rates], fontsize=7)
     left.axhline(300_000, color="tab:red", linestyle="--", linewidth=1, label="300k GRAD/s")
     left.set_xticks(list(x), [n.replace("server: ", "server:\n").replace(", ", ",\n") for n in names], fontsize=8)
     left.set_ylabel("GRADs per second (chunks)")

@@ -322,6 +322,7 @@ class PacketBatch:
     ):
         self.n = len(ok)
         self._rows = rows
+        self._uniform_hops = False  # set by decode_batch when every row has the same hop count
         self.ok = ok
         self.lanes = lanes
         self.errors: dict[int, str] = {}
@@ -350,13 +351,9 @@ class PacketBatch:
         if self._hops is None:
             return np.zeros((self.n, 0), dtype=np.int64)
         hops = self._hops
-        field = {
-            "hop_switch_id": hops["switch_id"],
-            "hop_aggregate": hops["bits"] >> 7,
-            "hop_fan_in": hops["fan_in"],
-            "hop_child": hops["child"],
-            "hop_egress_port": hops["egress_port"],
-        }[name]
+        field = hops["bits"] >> 7 if name == "hop_aggregate" else hops[name[len("hop_") :]]
+        if self._uniform_hops:  # every row has all the entries
+            return field.astype(np.int64)
         inside = np.arange(hops.shape[1])[np.newaxis, :] < self.hop_count[:, np.newaxis]
         return np.where(inside, field, 0).astype(np.int64)
 
@@ -428,6 +425,7 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
     if not all_ok:
         lanes = np.where(ok, lanes, 0)
     batch = PacketBatch(head, hops, ok, lanes, rows)
+    batch._uniform_hops = uniform
     width = int(lanes.max())
     if all_ok and uniform and (values_per_packet is not None or (lanes == width).all()):
         at = C.INA_HEADER_BYTES + C.HOP_BYTES * most

@@ -289,7 +289,8 @@ class Round:
         if not count:
             return 0
         fresh = ~self.done[chunk]
-        if count > 1 and _count(chunk[1:] <= chunk[:-1]):  # out of order: maybe one chunk twice
+        in_disorder = count > 1 and _count(chunk[1:] <= chunk[:-1]) > 0
+        if in_disorder:  # out of order: maybe one chunk twice
             first = np.zeros(count, dtype=bool)
             first[np.unique(chunk, return_index=True)[1]] = True
             fresh &= first
@@ -300,14 +301,17 @@ class Round:
             if not taken:
                 return count
             chunk, flags, values = chunk[fresh], flags[fresh], values[fresh]
-        self.done[chunk] = True
-        self.result[chunk] = values
+        first, last = int(chunk[0]), int(chunk[-1])
+        # results in order for consecutive chunks (the usual batch): slices instead of scattered indices
+        where = slice(first, last + 1) if last - first == taken - 1 and not in_disorder else chunk
+        self.done[where] = True
+        self.result[where] = values
         flagged = (flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             self.overflow[chunk[flagged]] = True
-        first_try = chunk[self.attempts[chunk] == 0]
-        if len(first_try):
-            self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[first_try])
+        first_try = self.attempts[where] == 0
+        if _count(first_try):
+            self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[where][first_try])
         self.results_heard += taken
         self.remaining -= taken
         if self.remaining == 0:
