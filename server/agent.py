@@ -123,6 +123,8 @@ class ServerAgent:
     def _on_batch(self, batch: ReceivedBatch) -> None:
         packets = decode_batch(batch.rows, batch.lengths, self._values_per_packet)
         n = len(packets)
+        if not n:
+            return
         keep = packets.ok
         if _count(keep) < n:
             self.stats["malformed"] += n - _count(keep)

@@ -247,6 +247,7 @@ class WorkerAgent:
         self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
         self._seq = first_seq
         self._srtt: float | None = None
+        self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
         self.stats = collections.Counter()
         self._pending: collections.deque[_Collective] = collections.deque()
@@ -305,9 +306,16 @@ class WorkerAgent:
         return self._cursor_by_tree[tree_id]
 
     def rto(self, attempts):
-        """Retransmission timeout after ``attempts`` resends (a number or an array of them)."""
+        """Retransmission timeout after ``attempts`` resends (a number or an array of them): twice the
+        smoothed RTT (at least ``timeout``), doubled per resend of the chunk and per timeout since the
+        last fresh RTT sample (Karn), at most ``max_backoff`` times the base."""
         base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
-        return base * np.minimum(np.exp2(attempts), self.max_backoff)
+        return base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff)
+
+    def timed_out(self) -> None:
+        """Chunks were resent: until a chunk sent once comes back, new chunks wait twice as long (the
+        RTT samples so far came from the chunks fast enough to beat the timeout)."""
+        self._backoff = min(2.0 * self._backoff, self.max_backoff)
 
     def gives_up(self, attempts: np.ndarray, first_sent: np.ndarray, now: float) -> np.ndarray:
         """Which chunks, due for a resend now, are given up instead (the retry count or time budget)."""
@@ -321,6 +329,7 @@ class WorkerAgent:
     def rtt_samples(self, samples: np.ndarray) -> None:
         """Fold a batch of round-trip samples into the smoothed RTT: as many EWMA steps as samples,
         each with the batch's mean (what one by one would give if they were equal)."""
+        self._backoff = 1.0
         mean = float(samples.mean())
         if self._srtt is None:
             self._srtt = mean
@@ -340,6 +349,8 @@ class WorkerAgent:
     def _on_batch(self, batch: ReceivedBatch) -> None:
         packets = decode_batch(batch.rows, batch.lengths, self.values_per_packet)
         n = len(packets)
+        if not n:
+            return
         last = n - 1
         if packets.ok[last]:
             kind = "RESULT" if packets.pkt_type[last] == C.PKT_TYPE_RESULT else "GRAD"

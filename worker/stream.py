@@ -31,6 +31,8 @@ from protocol.batch import PacketTemplate
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
+INITIAL_WINDOW = 32  # chunks in flight per tree before the first results (slow start from here)
+MIN_WINDOW = 8  # a timeout never shrinks the window below this
 
 
 class AllreduceError(RuntimeError):
@@ -60,6 +62,25 @@ class TreeCursor:
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
     template: PacketTemplate | None = None  # this worker's GRADs on this tree
+    window: float = INITIAL_WINDOW  # congestion window: chunks in flight allowed (at most the pool)
+    threshold: float = float("inf")  # slow start below, one more chunk per round trip above
+
+    def allowed(self) -> int:
+        """Chunks in flight allowed now: the congestion window, never more than the pool."""
+        return max(1, min(self.pool, int(self.window)))
+
+    def grow(self, results: int) -> None:
+        """Results came back: slow start doubles the window per round trip, then it grows linearly."""
+        if self.window < self.threshold:
+            self.window += results
+        else:
+            self.window += results / self.window
+        self.window = min(self.window, float(self.pool))
+
+    def shrink(self) -> None:
+        """A retransmission timeout: halve the window (the network is losing or queueing too much)."""
+        self.threshold = max(self.window / 2, float(MIN_WINDOW))
+        self.window = self.threshold
 
 
 @dataclass
@@ -183,7 +204,7 @@ class Round:
 
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, window: _TreeWindow) -> None:
-        end = min(len(window.order), window.first_open + window.cursor.pool)
+        end = min(len(window.order), window.first_open + window.cursor.allowed())
         if end > window.next_to_send:
             chunks = window.order[window.next_to_send : end]
             window.next_to_send = end
@@ -230,6 +251,7 @@ class Round:
         agent = self.agent
         now = agent.loop.now()
         earliest = np.inf
+        resent = False
         for window in self.windows:
             in_flight = window.order[window.first_open : window.next_to_send]
             waiting = in_flight[~self.done[in_flight]]
@@ -243,8 +265,12 @@ class Round:
                     return
                 self.attempts[due] += 1
                 agent.stats["retransmissions"] += int(due.size)
+                window.cursor.shrink()
+                resent = True
                 self._send(window.cursor, due, retransmission=True)
             earliest = min(earliest, float(self.deadline[waiting].min()))
+        if resent:
+            agent.timed_out()
         if earliest < np.inf:
             self._arm(earliest)
 
@@ -317,7 +343,14 @@ class Round:
         if self.remaining == 0:
             self._finish()
             return count
-        touched = self.windows if len(self.windows) == 1 else [self.windows[t] for t in np.unique(self.tree_of[chunk])]
+        if len(self.windows) == 1:
+            self.windows[0].cursor.grow(taken)
+            touched = self.windows
+        else:
+            per_tree = np.bincount(self.tree_of[chunk], minlength=len(self.windows))
+            touched = [self.windows[t] for t in np.flatnonzero(per_tree)]
+            for window in touched:
+                window.cursor.grow(int(per_tree[self.windows.index(window)]))
         for window in touched:
             open_part = self.done[window.order[window.first_open : window.next_to_send]]
             still_open = np.flatnonzero(~open_part)

@@ -250,3 +250,33 @@ def test_agents_on_kernel_udp_over_loopback(native):
         for t in transports:
             t.close()
         loop.close()
+
+
+def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
+    plan = direct_plan(2, pool_size=512, value_count=K)
+    loop = VirtualLoop()
+    transport = RecordingTransport(loop, plan.workers[0].ip)
+    agent = WorkerAgent(plan, 0, transport, timeout=0.01)
+    handle = agent.allreduce_async(np.ones(400 * K, dtype=np.int32))
+
+    def answer(sent):
+        transport.deliver([codec.result(plan.job_id, p.header.seq, [], [2] * K) for _, p in sent])
+
+    first = transport.take()
+    assert [p.header.seq for _, p in first] == list(range(1, 33))  # 32 chunks, not the pool's 512
+    answer(first)
+    second = transport.take()
+    assert [p.header.seq for _, p in second] == list(range(33, 97))  # slow start: the window doubled
+    loop.run_until(lambda: bool(transport.sent), 1.0)  # all lost: the round's timer resends them
+    resent = transport.take()
+    assert [(p.header.seq, p.header.flags) for _, p in resent] == [(s, C.FLAG_RETX) for s in range(33, 97)]
+    answer(resent)
+    # halved to 32 at the timeout, then one chunk more per window of results: 32 + 64/32 = 34
+    assert [p.header.seq for _, p in transport.take()] == list(range(97, 131))
+    while not handle.done():
+        sent = transport.take()
+        if sent:
+            answer(sent)
+        else:
+            loop.run_until(lambda: bool(transport.sent) or handle.done(), 1.0)
+    np.testing.assert_array_equal(handle.wait(), 2)

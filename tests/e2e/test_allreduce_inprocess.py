@@ -72,7 +72,7 @@ def test_dead_worker_fails_the_others_with_a_clear_error():
     net = network("star")
     job = _job(net, 4, timeout=0.002, retries=3)
     net.kill_host(job.plan.workers[3].name)
-    handles = [a.allreduce_async(x) for a, x in zip(job.agents[:3], int_inputs(3, 200))]
+    handles = [a.allreduce_async(x) for a, x in zip(job.agents[:3], int_inputs(3, 200), strict=True)]
     for h in handles:
         with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*dead or unreachable"):
             h.wait()
@@ -173,3 +173,25 @@ def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues():
     xs[0][7] = 0
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
+
+
+def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding():
+    """The default pool (512 chunks in flight per tree) into 100 Mbit/s links whose queues hold 40
+    frames: the congestion window starts at 32 chunks, halves on each timeout and grows back, so the
+    round completes exactly. (Sending the whole pool at once, the agents of 53e27aa gave up on a chunk
+    after 8 retransmissions here.)"""
+    topo = star_topology(4)
+    for link in topo.links:
+        link.bandwidth = 100.0
+    net = network(topo)
+    for channel in net.net.channels:
+        channel.params.queue_bytes = 40 * 330
+    job = _job(net, timeout=0.005)
+    assert job.plan.pool_size == 512
+    xs = int_inputs(4, 64 * 1000, seed=9)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    sent = sum(a.stats["packets_sent"] for a in job.agents)
+    resent = sum(a.stats["retransmissions"] for a in job.agents)
+    assert sum(ch.stats.queue_drops for ch in net.net.channels) > 0  # the queues did overflow
+    assert resent < 0.3 * sent

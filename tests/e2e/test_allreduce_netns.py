@@ -103,7 +103,7 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
                     raise
                 time.sleep(0.5)
         agent = [sys.executable, str(Path(__file__).parent / "netns_agent.py"), str(plan_path)]
-        ns_of = {h.name: ns for h, ns in zip(topo.hosts, namespaces)}
+        ns_of = {h.name: ns for h, ns in zip(topo.hosts, namespaces, strict=True)}
         srv = subprocess.Popen(
             ["ip", "netns", "exec", ns_of[server], *agent, "server", str(tmp_path)],
             stdin=subprocess.PIPE,

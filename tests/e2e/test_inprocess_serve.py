@@ -24,7 +24,7 @@ def _agents(served, plan, loop):
 
 
 def _allreduce(agents, xs, loop):
-    handles = [a.allreduce_async(x) for a, x in zip(agents, xs)]
+    handles = [a.allreduce_async(x) for a, x in zip(agents, xs, strict=True)]
     assert loop.run_until(lambda: all(h.done() for h in handles), 60)
     return [h.wait() for h in handles]
 
@@ -47,7 +47,7 @@ def test_serve_a_job_register_another_while_running_and_stop_on_sigterm():
             np.testing.assert_array_equal(out, sum(xs))
         # a second job, registered from a gRPC thread of the server while the first one runs
         ys = [np.full(200, 0.5 * (r + 1)) for r in range(2)]
-        handles = [ag.allreduce_async(y) for ag, y in zip(a, ys)]
+        handles = [ag.allreduce_async(y) for ag, y in zip(a, ys, strict=True)]
         second = client.register(["h3", "h4"], ["h5"])
         assert second.job_id != first.job_id
         b = _agents(served, second, loop)
