@@ -2,15 +2,23 @@
 
 torch (2.13, CPU) lets a Python subclass of ``dist.ProcessGroup`` be a backend; its Python
 ``allreduce`` is what ``dist.all_reduce`` and DDP's reducer call. Collectives that need no
-reduction in the network (broadcast, all_gather, reduce_scatter, all_to_all, send/recv, ...) are not
-overridden: torch dispatches them to the gloo backend this group registers for the CPU device, on
-the same store under a private prefix, so they travel host to host over TCP. DDP's constructor
-also needs that per-device backend for its parameter checks and initial broadcast.
+reduction in the network (broadcast, all_gather, reduce_scatter, all_to_all, send/recv, ...) go to
+a gloo backend on the same store under a private prefix, so they travel host to host over TCP; it
+is also registered as the group's CPU backend, which DDP's constructor needs for its parameter
+checks and initial broadcast.
+
+Each host-to-host collective is a Python method that calls the gloo backend itself. Left to
+torch's C++ dispatch, a Python subclass's call blocked in gloo's enqueue on the work queue's lock
+(native stacks of hung ranks), most likely a lock-order inversion with a gloo worker thread that
+holds that lock while it waits for the GIL to free a finished collective's tensors; seen as a hang within
+a few hundred back-to-back all_to_all_single, broadcast or all_gather calls (DDP's per-forward
+buffer broadcast included). gloo's own Python bindings release the GIL before queueing.
 """
 
 from __future__ import annotations
 
 import datetime
+import threading
 from collections.abc import Callable, Sequence
 
 import torch
@@ -22,6 +30,18 @@ from worker.torch_backend.work import InaWork
 
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
+
+
+def _through_gloo(name: str, gloo_name: str | None = None):
+    """The group's ``name`` collective as a call of the gloo backend's ``gloo_name`` (same arguments)."""
+    target = gloo_name or name
+
+    def collective(self, *args, **kwargs):
+        return getattr(self._gloo, target)(*args, **kwargs)
+
+    collective.__name__ = collective.__qualname__ = name
+    collective.__doc__ = f"``{name}`` host to host: gloo's ``{target}`` (see the module docstring)."
+    return collective
 
 
 class InaProcessGroup(dist.ProcessGroup):
@@ -78,6 +98,48 @@ class InaProcessGroup(dist.ProcessGroup):
         if self._last_switch_work is not None:
             self._last_switch_work.wait()
         return self._gloo.barrier(opts) if opts is not None else self._gloo.barrier()
+
+    # -- host to host --------------------------------------------------------------------------------
+    broadcast = _through_gloo("broadcast")
+    reduce = _through_gloo("reduce")
+    allgather = _through_gloo("allgather")
+    allgather_coalesced = _through_gloo("allgather_coalesced")
+    all_gather_single = _through_gloo("all_gather_single", "_allgather_base")
+    _allgather_base = _through_gloo("_allgather_base")
+    gather = _through_gloo("gather")
+    scatter = _through_gloo("scatter")
+    reduce_scatter = _through_gloo("reduce_scatter")
+    reduce_scatter_single = _through_gloo("reduce_scatter_single", "_reduce_scatter_base")
+    _reduce_scatter_base = _through_gloo("_reduce_scatter_base")
+    all_to_all_single = _through_gloo("all_to_all_single", "alltoall_base")  # split sizes as given
+    alltoall_base = _through_gloo("alltoall_base")
+    send = _through_gloo("send")
+    recv = _through_gloo("recv")
+    recv_anysource = _through_gloo("recv_anysource")
+
+    def alltoall(self, output_tensors: Sequence[torch.Tensor], input_tensors: Sequence[torch.Tensor], opts=None):
+        """``dist.all_to_all`` as its contract says: tensor i goes to rank i and may have any size
+        (gloo's own alltoall wants one size for all). One ``all_to_all_single`` with split sizes on the
+        gloo backend, then copies into the outputs. It completes before returning (a copy in a callback on
+        gloo's thread would need the GIL there)."""
+        size = self.size()
+        if len(output_tensors) != size or len(input_tensors) != size:
+            raise ValueError(
+                f"ina all_to_all: needs one input and one output tensor per rank ({size}), "
+                f"got {len(input_tensors)} inputs and {len(output_tensors)} outputs"
+            )
+        out_sizes = [t.numel() for t in output_tensors]
+        in_sizes = [t.numel() for t in input_tensors]
+        send = torch.cat([t.reshape(-1) for t in input_tensors])
+        received = torch.empty(sum(out_sizes), dtype=output_tensors[0].dtype)
+        self._gloo.alltoall_base(received, send, out_sizes, in_sizes, dist.AllToAllOptions()).wait()
+        for out, piece in zip(output_tensors, received.split(out_sizes), strict=True):
+            out.copy_(piece.view(out.shape))
+        future: torch.futures.Future = torch.futures.Future()
+        future.set_result(list(output_tensors))
+        done = threading.Event()
+        done.set()
+        return InaWork(future, done, "all_to_all")
 
     def _submit(self, reduction: SwitchReduction, what: str) -> InaWork:
         if self._session is None:
