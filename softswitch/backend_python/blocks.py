@@ -46,9 +46,7 @@ class BlockEmitter:
         out = SourceWriter(1)
         out.write(f"def {name}(C{''.join(', ' + p for p in params)}):")
         with out.indented():
-            self.statements.block(out, action.body.statements, context)
-            if context.returns:
-                out.write(f"return {context.returns}")
+            self.body_with_results(out, action.body.statements, context)
             out.lines[1:1] = frame.local_lines(out.level)
         self.build.lines += out.lines
         return name
@@ -175,12 +173,24 @@ class BlockEmitter:
             mark = out.mark()
             frame.locals_ = {}
             context = FunctionContext(frame, _tuple(results))
-            self.statements.block(out, control.body.statements, context)
-            if context.returns:
-                out.write(f"return {context.returns}")
+            self.body_with_results(out, control.body.statements, context)
             out.lines[mark:mark] = frame.local_lines(out.level, skip=tuple(params))
         self.build.lines += out.lines
         return name
+
+    def body_with_results(self, out: SourceWriter, statements: list[ir.Statement], context: FunctionContext) -> None:
+        """A function body returning its out/inout scalars; an `exit` leaving it attaches them to the
+        ExitCtl so the caller copies them back too."""
+        if not context.returns:
+            self.statements.block(out, statements, context)
+            return
+        out.write("try:")
+        with out.indented():
+            self.statements.block(out, statements, context)
+        out.write("except ExitCtl as exit_:")
+        out.write(f"    exit_.results = {context.returns}")
+        out.write("    raise")
+        out.write(f"return {context.returns}")
 
     def extern_instance(self, instance: ir.ExternInstance) -> None:
         fq = instance.qualified_name

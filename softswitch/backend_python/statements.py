@@ -3,7 +3,9 @@
 Conventions of the generated functions (blocks.py): a parser state reads `data` at bit offset `off`;
 control and action functions get `C`, the control's per-apply context; `exit` raises ExitCtl, which the
 pipeline catches around each top-level control; out/inout scalar arguments are returned as a tuple and
-assigned back by the caller (objects are passed by reference, `in` objects as copies).
+assigned back by the caller (objects are passed by reference, `in` objects as copies). A function with
+out/inout scalars that an `exit` leaves puts their values on the ExitCtl (`results`), and its caller copies
+them back before passing the exit on, so copy-out happens at every call an exit leaves.
 """
 
 from __future__ import annotations
@@ -150,7 +152,16 @@ class StatementEmitter:
             if a.direction in ("out", "inout") and not is_object:
                 results.append(code)
         call = f"{function}({', '.join(codes + ([trailing] if trailing else []))})"
-        out.write(f"{', '.join(results)}, = {call}" if results else call)
+        if not results:
+            out.write(call)
+            return
+        # `exit` inside the callee still copies its out/inout values back (the ExitCtl carries them)
+        targets = f"{', '.join(results)},"
+        out.write("try:")
+        out.write(f"    {targets} = {call}")
+        out.write("except ExitCtl as exit_:")
+        out.write(f"    {targets} = exit_.results")
+        out.write("    raise")
 
     # ------------------------------------------------------------------ headers and stacks
     def _SetValidity(self, out: SourceWriter, s: ir.SetValidity, context: FunctionContext) -> None:

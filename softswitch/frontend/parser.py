@@ -35,6 +35,14 @@ _UNSUPPORTED_DECLS = {
     "varbit": "varbit fields",
 }
 _DIRECTIONS = ("in", "out", "inout")
+_COMPOUND_ASSIGNMENTS = ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|=")
+
+
+class OperatorToken:
+    """An operator made of several tokens (`>` `>=` is `>>=`): its text and position."""
+
+    def __init__(self, text, pos):
+        self.text, self.pos = text, pos
 
 
 class Parser:
@@ -265,7 +273,7 @@ class Parser:
         return ps
 
     def extern_decl(self, annos):
-        kw = self.next()
+        self.next()
         if self.tok.kind == "id" and (self.at("{", 1) or (self.at("<", 1) and self._generic_then_brace())):
             name = self.ident()
             self.type_names.add(name.text)
@@ -481,9 +489,7 @@ class Parser:
     def table_decl(self, annos):
         self.expect("table")
         name = self.ident("a table name")
-        if self.accept("("):  # `table t() {...}`: an empty parameter list, accepted by p4c
-            self.expect(")")
-        self.expect("{")
+        self.expect("{", "after the table name (a table declaration has no parameter list)")
         props = {}
         while not self.accept("}"):
             pa = self.annotations()
@@ -702,10 +708,29 @@ class Parser:
             rhs = self.expression()
             self.expect(";")
             return Node("Assign", t.pos, lhs=e, rhs=rhs)
+        compound = self._compound_assignment()
+        if compound is not None:
+            rhs = self.expression()
+            self.expect(";")
+            return Node("Assign", t.pos, lhs=e, rhs=Node("Binary", compound.pos, op=compound.text, left=e, right=rhs))
         self.expect(";")
         if e.kind != "Call":
             self.error("syntax error: an expression statement must be a call or an assignment", t)
         return Node("CallStmt", t.pos, call=e)
+
+    def _compound_assignment(self):
+        """`lhs op= rhs` (P4_16 1.2.4): the operator token (text without '='), consumed; None otherwise.
+        The statement is `lhs = lhs op rhs` (the l-value's index expressions are evaluated twice, which
+        only matters if they call something with side effects: P4 forbids that in an l-value)."""
+        t = self.tok
+        if t.kind == "op" and t.text in _COMPOUND_ASSIGNMENTS:
+            self.next()
+            return OperatorToken(t.text[:-1], t.pos)
+        if self.at(">") and self.at(">=", 1) and not self.peek(1).space:
+            self.next()
+            self.next()
+            return OperatorToken(">>", t.pos)
+        return None
 
     # ------------------------------------------------------------------ expressions
     def arguments(self):
@@ -735,6 +760,8 @@ class Parser:
     def _binop(self):
         t = self.tok
         if t.kind != "op":
+            return None
+        if t.text == "+" and self.at(":", 1):  # the '+:' of an indexed slice
             return None
         if t.text == ">":
             n = self.peek(1)
@@ -815,7 +842,6 @@ class Parser:
 
     def postfix(self, e):
         while True:
-            t = self.tok
             if self.at("."):
                 self.next()
                 name = self.ident("a member name")
@@ -823,7 +849,13 @@ class Parser:
             elif self.at("["):
                 self.next()
                 hi = self.expression()
-                if self.accept(":"):
+                if self.at("+") and self.at(":", 1):  # base[low +: width]
+                    self.next()
+                    self.next()
+                    width = self.expression()
+                    self.expect("]")
+                    e = Node("IndexedSlice", e.pos, expr=e, lo=hi, width=width)
+                elif self.accept(":"):
                     lo = self.expression()
                     self.expect("]")
                     e = Node("Slice", e.pos, expr=e, hi=hi, lo=lo)

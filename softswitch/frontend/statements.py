@@ -100,8 +100,6 @@ class StatementChecker:
         value = self.expressions.coerce(
             value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
         )
-        if isinstance(target, ir.Slice) and isinstance(target.base, ir.Slice):
-            raise P4Error(s.lhs.pos, "nested slices as assignment targets are not supported by softswitch")
         if isinstance(target, (ir.StackNext, ir.StackLast)):
             raise P4Error(s.lhs.pos, "assigning a whole header to .next/.last is not supported")
         return ir.Assign(target=target, value=value, position=s.pos)

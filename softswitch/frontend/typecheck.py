@@ -247,8 +247,36 @@ class ExpressionChecker:
         assert isinstance(high, int) and isinstance(low, int)
         if not (0 <= low <= high < base.type.width):
             raise P4Error(n.pos, f"slice [{high}:{low}] is out of range of {base.type}")
-        t = ir.BitType(high - low + 1)
-        return fold(ir.Slice(type=t, base=base, high=high, low=low, position=n.pos))
+        return self._slice(base, high, low, n.pos)
+
+    def _check_IndexedSlice(self, n: Node, scope: Scope) -> Checked:
+        """`base[low +: width]`: bits low .. low + width - 1; width is a constant, low may be computed (then
+        only readable: the slice is the shifted value cast to bit<width>)."""
+        base = self.value(n.expr, scope, n.pos)
+        if not isinstance(base.type, ir.BitType):
+            raise P4Error(n.pos, f"cannot slice a value of type {base.type}")
+        width = self.constant(n.width, scope, ir.INT_LITERAL)
+        assert isinstance(width, int)
+        if not 0 < width <= base.type.width:
+            raise P4Error(n.width.pos, f"slice width {width} is out of range of {base.type}")
+        low = self.value(n.lo, scope)
+        if isinstance(low, ir.Constant):
+            assert isinstance(low.value, int)
+            if not 0 <= low.value <= base.type.width - width:
+                raise P4Error(n.pos, f"slice [{low.value} +: {width}] is out of range of {base.type}")
+            return self._slice(base, low.value + width - 1, low.value, n.pos)
+        if not isinstance(low.type, ir.BitType) or low.type.signed:
+            raise P4Error(n.lo.pos, f"the low bit of a slice must be unsigned, got {low.type}")
+        unsigned = ir.BitType(base.type.width)
+        value = base if not base.type.signed else fold(ir.Cast(type=unsigned, operand=base, position=n.pos))
+        shifted = ir.Binary(type=unsigned, op=">>", left=value, right=low, position=n.pos)
+        return fold(ir.Cast(type=ir.BitType(width), operand=shifted, position=n.pos))
+
+    def _slice(self, base: ir.Expression, high: int, low: int, position: Pos | None) -> ir.Expression:
+        """base[high:low]; a slice of a slice is one slice of the innermost base (so it stays an l-value)."""
+        if isinstance(base, ir.Slice):
+            return self._slice(base.base, base.low + high, base.low + low, position)
+        return fold(ir.Slice(type=ir.BitType(high - low + 1), base=base, high=high, low=low, position=position))
 
     def _check_List(self, n: Node, scope: Scope) -> Checked:
         items = tuple(self.value(item, scope) for item in n.items)

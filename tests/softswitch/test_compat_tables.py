@@ -1,4 +1,4 @@
-"""Table forms found in third-party v1model programs: `table t()`, bound action arguments in the actions
+"""Table forms found in third-party v1model programs: bound action arguments in the actions
 list and default_action, STF stack keys (`stack$0.f`) and STF priority order (higher number wins)."""
 
 import os

@@ -17,6 +17,13 @@ def error_of(ingress, decls=HDR, parser=PARSER, meta_fields="bit<8> m;", **kw):
 
 # line 13 of the template is the ingress body; it starts at column 5
 CASES = [
+    (
+        "table t() { actions = { NoAction; } } apply { t.apply(); }",
+        "t.p4:13:12: error: syntax error: expected '{' after the table name (a table declaration has no parameter "
+        "list), got '('",
+    ),
+    ("apply { hdr.w.a = hdr.w.b[10 +: 8]; }", "t.p4:13:23: error: slice [10 +: 8] is out of range of bit<16>"),
+    ("apply { hdr.w.a[hdr.w.a[2:0] +: 4] = 1; }", "t.p4:13:13: error: cannot assign to <expr> (read-only)"),
     ("apply { hdr.w.a = hdr.w.b; }", "t.p4:13:23: error: cannot assign bit<16> to bit<8> without a cast"),
     ("apply { hdr.w.a = nosuch; }", "t.p4:13:23: error: undeclared name 'nosuch'"),
     ("apply { hdr.w.zz = 1; }", "t.p4:13:13: error: header w_t has no field 'zz'"),

@@ -260,8 +260,8 @@ def test_clone3_data_names_the_preserved_metadata_fields():
     "body,message",
     [
         (
-            "hdr.w.a[7:0][3:0] = 1;",
-            "t.p4:13:14: error: nested slices as assignment targets are not supported by softswitch",
+            "hdr.w.a[7:4][4:0] = 1;",
+            "t.p4:13:14: error: slice [4:0] is out of range of bit<4>",
         ),
         (
             "switch (hdr.w.a) { default: { } 1: { } }",
@@ -273,6 +273,13 @@ def test_errors_point_at_the_construct(body, message):
     with pytest.raises(P4Error) as e:
         ingress_ir(body)
     assert str(e.value) == message
+
+
+def test_a_slice_of_a_slice_is_one_slice_of_the_base():
+    (statement,) = ingress_ir("hdr.w.a[6:1][4:2] = 3w5;").pipeline.blocks["ingress"].body.statements
+    target = statement.target
+    assert isinstance(target, ir.Slice) and (target.high, target.low) == (5, 3)
+    assert isinstance(target.base, ir.FieldAccess) and target.base.field_name == "a"
 
 
 def test_a_struct_cannot_contain_itself():

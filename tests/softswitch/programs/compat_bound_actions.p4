@@ -1,4 +1,4 @@
-/* Table forms common in p4c-era programs: `table t()`, actions that bind their directional parameters in
+/* Table forms common in p4c-era programs: actions that bind their directional parameters in
  * the actions list (and in default_action), a top-level action taking standard_metadata, and a ternary key
  * on a header stack element (STF names it tags$0.kind). */
 #include <core.p4>
@@ -25,7 +25,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
     action bump(inout bit<8> x, bit<8> by) { x = x + by; }
     action to_port(bit<9> port) { sm.egress_spec = port; }
 
-    table classify() {
+    table classify {
         key = { hdr.tags[0].kind : ternary; }
         actions = { put(hdr.tags[0].val); bump(hdr.tags[1].val); to_port; send_back(sm); }
         default_action = send_back(sm);
