@@ -15,6 +15,7 @@ from .scopes import (
     BlockSymbol,
     ControlInstanceSymbol,
     ExternInstanceSymbol,
+    FunctionSymbol,
     PacketSymbol,
     Scope,
     TypeSymbol,
@@ -214,6 +215,36 @@ class BlockElaborator:
         action.body = self.statements.block(d.body.stmts, action_scope, BlockContext("action", control=prefix))
         return action
 
+    def function(self, d: Node, scope: Scope) -> ir.Function:
+        """A top-level function, declared in scope once its body is checked (P4 has no recursion)."""
+        if d.tparams:
+            raise P4Error(
+                d.pos, f"generic functions are not supported by softswitch ({d.name}<{', '.join(d.tparams)}>)"
+            )
+        return_type = self.types.resolve(d.ret, scope)
+        function_scope = Scope(scope)
+        parameters = []
+        for (name, direction, t), p in zip(self.types.parameter_types(d.params, scope, {}), d.params, strict=True):
+            variable = ir.Variable(
+                name=name,
+                type=t,
+                kind=ir.VariableKind.LOCAL,
+                direction=direction or "in",
+                writable=direction in ("out", "inout"),
+                position=p.pos,
+            )
+            function_scope.add(name, VariableSymbol(variable), p.pos)
+            parameters.append(variable)
+        context = BlockContext("function", return_type=return_type)
+        body = self.statements.block(d.body.stmts, function_scope, context)
+        if not isinstance(return_type, ir.VoidType) and not _always_returns(body.statements):
+            raise P4Error(d.pos, f"function {d.name} can end without returning a {return_type} value")
+        function = ir.Function(
+            name=d.name, parameters=tuple(parameters), return_type=return_type, body=body, position=d.pos
+        )
+        scope.add(d.name, FunctionSymbol(function), d.pos)
+        return function
+
     def instance(self, d: Node, scope: Scope, prefix: str) -> ir.ExternInstance | ir.Control:
         t = self.types.resolve(d.type, scope)
         fq = qualified_name(d.annos, prefix, d.name)
@@ -283,3 +314,19 @@ def _state_name(name: str, names: set[str], position) -> str:
     if name not in ("accept", "reject") and name not in names:
         raise P4Error(position, f"undeclared parser state '{name}'")
     return name
+
+
+def _always_returns(statements: list[ir.Statement]) -> bool:
+    """Whether every path through the statements ends in a return (a function's value is then defined)."""
+    for s in statements:
+        if isinstance(s, ir.Return):
+            return True
+        if isinstance(s, ir.Block) and _always_returns(s.statements):
+            return True
+        if isinstance(s, ir.If) and s.otherwise is not None:
+            if _always_returns(s.then.statements) and _always_returns(s.otherwise.statements):
+                return True
+        if isinstance(s, ir.ValueSwitch) and any(c.is_default for c in s.cases):
+            if all(_always_returns(c.body.statements) for c in s.cases):
+                return True
+    return False

@@ -17,6 +17,7 @@ from .scopes import (
     ControlInstanceSymbol,
     ExternFunctionSymbol,
     ExternInstanceSymbol,
+    FunctionSymbol,
     MethodReference,
     PacketSymbol,
     Scope,
@@ -86,6 +87,16 @@ class CallChecker:
             return [ir.CallStatement(call=call, position=n.pos)]
         if isinstance(symbol, ExternFunctionSymbol):
             return self.extern_function(n, n.func.name, symbol, scope, context)
+        if isinstance(symbol, FunctionSymbol):
+            function = symbol.function
+            params = [(p.name, p.direction, p.type) for p in function.parameters]
+            args = self.arguments(function.name, params, n.args, scope, n.pos)
+            call = ir.FunctionCall(type=function.return_type, function=function, arguments=tuple(args), position=n.pos)
+            if context is not None:
+                return [ir.CallStatement(call=call, position=n.pos)]
+            if isinstance(function.return_type, ir.VoidType):
+                raise P4Error(n.pos, f"function {function.name} returns no value")
+            return call
         raise P4Error(n.pos, f"{describe(callee)} cannot be called")
 
     # ------------------------------------------------------------------ methods

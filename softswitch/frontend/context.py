@@ -50,5 +50,6 @@ class ProgramContext:
 class BlockContext:
     """Where statements are being checked: a parser, a control's apply block or an action body."""
 
-    kind: str  # "parser", "control" or "action"
+    kind: str  # "parser", "control", "action" or "function"
     control: str | None = None  # the qualified name of the enclosing control instance
+    return_type: ir.Type | None = None  # a function's

@@ -3,7 +3,8 @@
 Steps: top-level declarations enter the global scope (resolve.py; top-level actions are checked as
 they come, blocks.py); the `main` package instance is bound to the architecture (arch/v1model.py),
 which elaborates each parser and control instance (blocks.py, tables.py, statements.py, calls.py,
-typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table).
+typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table) and
+the lowering of what back ends do not see (function calls are inlined: inline.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .blocks import BlockElaborator
 from .calls import CallChecker
 from .context import ProgramContext
 from .errors import P4Error
+from .inline import inline_functions
 from .resolve import Declarations
 from .statements import StatementChecker
 from .tables import TableChecker
@@ -38,6 +40,8 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
             main = d
         elif d.kind == "Action":
             context.actions.append(blocks.action(d, context.global_scope, ""))
+        elif d.kind == "Function":
+            blocks.function(d, context.global_scope)
         else:
             top_level.declare(d)
     if main is None:
@@ -48,7 +52,7 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
             raise P4Error(
                 use.position, f"direct_counter {qualified_name} is not attached to any table (counters = ...)"
             )
-    return ir.Program(
+    program = ir.Program(
         name=name,
         types=context.types,
         enums=context.enums,
@@ -57,3 +61,5 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
         pipeline=pipeline,
         field_lists=context.field_lists,
     )
+    inline_functions(program)
+    return program

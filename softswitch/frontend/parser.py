@@ -30,7 +30,6 @@ _BINARY_PREC = {
 }
 _UNSUPPORTED_DECLS = {
     "header_union": "header unions",
-    "function": "function declarations",
     "value_set": "parser value sets",
     "varbit": "varbit fields",
 }
@@ -217,21 +216,34 @@ class Parser:
             return Node("Package", name.pos, name=name.text, tparams=tparams, params=params, annos=annos)
         if kw == "action":
             return self.action_decl(annos)
-        if kw in ("void", "bit", "int", "bool") or (kw in self.type_names and self.at("(", 2)):
-            if self._is_function_decl():
-                self.error("function declarations are not supported by softswitch (use an action or a control)")
+        if kw != "function" and self._is_function_decl():
+            return self.function_decl(annos)
         if kw in self.type_names:
             return self.instance_or_var(annos, top=True)
         self.error(f"syntax error: unexpected '{kw}' at top level")
 
     def _is_function_decl(self):
-        """At `RetType name(`: a function declaration (the return type may be bit<N> / int<N>)."""
-        k = 1
-        if self.at("<", k):
-            while self.peek(k).kind != "eof" and not self.at(">", k):
-                k += 1
-            k += 1
-        return self.peek(k).kind == "id" and self.at("(", k + 1)
+        """At `ReturnType name(` or `ReturnType name<T>(`: a function declaration (the return type may be a
+        type variable of the function)."""
+        save = self.i
+        try:
+            self.type_ref(allow_tvars=True)
+            return self.tok.kind == "id" and (self.at("(", 1) or self.at("<", 1))
+        except P4Error:
+            return False
+        finally:
+            self.i = save
+
+    def function_decl(self, annos):
+        """`ReturnType name<T...>(parameters) { body }` (P4_16 10.x functions)."""
+        ret = self.type_ref(allow_tvars=True)
+        name = self.ident("a function name")
+        tparams = self.type_params()
+        params = self.params()
+        body = self.block([])
+        return Node(
+            "Function", name.pos, name=name.text, ret=ret, tparams=tparams, params=params, body=body, annos=annos
+        )
 
     def const_decl(self, annos):
         self.expect("const")

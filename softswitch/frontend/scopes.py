@@ -38,6 +38,11 @@ class ActionSymbol:
 
 
 @dataclass(eq=False)
+class FunctionSymbol:
+    function: ir.Function
+
+
+@dataclass(eq=False)
 class TableSymbol:
     table: ir.Table
 
@@ -79,6 +84,7 @@ Symbol = (
     | ConstantSymbol
     | VariableSymbol
     | ActionSymbol
+    | FunctionSymbol
     | TableSymbol
     | ExternInstanceSymbol
     | ExternFunctionSymbol
@@ -90,6 +96,7 @@ Symbol = (
 _DESCRIPTIONS = {
     TableSymbol: "a table",
     ActionSymbol: "an action",
+    FunctionSymbol: "a function",
     ExternInstanceSymbol: "an extern instance",
     ControlInstanceSymbol: "a control instance",
     TypeSymbol: "a type",

@@ -55,15 +55,11 @@ class StatementChecker:
         if kind == "Switch":
             return [self.switch(s, scope, context)]
         if kind == "Exit":
-            if context.kind == "parser":
-                raise P4Error(s.pos, "exit is not allowed in a parser")
+            if context.kind in ("parser", "function"):
+                raise P4Error(s.pos, f"exit is not allowed in a {context.kind}")
             return [ir.Exit(position=s.pos)]
         if kind == "Return":
-            if context.kind == "parser":
-                raise P4Error(s.pos, "return is not allowed in a parser")
-            if s.value is not None:
-                raise P4Error(s.pos, "return with a value is not supported (no functions in softswitch's subset)")
-            return [ir.Return(position=s.pos)]
+            return [self.return_statement(s, scope, context)]
         if kind == "VarDecl":
             return [self.variable(s, scope, ir.VariableKind.LOCAL)]
         if kind == "Const":
@@ -72,6 +68,28 @@ class StatementChecker:
         if kind == "Instance":
             raise P4Error(s.pos, "instantiations are only allowed in a control or parser body, not in apply")
         raise P4Error(s.pos, f"{kind} statements are not supported here")
+
+    def return_statement(self, s: Node, scope: Scope, context: BlockContext) -> ir.Return:
+        if context.kind == "parser":
+            raise P4Error(s.pos, "return is not allowed in a parser")
+        wanted = context.return_type if context.kind == "function" else ir.VOID
+        if s.value is None:
+            if not isinstance(wanted, ir.VoidType):
+                raise P4Error(s.pos, f"return needs a {wanted} value here")
+            return ir.Return(position=s.pos)
+        if isinstance(wanted, ir.VoidType):
+            raise P4Error(
+                s.pos,
+                f"a return in {'a void function' if context.kind == 'function' else 'an ' + context.kind} has no value",
+            )
+        assert wanted is not None
+        value = self.expressions.coerce(
+            self.expressions.value(s.value, scope),
+            wanted,
+            s.value.pos,
+            lambda got, want: f"cannot return {got} from a function returning {want}",
+        )
+        return ir.Return(value=value, position=s.pos)
 
     def variable(self, s: Node, scope: Scope, kind: ir.VariableKind) -> ir.VariableDeclaration:
         """`T name [= init];`: the variable enters the scope after its initializer is checked."""

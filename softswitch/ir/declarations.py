@@ -66,6 +66,19 @@ class Action(Declaration):
 
 
 @dataclass(eq=False, kw_only=True)
+class Function(Declaration):
+    """A P4 function: parameters (with directions), a return type (VOID for none) and a body whose
+    `Return`s carry the value. Front end only: calls are inlined before the program reaches a back end
+    (with copy-in/copy-out of the parameters), so `Program` does not list functions."""
+
+    name: str
+    parameters: tuple[Variable, ...]
+    return_type: Type
+    body: Block
+    position: Pos | None = None
+
+
+@dataclass(eq=False, kw_only=True)
 class TableKey:
     """One key field: the expression read at lookup, its match kind, its width in bits (bool: 1, error:
     32) and its P4Info name (the expression's source text, or its @name)."""

@@ -15,7 +15,7 @@ from .types import Type
 
 if TYPE_CHECKING:
     from ..frontend.errors import Pos
-    from .declarations import Action, Control, ExternInstance, Table, Variable
+    from .declarations import Action, Control, ExternInstance, Function, Table, Variable
 
 
 @dataclass(eq=False, kw_only=True)
@@ -223,4 +223,13 @@ class ControlApply(Expression):
     elaborated copy per instance, with its own tables and externs)."""
 
     control: Control
+    arguments: tuple[Argument, ...]
+
+
+@dataclass(eq=False, kw_only=True)
+class FunctionCall(Expression):
+    """A call of a P4 function (type: its return type, void for a statement). Front end only: the
+    front end inlines every function call (frontend/inline.py) before any back end sees the program."""
+
+    function: Function
     arguments: tuple[Argument, ...]

@@ -98,7 +98,10 @@ class Exit(Statement):
 
 @dataclass(eq=False, kw_only=True)
 class Return(Statement):
-    """Ends the current action or control apply block."""
+    """Ends the current action or control apply block. `value`: what a function returns (front end
+    only: functions are inlined, so back ends only see returns without a value)."""
+
+    value: Expression | None = None
 
 
 @dataclass(eq=False, kw_only=True)

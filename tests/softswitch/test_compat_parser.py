@@ -44,12 +44,12 @@ def test_p4c_include_guard_names_are_defined_for_ifdef_tests():
     assert Switch(prog).process(0, eth()) == [(1, eth())]
 
 
-@pytest.mark.parametrize("decl", ["void reset(out bit<8> x) { x = 0; }", "bit<8> twice(in bit<8> x) { return x; }"])
-def test_function_declarations_get_a_clean_unsupported_error(decl):
+def test_functions_are_called_with_copy_in_and_copy_out():
     from softswitch_testlib import v1
 
-    with pytest.raises(P4Error) as ei:
-        v1("apply { }", decls=decl)
-    assert str(ei.value).startswith("t.p4:") and "error: function declarations are not supported by softswitch" in str(
-        ei.value
+    prog = v1(
+        "apply { meta.x = 5; reset(meta.x); hdr.eth.etype = (bit<16>)twice(meta.x + 3); sm.egress_spec = 1; }",
+        decls="void reset(out bit<8> x) { x = 0; } bit<8> twice(in bit<8> x) { return x + x; }",
+        meta_fields="bit<8> x;",
     )
+    assert Switch(prog).process(0, eth()) == [(1, eth(etype=6))]

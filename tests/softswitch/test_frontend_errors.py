@@ -88,7 +88,11 @@ def test_outside_the_subset():
     msg = error_of("apply { }", decls=HDR + " header_union u_t { w_t w; }")
     assert msg == "t.p4:5:37: error: header unions are not supported by softswitch"
     msg = error_of("apply { }", decls=HDR + " function bit<8> f() { return 1; }")
-    assert msg == "t.p4:5:37: error: function declarations are not supported by softswitch"
+    assert msg == "t.p4:5:37: error: syntax error: unexpected 'function' at top level"
+    msg = error_of("apply { }", decls=HDR + " bit<8> f(in bit<8> x) { if (x == 0) { return 1; } }")
+    assert msg == "t.p4:5:44: error: function f can end without returning a bit<8> value"
+    msg = error_of("apply { }", decls=HDR + " void f() { exit; }")
+    assert msg == "t.p4:5:48: error: exit is not allowed in a function"
 
 
 def test_lexer_errors():
