@@ -40,6 +40,29 @@ def write_type(out: SourceWriter, t: ir.StructLikeType) -> None:
                 copy = ".copy()" if ir.is_object(f.type) else ""
                 out.write(f"n.{attribute} = self.{attribute}{copy}")
             out.write("return n")
+        out.write("def set_from(self, o):")  # assignment to an object others hold (a parameter)
+        with out.indented():
+            if is_header:
+                out.write("self._v = o._v")
+            for f in t.fields:
+                attribute = field_attribute(f.name)
+                copy = ".copy()" if ir.is_object(f.type) else ""
+                out.write(f"self.{attribute} = o.{attribute}{copy}")
+            if not slots:
+                out.write("pass")
+        if isinstance(t, ir.HeaderUnionType):
+            # a union is valid when a member is; making it invalid invalidates every member
+            members = [f"self.{field_attribute(f.name)}" for f in t.fields]
+            out.write("@property")
+            out.write("def _v(self):")
+            out.write(f"    return {' or '.join(m + '._v' for m in members) or 'False'}")
+            out.write("@_v.setter")
+            out.write("def _v(self, valid):")
+            out.write("    if not valid:")
+            for m in members:
+                out.write(f"        {m}._v = False")
+            out.write("    else:")
+            out.write("        raise ValueError('a header_union is made valid through one of its members')")
     if isinstance(t, ir.HeaderType):
         _write_header_io(out, t)
     out.write("")

@@ -19,6 +19,9 @@ from .frames import Frame
 from .writer import NameAllocator, SourceWriter, default_value_code, mask, wrap_code
 
 
+_SHARED = (ir.VariableKind.PARAMETER, ir.VariableKind.ACTION_PARAMETER)  # objects passed by reference
+
+
 @dataclass
 class FunctionContext:
     """The function statements are written into: its frame and what a `return` gives back."""
@@ -115,6 +118,9 @@ class StatementEmitter:
             if base_type.signed:
                 code = wrap_code(code, base_type)
             out.write(f"{base} = {code}")
+            return
+        if ir.is_object(target.type) and isinstance(target, ir.VariableRef) and target.variable.kind in _SHARED:
+            out.write(f"{place}.set_from({value})")  # the caller holds this object: change it in place
             return
         copy = ".copy()" if ir.is_object(target.type) else ""
         out.write(f"{place} = {value}{copy}")

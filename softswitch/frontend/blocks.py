@@ -17,6 +17,7 @@ from .scopes import (
     ExternInstanceSymbol,
     FunctionSymbol,
     PacketSymbol,
+    ParserInstanceSymbol,
     Scope,
     TypeSymbol,
     VariableSymbol,
@@ -53,7 +54,8 @@ class BlockElaborator:
         )
 
     # ------------------------------------------------------------------ parsers
-    def parser(self, d: Node) -> ir.Parser:
+    def parser(self, d: Node, prefix: str | None = None) -> ir.Parser:
+        """The parser instance named prefix (the declaration's name for the architecture's parser)."""
         if d.ctor_params:
             raise P4Error(d.pos, "parser constructor parameters are not supported by softswitch")
         scope = Scope(self.context.global_scope)
@@ -75,6 +77,8 @@ class BlockElaborator:
                     locals_.append(self.statements.variable(ld, scope, ir.VariableKind.LOCAL))
                 elif ld.kind == "Const":
                     self.statements.constant(ld, scope)
+                elif ld.kind == "Instance":
+                    self.parser_instance(ld, scope, prefix or d.name)
                 else:
                     raise P4Error(ld.pos, f"{ld.kind} declarations in parsers are not supported by softswitch")
             names = {s.name for s in d.states}
@@ -87,8 +91,22 @@ class BlockElaborator:
         finally:
             self.expressions.in_parser = False
         return ir.Parser(
-            name=d.name, qualified_name=d.name, parameters=tuple(parameters), locals=locals_, states=states
+            name=d.name, qualified_name=prefix or d.name, parameters=tuple(parameters), locals=locals_, states=states
         )
+
+    def parser_instance(self, d: Node, scope: Scope, prefix: str) -> None:
+        """`SubParser() name;` inside a parser: elaborated now, inlined where it is applied."""
+        t = self.types.resolve(d.type, scope)
+        symbol = scope.lookup(d.type.name) if d.type.kind == "TypeName" else None
+        declaration = symbol.declaration if isinstance(symbol, (BlockSymbol, TypeSymbol)) else None
+        if not isinstance(t, ir.BlockType) or declaration is None or declaration.kind != "Parser":
+            raise P4Error(d.pos, f"only parsers can be instantiated in a parser, not {t}")
+        if d.args:
+            raise P4Error(d.pos, "parser constructor arguments are not supported by softswitch")
+        in_parser = self.expressions.in_parser
+        sub = self.parser(declaration, qualified_name(d.annos, prefix, d.name))
+        self.expressions.in_parser = in_parser
+        scope.add(d.name, ParserInstanceSymbol(sub, declaration), d.pos)
 
     def state(self, s: Node, parser_scope: Scope, context: BlockContext, names: set[str]) -> ir.ParserState:
         scope = Scope(parser_scope)

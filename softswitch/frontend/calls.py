@@ -20,12 +20,13 @@ from .scopes import (
     FunctionSymbol,
     MethodReference,
     PacketSymbol,
+    ParserInstanceSymbol,
     Scope,
     SymbolReference,
     TableSymbol,
     describe,
 )
-from .typecheck import ExpressionChecker, is_writable
+from .typecheck import ExpressionChecker, is_writable, packet_symbol
 
 Parameters = list[tuple[str, str | None, ir.Type]]  # (name, direction, type)
 CallResult = ir.Expression | list[ir.Statement]
@@ -124,6 +125,8 @@ class CallChecker:
             return emits(symbol.variable, self.expressions.value(n.args[0], scope), n.args[0].pos)
         if isinstance(symbol, ExternInstanceSymbol):
             return self.extern_method(n, symbol, name, scope, context)
+        if isinstance(symbol, ParserInstanceSymbol):
+            return self.parser_apply(n, symbol, name, scope, context)
         if isinstance(symbol, ControlInstanceSymbol):
             if name != "apply":
                 raise P4Error(n.pos, f"a control instance has no method '{name}' (only apply)")
@@ -134,9 +137,39 @@ class CallChecker:
             return [ir.CallStatement(call=call, position=n.pos)]
         raise P4Error(n.pos, f"{describe(target)} has no method '{name}'")
 
+    def parser_apply(self, n: Node, symbol: ParserInstanceSymbol, name: str, scope: Scope, context) -> CallResult:
+        """`sub.apply(packet, arguments...)` in a parser state: the packet_in is passed through, the other
+        arguments bind the sub-parser's parameters (copy-in/copy-out when it is inlined)."""
+        if name != "apply":
+            raise P4Error(n.pos, f"a parser instance has no method '{name}' (only apply)")
+        statement_only(n, context, "apply")
+        if context.kind != "parser":
+            raise P4Error(n.pos, "a parser instance can only be applied in a parser")
+        parser = symbol.parser
+        check_arity(n.pos, symbol.declaration.name, n.args, len(parser.parameters))
+        packet = None
+        params, args = [], []
+        for p, a in zip(parser.parameters, n.args, strict=True):
+            if isinstance(p.type, ir.ExternType) and p.type.name == "packet_in":
+                packet_argument = packet_symbol(self.expressions.check(a, scope))
+                if packet_argument is None or packet_argument.direction != "in":
+                    raise P4Error(a.pos, f"argument '{p.name}' of '{symbol.declaration.name}' must be the packet_in")
+                packet = packet_argument.variable
+                continue
+            params.append((p.name, p.direction, p.type))
+            args.append(a)
+        if packet is None:
+            raise P4Error(n.pos, f"parser {symbol.declaration.name} has no packet_in parameter")
+        arguments = self.arguments(symbol.declaration.name, params, args, scope, n.pos)
+        apply = ir.ParserApply(type=ir.VOID, parser=parser, arguments=tuple(arguments), packet=packet, position=n.pos)
+        return [ir.CallStatement(call=apply, position=n.pos)]
+
     def value_method(self, n: Node, target: ir.Expression, name: str, scope: Scope, context) -> CallResult:
         """Methods of header and header stack values."""
         t = target.type
+        if isinstance(t, ir.HeaderUnionType):
+            check_arity(n.pos, name, n.args, 0)
+            return union_is_valid(target, n.pos)
         if isinstance(t, ir.HeaderType):
             check_arity(n.pos, name, n.args, 0)
             if name == "isValid":
@@ -144,7 +177,10 @@ class CallChecker:
             statement_only(n, context, name)
             if not is_writable(target):
                 raise P4Error(n.pos, f"cannot call {name}() on a read-only header")
-            return [ir.SetValidity(header=target, valid=name == "setValid", position=n.pos)]
+            statements: list[ir.Statement] = [ir.SetValidity(header=target, valid=name == "setValid", position=n.pos)]
+            if name == "setValid":
+                statements += invalidate_union_siblings(target, n.pos)
+            return statements
         if isinstance(t, ir.HeaderStackType):
             statement_only(n, context, name)
             check_arity(n.pos, name, n.args, 1)
@@ -173,7 +209,7 @@ class CallChecker:
                 raise P4Error(a.pos, f"extract expects a header, got {header.type}")
             if not is_writable(header):
                 raise P4Error(a.pos, "extract needs an assignable header")
-            return [ir.Extract(header=header, packet=packet, position=n.pos)]
+            return [ir.Extract(header=header, packet=packet, position=n.pos), *invalidate_union_siblings(header, n.pos)]
         if name == "lookahead":
             if n.args or len(n.targs) != 1:
                 raise P4Error(n.pos, "lookahead takes one type argument and no arguments: lookahead<T>()")
@@ -230,13 +266,48 @@ class CallChecker:
         return [ir.CallStatement(call=call, position=n.pos)]
 
 
+def union_is_valid(union: ir.Expression, position: Pos | None) -> ir.Expression:
+    """`u.isValid()` of a header_union: whether any member is valid."""
+    t = union.type
+    assert isinstance(t, ir.HeaderUnionType)
+    result: ir.Expression = ir.Constant(type=ir.BOOL, value=False, position=position)
+    for i, f in enumerate(t.fields):
+        member = ir.FieldAccess(type=f.type, base=union, field_name=f.name, position=position)
+        valid = ir.IsValid(type=ir.BOOL, header=member, position=position)
+        result = valid if i == 0 else ir.Binary(type=ir.BOOL, op="||", left=result, right=valid, position=position)
+    return result
+
+
+def invalidate_union_siblings(header: ir.Expression, position: Pos | None) -> list[ir.Statement]:
+    """When header is a member of a header_union: the statements making the other members invalid (a
+    union has at most one valid member)."""
+    if not isinstance(header, ir.FieldAccess) or not isinstance(header.base.type, ir.HeaderUnionType):
+        return []
+    return [
+        ir.SetValidity(
+            header=ir.FieldAccess(type=f.type, base=header.base, field_name=f.name, position=position),
+            valid=False,
+            position=position,
+        )
+        for f in header.base.type.fields
+        if f.name != header.field_name
+    ]
+
+
 def emits(packet: ir.Variable, value: ir.Expression, position: Pos | None) -> list[ir.Statement]:
-    """`emit(value)` as one Emit per header or header stack: a struct is emitted field by field."""
+    """`emit(value)` as one Emit per header or header stack: a struct or header_union is emitted field by
+    field, a stack of unions element by element."""
     t = value.type
+    if isinstance(t, ir.HeaderStackType) and isinstance(t.element, ir.HeaderUnionType):
+        out: list[ir.Statement] = []
+        for i in range(t.size):
+            index = ir.Constant(type=ir.BitType(32), value=i, position=position)
+            out += emits(packet, ir.StackElement(type=t.element, stack=value, index=index, position=position), position)
+        return out
     if isinstance(t, (ir.HeaderType, ir.HeaderStackType)):
         return [ir.Emit(value=value, packet=packet, position=position)]
-    if isinstance(t, ir.StructType):
-        out: list[ir.Statement] = []
+    if isinstance(t, (ir.StructType, ir.HeaderUnionType)):
+        out = []
         for f in t.fields:
             out += emits(
                 packet, ir.FieldAccess(type=f.type, base=value, field_name=f.name, position=position), position

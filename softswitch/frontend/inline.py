@@ -324,3 +324,130 @@ def _replace_blocks(s: ir.Statement, result: ir.Variable | None, returned: ir.Va
     if isinstance(s, (ir.ValueSwitch, ir.ActionRunSwitch)):
         return dataclasses.replace(s, cases=tuple(dataclasses.replace(c, body=block(c.body)) for c in s.cases))
     raise P4Error(s.position, "a return inside this statement is not supported")
+
+
+# ---------------------------------------------------------------------------------------------- sub-parsers
+def inline_subparsers(program: ir.Program) -> None:
+    """Replaces each `sub.apply(...)` in a parser state by the sub-parser's states (as p4c does):
+
+        state s { pre; sub.apply(pkt, a); post; transition t; }
+    becomes
+        state s { pre; sub_x = a; transition sub_1_start; }      // copy-in (out parameters: default)
+        state sub_1_start { ... }  ...                            // the sub-parser's states, renamed;
+                                                                  // its accept goes on below, its reject
+                                                                  // is the caller's reject
+        state sub_1_after { a = sub_x; post; transition t; }     // copy-out
+
+    Variables declared at the top of a split state, the copies of the parameters and the sub-parser's own
+    locals become locals of the calling parser (they are used in more than one state now)."""
+    for block in program.blocks():
+        if isinstance(block, ir.Parser):
+            SubParserInliner(block).run()
+
+
+class SubParserInliner:
+    def __init__(self, parser: ir.Parser):
+        self.parser = parser
+        self.count = 0
+
+    def run(self) -> None:
+        done: list[ir.ParserState] = []
+        work = list(self.parser.states)
+        while work:
+            state = work.pop(0)
+            index = next((i for i, s in enumerate(state.statements) if _is_parser_apply(s)), None)
+            for s in state.statements:
+                if index is None or s is not state.statements[index]:
+                    if any(isinstance(n, ir.ParserApply) for n in walk(s)):
+                        raise P4Error(s.position, "a sub-parser can only be applied at the top level of a state")
+            if index is None:
+                done.append(state)
+                continue
+            new_states = self.split(state, index)
+            done.append(new_states[0])
+            work = new_states[1:] + work
+        self.parser.states = done
+
+    def split(self, state: ir.ParserState, index: int) -> list[ir.ParserState]:
+        """The state cut at its apply: [the state up to the call, the sub-parser's states, the rest]."""
+        call = state.statements[index]
+        assert isinstance(call, ir.CallStatement) and isinstance(call.call, ir.ParserApply)
+        apply = call.call
+        sub = apply.parser
+        self.count += 1
+        tag = f"{sub.qualified_name.replace('.', '_')}_{self.count}"
+        after = f"{tag}_after"
+        pre = [self.hoisted(s) for s in state.statements[:index]]
+        variables: dict[ir.Variable, ir.Variable] = {}
+        arguments = iter(apply.arguments)
+        copy_out: list[ir.Statement] = []
+        for parameter in sub.parameters:
+            if isinstance(parameter.type, ir.ExternType) and parameter.type.name == "packet_in":
+                variables[parameter] = apply.packet
+                continue
+            argument = next(arguments)
+            local = fresh_variable(parameter, f"{tag}_{parameter.name}")
+            local.kind, local.writable, local.direction = ir.VariableKind.LOCAL, True, None
+            variables[parameter] = local
+            self.parser.locals.append(ir.VariableDeclaration(variable=local, position=call.position))
+            if parameter.direction != "out":
+                pre.append(ir.Assign(target=_ref(local), value=argument.value, position=call.position))
+            if parameter.direction in ("out", "inout"):
+                copy_out.append(ir.Assign(target=argument.value, value=_ref(local), position=call.position))
+        for declaration in sub.locals:
+            copy = clone(declaration, variables)
+            assert isinstance(copy, ir.VariableDeclaration)
+            pre.append(self.hoisted(copy))
+        states = [ir.ParserState(name=state.name, statements=pre, transition=ir.Transition(next_state=f"{tag}_start"))]
+        for s in sub.states:
+            states.append(
+                ir.ParserState(
+                    name=f"{tag}_{s.name}",
+                    statements=[clone(st, variables) for st in s.statements],  # type: ignore[misc]
+                    transition=_renamed_transition(s.transition, variables, tag, after),
+                )
+            )
+        rest = [self.hoisted(s) for s in state.statements[index + 1 :]]
+        states.append(ir.ParserState(name=after, statements=copy_out + rest, transition=state.transition))
+        return states
+
+    def hoisted(self, s: ir.Statement) -> ir.Statement:
+        """A top-level variable declaration of a split state as a parser local plus an assignment (its
+        uses may now be in another state); other statements unchanged."""
+        if not isinstance(s, ir.VariableDeclaration):
+            return s
+        self.parser.locals.append(ir.VariableDeclaration(variable=s.variable, position=s.position))
+        if s.initializer is None:
+            return ir.Block(statements=[])
+        return ir.Assign(target=_ref(s.variable), value=s.initializer, position=s.position)
+
+
+def _is_parser_apply(s: ir.Statement) -> bool:
+    return isinstance(s, ir.CallStatement) and isinstance(s.call, ir.ParserApply)
+
+
+def _renamed_transition(t: ir.Transition, variables: dict, tag: str, after: str) -> ir.Transition:
+    def target(name: str) -> str:
+        if name == "accept":
+            return after
+        if name == "reject":
+            return "reject"
+        return f"{tag}_{name}"
+
+    def keyset(k: ir.Keyset) -> ir.Keyset:
+        return ir.Keyset(
+            value=clone(k.value, variables) if k.value is not None else None,  # type: ignore[arg-type]
+            mask=clone(k.mask, variables) if k.mask is not None else None,  # type: ignore[arg-type]
+            high=clone(k.high, variables) if k.high is not None else None,  # type: ignore[arg-type]
+            is_default=k.is_default,
+        )
+
+    if not t.keys:
+        assert t.next_state is not None
+        return ir.Transition(next_state=target(t.next_state))
+    return ir.Transition(
+        keys=tuple(clone(k, variables) for k in t.keys),  # type: ignore[misc]
+        cases=tuple(
+            ir.SelectCase(keysets=tuple(keyset(k) for k in c.keysets), next_state=target(c.next_state)) for c in t.cases
+        ),
+    )

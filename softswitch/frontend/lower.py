@@ -4,7 +4,7 @@ Steps: top-level declarations enter the global scope (resolve.py; top-level acti
 they come, blocks.py); the `main` package instance is bound to the architecture (arch/v1model.py),
 which elaborates each parser and control instance (blocks.py, tables.py, statements.py, calls.py,
 typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table) and
-the lowering of what back ends do not see (function calls are inlined: inline.py).
+the lowering of what back ends do not see (sub-parsers and function calls are inlined: inline.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .blocks import BlockElaborator
 from .calls import CallChecker
 from .context import ProgramContext
 from .errors import P4Error
-from .inline import inline_functions
+from .inline import inline_functions, inline_subparsers
 from .resolve import Declarations
 from .statements import StatementChecker
 from .tables import TableChecker
@@ -61,5 +61,6 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
         pipeline=pipeline,
         field_lists=context.field_lists,
     )
+    inline_subparsers(program)
     inline_functions(program)
     return program

@@ -29,7 +29,6 @@ _BINARY_PREC = {
     "%": 10,
 }
 _UNSUPPORTED_DECLS = {
-    "header_union": "header unions",
     "value_set": "parser value sets",
     "varbit": "varbit fields",
 }
@@ -157,7 +156,7 @@ class Parser:
             self.expect(";")
             self.type_names.add(name.text)
             return Node("Typedef", name.pos, name=name.text, type=ty, annos=annos)
-        if kw in ("header", "struct"):
+        if kw in ("header", "struct", "header_union"):
             self.next()
             name = self.ident("a type name")
             self.type_names.add(name.text)
@@ -171,7 +170,8 @@ class Parser:
                 fname = self.ident("a field name")
                 self.expect(";")
                 fields.append(Node("Field", fname.pos, name=fname.text, type=fty, annos=fa))
-            return Node("Header" if kw == "header" else "Struct", name.pos, name=name.text, fields=fields, annos=annos)
+            kind = {"header": "Header", "struct": "Struct", "header_union": "HeaderUnion"}[kw]
+            return Node(kind, name.pos, name=name.text, fields=fields, annos=annos)
         if kw == "enum":
             self.next()
             base = None

@@ -38,8 +38,8 @@ class TypeResolver:
             return ir.ListType(tuple(self.resolve(t, scope) for t in node.types))
         if kind == "TypeStack":
             element = self.resolve(node.elem, scope)
-            if not isinstance(element, ir.HeaderType):
-                raise P4Error(node.pos, f"header stacks need a header element type, not {element}")
+            if not isinstance(element, (ir.HeaderType, ir.HeaderUnionType)):
+                raise P4Error(node.pos, f"header stacks need a header or header_union element type, not {element}")
             size = self.constant(node.size, scope, ir.INT_LITERAL)
             assert isinstance(size, int)
             if size <= 0:
@@ -94,7 +94,7 @@ class Declarations:
         kind = d.kind
         if kind == "Typedef":
             scope.add(d.name, TypeSymbol(self.types.resolve(d.type, scope)), d.pos)
-        elif kind in ("Header", "Struct"):
+        elif kind in ("Header", "Struct", "HeaderUnion"):
             self.declare_struct(d)
         elif kind == "Enum":
             self.declare_enum(d)
@@ -142,9 +142,13 @@ class Declarations:
     def declare_struct(self, d: Node) -> None:
         scope = self.context.global_scope
         annotations = ir_annotations(d.annos)
-        t: ir.StructLikeType = (
-            ir.HeaderType(d.name, annotations=annotations) if d.kind == "Header" else ir.StructType(d.name)
-        )
+        t: ir.StructLikeType
+        if d.kind == "Header":
+            t = ir.HeaderType(d.name, annotations=annotations)
+        elif d.kind == "HeaderUnion":
+            t = ir.HeaderUnionType(d.name)
+        else:
+            t = ir.StructType(d.name)
         scope.add(d.name, TypeSymbol(t), d.pos)
         offset = 0
         for f in d.fields:
@@ -159,6 +163,8 @@ class Declarations:
                     raise P4Error(
                         f.pos, f"field '{f.name}' of header {d.name} must be bit<N> or int<N>, not {field_type}"
                     )
+            elif isinstance(t, ir.HeaderUnionType) and not isinstance(field_type, ir.HeaderType):
+                raise P4Error(f.pos, f"field '{f.name}' of header_union {d.name} must be a header, not {field_type}")
             elif isinstance(field_type, (ir.ExternType, ir.BlockType, ir.VoidType)):
                 raise P4Error(f.pos, f"field '{f.name}' of struct {d.name} cannot have type {field_type}")
             t.fields.append(ir.Field(f.name, field_type, offset, ir_annotations(f.annos)))

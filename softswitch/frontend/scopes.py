@@ -72,6 +72,12 @@ class ControlInstanceSymbol:
 
 
 @dataclass(eq=False)
+class ParserInstanceSymbol:
+    parser: ir.Parser
+    declaration: Node
+
+
+@dataclass(eq=False)
 class PacketSymbol:
     """The packet_in parameter of a parser or the packet_out parameter of a deparser."""
 
@@ -90,6 +96,7 @@ Symbol = (
     | ExternFunctionSymbol
     | BlockSymbol
     | ControlInstanceSymbol
+    | ParserInstanceSymbol
     | PacketSymbol
 )
 
@@ -99,6 +106,7 @@ _DESCRIPTIONS = {
     FunctionSymbol: "a function",
     ExternInstanceSymbol: "an extern instance",
     ControlInstanceSymbol: "a control instance",
+    ParserInstanceSymbol: "a parser instance",
     TypeSymbol: "a type",
     ExternFunctionSymbol: "an extern function",
     BlockSymbol: "block",

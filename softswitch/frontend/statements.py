@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import ir
 from .ast import Node, expr_text
-from .calls import CallChecker
+from .calls import CallChecker, invalidate_union_siblings
 from .context import BlockContext
 from .errors import P4Error
 from .scopes import ConstantSymbol, Scope, VariableSymbol
@@ -39,7 +39,15 @@ class StatementChecker:
         if kind == "Empty":
             return []
         if kind == "Assign":
-            return [self.assign(s, scope)]
+            assign = self.assign(s, scope)
+            if not isinstance(assign.target.type, ir.HeaderType):
+                return [assign]
+            # a valid header assigned to a header_union member makes the other members invalid
+            siblings = invalidate_union_siblings(assign.target, s.pos)
+            if not siblings:
+                return [assign]
+            valid = ir.IsValid(type=ir.BOOL, header=assign.target, position=s.pos)
+            return [assign, ir.If(condition=valid, then=ir.Block(statements=siblings), position=s.pos)]
         if kind == "CallStmt":
             result = self.calls.call(s.call, scope, context)
             if isinstance(result, ir.Expression):

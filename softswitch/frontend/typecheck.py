@@ -186,6 +186,8 @@ class ExpressionChecker:
                 return ir.FieldAccess(type=f.type, base=base, field_name=name, position=n.pos)
             if isinstance(t, ir.HeaderType) and name in _HEADER_METHODS:
                 return MethodReference(base, name, n.pos)
+            if isinstance(t, ir.HeaderUnionType) and name == "isValid":
+                return MethodReference(base, name, n.pos)
             raise P4Error(n.pos, f"{t} has no field '{name}'")
         if isinstance(t, ir.HeaderStackType):
             return self._stack_member(base, t, name, n.pos)
@@ -314,8 +316,15 @@ class ExpressionChecker:
         if op in ("==", "!="):
             if isinstance(left.type, ir.ActionRunType) or isinstance(right.type, ir.ActionRunType):
                 raise P4Error(n.pos, "action_run can only be used in a switch statement")
+            if isinstance(left, ir.ListExpression) and isinstance(right.type, ir.StructLikeType):
+                left = self.coerce(left, right.type, n.pos, op)
+            if isinstance(right, ir.ListExpression) and isinstance(left.type, ir.StructLikeType):
+                right = self.coerce(right, left.type, n.pos, op)
             left, right, t = self.unify(left, right, op, n.pos)
-            if isinstance(t, (ir.StructLikeType, ir.HeaderStackType, ir.ListType)):
+            if isinstance(t, (ir.StructLikeType, ir.HeaderStackType)):
+                equal = self.equality(left, right, n.pos)
+                return equal if op == "==" else fold(ir.Unary(type=ir.BOOL, op="!", operand=equal, position=n.pos))
+            if isinstance(t, ir.ListType):
                 raise P4Error(n.pos, f"comparing {t} values is not supported by softswitch")
             return self._binary(op, left, right, ir.BOOL, n.pos)
         if op == "++":
@@ -350,6 +359,50 @@ class ExpressionChecker:
         if op not in ("+", "-", "*", "&", "|", "^", "/", "%", "|+|", "|-|"):
             raise P4Error(n.pos, f"operator '{op}' is not supported")
         return self._binary(op, left, right, t, n.pos)
+
+    def equality(self, left: ir.Expression, right: ir.Expression, position: Pos | None) -> ir.Expression:
+        """`left == right` of headers, structs and stacks as the specification defines it, as comparisons
+        of scalars: headers are equal when both are invalid, or both valid with equal fields; structs
+        when all fields are equal; stacks when all elements are."""
+        t = left.type
+
+        def member(e: ir.Expression, i: int) -> ir.Expression:
+            if isinstance(t, ir.HeaderStackType):
+                index = ir.Constant(type=ir.BitType(32), value=i, position=position)
+                return ir.StackElement(type=t.element, stack=e, index=index, position=position)
+            assert isinstance(t, ir.StructLikeType)
+            if isinstance(e, ir.StructInitializer):
+                return e.items[i]
+            f = t.fields[i]
+            return ir.FieldAccess(type=f.type, base=e, field_name=f.name, position=position)
+
+        def equal(a: ir.Expression, b: ir.Expression) -> ir.Expression:
+            if ir.is_object(a.type):
+                return self.equality(a, b, position)
+            return fold(ir.Binary(type=ir.BOOL, op="==", left=a, right=b, position=position))
+
+        def all_of(items: list[ir.Expression]) -> ir.Expression:
+            result: ir.Expression | None = None
+            for item in items:
+                result = item if result is None else self._binary("&&", result, item, ir.BOOL, position)
+            return result if result is not None else ir.Constant(type=ir.BOOL, value=True, position=position)
+
+        count = t.size if isinstance(t, ir.HeaderStackType) else len(t.fields)  # type: ignore[attr-defined]
+        members = all_of([equal(member(left, i), member(right, i)) for i in range(count)])
+        if not isinstance(t, ir.HeaderType):
+            return members
+
+        def valid(e: ir.Expression) -> ir.Expression:
+            if isinstance(e, ir.StructInitializer):
+                return ir.Constant(type=ir.BOOL, value=True, position=position)
+            return ir.IsValid(type=ir.BOOL, header=e, position=position)
+
+        def invalid(e: ir.Expression) -> ir.Expression:
+            return fold(ir.Unary(type=ir.BOOL, op="!", operand=valid(e), position=position))
+
+        both_invalid = self._binary("&&", invalid(left), invalid(right), ir.BOOL, position)
+        both_valid = all_of([valid(left), valid(right), members])
+        return self._binary("||", both_invalid, both_valid, ir.BOOL, position)
 
     def _shift(self, op: str, left: ir.Expression, right: ir.Expression, position: Pos | None) -> ir.Expression:
         if not left.type.is_numeric() or not right.type.is_numeric():

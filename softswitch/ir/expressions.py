@@ -15,7 +15,7 @@ from .types import Type
 
 if TYPE_CHECKING:
     from ..frontend.errors import Pos
-    from .declarations import Action, Control, ExternInstance, Function, Table, Variable
+    from .declarations import Action, Control, ExternInstance, Function, Parser, Table, Variable
 
 
 @dataclass(eq=False, kw_only=True)
@@ -233,3 +233,13 @@ class FunctionCall(Expression):
 
     function: Function
     arguments: tuple[Argument, ...]
+
+
+@dataclass(eq=False, kw_only=True)
+class ParserApply(Expression):
+    """`instance.apply(packet, arguments)` of a parser instantiated in a parser (a statement of a state).
+    Front end only: the sub-parser's states are inlined into the calling parser (frontend/inline.py)."""
+
+    parser: Parser
+    arguments: tuple[Argument, ...]
+    packet: Variable  # the caller's packet_in, which the sub-parser reads

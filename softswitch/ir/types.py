@@ -178,11 +178,20 @@ class StructType(StructLikeType):
     kind = "struct"
 
 
+@dataclass(eq=False)
+class HeaderUnionType(StructLikeType):
+    """`header_union`: fields are headers of which at most one is valid. Back ends treat it as a struct
+    of headers; the front end lowers what makes it a union (setting one member valid, by setValid,
+    extract or assignment, invalidates the others; `u.isValid()` is the OR of the members')."""
+
+    kind = "header_union"
+
+
 @dataclass(frozen=True)
 class HeaderStackType(Type):
     """`H[size]`: `size` headers of type `element` and a `nextIndex` counter (0..size)."""
 
-    element: HeaderType
+    element: HeaderType | HeaderUnionType
     size: int
 
     def __str__(self) -> str:

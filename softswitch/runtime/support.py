@@ -42,6 +42,11 @@ class Stack:
         s.size = self.size
         return s
 
+    def set_from(self, o):
+        """Assignment to a stack others hold (a parameter): the elements and nextIndex copied in place."""
+        self.h = [e.copy() for e in o.h]
+        self.nextIndex = o.nextIndex
+
     def push_front(self, n):
         """Shifts elements up by n; the first n become invalid (spec 8.18)."""
         if n <= 0:
