@@ -18,7 +18,6 @@ from .externs import ExternEmitter
 from .frames import Frame
 from .writer import NameAllocator, SourceWriter, default_value_code, mask, wrap_code
 
-
 _SHARED = (ir.VariableKind.PARAMETER, ir.VariableKind.ACTION_PARAMETER)  # objects passed by reference
 
 
