@@ -99,18 +99,22 @@ def parse_key_value(text: str):
     return ("value", parse_int(text))
 
 
-def parse_hex_pattern(text: str) -> tuple[bytes, bytes, bool]:
-    """Hex with optional spaces, '*' wildcard nibbles and a trailing '$' -> (data, mask, exact_length)."""
+def parse_hex_pattern(text: str, expectation: bool = False) -> tuple[bytes, bytes, bool]:
+    """Hex with optional spaces, '*' wildcard nibbles and a trailing '$' -> (data, mask, exact_length).
+
+    An odd number of digits is read as p4c's BMv2 driver reads it: in a packet the last digit alone is a
+    byte (`...1 0` ends with 0x10 0x00); in an expectation it is the high nibble of the last byte, the
+    low nibble being left unchecked (the driver compares hex digit by digit)."""
     text = "".join(text.split())
     exact = text.endswith("$")
     if exact:
         text = text[:-1]
     if text.lower().startswith("0x"):
         text = text[2:]
-    if len(text) % 2:
-        raise ValueError(f"odd number of hex digits ({len(text)})")
     if not re.fullmatch(r"[0-9a-fA-F*]*", text):
         raise ValueError(f"not hex: {text!r}")
+    if len(text) % 2:
+        text = text + "*" if expectation else text[:-1] + "0" + text[-1]
     data = bytes.fromhex("".join("0" if c == "*" else c for c in text))
     mask = bytes.fromhex("".join("0" if c == "*" else "f" for c in text))
     return data, mask, exact
@@ -171,7 +175,7 @@ def parse_line(line: str, lineno: int) -> Command | None:
         if not words:
             raise ValueError(f"{op} needs PORT HEX")
         port = parse_int(words[0])
-        data, mask, exact = parse_hex_pattern(rest[len(words[0]) :])
+        data, mask, exact = parse_hex_pattern(rest[len(words[0]) :], expectation=op == "expect")
         if op == "packet":
             if mask.count(0xFF) != len(mask) or exact:
                 raise ValueError("'*' and '$' are only allowed in expect")

@@ -56,6 +56,7 @@ class BlockEmitter:
         name = self.fresh("p_" + parser.name)
         self.names.functions[parser] = name
         frame = Frame({}, replaced=self.replaced)
+        frame.in_parser = True
         for p in parser.parameters:
             is_packet = isinstance(p.type, ir.ExternType) and p.type.name == "packet_in"
             frame.variables[p] = "data" if is_packet else "v_" + identifier(p.name)

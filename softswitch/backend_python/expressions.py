@@ -45,7 +45,10 @@ class ExpressionEmitter:
         return frame.field(self.code(e.base, frame), field_attribute(e.field_name), e.type, key)
 
     def _StackElement(self, e: ir.StackElement, frame: Frame) -> str:
-        return f"{self.code(e.stack, frame)}.h[{self.code(e.index, frame)}]"
+        if isinstance(e.index, ir.Constant):  # checked against the size by the front end
+            return f"{self.code(e.stack, frame)}.h[{e.index.value}]"
+        helper = "stack_at_in_parser" if frame.in_parser else "stack_at"
+        return f"{helper}({self.code(e.stack, frame)}, {self.code(e.index, frame)})"
 
     def _StackNext(self, e: ir.StackNext, frame: Frame) -> str:
         return f"stack_next({self.code(e.stack, frame)})"

@@ -60,6 +60,7 @@ class Frame:
         self.roots = roots or {}  # object parameters that may live in a local: variable -> local name
         self.locals_: dict[str, str] | None = {} if keep_locals else None
         self.replaced = replaced or set()
+        self.in_parser = False  # a computed stack index out of range is a parser error there
 
     def child(self, keep_locals: bool) -> Frame:
         """A frame for a function nested in this one's scope (an action of a control)."""

@@ -84,6 +84,22 @@ class Stack:
         return self.h[i]
 
 
+def stack_at(stack, i):
+    """`stack[i]` with a computed index outside a parser: out of range, a fresh invalid element (reads
+    give zeros, writes are lost), as BMv2 runs p4c's output."""
+    h = stack.h
+    if 0 <= i < stack.size:
+        return h[i]
+    return type(h[0])()
+
+
+def stack_at_in_parser(stack, i):
+    """`stack[i]` with a computed index in a parser: out of range, error.StackOutOfBounds."""
+    if 0 <= i < stack.size:
+        return stack.h[i]
+    raise ParserError(ERR_STACK_OUT_OF_BOUNDS)
+
+
 def stack_next(stack):
     """The element `.next` refers to in a parser (StackOutOfBounds when the stack is full)."""
     i = stack.nextIndex
