@@ -11,7 +11,8 @@ chunk), taken from git with ``git archive``, in the same run on the same namespa
 * server, aggregated stream of 8 workers: what an aggregating switch hands the server: one GRAD per chunk
   (server fan-in 1, its child = all 8 ranks); results multicast (one per chunk; switches replicate) and
   unicast (one per rank and chunk; only rank 0 runs an agent, ranks 1-7 are sockets nobody reads, whose
-  full buffers the kernel drops the results into).
+  full buffers the kernel drops the results into; they accept coalesced datagrams, UDP_GRO, so that the
+  veth's receiving side, which runs in the server's CPU time, does not cut them up for nobody).
 * server, parameter server: 8 worker agents in one process (one event loop), server fan-in 8: 8 GRADs in
   and 8 RESULTs out per chunk.
 * window: the worker reading of the batch path with several pool sizes (chunks in flight per tree).
@@ -242,6 +243,7 @@ def role_workers(args) -> None:
         if rank not in ranks:  # results for ranks without an agent: a small buffer nobody reads
             sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             sink.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+            sink.setsockopt(socket.IPPROTO_UDP, 104, 1)  # UDP_GRO: a segmentation send stays one packet
             sink.bind((worker_ip(rank), 40000))
             sinks.append(sink)
     inputs = [np.arange(args.values, dtype=np.int32) * (r + 1) for r in ranks]

@@ -226,6 +226,29 @@ class PacketTemplate:
         return out
 
 
+def encode_per_hop_list(templates: Sequence[PacketTemplate], values: np.ndarray, **fields) -> np.ndarray:
+    """``(len(templates), n, size)`` rows: the packets ``templates[0].encode(values, **fields)`` makes,
+    once per template, each with that template's hop entries. The templates must differ in their hop
+    entries only (one job, tree, type and K, hop lists of one length): a server's unicast RESULTs of
+    a batch of chunks, one copy per worker's reverse path, built with one encode."""
+    first = templates[0]
+    hops = slice(C.INA_HEADER_BYTES, C.INA_HEADER_BYTES + first.hop_count * C.HOP_BYTES)
+    for t in templates[1:]:
+        if t.size != first.size or t.hop_count != first.hop_count:
+            raise ValueError("templates of different sizes or hop counts cannot share one encode")
+        if not (
+            np.array_equal(t.row[: hops.start], first.row[: hops.start])
+            and np.array_equal(t.row[hops.stop :], first.row[hops.stop :])
+        ):
+            raise ValueError("templates differ outside their hop entries")
+    rows = first.encode(values, **fields)
+    out = np.empty((len(templates), *rows.shape), dtype=np.uint8)
+    out[:] = rows
+    if first.hop_count:
+        out[:, :, hops] = np.stack([t.row[hops] for t in templates])[:, np.newaxis, :]
+    return out
+
+
 def encode_batch(
     pkt_type: int,
     values: np.ndarray,

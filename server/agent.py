@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from protocol import constants as C
-from protocol.batch import PacketBatch, PacketTemplate, decode_batch
+from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
 from worker.transport import ReceivedBatch
 from worker.wire import codec_hops
 
@@ -55,6 +55,11 @@ class _TreeState:
             w.rank: PacketTemplate(C.PKT_TYPE_RESULT, hops=codec_hops(tree.result_hops[w.name]), **common)
             for w in job.plan.workers
         }
+        # ranks whose reverse paths have as many hops: their RESULTs of a batch are built together
+        by_length: dict[int, list[int]] = {}
+        for rank in sorted(self.unicast_templates):
+            by_length.setdefault(self.unicast_templates[rank].hop_count, []).append(rank)
+        self.unicast_groups = list(by_length.values())
 
 
 @dataclass
@@ -335,10 +340,18 @@ class ServerAgent:
             self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT)
             self.stats["results_sent"] += len(rows)
             return
-        for rank in ranks if ranks is not None else sorted(job.worker_ips):
-            rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
-            self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
-            self.stats["results_sent"] += len(rows)
+        if ranks is not None:  # answers to retransmissions: the ranks behind one child
+            for rank in ranks:
+                rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+                self.stats["results_sent"] += len(rows)
+            return
+        for group in tree.unicast_groups:
+            templates = [tree.unicast_templates[rank] for rank in group]
+            copies = encode_per_hop_list(templates, answers, check=False, chunk_headers=headers, flags=flags)
+            for rank, rows in zip(group, copies, strict=True):
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+            self.stats["results_sent"] += copies.shape[0] * copies.shape[1]
 
 
 class _GradColumns:

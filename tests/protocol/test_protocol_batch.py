@@ -206,3 +206,21 @@ def test_encode_refuses_values_outside_int32_and_rows_wider_than_k():
         template.encode(np.array([[0, 2**31]], dtype=np.int64))
     with pytest.raises(ProtocolError, match="at most K=4"):
         template.encode(np.zeros((1, 5), dtype=np.int32))
+
+
+def test_one_encode_for_several_hop_lists_gives_each_templates_own_packets():
+    common = dict(job_id=4, values_per_packet=4, contributor=0x8009, tree_id=1)
+    paths = [[Hop(3, True, 0, 0, p), Hop(1, True, 0, 0, p + 1)] for p in (1, 2, 5)]
+    templates = [batch.PacketTemplate(C.PKT_TYPE_RESULT, hops=hops, **common) for hops in paths]
+    values = np.array([[1, 2, 3, 4], [-5, 6, -7, 8]], dtype=np.int32)
+    fields = dict(seq=np.array([70, 71]), slot=np.array([6, 7]), flags=np.array([0, C.FLAG_OVERFLOW]))
+    copies = batch.encode_per_hop_list(templates, values, **fields)
+    assert copies.shape == (3, 2, codec.payload_size(2, 4))
+    for template, rows in zip(templates, copies, strict=True):
+        assert rows.tobytes() == template.encode(values, **fields).tobytes()
+    other_job = batch.PacketTemplate(C.PKT_TYPE_RESULT, hops=paths[0], **{**common, "job_id": 5})
+    with pytest.raises(ValueError, match="differ outside their hop entries"):
+        batch.encode_per_hop_list([templates[0], other_job], values)
+    shorter = batch.PacketTemplate(C.PKT_TYPE_RESULT, hops=paths[0][:1], **common)
+    with pytest.raises(ValueError, match="hop counts"):
+        batch.encode_per_hop_list([templates[0], shorter], values)
