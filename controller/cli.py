@@ -18,19 +18,22 @@ import signal
 import sys
 import threading
 
-from controller.p4rt import P4RuntimeError
-from controller.plan import JobPlan, PlanFormatError
+from controller.errors import CliError, ControllerError
+from controller.plan import JobPlan
 from controller.planner import PlanOptions, plan_job
-from controller.resources import ResourceError
-from controller.topology import TopologyError
 from controller.topology_yaml import load_topology
-from controller.tree_plan import AGGREGATION_MODES, PlanError
+from controller.tree_plan import AGGREGATION_MODES
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
 
 
-class CliError(Exception):
-    """A user mistake the CLI reports in one line."""
+def _write_text(path: str, text: str) -> None:
+    """Write an output file; a path that cannot be written is the user's to fix (one line)."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _names(values: list[str] | None) -> list[str]:
@@ -207,7 +210,10 @@ def cmd_topo(args) -> int:
         plan = None
         if args.workers or topo.role_hosts("worker"):
             plan = plan_job(topo, *_job_hosts(topo, args), _options(args))
-        draw_topology(topo, plan, args.output)
+        try:
+            draw_topology(topo, plan, args.output)
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror}") from None
         print(f"wrote {args.output}")
     return 0
 
@@ -216,8 +222,7 @@ def cmd_plan(args) -> int:
     _, plan = _plan(args)
     text = plan.to_json(indent=2) if args.json else format_plan(plan)
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text + "\n")
+        _write_text(args.output, text + "\n")
         print(f"wrote {args.output}")
     else:
         print(text)
@@ -252,8 +257,7 @@ def cmd_install(args) -> int:
             n = inst.install_job(plan)
             print(f"job {plan.job_id}: {n} entries written")
             if args.plan_out:
-                with open(args.plan_out, "w") as f:
-                    f.write(plan.to_json(indent=2) + "\n")
+                _write_text(args.plan_out, plan.to_json(indent=2) + "\n")
     return 0
 
 
@@ -435,16 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (CliError, TopologyError, PlanError, PlanFormatError, P4RuntimeError, ResourceError) as exc:
+    except ControllerError as exc:  # anything else is a bug: its traceback shows
         print(f"inactl: error: {exc}", file=sys.stderr)
         return 1
-    except Exception as exc:
-        from controller.jobservice import JobServiceError
-
-        if isinstance(exc, (JobServiceError, OSError)):
-            print(f"inactl: error: {exc}", file=sys.stderr)
-            return 1
-        raise
     except KeyboardInterrupt:
         return 130
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from p4.v1 import p4runtime_pb2
 
+from controller.errors import P4RuntimeError
 from controller.multihop import path_tree
-from controller.p4rt import P4Names, P4RuntimeError, SwitchConnection, load_p4info
+from controller.p4rt import P4Names, SwitchConnection, load_p4info
 from controller.plan import JobPlan
 from controller.topology import Topology
 

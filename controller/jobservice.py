@@ -16,15 +16,11 @@ import grpc
 
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
+from controller.errors import ControllerError, JobServiceError, PlanError, UnknownJobError
 from controller.plan import JobPlan
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
 from controller.topology import Topology
-from controller.tree_plan import PlanError
-
-
-class JobError(LookupError):
-    """A request about a job that does not exist (or a plan version it never had)."""
 
 
 class JobManager:
@@ -56,13 +52,13 @@ class JobManager:
         with self.lock:
             versions = self.jobs.get(job_id)
             if not versions:
-                raise JobError(f"no job {job_id}")
+                raise UnknownJobError(f"no job {job_id}")
             if version == 0:
                 return versions[-1]
             for p in versions:
                 if p.version == version:
                     return p
-            raise JobError(f"job {job_id} has no plan version {version} (latest is {versions[-1].version})")
+            raise UnknownJobError(f"job {job_id} has no plan version {version} (latest is {versions[-1].version})")
 
     def release(self, job_id: int) -> bool:
         with self.lock:
@@ -108,7 +104,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             )
         except PlanError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except Exception as exc:  # an installer failure: say which switch, keep serving
+        except ControllerError as exc:  # an installer failure: say which switch, keep serving
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.RegisterJobReply(
             job_id=plan.job_id,
@@ -121,16 +117,16 @@ class JobServicer(pb_grpc.JobServiceServicer):
     def GetPlan(self, request, context):
         try:
             plan = self.manager.plan(request.job_id, request.version)
-        except JobError as exc:
+        except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         return pb.GetPlanReply(version=plan.version, plan_json=plan.to_json())
 
     def ReleaseJob(self, request, context):
         try:
             removed = self.manager.release(request.job_id)
-        except JobError as exc:
+        except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-        except Exception as exc:
+        except ControllerError as exc:  # a switch that refused or went away
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.ReleaseJobReply(entries_removed=removed)
 
@@ -160,7 +156,7 @@ class JobServer:
         pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager), self.server)
         port = self.server.add_insecure_port(address)
         if port == 0:
-            raise OSError(f"cannot listen on {address}")
+            raise JobServiceError(f"cannot listen on {address}")
         self.address = f"{address.rsplit(':', 1)[0]}:{port}"
 
     def start(self) -> JobServer:
@@ -169,10 +165,6 @@ class JobServer:
 
     def stop(self, grace: float | None = 0.5) -> None:
         self.server.stop(grace).wait()
-
-
-class JobServiceError(RuntimeError):
-    """The job service refused a request; the message is the service's one-line reason."""
 
 
 class JobClient:

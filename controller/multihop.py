@@ -18,6 +18,8 @@ from collections import deque
 
 import networkx as nx
 
+from controller.errors import PlanError
+
 POLICIES = ("fewest_hops", "lowest_delay", "widest")
 
 
@@ -33,7 +35,7 @@ def sorted_adjacency(graph: nx.Graph) -> dict[str, list[tuple[str, dict]]]:
 def path_tree(graph: nx.Graph, root: str, policy: str = "fewest_hops") -> dict[str, str]:
     """Parent pointers toward ``root`` for every node reachable from it under ``policy``."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown path policy {policy!r} (choose {', '.join(POLICIES)})")
+        raise PlanError(f"unknown path policy {policy!r} (choose {', '.join(POLICIES)})")
     adj = sorted_adjacency(graph)
     kinds = graph.nodes
     parent: dict[str, str] = {}

@@ -17,9 +17,7 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
-
-class P4RuntimeError(RuntimeError):
-    """A switch refused or could not be reached; the message says which switch and why."""
+from controller.errors import P4RuntimeError
 
 
 def encode(value: int, bitwidth: int) -> bytes:
@@ -35,7 +33,10 @@ def decode(data: bytes) -> int:
 
 def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
     """P4Info from a text (.txt/.p4info) or binary (.bin/.pb) file."""
-    data = Path(path).read_bytes()
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise P4RuntimeError(f"cannot read P4Info {path}: {exc.strerror}") from None
     info = p4info_pb2.P4Info()
     try:
         text_format.Parse(data.decode(), info)

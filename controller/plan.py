@@ -24,15 +24,12 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from controller.errors import PlanFormatError
 from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET
 
 PLAN_VERSION = 1
 RESULT_MODES = ("unicast", "multicast")
 OPS = ("sum", "max")
-
-
-class PlanFormatError(ValueError):
-    """A plan document that this code cannot use (wrong version, missing field, inconsistent)."""
 
 
 @dataclass

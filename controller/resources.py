@@ -6,11 +6,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from controller.errors import ResourceError
 from controller.limits import MAX_GROUP_ID, MAX_JOB_ID, MAX_JOB_INDEX
-
-
-class ResourceError(RuntimeError):
-    """Nothing left of a resource (job ids, counter rows, multicast groups)."""
 
 
 class SlotAllocator:

@@ -14,15 +14,12 @@ from typing import Optional
 
 import networkx as nx
 
+from controller.errors import TopologyError
 from controller.limits import MAX_SWITCH_ID, SLOT_REGISTER_SIZE, host_node_id
 
 DEFAULT_SLOTS = SLOT_REGISTER_SIZE  # slot entries of a switch's registers unless the topology says otherwise
 ROLES = ("worker", "server")
 _MAC = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
-
-
-class TopologyError(ValueError):
-    """A topology that cannot be used; the message names the problem in one line."""
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from controller.errors import PlanError
 from controller.limits import MAX_CHILDREN, MAX_HOPS
 from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, SwitchJobConfig, TreePlan
 from controller.resources import Resources
@@ -21,10 +22,6 @@ from controller.topology import Topology
 
 AGGREGATION_MODES = ("merge", "all", "none")  # "none": no switch aggregates (parameter server)
 MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
-
-
-class PlanError(ValueError):
-    """A job that cannot be planned as asked; the message names the reason in one line."""
 
 
 @dataclass

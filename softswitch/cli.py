@@ -19,13 +19,14 @@ import signal
 import sys
 import threading
 
+from softswitch.errors import SwitchError
 from softswitch.ports import parse_port_spec
 
 SUBCOMMANDS = ("compile", "stf", "dump")
 PROG = "softswitch"
 
 
-class CliError(Exception):
+class CliError(SwitchError):
     """A user-facing failure: printed as one line, exit status 1."""
 
 
@@ -171,7 +172,7 @@ def _compile(path, include_dirs=()):
 
     try:
         return compile_program(path, include_dirs=tuple(include_dirs))
-    except Exception as e:  # P4Error carries "file:line:col: error: ..."
+    except SwitchError as e:  # P4Error carries "file:line:col: error: ..."; anything else is a bug
         raise CliError(str(e)) from None
 
 
@@ -339,7 +340,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
     try:
         return command(args)
-    except CliError as e:
+    except SwitchError as e:  # one line; anything else is a bug and shows its traceback
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import grpc
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.errors import SwitchError
 from softswitch.p4info import MATCH_KIND_OF, P4InfoIndex
 
 
-class DumpError(Exception):
-    pass
+class DumpError(SwitchError):
+    """A switch that could not be read back (the message says which and why)."""
 
 
 def _int(data: bytes) -> int:

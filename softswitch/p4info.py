@@ -18,6 +18,7 @@ import hashlib
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
+from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
 
 Prefix = p4info_pb2.P4Ids
@@ -222,7 +223,7 @@ def parse_text(text: str) -> p4info_pb2.P4Info:
     return p4info
 
 
-class P4InfoError(ValueError):
+class P4InfoError(SwitchError, ValueError):
     """A P4Info that is malformed or does not describe the program it is paired with."""
 
 

@@ -36,6 +36,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
+from softswitch.errors import SwitchError
 from softswitch.p4info import MATCH_KIND_OF, P4InfoError, P4InfoIndex, build_p4info
 
 log = logging.getLogger("softswitch.p4runtime")
@@ -43,7 +44,7 @@ P4RUNTIME_VERSION = metadata.version("p4runtime")
 Code = grpc.StatusCode
 
 
-class P4RTError(Exception):
+class P4RTError(SwitchError):
     """An error with a canonical code, for one update or one whole RPC."""
 
     def __init__(self, code: Code, message: str):

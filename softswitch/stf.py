@@ -24,8 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from softswitch.errors import SwitchError
 
-class StfError(ValueError):
+
+class StfError(SwitchError, ValueError):
     """A malformed STF file or a command the program cannot accept (message starts with file:line)."""
 
 

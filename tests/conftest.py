@@ -1,7 +1,10 @@
-"""Shared test helpers: skip markers for tests that need root, network namespaces or mininet."""
+"""Shared test helpers: skip markers for tests that need root, network namespaces or mininet; launchers run with a bug."""
 
 import os
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +23,58 @@ def _has_mininet() -> bool:
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespaces / raw sockets)")
 needs_netns = pytest.mark.skipif(not (IS_ROOT and HAS_IP), reason="needs root and iproute2 for network namespaces")
 needs_mininet = pytest.mark.skipif(not (IS_ROOT and _has_mininet()), reason="needs root and Debian's mininet")
+
+
+class LauncherRun:
+    """Runs a launcher's ``main`` in a fresh interpreter with one function replaced, as a bug would.
+
+    The launchers print the parts' user-facing errors (``topologies.errors.USER_ERRORS``) as one line
+    and let anything else show its traceback; these helpers read which one a run did.
+    """
+
+    REPO = Path(__file__).resolve().parents[1]
+
+    def run(
+        self, main_module: str, argv: list[str], target: str, attribute: str, error: str, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        """Replace ``target.attribute`` by a function raising ``error`` (an expression; the
+        controller's errors are in scope), then ``sys.exit(main_module.main(argv))``."""
+        code = "\n".join(
+            [
+                "import importlib, sys",
+                "from controller.errors import *",
+                f"target = importlib.import_module({target!r})",
+                "def replaced(*args, **kwargs):",
+                f"    raise {error}",
+                f"setattr(target, {attribute!r}, replaced)",
+                f"from {main_module} import main",
+                f"sys.exit(main({argv!r}))",
+            ]
+        )
+        return subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=self.REPO,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+
+    @staticmethod
+    def assert_traceback(done: subprocess.CompletedProcess, last_line: str) -> None:
+        """The run ended on an uncaught exception: status 1, a traceback ending in ``last_line``."""
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "Traceback (most recent call last):" in done.stderr, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == last_line, done.stderr
+
+    @staticmethod
+    def assert_one_line(done: subprocess.CompletedProcess, line: str) -> None:
+        """A user error: status 1, exactly this one line on stderr, no traceback."""
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert done.stderr.strip().splitlines() == [line], done.stderr
+
+
+@pytest.fixture
+def launcher() -> LauncherRun:
+    """Run a launcher with a deliberate bug (see ``LauncherRun``)."""
+    return LauncherRun()

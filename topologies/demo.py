@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from topologies.errors import USER_ERRORS
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TOPOLOGY = REPO / "topologies" / "leaf_spine.yaml"
 DEFAULT_PICTURE = REPO / "build" / "demo" / "leaf_spine_aggregation.png"
@@ -198,11 +200,11 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ndemo: interrupted, network torn down")
         return 130
-    except Exception as exc:
-        if type(exc).__name__.endswith("Error") and not os.environ.get("INA_DEBUG"):
-            print(f"demo: error: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except USER_ERRORS as exc:  # one line; anything else is a bug and shows its traceback
+        if os.environ.get("INA_DEBUG"):
+            raise
+        print(f"demo: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from topologies.errors import LabJobError
 from topologies.lab_agent import worker_input
-from topologies.mininet_lab import JobError, RoundResult, pick_hosts
+from topologies.mininet_lab import RoundResult, pick_hosts
 from topologies.p4switch import DEFAULT_PROGRAM
+from worker.errors import AgentError
 
 
 class InProcessLab:
@@ -83,13 +85,13 @@ class InProcessLab:
             for rank, h in handles.items():
                 try:
                     results[rank] = h.wait()
-                except Exception as exc:
-                    raise JobError(f"round {r}: rank {rank}: {exc}") from None
+                except AgentError as exc:
+                    raise LabJobError(f"round {r}: rank {rank}: {exc}") from None
                 finished[rank] = self.loop.now() - start
             expected = np.sum([a.astype(np.int64) for a in inputs.values()], axis=0)
             for rank, got in results.items():
                 if not np.array_equal(np.asarray(got).astype(np.int64), expected):
-                    raise JobError(f"round {r}: rank {rank} got a wrong sum")
+                    raise LabJobError(f"round {r}: rank {rank} got a wrong sum")
             res = RoundResult(r, mode, values, max(finished.values()), finished, verified=True)
             out.append(res)
             print(

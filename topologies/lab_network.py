@@ -17,8 +17,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
-from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, SwitchStartError, Target, prepare_interface, resolve_target
+from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, Target, prepare_interface, resolve_target
 
 
 def _link_classes():
@@ -35,10 +36,6 @@ def _link_classes():
             super().__init__(*args, **kwargs)
 
     return LabLinkCls
-
-
-class LabError(RuntimeError):
-    """The network could not be built or started (the message names the cause)."""
 
 
 @dataclass

@@ -21,15 +21,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from topologies.errors import TrainError
 from topologies.p4switch import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "train_digits.py"
 BACKENDS = ("ina", "gloo")
-
-
-class TrainError(RuntimeError):
-    """A training run failed or ran out of time (the message names the host and its last output)."""
 
 
 @dataclass

@@ -29,14 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from topologies.lab_network import LabError, LabNetwork, LabSpec, intf_name
+from topologies.errors import USER_ERRORS, LabError, LabJobError
+from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
-from topologies.lab_training import BACKENDS, RankHost, TrainError, TrainResult, run_ranks
-from topologies.p4switch import SwitchStartError
-
-
-class JobError(RuntimeError):
-    """An allreduce failed or returned a wrong sum (the message says which rank and round)."""
+from topologies.lab_training import BACKENDS, RankHost, TrainResult, run_ranks
 
 
 @dataclass
@@ -91,14 +87,14 @@ class AgentProcess:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise JobError(f"{self.name}: no answer within {timeout:.0f} s")
+                raise LabJobError(f"{self.name}: no answer within {timeout:.0f} s")
             ready, _, _ = select.select([self.proc.stdout], [], [], left)
             if not ready:
                 continue
             line = self.proc.stdout.readline()
             if not line:
                 err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
-                raise JobError(f"{self.name}: agent exited ({err[-1] if err else 'no message'})")
+                raise LabJobError(f"{self.name}: agent exited ({err[-1] if err else 'no message'})")
             try:
                 return json.loads(line)
             except json.JSONDecodeError:
@@ -233,7 +229,7 @@ class MininetLab:
         for agent in [self.server_agent, *self.agents.values()]:
             msg = agent.read(60)
             if not msg.get("ready"):
-                raise JobError(f"{agent.name}: {msg.get('error', 'did not start')}")
+                raise LabJobError(f"{agent.name}: {msg.get('error', 'did not start')}")
         self.log(f"[lab] agents ready: server on {self.server}, workers on {', '.join(self.agents)}")
 
     # -- jobs ------------------------------------------------------------------------------------
@@ -244,7 +240,7 @@ class MininetLab:
         values = values or self.values
         try:
             return self._allreduce(rounds, values, mode, timeout)
-        except JobError:
+        except LabJobError:
             self.failed = True
             raise
 
@@ -259,7 +255,7 @@ class MininetLab:
             for name, agent in self.agents.items():
                 msg = agent.read(timeout)
                 if "error" in msg:
-                    raise JobError(f"round {r}: {agent.name}: {msg['error']}")
+                    raise LabJobError(f"round {r}: {agent.name}: {msg['error']}")
                 replies[name] = msg
             res = RoundResult(
                 r,
@@ -302,7 +298,7 @@ class MininetLab:
             got = np.load(m["result"])
             if got.shape != expected.shape or not np.array_equal(got.astype(np.int64), expected):
                 bad = int(np.argmax(got.astype(np.int64) != expected)) if got.shape == expected.shape else -1
-                raise JobError(f"round {r}: {n} got a wrong sum (first difference at index {bad})")
+                raise LabJobError(f"round {r}: {n} got a wrong sum (first difference at index {bad})")
 
     # -- training ------------------------------------------------------------------------------------
     def train(self, epochs: int = 20, backend: str = "ina", seed: int = 0, timeout: float | None = None) -> TrainResult:
@@ -312,7 +308,7 @@ class MininetLab:
         sent), served by the lab's server agent, removed from switches and server afterwards."""
         try:
             return self._train(epochs, backend, seed, timeout)
-        except (TrainError, JobError):
+        except USER_ERRORS:
             self.failed = True
             raise
 
@@ -389,7 +385,7 @@ class MininetLab:
         while True:
             msg = self.server_agent.read(30)
             if "error" in msg:
-                raise JobError(f"{self.server_agent.name}: {msg['error']}")
+                raise LabJobError(f"{self.server_agent.name}: {msg['error']}")
             if answer in msg:
                 return msg
 
@@ -483,20 +479,23 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
 
         def _rounds_values(self, line):
             parts = line.split()
-            return (int(parts[0]) if parts else 1), (int(parts[1]) if len(parts) > 1 else None)
+            try:
+                return (int(parts[0]) if parts else 1), (int(parts[1]) if len(parts) > 1 else None)
+            except ValueError:
+                raise LabError(f"expected [ROUNDS] [VALUES] as whole numbers, got {line!r}") from None
 
         def do_allreduce(self, line):
             """allreduce [ROUNDS] [VALUES]: run allreduce rounds through the switches and check the sums"""
             try:
                 lab.allreduce(*self._rounds_values(line))
-            except (JobError, ValueError) as exc:
+            except USER_ERRORS as exc:
                 print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_baseline(self, line):
             """baseline [ROUNDS] [VALUES]: the same rounds through the parameter-server baseline"""
             try:
                 lab.allreduce(*self._rounds_values(line), mode="ps")
-            except (JobError, ValueError) as exc:
+            except USER_ERRORS as exc:
                 print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_counters(self, line):
@@ -507,12 +506,12 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             """train [EPOCHS] [--backend ina|gloo] [--seed S]: examples/train_digits.py, one process per worker host"""
             try:
                 opts = parse_train_line(line)
-            except ValueError as exc:
+            except LabError as exc:
                 print(f"error: {exc}")
                 return
             try:
                 lab.train(**opts)
-            except (TrainError, JobError) as exc:
+            except USER_ERRORS as exc:
                 print(f"error: {exc}{_logs_hint(lab)}")
 
         def do_plan(self, line):
@@ -541,13 +540,13 @@ def parse_train_line(line: str) -> dict:
     try:
         ns, extra = ap.parse_known_args(line.split())
     except argparse.ArgumentError as exc:
-        raise ValueError(f"train: {exc}") from None
+        raise LabError(f"train: {exc}") from None
     if extra:
-        raise ValueError(f"train: unexpected {' '.join(extra)} (usage: train [EPOCHS] [--backend ina|gloo] [--seed S])")
+        raise LabError(f"train: unexpected {' '.join(extra)} (usage: train [EPOCHS] [--backend ina|gloo] [--seed S])")
     if ns.backend not in BACKENDS:
-        raise ValueError(f"train: unknown backend {ns.backend!r} (choose {' or '.join(BACKENDS)})")
+        raise LabError(f"train: unknown backend {ns.backend!r} (choose {' or '.join(BACKENDS)})")
     if ns.epochs < 1:
-        raise ValueError(f"train: epochs must be at least 1, got {ns.epochs}")
+        raise LabError(f"train: epochs must be at least 1, got {ns.epochs}")
     return vars(ns)
 
 
@@ -667,14 +666,9 @@ def main(argv=None) -> int:
         failed = False
         print("\n[lab] interrupted: tearing down")
         return 130
-    except (LabError, SwitchStartError, JobError, TrainError) as exc:
+    except USER_ERRORS as exc:  # one line; anything else is a bug and shows its traceback
         error = exc
         return 1
-    except Exception as exc:  # controller errors carry one-line messages (TopologyError, PlanError...)
-        if type(exc).__name__.endswith("Error") and type(exc).__module__.startswith("controller"):
-            error = exc
-            return 1
-        raise
     finally:
         if lab is not None:
             lab.stop(failed=failed)

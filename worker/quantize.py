@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from worker.errors import AgentError
+
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 ZERO_BLOCK_EXPONENT = -(2**30)  # exponent sent for an all-zero block (loses every MAX)
@@ -28,7 +30,7 @@ HEADROOM_BITS = 30  # quantized sums stay below 2^30
 SUPPORTED_DTYPES = (np.float32, np.float64, np.int32, np.int64)
 
 
-class UnsupportedArray(TypeError):
+class UnsupportedArray(AgentError, TypeError):
     """The array's dtype or contents cannot be reduced."""
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from protocol import constants as C
 from protocol.batch import PacketTemplate
+from worker.errors import AgentError
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
@@ -35,7 +36,7 @@ INITIAL_WINDOW = 32  # chunks in flight per tree before the first results (slow 
 MIN_WINDOW = 8  # a timeout never shrinks the window below this
 
 
-class AllreduceError(RuntimeError):
+class AllreduceError(AgentError, RuntimeError):
     """An allreduce could not complete (peer dead, server unreachable, overflow)."""
 
 
@@ -43,11 +44,11 @@ class AllreduceTimeout(AllreduceError):
     """No result for a chunk after the configured timeout and retries."""
 
 
-class NonFiniteInputError(ValueError):
+class NonFiniteInputError(AgentError, ValueError):
     """Some rank's float input holds a NaN or inf: every rank raises it in the same collective."""
 
 
-class InputRangeError(OverflowError):
+class InputRangeError(AgentError, OverflowError):
     """Some rank's int64 input does not fit int32: every rank raises it in the same collective."""
 
 

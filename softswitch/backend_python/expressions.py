@@ -4,6 +4,7 @@ enums and errors as their numbers; every operation reduces its result to its typ
 from __future__ import annotations
 
 from .. import ir
+from ..errors import UnsupportedConstruct
 from .frames import Frame
 from .writer import class_name, field_attribute, mask, wrap_code
 
@@ -23,7 +24,7 @@ class ExpressionEmitter:
     def code(self, e: ir.Expression, frame: Frame) -> str:
         method = getattr(self, "_" + type(e).__name__, None)
         if method is None:
-            raise NotImplementedError(f"the Python back end has no code for {type(e).__name__}")
+            raise UnsupportedConstruct(f"the Python back end has no code for {type(e).__name__}")
         return method(e, frame)
 
     def copy_code(self, e: ir.Expression, frame: Frame) -> str:

@@ -5,6 +5,7 @@ and helpers `RT` (softswitch.runtime.v1model)."""
 from __future__ import annotations
 
 from .. import ir
+from ..errors import UnsupportedConstruct
 from .expressions import ExpressionEmitter
 from .frames import Frame
 from .writer import NameAllocator, SourceWriter, field_attribute, mask
@@ -95,7 +96,7 @@ class ExternEmitter:
                 else f"RT.log_msg({code(values[0])}, ())"
             )
         else:
-            raise NotImplementedError(f"the Python back end has no code for extern {name}")
+            raise UnsupportedConstruct(f"the Python back end has no code for extern {name}")
 
     def checksum(self, out: SourceWriter, call: ir.ExternFunctionCall, frame: Frame) -> None:
         condition, data, checksum, algorithm = (a.value for a in call.arguments)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from softswitch.errors import SwitchError
+
 
 class Pos:
     """A place in an original source file (after #include, before macro expansion)."""
@@ -15,7 +17,7 @@ class Pos:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-class P4Error(Exception):
+class P4Error(SwitchError):
     """A program outside softswitch's subset or a wrong program; str() is 'file:line:col: error: what'."""
 
     def __init__(self, pos: Pos | None, message: str):

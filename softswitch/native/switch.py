@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 
+from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
 from softswitch.runtime.externs import check_index, check_register_value
 from softswitch.runtime.pre import PRE
@@ -48,7 +49,7 @@ __all__ = ["FrameBatch", "NativeProgram", "NativeSwitch", "ProgramMismatch"]
 _RECORD = struct.Struct("<IiIIII")
 
 
-class ProgramMismatch(ValueError):
+class ProgramMismatch(SwitchError, ValueError):
     """The library's program descriptor does not describe the ProgramInfo it was paired with."""
 
 

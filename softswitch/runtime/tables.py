@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from softswitch.errors import SwitchError
 
-class TableError(Exception):
+
+class TableError(SwitchError):
     """Base of the control-plane errors of table writes."""
 
 

@@ -9,7 +9,7 @@ from controller.plan import Hop, JobPlan
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
 from controller.topology_yaml import load_topology
-from controller.tree_plan import PlanError
+from controller.errors import PlanError
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 H = 0x8000

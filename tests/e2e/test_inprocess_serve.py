@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from topologies.errors import LabError
+
 STAR = Path(__file__).resolve().parents[2] / "topologies" / "star.yaml"
 
 
@@ -70,6 +72,6 @@ def test_serve_a_job_register_another_while_running_and_stop_on_sigterm():
 def test_serve_reports_a_bad_request_in_one_line():
     from topologies.inprocess.serve import ServedNetwork
 
-    with pytest.raises(RuntimeError, match="did not start: serve: error: .*'h9'"):
+    with pytest.raises(LabError, match="did not start: serve: error: .*'h9'"):
         with ServedNetwork(STAR, "--workers", "h1", "h9", startup_timeout=60):
             pass

@@ -54,7 +54,7 @@ def test_switch_command_lines_follow_simple_switch_grpc():
 @needs_mininet
 def test_failed_switch_start_leaves_nothing_behind(tmp_path):
     from topologies.lab_network import LabNetwork
-    from topologies.p4switch import SwitchStartError
+    from topologies.errors import SwitchStartError
 
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
     lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)

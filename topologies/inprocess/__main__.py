@@ -3,6 +3,7 @@
 import argparse
 import sys
 
+from topologies.errors import USER_ERRORS
 from topologies.inprocess.serve import add_arguments, serve
 
 
@@ -22,11 +23,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         return serve(args)
-    except Exception as exc:  # controller errors (unknown host, plan errors) are one line
-        if type(exc).__name__.endswith("Error"):
-            print(f"serve: error: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except USER_ERRORS as exc:  # one line (unknown host, plan errors); anything else shows its traceback
+        print(f"serve: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from topologies.errors import LabError
 from topologies.inprocess.network import HostNode, LinkParams, Network
 from worker.loop import EventLoop, RealTimeLoop, VirtualLoop
 from worker.transport import FrameTransport
@@ -85,7 +86,7 @@ class InProcessNetwork:
     # -- hosts ---------------------------------------------------------------------------------------
     def transport(self, host: str) -> InProcessTransport:
         if host not in self.hosts:
-            raise KeyError(f"no host {host!r} in topology {self.topo.name}")
+            raise LabError(f"no host {host!r} in topology {self.topo.name}")
         if host not in self._transports:
             self._transports[host] = InProcessTransport(self, self.hosts[host])
         return self._transports[host]

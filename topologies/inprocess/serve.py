@@ -35,6 +35,9 @@ import sys
 import threading
 from pathlib import Path
 
+from controller.errors import InstallError
+from topologies.errors import LabError
+
 REPO = Path(__file__).resolve().parents[2]
 COUNTERS = ("grad_aggregated", "grad_completed", "grad_duplicate", "overflow")
 
@@ -58,7 +61,7 @@ class LoopInstaller:
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
-            raise ValueError(
+            raise InstallError(
                 f"server {missing[0]} of job {plan.job_id} has no server agent here "
                 f"(served: {', '.join(sorted(self.servers))})"
             )
@@ -116,7 +119,7 @@ def _pick_workers(topo, workers: list[str] | None, servers: list[str]) -> list[s
     if len(workers) == 1 and workers[0].isdigit():
         n = int(workers[0])
         if n > len(pool):
-            raise SystemExit(f"serve: topology {topo.name} has {len(pool)} worker hosts, {n} asked for")
+            raise LabError(f"topology {topo.name} has {len(pool)} worker hosts, {n} asked for")
         return pool[:n]
     return workers
 
@@ -131,7 +134,7 @@ def serve(args) -> int:
     topo = load_topology(args.topology)
     servers = args.server or [h.name for h in topo.role_hosts("server")][:1]
     if not servers:
-        raise SystemExit(f"serve: topology {topo.name} has no host with role server: give --server")
+        raise LabError(f"topology {topo.name} has no host with role server: give --server")
     for name in servers:
         topo.host(name)  # TopologyError naming an unknown host
     workers = _pick_workers(topo, args.workers, servers)
@@ -242,7 +245,7 @@ class ServedNetwork:
         if not line:
             err = self.stop()
             last = err.strip().splitlines()[-1] if err.strip() else "no output"
-            raise RuntimeError(f"the in-process network did not start: {last}")
+            raise LabError(f"the in-process network did not start: {last}")
         info = json.loads(line)
         self.controller, self.job_id = info["controller"], info["job_id"]
         self.workers, self.servers, self.switches = info["workers"], info["servers"], info["switches"]

@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
 
+from worker.errors import AgentError
 
-class InaConfigError(ValueError):
+
+class InaConfigError(AgentError, ValueError):
     """An INA_* setting or pg_options field that cannot be used."""
 
 

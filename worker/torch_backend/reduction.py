@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from worker.errors import AgentError
 from worker.stream import InputRangeError
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -34,11 +35,11 @@ SUPPORTED_OPS = ("SUM", "AVG", "MAX", "MIN")
 Aggregate = Callable[[np.ndarray, str], np.ndarray]
 
 
-class InaUnsupportedError(ValueError):
+class InaUnsupportedError(AgentError, ValueError):
     """A reduction or tensor the switches cannot aggregate."""
 
 
-class InaRangeError(OverflowError):
+class InaRangeError(AgentError, OverflowError):
     """Values or sums outside what int32 on the switches can hold."""
 
 
