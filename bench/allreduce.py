@@ -107,7 +107,7 @@ class Bench:
             retx = sum(a.stats["retransmissions"] for a in job.agents) - before
         else:
             agents, passive = self._baselines(method)
-            handles = [p.allreduce_async(x) for p, x in zip(agents, xs)]
+            handles = [p.allreduce_async(x) for p, x in zip(agents, xs, strict=True)]
             outs = [h.wait() for h in handles]
             for a in agents + passive:
                 a.close()
@@ -116,7 +116,7 @@ class Bench:
         if not all(np.array_equal(o, expect) for o in outs):
             raise SystemExit(f"{method}: wrong result")
         links = {}
-        for link_id, dirs in self.net.link_bytes().items():
+        for dirs in self.net.link_bytes().values():
             for name, stats in dirs.items():
                 links[name] = stats["bytes"]
         return {

@@ -10,7 +10,7 @@ from controller.topology import Topology, TopologyError
 
 
 def _mac(i: int) -> str:
-    return "02:00:00:%02x:%02x:%02x" % ((i >> 16) & 0xFF, (i >> 8) & 0xFF, i & 0xFF)
+    return f"02:00:00:{(i >> 16) & 0xFF:02x}:{(i >> 8) & 0xFF:02x}:{i & 0xFF:02x}"
 
 
 def fat_tree(

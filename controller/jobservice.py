@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 from concurrent import futures
 from dataclasses import fields
-from typing import Optional
 
 import grpc
 

@@ -211,7 +211,7 @@ def plan_trees(ctx: JobContext, options) -> tuple[list, dict[int, float]]:
     whole = sum(rates)
     reserve: dict[int, float] = {}
     plans = []
-    for tree_id, (t, rate) in enumerate(zip(kept, rates)):
+    for tree_id, (t, rate) in enumerate(zip(kept, rates, strict=True)):
         for eid in t.links:
             reserve[eid] = reserve.get(eid, 0.0) + rate
         plans.append(build_tree(ctx, tree_id, t.root, t.parent, rate, rate / whole))

@@ -22,7 +22,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from controller.errors import PlanFormatError
 from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 import networkx as nx
 

@@ -99,7 +99,7 @@ def pack_fields(fields, values: list[int]) -> bytes:
     """Header fields (name, bitwidth) with values -> the header's bytes, MSB first."""
     total = sum(f.bitwidth for f in fields)
     acc = 0
-    for f, v in zip(fields, values):
+    for f, v in zip(fields, values, strict=True):
         acc = (acc << f.bitwidth) | (v & ((1 << f.bitwidth) - 1))
     return acc.to_bytes((total + 7) // 8, "big") if total else b""
 
@@ -205,7 +205,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         header = pipeline.index.controller_header("packet_in") if pipeline else None
         if header is not None and len(header.metadata):
             size = (sum(m.bitwidth for m in header.metadata) + 7) // 8
-            for m, value in zip(header.metadata, unpack_fields(header.metadata, frame)):
+            for m, value in zip(header.metadata, unpack_fields(header.metadata, frame), strict=True):
                 md = msg.packet.metadata.add()
                 md.metadata_id = m.id
                 md.value = encode_value(value)
@@ -697,7 +697,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             else:  # no action: back to the program's initial default
                 info = self.switch.info.table(tname)
                 action = self.switch.info.action(info.default_action)
-                state.set_default(action.name, {p.name: v for p, v in zip(action.params, info.default_args)})
+                state.set_default(
+                    action.name, {p.name: v for p, v in zip(action.params, info.default_args, strict=True)}
+                )
             return
         if table.is_const_table:
             raise P4RTError(Code.PERMISSION_DENIED, f"table {tname} is const (its entries are fixed)")

@@ -49,7 +49,8 @@ class Expectation:
     def matches(self, packet: bytes) -> bool:
         if len(packet) < len(self.data) or (self.exact_length and len(packet) != len(self.data)):
             return False
-        return all((p & m) == (d & m) for p, d, m in zip(packet, self.data, self.mask))
+        # a longer packet (without exact_length) matches on its first len(data) bytes
+        return all((p & m) == (d & m) for p, d, m in zip(packet, self.data, self.mask, strict=False))
 
 
 @dataclass

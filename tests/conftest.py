@@ -24,6 +24,37 @@ needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (network namespa
 needs_netns = pytest.mark.skipif(not (IS_ROOT and HAS_IP), reason="needs root and iproute2 for network namespaces")
 needs_mininet = pytest.mark.skipif(not (IS_ROOT and _has_mininet()), reason="needs root and Debian's mininet")
 
+REPO = Path(__file__).resolve().parents[1]
+INA_P4 = REPO / "p4src" / "ina.p4"
+
+
+@pytest.fixture(scope="session")
+def ina_program():
+    """p4src/ina.p4 compiled by softswitch, once per session."""
+    from softswitch.compiler import compile_program
+
+    return compile_program(str(INA_P4))
+
+
+@pytest.fixture(scope="session")
+def ina_program_k4():
+    """The same program built with -DVALUES_PER_PACKET=4 (the size of the golden vectors)."""
+    from softswitch.compiler import compile_program
+
+    return compile_program(str(INA_P4), defines={"VALUES_PER_PACKET": "4"})
+
+
+@pytest.fixture(scope="session")
+def golden_vectors() -> dict[str, dict]:
+    """The valid vectors of tests/protocol/golden_vectors.json by name (as tests/protocol/ina_golden.py loads them)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ina_golden", REPO / "tests" / "protocol" / "ina_golden.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return {v["name"]: v for v in module.VALID}
+
 
 class LauncherRun:
     """Runs a launcher's ``main`` in a fresh interpreter with one function replaced, as a bug would.
@@ -31,8 +62,6 @@ class LauncherRun:
     The launchers print the parts' user-facing errors (``topologies.errors.USER_ERRORS``) as one line
     and let anything else show its traceback; these helpers read which one a run did.
     """
-
-    REPO = Path(__file__).resolve().parents[1]
 
     def run(
         self, main_module: str, argv: list[str], target: str, attribute: str, error: str, timeout: float = 300
@@ -53,7 +82,7 @@ class LauncherRun:
         )
         return subprocess.run(
             [sys.executable, "-c", code],
-            cwd=self.REPO,
+            cwd=REPO,
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -107,7 +107,10 @@ def run_demo(args) -> int:
             f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
             f"aggregation: {factor:.1f}x less"
         )
-        rows = [[r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)] for r, p in zip(ina_rounds, ps_rounds)]
+        rows = [
+            [r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)]
+            for r, p in zip(ina_rounds, ps_rounds, strict=True)
+        ]
         clock = "wall clock" if use_mininet else "virtual clock of the modelled links"
         print(f"completion time per round, slowest worker, ms ({clock}):")
         print(report.table(["round", "in-network", "param-server"], rows))

@@ -86,8 +86,16 @@ class LabSpec:
             hosts=[LabHost(h.name, h.ip, h.mac, prefix_len=32, port=_host_port(topo, h.name)) for h in topo.hosts],
             switches=[LabSwitch(s.name, s.device_id) for s in topo.switches],
             links=[
-                LabLink(l.a, l.a_port, l.b, l.b_port, l.bandwidth or None, l.delay or None, l.loss or None)
-                for l in topo.links
+                LabLink(
+                    link.a,
+                    link.a_port,
+                    link.b,
+                    link.b_port,
+                    link.bandwidth or None,
+                    link.delay or None,
+                    link.loss or None,
+                )
+                for link in topo.links
             ],
         )
 
@@ -282,7 +290,7 @@ class LabNetwork:
         return None
 
     def _shaping_support(self) -> bool:
-        wants = any(l.delay_ms or l.loss_pct for l in self.spec.links)
+        wants = any(link.delay_ms or link.loss_pct for link in self.spec.links)
         if wants and not netem_available():
             self.notes.append(
                 "this kernel has no netem qdisc: link delay and loss from the file are not "

@@ -27,7 +27,7 @@ def table(headers: list[str], rows: list[list], align: str | None = None) -> str
     align = align or "l" + "r" * (len(headers) - 1)
 
     def line(values):
-        return "  ".join(v.ljust(w) if a == "l" else v.rjust(w) for v, w, a in zip(values, widths, align))
+        return "  ".join(v.ljust(w) if a == "l" else v.rjust(w) for v, w, a in zip(values, widths, align, strict=True))
 
     out = [line(headers), "  ".join("-" * w for w in widths)]
     out += [line(r) for r in cells]

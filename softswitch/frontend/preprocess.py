@@ -168,8 +168,9 @@ class Preprocessor:
                     raise P4Error(tok.pos, f"bad parameter '{p}' of macro '{name}'")
             body_text = body_text[close + 1 :]
         # body tokens carry the #define's position
-        body = [t.at(tok.pos, frozenset()) for t in lex(body_text, tok.pos.file)] if body_text.strip() else []
-        for t, orig in zip(body, lex(body_text, tok.pos.file)):
+        lexed = lex(body_text, tok.pos.file) if body_text.strip() else []
+        body = [t.at(tok.pos, frozenset()) for t in lexed]
+        for t, orig in zip(body, lexed, strict=True):
             t.space = orig.space
         self.macros[name] = Macro(name, params, body, tok.pos)
 
@@ -247,7 +248,7 @@ class Preprocessor:
             if len(args) != len(mac.params):
                 raise P4Error(t.pos, f"macro '{mac.name}' takes {len(mac.params)} argument(s), {len(args)} given")
             hide = t.hide | {mac.name}
-            body = self._substitute(mac, dict(zip(mac.params, args)), t, hide)
+            body = self._substitute(mac, dict(zip(mac.params, args, strict=True)), t, hide)
             inp.extendleft(reversed(body))
         return out
 
@@ -286,6 +287,29 @@ class Preprocessor:
                 res.extend(piece)
             i += 1
         return res
+
+
+# #if's binary operators on evaluated operands (both sides are evaluated before the operator applies)
+_BINARY_OPERATORS = {
+    "||": lambda v, w: int(bool(v) or bool(w)),
+    "&&": lambda v, w: int(bool(v) and bool(w)),
+    "|": lambda v, w: v | w,
+    "^": lambda v, w: v ^ w,
+    "&": lambda v, w: v & w,
+    "==": lambda v, w: int(v == w),
+    "!=": lambda v, w: int(v != w),
+    "<": lambda v, w: int(v < w),
+    ">": lambda v, w: int(v > w),
+    "<=": lambda v, w: int(v <= w),
+    ">=": lambda v, w: int(v >= w),
+    "<<": lambda v, w: v << w,
+    ">>": lambda v, w: v >> w,
+    "+": lambda v, w: v + w,
+    "-": lambda v, w: v - w,
+    "*": lambda v, w: v * w,
+    "/": lambda v, w: int(v / w),
+    "%": lambda v, w: v % w,
+}
 
 
 class _IfEval:
@@ -347,26 +371,7 @@ class _IfEval:
             w = self.binary(level + 1)
             if op in ("/", "%") and w == 0:
                 raise P4Error(self.pos, "division by zero in #if expression")
-            v = {
-                "||": lambda: int(bool(v) or bool(w)),
-                "&&": lambda: int(bool(v) and bool(w)),
-                "|": lambda: v | w,
-                "^": lambda: v ^ w,
-                "&": lambda: v & w,
-                "==": lambda: int(v == w),
-                "!=": lambda: int(v != w),
-                "<": lambda: int(v < w),
-                ">": lambda: int(v > w),
-                "<=": lambda: int(v <= w),
-                ">=": lambda: int(v >= w),
-                "<<": lambda: v << w,
-                ">>": lambda: v >> w,
-                "+": lambda: v + w,
-                "-": lambda: v - w,
-                "*": lambda: v * w,
-                "/": lambda: int(v / w),
-                "%": lambda: v % w,
-            }[op]()
+            v = _BINARY_OPERATORS[op](v, w)
         return v
 
     def unary(self):

@@ -201,7 +201,7 @@ def compute_hash(algo, value: int, nbits: int, base: int, maximum: int, width: i
 
 def from_list(obj, names, values, is_header):
     """A header/struct value built from a P4 list expression `{v1, v2, ...}` (a header becomes valid)."""
-    for name, value in zip(names, values):
+    for name, value in zip(names, values, strict=True):
         setattr(obj, name, value)
     if is_header:
         obj._v = True

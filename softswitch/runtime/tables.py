@@ -442,7 +442,7 @@ class TableState(TableSchema):
             def find(key):
                 keys = (key,) if single else key
                 for checks, r in idx:
-                    for (kind, a, b), k in zip(checks, keys):
+                    for (kind, a, b), k in zip(checks, keys, strict=True):
                         if kind == 0:
                             if k != a:
                                 break

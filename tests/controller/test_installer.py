@@ -70,7 +70,9 @@ def test_install_reinstall_and_remove(network):
     assert len(inst.read_table("l1", T_ROUTES)) == len(topo.hosts)
 
     res = Resources.for_topology(topo)
-    plan = plan_job(topo, [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="multicast", pool_size=64), res)
+    plan = plan_job(
+        topo, [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="multicast", pool_size=64), res
+    )
     inst.install_job(plan)
     cfg = {c.switch: c for c in plan.switches}
     # params in P4Info order: job_index, slot_base, pool_size, max_fan_in, aggregates, result_group

@@ -4,12 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from controller.errors import PlanError
 from controller.generators import fat_tree
 from controller.plan import Hop, JobPlan
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
 from controller.topology_yaml import load_topology
-from controller.errors import PlanError
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 H = 0x8000
@@ -199,15 +199,13 @@ def check_plan(topo_, plan: JobPlan):
         heard: dict = {}  # aggregation point -> child index -> ranks
         for w, hops in t.grad_hops.items():
             assert hops[-1].switch_id == root.node_id and hops[-1].aggregate and hops[-1].egress_port == 0
-            node, carried = w, None
+            node = w
             for h in hops[:-1]:
                 nxt = next(n for n in g.adj[h.name] if g.edges[h.name, n]["ports"][h.name] == h.egress_port)
                 assert g.has_edge(node, h.name)  # the hop list follows links
                 if h.aggregate:
-                    key = carried if carried else w
                     heard.setdefault(h.name, {}).setdefault(h.child, set()).add(ranks[w])
                     assert 0 <= h.child < h.fan_in <= 32
-                    carried = h.name
                 node = h.name
                 last_next = nxt
             assert last_next == t.root if len(hops) > 1 else True

@@ -36,7 +36,9 @@ def test_fat_tree_generator_sizes_and_round_trip():
     topo = fat_tree(8)
     assert len(topo.hosts) == 128 and len(topo.switches) == 80 and len(topo.links) == 3 * 128
     again = topology_from_dict(__import__("yaml").safe_load(dump_topology(topo)))
-    assert [(l.a, l.a_port, l.b, l.b_port) for l in again.links] == [(l.a, l.a_port, l.b, l.b_port) for l in topo.links]
+    assert [(link.a, link.a_port, link.b, link.b_port) for link in again.links] == [
+        (link.a, link.a_port, link.b, link.b_port) for link in topo.links
+    ]
 
 
 def base():

@@ -1,6 +1,6 @@
 """Writes the single-switch STF scenarios of p4src/ina.p4 to tests/dataplane/stf/*.stf.
 
-Run ``python tests/dataplane/stf_scenarios.py`` after changing a scenario; the files are committed and
+Run ``.venv/bin/python tests/dataplane/stf_scenarios.py`` (the project installed) after changing a scenario; the files are committed and
 test_dataplane_stf.py checks this generator still reproduces them byte for byte. Packets are built with
 protocol.codec, so the STF hex follows the one wire format. Each file is plain STF (runnable on BMv2);
 counter and register expectations ride in comments that BMv2 ignores and the suite checks:
@@ -13,18 +13,13 @@ Every scenario uses switch id 1 and the addresses below (workers on ports 1-3, t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from protocol import codec  # noqa: E402
-from protocol import constants as C  # noqa: E402
-from protocol.codec import Hop  # noqa: E402
+from protocol import codec
+from protocol import constants as C
+from protocol.codec import Hop
 
 STF_DIR = Path(__file__).with_name("stf")
 K = C.VALUES_PER_PACKET
@@ -284,7 +279,7 @@ def aggregate_fan_in_2() -> Scenario:
     b = [10, 20, -30, 2**30 - 1, -6]
     s.packet(1, grad_frame(0, JOB_UNICAST, 1, a, grad_hops(child=0), slot=1))
     s.packet(2, grad_frame(1, JOB_UNICAST, 1, b, grad_hops(child=1), slot=1))
-    total = [x + y for x, y in zip(a, b)]
+    total = [x + y for x, y in zip(a, b, strict=True)]
     s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 1, total, server_hop(), slot=1, contributor=SWITCH_ID))
     s.check_drop(C.DROP_ABSORBED, 1)
     s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 2)
@@ -449,7 +444,7 @@ def max_op() -> Scenario:
             WORKER_PORTS[worker],
             grad_frame(worker, JOB_UNICAST, 1, vals, grad_hops(fan_in=3, child=worker), op=C.OP_MAX),
         )
-    top = [max(x) for x in zip(a, b, c)]
+    top = [max(x) for x in zip(a, b, c, strict=True)]
     s.expect(SERVER_PORT, forwarded(2, JOB_UNICAST, 1, top, server_hop(), op=C.OP_MAX, contributor=SWITCH_ID))
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 0)
     return s

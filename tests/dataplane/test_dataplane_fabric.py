@@ -7,17 +7,12 @@ and the slots end free.
 """
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from ina_fabric import POOL, Fabric, Hosts
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ina_fabric import POOL, Fabric, Hosts  # noqa: E402
-from ina_programs import ina_program  # noqa: E402,F401  (fixture)
-
-from protocol import constants as C  # noqa: E402
+from protocol import constants as C
 
 
 def make_chunks(count: int, seed: int = 0) -> dict[int, list[np.ndarray]]:

@@ -1,17 +1,8 @@
 """The P4 program reads and writes the golden vectors' layout byte for byte (built with K = 4)."""
 
-import sys
-from pathlib import Path
+from protocol import codec
+from softswitch.switch import Exact, Switch, TableEntry
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "protocol"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ina_golden import VALID  # noqa: E402
-from ina_programs import ina_program_k4  # noqa: E402,F401  (fixture)
-
-from protocol import codec  # noqa: E402
-from softswitch.switch import Exact, Switch, TableEntry  # noqa: E402
-
-VECTORS = {v["name"]: v for v in VALID}
 MACS = ("02:00:00:00:00:01", "02:00:00:00:00:02")
 IPS = ("10.0.0.1", "10.0.0.2")
 
@@ -40,8 +31,8 @@ def _frame(payload):
     return codec.build_udp_frame(payload, *MACS, *IPS)
 
 
-def test_golden_grad_aggregated_and_rewritten(ina_program_k4):
-    vector = VECTORS["grad_two_hops_retx"]
+def test_golden_grad_aggregated_and_rewritten(ina_program_k4, golden_vectors):
+    vector = golden_vectors["grad_two_hops_retx"]
     sw = _switch(ina_program_k4, 7, 258, 2)
     golden = vector["bytes"]
     # child 0 contributes zeros first (same header, child byte of hop 0 = 0, values zero)
@@ -55,8 +46,8 @@ def test_golden_grad_aggregated_and_rewritten(ina_program_k4):
     assert out[0][1] == _frame(expected)
 
 
-def test_golden_multicast_result_replicated(ina_program_k4):
-    vector = VECTORS["result_multicast_no_hops"]
+def test_golden_multicast_result_replicated(ina_program_k4, golden_vectors):
+    vector = golden_vectors["result_multicast_no_hops"]
     sw = _switch(ina_program_k4, 1, 3, 0, group=9)
     sw.set_multicast_group(9, [(4, 0), (5, 1)])
     out = sw.process(1, _frame(vector["bytes"]))

@@ -1,17 +1,11 @@
 """Resource limits of p4src/ina.p4 on one switch: the full 32-child bitmap, fan-in above MAX_FAN_IN."""
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ina_programs import ina_program  # noqa: E402,F401  (fixture)
-
-from protocol import codec  # noqa: E402
-from protocol import constants as C  # noqa: E402
-from protocol.codec import Hop  # noqa: E402
-from softswitch.switch import Exact, Switch, TableEntry  # noqa: E402
+from protocol import codec
+from protocol import constants as C
+from protocol.codec import Hop
+from softswitch.switch import Exact, Switch, TableEntry
 
 SERVER = C.HOST_NODE_ID_BASE
 

@@ -4,18 +4,15 @@ The .stf files are plain STF (BMv2 runs them too); the counter and register expe
 their comments are checked here on the Switch after the run.
 """
 
-import sys
 from pathlib import Path
 
 import pytest
+import stf_scenarios
 
 from softswitch.stf import run_stf
 from softswitch.switch import Switch
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import stf_scenarios  # noqa: E402
-from ina_programs import ina_program  # noqa: E402,F401  (fixture)
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
 STF_FILES = sorted((HERE / "stf").glob("*.stf"))

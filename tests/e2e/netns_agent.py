@@ -7,12 +7,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-
-from controller.plan import JobPlan  # noqa: E402
-from server.agent import ServerAgent  # noqa: E402
-from worker.agent import WorkerAgent  # noqa: E402
-from worker.transport import UdpTransport  # noqa: E402
+from controller.plan import JobPlan
+from server.agent import ServerAgent
+from worker.agent import WorkerAgent
+from worker.transport import UdpTransport
 
 
 def inputs(rank: int, size: int) -> tuple[np.ndarray, np.ndarray]:

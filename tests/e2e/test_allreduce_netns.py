@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from netns_agent import inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -123,9 +124,6 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
         for p in procs[1:]:
             _, err = p.communicate(timeout=120)
             assert p.returncode == 0, err.strip().splitlines()[-1] if err.strip() else "worker failed"
-        sys.path.insert(0, str(Path(__file__).parent))
-        from netns_agent import inputs
-
         ints = [inputs(r, SIZE)[0] for r in range(len(workers))]
         floats = [inputs(r, SIZE)[1].astype(np.float64) for r in range(len(workers))]
         exact = np.sum(floats, axis=0)

@@ -24,7 +24,9 @@ def lab_interfaces(spec) -> set[str]:
     but a leaked one would show up in the root namespace under the same name)."""
     from topologies.lab_network import intf_name
 
-    return {intf_name(node, port) for l in spec.links for node, port in ((l.a, l.a_port), (l.b, l.b_port))}
+    return {
+        intf_name(node, port) for link in spec.links for node, port in ((link.a, link.a_port), (link.b, link.b_port))
+    }
 
 
 def host_namespaces_gone(resources) -> bool:

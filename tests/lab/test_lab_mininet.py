@@ -3,7 +3,6 @@ exact, aggregation really happens in the switches, and teardown leaves nothing b
 
 import os
 
-import pytest
 from conftest import needs_mininet
 from lab_helpers import assert_lab_torn_down
 
@@ -34,8 +33,8 @@ def _run_lab(topology, workers, rounds, values, check):
 
 def _server_and_worker_bytes(lab, bytes_by_link):
     topo = lab.topo
-    server = sum(bytes_by_link[l.id] for l in topo.links_of(lab.server))
-    per_worker = [sum(bytes_by_link[l.id] for l in topo.links_of(w)) for w in lab.workers]
+    server = sum(bytes_by_link[link.id] for link in topo.links_of(lab.server))
+    per_worker = [sum(bytes_by_link[link.id] for link in topo.links_of(w)) for w in lab.workers]
     return server, per_worker
 
 
@@ -75,7 +74,7 @@ def test_leaf_spine_multi_hop_aggregation():
         server, per_worker = _server_and_worker_bytes(lab, delta)
         assert 0 < server < 1.5 * min(per_worker)
         # the spine carries each leaf's partial sum once, not two workers' copies
-        l1_up = sum(delta[l.id] for l in lab.topo.links_of("l1") if l.other("l1") == "sp1")
+        l1_up = sum(delta[link.id] for link in lab.topo.links_of("l1") if link.other("l1") == "sp1")
         assert 0 < l1_up < 1.5 * min(per_worker)
 
     _run_lab("leaf_spine.yaml", 4, 1, 500, check)

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 from conftest import needs_mininet
@@ -53,8 +52,8 @@ def test_switch_command_lines_follow_simple_switch_grpc():
 
 @needs_mininet
 def test_failed_switch_start_leaves_nothing_behind(tmp_path):
-    from topologies.lab_network import LabNetwork
     from topologies.errors import SwitchStartError
+    from topologies.lab_network import LabNetwork
 
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
     lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
@@ -79,7 +78,6 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     script.write_text(
         textwrap.dedent(f"""
         import sys, time
-        sys.path.insert(0, {REPO!r})
         sys.path.insert(0, {HERE!r})
         from lab_helpers import tiny_spec
         from topologies.lab_network import LabNetwork

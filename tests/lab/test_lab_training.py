@@ -45,7 +45,7 @@ def lab(tmp_path_factory):
 
 
 def _bytes_on(lab, host, before, after):
-    return sum(after[l.id] - before[l.id] for l in lab.topo.links_of(host))
+    return sum(after[link.id] - before[link.id] for link in lab.topo.links_of(host))
 
 
 def test_gloo_and_ina_reach_the_same_accuracy_and_ina_is_summed_by_the_switch(lab):

@@ -8,11 +8,10 @@ from pathlib import Path
 import grpc
 import pytest
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4data_pb2, p4runtime_pb2
+from p4.v1 import p4runtime_pb2
 from p4runtime_sh import shell as sh
-from p4runtime_sh.p4runtime import P4RuntimeClient, P4RuntimeWriteException
+from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from softswitch.compiler import compile_program
 from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService
 from softswitch.switch import Switch
 

@@ -106,7 +106,7 @@ def test_host_to_host_collectives_match_gloo(results, name):
     for r in range(WORLD):
         ina, ref = results[r][name]
         if isinstance(ina, list):
-            for a, b in zip(ina, ref):
+            for a, b in zip(ina, ref, strict=True):
                 np.testing.assert_array_equal(a, b)
         else:
             np.testing.assert_array_equal(ina, ref)

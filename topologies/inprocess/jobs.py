@@ -44,7 +44,7 @@ class InProcessJob:
         ]
 
     def start(self, arrays, op: str = "sum"):
-        return [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays)]
+        return [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays, strict=True)]
 
     def allreduce(self, arrays, op: str = "sum"):
         return [h.wait() for h in self.start(arrays, op)]

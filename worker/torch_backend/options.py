@@ -11,7 +11,6 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Optional
 
 from worker.errors import AgentError
 

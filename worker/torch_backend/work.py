@@ -14,7 +14,6 @@ import datetime
 import queue
 import threading
 from collections.abc import Callable
-from typing import Optional
 
 import torch
 import torch.distributed as dist
