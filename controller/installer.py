@@ -10,13 +10,15 @@ Every write is idempotent: existing entries are read first and modified instead 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
 
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.errors import P4RuntimeError
 from controller.multihop import path_tree
-from controller.p4rt import P4Names, SwitchConnection, load_p4info
+from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
 from controller.topology import Topology
 
@@ -53,16 +55,23 @@ def _key(entry: p4runtime_pb2.TableEntry) -> tuple:
 
 
 class Installer:
-    """One P4Runtime connection per switch of a topology (opened on first use)."""
+    """One P4Runtime client per switch of a topology (opened on first use).
+
+    By default the clients are gRPC ``SwitchConnection``s to the addresses of the topology (or
+    ``addresses``); ``connect`` gives any other ``P4RuntimeClient`` for a switch name (the in-process
+    network's switches: ``topologies.inprocess.install``). The installer only reads and writes
+    entities through that protocol, so every target gets the same entries, inserted or modified alike.
+    """
 
     def __init__(
         self,
         topo: Topology,
-        p4info=None,
+        p4info: p4info_pb2.P4Info | str | Path | None = None,
         device_config: bytes | str | Path | None = None,
         addresses: dict[str, str] | None = None,
         election_id: int = 1,
         timeout: float = 10.0,
+        connect: Callable[[str], P4RuntimeClient] | None = None,
     ):
         self.topo = topo
         self.p4info = load_p4info(p4info) if isinstance(p4info, (str, Path)) else p4info
@@ -74,21 +83,25 @@ class Installer:
         self.device_config = device_config
         self.addresses = dict(addresses or {})
         self.election_id, self.timeout = election_id, timeout
-        self.conns: dict[str, SwitchConnection] = {}
+        self.connect = connect or self._connect_grpc
+        self.conns: dict[str, P4RuntimeClient] = {}
         self._names: P4Names | None = None
         self._graph = topo.to_graph()
 
     # -- connections -------------------------------------------------------------------------------
-    def conn(self, switch: str) -> SwitchConnection:
+    def conn(self, switch: str) -> P4RuntimeClient:
+        """The client of ``switch``, connected on first use."""
         if switch not in self.conns:
-            sw = self.topo.switch(switch)
-            address = self.addresses.get(switch) or sw.grpc
-            if not address:
-                raise P4RuntimeError(f"switch {switch} has no P4Runtime address (grpc) in the topology")
-            self.conns[switch] = SwitchConnection(
-                address, sw.device_id, self.election_id, self.timeout, name=switch
-            ).open()
+            self.topo.switch(switch)  # an unknown name is a TopologyError
+            self.conns[switch] = self.connect(switch)
         return self.conns[switch]
+
+    def _connect_grpc(self, switch: str) -> SwitchConnection:
+        sw = self.topo.switch(switch)
+        address = self.addresses.get(switch) or sw.grpc
+        if not address:
+            raise P4RuntimeError(f"switch {switch} has no P4Runtime address (grpc) in the topology")
+        return SwitchConnection(address, sw.device_id, self.election_id, self.timeout, name=switch).open()
 
     def names(self, switch: str | None = None) -> P4Names:
         if self._names is None:
@@ -230,10 +243,10 @@ class Installer:
     def read_counter(self, switch: str, counter: str, indices: list[int]) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of a P4 counter."""
         cid, _ = self.names(switch).counter(counter)
-        return self.conn(switch).read_counter(cid, indices)
+        return read_counter(self.conn(switch), cid, indices)
 
     # -- idempotent write --------------------------------------------------------------------------
-    def _existing(self, conn: SwitchConnection, table_ids: set[int], groups: bool) -> set:
+    def _existing(self, conn: P4RuntimeClient, table_ids: set[int], groups: bool) -> set:
         q = [_entity(table_entry=p4runtime_pb2.TableEntry(table_id=t)) for t in sorted(table_ids)]
         have = {_key(e.table_entry) for e in conn.read(q)} if q else set()
         if groups:

@@ -1,4 +1,4 @@
-"""A P4Runtime client for one switch, addressing everything by P4 name through the P4Info.
+"""P4Runtime clients of one switch (the ``P4RuntimeClient`` protocol; gRPC: ``SwitchConnection``), by P4 name.
 
 grpcio + p4runtime_pb2 directly (p4runtime-shell's API keeps one global connection; the controller
 talks to many switches at once). IDs are never hard-coded: they come from the P4Info the pipeline
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 from google.protobuf import text_format
@@ -122,8 +124,54 @@ class P4Names:
         return entry
 
 
+class P4RuntimeClient(Protocol):
+    """What the controller needs of one switch: its pipeline, and P4Runtime entities read and written.
+
+    Entities carry P4Info ids; ``P4Names`` turns the P4 program's names into them, so the installer
+    works by P4 name whatever the client. ``SwitchConnection`` implements this over gRPC; the
+    in-process network's switches implement it in process (``topologies.inprocess.install``).
+    Every method raises ``P4RuntimeError`` naming the switch when the switch refuses.
+    """
+
+    name: str
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        """Load a P4 program (P4Info and the target's device config) into the switch."""
+        ...
+
+    def get_p4info(self) -> p4info_pb2.P4Info:
+        """The P4Info of the program the switch runs."""
+        ...
+
+    def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
+        """Apply (Update type, entity) pairs in order; raise if any update failed."""
+        ...
+
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        """The entities matching read queries (wildcards as P4Runtime defines them)."""
+        ...
+
+    def close(self) -> None:
+        """Release the session (nothing to do for a client that holds none)."""
+        ...
+
+
+def read_counter(client: P4RuntimeClient, counter_id: int, indices: Iterable[int]) -> dict[int, tuple[int, int]]:
+    """index -> (packets, bytes) of one indexed P4 counter (look the id up with P4Names.counter)."""
+    query = []
+    for i in indices:
+        e = p4runtime_pb2.Entity()
+        e.counter_entry.counter_id = counter_id
+        e.counter_entry.index.index = i
+        query.append(e)
+    return {
+        e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
+        for e in client.read(query)
+    }
+
+
 class SwitchConnection:
-    """One P4Runtime session (stream + arbitration) with one device."""
+    """One P4Runtime session (stream + arbitration) with one device, over gRPC: a ``P4RuntimeClient``."""
 
     def __init__(self, address: str, device_id: int, election_id: int = 1, timeout: float = 10.0, name: str = ""):
         self.address, self.device_id, self.election_id = address, device_id, election_id
@@ -204,7 +252,7 @@ class SwitchConnection:
             raise P4RuntimeError(f"switch {self.name}: has no pipeline (give the P4Info and device config)")
         return reply.config.p4info
 
-    def write(self, updates: list[tuple[int, p4runtime_pb2.Entity]]) -> None:
+    def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
         if not updates:
             return
         req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
@@ -213,7 +261,7 @@ class SwitchConnection:
             req.updates.add(type=kind).entity.CopyFrom(entity)
         self._call("Write", self.stub.Write, req)
 
-    def read(self, entities: list[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         req.entities.extend(entities)
         try:
@@ -221,18 +269,9 @@ class SwitchConnection:
         except grpc.RpcError as exc:
             raise P4RuntimeError(f"switch {self.name}: Read failed: {exc.details() or exc.code().name}") from None
 
-    def read_counter(self, counter_id: int, indices: list[int]) -> dict[int, tuple[int, int]]:
-        """index -> (packets, bytes) of one indexed P4 counter (look the id up with P4Names.counter)."""
-        query = []
-        for i in indices:
-            e = p4runtime_pb2.Entity()
-            e.counter_entry.counter_id = counter_id
-            e.counter_entry.index.index = i
-            query.append(e)
-        return {
-            e.counter_entry.index.index: (e.counter_entry.data.packet_count, e.counter_entry.data.byte_count)
-            for e in self.read(query)
-        }
+    def read_counter(self, counter_id: int, indices: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of one indexed P4 counter (``read_counter`` on this connection)."""
+        return read_counter(self, counter_id, indices)
 
 
 def _update_errors(exc: grpc.RpcError) -> list[str]:

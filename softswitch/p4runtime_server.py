@@ -518,15 +518,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise P4RTError(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
         except P4RTError as e:
             context.abort(e.code, e.message)
-        errors = []
-        for update in request.updates:
-            try:
-                self._write_one(update)
-                errors.append(None)
-            except P4RTError as e:
-                errors.append(e)
-            except Exception as e:  # noqa: BLE001 - mapped to a canonical code
-                errors.append(switch_error(e))
+        errors = self.write_updates(request.updates)
         if any(errors):
             status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
             for e in errors:
@@ -539,6 +531,22 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
             context.abort(Code.UNKNOWN, "Write failure.")
         return p4runtime_pb2.WriteResponse()
+
+    def write_updates(self, updates) -> list[P4RTError | None]:
+        """Apply P4Runtime updates in order (CONTINUE_ON_ERROR): one error or None per update.
+
+        What a gRPC Write does after its checks of device, role and election id; the in-process network's
+        controller client calls it directly (the caller is the only controller there is)."""
+        errors: list[P4RTError | None] = []
+        for update in updates:
+            try:
+                self._write_one(update)
+                errors.append(None)
+            except P4RTError as e:
+                errors.append(e)
+            except Exception as e:  # noqa: BLE001 - mapped to a canonical code
+                errors.append(switch_error(e))
+        return errors
 
     def _write_one(self, update):
         U = p4runtime_pb2.Update
@@ -859,7 +867,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             context.abort(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
         response = p4runtime_pb2.ReadResponse()
         try:
-            for entity in request.entities:
+            response.entities.extend(self.read_entities(request.entities))
+        except P4RTError as e:
+            context.abort(e.code, e.message)
+        yield response
+
+    def read_entities(self, entities) -> list:
+        """The entities matching P4Runtime read queries (what a gRPC Read answers); raises P4RTError."""
+        if self.switch is None:
+            raise P4RTError(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
+        out = []
+        try:
+            for entity in entities:
                 kind = entity.WhichOneof("entity")
                 reader = {
                     "table_entry": self._read_tables,
@@ -871,14 +890,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 }.get(kind)
                 if reader is None:
                     raise P4RTError(Code.UNIMPLEMENTED, f"reading {kind or 'an empty entity'} is not supported")
-                for result in reader(getattr(entity, kind)):
-                    response.entities.append(result)
-        except P4RTError as e:
-            context.abort(e.code, e.message)
+                out.extend(reader(getattr(entity, kind)))
+        except P4RTError:
+            raise
         except Exception as e:  # noqa: BLE001
-            error = switch_error(e)
-            context.abort(error.code, error.message)
-        yield response
+            raise switch_error(e) from None
+        return out
 
     def _entry_to_p4(self, table, entry, with_counter: bool):
         msg = p4runtime_pb2.TableEntry(table_id=table.preamble.id)

@@ -6,19 +6,24 @@ hosts with transports, modelled links, per-link counters, and an attach endpoint
     t = net.transport("h1")                                            # a FrameTransport for agents
     net.link_bytes()                                                   # {link id: {a->b, b->a}}
 
-Switch state is written through the controller's installer code when it offers an in-process path;
-see ``topologies.inprocess.install``.
+Switch state is written by the controller's ``Installer`` over in-process P4Runtime clients
+(``topologies.inprocess.install``).
 """
 
 from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from topologies.errors import LabError
 from topologies.inprocess.network import HostNode, LinkParams, Network
 from worker.loop import EventLoop, RealTimeLoop, VirtualLoop
 from worker.transport import FrameTransport
+
+if TYPE_CHECKING:
+    from controller.installer import Installer
+    from controller.plan import JobPlan
 
 DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
 
@@ -82,6 +87,7 @@ class InProcessNetwork:
             b_port = link.b_port if not topo.is_host(link.b) else HostNode.PORT
             self.links[link.id] = (link, self.net.connect(link.a, a_port, link.b, b_port, params))
         self._transports: dict[str, InProcessTransport] = {}
+        self._installer: Installer | None = None
 
     # -- hosts ---------------------------------------------------------------------------------------
     def transport(self, host: str) -> InProcessTransport:
@@ -96,20 +102,24 @@ class InProcessNetwork:
         self.hosts[host].alive = False
 
     # -- switch state --------------------------------------------------------------------------------
+    @property
+    def installer(self) -> Installer:
+        """The controller's installer over this network's switches (made on first use)."""
+        if self._installer is None:
+            from topologies.inprocess.install import network_installer
+
+            self._installer = network_installer(self)
+        return self._installer
+
     def install_routes(self) -> None:
-        from topologies.inprocess.install import install_routes
+        """Identity, IPv4 routes to every host and result_rewrite of host-facing ports, per switch."""
+        self.installer.install_topology()
 
-        install_routes(self)
+    def install_job(self, plan: JobPlan) -> None:
+        self.installer.install_job(plan)
 
-    def install_job(self, plan) -> None:
-        from topologies.inprocess.install import install_job
-
-        install_job(self, plan)
-
-    def remove_job(self, plan) -> None:
-        from topologies.inprocess.install import remove_job
-
-        remove_job(self, plan)
+    def remove_job(self, plan: JobPlan) -> None:
+        self.installer.remove_job(plan)
 
     # -- impairments and counters ---------------------------------------------------------------------
     def set_impairments(self, **kwargs) -> None:

@@ -1,74 +1,65 @@
-"""Switch state of the in-process network, written the way the controller writes it.
+"""Switch state of the in-process network, written by the controller's own installer.
 
-The entries are the controller installer's own (``Installer.topology_entries`` and
-``Installer.job_entries``: P4Runtime TableEntry / MulticastGroupEntry messages built from the plan),
-and they reach each softswitch through softswitch's P4Runtime service applied in process (the same
-translation a gRPC Write goes through), so there is no second copy of the entry logic and no socket.
+``InProcessClient`` is a ``controller.p4rt.P4RuntimeClient`` for one softswitch of this process: its
+writes and reads go through softswitch's P4Runtime service (the same translation a gRPC Write or Read
+goes through), without a socket. ``network_installer`` gives the controller's ``Installer`` these
+clients, so the in-process network gets exactly the entries a real network gets, inserted or
+modified as the installer decides, and removing a job is the installer's ``remove_job``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-U = p4runtime_pb2.Update
+from controller.errors import P4RuntimeError
+from controller.installer import Installer
+from softswitch.p4info import build_p4info
+from softswitch.p4runtime_server import P4RTError, P4RuntimeService
+
+if TYPE_CHECKING:
+    from topologies.inprocess.fabric import InProcessNetwork
 
 
-def _installer(net):
-    inst = getattr(net, "_installer", None)
-    if inst is None:
-        from controller.installer import Installer
-        from softswitch.p4info import build_p4info
+class InProcessClient:
+    """P4Runtime entities of one in-process softswitch, read and written in this process."""
 
-        inst = net._installer = Installer(net.topo, p4info=build_p4info(net.program.info))
-    return inst
+    def __init__(self, name: str, service: P4RuntimeService, p4info: p4info_pb2.P4Info):
+        self.name = name
+        self.service = service
+        self.p4info = p4info
 
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        raise P4RuntimeError(f"switch {self.name}: in-process switches run the program they were built with")
 
-def _service(net, name: str):
-    services = net.__dict__.setdefault("_p4rt_services", {})
-    if name not in services:
-        from softswitch.p4runtime_server import P4RuntimeService
+    def get_p4info(self) -> p4info_pb2.P4Info:
+        return self.p4info
 
-        sw = net.switches[name]
-        services[name] = P4RuntimeService(switch=sw, device_id=net.topo.switch(name).device_id)
-    return services[name]
+    def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
+        messages = [p4runtime_pb2.Update(type=kind, entity=entity) for kind, entity in updates]
+        failed = [error.message for error in self.service.write_updates(messages) if error is not None]
+        if failed:
+            raise P4RuntimeError(f"switch {self.name}: Write failed: {'; '.join(failed)}")
 
+    def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        try:
+            return list(self.service.read_entities(entities))
+        except P4RTError as exc:
+            raise P4RuntimeError(f"switch {self.name}: Read failed: {exc.message}") from None
 
-def _write(net, switch: str, updates: list[tuple[int, object, str]]) -> None:
-    service = _service(net, switch)
-    for kind, message, field in updates:
-        update = p4runtime_pb2.Update(type=kind)
-        if field == "table_entry":
-            update.entity.table_entry.CopyFrom(message)
-        else:
-            update.entity.packet_replication_engine_entry.multicast_group_entry.CopyFrom(message)
-        service._write_one(update)
-
-
-def install_routes(net) -> None:
-    """Identity, IPv4 routes to every host and result_rewrite of host-facing ports, per switch."""
-    inst = _installer(net)
-    for name in net.switches:
-        _write(
-            net,
-            name,
-            [(U.MODIFY if e.is_default_action else U.INSERT, e, "table_entry") for e in inst.topology_entries(name)],
-        )
+    def close(self) -> None:
+        """Nothing to release: the switch belongs to the network."""
 
 
-def install_job(net, plan) -> None:
-    for switch, (tables, groups) in _installer(net).job_entries(plan).items():
-        _write(net, switch, [(U.INSERT, e, "table_entry") for e in tables] + [(U.INSERT, g, "group") for g in groups])
+def network_installer(net: InProcessNetwork) -> Installer:
+    """The controller's installer over ``net``'s switches (one ``InProcessClient`` each)."""
+    p4info = build_p4info(net.program.info)
 
+    def connect(name: str) -> InProcessClient:
+        device_id = net.topo.switch(name).device_id
+        return InProcessClient(name, P4RuntimeService(switch=net.switches[name], device_id=device_id), p4info)
 
-def remove_job(net, plan) -> None:
-    for switch, (tables, groups) in _installer(net).job_entries(plan).items():
-        updates = []
-        for e in tables:
-            gone = p4runtime_pb2.TableEntry(table_id=e.table_id)
-            gone.match.extend(e.match)
-            updates.append((U.DELETE, gone, "table_entry"))
-        for g in groups:
-            updates.append(
-                (U.DELETE, p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g.multicast_group_id), "group")
-            )
-        _write(net, switch, updates)
+    return Installer(net.topo, p4info=p4info, connect=connect)

@@ -1,0 +1,35 @@
+"""The in-process network's switch state is the controller installer's: the same entries through the
+P4RuntimeClient protocol, modified when present, removed by the installer's remove_job."""
+
+from inprocess_jobs import network
+
+from controller.installer import T_JOBS, T_ROUTES
+from controller.p4rt import decode
+from controller.planner import PlanOptions, plan_job
+
+
+def test_installing_twice_modifies_and_remove_job_leaves_nothing():
+    net = network("leaf_spine")
+    workers = [h.name for h in net.topo.role_hosts("worker")]
+    plan = plan_job(net.topo, workers, ["h9"], PlanOptions(result_mode="multicast", pool_size=64))
+    inst = net.installer
+    routes = {s.name: len(inst.read_table(s.name, T_ROUTES)) for s in net.topo.switches}
+    assert routes == {s.name: len(net.topo.hosts) for s in net.topo.switches}
+
+    net.install_job(plan)
+    net.install_job(plan)  # entries present: modified, not inserted twice (a second insert is refused)
+    net.install_routes()
+    for cfg in plan.switches:
+        (entry,) = [e for e in inst.read_table(cfg.switch, T_JOBS) if decode(e.match[1].exact.value) == cfg.tree_id]
+        params = [decode(p.value) for p in sorted(entry.action.action.params, key=lambda p: p.param_id)]
+        wanted = [cfg.job_index, cfg.slot_base, cfg.pool_size, cfg.max_fan_in, int(cfg.aggregates), cfg.result_group]
+        assert params == wanted  # set_job's parameters in declaration order
+        if cfg.result_group:
+            members = sorted((m.port, m.replica_id) for m in cfg.members)
+            assert inst.read_groups(cfg.switch)[cfg.result_group] == members
+    assert {s.name: len(inst.read_table(s.name, T_ROUTES)) for s in net.topo.switches} == routes
+
+    removed = inst.remove_job(plan)
+    assert removed == len(plan.switches) + sum(1 for c in plan.switches if c.result_group)
+    assert all(inst.read_table(s.name, T_JOBS) == [] for s in net.topo.switches)
+    assert all(inst.read_groups(s.name) == {} for s in net.topo.switches)
