@@ -1,7 +1,7 @@
 """Protocol constants for Python: the same values as p4src/include/ina_constants.p4.
 
 The P4 include is the single source; this module repeats the values so agents need no P4 reader at
-import time, and tests/protocol/test_constants.py fails the build if any of them drifts from the P4
+import time, and tests/protocol/test_protocol_constants.py fails the build if any of them drifts from the P4
 file. Names are identical on both sides. See docs/protocol.md for what each one means on the wire.
 """
 

@@ -1,7 +1,7 @@
 /*
  * ina_constants.p4 -- the single source of every constant shared by the P4 program and Python.
  *
- * protocol/constants.py mirrors these values; tests/protocol/test_constants.py parses this file
+ * protocol/constants.py mirrors these values; tests/protocol/test_protocol_constants.py parses this file
  * and fails if any value differs. Every value is a plain integer literal so that both the C
  * preprocessor and the Python reader understand it. Values guarded by #ifndef may be overridden
  * at compile time with -D (e.g. -DVALUES_PER_PACKET=32); the Python side then takes K from the plan.
