@@ -1,10 +1,8 @@
 """Parser-side compatibility: lookahead<header type>() (select on its fields, too-short packets), p4c's
 include guard names, and a clean error for function declarations."""
 
-import pytest
 from softswitch_testlib import eth, program
 
-from softswitch.frontend.errors import P4Error
 from softswitch.switch import Switch
 
 
