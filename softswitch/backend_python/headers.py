@@ -12,7 +12,7 @@ from .. import ir
 from .writer import SourceWriter, class_name, default_value_code, field_attribute, mask
 
 _STRUCT_CODES = {8: "B", 16: "H", 32: "I", 64: "Q"}
-Run = tuple[int, list[tuple[str, int, bool]]]  # (bits, fields as (attribute, width, signed))
+Run = tuple[int, list[tuple[str, int, str]]]  # (bits, fields as (attribute, width, kind: "bit"/"int"/"bool"))
 
 
 def write_type(out: SourceWriter, t: ir.StructLikeType) -> None:
@@ -68,11 +68,11 @@ def write_type(out: SourceWriter, t: ir.StructLikeType) -> None:
     out.write("")
 
 
-def _struct_runs(fields: list[tuple[str, int, bool]]) -> list[Run] | None:
+def _struct_runs(fields: list[tuple[str, int, str]]) -> list[Run] | None:
     """Fields grouped into consecutive runs of 8, 16, 32 or 64 bits; None when the header does not
     split that way (e.g. a 48-bit field)."""
     runs: list[Run] = []
-    current: list[tuple[str, int, bool]] = []
+    current: list[tuple[str, int, str]] = []
     width = 0
     for f in fields:
         current.append(f)
@@ -86,16 +86,13 @@ def _struct_runs(fields: list[tuple[str, int, bool]]) -> list[Run] | None:
 
 
 def _write_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
-    fields = [
-        (field_attribute(f.name), ir.field_width(f.type), isinstance(f.type, ir.BitType) and f.type.signed)
-        for f in t.fields
-    ]
+    fields = [(field_attribute(f.name), ir.field_width(f.type), _kind(f.type)) for f in t.fields]
     width = t.width
     nbytes = width // 8
     runs = _struct_runs(fields)
     if runs is not None:
         fmt = "!" + "".join(
-            _STRUCT_CODES[w].lower() if len(fs) == 1 and fs[0][2] else _STRUCT_CODES[w] for w, fs in runs
+            _STRUCT_CODES[w].lower() if len(fs) == 1 and fs[0][2] == "int" else _STRUCT_CODES[w] for w, fs in runs
         )
         out.write(f"S_{t.name} = Struct({fmt!r})")
     out.write(f"def X_{t.name}(h, data, off):")
@@ -142,29 +139,38 @@ def _write_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
         out.write(f"    return S_{t.name}.pack({packed})")
 
 
-def _split_fields(out: SourceWriter, v: str, width: int, fields: list[tuple[str, int, bool]]) -> None:
+def _split_fields(out: SourceWriter, v: str, width: int, fields: list[tuple[str, int, str]]) -> None:
     """h.<field> = its bits of the width-bit int v, for each field in order."""
     shift = width
-    for name, w, signed in fields:
+    for name, w, kind in fields:
         shift -= w
         code = v if shift == 0 else f"({v} >> {shift})"
         if shift + w < width:
             code = f"({code} & {mask(w)})"
-        if signed:
+        if kind == "int":
             code = f"(({code} ^ {1 << (w - 1)}) - {1 << (w - 1)})"
+        elif kind == "bool":
+            code = f"({code} != 0)"
         out.write(f"h.{name} = {code}")
 
 
-def _join_fields(width: int, fields: list[tuple[str, int, bool]], run: bool = False) -> str:
+def _join_fields(width: int, fields: list[tuple[str, int, str]], run: bool = False) -> str:
     """The width-bit int holding the fields; a struct run of one signed field packs it as it is."""
     if run and len(fields) == 1:
         return f"h.{fields[0][0]}"
     parts = []
     shift = width
-    for name, w, signed in fields:
+    for name, w, kind in fields:
         shift -= w
         f = f"h.{name}"
-        if signed:
+        if kind == "int":
             f = f"({f} & {mask(w)})"
         parts.append(f if shift == 0 else f"({f} << {shift})")
     return " | ".join(parts) or "0"
+
+
+def _kind(t: ir.Type) -> str:
+    """How a header field's bits read back: "int" (two's complement), "bool" (1 bit) or "bit"."""
+    if isinstance(t, ir.BitType) and t.signed:
+        return "int"
+    return "bool" if isinstance(t, ir.BoolType) else "bit"

@@ -159,9 +159,9 @@ class Declarations:
                 raise P4Error(f.pos, f"{t} cannot contain itself")
             if isinstance(t, ir.HeaderType):
                 serializable_enum = isinstance(field_type, ir.EnumType) and field_type.underlying is not None
-                if not serializable_enum and not isinstance(field_type, ir.BitType):
+                if not serializable_enum and not isinstance(field_type, (ir.BitType, ir.BoolType)):
                     raise P4Error(
-                        f.pos, f"field '{f.name}' of header {d.name} must be bit<N> or int<N>, not {field_type}"
+                        f.pos, f"field '{f.name}' of header {d.name} must be bit<N>, int<N> or bool, not {field_type}"
                     )
             elif isinstance(t, ir.HeaderUnionType) and not isinstance(field_type, ir.HeaderType):
                 raise P4Error(f.pos, f"field '{f.name}' of header_union {d.name} must be a header, not {field_type}")

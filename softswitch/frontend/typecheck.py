@@ -113,6 +113,9 @@ class ExpressionChecker:
             return e
         allowed = False
         if isinstance(t, ir.BitType):
+            if isinstance(source, ir.BitType) and source.signed != t.signed and source.width != t.width:
+                # p4c: a cast changes the width or the signedness, not both ((bit<16>)(bit<8>)x)
+                raise P4Error(position, f"cannot cast {source} to {t} (cast the width and the sign separately)")
             if isinstance(source, (ir.BitType, ir.IntLiteralType)):
                 allowed = True
             elif isinstance(source, ir.BoolType):

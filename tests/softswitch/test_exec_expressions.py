@@ -71,7 +71,7 @@ def test_negative_signed_values_and_arithmetic_shift():
         int<32> x = (int<32>)hdr.w.a;
         hdr.w.b = (bit<32>)(x >> 4);
         hdr.w.c = (bit<32>)(x |+| (int<32>)hdr.w.c);
-        hdr.w.d = (bit<32>)((int<16>)hdr.w.d[15:0]);
+        hdr.w.d = (bit<32>)(int<32>)((int<16>)hdr.w.d[15:0]);
         hdr.w.e = (bit<32>)(int<32>)(int<8>)8w0x80;
     }""",
         [0xFFFFFF00, 0, 0x80000000, 0x0000FFFE, 0, 0, 0, 0],

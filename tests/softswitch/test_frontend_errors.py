@@ -18,6 +18,10 @@ def error_of(ingress, decls=HDR, parser=PARSER, meta_fields="bit<8> m;", **kw):
 # line 13 of the template is the ingress body; it starts at column 5
 CASES = [
     (
+        "apply { hdr.w.b = (bit<16>)(int<8>)hdr.w.a; }",
+        "t.p4:13:23: error: cannot cast int<8> to bit<16> (cast the width and the sign separately)",
+    ),
+    (
         "table t() { actions = { NoAction; } } apply { t.apply(); }",
         "t.p4:13:12: error: syntax error: expected '{' after the table name (a table declaration has no parameter "
         "list), got '('",
