@@ -85,7 +85,60 @@ def _struct_runs(fields: list[tuple[str, int, str]]) -> list[Run] | None:
     return runs if fields and not current else None
 
 
+def _write_varbit_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
+    """X_/P_ of a header with a varbit field: its value is (width, bits); X_ takes the width to extract."""
+    varbit = t.varbit_field
+    assert varbit is not None and isinstance(varbit.type, ir.VarbitType)
+    fixed = t.width
+    out.write(f"def X_{t.name}(h, data, off, bits):")
+    with out.indented():
+        out.write(f"if bits > {varbit.type.max_width}:")
+        out.write("    raise ParserError(4)")  # HeaderTooShort: more bits than the varbit field holds
+        out.write(f"total = {fixed} + bits")
+        out.write("end = off + total")
+        out.write("if end > len(data) << 3:")
+        out.write("    raise ParserError(1)")
+        out.write("last = (end + 7) >> 3")
+        out.write("v = (int.from_bytes(data[off >> 3:last], 'big') >> ((last << 3) - end)) & ((1 << total) - 1)")
+        out.write("shift = total")
+        for f in t.fields:
+            attribute = field_attribute(f.name)
+            if f is varbit:
+                out.write("shift -= bits")
+                out.write(f"h.{attribute} = (bits, (v >> shift) & ((1 << bits) - 1))")
+                continue
+            w, kind = ir.field_width(f.type), _kind(f.type)
+            out.write(f"shift -= {w}")
+            code = f"((v >> shift) & {mask(w)})"
+            if kind == "int":
+                code = f"(({code} ^ {1 << (w - 1)}) - {1 << (w - 1)})"
+            elif kind == "bool":
+                code = f"({code} != 0)"
+            out.write(f"h.{attribute} = {code}")
+        out.write("h._v = True")
+        out.write("return end")
+    out.write(f"def P_{t.name}(h):")
+    with out.indented():
+        out.write("v = 0")
+        out.write("total = 0")
+        for f in t.fields:
+            attribute = field_attribute(f.name)
+            if f is varbit:
+                out.write(f"w, bits = h.{attribute}")
+                out.write("v = (v << w) | bits")
+                out.write("total += w")
+            else:
+                w = ir.field_width(f.type)
+                out.write(f"v = (v << {w}) | (h.{attribute} & {mask(w)})")
+                out.write(f"total += {w}")
+        out.write("pad = -total % 8")  # BMv2 emits whole bytes
+        out.write("return (v << pad).to_bytes((total + pad) >> 3, 'big')")
+
+
 def _write_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
+    if t.varbit_field is not None:
+        _write_varbit_header_io(out, t)
+        return
     fields = [(field_attribute(f.name), ir.field_width(f.type), _kind(f.type)) for f in t.fields]
     width = t.width
     nbytes = width // 8

@@ -179,13 +179,14 @@ class StatementEmitter:
     def _Extract(self, out: SourceWriter, s: ir.Extract, context: FunctionContext) -> None:
         header_type = s.header.type
         assert isinstance(header_type, ir.HeaderType)
+        varbit = f", {self.code(s.varbit_bits, context)}" if s.varbit_bits is not None else ""
         if isinstance(s.header, ir.StackNext):
             stack = self.fresh("s")
             out.write(f"{stack} = {self.code(s.header.stack, context)}")
-            out.write(f"off = X_{header_type.name}(stack_next({stack}), data, off)")
+            out.write(f"off = X_{header_type.name}(stack_next({stack}), data, off{varbit})")
             out.write(f"{stack}.nextIndex += 1")
         else:
-            out.write(f"off = X_{header_type.name}({self.code(s.header, context)}, data, off)")
+            out.write(f"off = X_{header_type.name}({self.code(s.header, context)}, data, off{varbit})")
 
     def _Advance(self, out: SourceWriter, s: ir.Advance, context: FunctionContext) -> None:
         out.write(f"off = RT.advance(data, off, {self.code(s.bits, context)})")

@@ -98,6 +98,8 @@ def default_value_code(t: ir.Type) -> str:
         return "False"
     if isinstance(t, ir.StructLikeType):
         return f"{class_name(t)}()"
+    if isinstance(t, ir.VarbitType):
+        return "(0, 0)"  # (width, value)
     if isinstance(t, ir.HeaderStackType):
         return f"Stack({class_name(t.element)}, {t.size})"
     if isinstance(t, ir.EnumType) and t.underlying is None and t.members:

@@ -197,24 +197,35 @@ class CallChecker:
             raise P4Error(n.pos, f"packet_in.{name} can only be used in a parser")
         if name == "extract":
             statement_only(n, context, "extract")
-            if len(n.args) != 1:
-                raise P4Error(
-                    n.pos,
-                    f"wrong number of arguments to 'extract': expected 1, got {len(n.args)} "
-                    f"(variable-size extract is not supported)",
-                )
+            if len(n.args) not in (1, 2):
+                raise P4Error(n.pos, f"wrong number of arguments to 'extract': expected 1 or 2, got {len(n.args)}")
             a = n.args[0]
             header = self.expressions.value(a, scope)
             if not isinstance(header.type, ir.HeaderType):
                 raise P4Error(a.pos, f"extract expects a header, got {header.type}")
             if not is_writable(header):
                 raise P4Error(a.pos, "extract needs an assignable header")
-            return [ir.Extract(header=header, packet=packet, position=n.pos), *invalidate_union_siblings(header, n.pos)]
+            varbit_bits = None
+            if header.type.varbit_field is not None:
+                if len(n.args) != 2:
+                    raise P4Error(n.pos, f"{header.type} has a varbit field: extract(header, bits) gives its size")
+                (bits,) = self.arguments(
+                    "extract", [("variableFieldSizeInBits", "in", ir.BitType(32))], n.args[1:], scope, n.pos
+                )
+                varbit_bits = bits.value
+            elif len(n.args) == 2:
+                raise P4Error(
+                    n.pos, f"extract(header, bits) needs a header with a varbit field; {header.type} has none"
+                )
+            extract = ir.Extract(header=header, packet=packet, varbit_bits=varbit_bits, position=n.pos)
+            return [extract, *invalidate_union_siblings(header, n.pos)]
         if name == "lookahead":
             if n.args or len(n.targs) != 1:
                 raise P4Error(n.pos, "lookahead takes one type argument and no arguments: lookahead<T>()")
             t = self.types.resolve(n.targs[0], scope)
-            if not isinstance(t, (ir.HeaderType, ir.BitType)):
+            if not isinstance(t, (ir.HeaderType, ir.BitType)) or (
+                isinstance(t, ir.HeaderType) and t.varbit_field is not None
+            ):
                 raise P4Error(n.pos, f"lookahead<{t}> is not supported (only bit<N> and header types)")
             lookahead = ir.Lookahead(type=t, packet=packet, position=n.pos)
             return lookahead if context is None else [ir.CallStatement(call=lookahead, position=n.pos)]

@@ -30,7 +30,6 @@ _BINARY_PREC = {
 }
 _UNSUPPORTED_DECLS = {
     "value_set": "parser value sets",
-    "varbit": "varbit fields",
 }
 _DIRECTIONS = ("in", "out", "inout")
 _COMPOUND_ASSIGNMENTS = ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|=")
@@ -619,7 +618,19 @@ class Parser:
             else:
                 ty = Node("TypeInfInt", t.pos)
         elif t.text == "varbit":
-            self.error("varbit fields are not supported by softswitch", t)
+            self.expect("<")
+            if self.at("("):
+                self.next()
+                w = self.expression()
+                self.expect(")")
+            else:
+                wt = self.tok
+                if wt.kind != "int":
+                    self.error(f"syntax error: expected the maximum width of varbit, got '{wt.text}'")
+                self.next()
+                w = Node("Int", wt.pos, value=wt.value[0], width=None, signed=False)
+            self.expect(">")
+            ty = Node("TypeVarbit", t.pos, width=w)
         elif t.text == "bool":
             ty = Node("TypeBool", t.pos)
         elif t.text == "tuple":

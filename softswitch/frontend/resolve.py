@@ -30,6 +30,11 @@ class TypeResolver:
             if not isinstance(width, int) or width <= 0:
                 raise P4Error(node.pos, f"invalid width {width} of {'int' if node.signed else 'bit'}<>")
             return ir.BitType(width, node.signed)
+        if kind == "TypeVarbit":
+            width = self.constant(node.width, scope, ir.INT_LITERAL)
+            if not isinstance(width, int) or width <= 0:
+                raise P4Error(node.pos, f"invalid maximum width {width} of varbit<>")
+            return ir.VarbitType(width)
         if kind == "TypeBool":
             return ir.BOOL
         if kind == "TypeInfInt":
@@ -159,7 +164,9 @@ class Declarations:
                 raise P4Error(f.pos, f"{t} cannot contain itself")
             if isinstance(t, ir.HeaderType):
                 serializable_enum = isinstance(field_type, ir.EnumType) and field_type.underlying is not None
-                if not serializable_enum and not isinstance(field_type, (ir.BitType, ir.BoolType)):
+                if isinstance(field_type, ir.VarbitType) and t.varbit_field is not None:
+                    raise P4Error(f.pos, f"header {d.name} has two varbit fields")
+                if not serializable_enum and not isinstance(field_type, (ir.BitType, ir.BoolType, ir.VarbitType)):
                     raise P4Error(
                         f.pos, f"field '{f.name}' of header {d.name} must be bit<N>, int<N> or bool, not {field_type}"
                     )
@@ -168,9 +175,9 @@ class Declarations:
             elif isinstance(field_type, (ir.ExternType, ir.BlockType, ir.VoidType)):
                 raise P4Error(f.pos, f"field '{f.name}' of struct {d.name} cannot have type {field_type}")
             t.fields.append(ir.Field(f.name, field_type, offset, ir_annotations(f.annos)))
-            if isinstance(t, ir.HeaderType):
+            if isinstance(t, ir.HeaderType) and not isinstance(field_type, ir.VarbitType):
                 offset += ir.field_width(field_type)
-        if isinstance(t, ir.HeaderType) and t.width % 8:
+        if isinstance(t, ir.HeaderType) and t.width % 8 and t.varbit_field is None:
             raise P4Error(
                 d.pos, f"header {d.name} is {t.width} bits wide; softswitch (like BMv2) needs a multiple of 8"
             )

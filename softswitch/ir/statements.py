@@ -127,10 +127,13 @@ class StackShift(Statement):
 class Extract(Statement):
     """`packet.extract(header)` (parsers): fills the header from the next header.width bits and makes it
     valid; error.PacketTooShort (header left as it was) when the packet is shorter. A StackNext target
-    extracts into the element at nextIndex and increments nextIndex."""
+    extracts into the element at nextIndex and increments nextIndex. A header with a varbit field is
+    extracted with `varbit_bits` (bit<32>) bits for that field: more than its maximum is
+    error.HeaderTooShort."""
 
     header: Expression
     packet: Variable  # the parser's packet_in parameter
+    varbit_bits: Expression | None = None  # extract(h, bits) of a header with a varbit field: its length
 
 
 @dataclass(eq=False, kw_only=True)

@@ -38,6 +38,17 @@ class BitType(Type):
 
 
 @dataclass(frozen=True)
+class VarbitType(Type):
+    """`varbit<max_width>`: a header field of 0 .. max_width bits, its length set when the header is
+    extracted (`extract(h, bits)`). Values are (width, value) pairs; only assignment and == / != apply."""
+
+    max_width: int
+
+    def __str__(self) -> str:
+        return f"varbit<{self.max_width}>"
+
+
+@dataclass(frozen=True)
 class IntLiteralType(Type):
     """An integer without a width (`5`, a `const int`): only ever the type of a `Constant`, of any size."""
 
@@ -170,7 +181,13 @@ class HeaderType(StructLikeType):
 
     @property
     def width(self) -> int:
-        return sum(field_width(f.type) for f in self.fields)
+        """The header's bits on the wire (for a header with a varbit field: without that field)."""
+        return sum(field_width(f.type) for f in self.fields if not isinstance(f.type, VarbitType))
+
+    @property
+    def varbit_field(self) -> Field | None:
+        """The header's varbit field, if it has one (at most one)."""
+        return next((f for f in self.fields if isinstance(f.type, VarbitType)), None)
 
 
 @dataclass(eq=False)
