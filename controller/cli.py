@@ -19,10 +19,22 @@ import sys
 import threading
 
 from controller.errors import CliError, ControllerError
+from controller.options import (
+    AGGREGATION_MODES,
+    DEFAULT_AGGREGATION,
+    DEFAULT_LOSS_BOUND,
+    DEFAULT_PLANNER,
+    DEFAULT_POLICY,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_RESULT_MODE,
+    PLANNERS,
+    POLICIES,
+    RESULT_MODES,
+    PlanOptions,
+)
 from controller.plan import JobPlan
-from controller.planner import PlanOptions, plan_job
+from controller.planner import plan_job
 from controller.topology_yaml import load_topology
-from controller.tree_plan import AGGREGATION_MODES
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
 
@@ -61,26 +73,28 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
     )
     g.add_argument(
         "--planner",
-        choices=("multihop", "multitree"),
-        help="multihop (default) or multitree (implied by --trees/--height/--min-bw)",
+        choices=PLANNERS,
+        help=f"{' or '.join(PLANNERS)} (default {DEFAULT_PLANNER}; multitree is implied by --trees/--height/--min-bw)",
     )
     g.add_argument(
         "--policy",
-        default="fewest_hops",
-        choices=("fewest_hops", "lowest_delay", "widest"),
-        help="multi-hop path policy (default fewest_hops)",
+        default=DEFAULT_POLICY,
+        choices=POLICIES,
+        help=f"multi-hop path policy (default {DEFAULT_POLICY})",
     )
     g.add_argument(
         "--aggregation",
-        default="merge",
+        default=DEFAULT_AGGREGATION,
         choices=AGGREGATION_MODES,
         help="aggregate where flows merge (default), at every switch on the way (all), or "
         "nowhere (none: switches forward, the server sums; the parameter-server baseline)",
     )
-    g.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
-    default_pool = PlanOptions().pool_size
+    g.add_argument("--result-mode", default=DEFAULT_RESULT_MODE, choices=RESULT_MODES)
     g.add_argument(
-        "--pool-size", type=int, default=default_pool, help=f"slots per job per switch (default {default_pool})"
+        "--pool-size",
+        type=int,
+        default=DEFAULT_POOL_SIZE,
+        help=f"slots per job per switch (default {DEFAULT_POOL_SIZE})",
     )
     g.add_argument("--job-id", type=int, help="job id (default: lowest free)")
     g.add_argument("--trees", type=int, metavar="K", help="multi-tree: at most K trees")
@@ -90,8 +104,8 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument(
         "--loss-bound",
         type=float,
-        default=0.1,
-        help="multi-tree: throughput loss allowed when lowering the height (default 0.1)",
+        default=DEFAULT_LOSS_BOUND,
+        help=f"multi-tree: throughput loss allowed when lowering the height (default {DEFAULT_LOSS_BOUND})",
     )
     g.add_argument("--seed", type=int, default=0, help="multi-tree: RNG seed for start nodes")
 
@@ -99,7 +113,7 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
 def _options(args) -> PlanOptions:
     tree_args = any(getattr(args, a) is not None for a in ("trees", "height", "min_bw", "tree_rate"))
     opts = PlanOptions(
-        planner=args.planner or ("multitree" if tree_args else "multihop"),
+        planner=args.planner or ("multitree" if tree_args else DEFAULT_PLANNER),
         policy=args.policy,
         aggregation=args.aggregation,
         result_mode=args.result_mode,

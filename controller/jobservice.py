@@ -16,8 +16,9 @@ import grpc
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
 from controller.errors import ControllerError, JobServiceError, PlanError, UnknownJobError
+from controller.options import PlanOptions
 from controller.plan import JobPlan
-from controller.planner import PlanOptions, plan_job
+from controller.planner import plan_job
 from controller.resources import Resources
 from controller.topology import Topology
 

@@ -19,8 +19,7 @@ from collections import deque
 import networkx as nx
 
 from controller.errors import PlanError
-
-POLICIES = ("fewest_hops", "lowest_delay", "widest")
+from controller.options import POLICIES
 
 
 def sorted_adjacency(graph: nx.Graph) -> dict[str, list[tuple[str, dict]]]:

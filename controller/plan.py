@@ -26,10 +26,17 @@ from typing import Any
 
 from controller.errors import PlanFormatError
 from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET
+from controller.options import (
+    DEFAULT_OP,
+    DEFAULT_PLANNER,
+    DEFAULT_POLICY,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_RESULT_MODE,
+    OPS,
+    RESULT_MODES,
+)
 
 PLAN_VERSION = 1
-RESULT_MODES = ("unicast", "multicast")
-OPS = ("sum", "max")
 
 
 @dataclass
@@ -149,14 +156,14 @@ class JobPlan:
     servers: list[HostRef]
     trees: list[TreePlan]
     switches: list[SwitchJobConfig]
-    planner: str = "multihop"  # "multihop" | "multitree"
-    policy: str = "fewest_hops"
+    planner: str = DEFAULT_PLANNER  # one of PLANNERS
+    policy: str = DEFAULT_POLICY  # a multi-hop policy, or "widest_tree" for multi-tree plans
     version: int = 1  # revision of this job's plan
     plan_version: int = PLAN_VERSION  # format of this document
     value_count: int = VALUES_PER_PACKET
-    pool_size: int = 64
-    result_mode: str = "unicast"
-    op: str = "sum"
+    pool_size: int = DEFAULT_POOL_SIZE
+    result_mode: str = DEFAULT_RESULT_MODE
+    op: str = DEFAULT_OP
     job_index: int = 0  # row of the switches' per-job counters
     topology: str = ""
     warnings: list[str] = field(default_factory=list)

@@ -1,69 +1,22 @@
 """Planning a job: checks the request, runs the multi-hop or multi-tree planner, takes resources.
 
-``plan_job`` is the one entry point used by the CLI, the job service and the benchmark.
+``plan_job`` is the one entry point used by the CLI, the job service and the benchmark; its options
+(``PlanOptions``, with every default and choice list) live in ``controller/options.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import networkx as nx
 
 from controller import multihop, multitree
-from controller.limits import VALUES_PER_PACKET
-from controller.plan import OPS, RESULT_MODES, HostRef, JobPlan
-from controller.resources import ResourceError, Resources
-from controller.topology import Topology, TopologyError
-from controller.tree_plan import AGGREGATION_MODES, JobContext, PlanError, build_tree
+from controller.errors import PlanError, ResourceError, TopologyError
+from controller.options import PlanOptions
+from controller.plan import HostRef, JobPlan
+from controller.resources import Resources
+from controller.topology import Topology
+from controller.tree_plan import JobContext, build_tree
 
-PLANNERS = ("multihop", "multitree")
-
-
-@dataclass
-class PlanOptions:
-    planner: str = "multihop"  # "multihop" (seed 1) or "multitree" (seed 2)
-    policy: str = "fewest_hops"  # multi-hop path policy
-    aggregation: str = "merge"  # aggregate where flows merge, at "all" switches on the way, or
-    # "none" (switches forward, the server sums: parameter server)
-    result_mode: str = "unicast"  # "unicast" reverse paths or "multicast" down the tree
-    # slots per job and tree at an aggregating switch (x2 cells for the shadow sets): the chunks a worker
-    # keeps in flight per tree, which must cover rate x round trip (docs/agents.md, "Window")
-    pool_size: int = 512
-    value_count: int = VALUES_PER_PACKET
-    op: str = "sum"
-    job_id: int | None = None  # None: lowest free id
-    # multi-tree (seed 2)
-    trees: int = 4  # K: at most this many trees
-    height: float | None = None  # H (ms): pairwise delay within 2H; None: no bound
-    min_bw: float = 1.0  # r (Mbit/s): an edge joins a tree only with this much residual
-    tree_rate: float | None = None  # b (Mbit/s): rate cap per tree; None: the bottleneck residual
-    loss_bound: float = 0.1  # height search may give up this fraction of throughput
-    seed: int = 0  # RNG seed for the start nodes
-
-    def check(self) -> None:
-        for name, value, allowed in (
-            ("planner", self.planner, PLANNERS),
-            ("policy", self.policy, multihop.POLICIES),
-            ("aggregation", self.aggregation, AGGREGATION_MODES),
-            ("result mode", self.result_mode, RESULT_MODES),
-            ("op", self.op, OPS),
-        ):
-            if value not in allowed:
-                raise PlanError(f"unknown {name} {value!r} (choose {', '.join(allowed)})")
-        if not 1 <= self.pool_size <= 0x3FFF:
-            raise PlanError(f"pool_size {self.pool_size} outside 1..{0x3FFF}")
-        if not 1 <= self.value_count <= VALUES_PER_PACKET:
-            raise PlanError(f"value_count {self.value_count} outside 1..{VALUES_PER_PACKET}")
-        if not 1 <= self.trees <= 255:
-            raise PlanError(f"trees (K) {self.trees} outside 1..255")
-        if self.height is not None and self.height <= 0:
-            raise PlanError(f"height bound H {self.height} must be positive")
-        if self.min_bw <= 0:
-            raise PlanError(f"min_bw r {self.min_bw} must be positive")
-        if self.tree_rate is not None and self.tree_rate <= 0:
-            raise PlanError(f"tree rate b {self.tree_rate} must be positive")
-        if not 0 <= self.loss_bound < 1:
-            raise PlanError(f"loss bound {self.loss_bound} outside [0, 1)")
+__all__ = ["PlanOptions", "plan_job"]  # PlanOptions is controller.options'; importable from here too
 
 
 def _host_refs(topo: Topology, names: list[str], what: str, ranked: bool) -> list[HostRef]:
@@ -109,7 +62,7 @@ def plan_job(
 
     with resources.lock:
         try:
-            job_id = resources.job_ids.take(options.job_id)
+            grant = resources.open_job(options.job_id)
         except ResourceError as exc:
             raise PlanError(str(exc)) from None
         ctx = JobContext(
@@ -118,23 +71,19 @@ def plan_job(
             worker_refs,
             server_refs,
             resources,
-            job_id,
+            grant,
             options.pool_size,
             options.aggregation,
             options.result_mode,
         )
-        job_index = None
         try:
-            job_index = resources.job_indices.take()
             if options.planner == "multihop":
                 trees = _multihop_trees(ctx, options)
             else:
                 trees, reserved = multitree.plan_trees(ctx, options)
-                resources.reservations[job_id] = reserved
-            for cfg in ctx.switch_configs:
-                cfg.job_index = job_index
+                resources.reserve(grant, reserved)
             return JobPlan(
-                job_id=job_id,
+                job_id=grant.job_id,
                 workers=worker_refs,
                 servers=server_refs,
                 trees=trees,
@@ -145,26 +94,16 @@ def plan_job(
                 pool_size=options.pool_size,
                 result_mode=options.result_mode,
                 op=options.op,
-                job_index=job_index,
+                job_index=grant.job_index,
                 topology=topo.name,
                 warnings=ctx.warnings,
             )
         except (PlanError, TopologyError, ResourceError) as exc:
-            _roll_back(resources, job_id, job_index, ctx)
+            resources.roll_back(grant)
             raise PlanError(str(exc)) from None
         except BaseException:
-            _roll_back(resources, job_id, job_index, ctx)
+            resources.roll_back(grant)
             raise
-
-
-def _roll_back(resources: Resources, job_id: int, job_index: int | None, ctx: JobContext) -> None:
-    resources.slots.free_owner(lambda owner: owner[0] == job_id)
-    resources.job_ids.give(job_id)
-    if job_index is not None:
-        resources.job_indices.give(job_index)
-    for gid in ctx.group_ids:
-        resources.groups.give(gid)
-    resources.reservations.pop(job_id, None)
 
 
 def _multihop_trees(ctx: JobContext, options: PlanOptions):

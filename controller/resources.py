@@ -1,13 +1,23 @@
 """Switch and network resources that jobs share: aggregation slots, job ids/indices, multicast
-group ids and reserved link bandwidth. Planning takes from them; releasing a job gives back."""
+group ids and reserved link bandwidth.
+
+``Resources`` is their one owner: planning takes through ``open_job``/``take_slots``/``take_group``/
+``reserve`` (under a ``JobGrant``), a failed plan is rolled back with ``roll_back`` and a finished job
+released with ``release``; nothing else writes the pools."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from controller.errors import ResourceError
 from controller.limits import MAX_GROUP_ID, MAX_JOB_ID, MAX_JOB_INDEX
+
+if TYPE_CHECKING:
+    from controller.plan import JobPlan
+    from controller.topology import Topology
 
 
 class SlotAllocator:
@@ -74,6 +84,19 @@ class IdPool:
 
 
 @dataclass
+class JobGrant:
+    """What one job holds while it is planned and after: its id, counter row and multicast groups.
+
+    Slots are held under the owner ``(job_id, tree_id)`` and reserved bandwidth under the job id, so
+    the grant needs no list of them.
+    """
+
+    job_id: int
+    job_index: int
+    groups: list[int] = field(default_factory=list)
+
+
+@dataclass
 class Resources:
     """Everything the planner allocates for a job, shared by all jobs on one topology."""
 
@@ -85,18 +108,61 @@ class Resources:
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
-    def for_topology(cls, topo) -> Resources:
+    def for_topology(cls, topo: Topology) -> Resources:
+        """Empty resources for the switches of ``topo`` (each with its slot capacity)."""
         return cls(SlotAllocator({s.name: s.slots for s in topo.switches}))
 
-    def release(self, plan) -> None:
-        """Give back what ``plan`` holds (slots, ids, groups, reserved bandwidth)."""
+    # -- taking ---------------------------------------------------------------------------------------
+    def open_job(self, job_id: int | None = None) -> JobGrant:
+        """Take a job id (``job_id``, or the lowest free one) and a counter row for a new job.
+
+        Raises
+        ------
+        ResourceError
+            The id is taken or out of range, or no id or counter row is left.
+        """
         with self.lock:
-            self.slots.free_owner(lambda owner: owner[0] == plan.job_id)
-            self.job_ids.give(plan.job_id)
-            self.job_indices.give(plan.job_index)
-            for gid in {c.result_group for c in plan.switches if c.result_group}:
+            taken = self.job_ids.take(job_id)
+            try:
+                return JobGrant(taken, self.job_indices.take())
+            except ResourceError:
+                self.job_ids.give(taken)
+                raise
+
+    def take_slots(self, grant: JobGrant, switch: str, tree_id: int, size: int) -> int | None:
+        """Base of ``size`` free slot entries at ``switch`` for one tree of the job, or None (no room)."""
+        with self.lock:
+            return self.slots.allocate(switch, size, (grant.job_id, tree_id))
+
+    def take_group(self, grant: JobGrant) -> int:
+        """A multicast group id for the job (raises ResourceError when none is left)."""
+        with self.lock:
+            group = self.groups.take()
+            grant.groups.append(group)
+            return group
+
+    def reserve(self, grant: JobGrant, per_link: dict[int, float]) -> None:
+        """Reserve bandwidth for the job: link id -> Mbit/s (what the multi-tree planner gave its trees)."""
+        with self.lock:
+            self.reservations[grant.job_id] = dict(per_link)
+
+    # -- giving back ----------------------------------------------------------------------------------
+    def roll_back(self, grant: JobGrant) -> None:
+        """Give back everything a job took while it was being planned (planning failed)."""
+        self._release(grant.job_id, grant.job_index, grant.groups)
+
+    def release(self, plan: JobPlan) -> None:
+        """Give back what ``plan`` holds (slots, ids, groups, reserved bandwidth)."""
+        self._release(plan.job_id, plan.job_index, [c.result_group for c in plan.switches if c.result_group])
+
+    def _release(self, job_id: int, job_index: int, groups: Iterable[int]) -> None:
+        with self.lock:
+            self.slots.free_owner(lambda owner: owner[0] == job_id)
+            self.job_ids.give(job_id)
+            self.job_indices.give(job_index)
+            for gid in set(groups):
                 self.groups.give(gid)
-            self.reservations.pop(plan.job_id, None)
+            self.reservations.pop(job_id, None)
 
     def reserved(self) -> dict[int, float]:
         """Mbit/s reserved on each link by the jobs planned so far."""

@@ -16,11 +16,11 @@ import networkx as nx
 
 from controller.errors import PlanError
 from controller.limits import MAX_CHILDREN, MAX_HOPS
+from controller.options import DEFAULT_AGGREGATION, DEFAULT_RESULT_MODE
 from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, SwitchJobConfig, TreePlan
-from controller.resources import Resources
+from controller.resources import JobGrant, Resources
 from controller.topology import Topology
 
-AGGREGATION_MODES = ("merge", "all", "none")  # "none": no switch aggregates (parameter server)
 MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
 
 
@@ -33,13 +33,16 @@ class JobContext:
     workers: list[HostRef]
     servers: list[HostRef]
     resources: Resources
-    job_id: int
+    grant: JobGrant  # the job's id, counter row and groups, taken before any tree is built
     pool_size: int
-    aggregation: str = "merge"
-    result_mode: str = "unicast"
+    aggregation: str = DEFAULT_AGGREGATION
+    result_mode: str = DEFAULT_RESULT_MODE
     warnings: list[str] = field(default_factory=list)
     switch_configs: list[SwitchJobConfig] = field(default_factory=list)
-    group_ids: list[int] = field(default_factory=list)
+
+    @property
+    def job_id(self) -> int:
+        return self.grant.job_id
 
 
 def prune(parent: dict[str, str], keep: list[str]) -> dict[str, str]:
@@ -134,7 +137,7 @@ def build_tree(
                 f"tree {tree_id} without aggregating"
             )
         elif want:
-            base = ctx.resources.slots.allocate(node, 2 * ctx.pool_size, (ctx.job_id, tree_id))
+            base = ctx.resources.take_slots(ctx.grant, node, tree_id, 2 * ctx.pool_size)
             if base is None:
                 ctx.warnings.append(
                     f"{node} has no free slots (needs {2 * ctx.pool_size}, "
@@ -208,8 +211,7 @@ def build_tree(
 
     group = 0
     if ctx.result_mode == "multicast":
-        group = ctx.resources.groups.take()
-        ctx.group_ids.append(group)
+        group = ctx.resources.take_group(ctx.grant)
     for node in order:
         if node == root or node in rank:
             continue
@@ -224,7 +226,7 @@ def build_tree(
                 switch=node,
                 device_id=topo.switch(node).device_id,
                 tree_id=tree_id,
-                job_index=0,
+                job_index=ctx.grant.job_index,
                 aggregates=agg,
                 slot_base=slot_base.get(node, 0),
                 pool_size=ctx.pool_size,

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
 from worker.transport import ReceivedBatch
-from worker.wire import codec_hops
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 SEQ_MASK = 0xFFFFFFFF
@@ -52,7 +52,7 @@ class _TreeState:
         common = dict(job_id=job.job_id, values_per_packet=k, contributor=job.node_id, tree_id=tree.tree_id)
         self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
         self.unicast_templates = {
-            w.rank: PacketTemplate(C.PKT_TYPE_RESULT, hops=codec_hops(tree.result_hops[w.name]), **common)
+            w.rank: PacketTemplate(C.PKT_TYPE_RESULT, hops=hops_to_codec(tree.result_hops[w.name]), **common)
             for w in job.plan.workers
         }
         # ranks whose reverse paths have as many hops: their RESULTs of a batch are built together

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from controller.options import RETRIES_LAB, RTO_PYTHON_SWITCHES_S
+
 
 def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:
     """A worker's gradient for a round: int32 values whose sum over 8 ranks cannot overflow."""
@@ -160,8 +162,8 @@ def main(argv=None) -> None:
     ap.add_argument("--rank", type=int, default=-1)
     ap.add_argument("--server", default="", help="server host name (role server)")
     ap.add_argument("--out", default="/tmp")
-    ap.add_argument("--timeout", type=float, default=0.2)
-    ap.add_argument("--retries", type=int, default=12)
+    ap.add_argument("--timeout", type=float, default=RTO_PYTHON_SWITCHES_S, help="first retransmission timeout, s")
+    ap.add_argument("--retries", type=int, default=RETRIES_LAB, help="resends of one chunk before giving up")
     ap.add_argument("--ps-plan", default="", help="JobPlan JSON of the parameter-server baseline's job")
     args = ap.parse_args(argv)
     from controller.plan import JobPlan

@@ -20,6 +20,8 @@ import collections
 
 import numpy as np
 
+from controller.options import RETRIES, RTO_S
+from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
@@ -35,7 +37,6 @@ from worker.stream import (
     TreeCursor,
 )
 from worker.transport import ReceivedBatch
-from worker.wire import codec_hops
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
@@ -204,8 +205,8 @@ class WorkerAgent:
         rank: int,
         transport,
         *,
-        timeout: float = 0.05,
-        retries: int | None = 8,
+        timeout: float = RTO_S,
+        retries: int | None = RETRIES,
         max_backoff: float = 16.0,
         give_up_after: float | None = None,
         first_seq: int = 1,
@@ -233,7 +234,7 @@ class WorkerAgent:
         for t in plan.trees:
             if t.weight <= 0:
                 continue
-            hops = codec_hops(t.grad_hops[me.name])
+            hops = hops_to_codec(t.grad_hops[me.name])
             template = PacketTemplate(
                 C.PKT_TYPE_GRAD,
                 job_id=self.job_id,

@@ -273,3 +273,21 @@ def test_multitree_hetero_mesh_is_deterministic_and_has_host_tree():
             while hp[h] is not None and seen < 10:
                 h, seen = hp[h], seen + 1
             assert h == "h6"
+
+
+def test_a_plan_that_fails_late_gives_back_everything_it_took():
+    """The first tree takes slots and a multicast group, then the second tree fails (its server is
+    cut off): the job id, counter row, group and slots all go back (Resources.roll_back)."""
+    t = topo("leaf_spine")
+    res = Resources.for_topology(t)
+    workers = [f"h{i}" for i in range(1, 8)]
+    opts = PlanOptions(result_mode="multicast", pool_size=64)
+    cut = t.to_graph()
+    cut.remove_edges_from(list(cut.edges("h8")))
+    with pytest.raises(PlanError, match="not connected to server h8"):
+        plan_job(t, workers, ["h9", "h8"], opts, res, graph=cut)
+    assert all(res.slots.used(s.name) == 0 for s in t.switches)
+    assert res.reservations == {}
+    plan = plan_job(t, workers, ["h9"], opts, res)
+    assert (plan.job_id, plan.job_index) == (1, 0)
+    assert {c.result_group for c in plan.switches} == {1}

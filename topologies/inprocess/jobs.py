@@ -9,6 +9,7 @@ start a server agent per server and a worker agent per worker (tests, benchmarks
 
 from __future__ import annotations
 
+from controller.options import RETRIES, RTO_VIRTUAL_S
 from server.agent import ServerAgent
 from worker.agent import WorkerAgent
 
@@ -22,8 +23,8 @@ class InProcessJob:
         *,
         options=None,
         resources=None,
-        timeout: float = 0.005,
-        retries: int = 8,
+        timeout: float = RTO_VIRTUAL_S,
+        retries: int = RETRIES,
         plan=None,
         server_agents: dict | None = None,
     ):

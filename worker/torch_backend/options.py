@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from controller.options import RETRIES, RTO_PYTHON_SWITCHES_S
 from worker.errors import AgentError
 
 
@@ -44,8 +45,8 @@ class InaOptions:
     transport: str = "udp"
     host: str | None = None
     timeout: float = 60.0
-    rto: float = 0.2
-    retries: int = 8
+    rto: float = RTO_PYTHON_SWITCHES_S
+    retries: int = RETRIES
 
     ENV = {
         "controller": "INA_CONTROLLER",
