@@ -17,6 +17,7 @@ import argparse
 import signal
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from controller.errors import CliError, ControllerError
 from controller.options import (
@@ -32,9 +33,13 @@ from controller.options import (
     RESULT_MODES,
     PlanOptions,
 )
-from controller.plan import JobPlan
+from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
+from controller.topology import Topology
 from controller.topology_yaml import load_topology
+
+if TYPE_CHECKING:
+    from controller.installer import Installer
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
 
@@ -110,7 +115,7 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
     g.add_argument("--seed", type=int, default=0, help="multi-tree: RNG seed for start nodes")
 
 
-def _options(args) -> PlanOptions:
+def _options(args: argparse.Namespace) -> PlanOptions:
     tree_args = any(getattr(args, a) is not None for a in ("trees", "height", "min_bw", "tree_rate"))
     opts = PlanOptions(
         planner=args.planner or ("multitree" if tree_args else DEFAULT_PLANNER),
@@ -131,7 +136,7 @@ def _options(args) -> PlanOptions:
     return opts
 
 
-def _job_hosts(topo, args) -> tuple[list[str], list[str]]:
+def _job_hosts(topo: Topology, args: argparse.Namespace) -> tuple[list[str], list[str]]:
     workers = _names(args.workers) or [h.name for h in topo.role_hosts("worker")]
     servers = _names(args.servers) or [h.name for h in topo.role_hosts("server")]
     if not workers:
@@ -141,7 +146,7 @@ def _job_hosts(topo, args) -> tuple[list[str], list[str]]:
     return workers, servers
 
 
-def _plan(args):
+def _plan(args: argparse.Namespace) -> tuple[Topology, JobPlan]:
     topo = load_topology(args.file)
     workers, servers = _job_hosts(topo, args)
     return topo, plan_job(topo, workers, servers, _options(args))
@@ -150,7 +155,7 @@ def _plan(args):
 # -- output ----------------------------------------------------------------------------------------
 
 
-def _hop_text(h) -> str:
+def _hop_text(h: Hop) -> str:
     if h.egress_port == 0 and h.switch_id >= 0x8000:
         return f"{h.name}[{h.fan_in}/#{h.child}]"
     return f"{h.name}[agg {h.fan_in}/#{h.child} ->{h.egress_port}]" if h.aggregate else f"{h.name}[->{h.egress_port}]"
@@ -173,8 +178,8 @@ def format_plan(plan: JobPlan) -> str:
         kids = ", ".join(f"#{c.index}={c.node}" for c in t.server.children)
         lines.append(f"  server {t.root}: fan-in {t.server.fan_in} ({kids})")
         if plan.planner == "multitree":
-            tree = ", ".join(f"{h}<-{p}" for h, p in t.host_parent.items() if p)
-            lines.append(f"  host-level tree: {tree}")
+            host_tree = ", ".join(f"{h}<-{p}" for h, p in t.host_parent.items() if p)
+            lines.append(f"  host-level tree: {host_tree}")
     lines.append("switches:")
     for c in plan.switches:
         extra = (
@@ -191,15 +196,15 @@ def format_plan(plan: JobPlan) -> str:
             )
             + extra
         )
-    for w in plan.warnings:
-        lines.append(f"warning: {w}")
+    for warning in plan.warnings:
+        lines.append(f"warning: {warning}")
     return "\n".join(lines)
 
 
 # -- commands --------------------------------------------------------------------------------------
 
 
-def cmd_topo(args) -> int:
+def cmd_topo(args: argparse.Namespace) -> int:
     topo = load_topology(args.file)
     if args.action == "validate":
         print(f"{args.file}: ok ({len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.links)} links)")
@@ -232,7 +237,7 @@ def cmd_topo(args) -> int:
     return 0
 
 
-def cmd_plan(args) -> int:
+def cmd_plan(args: argparse.Namespace) -> int:
     _, plan = _plan(args)
     text = plan.to_json(indent=2) if args.json else format_plan(plan)
     if args.output:
@@ -243,7 +248,7 @@ def cmd_plan(args) -> int:
     return 0
 
 
-def _installer(args, topo):
+def _installer(args: argparse.Namespace, topo: Topology) -> Installer:
     from controller.installer import Installer
 
     addresses = {}
@@ -258,7 +263,7 @@ def _installer(args, topo):
     return Installer(topo, args.p4info, args.device_config, addresses, timeout=args.timeout)
 
 
-def cmd_install(args) -> int:
+def cmd_install(args: argparse.Namespace) -> int:
     topo = load_topology(args.file)
     with _installer(args, topo) as inst:
         if args.p4info:
@@ -275,7 +280,7 @@ def cmd_install(args) -> int:
     return 0
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
     from controller.jobservice import JobManager, JobServer
 
     topo = load_topology(args.file)
@@ -297,7 +302,7 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def cmd_jobs(args) -> int:
+def cmd_jobs(args: argparse.Namespace) -> int:
     from controller.jobservice import JobClient
 
     client = JobClient(args.controller, timeout=args.timeout)
@@ -335,7 +340,7 @@ def stat_names(prefix: str) -> dict[int, str]:
     }
 
 
-def cmd_counters(args) -> int:
+def cmd_counters(args: argparse.Namespace) -> int:
     from controller.limits import NUM_STATS
 
     topo = load_topology(args.file)
@@ -390,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("-o", "--output", help="write to this file instead of stdout")
     pl.set_defaults(func=cmd_plan)
 
-    def switch_args(q):
+    def switch_args(q: argparse.ArgumentParser) -> None:
         q.add_argument("--p4info", help="P4Info file (text or binary) for the pipeline")
         q.add_argument(
             "--device-config",
@@ -452,7 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except ControllerError as exc:  # anything else is a bug: its traceback shows
         print(f"inactl: error: {exc}", file=sys.stderr)
         return 1

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import networkx as nx
 
+from controller.plan import JobPlan
+from controller.topology import Topology
+
 TREE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:brown")
 
 
-def layered_layout(g: nx.Graph) -> dict:
+def layered_layout(g: nx.Graph) -> dict[str, tuple[float, float]]:
     """Node positions for a topology graph: hosts at the bottom, switches in layers above them by hop
     distance from the hosts (a flat mesh falls back to a force layout). Used by every topology picture."""
     hosts = [n for n, k in g.nodes(data="kind") if k == "host"]
@@ -26,18 +29,19 @@ def layered_layout(g: nx.Graph) -> dict:
     for n in g.nodes:
         level.setdefault(n, 0)
     if len(g) <= 60 and len(set(level.values())) <= 2:
-        return nx.kamada_kawai_layout(g, weight=None)  # a mesh: no layers to show
+        layout: dict[str, tuple[float, float]] = nx.kamada_kawai_layout(g, weight=None)  # a mesh: no layers
+        return layout
     order = {n: i for i, n in enumerate(g.nodes)}
-    layers: dict[int, list] = {}
+    layers: dict[int, list[str]] = {}
     for n in g.nodes:
         layers.setdefault(level[n], []).append(n)
-    pos = {}
+    pos: dict[str, tuple[float, float]] = {}
     top = max(layers)
     for lv in sorted(layers, reverse=True):
         nodes = layers[lv]
         if lv == 0:  # hosts under the switch they hang from
 
-            def under(h):
+            def under(h: str) -> tuple[float, int]:
                 (sw,) = g.adj[h] or (h,)
                 return (pos.get(sw, (0, 0))[0], order[h])
 
@@ -49,7 +53,7 @@ def layered_layout(g: nx.Graph) -> dict:
     return pos
 
 
-def draw_topology(topo, plan=None, output: str | Path = "topology.png") -> None:
+def draw_topology(topo: Topology, plan: JobPlan | None = None, output: str | Path = "topology.png") -> None:
     import matplotlib
 
     matplotlib.use("Agg")

@@ -6,7 +6,8 @@ generated topologies are the same Topology object, no file needed.
 
 from __future__ import annotations
 
-from controller.topology import Topology, TopologyError
+from controller.errors import TopologyError
+from controller.topology import Topology
 
 
 def _mac(i: int) -> str:

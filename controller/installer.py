@@ -12,6 +12,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
@@ -41,7 +42,9 @@ def _ip(text: str) -> int:
     return int(ipaddress.IPv4Address(text))
 
 
-def _entity(table_entry=None, group=None) -> p4runtime_pb2.Entity:
+def _entity(
+    table_entry: p4runtime_pb2.TableEntry | None = None, group: p4runtime_pb2.MulticastGroupEntry | None = None
+) -> p4runtime_pb2.Entity:
     e = p4runtime_pb2.Entity()
     if table_entry is not None:
         e.table_entry.CopyFrom(table_entry)
@@ -50,8 +53,15 @@ def _entity(table_entry=None, group=None) -> p4runtime_pb2.Entity:
     return e
 
 
-def _key(entry: p4runtime_pb2.TableEntry) -> tuple:
+EntryKey = tuple[Any, ...]  # (table id, match fields) of an entry, or ("group", id) of a multicast group
+
+
+def _key(entry: p4runtime_pb2.TableEntry) -> EntryKey:
     return (entry.table_id, tuple(sorted(m.SerializeToString() for m in entry.match)))
+
+
+# per switch: its table entries and its multicast groups
+JobEntries = tuple[list[p4runtime_pb2.TableEntry], list[p4runtime_pb2.MulticastGroupEntry]]
 
 
 class Installer:
@@ -79,14 +89,15 @@ class Installer:
             try:
                 device_config = Path(device_config).read_bytes()
             except OSError as exc:
-                raise P4RuntimeError(f"cannot read device config {device_config}: {exc.strerror}") from None
-        self.device_config = device_config
+                raise P4RuntimeError(f"cannot read device config {device_config!s}: {exc.strerror}") from None
+        self.device_config: bytes | None = device_config
         self.addresses = dict(addresses or {})
         self.election_id, self.timeout = election_id, timeout
         self.connect = connect or self._connect_grpc
         self.conns: dict[str, P4RuntimeClient] = {}
         self._names: P4Names | None = None
         self._graph = topo.to_graph()
+        self._routes: dict[str, dict[str, str]] = {}  # host -> parent pointers toward it
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
@@ -115,10 +126,10 @@ class Installer:
             c.close()
         self.conns.clear()
 
-    def __enter__(self):
+    def __enter__(self) -> Installer:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- pipeline and topology-wide state ----------------------------------------------------------
@@ -156,10 +167,9 @@ class Installer:
         return entries
 
     def _toward(self, host: str) -> dict[str, str]:
-        cache = self.__dict__.setdefault("_routes", {})
-        if host not in cache:
-            cache[host] = path_tree(self._graph, host, "fewest_hops")
-        return cache[host]
+        if host not in self._routes:
+            self._routes[host] = path_tree(self._graph, host, "fewest_hops")
+        return self._routes[host]
 
     def install_topology(self, switches: list[str] | None = None) -> int:
         """Write the topology-wide entries; return how many were written."""
@@ -169,9 +179,9 @@ class Installer:
         return count
 
     # -- jobs --------------------------------------------------------------------------------------
-    def job_entries(self, plan: JobPlan) -> dict[str, tuple[list, list]]:
+    def job_entries(self, plan: JobPlan) -> dict[str, JobEntries]:
         """Per switch: its ina_jobs entries and its multicast group entries for ``plan``."""
-        out: dict[str, tuple[list, list]] = {}
+        out: dict[str, JobEntries] = {}
         for cfg in plan.switches:
             n = self.names(cfg.switch)
             entry = n.table_entry(
@@ -246,7 +256,7 @@ class Installer:
         return read_counter(self.conn(switch), cid, indices)
 
     # -- idempotent write --------------------------------------------------------------------------
-    def _existing(self, conn: P4RuntimeClient, table_ids: set[int], groups: bool) -> set:
+    def _existing(self, conn: P4RuntimeClient, table_ids: set[int], groups: bool) -> set[EntryKey]:
         q = [_entity(table_entry=p4runtime_pb2.TableEntry(table_id=t)) for t in sorted(table_ids)]
         have = {_key(e.table_entry) for e in conn.read(q)} if q else set()
         if groups:
@@ -254,7 +264,12 @@ class Installer:
                 have.add(("group", e.packet_replication_engine_entry.multicast_group_entry.multicast_group_id))
         return have
 
-    def _upsert(self, switch: str, tables: list, groups: list | None = None) -> int:
+    def _upsert(
+        self,
+        switch: str,
+        tables: list[p4runtime_pb2.TableEntry],
+        groups: list[p4runtime_pb2.MulticastGroupEntry] | None = None,
+    ) -> int:
         conn = self.conn(switch)
         groups = groups or []
         have = self._existing(conn, {e.table_id for e in tables if not e.is_default_action}, bool(groups))

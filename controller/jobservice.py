@@ -8,8 +8,10 @@ client agents and the CLI use.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import fields
+from typing import Any, Protocol
 
 import grpc
 
@@ -23,10 +25,19 @@ from controller.resources import Resources
 from controller.topology import Topology
 
 
+class JobInstaller(Protocol):
+    """What the job manager needs to put a job on the network and take it off: the controller's
+    ``Installer``, or a network that also starts server agents (``topologies/inprocess/serve.py``)."""
+
+    def install_job(self, plan: JobPlan) -> object: ...
+
+    def remove_job(self, plan: JobPlan) -> object: ...
+
+
 class JobManager:
     """Jobs of one topology: plan, keep every plan version, release."""
 
-    def __init__(self, topo: Topology, installer=None):
+    def __init__(self, topo: Topology, installer: JobInstaller | None = None):
         self.topo = topo
         self.graph = topo.to_graph()
         self.resources = Resources.for_topology(topo)
@@ -93,11 +104,11 @@ def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
     return msg
 
 
-class JobServicer(pb_grpc.JobServiceServicer):
+class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generated, untyped base
     def __init__(self, manager: JobManager):
         self.manager = manager
 
-    def RegisterJob(self, request, context):
+    def RegisterJob(self, request: pb.RegisterJobRequest, context: grpc.ServicerContext) -> pb.RegisterJobReply:
         try:
             plan, installed = self.manager.register(
                 list(request.workers), list(request.servers), options_from_pb(request.options)
@@ -114,14 +125,14 @@ class JobServicer(pb_grpc.JobServiceServicer):
             installed=installed,
         )
 
-    def GetPlan(self, request, context):
+    def GetPlan(self, request: pb.GetPlanRequest, context: grpc.ServicerContext) -> pb.GetPlanReply:
         try:
             plan = self.manager.plan(request.job_id, request.version)
         except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         return pb.GetPlanReply(version=plan.version, plan_json=plan.to_json())
 
-    def ReleaseJob(self, request, context):
+    def ReleaseJob(self, request: pb.ReleaseJobRequest, context: grpc.ServicerContext) -> pb.ReleaseJobReply:
         try:
             removed = self.manager.release(request.job_id)
         except UnknownJobError as exc:
@@ -130,7 +141,7 @@ class JobServicer(pb_grpc.JobServiceServicer):
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return pb.ReleaseJobReply(entries_removed=removed)
 
-    def ListJobs(self, request, context):
+    def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsReply:
         return pb.ListJobsReply(
             jobs=[
                 pb.JobSummary(
@@ -173,7 +184,7 @@ class JobClient:
         self.stub = pb_grpc.JobServiceStub(self.channel)
         self.address, self.timeout = address, timeout
 
-    def _call(self, fn, request):
+    def _call(self, fn: Callable[..., Any], request: Any) -> Any:
         try:
             return fn(request, timeout=self.timeout)
         except grpc.RpcError as exc:
@@ -193,9 +204,9 @@ class JobClient:
         return JobPlan.from_json(reply.plan_json)
 
     def release(self, job_id: int) -> bool:
-        return self._call(self.stub.ReleaseJob, pb.ReleaseJobRequest(job_id=job_id)).entries_removed
+        return bool(self._call(self.stub.ReleaseJob, pb.ReleaseJobRequest(job_id=job_id)).entries_removed)
 
-    def list(self) -> list:
+    def list(self) -> list[Any]:
         return list(self._call(self.stub.ListJobs, pb.ListJobsRequest()).jobs)
 
     def close(self) -> None:

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from typing import Any
 
 import networkx as nx
 
 from controller.errors import PlanError
 from controller.options import POLICIES
 
+Adjacency = dict[str, list[tuple[str, dict[str, Any]]]]
+Label = tuple[float, ...]  # compared as a tuple: smaller is better
 
-def sorted_adjacency(graph: nx.Graph) -> dict[str, list[tuple[str, dict]]]:
+
+def sorted_adjacency(graph: nx.Graph) -> Adjacency:
     """Neighbours of every node ordered by link id (cached on the graph)."""
-    cached = graph.graph.get("_adj_by_eid")
+    cached: Adjacency | None = graph.graph.get("_adj_by_eid")
     if cached is None:
         cached = {u: sorted(nbrs.items(), key=lambda kv: kv[1]["eid"]) for u, nbrs in graph.adj.items()}
         graph.graph["_adj_by_eid"] = cached
@@ -55,18 +59,18 @@ def path_tree(graph: nx.Graph, root: str, policy: str = "fewest_hops") -> dict[s
     # Label-setting search; a label is compared as a tuple, smaller is better.
     if policy == "lowest_delay":
 
-        def extend(label, e):
+        def extend(label: Label, e: dict[str, Any]) -> Label:
             return (label[0] + e["delay"], label[1] + 1, e["eid"])
 
-        start = (0.0, 0, -1)
+        start: Label = (0.0, 0, -1)
     else:
 
-        def extend(label, e):
+        def extend(label: Label, e: dict[str, Any]) -> Label:
             return (max(label[0], -e["bandwidth"]), label[1] + 1, label[2] + e["delay"], e["eid"])
 
         start = (float("-inf"), 0, 0.0, -1)
     best = {root: start}
-    done = set()
+    done: set[str] = set()
     heap = [(start, root)]
     while heap:
         label, u = heapq.heappop(heap)

@@ -32,9 +32,12 @@ import math
 import random
 from dataclasses import dataclass
 
+from controller.errors import PlanError
 from controller.limits import MAX_HOPS
-from controller.multihop import sorted_adjacency
-from controller.tree_plan import JobContext, PlanError, build_tree, prune, tree_height
+from controller.multihop import Adjacency, sorted_adjacency
+from controller.options import PlanOptions
+from controller.plan import TreePlan
+from controller.tree_plan import JobContext, build_tree, prune, tree_height
 
 HEIGHT_SEARCH_STEPS = 8
 START_ATTEMPTS = 8  # start nodes tried before concluding that no tree can be found
@@ -51,10 +54,10 @@ class FoundTree:
 
 
 def _grow(
-    ctx: JobContext, adj, allowed, residual: dict[int, float], r: float, limit: float, start: str
-) -> dict[str, tuple[str, float, int]] | None:
-    """Grow one tree from ``start``; return node -> (growth parent, delay, link id), or None if it
-    does not reach every job host."""
+    ctx: JobContext, adj: Adjacency, allowed: set[str], residual: dict[int, float], r: float, limit: float, start: str
+) -> dict[str, tuple[str, float, int]]:
+    """Grow one tree from ``start``; return node -> (growth parent, delay, link id) for every node it
+    reached (the caller checks that the job's hosts are among them)."""
     kinds = ctx.graph.nodes
     up: dict[str, tuple[str, float, int]] = {}
     depth = {start: 0.0}
@@ -72,7 +75,7 @@ def _grow(
             x, y = up[x][0], up[y][0]
         return dx + dy - 2 * depth[x]
 
-    heap: list = []
+    heap: list[tuple[float, int, str, str, float]] = []
 
     def push_from(u: str) -> None:
         for v, e in adj[u]:
@@ -155,7 +158,7 @@ def _too_long(ctx: JobContext, tree: FoundTree) -> str | None:
     return None
 
 
-def plan_trees(ctx: JobContext, options) -> tuple[list, dict[int, float]]:
+def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], dict[int, float]]:
     """Plan up to K trees; return their TreePlans and the bandwidth they reserve per link id."""
     reserved = ctx.resources.reserved()
     capacity = {link.id: link.bandwidth - reserved.get(link.id, 0.0) for link in ctx.topo.links}

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf import text_format
@@ -57,6 +57,17 @@ class _Table:
     actions: set[int]
 
 
+ActionInfo = tuple[int, dict[str, tuple[int, int]]]  # action id, param name -> (id, bitwidth)
+CounterInfo = tuple[int, int]  # counter id, size
+_Named = TypeVar("_Named")
+
+
+def _add_short_names(by_name: dict[str, _Named]) -> None:
+    """``InaIngress.ina_jobs`` is also ``ina_jobs`` (unless another object has that short name)."""
+    for name in list(by_name):
+        by_name.setdefault(name.rsplit(".", 1)[-1], by_name[name])
+
+
 class P4Names:
     """Name -> ID (and bitwidth) lookups over one P4Info."""
 
@@ -74,10 +85,9 @@ class P4Names:
             a.preamble.name: (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params}) for a in info.actions
         }
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in info.counters}
-        for kind in (self.tables, self.actions, self.counters):
-            for name in list(kind):  # also reachable by the short name
-                short = name.rsplit(".", 1)[-1]
-                kind.setdefault(short, kind[name])
+        _add_short_names(self.tables)  # also reachable by the short name
+        _add_short_names(self.actions)
+        _add_short_names(self.counters)
 
     def table(self, name: str) -> _Table:
         try:
@@ -85,20 +95,25 @@ class P4Names:
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no table {name}") from None
 
-    def action(self, name: str):
+    def action(self, name: str) -> ActionInfo:
         try:
             return self.actions[name]
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no action {name}") from None
 
-    def counter(self, name: str):
+    def counter(self, name: str) -> CounterInfo:
         try:
             return self.counters[name]
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no counter {name}") from None
 
     def table_entry(
-        self, table: str, match: dict | None, action: str, params: dict, default: bool = False
+        self,
+        table: str,
+        match: Mapping[str, int | tuple[int, int]] | None,
+        action: str,
+        params: Mapping[str, int],
+        default: bool = False,
     ) -> p4runtime_pb2.TableEntry:
         """A TableEntry: ``match`` maps key names to a value, or (value, prefix_len) for lpm."""
         t = self.table(table)
@@ -109,9 +124,10 @@ class P4Names:
             fid, width, kind = t.fields[name]
             m = entry.match.add(field_id=fid)
             if kind == p4info_pb2.MatchField.LPM:
-                value, plen = value
-                m.lpm.value, m.lpm.prefix_len = encode(value, width), plen
+                assert isinstance(value, tuple), f"{table}.{name} is lpm: give (value, prefix_len)"
+                m.lpm.value, m.lpm.prefix_len = encode(value[0], width), value[1]
             else:
+                assert isinstance(value, int), f"{table}.{name}: give an integer"
                 m.exact.value = encode(value, width)
         if action:
             aid, pinfo = self.action(action)
@@ -179,11 +195,11 @@ class SwitchConnection:
         self.timeout = timeout
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
-        self._requests: queue.Queue = queue.Queue()
+        self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitrated = threading.Event()
-        self._status = None
-        self._stream = None
-        self._reader = None
+        self._status: int | None = None
+        self._stream: Any = None  # the StreamChannel call: an iterator of responses that can be cancelled
+        self._reader: threading.Thread | None = None
 
     def open(self) -> SwitchConnection:
         try:
@@ -191,8 +207,8 @@ class SwitchConnection:
         except grpc.FutureTimeoutError:
             raise P4RuntimeError(f"switch {self.name}: no P4Runtime server at {self.address}") from None
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
-        self._reader = threading.Thread(target=self._read_stream, daemon=True, name=f"p4rt-{self.name}")
-        self._reader.start()
+        reader = self._reader = threading.Thread(target=self._read_stream, daemon=True, name=f"p4rt-{self.name}")
+        reader.start()
         req = p4runtime_pb2.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
         req.arbitration.election_id.low = self.election_id
@@ -218,13 +234,13 @@ class SwitchConnection:
             self._stream.cancel()
         self.channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> SwitchConnection:
         return self.open()
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, what: str, fn, request):
+    def _call(self, what: str, fn: Callable[..., Any], request: Any) -> Any:
         try:
             return fn(request, timeout=self.timeout)
         except grpc.RpcError as exc:

@@ -22,7 +22,7 @@ import json
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.errors import PlanFormatError
 from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET
@@ -35,6 +35,9 @@ from controller.options import (
     OPS,
     RESULT_MODES,
 )
+
+if TYPE_CHECKING:
+    from protocol import codec
 
 PLAN_VERSION = 1
 
@@ -50,7 +53,7 @@ class Hop:
     egress_port: int  # port to leave this switch by (0 on the terminal entry)
     name: str = ""  # switch or server name, for display only (not on the wire)
 
-    def to_codec(self):
+    def to_codec(self) -> codec.Hop:
         """This hop as protocol.codec's hop entry (the codec owns the wire layout, bos included)."""
         from protocol import codec  # imported late: planning does not need the codec
 
@@ -63,7 +66,7 @@ class Hop:
         )
 
 
-def hops_to_codec(hops: list[Hop]) -> list:
+def hops_to_codec(hops: list[Hop]) -> list[codec.Hop]:
     """A hop list as the codec's hop entries, ready for ``protocol.codec.grad``/``result``."""
     return [h.to_codec() for h in hops]
 
@@ -169,7 +172,7 @@ class JobPlan:
     warnings: list[str] = field(default_factory=list)
 
     # -- convenience for agents ------------------------------------------------------------------
-    def worker(self, name_or_rank) -> HostRef:
+    def worker(self, name_or_rank: str | int) -> HostRef:
         for w in self.workers:
             if w.name == name_or_rank or w.rank == name_or_rank:
                 return w
@@ -185,7 +188,7 @@ class JobPlan:
         return [t.weight for t in self.trees]
 
     # -- serialisation ---------------------------------------------------------------------------
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def to_json(self, indent: int | None = None) -> str:
@@ -200,7 +203,7 @@ class JobPlan:
             raise PlanFormatError(
                 f"plan format version {version!r} is not supported (this code reads version {PLAN_VERSION})"
             )
-        plan = _build(cls, data, "plan")
+        plan: JobPlan = _build(cls, data, "plan")
         plan.validate()
         return plan
 
@@ -269,7 +272,7 @@ class JobPlan:
 def _build(tp: Any, value: Any, where: str) -> Any:
     """Convert JSON data into the annotated type ``tp``, naming the field path on failure."""
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise PlanFormatError(f"{where}: expected an object")
         hints = typing.get_type_hints(tp)

@@ -11,7 +11,7 @@ import networkx as nx
 from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
 from controller.options import PlanOptions
-from controller.plan import HostRef, JobPlan
+from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import Resources
 from controller.topology import Topology
 from controller.tree_plan import JobContext, build_tree
@@ -106,7 +106,7 @@ def plan_job(
             raise
 
 
-def _multihop_trees(ctx: JobContext, options: PlanOptions):
+def _multihop_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
     trees = []
     weight = 1.0 / len(ctx.servers)
     for tree_id, server in enumerate(ctx.servers):

@@ -8,7 +8,7 @@ released with ``release``; nothing else writes the pools."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,15 +20,18 @@ if TYPE_CHECKING:
     from controller.topology import Topology
 
 
+SlotOwner = tuple[int, int]  # (job id, tree id)
+
+
 class SlotAllocator:
     """First-fit ranges of slot entries per switch. A job's range at a switch holds pool_size * 2
     entries (the two shadow sets); a switch with no room simply does not aggregate for the job."""
 
     def __init__(self, capacities: dict[str, int]):
         self.capacity = dict(capacities)
-        self._ranges: dict[str, list[tuple[int, int, object]]] = {s: [] for s in capacities}
+        self._ranges: dict[str, list[tuple[int, int, SlotOwner]]] = {s: [] for s in capacities}
 
-    def allocate(self, switch: str, size: int, owner: object) -> int | None:
+    def allocate(self, switch: str, size: int, owner: SlotOwner) -> int | None:
         """Base of a free range of ``size`` entries at ``switch``, or None when there is no room."""
         ranges = self._ranges.setdefault(switch, [])
         start = 0
@@ -42,7 +45,7 @@ class SlotAllocator:
             return start
         return None
 
-    def free_owner(self, predicate) -> int:
+    def free_owner(self, predicate: Callable[[SlotOwner], bool]) -> int:
         """Free every range whose owner satisfies ``predicate``; return how many were freed."""
         freed = 0
         for switch, ranges in self._ranges.items():

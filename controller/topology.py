@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import networkx as nx
 
@@ -64,12 +65,21 @@ class Link:
         return f"{self.a}-{self.b}"
 
 
+class _Lookup(NamedTuple):
+    """Name -> host, name -> switch, node -> its links (rebuilt after the topology changes)."""
+
+    hosts: dict[str, Host]
+    switches: dict[str, Switch]
+    links: dict[str, list[Link]]
+
+
 @dataclass
 class Topology:
     name: str = "topology"
     hosts: list[Host] = field(default_factory=list)
     switches: list[Switch] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    _index: _Lookup | None = field(default=None, init=False, repr=False, compare=False)
 
     # -- building (mininet-like) -----------------------------------------------------------------
     def add_host(self, name: str, ip: str, mac: str, role: str | None = None) -> Host:
@@ -93,8 +103,8 @@ class Topology:
         return link
 
     # -- lookups ---------------------------------------------------------------------------------
-    def _lookup(self):
-        idx = getattr(self, "_index", None)
+    def _lookup(self) -> _Lookup:
+        idx = self._index
         if idx is None:
             hosts = {h.name: h for h in self.hosts}
             switches = {s.name: s for s in self.switches}
@@ -102,7 +112,7 @@ class Topology:
             for link in self.links:
                 adj.setdefault(link.a, []).append(link)
                 adj.setdefault(link.b, []).append(link)
-            idx = self._index = (hosts, switches, adj)
+            idx = self._index = _Lookup(hosts, switches, adj)
         return idx
 
     def host(self, name: str) -> Host:
@@ -182,7 +192,7 @@ class Topology:
             if not isinstance(s.slots, int) or s.slots < 0:
                 raise TopologyError(f"switch {s.name} has slots {s.slots!r}; it must be a count >= 0")
         ports: dict[tuple[str, int], int] = {}
-        pairs: dict[frozenset, int] = {}
+        pairs: dict[frozenset[str], int] = {}
         host_links: dict[str, int] = {}
         for i, link in enumerate(self.links):
             link.id = i

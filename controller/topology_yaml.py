@@ -21,7 +21,8 @@ from typing import Any
 
 import yaml
 
-from controller.topology import DEFAULT_SLOTS, Host, Link, Switch, Topology, TopologyError
+from controller.errors import TopologyError
+from controller.topology import DEFAULT_SLOTS, Host, Link, Switch, Topology
 
 _HOST_KEYS = {"name", "ip", "mac", "role"}
 _SWITCH_KEYS = {"name", "device_id", "grpc", "slots"}
@@ -76,17 +77,17 @@ def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
     return topo.validate()
 
 
-def topology_to_dict(topo: Topology) -> dict:
+def topology_to_dict(topo: Topology) -> dict[str, Any]:
     def end(node: str, port: int) -> str:
         return node if topo.is_host(node) and port == 0 else f"{node}:{port}"
 
-    hosts = []
+    hosts: list[dict[str, Any]] = []
     for h in topo.hosts:
-        item = {"name": h.name, "ip": h.ip, "mac": h.mac}
+        item: dict[str, Any] = {"name": h.name, "ip": h.ip, "mac": h.mac}
         if h.role:
             item["role"] = h.role
         hosts.append(item)
-    switches = []
+    switches: list[dict[str, Any]] = []
     for s in topo.switches:
         item = {"name": s.name, "device_id": s.device_id}
         if s.grpc:
@@ -94,7 +95,7 @@ def topology_to_dict(topo: Topology) -> dict:
         if s.slots != DEFAULT_SLOTS:
             item["slots"] = s.slots
         switches.append(item)
-    links = []
+    links: list[dict[str, Any]] = []
     for link in topo.links:
         item = {
             "ends": [end(link.a, link.a_port), end(link.b, link.b_port)],
@@ -123,7 +124,7 @@ def save_topology(topo: Topology, path: str | Path) -> None:
     Path(path).write_text(dump_topology(topo))
 
 
-def _section(data: dict, key: str) -> list:
+def _section(data: dict[str, Any], key: str) -> list[Any]:
     items = data.get(key)
     if items is None:
         raise TopologyError(f"topology has no '{key}' section")
@@ -132,7 +133,7 @@ def _section(data: dict, key: str) -> list:
     return items
 
 
-def _entry(item: Any, kind: str, i: int, allowed: set, required: tuple) -> dict:
+def _entry(item: Any, kind: str, i: int, allowed: set[str], required: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise TopologyError(f"{kind} {i} must be a mapping")
     unknown = set(item) - allowed

@@ -74,7 +74,7 @@ def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
                 if v not in dist:
                     dist[v] = dist[u] + d
                     stack.append(v)
-        far = max(dist, key=dist.get)
+        far = max(dist, key=dist.__getitem__)
         return far, dist[far]
 
     end, _ = farthest(next(iter(adj)))
@@ -161,7 +161,7 @@ def build_tree(
     child_index = {node: {f: i for i, f in enumerate(flows)} for node, flows in flows_in.items()}
 
     def port(u: str, v: str) -> int:
-        return graph.adj[u][v]["ports"][u]
+        return int(graph.adj[u][v]["ports"][u])
 
     def ranks_under(node: str) -> list[int]:
         if node in rank:
