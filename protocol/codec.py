@@ -238,7 +238,10 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
 # ---------------------------------------------------------------- whole frames
 
 
-def mac_bytes(mac: str | int | bytes) -> bytes:
+Address = str | int | bytes  # a MAC or IPv4 address as text, an integer or its bytes
+
+
+def mac_bytes(mac: Address) -> bytes:
     if isinstance(mac, bytes):
         if len(mac) != 6:
             raise ProtocolError(f"MAC address must be 6 bytes, got {len(mac)}")
@@ -264,7 +267,7 @@ def mac_text(raw: bytes) -> str:
     return ":".join(f"{b:02x}" for b in raw)
 
 
-def ip_bytes(ip: str | int | bytes) -> bytes:
+def ip_bytes(ip: Address) -> bytes:
     if isinstance(ip, bytes):
         if len(ip) != 4:
             raise ProtocolError(f"IPv4 address must be 4 bytes, got {len(ip)}")
@@ -284,7 +287,7 @@ def ipv4_checksum(header: bytes) -> int:
     """The ones'-complement checksum of an IPv4 header (checksum field taken as given)."""
     if len(header) % 2:
         header += b"\0"
-    total = sum(struct.unpack(f"!{len(header) // 2}H", header))
+    total: int = sum(struct.unpack(f"!{len(header) // 2}H", header))
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
@@ -292,10 +295,10 @@ def ipv4_checksum(header: bytes) -> int:
 
 def build_udp_frame(
     payload: bytes,
-    src_mac,
-    dst_mac,
-    src_ip,
-    dst_ip,
+    src_mac: Address,
+    dst_mac: Address,
+    src_ip: Address,
+    dst_ip: Address,
     src_port: int = C.INA_UDP_PORT,
     dst_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
@@ -318,10 +321,10 @@ def build_udp_frame(
 
 def build_frame(
     packet: InaPacket,
-    src_mac,
-    dst_mac,
-    src_ip,
-    dst_ip,
+    src_mac: Address,
+    dst_mac: Address,
+    src_ip: Address,
+    dst_ip: Address,
     src_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
     values_per_packet: int = C.VALUES_PER_PACKET,

@@ -45,7 +45,7 @@ class INA(Packet):
         ByteField("tree_id", 0),
     ]
 
-    def guess_payload_class(self, payload):
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return InaHop if self.hop_count else InaValues
 
 
@@ -62,7 +62,7 @@ class InaHop(Packet):
         ShortField("egress_port", 0),
     ]
 
-    def guess_payload_class(self, payload):
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
         return InaValues if self.bos else InaHop
 
 
@@ -74,7 +74,7 @@ class InaValues(Packet):
         FieldListField("values", [], SignedIntField("", 0)),  # runs to the end of the payload
     ]
 
-    def extract_padding(self, s):
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
         return b"", s
 
 

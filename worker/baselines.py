@@ -23,28 +23,36 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from protocol import codec
 from protocol import constants as C
 from worker import quantize as Q
 from worker.stream import AllreduceError, TreeCursor, assign_trees
 
+if TYPE_CHECKING:
+    from controller.options import PlanOptions
+    from controller.plan import JobPlan
+    from worker.transport import Transport
+
 BASELINE_UDP_PORT = C.INA_UDP_PORT + 1
 SERVER_RANK = 0xFFFF
 
 
-def parameter_server_options(options=None):
+def parameter_server_options(options: PlanOptions | None = None) -> PlanOptions:
     """Plan options of the parameter-server baseline: ``options`` (default PlanOptions()) with no
     aggregating switch and unicast results (one RESULT per worker leaves the server, as from a
     parameter server). Plan the job with them and run WorkerAgent/ServerAgent as for any INA job."""
-    from controller.planner import PlanOptions
+    from controller.options import PlanOptions
 
     return dataclasses.replace(options or PlanOptions(), aggregation="none", result_mode="unicast")
 
 
-def _as_int32(array) -> tuple[np.ndarray, tuple, np.dtype]:
+def _as_int32(array: npt.ArrayLike) -> tuple[np.ndarray, tuple[int, ...], np.dtype[Any]]:
     arr = Q.check_array(array)
     if arr.dtype.kind != "i":
         raise TypeError(f"the host-level baselines reduce int32/int64 arrays, not {arr.dtype}")
@@ -52,7 +60,9 @@ def _as_int32(array) -> tuple[np.ndarray, tuple, np.dtype]:
 
 
 class _Baseline:
-    def __init__(self, plan, transport, timeout: float):
+    """What both host-level baselines share: the job, the transport, the port, decoding."""
+
+    def __init__(self, plan: JobPlan, transport: Transport, timeout: float):
         self.plan = plan
         self.transport = transport
         self.loop = transport.loop
@@ -71,7 +81,13 @@ class _Baseline:
         if pkt.header.job_id == self.job_id:
             self.on_packet(pkt)
 
-    def allreduce(self, array) -> np.ndarray:
+    def on_packet(self, pkt: codec.InaPacket) -> None:
+        raise NotImplementedError
+
+    def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
+        raise NotImplementedError
+
+    def allreduce(self, array: npt.ArrayLike) -> np.ndarray:
         return self.allreduce_async(array).wait()
 
     def close(self) -> None:
@@ -81,12 +97,14 @@ class _Baseline:
 class BaselineHandle:
     """A baseline collective in progress (same shape as the worker agent's handle)."""
 
-    def __init__(self, baseline: _Baseline, done, finish, what: str):
+    def __init__(
+        self, baseline: _Baseline, done: Callable[[], bool], finish: Callable[[], np.ndarray], what: str
+    ) -> None:
         self.baseline, self._done, self._finish, self.what = baseline, done, finish, what
-        self._result = None
+        self._result: np.ndarray | None = None
 
     def done(self) -> bool:
-        return self._result is not None or self._done()
+        return self._result is not None or bool(self._done())
 
     def wait(self, timeout: float | None = None) -> np.ndarray:
         b = self.baseline
@@ -105,13 +123,13 @@ class BaselineHandle:
 class HostTreeAllreduce(_Baseline):
     """Reduce up the plan's host-level trees, broadcast down. ``me`` is a worker rank or a server name."""
 
-    def __init__(self, plan, me, transport, *, timeout: float = 60.0):
+    def __init__(self, plan: JobPlan, me: int | str, transport: Transport, *, timeout: float = 60.0):
         super().__init__(plan, transport, timeout)
         self.is_server = isinstance(me, str)
-        self.name = me if self.is_server else plan.worker(me).name
-        self.rank = SERVER_RANK if self.is_server else me
+        self.name = me if isinstance(me, str) else plan.worker(me).name
+        self.rank = me if isinstance(me, int) else SERVER_RANK
         self.trees = [(t.tree_id, t.weight, t.host_parent, t.host_children) for t in plan.trees if t.weight > 0]
-        self.state: dict[tuple[int, int], list] = {}  # (op, chunk) -> [acc, heard, tree index]
+        self.state: dict[tuple[int, int], list[Any]] = {}  # (op, chunk) -> [acc, heard, tree index]
         self.results: dict[tuple[int, int], np.ndarray] = {}
         self.own: dict[int, np.ndarray] = {}  # op -> this worker's int32 values
         self.chunks_of: dict[int, int] = {}
@@ -121,7 +139,7 @@ class HostTreeAllreduce(_Baseline):
         cursors = [TreeCursor(i, w, 1, [], "") for i, (_, w, _, _) in enumerate(self.trees)]
         return [c.tree_id for c in assign_trees(cursors, n_chunks)]
 
-    def allreduce_async(self, array) -> BaselineHandle:
+    def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
         flat, shape, dtype = _as_int32(array)
         op_id = self.op_counter
         self.op_counter += 1
@@ -132,7 +150,7 @@ class HostTreeAllreduce(_Baseline):
         for c in range(n_chunks):
             self._arrive(op_id, c, flat[c * self.k : (c + 1) * self.k], own=True)
 
-        def finish():
+        def finish() -> np.ndarray:
             out = (
                 np.concatenate([self.results.pop((op_id, c)) for c in range(n_chunks)])
                 if n_chunks
@@ -144,7 +162,7 @@ class HostTreeAllreduce(_Baseline):
 
         return BaselineHandle(self, lambda: self.result_count.get(op_id, 0) >= n_chunks, finish, "host-tree allreduce")
 
-    def on_packet(self, pkt) -> None:
+    def on_packet(self, pkt: codec.InaPacket) -> None:
         h = pkt.header
         op_id, c = h.tree_id, h.seq
         values = pkt.values[: h.value_count]
@@ -154,7 +172,8 @@ class HostTreeAllreduce(_Baseline):
         else:
             self._deliver(op_id, c, values, tree_index)
 
-    def _arrive(self, op_id: int, c: int, values: np.ndarray, own: bool, tree_index: int | None = None):
+    def _arrive(self, op_id: int, c: int, values: np.ndarray, own: bool, tree_index: int = 0) -> None:
+        """A chunk's values arrive: this host's own (its tree from the op's striping) or a child's."""
         if own:
             tree_index = self._trees_for_op[c]
         key = (op_id & 0xFF, c)
@@ -188,7 +207,7 @@ class HostTreeAllreduce(_Baseline):
         base = self.op_counter - 1
         return base - ((base - op_byte) & 0xFF)
 
-    def _send_tagged(self, kind, dst, op_id, c, values, tree_index) -> None:
+    def _send_tagged(self, kind: int, dst: str, op_id: int, c: int, values: np.ndarray, tree_index: int) -> None:
         pkt = codec.grad(
             self.job_id, c, [], values, contributor=self.rank & 0xFFFF, tree_id=op_id & 0xFF, slot=tree_index
         )
@@ -199,18 +218,18 @@ class HostTreeAllreduce(_Baseline):
 class RingAllreduce(_Baseline):
     """Reduce-scatter then all-gather around ranks 0..N-1, pipelined chunk by chunk."""
 
-    def __init__(self, plan, rank: int, transport, *, timeout: float = 60.0):
+    def __init__(self, plan: JobPlan, rank: int, transport: Transport, *, timeout: float = 60.0):
         super().__init__(plan, transport, timeout)
         self.rank = rank
         self.n = len(plan.workers)
         self.right = plan.worker((rank + 1) % self.n).name
-        self.ops: dict[int, dict] = {}
-        self.early: dict[int, list] = {}
+        self.ops: dict[int, dict[str, Any]] = {}
+        self.early: dict[int, list[codec.InaPacket]] = {}
 
     def _segments(self, n_chunks: int) -> list[range]:
         return [range(g * n_chunks // self.n, (g + 1) * n_chunks // self.n) for g in range(self.n)]
 
-    def allreduce_async(self, array) -> BaselineHandle:
+    def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
         flat, shape, dtype = _as_int32(array)
         op_id = self.op_counter & 0xFF
         self.op_counter += 1
@@ -219,7 +238,7 @@ class RingAllreduce(_Baseline):
         padded[: flat.size] = flat
         own = padded.reshape(n_chunks, self.k) if n_chunks else padded.reshape(0, self.k)
         segs = self._segments(n_chunks)
-        op = {"own": own, "result": np.zeros_like(own), "have": 0, "need": n_chunks, "segs": segs}
+        op: dict[str, Any] = {"own": own, "result": np.zeros_like(own), "have": 0, "need": n_chunks, "segs": segs}
         self.ops[op_id] = op
         if self.n == 1:
             op["result"][:] = own
@@ -230,9 +249,10 @@ class RingAllreduce(_Baseline):
             for pkt in self.early.pop(op_id, []):
                 self.on_packet(pkt)
 
-        def finish():
+        def finish() -> np.ndarray:
             del self.ops[op_id]
-            return op["result"].ravel()[: flat.size].astype(dtype).reshape(shape)
+            out: np.ndarray = op["result"].ravel()[: flat.size].astype(dtype).reshape(shape)
+            return out
 
         return BaselineHandle(self, lambda: op["have"] == op["need"], finish, "ring allreduce")
 
@@ -240,7 +260,7 @@ class RingAllreduce(_Baseline):
         pkt = codec.grad(self.job_id, c, [], values, contributor=self.rank, tree_id=op_id, slot=step)
         self.transport.sendto(codec.encode(pkt, self.k), self.ip[self.right], BASELINE_UDP_PORT)
 
-    def on_packet(self, pkt) -> None:
+    def on_packet(self, pkt: codec.InaPacket) -> None:
         h = pkt.header
         op = self.ops.get(h.tree_id)
         if op is None:

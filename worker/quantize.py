@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from worker.errors import AgentError
 
@@ -34,7 +35,7 @@ class UnsupportedArray(AgentError, TypeError):
     """The array's dtype or contents cannot be reduced."""
 
 
-def check_array(array) -> np.ndarray:
+def check_array(array: npt.ArrayLike) -> np.ndarray:
     """The array, if its dtype can be reduced (its values are checked with the other ranks)."""
     arr = np.asarray(array)
     if arr.dtype.type not in SUPPORTED_DTYPES:
@@ -79,7 +80,8 @@ def block_exponents(flat: np.ndarray, block: int, rank: int = 0) -> np.ndarray:
     exps = exps.astype(np.int64)
     exps[amax == 0] = ZERO_BLOCK_EXPONENT
     exps[~np.isfinite(amax)] = BAD_INPUT + rank
-    return exps.astype(np.int32)
+    result: np.ndarray = exps.astype(np.int32)
+    return result
 
 
 def headroom_bits(n_workers: int, op: str) -> int:
@@ -101,6 +103,6 @@ def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
     return q.astype(np.int32)
 
 
-def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype) -> np.ndarray:
+def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype: npt.DTypeLike) -> np.ndarray:
     per_value = np.repeat(shift, block)[: q.size]
     return np.ldexp(q.astype(np.float64), (-per_value).astype(np.int32)).astype(dtype)
