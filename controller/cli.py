@@ -162,6 +162,15 @@ def _hop_text(h: Hop) -> str:
 
 
 def format_plan(plan: JobPlan) -> str:
+    """A plan as text for people: trees, each worker's hop list, the server's children, switches.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> from controller.planner import plan_job
+    >>> print(format_plan(plan_job(star(2), ["h1", "h2"], ["h3"])).splitlines()[2])
+      h1 (rank 0)  s1[agg 2/#0 ->3] > h3[1/#0]
+    """
     lines = [
         f"job {plan.job_id} ({plan.planner}, {plan.policy}, {plan.result_mode} results, "
         f"pool {plan.pool_size}, K={plan.value_count}, job index {plan.job_index})"
@@ -205,6 +214,7 @@ def format_plan(plan: JobPlan) -> str:
 
 
 def cmd_topo(args: argparse.Namespace) -> int:
+    """``inactl topo validate|show|draw FILE``: check, list or draw a topology."""
     topo = load_topology(args.file)
     if args.action == "validate":
         print(f"{args.file}: ok ({len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.links)} links)")
@@ -238,6 +248,7 @@ def cmd_topo(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    """``inactl plan FILE``: plan a job and print it (text or ``--json``), or write it with ``-o``."""
     _, plan = _plan(args)
     text = plan.to_json(indent=2) if args.json else format_plan(plan)
     if args.output:
@@ -264,6 +275,7 @@ def _installer(args: argparse.Namespace, topo: Topology) -> Installer:
 
 
 def cmd_install(args: argparse.Namespace) -> int:
+    """``inactl install FILE``: push the pipeline (optional), the topology's entries and a job's."""
     topo = load_topology(args.file)
     with _installer(args, topo) as inst:
         if args.p4info:
@@ -281,6 +293,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """``inactl serve FILE``: run the job service until interrupted."""
     from controller.jobservice import JobManager, JobServer
 
     topo = load_topology(args.file)
@@ -303,6 +316,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
+    """``inactl jobs list|show ID|release ID``: ask a running job service."""
     from controller.jobservice import JobClient
 
     client = JobClient(args.controller, timeout=args.timeout)
@@ -331,6 +345,13 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def stat_names(prefix: str) -> dict[int, str]:
+    """Counter index -> name of the protocol constants starting with ``prefix`` (``STAT_``, ``DROP_``).
+
+    Examples
+    --------
+    >>> stat_names("STAT_")[0]
+    'grad_aggregated'
+    """
     from protocol import constants
 
     return {
@@ -341,6 +362,7 @@ def stat_names(prefix: str) -> dict[int, str]:
 
 
 def cmd_counters(args: argparse.Namespace) -> int:
+    """``inactl counters FILE``: ina_stats and drop_stats of a job's counter row, by name."""
     from controller.limits import NUM_STATS
 
     topo = load_topology(args.file)
@@ -366,6 +388,7 @@ def cmd_counters(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``inactl`` (one sub-command per ``cmd_*`` function)."""
     p = argparse.ArgumentParser(
         prog="inactl",
         description="In-network aggregation controller: topologies, plans, switch installation and the job service.",
@@ -454,6 +477,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``inactl`` with ``argv``; return the exit status.
+
+    A ``ControllerError`` prints as ``inactl: error: ...`` and returns 1; any other exception is a bug
+    and propagates with its traceback.
+
+    Examples
+    --------
+    >>> main(["plan", "topologies/star.yaml", "--workers", "h9"])
+    1
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

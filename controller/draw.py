@@ -14,7 +14,15 @@ TREE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", 
 
 def layered_layout(g: nx.Graph) -> dict[str, tuple[float, float]]:
     """Node positions for a topology graph: hosts at the bottom, switches in layers above them by hop
-    distance from the hosts (a flat mesh falls back to a force layout). Used by every topology picture."""
+    distance from the hosts (a flat mesh falls back to a force layout). Used by every topology picture.
+
+    Examples
+    --------
+    >>> from controller.generators import leaf_spine
+    >>> pos = layered_layout(leaf_spine().to_graph())
+    >>> bool(pos["sp1"][1] > pos["l1"][1] > pos["h1"][1])  # spines above leaves above hosts
+    True
+    """
     hosts = [n for n, k in g.nodes(data="kind") if k == "host"]
     level = dict.fromkeys(hosts, 0)
     frontier = list(hosts)
@@ -54,6 +62,13 @@ def layered_layout(g: nx.Graph) -> dict[str, tuple[float, float]]:
 
 
 def draw_topology(topo: Topology, plan: JobPlan | None = None, output: str | Path = "topology.png") -> None:
+    """Save a PNG of ``topo`` to ``output``; with ``plan``, its trees coloured and aggregation points marked.
+
+    Raises
+    ------
+    OSError
+        ``output`` cannot be written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")

@@ -29,6 +29,34 @@ def fat_tree(
     k/2+1..k; an aggregation switch reaches the edges on 1..k/2 and cores on k/2+1..k; core j (in
     group j // (k/2)) reaches pod p on port p+1. Host ``h<i>`` of pod p, edge e, slot n has IP
     10.p.e.(n+2). Switch device ids count from 1: cores, then per pod aggregations then edges.
+
+    Parameters
+    ----------
+    k : int
+        The arity, even and at least 2.
+    bandwidth, delay : float
+        Switch-to-switch links (Mbit/s, ms); ``host_bandwidth``/``host_delay`` for host links
+        (default: the same).
+    grpc_base_port : int
+        When not 0, switch i gets P4Runtime address ``127.0.0.1:<grpc_base_port + i>``.
+    slots : int or None
+        Slot entries per switch (None: the default of a topology file).
+
+    Returns
+    -------
+    Topology
+        Validated; no role hints.
+
+    Raises
+    ------
+    TopologyError
+        ``k`` odd or below 2.
+
+    Examples
+    --------
+    >>> topo = fat_tree(4)
+    >>> len(topo.hosts), len(topo.switches), len(topo.links)
+    (16, 20, 48)
     """
     if k < 2 or k % 2:
         raise TopologyError(f"fat-tree arity k={k} must be an even number >= 2")
@@ -64,7 +92,24 @@ def fat_tree(
 
 
 def star(workers: int = 4, bandwidth: float = 1000.0, delay: float = 0.1) -> Topology:
-    """One switch s1; workers h1..hN on ports 1..N and the server on port N+1."""
+    """One switch s1; workers h1..hN on ports 1..N and the server h(N+1) on port N+1.
+
+    Parameters
+    ----------
+    workers : int
+    bandwidth, delay : float
+        Every link (Mbit/s, ms).
+
+    Returns
+    -------
+    Topology
+        Validated, with role hints.
+
+    Examples
+    --------
+    >>> [(h.name, h.role) for h in star(2).hosts]
+    [('h1', 'worker'), ('h2', 'worker'), ('h3', 'server')]
+    """
     topo = Topology(name="star")
     topo.add_switch("s1", 1, "127.0.0.1:50001")
     for i in range(workers + 1):
@@ -83,8 +128,22 @@ def leaf_spine(
     host_bandwidth: float = 1000.0,
     delay: float = 0.05,
 ) -> Topology:
-    """Spines sp1.., leaves l1..; each leaf has ``workers_per_leaf`` workers on ports 1..; servers go
-    on the last leaves (port workers_per_leaf+1); leaf uplinks are on ports 10+j, spine port i = leaf i."""
+    """A two-level leaf-spine fabric with role hints.
+
+    Spines sp1.., leaves l1..; each leaf has ``workers_per_leaf`` workers on ports 1..; servers go on the
+    last leaves (port workers_per_leaf+1); leaf uplinks are on ports 10+j, spine port i = leaf i.
+
+    Returns
+    -------
+    Topology
+        Validated.
+
+    Examples
+    --------
+    >>> topo = leaf_spine()
+    >>> [s.name for s in topo.switches], len(topo.role_hosts("worker"))
+    (['sp1', 'sp2', 'l1', 'l2', 'l3', 'l4'], 8)
+    """
     topo = Topology(name="leaf_spine")
     for j in range(spines):
         topo.add_switch(f"sp{j + 1}", j + 1, f"127.0.0.1:{50001 + j}")

@@ -101,7 +101,15 @@ class Installer:
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
-        """The client of ``switch``, connected on first use."""
+        """The P4Runtime client of ``switch``, connected on first use (``connect``).
+
+        Raises
+        ------
+        TopologyError
+            ``switch`` is not a switch of the topology.
+        P4RuntimeError
+            The switch cannot be reached (no address, no server, not primary).
+        """
         if switch not in self.conns:
             self.topo.switch(switch)  # an unknown name is a TopologyError
             self.conns[switch] = self.connect(switch)
@@ -115,6 +123,7 @@ class Installer:
         return SwitchConnection(address, sw.device_id, self.election_id, self.timeout, name=switch).open()
 
     def names(self, switch: str | None = None) -> P4Names:
+        """Name lookups over the P4Info (given, or read from ``switch``, by default the first switch)."""
         if self._names is None:
             if self.p4info is None:
                 self.p4info = self.conn(switch or self.topo.switches[0].name).get_p4info()
@@ -122,6 +131,7 @@ class Installer:
         return self._names
 
     def close(self) -> None:
+        """Close every client opened so far."""
         for c in self.conns.values():
             c.close()
         self.conns.clear()
@@ -134,13 +144,31 @@ class Installer:
 
     # -- pipeline and topology-wide state ----------------------------------------------------------
     def push_pipeline(self, switches: list[str] | None = None) -> None:
+        """Load the P4Info and device config into ``switches`` (default: all).
+
+        Raises
+        ------
+        P4RuntimeError
+            No P4Info or device config was given, or a switch refused them.
+        """
         if self.p4info is None or self.device_config is None:
             raise P4RuntimeError("pushing a pipeline needs both a P4Info and a device config")
         for s in switches or [s.name for s in self.topo.switches]:
             self.conn(s).set_pipeline(self.p4info, self.device_config)
 
     def topology_entries(self, switch: str) -> list[p4runtime_pb2.TableEntry]:
-        """Identity default action, routes to every host, result_rewrite for host-facing ports."""
+        """The topology-wide entries of ``switch``: identity default action, a /32 route to every host,
+        result_rewrite for host-facing ports.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from softswitch.compiler import compile_program
+        >>> from softswitch.p4info import build_p4info
+        >>> inst = Installer(star(2), p4info=build_p4info(compile_program("p4src/ina.p4").info))
+        >>> len(inst.topology_entries("s1"))  # identity, 3 routes, 3 host ports
+        7
+        """
         n = self.names(switch)
         sw = self.topo.switch(switch)
         entries = [n.table_entry(T_IDENTITY, None, A_IDENTITY, {"switch_id": sw.device_id}, default=True)]
@@ -172,7 +200,18 @@ class Installer:
         return self._routes[host]
 
     def install_topology(self, switches: list[str] | None = None) -> int:
-        """Write the topology-wide entries; return how many were written."""
+        """Write the topology-wide entries of ``switches`` (default: all), inserting or modifying.
+
+        Returns
+        -------
+        int
+            The number of entries written.
+
+        Raises
+        ------
+        P4RuntimeError
+            A switch refused an update or cannot be reached.
+        """
         count = 0
         for s in switches or [s.name for s in self.topo.switches]:
             count += self._upsert(s, self.topology_entries(s))
@@ -180,7 +219,19 @@ class Installer:
 
     # -- jobs --------------------------------------------------------------------------------------
     def job_entries(self, plan: JobPlan) -> dict[str, JobEntries]:
-        """Per switch: its ina_jobs entries and its multicast group entries for ``plan``."""
+        """Per switch: its ina_jobs entries and its multicast group entries for ``plan``.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> from softswitch.compiler import compile_program
+        >>> from softswitch.p4info import build_p4info
+        >>> topo = star(2)
+        >>> inst = Installer(topo, p4info=build_p4info(compile_program("p4src/ina.p4").info))
+        >>> {switch: (len(t), len(g)) for switch, (t, g) in inst.job_entries(plan_job(topo, ["h1", "h2"], ["h3"])).items()}
+        {'s1': (1, 0)}
+        """
         out: dict[str, JobEntries] = {}
         for cfg in plan.switches:
             n = self.names(cfg.switch)
@@ -207,13 +258,26 @@ class Installer:
         return out
 
     def install_job(self, plan: JobPlan) -> int:
+        """Write the job's entries and multicast groups, inserting or modifying; return how many.
+
+        Raises
+        ------
+        P4RuntimeError
+            A switch refused an update or cannot be reached.
+        """
         count = 0
         for switch, (tables, groups) in self.job_entries(plan).items():
             count += self._upsert(switch, tables, groups)
         return count
 
     def remove_job(self, plan: JobPlan) -> int:
-        """Delete the job's entries and groups (those still present); return how many."""
+        """Delete the job's entries and groups (those still present); return how many.
+
+        Raises
+        ------
+        P4RuntimeError
+            A switch refused an update or cannot be reached.
+        """
         count = 0
         for switch, (tables, groups) in self.job_entries(plan).items():
             conn = self.conn(switch)
@@ -238,11 +302,13 @@ class Installer:
 
     # -- reading back ------------------------------------------------------------------------------
     def read_table(self, switch: str, table: str) -> list[p4runtime_pb2.TableEntry]:
+        """Every entry of ``table`` at ``switch`` (table by P4 name)."""
         n = self.names(switch)
         q = _entity(table_entry=p4runtime_pb2.TableEntry(table_id=n.table(table).id))
         return [e.table_entry for e in self.conn(switch).read([q])]
 
     def read_groups(self, switch: str) -> dict[int, list[tuple[int, int]]]:
+        """Multicast group id -> sorted (egress port, instance) replicas at ``switch``."""
         q = _entity(group=p4runtime_pb2.MulticastGroupEntry())
         out = {}
         for e in self.conn(switch).read([q]):
@@ -251,7 +317,7 @@ class Installer:
         return out
 
     def read_counter(self, switch: str, counter: str, indices: list[int]) -> dict[int, tuple[int, int]]:
-        """index -> (packets, bytes) of a P4 counter."""
+        """index -> (packets, bytes) of the P4 counter called ``counter`` at ``switch``."""
         cid, _ = self.names(switch).counter(counter)
         return read_counter(self.conn(switch), cid, indices)
 

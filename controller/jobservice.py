@@ -29,9 +29,13 @@ class JobInstaller(Protocol):
     """What the job manager needs to put a job on the network and take it off: the controller's
     ``Installer``, or a network that also starts server agents (``topologies/inprocess/serve.py``)."""
 
-    def install_job(self, plan: JobPlan) -> object: ...
+    def install_job(self, plan: JobPlan) -> object:
+        """Put ``plan`` on the network (switch entries, and whatever else the network needs)."""
+        ...
 
-    def remove_job(self, plan: JobPlan) -> object: ...
+    def remove_job(self, plan: JobPlan) -> object:
+        """Take ``plan`` off the network."""
+        ...
 
 
 class JobManager:
@@ -46,6 +50,34 @@ class JobManager:
         self.lock = threading.RLock()
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
+        """Plan a job, install it when the manager has an installer, and keep it.
+
+        Parameters
+        ----------
+        workers, servers : list of str
+        options : PlanOptions
+
+        Returns
+        -------
+        plan : JobPlan
+        installed : bool
+            Whether switch entries were written.
+
+        Raises
+        ------
+        PlanError
+            The job cannot be planned (nothing is taken).
+        ControllerError
+            The installer failed (the job's resources are given back).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> manager = JobManager(star(2))
+        >>> plan, installed = manager.register(["h1", "h2"], ["h3"], PlanOptions())
+        >>> plan.job_id, installed, manager.plan(plan.job_id) is plan
+        (1, False, True)
+        """
         with self.lock:
             plan = plan_job(self.topo, workers, servers, options, self.resources, self.graph)
             installed = False
@@ -60,6 +92,13 @@ class JobManager:
             return plan, installed
 
     def plan(self, job_id: int, version: int = 0) -> JobPlan:
+        """The plan of ``job_id``: its latest version (``version`` 0) or that version.
+
+        Raises
+        ------
+        UnknownJobError
+            No such job, or no such version of it.
+        """
         with self.lock:
             versions = self.jobs.get(job_id)
             if not versions:
@@ -72,6 +111,26 @@ class JobManager:
             raise UnknownJobError(f"job {job_id} has no plan version {version} (latest is {versions[-1].version})")
 
     def release(self, job_id: int) -> bool:
+        """Remove the job from the network (if installed) and give back its resources.
+
+        Returns
+        -------
+        bool
+            Whether switch entries were removed.
+
+        Raises
+        ------
+        UnknownJobError
+            No such job.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> manager = JobManager(star(2))
+        >>> plan, _ = manager.register(["h1", "h2"], ["h3"], PlanOptions())
+        >>> manager.release(plan.job_id), manager.list()
+        (False, [])
+        """
         with self.lock:
             plan = self.plan(job_id)
             removed = False
@@ -83,11 +142,13 @@ class JobManager:
             return removed
 
     def list(self) -> list[JobPlan]:
+        """The latest plan of every job, by job id."""
         with self.lock:
             return [v[-1] for _, v in sorted(self.jobs.items())]
 
 
 def options_from_pb(msg: pb.PlanOptions) -> PlanOptions:
+    """PlanOptions from the protobuf message: fields it sets, the defaults of ``controller.options`` elsewhere."""
     opts = PlanOptions()
     for f in fields(PlanOptions):
         if msg.HasField(f.name):
@@ -96,6 +157,13 @@ def options_from_pb(msg: pb.PlanOptions) -> PlanOptions:
 
 
 def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
+    """The protobuf message of ``opts`` (fields that are None stay unset).
+
+    Examples
+    --------
+    >>> options_from_pb(options_to_pb(PlanOptions(pool_size=64))) == PlanOptions(pool_size=64)
+    True
+    """
     msg = pb.PlanOptions()
     for f in fields(PlanOptions):
         value = getattr(opts, f.name)
@@ -109,6 +177,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         self.manager = manager
 
     def RegisterJob(self, request: pb.RegisterJobRequest, context: grpc.ServicerContext) -> pb.RegisterJobReply:
+        """gRPC: plan (and install) a job; INVALID_ARGUMENT for a plan error, UNAVAILABLE for a switch's."""
         try:
             plan, installed = self.manager.register(
                 list(request.workers), list(request.servers), options_from_pb(request.options)
@@ -126,6 +195,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         )
 
     def GetPlan(self, request: pb.GetPlanRequest, context: grpc.ServicerContext) -> pb.GetPlanReply:
+        """gRPC: a job's plan; NOT_FOUND for an unknown job or version."""
         try:
             plan = self.manager.plan(request.job_id, request.version)
         except UnknownJobError as exc:
@@ -133,6 +203,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         return pb.GetPlanReply(version=plan.version, plan_json=plan.to_json())
 
     def ReleaseJob(self, request: pb.ReleaseJobRequest, context: grpc.ServicerContext) -> pb.ReleaseJobReply:
+        """gRPC: release a job; NOT_FOUND for an unknown job, UNAVAILABLE when a switch fails."""
         try:
             removed = self.manager.release(request.job_id)
         except UnknownJobError as exc:
@@ -142,6 +213,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         return pb.ReleaseJobReply(entries_removed=removed)
 
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsReply:
+        """gRPC: a summary of every job."""
         return pb.ListJobsReply(
             jobs=[
                 pb.JobSummary(
@@ -171,10 +243,12 @@ class JobServer:
         self.address = f"{address.rsplit(':', 1)[0]}:{port}"
 
     def start(self) -> JobServer:
+        """Start serving; return self."""
         self.server.start()
         return self
 
     def stop(self, grace: float | None = 0.5) -> None:
+        """Stop serving, letting calls in progress finish within ``grace`` seconds."""
         self.server.stop(grace).wait()
 
 
@@ -193,6 +267,23 @@ class JobClient:
             raise JobServiceError(exc.details() or f"job service at {self.address}: {exc.code().name}") from None
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions | None = None) -> JobPlan:
+        """Register a job with the service; return its plan.
+
+        Raises
+        ------
+        JobServiceError
+            No service at the address, or the service's one-line reason for refusing.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> server = JobServer(JobManager(star(2))).start()
+        >>> client = JobClient(server.address)
+        >>> plan = client.register(["h1", "h2"], ["h3"])
+        >>> client.get_plan(plan.job_id) == plan, client.release(plan.job_id)
+        (True, False)
+        >>> client.close(); server.stop()
+        """
         reply = self._call(
             self.stub.RegisterJob,
             pb.RegisterJobRequest(workers=workers, servers=servers, options=options_to_pb(options or PlanOptions())),
@@ -200,14 +291,18 @@ class JobClient:
         return JobPlan.from_json(reply.plan_json)
 
     def get_plan(self, job_id: int, version: int = 0) -> JobPlan:
+        """The plan of ``job_id`` (latest, or ``version``); raises JobServiceError (NOT_FOUND's message) if none."""
         reply = self._call(self.stub.GetPlan, pb.GetPlanRequest(job_id=job_id, version=version))
         return JobPlan.from_json(reply.plan_json)
 
     def release(self, job_id: int) -> bool:
+        """Release a job; whether switch entries were removed."""
         return bool(self._call(self.stub.ReleaseJob, pb.ReleaseJobRequest(job_id=job_id)).entries_removed)
 
     def list(self) -> list[Any]:
+        """The service's job summaries (JobSummary messages)."""
         return list(self._call(self.stub.ListJobs, pb.ListJobsRequest()).jobs)
 
     def close(self) -> None:
+        """Close the channel."""
         self.channel.close()

@@ -18,5 +18,11 @@ MAX_GROUP_ID = 0xFFFF  # bit<16> result_group
 
 
 def host_node_id(host_index: int) -> int:
-    """Node id of a host (worker or server) on the wire: HOST_NODE_BASE + its index in the topology."""
+    """Node id of a host (worker or server) on the wire: HOST_NODE_BASE + its index in the topology.
+
+    Examples
+    --------
+    >>> hex(host_node_id(3))
+    '0x8003'
+    """
     return HOST_NODE_BASE + host_index

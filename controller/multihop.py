@@ -27,7 +27,14 @@ Label = tuple[float, ...]  # compared as a tuple: smaller is better
 
 
 def sorted_adjacency(graph: nx.Graph) -> Adjacency:
-    """Neighbours of every node ordered by link id (cached on the graph)."""
+    """Neighbours of every node ordered by link id (cached on the graph), so searches break ties alike.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> [v for v, _ in sorted_adjacency(star(2).to_graph())["s1"]]
+    ['h1', 'h2', 'h3']
+    """
     cached: Adjacency | None = graph.graph.get("_adj_by_eid")
     if cached is None:
         cached = {u: sorted(nbrs.items(), key=lambda kv: kv[1]["eid"]) for u, nbrs in graph.adj.items()}
@@ -36,7 +43,33 @@ def sorted_adjacency(graph: nx.Graph) -> Adjacency:
 
 
 def path_tree(graph: nx.Graph, root: str, policy: str = "fewest_hops") -> dict[str, str]:
-    """Parent pointers toward ``root`` for every node reachable from it under ``policy``."""
+    """Parent pointers toward ``root`` for every node reachable from it under ``policy`` (seed 1's paths).
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        From ``Topology.to_graph``.
+    root : str
+        The server.
+    policy : str
+        One of ``POLICIES``: fewest hops, lowest delay, or widest bottleneck.
+
+    Returns
+    -------
+    dict
+        Node -> next node toward ``root``. Hosts other than the root are leaves: never crossed.
+
+    Raises
+    ------
+    PlanError
+        An unknown policy.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> path_tree(star(2).to_graph(), "h3")
+    {'s1': 'h3', 'h1': 's1', 'h2': 's1'}
+    """
     if policy not in POLICIES:
         raise PlanError(f"unknown path policy {policy!r} (choose {', '.join(POLICIES)})")
     adj = sorted_adjacency(graph)

@@ -159,7 +159,35 @@ def _too_long(ctx: JobContext, tree: FoundTree) -> str | None:
 
 
 def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], dict[int, float]]:
-    """Plan up to K trees; return their TreePlans and the bandwidth they reserve per link id."""
+    """Seed 2: up to K spanning trees under the height bound H with residual bandwidth r, rates b.
+
+    Parameters
+    ----------
+    ctx : JobContext
+        The job being planned (trees are built with ``build_tree``).
+    options : PlanOptions
+        ``trees`` (K), ``height`` (H), ``min_bw`` (r), ``tree_rate`` (b), ``loss_bound``, ``seed``.
+
+    Returns
+    -------
+    trees : list of TreePlan
+        Weighted in proportion to their rates.
+    reserved : dict
+        Link id -> Mbit/s the trees use (for ``Resources.reserve``).
+
+    Raises
+    ------
+    PlanError
+        No tree under the bounds, or every tree found has a path longer than a hop list holds.
+
+    Examples
+    --------
+    >>> from controller.generators import leaf_spine
+    >>> from controller.planner import plan_job, PlanOptions
+    >>> plan = plan_job(leaf_spine(), ["h1", "h2", "h3"], ["h9"], PlanOptions(planner="multitree", trees=2))
+    >>> round(sum(t.weight for t in plan.trees), 6)
+    1.0
+    """
     reserved = ctx.resources.reserved()
     capacity = {link.id: link.bandwidth - reserved.get(link.id, 0.0) for link in ctx.topo.links}
     r = options.min_bw

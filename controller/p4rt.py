@@ -23,18 +23,42 @@ from controller.errors import P4RuntimeError
 
 
 def encode(value: int, bitwidth: int) -> bytes:
-    """int -> canonical P4Runtime bytestring (no leading zero bytes, at least one)."""
+    """``value`` as a P4Runtime bytestring: big-endian, the shortest form (at least one byte).
+
+    Raises
+    ------
+    P4RuntimeError
+        ``value`` does not fit ``bitwidth`` bits.
+
+    Examples
+    --------
+    >>> encode(5, 16), encode(0, 8)
+    (b'\\x05', b'\\x00')
+    """
     if value < 0 or value >> bitwidth:
         raise P4RuntimeError(f"value {value} does not fit in {bitwidth} bits")
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
 def decode(data: bytes) -> int:
+    """A P4Runtime bytestring as an integer.
+
+    Examples
+    --------
+    >>> decode(b"\\x00\\x05")
+    5
+    """
     return int.from_bytes(data, "big")
 
 
 def load_p4info(path: str | Path) -> p4info_pb2.P4Info:
-    """P4Info from a text (.txt/.p4info) or binary (.bin/.pb) file."""
+    """P4Info from a text (.txt/.p4info) or binary (.bin/.pb) file.
+
+    Raises
+    ------
+    P4RuntimeError
+        The file cannot be read or is neither form.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -90,18 +114,39 @@ class P4Names:
         _add_short_names(self.counters)
 
     def table(self, name: str) -> _Table:
+        """The table called ``name`` (full ``InaIngress.ina_jobs`` or short ``ina_jobs``): id, keys, actions.
+
+        Raises
+        ------
+        P4RuntimeError
+            The program has no such table.
+        """
         try:
             return self.tables[name]
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no table {name}") from None
 
     def action(self, name: str) -> ActionInfo:
+        """``(action id, {param: (id, bitwidth)})`` of the action called ``name``.
+
+        Raises
+        ------
+        P4RuntimeError
+            The program has no such action.
+        """
         try:
             return self.actions[name]
         except KeyError:
             raise P4RuntimeError(f"the P4 program has no action {name}") from None
 
     def counter(self, name: str) -> CounterInfo:
+        """``(counter id, size)`` of the counter called ``name``.
+
+        Raises
+        ------
+        P4RuntimeError
+            The program has no such counter.
+        """
         try:
             return self.counters[name]
         except KeyError:
@@ -115,7 +160,42 @@ class P4Names:
         params: Mapping[str, int],
         default: bool = False,
     ) -> p4runtime_pb2.TableEntry:
-        """A TableEntry: ``match`` maps key names to a value, or (value, prefix_len) for lpm."""
+        """A TableEntry built by P4 names: the ids and widths come from the P4Info.
+
+        Parameters
+        ----------
+        table : str
+        match : dict or None
+            Key name -> value, or (value, prefix_len) for an lpm key; None for a default action.
+        action : str
+        params : dict
+            Action parameter name -> value.
+        default : bool
+            Build the table's default action instead of an entry.
+
+        Returns
+        -------
+        p4.v1.p4runtime_pb2.TableEntry
+
+        Raises
+        ------
+        P4RuntimeError
+            An unknown table, key, action or parameter, or a value too wide for its field.
+
+        Examples
+        --------
+        >>> from p4.config.v1 import p4info_pb2
+        >>> info = p4info_pb2.P4Info()
+        >>> table = info.tables.add()
+        >>> table.preamble.id, table.preamble.name = 7, "Ingress.t"
+        >>> key = table.match_fields.add(id=1, name="hdr.x", bitwidth=8, match_type=p4info_pb2.MatchField.EXACT)
+        >>> action = info.actions.add()
+        >>> action.preamble.id, action.preamble.name = 9, "Ingress.a"
+        >>> _ = action.params.add(id=1, name="port", bitwidth=9)
+        >>> entry = P4Names(info).table_entry("t", {"hdr.x": 3}, "a", {"port": 2})
+        >>> entry.table_id, entry.match[0].exact.value, entry.action.action.params[0].value
+        (7, b'\\x03', b'\\x02')
+        """
         t = self.table(table)
         entry = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=default)
         for name, value in (match or {}).items():
@@ -160,7 +240,7 @@ class P4RuntimeClient(Protocol):
         ...
 
     def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
-        """Apply (Update type, entity) pairs in order; raise if any update failed."""
+        """Apply (Update type, entity) pairs in order; raise P4RuntimeError if any update failed."""
         ...
 
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
@@ -173,7 +253,20 @@ class P4RuntimeClient(Protocol):
 
 
 def read_counter(client: P4RuntimeClient, counter_id: int, indices: Iterable[int]) -> dict[int, tuple[int, int]]:
-    """index -> (packets, bytes) of one indexed P4 counter (look the id up with P4Names.counter)."""
+    """index -> (packets, bytes) of one indexed P4 counter, read through any P4RuntimeClient.
+
+    Parameters
+    ----------
+    client : P4RuntimeClient
+    counter_id : int
+        From ``P4Names.counter``.
+    indices : iterable of int
+
+    Raises
+    ------
+    P4RuntimeError
+        The switch refused the read.
+    """
     query = []
     for i in indices:
         e = p4runtime_pb2.Entity()
@@ -202,6 +295,14 @@ class SwitchConnection:
         self._reader: threading.Thread | None = None
 
     def open(self) -> SwitchConnection:
+        """Connect and become primary controller (arbitration with ``election_id``); return self.
+
+        Raises
+        ------
+        P4RuntimeError
+            No server at the address within the timeout, no arbitration answer, or another controller
+            is primary.
+        """
         try:
             grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
@@ -229,6 +330,7 @@ class SwitchConnection:
             self._arbitrated.set()
 
     def close(self) -> None:
+        """End the stream and close the channel."""
         self._requests.put(None)
         if self._stream is not None:
             self._stream.cancel()
@@ -251,6 +353,7 @@ class SwitchConnection:
             raise P4RuntimeError(f"switch {self.name}: {what} failed: {details}") from None
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        """SetForwardingPipelineConfig (VERIFY_AND_COMMIT) with ``p4info`` and ``device_config``."""
         req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
             device_id=self.device_id, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
         )
@@ -260,6 +363,13 @@ class SwitchConnection:
         self._call("SetForwardingPipelineConfig", self.stub.SetForwardingPipelineConfig, req)
 
     def get_p4info(self) -> p4info_pb2.P4Info:
+        """The P4Info of the switch's pipeline (GetForwardingPipelineConfig).
+
+        Raises
+        ------
+        P4RuntimeError
+            The switch has no pipeline yet.
+        """
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(
             device_id=self.device_id, response_type=p4runtime_pb2.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE
         )
@@ -269,6 +379,7 @@ class SwitchConnection:
         return reply.config.p4info
 
     def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
+        """One Write request with ``updates``; raise P4RuntimeError with every failed update's message."""
         if not updates:
             return
         req = p4runtime_pb2.WriteRequest(device_id=self.device_id)
@@ -278,6 +389,7 @@ class SwitchConnection:
         self._call("Write", self.stub.Write, req)
 
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        """One Read request; the entities of every reply."""
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         req.entities.extend(entities)
         try:

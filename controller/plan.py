@@ -54,7 +54,13 @@ class Hop:
     name: str = ""  # switch or server name, for display only (not on the wire)
 
     def to_codec(self) -> codec.Hop:
-        """This hop as protocol.codec's hop entry (the codec owns the wire layout, bos included)."""
+        """This hop as protocol.codec's hop entry (the codec owns the wire layout, bos included).
+
+        Examples
+        --------
+        >>> Hop(1, True, 2, 0, 3, "s1").to_codec()
+        Hop(switch_id=1, aggregate=True, fan_in=2, child=0, egress_port=3)
+        """
         from protocol import codec  # imported late: planning does not need the codec
 
         return codec.Hop(
@@ -67,7 +73,23 @@ class Hop:
 
 
 def hops_to_codec(hops: list[Hop]) -> list[codec.Hop]:
-    """A hop list as the codec's hop entries, ready for ``protocol.codec.grad``/``result``."""
+    """A plan's hop list as the codec's hop entries, ready for ``protocol.codec.grad``/``result`` and
+    ``protocol.batch.PacketTemplate``: the one conversion from plan hops to wire hops.
+
+    Parameters
+    ----------
+    hops : list of Hop
+        A worker's ``grad_hops`` or ``result_hops`` of one tree.
+
+    Returns
+    -------
+    list of protocol.codec.Hop
+
+    Examples
+    --------
+    >>> hops_to_codec([Hop(1, True, 2, 0, 3, "s1"), Hop(0x8002, True, 1, 0, 0, "h3")])[1].switch_id
+    32770
+    """
     return [h.to_codec() for h in hops]
 
 
@@ -173,29 +195,86 @@ class JobPlan:
 
     # -- convenience for agents ------------------------------------------------------------------
     def worker(self, name_or_rank: str | int) -> HostRef:
+        """The worker with this name or rank.
+
+        Raises
+        ------
+        KeyError
+            No such worker in the job (a caller's mistake in code, not a user's).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> plan_job(star(2), ["h1", "h2"], ["h3"]).worker(1).name
+        'h2'
+        """
         for w in self.workers:
             if w.name == name_or_rank or w.rank == name_or_rank:
                 return w
         raise KeyError(f"no worker {name_or_rank!r} in job {self.job_id}")
 
     def tree(self, tree_id: int) -> TreePlan:
+        """The tree with this id.
+
+        Raises
+        ------
+        KeyError
+            No such tree in the job.
+        """
         for t in self.trees:
             if t.tree_id == tree_id:
                 return t
         raise KeyError(f"no tree {tree_id} in job {self.job_id}")
 
     def weights(self) -> list[float]:
+        """Each tree's share of the data, in tree order (they sum to 1)."""
         return [t.weight for t in self.trees]
 
     # -- serialisation ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The plan as plain data (what ``to_json`` writes and ``from_dict`` reads)."""
         return dataclasses.asdict(self)
 
     def to_json(self, indent: int | None = None) -> str:
+        """The plan document agents load (``from_json``).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> plan = plan_job(star(2), ["h1", "h2"], ["h3"])
+        >>> JobPlan.from_json(plan.to_json()) == plan
+        True
+        """
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
     @classmethod
     def from_dict(cls, data: Any) -> JobPlan:
+        """A plan from plain data, checked field by field and then as a whole (``validate``).
+
+        Parameters
+        ----------
+        data : dict
+            A decoded plan document.
+
+        Returns
+        -------
+        JobPlan
+
+        Raises
+        ------
+        PlanFormatError
+            Another format version, a missing or mistyped field (named by its path, e.g.
+            ``plan.trees[0].rate``), or an inconsistency ``validate`` finds.
+
+        Examples
+        --------
+        >>> JobPlan.from_dict({"plan_version": 0})
+        Traceback (most recent call last):
+        ...
+        controller.errors.PlanFormatError: plan format version 0 is not supported (this code reads version 1)
+        """
         if not isinstance(data, dict):
             raise PlanFormatError("a plan must be a JSON object")
         version = data.get("plan_version")
@@ -209,6 +288,13 @@ class JobPlan:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> JobPlan:
+        """A plan from its JSON document (``from_dict`` after decoding).
+
+        Raises
+        ------
+        PlanFormatError
+            Not JSON, or what ``from_dict`` refuses.
+        """
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -217,7 +303,14 @@ class JobPlan:
 
     # -- consistency -----------------------------------------------------------------------------
     def validate(self) -> None:
-        """Raise PlanFormatError naming the first inconsistency an agent would trip over."""
+        """Raise PlanFormatError naming the first inconsistency an agent would trip over.
+
+        Raises
+        ------
+        PlanFormatError
+            An unknown result mode or op, K out of range, ranks not 0..n-1, tree weights not summing to 1,
+            a hop list missing, too long, not ending at its server or with a child index outside its fan-in.
+        """
         if self.result_mode not in RESULT_MODES:
             raise PlanFormatError(f"result_mode {self.result_mode!r} is not one of {RESULT_MODES}")
         if self.op not in OPS:

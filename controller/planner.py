@@ -43,8 +43,40 @@ def plan_job(
     resources: Resources | None = None,
     graph: nx.Graph | None = None,
 ) -> JobPlan:
-    """Plan one job. ``resources`` (shared by the jobs of a topology) is charged; a fresh one is
-    used when omitted. Raises PlanError with a one-line reason."""
+    """Plan one job: check the request, build its trees (multi-hop or multi-tree), take its resources.
+
+    Parameters
+    ----------
+    topo : Topology
+    workers : list of str
+        Worker hosts in rank order.
+    servers : list of str
+        Aggregation servers (multi-hop: one tree per server).
+    options : PlanOptions or None
+        Default: ``PlanOptions()``.
+    resources : Resources or None
+        Shared by the jobs of a topology and charged for this one (id, counter row, slots, groups,
+        bandwidth); a fresh one when omitted.
+    graph : networkx.Graph or None
+        ``topo.to_graph()``, when the caller keeps one.
+
+    Returns
+    -------
+    JobPlan
+
+    Raises
+    ------
+    PlanError
+        A one-line reason: bad options, unknown or repeated hosts, a worker that cannot reach a server,
+        no job id or counter row left... Nothing is taken when planning fails.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> plan = plan_job(star(2), ["h1", "h2"], ["h3"])
+    >>> [(h.name, h.aggregate, h.fan_in) for h in plan.trees[0].grad_hops["h1"]]
+    [('s1', True, 2), ('h3', True, 1)]
+    """
     options = options or PlanOptions()
     options.check()
     if not workers:

@@ -42,6 +42,7 @@ def generate(out_dir: Path) -> list[Path]:
 
 
 def main() -> int:
+    """Regenerate controller/jobservice_pb2*.py in place; return the exit status."""
     with tempfile.TemporaryDirectory() as tmp:
         for path in generate(Path(tmp)):
             shutil.copy(path, HERE / path.name)

@@ -32,7 +32,14 @@ class SlotAllocator:
         self._ranges: dict[str, list[tuple[int, int, SlotOwner]]] = {s: [] for s in capacities}
 
     def allocate(self, switch: str, size: int, owner: SlotOwner) -> int | None:
-        """Base of a free range of ``size`` entries at ``switch``, or None when there is no room."""
+        """Base of a free range of ``size`` entries at ``switch`` (first fit), or None when there is no room.
+
+        Examples
+        --------
+        >>> slots = SlotAllocator({"s1": 256})
+        >>> slots.allocate("s1", 128, (1, 0)), slots.allocate("s1", 128, (2, 0)), slots.allocate("s1", 1, (3, 0))
+        (0, 128, None)
+        """
         ranges = self._ranges.setdefault(switch, [])
         start = 0
         for i, (base, n, _) in enumerate(ranges):
@@ -46,7 +53,15 @@ class SlotAllocator:
         return None
 
     def free_owner(self, predicate: Callable[[SlotOwner], bool]) -> int:
-        """Free every range whose owner satisfies ``predicate``; return how many were freed."""
+        """Free every range whose owner satisfies ``predicate``; return how many were freed.
+
+        Examples
+        --------
+        >>> slots = SlotAllocator({"s1": 256})
+        >>> _ = slots.allocate("s1", 128, (1, 0))
+        >>> slots.free_owner(lambda owner: owner[0] == 1), slots.used("s1")
+        (1, 0)
+        """
         freed = 0
         for switch, ranges in self._ranges.items():
             keep = [r for r in ranges if not predicate(r[2])]
@@ -55,9 +70,11 @@ class SlotAllocator:
         return freed
 
     def used(self, switch: str) -> int:
+        """Slot entries taken at ``switch``."""
         return sum(n for _, n, _ in self._ranges.get(switch, []))
 
     def free(self, switch: str) -> int:
+        """Slot entries still free at ``switch`` (0 for a switch it does not know)."""
         return self.capacity.get(switch, 0) - self.used(switch)
 
 
@@ -69,6 +86,23 @@ class IdPool:
         self._used: set[int] = set()
 
     def take(self, wanted: int | None = None) -> int:
+        """Take ``wanted``, or the lowest free id.
+
+        Raises
+        ------
+        ResourceError
+            ``wanted`` is out of range or taken, or no id is left.
+
+        Examples
+        --------
+        >>> ids = IdPool(1, 3, "job id")
+        >>> ids.take(), ids.take(3), ids.take()
+        (1, 3, 2)
+        >>> ids.take()
+        Traceback (most recent call last):
+        ...
+        controller.errors.ResourceError: no free job id left (1..3 all in use)
+        """
         if wanted is not None:
             if not self.low <= wanted <= self.high:
                 raise ResourceError(f"{self.what} {wanted} outside {self.low}..{self.high}")
@@ -83,6 +117,7 @@ class IdPool:
         raise ResourceError(f"no free {self.what} left ({self.low}..{self.high} all in use)")
 
     def give(self, value: int) -> None:
+        """Return ``value`` to the pool (nothing happens if it was not taken)."""
         self._used.discard(value)
 
 
@@ -112,17 +147,40 @@ class Resources:
 
     @classmethod
     def for_topology(cls, topo: Topology) -> Resources:
-        """Empty resources for the switches of ``topo`` (each with its slot capacity)."""
+        """Empty resources for the switches of ``topo`` (each with its slot capacity).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> Resources.for_topology(star(2)).slots.free("s1")
+        4096
+        """
         return cls(SlotAllocator({s.name: s.slots for s in topo.switches}))
 
     # -- taking ---------------------------------------------------------------------------------------
     def open_job(self, job_id: int | None = None) -> JobGrant:
         """Take a job id (``job_id``, or the lowest free one) and a counter row for a new job.
 
+        Returns
+        -------
+        JobGrant
+            What the job holds; planning adds its multicast groups.
+
         Raises
         ------
         ResourceError
-            The id is taken or out of range, or no id or counter row is left.
+            The id is taken or out of range, or no id or counter row is left (nothing is kept).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> resources = Resources.for_topology(star(2))
+        >>> grant = resources.open_job()
+        >>> grant.job_id, grant.job_index
+        (1, 0)
+        >>> resources.roll_back(grant)
+        >>> resources.open_job(job_id=7).job_id
+        7
         """
         with self.lock:
             taken = self.job_ids.take(job_id)
@@ -155,7 +213,20 @@ class Resources:
         self._release(grant.job_id, grant.job_index, grant.groups)
 
     def release(self, plan: JobPlan) -> None:
-        """Give back what ``plan`` holds (slots, ids, groups, reserved bandwidth)."""
+        """Give back what ``plan`` holds (slots, ids, counter row, groups, reserved bandwidth).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> resources = Resources.for_topology(star(2))
+        >>> plan = plan_job(star(2), ["h1", "h2"], ["h3"], resources=resources)
+        >>> resources.slots.used("s1") > 0
+        True
+        >>> resources.release(plan)
+        >>> resources.slots.used("s1")
+        0
+        """
         self._release(plan.job_id, plan.job_index, [c.result_group for c in plan.switches if c.result_group])
 
     def _release(self, job_id: int, job_index: int, groups: Iterable[int]) -> None:
@@ -168,7 +239,7 @@ class Resources:
             self.reservations.pop(job_id, None)
 
     def reserved(self) -> dict[int, float]:
-        """Mbit/s reserved on each link by the jobs planned so far."""
+        """Mbit/s reserved on each link (by link id) by the multi-tree jobs planned so far."""
         total: dict[int, float] = {}
         for per_link in self.reservations.values():
             for eid, bw in per_link.items():

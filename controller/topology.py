@@ -32,6 +32,13 @@ class Host:
 
     @property
     def node_id(self) -> int:
+        """The host's node id on the wire (``HOST_NODE_BASE`` + its index in the topology).
+
+        Examples
+        --------
+        >>> Host("h1", "10.0.0.1", "02:00:00:00:00:01", index=2).node_id
+        32770
+        """
         return host_node_id(self.index)
 
 
@@ -55,13 +62,38 @@ class Link:
     id: int = 0  # stable edge id: position in the link list
 
     def other(self, node: str) -> str:
+        """The node at the other end of this link from ``node``.
+
+        Parameters
+        ----------
+        node : str
+            One end of the link.
+
+        Returns
+        -------
+        str
+            The other end.
+
+        Examples
+        --------
+        >>> Link("h1", 0, "s1", 3, 1000.0, 0.1).other("h1")
+        's1'
+        """
         return self.b if node == self.a else self.a
 
     def port_of(self, node: str) -> int:
+        """The port number of ``node`` on this link (0 for a host's only interface).
+
+        Examples
+        --------
+        >>> Link("h1", 0, "s1", 3, 1000.0, 0.1).port_of("s1")
+        3
+        """
         return self.a_port if node == self.a else self.b_port
 
     @property
     def label(self) -> str:
+        """``a-b``: how messages and pictures name the link."""
         return f"{self.a}-{self.b}"
 
 
@@ -83,12 +115,52 @@ class Topology:
 
     # -- building (mininet-like) -----------------------------------------------------------------
     def add_host(self, name: str, ip: str, mac: str, role: str | None = None) -> Host:
+        """Add a host (its index, and so its node id, is its position in ``hosts``).
+
+        Parameters
+        ----------
+        name, ip, mac : str
+            Node name, IPv4 address and MAC address (``validate`` checks them).
+        role : str or None
+            ``"worker"`` or ``"server"``: a hint the CLI and launchers use when no hosts are given.
+
+        Returns
+        -------
+        Host
+
+        Examples
+        --------
+        >>> topo = Topology("tiny")
+        >>> topo.add_host("h1", "10.0.0.1", "02:00:00:00:00:01", role="worker").node_id
+        32768
+        """
         h = Host(name, ip, mac, role, index=len(self.hosts))
         self.hosts.append(h)
         self._index = None
         return h
 
     def add_switch(self, name: str, device_id: int, grpc: str = "", slots: int = DEFAULT_SLOTS) -> Switch:
+        """Add a P4 switch.
+
+        Parameters
+        ----------
+        name : str
+        device_id : int
+            The switch id on the wire and the P4Runtime device id (1..MAX_SWITCH_ID).
+        grpc : str
+            Its P4Runtime address ``host:port`` (empty: none; the installer then needs one given).
+        slots : int
+            Aggregation slot entries its registers hold, shared by the jobs aggregating there.
+
+        Returns
+        -------
+        Switch
+
+        Examples
+        --------
+        >>> Topology("tiny").add_switch("s1", 1, "127.0.0.1:50001").device_id
+        1
+        """
         s = Switch(name, device_id, grpc, slots)
         self.switches.append(s)
         self._index = None
@@ -97,6 +169,33 @@ class Topology:
     def add_link(
         self, a: str, a_port: int, b: str, b_port: int, bandwidth: float, delay: float, loss: float = 0.0
     ) -> Link:
+        """Connect ``a``'s port ``a_port`` to ``b``'s port ``b_port``.
+
+        Parameters
+        ----------
+        a, b : str
+            Node names (a host's port is 0).
+        a_port, b_port : int
+        bandwidth : float
+            Mbit/s.
+        delay : float
+            Milliseconds, one way.
+        loss : float
+            Percent of packets lost (the lab and the in-process network model it).
+
+        Returns
+        -------
+        Link
+            With ``id`` its position in ``links`` (the planners' stable edge id).
+
+        Examples
+        --------
+        >>> topo = Topology("tiny")
+        >>> _ = topo.add_switch("s1", 1)
+        >>> _ = topo.add_host("h1", "10.0.0.1", "02:00:00:00:00:01")
+        >>> topo.add_link("h1", 0, "s1", 1, bandwidth=1000.0, delay=0.1).label
+        'h1-s1'
+        """
         link = Link(a, a_port, b, b_port, bandwidth, delay, loss, id=len(self.links))
         self.links.append(link)
         self._index = None
@@ -116,27 +215,90 @@ class Topology:
         return idx
 
     def host(self, name: str) -> Host:
+        """The host called ``name``.
+
+        Raises
+        ------
+        TopologyError
+            No host has that name.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).host("h3").role
+        'server'
+        """
         try:
             return self._lookup()[0][name]
         except KeyError:
             raise TopologyError(f"unknown host '{name}' in topology {self.name}") from None
 
     def switch(self, name: str) -> Switch:
+        """The switch called ``name``.
+
+        Raises
+        ------
+        TopologyError
+            No switch has that name.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).switch("s1").device_id
+        1
+        """
         try:
             return self._lookup()[1][name]
         except KeyError:
             raise TopologyError(f"unknown switch '{name}' in topology {self.name}") from None
 
     def is_host(self, name: str) -> bool:
+        """Whether ``name`` is a host of this topology.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).is_host("h1"), star(2).is_host("s1")
+        (True, False)
+        """
         return name in self._lookup()[0]
 
     def is_switch(self, name: str) -> bool:
+        """Whether ``name`` is a switch of this topology.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).is_switch("s1")
+        True
+        """
         return name in self._lookup()[1]
 
     def links_of(self, node: str) -> list[Link]:
+        """The links of ``node`` (empty for an unknown name).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> [link.label for link in star(2).links_of("s1")]
+        ['h1-s1', 'h2-s1', 'h3-s1']
+        """
         return self._lookup()[2].get(node, [])
 
     def node_id(self, name: str) -> int:
+        """The id of ``name`` on the wire: a switch's device id, a host's node id.
+
+        Raises
+        ------
+        TopologyError
+            ``name`` is neither a host nor a switch.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).node_id("s1"), star(2).node_id("h1")
+        (1, 32768)
+        """
         hosts, switches, _ = self._lookup()
         if name in switches:
             return switches[name].device_id
@@ -145,11 +307,40 @@ class Topology:
         raise TopologyError(f"unknown node '{name}' in topology {self.name}")
 
     def role_hosts(self, role: str) -> list[Host]:
+        """The hosts whose role hint is ``role`` (``"worker"`` or ``"server"``), in topology order.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> [h.name for h in star(2).role_hosts("worker")]
+        ['h1', 'h2']
+        """
         return [h for h in self.hosts if h.role == role]
 
     # -- checks ----------------------------------------------------------------------------------
     def validate(self) -> Topology:
-        """Check names, addresses, ports and link attributes; return self."""
+        """Check names, addresses, ports, link attributes and roles; number hosts and links; return self.
+
+        Returns
+        -------
+        Topology
+            ``self``, so ``Topology(...).validate()`` reads as a checked value.
+
+        Raises
+        ------
+        TopologyError
+            The first problem found, in one line naming the node or link (duplicate names or addresses, a
+            port used twice, a host with two links, a worker that cannot reach a server...).
+
+        Examples
+        --------
+        >>> topo = Topology("tiny")
+        >>> _ = topo.add_host("h1", "10.0.0.1", "02:00:00:00:00:01")
+        >>> topo.validate()
+        Traceback (most recent call last):
+        ...
+        controller.errors.TopologyError: host h1 has no link
+        """
         names: dict[str, str] = {}
         for kind, items in (("host", self.hosts), ("switch", self.switches)):
             for item in items:
@@ -260,8 +451,21 @@ class Topology:
 
     # -- graph -----------------------------------------------------------------------------------
     def to_graph(self) -> nx.Graph:
-        """networkx Graph: nodes carry kind (host/switch) and node_id; edges carry ports
-        ({node: port}), bandwidth, delay, loss and eid (the link's stable id)."""
+        """The topology as a networkx Graph for the planners.
+
+        Returns
+        -------
+        networkx.Graph
+            Nodes carry ``kind`` ("host"/"switch") and ``node_id``; edges carry ``ports`` ({node: port}),
+            ``bandwidth``, ``delay``, ``loss`` and ``eid`` (the link's stable id).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> g = star(2).to_graph()
+        >>> g.nodes["s1"]["kind"], g.edges["h1", "s1"]["ports"]
+        ('switch', {'h1': 0, 's1': 1})
+        """
         g = nx.Graph(name=self.name)
         for h in self.hosts:
             g.add_node(h.name, kind="host", node_id=h.node_id, ip=h.ip, mac=h.mac, role=h.role)
@@ -281,7 +485,25 @@ class Topology:
 
 
 def check_reachable(graph: nx.Graph, worker: str, server: str) -> None:
-    """Raise TopologyError unless ``worker`` reaches ``server`` without crossing another host."""
+    """Raise unless ``worker`` reaches ``server`` without crossing another host.
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        From ``Topology.to_graph``.
+    worker, server : str
+        Host names.
+
+    Raises
+    ------
+    TopologyError
+        ``worker {worker} not connected to server {server}``.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> check_reachable(star(2).to_graph(), "h1", "h3")  # nothing to say: connected
+    """
     seen = {worker}
     frontier = [worker]
     while frontier:

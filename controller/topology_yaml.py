@@ -30,7 +30,28 @@ _LINK_KEYS = {"ends", "bandwidth", "delay", "loss"}
 
 
 def load_topology(path: str | Path) -> Topology:
-    """Read, parse and validate a topology file."""
+    """Read, parse and validate a topology file (YAML: docs/design-decisions.md, "Topology files").
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    Topology
+
+    Raises
+    ------
+    TopologyError
+        The file cannot be read, is not YAML, or describes an unusable network; the message names the
+        file and the problem.
+
+    Examples
+    --------
+    >>> topo = load_topology("topologies/star.yaml")
+    >>> topo.name, [h.name for h in topo.role_hosts("server")]
+    ('star', ['h5'])
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -47,6 +68,30 @@ def load_topology(path: str | Path) -> Topology:
 
 
 def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
+    """A validated Topology from parsed YAML data (``hosts``, ``switches``, ``links`` sections).
+
+    Parameters
+    ----------
+    data : dict
+        As ``yaml.safe_load`` gives it.
+    default_name : str
+        The name when ``data`` has none.
+
+    Raises
+    ------
+    TopologyError
+        A missing section, an unknown key, a malformed link end, or what ``Topology.validate`` finds.
+
+    Examples
+    --------
+    >>> data = {
+    ...     "hosts": [{"name": "h1", "ip": "10.0.0.1", "mac": "02:00:00:00:00:01"}],
+    ...     "switches": [{"name": "s1", "device_id": 1}],
+    ...     "links": [{"ends": ["h1", "s1:1"], "bandwidth": 1000, "delay": 0.1}],
+    ... }
+    >>> topology_from_dict(data).links[0].label
+    'h1-s1'
+    """
     if not isinstance(data, dict):
         raise TopologyError("a topology file must be a mapping with hosts, switches and links")
     unknown = set(data) - {"name", "hosts", "switches", "links"}
@@ -78,6 +123,15 @@ def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
 
 
 def topology_to_dict(topo: Topology) -> dict[str, Any]:
+    """The data of a topology file for ``topo`` (what ``topology_from_dict`` reads back).
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> topology_to_dict(star(1))["links"][0]
+    {'ends': ['h1', 's1:1'], 'bandwidth': 1000.0, 'delay': 0.1}
+    """
+
     def end(node: str, port: int) -> str:
         return node if topo.is_host(node) and port == 0 else f"{node}:{port}"
 
@@ -109,7 +163,14 @@ def topology_to_dict(topo: Topology) -> dict[str, Any]:
 
 
 def dump_topology(topo: Topology) -> str:
-    """YAML text with one flow-style line per host, switch and link."""
+    """YAML text with one flow-style line per host, switch and link.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> print(dump_topology(star(1)).splitlines()[0])
+    name: star
+    """
     data = topology_to_dict(topo)
     lines = [f"name: {data['name']}"]
     for section in ("hosts", "switches", "links"):
@@ -121,6 +182,7 @@ def dump_topology(topo: Topology) -> str:
 
 
 def save_topology(topo: Topology, path: str | Path) -> None:
+    """Write ``topo`` to ``path`` as a topology file (``dump_topology``)."""
     Path(path).write_text(dump_topology(topo))
 
 

@@ -42,11 +42,18 @@ class JobContext:
 
     @property
     def job_id(self) -> int:
+        """The job's id (its grant's)."""
         return self.grant.job_id
 
 
 def prune(parent: dict[str, str], keep: list[str]) -> dict[str, str]:
-    """The part of a parent-pointer tree on the paths from ``keep`` nodes to the root."""
+    """The part of a parent-pointer tree on the paths from ``keep`` nodes to the root.
+
+    Examples
+    --------
+    >>> prune({"a": "b", "b": "c", "d": "c"}, ["a"])
+    {'a': 'b', 'b': 'c'}
+    """
     pruned: dict[str, str] = {}
     for node in keep:
         while node in parent and node not in pruned:
@@ -56,7 +63,23 @@ def prune(parent: dict[str, str], keep: list[str]) -> dict[str, str]:
 
 
 def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
-    """Half the delay diameter of the tree: its height when hung from its centre (ms)."""
+    """Half the delay diameter of the tree: its height when hung from its centre (ms).
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Edges carry ``delay``.
+    parent : dict
+        Child -> parent pointers of the tree.
+
+    Examples
+    --------
+    >>> from controller.generators import star
+    >>> from controller.multihop import path_tree
+    >>> g = star(2).to_graph()
+    >>> tree_height(g, path_tree(g, "h3"))
+    0.1
+    """
     adj: dict[str, list[tuple[str, float]]] = {}
     for child, par in parent.items():
         d = graph.edges[child, par]["delay"]
@@ -91,7 +114,34 @@ def build_tree(
     weight: float,
     height: float | None = None,
 ) -> TreePlan:
-    """Plan one tree rooted at server ``root``; ``parent`` maps every worker's path toward it."""
+    """Plan one tree rooted at server ``root``: where to aggregate, slots, child indices, hop lists.
+
+    Parameters
+    ----------
+    ctx : JobContext
+        The job being planned; its resources are charged for slots and a multicast group, its
+        ``switch_configs`` and ``warnings`` grow.
+    tree_id : int
+    root : str
+        The server this tree ends at.
+    parent : dict
+        Parent pointers toward ``root`` covering every worker (pruned to the workers' paths here).
+    rate, weight : float
+        The tree's rate (Mbit/s) and its share of the job's data.
+    height : float or None
+        The tree's height if known (ms); computed otherwise.
+
+    Returns
+    -------
+    TreePlan
+
+    Raises
+    ------
+    PlanError
+        A worker without a path, a hop list longer than the header holds, a server fan-in above 255.
+    ResourceError
+        No multicast group left (multicast results).
+    """
     topo, graph = ctx.topo, ctx.graph
     rank = {w.name: w.rank for w in ctx.workers}
     parent = prune(parent, [w.name for w in ctx.workers])

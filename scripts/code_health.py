@@ -9,8 +9,9 @@ can be reproduced on any commit (check the commit out, run this on it):
   files ``ruff format`` would change;
 - fully typed functions per part: every parameter but ``self``/``cls`` annotated and a return
   annotation (``__init__`` may omit it), counted over each package's non-generated modules;
-- public functions of controller/ and worker/ with a docstring, and with one in the numpydoc form that
-  networkx uses (a ``Parameters`` or ``Returns`` section and an ``Examples`` section).
+- public functions of controller/ and worker/ with a docstring, with numpydoc sections as networkx
+  writes them (``Parameters``, ``Returns``, ``Raises``, ``Examples`` where they apply), and with an
+  ``Examples`` section.
 """
 
 from __future__ import annotations
@@ -65,14 +66,13 @@ def fully_typed(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return fn.returns is not None or (fn.name == "__init__" and bool(params))
 
 
-def numpydoc(doc: str) -> bool:
-    """A docstring in networkx's form: Parameters or Returns section, and Examples."""
+SECTIONS = ("Parameters", "Returns", "Raises", "Examples")
+
+
+def sections(doc: str) -> set[str]:
+    """The numpydoc section headers of a docstring (a name underlined with dashes), as networkx writes them."""
     lines = [line.strip() for line in doc.splitlines()]
-
-    def section(name: str) -> bool:
-        return any(a == name and b.startswith("---") for a, b in zip(lines, lines[1:], strict=False))
-
-    return (section("Parameters") or section("Returns")) and section("Examples")
+    return {a for a, b in zip(lines, lines[1:], strict=False) if a in SECTIONS and b.startswith("---")}
 
 
 def typed_counts(root: Path) -> dict[str, dict[str, int]]:
@@ -90,16 +90,23 @@ def typed_counts(root: Path) -> dict[str, dict[str, int]]:
 def docstring_counts(root: Path) -> dict[str, dict[str, int]]:
     out = {}
     for part in DOCSTRING_PARTS:
-        public = documented = in_form = 0
+        public = documented = with_sections = with_examples = 0
         for path in _modules(root, part):
             for fn, is_public in _functions(ast.parse(path.read_text(), str(path))):
                 if not is_public:
                     continue
                 public += 1
                 doc = ast.get_docstring(fn)
+                found = sections(doc) if doc is not None else set()
                 documented += doc is not None
-                in_form += doc is not None and numpydoc(doc)
-        out[part] = {"public_functions": public, "with_docstring": documented, "numpydoc_form": in_form}
+                with_sections += bool(found)
+                with_examples += "Examples" in found
+        out[part] = {
+            "public_functions": public,
+            "with_docstring": documented,
+            "with_sections": with_sections,
+            "with_examples": with_examples,
+        }
     return out
 
 
@@ -147,12 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     print("\nfully typed functions per part:")
     for part, c in figures["typed"].items():
         print(f"  {part:<12}{c['fully_typed']:>5} / {c['functions']:<5}{_percent(c['fully_typed'], c['functions']):>5}")
-    print("\npublic functions with a docstring (numpydoc form: Parameters/Returns and Examples):")
+    print(
+        "\npublic functions: with a docstring, with numpydoc sections (Parameters/Returns/Raises/Examples), with Examples:"
+    )
     for part, c in figures["docstrings"].items():
         n = c["public_functions"]
         print(
             f"  {part:<12}{c['with_docstring']:>5} / {n:<5}{_percent(c['with_docstring'], n):>5}"
-            f"   numpydoc {c['numpydoc_form']:>4}{_percent(c['numpydoc_form'], n):>6}"
+            f"   sections {c['with_sections']:>4}{_percent(c['with_sections'], n):>6}"
+            f"   examples {c['with_examples']:>4}{_percent(c['with_examples'], n):>6}"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
