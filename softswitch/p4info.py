@@ -1,10 +1,12 @@
 """ProgramInfo -> P4Info (p4.config.v1.P4Info), with stable numeric IDs.
 
-The control plane addresses everything by the numeric IDs of P4Info. An ID is the resource-type
-prefix of the P4Runtime specification (``P4Ids.Prefix``) in the top 8 bits and, in the low 24 bits,
-a hash of the object's fully-qualified name, so the same program always gets the same IDs and adding
-one table does not renumber the others. Collisions inside one resource type are resolved by probing
-upwards from the hash, names taken in sorted order, so the result does not depend on declaration order.
+The control plane addresses everything by the numeric IDs of P4Info, and softswitch assigns them as p4c
+does, so a P4Info made by p4c and softswitch's own agree: an `@id` annotation is kept; otherwise the ID
+is the resource-type prefix of the P4Runtime specification (``P4Ids.Prefix``) in the top 8 bits and, in
+the low 24 bits, Jenkins' one-at-a-time hash of the fully-qualified name; a collision is resolved by
+incrementing the hash, names taken in sorted order. Match fields and action parameters are numbered
+from 1 in declaration order unless they carry `@id`. Aliases are the shortest unique dot-suffixes over
+all names of the P4Info.
 
 ``P4InfoIndex`` is the reverse direction used by the P4Runtime server and the dump client: ID <-> name
 lookups over any P4Info (ours or one a client generated with p4c), and ``check_against`` verifies that
@@ -12,8 +14,6 @@ a P4Info describes a compiled program.
 """
 
 from __future__ import annotations
-
-import hashlib
 
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
@@ -54,37 +54,71 @@ TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.conf
 
 
 def name_hash(name: str) -> int:
-    """24-bit hash of a fully-qualified name (first 3 bytes of its SHA-256)."""
-    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:3], "big")
+    """Jenkins' one-at-a-time hash of a name (32 bits), the hash p4c gives P4Info names."""
+    h = 0
+    for byte in name.encode():
+        h = (h + byte) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    return (h + (h << 15)) & 0xFFFFFFFF
 
 
-def assign_ids(prefix: int, names) -> dict[str, int]:
-    """Stable IDs for one resource type: prefix << 24 | hash, collisions probed upwards in name order."""
-    ids: dict[str, int] = {}
-    used: set[int] = set()
-    for name in sorted(set(names)):
-        low = name_hash(name)
-        while low in used or low == 0:
-            low = (low + 1) & 0xFFFFFF
-        used.add(low)
-        ids[name] = (prefix << 24) | low
+class IdAllocator:
+    """P4Info ids as p4c assigns them: an `@id(n)` is kept (its 8-bit type prefix added when missing);
+    every other object of a type gets prefix << 24 | the low 24 bits of name_hash(name), names taken in
+    sorted order, a taken id probed by incrementing the 32-bit hash. One set of taken ids for all types."""
+
+    def __init__(self) -> None:
+        self.taken: set[int] = set()
+
+    def explicit(self, prefix: int, name: str, p4_id: int) -> int:
+        type_bits = prefix << 24
+        if p4_id & 0xFF000000 and p4_id & 0xFF000000 != type_bits:
+            raise ValueError(f"{name}: @id({p4_id:#x}) has the wrong 8-bit type prefix (expected {prefix:#04x})")
+        p4_id |= type_bits
+        if p4_id in self.taken:
+            raise ValueError(f"{name}: @id {p4_id:#x} is assigned to two objects")
+        self.taken.add(p4_id)
+        return p4_id
+
+    def hashed(self, prefix: int, names) -> dict[str, int]:
+        ids: dict[str, int] = {}
+        for name in sorted(set(names)):
+            value = name_hash(name)
+            while (prefix << 24) | (value & 0xFFFFFF) in self.taken:
+                value = (value + 1) & 0xFFFFFFFF
+            ids[name] = (prefix << 24) | (value & 0xFFFFFF)
+            self.taken.add(ids[name])
+        return ids
+
+
+def assign_ids(prefix: int, names, explicit: dict[str, int] | None = None, allocator: IdAllocator | None = None):
+    """Ids for one resource type (see IdAllocator); `explicit` holds the names' @id values."""
+    allocator = allocator or IdAllocator()
+    explicit = explicit or {}
+    ids = {name: allocator.explicit(prefix, name, value) for name, value in explicit.items()}
+    ids.update(allocator.hashed(prefix, [n for n in names if n not in explicit]))
     return ids
 
 
 def aliases(names) -> dict[str, str]:
-    """The shortest dot-separated suffix of each name that no other name of the same kind ends with."""
-    names = list(names)
+    """Each name's shortest dot-separated suffix that no other name ends with (p4c: the suffixes are
+    counted over every object of the P4Info, all types together)."""
+    names = set(names)
+    counts: dict[tuple[str, ...], int] = {}
+    for name in names:
+        parts = tuple(name.split("."))
+        for k in range(1, len(parts) + 1):
+            counts[parts[-k:]] = counts.get(parts[-k:], 0) + 1
     result = {}
     for name in names:
-        parts = name.split(".")
-        alias = name
-        for k in range(1, len(parts) + 1):
-            candidate = ".".join(parts[-k:])
-            clash = [o for o in names if o != name and (o == candidate or o.endswith("." + candidate))]
-            if not clash:
-                alias = candidate
-                break
-        result[name] = alias
+        parts = tuple(name.split("."))
+        k = 1
+        while k < len(parts) and counts[parts[-k:]] > 1:
+            k += 1
+        result[name] = ".".join(parts[-k:])
     return result
 
 
@@ -99,10 +133,9 @@ def _preamble(preamble, obj_id: int, name: str, alias: str, annotations=()):
     preamble.annotations.extend(_annotation(a) for a in annotations)
 
 
-def _described(repeated, items, ids, annotations=lambda item: ()):
+def _described(repeated, items, ids, alias, annotations=lambda item: ()):
     """(item, message) for each item: a new message in the repeated P4Info field, its preamble filled
     (id, name, shortest unique alias, annotations)."""
-    alias = aliases(item.name for item in items)
     for item in items:
         msg = repeated.add()
         _preamble(msg.preamble, ids[item.name], item.name, alias[item.name], annotations(item))
@@ -119,26 +152,42 @@ def _bitstring(type_spec, bitwidth: int, signed: bool = False):
 def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     """The P4Info message describing ``info``, as p4c's P4Runtime back end would lay it out."""
     p4info = p4info_pb2.P4Info()
-    p4info.pkg_info.arch = info.arch
-    if info.name:
-        p4info.pkg_info.name = info.name
+    p4info.pkg_info.arch = info.arch  # (p4c sets pkg_info.name only from a @pkginfo annotation)
+    p4info.type_info.SetInParent()  # p4c writes it even when empty
 
-    action_ids = assign_ids(PREFIX_ACTION, [a.name for a in info.actions])
-    table_ids = assign_ids(PREFIX_TABLE, [t.name for t in info.tables])
-    counter_ids = assign_ids(PREFIX_COUNTER, [c.name for c in info.counters])
-    direct_ids = assign_ids(PREFIX_DIRECT_COUNTER, [c.name for c in info.direct_counters])
-    register_ids = assign_ids(PREFIX_REGISTER, [r.name for r in info.registers])
-    digest_ids = assign_ids(PREFIX_DIGEST, [d.name for d in info.digests])
-    header_ids = assign_ids(PREFIX_CONTROLLER_HEADER, [h.name for h in info.controller_headers])
+    allocator = IdAllocator()
+
+    def ids_of(prefix: int, items) -> dict[str, int]:
+        explicit = {i.name: i.p4_id for i in items if getattr(i, "p4_id", None) is not None}
+        return assign_ids(prefix, [i.name for i in items], explicit, allocator)
+
+    action_ids = ids_of(PREFIX_ACTION, info.actions)
+    table_ids = ids_of(PREFIX_TABLE, info.tables)
+    counter_ids = ids_of(PREFIX_COUNTER, info.counters)
+    direct_ids = ids_of(PREFIX_DIRECT_COUNTER, info.direct_counters)
+    register_ids = ids_of(PREFIX_REGISTER, info.registers)
+    digest_ids = ids_of(PREFIX_DIGEST, info.digests)
+    header_ids = ids_of(PREFIX_CONTROLLER_HEADER, info.controller_headers)
+    everything = (
+        info.actions,
+        info.tables,
+        info.counters,
+        info.direct_counters,
+        info.registers,
+        info.digests,
+        info.controller_headers,
+    )
+    alias = aliases(item.name for items in everything for item in items)
+    visible_tables = [t for t in info.tables if not t.hidden]
     direct_of_table = {dc.table: dc.name for dc in info.direct_counters}
     for table in info.tables:
         if table.direct_counter and table.direct_counter not in direct_ids:
             raise ValueError(f"table {table.name} uses unknown direct counter {table.direct_counter}")
 
-    for table, msg in _described(p4info.tables, info.tables, table_ids, lambda t: t.annotations):
+    for table, msg in _described(p4info.tables, visible_tables, table_ids, alias, lambda t: t.annotations):
         for field_id, key in enumerate(table.keys, start=1):
             match = msg.match_fields.add()
-            match.id = field_id
+            match.id = key.p4_id if key.p4_id is not None else field_id
             match.name = key.name
             match.bitwidth = key.bitwidth
             if key.match_kind not in MATCH_TYPES:
@@ -156,6 +205,11 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
                 action_ref.annotations.append("@tableonly")
         if table.const_default_action:
             msg.const_default_action_id = action_ids[table.default_action]
+        msg.initial_default_action.action_id = action_ids[table.default_action]
+        for value, param in zip(table.default_args, info.action(table.default_action).params, strict=False):
+            argument = msg.initial_default_action.arguments.add()
+            argument.param_id = param.p4_id if param.p4_id is not None else param_index(info, table, param)
+            argument.value = value.to_bytes(max(1, (param.bitwidth + 7) // 8), "big")
         counter = table.direct_counter or direct_of_table.get(table.name)
         if counter:
             msg.direct_resource_ids.append(direct_ids[counter])
@@ -164,18 +218,18 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         if table.const_entries and not table.is_const:
             msg.has_initial_entries = True
 
-    for action, msg in _described(p4info.actions, info.actions, action_ids, lambda a: a.annotations):
+    for action, msg in _described(p4info.actions, info.actions, action_ids, alias, lambda a: a.annotations):
         for param_id, param in enumerate(action.params, start=1):
             p = msg.params.add()
-            p.id = param_id
+            p.id = param.p4_id if param.p4_id is not None else param_id
             p.name = param.name
             p.bitwidth = param.bitwidth
 
-    for counter, msg in _described(p4info.counters, info.counters, counter_ids):
+    for counter, msg in _described(p4info.counters, info.counters, counter_ids, alias):
         msg.spec.unit = COUNTER_UNITS[counter.unit]
         msg.size = counter.size
 
-    for counter, msg in _described(p4info.direct_counters, info.direct_counters, direct_ids):
+    for counter, msg in _described(p4info.direct_counters, info.direct_counters, direct_ids, alias):
         msg.spec.unit = COUNTER_UNITS[counter.unit]
         if counter.table not in table_ids:
             raise ValueError(f"direct counter {counter.name} is attached to unknown table {counter.table}")
@@ -185,6 +239,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         p4info.controller_packet_metadata,
         info.controller_headers,
         header_ids,
+        alias,
         lambda h: [f'@controller_header("{h.name}")'],
     ):
         for field_id, fld in enumerate(header.fields, start=1):
@@ -193,11 +248,11 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             md.name = fld.name
             md.bitwidth = fld.bitwidth
 
-    for register, msg in _described(p4info.registers, info.registers, register_ids):
+    for register, msg in _described(p4info.registers, info.registers, register_ids, alias):
         _bitstring(msg.type_spec, register.bitwidth, register.signed)
         msg.size = register.size
 
-    for digest, msg in _described(p4info.digests, info.digests, digest_ids):
+    for digest, msg in _described(p4info.digests, info.digests, digest_ids, alias):
         msg.type_spec.struct.name = digest.name
         struct = p4info.type_info.structs[digest.name]
         for fld in digest.fields:
@@ -205,6 +260,11 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             member.name = fld.name
             _bitstring(member.type_spec, fld.bitwidth)
     return p4info
+
+
+def param_index(info: ProgramInfo, table, param) -> int:
+    """A parameter's 1-based position in its action (its P4Info id when it has no @id)."""
+    return info.action(table.default_action).params.index(param) + 1
 
 
 def to_text(p4info: p4info_pb2.P4Info) -> str:

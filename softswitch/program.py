@@ -3,7 +3,8 @@
 The compiler (``softswitch.compiler``) fills these records from the program; P4Info generation
 (``softswitch.p4info``), the P4Runtime server, the STF runner and the dump CLI read them. Names are
 the fully-qualified names p4c would put in P4Info (``InaIngress.ipv4_lpm``, ``hdr.ipv4.dst_addr``,
-``NoAction``), honouring ``@name`` annotations. Nothing here carries numeric IDs: P4Info assigns them.
+``NoAction``), honouring ``@name`` annotations. Numeric IDs are P4Info's to assign (softswitch.p4info);
+the only ones here are those a program fixes with ``@id`` (``p4_id``).
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ class ParamInfo:
 
     name: str
     bitwidth: int
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)
 class ActionInfo:
     name: str  # e.g. "InaIngress.set_job" or "NoAction"
     params: tuple[ParamInfo, ...] = ()
-    annotations: tuple[str, ...] = ()
+    annotations: tuple[str, ...] = ()  # as written, e.g. '@noWarn("unused")' (not @name / @id)
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class KeyInfo:
     name: str  # the key expression as P4Info names it, e.g. "hdr.ipv4.dst_addr"
     match_kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     bitwidth: int
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class TableInfo:
     size: int = 1024
     direct_counter: str | None = None  # name of the direct_counter attached as ``counters``
     annotations: tuple[str, ...] = ()
+    p4_id: int | None = None  # @id
+    hidden: bool = False  # @hidden: addressable here, left out of P4Info (as p4c does)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class RegisterInfo:
     bitwidth: int  # width of one element (bit<W>)
     size: int
     signed: bool = False  # int<W> elements
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class CounterInfo:
     name: str
     size: int
     unit: str  # "packets", "bytes" or "packets_and_bytes"
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class DirectCounterInfo:
     name: str
     table: str
     unit: str
+    p4_id: int | None = None  # @id
 
 
 @dataclass(frozen=True)

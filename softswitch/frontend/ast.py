@@ -27,10 +27,11 @@ class Node:
 
 
 class Annotation:
-    __slots__ = ("name", "args", "pos")
+    __slots__ = ("name", "args", "pos", "text")
 
-    def __init__(self, name, args, pos):
+    def __init__(self, name, args, pos, text=None):
         self.name, self.args, self.pos = name, args, pos  # args: list of tokens' values (str/int/ident)
+        self.text = text or f"@{name}"  # as written (`@noWarn("unused")`), for P4Info
 
     def __repr__(self):
         return f"@{self.name}{self.args!r}"
@@ -40,7 +41,7 @@ def ir_annotations(annos) -> tuple:
     """The AST's annotations as IR annotations (name and argument values)."""
     from ..ir.types import Annotation as IrAnnotation
 
-    return tuple(IrAnnotation(a.name, tuple(a.args)) for a in annos or ())
+    return tuple(IrAnnotation(a.name, tuple(a.args), a.text) for a in annos or ())
 
 
 def find_annotation(annos, name):

@@ -211,6 +211,7 @@ class BlockElaborator:
                 direction=direction,
                 writable=direction != "in",
                 position=p.pos,
+                annotations=ir_annotations(p.annos),
             )
             action_scope.add(name, VariableSymbol(variable), p.pos)
             parameters.append(variable)

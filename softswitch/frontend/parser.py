@@ -104,6 +104,7 @@ class Parser:
             at = self.next()
             name = self.ident("an annotation name").text
             args = []
+            body: list[str] = []  # the body's token texts, for P4Info's annotation strings
             if self.at("(") and not self._is_space_before_paren_block():
                 self.next()
                 depth = 0
@@ -119,6 +120,7 @@ class Parser:
                             break
                         depth -= 1
                     self.next()
+                    body.append(t.text)
                     if t.kind == "str":
                         args.append(t.value)
                     elif t.kind == "int":
@@ -132,7 +134,8 @@ class Parser:
                         self.error(f"unterminated annotation @{name}", at)
                     self.next()
                 self.next()
-            annos.append(Annotation(name, args, at.pos))
+            text = f"@{name}({''.join(body)})" if body or self.toks[self.i - 1].text == ")" else f"@{name}"
+            annos.append(Annotation(name, args, at.pos, text))
         return annos
 
     def _is_space_before_paren_block(self):

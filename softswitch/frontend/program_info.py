@@ -84,15 +84,30 @@ def _table_actions(table: ir.Table) -> list[ir.Action]:
     return actions
 
 
+def _p4_id(annotations: tuple[ir.Annotation, ...]) -> int | None:
+    """The value of an @id annotation (P4Info keeps it as the object's id)."""
+    a = ir.find_annotation(annotations, "id")
+    if a is None or not a.arguments or not isinstance(a.arguments[0], int):
+        return None
+    return a.arguments[0]
+
+
+def _texts(annotations: tuple[ir.Annotation, ...]) -> tuple[str, ...]:
+    """Annotations as P4Info lists them: as written, without @name and @id (P4Info has fields for them)."""
+    return tuple(a.text or "@" + a.name for a in annotations if a.name not in ("name", "id"))
+
+
 def _action_info(action: ir.Action) -> ActionInfo:
-    params = tuple(ParamInfo(p.name, ir.field_width(p.type)) for p in action.data_parameters)
-    return ActionInfo(action.qualified_name, params, tuple("@" + a.name for a in action.annotations))
+    params = tuple(
+        ParamInfo(p.name, ir.field_width(p.type), p4_id=_p4_id(p.annotations)) for p in action.data_parameters
+    )
+    return ActionInfo(action.qualified_name, params, _texts(action.annotations), _p4_id(action.annotations))
 
 
 def _table_info(table: ir.Table) -> TableInfo:
     return TableInfo(
         table.qualified_name,
-        tuple(KeyInfo(k.name, k.match_kind, k.width) for k in table.keys),
+        tuple(KeyInfo(k.name, k.match_kind, k.width, _p4_id(k.annotations)) for k in table.keys),
         tuple(ActionRef(a.action.qualified_name, a.scope) for a in table.actions),
         table.default_action.action.qualified_name,
         table.default_action.arguments,
@@ -101,21 +116,28 @@ def _table_info(table: ir.Table) -> TableInfo:
         table.entries_are_const,
         table.size,
         table.direct_counter.qualified_name if table.direct_counter else None,
-        tuple("@" + a.name for a in table.annotations),
+        _texts(table.annotations),
+        _p4_id(table.annotations),
+        ir.has_annotation(table.annotations, "hidden"),
     )
 
 
 def _add_extern(info: ProgramInfo, instance: ir.ExternInstance) -> None:
     args = instance.constructor_arguments
+    p4_id = _p4_id(instance.annotations)
     if instance.kind == "register":
         element = instance.type.type_arguments[0]
         assert isinstance(element, ir.BitType)
-        info.registers.append(RegisterInfo(instance.qualified_name, element.width, _value(args[0]), element.signed))
+        info.registers.append(
+            RegisterInfo(instance.qualified_name, element.width, _value(args[0]), element.signed, p4_id)
+        )
     elif instance.kind == "counter":
-        info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1])))
+        info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1]), p4_id))
     elif instance.kind == "direct_counter":
         assert instance.table is not None
-        info.direct_counters.append(DirectCounterInfo(instance.qualified_name, instance.table, _enum_name(args[0])))
+        info.direct_counters.append(
+            DirectCounterInfo(instance.qualified_name, instance.table, _enum_name(args[0]), p4_id)
+        )
 
 
 def _value(e: ir.Expression) -> int:

@@ -83,7 +83,13 @@ class TableChecker:
             raise P4Error(k.expr.pos, f"a table key must be bit<N>, int<N> or bool, not {t}")
         a = find_annotation(k.annos, "name")
         name = a.args[0] if a and a.args else expr_text(k.expr)
-        return ir.TableKey(expression=e, match_kind=k.match_kind, width=ir.field_width(t), name=name)
+        return ir.TableKey(
+            expression=e,
+            match_kind=k.match_kind,
+            width=ir.field_width(t),
+            name=name,
+            annotations=ir_annotations(k.annos),
+        )
 
     def actions_list(self, d: Node, refs: list[Node], scope: Scope) -> list[ir.TableAction]:
         out: list[ir.TableAction] = []

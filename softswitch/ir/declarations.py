@@ -41,6 +41,7 @@ class Variable(Declaration):
     direction: str | None = None
     writable: bool = True
     position: Pos | None = None
+    annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(eq=False, kw_only=True)
@@ -87,6 +88,7 @@ class TableKey:
     match_kind: str  # "exact", "lpm", "ternary", "range" or "optional"
     width: int
     name: str
+    annotations: tuple[Annotation, ...] = ()
 
 
 @dataclass(eq=False, kw_only=True)

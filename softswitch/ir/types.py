@@ -126,6 +126,7 @@ class Annotation:
 
     name: str
     arguments: tuple = ()
+    text: str = ""  # as written, e.g. `@noWarn("unused")` (P4Info lists annotations so)
 
 
 def has_annotation(annotations: tuple[Annotation, ...], name: str) -> bool:
