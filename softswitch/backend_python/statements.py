@@ -10,7 +10,7 @@ them back before passing the exit on, so copy-out happens at every call an exit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import ir
 from .expressions import ExpressionEmitter, GeneratedNames
@@ -27,6 +27,7 @@ class FunctionContext:
 
     frame: Frame
     returns: str | None = None  # "(a, b,)": the out/inout values, or None
+    loops: list[str] = field(default_factory=list)  # the enclosing for loops' break flags, innermost last
 
 
 class StatementEmitter:
@@ -84,6 +85,32 @@ class StatementEmitter:
                 out.write(f"{'if' if i == 0 else 'elif'} {condition}:")
             with out.indented():
                 self.block(out, body.statements, context)
+
+    def _ForLoop(self, out: SourceWriter, s: ir.ForLoop, context: FunctionContext) -> None:
+        """while condition: the body runs inside a one-pass inner loop, so that P4's `continue` (leave the
+        inner loop) still runs the updates and P4's `break` (leave it with the flag set) ends the loop."""
+        self.block(out, s.initializers, context)
+        leave = self.fresh("brk")
+        condition = self.code(s.condition, context) if s.condition is not None else "True"
+        out.write(f"while {condition}:")
+        with out.indented():
+            out.write(f"{leave} = True")
+            out.write("for _pass in ONE_PASS:")
+            with out.indented():
+                context.loops.append(leave)
+                self.block(out, s.body.statements, context)
+                context.loops.pop()
+                out.write(f"{leave} = False")
+            out.write(f"if {leave}:")
+            out.write("    break")
+            self.block(out, s.updates, context)
+
+    def _Break(self, out: SourceWriter, s: ir.Break, context: FunctionContext) -> None:
+        out.write("break")
+
+    def _Continue(self, out: SourceWriter, s: ir.Continue, context: FunctionContext) -> None:
+        out.write(f"{context.loops[-1]} = False")
+        out.write("break")
 
     def _Exit(self, out: SourceWriter, s: ir.Exit, context: FunctionContext) -> None:
         out.write("raise ExitCtl()")

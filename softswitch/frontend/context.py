@@ -53,3 +53,4 @@ class BlockContext:
     kind: str  # "parser", "control", "action" or "function"
     control: str | None = None  # the qualified name of the enclosing control instance
     return_type: ir.Type | None = None  # a function's
+    loops: int = 0  # how many for loops enclose the statements (break/continue need one)

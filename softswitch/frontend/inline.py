@@ -111,6 +111,13 @@ class FunctionInliner:
             selector = self.expression(s.selector, out)
             cases = tuple(dataclasses.replace(c, body=self.block(c.body)) for c in s.cases)
             out.append(dataclasses.replace(s, selector=selector, cases=cases))
+        elif isinstance(s, ir.ForLoop):
+            parts = [*s.initializers, *s.updates] + ([s.condition] if s.condition is not None else [])
+            if any(contains_call(p) for p in parts):
+                raise P4Error(
+                    s.position, "a function call in a for loop's header is not supported (call it in the body)"
+                )
+            out.append(dataclasses.replace(s, body=self.block(s.body)))
         elif isinstance(s, ir.ActionRunSwitch):
             cases = tuple(dataclasses.replace(c, body=self.block(c.body)) for c in s.cases)
             out.append(dataclasses.replace(s, cases=cases))
@@ -263,11 +270,14 @@ def _reads_state(e: ir.Expression) -> bool:
 
 
 def _returns_early(statements: list[ir.Statement]) -> bool:
-    """Whether some return is followed by more code (then a flag must skip that code)."""
+    """Whether some return is followed by more code (then a flag must skip that code; a return in a
+    loop always needs it)."""
     for i, s in enumerate(statements):
         if isinstance(s, ir.Return):
             return i < len(statements) - 1
         has_return = any(isinstance(n, ir.Return) for n in walk(s))
+        if has_return and isinstance(s, ir.ForLoop):
+            return True
         if has_return:
             if i < len(statements) - 1:
                 return True
@@ -286,10 +296,11 @@ def _inner_blocks(s: ir.Statement) -> list[ir.Block]:
 
 
 def _without_returns(
-    statements: list[ir.Statement], result: ir.Variable | None, returned: ir.Variable | None
+    statements: list[ir.Statement], result: ir.Variable | None, returned: ir.Variable | None, in_loop: bool = False
 ) -> list[ir.Statement]:
     """The statements with `return e` as assignments of the result (and of the flag, when code follows
-    a return somewhere), and the code after a statement that may return guarded by the flag."""
+    a return somewhere; inside a for loop also a break), and the code after a statement that may return
+    guarded by the flag."""
     out: list[ir.Statement] = []
     for i, s in enumerate(statements):
         if isinstance(s, ir.Return):
@@ -297,12 +308,14 @@ def _without_returns(
                 out.append(ir.Assign(target=_ref(result), value=s.value, position=s.position))
             if returned is not None:
                 out.append(ir.Assign(target=_ref(returned), value=ir.Constant(type=ir.BOOL, value=True)))
+            if in_loop:
+                out.append(ir.Break(position=s.position))
             return out  # what follows a return never runs
         if not any(isinstance(n, ir.Return) for n in walk(s)):
             out.append(s)
             continue
-        out.append(_replace_blocks(s, result, returned))
-        rest = _without_returns(statements[i + 1 :], result, returned)
+        out.append(_replace_blocks(s, result, returned, in_loop))
+        rest = _without_returns(statements[i + 1 :], result, returned, in_loop)
         if rest:
             assert returned is not None
             not_returned = ir.Unary(type=ir.BOOL, op="!", operand=_ref(returned))
@@ -311,9 +324,21 @@ def _without_returns(
     return out
 
 
-def _replace_blocks(s: ir.Statement, result: ir.Variable | None, returned: ir.Variable | None) -> ir.Statement:
-    def block(b: ir.Block) -> ir.Block:
-        return dataclasses.replace(b, statements=_without_returns(b.statements, result, returned))
+def _replace_blocks(
+    s: ir.Statement, result: ir.Variable | None, returned: ir.Variable | None, in_loop: bool
+) -> ir.Statement:
+    def block(b: ir.Block, loop: bool = in_loop) -> ir.Block:
+        return dataclasses.replace(b, statements=_without_returns(b.statements, result, returned, loop))
+
+    if isinstance(s, ir.ForLoop):
+        assert returned is not None
+        not_returned = ir.Unary(type=ir.BOOL, op="!", operand=_ref(returned))
+        condition = (
+            not_returned
+            if s.condition is None
+            else ir.Binary(type=ir.BOOL, op="&&", left=not_returned, right=s.condition)
+        )
+        return dataclasses.replace(s, condition=condition, body=block(s.body, True))
 
     if isinstance(s, ir.Block):
         return block(s)

@@ -710,6 +710,12 @@ class Parser:
                 self.next()
                 self.expect(";")
                 return Node("Exit", t.pos)
+            if kw in ("break", "continue"):
+                self.next()
+                self.expect(";")
+                return Node("Break" if kw == "break" else "Continue", t.pos)
+            if kw == "for":
+                return self.for_statement()
             if kw == "return":
                 self.next()
                 e = None if self.at(";") else self.expression()
@@ -729,20 +735,75 @@ class Parser:
             ):
                 if not (kw in ("error",) and self.at(".", 1)):
                     return self.instance_or_var(annos)
+        s = self.assignment_or_call()
+        self.expect(";")
+        return s
+
+    def assignment_or_call(self):
+        """`lvalue = e`, `lvalue op= e` or a call, without the ';' (a for loop's init and update lists
+        separate them with ',')."""
+        t = self.tok
         e = self.expression()
         if self.accept("="):
-            rhs = self.expression()
-            self.expect(";")
-            return Node("Assign", t.pos, lhs=e, rhs=rhs)
+            return Node("Assign", t.pos, lhs=e, rhs=self.expression())
         compound = self._compound_assignment()
         if compound is not None:
             rhs = self.expression()
-            self.expect(";")
             return Node("Assign", t.pos, lhs=e, rhs=Node("Binary", compound.pos, op=compound.text, left=e, right=rhs))
-        self.expect(";")
         if e.kind != "Call":
             self.error("syntax error: an expression statement must be a call or an assignment", t)
         return Node("CallStmt", t.pos, call=e)
+
+    def for_statement(self):
+        """`for (init, ...; condition; update, ...) statement` or `for (T x in collection) statement`
+        (the collection an `a .. b` range or a header stack)."""
+        t = self.expect("for")
+        self.expect("(")
+        save = self.i
+        self.annotations()
+        if self._starts_type() and self.peek(1).kind == "id" and self.at("in", 2) or self._typed_in():
+            ty = self.type_ref()
+            name = self.ident("a loop variable")
+            self.expect("in")
+            start = self.expression()
+            end = self.expression() if self.accept("..") else None
+            self.expect(")")
+            body = self.statement()
+            return Node("ForIn", t.pos, type=ty, name=name.text, npos=name.pos, start=start, end=end, body=body)
+        self.i = save
+        inits = []
+        while not self.at(";"):
+            if self._starts_type() and (self.peek(1).kind == "id" or self.at("<", 1) or self.at("[", 1)):
+                ty = self.type_ref()
+                name = self.ident("a variable name")
+                init = self.expression() if self.accept("=") else None
+                inits.append(Node("VarDecl", name.pos, name=name.text, type=ty, init=init, annos=[]))
+            else:
+                inits.append(self.assignment_or_call())
+            if not self.accept(","):
+                break
+        self.expect(";")
+        condition = None if self.at(";") else self.expression()
+        self.expect(";")
+        updates = []
+        while not self.at(")"):
+            updates.append(self.assignment_or_call())
+            if not self.accept(","):
+                break
+        self.expect(")")
+        body = self.statement()
+        return Node("For", t.pos, inits=inits, cond=condition, updates=updates, body=body)
+
+    def _typed_in(self):
+        """At `T x in` where T is a type with arguments (`bit<8> i in ...`)."""
+        save = self.i
+        try:
+            self.type_ref()
+            return self.tok.kind == "id" and self.at("in", 1)
+        except P4Error:
+            return False
+        finally:
+            self.i = save
 
     def _compound_assignment(self):
         """`lhs op= rhs` (P4_16 1.2.4): the operator token (text without '='), consumed; None otherwise.

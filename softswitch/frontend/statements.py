@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import ir
 from .ast import Node, expr_text
 from .calls import CallChecker, invalidate_union_siblings
@@ -68,6 +70,14 @@ class StatementChecker:
             return [ir.Exit(position=s.pos)]
         if kind == "Return":
             return [self.return_statement(s, scope, context)]
+        if kind in ("Break", "Continue"):
+            if not context.loops:
+                raise P4Error(s.pos, f"{kind.lower()} is only allowed in a for loop")
+            return [ir.Break(position=s.pos) if kind == "Break" else ir.Continue(position=s.pos)]
+        if kind == "For":
+            return [self.for_loop(s, scope, context)]
+        if kind == "ForIn":
+            return [self.for_in(s, scope, context)]
         if kind == "VarDecl":
             return [self.variable(s, scope, ir.VariableKind.LOCAL)]
         if kind == "Const":
@@ -76,6 +86,92 @@ class StatementChecker:
         if kind == "Instance":
             raise P4Error(s.pos, "instantiations are only allowed in a control or parser body, not in apply")
         raise P4Error(s.pos, f"{kind} statements are not supported here")
+
+    # ------------------------------------------------------------------ loops
+    def for_loop(self, s: Node, scope: Scope, context: BlockContext) -> ir.ForLoop:
+        inner = Scope(scope)
+        initializers: list[ir.Statement] = []
+        for init in s.inits:
+            initializers += self.statement(init, inner, context)
+        condition = None
+        if s.cond is not None:
+            condition = self.expressions.value(s.cond, inner)
+            if not isinstance(condition.type, ir.BoolType):
+                raise P4Error(s.cond.pos, f"the condition of 'for' must be bool, got {condition.type}")
+        updates: list[ir.Statement] = []
+        for update in s.updates:
+            updates += self.statement(update, inner, context)
+        body = self.branch(s.body, inner, dataclasses.replace(context, loops=context.loops + 1))
+        return ir.ForLoop(initializers=initializers, condition=condition, updates=updates, body=body, position=s.pos)
+
+    def for_in(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:
+        """`for (T x in a .. b)` (both ends included, evaluated once) and `for (T x in stack)` (x a copy of
+        each element in index order), as ForLoops."""
+        t = self.types.resolve(s.type, scope)
+        inner = Scope(scope)
+        position = s.pos
+        loop_context = dataclasses.replace(context, loops=context.loops + 1)
+
+        def ref(v: ir.Variable) -> ir.VariableRef:
+            return ir.VariableRef(type=v.type, variable=v, position=position)
+
+        def declare(name: str, vt: ir.Type, init: ir.Expression | None) -> tuple[ir.Variable, ir.Statement]:
+            v = ir.Variable(name=name, type=vt, kind=ir.VariableKind.LOCAL, position=position)
+            return v, ir.VariableDeclaration(variable=v, initializer=init, position=position)
+
+        if s.end is None:
+            stack = self.expressions.value(s.start, scope)
+            if not isinstance(stack.type, ir.HeaderStackType):
+                raise P4Error(s.start.pos, f"for ... in needs a range (a .. b) or a header stack, got {stack.type}")
+            if stack.type.element != t:
+                raise P4Error(s.pos, f"the loop variable must be {stack.type.element}, not {t}")
+            bit32 = ir.BitType(32)
+            index, index_declaration = declare(f"{s.name}_index", bit32, ir.Constant(type=bit32, value=0))
+            element = ir.StackElement(type=t, stack=stack, index=ref(index), position=position)
+            variable, variable_declaration = declare(s.name, t, element)
+            inner.add(s.name, VariableSymbol(variable), s.npos)
+            body = self.branch(s.body, inner, loop_context)
+            size = ir.Constant(type=bit32, value=stack.type.size)
+            one = ir.Constant(type=bit32, value=1)
+            return ir.ForLoop(
+                initializers=[index_declaration],
+                condition=ir.Binary(type=ir.BOOL, op="<", left=ref(index), right=size, position=position),
+                updates=[
+                    ir.Assign(
+                        target=ref(index),
+                        value=ir.Binary(type=bit32, op="+", left=ref(index), right=one),
+                        position=position,
+                    )
+                ],
+                body=ir.Block(statements=[variable_declaration, *body.statements]),
+                position=position,
+            )
+        if not isinstance(t, ir.BitType):
+            raise P4Error(s.pos, f"a range loop variable must be bit<W> or int<W>, not {t}")
+        low = self.expressions.coerce(self.expressions.value(s.start, scope), t, s.start.pos, "for range")
+        high = self.expressions.coerce(self.expressions.value(s.end, scope), t, s.end.pos, "for range")
+        low_variable, low_declaration = declare(f"{s.name}_low", t, low)
+        high_variable, high_declaration = declare(f"{s.name}_high", t, high)
+        variable, variable_declaration = declare(s.name, t, ref(low_variable))
+        empty = ir.Binary(type=ir.BOOL, op=">", left=ref(low_variable), right=ref(high_variable))
+        done, done_declaration = declare(f"{s.name}_done", ir.BOOL, empty)
+        inner.add(s.name, VariableSymbol(variable), s.npos)
+        body = self.branch(s.body, inner, loop_context)
+        last = ir.Binary(type=ir.BOOL, op="==", left=ref(variable), right=ref(high_variable))
+        step = ir.Binary(type=t, op="+", left=ref(variable), right=ir.Constant(type=t, value=1))
+        update = ir.If(
+            condition=last,
+            then=ir.Block(statements=[ir.Assign(target=ref(done), value=ir.Constant(type=ir.BOOL, value=True))]),
+            otherwise=ir.Block(statements=[ir.Assign(target=ref(variable), value=step)]),
+        )
+        loop = ir.ForLoop(
+            initializers=[variable_declaration, done_declaration],
+            condition=ir.Unary(type=ir.BOOL, op="!", operand=ref(done)),
+            updates=[update],
+            body=body,
+            position=position,
+        )
+        return ir.Block(statements=[low_declaration, high_declaration, loop])
 
     def return_statement(self, s: Node, scope: Scope, context: BlockContext) -> ir.Return:
         if context.kind == "parser":

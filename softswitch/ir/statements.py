@@ -159,3 +159,26 @@ class Emit(Statement):
 
     value: Expression
     packet: Variable  # the block's packet_out parameter
+
+
+@dataclass(eq=False, kw_only=True)
+class ForLoop(Statement):
+    """`for (initializers; condition; updates) body` (P4_16 1.2.4): the initializers run once, then while
+    the condition holds (None: always) the body runs and then the updates. `Break` leaves the innermost
+    loop; `Continue` goes on with its updates. `for (T x in a .. b)` and `for (T x in stack)` arrive
+    lowered to this form (the range bounds evaluated once)."""
+
+    initializers: list[Statement]
+    condition: Expression | None
+    updates: list[Statement]
+    body: Block
+
+
+@dataclass(eq=False, kw_only=True)
+class Break(Statement):
+    """Leaves the innermost ForLoop."""
+
+
+@dataclass(eq=False, kw_only=True)
+class Continue(Statement):
+    """Ends the current iteration of the innermost ForLoop (its updates run next)."""
