@@ -49,8 +49,8 @@ def bind_pipeline(
     main: Node,
     context: ProgramContext,
     expressions: ExpressionChecker,
-    elaborate_parser: Callable[[Node], ir.Parser],
-    elaborate_control: Callable[[Node, str], ir.Control],
+    elaborate_parser: Callable[..., ir.Parser],
+    elaborate_control: Callable[..., ir.Control],
 ) -> ir.PipelineBinding:
     """Checks `V1Switch(P(), VC(), I(), E(), CC(), D()) main;` and elaborates the six blocks in order."""
     t = main.type
@@ -65,7 +65,7 @@ def bind_pipeline(
     scope = context.global_scope
     declarations = []
     for role, a in zip(ROLES, main.args, strict=True):
-        if a.kind != "Call" or a.func.kind != "Name" or a.args:
+        if a.kind != "Call" or a.func.kind != "Name":
             raise P4Error(a.pos, f"V1Switch argument '{role}' must be an instantiation like MyIngress()")
         symbol = scope.lookup(a.func.name)
         if symbol is None:
@@ -108,9 +108,9 @@ def bind_pipeline(
                 context.field_lists[index] = context.field_lists.get(index, ()) + ((f.name,),)
     standard_metadata = scope.lookup("standard_metadata_t")
     assert isinstance(standard_metadata, TypeSymbol) and isinstance(standard_metadata.type, ir.StructType)
-    blocks: dict[str, ir.Parser | ir.Control] = {"parser": elaborate_parser(declarations[0])}
-    for role, d in zip(ROLES[1:], declarations[1:], strict=True):
-        blocks[role] = elaborate_control(d, d.name)
+    blocks: dict[str, ir.Parser | ir.Control] = {"parser": elaborate_parser(declarations[0], None, main.args[0].args)}
+    for role, d, a in zip(ROLES[1:], declarations[1:], main.args[1:], strict=True):
+        blocks[role] = elaborate_control(d, d.name, a.args)
     return ir.PipelineBinding(
         architecture="v1model",
         package=PACKAGE,

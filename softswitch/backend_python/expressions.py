@@ -135,7 +135,8 @@ class ExpressionEmitter:
         assert isinstance(t, ir.StructLikeType)
         names = tuple(field_attribute(f.name) for f in t.fields)
         values = "".join(f"{self.copy_code(item, frame)}, " for item in e.items)
-        return f"from_list({class_name(t)}(), {names!r}, ({values}), {isinstance(t, ir.HeaderType)})"
+        valid = isinstance(t, ir.HeaderType) and e.valid
+        return f"from_list({class_name(t)}(), {names!r}, ({values}), {valid})"
 
     # ------------------------------------------------------------------ headers, packets, tables
     def _IsValid(self, e: ir.IsValid, frame: Frame) -> str:

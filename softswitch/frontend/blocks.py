@@ -12,6 +12,7 @@ from .errors import P4Error
 from .resolve import qualified_name
 from .scopes import (
     ActionSymbol,
+    ConstantSymbol,
     BlockSymbol,
     ControlInstanceSymbol,
     ExternInstanceSymbol,
@@ -54,11 +55,26 @@ class BlockElaborator:
         )
 
     # ------------------------------------------------------------------ parsers
-    def parser(self, d: Node, prefix: str | None = None) -> ir.Parser:
+    def constructor_arguments(self, d: Node, args: list[Node], caller: Scope, scope: Scope, position) -> None:
+        """A parser's or control's constructor parameters bound to the instantiation's arguments: each
+        enters scope as a compile-time constant."""
+        check_arity(position, d.name, args, len(d.ctor_params))
+        for p, a in zip(d.ctor_params, args, strict=True):
+            t = self.types.resolve(p.type, caller)
+            checked = self.expressions.check(a, caller)
+            if not isinstance(checked, ir.Constant):
+                raise P4Error(
+                    a.pos, f"constructor argument '{p.name}' of {d.name}: only compile-time values are supported"
+                )
+            value = self.expressions.constant(a, caller, t)
+            scope.add(p.name, ConstantSymbol(t, value), p.pos)
+
+    def parser(
+        self, d: Node, prefix: str | None = None, args: list[Node] | None = None, caller: Scope | None = None
+    ) -> ir.Parser:
         """The parser instance named prefix (the declaration's name for the architecture's parser)."""
-        if d.ctor_params:
-            raise P4Error(d.pos, "parser constructor parameters are not supported by softswitch")
         scope = Scope(self.context.global_scope)
+        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction != "in")
@@ -101,10 +117,8 @@ class BlockElaborator:
         declaration = symbol.declaration if isinstance(symbol, (BlockSymbol, TypeSymbol)) else None
         if not isinstance(t, ir.BlockType) or declaration is None or declaration.kind != "Parser":
             raise P4Error(d.pos, f"only parsers can be instantiated in a parser, not {t}")
-        if d.args:
-            raise P4Error(d.pos, "parser constructor arguments are not supported by softswitch")
         in_parser = self.expressions.in_parser
-        sub = self.parser(declaration, qualified_name(d.annos, prefix, d.name))
+        sub = self.parser(declaration, qualified_name(d.annos, prefix, d.name), d.args, scope)
         self.expressions.in_parser = in_parser
         scope.add(d.name, ParserInstanceSymbol(sub, declaration), d.pos)
 
@@ -160,11 +174,10 @@ class BlockElaborator:
         return ir.Keyset(value=e)
 
     # ------------------------------------------------------------------ controls
-    def control(self, d: Node, prefix: str) -> ir.Control:
+    def control(self, d: Node, prefix: str, args: list[Node] | None = None, caller: Scope | None = None) -> ir.Control:
         """The control instance named prefix (its tables, actions and externs are prefix.<name>)."""
-        if d.ctor_params:
-            raise P4Error(d.pos, "control constructor parameters are not supported by softswitch")
         scope = Scope(self.context.global_scope)
+        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction in ("out", "inout"))
@@ -273,9 +286,7 @@ class BlockElaborator:
             assert declaration is not None
             if declaration.kind != "Control":
                 raise P4Error(d.pos, f"instantiating {declaration.kind.lower()} {t.name} here is not supported")
-            if d.args:
-                raise P4Error(d.pos, "control constructor arguments are not supported by softswitch")
-            control = self.control(declaration, fq)
+            control = self.control(declaration, fq, d.args, scope)
             scope.add(d.name, ControlInstanceSymbol(control, declaration), d.pos)
             return control
         if not isinstance(t, ir.ExternType):

@@ -54,7 +54,9 @@ class CallChecker:
         self.types = expressions.types
 
     def arguments(self, name: str, params: Parameters, args: list[Node], scope: Scope, position) -> list[ir.Argument]:
-        """Call arguments checked against (name, direction, type) parameters, in order."""
+        """Call arguments checked against (name, direction, type) parameters, in order (named arguments,
+        `name = value`, are put in their parameter's place)."""
+        args = positional(name, [p[0] for p in params], args, position)
         check_arity(position, name, args, len(params))
         out = []
         for (pname, direction, ptype), a in zip(params, args, strict=True):
@@ -343,3 +345,26 @@ def argument_mismatch(parameter: str, function: str):
         return f"argument '{parameter}' of '{function}' must be {want}, got {got}"
 
     return message
+
+
+def positional(function: str, names: list[str], args: list[Node], position: Pos | None) -> list[Node]:
+    """Arguments in parameter order: all positional, or all named (`f(b = 1, a = 2)`)."""
+    for a in args:
+        if a.kind == "DontCare" or (a.kind == "NamedArg" and a.value.kind == "DontCare"):
+            raise P4Error(a.pos, "don't-care arguments (_) are not supported by softswitch")
+    named = [a for a in args if a.kind == "NamedArg"]
+    if not named:
+        return args
+    if len(named) != len(args):
+        raise P4Error(position, f"call of '{function}': use either positional or named arguments, not both")
+    by_name = {}
+    for a in named:
+        if a.name not in names:
+            raise P4Error(a.pos, f"'{function}' has no parameter named '{a.name}'")
+        if a.name in by_name:
+            raise P4Error(a.pos, f"argument '{a.name}' of '{function}' is given twice")
+        by_name[a.name] = a.value
+    missing = [n for n in names if n not in by_name]
+    if missing:
+        raise P4Error(position, f"call of '{function}' has no argument for {', '.join(repr(m) for m in missing)}")
+    return [by_name[n] for n in names]

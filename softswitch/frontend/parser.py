@@ -826,9 +826,16 @@ class Parser:
         if self.accept(")"):
             return args
         while True:
-            if self.tok.kind == "id" and self.at("=", 1):
-                self.error("named arguments are not supported by softswitch")
-            args.append(self.expression())
+            t = self.tok
+            if t.kind == "id" and self.at("=", 1):  # a named argument: name = value
+                self.next()
+                self.next()
+                value = Node("DontCare", self.next().pos) if self.at("_") else self.expression()
+                args.append(Node("NamedArg", t.pos, name=t.text, value=value))
+            elif self.at("_") and (self.at(",", 1) or self.at(")", 1)):
+                args.append(Node("DontCare", self.next().pos))
+            else:
+                args.append(self.expression())
             if not self.accept(","):
                 break
         self.expect(")")
@@ -913,13 +920,29 @@ class Parser:
             e = self.expression()
             self.expect(")")
             return e
+        if self.at("{") and self.peek(1).kind == "id" and self.at("=", 2):  # { name = value, ... }
+            self.next()
+            fields = []
+            while not self.accept("}"):
+                name = self.ident("a field name")
+                self.expect("=")
+                fields.append((name.text, self.expression()))
+                if not self.accept(","):
+                    self.expect("}")
+                    break
+            return Node("KVList", t.pos, fields=fields)
+        if self.at("{") and self.at("#", 1) and self.at("}", 2):  # {#}: an invalid header
+            self.next()
+            self.next()
+            self.next()
+            return Node("InvalidHeader", t.pos)
         if self.at("{"):
             self.next()
             items = []
             if not self.accept("}"):
                 while True:
                     items.append(self.expression())
-                    if not self.accept(","):
+                    if not self.accept(",") or self.at("}"):
                         break
                 self.expect("}")
             return Node("List", t.pos, items=items)

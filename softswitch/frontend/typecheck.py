@@ -96,6 +96,24 @@ class ExpressionChecker:
             return e
         if isinstance(t, ir.ListType) and isinstance(e.type, ir.ListType):
             return e
+        if isinstance(e, InvalidHeaderValue):
+            if not isinstance(t, ir.HeaderType):
+                raise P4Error(position, f"{{#}} is an invalid header; {t} is not a header type")
+            items = tuple(
+                ir.StructInitializer(type=f.type, items=(), valid=False)
+                if isinstance(f.type, ir.StructLikeType)
+                else ir.Constant(type=f.type, value=ir.wrap(0, f.type) if f.type != ir.BOOL else False)
+                for f in t.fields
+            )
+            return ir.StructInitializer(type=t, items=items, valid=False, position=e.position)
+        if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpression) and e.names is not None:
+            given = dict(zip(e.names, e.items, strict=True))
+            if set(given) != {f.name for f in t.fields}:
+                missing = sorted({f.name for f in t.fields} - set(given))
+                extra = sorted(set(given) - {f.name for f in t.fields})
+                raise P4Error(position, f"a {t} value needs exactly its fields (missing {missing}, unknown {extra})")
+            items = tuple(self.coerce(given[f.name], f.type, position, what) for f in t.fields)
+            return ir.StructInitializer(type=t, items=items, position=e.position)
         if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpression):
             if len(e.items) != len(t.fields):
                 raise P4Error(
@@ -283,6 +301,17 @@ class ExpressionChecker:
             return self._slice(base.base, base.low + high, base.low + low, position)
         return fold(ir.Slice(type=ir.BitType(high - low + 1), base=base, high=high, low=low, position=position))
 
+    def _check_KVList(self, n: Node, scope: Scope) -> Checked:
+        items = tuple(self.value(value, scope) for _, value in n.fields)
+        names = tuple(name for name, _ in n.fields)
+        if len(set(names)) != len(names):
+            raise P4Error(n.pos, "a field is given twice in this struct expression")
+        t = ir.ListType(tuple(i.type for i in items))
+        return ir.ListExpression(type=t, items=items, names=names, position=n.pos)
+
+    def _check_InvalidHeader(self, n: Node, scope: Scope) -> Checked:
+        return InvalidHeaderValue(type=ir.ListType(()), items=(), position=n.pos)
+
     def _check_List(self, n: Node, scope: Scope) -> Checked:
         items = tuple(self.value(item, scope) for item in n.items)
         return ir.ListExpression(type=ir.ListType(tuple(i.type for i in items)), items=items, position=n.pos)
@@ -319,6 +348,15 @@ class ExpressionChecker:
         if op in ("==", "!="):
             if isinstance(left.type, ir.ActionRunType) or isinstance(right.type, ir.ActionRunType):
                 raise P4Error(n.pos, "action_run can only be used in a switch statement")
+            if isinstance(left, InvalidHeaderValue) or isinstance(right, InvalidHeaderValue):
+                other = right if isinstance(left, InvalidHeaderValue) else left
+                if isinstance(other, InvalidHeaderValue):
+                    raise P4Error(n.pos, "comparing {#} with {#}: no header type to compare as")
+                invalid = ir.IsValid(type=ir.BOOL, header=other, position=n.pos)
+                if not isinstance(other.type, ir.HeaderType):
+                    raise P4Error(n.pos, f"{{#}} is an invalid header; {other.type} is not a header type")
+                # a header equals {#} exactly when it is invalid
+                return invalid if op == "!=" else fold(ir.Unary(type=ir.BOOL, op="!", operand=invalid, position=n.pos))
             if isinstance(left, ir.ListExpression) and isinstance(right.type, ir.StructLikeType):
                 left = self.coerce(left, right.type, n.pos, op)
             if isinstance(right, ir.ListExpression) and isinstance(left.type, ir.StructLikeType):
@@ -397,7 +435,7 @@ class ExpressionChecker:
 
         def valid(e: ir.Expression) -> ir.Expression:
             if isinstance(e, ir.StructInitializer):
-                return ir.Constant(type=ir.BOOL, value=True, position=position)
+                return ir.Constant(type=ir.BOOL, value=e.valid, position=position)
             return ir.IsValid(type=ir.BOOL, header=e, position=position)
 
         def invalid(e: ir.Expression) -> ir.Expression:
@@ -443,3 +481,8 @@ def packet_symbol(checked: Checked) -> PacketSymbol | None:
     if isinstance(checked, SymbolReference) and isinstance(checked.symbol, PacketSymbol):
         return checked.symbol
     return None
+
+
+class InvalidHeaderValue(ir.ListExpression):
+    """`{#}` before the header type it stands for is known (coerce turns it into an invalid
+    StructInitializer of that type)."""

@@ -136,17 +136,22 @@ class Conditional(Expression):
 
 @dataclass(eq=False, kw_only=True)
 class ListExpression(Expression):
-    """`{a, b, ...}` where no header/struct value is expected (field lists of hash/checksum/digest/log_msg)."""
+    """`{a, b, ...}` where no header/struct value is expected (field lists of hash/checksum/digest/log_msg).
+    `names`: the field names of a `{a = x, b = y}` struct expression (front end: it becomes a
+    StructInitializer of the struct type expected where it is used)."""
 
     items: tuple[Expression, ...]
+    names: tuple[str, ...] | None = None
 
 
 @dataclass(eq=False, kw_only=True)
 class StructInitializer(Expression):
     """A new header/struct value (type) made from one expression per field, in field order (`hdr.h = {1,
-    2}`). A header made this way is valid. Object-typed items are copied."""
+    2}`). A header made this way is valid, unless `valid` is False (`{#}`: an invalid header, fields 0).
+    Object-typed items are copied."""
 
     items: tuple[Expression, ...]
+    valid: bool = True
 
 
 @dataclass(eq=False, kw_only=True)
