@@ -12,8 +12,8 @@ from .errors import P4Error
 from .resolve import qualified_name
 from .scopes import (
     ActionSymbol,
-    ConstantSymbol,
     BlockSymbol,
+    ConstantSymbol,
     ControlInstanceSymbol,
     ExternInstanceSymbol,
     FunctionSymbol,
