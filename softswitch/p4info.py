@@ -168,6 +168,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     register_ids = ids_of(PREFIX_REGISTER, info.registers)
     digest_ids = ids_of(PREFIX_DIGEST, info.digests)
     header_ids = ids_of(PREFIX_CONTROLLER_HEADER, info.controller_headers)
+    value_set_ids = ids_of(Prefix.VALUE_SET, info.value_sets)
     everything = (
         info.actions,
         info.tables,
@@ -176,6 +177,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         info.registers,
         info.digests,
         info.controller_headers,
+        info.value_sets,
     )
     alias = aliases(item.name for items in everything for item in items)
     visible_tables = [t for t in info.tables if not t.hidden]
@@ -247,6 +249,13 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             md.id = field_id
             md.name = fld.name
             md.bitwidth = fld.bitwidth
+
+    for value_set, msg in _described(p4info.value_sets, info.value_sets, value_set_ids, alias):
+        match = msg.match.add()
+        match.id = 1
+        match.bitwidth = value_set.bitwidth
+        match.match_type = p4info_pb2.MatchField.EXACT
+        msg.size = value_set.size
 
     for register, msg in _described(p4info.registers, info.registers, register_ids, alias):
         _bitstring(msg.type_spec, register.bitwidth, register.signed)

@@ -125,6 +125,16 @@ class ControllerHeaderInfo:
     fields: tuple[FieldInfo, ...]
 
 
+@dataclass(frozen=True)
+class ValueSetInfo:
+    """A parser's `value_set<bit<W>>(size)`: members the control plane adds (value, mask)."""
+
+    name: str
+    bitwidth: int
+    size: int
+    p4_id: int | None = None  # @id
+
+
 @dataclass
 class ProgramInfo:
     """Everything a control plane can address in a program."""
@@ -138,6 +148,7 @@ class ProgramInfo:
     direct_counters: list[DirectCounterInfo] = field(default_factory=list)
     digests: list[DigestInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
+    value_sets: list[ValueSetInfo] = field(default_factory=list)
 
     def table(self, name: str) -> TableInfo:
         return _by_name(self.tables, name, "table")

@@ -157,6 +157,10 @@ class Switch:
     def counter(self, name):
         return _Locked(_by_name(self.runtime.counters, name, "counter"), self._lock)
 
+    def value_set(self, name):
+        """A parser value set: .add(value, mask=None), .clear(), .members."""
+        return _Locked(_by_name(self.runtime.value_sets, name, "value set"), self._lock)
+
     # ------------------------------------------------------------------ packet replication engine
     def set_multicast_group(self, group_id, replicas):
         with self._lock:

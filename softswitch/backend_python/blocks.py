@@ -119,6 +119,9 @@ class BlockEmitter:
 
         if keyset.is_default:
             return []
+        if keyset.value_set is not None:
+            members = self.value_set_members(keyset.value_set)
+            return [f"any(({key} & m) == v for v, m in {members})"]
         if keyset.mask is not None:
             value, mask = keyset.value, keyset.mask
             if isinstance(value, ir.Constant) and isinstance(mask, ir.Constant):
@@ -192,6 +195,15 @@ class BlockEmitter:
         out.write(f"    exit_.results = {context.returns}")
         out.write("    raise")
         out.write(f"return {context.returns}")
+
+    def value_set_members(self, value_set: ir.ValueSet) -> str:
+        """The module-level name of a value set's (value, mask) list (bound once in build(RT))."""
+        name = self.names.externs.get(value_set)  # type: ignore[call-overload]
+        if name is None:
+            name = self.fresh("VS_" + value_set.qualified_name)
+            self.build.write(f"{name} = RT.value_set({value_set.qualified_name!r})")
+            self.names.externs[value_set] = name  # type: ignore[index]
+        return name
 
     def extern_instance(self, instance: ir.ExternInstance) -> None:
         fq = instance.qualified_name

@@ -21,6 +21,7 @@ from .scopes import (
     ParserInstanceSymbol,
     Scope,
     TypeSymbol,
+    ValueSetSymbol,
     VariableSymbol,
 )
 from .statements import StatementChecker
@@ -86,6 +87,7 @@ class BlockElaborator:
                 scope.add(p.name, VariableSymbol(variable), p.pos)
         context = BlockContext("parser")
         self.expressions.in_parser = True
+        value_sets: list[ir.ValueSet] = []
         try:
             locals_ = []
             for ld in d.locals:
@@ -95,6 +97,8 @@ class BlockElaborator:
                     self.statements.constant(ld, scope)
                 elif ld.kind == "Instance":
                     self.parser_instance(ld, scope, prefix or d.name)
+                elif ld.kind == "ValueSet":
+                    value_sets.append(self.value_set(ld, scope, prefix or d.name))
                 else:
                     raise P4Error(ld.pos, f"{ld.kind} declarations in parsers are not supported by softswitch")
             names = {s.name for s in d.states}
@@ -107,8 +111,29 @@ class BlockElaborator:
         finally:
             self.expressions.in_parser = False
         return ir.Parser(
-            name=d.name, qualified_name=prefix or d.name, parameters=tuple(parameters), locals=locals_, states=states
+            name=d.name,
+            qualified_name=prefix or d.name,
+            parameters=tuple(parameters),
+            locals=locals_,
+            states=states,
+            value_sets=value_sets,
         )
+
+    def value_set(self, d: Node, scope: Scope, prefix: str) -> ir.ValueSet:
+        t = self.types.resolve(d.type, scope)
+        if not isinstance(t, ir.BitType):
+            raise P4Error(d.pos, f"value_set<{t}>: softswitch supports value sets of bit<W> or int<W> only")
+        size = self.expressions.constant(d.size, scope, ir.BitType(32))
+        assert isinstance(size, int)
+        value_set = ir.ValueSet(
+            name=d.name,
+            qualified_name=qualified_name(d.annos, prefix, d.name),
+            type=t,
+            size=size,
+            annotations=ir_annotations(d.annos),
+        )
+        scope.add(d.name, ValueSetSymbol(value_set), d.pos)
+        return value_set
 
     def parser_instance(self, d: Node, scope: Scope, prefix: str) -> None:
         """`SubParser() name;` inside a parser: elaborated now, inlined where it is applied."""
@@ -161,6 +186,12 @@ class BlockElaborator:
 
         if item.kind == "Default":
             return ir.Keyset(is_default=True)
+        if item.kind == "Name" and isinstance(scope.lookup(item.name), ValueSetSymbol):
+            symbol = scope.lookup(item.name)
+            assert isinstance(symbol, ValueSetSymbol)
+            if symbol.value_set.type != t:
+                raise P4Error(item.pos, f"value set {item.name} holds {symbol.value_set.type}, the key is {t}")
+            return ir.Keyset(value_set=symbol.value_set)
         if item.kind == "Mask":
             return ir.Keyset(value=value(item.value, "select case"), mask=value(item.mask, "select mask"))
         if item.kind == "Range":

@@ -399,6 +399,7 @@ class SubParserInliner:
         assert isinstance(call, ir.CallStatement) and isinstance(call.call, ir.ParserApply)
         apply = call.call
         sub = apply.parser
+        self.parser.value_sets.extend(v for v in sub.value_sets if v not in self.parser.value_sets)
         self.count += 1
         tag = f"{sub.qualified_name.replace('.', '_')}_{self.count}"
         after = f"{tag}_after"
@@ -461,6 +462,7 @@ def _renamed_transition(t: ir.Transition, variables: dict, tag: str, after: str)
 
     def keyset(k: ir.Keyset) -> ir.Keyset:
         return ir.Keyset(
+            value_set=k.value_set,
             value=clone(k.value, variables) if k.value is not None else None,  # type: ignore[arg-type]
             mask=clone(k.mask, variables) if k.mask is not None else None,  # type: ignore[arg-type]
             high=clone(k.high, variables) if k.high is not None else None,  # type: ignore[arg-type]

@@ -28,9 +28,7 @@ _BINARY_PREC = {
     "/": 10,
     "%": 10,
 }
-_UNSUPPORTED_DECLS = {
-    "value_set": "parser value sets",
-}
+_UNSUPPORTED_DECLS = {}
 _DIRECTIONS = ("in", "out", "inout")
 _COMPOUND_ASSIGNMENTS = ("+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", "|+|=", "|-|=")
 
@@ -412,6 +410,17 @@ class Parser:
 
     def local_decl(self, annos, in_parser):
         t = self.tok
+        if t.text == "value_set" and in_parser:  # value_set<T>(size) name;
+            self.next()
+            self.expect("<")
+            ty = self.type_ref()
+            self.expect(">")
+            self.expect("(")
+            size = self.expression()
+            self.expect(")")
+            name = self.ident("a value set name")
+            self.expect(";")
+            return Node("ValueSet", name.pos, name=name.text, type=ty, size=size, annos=annos)
         if t.text == "const":
             return self.const_decl(annos)
         if t.text == "action" and not in_parser:

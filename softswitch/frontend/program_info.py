@@ -23,6 +23,7 @@ from ..program import (
     ProgramInfo,
     RegisterInfo,
     TableInfo,
+    ValueSetInfo,
 )
 
 
@@ -49,6 +50,11 @@ def program_info(program: ir.Program) -> ProgramInfo:
                     assert isinstance(digest_type, ir.StructType)
                     fields = tuple(FieldInfo(f.name, ir.field_width(f.type)) for f in digest_type.fields)
                     digests.setdefault(digest_type.name, DigestInfo(digest_type.name, fields))
+    for block in program.blocks():
+        if isinstance(block, ir.Parser):
+            for vs in block.value_sets:
+                width = vs.type.width  # type: ignore[attr-defined]
+                info.value_sets.append(ValueSetInfo(vs.qualified_name, width, vs.size, _p4_id(vs.annotations)))
     info.actions = list(actions.values())
     info.digests = list(digests.values())
     return info

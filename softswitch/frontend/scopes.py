@@ -78,6 +78,11 @@ class ParserInstanceSymbol:
 
 
 @dataclass(eq=False)
+class ValueSetSymbol:
+    value_set: ir.ValueSet
+
+
+@dataclass(eq=False)
 class PacketSymbol:
     """The packet_in parameter of a parser or the packet_out parameter of a deparser."""
 
@@ -97,6 +102,7 @@ Symbol = (
     | BlockSymbol
     | ControlInstanceSymbol
     | ParserInstanceSymbol
+    | ValueSetSymbol
     | PacketSymbol
 )
 
@@ -107,6 +113,7 @@ _DESCRIPTIONS = {
     ExternInstanceSymbol: "an extern instance",
     ControlInstanceSymbol: "a control instance",
     ParserInstanceSymbol: "a parser instance",
+    ValueSetSymbol: "a value set",
     TypeSymbol: "a type",
     ExternFunctionSymbol: "an extern function",
     BlockSymbol: "block",

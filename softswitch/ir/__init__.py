@@ -23,6 +23,7 @@ from .declarations import (
     TableAction,
     TableKey,
     Transition,
+    ValueSet,
     Variable,
     VariableKind,
 )
@@ -201,6 +202,7 @@ __all__ = [
     "TypeVariable",
     "Unary",
     "VOID",
+    "ValueSet",
     "ValueSwitch",
     "VarbitType",
     "Variable",

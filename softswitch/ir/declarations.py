@@ -161,6 +161,18 @@ class Table(Declaration):
 
 # ---------------------------------------------------------------------------------------------- parsers
 @dataclass(eq=False, kw_only=True)
+class ValueSet(Declaration):
+    """`value_set<bit<W>>(size) name;` of a parser: values (with masks) the control plane fills; a select
+    case naming it matches a key equal to one of them under its mask. Empty until filled."""
+
+    name: str
+    qualified_name: str
+    type: Type
+    size: int
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(eq=False, kw_only=True)
 class Keyset:
     """One key's part of a select case: `value` alone matches equal keys; with `mask`, keys whose masked
     bits equal value's masked bits; `value`..`high` (a range) matches value <= key <= high; `is_default`
@@ -170,6 +182,7 @@ class Keyset:
     mask: Expression | None = None
     high: Expression | None = None
     is_default: bool = False
+    value_set: ValueSet | None = None  # matches when the key is one of the value set's members
 
 
 @dataclass(eq=False, kw_only=True)
@@ -205,6 +218,7 @@ class Parser(Declaration):
     parameters: tuple[Variable, ...]
     locals: list[VariableDeclaration]
     states: list[ParserState]
+    value_sets: list[ValueSet] = field(default_factory=list)
 
     def state(self, name: str) -> ParserState:
         return next(s for s in self.states if s.name == name)

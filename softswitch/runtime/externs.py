@@ -71,3 +71,30 @@ class CounterState:
     def reset(self):
         self.packets[:] = [0] * self.size
         self.bytes[:] = [0] * self.size
+
+
+class ValueSetState:
+    """A parser value set: up to `size` (value, mask) members the control plane adds; a select case on it
+    matches a key whose bits under a member's mask equal that member's value."""
+
+    def __init__(self, info):
+        self.info = info
+        self.members: list[tuple[int, int]] = []
+
+    @property
+    def size(self):
+        return self.info.size
+
+    def add(self, value, mask=None):
+        full = (1 << self.info.bitwidth) - 1
+        mask = full if mask is None else mask & full
+        if not 0 <= value <= full:
+            raise ValueError(f"value set {self.info.name}: {value} does not fit {self.info.bitwidth} bits")
+        if (value & mask, mask) in self.members:
+            return
+        if len(self.members) >= self.info.size:
+            raise ValueError(f"value set {self.info.name} is full ({self.info.size} members)")
+        self.members.append((value & mask, mask))
+
+    def clear(self):
+        self.members.clear()

@@ -12,7 +12,7 @@ import random as _random
 import time
 from time import monotonic
 
-from .externs import CounterState, RegisterState
+from .externs import CounterState, RegisterState, ValueSetState
 from .support import ExitCtl
 from .tables import TableState
 
@@ -42,6 +42,7 @@ class Runtime:
         self.tables = {t.name: TableState(t, info.actions, self.state) for t in info.tables}
         self.registers = {r.name: RegisterState(r) for r in info.registers}
         self.counters = {c.name: CounterState(c, self.state) for c in info.counters}
+        self.value_sets = {v.name: ValueSetState(v) for v in info.value_sets}
         self.log = log
         self.assert_failures = 0
         self._random = _random.Random()
@@ -55,6 +56,9 @@ class Runtime:
 
     def counter(self, name):
         return self.counters[name]
+
+    def value_set(self, name):
+        return self.value_sets[name].members
 
     @staticmethod
     def lookahead(data, off, width):
