@@ -49,6 +49,7 @@ COUNTER_UNITS = {
     "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
 }
 COUNTER_UNIT_OF = {v: k for k, v in COUNTER_UNITS.items()}
+METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
 
 TEXT_HEADER = "# proto-file: p4/config/v1/p4info.proto\n# proto-message: p4.config.v1.P4Info\n\n"
 
@@ -169,6 +170,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     digest_ids = ids_of(PREFIX_DIGEST, info.digests)
     header_ids = ids_of(PREFIX_CONTROLLER_HEADER, info.controller_headers)
     value_set_ids = ids_of(Prefix.VALUE_SET, info.value_sets)
+    meter_ids = ids_of(Prefix.METER, info.meters)
+    direct_meter_ids = ids_of(Prefix.DIRECT_METER, info.direct_meters)
     everything = (
         info.actions,
         info.tables,
@@ -178,6 +181,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         info.digests,
         info.controller_headers,
         info.value_sets,
+        info.meters,
+        info.direct_meters,
     )
     alias = aliases(item.name for items in everything for item in items)
     visible_tables = [t for t in info.tables if not t.hidden]
@@ -215,6 +220,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         counter = table.direct_counter or direct_of_table.get(table.name)
         if counter:
             msg.direct_resource_ids.append(direct_ids[counter])
+        if table.direct_meter:
+            msg.direct_resource_ids.append(direct_meter_ids[table.direct_meter])
         msg.size = table.size
         msg.is_const_table = table.is_const
         if table.const_entries and not table.is_const:
@@ -249,6 +256,14 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             md.id = field_id
             md.name = fld.name
             md.bitwidth = fld.bitwidth
+
+    for meter, msg in _described(p4info.meters, info.meters, meter_ids, alias):
+        msg.spec.unit = METER_UNITS[meter.unit]
+        msg.size = meter.size
+
+    for meter, msg in _described(p4info.direct_meters, info.direct_meters, direct_meter_ids, alias):
+        msg.spec.unit = METER_UNITS[meter.unit]
+        msg.direct_table_id = table_ids[meter.table]
 
     for value_set, msg in _described(p4info.value_sets, info.value_sets, value_set_ids, alias):
         match = msg.match.add()

@@ -75,6 +75,7 @@ class TableInfo:
     direct_counter: str | None = None  # name of the direct_counter attached as ``counters``
     annotations: tuple[str, ...] = ()
     p4_id: int | None = None  # @id
+    direct_meter: str | None = None  # name of the direct_meter attached as ``meters``
     hidden: bool = False  # @hidden: addressable here, left out of P4Info (as p4c does)
 
 
@@ -97,6 +98,22 @@ class CounterInfo:
 
 @dataclass(frozen=True)
 class DirectCounterInfo:
+    name: str
+    table: str
+    unit: str
+    p4_id: int | None = None  # @id
+
+
+@dataclass(frozen=True)
+class MeterInfo:
+    name: str
+    size: int
+    unit: str  # "packets" or "bytes"
+    p4_id: int | None = None  # @id
+
+
+@dataclass(frozen=True)
+class DirectMeterInfo:
     name: str
     table: str
     unit: str
@@ -149,6 +166,8 @@ class ProgramInfo:
     digests: list[DigestInfo] = field(default_factory=list)
     controller_headers: list[ControllerHeaderInfo] = field(default_factory=list)
     value_sets: list[ValueSetInfo] = field(default_factory=list)
+    meters: list[MeterInfo] = field(default_factory=list)
+    direct_meters: list[DirectMeterInfo] = field(default_factory=list)
 
     def table(self, name: str) -> TableInfo:
         return _by_name(self.tables, name, "table")

@@ -157,6 +157,23 @@ class Switch:
     def counter(self, name):
         return _Locked(_by_name(self.runtime.counters, name, "counter"), self._lock)
 
+    def meter(self, name):
+        """An indexed meter: .set_config(index, cir, cburst, pir, pburst) (rates per second, bursts in the
+        meter's units), .clear_config(index), .config(index)."""
+        return _Locked(_by_name(self.runtime.meters, name, "meter"), self._lock)
+
+    def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
+        """Configures the direct meter cell of a table entry (the table's `meters`)."""
+        with self._lock:
+            t = _by_name(self.runtime.tables, table, "table")
+            meter = t.info.direct_meter
+            if meter is None:
+                raise KeyError(f"table {t.name} has no direct meter")
+            stored = t.find(entry)
+            if stored is None:
+                raise EntryNotFound(f"table {t.name}: no entry with this key")
+            self.runtime.meters[meter].set_config(id(stored), cir, cburst, pir, pburst)
+
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""
         return _Locked(_by_name(self.runtime.value_sets, name, "value set"), self._lock)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 PACKAGE = "V1Switch"
 ROLES = ("parser", "verify", "ingress", "egress", "compute", "deparser")
 ROLE_PARAMETER_COUNTS = (4, 2, 3, 3, 2, 2)
-EXTERN_TYPES = ("register", "counter", "direct_counter")
+EXTERN_TYPES = ("register", "counter", "direct_counter", "meter", "direct_meter")
 SUPPORTED_HASHES = ("crc16", "crc32", "csum16", "xor16", "identity")
 CHECKSUM_FUNCTIONS = (
     "verify_checksum",

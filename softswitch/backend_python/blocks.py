@@ -213,6 +213,9 @@ class BlockEmitter:
         elif instance.kind == "counter":
             state = self.fresh("CN_" + fq)
             self.build.write(f"{state} = RT.counter({fq!r})")
+        elif instance.kind in ("meter", "direct_meter"):
+            state = self.fresh("M_" + fq)
+            self.build.write(f"{state} = RT.meter({fq!r})")
         else:
             return  # a direct counter is counted by its table
         self.names.externs[instance] = state
@@ -238,6 +241,9 @@ class BlockEmitter:
         b.write(f"def {name}(C):")
         key = "None" if not keys else keys[0] if len(keys) == 1 else "(" + ", ".join(keys) + ")"
         b.write(f"    r = {state}.lookup({key})")
+        if table.direct_meter is not None:  # the hit entry's meter marks the packet before the action runs
+            meter = self.names.externs[table.direct_meter]
+            b.write(f"    {meter}.color = {meter}.execute(id(r.entry)) if r.hit else 0")
         b.write("    r.fn(C, *r.args)")
         b.write("    return r")
 

@@ -37,6 +37,11 @@ class ExternEmitter:
                 out.write(f"if {index} < {size.value}: {state}[{index}] = {value}")
         elif instance.kind == "counter":
             out.write(f"{state}.count({args[0]})")
+        elif instance.kind == "meter":  # execute_meter(index, out result)
+            index_code, result = args
+            out.write(f"{result} = {state}.execute({index_code}) & {mask(call.arguments[1].value.type.width)}")
+        elif instance.kind == "direct_meter":  # read(out result): the color the table's hit marked
+            out.write(f"{args[0]} = {state}.color & {mask(call.arguments[0].value.type.width)}")
         else:  # direct_counter.count(): the table counts its hits
             out.write("pass  # direct_counter.count(): the table counts its hits")
 

@@ -330,7 +330,7 @@ class BlockElaborator:
             constructor_arguments=arguments,
             annotations=ir_annotations(d.annos),
         )
-        if t.name == "direct_counter":
+        if t.name in ("direct_counter", "direct_meter"):
             self.context.direct_counters[fq] = DirectCounterUse(instance, d.pos)
         extern = self.context.global_scope.lookup(t.name)
         assert isinstance(extern, TypeSymbol) and extern.declaration is not None
@@ -368,6 +368,24 @@ class BlockElaborator:
         if t.name == "direct_counter":
             check_arity(d.pos, "direct_counter", d.args, 1)
             return (counter_type(d.args[0]),)
+
+        def meter_type(node: Node) -> ir.Expression:
+            e = self.expressions.check(node, scope)
+            if not isinstance(e, ir.Expression):
+                raise P4Error(node.pos, "the meter type must be a constant MeterType member")
+            v1model.enum_member(e, "MeterType", node.pos, "the meter type")
+            return e
+
+        if t.name == "meter":
+            check_arity(d.pos, "meter", d.args, 2)
+            return size(d.args[0], "meter"), meter_type(d.args[1])
+        if t.name == "direct_meter":
+            check_arity(d.pos, "direct_meter", d.args, 1)
+            return (meter_type(d.args[0]),)
+        if t.name in ("action_profile", "action_selector"):
+            raise P4Error(
+                d.pos, f"{t.name} is not supported by softswitch (tables with an implementation property are refused)"
+            )
         raise P4Error(d.pos, f"extern {t.name} is not supported by softswitch")
 
 

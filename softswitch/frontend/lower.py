@@ -49,8 +49,9 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
     pipeline = v1model.bind_pipeline(main, context, expressions, blocks.parser, blocks.control)
     for qualified_name, use in context.direct_counters.items():
         if use.instance.table is None:
+            prop = "counters" if use.instance.kind == "direct_counter" else "meters"
             raise P4Error(
-                use.position, f"direct_counter {qualified_name} is not attached to any table (counters = ...)"
+                use.position, f"{use.instance.kind} {qualified_name} is not attached to any table ({prop} = ...)"
             )
     program = ir.Program(
         name=name,

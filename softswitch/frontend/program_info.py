@@ -17,8 +17,10 @@ from ..program import (
     CounterInfo,
     DigestInfo,
     DirectCounterInfo,
+    DirectMeterInfo,
     FieldInfo,
     KeyInfo,
+    MeterInfo,
     ParamInfo,
     ProgramInfo,
     RegisterInfo,
@@ -124,6 +126,7 @@ def _table_info(table: ir.Table) -> TableInfo:
         table.direct_counter.qualified_name if table.direct_counter else None,
         _texts(table.annotations),
         _p4_id(table.annotations),
+        table.direct_meter.qualified_name if table.direct_meter else None,
         ir.has_annotation(table.annotations, "hidden"),
     )
 
@@ -139,6 +142,11 @@ def _add_extern(info: ProgramInfo, instance: ir.ExternInstance) -> None:
         )
     elif instance.kind == "counter":
         info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1]), p4_id))
+    elif instance.kind == "meter":
+        info.meters.append(MeterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1]), p4_id))
+    elif instance.kind == "direct_meter":
+        assert instance.table is not None
+        info.direct_meters.append(DirectMeterInfo(instance.qualified_name, instance.table, _enum_name(args[0]), p4_id))
     elif instance.kind == "direct_counter":
         assert instance.table is not None
         info.direct_counters.append(

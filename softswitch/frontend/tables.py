@@ -11,7 +11,7 @@ from .resolve import qualified_name
 from .scopes import ActionSymbol, ExternInstanceSymbol, Scope, TableSymbol
 from .typecheck import ExpressionChecker
 
-PROPERTIES = ("key", "actions", "default_action", "size", "counters", "entries", "support_timeout")
+PROPERTIES = ("key", "actions", "default_action", "size", "counters", "meters", "entries", "support_timeout")
 DEFAULT_SIZE = 1024
 
 
@@ -53,6 +53,7 @@ class TableChecker:
             if size <= 0:
                 raise P4Error(props["size"].pos, "table size must be positive")
         counter = self.direct_counter(d, props["counters"].value, scope, fq) if "counters" in props else None
+        meter = self.direct_counter(d, props["meters"].value, scope, fq, "direct_meter") if "meters" in props else None
         entries: list[ir.ConstTableEntry] = []
         if "entries" in props:
             entries = self.entries(d, props["entries"].value, keys, actions, callable_actions, scope)
@@ -66,6 +67,7 @@ class TableChecker:
             entries_are_const=bool("entries" in props and props["entries"].const),
             size=size,
             direct_counter=counter,
+            direct_meter=meter,
             annotations=ir_annotations(d.annos),
         )
         scope.add(d.name, TableSymbol(table), d.pos)
@@ -155,15 +157,17 @@ class TableChecker:
             values.append(value)
         return action, tuple(values)
 
-    def direct_counter(self, d: Node, e: Node, scope: Scope, table: str) -> ir.ExternInstance:
+    def direct_counter(
+        self, d: Node, e: Node, scope: Scope, table: str, kind: str = "direct_counter"
+    ) -> ir.ExternInstance:
+        """The direct_counter (counters = ...) or direct_meter (meters = ...) a table property names."""
         symbol = scope.lookup(e.name) if e.kind == "Name" else None
-        if not isinstance(symbol, ExternInstanceSymbol) or symbol.instance.kind != "direct_counter":
-            raise P4Error(e.pos, f"counters of table {d.name} must name a direct_counter instance")
+        if not isinstance(symbol, ExternInstanceSymbol) or symbol.instance.kind != kind:
+            prop = "counters" if kind == "direct_counter" else "meters"
+            raise P4Error(e.pos, f"{prop} of table {d.name} must name a {kind} instance")
         instance = symbol.instance
         if instance.table is not None and instance.table != table:
-            raise P4Error(
-                e.pos, f"direct_counter {instance.qualified_name} is already attached to table {instance.table}"
-            )
+            raise P4Error(e.pos, f"{kind} {instance.qualified_name} is already attached to table {instance.table}")
         instance.table = table
         return instance
 

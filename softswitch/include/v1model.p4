@@ -67,6 +67,20 @@ extern direct_counter {
     void count();
 }
 
+/* Two-rate three-color meters (RFC 2698) with `size` cells: the color (0 GREEN, 1 YELLOW, 2 RED) of
+ * this packet at cell `index`; a cell the control plane has not configured marks GREEN. */
+extern meter<I> {
+    meter(bit<32> size, MeterType type);
+    void execute_meter<T>(in I index, out T result);
+}
+
+/* A meter with one cell per entry of the table that names it in its `meters` property: read() gives the
+ * color the table's hit entry marked this packet with. */
+extern direct_meter<T> {
+    direct_meter(MeterType type);
+    void read(out T result);
+}
+
 /* An array of `size` cells of type T, read and written by the data plane. */
 extern register<T, I> {
     register(bit<32> size);

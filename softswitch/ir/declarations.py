@@ -128,7 +128,8 @@ class ConstTableEntry:
 class ExternInstance(Declaration):
     """An extern object: `register<bit<32>>(4096) r` is type ExternType("register", (bit<32>,)) with
     constructor_arguments (Constant 4096,). v1model kinds: register (size, element type), counter (size,
-    CounterType), direct_counter (CounterType; `table` is the table it counts for)."""
+    CounterType), direct_counter (CounterType; `table` is the table it counts for), meter (size,
+    MeterType), direct_meter (MeterType; `table` is the table whose entries it meters)."""
 
     name: str
     qualified_name: str
@@ -154,6 +155,7 @@ class Table(Declaration):
     size: int = 1024
     direct_counter: ExternInstance | None = None
     annotations: tuple[Annotation, ...] = ()
+    direct_meter: ExternInstance | None = None  # `meters = dm`: marks each hit with its entry's meter
 
     def action_named(self, qualified_name: str) -> TableAction | None:
         return next((a for a in self.actions if a.action.qualified_name == qualified_name), None)

@@ -12,7 +12,7 @@ import random as _random
 import time
 from time import monotonic
 
-from .externs import CounterState, RegisterState, ValueSetState
+from .externs import CounterState, MeterState, RegisterState, ValueSetState
 from .support import ExitCtl
 from .tables import TableState
 
@@ -43,6 +43,7 @@ class Runtime:
         self.registers = {r.name: RegisterState(r) for r in info.registers}
         self.counters = {c.name: CounterState(c, self.state) for c in info.counters}
         self.value_sets = {v.name: ValueSetState(v) for v in info.value_sets}
+        self.meters = {m.name: MeterState(m, self.state) for m in [*info.meters, *info.direct_meters]}
         self.log = log
         self.assert_failures = 0
         self._random = _random.Random()
@@ -59,6 +60,9 @@ class Runtime:
 
     def value_set(self, name):
         return self.value_sets[name].members
+
+    def meter(self, name):
+        return self.meters[name]
 
     @staticmethod
     def lookahead(data, off, width):
