@@ -207,6 +207,8 @@ class CallChecker:
                 raise P4Error(a.pos, f"extract expects a header, got {header.type}")
             if not is_writable(header):
                 raise P4Error(a.pos, "extract needs an assignable header")
+            if isinstance(header, ir.FieldAccess) and isinstance(header.base, (ir.StackNext, ir.StackLast)):
+                raise P4Error(a.pos, "extract into a member of a header-union stack's next/last is not supported")
             varbit_bits = None
             if header.type.varbit_field is not None:
                 if len(n.args) != 2:
