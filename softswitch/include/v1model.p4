@@ -105,6 +105,16 @@ enum HashAlgorithm {
     xor16
 }
 
+/* Action profiles and selectors (a table's `implementation`): declared so that programs using them get
+ * softswitch's clear refusal rather than an unknown-type error. */
+extern action_profile {
+    action_profile(bit<32> size);
+}
+
+extern action_selector {
+    action_selector(HashAlgorithm algorithm, bit<32> size, bit<32> outputWidth);
+}
+
 /* Drops the packet: egress_spec = 511 (and mcast_grp = 0). */
 extern void mark_to_drop(inout standard_metadata_t standard_metadata);
 

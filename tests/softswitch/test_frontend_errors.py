@@ -52,7 +52,11 @@ CASES = [
         "apply { t.apply(); }",
         "t.p4:13:90: error: default action NoAction is not in the actions of table t",
     ),
-    ("meter(4, MeterType.packets) m; apply { }", "t.p4:13:5: error: undeclared type 'meter'"),
+    (
+        "action_profile(4) ap; apply { }",
+        "t.p4:13:5: error: action_profile is not supported by softswitch (tables with an implementation property "
+        "are refused)",
+    ),
     ("apply { hdr.w.a = 1 }", "t.p4:13:25: error: syntax error: expected ';', got '}'"),
     ("apply { sm.ingress_port = 9w1 ++ 1; }", "t.p4:13:35: error: '++' needs operands with a width, got int"),
     ("apply { bit<8> x = true; }", "t.p4:13:24: error: cannot initialize bit<8> 'x' with bool"),
