@@ -54,7 +54,7 @@ CASES = [
     ),
     (
         "action_profile(4) ap; apply { }",
-        "t.p4:13:5: error: action_profile is not supported by softswitch (tables with an implementation property "
+        "t.p4:13:23: error: action_profile is not supported by softswitch (tables with an implementation property "
         "are refused)",
     ),
     ("apply { hdr.w.a = 1 }", "t.p4:13:25: error: syntax error: expected ';', got '}'"),
