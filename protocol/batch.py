@@ -17,7 +17,8 @@ for byte -- while ``codec.encode``/``codec.decode`` stay the reference for singl
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,9 @@ def layout_dtype(hop_count: int, values_per_packet: int | None, itemsize: int | 
     """The structured dtype of an INA payload with ``hop_count`` hops and K lanes: big-endian fields at
     their wire offsets, ``hops`` (hop_count entries) and ``values`` (K >i4). ``itemsize`` larger than the
     packet describes rows of a receive buffer; ``values_per_packet`` None leaves the values out."""
-    names, formats, offsets = [], [], []
+    names: list[str] = []
+    formats: list[Any] = []
+    offsets: list[int] = []
     for name, fmt, offset in _HEADER_FIELDS:
         names.append(name)
         formats.append(fmt)
@@ -154,7 +157,7 @@ class PacketTemplate:
         *,
         check: bool = True,
         chunk_headers: np.ndarray | None = None,
-        **fields,
+        **fields: Any,
     ) -> np.ndarray:
         """``(n, size)`` uint8 rows, one packet each, byte for byte what ``codec.encode`` makes.
 
@@ -226,7 +229,7 @@ class PacketTemplate:
         return out
 
 
-def encode_per_hop_list(templates: Sequence[PacketTemplate], values: np.ndarray, **fields) -> np.ndarray:
+def encode_per_hop_list(templates: Sequence[PacketTemplate], values: np.ndarray, **fields: Any) -> np.ndarray:
     """``(len(templates), n, size)`` rows: the packets ``templates[0].encode(values, **fields)`` makes,
     once per template, each with that template's hop entries. The templates must differ in their hop
     entries only (one job, tree, type and K, hop lists of one length): a server's unicast RESULTs of
@@ -256,7 +259,7 @@ def encode_batch(
     job_id: int,
     hops: Sequence[Hop] = (),
     values_per_packet: int = C.VALUES_PER_PACKET,
-    **fields,
+    **fields: Any,
 ) -> np.ndarray:
     """Rows of packets with one hop list: ``PacketTemplate(...).encode(values, **fields)``."""
     return PacketTemplate(pkt_type, job_id=job_id, hops=hops, values_per_packet=values_per_packet).encode(
@@ -264,7 +267,7 @@ def encode_batch(
     )
 
 
-def _byte_table(accept) -> np.ndarray:
+def _byte_table(accept: Callable[[int], object]) -> np.ndarray:
     """A 256-entry lookup: which values of one header byte are acceptable."""
     return np.array([bool(accept(b)) for b in range(256)])
 
@@ -289,7 +292,8 @@ def _length_by_first_bytes(values_per_packet: int) -> np.ndarray:
 def _flags_and_count_ok(values_per_packet: int) -> np.ndarray:
     """For each value of the header's bytes 2-3 (flags, value_count): accepted with K lanes."""
     word = np.arange(1 << 16)
-    return _FLAGS_OK[word >> 8] & ((word & 0xFF) <= values_per_packet)
+    accepted: np.ndarray = _FLAGS_OK[word >> 8] & ((word & 0xFF) <= values_per_packet)
+    return accepted
 
 
 class PacketBatch:
@@ -319,6 +323,7 @@ class PacketBatch:
         "tree_id",
     )
     HOP_COLUMNS = ("hop_switch_id", "hop_aggregate", "hop_fan_in", "hop_child", "hop_egress_port")
+    values: np.ndarray  # (n, W) int32, set by decode_batch
     _READERS = {
         "version": lambda head: head["b0"] >> 4,
         "pkt_type": lambda head: head["b0"] & 0xF,
@@ -368,6 +373,7 @@ class PacketBatch:
 
     def headers(self, picked: np.ndarray) -> np.ndarray:
         """The 16-byte INA headers of rows ``picked``, as an ``(len(picked), 16)`` uint8 copy."""
+        assert self._rows is not None, "a batch decoded from rows keeps them"
         return self._rows[picked, : C.INA_HEADER_BYTES]
 
     def _hop_column(self, name: str) -> np.ndarray:
@@ -420,7 +426,7 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         # one lookup checks version, type, op and hop_count and gives the length K requires
         ok = (_length_by_first_bytes(values_per_packet)[b01] == lengths) & (lengths <= stride)
         ok &= _flags_and_count_ok(values_per_packet)[head["flags_count"]]
-        lanes = values_per_packet
+        lanes: np.ndarray | int = values_per_packet
     else:
         ok = _B0_OK[head["b0"]] & _B1_OK[head["b1"]] & _FLAGS_OK[head["flags"]]
         rest = lengths - (C.INA_HEADER_BYTES + C.HOP_BYTES * hop_count.astype(np.int64))
@@ -443,22 +449,21 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
             last = hop_count.astype(np.int64)[:, np.newaxis] - 1
             ok &= ~np.any((position <= last) & ((bos != 0) != (position == last)), axis=1)
     all_ok = bool(ok.all())
-    if np.ndim(lanes) == 0:
-        lanes = np.full(n, lanes, dtype=np.int64)
+    lane_counts = np.full(n, lanes, dtype=np.int64) if isinstance(lanes, int) else lanes
     if not all_ok:
-        lanes = np.where(ok, lanes, 0)
-    batch = PacketBatch(head, hops, ok, lanes, rows)
+        lane_counts = np.where(ok, lane_counts, 0)
+    batch = PacketBatch(head, hops, ok, lane_counts, rows)
     batch._uniform_hops = uniform
-    width = int(lanes.max())
-    if all_ok and uniform and (values_per_packet is not None or (lanes == width).all()):
+    width = int(lane_counts.max())
+    if all_ok and uniform and (values_per_packet is not None or bool((lane_counts == width).all())):
         at = C.INA_HEADER_BYTES + C.HOP_BYTES * most
         batch.values = rows[:, at : at + width * C.VALUE_BYTES].view(">i4").astype(np.int32)
     else:
         values_at = C.INA_HEADER_BYTES + C.HOP_BYTES * hop_count.astype(np.int64)
-        batch.values = _gather_values(rows, ok, values_at, lanes, width)
+        batch.values = _gather_values(rows, ok, values_at, lane_counts, width)
     if not all_ok:
-        for i in np.flatnonzero(~ok):
-            batch.errors[int(i)] = _error_of(rows[i], int(lengths[i]), stride, values_per_packet)
+        for bad in np.flatnonzero(~ok):
+            batch.errors[int(bad)] = _error_of(rows[bad], int(lengths[bad]), stride, values_per_packet)
     return batch
 
 
@@ -468,7 +473,9 @@ def _bos_pattern(hop_count: int) -> np.ndarray:
     return np.array([0x40 if i == hop_count - 1 else 0 for i in range(hop_count)], dtype=np.uint8)
 
 
-def _gather_values(rows, ok, values_at, lanes, width) -> np.ndarray:
+def _gather_values(
+    rows: np.ndarray, ok: np.ndarray, values_at: np.ndarray, lanes: np.ndarray, width: int
+) -> np.ndarray:
     """The K lanes of every ok row as native int32, one group of rows per (offset, K)."""
     n = len(rows)
     values = np.zeros((n, width), dtype=np.int32)

@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
-from worker.transport import ReceivedBatch
+from worker.errors import AgentConfigError
+from worker.transport import ReceivedBatch, Transport
+
+if TYPE_CHECKING:
+    from controller.plan import JobPlan, TreePlan
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 SEQ_MASK = 0xFFFFFFFF
@@ -33,7 +38,7 @@ RING_MAX = 1 << 15  # chunks a tree remembers at most
 class _TreeState:
     """One tree of one job at this server: the recent chunks, in arrays indexed by seq mod ring size."""
 
-    def __init__(self, job: _JobState, tree, ring: int, values_per_packet: int):
+    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int):
         self.job = job
         self.tree_id = tree.tree_id
         self.fan_in = tree.server.fan_in
@@ -49,7 +54,12 @@ class _TreeState:
         self.done = np.zeros(ring, dtype=bool)
         self.acc = np.zeros((ring, k), dtype=np.int64)
         self.answer = np.zeros((ring, k), dtype=np.int32)
-        common = dict(job_id=job.job_id, values_per_packet=k, contributor=job.node_id, tree_id=tree.tree_id)
+        common: dict[str, Any] = {
+            "job_id": job.job_id,
+            "values_per_packet": k,
+            "contributor": job.node_id,
+            "tree_id": tree.tree_id,
+        }
         self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
         self.unicast_templates = {
             w.rank: PacketTemplate(C.PKT_TYPE_RESULT, hops=hops_to_codec(tree.result_hops[w.name]), **common)
@@ -65,7 +75,7 @@ class _TreeState:
 @dataclass
 class _JobState:
     job_id: int
-    plan: object
+    plan: JobPlan
     node_id: int
     multicast: bool
     worker_ips: dict[int, str]
@@ -81,24 +91,24 @@ def _ring_size(keep: int, share: float) -> int:
 class ServerAgent:
     """Serves every tree rooted at host ``name`` of the jobs added with ``add_job``."""
 
-    def __init__(self, transport, name: str, *, keep_per_tree: int | None = None):
+    def __init__(self, transport: Transport, name: str, *, keep_per_tree: int | None = None):
         self.transport = transport
         self.loop = transport.loop
         self.name = name
         self.keep_per_tree = keep_per_tree
         self.jobs: dict[int, _JobState] = {}
-        self.stats = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()
         self.node_id: int | None = None
         self._values_per_packet: int | None = None
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- jobs --------------------------------------------------------------------------------------
-    def add_job(self, plan) -> None:
+    def add_job(self, plan: JobPlan) -> None:
         me = next((s for s in plan.servers if s.name == self.name), None)
         if me is None:
-            raise ValueError(f"server {self.name} is not a server of job {plan.job_id}")
+            raise AgentConfigError(f"server {self.name} is not a server of job {plan.job_id}")
         if plan.job_id in self.jobs:
-            raise ValueError(f"job {plan.job_id} is already served by {self.name}")
+            raise AgentConfigError(f"job {plan.job_id} is already served by {self.name}")
         self.node_id = me.node_id
         keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])
         total_weight = sum(t.weight for t in plan.trees if t.weight > 0) or 1.0
@@ -261,7 +271,7 @@ class ServerAgent:
         bits = np.left_shift(1, rows.child)
         op = rows.op
         if count == 1 or (position[1:] != position[:-1]).all():
-            cells, heard = position, 1
+            cells, heard = position, np.ones(1, dtype=np.int64)
         else:  # several contributions to one cell: reduce each cell's rows first
             starts = np.flatnonzero(np.concatenate(([True], position[1:] != position[:-1])))
             cells, heard, op = position[starts], np.diff(np.append(starts, count)), op[starts]
@@ -330,7 +340,9 @@ class ServerAgent:
         flags = np.where(tree.overflow[cells], C.FLAG_OVERFLOW, 0)
         self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks)
 
-    def _send(self, tree: _TreeState, headers, answers, flags, ranks: list[int] | None) -> None:
+    def _send(
+        self, tree: _TreeState, headers: np.ndarray, answers: np.ndarray, flags: np.ndarray, ranks: list[int] | None
+    ) -> None:
         """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default)."""
         job = tree.job
         if job.multicast:
@@ -359,7 +371,7 @@ class _GradColumns:
 
     __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values")
 
-    def __init__(self, packets: PacketBatch | None, rows, fan_in, child, k: int):
+    def __init__(self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int):
         if packets is None:
             return
         self.seq, self.fan_in, self.child = packets.seq[rows], fan_in, child

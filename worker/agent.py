@@ -17,8 +17,10 @@ Every worker of a job must issue the same collectives with the same sizes in the
 from __future__ import annotations
 
 import collections
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from controller.options import RETRIES, RTO_S
 from controller.plan import hops_to_codec
@@ -34,9 +36,14 @@ from worker.stream import (
     NonFiniteInputError,
     OverflowReport,
     Round,
+    RoundDone,
+    RoundFailed,
     TreeCursor,
 )
-from worker.transport import ReceivedBatch
+from worker.transport import ReceivedBatch, Transport
+
+if TYPE_CHECKING:
+    from controller.plan import JobPlan
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
@@ -86,6 +93,7 @@ class AllreduceHandle:
                 )
         if self._error is not None:
             raise self._error
+        assert self._result is not None  # done without an error: the result is set
         return self._result
 
 
@@ -122,7 +130,7 @@ class _Collective:
             self.flat.astype(np.int32), OPS[self.op], None, self._ints_reduced, self._fail, f"int {self.op} allreduce"
         )
 
-    def _range_agreed(self, marker: np.ndarray, overflow) -> None:
+    def _range_agreed(self, marker: np.ndarray, overflow: OverflowReport | None) -> None:
         if marker[0] >= Q.BAD_INPUT:
             self._fail(
                 InputRangeError(
@@ -135,7 +143,7 @@ class _Collective:
             return
         self._send_ints()
 
-    def _exponents_agreed(self, exps: np.ndarray, overflow) -> None:
+    def _exponents_agreed(self, exps: np.ndarray, overflow: OverflowReport | None) -> None:
         agent = self.agent
         bad = np.flatnonzero(exps >= Q.BAD_INPUT)
         if bad.size:
@@ -153,14 +161,14 @@ class _Collective:
         q = Q.quantize(self.flat, self.shifts, agent.values_per_packet)
         agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail, f"float {self.op} allreduce")
 
-    def _floats_reduced(self, q: np.ndarray, overflow) -> None:
+    def _floats_reduced(self, q: np.ndarray, overflow: OverflowReport | None) -> None:
         if overflow:
             self._overflow(overflow, "float")
             return
         out = Q.dequantize(q, self.shifts, self.agent.values_per_packet, self.dtype)
         self._complete(out)
 
-    def _ints_reduced(self, values: np.ndarray, overflow) -> None:
+    def _ints_reduced(self, values: np.ndarray, overflow: OverflowReport | None) -> None:
         if overflow:
             self._overflow(overflow, "int")
             return
@@ -179,13 +187,13 @@ class _Collective:
 
     def _complete(self, flat: np.ndarray) -> None:
         self.handle._set_result(flat.reshape(self.shape))
-        self.agent._collective_finished(self)
+        self.agent.collective_finished(self)
 
     def _fail(self, error: BaseException, in_step: bool = False) -> None:
         """``in_step``: every worker fails this collective alike (an agreed marker, flagged results),
         so sequence numbers stay aligned and the agent carries on."""
         self.handle._set_error(error)
-        self.agent._collective_failed(self, error, in_step)
+        self.agent.collective_failed(self, error, in_step)
 
 
 class WorkerAgent:
@@ -201,9 +209,9 @@ class WorkerAgent:
 
     def __init__(
         self,
-        plan,
+        plan: JobPlan,
         rank: int,
-        transport,
+        transport: Transport,
         *,
         timeout: float = RTO_S,
         retries: int | None = RETRIES,
@@ -227,7 +235,7 @@ class WorkerAgent:
         self.world_size = len(plan.workers)
         self.values_per_packet = plan.value_count
         servers = {s.name: s for s in plan.servers}
-        pools = {}
+        pools: dict[int, int] = {}
         for sc in plan.switches:
             pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
         self.cursors = []
@@ -250,7 +258,7 @@ class WorkerAgent:
         self._srtt: float | None = None
         self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
-        self.stats = collections.Counter()
+        self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[_Collective] = collections.deque()
         self._round: Round | None = None
         self._broken: BaseException | None = None
@@ -258,10 +266,10 @@ class WorkerAgent:
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- public API --------------------------------------------------------------------------------
-    def allreduce(self, array, op: str = "sum", timeout: float | None = None) -> np.ndarray:
+    def allreduce(self, array: npt.ArrayLike, op: str = "sum", timeout: float | None = None) -> np.ndarray:
         return self.allreduce_async(array, op).wait(timeout)
 
-    def allreduce_async(self, array, op: str = "sum") -> AllreduceHandle:
+    def allreduce_async(self, array: npt.ArrayLike, op: str = "sum") -> AllreduceHandle:
         if self._closed:
             raise AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} is closed")
         if op not in OPS:
@@ -288,7 +296,7 @@ class WorkerAgent:
         self._closed = True
         self.transport.unbind(C.INA_UDP_PORT, self._on_batch)
         if self._round is not None and not self._round.finished:
-            self._round._cleanup()
+            self._round.cancel()
         for coll in list(self._pending):
             if not coll.handle.done():
                 coll.handle._set_error(
@@ -296,7 +304,7 @@ class WorkerAgent:
                 )
         self._pending.clear()
 
-    # -- used by rounds ------------------------------------------------------------------------------
+    # -- the RoundOwner interface (worker/stream.py), used by this agent's rounds --------------------
     def take_seqs(self, count: int) -> int:
         """Reserve ``count`` consecutive sequence numbers (mod 2^32); returns the first."""
         seq = self._seq
@@ -306,12 +314,12 @@ class WorkerAgent:
     def cursor(self, tree_id: int) -> TreeCursor:
         return self._cursor_by_tree[tree_id]
 
-    def rto(self, attempts):
+    def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
         """Retransmission timeout after ``attempts`` resends (a number or an array of them): twice the
         smoothed RTT (at least ``timeout``), doubled per resend of the chunk and per timeout since the
         last fresh RTT sample (Karn), at most ``max_backoff`` times the base."""
         base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
-        return base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff)
+        return np.asarray(base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff))
 
     def timed_out(self) -> None:
         """Chunks were resent: until a chunk sent once comes back, new chunks wait twice as long (the
@@ -339,10 +347,31 @@ class WorkerAgent:
             self._srtt = keep * self._srtt + (1.0 - keep) * mean
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
+        """Send a batch of encoded packets (one per row) to ``dst_ip``'s INA port."""
         self.stats["packets_sent"] += len(rows)
         self.transport.send_rows(rows, dst_ip, C.INA_UDP_PORT)
 
-    def start_round(self, values, op, scale_exps, on_done, on_error, label) -> None:
+    def silence_report(self) -> str:
+        """What this agent heard last (and the transport's last refused send), for a timeout's message."""
+        heard = self.last_heard
+        text = (
+            "nothing heard from the network yet"
+            if heard is None
+            else f"last packet heard {self.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
+        )
+        if self.transport.last_send_error:
+            text += f"; the last refused send: {self.transport.last_send_error}"
+        return text
+
+    def start_round(
+        self,
+        values: np.ndarray,
+        op: int,
+        scale_exps: np.ndarray | None,
+        on_done: RoundDone,
+        on_error: RoundFailed,
+        label: str,
+    ) -> None:
         self._round = Round(self, values, op, scale_exps, on_done, on_error, label)
         self._round.start()
 
@@ -375,13 +404,17 @@ class WorkerAgent:
         if taken < count:
             self.stats["stale_results"] += count - taken
 
-    def _collective_finished(self, coll: _Collective) -> None:
+    # -- used by this agent's collectives --------------------------------------------------------------
+    def collective_finished(self, coll: _Collective) -> None:
+        """``coll`` (the first pending collective) completed: start the next one."""
         self._pending.popleft()
         self._round = None
         if self._pending:
             self._pending[0].start()
 
-    def _collective_failed(self, coll: _Collective, error: BaseException, in_step: bool) -> None:
+    def collective_failed(self, coll: _Collective, error: BaseException, in_step: bool) -> None:
+        """``coll`` failed: with ``in_step`` every worker failed it alike and the agent carries on,
+        otherwise sequence numbers may be out of step and every later collective fails too."""
         self._pending.popleft()
         self._round = None
         if in_step:

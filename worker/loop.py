@@ -13,9 +13,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import selectors
+import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
+
+Callback = Callable[..., object]  # a timer's or a reader's callback; its arguments are given with it
 
 
 class Timer:
@@ -23,7 +27,7 @@ class Timer:
 
     __slots__ = ("when", "callback", "args", "cancelled")
 
-    def __init__(self, when: float, callback: Callable, args: tuple):
+    def __init__(self, when: float, callback: Callback, args: tuple[Any, ...]):
         self.when = when
         self.callback = callback
         self.args = args
@@ -39,13 +43,13 @@ class EventLoop:
     def now(self) -> float:
         raise NotImplementedError
 
-    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+    def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
         raise NotImplementedError
 
-    def call_later(self, delay: float, callback: Callable, *args) -> Timer:
+    def call_later(self, delay: float, callback: Callback, *args: Any) -> Timer:
         return self.call_at(self.now() + max(0.0, delay), callback, *args)
 
-    def call_soon(self, callback: Callable, *args) -> Timer:
+    def call_soon(self, callback: Callback, *args: Any) -> Timer:
         return self.call_at(self.now(), callback, *args)
 
     def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
@@ -55,7 +59,9 @@ class EventLoop:
 
 
 class _TimerHeap:
-    def __init__(self):
+    """Timers by time, then by scheduling order; cancelled ones are dropped when they surface."""
+
+    def __init__(self) -> None:
         self._heap: list[tuple[float, int, Timer]] = []
         self._counter = itertools.count()
 
@@ -88,7 +94,7 @@ class VirtualLoop(EventLoop):
     def now(self) -> float:
         return self._now
 
-    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+    def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
         timer = Timer(max(when, self._now), callback, args)
         self._timers.push(timer)
         return timer
@@ -127,11 +133,11 @@ class RealTimeLoop(EventLoop):
     ``call_soon_threadsafe`` lets another thread hand work to the loop (it wakes the selector).
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._timers = _TimerHeap()
         self._selector = selectors.DefaultSelector()
         self._lock = threading.Lock()
-        self._pending: list[tuple[Callable, tuple]] = []
+        self._pending: list[tuple[Callback, tuple[Any, ...]]] = []
         self._wake_r, self._wake_w = _socketpair()
         self._selector.register(self._wake_r, selectors.EVENT_READ, self._drain_wakeups)
         self._stopped = False
@@ -139,12 +145,12 @@ class RealTimeLoop(EventLoop):
     def now(self) -> float:
         return time.monotonic()
 
-    def call_at(self, when: float, callback: Callable, *args) -> Timer:
+    def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
         timer = Timer(when, callback, args)
         self._timers.push(timer)
         return timer
 
-    def call_soon_threadsafe(self, callback: Callable, *args) -> None:
+    def call_soon_threadsafe(self, callback: Callback, *args: Any) -> None:
         with self._lock:
             self._pending.append((callback, args))
         try:
@@ -152,10 +158,10 @@ class RealTimeLoop(EventLoop):
         except OSError:
             pass
 
-    def add_reader(self, sock, callback: Callable[[], None]) -> None:
+    def add_reader(self, sock: socket.socket, callback: Callable[[], object]) -> None:
         self._selector.register(sock, selectors.EVENT_READ, callback)
 
-    def remove_reader(self, sock) -> None:
+    def remove_reader(self, sock: socket.socket) -> None:
         try:
             self._selector.unregister(sock)
         except (KeyError, ValueError):
@@ -219,9 +225,7 @@ class RealTimeLoop(EventLoop):
         self._wake_w.close()
 
 
-def _socketpair():
-    import socket
-
+def _socketpair() -> tuple[socket.socket, socket.socket]:
     r, w = socket.socketpair()
     r.setblocking(False)
     w.setblocking(False)

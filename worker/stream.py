@@ -21,14 +21,19 @@ whose deadline passed.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from protocol import codec
 from protocol import constants as C
 from protocol.batch import PacketTemplate
 from worker.errors import AgentError
+from worker.loop import EventLoop, Timer
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
@@ -59,7 +64,7 @@ class TreeCursor:
     tree_id: int
     weight: float
     pool: int
-    hops: list
+    hops: list[codec.Hop]
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
     template: PacketTemplate | None = None  # this worker's GRADs on this tree
@@ -129,6 +134,55 @@ def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
     return [cursors[t] for t in picks]
 
 
+class RoundOwner(Protocol):
+    """What a ``Round`` needs of the agent that runs it (``WorkerAgent`` implements it).
+
+    The job and rank name the round in messages; the cursors give its trees; the agent owns the
+    sequence numbers, the retransmission timer policy (``rto``, ``timed_out``, ``gives_up``), the RTT
+    estimate (``rtt_samples``), the sending (``send_rows``), the counters (``stats``) and what it heard
+    last (``silence_report``).
+    """
+
+    job_id: int
+    rank: int
+    values_per_packet: int
+    loop: EventLoop
+    cursors: list[TreeCursor]
+    stats: collections.Counter[str]
+
+    def take_seqs(self, count: int) -> int:
+        """Reserve ``count`` consecutive sequence numbers (mod 2^32); return the first."""
+        ...
+
+    def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
+        """Retransmission timeout (seconds) of chunks resent ``attempts`` times so far."""
+        ...
+
+    def timed_out(self) -> None:
+        """Chunks were resent (back off until a chunk sent once comes back)."""
+        ...
+
+    def gives_up(self, attempts: np.ndarray, first_sent: np.ndarray, now: float) -> np.ndarray:
+        """Which chunks due for a resend are given up instead."""
+        ...
+
+    def rtt_samples(self, samples: np.ndarray) -> None:
+        """Round-trip times of chunks answered at their first send."""
+        ...
+
+    def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
+        """Send a batch of encoded packets (one per row) to ``dst_ip``."""
+        ...
+
+    def silence_report(self) -> str:
+        """What the agent heard last from the network, for a timeout's message."""
+        ...
+
+
+RoundDone = Callable[[np.ndarray, "OverflowReport | None"], None]  # the round's int32 result, its overflow
+RoundFailed = Callable[[BaseException], None]
+
+
 class _TreeWindow:
     """One tree's chunks of this round, in tree order, and its send window over them."""
 
@@ -146,12 +200,12 @@ class Round:
 
     def __init__(
         self,
-        agent,
+        agent: RoundOwner,
         values: np.ndarray,
         op: int,
         scale_exps: np.ndarray | None,
-        on_done: Callable,
-        on_error: Callable,
+        on_done: RoundDone,
+        on_error: RoundFailed,
         label: str,
     ):
         self.agent = agent
@@ -193,10 +247,11 @@ class Round:
         self.overflow = np.zeros(m, dtype=bool)
         self.result = np.zeros((m, k), dtype=np.int32)
         self.remaining = m
-        self._timer = None
-        self._timer_at = np.inf
+        self._timer: Timer | None = None
+        self._timer_at = float("inf")
 
     def start(self) -> None:
+        """Send the first window of every tree (an empty round finishes at once)."""
         if not self.chunks:
             self._finish()
             return
@@ -213,6 +268,7 @@ class Round:
 
     def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
         agent = self.agent
+        assert cursor.template is not None, "a worker's tree cursors carry its GRAD template"
         rows = cursor.template.encode(
             self.values[chunks],
             check=False,
@@ -227,9 +283,9 @@ class Round:
         agent.send_rows(rows, cursor.server_ip)
         now = agent.loop.now()
         if retransmission:
-            deadline = now + agent.rto(self.attempts[chunks])
-            self.deadline[chunks] = deadline
-            self._arm(float(deadline.min()))
+            deadlines = now + agent.rto(self.attempts[chunks])
+            self.deadline[chunks] = deadlines
+            self._arm(float(deadlines.min()))
         else:
             self.sent_at[chunks] = now
             self.deadline[chunks] = deadline = now + float(agent.rto(0))
@@ -246,7 +302,7 @@ class Round:
 
     def _on_timer(self) -> None:
         """Resend every chunk in flight whose deadline passed (or give up), then re-arm."""
-        self._timer, self._timer_at = None, np.inf
+        self._timer, self._timer_at = None, float("inf")
         if self.finished:
             return
         agent = self.agent
@@ -278,15 +334,7 @@ class Round:
     def _timeout_message(self, chunk: int) -> str:
         agent = self.agent
         waited = agent.loop.now() - self.sent_at[chunk]
-        heard = agent.last_heard
-        heard_text = (
-            "nothing heard from the network yet"
-            if heard is None
-            else f"last packet heard {agent.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
-        )
-        send_error = getattr(agent.transport, "last_send_error", None)
-        if send_error:
-            heard_text += f"; the last refused send: {send_error}"
+        heard_text = agent.silence_report()
         return (
             f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq "
             f"{(self.first_seq + chunk) & SEQ_MASK} (chunk {chunk} of {self.chunks}, tree {self.tree_ids[chunk]}, "
@@ -328,9 +376,10 @@ class Round:
             if not taken:
                 return count
             chunk, flags, values = chunk[fresh], flags[fresh], values[fresh]
-        first, last = int(chunk[0]), int(chunk[-1])
+        first_chunk, last_chunk = int(chunk[0]), int(chunk[-1])
         # results in order for consecutive chunks (the usual batch): slices instead of scattered indices
-        where = slice(first, last + 1) if last - first == taken - 1 and not in_disorder else chunk
+        consecutive = last_chunk - first_chunk == taken - 1 and not in_disorder
+        where: slice | np.ndarray = slice(first_chunk, last_chunk + 1) if consecutive else chunk
         self.done[where] = True
         self.result[where] = values
         flagged = (flags & C.FLAG_OVERFLOW) != 0
@@ -360,6 +409,10 @@ class Round:
         return count
 
     # -- ending ------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """End the round without a result or an error (its agent is closing)."""
+        self._cleanup()
+
     def _cleanup(self) -> None:
         self.finished = True
         if self._timer is not None:

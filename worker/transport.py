@@ -81,7 +81,7 @@ class Transport:
     loop: EventLoop
     ip: str
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._handlers: dict[int, list[Handler]] = {}
         self._batch_handlers: dict[int, list[BatchHandler]] = {}
         self.sent_packets = 0
@@ -107,7 +107,7 @@ class Transport:
             if handler is None:
                 handlers.clear()
             elif handler in handlers:
-                handlers.remove(handler)
+                handlers.remove(handler)  # type: ignore[arg-type]  # in the list, so of its type
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
         raise NotImplementedError
@@ -196,7 +196,8 @@ class AttachTransport(FrameTransport):
         neighbours: dict[str, str] | None = None,
         loop: RealTimeLoop | None = None,
     ):
-        super().__init__(loop or RealTimeLoop(), ip, mac, neighbours)
+        self.loop: RealTimeLoop = loop or RealTimeLoop()  # readers need the wall-clock loop
+        super().__init__(self.loop, ip, mac, neighbours)
         self.endpoint = endpoint
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind(("127.0.0.1", 0))
@@ -247,7 +248,7 @@ class UdpTransport(Transport):
         send_wait_ms: int = 5,
     ):
         super().__init__()
-        self.loop = loop or RealTimeLoop()
+        self.loop: RealTimeLoop = loop or RealTimeLoop()
         self.ip = ip
         self._bind_ip = bind_ip if bind_ip is not None else "0.0.0.0"
         self._native = native
