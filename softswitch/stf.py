@@ -228,7 +228,7 @@ def _table_entry(info, command: Command):
     """The Switch TableEntry for an ``add`` command (names resolved against ProgramInfo)."""
     from softswitch.switch import Exact, Lpm, Optional, Range, TableEntry, Ternary
 
-    table = info.table(command.args["table"])
+    table = _table_named(info, command.args["table"])
     by_name = {k.name: k for k in table.keys}
     matches = {}
     for name, value in command.args["keys"].items():
@@ -273,8 +273,30 @@ def _table_entry(info, command: Command):
         priority = 0
     if priority is not None:
         priority += 1  # P4Runtime priorities start at 1
-    action = info.action(command.args["action"]).name
+    action = _action_of(info, table, command.args["action"])
     return table.name, TableEntry(matches=matches, action=action, args=command.args["args"], priority=priority)
+
+
+def _table_named(info, name: str):
+    """A table by its name or, as p4c's BMv2 driver finds tables, by a unique suffix of its name."""
+    try:
+        return info.table(name)
+    except KeyError:
+        suffixed = [t for t in info.tables if t.name.endswith(name)]
+        if len(suffixed) == 1:
+            return suffixed[0]
+        raise
+
+
+def _action_of(info, table, name: str) -> str:
+    """One of the table's actions by its name or, as p4c's BMv2 driver finds them, a unique suffix."""
+    names = [a.name for a in table.actions] + [table.default_action]
+    if name in names:
+        return name
+    suffixed = sorted({n for n in names if n.endswith(name)})
+    if len(suffixed) == 1:
+        return suffixed[0]
+    return info.action(name).name
 
 
 def _bad(key, kind):
@@ -313,8 +335,8 @@ class StfRunner:
             table, entry = _table_entry(self.sw.info, command)
             self.sw.table(table).insert(entry)
         elif op == "setdefault":
-            table = self.sw.info.table(a["table"])
-            self.sw.table(table.name).set_default(self.sw.info.action(a["action"]).name, a["args"])
+            table = _table_named(self.sw.info, a["table"])
+            self.sw.table(table.name).set_default(_action_of(self.sw.info, table, a["action"]), a["args"])
         elif op == "packet":
             self.sent += 1
             for port, data in self.sw.process(a["port"], a["data"]):

@@ -237,7 +237,23 @@ class BlockElaborator:
             else:
                 raise P4Error(ld.pos, f"{kind} declarations in controls are not supported")
         body = self.statements.block(d.body.stmts, scope, context)
+        locals_ += context.direct_instances
         return ir.Control(name=d.name, qualified_name=prefix, parameters=tuple(parameters), locals=locals_, body=body)
+
+    def direct_instance(self, declaration: Node, context: BlockContext) -> ir.Control | ir.Parser:
+        """The instance a direct application `Type.apply(...)` gets (as p4c's front end makes one): named
+        after the type inside the enclosing control; a second one of the same type gets a number."""
+        if declaration.kind == "Parser":
+            return self.parser(declaration, declaration.name)
+        prefix = f"{context.control}.{declaration.name}" if context.control else declaration.name
+        taken = {c.qualified_name for c in context.direct_instances}
+        name, n = prefix, 0
+        while name in taken:
+            n += 1
+            name = f"{prefix}_{n}"
+        control = self.control(declaration, name)
+        context.direct_instances.append(control)
+        return control
 
     def action(self, d: Node, scope: Scope, prefix: str) -> ir.Action:
         """An action of the control instance prefix ("" at top level), declared in scope before its body

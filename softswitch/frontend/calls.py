@@ -7,6 +7,8 @@ As a statement (a BlockContext given) a call checks to a list of IR statements; 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import ir
 from ..arch import v1model
 from .ast import Node
@@ -14,6 +16,7 @@ from .context import BlockContext, ProgramContext
 from .errors import P4Error, Pos
 from .scopes import (
     ActionSymbol,
+    BlockSymbol,
     ControlInstanceSymbol,
     ExternFunctionSymbol,
     ExternInstanceSymbol,
@@ -27,6 +30,9 @@ from .scopes import (
     describe,
 )
 from .typecheck import ExpressionChecker, is_writable, packet_symbol
+
+if TYPE_CHECKING:
+    from .blocks import BlockElaborator
 
 Parameters = list[tuple[str, str | None, ir.Type]]  # (name, direction, type)
 CallResult = ir.Expression | list[ir.Statement]
@@ -52,6 +58,7 @@ class CallChecker:
         self.context = context
         self.expressions = expressions
         self.types = expressions.types
+        self.blocks: BlockElaborator  # set by the front end driver (direct applications make instances)
 
     def arguments(self, name: str, params: Parameters, args: list[Node], scope: Scope, position) -> list[ir.Argument]:
         """Call arguments checked against (name, direction, type) parameters, in order (named arguments,
@@ -127,6 +134,25 @@ class CallChecker:
             return emits(symbol.variable, self.expressions.value(n.args[0], scope), n.args[0].pos)
         if isinstance(symbol, ExternInstanceSymbol):
             return self.extern_method(n, symbol, name, scope, context)
+        if isinstance(symbol, BlockSymbol) and name == "apply" and context is not None:
+            # a direct application: an instance of its own, applied here
+            declaration = symbol.declaration
+            if declaration.ctor_params:
+                raise P4Error(n.pos, f"{declaration.name} has constructor parameters: instantiate it to apply it")
+            if declaration.kind == "Parser" and context.kind == "parser":
+                in_parser = self.expressions.in_parser
+                parser = self.blocks.direct_instance(declaration, context)
+                self.expressions.in_parser = in_parser
+                return self.parser_apply(n, ParserInstanceSymbol(parser, declaration), name, scope, context)  # type: ignore[arg-type]
+            if declaration.kind == "Control" and context.kind == "control":
+                control = self.blocks.direct_instance(declaration, context)
+                return self.method(
+                    n,
+                    MethodReference(SymbolReference(ControlInstanceSymbol(control, declaration)), name, n.pos),
+                    scope,
+                    context,
+                )  # type: ignore[arg-type]
+            raise P4Error(n.pos, f"{declaration.kind.lower()} {declaration.name} cannot be applied here")
         if isinstance(symbol, ParserInstanceSymbol):
             return self.parser_apply(n, symbol, name, scope, context)
         if isinstance(symbol, ControlInstanceSymbol):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import ir
 from .errors import Pos
@@ -54,3 +54,6 @@ class BlockContext:
     control: str | None = None  # the qualified name of the enclosing control instance
     return_type: ir.Type | None = None  # a function's
     loops: int = 0  # how many for loops enclose the statements (break/continue need one)
+    # controls applied directly (`MyControl.apply(...)`): the instances made for them, added to the
+    # enclosing control's locals once its body is checked
+    direct_instances: list = field(default_factory=list)

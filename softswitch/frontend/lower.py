@@ -31,6 +31,7 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
     expressions.calls = calls
     statements = StatementChecker(expressions, calls)
     blocks = BlockElaborator(context, expressions, statements, TableChecker(context, expressions, calls))
+    calls.blocks = blocks
     top_level = Declarations(context, expressions.types, expressions.constant)
     main = None
     for d in declarations:
