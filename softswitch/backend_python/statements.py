@@ -175,25 +175,40 @@ class StatementEmitter:
         context: FunctionContext,
         trailing: str = "",
     ) -> None:
-        """`function(leading..., arguments...)`; the results of out/inout scalars assigned back."""
+        """`function(leading..., arguments...)`; the results of out/inout scalars assigned back. An `out`
+        header/struct/stack starts as a fresh object (headers invalid) and is copied into the argument
+        afterwards, as copy-out does; `inout` and `in` objects are passed by reference and as copies."""
         codes, results = list(leading), []
+        out_objects: list[tuple[str, str]] = []  # (argument's code, fresh object's local)
         for a in arguments:
             is_object = ir.is_object(a.value.type)
             code = self.code(a.value, context)
+            if is_object and a.direction == "out":
+                fresh = self.fresh("out")
+                out.write(f"{fresh} = {default_value_code(a.value.type)}")
+                out_objects.append((code, fresh))
+                codes.append(fresh)
+                continue
             codes.append(f"{code}.copy()" if is_object and a.direction in (None, "in") else code)
             if a.direction in ("out", "inout") and not is_object:
                 results.append(code)
         call = f"{function}({', '.join(codes + ([trailing] if trailing else []))})"
-        if not results:
+        copy_out = [f"{code}.set_from({fresh})" for code, fresh in out_objects]
+        if not results and not copy_out:
             out.write(call)
             return
-        # `exit` inside the callee still copies its out/inout values back (the ExitCtl carries them)
-        targets = f"{', '.join(results)},"
+        # `exit` inside the callee still copies its out/inout values back (the ExitCtl carries the scalars)
+        targets = f"{', '.join(results)}," if results else ""
         out.write("try:")
-        out.write(f"    {targets} = {call}")
+        out.write(f"    {targets} = {call}" if results else f"    {call}")
         out.write("except ExitCtl as exit_:")
-        out.write(f"    {targets} = exit_.results")
+        if results:
+            out.write(f"    {targets} = exit_.results")
+        for line in copy_out:
+            out.write(f"    {line}")
         out.write("    raise")
+        for line in copy_out:
+            out.write(line)
 
     # ------------------------------------------------------------------ headers and stacks
     def _SetValidity(self, out: SourceWriter, s: ir.SetValidity, context: FunctionContext) -> None:
