@@ -7,6 +7,8 @@ A test file is a list of commands, one a line (``#`` starts a comment)::
     mc_mgrp_create GROUP            mc_node_create RID PORT...     mc_node_associate GROUP NODE_HANDLE
     mirroring_add SESSION PORT
     packet PORT HEX                 expect PORT HEX[$]             wait
+    expect PORT (any number of packets on PORT)                   no_packet
+    remove all                      check_counter NAME(INDEX | HANDLE) [packets|bytes OP VALUE]
 
 Values are decimal or 0x-hex; a ternary key is ``VALUE&&&MASK`` (or hex with ``*`` nibbles), an lpm key
 ``VALUE/LENGTH``, a range ``LOW->HIGH``; a header stack element in a key name is ``stack$0.field``. In
@@ -123,7 +125,11 @@ def parse_hex_pattern(text: str, expectation: bool = False) -> tuple[bytes, byte
     return data, mask, exact
 
 
-_ACTION_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.$]*)\s*\((?P<args>.*)\)\s*(=\s*\S+)?$")
+_ACTION_RE = re.compile(r"^(?P<name>[A-Za-z_][\w.$]*)\s*\((?P<args>.*)\)\s*(=\s*(?P<handle>\S+))?$")
+_CHECK_COUNTER_RE = re.compile(
+    r"^(?P<name>[\w.$]+)\s*\(\s*(?P<index>[\w$]+)\s*\)\s*"
+    r"(?:(?P<unit>packets|bytes)\s*(?P<op>==|!=|<=|<|>=|>)\s*(?P<value>\S+))?$"
+)
 
 
 def parse_action(text: str) -> tuple[str, dict[str, int]]:
@@ -142,11 +148,18 @@ def parse_action(text: str) -> tuple[str, dict[str, int]]:
     return match.group("name"), args
 
 
+def entry_handle(text: str) -> str | None:
+    """The `= ID` an `add` command may end with (a name for the entry, used by check_counter)."""
+    match = _ACTION_RE.match(text.strip())
+    return match.group("handle") if match else None
+
+
 def parse_line(line: str, lineno: int) -> Command | None:
     text = line.split("#", 1)[0].strip()
     if not text:
         return None
     op, _, rest = text.partition(" ")
+    op = op.lower()  # p4c's STF grammar takes its keywords in any case
     rest = rest.strip()
     words = rest.split()
     if op == "add":
@@ -168,12 +181,41 @@ def parse_line(line: str, lineno: int) -> Command | None:
                 raise ValueError(f"key {token!r} is not FIELD:VALUE")
             name, value = token.split(":", 1)
             keys[name] = parse_key_value(value)
-        return Command(lineno, op, {"table": table, "priority": priority, "keys": keys, "action": action, "args": args})
+        handle = entry_handle(rest[action_start:])
+        return Command(
+            lineno,
+            op,
+            {"table": table, "priority": priority, "keys": keys, "action": action, "args": args, "handle": handle},
+        )
     if op == "setdefault":
         if len(words) < 2:
             raise ValueError("setdefault needs TABLE ACTION(...)")
         action, args = parse_action(rest[len(words[0]) :])
         return Command(lineno, op, {"table": words[0], "action": action, "args": args})
+    if op == "expect" and len(words) == 1:  # `expect PORT`: any number of packets there is fine
+        return Command(lineno, "expect_any", {"port": parse_int(words[0])})
+    if op == "no_packet":  # nothing may come out that is not expected anyway
+        return Command(lineno, "wait", {})
+    if op == "remove":
+        if words != ["all"]:
+            raise ValueError("only 'remove all' is supported (as in p4c's STF)")
+        return Command(lineno, "remove_all", {})
+    if op == "check_counter":
+        match = _CHECK_COUNTER_RE.match(rest)
+        if not match:
+            raise ValueError("usage: check_counter NAME(INDEX) [packets|bytes OP VALUE]")
+        unit, cmp, value = match.group("unit") or "packets", match.group("op") or "==", match.group("value") or "0"
+        return Command(
+            lineno,
+            op,
+            {
+                "name": match.group("name"),
+                "index": match.group("index"),
+                "unit": unit,
+                "op": cmp,
+                "value": parse_int(value),
+            },
+        )
     if op in ("packet", "expect"):
         if not words:
             raise ValueError(f"{op} needs PORT HEX")
@@ -314,6 +356,9 @@ class StfRunner:
         self.mc_nodes: list[list[tuple[int, int]]] = []
         self.mc_groups: dict[int, list[tuple[int, int]]] = {}
         self.sent = 0
+        self.handles: dict[str, tuple] = {}  # `add ... = HANDLE`: (table, entry)
+        self.any_count: set[int] = set()  # ports of an `expect PORT` without data
+        self.counter_failures: list[str] = []
 
     def run(self, commands) -> StfResult:
         for command in commands:
@@ -334,6 +379,15 @@ class StfRunner:
         if op == "add":
             table, entry = _table_entry(self.sw.info, command)
             self.sw.table(table).insert(entry)
+            if a.get("handle"):
+                self.handles[a["handle"]] = (table, entry)
+        elif op == "remove_all":
+            for table in self.sw.tables():
+                table.clear()
+        elif op == "expect_any":
+            self.any_count.add(a["port"])
+        elif op == "check_counter":
+            self.check_counter(command)
         elif op == "setdefault":
             table = _table_named(self.sw.info, a["table"])
             self.sw.table(table.name).set_default(_action_of(self.sw.info, table, a["action"]), a["args"])
@@ -360,10 +414,37 @@ class StfRunner:
         elif op == "wait":
             pass  # Switch.process is synchronous: every packet is done when it returns
 
+    def check_counter(self, command: Command) -> None:
+        """`check_counter NAME(INDEX | ENTRY_HANDLE) [packets|bytes OP VALUE]` (default: packets == 0)."""
+        a = command.args
+        index = a["index"]
+        if index in self.handles:  # a direct counter: the entry an `add ... = HANDLE` made
+            table, entry = self.handles[index]
+            packets, nbytes = self.sw.direct_counter_of(table, entry)
+        else:
+            names = [c.name for c in self.sw.info.counters]
+            name = a["name"] if a["name"] in names else next((n for n in names if n.endswith(a["name"])), a["name"])
+            packets, nbytes = self.sw.counter(name).read(parse_int(index))
+        got = packets if a["unit"] == "packets" else nbytes
+        compare = {
+            "==": got == a["value"],
+            "!=": got != a["value"],
+            "<": got < a["value"],
+            "<=": got <= a["value"],
+            ">": got > a["value"],
+            ">=": got >= a["value"],
+        }[a["op"]]
+        if not compare:
+            self.counter_failures.append(
+                f"line {command.line}: counter {a['name']}({index}) {a['unit']} is {got}, expected {a['op']} {a['value']}"
+            )
+
     def check(self) -> StfResult:
-        failures = []
+        failures = list(self.counter_failures)
         checked = 0
         for port in sorted(set(self.expected) | set(self.received)):
+            if port in self.any_count:
+                continue
             expected = self.expected.get(port, [])
             got = self.received.get(port, [])
             for i in range(max(len(expected), len(got))):

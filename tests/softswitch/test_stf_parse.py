@@ -17,6 +17,7 @@ def test_add_with_priority_keys_of_every_kind_and_action_args():
         "priority": 10,
         "action": "MyIngress.fwd",
         "args": {"port": 3, "dst_mac": 2},
+        "handle": None,
         "keys": {
             "hdr.ipv4.src_addr": ("ternary", 0x0A000000, 0xFF000000),
             "hdr.udp.dst_port": ("range", 1000, 2000),
