@@ -59,6 +59,7 @@ class CallChecker:
         self.expressions = expressions
         self.types = expressions.types
         self.blocks: BlockElaborator  # set by the front end driver (direct applications make instances)
+        self.scratch: list[ir.Statement] = []  # declarations of the temporaries don't-care arguments bind
 
     def arguments(self, name: str, params: Parameters, args: list[Node], scope: Scope, position) -> list[ir.Argument]:
         """Call arguments checked against (name, direction, type) parameters, in order (named arguments,
@@ -67,6 +68,14 @@ class CallChecker:
         check_arity(position, name, args, len(params))
         out = []
         for (pname, direction, ptype), a in zip(params, args, strict=True):
+            if a.kind == "DontCare":  # `_`: an unnamed temporary takes the value (its result is dropped)
+                if isinstance(ptype, ir.TypeVariable):
+                    raise P4Error(a.pos, f"argument '{pname}' of '{name}': '_' needs a parameter of known type")
+                variable = ir.Variable(name=f"dont_care_{pname}", type=ptype, kind=ir.VariableKind.LOCAL)
+                self.scratch.append(ir.VariableDeclaration(variable=variable, position=a.pos))
+                value = ir.VariableRef(type=ptype, variable=variable, position=a.pos)
+                out.append(ir.Argument(name=pname, direction=direction, value=value))
+                continue
             e = self.expressions.value(a, scope)
             if direction in ("out", "inout"):
                 if not is_writable(e):
@@ -377,9 +386,6 @@ def argument_mismatch(parameter: str, function: str):
 
 def positional(function: str, names: list[str], args: list[Node], position: Pos | None) -> list[Node]:
     """Arguments in parameter order: all positional, or all named (`f(b = 1, a = 2)`)."""
-    for a in args:
-        if a.kind == "DontCare" or (a.kind == "NamedArg" and a.value.kind == "DontCare"):
-            raise P4Error(a.pos, "don't-care arguments (_) are not supported by softswitch")
     named = [a for a in args if a.kind == "NamedArg"]
     if not named:
         return args

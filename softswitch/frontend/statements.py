@@ -35,6 +35,16 @@ class StatementChecker:
         return block
 
     def statement(self, s: Node, scope: Scope, context: BlockContext) -> list[ir.Statement]:
+        """s checked; the temporaries its don't-care arguments (`_`) need are declared before it."""
+        outer = self.calls.scratch
+        self.calls.scratch = []
+        try:
+            result = self.checked_statement(s, scope, context)
+            return [*self.calls.scratch, *result] if self.calls.scratch else result
+        finally:
+            self.calls.scratch = outer
+
+    def checked_statement(self, s: Node, scope: Scope, context: BlockContext) -> list[ir.Statement]:
         kind = s.kind
         if kind == "Block":
             return [self.block(s.stmts, scope, context)]

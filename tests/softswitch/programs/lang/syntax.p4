@@ -1,5 +1,6 @@
-/* Grammar forms beyond the basics: named arguments, struct expressions { name = value }, {#} (an invalid
- * header), constructor parameters of controls and parsers, switch on an expression with a case list. */
+/* Grammar forms beyond the basics: named arguments, don't-care arguments (_), struct expressions
+ * { name = value }, {#} (an invalid header), constructor parameters of controls and parsers, switch on an
+ * expression with a case list. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -16,6 +17,11 @@ control Adder(inout bit<8> v)(bit<8> amount) {
 parser Sub(packet_in pkt, out q_t q)(bool take) {
     state start { transition select(take) { true: grab; default: accept; } }
     state grab { pkt.extract(q); transition accept; }
+}
+
+void both(out bit<8> first, out bit<8> second) {
+    first = 0x5a;
+    second = 0xa5;
 }
 
 bit<8> weigh(in bit<8> low, in bit<8> high) {
@@ -40,6 +46,9 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         plus_one.apply(hdr.p.a);
         plus_ten.apply(hdr.p.b);
         put(second = 8w3, first = 8w10);
+        bit<8> second;
+        both(_, second);
+        hdr.p.c = hdr.p.c ^ second ^ 0xa5;  // c is unchanged when `second` got both's second value
         pair_t pr = { second = hdr.p.a, first = hdr.p.b };
         hdr.p.d = weigh(high = pr.first, low = pr.second);
         switch (hdr.p.e & 0x0f) {
