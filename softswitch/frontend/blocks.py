@@ -363,12 +363,18 @@ class BlockElaborator:
                 raise P4Error(node.pos, f"{what} size must be positive")
             return ir.Constant(type=bit32, value=value, position=node.pos)
 
-        def counter_type(node: Node) -> ir.Expression:
+        def enum_argument(node: Node, enum: str, what: str) -> ir.Expression:
             e = self.expressions.check(node, scope)
             if not isinstance(e, ir.Expression):
-                raise P4Error(node.pos, "the counter type must be a constant CounterType member")
-            v1model.enum_member(e, "CounterType", node.pos, "the counter type")
+                raise P4Error(node.pos, f"{what} must be a constant {enum} member")
+            v1model.enum_member(e, enum, node.pos, what)
             return e
+
+        def counter_type(node: Node) -> ir.Expression:
+            return enum_argument(node, "CounterType", "the counter type")
+
+        def meter_type(node: Node) -> ir.Expression:
+            return enum_argument(node, "MeterType", "the meter type")
 
         if t.name == "register":
             check_arity(d.pos, "register", d.args, 1)
@@ -384,13 +390,6 @@ class BlockElaborator:
         if t.name == "direct_counter":
             check_arity(d.pos, "direct_counter", d.args, 1)
             return (counter_type(d.args[0]),)
-
-        def meter_type(node: Node) -> ir.Expression:
-            e = self.expressions.check(node, scope)
-            if not isinstance(e, ir.Expression):
-                raise P4Error(node.pos, "the meter type must be a constant MeterType member")
-            v1model.enum_member(e, "MeterType", node.pos, "the meter type")
-            return e
 
         if t.name == "meter":
             check_arity(d.pos, "meter", d.args, 2)

@@ -605,6 +605,18 @@ class Parser:
             t.text in ("bit", "int", "bool", "varbit", "error", "string", "void", "tuple") or t.text in self.type_names
         )
 
+    def _width(self):
+        """The width in `bit<W>`, `int<W>`, `varbit<W>`: an integer, a constant's name or `(expression)`."""
+        if self.accept("("):
+            w = self.expression()
+            self.expect(")")
+            return w
+        wt = self.tok
+        if wt.kind == "int":
+            self.next()
+            return Node("Int", wt.pos, value=wt.value[0], width=None, signed=False)
+        return Node("Name", wt.pos, name=self.ident("a width").text)
+
     def type_ref(self, allow_tvars=False):
         t = self.tok
         if t.kind != "id":
@@ -612,17 +624,7 @@ class Parser:
         self.next()
         if t.text in ("bit", "int"):
             if self.accept("<"):
-                if self.at("("):
-                    self.next()
-                    w = self.expression()
-                    self.expect(")")
-                else:
-                    wt = self.tok
-                    if wt.kind == "int":
-                        self.next()
-                        w = Node("Int", wt.pos, value=wt.value[0], width=None, signed=False)
-                    else:
-                        w = Node("Name", wt.pos, name=self.ident("a width").text)
+                w = self._width()
                 self.expect(">")
                 ty = Node("TypeBit", t.pos, width=w, signed=t.text == "int")
             elif t.text == "bit":
@@ -631,16 +633,7 @@ class Parser:
                 ty = Node("TypeInfInt", t.pos)
         elif t.text == "varbit":
             self.expect("<")
-            if self.at("("):
-                self.next()
-                w = self.expression()
-                self.expect(")")
-            else:
-                wt = self.tok
-                if wt.kind != "int":
-                    self.error(f"syntax error: expected the maximum width of varbit, got '{wt.text}'")
-                self.next()
-                w = Node("Int", wt.pos, value=wt.value[0], width=None, signed=False)
+            w = self._width()
             self.expect(">")
             ty = Node("TypeVarbit", t.pos, width=w)
         elif t.text == "bool":
