@@ -27,6 +27,7 @@ from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
+from worker.errors import AgentConfigError, Int32OverflowError
 from worker.stream import (
     RTT_GAIN,
     SEQ_MASK,
@@ -69,6 +70,7 @@ class AllreduceHandle:
         self._done = False
 
     def done(self) -> bool:
+        """Whether the collective ended (with a result or an error)."""
         return self._done
 
     def _set_result(self, result: np.ndarray) -> None:
@@ -78,8 +80,29 @@ class AllreduceHandle:
         self._error, self._done = error, True
 
     def wait(self, timeout: float | None = None) -> np.ndarray:
-        """The reduced array; raises the collective's error, or TimeoutError after ``timeout``
-        seconds of the loop's clock (the agent's own timeout/retries end a stuck job regardless)."""
+        """The reduced array, driving the agent's event loop until the collective ends.
+
+        Parameters
+        ----------
+        timeout : float or None
+            Seconds of the loop's clock to wait at most (None: until the agent's own retransmission
+            limits end a stuck collective).
+
+        Returns
+        -------
+        numpy.ndarray
+            Same shape and dtype as the input.
+
+        Raises
+        ------
+        AllreduceError
+            The collective failed: AllreduceTimeout naming the chunk and what was heard last,
+            NonFiniteInputError, InputRangeError, or the failure of an earlier collective.
+        OverflowError
+            The int32 sum overflowed in the network.
+        TimeoutError
+            Not done after ``timeout``.
+        """
         if not self._done:
             finished = self.agent.loop.run_until(self.done, timeout)
             if not finished and not self._done:
@@ -176,7 +199,7 @@ class _Collective:
 
     def _overflow(self, report: OverflowReport, kind: str) -> None:
         self._fail(
-            OverflowError(
+            Int32OverflowError(
                 f"job {self.agent.job_id} rank {self.agent.rank}: the int32 {self.op} of {kind} values "
                 f"overflowed in the network (OVERFLOW flag on {report.chunks} chunk(s), first seq "
                 f"{report.first_seq}, elements {report.first_element}..{report.last_element}); "
@@ -220,7 +243,7 @@ class WorkerAgent:
         first_seq: int = 1,
     ):
         if retries is None and give_up_after is None:
-            raise ValueError("retries=None needs a give_up_after time budget, or a lost peer would hang the job")
+            raise AgentConfigError("retries=None needs a give_up_after time budget, or a lost peer would hang the job")
         self.plan = plan
         self.rank = rank
         self.transport = transport
@@ -267,13 +290,55 @@ class WorkerAgent:
 
     # -- public API --------------------------------------------------------------------------------
     def allreduce(self, array: npt.ArrayLike, op: str = "sum", timeout: float | None = None) -> np.ndarray:
+        """``allreduce_async(array, op).wait(timeout)``."""
         return self.allreduce_async(array, op).wait(timeout)
 
     def allreduce_async(self, array: npt.ArrayLike, op: str = "sum") -> AllreduceHandle:
+        """Start an allreduce of ``array`` over the job's workers (queued behind unfinished ones).
+
+        Parameters
+        ----------
+        array : array_like
+            float32/float64 (quantized per block after the workers agree on a scale) or int32/int64
+            (exact; int64 must fit int32). Every worker gives the same shape.
+        op : str
+            ``"sum"`` or ``"max"``.
+
+        Returns
+        -------
+        AllreduceHandle
+
+        Raises
+        ------
+        AllreduceError
+            The agent is closed.
+        ValueError
+            An unknown op.
+        UnsupportedArray
+            An array of another dtype.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from controller.generators import star
+        >>> from controller.options import RTO_VIRTUAL_S
+        >>> from controller.planner import plan_job
+        >>> from server.agent import ServerAgent
+        >>> from topologies.inprocess import InProcessNetwork
+        >>> net = InProcessNetwork(star(2))
+        >>> net.install_routes()
+        >>> plan = plan_job(net.topo, ["h1", "h2"], ["h3"])
+        >>> net.install_job(plan)
+        >>> ServerAgent(net.transport("h3"), "h3").add_job(plan)
+        >>> agents = [WorkerAgent(plan, w.rank, net.transport(w.name), timeout=RTO_VIRTUAL_S) for w in plan.workers]
+        >>> handles = [a.allreduce_async(np.arange(1, 4, dtype=np.int32) * (a.rank + 1)) for a in agents]
+        >>> handles[0].wait()
+        array([3, 6, 9], dtype=int32)
+        """
         if self._closed:
             raise AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} is closed")
         if op not in OPS:
-            raise ValueError(f"op must be one of {sorted(OPS)}, not {op!r}")
+            raise AgentConfigError(f"op must be one of {sorted(OPS)}, not {op!r}")
         arr = Q.check_array(array)
         handle = AllreduceHandle(self, arr.copy(), op)
         if self._broken is not None:
@@ -291,6 +356,7 @@ class WorkerAgent:
         return handle
 
     def close(self) -> None:
+        """Stop receiving; collectives still running fail with AllreduceError."""
         if self._closed:
             return
         self._closed = True
@@ -312,6 +378,7 @@ class WorkerAgent:
         return seq
 
     def cursor(self, tree_id: int) -> TreeCursor:
+        """The cursor (window, template, chunk count) of tree ``tree_id``."""
         return self._cursor_by_tree[tree_id]
 
     def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
@@ -372,6 +439,7 @@ class WorkerAgent:
         on_error: RoundFailed,
         label: str,
     ) -> None:
+        """Run one vector through the switches (a Round); ``on_done``/``on_error`` end it."""
         self._round = Round(self, values, op, scale_exps, on_done, on_error, label)
         self._round.start()
 

@@ -46,7 +46,14 @@ SERVER_RANK = 0xFFFF
 def parameter_server_options(options: PlanOptions | None = None) -> PlanOptions:
     """Plan options of the parameter-server baseline: ``options`` (default PlanOptions()) with no
     aggregating switch and unicast results (one RESULT per worker leaves the server, as from a
-    parameter server). Plan the job with them and run WorkerAgent/ServerAgent as for any INA job."""
+    parameter server). Plan the job with them and run WorkerAgent/ServerAgent as for any INA job.
+
+    Examples
+    --------
+    >>> options = parameter_server_options()
+    >>> options.aggregation, options.result_mode
+    ('none', 'unicast')
+    """
     from controller.options import PlanOptions
 
     return dataclasses.replace(options or PlanOptions(), aggregation="none", result_mode="unicast")
@@ -55,7 +62,7 @@ def parameter_server_options(options: PlanOptions | None = None) -> PlanOptions:
 def _as_int32(array: npt.ArrayLike) -> tuple[np.ndarray, tuple[int, ...], np.dtype[Any]]:
     arr = Q.check_array(array)
     if arr.dtype.kind != "i":
-        raise TypeError(f"the host-level baselines reduce int32/int64 arrays, not {arr.dtype}")
+        raise Q.UnsupportedArray(f"the host-level baselines reduce int32/int64 arrays, not {arr.dtype}")
     return Q.ints_to_int32(arr.ravel()), arr.shape, arr.dtype
 
 
@@ -104,9 +111,17 @@ class BaselineHandle:
         self._result: np.ndarray | None = None
 
     def done(self) -> bool:
+        """Whether the collective completed."""
         return self._result is not None or bool(self._done())
 
     def wait(self, timeout: float | None = None) -> np.ndarray:
+        """The reduced array, driving the loop until it is complete.
+
+        Raises
+        ------
+        AllreduceError
+            Not complete within the baseline's (or the given) timeout: the baselines do not retransmit.
+        """
         b = self.baseline
         if self._result is None:
             limit = b.timeout if timeout is None else timeout
@@ -140,6 +155,7 @@ class HostTreeAllreduce(_Baseline):
         return [c.tree_id for c in assign_trees(cursors, n_chunks)]
 
     def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
+        """Start a host-tree allreduce of an int32/int64 ``array``; every worker and the server take part."""
         flat, shape, dtype = _as_int32(array)
         op_id = self.op_counter
         self.op_counter += 1
@@ -163,6 +179,7 @@ class HostTreeAllreduce(_Baseline):
         return BaselineHandle(self, lambda: self.result_count.get(op_id, 0) >= n_chunks, finish, "host-tree allreduce")
 
     def on_packet(self, pkt: codec.InaPacket) -> None:
+        """A chunk from a child (GRAD: add, pass up when complete) or from the parent (RESULT: pass down)."""
         h = pkt.header
         op_id, c = h.tree_id, h.seq
         values = pkt.values[: h.value_count]
@@ -230,6 +247,7 @@ class RingAllreduce(_Baseline):
         return [range(g * n_chunks // self.n, (g + 1) * n_chunks // self.n) for g in range(self.n)]
 
     def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
+        """Start a ring allreduce (reduce-scatter, then all-gather) of an int32/int64 ``array``."""
         flat, shape, dtype = _as_int32(array)
         op_id = self.op_counter & 0xFF
         self.op_counter += 1
@@ -261,6 +279,7 @@ class RingAllreduce(_Baseline):
         self.transport.sendto(codec.encode(pkt, self.k), self.ip[self.right], BASELINE_UDP_PORT)
 
     def on_packet(self, pkt: codec.InaPacket) -> None:
+        """A chunk from the left neighbour: add and pass on, or keep and pass on."""
         h = pkt.header
         op = self.ops.get(h.tree_id)
         if op is None:

@@ -15,3 +15,7 @@ class AgentError(Exception):
 
 class AgentConfigError(AgentError, ValueError):
     """An agent given a plan or an option it cannot use (the message names which)."""
+
+
+class Int32OverflowError(AgentError, OverflowError):
+    """Values, or their sum in the network, outside the int32 range the switches add."""

@@ -34,6 +34,7 @@ class Timer:
         self.cancelled = False
 
     def cancel(self) -> None:
+        """Make the timer a no-op (it is dropped when its time comes)."""
         self.cancelled = True
 
 
@@ -41,15 +42,19 @@ class EventLoop:
     """The interface agents and the in-process network program against."""
 
     def now(self) -> float:
+        """The loop's clock, in seconds."""
         raise NotImplementedError
 
     def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
+        """Run ``callback(*args)`` at time ``when`` of this loop's clock; return its Timer."""
         raise NotImplementedError
 
     def call_later(self, delay: float, callback: Callback, *args: Any) -> Timer:
+        """Run ``callback(*args)`` ``delay`` seconds from now."""
         return self.call_at(self.now() + max(0.0, delay), callback, *args)
 
     def call_soon(self, callback: Callback, *args: Any) -> Timer:
+        """Run ``callback(*args)`` as soon as the loop gets to it."""
         return self.call_at(self.now(), callback, *args)
 
     def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
@@ -92,9 +97,20 @@ class VirtualLoop(EventLoop):
         self.events_processed = 0
 
     def now(self) -> float:
+        """The time of the event being processed."""
         return self._now
 
     def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
+        """Schedule ``callback(*args)`` at ``when`` (never in the past).
+
+        Examples
+        --------
+        >>> loop, seen = VirtualLoop(), []
+        >>> _ = loop.call_later(0.5, seen.append, "b")
+        >>> _ = loop.call_at(0.2, seen.append, "a")
+        >>> loop.run_until(lambda: len(seen) == 2), seen, loop.now()
+        (True, ['a', 'b'], 0.5)
+        """
         timer = Timer(max(when, self._now), callback, args)
         self._timers.push(timer)
         return timer
@@ -111,6 +127,9 @@ class VirtualLoop(EventLoop):
         return True
 
     def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Process events in time order until ``done()`` (True), ``timeout`` seconds of virtual time passed
+        or no event is left (False).
+        """
         deadline = None if timeout is None else self._now + timeout
         while not done():
             when = self._timers.next_time()
@@ -143,14 +162,17 @@ class RealTimeLoop(EventLoop):
         self._stopped = False
 
     def now(self) -> float:
+        """``time.monotonic()``."""
         return time.monotonic()
 
     def call_at(self, when: float, callback: Callback, *args: Any) -> Timer:
+        """Run ``callback(*args)`` at monotonic time ``when`` (from the loop's thread)."""
         timer = Timer(when, callback, args)
         self._timers.push(timer)
         return timer
 
     def call_soon_threadsafe(self, callback: Callback, *args: Any) -> None:
+        """Hand ``callback(*args)`` to the loop from any thread (wakes its selector)."""
         with self._lock:
             self._pending.append((callback, args))
         try:
@@ -159,9 +181,11 @@ class RealTimeLoop(EventLoop):
             pass
 
     def add_reader(self, sock: socket.socket, callback: Callable[[], object]) -> None:
+        """Call ``callback()`` whenever ``sock`` is readable."""
         self._selector.register(sock, selectors.EVENT_READ, callback)
 
     def remove_reader(self, sock: socket.socket) -> None:
+        """Stop watching ``sock`` (nothing happens if it was not watched)."""
         try:
             self._selector.unregister(sock)
         except (KeyError, ValueError):
@@ -189,6 +213,9 @@ class RealTimeLoop(EventLoop):
             timer.callback(*timer.args)
 
     def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Run timers, handed-over callbacks and readers until ``done()`` (True), ``timeout`` wall-clock
+        seconds passed, or ``stop()`` was called (False).
+        """
         deadline = None if timeout is None else self.now() + timeout
         self._stopped = False
         while not done():
@@ -212,6 +239,7 @@ class RealTimeLoop(EventLoop):
         return True
 
     def run_forever(self) -> None:
+        """Run until ``stop()``."""
         self.run_until(lambda: False)
 
     def stop(self) -> None:
@@ -220,6 +248,7 @@ class RealTimeLoop(EventLoop):
         self.call_soon_threadsafe(lambda: None)
 
     def close(self) -> None:
+        """Close the selector and the wake-up sockets."""
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()

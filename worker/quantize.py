@@ -21,7 +21,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from worker.errors import AgentError
+from worker.errors import AgentError, Int32OverflowError
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -36,7 +36,18 @@ class UnsupportedArray(AgentError, TypeError):
 
 
 def check_array(array: npt.ArrayLike) -> np.ndarray:
-    """The array, if its dtype can be reduced (its values are checked with the other ranks)."""
+    """The array as numpy, if its dtype can be reduced (float32/64, int32/64).
+
+    Raises
+    ------
+    UnsupportedArray
+        Another dtype (the message names it).
+
+    Examples
+    --------
+    >>> check_array([1, 2]).dtype
+    dtype('int64')
+    """
     arr = np.asarray(array)
     if arr.dtype.type not in SUPPORTED_DTYPES:
         raise UnsupportedArray(f"allreduce supports float32, float64, int32 and int64 arrays, not {arr.dtype}")
@@ -44,21 +55,33 @@ def check_array(array: npt.ArrayLike) -> np.ndarray:
 
 
 def range_marker(flat: np.ndarray, rank: int) -> int:
-    """What an int64 array sends in its range agreement: 0, or BAD_INPUT + rank if a value does
-    not fit int32."""
+    """What an int64 array sends in its range agreement: 0, or BAD_INPUT + rank if a value does not fit int32.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> range_marker(np.array([1], dtype=np.int64), 3), range_marker(np.array([2**40], dtype=np.int64), 3) - BAD_INPUT
+    (0, 3)
+    """
     if flat.dtype == np.int64 and flat.size and (flat.min() < INT32_MIN or flat.max() > INT32_MAX):
         return BAD_INPUT + rank
     return 0
 
 
 def ints_to_int32(flat: np.ndarray) -> np.ndarray:
-    """int32/int64 values as int32; int64 values outside int32 raise a clear error."""
+    """int32/int64 values as int32.
+
+    Raises
+    ------
+    Int32OverflowError
+        An int64 value outside the int32 range.
+    """
     if flat.dtype == np.int32:
         return flat
     out_of_range = (flat < INT32_MIN) | (flat > INT32_MAX)
     if np.any(out_of_range):
         i = int(np.flatnonzero(out_of_range)[0])
-        raise OverflowError(
+        raise Int32OverflowError(
             f"int64 allreduce: element {i} = {int(flat[i])} does not fit int32, "
             f"the switches' value type (range {INT32_MIN}..{INT32_MAX})"
         )
@@ -66,12 +89,26 @@ def ints_to_int32(flat: np.ndarray) -> np.ndarray:
 
 
 def blocks(n: int, block: int) -> int:
+    """How many blocks of ``block`` values hold ``n`` values.
+
+    Examples
+    --------
+    >>> blocks(5, 2)
+    3
+    """
     return (n + block - 1) // block
 
 
 def block_exponents(flat: np.ndarray, block: int, rank: int = 0) -> np.ndarray:
     """Per block, the smallest E with max|x| < 2^E (ZERO_BLOCK_EXPONENT for an all-zero block,
-    BAD_INPUT + rank for a block with a NaN or inf)."""
+    BAD_INPUT + rank for a block with a NaN or inf): what workers agree on by a MAX round.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> block_exponents(np.array([1.5, -2.25, 0.0, 3.0]), 2)
+    array([2, 2], dtype=int32)
+    """
     nb = blocks(flat.size, block)
     padded = np.zeros(nb * block, dtype=np.float64)
     padded[: flat.size] = np.abs(flat)
@@ -85,12 +122,33 @@ def block_exponents(flat: np.ndarray, block: int, rank: int = 0) -> np.ndarray:
 
 
 def headroom_bits(n_workers: int, op: str) -> int:
-    """Bits kept free so an n-way sum fits (a MAX needs none)."""
+    """Bits kept free so an n-way sum fits (a MAX needs none).
+
+    Examples
+    --------
+    >>> headroom_bits(8, "sum"), headroom_bits(8, "max")
+    (3, 0)
+    """
     return 0 if op == "max" else math.ceil(math.log2(max(1, n_workers)))
 
 
 def shifts(exponents: np.ndarray, n_workers: int, op: str) -> np.ndarray:
-    """The power-of-two shift of each block, the same on every worker given the agreed exponents."""
+    """The power-of-two shift of each block, the same on every worker given the agreed exponents.
+
+    Parameters
+    ----------
+    exponents : numpy.ndarray
+        The agreed (MAX over workers) block exponents.
+    n_workers : int
+    op : str
+        ``"sum"`` keeps headroom for the n-way sum; ``"max"`` needs none.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shifts(np.array([2, 2]), 2, "sum")
+    array([27, 27])
+    """
     e = exponents.astype(np.int64)
     s = HEADROOM_BITS - headroom_bits(n_workers, op) - e
     s[e == ZERO_BLOCK_EXPONENT] = 0
@@ -98,11 +156,36 @@ def shifts(exponents: np.ndarray, n_workers: int, op: str) -> np.ndarray:
 
 
 def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
+    """Float values as int32: each block scaled by 2^shift and rounded (what the switches add).
+
+    Parameters
+    ----------
+    flat : numpy.ndarray
+        Float values.
+    shift : numpy.ndarray
+        One shift per block (``shifts``).
+    block : int
+        Values per block (K, the values of a packet).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> quantize(np.array([1.5, -2.25]), np.array([2]), 2)
+    array([ 6, -9], dtype=int32)
+    """
     per_value = np.repeat(shift, block)[: flat.size]
     q = np.rint(np.ldexp(flat.astype(np.float64), per_value.astype(np.int32)))
     return q.astype(np.int32)
 
 
 def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype: npt.DTypeLike) -> np.ndarray:
+    """The inverse of ``quantize``: int32 sums back to floats of ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> dequantize(np.array([6, -9], dtype=np.int32), np.array([2]), 2, np.float32)
+    array([ 1.5 , -2.25], dtype=float32)
+    """
     per_value = np.repeat(shift, block)[: q.size]
     return np.ldexp(q.astype(np.float64), (-per_value).astype(np.int32)).astype(dtype)

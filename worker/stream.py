@@ -111,7 +111,26 @@ def stripe(weights: list[float], assigned: list[int], n_chunks: int) -> np.ndarr
     its share of the weights; chunks go to trees in the order of these positions (ties to the lower
     tree), continuing after the ``assigned`` chunks each tree already had. Shares are kept exactly
     over any prefix, to within one chunk per tree, the trees interleave evenly, and the result depends
-    only on the weights and the counts, so every worker computes the same striping."""
+    only on the weights and the counts, so every worker computes the same striping.
+
+    Parameters
+    ----------
+    weights : list of float
+        Each tree's rate (any scale).
+    assigned : list of int
+        Chunks each tree already had.
+    n_chunks : int
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 tree positions, one per chunk.
+
+    Examples
+    --------
+    >>> stripe([3.0, 1.0], [0, 0], 8)
+    array([0, 0, 1, 0, 0, 0, 1, 0])
+    """
     if len(weights) == 1:
         return np.zeros(n_chunks, dtype=np.int64)
     total = float(sum(weights))
@@ -126,7 +145,14 @@ def stripe(weights: list[float], assigned: list[int], n_chunks: int) -> np.ndarr
 
 
 def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
-    """The cursor of each of the next ``n_chunks`` chunks (advancing the cursors' chunk counts)."""
+    """The cursor of each of the next ``n_chunks`` chunks (advancing the cursors' chunk counts).
+
+    Examples
+    --------
+    >>> cursors = [TreeCursor(0, 1.0, 64, [], "10.0.0.9"), TreeCursor(1, 1.0, 64, [], "10.0.0.9")]
+    >>> [c.tree_id for c in assign_trees(cursors, 4)], cursors[1].next_index
+    ([0, 1, 0, 1], 2)
+    """
     picks = stripe([c.weight for c in cursors], [c.next_index for c in cursors], n_chunks)
     counts = np.bincount(picks, minlength=len(cursors))
     for c, count in zip(cursors, counts, strict=True):

@@ -55,6 +55,7 @@ class ReceivedBatch:
 
     @classmethod
     def single(cls, payload: bytes, src_ip: str) -> ReceivedBatch:
+        """A batch of one datagram (what one-at-a-time transports deliver)."""
         return cls(
             np.frombuffer(payload, dtype=np.uint8).reshape(1, len(payload)),
             np.array([len(payload)], dtype=np.uint32),
@@ -65,9 +66,11 @@ class ReceivedBatch:
         return len(self.lengths)
 
     def payload(self, i: int) -> bytes:
+        """Datagram ``i``'s bytes."""
         return self.rows[i, : min(int(self.lengths[i]), self.rows.shape[1])].tobytes()
 
     def source_ip(self, i: int) -> str:
+        """Datagram ``i``'s sender, dotted."""
         return udp.ip_text(int(self.source_ips[i]))
 
 
@@ -102,6 +105,7 @@ class Transport:
         self._batch_handlers.setdefault(port, []).append(handler)
 
     def unbind(self, port: int, handler: Handler | BatchHandler | None = None) -> None:
+        """Stop delivering ``port`` to ``handler`` (every handler of the port when None)."""
         for table in (self._handlers, self._batch_handlers):
             handlers = table.get(port, [])
             if handler is None:
@@ -110,6 +114,7 @@ class Transport:
                 handlers.remove(handler)  # type: ignore[arg-type]  # in the list, so of its type
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
+        """Send one UDP payload to ``dst_ip:port``."""
         raise NotImplementedError
 
     def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
@@ -143,6 +148,7 @@ class Transport:
                     handler(batch.payload(i), batch.source_ip(i))
 
     def close(self) -> None:
+        """Release the transport's sockets (nothing for frame transports)."""
         self._handlers.clear()
         self._batch_handlers.clear()
 
@@ -158,6 +164,7 @@ class FrameTransport(Transport):
         self.neighbours = dict(neighbours or {})  # ip -> mac of the other hosts (static ARP)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
+        """Wrap ``payload`` in an Ethernet/IPv4/UDP frame to the neighbour ``dst_ip`` and send it."""
         frame = codec.build_udp_frame(
             payload, self.mac, self.neighbours.get(dst_ip, BROADCAST_MAC), self.ip, dst_ip, src_port=port, dst_port=port
         )
@@ -166,6 +173,7 @@ class FrameTransport(Transport):
         self.send_frame(frame)
 
     def send_frame(self, frame: bytes) -> None:
+        """Move one whole Ethernet frame (the subclass's medium)."""
         raise NotImplementedError
 
     def receive_frame(self, frame: bytes) -> None:
@@ -207,6 +215,7 @@ class AttachTransport(FrameTransport):
         self.sock.sendto(b"", endpoint)
 
     def send_frame(self, frame: bytes) -> None:
+        """Send the frame to the in-process network's endpoint as one datagram."""
         self.sock.sendto(frame, self.endpoint)
 
     def _readable(self) -> None:
@@ -219,6 +228,7 @@ class AttachTransport(FrameTransport):
                 self.receive_frame(frame)
 
     def close(self) -> None:
+        """Stop reading the endpoint's socket and close it."""
         super().close()
         self.loop.remove_reader(self.sock)
         self.sock.close()
@@ -287,14 +297,17 @@ class UdpTransport(Transport):
         return sock
 
     def bind(self, port: int, handler: Handler) -> None:
+        """Open (once) a socket on ``port`` and deliver its datagrams one by one to ``handler``."""
         super().bind(port, handler)
         self._socket(port)
 
     def bind_batch(self, port: int, handler: BatchHandler) -> None:
+        """Open (once) a socket on ``port`` and deliver its datagrams in batches to ``handler``."""
         super().bind_batch(port, handler)
         self._socket(port)
 
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
+        """Send one datagram (counted as lost when the kernel refuses it)."""
         self.sent_packets += 1
         self.sent_bytes += len(payload)
         try:
@@ -303,6 +316,7 @@ class UdpTransport(Transport):
             self.send_buffer_full += 1  # a lost packet: retransmission recovers it
 
     def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
+        """Send ``rows`` (one datagram each) to ``dst_ip:port`` in batches; return how many the kernel took."""
         n = len(rows)
         if n == 0:
             return 0
@@ -345,6 +359,7 @@ class UdpTransport(Transport):
                 return  # drained (a full batch may have more behind it)
 
     def close(self) -> None:
+        """Close every socket."""
         super().close()
         for sock in self._socks.values():
             self.loop.remove_reader(sock)
