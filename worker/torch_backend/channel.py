@@ -16,6 +16,13 @@ from worker.torch_backend.process_group import SwitchChannel
 
 
 def load_plan(options: InaOptions):
+    """The job's plan: from the INA_PLAN file, or fetched from the controller's job service.
+
+    Raises
+    ------
+    InaConfigError
+        The plan file cannot be read or parsed, or the service cannot give the job.
+    """
     from controller.plan import JobPlan, PlanFormatError
 
     if options.plan:
@@ -49,6 +56,7 @@ def fetch_plan(controller: str, job: str, timeout: float):
 
 
 def make_transport(options: InaOptions, plan, me):
+    """The transport INA_TRANSPORT names for host ``me`` of ``plan`` (kernel UDP or an attach endpoint)."""
     kind, endpoints = options.transport_kind()
     if kind == "udp":
         from worker.transport import UdpTransport
@@ -79,6 +87,7 @@ class AgentChannel(SwitchChannel):
 
     @classmethod
     def connect(cls, options: InaOptions, rank: int, size: int) -> AgentChannel:
+        """A worker agent of this rank on the job's plan, over the configured transport."""
         from worker.agent import WorkerAgent
 
         plan = load_plan(options)
@@ -97,8 +106,10 @@ class AgentChannel(SwitchChannel):
         return cls(agent, transport, options.timeout)
 
     def aggregate(self, array: np.ndarray, op: str) -> np.ndarray:
+        """One exchange of ``array`` through the switches (``op`` "sum" or "max")."""
         return self.agent.allreduce(array, op, timeout=self.timeout)
 
     def close(self) -> None:
+        """Close the agent and its transport."""
         self.agent.close()
         self.transport.close()

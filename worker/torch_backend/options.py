@@ -77,6 +77,7 @@ class InaOptions:
         return opts
 
     def validate(self) -> None:
+        """Raise InaConfigError naming the first option that cannot be used."""
         if not self.plan:
             if not self.controller:
                 raise InaConfigError(
@@ -106,6 +107,18 @@ class InaOptions:
 
 
 def parse_host_port(text: str, what: str) -> tuple[str, int]:
+    """``HOST:PORT`` as (host, port).
+
+    Raises
+    ------
+    InaConfigError
+        Not of that form, or a port outside 1..65535.
+
+    Examples
+    --------
+    >>> parse_host_port("127.0.0.1:50050", "INA_CONTROLLER")
+    ('127.0.0.1', 50050)
+    """
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise InaConfigError(f"{what} must be HOST:PORT, got {text!r}")

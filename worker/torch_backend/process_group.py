@@ -69,9 +69,11 @@ class InaProcessGroup(dist.ProcessGroup):
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:
+        """``"ina"``."""
         return BACKEND_NAME
 
     def name(self) -> str:
+        """``"ina"``."""
         return BACKEND_NAME
 
     @property
@@ -81,15 +83,18 @@ class InaProcessGroup(dist.ProcessGroup):
 
     @property
     def channel(self) -> SwitchChannel:
+        """The switch channel this group's reductions go through."""
         return self._channel
 
     # -- reductions through the switches ---------------------------------------------------------
     def allreduce(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
+        """all_reduce through the switches (SUM, AVG, MAX, MIN on float32/int32/int64 tensors)."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         reduction = SwitchReduction(tensors, op, self.size())
         return self._submit(reduction, "all_reduce")
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
+        """all_reduce of several tensors in one exchange."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         return self._submit(SwitchReduction(tensors, op, self.size()), "all_reduce_coalesced")
 
@@ -169,4 +174,5 @@ class SwitchChannel:
     aggregate: Aggregate
 
     def close(self) -> None:
+        """Release what the channel holds."""
         raise NotImplementedError

@@ -55,6 +55,13 @@ def op_name(op) -> str:
 
 
 def check_op(op) -> str:
+    """The name of a torch ReduceOp the switches can perform.
+
+    Raises
+    ------
+    InaUnsupportedError
+        PRODUCT, bitwise ops and the like (the message lists what is supported).
+    """
     name = op_name(op)
     if name not in SUPPORTED_OPS:
         raise InaUnsupportedError(
@@ -65,6 +72,7 @@ def check_op(op) -> str:
 
 
 def check_tensor(t: torch.Tensor, what: str = "all_reduce") -> None:
+    """Raise InaUnsupportedError unless ``t`` is a dense tensor of a dtype the switches can reduce."""
     if not isinstance(t, torch.Tensor):
         raise InaUnsupportedError(f"{what} expects torch tensors, got {type(t).__name__}")
     if t.layout != torch.strided:

@@ -35,6 +35,7 @@ class Session:
 
 
 def open_session(key: Hashable, rank: int, connect: Callable[[], object]) -> Session:
+    """The process-wide session for ``key`` (one agent per job and rank), made with ``connect`` once."""
     with _lock:
         session = _sessions.get(key)
         if session is None:

@@ -29,6 +29,7 @@ class InaWork(dist.Work):
         self._what = what
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        """Block until the operation completes; raise its error, or TimeoutError after ``timeout``."""
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
         if not self._done.wait(seconds if seconds and seconds > 0 else None):
             raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
@@ -36,12 +37,15 @@ class InaWork(dist.Work):
         return True
 
     def get_future(self) -> torch.futures.Future:
+        """A torch Future completed with the result."""
         return self._future
 
     def is_completed(self) -> bool:
+        """Whether the operation finished (successfully or not)."""
         return self._done.is_set()
 
     def is_success(self) -> bool:
+        """Whether it finished without an error."""
         if not self._done.is_set():
             return False
         try:
@@ -51,6 +55,7 @@ class InaWork(dist.Work):
         return True
 
     def exception(self):
+        """Its error, or None (also while running)."""
         if not self._done.is_set():
             return None
         try:
@@ -60,6 +65,7 @@ class InaWork(dist.Work):
         return None
 
     def result(self):
+        """The output tensors (waits)."""
         self.wait()
         return self._future.value()
 
