@@ -9,6 +9,8 @@ compiles into a private temporary file and renames it into place.
 
     lib = load_library("udp_batch", [Path("native/udp_batch.c")])      # ctypes.CDLL
     lib = load_library("prog", [], generated={"prog.c": source_text})   # generated code, no file on disk
+    objs = build_objects("runtime", [Path("a.c"), Path("b.c")])          # object files, compiled once,
+    lib = load_library("prog", objs, generated={"prog.c": text})         # linked into many libraries
 
 Errors: :class:`CompilerMissing` when no C compiler is on PATH (callers fall back and say why),
 :class:`CompileError` with the compiler's messages when the code does not compile.
@@ -27,7 +29,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["CompileError", "CompilerMissing", "NativeBuildError", "cache_dir", "compiler", "load_library"]
+__all__ = [
+    "CompileError",
+    "CompilerMissing",
+    "NativeBuildError",
+    "build_objects",
+    "cache_dir",
+    "compiler",
+    "load_library",
+]
 
 DEFAULT_CFLAGS = ("-O2", "-fPIC", "-shared", "-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-unused-variable")
 _loaded: dict[str, ctypes.CDLL] = {}
@@ -127,6 +137,52 @@ def load_library(
         lib = ctypes.CDLL(str(target))
         _loaded[digest] = lib
         return lib
+
+
+def build_objects(
+    name: str, sources: Sequence[Path], *, include_dirs: Sequence[Path] = (), cflags: Sequence[str] = DEFAULT_CFLAGS
+) -> list[Path]:
+    """Compile C sources into object files once per key (sources, headers of include_dirs, flags,
+    compiler version), for linking into several libraries with load_library: a library that shares a
+    large part with others (softswitch's runtime under each program) then compiles only its own part.
+    Returns the object files (one per source, in order). Raises CompilerMissing / CompileError."""
+    cc, version = compiler()
+    flags = [f for f in cflags if f != "-shared"]
+    key = hashlib.sha256()
+    for part in (name, cc, version, *flags):
+        key.update(part.encode() + b"\0")
+    texts = {str(src): Path(src).read_bytes() for src in sources}
+    for inc in include_dirs:
+        for header in sorted(Path(inc).glob("*.h")):
+            texts[str(header)] = header.read_bytes()
+    for fname in sorted(texts):
+        key.update(fname.encode() + b"\0" + texts[fname] + b"\0")
+    out_dir = cache_dir() / f"{name}-{key.hexdigest()[:20]}.objects"
+    objects = [out_dir / (Path(src).stem + ".o") for src in sources]
+    with _lock:
+        if all(o.exists() for o in objects):
+            return objects
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f"ina-{name}-", dir=out_dir.parent) as tmp:
+            procs = []
+            for src in sources:
+                obj = Path(tmp) / (Path(src).stem + ".o")
+                cmd = [cc, *flags, *(f"-I{d}" for d in include_dirs), "-c", "-o", str(obj), str(src)]
+                procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+            for cmd, proc in procs:
+                _, err = proc.communicate()
+                if proc.returncode != 0:
+                    raise CompileError(f"{name}: the C compiler failed ({' '.join(cmd)}):\n{err.strip()}")
+            staged = Path(tmp) / "done"
+            staged.mkdir()
+            for src in sources:
+                os.replace(Path(tmp) / (Path(src).stem + ".o"), staged / (Path(src).stem + ".o"))
+            try:
+                os.rename(staged, out_dir)  # atomic: another process may have won the race
+            except OSError:
+                if not all(o.exists() for o in objects):
+                    raise
+    return objects
 
 
 def _compile(cc, name, sources, generated, include_dirs, cflags, libs, target: Path) -> None:

@@ -5,9 +5,11 @@ ctypes view of it: the exported functions with their signatures and the program 
     lib.api.ss_switch_create(None)                                          # the ctypes functions
     lib.descriptor                                                          # ProgramDescriptor
 
-One shared object per program: the runtime is compiled into each (with -fvisibility=hidden, so
+One shared object per program: the runtime is linked into each (with -fvisibility=hidden, so
 several programs load side by side without clashing), cached by native/build.py under a hash of the
-runtime sources, the program's C, the flags and the compiler version.
+runtime sources, the program's C, the flags and the compiler version. The runtime's object files are
+compiled once (native.build.build_objects) and linked into every program's library, so a new program
+costs only the compilation of its own C.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from native.build import DEFAULT_CFLAGS, load_library
+from native.build import DEFAULT_CFLAGS, build_objects, load_library
 
 __all__ = ["INCLUDE_DIR", "RUNTIME_SOURCES", "NativeLibrary", "ProgramDescriptor", "build_library"]
 
@@ -319,9 +321,12 @@ def build_library(name: str, generated: Mapping[str, str] | None = None, sources
     """Compile (or reuse) the runtime together with a program's C (generated text or files on disk)
     into one shared object and load it. Raises native.build.CompilerMissing / CompileError."""
     extra = tuple(shlex.split(os.environ.get("SOFTSWITCH_NATIVE_CFLAGS", "")))  # e.g. -g -fsanitize=address
+    runtime = build_objects(
+        "softswitch-runtime", RUNTIME_SOURCES, include_dirs=[INCLUDE_DIR, SOURCE_DIR], cflags=CFLAGS + extra
+    )
     cdll = load_library(
         f"softswitch-{name}",
-        [*RUNTIME_SOURCES, *sources],
+        [*runtime, *sources],
         generated=generated,
         include_dirs=[INCLUDE_DIR, SOURCE_DIR],
         cflags=CFLAGS + extra,

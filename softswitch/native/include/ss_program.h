@@ -124,6 +124,8 @@ typedef struct ss_packet {
     int32_t clone_list, resubmit_list, recirculate_list;
     uint32_t truncate; /* truncate(length) in egress; 0 = none */
     ss_worker *worker;
+    struct ss_register *registers; /* the switch's registers, by descriptor index (generated code reads
+                                      and writes their elements directly) */
 } ss_packet;
 
 /* ------------------------------------------------------------------ the program descriptor */

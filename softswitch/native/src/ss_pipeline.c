@@ -60,6 +60,7 @@ static ss_packet *ctx_push(ss_worker *w) {
     p->meta = (uint8_t *)p->hdr + round8(prog->hdr_size);
     p->sw = w->sw;
     p->worker = w;
+    p->registers = w->sw->registers;
     return p;
 }
 
