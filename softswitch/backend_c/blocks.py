@@ -1,0 +1,333 @@
+"""C functions of the program's parser, controls, actions and tables, and the entry points the
+runtime's program descriptor names.
+
+* The parser is one function, `uint32_t parse_<P>(ss_packet *p)`: its states are labels, `off` the bit
+  offset, errors `goto parse_error`.
+* A control instance has a frame struct `F_<C>` (its parameters: objects by pointer, scalars by value;
+  and its control-local variables) and `int control_<C>(ss_packet *p, F_<C> *C)`, which runs the
+  control-local initializers and the apply block.
+* An action is `int action_<A>(ss_packet *p, F_<C> *C, parameters...)`: directional scalars as
+  pointers to the caller's temporaries, objects as pointers, action data by value.
+* A table is `int table_<T>(ss_packet *p, F_<C> *C, ss_apply_result *r)`: builds the key bytes, calls
+  ss_table_lookup and runs the action it returns with the entry's data.
+* Functions return 1 when `exit` ran. The entries (`ingress_entry`, ...) build the top-level frames
+  from the packet and ignore that.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import walk
+from .expressions import ExpressionEmitter, GeneratedNames, Scope
+from .layout import TypeLayout
+from .statements import StatementEmitter, parameter_member
+from .values import literal, value_type, width_of
+from .writer import CWriter, NameAllocator, Unsupported, member
+
+ROLE_PARAMETERS = {  # what each v1model block's parameters are, in order
+    "parser": ("packet", "hdr", "meta", "sm"),
+    "verify": ("hdr", "meta"),
+    "ingress": ("hdr", "meta", "sm"),
+    "egress": ("hdr", "meta", "sm"),
+    "compute": ("hdr", "meta"),
+    "deparser": ("packet", "hdr"),
+}
+
+
+class BlockEmitter:
+    def __init__(self, program: ir.Program, layout: TypeLayout, names: GeneratedNames, allocator: NameAllocator):
+        self.program = program
+        self.layout = layout
+        self.names = names
+        self.allocator = allocator
+        self.x = ExpressionEmitter(layout, names)
+        self.statements = StatementEmitter(self.x, layout)
+        self.frames = CWriter()  # frame struct declarations
+        self.prototypes = CWriter()
+        self.bodies = CWriter()
+
+    # ---------------------------------------------------------------- naming and analysis
+    def declare_names(self) -> None:
+        """C names of every action, table and control (before any body refers to them)."""
+        for action in self.program.actions:
+            self.names.functions[action] = self.allocator.fresh("action_" + action.qualified_name)
+        for block in self.program.blocks():
+            if isinstance(block, ir.Control):
+                prefix = block.qualified_name
+                self.names.functions[block] = self.allocator.fresh("control_" + prefix)
+                self.names.frames[block] = self.allocator.fresh("F_" + prefix)
+                for action in block.actions:
+                    self.names.functions[action] = self.allocator.fresh("action_" + action.qualified_name)
+                for table in block.tables:
+                    self.names.functions[table] = self.allocator.fresh("table_" + table.qualified_name)
+        for block in self.program.blocks():
+            if isinstance(block, ir.Control):
+                self._may_exit(block)
+
+    def _may_exit(self, item: object) -> bool:
+        """Whether an exit can end `item` (an action, table or control) and the code that called it."""
+        known = self.names.may_exit.get(item)
+        if known is not None:
+            return known
+        self.names.may_exit[item] = False  # P4 has no recursion; guards against revisiting
+        if isinstance(item, ir.Table):
+            result = any(self._may_exit(ref.action) for ref in item.actions) or self._may_exit(
+                item.default_action.action
+            )
+        else:
+            body = item.body
+            result = False
+            for node in walk(body):
+                if isinstance(node, ir.Exit):
+                    result = True
+                elif isinstance(node, ir.ActionCall):
+                    result = self._may_exit(node.action) or result
+                elif isinstance(node, ir.TableApply):
+                    result = self._may_exit(node.table) or result
+                elif isinstance(node, ir.ControlApply):
+                    result = self._may_exit(node.control) or result
+        self.names.may_exit[item] = result
+        return result
+
+    # ---------------------------------------------------------------- actions
+    def action(self, action: ir.Action, frame_type: str | None, control_scope: Scope) -> None:
+        name = self.names.functions[action]
+        scope = control_scope.child()
+        params = ["ss_packet *p", f"{frame_type} *C" if frame_type else "void *C"]
+        for parameter in action.parameters:
+            pname = self.allocator.fresh("param_" + parameter.name)
+            if ir.is_object(parameter.type):
+                params.append(f"{self.layout.type_name(parameter.type)} *{pname}")
+                scope.variables[parameter] = f"(*{pname})"
+            elif parameter.direction in ("out", "inout"):
+                params.append(f"{value_type(parameter.type, parameter.position)} *{pname}")
+                scope.variables[parameter] = f"(*{pname})"
+            else:
+                params.append(f"{value_type(parameter.type, parameter.position)} {pname}")
+                scope.variables[parameter] = pname
+        signature = f"static int {name}({', '.join(params)})"
+        self.prototypes.write(signature + ";")
+        out = self.bodies
+        out.write(f"/* action {action.qualified_name} */")
+        with out.block(signature):
+            out.write("(void)C;")
+            self.statements.block(out, action.body.statements, scope)
+            out.write("return 0;")
+        out.write("")
+
+    # ---------------------------------------------------------------- tables
+    def table(self, table: ir.Table, frame_type: str, scope: Scope) -> None:
+        name = self.names.functions[table]
+        signature = f"static int {name}(ss_packet *p, {frame_type} *C, ss_apply_result *r)"
+        self.prototypes.write(signature + ";")
+        out = self.bodies
+        table_id = self.names.table_ids[table.qualified_name]
+        out.write(f"/* table {table.qualified_name} */")
+        with out.block(signature):
+            key_bytes = sum((k.width + 7) // 8 for k in table.keys)
+            out.write(f"uint8_t key[{max(key_bytes, 1)}];")
+            offset = 0
+            for k in table.keys:
+                nbytes = (k.width + 7) // 8
+                value = self.x.value(k.expression, scope)
+                if width_of(k.expression.type) > 64:
+                    out.write(f"ss_store_be128(key + {offset}, {nbytes}, {value});")
+                else:
+                    out.write(f"ss_store_be(key + {offset}, {nbytes}, {value});")
+                offset += nbytes
+            out.write(f"const ss_action_call *call = ss_table_lookup(p, {table_id}, key);")
+            out.write("r->hit = call->hit;")
+            out.write("r->action = call->action;")
+            refs = {ref.action.qualified_name: ref for ref in table.actions}
+            default = table.default_action.action
+            refs.setdefault(default.qualified_name, ir.TableAction(action=default))
+            with out.block("switch (call->action)"):
+                for qualified_name, ref in refs.items():
+                    with out.block(f"case {self.names.action_ids[qualified_name]}:"):
+                        self.statements.call_action(
+                            out, ref.action, ref.bound_arguments, self._action_data(ref.action), scope
+                        )
+                        out.write("break;")
+            out.write("return 0;")
+        out.write("")
+
+    def _action_data(self, action: ir.Action) -> list[str]:
+        codes, word = [], 0
+        for parameter in action.data_parameters:
+            if width_of(parameter.type) > 64:
+                codes.append(f"((ss_u128)call->data[{word + 1}] << 64 | call->data[{word}])")
+                word += 2
+            else:
+                codes.append(f"call->data[{word}]")
+                word += 1
+        return codes
+
+    # ---------------------------------------------------------------- controls
+    def control(self, control: ir.Control) -> None:
+        frame_type = self.names.frames[control]
+        scope = Scope()
+        members: list[str] = []
+        for parameter in control.parameters:
+            slot = parameter_member(parameter)
+            if ir.is_object(parameter.type):
+                members.append(f"{self.layout.type_name(parameter.type)} *{slot};")
+                scope.variables[parameter] = f"(*C->{slot})"
+            elif isinstance(parameter.type, ir.ExternType):
+                if parameter.type.name != "packet_out":
+                    raise Unsupported(f"a control parameter of type {parameter.type}", parameter.position)
+                members.append(f"ss_out_cursor *{slot};")
+                scope.variables[parameter] = f"C->{slot}"
+            else:
+                members.append(f"{value_type(parameter.type, parameter.position)} {slot};")
+                scope.variables[parameter] = f"C->{slot}"
+        for local in control.variables:
+            slot = parameter_member(local.variable)
+            members.append(f"{self.layout.variable(local.variable.type, local.position)} {slot};")
+            scope.variables[local.variable] = f"C->{slot}"
+        with self.frames.block("typedef struct"):
+            for line in members or ["uint8_t ss_empty;"]:
+                self.frames.write(line)
+        self.frames.lines[-1] = f"}} {frame_type};"
+        self.frames.write("")
+        for local in control.locals:
+            if isinstance(local, ir.Action):
+                self.action(local, frame_type, scope)
+            elif isinstance(local, ir.Table):
+                self.table(local, frame_type, scope)
+        name = self.names.functions[control]
+        signature = f"static int {name}(ss_packet *p, {frame_type} *C)"
+        self.prototypes.write(signature + ";")
+        out = self.bodies
+        out.write(f"/* control {control.qualified_name} ({control.name}) */")
+        with out.block(signature):
+            for local in control.variables:
+                slot = f"C->{parameter_member(local.variable)}"
+                if local.initializer is None:
+                    out.write(f"memset(&{slot}, 0, sizeof {slot});")
+                elif ir.is_object(local.variable.type):
+                    out.write(f"{slot} = {self.x.object_value(local.initializer, scope)};")
+                else:
+                    out.write(f"{slot} = {self.x.value(local.initializer, scope)};")
+            self.statements.block(out, control.body.statements, scope.child())
+            out.write("return 0;")
+        out.write("")
+
+    def control_entry(self, role: str, control: ir.Control, packet_types: dict[str, str]) -> str:
+        """`static void <role>_entry(ss_packet *p)` (deparser: `uint32_t deparse_entry(p, out)`)."""
+        frame_type = self.names.frames[control]
+        name = f"{role}_entry"
+        out = self.bodies
+        opening = (
+            f"static uint32_t {name}(ss_packet *p, uint8_t *out)"
+            if role == "deparser"
+            else f"static void {name}(ss_packet *p)"
+        )
+        with out.block(opening):
+            out.write(f"{frame_type} frame;")
+            if role == "deparser":
+                out.write("ss_out_cursor cursor = {out, 0};")
+            for parameter, what in zip(control.parameters, ROLE_PARAMETERS[role], strict=True):
+                slot = f"frame.{parameter_member(parameter)}"
+                out.write(f"{slot} = {packet_types[what]};" if what != "packet" else f"{slot} = &cursor;")
+            out.write(f"(void){self.names.functions[control]}(p, &frame);")
+            if role == "deparser":
+                out.write("return cursor.len;")
+        out.write("")
+        return name
+
+    # ---------------------------------------------------------------- the parser
+    def parser(self, parser: ir.Parser, packet_types: dict[str, str], unaligned: bool) -> str:
+        name = self.allocator.fresh("parse_" + parser.qualified_name)
+        scope = Scope(in_parser=True, unaligned=unaligned)
+        out = self.bodies
+        labels = {s.name: self.allocator.fresh("state_" + s.name) for s in parser.states}
+        out.write(f"/* parser {parser.qualified_name} */")
+        with out.block(f"static uint32_t {name}(ss_packet *p)"):
+            for parameter, what in zip(parser.parameters, ROLE_PARAMETERS["parser"], strict=True):
+                if what == "packet":
+                    continue
+                local = self.allocator.fresh("v_" + parameter.name)
+                out.write(f"{self.layout.type_name(parameter.type)} *{local} = {packet_types[what]};")
+                scope.variables[parameter] = f"(*{local})"
+            out.write("const uint8_t *data = p->data;")
+            out.write("const uint64_t nbits = (uint64_t)p->len * 8;")
+            out.write("uint64_t off = 0;")
+            out.write("uint32_t err = 0;")
+            for declaration in parser.locals:
+                self.statements.statement(out, declaration, scope)
+            out.write(f"goto {labels['start']};")
+            for state in parser.states:
+                out.write(f"{labels[state.name]}:")
+                with out.block(""):
+                    state_scope = scope.child()
+                    self.statements.block(out, state.statements, state_scope)
+                    self.transition(out, state.transition, labels, state_scope)
+            out.write("accept:")
+            out.write("p->parse_bits = (uint32_t)off;")
+            out.write("return 0;")
+            out.write("parse_error:")
+            out.write("p->parse_bits = (uint32_t)off;")
+            out.write("return err;")
+        out.write("")
+        return name
+
+    def transition(self, out: CWriter, t: ir.Transition, labels: dict[str, str], scope: Scope) -> None:
+        def goto(state: str) -> str:
+            return "goto accept;" if state in ("accept", "reject") else f"goto {labels[state]};"
+
+        if not t.keys:
+            assert t.next_state is not None
+            out.write(goto(t.next_state))
+            return
+        keys = []
+        for expression in t.keys:
+            key = self.x.temp("key")
+            out.write(f"{value_type(expression.type, expression.position)} {key} = {self.x.value(expression, scope)};")
+            keys.append((key, expression.type))
+        for case in t.cases:
+            conditions = []
+            for (key, key_type), keyset in zip(keys, case.keysets, strict=True):
+                conditions += self.keyset_condition(key, key_type, keyset, scope)
+            if not conditions:
+                out.write(goto(case.next_state))
+                return
+            out.write(f"if ({' && '.join(conditions)}) {goto(case.next_state)}")
+        out.write("err = 2; /* NoMatch */")
+        out.write("goto parse_error;")
+
+    def keyset_condition(self, key: str, key_type: ir.Type, keyset: ir.Keyset, scope: Scope) -> list[str]:
+        if keyset.is_default:
+            return []
+        assert keyset.value is not None
+        value = self.x.value(keyset.value, scope)
+        if keyset.mask is not None:
+            mask = self.x.value(keyset.mask, scope)
+            return [f"({key} & {mask}) == ({value} & {mask})"]
+        if keyset.high is not None:
+            high = self.x.value(keyset.high, scope)
+            if isinstance(key_type, ir.BitType) and key_type.signed:
+                sign = literal(1 << (key_type.width - 1), wide=key_type.width > 64)
+                return [f"({value} ^ {sign}) <= ({key} ^ {sign})", f"({key} ^ {sign}) <= ({high} ^ {sign})"]
+            return [f"{value} <= {key}", f"{key} <= {high}"]
+        return [f"{key} == {value}"]
+
+    # ---------------------------------------------------------------- field lists
+    def copy_field_list(self, metadata: ir.StructType) -> str:
+        """`copy_field_list(list, dst, src)`: the preserved user-metadata fields of each list."""
+        out = self.bodies
+        ctype = self.layout.type_name(metadata)
+        with out.block("static void copy_field_list(int32_t list, void *dst_meta, const void *src_meta)"):
+            out.write(f"{ctype} *dst = dst_meta;")
+            out.write(f"const {ctype} *src = src_meta;")
+            with out.block("switch (list)"):
+                for key, paths in self.program.field_lists.items():
+                    with out.block(f"case {self.names.field_list_ids[key]}:"):
+                        for path in paths:
+                            field = ".".join(member(part) for part in path)
+                            out.write(f"dst->{field} = src->{field};")
+                        out.write("break;")
+                out.write("default: break;")
+            out.write("(void)dst;")
+            out.write("(void)src;")
+        out.write("")
+        return "copy_field_list"

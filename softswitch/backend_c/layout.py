@@ -1,0 +1,174 @@
+"""C types of the program's headers, structs and header stacks, and the functions that move headers
+between packet bytes and those types.
+
+    typedef struct { uint8_t ss_valid; uint64_t dst_addr; ... } H_ethernet_t;    a header
+    typedef struct { H_ethernet_t ethernet; ... } S_headers_t;                   a struct
+    typedef struct { uint32_t ss_next; H_hop_t ss_e[4]; } K_hop_t_4;             a header stack
+
+standard_metadata_t is the runtime's `ss_standard_metadata` (same field names). Per header type,
+`extract_<H>(h, b)` fills a header from the bytes at b (its start on a byte boundary),
+`extract_bits_<H>(h, data, off)` from any bit offset (only generated where the parser may leave a
+byte boundary), and `emit_<H>(out, h)` writes its bytes and returns how many. Field offsets are
+compile-time constants, so each field is one load (or store), a byte swap and a shift.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from .values import U128, storage_type, value_type, width_of
+from .writer import CWriter, NameAllocator, Unsupported, identifier, member
+
+STANDARD_METADATA = "ss_standard_metadata"
+
+
+class TypeLayout:
+    """The C type of every P4 type the program uses; declarations in `types`, header functions in
+    `functions` (both written on first use, dependencies first)."""
+
+    def __init__(self, program: ir.Program, names: NameAllocator, unaligned_parsing: bool):
+        self.program = program
+        self.names = names
+        self.unaligned_parsing = unaligned_parsing
+        self.types = CWriter()
+        self.functions = CWriter()
+        self._declared: dict[object, str] = {}
+        self._header_io: set[str] = set()
+        self.standard_metadata = program.pipeline.standard_metadata_type
+        for t in program.types:
+            self.type_name(t)
+
+    # ---------------------------------------------------------------- type names
+    def type_name(self, t: ir.Type) -> str:
+        """The C type name of a header, struct or stack type (declared on first use)."""
+        if isinstance(t, ir.StructLikeType) and t == self.standard_metadata:
+            return STANDARD_METADATA
+        key = (type(t).__name__, str(t))
+        name = self._declared.get(key)
+        if name is not None:
+            return name
+        if isinstance(t, ir.HeaderType):
+            name = self.names.fresh("H_" + t.name)
+            self._struct(name, [("uint8_t", "ss_valid")] + self._members(t))
+        elif isinstance(t, ir.StructType):
+            name = self.names.fresh("S_" + t.name)
+            self._struct(name, self._members(t))
+        elif isinstance(t, ir.HeaderStackType):
+            element = self.type_name(t.element)
+            name = self.names.fresh(f"K_{t.element.name}_{t.size}")
+            self._struct(name, [("uint32_t", "ss_next"), (element, f"ss_e[{t.size}]")])
+        else:
+            raise Unsupported(f"a variable of type {t}")
+        self._declared[key] = name
+        return name
+
+    def _members(self, t: ir.StructLikeType) -> list[tuple[str, str]]:
+        return [(self.storage(f.type), member(f.name)) for f in t.fields]
+
+    def _struct(self, name: str, members: list[tuple[str, str]]) -> None:
+        with self.types.block("typedef struct"):
+            for ctype, field in members or [("uint8_t", "ss_empty")]:
+                self.types.write(f"{ctype} {field};")
+        self.types.lines[-1] = f"}} {name};"
+        self.types.write("")
+
+    def storage(self, t: ir.Type) -> str:
+        """The C type of a header/struct member of type t."""
+        if ir.is_object(t):
+            return self.type_name(t)
+        return storage_type(t)
+
+    def variable(self, t: ir.Type, position: object = None) -> str:
+        """The C type of a variable (local, parameter copy, control local) of type t."""
+        if ir.is_object(t):
+            return self.type_name(t)
+        return value_type(t, position)
+
+    # ---------------------------------------------------------------- header I/O
+    def header_io(self, t: ir.HeaderType) -> str:
+        """The suffix of the extract_/emit_ functions of header type t (written on first use)."""
+        suffix = identifier(t.name)
+        if suffix in self._header_io:
+            return suffix
+        self._header_io.add(suffix)
+        cname = self.type_name(t)
+        out = self.functions
+        nbytes = t.width // 8
+        out.write(f"/* {t.name}: {nbytes} bytes */")
+        variants = [(f"extract_{suffix}({cname} *h, const uint8_t *b)", "ss_field_get", "b, {offset}")]
+        if self.unaligned_parsing:
+            signature = f"extract_bits_{suffix}({cname} *h, const uint8_t *data, uint64_t off)"
+            variants.append((signature, "ss_bits_get", "data, off + {offset}"))
+        for signature, get, at in variants:
+            with out.block(f"static inline void {signature}"):
+                for f in t.fields:
+                    w = ir.field_width(f.type)
+                    out.write(
+                        f"h->{member(f.name)} = {get}{'128' if w > 64 else ''}({at.format(offset=f.offset)}, {w});"
+                    )
+                out.write("h->ss_valid = 1;")
+        with out.block(f"static inline uint32_t emit_{suffix}(uint8_t *o, const {cname} *h)"):
+            items = [(f"h->{member(f.name)}", ir.field_width(f.type)) for f in t.fields]
+            pack_items(out, "o", items)
+            out.write(f"return {nbytes};")
+        out.write("")
+        return suffix
+
+
+def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]]) -> int:
+    """Writes the values `items` ((code, width) pairs, MSB first) one after another from bit 0 of
+    `buffer`, zero bits after the last up to a byte boundary; returns the number of bytes. Fields that
+    together end on a byte boundary are combined into one number and stored with one big-endian store."""
+    runs: list[list[tuple[str, int, int]]] = []  # (code, width, bit position)
+    current: list[tuple[str, int, int]] = []
+    position = 0
+    for code, width in items:
+        current.append((code, width, position))
+        position += width
+        if position % 8 == 0:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    for run in runs:
+        start = run[0][2]
+        end = (run[-1][2] + run[-1][1] + 7) // 8 * 8
+        nbytes = (end - start) // 8
+        at = f"{buffer} + {start // 8}" if start else buffer
+        if end - start > 128:
+            out.write(f"memset({at}, 0, {nbytes});")
+            for code, width, bit in run:
+                put = "ss_bits_put128" if width > 64 else "ss_bits_put"
+                out.write(f"{put}({at}, {bit - start}, {width}, {code});")
+            continue
+        wide = end - start > 64
+        ctype = U128 if wide else "uint64_t"
+        parts = []
+        for code, width, bit in run:
+            shift = end - (bit + width)
+            value = f"({ctype}){code}"
+            parts.append(f"{value} << {shift}" if shift else value)
+        store = "ss_store_be128" if wide else "ss_store_be"
+        out.write(f"{store}({at}, {nbytes}, {' | '.join(parts)});")
+    return (position + 7) // 8
+
+
+def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:
+    """(code, width) of each field of a field list, header, struct or single value, in order: what
+    hash(), checksums and the like serialise (a header's validity is not part of it)."""
+    items: list[tuple[str, int]] = []
+
+    def add(x: ir.Expression) -> None:
+        t = x.type
+        if isinstance(x, ir.ListExpression):
+            for item in x.items:
+                add(item)
+        elif isinstance(t, ir.StructLikeType):
+            for f in t.fields:
+                add(ir.FieldAccess(base=x, field_name=f.name, type=f.type, position=x.position))
+        elif isinstance(t, (ir.BitType, ir.BoolType)) or (isinstance(t, ir.EnumType) and t.underlying is not None):
+            items.append((value_of(x), width_of(t)))
+        else:
+            raise Unsupported(f"a field list item of type {t}", x.position)
+
+    add(e)
+    return items

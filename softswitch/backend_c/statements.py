@@ -1,0 +1,357 @@
+"""C code of IR statements, written into a CWriter inside a generated function.
+
+Conventions (blocks.py makes the functions): every function has `ss_packet *p`; control and action
+functions return 1 when `exit` ran (the caller returns 1 at once, skipping copy-back) and 0 otherwise,
+and reach their control's frame through `C`; a parser reads `data` up to `nbits` at bit offset `off`
+and stops with `err = code; goto parse_error;`.
+
+Calls pass arguments as docs/softswitch-internals.md ("Calls") says: every argument is evaluated into
+a temporary, left to right, before the call; `in` values and objects are copies; `out`/`inout` scalars
+are copied in, passed by pointer to the temporary and copied back to the argument after a normal
+return; `out`/`inout` headers, structs and stacks are passed by reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import ir
+from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
+from .externs import ExternEmitter
+from .layout import TypeLayout
+from .values import U64, convert, literal, mask_code, value_type, width_of
+from .writer import CWriter, Unsupported
+
+
+class StatementEmitter:
+    def __init__(self, expressions: ExpressionEmitter, layout: TypeLayout):
+        self.x = expressions
+        self.layout = layout
+        self.names = expressions.names
+        self.externs = ExternEmitter(expressions, layout, self)
+
+    def block(self, out: CWriter, statements: Sequence[ir.Statement], scope: Scope) -> None:
+        for s in statements:
+            self.statement(out, s, scope)
+
+    def statement(self, out: CWriter, s: ir.Statement, scope: Scope) -> None:
+        method = getattr(self, "_" + type(s).__name__, None)
+        if method is None:
+            raise Unsupported(f"the statement {type(s).__name__}", s.position)
+        method(out, s, scope)
+
+    def nested(self, out: CWriter, opening: str, body: ir.Block, scope: Scope) -> None:
+        with out.block(opening):
+            self.block(out, body.statements, scope.child())
+
+    # ---------------------------------------------------------------- structure
+    def _Block(self, out: CWriter, s: ir.Block, scope: Scope) -> None:
+        self.nested(out, "", s, scope)
+
+    def _If(self, out: CWriter, s: ir.If, scope: Scope) -> None:
+        self.nested(out, f"if ({self.x.value(s.condition, scope)})", s.then, scope)
+        if s.otherwise is not None:
+            self.nested(out, "else", s.otherwise, scope)
+
+    def _ValueSwitch(self, out: CWriter, s: ir.ValueSwitch, scope: Scope) -> None:
+        selector = self.x.temp("sel")
+        with out.block(""):
+            out.write(f"{value_type(s.selector.type)} {selector} = {self.x.value(s.selector, scope)};")
+            cases = [(c.is_default, [self.x.value(label, scope) for label in c.labels], c.body) for c in s.cases]
+            self._cases(out, selector, cases, scope)
+
+    def _ActionRunSwitch(self, out: CWriter, s: ir.ActionRunSwitch, scope: Scope) -> None:
+        result = self.x.temp("r")
+        with out.block(""):
+            out.write(f"ss_apply_result {result};")
+            out.write(self.x.apply_table(s.apply.table, result))
+            cases = [
+                (c.is_default, [str(self.names.action_ids[a.qualified_name]) for a in c.actions], c.body)
+                for c in s.cases
+            ]
+            self._cases(out, f"{result}.action", cases, scope)
+
+    def _cases(self, out: CWriter, selector: str, cases: list, scope: Scope) -> None:
+        keyword = "if"
+        for is_default, labels, body in cases:
+            if is_default:
+                self.nested(out, "else" if keyword != "if" else "", body, scope)
+                return
+            condition = " || ".join(f"{selector} == {label}" for label in labels) or "0"
+            self.nested(out, f"{keyword} ({condition})", body, scope)
+            keyword = "else if"
+
+    def _Exit(self, out: CWriter, s: ir.Exit, scope: Scope) -> None:
+        out.write("return 1; /* exit */")
+
+    def _Return(self, out: CWriter, s: ir.Return, scope: Scope) -> None:
+        out.write("return 0;")
+
+    # ---------------------------------------------------------------- variables and assignment
+    def _VariableDeclaration(self, out: CWriter, s: ir.VariableDeclaration, scope: Scope) -> None:
+        name = self.x.temp("v_" + s.variable.name)
+        self.declare(out, name, s.variable.type, s.initializer, scope, s.position)
+        scope.variables[s.variable] = name
+
+    def declare(
+        self, out: CWriter, name: str, t: ir.Type, initializer: ir.Expression | None, scope: Scope, position
+    ) -> None:
+        """`T name = initializer;` (the type's default, all zeros, without one)."""
+        ctype = self.layout.variable(t, position)
+        if initializer is None:
+            if ir.is_object(t):
+                out.write(f"{ctype} {name};")
+                out.write(f"memset(&{name}, 0, sizeof {name});")
+            else:
+                out.write(f"{ctype} {name} = 0;")
+        elif ir.is_object(t):
+            out.write(f"{ctype} {name} = {self.x.object_value(initializer, scope)};")
+        else:
+            out.write(f"{ctype} {name} = {self.x.value(initializer, scope)};")
+
+    def _Assign(self, out: CWriter, s: ir.Assign, scope: Scope) -> None:
+        if ir.is_object(s.target.type):
+            value = self.x.object_value(s.value, scope)
+            if _has_computed_index(s.target):
+                t = self.x.temp("t")
+                with out.block(""):
+                    out.write(f"{self.layout.type_name(s.target.type)} {t} = {value};")
+                    out.write(f"{self.x.place(s.target, scope)} = {t};")
+            else:
+                out.write(f"{self.x.place(s.target, scope)} = {value};")
+            return
+        value = self.x.value(s.value, scope)
+        if _has_computed_index(s.target):
+            t = self.x.temp("t")
+            with out.block(""):
+                out.write(f"{value_type(s.value.type)} {t} = {value};")
+                self.store(out, s.target, t, scope)
+        else:
+            self.store(out, s.target, value, scope)
+
+    def store(self, out: CWriter, target: ir.Expression, value: str, scope: Scope) -> None:
+        """target = value for a scalar l-value (a Slice replaces only its bits)."""
+        if isinstance(target, ir.Slice):
+            base_type = target.base.type
+            width = target.high - target.low + 1
+            base_ctype = value_type(base_type)
+            keep = ((1 << width_of(base_type)) - 1) & ~(((1 << width) - 1) << target.low)
+            place = self.x.place(target.base, scope)
+            old = self.x.value(target.base, scope)
+            bits = convert(f"(({value}) & {mask_code(width)})", value_type(target.type), base_ctype)
+            shifted = f"({bits} << {target.low})" if target.low else bits
+            out.write(f"{place} = ({old} & {_literal(keep, base_ctype)}) | {shifted};")
+            return
+        out.write(f"{self.x.place(target, scope)} = {value};")
+
+    # ---------------------------------------------------------------- calls
+    def _CallStatement(self, out: CWriter, s: ir.CallStatement, scope: Scope) -> None:
+        call = s.call
+        if isinstance(call, ir.ActionCall):
+            self.call_action(out, call.action, call.arguments, (), scope)
+        elif isinstance(call, ir.TableApply):
+            result = self.x.temp("r")
+            with out.block(""):
+                out.write(f"ss_apply_result {result};")
+                out.write(self.x.apply_table(call.table, result))
+        elif isinstance(call, ir.ControlApply):
+            self.apply_control(out, call, scope)
+        elif isinstance(call, ir.ExternMethodCall):
+            self.externs.method(out, call, scope)
+        elif isinstance(call, ir.ExternFunctionCall):
+            self.externs.function(out, call, scope)
+        else:
+            raise Unsupported(f"a call statement of {type(call).__name__}", s.position)
+
+    def call_action(
+        self,
+        out: CWriter,
+        action: ir.Action,
+        arguments: Sequence[ir.Argument],
+        data: Sequence[str],
+        scope: Scope,
+        frame: str = "C",
+    ) -> None:
+        """Calls an action: `arguments` bind its first parameters (a direct call: all of them; a table:
+        the bound directional ones), `data` the remaining (action data from the table entry)."""
+        function = self.names.functions[action]
+        frame_code = frame if action.control is not None else "NULL"
+        with out.block(""):
+            codes, copy_back = self.arguments(out, action.parameters, arguments, scope)
+            call = f"{function}(p, {frame_code}{''.join(', ' + c for c in [*codes, *data])})"
+            out.write(f"if ({call}) return 1;" if self.names.may_exit.get(action) else f"{call};")
+            for target, temp in copy_back:
+                self.store(out, target, temp, scope)
+
+    def arguments(
+        self, out: CWriter, parameters: Sequence[ir.Variable], arguments: Sequence[ir.Argument], scope: Scope
+    ) -> tuple[list[str], list[tuple[ir.Expression, str]]]:
+        """Temporaries holding the arguments (left to right); returns the codes to pass and the
+        (argument, temporary) pairs to copy back after the call."""
+        codes: list[str] = []
+        copy_back: list[tuple[ir.Expression, str]] = []
+        for parameter, argument in zip(parameters, arguments, strict=False):
+            value = argument.value
+            t = self.x.temp("arg")
+            writes = argument.direction in ("out", "inout")
+            if ir.is_object(parameter.type):
+                ctype = self.layout.type_name(parameter.type)
+                if writes:
+                    out.write(f"{ctype} *{t} = &{self.x.place(value, scope)};")
+                    codes.append(t)
+                else:
+                    out.write(f"{ctype} {t} = {self.x.object_value(value, scope)};")
+                    codes.append(f"&{t}")
+            elif isinstance(parameter.type, ir.ExternType):
+                codes.append(self.x.place(value, scope))
+            else:
+                out.write(f"{value_type(parameter.type)} {t} = {self.x.value(value, scope)};")
+                if writes:
+                    codes.append(f"&{t}")
+                    copy_back.append((value, t))
+                else:
+                    codes.append(t)
+        return codes, copy_back
+
+    def apply_control(self, out: CWriter, call: ir.ControlApply, scope: Scope) -> None:
+        control = call.control
+        frame = self.x.temp("f")
+        with out.block(""):
+            out.write(f"{self.names.frames[control]} {frame};")
+            copy_back: list[tuple[ir.Expression, str]] = []
+            for parameter, argument in zip(control.parameters, call.arguments, strict=True):
+                slot = f"{frame}.{parameter_member(parameter)}"
+                value = argument.value
+                writes = argument.direction in ("out", "inout")
+                if ir.is_object(parameter.type):
+                    if writes:
+                        out.write(f"{slot} = &{self.x.place(value, scope)};")
+                    else:
+                        copy = self.x.temp("arg")
+                        out.write(
+                            f"{self.layout.type_name(parameter.type)} {copy} = {self.x.object_value(value, scope)};"
+                        )
+                        out.write(f"{slot} = &{copy};")
+                elif isinstance(parameter.type, ir.ExternType):
+                    out.write(f"{slot} = {self.x.place(value, scope)};")
+                else:
+                    out.write(f"{slot} = {self.x.value(value, scope)};")
+                    if writes:
+                        copy_back.append((value, slot))
+            call_code = f"{self.names.functions[control]}(p, &{frame})"
+            out.write(f"if ({call_code}) return 1;" if self.names.may_exit.get(control) else f"{call_code};")
+            for target, slot in copy_back:
+                self.store(out, target, slot, scope)
+
+    # ---------------------------------------------------------------- headers and stacks
+    def _SetValidity(self, out: CWriter, s: ir.SetValidity, scope: Scope) -> None:
+        out.write(f"{self.x.place(s.header, scope)}.ss_valid = {int(s.valid)};")
+
+    def _StackShift(self, out: CWriter, s: ir.StackShift, scope: Scope) -> None:
+        stack_type = s.stack.type
+        assert isinstance(stack_type, ir.HeaderStackType)
+        size, count = stack_type.size, s.count
+        if count <= 0:
+            return
+        k = self.x.temp("stack")
+        with out.block(""):
+            out.write(f"{self.layout.type_name(stack_type)} *{k} = &{self.x.place(s.stack, scope)};")
+            moved = size - count
+            if s.operation == "push_front":
+                if moved > 0:
+                    out.write(f"memmove(&{k}->ss_e[{count}], &{k}->ss_e[0], {moved} * sizeof {k}->ss_e[0]);")
+                for i in range(min(count, size)):
+                    out.write(f"{k}->ss_e[{i}].ss_valid = 0;")
+                out.write(f"{k}->ss_next = {k}->ss_next + {count} > {size} ? {size} : {k}->ss_next + {count};")
+            else:
+                if moved > 0:
+                    out.write(f"memmove(&{k}->ss_e[0], &{k}->ss_e[{count}], {moved} * sizeof {k}->ss_e[0]);")
+                for i in range(max(moved, 0), size):
+                    out.write(f"{k}->ss_e[{i}].ss_valid = 0;")
+                out.write(f"{k}->ss_next = {k}->ss_next > {count} ? {k}->ss_next - {count} : 0;")
+
+    # ---------------------------------------------------------------- packets
+    def _Extract(self, out: CWriter, s: ir.Extract, scope: Scope) -> None:
+        header_type = s.header.type
+        assert isinstance(header_type, ir.HeaderType)
+        width = header_type.width
+        suffix = self.layout.header_io(header_type)
+        too_short = f"if (off + {width} > nbits) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}"
+        with out.block(""):
+            if isinstance(s.header, ir.StackNext):
+                stack_type = s.header.stack.type
+                assert isinstance(stack_type, ir.HeaderStackType)
+                k = self.x.temp("stack")
+                out.write(f"{self.layout.type_name(stack_type)} *{k} = &{self.x.place(s.header.stack, scope)};")
+                out.write(f"if ({k}->ss_next >= {stack_type.size}) {scope.fail(ERROR_STACK_OUT_OF_BOUNDS, '')}")
+                target = f"&{k}->ss_e[{k}->ss_next]"
+                after = f"{k}->ss_next++;"
+            else:
+                target, after = f"&{self.x.place(s.header, scope)}", ""
+            out.write(too_short)
+            aligned = f"extract_{suffix}({target}, data + (off >> 3));"
+            if scope.unaligned:
+                out.write(f"if (off & 7) extract_bits_{suffix}({target}, data, off); else {aligned}")
+            else:
+                out.write(aligned)
+            if after:
+                out.write(after)
+            out.write(f"off += {width};")
+
+    def _Advance(self, out: CWriter, s: ir.Advance, scope: Scope) -> None:
+        bits = self.x.temp("bits")
+        with out.block(""):
+            out.write(f"{U64} {bits} = {convert(self.x.value(s.bits, scope), value_type(s.bits.type), U64)};")
+            out.write(f"if ({bits} > nbits - off) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}")
+            out.write(f"off += {bits};")
+
+    def _Verify(self, out: CWriter, s: ir.Verify, scope: Scope) -> None:
+        error = self.x.value(s.error, scope)
+        if not scope.in_parser:
+            raise Unsupported("verify outside a parser", s.position)
+        out.write(f"if (!{self.x.value(s.condition, scope)}) {{ err = (uint32_t){error}; goto parse_error; }}")
+
+    def _Emit(self, out: CWriter, s: ir.Emit, scope: Scope) -> None:
+        cursor = scope.variables[s.packet]
+        t = s.value.type
+        h = self.x.temp("h")
+        with out.block(""):
+            if isinstance(t, ir.HeaderStackType):
+                suffix = self.layout.header_io(t.element)
+                out.write(f"const {self.layout.type_name(t)} *{h} = &{self.x.place(s.value, scope)};")
+                with out.block(f"for (uint32_t i = 0; i < {t.size}; i++)"):
+                    out.write(
+                        f"if ({h}->ss_e[i].ss_valid) {cursor}->len += "
+                        f"emit_{suffix}({cursor}->out + {cursor}->len, &{h}->ss_e[i]);"
+                    )
+            elif isinstance(t, ir.HeaderType):
+                suffix = self.layout.header_io(t)
+                out.write(f"const {self.layout.type_name(t)} *{h} = &{self.x.object_value(s.value, scope)};")
+                out.write(f"if ({h}->ss_valid) {cursor}->len += emit_{suffix}({cursor}->out + {cursor}->len, {h});")
+            else:
+                raise Unsupported(f"emit of {t}", s.position)
+
+
+def parameter_member(parameter: ir.Variable) -> str:
+    """The frame member of a control parameter or control-local variable."""
+    return "v_" + parameter.name
+
+
+def _literal(value: int, ctype: str) -> str:
+    return literal(value, wide=ctype != U64)
+
+
+def _has_computed_index(e: ir.Expression) -> bool:
+    while True:
+        if isinstance(e, ir.StackElement):
+            if not isinstance(e.index, ir.Constant):
+                return True
+            e = e.stack
+        elif isinstance(e, (ir.FieldAccess,)):
+            e = e.base
+        elif isinstance(e, ir.Slice):
+            e = e.base
+        elif isinstance(e, (ir.StackNext, ir.StackLast)):
+            e = e.stack
+        else:
+            return False
