@@ -1,10 +1,14 @@
 """The ``softswitch`` command: a v1model switch with simple_switch_grpc's flags, plus tools.
 
     softswitch [--device-id N] [-i PORT@IFACE ...] [--grpc-server-addr ADDR] [--cpu-port N]
-               [--log-console] [--thrift-port N] (--no-p4 | PROGRAM)
-    softswitch compile PROGRAM --p4runtime-files OUT.p4info.txtpb [--device-config OUT.p4]
-    softswitch stf PROGRAM TEST.stf
+               [--log-console] [--thrift-port N] [--backend native|python] (--no-p4 | PROGRAM)
+    softswitch compile PROGRAM [--p4runtime-files OUT.p4info.txtpb] [--device-config OUT.p4] [--emit-c OUT.c]
+    softswitch stf [--backend native|python] PROGRAM TEST.stf
     softswitch dump --grpc-addr ADDR [--device-id N] [tables|counters|registers|all]
+
+Back ends: "native" (the default where a C compiler is present: the program compiled to C, port I/O
+and the pipeline in native threads) or "python"; $SOFTSWITCH_BACKEND sets the default. A program the
+native back end cannot run runs on Python, with one line on stderr saying why.
 
 Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit status.
 """
@@ -24,6 +28,7 @@ from softswitch.ports import parse_port_spec
 
 SUBCOMMANDS = ("compile", "stf", "dump")
 PROG = "softswitch"
+BACKEND_CHOICES = ("native", "python")
 
 
 class CliError(SwitchError):
@@ -100,7 +105,18 @@ def run_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="extra #include search directory for programs (also used for pipelines set over P4Runtime)",
     )
+    _backend_option(p)
     return p
+
+
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend",
+        choices=BACKEND_CHOICES,
+        default=None,
+        help="run the program compiled to C (native: the default where a C compiler is present; port I/O and "
+        "the pipeline in native threads) or on the Python runtime; default: $SOFTSWITCH_BACKEND, else native",
+    )
 
 
 def compile_parser() -> argparse.ArgumentParser:
@@ -110,7 +126,6 @@ def compile_parser() -> argparse.ArgumentParser:
     p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
     p.add_argument(
         "--p4runtime-files",
-        required=True,
         metavar="OUT",
         help="where to write the P4Info as text protobuf (like p4c's --p4runtime-files x.p4info.txtpb)",
     )
@@ -120,6 +135,12 @@ def compile_parser() -> argparse.ArgumentParser:
         help="also write the P4Runtime device config for softswitch (the program source with "
         'its #include "..." files inlined), to pass as p4_device_config / '
         "p4runtime-shell's bin file",
+    )
+    p.add_argument(
+        "--emit-c",
+        metavar="OUT",
+        help="also write the C the native back end generates for the program (to read it; the switch builds "
+        "its own copy)",
     )
     p.add_argument(
         "-I", "--include-dir", action="append", default=[], metavar="DIR", help="extra #include search directory"
@@ -134,6 +155,7 @@ def stf_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-I", "--include-dir", action="append", default=[], metavar="DIR", help="extra #include search directory"
     )
+    _backend_option(p)
     return p
 
 
@@ -165,13 +187,13 @@ def _port_spec(text):
 # ---------------------------------------------------------------- commands
 
 
-def _compile(path, include_dirs=()):
+def _compile(path, include_dirs=(), backend=None):
     if not os.path.isfile(path):
         raise CliError(f"no such program file: {path}")
     from softswitch.compiler import compile_program
 
     try:
-        return compile_program(path, include_dirs=tuple(include_dirs))
+        return compile_program(path, include_dirs=tuple(include_dirs), backend=backend)
     except SwitchError as e:  # P4Error carries "file:line:col: error: ..."; anything else is a bug
         raise CliError(str(e)) from None
 
@@ -214,12 +236,26 @@ def device_config_of(program, path, include_dirs=()) -> bytes:
 def cmd_compile(args) -> int:
     from softswitch.p4info import build_p4info, write_text
 
-    program = _compile(args.program, args.include_dir)
+    if not (args.p4runtime_files or args.device_config or args.emit_c):
+        raise CliError("nothing to write: give --p4runtime-files, --device-config and/or --emit-c")
+    program = _compile(args.program, args.include_dir, backend="python")
+    c_source = None
+    if args.emit_c:
+        from softswitch.backend_c import Unsupported, generate_c
+
+        try:
+            c_source = generate_c(program.ir)
+        except Unsupported as e:
+            raise CliError(f"the C back end does not support {e.what} at {e.position}") from None
     try:
-        write_text(build_p4info(program.info), args.p4runtime_files)
+        if args.p4runtime_files:
+            write_text(build_p4info(program.info), args.p4runtime_files)
         if args.device_config:
             with open(args.device_config, "wb") as f:
                 f.write(device_config_of(program, args.program, args.include_dir))
+        if c_source is not None:
+            with open(args.emit_c, "w") as f:
+                f.write(c_source)
     except OSError as e:
         raise CliError(f"cannot write output: {e}") from None
     return 0
@@ -236,7 +272,7 @@ def cmd_stf(args) -> int:
         raise CliError(f"cannot read {args.stf}: {e.strerror}") from None
     except StfError as e:
         raise CliError(str(e)) from None
-    program = _compile(args.program, args.include_dir)
+    program = _compile(args.program, args.include_dir, args.backend)
     try:
         result = StfRunner(Switch(program, name="stf"), args.stf).run(commands)
     except StfError as e:
@@ -257,7 +293,6 @@ def cmd_run(args) -> int:
     if not args.no_p4 and not args.program:
         raise CliError("no program given (give PROGRAM, or --no-p4 to wait for one over P4Runtime)")
     from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService
-    from softswitch.ports import PortSet
     from softswitch.switch import Switch
 
     log = logging.getLogger("softswitch")
@@ -277,33 +312,33 @@ def cmd_run(args) -> int:
 
     include_dirs = list(args.include_dir)
     name = f"device{args.device_id}"
+    ports = DevicePorts(args.interface)
 
     def make_switch(program):
-        return Switch(
+        switch = Switch(
             program, device_id=args.device_id, cpu_port=args.cpu_port, name=name, log=log if args.log_console else None
         )
+        ports.attach(switch)
+        return switch
 
     switch, device_config = None, b""
-    if args.program:
-        include_dirs.append(os.path.dirname(os.path.abspath(args.program)))
-        program = _compile(args.program, args.include_dir)
-        switch = make_switch(program)
-        device_config = device_config_of(program, args.program, args.include_dir)
-
-    ports = PortSet(handler=None)
-    service = P4RuntimeService(
-        switch,
-        device_id=args.device_id,
-        cpu_port=args.cpu_port,
-        include_dirs=include_dirs,
-        device_config=device_config,
-        make_switch=make_switch,
-        transmit=ports.send,
-    )
-    ports.handler = service.process
     try:
-        for number, iface in args.interface:
-            ports.add(number, iface)
+        if args.program:
+            include_dirs.append(os.path.dirname(os.path.abspath(args.program)))
+            program = _compile(args.program, args.include_dir, args.backend)
+            switch = make_switch(program)
+            device_config = device_config_of(program, args.program, args.include_dir)
+        service = P4RuntimeService(
+            switch,
+            device_id=args.device_id,
+            cpu_port=args.cpu_port,
+            include_dirs=include_dirs,
+            device_config=device_config,
+            make_switch=make_switch,
+            transmit=ports.send,
+            backend=args.backend,
+        )
+        ports.service = service
         server = P4RuntimeServer(service, args.grpc_server_addr)
     except (OSError, ValueError, RuntimeError) as e:
         ports.stop()
@@ -314,9 +349,12 @@ def cmd_run(args) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     server.start()
     ports.start()
-    state = f"running {args.program}" if args.program else "waiting for a pipeline (--no-p4)"
+    if args.program:
+        state = f"running {args.program} on the {switch.backend} back end"
+    else:
+        state = "waiting for a pipeline (--no-p4)"
     print(
-        f"softswitch: device {args.device_id}, P4Runtime on {server.address}, {len(ports.ports)} port(s), {state}",
+        f"softswitch: device {args.device_id}, P4Runtime on {server.address}, {len(args.interface)} port(s), {state}",
         file=sys.stderr,
         flush=True,
     )
@@ -326,6 +364,54 @@ def cmd_run(args) -> int:
     server.stop()
     print("softswitch: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+class DevicePorts:
+    """The device's ports on Linux interfaces, for whichever switch runs now: a NativeSwitch's native
+    I/O thread (frames never reach Python), or a Python PortSet handing frames to the P4Runtime
+    service, which runs the Switch and transmits its outputs. A new pipeline on another back end moves
+    the interfaces over (frames arriving meanwhile are lost, as on a switch being reprogrammed)."""
+
+    def __init__(self, interfaces):
+        self.interfaces = list(interfaces)
+        self.service = None
+        self.current = None  # NativePortSet or PortSet
+        self.switch = None
+        self.started = False
+
+    def attach(self, switch) -> None:
+        if self.switch is switch:
+            return
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+        self.switch = switch
+        if getattr(switch, "backend", "python") == "native":
+            ports = switch.ports()
+        else:
+            from softswitch.ports import PortSet
+
+            ports = PortSet(handler=lambda port, frame: self.service.process(port, frame))
+        for number, iface in self.interfaces:
+            ports.add(number, iface)
+        self.current = ports
+        if self.started:
+            ports.start()
+
+    def start(self) -> None:
+        self.started = True
+        if self.current is not None:
+            self.current.start()
+
+    def send(self, port: int, frame: bytes):
+        if self.current is not None:
+            return self.current.send(port, frame)
+        return False
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
 
 
 def main(argv=None) -> int:

@@ -153,8 +153,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         device_config: bytes = b"",
         make_switch=None,
         transmit=None,
+        backend: str | None = None,
     ):
         self.device_id = device_id
+        self.backend = backend  # the back end new pipelines compile for (None: softswitch's default)
         self.cpu_port = cpu_port
         self.include_dirs = tuple(include_dirs)
         self.make_switch = make_switch  # program -> Switch, for a device started with --no-p4
@@ -413,7 +415,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             with open(path, "w") as f:
                 f.write(source)
             try:
-                return compile_program(path, include_dirs=self.include_dirs)
+                return compile_program(path, include_dirs=self.include_dirs, backend=self.backend)
             except Exception as e:
                 raise P4RTError(Code.INVALID_ARGUMENT, f"cannot compile p4_device_config: {e}") from None
 
@@ -439,13 +441,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         return pipeline
 
     def _commit(self, pipeline: Pipeline) -> None:
-        if self.switch is None:
+        program = pipeline.program
+        switch = self.switch
+        if switch is None or (switch.backend != program.backend and self.make_switch is not None):
+            # no device yet, or the new program runs on the other back end (the native one cannot run
+            # it, or it is the first that can): a new device of the right kind
             if self.make_switch is None:
                 raise P4RTError(Code.INTERNAL, "this server cannot create a switch")
-            switch = self.make_switch(pipeline.program)
+            switch = self.make_switch(program)
+            if self.switch is not None and hasattr(self.switch, "close"):
+                self.switch.close()
         else:
-            switch = self.switch
-            switch.load(pipeline.program)
+            try:
+                switch.load(program)
+            except SwitchError as e:  # BackendUnavailable: a native device given a program it cannot run
+                raise P4RTError(Code.INVALID_ARGUMENT, f"cannot load the program: {e}") from None
         self._attach(switch, pipeline)
         self.digest_configs.clear()
 

@@ -1,7 +1,10 @@
 """Switch: one running v1model device executing a compiled program, with its control API (by P4 name).
 
-One lock serialises packet processing and control-plane writes. Callbacks (packet-in, digests,
-transmit) run after the lock is released, so they may call back into the switch.
+`Switch(prog)` runs `prog` on the back end it was compiled for: a program compiled by the native back
+end gives a softswitch.native.switch.NativeSwitch (same control API, pipeline and state in native
+code); otherwise this class, the Python runtime. One lock serialises packet processing and
+control-plane writes. Callbacks (packet-in, digests, transmit) run after the lock is released, so they
+may call back into the switch.
 """
 
 from __future__ import annotations
@@ -54,6 +57,15 @@ def _by_name(items: dict, name: str, kind: str):
 
 
 class Switch:
+    backend = "python"
+
+    def __new__(cls, prog=None, *args, **kwargs):
+        if cls is Switch and getattr(prog, "backend", "python") == "native":
+            from .native.switch import NativeSwitch
+
+            return NativeSwitch(prog, *args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
         self.device_id = device_id
         self.cpu_port = cpu_port
@@ -70,6 +82,8 @@ class Switch:
     # ------------------------------------------------------------------ pipeline
     def load(self, prog):
         """Replaces the pipeline (SetForwardingPipelineConfig): all tables, externs and PRE state are cleared."""
+        if getattr(prog, "backend", "python") != "python":
+            prog = prog.for_backend("python")
         with self._lock:
             self.prog = prog
             self.info = prog.info

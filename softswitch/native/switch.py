@@ -66,6 +66,17 @@ class NativeProgram:
         return self.info.name
 
     @classmethod
+    def of(cls, prog) -> NativeProgram:
+        """The NativeProgram of a NativeProgram or of a softswitch.compiler.CompiledProgram (compiled
+        again by the native back end when it was compiled by another; raises BackendUnavailable when
+        the native back end cannot run it)."""
+        if isinstance(prog, NativeProgram):
+            return prog
+        if getattr(prog, "backend", None) != "native":
+            prog = prog.for_backend("native")
+        return prog.code.native_program
+
+    @classmethod
     def from_c(cls, info: ProgramInfo, c_source: str, source_hash: str = "") -> NativeProgram:
         """The program whose C the back end generated: its library built with the runtime (cached) and
         paired with its ProgramInfo. Raises native.build.CompilerMissing / CompileError."""
@@ -514,7 +525,7 @@ class NativeSwitch:
 
     backend = "native"
 
-    def __init__(self, prog: NativeProgram, device_id=0, cpu_port=None, name="s1", log=None):
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
         self.device_id = device_id
         self.cpu_port = cpu_port
         self.name = name
@@ -578,9 +589,10 @@ class NativeSwitch:
                 self._configure()
 
     # ---------------------------------------------------------------- pipeline
-    def load(self, prog: NativeProgram):
+    def load(self, prog):
         """Replaces the pipeline (SetForwardingPipelineConfig): all tables, externs and PRE state are
-        cleared (statistics too: a new native device)."""
+        cleared (statistics too: a new native device). `prog`: a NativeProgram or a CompiledProgram."""
+        compiled, prog = prog, NativeProgram.of(prog)
         _check_program(prog.library.descriptor, prog.info)
         with self._lock:
             old_lib = getattr(self, "_lib", None)
@@ -593,7 +605,8 @@ class NativeSwitch:
             sw = lib.api.ss_switch_create(None)
             if not sw:
                 raise RuntimeError(f"{self.name}: {lib.last_error()}")
-            self.prog, self.info, self._lib, self._desc, self._sw = prog, prog.info, lib, lib.descriptor, sw
+            self.prog, self.info, self._lib, self._desc, self._sw = compiled, prog.info, lib, lib.descriptor, sw
+            self.native_program = prog
             self._generation += 1
             self._configure()
             tables = {t.name: t for t in self._desc.tables}
