@@ -1,0 +1,232 @@
+"""One program on both softswitch back ends, fed the same control-plane calls and frames, every result
+compared: the engine of the differential tests and of bench/fuzz_backends.py.
+
+    pair = BackendPair.from_path("tests/softswitch/programs/ipv4_router.p4")
+    pair.call(lambda sw: sw.table("MyIngress.ipv4_lpm").insert(entry))   # same result or same error on both
+    pair.process(1, frame)                                               # raises BackendMismatch
+    pair.check_state()                                                   # registers, counters, stats
+
+Nothing here knows what a program should do: the Python back end is the reference, and any difference
+is a bug in one of the two (or in the front end they share).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from softswitch.compiler import compile_program, compile_source
+from softswitch.program import ProgramInfo, TableInfo
+from softswitch.switch import Exact, Lpm, Optional, Range, Switch, TableEntry, Ternary
+
+
+class BackendMismatch(AssertionError):
+    """The two back ends did not agree."""
+
+
+@dataclass
+class Outcome:
+    """Everything one frame produced on one back end."""
+
+    outputs: list
+    packet_ins: list
+    digests: list
+
+
+class BackendPair:
+    def __init__(self, python_program, native_program, cpu_port: int | None = None):
+        if native_program.backend != "native":
+            raise BackendMismatch(f"the native back end was not used: {native_program.fallback_reason}")
+        self.info: ProgramInfo = python_program.info
+        self.python = Switch(python_program, cpu_port=cpu_port, name="python")
+        self.native = Switch(native_program, cpu_port=cpu_port, name="native")
+        assert self.python.backend == "python" and self.native.backend == "native"
+        self._events: dict[str, tuple[list, list]] = {}
+        for label, sw in (("python", self.python), ("native", self.native)):
+            packet_ins: list = []
+            digests: list = []
+            self._events[label] = (packet_ins, digests)
+            if cpu_port is not None:
+                sw.on_packet_in = packet_ins.append
+            sw.on_digest = lambda name, values, d=digests: d.append((name, dict(values)))
+        self.frames = 0
+
+    @classmethod
+    def from_path(cls, path, defines=None, include_dirs=(), cpu_port=None) -> BackendPair:
+        python = compile_program(str(path), defines=defines, include_dirs=include_dirs, backend="python")
+        native = compile_program(str(path), defines=defines, include_dirs=include_dirs, backend="native")
+        return cls(python, native, cpu_port)
+
+    @classmethod
+    def from_source(cls, text: str, filename="t.p4", cpu_port=None) -> BackendPair:
+        return cls(
+            compile_source(text, filename, backend="python"), compile_source(text, filename, backend="native"), cpu_port
+        )
+
+    def close(self) -> None:
+        self.native.close()
+
+    # ---------------------------------------------------------------- control plane
+    def call(self, fn: Callable[[Switch], object]):
+        """fn(switch) on both back ends: the same return value, or the same exception (type and message)."""
+        results = []
+        for sw in (self.python, self.native):
+            try:
+                results.append(("ok", fn(sw)))
+            except Exception as e:  # noqa: BLE001 - comparing what each back end raises
+                results.append(("error", (type(e).__name__, str(e))))
+        (kind_p, value_p), (kind_n, value_n) = results
+        if (kind_p, value_p) != (kind_n, value_n):
+            raise BackendMismatch(
+                f"control-plane call differs: python {kind_p} {value_p!r}, native {kind_n} {value_n!r}"
+            )
+        if kind_p == "error":
+            return None
+        return value_p
+
+    # ---------------------------------------------------------------- data plane
+    def process(self, port: int, frame: bytes) -> list:
+        """One frame on both back ends; the outputs (port and bytes, in order), packet-ins and digests
+        must be identical. Returns the outputs."""
+        self.frames += 1
+        outcomes = []
+        for label, sw in (("python", self.python), ("native", self.native)):
+            packet_ins, digests = self._events[label]
+            outputs = sw.process(port, frame)
+            outcomes.append(Outcome(outputs, list(packet_ins), list(digests)))
+            packet_ins.clear()
+            digests.clear()
+        python, native = outcomes
+        if python != native:
+            raise BackendMismatch(
+                f"frame #{self.frames} on port {port} ({frame.hex()}):\n  python: {python}\n  native: {native}"
+            )
+        return python.outputs
+
+    def check_state(self) -> None:
+        """Registers, counters, direct counters, table contents and statistics must be identical."""
+        problems = []
+        for r in self.info.registers:
+            p, n = self.python.register(r.name).values, self.native.register(r.name).values
+            if p != n:
+                diff = [i for i, (a, b) in enumerate(zip(p, n, strict=True)) if a != b]
+                problems.append(f"register {r.name} differs at {diff[:8]} (python {p[diff[0]]}, native {n[diff[0]]})")
+        for c in self.info.counters:
+            p = [self.python.counter(c.name).read(i) for i in range(c.size)]
+            n = [self.native.counter(c.name).read(i) for i in range(c.size)]
+            if p != n:
+                diff = [i for i, (a, b) in enumerate(zip(p, n, strict=True)) if a != b]
+                problems.append(f"counter {c.name} differs at {diff[:8]} (python {p[diff[0]]}, native {n[diff[0]]})")
+        for t in self.info.tables:
+            p = sorted(map(_entry_key, self.python.table(t.name).entries()))
+            n = sorted(map(_entry_key, self.native.table(t.name).entries()))
+            if p != n:
+                problems.append(f"table {t.name}: entries or their direct counters differ")
+        p, n = dict(self.python.stats), dict(self.native.stats)
+        if p != n:
+            problems.append(f"statistics differ: python {p}, native {n}")
+        if problems:
+            raise BackendMismatch("\n".join(problems))
+
+
+def _entry_key(e: TableEntry):
+    return (repr(sorted(e.matches.items())), e.action, repr(sorted(e.args.items())), e.priority, e.packets, e.bytes)
+
+
+# ---------------------------------------------------------------------------- random inputs
+
+
+def interesting_value(rng: random.Random, width: int) -> int:
+    """A value of `width` bits, often one at the edges (0, 1, all ones, the sign bit)."""
+    top = (1 << width) - 1
+    choice = rng.random()
+    if choice < 0.15:
+        return 0
+    if choice < 0.25:
+        return top
+    if choice < 0.35:
+        return min(1, top)
+    if choice < 0.45:
+        return 1 << (width - 1)
+    if choice < 0.7:
+        return rng.randint(0, min(top, 15))
+    return rng.getrandbits(width)
+
+
+def random_entry(table: TableInfo, info: ProgramInfo, rng: random.Random) -> TableEntry:
+    """A random entry for a table (keys of every match kind, an action it allows, random data)."""
+    matches = {}
+    for k in table.keys:
+        w = k.bitwidth
+        if k.match_kind == "exact":
+            matches[k.name] = Exact(interesting_value(rng, w))
+        elif k.match_kind == "lpm":
+            length = rng.randint(0, w)
+            value = interesting_value(rng, w) & (((1 << length) - 1) << (w - length))
+            matches[k.name] = Lpm(value, length)
+        elif k.match_kind == "ternary":
+            if rng.random() < 0.2:
+                continue  # a wildcard
+            mask = interesting_value(rng, w)
+            matches[k.name] = Ternary(interesting_value(rng, w) & mask, mask)
+        elif k.match_kind == "range":
+            if rng.random() < 0.2:
+                continue
+            low, high = sorted((interesting_value(rng, w), interesting_value(rng, w)))
+            matches[k.name] = Range(low, high)
+        elif k.match_kind == "optional":
+            if rng.random() < 0.4:
+                continue
+            matches[k.name] = Optional(interesting_value(rng, w))
+    choices = [a.name for a in table.actions if a.scope != "DEFAULT_ONLY"] or [table.default_action]
+    action = info.action(rng.choice(choices))
+    args = {p.name: interesting_value(rng, p.bitwidth) for p in action.params}
+    needs_priority = any(k.match_kind in ("ternary", "range", "optional") for k in table.keys)
+    return TableEntry(matches, action.name, args, rng.randint(1, 1000) if needs_priority else None)
+
+
+def populate(pair: BackendPair, rng: random.Random, per_table: int = 8) -> None:
+    """Random entries in every table that takes them, random default actions, multicast groups 1..4
+    and clone sessions 1..4 (ports 0..7) on both back ends."""
+    info = pair.info
+    for table in info.tables:
+        if table.is_const:
+            continue
+        for _ in range(per_table):
+            entry = random_entry(table, info, rng)
+            pair.call(lambda sw, t=table.name, e=entry: sw.table(t).insert(e))
+        if not table.const_default_action and rng.random() < 0.5:
+            defaults = [a.name for a in table.actions if a.scope != "TABLE_ONLY"]
+            if defaults:
+                action = info.action(rng.choice(defaults))
+                args = {p.name: interesting_value(rng, p.bitwidth) for p in action.params}
+                pair.call(lambda sw, t=table.name, a=action.name, d=args: sw.table(t).set_default(a, d))
+    for group in range(1, 5):
+        replicas = [(rng.randint(0, 7), rng.randint(0, 3)) for _ in range(rng.randint(0, 3))]
+        pair.call(lambda sw, g=group, r=replicas: sw.set_multicast_group(g, r))
+    for session in range(1, 5):
+        replicas = [(rng.randint(0, 7), 0) for _ in range(rng.randint(1, 2))]
+        truncate = rng.choice((0, 0, 20, 60))
+        pair.call(lambda sw, s=session, r=replicas, t=truncate: sw.set_clone_session(s, r, t))
+
+
+def mutations(rng: random.Random, seeds: list[bytes], count: int, max_length: int = 1600) -> Iterator[bytes]:
+    """`count` frames: mutated seeds (bit flips, byte changes, cuts, extensions) and random bytes."""
+    for _ in range(count):
+        if not seeds or rng.random() < 0.15:
+            yield rng.randbytes(rng.randint(0, rng.choice((16, 64, max_length))))
+            continue
+        frame = bytearray(rng.choice(seeds))
+        for _ in range(rng.choice((0, 1, 1, 2, 3, 8))):
+            kind = rng.random()
+            if kind < 0.4 and frame:
+                i = rng.randrange(len(frame))
+                frame[i] ^= 1 << rng.randrange(8)
+            elif kind < 0.7 and frame:
+                frame[rng.randrange(len(frame))] = rng.choice((0, 0xFF, rng.randrange(256)))
+            elif kind < 0.85:
+                del frame[rng.randint(0, len(frame)) :]
+            else:
+                frame += rng.randbytes(rng.randint(1, 64))
+        yield bytes(frame[:max_length])
