@@ -16,6 +16,9 @@ runtime's program descriptor names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .. import ir
 from ..ir.walk import walk
 from .expressions import ExpressionEmitter, GeneratedNames, Scope
@@ -89,10 +92,22 @@ class BlockEmitter:
         self.names.may_exit[item] = result
         return result
 
+    @contextmanager
+    def function(self, comment: str, signature: str, scope: Scope) -> Iterator[CWriter]:
+        """`signature { body }` in the bodies, with the declarations the body asked for
+        (scope.function_locals) at its top."""
+        out = self.bodies
+        out.write(f"/* {comment} */")
+        with out.block(signature):
+            mark = len(out.lines)
+            yield out
+            out.lines[mark:mark] = ["    " + line for line in scope.function_locals]
+        out.write("")
+
     # ---------------------------------------------------------------- actions
     def action(self, action: ir.Action, frame_type: str | None, control_scope: Scope) -> None:
         name = self.names.functions[action]
-        scope = control_scope.child()
+        scope = control_scope.function()
         params = ["ss_packet *p", f"{frame_type} *C" if frame_type else "void *C"]
         for parameter in action.parameters:
             pname = self.allocator.fresh("param_" + parameter.name)
@@ -107,23 +122,19 @@ class BlockEmitter:
                 scope.variables[parameter] = pname
         signature = f"static int {name}({', '.join(params)})"
         self.prototypes.write(signature + ";")
-        out = self.bodies
-        out.write(f"/* action {action.qualified_name} */")
-        with out.block(signature):
+        with self.function(f"action {action.qualified_name}", signature, scope) as out:
             out.write("(void)C;")
             self.statements.block(out, action.body.statements, scope)
             out.write("return 0;")
-        out.write("")
 
     # ---------------------------------------------------------------- tables
-    def table(self, table: ir.Table, frame_type: str, scope: Scope) -> None:
+    def table(self, table: ir.Table, frame_type: str, control_scope: Scope) -> None:
         name = self.names.functions[table]
         signature = f"static int {name}(ss_packet *p, {frame_type} *C, ss_apply_result *r)"
         self.prototypes.write(signature + ";")
-        out = self.bodies
         table_id = self.names.table_ids[table.qualified_name]
-        out.write(f"/* table {table.qualified_name} */")
-        with out.block(signature):
+        scope = control_scope.function()
+        with self.function(f"table {table.qualified_name}", signature, scope) as out:
             key_bytes = sum((k.width + 7) // 8 for k in table.keys)
             out.write(f"uint8_t key[{max(key_bytes, 1)}];")
             offset = 0
@@ -149,7 +160,6 @@ class BlockEmitter:
                         )
                         out.write("break;")
             out.write("return 0;")
-        out.write("")
 
     def _action_data(self, action: ir.Action) -> list[str]:
         codes, word = [], 0
@@ -197,9 +207,8 @@ class BlockEmitter:
         name = self.names.functions[control]
         signature = f"static int {name}(ss_packet *p, {frame_type} *C)"
         self.prototypes.write(signature + ";")
-        out = self.bodies
-        out.write(f"/* control {control.qualified_name} ({control.name}) */")
-        with out.block(signature):
+        scope = scope.function()
+        with self.function(f"control {control.qualified_name} ({control.name})", signature, scope) as out:
             for local in control.variables:
                 slot = f"C->{parameter_member(local.variable)}"
                 if local.initializer is None:
@@ -210,7 +219,6 @@ class BlockEmitter:
                     out.write(f"{slot} = {self.x.value(local.initializer, scope)};")
             self.statements.block(out, control.body.statements, scope.child())
             out.write("return 0;")
-        out.write("")
 
     def control_entry(self, role: str, control: ir.Control, packet_types: dict[str, str]) -> str:
         """`static void <role>_entry(ss_packet *p)` (deparser: `uint32_t deparse_entry(p, out)`)."""
@@ -239,10 +247,8 @@ class BlockEmitter:
     def parser(self, parser: ir.Parser, packet_types: dict[str, str], unaligned: bool) -> str:
         name = self.allocator.fresh("parse_" + parser.qualified_name)
         scope = Scope(in_parser=True, unaligned=unaligned)
-        out = self.bodies
         labels = {s.name: self.allocator.fresh("state_" + s.name) for s in parser.states}
-        out.write(f"/* parser {parser.qualified_name} */")
-        with out.block(f"static uint32_t {name}(ss_packet *p)"):
+        with self.function(f"parser {parser.qualified_name}", f"static uint32_t {name}(ss_packet *p)", scope) as out:
             for parameter, what in zip(parser.parameters, ROLE_PARAMETERS["parser"], strict=True):
                 if what == "packet":
                     continue
@@ -268,7 +274,6 @@ class BlockEmitter:
             out.write("parse_error:")
             out.write("p->parse_bits = (uint32_t)off;")
             out.write("return err;")
-        out.write("")
         return name
 
     def transition(self, out: CWriter, t: ir.Transition, labels: dict[str, str], scope: Scope) -> None:

@@ -27,9 +27,14 @@ class Scope:
     variables: dict[ir.Variable, str] = field(default_factory=dict)
     in_parser: bool = False
     unaligned: bool = False  # parser: the bit offset may leave byte boundaries
+    function_locals: list[str] = field(default_factory=list)  # declarations at the top of the function
 
     def child(self) -> Scope:
-        return Scope(dict(self.variables), self.in_parser, self.unaligned)
+        return Scope(dict(self.variables), self.in_parser, self.unaligned, self.function_locals)
+
+    def function(self) -> Scope:
+        """A scope for another function with the same variables (an action inside its control)."""
+        return Scope(dict(self.variables), self.in_parser, self.unaligned, [])
 
     def fail(self, error_code: int, message: str) -> str:
         if self.in_parser:
@@ -114,6 +119,8 @@ class ExpressionEmitter:
         return code if storage in (U64, U128) else f"(({U64}){code})"
 
     def _element(self, e: ir.StackElement, scope: Scope) -> str:
+        """stack[index]. A computed index out of range: in a parser error.StackOutOfBounds; elsewhere a
+        fresh all-zero invalid element of the function's own (reads give zeros, writes are lost)."""
         stack_type = e.stack.type
         assert isinstance(stack_type, ir.HeaderStackType)
         base = self.place(e.stack, scope)
@@ -122,8 +129,16 @@ class ExpressionEmitter:
         index = self.value(e.index, scope)
         if value_type(e.index.type) == U128:
             index = f"({U64})(({index}) > {stack_type.size} ? {stack_type.size} : ({index}))"
-        # out of range drops the packet in parsers too (the Python back end's IndexError is no parser error)
-        return f"{base}.ss_e[ss_stack_index(p, {index}, {stack_type.size})]"
+        element = self.layout.type_name(stack_type.element)
+        i, k = self.temp("i"), self.temp("stack")
+        head = f"{self.layout.type_name(stack_type)} *{k} = &{base}; {U64} {i} = {index};"
+        if scope.in_parser:
+            fail = scope.fail(ERROR_STACK_OUT_OF_BOUNDS, "")
+            return f"(*({{ {head} if ({i} >= {stack_type.size}) {fail} &{k}->ss_e[{i}]; }}))"
+        scratch = self.temp("out_of_range")
+        scope.function_locals.append(f"{element} {scratch};")
+        fresh = f"(memset(&{scratch}, 0, sizeof {scratch}), &{scratch})"
+        return f"(*({{ {head} {i} < {stack_type.size} ? &{k}->ss_e[{i}] : {fresh}; }}))"
 
     def _StackElement(self, e: ir.StackElement, scope: Scope) -> str:
         return self.object_value(e, scope)

@@ -4,6 +4,7 @@ between packet bytes and those types.
     typedef struct { uint8_t ss_valid; uint64_t dst_addr; ... } H_ethernet_t;    a header
     typedef struct { H_ethernet_t ethernet; ... } S_headers_t;                   a struct
     typedef struct { uint32_t ss_next; H_hop_t ss_e[4]; } K_hop_t_4;             a header stack
+    typedef struct { H_a_t a; H_b_t b; } U_ab_t;                                 a header_union
 
 standard_metadata_t is the runtime's `ss_standard_metadata` (same field names). Per header type,
 `extract_<H>(h, b)` fills a header from the bytes at b (its start on a byte boundary),
@@ -51,6 +52,9 @@ class TypeLayout:
             self._struct(name, [("uint8_t", "ss_valid")] + self._members(t))
         elif isinstance(t, ir.StructType):
             name = self.names.fresh("S_" + t.name)
+            self._struct(name, self._members(t))
+        elif isinstance(t, ir.HeaderUnionType):  # a struct of headers (the front end keeps one valid)
+            name = self.names.fresh("U_" + t.name)
             self._struct(name, self._members(t))
         elif isinstance(t, ir.HeaderStackType):
             element = self.type_name(t.element)
@@ -112,6 +116,13 @@ class TypeLayout:
             out.write(f"return {nbytes};")
         out.write("")
         return suffix
+
+
+def invalidate(place: str, t: ir.Type) -> list[str]:
+    """Statements making a header (or every member of a header_union) at `place` invalid."""
+    if isinstance(t, ir.HeaderUnionType):
+        return [f"{place}.{member(f.name)}.ss_valid = 0;" for f in t.fields]
+    return [f"{place}.ss_valid = 0;"]
 
 
 def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]]) -> int:

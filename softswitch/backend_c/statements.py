@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from .. import ir
 from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
 from .externs import ExternEmitter
-from .layout import TypeLayout
+from .layout import TypeLayout, invalidate
 from .values import U64, convert, literal, mask_code, value_type, width_of
 from .writer import CWriter, Unsupported
 
@@ -179,9 +179,26 @@ class StatementEmitter:
         with out.block(""):
             codes, copy_back = self.arguments(out, action.parameters, arguments, scope)
             call = f"{function}(p, {frame_code}{''.join(', ' + c for c in [*codes, *data])})"
-            out.write(f"if ({call}) return 1;" if self.names.may_exit.get(action) else f"{call};")
+            self.call_and_copy_back(out, call, self.names.may_exit.get(action, False), copy_back, scope)
+
+    def call_and_copy_back(
+        self, out: CWriter, call: str, may_exit: bool, copy_back: list[tuple[ir.Expression, str]], scope: Scope
+    ) -> None:
+        """The call, then the out/inout scalars copied back; an exit inside the callee copies them back
+        too and then leaves this function as well (innermost call first, as the specification says)."""
+        if not may_exit:
+            out.write(f"{call};")
             for target, temp in copy_back:
                 self.store(out, target, temp, scope)
+            return
+        if not copy_back:
+            out.write(f"if ({call}) return 1;")
+            return
+        exited = self.x.temp("exited")
+        out.write(f"int {exited} = {call};")
+        for target, temp in copy_back:
+            self.store(out, target, temp, scope)
+        out.write(f"if ({exited}) return 1;")
 
     def arguments(
         self, out: CWriter, parameters: Sequence[ir.Variable], arguments: Sequence[ir.Argument], scope: Scope
@@ -239,9 +256,7 @@ class StatementEmitter:
                     if writes:
                         copy_back.append((value, slot))
             call_code = f"{self.names.functions[control]}(p, &{frame})"
-            out.write(f"if ({call_code}) return 1;" if self.names.may_exit.get(control) else f"{call_code};")
-            for target, slot in copy_back:
-                self.store(out, target, slot, scope)
+            self.call_and_copy_back(out, call_code, self.names.may_exit.get(control, False), copy_back, scope)
 
     # ---------------------------------------------------------------- headers and stacks
     def _SetValidity(self, out: CWriter, s: ir.SetValidity, scope: Scope) -> None:
@@ -261,13 +276,15 @@ class StatementEmitter:
                 if moved > 0:
                     out.write(f"memmove(&{k}->ss_e[{count}], &{k}->ss_e[0], {moved} * sizeof {k}->ss_e[0]);")
                 for i in range(min(count, size)):
-                    out.write(f"{k}->ss_e[{i}].ss_valid = 0;")
+                    for line in invalidate(f"{k}->ss_e[{i}]", stack_type.element):
+                        out.write(line)
                 out.write(f"{k}->ss_next = {k}->ss_next + {count} > {size} ? {size} : {k}->ss_next + {count};")
             else:
                 if moved > 0:
                     out.write(f"memmove(&{k}->ss_e[0], &{k}->ss_e[{count}], {moved} * sizeof {k}->ss_e[0]);")
                 for i in range(max(moved, 0), size):
-                    out.write(f"{k}->ss_e[{i}].ss_valid = 0;")
+                    for line in invalidate(f"{k}->ss_e[{i}]", stack_type.element):
+                        out.write(line)
                 out.write(f"{k}->ss_next = {k}->ss_next > {count} ? {k}->ss_next - {count} : 0;")
 
     # ---------------------------------------------------------------- packets
