@@ -51,7 +51,7 @@ class ExternEmitter:
             size = instance.constructor_arguments[0]
             assert isinstance(size, ir.Constant)
             ctype = ELEMENT_TYPES[element_bytes(width_of(element))]
-            data = f"(({ctype} *)p->registers[{self.names.register_ids[instance.qualified_name]}].data)"
+            data = self.register_data(instance, ctype, scope)
             i = self.x.temp("i")
             index = list(args.values())[1] if call.method == "read" else list(args.values())[0]
             with out.block(""):
@@ -73,6 +73,16 @@ class ExternEmitter:
             out.write("/* direct_counter.count(): the table counts its hits */")
         else:
             raise Unsupported(f"{instance.kind}.{call.method}", call.position)
+
+    def register_data(self, instance: ir.ExternInstance, ctype: str, scope: Scope) -> str:
+        """A local of the function pointing at the register's elements (read once per call: a pointer
+        in a local survives the stores of the code around it, a pointer in memory would be re-read)."""
+        index = self.names.register_ids[instance.qualified_name]
+        name = f"register_{index}"
+        declaration = f"{ctype} *const {name} = ({ctype} *)p->registers[{index}].data;"
+        if declaration not in scope.function_locals:
+            scope.function_locals.append(declaration)
+        return name
 
     # ---------------------------------------------------------------- extern functions
     def function(self, out: CWriter, call: ir.ExternFunctionCall, scope: Scope) -> None:

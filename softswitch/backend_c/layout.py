@@ -1,7 +1,7 @@
 """C types of the program's headers, structs and header stacks, and the functions that move headers
 between packet bytes and those types.
 
-    typedef struct { uint8_t ss_valid; uint64_t dst_addr; ... } H_ethernet_t;    a header
+    typedef struct { uint16_t ss_valid; uint64_t dst_addr; ... } H_ethernet_t;    a header
     typedef struct { H_ethernet_t ethernet; ... } S_headers_t;                   a struct
     typedef struct { uint32_t ss_next; H_hop_t ss_e[4]; } K_hop_t_4;             a header stack
     typedef struct { H_a_t a; H_b_t b; } U_ab_t;                                 a header_union
@@ -49,7 +49,7 @@ class TypeLayout:
             return name
         if isinstance(t, ir.HeaderType):
             name = self.names.fresh("H_" + t.name)
-            self._struct(name, [("uint8_t", "ss_valid")] + self._members(t))
+            self._struct(name, [("uint16_t", "ss_valid")] + self._members(t))
         elif isinstance(t, ir.StructType):
             name = self.names.fresh("S_" + t.name)
             self._struct(name, self._members(t))

@@ -3,8 +3,8 @@
 A bit<W>/int<W> value is its W-bit pattern (two's complement for int<W>) in a `uint64_t` when W <= 64
 and in an `ss_u128` (unsigned __int128) when W <= 128, every bit above W zero; wider values are not
 compiled (the program falls back to the Python back end). bool is 0/1, error and enum values are their
-numbers, all in uint64_t. Header and struct fields are stored in the smallest unsigned type holding
-their width (uint8_t .. uint64_t, ss_u128), so a field read is widened to its value type first.
+numbers, all in uint64_t. Header and struct fields are stored in the smallest of uint16_t .. uint64_t,
+ss_u128 holding their width, so a field read is widened to its value type first.
 """
 
 from __future__ import annotations
@@ -45,10 +45,11 @@ def value_type(t: ir.Type, position: object = None) -> str:
 
 
 def storage_type(t: ir.Type, position: object = None) -> str:
-    """The C type of a scalar stored in a header or struct."""
+    """The C type of a scalar stored in a header or struct: at least 16 bits, because the compiler must
+    assume a store through a char type (uint8_t) may change any object, and re-read everything after it."""
     width = width_of(t)
     value_type(t, position)
-    for limit, name in ((8, "uint8_t"), (16, "uint16_t"), (32, "uint32_t"), (64, "uint64_t")):
+    for limit, name in ((16, "uint16_t"), (32, "uint32_t"), (64, "uint64_t")):
         if width <= limit:
             return name
     return U128

@@ -15,10 +15,13 @@
 typedef unsigned __int128 ss_u128;
 typedef __int128 ss_i128;
 
+/* field access must fold to a load and a shift: never left to the compiler's inlining budget */
+#define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
+
 /* ------------------------------------------------------------------ big-endian bytes */
 
 /* n (1..8) bytes at b as a big-endian number */
-static inline uint64_t ss_load_be(const uint8_t *b, uint32_t n) {
+SS_ALWAYS_INLINE uint64_t ss_load_be(const uint8_t *b, uint32_t n) {
     uint16_t v16;
     uint32_t v32;
     uint64_t v64;
@@ -37,13 +40,13 @@ static inline uint64_t ss_load_be(const uint8_t *b, uint32_t n) {
 }
 
 /* n (1..16) bytes at b as a big-endian number */
-static inline ss_u128 ss_load_be128(const uint8_t *b, uint32_t n) {
+SS_ALWAYS_INLINE ss_u128 ss_load_be128(const uint8_t *b, uint32_t n) {
     if (n <= 8) return ss_load_be(b, n);
     return (ss_u128)ss_load_be(b, n - 8) << 64 | ss_load_be(b + n - 8, 8);
 }
 
 /* the low n (1..8) bytes of v at b, big-endian */
-static inline void ss_store_be(uint8_t *b, uint32_t n, uint64_t v) {
+SS_ALWAYS_INLINE void ss_store_be(uint8_t *b, uint32_t n, uint64_t v) {
     uint16_t v16;
     uint32_t v32;
     uint64_t v64;
@@ -57,7 +60,7 @@ static inline void ss_store_be(uint8_t *b, uint32_t n, uint64_t v) {
     }
 }
 
-static inline void ss_store_be128(uint8_t *b, uint32_t n, ss_u128 v) {
+SS_ALWAYS_INLINE void ss_store_be128(uint8_t *b, uint32_t n, ss_u128 v) {
     if (n <= 8) {
         ss_store_be(b, n, (uint64_t)v);
         return;
@@ -67,7 +70,7 @@ static inline void ss_store_be128(uint8_t *b, uint32_t n, ss_u128 v) {
 }
 
 /* `w` (<= 64) bits at bit offset `bitoff` of b (MSB first); meant for constant bitoff and w */
-static inline uint64_t ss_field_get(const uint8_t *b, uint32_t bitoff, uint32_t w) {
+SS_ALWAYS_INLINE uint64_t ss_field_get(const uint8_t *b, uint32_t bitoff, uint32_t w) {
     uint32_t first = bitoff >> 3, n = ((bitoff + w + 7) >> 3) - first;
     uint32_t shift = 8 * n - (bitoff & 7) - w;
     if (n <= 8) return (ss_load_be(b + first, n) >> shift) & ss_mask64(w);
@@ -75,7 +78,7 @@ static inline uint64_t ss_field_get(const uint8_t *b, uint32_t bitoff, uint32_t 
 }
 
 /* `w` (<= 128) bits at bit offset `bitoff` of b */
-static inline ss_u128 ss_field_get128(const uint8_t *b, uint32_t bitoff, uint32_t w) {
+SS_ALWAYS_INLINE ss_u128 ss_field_get128(const uint8_t *b, uint32_t bitoff, uint32_t w) {
     if (w <= 64) return ss_field_get(b, bitoff, w);
     return (ss_u128)ss_field_get(b, bitoff, w - 64) << 64 | ss_field_get(b, bitoff + w - 64, 64);
 }
