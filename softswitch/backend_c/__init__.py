@@ -50,8 +50,8 @@ def generate_c(program: ir.Program) -> str:
     try:
         layout = TypeLayout(program, allocator, unaligned)
     except Unsupported as e:
-        if e.position is None:  # types carry no position: name the first code that uses a too-wide value
-            e = Unsupported(e.what, _first_use_of_wide_values(program))
+        if e.position is None:  # types carry no position: name the first code using such a value
+            e = Unsupported(e.what, _first_use_of_uncompiled_types(program))
         raise e from None
     emitter = BlockEmitter(program, layout, names, allocator)
     emitter.declare_names()
@@ -95,8 +95,13 @@ def generate_c(program: ir.Program) -> str:
     return out.text()
 
 
-def _first_use_of_wide_values(program: ir.Program) -> object:
+def _first_use_of_uncompiled_types(program: ir.Program) -> object:
+    """Where the program first uses a value the C back end does not compile (wider than 128 bits,
+    varbit), directly or as a header field."""
+
     def too_wide(t: ir.Type) -> bool:
+        if isinstance(t, ir.VarbitType):
+            return True
         if isinstance(t, ir.BitType):
             return t.width > MAX_WIDTH
         if isinstance(t, ir.HeaderType):  # (not structs: `hdr` would name every header)

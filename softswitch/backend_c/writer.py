@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import ir
+from ..errors import UnsupportedConstruct
 
 C_KEYWORDS = frozenset(
     """auto break case char const continue default do double else enum extern float for goto if inline int long
@@ -14,7 +15,7 @@ C_KEYWORDS = frozenset(
 )
 
 
-class Unsupported(Exception):
+class Unsupported(UnsupportedConstruct):
     """A construct the C back end does not compile: softswitch runs the program on the Python back end
     instead and says why (`where` is the construct's file:line:col, when known)."""
 

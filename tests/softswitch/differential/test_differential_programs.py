@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_pair import BackendPair, mutations, populate  # noqa: E402
+from backend_pair import BackendPair, mutations, populate, skip_expected_fallback  # noqa: E402
 
 from protocol import codec  # noqa: E402
 from softswitch.stf import parse_stf  # noqa: E402
@@ -51,6 +51,7 @@ def test_every_test_program_is_covered():
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
 def test_program_on_both_back_ends(path):
+    skip_expected_fallback(path)
     rng = random.Random(f"differential:{path.name}")
     pair = BackendPair.from_path(path, defines=DEFINES.get(path.name), cpu_port=64)
     try:
