@@ -13,6 +13,7 @@ is a bug in one of the two (or in the front end they share).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -68,6 +69,7 @@ class BackendPair:
                 sw.on_packet_in = packet_ins.append
             sw.on_digest = lambda name, values, d=digests: d.append((name, dict(values)))
         self.frames = 0
+        self.seconds = {"python": 0.0, "native": 0.0}  # time spent in each back end's process()
 
     @classmethod
     def from_path(cls, path, defines=None, include_dirs=(), cpu_port=None) -> BackendPair:
@@ -110,7 +112,9 @@ class BackendPair:
         outcomes = []
         for label, sw in (("python", self.python), ("native", self.native)):
             packet_ins, digests = self._events[label]
+            start = time.perf_counter()
             outputs = sw.process(port, frame)
+            self.seconds[label] += time.perf_counter() - start
             outcomes.append(Outcome(outputs, list(packet_ins), list(digests)))
             packet_ins.clear()
             digests.clear()
