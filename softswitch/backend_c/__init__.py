@@ -31,6 +31,7 @@ FIRST_NAMED_FIELD_LIST = 256  # ids of clone3/resubmit/recirculate data lists (@
 
 def generate_c(program: ir.Program) -> str:
     """The C source of the program's pipeline and descriptor. Raises Unsupported."""
+    _refuse_declarations(program)
     info = program_info(program)
     names = GeneratedNames()
     names.action_ids = {a.name: i for i, a in enumerate(info.actions)}
@@ -93,6 +94,28 @@ def generate_c(program: ir.Program) -> str:
     }
     write_descriptor(out, info, entries, sizes)
     return out.text()
+
+
+def _refuse_declarations(program: ir.Program) -> None:
+    """Raises Unsupported for declarations the native runtime has no state for yet: parser value sets
+    and meters (the Python back end runs them)."""
+    for block in program.blocks():
+        if isinstance(block, ir.Parser):
+            for state in block.states:
+                for case in state.transition.cases:
+                    for keyset in case.keysets:
+                        if keyset.value_set is not None:
+                            at = state.transition.keys[0].position if state.transition.keys else None
+                            raise Unsupported(f"the parser value set {keyset.value_set.qualified_name}", at)
+        else:
+            for instance in block.extern_instances:
+                if instance.kind in ("meter", "direct_meter"):
+                    uses = [
+                        n.position
+                        for n in block_nodes(block)
+                        if isinstance(n, ir.ExternMethodCall) and n.instance is instance
+                    ]
+                    raise Unsupported(f"the {instance.kind} {instance.qualified_name}", uses[0] if uses else None)
 
 
 def _first_use_of_uncompiled_types(program: ir.Program) -> object:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from .. import ir
 from ..ir.walk import walk
 from .expressions import ExpressionEmitter, GeneratedNames, Scope
+from .invariants import access_path, invariant_reads
 from .layout import TypeLayout
 from .statements import StatementEmitter, parameter_member
 from .values import literal, value_type, width_of
@@ -46,6 +47,8 @@ class BlockEmitter:
         self.x = ExpressionEmitter(layout, names)
         self.statements = StatementEmitter(self.x, layout)
         self.frames = CWriter()  # frame struct declarations
+        # parameters of the pipeline's blocks: distinct objects (headers, metadata, standard_metadata)
+        self.block_parameters = {p for b in program.pipeline.blocks.values() for p in b.parameters}
         self.prototypes = CWriter()
         self.bodies = CWriter()
 
@@ -124,6 +127,10 @@ class BlockEmitter:
         self.prototypes.write(signature + ";")
         with self.function(f"action {action.qualified_name}", signature, scope) as out:
             out.write("(void)C;")
+            for read in invariant_reads(action, self.block_parameters):
+                local = self.x.temp("field")
+                out.write(f"const {value_type(read.type)} {local} = {self.x.value(read, scope)};")
+                scope.cached[access_path(read)] = local
             self.statements.block(out, action.body.statements, scope)
             out.write("return 0;")
 

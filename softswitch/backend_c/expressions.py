@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import ir
+from .invariants import access_path
 from .layout import STANDARD_METADATA, TypeLayout
 from .values import U64, U128, constant_code, convert, is_signed, literal, value_type, width_of, wrap
 from .writer import Unsupported, member, string_literal
@@ -28,13 +29,17 @@ class Scope:
     in_parser: bool = False
     unaligned: bool = False  # parser: the bit offset may leave byte boundaries
     function_locals: list[str] = field(default_factory=list)  # declarations at the top of the function
+    cached: dict = field(default_factory=dict)  # access path -> local holding that field (invariants.py)
+    continue_label: str | None = None  # where `continue` goes in the innermost loop
 
     def child(self) -> Scope:
-        return Scope(dict(self.variables), self.in_parser, self.unaligned, self.function_locals)
+        return Scope(
+            dict(self.variables), self.in_parser, self.unaligned, self.function_locals, self.cached, self.continue_label
+        )
 
     def function(self) -> Scope:
         """A scope for another function with the same variables (an action inside its control)."""
-        return Scope(dict(self.variables), self.in_parser, self.unaligned, [])
+        return Scope(dict(self.variables), self.in_parser, self.unaligned, [], {})
 
     def fail(self, error_code: int, message: str) -> str:
         if self.in_parser:
@@ -109,6 +114,10 @@ class ExpressionEmitter:
         return code
 
     def _FieldAccess(self, e: ir.FieldAccess, scope: Scope) -> str:
+        if scope.cached:
+            local = scope.cached.get(access_path(e))
+            if local is not None:
+                return local
         code = f"{self.object_value(e.base, scope)}.{member(e.field_name)}"
         if ir.is_object(e.type):
             return code
@@ -295,7 +304,7 @@ class ExpressionEmitter:
         for f, item in zip(t.fields, e.items, strict=True):
             code = self.object_value(item, scope) if ir.is_object(item.type) else self.value(item, scope)
             parts.append(f"{v}.{member(f.name)} = {code};")
-        if isinstance(t, ir.HeaderType):
+        if isinstance(t, ir.HeaderType) and e.valid:
             parts.append(f"{v}.ss_valid = 1;")
         return f"({{ {' '.join(parts)} {v}; }})"
 

@@ -79,7 +79,7 @@ class ExternEmitter:
         in a local survives the stores of the code around it, a pointer in memory would be re-read)."""
         index = self.names.register_ids[instance.qualified_name]
         name = f"register_{index}"
-        declaration = f"{ctype} *const {name} = ({ctype} *)p->registers[{index}].data;"
+        declaration = f"{ctype} *restrict const {name} = ({ctype} *)p->registers[{index}].data;"
         if declaration not in scope.function_locals:
             scope.function_locals.append(declaration)
         return name
@@ -176,6 +176,8 @@ class ExternEmitter:
                 out.write(f"ss_hash_update(&{state}, {buffer}, {nbytes});")
                 out.write(f"ss_hash_update(&{state}, p->payload, p->payload_len);")
                 computed = f"(ss_hash_final(&{state}) & {mask_code(width)})"
+            elif algo == "SS_HASH_CSUM16":
+                computed = f"(ss_csum16({buffer}, {nbytes}) & {mask_code(width)})"
             else:
                 computed = f"(ss_hash_bytes({algo}, {buffer}, {nbytes}) & {mask_code(width)})"
             if call.function.startswith("verify"):

@@ -81,6 +81,29 @@ class StatementEmitter:
             self.nested(out, f"{keyword} ({condition})", body, scope)
             keyword = "else if"
 
+    def _ForLoop(self, out: CWriter, s: ir.ForLoop, scope: Scope) -> None:
+        """`for (init; cond; updates) body`: `continue` jumps to the updates, `break` leaves the loop."""
+        loop_scope = scope.child()
+        label = self.x.temp("next_iteration")
+        with out.block(""):
+            self.block(out, s.initializers, loop_scope)
+            with out.block("for (;;)"):
+                if s.condition is not None:
+                    out.write(f"if (!{self.x.value(s.condition, loop_scope)}) break;")
+                body_scope = loop_scope.child()
+                body_scope.continue_label = label
+                self.nested(out, "", s.body, body_scope)
+                out.write(f"{label}:;")
+                self.block(out, s.updates, loop_scope)
+
+    def _Break(self, out: CWriter, s: ir.Break, scope: Scope) -> None:
+        out.write("break;")
+
+    def _Continue(self, out: CWriter, s: ir.Continue, scope: Scope) -> None:
+        if scope.continue_label is None:
+            raise Unsupported("continue outside a loop", s.position)
+        out.write(f"goto {scope.continue_label};")
+
     def _Exit(self, out: CWriter, s: ir.Exit, scope: Scope) -> None:
         out.write("return 1; /* exit */")
 
@@ -130,7 +153,7 @@ class StatementEmitter:
             self.store(out, s.target, value, scope)
 
     def store(self, out: CWriter, target: ir.Expression, value: str, scope: Scope) -> None:
-        """target = value for a scalar l-value (a Slice replaces only its bits)."""
+        """target = value for an l-value (a Slice replaces only its bits; objects are copied)."""
         if isinstance(target, ir.Slice):
             base_type = target.base.type
             width = target.high - target.low + 1
@@ -213,7 +236,12 @@ class StatementEmitter:
             writes = argument.direction in ("out", "inout")
             if ir.is_object(parameter.type):
                 ctype = self.layout.type_name(parameter.type)
-                if writes:
+                if argument.direction == "out":  # a fresh object, copied into the argument afterwards
+                    out.write(f"{ctype} {t};")
+                    out.write(f"memset(&{t}, 0, sizeof {t});")
+                    codes.append(f"&{t}")
+                    copy_back.append((value, t))
+                elif writes:
                     out.write(f"{ctype} *{t} = &{self.x.place(value, scope)};")
                     codes.append(t)
                 else:
@@ -241,13 +269,18 @@ class StatementEmitter:
                 value = argument.value
                 writes = argument.direction in ("out", "inout")
                 if ir.is_object(parameter.type):
-                    if writes:
+                    ctype = self.layout.type_name(parameter.type)
+                    if argument.direction == "out":  # a fresh object, copied into the argument afterwards
+                        fresh = self.x.temp("arg")
+                        out.write(f"{ctype} {fresh};")
+                        out.write(f"memset(&{fresh}, 0, sizeof {fresh});")
+                        out.write(f"{slot} = &{fresh};")
+                        copy_back.append((value, fresh))
+                    elif writes:
                         out.write(f"{slot} = &{self.x.place(value, scope)};")
                     else:
                         copy = self.x.temp("arg")
-                        out.write(
-                            f"{self.layout.type_name(parameter.type)} {copy} = {self.x.object_value(value, scope)};"
-                        )
+                        out.write(f"{ctype} {copy} = {self.x.object_value(value, scope)};")
                         out.write(f"{slot} = &{copy};")
                 elif isinstance(parameter.type, ir.ExternType):
                     out.write(f"{slot} = {self.x.place(value, scope)};")

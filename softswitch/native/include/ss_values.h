@@ -210,6 +210,19 @@ static inline uint64_t ss_stack_index(ss_packet *p, uint64_t index, uint32_t siz
     return index;
 }
 
+/* ------------------------------------------------------------------ checksums */
+
+/* csum16 (RFC 1071) of n bytes (an odd length gets a zero byte appended): the same as
+ * ss_hash_bytes(SS_HASH_CSUM16, ...), inline for the fixed-size field lists of checksum updates */
+SS_ALWAYS_INLINE uint64_t ss_csum16(const uint8_t *b, uint32_t n) {
+    uint64_t sum = 0;
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) sum += ss_load_be(b + i, 2);
+    if (i < n) sum += (uint64_t)b[i] << 8;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    return ~sum & 0xFFFF;
+}
+
 /* ------------------------------------------------------------------ table results, port output */
 
 /* what t.apply() gives the program: hit/miss and the action that ran (its descriptor index) */

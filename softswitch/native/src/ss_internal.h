@@ -206,6 +206,8 @@ struct ss_worker {
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);
 void ss_worker_free(ss_worker *w);
+/* reads the clock for the frames processed next (one read per batch) */
+void ss_worker_clock(ss_worker *w);
 /* runs one received frame through the pipeline (the caller holds sw->lock) */
 void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
 int ss_record_add(ss_bytes *out, uint32_t kind, int32_t port, uint32_t aux, uint32_t input, const void *data,

@@ -298,6 +298,7 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
     w->emit_ctx = io;
     w->out.len = 0;
     pthread_mutex_lock(&sw->lock);
+    ss_worker_clock(w);
     for (int i = 0; i < n; i++) {
         if (io->batch_outgoing[i]) {
             port->rx_outgoing++;

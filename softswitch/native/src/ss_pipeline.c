@@ -66,8 +66,9 @@ static ss_packet *ctx_push(ss_worker *w) {
 
 static inline void ctx_pop(ss_worker *w) { w->ctx_top--; }
 
-/* One clock read per received frame: its passes and replicas share the timestamp (a clock read costs
- * as much as a tenth of a simple packet's processing). */
+/* One clock read per batch of received frames (ss_worker_clock: up to 64 frames taken from a port
+ * together, or one process_batch call): the frames of a batch arrived together, and their passes and
+ * replicas share the timestamp (a clock read costs a tenth of a simple packet's processing). */
 static inline uint64_t now_us(const ss_worker *w) { return w->now_us; }
 
 static inline void reset_effects(ss_packet *p) {
@@ -282,10 +283,11 @@ static void run_ingress(ss_worker *w, const ss_job *job) {
     run_egress(w, p, p->sm.egress_spec, 0, 0, 0);
 }
 
+void ss_worker_clock(ss_worker *w) { w->now_us = (ss_now_ns() - w->sw->t0_ns) / 1000; }
+
 void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len) {
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_RECEIVED]++;
-    w->now_us = (ss_now_ns() - sw->t0_ns) / 1000;
     w->n_jobs = 0;
     add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
     for (uint32_t i = 0; i < w->n_jobs; i++) {
@@ -415,6 +417,7 @@ SS_EXPORT int64_t ss_process_batch(ss_switch *sw, uint32_t n, const uint16_t *po
     w->out.len = 0;
     w->outputs = 0;
     w->discard_frames = discard_frames;
+    ss_worker_clock(w);
     for (uint32_t i = 0; i < n; i++) {
         w->input = i;
         ss_worker_process(w, ports[i], data + offsets[i], (uint32_t)(offsets[i + 1] - offsets[i]));

@@ -19,6 +19,8 @@ PROGRAM_DIRS = (ROOT / "tests" / "softswitch" / "programs", ROOT / "tests" / "so
 PROGRAMS = sorted(p for d in PROGRAM_DIRS for p in d.rglob("*.p4") if "V1Switch(" in p.read_text())  # not includes
 DEFINES = {"preproc.p4": {}}  # programs that need -D to compile: none so far
 FRAMES_PER_PROGRAM = 2000
+# programs some frames send into an endless loop (on BMv2 too): only their STF packets, unmutated
+NO_FUZZ = {"loops.p4": "hdr.l.n = 255 makes `for (bit<8> i = 1; i <= hdr.l.n; ...)` loop forever"}
 
 
 def stf_packets(program: Path) -> list[bytes]:
@@ -57,11 +59,12 @@ def test_program_on_both_back_ends(path):
     try:
         populate(pair, rng)
         seeds = stf_packets(path) + plain_frames(rng)
-        for i, frame in enumerate(mutations(rng, seeds, FRAMES_PER_PROGRAM)):
+        frames = seeds if path.name in NO_FUZZ else list(mutations(rng, seeds, FRAMES_PER_PROGRAM))
+        for i, frame in enumerate(frames):
             pair.process(rng.choice((0, 1, 2, 3, 64)), frame)
             if i % 500 == 0:
                 pair.check_state()
         pair.check_state()
-        assert pair.python.stats["received"] == FRAMES_PER_PROGRAM
+        assert pair.python.stats["received"] == len(frames)
     finally:
         pair.close()

@@ -1,0 +1,90 @@
+"""Fields an action reads but never writes: the C back end reads each once, into a local at the top
+of the action, instead of at every use.
+
+The C compiler would do this itself if it could prove no store in between changes the field, but a
+register element and a header field of the same width have the same C type, so every register write
+forces it to read the header and metadata fields again (ina.p4's aggregation reads meta.slot_index 140
+times around 64 register writes). The IR knows better: only assignments, out/inout arguments, stack
+shifts and extracts change fields, and the control's parameters (headers, metadata, standard_metadata
+of a pipeline block) never alias each other. Actions that call other actions or controls, or that take
+headers/structs by reference, are left alone.
+"""
+
+from __future__ import annotations
+
+from .. import ir
+from ..ir.walk import walk
+
+Path = tuple  # (root Variable, field name or constant index, ...)
+
+
+def access_path(e: ir.Expression) -> Path | None:
+    """The variable and constant field/element selections e names, or None (computed index, ...)."""
+    if isinstance(e, ir.VariableRef):
+        return (e.variable,)
+    if isinstance(e, ir.FieldAccess):
+        base = access_path(e.base)
+        return None if base is None else (*base, e.field_name)
+    if isinstance(e, ir.StackElement) and isinstance(e.index, ir.Constant):
+        base = access_path(e.stack)
+        return None if base is None else (*base, int(e.index.value))
+    return None
+
+
+def _written_roots(node: ir.Node) -> list[ir.Expression]:
+    """The places a statement or call may change."""
+    if isinstance(node, ir.Assign):
+        target = node.target
+        return [target.base if isinstance(target, ir.Slice) else target]
+    if isinstance(node, (ir.ExternFunctionCall, ir.ExternMethodCall)):
+        return [a.value for a in node.arguments if a.direction in ("out", "inout")]
+    if isinstance(node, ir.StackShift):
+        return [node.stack]
+    if isinstance(node, ir.Extract):
+        return [node.header]
+    return []
+
+
+def invariant_reads(action: ir.Action, block_parameters: set[ir.Variable]) -> list[ir.FieldAccess]:
+    """The scalar field reads of `action` whose fields it never writes, one per field in order of
+    first use; empty when the action is not simple enough to tell (see the module docstring)."""
+    if any(ir.is_object(p.type) and p.direction is not None for p in action.parameters):
+        return []
+    nodes = list(walk(action.body))
+    if any(isinstance(n, (ir.ActionCall, ir.ControlApply)) for n in nodes):
+        return []
+    written = [_named_prefix(place) for node in nodes for place in _written_roots(node)]
+    reads: dict[Path, ir.FieldAccess] = {}
+    for node in nodes:
+        if not isinstance(node, ir.FieldAccess) or ir.is_object(node.type):
+            continue
+        path = access_path(node)
+        if path is None or path in reads or path[0] not in block_parameters:
+            continue
+        if any(_overlaps(path, w) for w in written):
+            continue
+        reads[path] = node
+    return list(reads.values())
+
+
+def _overlaps(a: Path, b: Path) -> bool:
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def _named_prefix(place: ir.Expression) -> Path:
+    """The path of the place, or of its nearest enclosing named place when it selects through a
+    computed index (a write to `s[i].f` may change any element of s); () overlaps every path."""
+    e = place
+    while True:
+        path = access_path(e)
+        if path is not None:
+            return path
+        if isinstance(e, ir.FieldAccess):
+            e = e.base
+        elif isinstance(e, (ir.StackElement, ir.StackNext, ir.StackLast)):
+            e = e.stack
+        elif isinstance(e, ir.Slice):
+            e = e.base
+        else:
+            return ()
