@@ -90,6 +90,56 @@ int64_t traffic_send(const char *iface, const uint8_t *frame, uint32_t len, uint
     return sent;
 }
 
+/* Sends whole chunks for `seconds` (or until max_frames, 0: no limit): frame k of a chunk is
+ * templates[k] (n templates of len bytes each) with the chunk's sequence number (4 bytes big-endian) at
+ * seq_at and, when pool > 0, shadow:1 slot:15 = (seq / pool) % 2, seq % pool at slot_at, as the agents
+ * number chunks; the first chunk is seq0. rate: frames/s (0: as fast as possible). Returns frames sent;
+ * *next_seq gets the sequence number of the next chunk. */
+int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
+                            uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
+                            double rate, uint64_t *errors, uint64_t *next_seq) {
+    if (!n || len > MAX_FRAME || seq_at + 4 > len || (pool && slot_at + 2 > len)) return -1;
+    int fd = open_socket(iface);
+    if (fd < 0) return -1;
+    prctl(PR_SET_NAME, "bench-sender");
+    static __thread uint8_t bufs[BATCH][MAX_FRAME];
+    struct mmsghdr msgs[BATCH];
+    struct iovec iov[BATCH];
+    setup_messages(bufs, msgs, iov, len);
+    uint64_t frame = 0; /* frames handed to the kernel so far; frame f is template f % n of chunk f / n */
+    int64_t sent = 0;
+    double start = now_s(), end = start + seconds;
+    for (;;) {
+        double t = now_s();
+        if (t >= end || (max_frames && frame >= max_frames)) break;
+        if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
+        int batch = BATCH;
+        if (max_frames && max_frames - frame < BATCH) batch = (int)(max_frames - frame);
+        for (int i = 0; i < batch; i++) {
+            uint64_t f = frame + (uint64_t)i, seq = seq0 + f / n;
+            memcpy(bufs[i], templates + (size_t)(f % n) * len, len);
+            uint32_t s = htonl((uint32_t)seq);
+            memcpy(bufs[i] + seq_at, &s, 4);
+            if (pool) {
+                uint16_t slot = htons((uint16_t)((((seq / pool) % 2) << 15) | (seq % pool)));
+                memcpy(bufs[i] + slot_at, &slot, 2);
+            }
+        }
+        int done = sendmmsg(fd, msgs, (unsigned)batch, 0);
+        if (done > 0) {
+            sent += done;
+            frame += (uint64_t)done;
+            if (done < batch) (*errors) += (uint64_t)(batch - done), frame += (uint64_t)(batch - done);
+        } else if (errno != EINTR) {
+            (*errors) += (uint64_t)batch; /* a full queue: those frames are lost, as on a wire */
+            frame += (uint64_t)batch;
+        }
+    }
+    close(fd);
+    *next_seq = seq0 + (frame + n - 1) / n;
+    return sent;
+}
+
 /* Counts frames with `tag` at tag_at until `seconds` pass or, once *stop is set, `idle` seconds pass
  * without a frame. Returns the count; *bytes gets their bytes. */
 int64_t traffic_receive(const char *iface, const uint8_t *tag, uint32_t tag_len, uint32_t tag_at, double seconds,

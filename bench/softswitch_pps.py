@@ -1,32 +1,39 @@
-"""Packets per second of softswitch, in process and through veth ports.
+"""Packets per second of softswitch on both back ends, side by side, in process and through veth ports.
 
 Two programs: a plain IPv4 router (tests/softswitch/programs/ipv4_router.p4: LPM, MAC rewrite, TTL,
-checksum check and update) and p4src/ina.p4 with K = 64 values per packet.
+checksum check and update) and p4src/ina.p4 with K = 64 values per packet. ina.p4 runs one job with
+fan-in 4 at one switch: per chunk 3 GRADs are absorbed, the 4th completes the sum and leaves, then 4
+unicast RESULTs release the slot and go down; also GRADs on a pass-through hop and plain UDP on its
+ipv4_lpm.
 
-* In process: ``Switch.process`` on pre-built frames, each call timed, warm-up excluded, a few
-  repetitions, median. ina.p4 runs one job with fan-in 4 at one switch: per chunk 3 GRADs are
-  absorbed, the 4th completes the sum and leaves, then 4 unicast RESULTs release the slot and go down.
-  Also GRADs on a pass-through hop (another job, aggregates=0) and non-INA UDP on ina.p4's ipv4_lpm.
-* Through veth ports (root only): two network namespaces, one veth pair each; a ``softswitch`` process
-  on the switch-side ends (-i 1@... -i 2@...), entries installed over P4Runtime (controller/p4rt.py);
-  a sender in one namespace writes frames with an AF_PACKET socket for --seconds, paced at half the
-  in-process rate and then as fast as it can, a receiver in the other counts what comes out.
+* In process, per back end: the Python back end runs `Switch.process` on each frame (each call
+  timed); the native back end runs `process_batch` on batches of prepared frames (64 chunks of 4 GRADs,
+  their RESULTs, 256 router frames), each batch timed: what a port's batch costs without the ports.
+  Median over the repetitions; outputs checked (frame counts per kind, and one chunk's sum).
+* Through veth ports (root only), per back end: two network namespaces, one veth pair each; a
+  `softswitch --backend B` process on the switch-side ends, alone on the last CPU (taskset), entries
+  installed over P4Runtime; a native sender (bench/native_io_traffic.c, sendmmsg, as fast as it can,
+  each chunk with the next sequence number) in one namespace on the first CPU; what leaves the switch
+  is counted by the receiving interface in the other namespace (no receiving socket: counting costs
+  nothing). The switch's own counters (ina_stats over P4Runtime) give the GRADs it processed. Each row
+  also gives the CPU time per frame of the switch process and of the sender (system time includes the
+  kernel's veth delivery, which runs in the sending thread).
 
-Prints a table (with progress lines as cases finish) and saves bench/results/softswitch_pps.json and
-.png. BMv2's maintainers quote about 100k packets/s for simple programs on an optimised build; the
-ratios printed are against that figure, for a Python target on this machine.
+Prints a table (with progress lines as cases finish), the native/Python ratios and the machine's load,
+and saves bench/results/softswitch_pps.json and .png.
 
-    .venv/bin/python bench/softswitch_pps.py [--quick] [--seconds 3] [--no-veth] [--out DIR]
+    .venv/bin/python bench/softswitch_pps.py [--quick] [--seconds 3] [--no-veth] [--backends native,python]
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import platform
 import re
-import select
+import resource
 import shutil
 import signal
 import socket
@@ -42,14 +49,21 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
 ROUTER_P4 = ROOT / "tests" / "softswitch" / "programs" / "ipv4_router.p4"
+BACKENDS = ("native", "python")
 
 BMV2_REFERENCE_PPS = 100_000
 REFERENCE_NOTE = (
-    "BMv2's maintainers quote ~100k packets/s for simple programs in an optimised build "
-    "(simple_switch, native C++). These figures are for softswitch, a Python target, on this "
-    f"{os.cpu_count()}-core machine; the ratio says how far from that reference it is, not parity. "
-    "In-process rates leave out packet I/O (BMv2's figure includes it): compare the veth rates."
+    "BMv2's maintainers quote ~100k packets/s for simple programs in an optimised build (simple_switch, "
+    f"native C++, port I/O included). Figures here are softswitch's on this {os.cpu_count()}-core machine; "
+    "compare the veth rates with it (in-process rates leave out port I/O)."
 )
+# issue 10's targets for the native back end
+TARGETS = {
+    "in_process_grad_aggregation_pps": 1_000_000,
+    "veth_grad_aggregation_pps": 300_000,
+    "veth_router_pps": 500_000,
+    "native_over_python": 20,
+}
 
 # Addresses: only inside the benchmark's own namespaces (and in process).
 SENDER_MAC, RECEIVER_MAC, ROUTER_MAC = "02:00:00:00:0a:01", "02:00:00:00:0b:01", "02:00:00:00:00:fe"
@@ -62,11 +76,9 @@ PLAIN_SRC_PORT, PLAIN_DST_PORT = 5000, 5001
 # Byte offsets in an Ethernet/IPv4(no options)/UDP/INA frame: seq (32 bits) then shadow:1 slot:15.
 INA_AT = 14 + 20 + 8
 SEQ_AT = INA_AT + 6
+SLOT_AT = SEQ_AT + 4
 _SEQ_SLOT = struct.Struct("!IH")
-
-ETH_P_ALL = 0x0003
-PACKET_OUTGOING = 4
-SO_RCVBUFFORCE = 33
+PLAIN_TAG_AT = INA_AT  # the router's frames carry their sequence number in the UDP payload
 
 
 class BenchError(RuntimeError):
@@ -165,48 +177,6 @@ class Frames:
         }
 
 
-# ------------------------------------------------------------------------------------ in process
-
-
-def _router_switch():
-    from softswitch.compiler import compile_program
-    from softswitch.switch import Lpm, Switch, TableEntry
-
-    sw = Switch(compile_program(str(ROUTER_P4)), device_id=1)
-    sw.table("MyIngress.ipv4_lpm").insert(
-        TableEntry(
-            {"hdr.ipv4.dstAddr": Lpm(_ip(RECEIVER_IP) & 0xFFFFFF00, 24)},
-            "MyIngress.ipv4_forward",
-            {"dstAddr": _mac(RECEIVER_MAC), "port": OUT_PORT},
-        )
-    )
-    return sw
-
-
-def _ina_switch():
-    from softswitch.compiler import compile_program
-    from softswitch.switch import Exact, Lpm, Switch, TableEntry
-
-    sw = Switch(compile_program(str(INA_P4)), device_id=SWITCH_ID)
-    sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": SWITCH_ID})
-    for entry in ina_job_entries():
-        sw.table("InaIngress.ina_jobs").insert(
-            TableEntry(
-                {"hdr.ina.job_id": Exact(entry["job"]), "hdr.ina.tree_id": Exact(0)},
-                "InaIngress.set_job",
-                entry["args"],
-            )
-        )
-    sw.table("InaIngress.ipv4_lpm").insert(
-        TableEntry(
-            {"hdr.ipv4.dst_addr": Lpm(_ip(RECEIVER_IP), 32)},
-            "InaIngress.ipv4_forward",
-            {"dst_mac": _mac(RECEIVER_MAC), "port": OUT_PORT},
-        )
-    )
-    return sw
-
-
 def ina_job_entries() -> list[dict]:
     """The aggregating job (fan-in 4, pool 64, job_index 1) and the pass-through job (job_index 2)."""
     return [
@@ -241,152 +211,6 @@ def _mac(text: str) -> int:
 
 def _ip(text: str) -> int:
     return int.from_bytes(socket.inet_aton(text), "big")
-
-
-class InProcessCase:
-    """One switch and a generator of work units; a unit is a list of (kind, port, frame, frames out)."""
-
-    def __init__(
-        self, name: str, program: str, switch, unit, combined: dict[str, tuple[str, ...]] | None = None, verify=None
-    ):
-        self.name, self.program, self.switch, self.unit = name, program, switch, unit
-        self.combined = combined or {}
-        self.verify = verify or (lambda: None)
-
-
-def in_process_cases(frames: Frames) -> list[InProcessCase]:
-    router, ina = _router_switch(), _ina_switch()
-    plain_ina = frames.codec.build_udp_frame(
-        bytes(len(frames.grads[0]) - INA_AT),
-        SENDER_MAC,
-        ROUTER_MAC,
-        SENDER_IP,
-        RECEIVER_IP,
-        src_port=PLAIN_SRC_PORT,
-        dst_port=PLAIN_DST_PORT,
-    )
-    seq = [0]
-
-    def chunk():
-        seq[0] += 1
-        s = seq[0]
-        unit = [("grad_absorbed", IN_PORT, bytes(patch_chunk(frames.grads[c], s, POOL)), 0) for c in range(FAN_IN - 1)]
-        unit.append(("grad_completing", IN_PORT, bytes(patch_chunk(frames.grads[-1], s, POOL)), 1))
-        unit += [("result_release", OUT_PORT, bytes(patch_chunk(r, s, POOL)), 1) for r in frames.results]
-        return unit
-
-    def verify_chunk():
-        """One more chunk: the sum leaves on the up port with exact values, results go down."""
-        outs = [(kind, ina.process(port, frame)) for kind, port, frame, _ in chunk()]
-        done = [out for kind, out in outs if kind == "grad_completing"][0]
-        if len(done) != 1 or done[0][0] != OUT_PORT:
-            raise BenchError(
-                f"ina.p4: the completing GRAD gave {[(p, len(f)) for p, f in done]}, "
-                f"expected one frame on port {OUT_PORT}"
-            )
-        _, pkt = frames.codec.parse_frame(done[0][1])
-        if [int(v) for v in pkt.values] != [int(v) for v in frames.sum]:
-            raise BenchError("ina.p4: the completed sum differs from the sum of the 4 contributions")
-        downs = [out for kind, out in outs if kind == "result_release"]
-        if any(len(o) != 1 or o[0][0] != IN_PORT for o in downs):
-            raise BenchError(f"ina.p4: RESULTs did not all leave on port {IN_PORT}: {downs}")
-
-    return [
-        InProcessCase(
-            "plain IPv4 forward",
-            "tests/softswitch/programs/ipv4_router.p4",
-            router,
-            lambda: [("ipv4_router_forward", IN_PORT, frames.plain_to_router, 1)],
-        ),
-        InProcessCase(
-            "non-INA UDP on ipv4_lpm", "p4src/ina.p4", ina, lambda: [("ina_ipv4_forward", IN_PORT, plain_ina, 1)]
-        ),
-        InProcessCase(
-            "aggregation, fan-in 4",
-            "p4src/ina.p4",
-            ina,
-            chunk,
-            combined={"grad_aggregation": ("grad_absorbed", "grad_completing")},
-            verify=verify_chunk,
-        ),
-        InProcessCase(
-            "pass-through hop", "p4src/ina.p4", ina, lambda: [("grad_passthrough", IN_PORT, frames.passthrough, 1)]
-        ),
-    ]
-
-
-KIND_LABELS = {
-    "ipv4_router_forward": "IPv4 forward (ipv4_router.p4)",
-    "ina_ipv4_forward": "non-INA UDP, ipv4_lpm (ina.p4)",
-    "grad_absorbed": "GRAD absorbed, 3 of 4 (ina.p4)",
-    "grad_completing": "GRAD completing, 4th leaves (ina.p4)",
-    "grad_aggregation": "GRAD aggregation, per GRAD (ina.p4)",
-    "result_release": "RESULT release + forward (ina.p4)",
-    "grad_passthrough": "GRAD pass-through hop (ina.p4)",
-}
-
-
-def _run(switch, packets) -> dict[str, list]:
-    """Process ``packets`` one by one, each call timed; per kind [count, seconds, wrong output count]."""
-    acc: dict[str, list] = {}
-    process, clock = switch.process, time.perf_counter
-    for kind, port, frame, expect in packets:
-        t0 = clock()
-        out = process(port, frame)
-        t1 = clock()
-        a = acc.get(kind)
-        if a is None:
-            a = acc[kind] = [0, 0.0, 0]
-        a[0] += 1
-        a[1] += t1 - t0
-        if len(out) != expect:
-            a[2] += 1
-    return acc
-
-
-def measure_in_process(case: InProcessCase, seconds: float, reps: int, warm_units: int) -> list[dict]:
-    warm = [p for _ in range(warm_units) for p in case.unit()]
-    acc = _run(case.switch, warm)
-    per_unit = sum(a[1] for a in acc.values()) / warm_units
-    units = max(10, int(seconds / reps / per_unit))
-    per_rep: list[dict[str, list]] = []
-    for _ in range(reps):
-        packets = [p for _ in range(units) for p in case.unit()]  # built outside the timing
-        per_rep.append(_run(case.switch, packets))
-    for acc in per_rep:
-        for kind, (count, _, wrong) in acc.items():
-            if wrong:
-                raise BenchError(
-                    f"{case.program}: {wrong} of {count} '{kind}' packets gave an unexpected "
-                    "number of output frames (entries or frames are wrong)"
-                )
-    case.verify()
-    rows = []
-    kinds = list(per_rep[0]) + list(case.combined)
-    for kind in kinds:
-        parts = case.combined.get(kind, (kind,))
-        rates = [sum(acc[p][0] for p in parts) / sum(acc[p][1] for p in parts) for acc in per_rep]
-        median = statistics.median(rates)
-        rows.append(
-            {
-                "kind": kind,
-                "label": KIND_LABELS[kind],
-                "case": case.name,
-                "program": case.program,
-                "packets_per_rep": sum(per_rep[0][p][0] for p in parts),
-                "repetitions": reps,
-                "pps_median": median,
-                "pps_min": min(rates),
-                "pps_max": max(rates),
-                "pps_reps": rates,
-                "us_per_packet": 1e6 / median,
-                "ratio_to_bmv2_reference": median / BMV2_REFERENCE_PPS,
-            }
-        )
-    return rows
-
-
-# -------------------------------------------------------------------------------- veth: helpers
 
 
 def sh(*cmd: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -454,11 +278,14 @@ class VethLab:
 class SoftswitchProcess:
     """A `softswitch` process on the lab's switch-side ends; P4Runtime on a free local port."""
 
-    def __init__(self, lab: VethLab, program: Path):
+    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="softswitch-pps-", suffix=".log")
         cmd = [sys.executable, "-m", "softswitch", "--device-id", str(SWITCH_ID), "--grpc-server-addr", "127.0.0.1:0"]
+        cmd += ["--backend", backend]
         for port, iface in lab.ports.items():
             cmd += ["-i", f"{port}@{iface}"]
+        if cpu is not None:  # the whole switch process on its own CPU
+            cmd = ["taskset", "-c", str(cpu), *cmd]
         self.proc = subprocess.Popen(cmd + [str(program)], stdout=subprocess.DEVNULL, stderr=self.log, cwd=ROOT)
         self.conn = None
         try:
@@ -501,6 +328,22 @@ class SoftswitchProcess:
         cid, _ = self.names.counter(counter)
         return {i: packets for i, (packets, _bytes) in self.conn.read_counter(cid, indices).items()}
 
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) of every thread of the switch process so far."""
+        total = 0
+        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+    def running_backend(self) -> str:
+        """The back end the process reports it runs ("native" or "python")."""
+        match = re.search(r"on the (\w+) back end", Path(self.log.name).read_text())
+        return match.group(1) if match else "unknown"
+
     def stop(self) -> None:
         if self.conn is not None:
             self.conn.close()
@@ -512,267 +355,6 @@ class SoftswitchProcess:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
-
-
-# ------------------------------------------------------------------- veth: sender and receiver
-
-
-def role_send(iface: str, templates: list[bytes], pool: int, seq0: int, rate: float, seconds: float) -> dict:
-    """Write frames on ``iface`` for ``seconds``: whole chunks (one frame per template, each chunk with the
-    next seq when ``pool`` > 0), paced at ``rate`` frames/s (0: as fast as possible)."""
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-    sock.bind((iface, 0))
-    send = sock.send
-    per_chunk = len(templates)
-    chunks_per_batch = max(1, 32 // per_chunk)
-    sent = errors = 0
-    seq = seq0
-    start = time.monotonic()
-    deadline = start + seconds
-    while True:
-        now = time.monotonic()
-        if now >= deadline:
-            break
-        if rate and start + sent / rate > now:
-            time.sleep(start + sent / rate - now)
-            continue
-        for _ in range(chunks_per_batch):
-            for template in templates:
-                try:
-                    send(patch_chunk(template, seq, pool) if pool else template)
-                    sent += 1
-                except OSError:
-                    errors += 1
-            seq += 1
-    end = time.monotonic()
-    sock.close()
-    return {"sent": sent, "send_errors": errors, "t_start": start, "t_end": end, "next_seq": seq}
-
-
-def role_receive(iface: str, udp_dst_port: int, idle: float) -> dict:
-    """Count IPv4/UDP frames to ``udp_dst_port`` arriving on ``iface`` until told to stop on stdin and then
-    ``idle`` seconds pass without one."""
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 16 << 20)
-    except OSError:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-    sock.bind((iface, 0))
-    sock.setblocking(False)
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    poller.register(sys.stdin, select.POLLIN)
-    want = struct.pack("!H", udp_dst_port)
-    count, first, last, stop_at = 0, None, None, None
-    print("ready", flush=True)
-    while True:
-        for fd, _ in poller.poll(50):
-            if fd == sock.fileno():
-                while True:
-                    try:
-                        data, addr = sock.recvfrom(65535)
-                    except BlockingIOError:
-                        break
-                    if (
-                        addr[2] != PACKET_OUTGOING
-                        and len(data) >= 42
-                        and data[12:14] == b"\x08\x00"
-                        and data[23] == 17
-                        and data[36:38] == want
-                    ):
-                        count += 1
-                        last = time.monotonic()
-                        if first is None:
-                            first = last
-            else:
-                sys.stdin.readline()
-                poller.unregister(sys.stdin)
-                stop_at = time.monotonic()
-        if stop_at is not None and time.monotonic() - max(stop_at, last or 0) > idle:
-            break
-    return {"received": count, "t_first": first, "t_last": last}
-
-
-# ------------------------------------------------------------------------------ veth: the cases
-
-
-class VethCase:
-    def __init__(
-        self,
-        name: str,
-        program: str,
-        templates: list[bytes],
-        pool: int,
-        udp_dst_port: int,
-        outputs_per_chunk: int,
-        in_process_pps: float,
-        counted_stats: tuple[int, ...] = (),
-    ):
-        self.name, self.program, self.templates, self.pool = name, program, templates, pool
-        self.udp_dst_port, self.outputs_per_chunk = udp_dst_port, outputs_per_chunk
-        self.in_process_pps = in_process_pps
-        self.counted_stats = counted_stats  # ina_stats indices whose packet counts sum to GRADs processed
-
-
-def _ina_stat_indices(job_index: int, stats: list[int]) -> tuple[int, ...]:
-    from protocol import constants as C
-
-    return tuple(job_index * C.NUM_STATS + s for s in stats)
-
-
-def run_veth_load(
-    lab: VethLab,
-    switch: SoftswitchProcess,
-    case: VethCase,
-    load: str,
-    rate: float,
-    seconds: float,
-    seq0: int,
-    workdir: Path,
-) -> tuple[dict, int]:
-    script = str(Path(__file__).resolve())
-    templates_file = workdir / "templates.json"
-    templates_file.write_text(json.dumps([t.hex() for t in case.templates]))
-    before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
-    receiver = subprocess.Popen(
-        lab.in_ns(
-            OUT_PORT,
-            sys.executable,
-            script,
-            "--role",
-            "receive",
-            "--iface",
-            "eth0",
-            "--udp-dst-port",
-            str(case.udp_dst_port),
-        ),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        if receiver.stdout.readline().strip() != "ready":
-            raise BenchError(f"receiver did not start: {receiver.stderr.read().strip()[-300:]}")
-        sender = sh(
-            *lab.in_ns(
-                IN_PORT,
-                sys.executable,
-                script,
-                "--role",
-                "send",
-                "--iface",
-                "eth0",
-                "--templates",
-                str(templates_file),
-                "--pool",
-                str(case.pool),
-                "--seq0",
-                str(seq0),
-                "--rate",
-                f"{rate:.1f}",
-                "--seconds",
-                str(seconds),
-            )
-        )
-        sent = json.loads(sender.stdout)
-        processed, t_processed = None, None
-        if case.counted_stats:  # wait until the switch has worked off its backlog
-            last_total, t_processed = None, time.monotonic()
-            while True:
-                now = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats))
-                total = sum(now[i] - before.get(i, 0) for i in case.counted_stats)
-                if total == last_total:
-                    break
-                last_total, t_processed = total, time.monotonic()
-                time.sleep(0.05)
-            processed = total
-        receiver.stdin.write("stop\n")
-        receiver.stdin.flush()
-        out, err = receiver.communicate(timeout=60)
-        received = json.loads(out)
-    finally:
-        if receiver.poll() is None:
-            receiver.kill()
-            receiver.wait()
-    send_time = sent["t_end"] - sent["t_start"]
-    expected = sent["sent"] // len(case.templates) * case.outputs_per_chunk
-    window = (received["t_last"] - received["t_first"]) if received["received"] > 1 else 0.0
-    delivered_pps = received["received"] / window if window > 0 else 0.0
-    row = {
-        "case": case.name,
-        "program": case.program,
-        "load": load,
-        "offered_pps": sent["sent"] / send_time if send_time > 0 else 0.0,
-        "target_rate_pps": rate or None,
-        "send_seconds": send_time,
-        "sent": sent["sent"],
-        "send_errors": sent["send_errors"],
-        "delivered": received["received"],
-        "expected_delivered": expected,
-        "loss_pct": 100.0 * (1 - received["received"] / expected) if expected else 0.0,
-        "delivered_pps": delivered_pps,
-        "processed": processed,
-        "processed_pps": None,
-        "input_loss_pct": None,
-    }
-    if processed is not None:
-        # from the sender's first frame to the last poll at which the switch's counters still moved
-        row["processed_pps"] = processed / (t_processed - sent["t_start"])
-        row["input_loss_pct"] = 100.0 * (1 - processed / sent["sent"]) if sent["sent"] else 0.0
-    loss = row["input_loss_pct"] if row["input_loss_pct"] is not None else row["loss_pct"]
-    row["saturated"] = loss > 1.0  # frames were lost before the switch: the rate is its capacity
-    rate_for_ratio = row["processed_pps"] if row["processed_pps"] is not None else delivered_pps
-    row["ratio_to_bmv2_reference"] = rate_for_ratio / BMV2_REFERENCE_PPS
-    return row, sent["next_seq"]
-
-
-def veth_cases(frames: Frames, in_proc: dict[str, float]) -> dict[str, list[VethCase]]:
-    from protocol import constants as C
-
-    grad_stats = [
-        C.STAT_GRAD_AGGREGATED,
-        C.STAT_GRAD_PASSED,
-        C.STAT_GRAD_DUPLICATE,
-        C.STAT_GRAD_STORED_ANSWER,
-        C.STAT_GRAD_RELEASED_FORWARD,
-        C.STAT_GRAD_STALE,
-    ]
-    return {
-        "router": [
-            VethCase(
-                "plain IPv4 forward",
-                "tests/softswitch/programs/ipv4_router.p4",
-                [frames.plain_to_router],
-                0,
-                PLAIN_DST_PORT,
-                1,
-                in_proc["ipv4_router_forward"],
-            )
-        ],
-        "ina": [
-            VethCase(
-                "GRAD aggregation, fan-in 4",
-                "p4src/ina.p4",
-                frames.grads,
-                POOL,
-                C.INA_UDP_PORT,
-                1,
-                in_proc["grad_aggregation"],
-                _ina_stat_indices(1, grad_stats),
-            ),
-            VethCase(
-                "GRAD pass-through hop",
-                "p4src/ina.p4",
-                [frames.passthrough],
-                0,
-                C.INA_UDP_PORT,
-                1,
-                in_proc["grad_passthrough"],
-                _ina_stat_indices(2, grad_stats),
-            ),
-        ],
-    }
 
 
 def install_router(switch: SoftswitchProcess) -> None:
@@ -805,35 +387,365 @@ def install_ina(switch: SoftswitchProcess) -> None:
     switch.write(entries)
 
 
-def measure_veth(frames: Frames, in_proc: dict[str, float], seconds: float, loads: list[str], progress) -> list[dict]:
-    rows = []
-    programs = {"router": (ROUTER_P4, install_router), "ina": (INA_P4, install_ina)}
-    with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
-        for key, cases in veth_cases(frames, in_proc).items():
-            program, install = programs[key]
-            switch = SoftswitchProcess(lab, program)
-            try:
-                switch.connect()
-                install(switch)
-                seq = 1
-                for case in cases:
-                    for load in loads:
-                        rate = 0.5 * case.in_process_pps if load == "half" else 0.0
-                        row, seq = run_veth_load(lab, switch, case, load, rate, seconds, seq, Path(tmp))
-                        rows.append(row)
-                        progress(row)
-            finally:
-                switch.stop()
-    return rows
-
-
-# ---------------------------------------------------------------------------------- reporting
-
-
 def _git_state() -> dict:
     head = sh("git", "-C", str(ROOT), "rev-parse", "--short", "HEAD", check=False).stdout.strip()
     dirty = sh("git", "-C", str(ROOT), "status", "--porcelain", "--", "softswitch", "p4src", check=False).stdout
     return {"head": head, "softswitch_or_p4src_uncommitted_changes": bool(dirty.strip())}
+
+
+# ------------------------------------------------------------------------------------ in process
+
+KIND_LABELS = {
+    "ipv4_router_forward": "IPv4 forward (ipv4_router.p4)",
+    "ina_ipv4_forward": "non-INA UDP, ipv4_lpm (ina.p4)",
+    "grad_absorbed": "GRAD absorbed, 3 of 4 (ina.p4)",
+    "grad_completing": "GRAD completing, 4th leaves (ina.p4)",
+    "grad_aggregation": "GRAD aggregation, per GRAD (ina.p4)",
+    "result_release": "RESULT release + forward (ina.p4)",
+    "grad_passthrough": "GRAD pass-through hop (ina.p4)",
+}
+KIND_FRAMES = {
+    "ipv4_router_forward": "plain",
+    "ina_ipv4_forward": "plain",
+    "grad_absorbed": "grad",
+    "grad_completing": "grad",
+    "grad_aggregation": "grad",
+    "result_release": "result",
+    "grad_passthrough": "passthrough",
+}
+CHUNKS_PER_ROUND = POOL  # chunks aggregated together: each its own slot
+
+
+def router_switch(backend: str):
+    from softswitch.compiler import compile_program
+    from softswitch.switch import Lpm, Switch, TableEntry
+
+    sw = Switch(compile_program(str(ROUTER_P4), backend=backend), device_id=1)
+    sw.table("MyIngress.ipv4_lpm").insert(
+        TableEntry(
+            {"hdr.ipv4.dstAddr": Lpm(_ip(RECEIVER_IP) & 0xFFFFFF00, 24)},
+            "MyIngress.ipv4_forward",
+            {"dstAddr": _mac(RECEIVER_MAC), "port": OUT_PORT},
+        )
+    )
+    return sw
+
+
+def ina_switch(backend: str):
+    from softswitch.compiler import compile_program
+    from softswitch.switch import Exact, Lpm, Switch, TableEntry
+
+    sw = Switch(compile_program(str(INA_P4), backend=backend), device_id=SWITCH_ID)
+    sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": SWITCH_ID})
+    for entry in ina_job_entries():
+        sw.table("InaIngress.ina_jobs").insert(
+            TableEntry(
+                {"hdr.ina.job_id": Exact(entry["job"]), "hdr.ina.tree_id": Exact(0)},
+                "InaIngress.set_job",
+                entry["args"],
+            )
+        )
+    sw.table("InaIngress.ipv4_lpm").insert(
+        TableEntry(
+            {"hdr.ipv4.dst_addr": Lpm(_ip(RECEIVER_IP), 32)},
+            "InaIngress.ipv4_forward",
+            {"dst_mac": _mac(RECEIVER_MAC), "port": OUT_PORT},
+        )
+    )
+    return sw
+
+
+class Workload:
+    """Frames of every kind, in rounds: a round is CHUNKS_PER_ROUND chunks (each 3 absorbed GRADs, a
+    completing GRAD, 4 RESULTs) with fresh sequence numbers, and batches of the one-frame kinds.
+    Each entry: kind -> (port, frames, outputs expected in all)."""
+
+    def __init__(self, frames: Frames):
+        self.frames = frames
+        self.seq = 0
+        self.plain_ina = frames.codec.build_udp_frame(
+            bytes(len(frames.grads[0]) - INA_AT),
+            SENDER_MAC,
+            ROUTER_MAC,
+            SENDER_IP,
+            RECEIVER_IP,
+            src_port=PLAIN_SRC_PORT,
+            dst_port=PLAIN_DST_PORT,
+        )
+
+    def round(self) -> dict[str, tuple[int, list[bytes], int]]:
+        f = self.frames
+        seqs = range(self.seq + 1, self.seq + 1 + CHUNKS_PER_ROUND)
+        self.seq += CHUNKS_PER_ROUND
+        absorbed = [bytes(patch_chunk(f.grads[c], s, POOL)) for s in seqs for c in range(FAN_IN - 1)]
+        completing = [bytes(patch_chunk(f.grads[-1], s, POOL)) for s in seqs]
+        results = [bytes(patch_chunk(r, s, POOL)) for s in seqs for r in f.results]
+        n = 4 * CHUNKS_PER_ROUND
+        return {
+            "grad_absorbed": (IN_PORT, absorbed, 0),
+            "grad_completing": (IN_PORT, completing, len(completing)),
+            "result_release": (OUT_PORT, results, len(results)),
+            "grad_passthrough": (IN_PORT, [f.passthrough] * n, n),
+            "ina_ipv4_forward": (IN_PORT, [self.plain_ina] * n, n),
+        }
+
+    def router(self) -> tuple[int, list[bytes], int]:
+        n = 4 * CHUNKS_PER_ROUND
+        return IN_PORT, [self.frames.plain_to_router] * n, n
+
+    def check_one_chunk(self, ina) -> None:
+        """One more chunk frame by frame: the sum leaves on the up port with exact values, results go down."""
+        f = self.frames
+        self.seq += 1
+        s = self.seq
+        for c in range(FAN_IN - 1):
+            if ina.process(IN_PORT, bytes(patch_chunk(f.grads[c], s, POOL))):
+                raise BenchError("ina.p4: a GRAD that should be absorbed left the switch")
+        done = ina.process(IN_PORT, bytes(patch_chunk(f.grads[-1], s, POOL)))
+        if len(done) != 1 or done[0][0] != OUT_PORT:
+            raise BenchError(f"ina.p4: the completing GRAD gave {[(p, len(x)) for p, x in done]}")
+        _, pkt = f.codec.parse_frame(done[0][1])
+        if [int(v) for v in pkt.values] != [int(v) for v in f.sum]:
+            raise BenchError("ina.p4: the completed sum differs from the sum of the 4 contributions")
+        for r in f.results:
+            out = ina.process(OUT_PORT, bytes(patch_chunk(r, s, POOL)))
+            if len(out) != 1 or out[0][0] != IN_PORT:
+                raise BenchError(f"ina.p4: a RESULT did not leave on port {IN_PORT}: {out}")
+
+
+def _time_python(sw, port: int, frames: list[bytes], expected: int) -> float:
+    """Seconds to run frames one by one with Switch.process (each call timed, the sum returned)."""
+    process, clock = sw.process, time.perf_counter
+    total, outputs = 0.0, 0
+    for frame in frames:
+        t0 = clock()
+        outputs += len(process(port, frame))
+        total += clock() - t0
+    if outputs != expected:
+        raise BenchError(f"{len(frames)} frames gave {outputs} outputs, expected {expected}")
+    return total
+
+
+def _time_native(sw, port: int, frames: list[bytes], expected: int) -> float:
+    """Seconds of one process_batch call on the frames (packed before the clock starts)."""
+    from softswitch.native.switch import FrameBatch
+
+    batch = FrameBatch([(port, f) for f in frames])
+    t0 = time.perf_counter()
+    outputs = sw.process_batch(batch, outputs=False)
+    elapsed = time.perf_counter() - t0
+    if outputs != expected:
+        raise BenchError(f"{len(frames)} frames gave {outputs} outputs, expected {expected}")
+    return elapsed
+
+
+def measure_in_process(backend: str, frames: Frames, seconds: float, reps: int, progress) -> list[dict]:
+    """Per kind, `reps` rates (frames / time spent in the switch), each from about seconds / reps of
+    work; the native back end warms up its library first (compilation is not timed)."""
+    timer = _time_native if backend == "native" else _time_python
+    router, ina = router_switch(backend), ina_switch(backend)
+    work = Workload(frames)
+    rates: dict[str, list[float]] = {k: [] for k in KIND_LABELS}
+    for rep in range(reps + 1):  # round 0 warms up
+        spent = {k: [0, 0.0] for k in KIND_LABELS}
+        t_end = time.monotonic() + seconds / reps
+        while True:
+            port, batch, expected = work.router()
+            spent["ipv4_router_forward"][0] += len(batch)
+            spent["ipv4_router_forward"][1] += timer(router, port, batch, expected)
+            for kind, (port, batch, expected) in work.round().items():
+                spent[kind][0] += len(batch)
+                spent[kind][1] += timer(ina, port, batch, expected)
+            if time.monotonic() >= t_end:
+                break
+        if rep == 0:
+            continue
+        for kind in ("grad_absorbed", "grad_completing"):
+            spent["grad_aggregation"][0] += spent[kind][0]
+            spent["grad_aggregation"][1] += spent[kind][1]
+        for kind, (count, secs) in spent.items():
+            rates[kind].append(count / secs)
+    work.check_one_chunk(ina)
+    if backend == "native":
+        router.close()
+        ina.close()
+    rows = []
+    for kind, values in rates.items():
+        median = statistics.median(values)
+        row = {
+            "backend": backend,
+            "kind": kind,
+            "label": KIND_LABELS[kind],
+            "frame_bytes": frames.frame_bytes()[KIND_FRAMES[kind]],
+            "repetitions": reps,
+            "pps_median": median,
+            "pps_min": min(values),
+            "pps_max": max(values),
+            "pps_reps": values,
+            "us_per_packet": 1e6 / median,
+            "ratio_to_bmv2_reference": median / BMV2_REFERENCE_PPS,
+            "method": "process_batch, batches of 192-256 frames" if backend == "native" else "Switch.process per frame",
+        }
+        rows.append(row)
+        progress(row)
+    return rows
+
+
+# ------------------------------------------------------------------------------- veth: the traffic
+
+
+def traffic_library():
+    sys.path.insert(0, str(ROOT))
+    from native.build import load_library
+
+    lib = load_library("native-io-traffic", [ROOT / "bench" / "native_io_traffic.c"])
+    u32, u64, double = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_double
+    lib.traffic_send_chunks.restype = ctypes.c_int64
+    lib.traffic_send_chunks.argtypes = [
+        ctypes.c_char_p, ctypes.c_char_p, u32, u32, u32, u32, u32, u64, double, u64, double,
+        ctypes.POINTER(u64), ctypes.POINTER(u64),
+    ]  # fmt: skip
+    return lib
+
+
+def role_send(iface: str, templates: list[bytes], seq_at: int, pool: int, seq0: int, seconds: float) -> dict:
+    """The sender (run inside the sender's namespace): whole chunks as fast as the kernel takes them."""
+    lib = traffic_library()
+    errors, next_seq = ctypes.c_uint64(), ctypes.c_uint64()
+    blob = b"".join(templates)
+    usage0 = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.monotonic()
+    sent = lib.traffic_send_chunks(
+        iface.encode(), blob, len(templates), len(templates[0]), seq_at, SLOT_AT, pool, seq0, seconds, 0, 0.0,
+        ctypes.byref(errors), ctypes.byref(next_seq),
+    )  # fmt: skip
+    end = time.monotonic()
+    usage1 = resource.getrusage(resource.RUSAGE_SELF)
+    if sent < 0:
+        raise BenchError(f"the sender could not open {iface}")
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
+    return {"sent": sent, "send_errors": errors.value, "t_start": start, "t_end": end, "next_seq": next_seq.value,
+            "cpu_seconds": cpu}  # fmt: skip
+
+
+class VethCase:
+    def __init__(self, name: str, key: str, program: Path, templates: list[bytes], seq_at: int, pool: int,
+                 outputs_per_chunk: int, counted_stats: tuple[int, ...] = ()):  # fmt: skip
+        self.name, self.key, self.program, self.templates = name, key, program, templates
+        self.seq_at, self.pool, self.outputs_per_chunk = seq_at, pool, outputs_per_chunk
+        self.counted_stats = counted_stats  # ina_stats indices whose packet counts sum to GRADs processed
+
+
+def veth_cases(frames: Frames) -> list[VethCase]:
+    from protocol import constants as C
+
+    grad_stats = [C.STAT_GRAD_AGGREGATED, C.STAT_GRAD_PASSED, C.STAT_GRAD_DUPLICATE, C.STAT_GRAD_STORED_ANSWER,
+                  C.STAT_GRAD_RELEASED_FORWARD, C.STAT_GRAD_STALE]  # fmt: skip
+
+    def stats(job_index: int) -> tuple[int, ...]:
+        return tuple(job_index * C.NUM_STATS + s for s in grad_stats)
+
+    return [
+        VethCase("plain IPv4 forward", "ipv4_router_forward", ROUTER_P4, [frames.plain_to_router], PLAIN_TAG_AT, 0, 1),
+        VethCase("GRAD aggregation, fan-in 4", "grad_aggregation", INA_P4, frames.grads, SEQ_AT, POOL, 1, stats(1)),
+        VethCase("GRAD pass-through hop", "grad_passthrough", INA_P4, [frames.passthrough], SEQ_AT, 0, 1, stats(2)),
+    ]
+
+
+def _rx_packets(lab: VethLab, port: int) -> int:
+    """Frames the host-side interface behind a switch port has received (in its namespace)."""
+    out = sh(*lab.in_ns(port, "cat", "/sys/class/net/eth0/statistics/rx_packets")).stdout
+    return int(out.strip())
+
+
+def _cpu_busy() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine."""
+    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return sum(values) - values[3] - values[4], sum(values)
+
+
+def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seq0: int,
+                  traffic_cpu: int | None, workdir: Path) -> tuple[dict, int]:  # fmt: skip
+    templates_file = workdir / "templates.json"
+    templates_file.write_text(json.dumps([t.hex() for t in case.templates]))
+    before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
+    delivered0 = _rx_packets(lab, OUT_PORT)
+    switch_cpu0 = switch.cpu_seconds()
+    busy0 = _cpu_busy()
+    pin = ["taskset", "-c", str(traffic_cpu)] if traffic_cpu is not None else []
+    command = [*pin, sys.executable, str(Path(__file__).resolve()), "--role", "send", "--iface", "eth0",
+               "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
+               "--seq0", str(seq0), "--seconds", str(seconds)]  # fmt: skip
+    sent = json.loads(sh(*lab.in_ns(IN_PORT, *command)).stdout)
+    # wait until the switch has worked off what it received (its counters, or what it delivers, settle)
+    last, t_done = None, time.monotonic()
+    while True:
+        if case.counted_stats:
+            now = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats))
+            value = sum(now[i] - before.get(i, 0) for i in case.counted_stats)
+        else:
+            value = _rx_packets(lab, OUT_PORT) - delivered0
+        if value == last:
+            break
+        last, t_done = value, time.monotonic()
+        time.sleep(0.05)
+    busy1 = _cpu_busy()
+    switch_cpu = switch.cpu_seconds() - switch_cpu0
+    delivered = _rx_packets(lab, OUT_PORT) - delivered0
+    processed = last if case.counted_stats else delivered
+    send_time = sent["t_end"] - sent["t_start"]
+    busy = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
+    chunks = sent["sent"] // len(case.templates)
+    row = {
+        "backend": switch.running_backend(),
+        "case": case.name,
+        "kind": case.key,
+        "program": str(case.program.relative_to(ROOT)),
+        "offered_pps": sent["sent"] / send_time if send_time > 0 else 0.0,
+        "send_seconds": send_time,
+        "sent": sent["sent"],
+        "send_errors": sent["send_errors"],
+        "delivered": delivered,
+        "expected_delivered": chunks * case.outputs_per_chunk,
+        "processed": processed,
+        # from the first frame sent to the last poll (0.05 s apart) at which the switch's count still moved
+        "processed_pps": processed / (t_done - sent["t_start"]) if t_done > sent["t_start"] else 0.0,
+        "input_loss_pct": 100.0 * (1 - processed / sent["sent"]) if sent["sent"] else 0.0,
+        "switch_cpu_us_per_frame": 1e6 * switch_cpu / processed if processed else None,
+        "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
+        "machine_busy_pct": 100.0 * busy,
+    }
+    row["saturated"] = row["input_loss_pct"] > 1.0  # frames were lost before the switch: its capacity
+    row["ratio_to_bmv2_reference"] = row["processed_pps"] / BMV2_REFERENCE_PPS
+    return row, sent["next_seq"]
+
+
+def measure_veth(frames: Frames, backends: list[str], seconds: float, progress) -> list[dict]:
+    rows = []
+    installers = {ROUTER_P4: install_router, INA_P4: install_ina}
+    cpus = sorted(os.sched_getaffinity(0))
+    switch_cpu, traffic_cpu = (cpus[-1], cpus[0]) if len(cpus) > 1 else (None, None)
+    with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
+        for backend in backends:
+            for program in (ROUTER_P4, INA_P4):
+                switch = SoftswitchProcess(lab, program, backend, switch_cpu)
+                try:
+                    switch.connect()
+                    installers[program](switch)
+                    seq = 1
+                    for case in veth_cases(frames):
+                        if case.program != program:
+                            continue
+                        row, seq = run_veth_case(lab, switch, case, seconds, seq, traffic_cpu, Path(tmp))
+                        row["switch_cpu"], row["traffic_cpu"] = switch_cpu, traffic_cpu
+                        rows.append(row)
+                        progress(row)
+                finally:
+                    switch.stop()
+    return rows
+
+
+# ---------------------------------------------------------------------------------- reporting
 
 
 def _fmt(value, spec: str = ",.0f") -> str:
@@ -842,41 +754,66 @@ def _fmt(value, spec: str = ",.0f") -> str:
 
 def print_in_process_row(row: dict) -> None:
     print(
-        f"  {row['label']:<40} {row['pps_median']:>9,.0f} pps  (min {row['pps_min']:,.0f}, max "
-        f"{row['pps_max']:,.0f}, {row['us_per_packet']:.1f} us/pkt)  = {row['ratio_to_bmv2_reference']:.3f}x "
-        "the 100k reference",
+        f"  [{row['backend']:>6}] {row['label']:<40} {row['pps_median']:>11,.0f} pps  (min {row['pps_min']:,.0f}, "
+        f"max {row['pps_max']:,.0f}, {row['us_per_packet']:.2f} us/pkt)",
         flush=True,
     )
 
 
 def print_veth_row(row: dict) -> None:
-    extra = ""
-    if row["processed"] is not None:
-        extra = f", switch processed {row['processed']:,} GRADs at {row['processed_pps']:,.0f} pps"
     print(
-        f"  {row['case']} [{row['load']}]: offered {row['offered_pps']:,.0f} pps, sent {row['sent']:,}, "
-        f"delivered {row['delivered']:,} of {row['expected_delivered']:,} at {row['delivered_pps']:,.0f} pps "
-        f"(loss {row['loss_pct']:.1f}%){extra}",
+        f"  [{row['backend']:>6}] {row['case']}: offered {row['offered_pps']:,.0f} pps, switch processed "
+        f"{row['processed']:,} at {row['processed_pps']:,.0f} pps, delivered {row['delivered']:,} of "
+        f"{row['expected_delivered']:,}; CPU per frame: switch {_fmt(row['switch_cpu_us_per_frame'], '.2f')} us, "
+        f"sender {_fmt(row['sender_cpu_us_per_frame'], '.2f')} us; machine {row['machine_busy_pct']:.0f}% busy",
         flush=True,
     )
+
+
+def comparisons(result: dict) -> dict:
+    """native / python per kind, in process and through veth, and the issue's targets met or not."""
+    out: dict = {"in_process": {}, "veth": {}, "targets": {}}
+    by = {(r["backend"], r["kind"]): r["pps_median"] for r in result["in_process"]}
+    for kind in KIND_LABELS:
+        if ("native", kind) in by and ("python", kind) in by:
+            out["in_process"][kind] = by[("native", kind)] / by[("python", kind)]
+    veth = {(r["backend"], r["kind"]): r["processed_pps"] for r in result["veth"]["cases"]}
+    for case in ("ipv4_router_forward", "grad_aggregation", "grad_passthrough"):
+        if veth.get(("native", case)) and veth.get(("python", case)):
+            out["veth"][case] = veth[("native", case)] / veth[("python", case)]
+    t = out["targets"]
+    if ("native", "grad_aggregation") in by:
+        t["in_process_grad_aggregation_pps"] = by[("native", "grad_aggregation")]
+    if veth.get(("native", "grad_aggregation")):
+        t["veth_grad_aggregation_pps"] = veth[("native", "grad_aggregation")]
+    if veth.get(("native", "ipv4_router_forward")):
+        t["veth_router_pps"] = veth[("native", "ipv4_router_forward")]
+    ratios = [out["in_process"].get("grad_aggregation"), out["veth"].get("grad_aggregation")]
+    if all(ratios):
+        t["native_over_python"] = min(ratios)
+    out["targets_met"] = {k: v >= TARGETS[k] for k, v in t.items()}
+    return out
 
 
 def print_tables(result: dict) -> None:
     print()
     print(
         f"softswitch packets per second, K = {result['values_per_packet']} values per INA packet, "
-        f"{result['machine']['cpus']} CPUs, git {result['git']['head']}"
+        f"{result['machine']['cpus']} CPUs, load average {result['machine']['load_average_at_start'][0]:.2f} at "
+        f"start and {result['machine']['load_average_at_end'][0]:.2f} at the end, git {result['git']['head']}"
         + (" (softswitch/ or p4src/ modified)" if result["git"]["softswitch_or_p4src_uncommitted_changes"] else "")
     )
     print()
-    print(
-        f"In process (Switch.process, median of {result['in_process'][0]['repetitions']} repetitions, warm-up excluded)"
-    )
-    print(f"{'packet kind':<40} {'bytes':>5} {'pps':>9} {'us/pkt':>7} {'vs 100k':>8}")
-    for row in result["in_process"]:
+    print("In process (median of the repetitions; python: Switch.process per frame, native: process_batch)")
+    print(f"{'packet kind':<40} {'bytes':>5} {'python pps':>11} {'native pps':>11} {'native/python':>13}")
+    rows = {(r["backend"], r["kind"]): r for r in result["in_process"]}
+    for kind, label in KIND_LABELS.items():
+        p, n = rows.get(("python", kind)), rows.get(("native", kind))
+        ratio = result["comparison"]["in_process"].get(kind)
+        size = (p or n)["frame_bytes"] if (p or n) else 0
         print(
-            f"{row['label']:<40} {row['frame_bytes']:>5} {row['pps_median']:>9,.0f} {row['us_per_packet']:>7.1f} "
-            f"{row['ratio_to_bmv2_reference']:>7.3f}x"
+            f"{label:<40} {size:>5} {_fmt(p and p['pps_median']):>11} {_fmt(n and n['pps_median']):>11} "
+            f"{_fmt(ratio, '.1f'):>12}x"
         )
     print()
     veth = result["veth"]
@@ -884,28 +821,31 @@ def print_tables(result: dict) -> None:
         print(f"Through veth ports: skipped: {veth['skipped']}")
     else:
         print(
-            "Through veth ports (softswitch process, AF_PACKET sender and receiver in two namespaces; "
-            "'half' = paced at half the in-process rate, 'max' = as fast as the sender can)"
+            "Through veth ports (softswitch process on its own CPU, native sender as fast as it can on another; "
+            "proc pps = frames the switch processed per second; CPU us per frame of the switch process and the sender)"
         )
         print(
-            f"{'case':<28} {'load':<5} {'offered':>9} {'sent':>8} {'delivered':>9} {'expected':>9} "
-            f"{'loss%':>6} {'deliv pps':>9} {'proc pps':>9} {'vs 100k':>8} {'sat':>4}"
+            f"{'case':<28} {'backend':<7} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
+            f"{'in loss%':>8} {'sw us':>6} {'tx us':>6} {'busy%':>6}"
         )
         for row in veth["cases"]:
             print(
-                f"{row['case']:<28} {row['load']:<5} {row['offered_pps']:>9,.0f} {row['sent']:>8,} "
-                f"{row['delivered']:>9,} {row['expected_delivered']:>9,} {row['loss_pct']:>6.1f} "
-                f"{row['delivered_pps']:>9,.0f} {_fmt(row['processed_pps']):>9} "
-                f"{row['ratio_to_bmv2_reference']:>7.3f}x {'yes' if row['saturated'] else 'no':>4}"
+                f"{row['case']:<28} {row['backend']:<7} {row['offered_pps']:>9,.0f} {row['processed_pps']:>9,.0f} "
+                f"{row['delivered']:>9,} {row['expected_delivered']:>9,} {row['input_loss_pct']:>8.1f} "
+                f"{_fmt(row['switch_cpu_us_per_frame'], '.2f'):>6} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
+                f"{row['machine_busy_pct']:>6.0f}"
             )
         print(
-            "  delivered = frames counted by the receiver; for aggregation one frame per complete chunk of 4 "
-            "GRADs, so a lost GRAD loses its chunk's sum. proc pps = GRADs the switch counted (ina_stats) from the "
-            "first frame sent to the last counter poll (0.05 s apart) that saw them move: a lower bound. "
-            "'vs 100k' uses proc pps where known, else delivered pps. sat = more than 1% of the frames sent never "
-            "reached the pipeline, so the rate is the switch's capacity; otherwise it is the offered rate."
+            "  delivered = frames counted by the receiving interface (for aggregation one per complete chunk of 4 "
+            "GRADs). in loss% = frames sent that the switch never processed (its ring was full: the rate is its "
+            "capacity, or the sender's when there is no loss)."
         )
     print()
+    targets = result["comparison"]["targets"]
+    for key, value in targets.items():
+        met = "met" if result["comparison"]["targets_met"][key] else "NOT met"
+        unit = "x" if key == "native_over_python" else " pps"
+        print(f"target {key}: {value:,.1f}{unit} (issue 10 asks {TARGETS[key]:,}{unit}): {met}")
     print(REFERENCE_NOTE)
 
 
@@ -919,29 +859,46 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
     import matplotlib.pyplot as plt
 
     veth_rows = result["veth"]["cases"]
-    fig, axes = plt.subplots(1, 2 if veth_rows else 1, figsize=(13 if veth_rows else 7, 5.5), squeeze=False)
-    ax = axes[0][0]
-    labels = [r["label"].replace(" (", "\n(") for r in result["in_process"]]
-    ax.barh(labels, [r["pps_median"] for r in result["in_process"]], color="#4c72b0")
-    ax.set_title("In process: Switch.process (median)")
+    fig, axes = plt.subplots(1, 2 if veth_rows else 1, figsize=(14 if veth_rows else 7, 5.5), squeeze=False)
+    colors = {"python": "#4c72b0", "native": "#dd8452"}
+
+    def bars(ax, labels, values_by_backend, title):
+        ys = range(len(labels))
+        for i, backend in enumerate(BACKENDS):
+            values = values_by_backend.get(backend)
+            if values:
+                ax.barh(
+                    [y + (i - 0.5) * 0.4 for y in ys], values, 0.4, label=f"{backend} back end", color=colors[backend]
+                )
+        ax.set_yticks(list(ys), labels, fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlabel("packets per second (log)")
+        ax.set_title(title, fontsize=10)
+        ax.axvline(BMV2_REFERENCE_PPS, color="k", linestyle="--", linewidth=1)
+        ax.invert_yaxis()
+        ax.legend(fontsize=8)
+
+    kinds = list(KIND_LABELS)
+    rows = {(r["backend"], r["kind"]): r["pps_median"] for r in result["in_process"]}
+    bars(
+        axes[0][0],
+        [KIND_LABELS[k].replace(" (", "\n(") for k in kinds],
+        {b: [rows.get((b, k), 0) for k in kinds] for b in BACKENDS if any((b, k) in rows for k in kinds)},
+        "In process (dashed: BMv2's ~100k pps reference)",
+    )
     if veth_rows:
-        ax2 = axes[0][1]
-        labels2 = [f"{r['case']}\n[{r['load']}]" for r in veth_rows]
-        ax2.barh(
-            labels2,
-            [r["processed_pps"] if r["processed_pps"] is not None else r["delivered_pps"] for r in veth_rows],
-            color="#dd8452",
+        cases = list(dict.fromkeys(r["case"] for r in veth_rows))
+        v = {(r["backend"], r["case"]): r["processed_pps"] for r in veth_rows}
+        bars(
+            axes[0][1],
+            cases,
+            {b: [v.get((b, c), 0) for c in cases] for b in BACKENDS if any((b, c) in v for c in cases)},
+            "Through veth ports: frames the switch processed per second",
         )
-        ax2.set_title("Through veth ports: switch rate (processed, else delivered)")
-    for a in axes[0]:
-        a.axvline(BMV2_REFERENCE_PPS, color="k", linestyle="--", linewidth=1)
-        a.text(BMV2_REFERENCE_PPS, -0.6, " BMv2 ~100k pps\n reference", fontsize=8, va="top")
-        a.set_xlabel("packets per second")
-        a.invert_yaxis()
-        a.tick_params(axis="y", labelsize=8)
+    load = result["machine"]["load_average_at_start"][0]
     fig.suptitle(
-        f"softswitch (Python v1model target), K = {result['values_per_packet']}, "
-        f"{result['machine']['cpus']} CPUs, git {result['git']['head']}",
+        f"softswitch, both back ends, K = {result['values_per_packet']}, {result['machine']['cpus']} CPUs "
+        f"(load {load:.1f}), git {result['git']['head']}",
         fontsize=10,
     )
     fig.tight_layout()
@@ -954,30 +911,31 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="softswitch packets per second, in process and through veth ports.")
+    p = argparse.ArgumentParser(description="softswitch packets per second on both back ends, in process and via veth.")
     p.add_argument("--quick", action="store_true", help="a fast run (short cases, fewer repetitions)")
-    p.add_argument(
-        "--seconds",
-        type=float,
-        default=None,
-        help="duration of each case: in-process repetitions together, each veth load's sending (default 3, quick 0.3)",
-    )
+    p.add_argument("--seconds", type=float, default=None,
+                   help="duration of each case: in-process repetitions together, each veth case's sending "
+                   "(default 3, quick 0.3)")  # fmt: skip
     p.add_argument("--repetitions", type=int, default=None, help="in-process repetitions (default 5, quick 2)")
+    p.add_argument("--backends", default="native,python", help="comma-separated back ends (default native,python)")
     p.add_argument("--no-veth", action="store_true", help="skip the veth part")
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and PNG (bench/results)")
-    # internal: the sender and receiver processes inside the namespaces
-    p.add_argument("--role", choices=("send", "receive"), help=argparse.SUPPRESS)
+    # internal: the sender process inside the sender's namespace
+    p.add_argument("--role", choices=("send",), help=argparse.SUPPRESS)
     p.add_argument("--iface", help=argparse.SUPPRESS)
     p.add_argument("--templates", help=argparse.SUPPRESS)
+    p.add_argument("--seq-at", type=int, default=SEQ_AT, help=argparse.SUPPRESS)
     p.add_argument("--pool", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--seq0", type=int, default=1, help=argparse.SUPPRESS)
-    p.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
-    p.add_argument("--udp-dst-port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         p.error(f"--seconds must be positive, got {args.seconds}")
     if args.repetitions is not None and args.repetitions < 1:
         p.error(f"--repetitions must be at least 1, got {args.repetitions}")
+    args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in args.backends if b not in BACKENDS]
+    if unknown or not args.backends:
+        p.error(f"--backends takes native and/or python, got {args.backends}")
     return args
 
 
@@ -985,18 +943,12 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.role == "send":
         templates = [bytes.fromhex(h) for h in json.loads(Path(args.templates).read_text())]
-        print(json.dumps(role_send(args.iface, templates, args.pool, args.seq0, args.rate, args.seconds)))
-        return 0
-    if args.role == "receive":
-        print(json.dumps(role_receive(args.iface, args.udp_dst_port, idle=0.3)))
+        print(json.dumps(role_send(args.iface, templates, args.seq_at, args.pool, args.seq0, args.seconds)))
         return 0
 
     sys.path.insert(0, str(ROOT))
     seconds = args.seconds if args.seconds is not None else (0.3 if args.quick else 3.0)
     reps = args.repetitions or (2 if args.quick else 5)
-    warm_units = 20 if args.quick else 300
-    loads = ["half"] if args.quick else ["half", "max"]
-    print(REFERENCE_NOTE)
     load = os.getloadavg()
     print(
         f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start "
@@ -1004,19 +956,11 @@ def main(argv=None) -> int:
     )
     try:
         frames = Frames()
-        sizes = {
-            "ipv4_router_forward": "plain",
-            "ina_ipv4_forward": "plain",
-            "grad_absorbed": "grad",
-            "grad_completing": "grad",
-            "grad_aggregation": "grad",
-            "result_release": "result",
-            "grad_passthrough": "passthrough",
-        }
         result = {
             "bench": "softswitch_pps",
             "mode": "quick" if args.quick else "full",
             "seconds": seconds,
+            "backends": args.backends,
             "values_per_packet": frames.C.VALUES_PER_PACKET,
             "fan_in": FAN_IN,
             "pool_size": POOL,
@@ -1029,31 +973,26 @@ def main(argv=None) -> int:
             "git": _git_state(),
             "bmv2_reference_pps": BMV2_REFERENCE_PPS,
             "reference_note": REFERENCE_NOTE,
+            "targets": TARGETS,
             "in_process": [],
             "veth": {"skipped": None, "cases": []},
         }
-        print(f"[in process] {seconds:g} s per case over {reps} repetitions, {warm_units} warm-up units")
-        for case in in_process_cases(frames):
-            print(f"[in process] {case.name} ({case.program}) ...", flush=True)
-            for row in measure_in_process(case, seconds, reps, warm_units):
-                row["frame_bytes"] = frames.frame_bytes()[sizes[row["kind"]]]
-                result["in_process"].append(row)
-                print_in_process_row(row)
+        for backend in args.backends:
+            print(f"[in process] {backend} back end: {seconds:g} s per repetition set, {reps} repetitions", flush=True)
+            result["in_process"] += measure_in_process(backend, frames, seconds, reps, print_in_process_row)
         why = "disabled with --no-veth" if args.no_veth else veth_unavailable()
         if why:
             result["veth"]["skipped"] = why
             print(f"[veth] skipped: {why}")
         else:
-            in_proc = {r["kind"]: r["pps_median"] for r in result["in_process"]}
-            print(
-                f"[veth] {seconds:g} s per load ({', '.join(loads)}), two namespaces, softswitch process ...",
-                flush=True,
-            )
+            print(f"[veth] {seconds:g} s per case, two namespaces, a softswitch process per program ...", flush=True)
             try:
-                result["veth"]["cases"] = measure_veth(frames, in_proc, seconds, loads, print_veth_row)
+                result["veth"]["cases"] = measure_veth(frames, args.backends, seconds, print_veth_row)
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
                 print(f"[veth] failed: {e}")
+        result["machine"]["load_average_at_end"] = os.getloadavg()
+        result["comparison"] = comparisons(result)
         print_tables(result)
         json_path, png_path = save(result, args.out)
         print(f"saved {json_path} and {png_path}")
