@@ -17,7 +17,9 @@ ipv4_lpm.
   is counted by the receiving interface in the other namespace (no receiving socket: counting costs
   nothing). The switch's own counters (ina_stats over P4Runtime) give the GRADs it processed. Each row
   also gives the CPU time per frame of the switch process and of the sender (system time includes the
-  kernel's veth delivery, which runs in the sending thread).
+  kernel's veth delivery, which runs in the sending thread). On two or more CPUs the native cases also
+  run with a second sender on the switch's CPU (aggregating its own job): one sender alone cannot
+  offer more than about one core's worth of frames.
 
 Prints a table (with progress lines as cases finish), the native/Python ratios and the machine's load,
 and saves bench/results/softswitch_pps.json and .png.
@@ -69,7 +71,7 @@ TARGETS = {
 SENDER_MAC, RECEIVER_MAC, ROUTER_MAC = "02:00:00:00:0a:01", "02:00:00:00:0b:01", "02:00:00:00:00:fe"
 SENDER_IP, RECEIVER_IP = "10.0.1.1", "10.0.2.1"
 IN_PORT, OUT_PORT = 1, 2  # workers (sender) on port 1, server side (receiver) on port 2
-SWITCH_ID, AGG_JOB, PASS_JOB = 1, 7, 8
+SWITCH_ID, AGG_JOB, PASS_JOB, SECOND_AGG_JOB = 1, 7, 8, 9  # a second sender aggregates its own job
 FAN_IN, POOL = 4, 64
 PLAIN_SRC_PORT, PLAIN_DST_PORT = 5000, 5001
 
@@ -113,19 +115,23 @@ class Frames:
         self.sum = sum(v.astype(np.int64) for v in self.values)
         up = dict(src_mac=SENDER_MAC, dst_mac=RECEIVER_MAC, src_ip=SENDER_IP, dst_ip=RECEIVER_IP)
         down = dict(src_mac=RECEIVER_MAC, dst_mac=SENDER_MAC, src_ip=RECEIVER_IP, dst_ip=SENDER_IP)
-        self.grads = [
-            codec.build_frame(
-                codec.grad(
-                    AGG_JOB,
-                    0,
-                    [Hop(SWITCH_ID, True, FAN_IN, child, OUT_PORT), Hop(server, True, 1, 0, 0)],
-                    self.values[child],
-                    contributor=child,
-                ),
-                **up,
-            )
-            for child in range(FAN_IN)
-        ]
+        self.grads_of = {
+            job: [
+                codec.build_frame(
+                    codec.grad(
+                        job,
+                        0,
+                        [Hop(SWITCH_ID, True, FAN_IN, child, OUT_PORT), Hop(server, True, 1, 0, 0)],
+                        self.values[child],
+                        contributor=child,
+                    ),
+                    **up,
+                )
+                for child in range(FAN_IN)
+            ]
+            for job in (AGG_JOB, SECOND_AGG_JOB)
+        }
+        self.grads = self.grads_of[AGG_JOB]
         self.results = [
             codec.build_frame(
                 codec.result(
@@ -178,13 +184,25 @@ class Frames:
 
 
 def ina_job_entries() -> list[dict]:
-    """The aggregating job (fan-in 4, pool 64, job_index 1) and the pass-through job (job_index 2)."""
+    """The aggregating jobs (fan-in 4, pool 64: job_index 1, and 3 for a second sender) and the
+    pass-through job (job_index 2)."""
     return [
         {
             "job": AGG_JOB,
             "args": {
                 "job_index": 1,
                 "slot_base": 0,
+                "pool_size": POOL,
+                "max_fan_in": FAN_IN,
+                "aggregates": 1,
+                "result_group": 0,
+            },
+        },
+        {
+            "job": SECOND_AGG_JOB,
+            "args": {
+                "job_index": 3,
+                "slot_base": 2 * POOL,
                 "pool_size": POOL,
                 "max_fan_in": FAN_IN,
                 "aggregates": 1,
@@ -629,9 +647,10 @@ def role_send(iface: str, templates: list[bytes], seq_at: int, pool: int, seq0: 
 
 
 class VethCase:
-    def __init__(self, name: str, key: str, program: Path, templates: list[bytes], seq_at: int, pool: int,
+    def __init__(self, name: str, key: str, program: Path, templates: list[list[bytes]], seq_at: int, pool: int,
                  outputs_per_chunk: int, counted_stats: tuple[int, ...] = ()):  # fmt: skip
-        self.name, self.key, self.program, self.templates = name, key, program, templates
+        self.name, self.key, self.program = name, key, program
+        self.templates = templates  # per sender (a second sender aggregates its own job)
         self.seq_at, self.pool, self.outputs_per_chunk = seq_at, pool, outputs_per_chunk
         self.counted_stats = counted_stats  # ina_stats indices whose packet counts sum to GRADs processed
 
@@ -642,13 +661,23 @@ def veth_cases(frames: Frames) -> list[VethCase]:
     grad_stats = [C.STAT_GRAD_AGGREGATED, C.STAT_GRAD_PASSED, C.STAT_GRAD_DUPLICATE, C.STAT_GRAD_STORED_ANSWER,
                   C.STAT_GRAD_RELEASED_FORWARD, C.STAT_GRAD_STALE]  # fmt: skip
 
-    def stats(job_index: int) -> tuple[int, ...]:
-        return tuple(job_index * C.NUM_STATS + s for s in grad_stats)
+    def stats(*job_indices: int) -> tuple[int, ...]:
+        return tuple(j * C.NUM_STATS + s for j in job_indices for s in grad_stats)
 
+    plain, grads, passing = [frames.plain_to_router], frames.grads_of, [frames.passthrough]
     return [
-        VethCase("plain IPv4 forward", "ipv4_router_forward", ROUTER_P4, [frames.plain_to_router], PLAIN_TAG_AT, 0, 1),
-        VethCase("GRAD aggregation, fan-in 4", "grad_aggregation", INA_P4, frames.grads, SEQ_AT, POOL, 1, stats(1)),
-        VethCase("GRAD pass-through hop", "grad_passthrough", INA_P4, [frames.passthrough], SEQ_AT, 0, 1, stats(2)),
+        VethCase("plain IPv4 forward", "ipv4_router_forward", ROUTER_P4, [plain, plain], PLAIN_TAG_AT, 0, 1),
+        VethCase(
+            "GRAD aggregation, fan-in 4",
+            "grad_aggregation",
+            INA_P4,
+            [grads[AGG_JOB], grads[SECOND_AGG_JOB]],
+            SEQ_AT,
+            POOL,
+            1,
+            stats(1, 3),
+        ),  # fmt: skip
+        VethCase("GRAD pass-through hop", "grad_passthrough", INA_P4, [passing, passing], SEQ_AT, 0, 1, stats(2)),
     ]
 
 
@@ -664,19 +693,39 @@ def _cpu_busy() -> tuple[int, int]:
     return sum(values) - values[3] - values[4], sum(values)
 
 
-def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seq0: int,
-                  traffic_cpu: int | None, workdir: Path) -> tuple[dict, int]:  # fmt: skip
-    templates_file = workdir / "templates.json"
-    templates_file.write_text(json.dumps([t.hex() for t in case.templates]))
+def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
+                  sender_cpus: list[int | None], workdir: Path) -> dict:  # fmt: skip
+    """One case with len(sender_cpus) senders at once (sender i on sender_cpus[i], its own chunks from
+    seqs[i], which it advances)."""
     before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
     delivered0 = _rx_packets(lab, OUT_PORT)
     switch_cpu0 = switch.cpu_seconds()
     busy0 = _cpu_busy()
-    pin = ["taskset", "-c", str(traffic_cpu)] if traffic_cpu is not None else []
-    command = [*pin, sys.executable, str(Path(__file__).resolve()), "--role", "send", "--iface", "eth0",
-               "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
-               "--seq0", str(seq0), "--seconds", str(seconds)]  # fmt: skip
-    sent = json.loads(sh(*lab.in_ns(IN_PORT, *command)).stdout)
+    senders = []
+    for i, cpu in enumerate(sender_cpus):
+        templates_file = workdir / f"templates{i}.json"
+        templates_file.write_text(json.dumps([t.hex() for t in case.templates[i]]))
+        pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+        command = [*pin, sys.executable, str(Path(__file__).resolve()), "--role", "send", "--iface", "eth0",
+                   "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
+                   "--seq0", str(seqs[i]), "--seconds", str(seconds)]  # fmt: skip
+        senders.append(subprocess.Popen(lab.in_ns(IN_PORT, *command), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    results = []
+    for proc in senders:
+        out, err = proc.communicate(timeout=seconds + 60)
+        if proc.returncode != 0:
+            raise BenchError(f"a sender failed: {err.decode(errors='replace').strip()[-300:]}")
+        results.append(json.loads(out))
+    for i, r in enumerate(results):
+        seqs[i] = r["next_seq"]
+    sent = {
+        "sent": sum(r["sent"] for r in results),
+        "send_errors": sum(r["send_errors"] for r in results),
+        "t_start": min(r["t_start"] for r in results),
+        "t_end": max(r["t_end"] for r in results),
+        "cpu_seconds": sum(r["cpu_seconds"] for r in results),
+        "chunks": sum(r["sent"] // len(case.templates[i]) for i, r in enumerate(results)),
+    }
     # wait until the switch has worked off what it received (its counters, or what it delivers, settle)
     last, t_done = None, time.monotonic()
     while True:
@@ -695,18 +744,19 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     processed = last if case.counted_stats else delivered
     send_time = sent["t_end"] - sent["t_start"]
     busy = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
-    chunks = sent["sent"] // len(case.templates)
     row = {
         "backend": switch.running_backend(),
         "case": case.name,
         "kind": case.key,
         "program": str(case.program.relative_to(ROOT)),
+        "senders": len(sender_cpus),
+        "sender_cpus": sender_cpus,
         "offered_pps": sent["sent"] / send_time if send_time > 0 else 0.0,
         "send_seconds": send_time,
         "sent": sent["sent"],
         "send_errors": sent["send_errors"],
         "delivered": delivered,
-        "expected_delivered": chunks * case.outputs_per_chunk,
+        "expected_delivered": sent["chunks"] * case.outputs_per_chunk,
         "processed": processed,
         # from the first frame sent to the last poll (0.05 s apart) at which the switch's count still moved
         "processed_pps": processed / (t_done - sent["t_start"]) if t_done > sent["t_start"] else 0.0,
@@ -717,14 +767,16 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     }
     row["saturated"] = row["input_loss_pct"] > 1.0  # frames were lost before the switch: its capacity
     row["ratio_to_bmv2_reference"] = row["processed_pps"] / BMV2_REFERENCE_PPS
-    return row, sent["next_seq"]
+    return row
 
 
-def measure_veth(frames: Frames, backends: list[str], seconds: float, progress) -> list[dict]:
+def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress) -> list[dict]:
+    """Every case on every back end, once per number of senders in sender_counts (native back end;
+    the Python back end with one sender: a second one only adds loss)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
-    switch_cpu, traffic_cpu = (cpus[-1], cpus[0]) if len(cpus) > 1 else (None, None)
+    switch_cpu = cpus[-1] if len(cpus) > 1 else None
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
         for backend in backends:
             for program in (ROUTER_P4, INA_P4):
@@ -732,14 +784,17 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, progress) 
                 try:
                     switch.connect()
                     installers[program](switch)
-                    seq = 1
+                    seqs = [1, 1]
                     for case in veth_cases(frames):
                         if case.program != program:
                             continue
-                        row, seq = run_veth_case(lab, switch, case, seconds, seq, traffic_cpu, Path(tmp))
-                        row["switch_cpu"], row["traffic_cpu"] = switch_cpu, traffic_cpu
-                        rows.append(row)
-                        progress(row)
+                        for count in sender_counts if backend == "native" else [1]:
+                            # the first sender on the first CPU, a second one shares the switch's
+                            sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
+                            row = run_veth_case(lab, switch, case, seconds, seqs, sender_cpus, Path(tmp))
+                            row["switch_cpu"] = switch_cpu
+                            rows.append(row)
+                            progress(row)
                 finally:
                     switch.stop()
     return rows
@@ -762,7 +817,7 @@ def print_in_process_row(row: dict) -> None:
 
 def print_veth_row(row: dict) -> None:
     print(
-        f"  [{row['backend']:>6}] {row['case']}: offered {row['offered_pps']:,.0f} pps, switch processed "
+        f"  [{row['backend']:>6}] {row['case']} ({row['senders']} sender(s)): offered {row['offered_pps']:,.0f} pps, switch processed "
         f"{row['processed']:,} at {row['processed_pps']:,.0f} pps, delivered {row['delivered']:,} of "
         f"{row['expected_delivered']:,}; CPU per frame: switch {_fmt(row['switch_cpu_us_per_frame'], '.2f')} us, "
         f"sender {_fmt(row['sender_cpu_us_per_frame'], '.2f')} us; machine {row['machine_busy_pct']:.0f}% busy",
@@ -777,7 +832,10 @@ def comparisons(result: dict) -> dict:
     for kind in KIND_LABELS:
         if ("native", kind) in by and ("python", kind) in by:
             out["in_process"][kind] = by[("native", kind)] / by[("python", kind)]
-    veth = {(r["backend"], r["kind"]): r["processed_pps"] for r in result["veth"]["cases"]}
+    veth: dict = {}
+    for r in result["veth"]["cases"]:  # the best of the sender counts
+        key = (r["backend"], r["kind"])
+        veth[key] = max(veth.get(key, 0.0), r["processed_pps"])
     for case in ("ipv4_router_forward", "grad_aggregation", "grad_passthrough"):
         if veth.get(("native", case)) and veth.get(("python", case)):
             out["veth"][case] = veth[("native", case)] / veth[("python", case)]
@@ -821,16 +879,17 @@ def print_tables(result: dict) -> None:
         print(f"Through veth ports: skipped: {veth['skipped']}")
     else:
         print(
-            "Through veth ports (softswitch process on its own CPU, native sender as fast as it can on another; "
-            "proc pps = frames the switch processed per second; CPU us per frame of the switch process and the sender)"
+            "Through veth ports (softswitch process on the last CPU; tx = native senders as fast as they can, the first "
+            "on the first CPU, a second on the switch's; proc pps = frames the switch processed per second; CPU us "
+            "per frame of the switch process (sw) and of the senders (tx))"
         )
         print(
-            f"{'case':<28} {'backend':<7} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
+            f"{'case':<28} {'backend':<7} {'tx':>2} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
             f"{'in loss%':>8} {'sw us':>6} {'tx us':>6} {'busy%':>6}"
         )
         for row in veth["cases"]:
             print(
-                f"{row['case']:<28} {row['backend']:<7} {row['offered_pps']:>9,.0f} {row['processed_pps']:>9,.0f} "
+                f"{row['case']:<28} {row['backend']:<7} {row['senders']:>2} {row['offered_pps']:>9,.0f} {row['processed_pps']:>9,.0f} "
                 f"{row['delivered']:>9,} {row['expected_delivered']:>9,} {row['input_loss_pct']:>8.1f} "
                 f"{_fmt(row['switch_cpu_us_per_frame'], '.2f'):>6} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
                 f"{row['machine_busy_pct']:>6.0f}"
@@ -888,7 +947,9 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
     )
     if veth_rows:
         cases = list(dict.fromkeys(r["case"] for r in veth_rows))
-        v = {(r["backend"], r["case"]): r["processed_pps"] for r in veth_rows}
+        v: dict = {}
+        for r in veth_rows:
+            v[(r["backend"], r["case"])] = max(v.get((r["backend"], r["case"]), 0.0), r["processed_pps"])
         bars(
             axes[0][1],
             cases,
@@ -919,6 +980,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repetitions", type=int, default=None, help="in-process repetitions (default 5, quick 2)")
     p.add_argument("--backends", default="native,python", help="comma-separated back ends (default native,python)")
     p.add_argument("--no-veth", action="store_true", help="skip the veth part")
+    p.add_argument(
+        "--senders",
+        default=None,
+        help="numbers of sender processes to run the native veth cases with, e.g. 1,2 (default: 1,2 on 2+ CPUs, "
+        "quick: 1); a second sender shares the switch's CPU and aggregates its own job",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and PNG (bench/results)")
     # internal: the sender process inside the sender's namespace
     p.add_argument("--role", choices=("send",), help=argparse.SUPPRESS)
@@ -949,6 +1016,10 @@ def main(argv=None) -> int:
     sys.path.insert(0, str(ROOT))
     seconds = args.seconds if args.seconds is not None else (0.3 if args.quick else 3.0)
     reps = args.repetitions or (2 if args.quick else 5)
+    if args.senders:
+        senders = [int(x) for x in args.senders.split(",")]
+    else:
+        senders = [1] if args.quick or (os.cpu_count() or 1) < 2 else [1, 2]
     load = os.getloadavg()
     print(
         f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at start "
@@ -987,7 +1058,7 @@ def main(argv=None) -> int:
         else:
             print(f"[veth] {seconds:g} s per case, two namespaces, a softswitch process per program ...", flush=True)
             try:
-                result["veth"]["cases"] = measure_veth(frames, args.backends, seconds, print_veth_row)
+                result["veth"]["cases"] = measure_veth(frames, args.backends, seconds, senders, print_veth_row)
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
                 print(f"[veth] failed: {e}")

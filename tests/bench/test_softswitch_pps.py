@@ -71,6 +71,7 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
     for case in veth["cases"]:
         assert case["sent"] > 0 and 0 < case["delivered"] <= case["expected_delivered"]
         assert case["processed"] > 0 and case["switch_cpu_us_per_frame"] > 0 and case["sender_cpu_us_per_frame"] > 0
+        assert case["senders"] == 1
     for aggregation in (c for c in veth["cases"] if c["kind"] == "grad_aggregation"):
         assert aggregation["expected_delivered"] == aggregation["sent"] // 4
         assert aggregation["processed"] >= aggregation["delivered"] * 4
