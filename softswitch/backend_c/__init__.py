@@ -39,6 +39,7 @@ def generate_c(program: ir.Program) -> str:
     names.register_ids = {r.name: i for i, r in enumerate(info.registers)}
     names.counter_ids = {c.name: i for i, c in enumerate(info.counters)}
     names.digest_ids = {d.name: i for i, d in enumerate(info.digests)}
+    names.value_set_ids = {v.name: i for i, v in enumerate(info.value_sets)}
     named = 0
     for key in program.field_lists:
         if isinstance(key, int):
@@ -97,17 +98,10 @@ def generate_c(program: ir.Program) -> str:
 
 
 def _refuse_declarations(program: ir.Program) -> None:
-    """Raises Unsupported for declarations the native runtime has no state for yet: parser value sets
-    and meters (the Python back end runs them)."""
+    """Raises Unsupported for declarations the native runtime has no state for yet: meters (the Python
+    back end runs them)."""
     for block in program.blocks():
-        if isinstance(block, ir.Parser):
-            for state in block.states:
-                for case in state.transition.cases:
-                    for keyset in case.keysets:
-                        if keyset.value_set is not None:
-                            at = state.transition.keys[0].position if state.transition.keys else None
-                            raise Unsupported(f"the parser value set {keyset.value_set.qualified_name}", at)
-        else:
+        if isinstance(block, ir.Control):
             for instance in block.extern_instances:
                 if instance.kind in ("meter", "direct_meter"):
                     uses = [

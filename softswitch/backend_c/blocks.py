@@ -310,6 +310,15 @@ class BlockEmitter:
     def keyset_condition(self, key: str, key_type: ir.Type, keyset: ir.Keyset, scope: Scope) -> list[str]:
         if keyset.is_default:
             return []
+        if keyset.value_set is not None:
+            vs = keyset.value_set
+            nb = (vs.type.width + 7) // 8  # type: ignore[attr-defined]
+            bytes_ = self.x.temp("vs_key")
+            store = "ss_store_be128" if nb > 8 else "ss_store_be"
+            index = self.names.value_set_ids[vs.qualified_name]
+            return [
+                f"({{ uint8_t {bytes_}[{nb}]; {store}({bytes_}, {nb}, {key}); ss_value_set_match(p, {index}, {bytes_}); }})"
+            ]
         assert keyset.value is not None
         value = self.x.value(keyset.value, scope)
         if keyset.mask is not None:

@@ -42,6 +42,8 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
         fields = _params(out, f"digest_fields_{i}", [(f.name, f.bitwidth) for f in digest.fields])
         digests.append(f"{{{string_literal(digest.name)}, {len(digest.fields)}, {fields}}}")
     _array(out, "ss_digest_desc", "digests", digests)
+    value_sets = [f"{{{string_literal(v.name)}, {v.bitwidth}, {v.size}}}" for v in info.value_sets]
+    _array(out, "ss_value_set_desc", "value_sets", value_sets)
     out.write("")
     with out.block("const ss_program ss_program_descriptor ="):
         out.write(".abi_version = SS_ABI_VERSION,")
@@ -56,6 +58,7 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
             ("registers", registers),
             ("counters", counters),
             ("digests", digests),
+            ("value_sets", value_sets),
         ):
             out.write(f".n_{field} = {len(items)},")
             out.write(f".{field} = {field + '_desc' if items else 'NULL'},")

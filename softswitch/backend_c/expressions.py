@@ -59,6 +59,7 @@ class GeneratedNames:
         self.counter_ids: dict[str, int] = {}
         self.digest_ids: dict[str, int] = {}
         self.field_list_ids: dict[int | str, int] = {}
+        self.value_set_ids: dict[str, int] = {}
         self.may_exit: dict[object, bool] = {}  # Action / Table / Control -> whether exit can leave it
 
 

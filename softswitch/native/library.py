@@ -33,7 +33,7 @@ CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden")
 # a program's generated C: straight-line code over many fields and registers, where -O3 finds about an
 # eighth fewer instructions than -O2 (ina.p4) at the same compile time
 PROGRAM_CFLAGS = tuple("-O3" if flag == "-O2" else flag for flag in CFLAGS)
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
@@ -86,6 +86,10 @@ class _DigestDesc(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("n_fields", ctypes.c_uint32), ("fields", ctypes.POINTER(_ParamDesc))]
 
 
+class _ValueSetDesc(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("bitwidth", ctypes.c_uint32), ("size", ctypes.c_uint32)]
+
+
 _FN = ctypes.c_void_p
 
 
@@ -113,6 +117,8 @@ class _Program(ctypes.Structure):
         ("counters", ctypes.POINTER(_CounterDesc)),
         ("n_digests", ctypes.c_uint32),
         ("digests", ctypes.POINTER(_DigestDesc)),
+        ("n_value_sets", ctypes.c_uint32),
+        ("value_sets", ctypes.POINTER(_ValueSetDesc)),
     ]
 
 
@@ -175,6 +181,14 @@ class DigestDesc:
 
 
 @dataclass(frozen=True)
+class ValueSetDesc:
+    index: int
+    name: str
+    bitwidth: int
+    size: int
+
+
+@dataclass(frozen=True)
 class ProgramDescriptor:
     """The program descriptor of a library, read into Python (names map to the C indices)."""
 
@@ -184,6 +198,7 @@ class ProgramDescriptor:
     registers: tuple[RegisterDesc, ...]
     counters: tuple[CounterDesc, ...]
     digests: tuple[DigestDesc, ...]
+    value_sets: tuple[ValueSetDesc, ...] = ()
 
 
 def _s(b: bytes | None) -> str:
@@ -225,6 +240,10 @@ def _read_descriptor(p: _Program) -> ProgramDescriptor:
         digests=tuple(
             DigestDesc(i, _s(d.name), _params(d.fields, d.n_fields))
             for i, d in ((i, p.digests[i]) for i in range(p.n_digests))
+        ),
+        value_sets=tuple(
+            ValueSetDesc(i, _s(v.name), v.bitwidth, v.size)
+            for i, v in ((i, p.value_sets[i]) for i in range(p.n_value_sets))
         ),
     )
 
@@ -270,6 +289,7 @@ _SIGNATURES = {
     "ss_ctl_counter_read": (_int, [_P, _u32, _u64, _U64P]),
     "ss_ctl_counter_write": (_int, [_P, _u32, _u64, _u64, _u64]),
     "ss_ctl_counter_reset": (_int, [_P, _u32]),
+    "ss_ctl_value_set_set": (_int, [_P, _u32, _u32, ctypes.c_char_p]),
     "ss_ctl_mc_set": (_int, [_P, _u32, _u32, _U16P, _U16P]),
     "ss_ctl_mc_delete": (_int, [_P, _u32]),
     "ss_ctl_session_set": (_int, [_P, _u64, _u32, _U16P, _U16P, _u32]),

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
-from softswitch.runtime.externs import check_index, check_register_value
+from softswitch.runtime.externs import ValueSetState, check_index, check_register_value
 from softswitch.runtime.pre import PRE
 from softswitch.runtime.tables import (
     EntryExists,
@@ -147,6 +147,11 @@ def _check_program(desc: L.ProgramDescriptor, info: ProgramInfo) -> None:
         d = counters.get(c.name)
         if d is None or d.size != c.size:
             fail(f"counter {c.name} differs or is missing")
+    value_sets = {v.name: v for v in desc.value_sets}
+    for v in info.value_sets:
+        d = value_sets.get(v.name)
+        if d is None or (d.bitwidth, d.size) != (v.bitwidth, v.size):
+            fail(f"value set {v.name} differs or is missing")
     digests = {d.name: d for d in desc.digests}
     for g in info.digests:
         d = digests.get(g.name)
@@ -458,6 +463,34 @@ class NativeCounter:
             api.ss_ctl_counter_reset(self._switch._sw, self._index)
 
 
+class NativeValueSet(ValueSetState):
+    """A parser value set in native memory; the API of runtime.externs.ValueSetState (add(value, mask),
+    clear(), members), whose checks and member list it keeps: each change writes the members through."""
+
+    def __init__(self, switch: NativeSwitch, desc: L.ValueSetDesc, info):
+        super().__init__(info)
+        self._switch, self._index = switch, desc.index
+        self._generation = switch._generation
+        self.name = info.name
+
+    def add(self, value, mask=None):
+        before = list(self.members)
+        super().add(value, mask)
+        if self.members != before:
+            self._write()
+
+    def clear(self):
+        super().clear()
+        self._write()
+
+    def _write(self):
+        nb = (self.info.bitwidth + 7) // 8
+        raw = b"".join(v.to_bytes(nb, "big") + m.to_bytes(nb, "big") for v, m in self.members)
+        with self._switch._guard(self._generation) as api:
+            if api.ss_ctl_value_set_set(self._switch._sw, self._index, len(self.members), raw) != L.OK:
+                raise ValueError(self._switch._lib.last_error())
+
+
 class _Stats(MutableMapping):
     """sw.stats: a live view of the native counters (reads each time; `+=` adds in native memory)."""
 
@@ -616,6 +649,8 @@ class NativeSwitch:
             counters = {c.name: c for c in self._desc.counters}
             self._counters = {c.name: NativeCounter(self, counters[c.name], c) for c in prog.info.counters}
             self._digests = {d.index: d for d in self._desc.digests}
+            sets = {v.name: v for v in self._desc.value_sets}
+            self._value_sets = {v.name: NativeValueSet(self, sets[v.name], v) for v in prog.info.value_sets}
             if self._ports is not None:
                 self._ports._attach()
 
@@ -787,6 +822,10 @@ class NativeSwitch:
 
     def counter(self, name):
         return _by_name(self._counters, name, "counter")
+
+    def value_set(self, name):
+        """A parser value set: .add(value, mask=None), .clear(), .members."""
+        return _by_name(self._value_sets, name, "value set")
 
     # ---------------------------------------------------------------- packet replication engine
     @staticmethod

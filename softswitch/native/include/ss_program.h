@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SS_ABI_VERSION 1
+#define SS_ABI_VERSION 2
 
 /* ------------------------------------------------------------------ constants */
 
@@ -173,6 +173,12 @@ typedef struct ss_digest_desc {
     const ss_param_desc *fields;
 } ss_digest_desc;
 
+typedef struct ss_value_set_desc {
+    const char *name; /* a parser's value_set, e.g. "P.tagged_types" */
+    uint32_t bitwidth; /* of its values (and of the select key it matches) */
+    uint32_t size;     /* members at most */
+} ss_value_set_desc;
+
 typedef struct ss_program {
     uint32_t abi_version; /* SS_ABI_VERSION */
     const char *name;
@@ -202,6 +208,8 @@ typedef struct ss_program {
     const ss_counter_desc *counters;
     uint32_t n_digests;
     const ss_digest_desc *digests;
+    uint32_t n_value_sets;
+    const ss_value_set_desc *value_sets; /* value set ids are indices here */
 } ss_program;
 
 /* ------------------------------------------------------------------ state the generated code reads */
@@ -232,6 +240,10 @@ typedef struct ss_action_call {
  * bytes (ss_key_bytes() of the table gives the total). A hit counts the entry's direct counter. */
 const ss_action_call *ss_table_lookup(ss_packet *p, uint32_t table, const uint8_t *key);
 uint32_t ss_key_bytes(const ss_switch *sw, uint32_t table);
+
+/* A parser value set: whether `key` (ceil(bitwidth / 8) big-endian bytes) matches a member, i.e.
+ * key & mask == value for one of the (value, mask) pairs the control plane added. */
+int ss_value_set_match(ss_packet *p, uint32_t value_set, const uint8_t *key);
 
 /* Registers and counters (index out of bounds: read 0, write ignored, count ignored). */
 ss_register *ss_register_at(ss_switch *sw, uint32_t reg);

@@ -96,6 +96,14 @@ int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc
 void ss_table_free(ss_table *t);
 uint32_t ss_action_words(const ss_program *prog, uint32_t action);
 
+/* ------------------------------------------------------------------ value sets */
+typedef struct ss_value_set {
+    const ss_value_set_desc *desc;
+    uint32_t key_bytes;
+    uint32_t n;       /* members */
+    uint8_t *members; /* n x (value, mask), key_bytes each */
+} ss_value_set;
+
 /* ------------------------------------------------------------------ counters, PRE */
 typedef struct ss_counter {
     uint64_t *packets, *bytes;
@@ -233,6 +241,7 @@ struct ss_switch {
     ss_table *tables;
     ss_register *registers;
     ss_counter *counters;
+    ss_value_set *value_sets;
     ss_pre *pre;
     uint64_t stats[SS_STAT_COUNT];
     int32_t cpu_port;          /* -1: none */

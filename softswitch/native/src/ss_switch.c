@@ -194,6 +194,9 @@ static void switch_free(ss_switch *sw) {
             free(sw->counters[i].bytes);
         }
     free(sw->counters);
+    if (sw->value_sets)
+        for (uint32_t i = 0; i < sw->prog->n_value_sets; i++) free(sw->value_sets[i].members);
+    free(sw->value_sets);
     if (sw->pre) {
         for (uint32_t g = 0; g < 65536; g++) free(sw->pre->groups[g]);
         for (uint32_t s = 0; s < sw->pre->n_sessions; s++) free(sw->pre->sessions[s]);
@@ -233,8 +236,16 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
     sw->tables = calloc(prog->n_tables + 1, sizeof(ss_table));
     sw->registers = calloc(prog->n_registers + 1, sizeof(ss_register));
     sw->counters = calloc(prog->n_counters + 1, sizeof(ss_counter));
+    sw->value_sets = calloc(prog->n_value_sets + 1, sizeof(ss_value_set));
     sw->pre = calloc(1, sizeof(ss_pre));
-    if (!sw->tables || !sw->registers || !sw->counters || !sw->pre) goto nomem;
+    if (!sw->tables || !sw->registers || !sw->counters || !sw->value_sets || !sw->pre) goto nomem;
+    for (uint32_t i = 0; i < prog->n_value_sets; i++) {
+        ss_value_set *v = &sw->value_sets[i];
+        v->desc = &prog->value_sets[i];
+        v->key_bytes = (v->desc->bitwidth + 7) / 8;
+        v->members = calloc((size_t)v->desc->size + 1, 2 * (size_t)v->key_bytes);
+        if (!v->members) goto nomem;
+    }
     for (uint32_t i = 0; i < prog->n_tables; i++)
         if (ss_table_init(&sw->tables[i], prog, &prog->tables[i])) goto nomem;
     for (uint32_t i = 0; i < prog->n_registers; i++) {
@@ -267,6 +278,39 @@ nomem:
     ss_set_error("out of memory creating a switch for %s", prog->name);
     switch_free(sw);
     return NULL;
+}
+
+/* ------------------------------------------------------------------ value sets */
+
+int ss_value_set_match(ss_packet *p, uint32_t value_set, const uint8_t *key) {
+    const ss_value_set *v = &p->sw->value_sets[value_set];
+    const uint32_t kb = v->key_bytes;
+    for (uint32_t m = 0; m < v->n; m++) {
+        const uint8_t *value = v->members + (size_t)m * 2 * kb, *mask = value + kb;
+        uint32_t i = 0;
+        while (i < kb && (key[i] & mask[i]) == value[i]) i++;
+        if (i == kb) return 1;
+    }
+    return 0;
+}
+
+/* Replaces the members of a value set: n x (value, mask), each ceil(bitwidth / 8) big-endian bytes
+ * (values already masked; Python validates and keeps the member list). */
+SS_EXPORT int ss_ctl_value_set_set(ss_switch *sw, uint32_t value_set, uint32_t n, const uint8_t *members) {
+    if (value_set >= sw->prog->n_value_sets) {
+        ss_set_error("no value set with index %u", value_set);
+        return SS_E_INVALID;
+    }
+    ss_value_set *v = &sw->value_sets[value_set];
+    if (n > v->desc->size) {
+        ss_set_error("value set %s is full (%u members)", v->desc->name, v->desc->size);
+        return SS_E_FULL;
+    }
+    pthread_mutex_lock(&sw->lock);
+    memcpy(v->members, members, (size_t)n * 2 * v->key_bytes);
+    v->n = n;
+    pthread_mutex_unlock(&sw->lock);
+    return SS_OK;
 }
 
 /* Frees the switch (its ports must be stopped first). */

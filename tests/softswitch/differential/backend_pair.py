@@ -27,7 +27,6 @@ from softswitch.switch import Exact, Lpm, Optional, Range, Switch, TableEntry, T
 EXPECTED_FALLBACKS = {
     "varbit.p4": "the C back end does not support a value of type varbit<32> at ",
     "meters.p4": "the C back end does not support the meter I.rate at ",
-    "value_set.p4": "the C back end does not support the parser value set P.tagged_types at ",
 }
 
 
@@ -230,6 +229,10 @@ def populate(pair: BackendPair, rng: random.Random, per_table: int = 8) -> None:
     for group in range(1, 5):
         replicas = [(rng.randint(0, 7), rng.randint(0, 3)) for _ in range(rng.randint(0, 3))]
         pair.call(lambda sw, g=group, r=replicas: sw.set_multicast_group(g, r))
+    for value_set in info.value_sets:
+        for _ in range(rng.randint(0, value_set.size)):
+            value, mask = interesting_value(rng, value_set.bitwidth), interesting_value(rng, value_set.bitwidth)
+            pair.call(lambda sw, n=value_set.name, v=value, m=mask: sw.value_set(n).add(v, m))
     for session in range(1, 5):
         replicas = [(rng.randint(0, 7), 0) for _ in range(rng.randint(1, 2))]
         truncate = rng.choice((0, 0, 20, 60))
