@@ -916,6 +916,7 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     veth_rows = result["veth"]["cases"]
     fig, axes = plt.subplots(1, 2 if veth_rows else 1, figsize=(14 if veth_rows else 7, 5.5), squeeze=False)
@@ -931,6 +932,7 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
                 )
         ax.set_yticks(list(ys), labels, fontsize=8)
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # decades only: minor labels overlap
         ax.set_xlabel("packets per second (log)")
         ax.set_title(title, fontsize=10)
         ax.axvline(BMV2_REFERENCE_PPS, color="k", linestyle="--", linewidth=1)
