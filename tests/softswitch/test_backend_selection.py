@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from softswitch_testlib import eth, v1_text
 
 from softswitch.compiler import compile_source, default_backend
 from softswitch.switch import Switch
-from softswitch_testlib import eth, v1_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUTER = ROOT / "tests" / "softswitch" / "programs" / "ipv4_router.p4"
