@@ -20,54 +20,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import launch  # noqa: E402  (examples/launch.py: how ranks start)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 from torch import nn  # noqa: E402
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--backend", choices=["gloo", "ina"], default="gloo")
-    p.add_argument("--workers", type=int, default=2, help="data-parallel workers to spawn (local run)")
+    launch.add_launch_flags(p, default_workers=2)
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-size", type=int, default=32, help="per worker")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--hidden", type=int, default=32)
     p.add_argument("--test-fraction", type=float, default=0.25)
-    p.add_argument("--json", type=Path, help="write the summary as JSON here")
-    p.add_argument(
-        "--topology",
-        default=str(Path(__file__).resolve().parents[1] / "topologies" / "star.yaml"),
-        help="topology of the local in-process network (--backend ina without --rank)",
-    )
-    lab = p.add_argument_group("one process per host (mininet lab); giving --rank selects this mode")
-    lab.add_argument("--rank", type=int)
-    lab.add_argument("--world-size", type=int)
-    lab.add_argument("--master-addr", default=os.environ.get("MASTER_ADDR", "127.0.0.1"))
-    lab.add_argument("--master-port", type=int, default=int(os.environ.get("MASTER_PORT", "0") or 0))
-    lab.add_argument("--controller", help="controller job service host:port (sets INA_CONTROLLER)")
-    lab.add_argument("--job", help="job name or id (sets INA_JOB)")
-    lab.add_argument("--transport", help="udp | attach:HOST:PORT (sets INA_TRANSPORT)")
-    lab.add_argument("--host", help="this rank's host name in the plan (sets INA_HOST)")
     args = p.parse_args(argv)
-    if args.rank is not None:
-        if args.world_size is None or not 0 <= args.rank < args.world_size:
-            p.error("--rank needs --world-size N with 0 <= rank < N")
-        if not args.master_port:
-            p.error("--rank needs --master-port (or MASTER_PORT)")
-    elif args.workers < 1:
-        p.error("--workers must be at least 1")
+    launch.check_launch_flags(p, args)
     return args
 
 
@@ -100,35 +76,8 @@ def shard(n: int, rank: int, world: int) -> torch.Tensor:
 # -- one worker ----------------------------------------------------------------------------------
 
 
-def train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
-    if args.backend == "ina":
-        import worker.torch_backend  # noqa: F401  (registers the backend)
-    dist.init_process_group(
-        args.backend, rank=rank, world_size=world, init_method=f"tcp://{args.master_addr}:{args.master_port}"
-    )
-    try:
-        summary = _train(rank, world, args)
-        dist.barrier()  # no rank leaves while a peer still has collective traffic in flight
-        return summary
-    finally:
-        dist.destroy_process_group()
-
-
-def end_rank_process(code: int):
-    """End a rank's process without the interpreter's finalization.
-
-    With DDP, torch (2.13) keeps the gloo backend alive after ``destroy_process_group()``, so its
-    worker threads outlive the process group. A worker that is still releasing the last collective
-    (and its tensors' Python objects) when the interpreter finalizes waits for the GIL of a dying
-    interpreter, is unwound, and the process aborts with "terminate called without an active
-    exception" after training finished. Everything the rank writes is flushed first.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
+def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
+    """One rank's training (inside its process group); rank 0 returns the summary."""
     torch.set_num_threads(1)
     (x_train, y_train), (x_test, y_test) = load_data(args.seed, args.test_fraction)
     mine = shard(len(y_train), rank, world)
@@ -188,62 +137,9 @@ def _train(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     return summary
 
 
-def _spawned(rank: int, world: int, args: argparse.Namespace, envs: list[dict]) -> None:
-    os.environ.update(envs[rank])
-    train(rank, world, args)
-    end_rank_process(0)  # an error instead propagates to torch.multiprocessing, which reports it
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main(argv=None) -> int:
-    """Exit status; with --rank the process is one rank and ends here (end_rank_process)."""
-    args = parse_args(argv)
-    for flag, var in (
-        ("controller", "INA_CONTROLLER"),
-        ("job", "INA_JOB"),
-        ("transport", "INA_TRANSPORT"),
-        ("host", "INA_HOST"),
-    ):
-        if getattr(args, flag):
-            os.environ[var] = getattr(args, flag)
-    code = run(args)
-    if args.rank is not None:
-        end_rank_process(code)
-    return code
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        if args.rank is not None:
-            train(args.rank, args.world_size, args)
-            return 0
-        args.master_port = args.master_port or free_port()
-        if args.backend == "gloo":
-            mp.spawn(_spawned, args=(args.workers, args, [{}] * args.workers), nprocs=args.workers)
-            return 0
-        from topologies.inprocess.serve import ServedNetwork
-        from worker.torch_backend.options import attach_env
-
-        # the in-process network, job service and aggregation server in a child process
-        with ServedNetwork(args.topology, "--workers", str(args.workers)) as job:
-            envs = [attach_env(job, r) for r in range(args.workers)]
-            mp.spawn(_spawned, args=(args.workers, args, envs), nprocs=args.workers)
-        for switch, c in sorted(job.switch_counters.items()):
-            print(
-                f"switch {switch} (P4 counters of the job): {c['grad_aggregated']} gradient packets "
-                f"aggregated, {c['grad_completed']} chunks completed in the data plane",
-                flush=True,
-            )
-        return 0
-    except Exception as exc:  # one line for the user, not a traceback
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
-        print(f"train_digits: error: {lines[-1]}", file=sys.stderr)
-        return 1
+    """Exit status; with --rank the process is one rank and ends here."""
+    return launch.main(parse_args(argv), train_rank, "train_digits")
 
 
 if __name__ == "__main__":
