@@ -1,9 +1,11 @@
-"""The sharded embedding on N = 1, 2, 3, 4 gloo ranks against one unsharded nn.EmbeddingBag /
-nn.Embedding holding the same rows: outputs, gradients, training steps (only touched rows change),
-the agreed errors, the bytes of each exchange, and checkpoints reloaded on another N.
+"""The sharded embedding on N = 1, 2, 3, 4 gloo ranks, and on 3 ranks of the ina backend (the
+in-process switch network), against one unsharded nn.EmbeddingBag / nn.Embedding holding the same
+rows: outputs, gradients, training steps (only touched rows change), the agreed errors, the bytes of
+each exchange, and checkpoints reloaded on another N.
 
-One process group per N runs every check (embedding_ranks.battery); the N runs are chained so that
-N loads the checkpoint N-1 wrote (1 -> 2 -> 3 -> 4), and the test process loads N=4's into one rank.
+One process group per run does every check (embedding_ranks.battery); the gloo runs are chained so
+that N loads the checkpoint N-1 wrote (1 -> 2 -> 3 -> 4), the ina run loads the one of 2 gloo ranks,
+and the test process loads N=4's into one rank.
 """
 
 import sys
@@ -15,6 +17,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "torch"))  # torch_ranks: the rank launcher
 
 from embedding_ranks import as_tensors, battery  # noqa: E402
+from ina_jobs import switch_job  # noqa: E402
 from scenarios import (  # noqa: E402
     LR_ADAGRAD,
     LR_SGD,
@@ -34,6 +37,8 @@ from worker.embedding import ShardAdagrad, ShardedEmbedding, load_checkpoint  # 
 from worker.embedding.dispatch import group_by_owner, prepare_inputs  # noqa: E402
 
 WORLDS = (1, 2, 3, 4)
+RUNS = (*WORLDS, "ina")  # "ina": 3 ranks of the ina backend
+INA_WORLD = 3
 NAMES = [t.name for t in TABLES]
 DIMS = {t.name: t.dim for t in TABLES}
 
@@ -45,6 +50,8 @@ def runs(tmp_path_factory):
     for world in WORLDS:
         load_from = str(base / f"n{world - 1}") if world > 1 else None
         out[world] = as_tensors(run_ranks(battery, world, "gloo", load_from, str(base / f"n{world}")))
+    with switch_job(INA_WORLD) as job:
+        out["ina"] = as_tensors(run_ranks(battery, INA_WORLD, "ina", str(base / "n2"), None, env=job.worker_env))
     out["dir"] = base
     return out
 
@@ -62,28 +69,30 @@ def assemble(results: list[dict], key: str | tuple, name: str) -> torch.Tensor:
     return full
 
 
-@pytest.mark.parametrize("world", WORLDS)
-def test_initial_rows_do_not_depend_on_the_number_of_ranks(runs, world):
+@pytest.mark.parametrize("run", RUNS)
+def test_initial_rows_do_not_depend_on_the_number_of_ranks(runs, run):
+    world = len(runs[run])
     for i, name in enumerate(NAMES):
-        torch.testing.assert_close(assemble(runs[world], "initial", name), full_rows(i), rtol=0, atol=0)
-        for r, res in enumerate(runs[world]):
+        torch.testing.assert_close(assemble(runs[run], "initial", name), full_rows(i), rtol=0, atol=0)
+        for r, res in enumerate(runs[run]):
             assert res["local_keys"][name].tolist() == list(range(r, TABLES[i].num_rows, world))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("world", WORLDS)
-def test_outputs_and_gradients_equal_the_unsharded_tables(runs, world, scenario):
+@pytest.mark.parametrize("run", RUNS)
+def test_outputs_and_gradients_equal_the_unsharded_tables(runs, run, scenario):
+    world = len(runs[run])
     reference = Reference()
     outputs, loss = reference_step(reference, scenario, world)
     loss.backward()
-    for r, res in enumerate(runs[world]):
+    for r, res in enumerate(runs[run]):
         for name in NAMES:
             got = res[scenario]["outputs"][name]
             assert got.shape == outputs[r][name].shape, (name, r)
             torch.testing.assert_close(got, outputs[r][name].detach(), rtol=1e-6, atol=1e-6)
     for name in NAMES:
         want = reference.weight(name).grad.to_dense()
-        torch.testing.assert_close(assemble(runs[world], (scenario, "grads"), name), want, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(assemble(runs[run], (scenario, "grads"), name), want, rtol=1e-5, atol=1e-6)
 
 
 def test_empty_bags_and_a_rank_without_samples_give_zeros_and_empty_outputs(runs):
@@ -102,9 +111,10 @@ def _dims_bytes(counts: torch.Tensor) -> int:
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-@pytest.mark.parametrize("world", (2, 3, 4))
-def test_each_distinct_key_travels_once_per_destination_and_bytes_are_counted(runs, world, scenario):
-    for r, res in enumerate(runs[world]):
+@pytest.mark.parametrize("run", (2, 3, 4, "ina"))
+def test_each_distinct_key_travels_once_per_destination_and_bytes_are_counted(runs, run, scenario):
+    world = len(runs[run])
+    for r, res in enumerate(runs[run]):
         got = res[scenario]
         # expected from the input alone: the distinct keys of each table, by owner
         batches, problem = prepare_inputs(TABLES, batch(scenario, r, world))
@@ -116,7 +126,7 @@ def test_each_distinct_key_travels_once_per_destination_and_bytes_are_counted(ru
         assert torch.equal(got["send_counts"], want)
         # what rank r received from s is what s sent to r
         for s in range(world):
-            assert torch.equal(got["recv_counts"][s], runs[world][s][scenario]["send_counts"][r])
+            assert torch.equal(got["recv_counts"][s], runs[run][s][scenario]["send_counts"][r])
         # received keys: the distinct keys rank s asked rank r for, by source then table, ascending
         expected_keys = []
         for s in range(world):
@@ -158,9 +168,9 @@ def test_step_one_groups_by_key_mod_n_as_in_the_article():
     assert positions[0].tolist() == [0, 2, 1, 3]  # where each input key's vector comes back
 
 
-@pytest.mark.parametrize("world", WORLDS)
-def test_a_bad_input_raises_the_same_line_on_every_rank_and_the_group_keeps_working(runs, world):
-    last = world - 1
+@pytest.mark.parametrize("run", RUNS)
+def test_a_bad_input_raises_the_same_line_on_every_rank_and_the_group_keeps_working(runs, run):
+    last = len(runs[run]) - 1
     expected = {
         "err_key": f"EmbeddingKeyError: table 'genre': rank {last} looked up key 37 (position 1 of its keys), "
         "outside the table's keys 0..36",
@@ -171,7 +181,7 @@ def test_a_bad_input_raises_the_same_line_on_every_rank_and_the_group_keeps_work
         "err_missing": "EmbeddingInputError: table 'slot': rank 0 gave no input for it "
         "(every rank must give every table, possibly empty)",
     }
-    for res in runs[world]:
+    for res in runs[run]:
         for key, message in expected.items():
             assert res[key] == message
         for name in NAMES:
@@ -196,12 +206,13 @@ def _train_reference(optimizer_kind: str, scenarios, world: int, rows=None, sums
     return reference
 
 
-@pytest.mark.parametrize("world", WORLDS)
-def test_training_steps_equal_torch_optimizers_and_change_only_touched_rows(runs, world):
+@pytest.mark.parametrize("run", RUNS)
+def test_training_steps_equal_torch_optimizers_and_change_only_touched_rows(runs, run):
+    world = len(runs[run])
     for kind, scenarios in (("sgd", ["uniform"]), ("adagrad", ["uniform", "skewed"])):
         reference = _train_reference(kind, scenarios, world)
         for i, name in enumerate(NAMES):
-            got = assemble(runs[world], kind, name)
+            got = assemble(runs[run], kind, name)
             torch.testing.assert_close(got, reference.weight(name).detach(), rtol=1e-5, atol=1e-6)
             touched = set()
             for scenario in scenarios:
@@ -213,19 +224,20 @@ def test_training_steps_equal_torch_optimizers_and_change_only_touched_rows(runs
             assert not torch.equal(got[sorted(touched)], full_rows(i)[sorted(touched)])
 
 
-@pytest.mark.parametrize("world", (2, 3, 4))
-def test_checkpoint_from_n_minus_one_ranks_reloads_and_trains_on(runs, world):
-    previous = runs[world - 1]
+@pytest.mark.parametrize("run", (2, 3, 4, "ina"))
+def test_checkpoint_from_another_number_of_ranks_reloads_and_trains_on(runs, run):
+    world = len(runs[run])
+    previous = runs[2] if run == "ina" else runs[world - 1]
     rows = [assemble(previous, "adagrad", n) for n in NAMES]
     sums = [assemble(previous, "adagrad_sums", n) for n in NAMES]
     for i, name in enumerate(NAMES):
-        assert torch.equal(assemble(runs[world], "loaded", name), rows[i])
-        assert torch.equal(assemble(runs[world], "loaded_sums", name), sums[i])
+        assert torch.equal(assemble(runs[run], "loaded", name), rows[i])
+        assert torch.equal(assemble(runs[run], "loaded_sums", name), sums[i])
     # one more Adagrad step after loading equals torch's Adagrad continuing from the same state
     reference = _train_reference("adagrad", ["repeated"], world, rows, sums)
     for name in NAMES:
         torch.testing.assert_close(
-            assemble(runs[world], "loaded_then_step", name), reference.weight(name).detach(), rtol=1e-5, atol=1e-6
+            assemble(runs[run], "loaded_then_step", name), reference.weight(name).detach(), rtol=1e-5, atol=1e-6
         )
 
 
