@@ -1,4 +1,8 @@
-"""examples/train_digits.py across the lab's hosts: one ``--rank R`` process per worker host.
+"""The training examples across the lab's hosts: one ``--rank R`` process per worker host.
+
+``digits`` is examples/train_digits.py (an MLP, DDP); ``recsys`` is examples/train_recsys.py (a
+click model whose embedding tables are sharded over the ranks: all-to-all between hosts, DDP for
+the dense part).
 
 Each rank runs inside its host's namespace. torch's rendezvous (the TCP store on rank 0's host IP)
 and gloo's TCP connections are plain IPv4 between hosts, so they cross the P4 switches on their
@@ -18,6 +22,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,8 +30,17 @@ from topologies.errors import TrainError
 from topologies.p4switch import stop_process
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "examples" / "train_digits.py"
+EXAMPLES = {"digits": REPO / "examples" / "train_digits.py", "recsys": REPO / "examples" / "train_recsys.py"}
 BACKENDS = ("ina", "gloo")
+# figures of the recsys example's summary shown after its line (fraction or bytes per worker and iteration)
+RECSYS_FIGURES = (
+    "test_auc",
+    "teacher_accuracy",
+    "teacher_auc",
+    "alltoall_bytes_per_iteration",
+    "dense_allreduce_bytes_per_iteration",
+    "replicated_table_bytes_per_iteration",
+)
 
 
 @dataclass
@@ -52,14 +66,32 @@ class TrainResult:
     switch_counters: dict[str, dict[str, int]] = field(default_factory=dict)  # ina: this run's counts
     job_id: int | None = None
     notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
+    example: str = "digits"
+    figures: dict[str, float] = field(default_factory=dict)  # recsys: RECSYS_FIGURES
 
     def summary_line(self) -> str:
-        return (
-            f"train {self.backend}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
+        what = self.backend if self.example == "digits" else f"{self.example} {self.backend}"
+        line = (
+            f"train {what}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
             f"test accuracy {100 * self.test_accuracy:.2f} %, {self.ms_per_iteration:.1f} ms/iteration "
             f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
             f"(run took {self.elapsed:.0f} s)"
         )
+        f = self.figures
+        if self.example == "recsys" and f:
+            line += (
+                f"; teacher accuracy {100 * f['teacher_accuracy']:.2f} %, AUC {f['test_auc']:.4f} "
+                f"(teacher {f['teacher_auc']:.4f}); per worker and iteration: "
+            )
+            if f["alltoall_bytes_per_iteration"]:
+                line += (
+                    f"all-to-all {f['alltoall_bytes_per_iteration'] / 1e3:.1f} KB, dense all_reduce "
+                    f"{f['dense_allreduce_bytes_per_iteration'] / 1e3:.1f} KB, replicated tables would all-reduce "
+                    f"{f['replicated_table_bytes_per_iteration'] / 1e3:.1f} KB"
+                )
+            else:  # the replicated baseline (--embeddings replicated): tables and dense part in DDP
+                line += f"all_reduce {f['dense_allreduce_bytes_per_iteration'] / 1e3:.1f} KB (tables replicated)"
+        return line
 
 
 def default_timeout(epochs: int, workers: int) -> float:
@@ -88,10 +120,12 @@ def rank_argv(
     seed: int,
     host: RankHost,
     summary: Path | None,
+    example: str = "digits",
+    example_args: Sequence[str] = (),
 ) -> list[str]:
     argv = [
         sys.executable,
-        str(EXAMPLE),
+        str(EXAMPLES[example]),
         "--backend",
         backend,
         "--rank",
@@ -111,7 +145,7 @@ def rank_argv(
         argv += ["--transport", "udp", "--host", host.name]
     if summary is not None:
         argv += ["--json", str(summary)]
-    return argv
+    return argv + list(example_args)
 
 
 class _Rank:
@@ -157,8 +191,13 @@ def run_ranks(
     timeout: float | None = None,
     log=print,
     grace: float = 20.0,
+    example: str = "digits",
+    example_args: Sequence[str] = (),
 ) -> TrainResult:
-    """Train with one process per host (``hosts`` in rank order) and return rank 0's summary."""
+    """Train ``example`` with one process per host (``hosts`` in rank order) and return rank 0's summary;
+    ``example_args`` go to the example's command line (e.g. ``--embeddings replicated`` for recsys)."""
+    if example not in EXAMPLES:
+        raise TrainError(f"unknown example {example!r} (choose {' or '.join(EXAMPLES)})")
     if backend not in BACKENDS:
         raise TrainError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
     if backend == "ina" and not plan_path:
@@ -167,7 +206,9 @@ def run_ranks(
         raise TrainError(f"epochs must be at least 1, got {epochs}")
     world = len(hosts)
     timeout = timeout or default_timeout(epochs, world)
-    run_dir = Path(workdir) / f"train-{backend}-{port}"
+    run_dir = Path(workdir) / (
+        f"train-{backend}-{port}" if example == "digits" else f"train-{example}-{backend}-{port}"
+    )
     run_dir.mkdir(parents=True, exist_ok=True)
     summary = run_dir / "summary.json"
     ranks: list[_Rank] = []
@@ -178,7 +219,19 @@ def run_ranks(
             with open(log_path, "wb") as out:
                 proc = network.popen(
                     host.name,
-                    rank_argv(backend, rank, world, hosts[0], port, epochs, seed, host, summary if rank == 0 else None),
+                    rank_argv(
+                        backend,
+                        rank,
+                        world,
+                        hosts[0],
+                        port,
+                        epochs,
+                        seed,
+                        host,
+                        summary if rank == 0 else None,
+                        example,
+                        example_args,
+                    ),
                     f"training rank {rank} on {host.name}",
                     stdin=subprocess.DEVNULL,
                     stdout=out,
@@ -208,6 +261,8 @@ def run_ranks(
         data["iterations"],
         data["ranks_in_sync"],
         time.monotonic() - start,
+        example=example,
+        figures={k: data[k] for k in RECSYS_FIGURES if k in data},
     )
     for r, what in late:
         result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")

@@ -3,6 +3,7 @@
     python -m topologies.mininet_lab topologies/leaf_spine.yaml                 # mininet CLI + extras
     python -m topologies.mininet_lab topologies/star.yaml --rounds 3 --batch    # run, check, exit
     python -m topologies.mininet_lab topologies/star.yaml --train --epochs 20 --backend ina   # train, exit
+    python -m topologies.mininet_lab topologies/star.yaml --train --example recsys --epochs 1  # sharded tables
     python -m topologies.mininet_lab --clean                                    # remove dead runs' leftovers
 
 A run's files (switch logs, plans, agents' results, training logs) live in its work directory,
@@ -12,7 +13,8 @@ asks for a copy.
 Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
 (the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
 and drop counts, the server agent's counters), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
-[--seed S]`` (examples/train_digits.py, one process per worker host). Needs root and Debian's mininet.
+[--seed S] [--example digits|recsys]`` (examples/train_digits.py or train_recsys.py, one process per worker
+host). Needs root and Debian's mininet.
 """
 
 from __future__ import annotations
@@ -20,19 +22,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import shutil
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from topologies.errors import USER_ERRORS, LabError, LabJobError
+from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
-from topologies.lab_training import BACKENDS, RankHost, TrainResult, run_ranks
+from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, run_ranks
 
 
 @dataclass
@@ -301,29 +305,41 @@ class MininetLab:
                 raise LabJobError(f"round {r}: {n} got a wrong sum (first difference at index {bad})")
 
     # -- training ------------------------------------------------------------------------------------
-    def train(self, epochs: int = 20, backend: str = "ina", seed: int = 0, timeout: float | None = None) -> TrainResult:
-        """examples/train_digits.py with one ``--rank R`` process per worker host (ranks in the job's
+    def train(
+        self,
+        epochs: int = 20,
+        backend: str = "ina",
+        seed: int = 0,
+        timeout: float | None = None,
+        example: str = "digits",
+        example_args: Sequence[str] = (),
+    ) -> TrainResult:
+        """A training example (``digits``: examples/train_digits.py, ``recsys``: examples/train_recsys.py,
+        sharded embedding tables) with one ``--rank R`` process per worker host (ranks in the job's
         order, rendezvous on rank 0's IP). With ina the run is a job of its own: a job id never used
         before in this lab (the switches then take its chunks afresh, whatever the lab's agents
         sent), served by the lab's server agent, removed from switches and server afterwards."""
+        if example not in EXAMPLES:  # refused before anything starts (the run did not fail)
+            raise TrainError(f"unknown example {example!r} (choose {' or '.join(EXAMPLES)})")
         try:
-            return self._train(epochs, backend, seed, timeout)
+            return self._train(epochs, backend, seed, timeout, example, example_args)
         except USER_ERRORS:
             self.failed = True
             raise
 
-    def _train(self, epochs: int, backend: str, seed: int, timeout: float | None) -> TrainResult:
+    def _train(
+        self, epochs: int, backend: str, seed: int, timeout: float | None, example: str, example_args: Sequence[str]
+    ) -> TrainResult:
         self.train_runs += 1
         port = 29500 + self.train_runs  # no TIME_WAIT from an earlier run's store
         hosts = [RankHost(w.name, w.ip, intf_name(w.name, self.spec.host(w.name).port)) for w in self.plan.workers]
         self.log(
-            f"[lab] training {backend}: {len(hosts)} ranks on {', '.join(h.name for h in hosts)}, "
+            f"[lab] training {example} {backend}: {len(hosts)} ranks on {', '.join(h.name for h in hosts)}, "
             f"{epochs} epochs, seed {seed}, rendezvous {hosts[0].ip}:{port}"
         )
+        common = dict(port=port, timeout=timeout, log=self.log, example=example, example_args=example_args)
         if backend != "ina":
-            result = run_ranks(
-                self.network, hosts, backend, epochs, seed, self.workdir, port=port, timeout=timeout, log=self.log
-            )
+            result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, **common)
             self.log("[lab] " + result.summary_line())
             return result
         plan = self._training_job()
@@ -333,16 +349,7 @@ class MininetLab:
             self._server_call({"cmd": "add_job", "plan": str(plan_path)})
             before = self.switch_counters(plan)
             result = run_ranks(
-                self.network,
-                hosts,
-                backend,
-                epochs,
-                seed,
-                self.workdir,
-                plan_path=str(plan_path),
-                port=port,
-                timeout=timeout,
-                log=self.log,
+                self.network, hosts, backend, epochs, seed, self.workdir, plan_path=str(plan_path), **common
             )
             after = self.switch_counters(plan)
             result.job_id = plan.job_id
@@ -503,7 +510,8 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             print(lab.counters_text())
 
         def do_train(self, line):
-            """train [EPOCHS] [--backend ina|gloo] [--seed S]: examples/train_digits.py, one process per worker host"""
+            """train [EPOCHS] [--backend ina|gloo] [--seed S] [--example digits|recsys]: a training example,
+            one process per worker host"""
             try:
                 opts = parse_train_line(line)
             except LabError as exc:
@@ -531,20 +539,27 @@ def _logs_hint(lab: MininetLab) -> str:
 
 
 def parse_train_line(line: str) -> dict:
-    """``[EPOCHS] [--backend ina|gloo] [--seed S] [--timeout SECONDS]`` -> keyword arguments of train()."""
+    """``[EPOCHS] [--backend ina|gloo] [--seed S] [--timeout SECONDS] [--example digits|recsys]`` -> keyword
+    arguments of train()."""
     ap = argparse.ArgumentParser(prog="train", add_help=False, exit_on_error=False)
     ap.add_argument("epochs", nargs="?", type=int, default=20)
     ap.add_argument("--backend", default="ina")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float)
+    ap.add_argument("--example", default="digits")
     try:
         ns, extra = ap.parse_known_args(line.split())
     except argparse.ArgumentError as exc:
         raise LabError(f"train: {exc}") from None
     if extra:
-        raise LabError(f"train: unexpected {' '.join(extra)} (usage: train [EPOCHS] [--backend ina|gloo] [--seed S])")
+        raise LabError(
+            f"train: unexpected {' '.join(extra)} (usage: train [EPOCHS] [--backend ina|gloo] [--seed S] "
+            "[--example digits|recsys])"
+        )
     if ns.backend not in BACKENDS:
         raise LabError(f"train: unknown backend {ns.backend!r} (choose {' or '.join(BACKENDS)})")
+    if ns.example not in EXAMPLES:
+        raise LabError(f"train: unknown example {ns.example!r} (choose {' or '.join(EXAMPLES)})")
     if ns.epochs < 1:
         raise LabError(f"train: epochs must be at least 1, got {ns.epochs}")
     return vars(ns)
@@ -595,7 +610,19 @@ def main(argv=None) -> int:
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
     ap.add_argument("--batch", action="store_true", help="exit after --rounds/--script instead of the CLI")
     ap.add_argument(
-        "--train", action="store_true", help="run examples/train_digits.py, one process per worker host, then exit"
+        "--train", action="store_true", help="run a training example, one process per worker host, then exit"
+    )
+    ap.add_argument(
+        "--example",
+        choices=tuple(EXAMPLES),
+        default="digits",
+        help="--train: digits (examples/train_digits.py) or recsys (examples/train_recsys.py, sharded embeddings)",
+    )
+    ap.add_argument(
+        "--example-args",
+        default="",
+        metavar="ARGS",
+        help="--train: more flags for the example, e.g. '--embeddings replicated' (recsys's baseline)",
     )
     ap.add_argument(
         "--backend",
@@ -653,7 +680,8 @@ def main(argv=None) -> int:
             lab.allreduce(args.rounds)
         if args.train:
             backends = ("gloo", "ina") if args.backend == "both" else (args.backend,)
-            results = [lab.train(args.epochs, b, args.seed, args.train_timeout) for b in backends]
+            extra = shlex.split(args.example_args)
+            results = [lab.train(args.epochs, b, args.seed, args.train_timeout, args.example, extra) for b in backends]
             if len(results) == 2:
                 print("[lab] " + compare_line(*results))
         if args.script:
