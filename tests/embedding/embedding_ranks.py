@@ -81,6 +81,12 @@ def battery(rank: int, world: int, backend: str, load_from: str | None, save_to:
             "recv_keys": emb.last_dispatch.recv_keys.clone(),
         }
 
+    # gradients summed over the ranks instead of averaged
+    summed = ShardedEmbedding(TABLES, seed=SEED, average_gradients=False)
+    result = summed(batch("uniform", rank, world))
+    rank_loss(result, loss_weights("uniform", rank, result)).backward()
+    out["summed_grads"] = _grads(summed)
+
     # the seed article's example: 2 ranks, keys [0, 1, 3, 5] and [4, 5, 6, 7], one vector per key
     if world == 2:
         article = ShardedEmbedding([EmbeddingTable("t", 8, 2, "none")], seed=SEED)

@@ -95,6 +95,13 @@ def test_outputs_and_gradients_equal_the_unsharded_tables(runs, run, scenario):
         torch.testing.assert_close(assemble(runs[run], (scenario, "grads"), name), want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("world", (2, 3))
+def test_average_gradients_false_sums_the_ranks_gradients(runs, world):
+    for name in NAMES:
+        averaged = assemble(runs[world], ("uniform", "grads"), name)
+        torch.testing.assert_close(assemble(runs[world], "summed_grads", name), world * averaged, rtol=1e-6, atol=1e-6)
+
+
 def test_empty_bags_and_a_rank_without_samples_give_zeros_and_empty_outputs(runs):
     for world in (2, 3, 4):
         rank1 = runs[world][1]["skewed"]["outputs"]
