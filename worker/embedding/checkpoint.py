@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import torch
 
@@ -30,7 +32,7 @@ def shard_file(rank: int, world: int) -> str:
     return f"shard-{rank:05d}-of-{world:05d}.pt"
 
 
-def _tables_meta(embedding: ShardedEmbedding) -> list[dict]:
+def _tables_meta(embedding: ShardedEmbedding) -> list[dict[str, Any]]:
     return [{"name": t.name, "num_rows": t.num_rows, "dim": t.dim, "pooling": t.pooling} for t in embedding.tables]
 
 
@@ -74,17 +76,17 @@ def save_checkpoint(
     return directory
 
 
-def _atomic_write(path: Path, write) -> None:
+def _atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     with open(tmp, "wb") as f:
         write(f)
     os.replace(tmp, path)
 
 
-def read_meta(directory: str | Path) -> dict:
+def read_meta(directory: str | Path) -> dict[str, Any]:
     directory = Path(directory)
     try:
-        meta = json.loads((directory / META).read_text())
+        meta: dict[str, Any] = json.loads((directory / META).read_text())
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {directory}: no {META} (not a sharded-embedding checkpoint)") from None
     except (OSError, ValueError) as exc:
@@ -145,7 +147,9 @@ def load_checkpoint(
                 keys = torch.arange(rows, dtype=torch.int64) * old_world + old_rank
                 mine = keys % world == rank
                 targets = keys[mine] // world
-                sources = [(shard["weights"][t.name], embedding.weights[t.name])]
+                sources: list[tuple[torch.Tensor, torch.Tensor]] = [
+                    (shard["weights"][t.name], embedding.weights[t.name])
+                ]
                 if optimizer is not None:
                     slots = shard["optimizer"]["slots"][t.name]
                     sources += [(slots[s], optimizer.state[t.name][s]) for s in optimizer.slots]
@@ -158,7 +162,7 @@ def load_checkpoint(
                     new[targets] = old[mine]
 
 
-def _check_tables(directory: Path, meta: dict, embedding: ShardedEmbedding) -> None:
+def _check_tables(directory: Path, meta: dict[str, Any], embedding: ShardedEmbedding) -> None:
     saved = {t["name"]: t for t in meta.get("tables", [])}
     for t in embedding.tables:
         s = saved.get(t.name)

@@ -129,13 +129,14 @@ def prepare_inputs(
     names = {t.name for t in tables}
     if any(name not in names for name in inputs):
         return [], Problem(UNKNOWN_TABLE)
-    batches = []
+    batches: list[TableBatch] = []
     for index, table in enumerate(tables):
         if table.name not in inputs:
             return [], Problem(MISSING, index)
         batch, problem = _prepare_one(index, table, inputs[table.name])
         if problem is not None:
             return [], problem
+        assert batch is not None  # _prepare_one gives a batch whenever it finds no problem
         batches.append(batch)
     return batches, None
 
@@ -236,7 +237,9 @@ def return_vectors(
     dims_t = torch.tensor(dims, dtype=torch.int64)
     send_values = (dispatch.recv_counts * dims_t).sum(1).tolist()
     recv_values = (dispatch.send_counts * dims_t).sum(1).tolist()
-    received = AllToAll.apply(buffer, exchange, send_values, recv_values, grad_scale)
+    received = AllToAll.apply(  # type: ignore[no-untyped-call]
+        buffer, exchange, send_values, recv_values, grad_scale
+    )
     # split by (destination, table) and gather each table's blocks in destination order
     blocks = received.split((dispatch.send_counts * dims_t).reshape(-1).tolist())
     per_table = []

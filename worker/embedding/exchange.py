@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -100,12 +101,19 @@ class AllToAll(torch.autograd.Function):
     (1/N averages the ranks' gradients as DDP does for the dense part)."""
 
     @staticmethod
-    def forward(ctx, buffer, exchange, send_splits, recv_splits, grad_scale):  # noqa: ANN001 (autograd API)
+    def forward(
+        ctx: Any,
+        buffer: torch.Tensor,
+        exchange: Exchange,
+        send_splits: list[int],
+        recv_splits: list[int],
+        grad_scale: float,
+    ) -> torch.Tensor:
         ctx.exchange, ctx.send_splits, ctx.recv_splits, ctx.grad_scale = exchange, send_splits, recv_splits, grad_scale
         return exchange.all_to_all(buffer, send_splits, recv_splits, "vectors")
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: ANN001
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None, None, None, None]:
         if ctx.grad_scale != 1.0:
             grad = grad * ctx.grad_scale
         back = ctx.exchange.all_to_all(grad.contiguous(), ctx.recv_splits, ctx.send_splits, "gradients")

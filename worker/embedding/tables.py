@@ -107,7 +107,8 @@ def _splitmix64(z: np.ndarray) -> np.ndarray:
     z = z + _GOLDEN
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+    mixed: np.ndarray = z ^ (z >> np.uint64(31))
+    return mixed
 
 
 def initial_rows(keys: torch.Tensor, dim: int, seed: int, table_index: int, scale: float | None = None) -> torch.Tensor:
