@@ -1,4 +1,4 @@
-"""Switch: one running v1model device executing a compiled program, with its control API (by P4 name).
+"""Switch: one running v1model or TNA device executing a compiled program, with its control API (by P4 name).
 
 `Switch(prog)` runs `prog` on the back end it was compiled for: a program compiled by the native back
 end gives a softswitch.native.switch.NativeSwitch (same control API, pipeline and state in native
@@ -26,6 +26,7 @@ from .runtime.tables import (  # noqa: F401
     TableFull,
     Ternary,
 )
+from .runtime.tna import TnaPipeline
 from .runtime.v1model import Pipeline, Runtime
 
 STAT_KEYS = (
@@ -90,7 +91,10 @@ class Switch:
             self.runtime = Runtime(prog.info, self.log)
             self.pre = PRE()
             blocks = prog.build(self.runtime)
-            self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+            if prog.info.arch == "tna":
+                self.pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
+            else:
+                self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
 
     def process(self, port, frame):
         """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""

@@ -26,6 +26,7 @@ needs_mininet = pytest.mark.skipif(not (IS_ROOT and _has_mininet()), reason="nee
 
 REPO = Path(__file__).resolve().parents[1]
 INA_P4 = REPO / "p4src" / "ina.p4"
+INA_TNA_P4 = REPO / "p4src" / "tna" / "ina_tna.p4"
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +35,14 @@ def ina_program():
     from softswitch.compiler import compile_program
 
     return compile_program(str(INA_P4))
+
+
+@pytest.fixture(scope="session")
+def ina_tna_program():
+    """p4src/tna/ina_tna.p4 (the Tofino program) compiled by softswitch, once per session."""
+    from softswitch.compiler import compile_program
+
+    return compile_program(str(INA_TNA_P4))
 
 
 @pytest.fixture(scope="session")

@@ -193,6 +193,8 @@ class NativeBackend:
         """Raises Unsupported, native.build.CompilerMissing or native.build.CompileError."""
         from ..native.switch import NativeProgram
 
+        if program.pipeline.architecture != "v1model":
+            raise Unsupported(f"the {program.pipeline.architecture.upper()} architecture (its runtime is v1model's)")
         c_source = generate_c(program)
         native = NativeProgram.from_c(program_info(program), c_source, source_hash)
         return NativeCode(c_source, native)

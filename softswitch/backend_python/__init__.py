@@ -39,8 +39,11 @@ def generate_module(program: ir.Program) -> str:
     blocks = {
         "new_hdr": class_name(pipeline.headers_type),
         "new_meta": class_name(pipeline.metadata_type),
-        "new_sm": class_name(pipeline.standard_metadata_type),
     }
+    if pipeline.standard_metadata_type is not None:
+        blocks["new_sm"] = class_name(pipeline.standard_metadata_type)
+    for key, t in pipeline.created_types.items():  # TNA: what the pipeline creates per packet
+        blocks["new_" + key] = class_name(t)
     for role, block in pipeline.blocks.items():
         blocks[role] = emitter.parser(block) if isinstance(block, ir.Parser) else emitter.control(block)
     field_lists = {
@@ -49,7 +52,15 @@ def generate_module(program: ir.Program) -> str:
     }
     entries = ", ".join(f"{k!r}: {v}" for k, v in blocks.items())
     lines = HEADER + module.lines + ["", "def build(RT):", "    PS = RT.state"] + emitter.build.lines
-    lines.append(f"    return {{{entries}, 'field_lists': {field_lists!r}}}")
+    extra = ""
+    if pipeline.parameter_roles:
+        layouts = {
+            t.name: [(f.name, ir.field_width(f.type)) for f in t.fields]
+            for t in pipeline.created_types.values()
+            if isinstance(t, ir.HeaderType)
+        }
+        extra = f", 'parameter_roles': {pipeline.parameter_roles!r}, 'header_layouts': {layouts!r}"
+    lines.append(f"    return {{{entries}, 'field_lists': {field_lists!r}{extra}}}")
     return "\n".join(lines) + "\n"
 
 

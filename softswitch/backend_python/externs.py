@@ -8,7 +8,7 @@ from .. import ir
 from ..errors import UnsupportedConstruct
 from .expressions import ExpressionEmitter
 from .frames import Frame
-from .writer import NameAllocator, SourceWriter, field_attribute, mask
+from .writer import NameAllocator, SourceWriter, class_name, field_attribute, mask
 
 DROP_PORT = 511
 
@@ -42,8 +42,92 @@ class ExternEmitter:
             out.write(f"{result} = {state}.execute({index_code}) & {mask(call.arguments[1].value.type.width)}")
         elif instance.kind == "direct_meter":  # read(out result): the color the table's hit marked
             out.write(f"{args[0]} = {state}.color & {mask(call.arguments[0].value.type.width)}")
+        elif instance.kind in ("RegisterAction", "Register", "Hash", "Random", "Checksum"):
+            self.tna_method(out, call, frame, args)
         else:  # direct_counter.count(): the table counts its hits
             out.write("pass  # direct_counter.count(): the table counts its hits")
+
+    def tna_method(self, out: SourceWriter, call: ir.ExternMethodCall, frame: Frame, args: list[str]) -> None:
+        """TNA externs (arch/tna.py). A value-giving method's last argument, `__result`, is where the value
+        goes (absent when the program does not use it)."""
+        instance = call.instance
+        names = [a.name for a in call.arguments]
+        result = args[-1] if names and names[-1] == "__result" else None
+        if instance.kind == "RegisterAction":
+            self.register_action(out, instance, args[0], result)
+        elif instance.kind == "Register":
+            register_state = self.names.externs[instance]
+            size = _constant(instance.constructor_arguments[0])
+            element = instance.type.type_arguments[0]
+            if not isinstance(element, ir.BitType):
+                raise UnsupportedConstruct("Register.read/write of a struct register: use a RegisterAction")
+            index = self.fresh("i")
+            out.write(f"{index} = {args[0]}")
+            if call.method == "write":
+                out.write(f"if {index} < {size}: {register_state}[{index}] = {args[1]}")
+            elif result is not None:
+                out.write(f"{result} = {register_state}[{index}] if {index} < {size} else 0")
+        elif instance.kind == "Hash":
+            if result is None:
+                return
+            (width,) = (t.width for t in instance.type.type_arguments[:1])  # type: ignore[attr-defined]
+            bits, data_width = self.field_list(call.arguments[0].value, frame)
+            algorithm = _enum_name(instance.constructor_arguments[0])
+            name = {"IDENTITY": "identity", "CRC16": "crc16", "CRC32": "crc32", "XOR16": "xor16"}[algorithm]
+            out.write(f"{result} = compute_hash({name!r}, {bits}, {data_width}, 0, 0, {width})")
+        elif instance.kind == "Random":
+            if result is not None:
+                width = instance.type.type_arguments[0].width  # type: ignore[attr-defined]
+                out.write(f"{result} = RT.random(0, {mask(width)})")
+        else:  # Checksum.update(data[, zeros_as_ones]) in a deparser: the Internet checksum of the fields
+            if result is None:
+                return
+            bits, data_width = self.field_list(call.arguments[0].value, frame)
+            out.write(f"{result} = csum16_bits({bits}, {data_width})")
+            if len(call.arguments) == 3:
+                out.write(f"if {result} == 0 and {args[1]}: {result} = 0xFFFF")
+
+    def register_action(self, out: SourceWriter, instance: ir.ExternInstance, index_code: str, result: str | None):
+        """execute(index): the entry read, apply(value, rv) run, the entry written back, rv the value. An
+        index outside the register touches nothing and gives 0."""
+        register = instance.register
+        apply = instance.apply_action
+        assert register is not None and apply is not None
+        register_state = self.names.externs[register]
+        size = _constant(register.constructor_arguments[0])
+        function = self.names.functions[apply]
+        has_result = len(apply.parameters) == 2
+        element = register.type.type_arguments[0]
+        index = self.fresh("i")
+        out.write(f"{index} = {index_code}")
+        out.write(f"if {index} < {size}:")
+        with out.indented():
+            extra = ", 0" if has_result else ""
+            if isinstance(element, ir.StructType):
+                value, word = self.fresh("v"), self.fresh("w")
+                (high, low) = element.fields
+                width = ir.field_width(high.type)
+                out.write(f"{word} = {register_state}[{index}]")
+                out.write(f"{value} = {class_name(element)}()")
+                out.write(f"{value}.{field_attribute(high.name)} = {_word_half(f'({word} >> {width})', high.type)}")
+                out.write(f"{value}.{field_attribute(low.name)} = {_word_half(word, low.type)}")
+                call = f"{function}(C, {value}{extra})"
+                if has_result and result is not None:
+                    out.write(f"{result} = {call}[0]")
+                else:
+                    out.write(call)
+                out.write(
+                    f"{register_state}[{index}] = (({value}.{field_attribute(high.name)} & {mask(width)}) << {width})"
+                    f" | ({value}.{field_attribute(low.name)} & {mask(width)})"
+                )
+            else:
+                results = self.fresh("r")
+                out.write(f"{results} = {function}(C, {register_state}[{index}]{extra})")
+                out.write(f"{register_state}[{index}] = {results}[0]")
+                if has_result and result is not None:
+                    out.write(f"{result} = {results}[1]")
+        if result is not None:
+            out.write(f"else: {result} = 0")
 
     def function(self, out: SourceWriter, call: ir.ExternFunctionCall, frame: Frame) -> None:
         name = call.function
@@ -170,3 +254,16 @@ class ExternEmitter:
 def _enum_name(e: ir.Expression) -> str:
     assert isinstance(e, ir.Constant) and isinstance(e.type, ir.EnumType)
     return e.type.member_name(e.value)  # type: ignore[arg-type]
+
+
+def _constant(e: ir.Expression) -> int:
+    assert isinstance(e, ir.Constant) and isinstance(e.value, int)
+    return e.value
+
+
+def _word_half(code: str, t: ir.Type) -> str:
+    """One half of a packed register word as a field value (int<W> as a signed Python int)."""
+    assert isinstance(t, ir.BitType)
+    if t.signed:
+        return f"((({code}) & {t.mask}) ^ {1 << (t.width - 1)}) - {1 << (t.width - 1)}"
+    return f"(({code}) & {t.mask})"

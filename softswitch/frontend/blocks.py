@@ -4,7 +4,7 @@ with its parameters, locals, actions, tables, extern instances and sub-control i
 from __future__ import annotations
 
 from .. import ir
-from ..arch import v1model
+from ..arch import tna, v1model
 from .ast import Node, ir_annotations
 from .calls import check_arity
 from .context import BlockContext, DirectCounterUse, ProgramContext
@@ -233,7 +233,10 @@ class BlockElaborator:
             elif kind == "Table":
                 locals_.append(self.tables.table(ld, scope, prefix))
             elif kind == "Instance":
-                locals_.append(self.instance(ld, scope, prefix))
+                instance = self.instance(ld, scope, prefix)
+                if isinstance(instance, ir.ExternInstance) and instance.apply_action is not None:
+                    locals_.append(instance.apply_action)  # a RegisterAction's apply, before its uses
+                locals_.append(instance)
             else:
                 raise P4Error(ld.pos, f"{kind} declarations in controls are not supported")
         body = self.statements.block(d.body.stmts, scope, context)
@@ -338,6 +341,10 @@ class BlockElaborator:
             return control
         if not isinstance(t, ir.ExternType):
             raise P4Error(d.pos, f"cannot instantiate {t}")
+        if t.name in tna.EXTERN_KINDS:
+            return self.tna_instance(d, t, scope, prefix, fq)
+        if d.methods:
+            raise P4Error(d.pos, f"extern {t.name} has no abstract methods to implement")
         arguments = self.extern_arguments(d, t, scope)
         instance = ir.ExternInstance(
             name=d.name,
@@ -347,6 +354,106 @@ class BlockElaborator:
             annotations=ir_annotations(d.annos),
         )
         if t.name in ("direct_counter", "direct_meter"):
+            self.context.direct_counters[fq] = DirectCounterUse(instance, d.pos)
+        extern = self.context.global_scope.lookup(t.name)
+        assert isinstance(extern, TypeSymbol) and extern.declaration is not None
+        scope.add(d.name, ExternInstanceSymbol(instance, extern.declaration), d.pos)
+        return instance
+
+    def tna_instance(self, d: Node, t: ir.ExternType, scope: Scope, prefix: str, fq: str) -> ir.ExternInstance:
+        """An instance of one of TNA's externs (arch/tna.py): arguments checked, a RegisterAction's
+        register found and its apply method elaborated as an action of the enclosing control."""
+        bit32 = ir.BitType(32)
+        kind = tna.EXTERN_KINDS[t.name]
+        args = d.args
+        arguments: tuple[ir.Expression, ...] = ()
+        register = None
+        apply_action = None
+
+        def constant(node: Node, want: ir.Type) -> ir.Constant:
+            value = self.expressions.constant(node, scope, want)
+            return ir.Constant(type=want, value=value, position=node.pos)
+
+        def enum_argument(node: Node, enum: str, what: str) -> ir.Expression:
+            e = self.expressions.check(node, scope)
+            if not isinstance(e, ir.Expression):
+                raise P4Error(node.pos, f"{what} must be a constant {enum} member")
+            tna.enum_member(e, enum, node.pos, what)
+            return e
+
+        if d.methods and kind != "RegisterAction":
+            raise P4Error(d.pos, f"extern {t.name} has no abstract methods to implement")
+        if kind == "Register":
+            if len(args) not in (1, 2):
+                raise P4Error(d.pos, f"wrong number of arguments to 'Register': expected 1 or 2, got {len(args)}")
+            element = t.type_arguments[0]
+            tna.register_element_check(element, d.pos)
+            size = constant(args[0], bit32)
+            if size.value <= 0:  # type: ignore[operator]
+                raise P4Error(args[0].pos, "register size must be positive")
+            arguments = (size,)
+            if len(args) == 2:
+                initial = self.expressions.value(args[1], scope)
+                initial = self.expressions.coerce(initial, element, args[1].pos, lambda g, w: f"initial value {g}: {w}")
+                if not isinstance(initial, (ir.Constant, ir.ListExpression, ir.StructInitializer)):
+                    raise P4Error(args[1].pos, "a register's initial value must be a compile-time constant")
+                arguments = (size, initial)
+        elif kind == "RegisterAction":
+            check_arity(d.pos, "RegisterAction", args, 1)
+            target = self.expressions.check(args[0], scope)
+            symbol = getattr(target, "symbol", None)
+            if not isinstance(symbol, ExternInstanceSymbol) or symbol.instance.kind != "Register":
+                raise P4Error(args[0].pos, "a RegisterAction's argument must be a Register of the same control")
+            register = symbol.instance
+            value_type, _, result_type = (*t.type_arguments, None, None, None)[:3]
+            if register.type.type_arguments[0] != value_type:
+                raise P4Error(
+                    d.pos,
+                    f"RegisterAction on {value_type} for register {register.name} of {register.type.type_arguments[0]}",
+                )
+            applies = [m for m in d.methods if m.name == "apply"]
+            if len(applies) != 1 or len(d.methods) != 1:
+                raise P4Error(d.pos, "a RegisterAction implements exactly one method: void apply(inout T value, ...)")
+            apply = applies[0]
+            params = self.types.parameter_types(apply.params, scope, {})
+            directions = [direction for _, direction, _ in params]
+            if directions not in (["inout"], ["inout", "out"]) or params[0][2] != value_type:
+                raise P4Error(apply.pos, f"RegisterAction apply must be (inout {value_type} value[, out U rv])")
+            if len(params) == 2 and params[1][2] != result_type:
+                raise P4Error(apply.pos, f"the result of apply must be {result_type} (RegisterAction's U)")
+            node = Node("Action", apply.pos, name=d.name + "_apply", params=apply.params, body=apply.body, annos=[])
+            apply_action = self.action(node, Scope(scope), prefix)
+        elif kind == "counter":
+            check_arity(d.pos, "Counter", args, 2)
+            arguments = (constant(args[0], bit32), enum_argument(args[1], "CounterType_t", "the counter type"))
+        elif kind == "direct_counter":
+            check_arity(d.pos, "DirectCounter", args, 1)
+            arguments = (enum_argument(args[0], "CounterType_t", "the counter type"),)
+        elif kind == "Hash":
+            if len(args) != 1:
+                raise P4Error(d.pos, "softswitch supports Hash(algorithm) (no CRCPolynomial)")
+            algorithm = enum_argument(args[0], "HashAlgorithm_t", "the hash algorithm")
+            name = tna.enum_member(algorithm, "HashAlgorithm_t", args[0].pos, "the hash algorithm")
+            if name not in tna.HASH_ALGORITHMS:
+                raise P4Error(
+                    args[0].pos,
+                    f"hash algorithm {name} is not supported by softswitch "
+                    f"(supported: {', '.join(tna.HASH_ALGORITHMS)})",
+                )
+            arguments = (algorithm,)
+        else:  # Random, Checksum
+            check_arity(d.pos, t.name, args, 0)
+        instance = ir.ExternInstance(
+            name=d.name,
+            qualified_name=fq,
+            type=t,
+            constructor_arguments=arguments,
+            annotations=ir_annotations(d.annos),
+            register=register,
+            apply_action=apply_action,
+            kind_alias=kind,
+        )
+        if kind == "direct_counter":
             self.context.direct_counters[fq] = DirectCounterUse(instance, d.pos)
         extern = self.context.global_scope.lookup(t.name)
         assert isinstance(extern, TypeSymbol) and extern.declaration is not None

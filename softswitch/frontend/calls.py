@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import ir
-from ..arch import v1model
+from ..arch import tna, v1model
 from .ast import Node
 from .context import BlockContext, ProgramContext
 from .errors import P4Error, Pos
@@ -279,7 +279,11 @@ class CallChecker:
         methods = [m for m in declaration.methods if m.name == name and not m.ctor]
         if not methods:
             raise P4Error(n.pos, f"extern {instance.kind} has no method '{name}'")
-        method = methods[0]
+        # an overload taking this many arguments (trailing @optional parameters may be left out)
+        method = next(
+            (m for m in methods if _required(m.params) <= len(n.args) <= len(m.params)),
+            methods[0],
+        )
         type_arguments = instance.type.type_arguments
         type_variables: dict[str, ir.Type] = {
             tp: (type_arguments[i] if i < len(type_arguments) else ir.TypeVariable(tp))
@@ -288,12 +292,46 @@ class CallChecker:
         for tp in method.tparams:
             type_variables[tp] = ir.TypeVariable(tp)
         params = self.types.parameter_types(method.params, self.context.global_scope, type_variables)
+        if len(n.args) < len(params) and len(n.args) >= _required(method.params):
+            params = params[: len(n.args)]  # leave out the trailing @optional parameters
         args = self.arguments(name, params, n.args, scope, n.pos)
+        if instance.kind in tna.METHODS and instance.kind_alias is not None:
+            return self.tna_method(n, instance, method, name, args, type_variables, context)
         statement_only(n, context, name)
         if instance.kind not in v1model.EXTERN_TYPES:
             raise P4Error(n.pos, f"extern {instance.kind} is not supported by softswitch")
         call = ir.ExternMethodCall(type=ir.VOID, instance=instance, method=name, arguments=tuple(args), position=n.pos)
         return [ir.CallStatement(call=call, position=n.pos)]
+
+    def tna_method(self, n: Node, instance: ir.ExternInstance, method: Node, name: str, args, type_variables, context):
+        """A method of a TNA extern; one that gives a value, used as an expression, writes it to a
+        temporary declared before the statement (its `__result` argument) and is that temporary."""
+        methods = tna.METHODS[instance.kind]
+        if name not in methods:
+            raise P4Error(n.pos, f"{instance.type.name}.{name} is not supported by softswitch")
+        if context is None and not methods[name]:
+            raise P4Error(n.pos, f"{name} returns no value")
+        if isinstance(method.ret, Node) and not (method.ret.kind == "TypeName" and method.ret.name == "void"):
+            ret = Node("Param", n.pos, name="result", direction=None, type=method.ret, annos=[])
+            result_type = self.types.parameter_types([ret], self.context.global_scope, type_variables)[0][2]
+        else:
+            result_type = ir.VOID
+        if instance.kind == "Hash" and isinstance(result_type, ir.TypeVariable):
+            raise P4Error(n.pos, "Hash<W> needs its width")
+        arguments = tuple(args)
+        statements: list[ir.Statement] = []
+        value: ir.Expression | None = None
+        if context is None and not isinstance(result_type, ir.VoidType):
+            variable = ir.Variable(name=f"{instance.name}_{name}", type=result_type, kind=ir.VariableKind.LOCAL)
+            self.scratch.append(ir.VariableDeclaration(variable=variable, position=n.pos))
+            value = ir.VariableRef(type=result_type, variable=variable, position=n.pos)
+            arguments += (ir.Argument(name="__result", direction="out", value=value),)
+        call = ir.ExternMethodCall(type=ir.VOID, instance=instance, method=name, arguments=arguments, position=n.pos)
+        statements.append(ir.CallStatement(call=call, position=n.pos))
+        if value is None:
+            return statements
+        self.scratch.extend(statements)
+        return value
 
     # ------------------------------------------------------------------ extern functions
     def extern_function(self, n: Node, name: str, symbol: ExternFunctionSymbol, scope: Scope, context) -> CallResult:
@@ -306,6 +344,12 @@ class CallChecker:
                 type_arguments.append(type_variables[declaration.tparams[i]])
         params = self.types.parameter_types(declaration.params, self.context.global_scope, type_variables)
         args = self.arguments(name, params, n.args, scope, n.pos)
+        if name in ("max", "min") and self.context.global_scope.lookup("RegisterAction") is not None:
+            expression = tna.extern_function(n, name, args, tuple(type_arguments))
+            if context is not None:
+                raise P4Error(n.pos, f"the value of {name}() is not used")
+            assert expression is not None
+            return expression
         statement_only(n, context, name)
         assert context is not None
         if name == "verify":
@@ -314,6 +358,14 @@ class CallChecker:
             return [ir.Verify(condition=args[0].value, error=args[1].value, position=n.pos)]
         call = v1model.check_extern_function(self.context, self.expressions, n, name, args, tuple(type_arguments))
         return [ir.CallStatement(call=call, position=n.pos)]
+
+
+def _required(params: list[Node]) -> int:
+    """How many parameters a call must give: all but the trailing @optional ones."""
+    count = len(params)
+    while count and any(a.name == "optional" for a in params[count - 1].annos or ()):
+        count -= 1
+    return count
 
 
 def union_is_valid(union: ir.Expression, position: Pos | None) -> ir.Expression:

@@ -1,7 +1,8 @@
 """The front end's driver: parsed declarations -> a checked, elaborated IR Program.
 
 Steps: top-level declarations enter the global scope (resolve.py; top-level actions are checked as
-they come, blocks.py); the `main` package instance is bound to the architecture (arch/v1model.py),
+they come, blocks.py); the `main` package instance is bound to the architecture (arch/v1model.py or
+arch/tna.py),
 which elaborates each parser and control instance (blocks.py, tables.py, statements.py, calls.py,
 typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table) and
 the lowering of what back ends do not see (sub-parsers and function calls are inlined: inline.py).
@@ -10,7 +11,7 @@ the lowering of what back ends do not see (sub-parsers and function calls are in
 from __future__ import annotations
 
 from .. import ir
-from ..arch import v1model
+from ..arch import tna, v1model
 from .ast import Node
 from .blocks import BlockElaborator
 from .calls import CallChecker
@@ -34,8 +35,14 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
     calls.blocks = blocks
     top_level = Declarations(context, expressions.types, expressions.constant)
     main = None
+    packages: dict[str, Node] = {}  # top-level package instances main refers to (TNA: `Pipeline(...) pipe;`)
     for d in declarations:
         if d.kind == "Instance":
+            if d.name != "main":
+                if d.name in packages:
+                    raise P4Error(d.pos, f"'{d.name}' is instantiated twice")
+                packages[d.name] = d
+                continue
             if main is not None:
                 raise P4Error(d.pos, "only one top-level instantiation (the package 'main') is supported")
             main = d
@@ -47,7 +54,13 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
             top_level.declare(d)
     if main is None:
         raise P4Error(None, "the program has no 'main' package instantiation (V1Switch(...) main;)")
-    pipeline = v1model.bind_pipeline(main, context, expressions, blocks.parser, blocks.control)
+    if main.type.kind == "TypeName" and main.type.name in tna.PACKAGES:
+        pipeline = tna.bind_pipeline(main, packages, context, expressions, blocks.parser, blocks.control)
+    else:
+        if packages:
+            d = next(iter(packages.values()))
+            raise P4Error(d.pos, "only one top-level instantiation (the package 'main') is supported")
+        pipeline = v1model.bind_pipeline(main, context, expressions, blocks.parser, blocks.control)
     for qualified_name, use in context.direct_counters.items():
         if use.instance.table is None:
             prop = "counters" if use.instance.kind == "direct_counter" else "meters"
@@ -65,4 +78,6 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
     )
     inline_subparsers(program)
     inline_functions(program)
+    if pipeline.architecture == "tna":
+        tna.check_register_accesses(program)
     return program

@@ -587,8 +587,14 @@ class Parser:
         if self.at("("):
             args = self.arguments()
             name = self.ident("an instance name")
+            methods = []
+            if self.accept("="):  # an initializer implementing the extern's abstract methods (TNA RegisterAction)
+                self.expect("{")
+                while not self.accept("}"):
+                    method_annos = self.annotations()
+                    methods.append(self.function_decl(method_annos))
             self.expect(";")
-            return Node("Instance", name.pos, type=ty, args=args, name=name.text, annos=annos)
+            return Node("Instance", name.pos, type=ty, args=args, name=name.text, annos=annos, methods=methods)
         name = self.ident("a variable name")
         init = None
         if self.accept("="):

@@ -140,8 +140,16 @@ def _add_extern(info: ProgramInfo, instance: ir.ExternInstance) -> None:
         info.registers.append(
             RegisterInfo(instance.qualified_name, element.width, _value(args[0]), element.signed, p4_id)
         )
+    elif instance.kind == "Register":  # TNA: a struct of two halves is one word, the first field high
+        element = instance.type.type_arguments[0]
+        width = sum(ir.field_width(f.type) for f in element.fields) if isinstance(element, ir.StructType) else 0
+        signed = False
+        if isinstance(element, ir.BitType):
+            width, signed = element.width, element.signed
+        info.registers.append(RegisterInfo(instance.qualified_name, width, _value(args[0]), signed, p4_id))
     elif instance.kind == "counter":
-        info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1]), p4_id))
+        unit = _enum_name(args[1]).lower()  # TNA's CounterType_t members are upper case
+        info.counters.append(CounterInfo(instance.qualified_name, _value(args[0]), unit, p4_id))
     elif instance.kind == "meter":
         info.meters.append(MeterInfo(instance.qualified_name, _value(args[0]), _enum_name(args[1]), p4_id))
     elif instance.kind == "direct_meter":
@@ -150,7 +158,7 @@ def _add_extern(info: ProgramInfo, instance: ir.ExternInstance) -> None:
     elif instance.kind == "direct_counter":
         assert instance.table is not None
         info.direct_counters.append(
-            DirectCounterInfo(instance.qualified_name, instance.table, _enum_name(args[0]), p4_id)
+            DirectCounterInfo(instance.qualified_name, instance.table, _enum_name(args[0]).lower(), p4_id)
         )
 
 

@@ -137,10 +137,17 @@ class ExternInstance(Declaration):
     constructor_arguments: tuple[Expression, ...] = ()
     table: str | None = None
     annotations: tuple[Annotation, ...] = ()
+    # TNA: the Register a RegisterAction updates, and its `apply` (an action with the parameters
+    # `inout T value` and optionally `out U rv`, run by execute() on the register entry)
+    register: ExternInstance | None = None
+    apply_action: Action | None = None
+    # the architecture-neutral kind when the extern behaves as one softswitch already has (TNA's
+    # Counter is "counter", DirectCounter "direct_counter"); None: the type's name
+    kind_alias: str | None = None
 
     @property
     def kind(self) -> str:
-        return self.type.name
+        return self.kind_alias or self.type.name
 
 
 @dataclass(eq=False, kw_only=True)
@@ -269,14 +276,19 @@ class Control(Declaration):
 class PipelineBinding:
     """The architecture's package instance `main`: which parser/control plays which role, and the types
     the architecture creates for every packet. For v1model (package V1Switch) the roles are, in order:
-    parser, verify, ingress, egress, compute, deparser."""
+    parser, verify, ingress, egress, compute, deparser. For TNA (package Switch of one Pipeline):
+    ingress_parser, ingress, ingress_deparser, egress_parser, egress, egress_deparser (arch/tna.py)."""
 
     architecture: str
     package: str
     blocks: dict[str, Parser | Control]
     headers_type: StructType
     metadata_type: StructType
-    standard_metadata_type: StructType
+    standard_metadata_type: StructType | None
+    # TNA: what each block's parameters are, in order ("packet", "headers", "metadata" or the intrinsic
+    # metadata type's name), and the types the pipeline creates per packet, by those names
+    parameter_roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    created_types: dict[str, StructLikeType] = field(default_factory=dict)
 
 
 @dataclass(eq=False, kw_only=True)
