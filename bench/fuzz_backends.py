@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "softswitch" / "differential"))
+sys.path.insert(0, str(ROOT / "tests" / "dataplane"))  # the ina.p4 scenarios ina_traffic builds on
 
 import ina_traffic  # noqa: E402
 from backend_pair import EXPECTED_FALLBACKS, BackendMismatch, BackendPair, mutations, populate  # noqa: E402

@@ -8,17 +8,11 @@ that N loads the checkpoint N-1 wrote (1 -> 2 -> 3 -> 4), the ina run loads the 
 and the test process loads N=4's into one rank.
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "torch"))  # torch_ranks: the rank launcher
-
-from embedding_ranks import as_tensors, battery  # noqa: E402
-from ina_jobs import switch_job  # noqa: E402
-from scenarios import (  # noqa: E402
+from embedding_ranks import as_tensors, battery
+from ina_jobs import switch_job
+from scenarios import (
     LR_ADAGRAD,
     LR_SGD,
     SCENARIOS,
@@ -31,10 +25,10 @@ from scenarios import (  # noqa: E402
     rank_loss,
     reference_step,
 )
-from torch_ranks import run_ranks  # noqa: E402
+from torch_ranks import run_ranks
 
-from worker.embedding import ShardAdagrad, ShardedEmbedding, load_checkpoint  # noqa: E402
-from worker.embedding.dispatch import group_by_owner, prepare_inputs  # noqa: E402
+from worker.embedding import ShardAdagrad, ShardedEmbedding, load_checkpoint
+from worker.embedding.dispatch import group_by_owner, prepare_inputs
 
 WORLDS = (1, 2, 3, 4)
 RUNS = (*WORLDS, "ina")  # "ina": 3 ranks of the ina backend

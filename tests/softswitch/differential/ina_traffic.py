@@ -9,19 +9,17 @@ flags and values near the overflow edges; plain IPv4; then mutated copies of all
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
+import stf_scenarios as S
+
+from protocol import codec
+from protocol import constants as C
+from protocol.codec import Hop
+from softswitch.switch import Exact, Lpm, TableEntry
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "tests" / "dataplane"))
-import stf_scenarios as S  # noqa: E402
-
-from protocol import codec  # noqa: E402
-from protocol import constants as C  # noqa: E402
-from protocol.codec import Hop  # noqa: E402
-from softswitch.switch import Exact, Lpm, TableEntry  # noqa: E402
 
 INA_P4 = ROOT / "p4src" / "ina.p4"
 JOBS = [S.JOB_UNICAST, S.JOB_MCAST, S.JOB_PASS, S.JOB_OUT_OF_RANGE]

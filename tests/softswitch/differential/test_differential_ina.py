@@ -3,20 +3,17 @@ whole allreduces, clean and with lost and duplicated packets) and a seeded fuzz 
 10,000 frames per back end (bench/fuzz_backends.py runs 100,000 and more)."""
 
 import random
-import sys
 from pathlib import Path
 
+import ina_traffic
 import numpy as np
+from backend_pair import BackendPair, mutations
+from ina_fabric import SWITCH_IDS, Fabric, Hosts, configure
+
+from protocol import constants as C
+from softswitch.compiler import compile_program
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "dataplane"))
-import ina_traffic  # noqa: E402
-from backend_pair import BackendPair, mutations  # noqa: E402
-from ina_fabric import SWITCH_IDS, Fabric, Hosts, configure  # noqa: E402
-
-from protocol import constants as C  # noqa: E402
-from softswitch.compiler import compile_program  # noqa: E402
 
 FUZZ_FRAMES = 10_000
 

@@ -3,16 +3,13 @@ then mutated and random frames (seeded); outputs, packet-ins, digests, registers
 counters and statistics must be identical (backend_pair.py compares them)."""
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
+from backend_pair import BackendPair, mutations, populate, skip_expected_fallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_pair import BackendPair, mutations, populate, skip_expected_fallback  # noqa: E402
-
-from protocol import codec  # noqa: E402
-from softswitch.stf import parse_stf  # noqa: E402
+from protocol import codec
+from softswitch.stf import parse_stf
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM_DIRS = (ROOT / "tests" / "softswitch" / "programs", ROOT / "tests" / "softswitch" / "stf")

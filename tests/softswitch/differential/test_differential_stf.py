@@ -1,15 +1,12 @@
 """Every STF file in the repository on both back ends: the same outputs on every port (bytes and
 order), the same verdict, the same registers, counters and statistics afterwards."""
 
-import sys
 from pathlib import Path
 
 import pytest
+from backend_pair import BackendPair, skip_expected_fallback
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backend_pair import BackendPair, skip_expected_fallback  # noqa: E402
-
-from softswitch.stf import StfError, StfRunner, parse_stf  # noqa: E402
+from softswitch.stf import StfError, StfRunner, parse_stf
 
 ROOT = Path(__file__).resolve().parents[3]
 INA_P4 = ROOT / "p4src" / "ina.p4"
