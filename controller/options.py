@@ -43,8 +43,11 @@ DEFAULT_LOSS_BOUND = 0.1  # the height search may give up this fraction of throu
 RTO_S = 0.05  # kernel UDP through switches that forward in microseconds (BMv2, the native runtime)
 RTO_PYTHON_SWITCHES_S = 0.2  # processes through Python softswitches (mininet lab, torch backend): ms per hop
 RTO_VIRTUAL_S = 0.005  # the in-process network's virtual clock: modelled links of ~0.1 ms, no CPU time
-RETRIES = 8  # resends of one chunk before the allreduce fails with AllreduceTimeout
-RETRIES_LAB = 12  # the mininet lab's agents: Python switches on a shared 2-core machine drop more under load
+# A chunk is resent (backoff doubling up to a cap) until it has gone this long without a result since its
+# first send; then the collective fails with AllreduceTimeout. Time, not a count of resends, bounds a job: a
+# link losing one packet in five needs many resends, a dead peer is given up after the same budget.
+GIVE_UP_S = 30.0  # kernel UDP agents, the torch backend (its INA_TIMEOUT), the mininet lab
+GIVE_UP_VIRTUAL_S = 5.0  # the in-process network's virtual clock (round trips of ~1 ms)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from controller.options import RETRIES_LAB, RTO_PYTHON_SWITCHES_S
+from controller.options import GIVE_UP_S, RTO_PYTHON_SWITCHES_S
 
 
 def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:
@@ -50,7 +50,9 @@ def run_worker(args, plan) -> None:
 
     me = plan.worker(args.rank)
     transport = UdpTransport(ip=me.ip)
-    agent = WorkerAgent(plan, args.rank, transport, timeout=args.timeout, retries=args.retries)
+    agent = WorkerAgent(
+        plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
+    )
     agents = {"ina": agent}
     out = Path(args.out)
     reply({"ready": True, "rank": args.rank, "host": me.name})
@@ -100,7 +102,9 @@ def _baseline_agent(mode: str, args, transport):
     if not args.ps_plan:
         raise ValueError("mode ps needs the agent started with --ps-plan")
     ps_plan = JobPlan.from_json(Path(args.ps_plan).read_text())
-    return WorkerAgent(ps_plan, args.rank, transport, timeout=args.timeout, retries=args.retries)
+    return WorkerAgent(
+        ps_plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
+    )
 
 
 def run_server(args, plan) -> None:
@@ -163,7 +167,10 @@ def main(argv=None) -> None:
     ap.add_argument("--server", default="", help="server host name (role server)")
     ap.add_argument("--out", default="/tmp")
     ap.add_argument("--timeout", type=float, default=RTO_PYTHON_SWITCHES_S, help="first retransmission timeout, s")
-    ap.add_argument("--retries", type=int, default=RETRIES_LAB, help="resends of one chunk before giving up")
+    ap.add_argument(
+        "--give-up-after", type=float, default=GIVE_UP_S, help="seconds a chunk may go without a result (time budget)"
+    )
+    ap.add_argument("--retries", type=int, default=None, help="also give up after this many resends of one chunk")
     ap.add_argument("--ps-plan", default="", help="JobPlan JSON of the parameter-server baseline's job")
     args = ap.parse_args(argv)
     from controller.plan import JobPlan

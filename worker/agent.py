@@ -1,6 +1,6 @@
 """The worker agent: allreduce of numpy arrays through the switches of a job's plan.
 
-    agent = WorkerAgent(plan, rank, transport, timeout=0.05, retries=8)
+    agent = WorkerAgent(plan, rank, transport, timeout=0.05, give_up_after=30.0)
     total = agent.allreduce(array, op="sum")          # new array, same dtype and shape
     h = agent.allreduce_async(array, op="max"); h.wait()
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from controller.options import RETRIES, RTO_S
+from controller.options import GIVE_UP_S, RTO_S
 from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol.batch import PacketTemplate, decode_batch
@@ -224,10 +224,11 @@ class WorkerAgent:
 
     ``timeout`` is the first retransmission timeout in seconds of the transport's clock (the agent
     raises it to twice the measured round-trip time when that is larger); each resend doubles it, up
-    to ``max_backoff`` times the base. The collective fails with AllreduceTimeout naming the chunk
-    after ``retries`` resends of one chunk, or, with ``give_up_after`` (seconds), once a chunk has
-    gone that long without a result since its first send; ``retries=None`` leaves only the time
-    budget (resends then continue, capped backoff, until it runs out).
+    to ``max_backoff`` times the base. A chunk is resent until it has gone ``give_up_after`` seconds
+    without a result since its first send (the collective's time budget); then the collective fails
+    with AllreduceTimeout naming the chunk, its path, what was heard last on each tree and the loss
+    this agent measured. ``retries`` (default None: no count) also gives up after that many resends
+    of one chunk.
     """
 
     def __init__(
@@ -237,9 +238,9 @@ class WorkerAgent:
         transport: Transport,
         *,
         timeout: float = RTO_S,
-        retries: int | None = RETRIES,
+        retries: int | None = None,
         max_backoff: float = 16.0,
-        give_up_after: float | None = None,
+        give_up_after: float | None = GIVE_UP_S,
         first_seq: int = 1,
     ):
         if retries is None and give_up_after is None:
@@ -277,6 +278,13 @@ class WorkerAgent:
             pool = pools.get(t.tree_id, plan.pool_size)
             self.cursors.append(TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template))
         self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
+        self._paths = {
+            t.tree_id: " -> ".join([me.name, *(h.name or str(h.switch_id) for h in t.grad_hops[me.name])])
+            for t in plan.trees
+        }
+        self._node_names = {h.node_id: h.name for h in [*plan.workers, *plan.servers]}
+        self._node_names.update({sc.device_id: sc.switch for sc in plan.switches})
+        self.heard_on_tree: dict[int, tuple[float, int]] = {}  # tree -> (time, contributor) of its last RESULT
         self._seq = first_seq
         self._srtt: float | None = None
         self._backoff = 1.0
@@ -421,14 +429,28 @@ class WorkerAgent:
     def silence_report(self) -> str:
         """What this agent heard last (and the transport's last refused send), for a timeout's message."""
         heard = self.last_heard
+        now = self.loop.now()
         text = (
             "nothing heard from the network yet"
             if heard is None
-            else f"last packet heard {self.loop.now() - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
+            else f"last packet heard {now - heard[0]:.3g} s ago from {heard[1]} ({heard[2]})"
         )
+        for tree_id in sorted(self._paths):
+            on_tree = self.heard_on_tree.get(tree_id)
+            if on_tree is None:
+                text += f"; tree {tree_id} ({self._paths[tree_id]}): no result heard yet"
+            else:
+                node = self._node_names.get(on_tree[1], f"node {on_tree[1]}")
+                text += (
+                    f"; tree {tree_id} ({self._paths[tree_id]}): last result {now - on_tree[0]:.3g} s ago from {node}"
+                )
         if self.transport.last_send_error:
             text += f"; the last refused send: {self.transport.last_send_error}"
         return text
+
+    def path(self, tree_id: int) -> str:
+        """This worker's GRAD path on tree ``tree_id``, by node names (for messages)."""
+        return self._paths.get(tree_id, "?")
 
     def start_round(
         self,
@@ -464,8 +486,17 @@ class WorkerAgent:
             if not count:
                 return
         seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
+        contributor = packets.contributor
         if count < n:
             seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
+            contributor = contributor[ours]
+        now = self.loop.now()
+        if len(self.cursors) == 1:
+            self.heard_on_tree[int(tree_id[-1])] = (now, int(contributor[-1]))
+        else:
+            trees, last = np.unique(tree_id[::-1], return_index=True)
+            for t, i in zip(trees.tolist(), last.tolist(), strict=True):
+                self.heard_on_tree[t] = (now, int(contributor[count - 1 - i]))
         taken = 0
         if self._round is not None and not self._round.finished:
             taken = self._round.on_results(seq, tree_id, flags, values)

@@ -8,9 +8,10 @@ computes the same assignment because it depends only on the plan and on how many
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
 once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
 A chunk without result after its retransmission timeout is resent with RETX, the timeout doubling
-each time up to a cap; the round gives up on a chunk after ``retries`` resends or, if the agent has a
-``give_up_after`` budget, once that much time has passed since its first send, with an error naming
-the chunk and what was heard.
+each time up to a cap; the round gives up on a chunk once the agent's ``give_up_after`` budget has
+passed since its first send (or after ``retries`` resends, if the agent counts them), with an error
+naming the chunk, its path, what was heard last on each tree and the loss the round measured (the
+share of chunks whose first send went unanswered).
 
 The round keeps its chunks' state in numpy arrays (send time, attempts, deadline, result received,
 overflow), not in per-chunk objects: a window of chunks is encoded in one call
@@ -204,6 +205,10 @@ class RoundOwner(Protocol):
         """What the agent heard last from the network, for a timeout's message."""
         ...
 
+    def path(self, tree_id: int) -> str:
+        """The agent's GRAD path on a tree, by node names."""
+        ...
+
 
 RoundDone = Callable[[np.ndarray, "OverflowReport | None"], None]  # the round's int32 result, its overflow
 RoundFailed = Callable[[BaseException], None]
@@ -361,12 +366,24 @@ class Round:
         agent = self.agent
         waited = agent.loop.now() - self.sent_at[chunk]
         heard_text = agent.silence_report()
+        tree = int(self.tree_ids[chunk])
         return (
             f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq "
-            f"{(self.first_seq + chunk) & SEQ_MASK} (chunk {chunk} of {self.chunks}, tree {self.tree_ids[chunk]}, "
-            f"slot {self.slot[chunk]}, shadow {self.shadow[chunk]}) after {self.attempts[chunk]} retransmissions "
-            f"over {waited:.3g} s; {self.results_heard} of {self.chunks} results of this round heard, {heard_text}. "
+            f"{(self.first_seq + chunk) & SEQ_MASK} (chunk {chunk} of {self.chunks}, tree {tree}, path "
+            f"{agent.path(tree)}, slot {self.slot[chunk]}, shadow {self.shadow[chunk]}) after "
+            f"{self.attempts[chunk]} retransmissions over {waited:.3g} s; {self.results_heard} of {self.chunks} "
+            f"results of this round heard; {self.measured_loss()}; {heard_text}. "
             f"A worker or the aggregation server is probably dead or unreachable."
+        )
+
+    def measured_loss(self) -> str:
+        """The loss this round saw: chunks whose first send went unanswered within its timeout."""
+        answered_late = _count(self.attempts > 0)  # only chunks sent are ever resent
+        total = sum(window.next_to_send for window in self.windows)
+        share = answered_late / total if total else 0.0
+        return (
+            f"loss measured: {answered_late} of {total} chunks sent needed a resend ({share:.0%}), "
+            f"{int(self.attempts.sum())} resends in all"
         )
 
     # -- receiving ---------------------------------------------------------------------------------

@@ -196,7 +196,7 @@ def test_time_budget_ends_a_job_with_a_dead_server_within_the_budget():
 def test_retries_none_needs_a_time_budget():
     plan = direct_plan(2)
     with pytest.raises(ValueError, match="give_up_after"):
-        WorkerAgent(plan, 0, RecordingTransport(VirtualLoop(), plan.workers[0].ip), retries=None)
+        WorkerAgent(plan, 0, RecordingTransport(VirtualLoop(), plan.workers[0].ip), retries=None, give_up_after=None)
 
 
 @pytest.mark.parametrize("k", [16, C.VALUES_PER_PACKET])

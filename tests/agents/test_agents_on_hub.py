@@ -71,7 +71,7 @@ def test_dead_worker_gives_a_clear_error_not_a_hang():
     job.hub.hosts[job.plan.workers[2].ip].alive = False
     handles = [a.allreduce_async(x) for a, x in zip(job.agents[:2], _ints(2, 500), strict=True)]
     for h in handles:
-        with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 0, slot \d+"):
+        with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 0, path \S+ -> \S+, slot \d+"):
             h.wait()
     assert job.loop.now() < 10.0  # bounded by timeout * backoff * retries (virtual seconds)
 

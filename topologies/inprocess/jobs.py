@@ -9,7 +9,7 @@ start a server agent per server and a worker agent per worker (tests, benchmarks
 
 from __future__ import annotations
 
-from controller.options import RETRIES, RTO_VIRTUAL_S
+from controller.options import GIVE_UP_VIRTUAL_S, RTO_VIRTUAL_S
 from server.agent import ServerAgent
 from worker.agent import WorkerAgent
 
@@ -24,7 +24,8 @@ class InProcessJob:
         options=None,
         resources=None,
         timeout: float = RTO_VIRTUAL_S,
-        retries: int = RETRIES,
+        retries: int | None = None,
+        give_up_after: float = GIVE_UP_VIRTUAL_S,
         plan=None,
         server_agents: dict | None = None,
     ):
@@ -40,7 +41,9 @@ class InProcessJob:
                 self.server_agents[s.name] = ServerAgent(net.transport(s.name), s.name)
             self.server_agents[s.name].add_job(self.plan)
         self.agents = [
-            WorkerAgent(self.plan, w.rank, net.transport(w.name), timeout=timeout, retries=retries)
+            WorkerAgent(
+                self.plan, w.rank, net.transport(w.name), timeout=timeout, retries=retries, give_up_after=give_up_after
+            )
             for w in self.plan.workers
         ]
 

@@ -102,7 +102,9 @@ class AgentChannel(SwitchChannel):
                 f"INA_HOST {options.host} is rank {me.rank} in job {plan.job_id}, but this process is rank {rank}"
             )
         transport = make_transport(options, plan, me)
-        agent = WorkerAgent(plan, rank, transport, timeout=options.rto, retries=options.retries)
+        agent = WorkerAgent(
+            plan, rank, transport, timeout=options.rto, retries=options.retries, give_up_after=options.timeout
+        )
         return cls(agent, transport, options.timeout)
 
     def aggregate(self, array: np.ndarray, op: str) -> np.ndarray:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from controller.options import RETRIES, RTO_PYTHON_SWITCHES_S
+from controller.options import RTO_PYTHON_SWITCHES_S
 from worker.errors import AgentError
 
 
@@ -33,10 +33,12 @@ class InaOptions:
                  rank (torchrun).
     host:        this rank's host name in the plan; default: the plan's worker with this rank
                  (INA_HOST).
-    timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT).
+    timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT); also the time a
+                 chunk is resent for before the agent gives up on it.
     rto:         first retransmission timeout of a chunk, seconds (INA_RTO); the agent raises it
                  to twice the measured round trip and doubles it per resend.
-    retries:     resends of one chunk before the allreduce fails (INA_RETRIES).
+    retries:     if set, also fail after this many resends of one chunk (INA_RETRIES; default: no
+                 count, only the time budget).
     """
 
     controller: str | None = None
@@ -46,7 +48,7 @@ class InaOptions:
     host: str | None = None
     timeout: float = 60.0
     rto: float = RTO_PYTHON_SWITCHES_S
-    retries: int = RETRIES
+    retries: int | None = None
 
     ENV = {
         "controller": "INA_CONTROLLER",
@@ -92,7 +94,7 @@ class InaOptions:
             raise InaConfigError(f"INA_TIMEOUT must be positive, got {self.timeout}")
         if not self.rto > 0:
             raise InaConfigError(f"INA_RTO must be positive, got {self.rto}")
-        if self.retries < 0:
+        if self.retries is not None and self.retries < 0:
             raise InaConfigError(f"INA_RETRIES must be >= 0, got {self.retries}")
 
     def transport_kind(self) -> tuple[str, list[tuple[str, int]]]:
@@ -130,7 +132,7 @@ def _convert(name: str, var: str, text: str):
     try:
         if kind == "float":
             return float(text)
-        if kind == "int":
+        if kind in ("int", "int | None"):
             return int(text)
     except ValueError:
         raise InaConfigError(f"{var} must be a number, got {text!r}") from None
