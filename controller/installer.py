@@ -3,7 +3,9 @@
 Per switch, for the topology: the pipeline (P4Info + device config: the program source for
 softswitch, the BMv2 JSON for simple_switch_grpc; just bytes from a file here), the identity default
 action, an IPv4 /32 route to every host, and result_rewrite for host-facing ports.
-Per job: one InaIngress.ina_jobs entry per (switch, tree) and the multicast groups of multicast jobs.
+Per job: one InaIngress.ina_jobs entry per (switch, tree), its admission entries (InaIngress.ina_admission:
+which port may carry which child's GRADs, which ports RESULTs come from; everything else of the job is
+dropped as DROP_NOT_ADMITTED) and the multicast groups of multicast jobs.
 Every write is idempotent: existing entries are read first and modified instead of inserted.
 """
 
@@ -22,6 +24,7 @@ from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
 from controller.topology import Topology
+from protocol import constants as C
 
 INSERT, MODIFY, DELETE = (p4runtime_pb2.Update.INSERT, p4runtime_pb2.Update.MODIFY, p4runtime_pb2.Update.DELETE)
 
@@ -29,6 +32,10 @@ T_IDENTITY, A_IDENTITY = "InaIngress.switch_identity", "InaIngress.set_switch_id
 T_JOBS, A_JOB = "InaIngress.ina_jobs", "InaIngress.set_job"
 T_ROUTES, A_FORWARD = "InaIngress.ipv4_lpm", "InaIngress.ipv4_forward"
 T_REWRITE, A_REWRITE = "InaEgress.result_rewrite", "InaEgress.set_result_dst"
+T_ADMISSION, A_ADMIT, A_NOT_ADMITTED = "InaIngress.ina_admission", "InaIngress.admit", "InaIngress.not_admitted"
+K_PKT_TYPE, K_ADMIT_HOP, K_INGRESS = "hdr.ina.pkt_type", "meta.admit_hop", "standard_metadata.ingress_port"
+ADMIT_PRIORITY, CATCH_ALL_PRIORITY = 10, 1  # ina_admission: a flow's own port wins over the job's catch-all
+EXACT_9 = 0x1FF  # ternary mask of a whole 9-bit key (admit_hop, ingress_port)
 K_JOB, K_TREE = "hdr.ina.job_id", "hdr.ina.tree_id"
 K_DST, K_EGRESS = "hdr.ipv4.dst_addr", "standard_metadata.egress_port"
 C_STATS, C_DROPS = "InaIngress.ina_stats", "InaIngress.drop_stats"
@@ -229,8 +236,9 @@ class Installer:
         >>> from softswitch.p4info import build_p4info
         >>> topo = star(2)
         >>> inst = Installer(topo, p4info=build_p4info(compile_program("p4src/ina.p4").info))
+        >>> # ina_jobs, admission: 2 workers' GRAD ports, the server's RESULT port, 2 catch-alls
         >>> {switch: (len(t), len(g)) for switch, (t, g) in inst.job_entries(plan_job(topo, ["h1", "h2"], ["h3"])).items()}
-        {'s1': (1, 0)}
+        {'s1': (6, 0)}
         """
         out: dict[str, JobEntries] = {}
         for cfg in plan.switches:
@@ -255,6 +263,62 @@ class Installer:
                 for m in cfg.members:
                     g.replicas.add(egress_port=m.port, instance=m.replica_id)
                 groups.append(g)
+        for switch, entries in self.admission_entries(plan).items():
+            out.setdefault(switch, ([], []))[0].extend(entries)
+        return out
+
+    def admission_ports(self, plan: JobPlan) -> dict[tuple[str, int], tuple[set[tuple[int, int, int]], set[int]]]:
+        """Per (switch, tree): the GRADs it admits as (aggregate, child, ingress port) and the ports its
+        RESULTs come from, read off every worker's GRAD path (results take the reverse paths, and
+        multicast copies come down the same tree from the parent side).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> from softswitch.compiler import compile_program
+        >>> from softswitch.p4info import build_p4info
+        >>> topo = star(2)
+        >>> inst = Installer(topo, p4info=build_p4info(compile_program("p4src/ina.p4").info))
+        >>> inst.admission_ports(plan_job(topo, ["h1", "h2"], ["h3"]))
+        {('s1', 0): ({(1, 0, 1), (1, 1, 2)}, {3})}
+        """
+        by_device = {sw.device_id: sw.name for sw in self.topo.switches}
+        out: dict[tuple[str, int], tuple[set[tuple[int, int, int]], set[int]]] = {}
+        for tree in plan.trees:
+            for worker, hops in tree.grad_hops.items():
+                previous = worker
+                for hop in hops[:-1]:  # the last entry is the server's own
+                    switch = by_device[hop.switch_id]
+                    grads, results = out.setdefault((switch, tree.tree_id), (set(), set()))
+                    ingress = self._graph.adj[switch][previous]["ports"][switch]
+                    grads.add((int(hop.aggregate), hop.child, ingress))
+                    results.add(hop.egress_port)
+                    previous = switch
+        return out
+
+    def admission_entries(self, plan: JobPlan) -> dict[str, list[p4runtime_pb2.TableEntry]]:
+        """Per switch: the job's ina_admission entries (none when the program has no such table)."""
+        out: dict[str, list[p4runtime_pb2.TableEntry]] = {}
+        for (switch, tree_id), (grads, results) in sorted(self.admission_ports(plan).items()):
+            n = self.names(switch)
+            if T_ADMISSION not in n.tables:
+                continue
+            entries = out.setdefault(switch, [])
+            job = {K_JOB: plan.job_id, K_TREE: tree_id}
+            for aggregate, child, port in sorted(grads):
+                match = {**job, K_PKT_TYPE: C.PKT_TYPE_GRAD, K_ADMIT_HOP: ((aggregate << 8) | child, EXACT_9)}
+                entries.append(
+                    n.table_entry(
+                        T_ADMISSION, {**match, K_INGRESS: (port, EXACT_9)}, A_ADMIT, {}, priority=ADMIT_PRIORITY
+                    )
+                )
+            for port in sorted(results):
+                match = {**job, K_PKT_TYPE: C.PKT_TYPE_RESULT, K_ADMIT_HOP: (0, 0), K_INGRESS: (port, EXACT_9)}
+                entries.append(n.table_entry(T_ADMISSION, match, A_ADMIT, {}, priority=ADMIT_PRIORITY))
+            for pkt_type in (C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT):
+                match = {**job, K_PKT_TYPE: pkt_type, K_ADMIT_HOP: (0, 0), K_INGRESS: (0, 0)}
+                entries.append(n.table_entry(T_ADMISSION, match, A_NOT_ADMITTED, {}, priority=CATCH_ALL_PRIORITY))
         return out
 
     def install_job(self, plan: JobPlan) -> int:
@@ -285,7 +349,7 @@ class Installer:
             updates = []
             for e in tables:
                 if _key(e) in have:
-                    gone = p4runtime_pb2.TableEntry(table_id=e.table_id)
+                    gone = p4runtime_pb2.TableEntry(table_id=e.table_id, priority=e.priority)
                     gone.match.extend(e.match)
                     updates.append((DELETE, _entity(table_entry=gone)))
             for g in groups:

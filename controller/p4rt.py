@@ -159,6 +159,7 @@ class P4Names:
         action: str,
         params: Mapping[str, int],
         default: bool = False,
+        priority: int = 0,
     ) -> p4runtime_pb2.TableEntry:
         """A TableEntry built by P4 names: the ids and widths come from the P4Info.
 
@@ -166,12 +167,15 @@ class P4Names:
         ----------
         table : str
         match : dict or None
-            Key name -> value, or (value, prefix_len) for an lpm key; None for a default action.
+            Key name -> value, or (value, prefix_len) for an lpm key, (value, mask) for a ternary key (a
+            zero mask leaves the key out: a wildcard); None for a default action.
         action : str
         params : dict
             Action parameter name -> value.
         default : bool
             Build the table's default action instead of an entry.
+        priority : int
+            The entry's priority (tables with ternary keys: higher wins).
 
         Returns
         -------
@@ -197,11 +201,17 @@ class P4Names:
         (7, b'\\x03', b'\\x02')
         """
         t = self.table(table)
-        entry = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=default)
+        entry = p4runtime_pb2.TableEntry(table_id=t.id, is_default_action=default, priority=priority)
         for name, value in (match or {}).items():
             if name not in t.fields:
                 raise P4RuntimeError(f"table {table} has no key {name}")
             fid, width, kind = t.fields[name]
+            if kind == p4info_pb2.MatchField.TERNARY:
+                assert isinstance(value, tuple), f"{table}.{name} is ternary: give (value, mask)"
+                if value[1]:  # P4Runtime leaves a wildcard ternary field out of the entry
+                    m = entry.match.add(field_id=fid)
+                    m.ternary.value, m.ternary.mask = encode(value[0] & value[1], width), encode(value[1], width)
+                continue
             m = entry.match.add(field_id=fid)
             if kind == p4info_pb2.MatchField.LPM:
                 assert isinstance(value, tuple), f"{table}.{name} is lpm: give (value, prefix_len)"

@@ -93,6 +93,31 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         size = MAX_JOBS;
     }
 
+    /* ---- admission: which port may carry which of a job's flows (docs/protocol.md, "Admission") ---- */
+    action admit() {
+    }
+
+    action not_admitted() {
+        meta.drop_reason = DROP_NOT_ADMITTED;
+    }
+
+    /* The controller installs, per (job, tree) on this switch: the ports each child's GRADs arrive on
+       (key admit_hop = aggregate ++ child of the first hop), the parent-side ports RESULTs arrive on
+       (admit_hop wildcard), and below those a catch-all not_admitted per packet type. A job without
+       entries (tables written by hand) is not guarded: the default admits. */
+    table ina_admission {
+        key = {
+            hdr.ina.job_id: exact;
+            hdr.ina.tree_id: exact;
+            hdr.ina.pkt_type: exact;
+            meta.admit_hop: ternary;
+            standard_metadata.ingress_port: ternary;
+        }
+        actions = { admit; not_admitted; }
+        default_action = admit();
+        size = 4096;
+    }
+
     /* ---- ordinary IPv4 ---- */
     action ipv4_forward(bit<48> dst_mac, bit<9> port) {
         standard_metadata.egress_spec = port;
@@ -239,6 +264,13 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                 meta.drop_reason = DROP_UNKNOWN_JOB;
             } else {
                 ina_jobs.apply();
+                if (meta.drop_reason == DROP_NONE) {
+                    meta.admit_hop = 0;
+                    if (hdr.ina.pkt_type == PKT_TYPE_GRAD && hdr.hops[0].isValid()) {
+                        meta.admit_hop = hdr.hops[0].aggregate ++ hdr.hops[0].child;
+                    }
+                    ina_admission.apply();
+                }
             }
 
             if (meta.drop_reason == DROP_NONE && hdr.ina.pkt_type == PKT_TYPE_GRAD) {

@@ -84,6 +84,7 @@ DROP_NO_GROUP = 13
 DROP_IPV4_MISS = 14
 DROP_TTL_EXPIRED = 15
 DROP_NOT_IPV4 = 16
+DROP_NOT_ADMITTED = 17
 
 
 def _names_with_prefix(prefix: str) -> dict[int, str]:

@@ -494,8 +494,8 @@ class WorkerAgent:
         if len(self.cursors) == 1:
             self.heard_on_tree[int(tree_id[-1])] = (now, int(contributor[-1]))
         else:
-            trees, last = np.unique(tree_id[::-1], return_index=True)
-            for t, i in zip(trees.tolist(), last.tolist(), strict=True):
+            trees, last_from_end = np.unique(tree_id[::-1], return_index=True)
+            for t, i in zip(trees.tolist(), last_from_end.tolist(), strict=True):
                 self.heard_on_tree[t] = (now, int(contributor[count - 1 - i]))
         taken = 0
         if self._round is not None and not self._round.finished:

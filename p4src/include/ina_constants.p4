@@ -93,5 +93,6 @@
 #define DROP_IPV4_MISS              14  /* ordinary IPv4: no route (or an explicit drop entry) */
 #define DROP_TTL_EXPIRED            15  /* ordinary IPv4: TTL would reach 0 */
 #define DROP_NOT_IPV4               16  /* a frame that is not IPv4 (the network is static: no ARP) */
+#define DROP_NOT_ADMITTED           17  /* a guarded job's packet on a port its plan does not give it (ina_admission) */
 
 #endif /* INA_CONSTANTS_P4 */

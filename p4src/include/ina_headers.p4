@@ -108,6 +108,7 @@ struct ina_metadata_t {
     bit<1>  slot_overflow;      /* the slot's overflow bit after this packet */
     bit<1>  evicted;            /* a newer chunk took over a slot that still held another chunk */
     bit<1>  released;           /* release_slot found the slot owned by this (job, seq) */
+    bit<9>  admit_hop;          /* ina_admission key: a GRAD's first hop as aggregate ++ child; 0 on RESULTs */
 }
 
 #endif /* INA_HEADERS_P4 */

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from controller.generators import leaf_spine
-from controller.installer import T_JOBS, T_REWRITE, T_ROUTES, Installer
+from controller.installer import T_ADMISSION, T_JOBS, T_REWRITE, T_ROUTES, Installer
 from controller.p4rt import P4RuntimeError, decode
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
@@ -85,8 +85,12 @@ def test_install_reinstall_and_remove(network):
     other = plan_job(topo, ["h1", "h3"], ["h10"], PlanOptions(), res)
     inst.install_job(other)
     assert set(_jobs(inst, "sp1")) == {(plan.job_id, 0), (other.job_id, 0)}
-    assert inst.remove_job(plan) == len(plan.switches) + len({c.switch for c in plan.switches})
+    admission = sum(len(entries) for entries in inst.admission_entries(plan).values())
+    assert admission == 5 + 5 + 5 + 6 + 6  # l1, l2, l4: 2 children; l3, sp1: 3; a parent port, 2 catch-alls each
+    assert inst.remove_job(plan) == len(plan.switches) + len({c.switch for c in plan.switches}) + admission
     assert set(_jobs(inst, "sp1")) == {(other.job_id, 0)}
+    kept = {decode(e.match[0].exact.value) for e in inst.read_table("sp1", T_ADMISSION)}
+    assert kept == {other.job_id}  # the other job stays guarded
     assert cfg["l1"].result_group not in inst.read_groups("l1")
     assert inst.remove_job(plan) == 0  # already gone
 
@@ -134,7 +138,9 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
         ]
     )
     out = capsys.readouterr().out
-    assert code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 3 entries written" in out
+    assert (
+        code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 16 entries written" in out
+    )  # 3 ina_jobs, admission: l1 5, sp1 4, l3 4
     assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, 1, 0]}  # the default pool
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
