@@ -305,7 +305,8 @@ class Installer:
             if T_ADMISSION not in n.tables:
                 continue
             entries = out.setdefault(switch, [])
-            job = {K_JOB: plan.job_id, K_TREE: tree_id}
+            job: dict[str, int | tuple[int, int]] = {K_JOB: plan.job_id, K_TREE: tree_id}
+            match: dict[str, int | tuple[int, int]]
             for aggregate, child, port in sorted(grads):
                 match = {**job, K_PKT_TYPE: C.PKT_TYPE_GRAD, K_ADMIT_HOP: ((aggregate << 8) | child, EXACT_9)}
                 entries.append(
