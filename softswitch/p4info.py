@@ -172,6 +172,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
     value_set_ids = ids_of(Prefix.VALUE_SET, info.value_sets)
     meter_ids = ids_of(Prefix.METER, info.meters)
     direct_meter_ids = ids_of(Prefix.DIRECT_METER, info.direct_meters)
+    profile_ids = ids_of(Prefix.ACTION_PROFILE, info.action_profiles)
     everything = (
         info.actions,
         info.tables,
@@ -183,6 +184,7 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
         info.value_sets,
         info.meters,
         info.direct_meters,
+        info.action_profiles,
     )
     alias = aliases(item.name for items in everything for item in items)
     visible_tables = [t for t in info.tables if not t.hidden]
@@ -222,6 +224,8 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             msg.direct_resource_ids.append(direct_ids[counter])
         if table.direct_meter:
             msg.direct_resource_ids.append(direct_meter_ids[table.direct_meter])
+        if table.implementation:
+            msg.implementation_id = profile_ids[table.implementation]
         msg.size = table.size
         msg.is_const_table = table.is_const
         if table.const_entries and not table.is_const:
@@ -233,6 +237,14 @@ def build_p4info(info: ProgramInfo) -> p4info_pb2.P4Info:
             p.id = param.p4_id if param.p4_id is not None else param_id
             p.name = param.name
             p.bitwidth = param.bitwidth
+
+    for profile, msg in _described(
+        p4info.action_profiles, info.action_profiles, profile_ids, alias, lambda p: p.annotations
+    ):
+        msg.table_ids.extend(table_ids[t] for t in profile.tables)
+        msg.with_selector = profile.with_selector
+        msg.size = profile.size
+        msg.max_group_size = profile.max_group_size
 
     for counter, msg in _described(p4info.counters, info.counters, counter_ids, alias):
         msg.spec.unit = COUNTER_UNITS[counter.unit]
@@ -314,7 +326,19 @@ class P4InfoError(SwitchError, ValueError):
 class P4InfoIndex:
     """ID <-> object lookups over one P4Info message."""
 
-    KINDS = ("tables", "actions", "counters", "direct_counters", "registers", "digests", "controller_packet_metadata")
+    KINDS = (
+        "tables",
+        "actions",
+        "counters",
+        "direct_counters",
+        "registers",
+        "digests",
+        "controller_packet_metadata",
+        "action_profiles",
+        "meters",
+        "direct_meters",
+        "value_sets",
+    )
 
     def __init__(self, p4info: p4info_pb2.P4Info):
         self.p4info = p4info
@@ -351,6 +375,10 @@ class P4InfoIndex:
             "registers": p4info_pb2.Register,
             "digests": p4info_pb2.Digest,
             "controller_packet_metadata": p4info_pb2.ControllerPacketMetadata,
+            "action_profiles": p4info_pb2.ActionProfile,
+            "meters": p4info_pb2.Meter,
+            "direct_meters": p4info_pb2.DirectMeter,
+            "value_sets": p4info_pb2.ValueSet,
         }[kind]
         return obj if isinstance(obj, cls) else None
 

@@ -60,6 +60,7 @@ SWITCH_ERROR_CODES = {
     "EntryNotFound": Code.NOT_FOUND,
     "ConstDefaultAction": Code.PERMISSION_DENIED,
     "TableFull": Code.RESOURCE_EXHAUSTED,
+    "InUse": Code.FAILED_PRECONDITION,
 }
 
 
@@ -424,8 +425,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             index = P4InfoIndex(config.p4info)
         except P4InfoError as e:
             raise P4RTError(Code.INVALID_ARGUMENT, f"invalid P4Info: {e}") from None
-        if not len(config.p4info.tables) and not len(config.p4info.actions):
-            raise P4RTError(Code.INVALID_ARGUMENT, "invalid P4Info: it has no tables and no actions")
+        if not index.by_id:  # (a program may have no tables: a value set, registers... are enough)
+            raise P4RTError(Code.INVALID_ARGUMENT, "invalid P4Info: it describes no object at all")
         cookie = config.cookie.cookie if config.HasField("cookie") else None
         pipeline = Pipeline(config.p4info, index, config.p4_device_config, cookie)
         if config.p4_device_config:
@@ -576,6 +577,16 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             self._write_pre(update.type, entity)
         elif kind == "digest_entry":
             self._write_digest(update.type, entity)
+        elif kind == "meter_entry":
+            self._write_meter(update.type, entity)
+        elif kind == "direct_meter_entry":
+            self._write_direct_meter(update.type, entity)
+        elif kind == "value_set_entry":
+            self._write_value_set(update.type, entity)
+        elif kind == "action_profile_member":
+            self._write_member(update.type, entity)
+        elif kind == "action_profile_group":
+            self._write_group(update.type, entity)
         else:
             raise P4RTError(Code.UNIMPLEMENTED, f"writing {kind or 'an empty entity'} is not supported")
 
@@ -653,13 +664,32 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 )
             if not needs_priority and entry.priority != 0:
                 raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has only exact/lpm fields: priority must be 0")
-        action, args = None, {}
+        action, args, member, group = None, {}, None, None
         if entry.HasField("action"):
-            if entry.action.WhichOneof("type") != "action":
-                raise P4RTError(Code.UNIMPLEMENTED, "action profiles are not supported")
-            action, args = self._action_from_p4(table, entry.action.action, default)
+            kind = entry.action.WhichOneof("type")
+            if kind == "action":
+                if table.implementation_id and not default:
+                    raise P4RTError(
+                        Code.INVALID_ARGUMENT,
+                        f"table {tname} is implemented by an action profile: an entry gives a member or group id",
+                    )
+                action, args = self._action_from_p4(table, entry.action.action, default)
+            elif kind in ("action_profile_member_id", "action_profile_group_id"):
+                if not table.implementation_id or default:
+                    what = "the default entry" if default else f"table {tname} (it has no implementation)"
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what} cannot point at an action profile member or group")
+                if kind == "action_profile_member_id":
+                    member = entry.action.action_profile_member_id
+                else:
+                    group = entry.action.action_profile_group_id
+                action = ""
+            else:
+                raise P4RTError(
+                    Code.UNIMPLEMENTED,
+                    "one-shot action selector programming (action_profile_action_set) is not supported",
+                )
         priority = entry.priority if needs_priority else None
-        return TableEntry(matches=matches, action=action, args=args, priority=priority)
+        return TableEntry(matches=matches, action=action, args=args, priority=priority, member=member, group=group)
 
     def _action_from_p4(self, table, action_msg, default: bool):
         from p4.config.v1 import p4info_pb2
@@ -730,6 +760,156 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             state.modify(parsed)
         elif update_type == U.DELETE:
             state.delete(parsed)
+
+    # -- action profiles
+
+    def _profile(self, profile_id):
+        profile = self._p4info_entity("action_profiles", profile_id)
+        return profile, self.switch.action_profile(profile.preamble.name)
+
+    def _profile_table(self, profile):
+        """A table the profile implements (its actions are the ones a member may run)."""
+        if not profile.table_ids:
+            raise P4RTError(Code.INTERNAL, f"action profile {profile.preamble.name} implements no table")
+        return self._table(profile.table_ids[0])
+
+    def _write_member(self, update_type, entry):
+        U = p4runtime_pb2.Update
+        profile, state = self._profile(entry.action_profile_id)
+        if update_type == U.DELETE:
+            state.delete_member(entry.member_id)
+            return
+        if not entry.HasField("action"):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"action profile {profile.preamble.name}: a member needs an action")
+        action, args = self._action_from_p4(self._profile_table(profile), entry.action, default=False)
+        if update_type == U.INSERT:
+            state.add_member(entry.member_id, action, args)
+        else:
+            state.modify_member(entry.member_id, action, args)
+
+    def _write_group(self, update_type, entry):
+        U = p4runtime_pb2.Update
+        profile, state = self._profile(entry.action_profile_id)
+        name = profile.preamble.name
+        if not profile.with_selector:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"action profile {name} has no selector: it has no groups")
+        if update_type == U.DELETE:
+            state.delete_group(entry.group_id)
+            return
+        members: dict[int, int] = {}
+        for m in entry.members:
+            if m.member_id in members:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"action profile {name}: member {m.member_id} listed twice")
+            if m.weight < 1:
+                raise P4RTError(
+                    Code.INVALID_ARGUMENT, f"action profile {name}: weight of member {m.member_id} must be >= 1"
+                )
+            members[m.member_id] = m.weight
+        if profile.max_group_size and entry.max_size > profile.max_group_size:
+            raise P4RTError(
+                Code.INVALID_ARGUMENT,
+                f"action profile {name}: group max_size {entry.max_size} exceeds max_group_size {profile.max_group_size}",
+            )
+        if entry.max_size and sum(members.values()) > entry.max_size:
+            raise P4RTError(
+                Code.RESOURCE_EXHAUSTED, f"action profile {name}: group {entry.group_id} exceeds its max_size"
+            )
+        state.set_group(entry.group_id, members, create=update_type == U.INSERT)
+
+    # -- meters
+
+    @staticmethod
+    def _meter_config(config):
+        """(cir, cburst, pir, pburst) of a MeterConfig, or None when the entry has none (reset)."""
+        return None if config is None else (config.cir, config.cburst, config.pir, config.pburst)
+
+    @staticmethod
+    def _set_meter(config, set_config, clear_config):
+        if config is None:
+            clear_config()
+            return
+        cir, cburst, pir, pburst = config
+        if min(config) < 0:
+            raise P4RTError(Code.INVALID_ARGUMENT, "meter rates and bursts must not be negative")
+        set_config(cir, cburst, pir, pburst)
+
+    def _write_meter(self, update_type, entry):
+        meter = self._p4info_entity("meters", entry.meter_id)
+        name = meter.preamble.name
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"meter {name}: only MODIFY is allowed")
+        config = self._meter_config(entry.config if entry.HasField("config") else None)
+        state = self.switch.meter(name)
+        if entry.HasField("index"):
+            self._check_index(entry.index.index, meter.size, f"meter {name}")
+            indexes = [entry.index.index]
+        else:  # no index: every cell
+            indexes = list(range(meter.size))
+        for i in indexes:
+            self._set_meter(
+                config,
+                lambda *c, i=i: state.set_config(i, *c),
+                lambda i=i: state.clear_config(i),
+            )
+
+    def _direct_meter_table(self, entry):
+        table = self._table(entry.table_entry.table_id)
+        if not any(self.pipeline.index.get("direct_meters", i) is not None for i in table.direct_resource_ids):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"table {table.preamble.name} has no direct meter")
+        return table
+
+    def _write_direct_meter(self, update_type, entry):
+        table = self._direct_meter_table(entry)
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, "direct meter entries can only be modified")
+        found = self._find_entry(table, entry.table_entry)
+        name = table.preamble.name
+        self._set_meter(
+            self._meter_config(entry.config if entry.HasField("config") else None),
+            lambda *c: self.switch.direct_meter_config(name, found, *c),
+            lambda: self.switch.clear_direct_meter_config(name, found),
+        )
+
+    # -- parser value sets
+
+    def _write_value_set(self, update_type, entry):
+        """A ValueSetEntry MODIFY replaces all members of the value set (the specification's only update)."""
+        value_set = self._p4info_entity("value_sets", entry.value_set_id)
+        name = value_set.preamble.name
+        if update_type != p4runtime_pb2.Update.MODIFY:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"value set {name}: only MODIFY is allowed")
+        if len(entry.members) > value_set.size:
+            raise P4RTError(
+                Code.RESOURCE_EXHAUSTED, f"value set {name}: {len(entry.members)} members, its size is {value_set.size}"
+            )
+        members = []
+        for member in entry.members:
+            value = mask = 0
+            given = {fm.field_id: fm for fm in member.match}
+            for mf in value_set.match:  # fields in P4Info order, the first one highest
+                fm = given.pop(mf.id, None)
+                full = (1 << mf.bitwidth) - 1
+                what = f"value set {name} match field {mf.id}"
+                kind = fm.WhichOneof("field_match_type") if fm is not None else None
+                if kind is None:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what} is missing")
+                if kind == "exact":
+                    v, m = decode_value(fm.exact.value, mf.bitwidth, what), full
+                elif kind == "ternary":
+                    v = decode_value(fm.ternary.value, mf.bitwidth, what)
+                    m = decode_value(fm.ternary.mask, mf.bitwidth, what + " mask")
+                    if v & ~m:
+                        raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: value has bits set outside the mask")
+                else:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what}: {kind} matches are not supported (exact, ternary)")
+                value, mask = (value << mf.bitwidth) | v, (mask << mf.bitwidth) | m
+            if given:
+                raise P4RTError(Code.INVALID_ARGUMENT, f"value set {name} has no match field id {min(given)}")
+            members.append((value, mask))
+        state = self.switch.value_set(name)
+        state.clear()
+        for value, mask in members:
+            state.add(value, mask)
 
     # -- counters, registers
 
@@ -897,6 +1077,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     "direct_counter_entry": self._read_direct_counters,
                     "packet_replication_engine_entry": self._read_pre,
                     "digest_entry": self._read_digests,
+                    "meter_entry": self._read_meters,
+                    "direct_meter_entry": self._read_direct_meters,
+                    "value_set_entry": self._read_value_sets,
+                    "action_profile_member": self._read_members,
+                    "action_profile_group": self._read_groups,
                 }.get(kind)
                 if reader is None:
                     raise P4RTError(Code.UNIMPLEMENTED, f"reading {kind or 'an empty entity'} is not supported")
@@ -930,7 +1115,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 fm.optional.value = encode_value(match.value)
         if entry.priority is not None:
             msg.priority = entry.priority
-        self._action_to_p4(msg.action.action, entry.action, entry.args)
+        if getattr(entry, "member", None) is not None:
+            msg.action.action_profile_member_id = entry.member
+        elif getattr(entry, "group", None) is not None:
+            msg.action.action_profile_group_id = entry.group
+        else:
+            self._action_to_p4(msg.action.action, entry.action, entry.args)
         if table.is_const_table:
             msg.is_const = True
         if with_counter:
@@ -964,6 +1154,101 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 ):
                     continue
                 yield p4runtime_pb2.Entity(table_entry=self._entry_to_p4(table, entry, has_counter))
+
+    @staticmethod
+    def _config_to_p4(msg, config):
+        if config is not None:
+            cir, cburst, pir, pburst = config
+            msg.config.cir, msg.config.cburst, msg.config.pir, msg.config.pburst = (
+                int(cir),
+                int(cburst),
+                int(pir),
+                int(pburst),
+            )
+
+    def _read_meters(self, query):
+        meters = (
+            [self._p4info_entity("meters", query.meter_id)] if query.meter_id else list(self.pipeline.p4info.meters)
+        )
+        for meter in meters:
+            state = self.switch.meter(meter.preamble.name)
+            if query.HasField("index"):
+                self._check_index(query.index.index, meter.size, f"meter {meter.preamble.name}")
+                indexes = [query.index.index]
+            else:
+                indexes = range(meter.size)
+            for i in indexes:
+                msg = p4runtime_pb2.MeterEntry(meter_id=meter.preamble.id, index=p4runtime_pb2.Index(index=i))
+                self._config_to_p4(msg, state.config(i))
+                yield p4runtime_pb2.Entity(meter_entry=msg)
+
+    def _read_direct_meters(self, query):
+        if query.table_entry.table_id:
+            tables = [self._direct_meter_table(query)]
+        else:
+            tables = [
+                t
+                for t in self.pipeline.p4info.tables
+                if any(self.pipeline.index.get("direct_meters", i) is not None for i in t.direct_resource_ids)
+            ]
+        for table in tables:
+            name = table.preamble.name
+            if len(query.table_entry.match):
+                entries = [self._find_entry(table, query.table_entry)]
+            else:
+                entries = self.switch.table(name).entries()
+            for entry in entries:
+                msg = p4runtime_pb2.DirectMeterEntry()
+                msg.table_entry.CopyFrom(self._entry_to_p4(table, entry, with_counter=False))
+                msg.table_entry.ClearField("action")
+                self._config_to_p4(msg, self.switch.direct_meter_config_of(name, entry))
+                yield p4runtime_pb2.Entity(direct_meter_entry=msg)
+
+    def _read_value_sets(self, query):
+        if query.value_set_id:
+            value_sets = [self._p4info_entity("value_sets", query.value_set_id)]
+        else:
+            value_sets = list(self.pipeline.p4info.value_sets)
+        for value_set in value_sets:
+            msg = p4runtime_pb2.ValueSetEntry(value_set_id=value_set.preamble.id)
+            for value, mask in self.switch.value_set(value_set.preamble.name).members:
+                member = msg.members.add()
+                shift = sum(mf.bitwidth for mf in value_set.match)
+                for mf in value_set.match:
+                    shift -= mf.bitwidth
+                    full = (1 << mf.bitwidth) - 1
+                    v, m = (value >> shift) & full, (mask >> shift) & full
+                    fm = member.match.add(field_id=mf.id)
+                    if m == full:
+                        fm.exact.value = encode_value(v)
+                    else:
+                        fm.ternary.value = encode_value(v)
+                        fm.ternary.mask = encode_value(m)
+            yield p4runtime_pb2.Entity(value_set_entry=msg)
+
+    def _queried_profiles(self, profile_id):
+        profiles = [self._profile(profile_id)[0]] if profile_id else list(self.pipeline.p4info.action_profiles)
+        return [(p, self.switch.action_profile(p.preamble.name)) for p in profiles]
+
+    def _read_members(self, query):
+        for profile, state in self._queried_profiles(query.action_profile_id):
+            ids = [query.member_id] if query.member_id else sorted(state.members)
+            for member_id in ids:
+                action, args = state.member(member_id)
+                msg = p4runtime_pb2.ActionProfileMember(action_profile_id=profile.preamble.id, member_id=member_id)
+                self._action_to_p4(msg.action, action, args)
+                yield p4runtime_pb2.Entity(action_profile_member=msg)
+
+    def _read_groups(self, query):
+        for profile, state in self._queried_profiles(query.action_profile_id):
+            groups = state.groups if profile.with_selector else {}
+            if query.group_id and query.group_id not in groups:
+                raise P4RTError(Code.NOT_FOUND, f"action profile {profile.preamble.name}: no group {query.group_id}")
+            for group_id in [query.group_id] if query.group_id else sorted(groups):
+                msg = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile.preamble.id, group_id=group_id)
+                for member_id, weight in sorted(groups[group_id].items()):
+                    msg.members.add(member_id=member_id, weight=weight)
+                yield p4runtime_pb2.Entity(action_profile_group=msg)
 
     def _read_counters(self, query):
         counters = [self._counter(query.counter_id)] if query.counter_id else list(self.pipeline.p4info.counters)

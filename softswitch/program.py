@@ -77,6 +77,8 @@ class TableInfo:
     p4_id: int | None = None  # @id
     direct_meter: str | None = None  # name of the direct_meter attached as ``meters``
     hidden: bool = False  # @hidden: addressable here, left out of P4Info (as p4c does)
+    implementation: str | None = None  # the action profile/selector whose members its entries point at
+    selector_keys: tuple[KeyInfo, ...] = ()  # an action selector's hashed keys (not match fields)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,20 @@ class DirectMeterInfo:
     table: str
     unit: str
     p4_id: int | None = None  # @id
+
+
+@dataclass(frozen=True)
+class ActionProfileInfo:
+    """An `action_profile(size)` or `action_selector(algorithm, size, outputWidth)` (with_selector)."""
+
+    name: str
+    size: int
+    tables: tuple[str, ...]  # the tables whose `implementation` it is, in declaration order
+    with_selector: bool = False
+    algorithm: str | None = None  # the selector's hash algorithm ("crc16", ...)
+    annotations: tuple[str, ...] = ()
+    p4_id: int | None = None  # @id
+    max_group_size: int = 0  # @max_group_size(n); 0: no limit beyond size
 
 
 @dataclass(frozen=True)
@@ -168,6 +184,7 @@ class ProgramInfo:
     value_sets: list[ValueSetInfo] = field(default_factory=list)
     meters: list[MeterInfo] = field(default_factory=list)
     direct_meters: list[DirectMeterInfo] = field(default_factory=list)
+    action_profiles: list[ActionProfileInfo] = field(default_factory=list)
 
     def table(self, name: str) -> TableInfo:
         return _by_name(self.tables, name, "table")

@@ -192,6 +192,33 @@ class Switch:
                 raise EntryNotFound(f"table {t.name}: no entry with this key")
             self.runtime.meters[meter].set_config(id(stored), cir, cburst, pir, pburst)
 
+    def clear_direct_meter_config(self, table, entry):
+        """Back to no configuration (every packet GREEN) for a table entry's direct meter cell."""
+        with self._lock:
+            meter, stored = self._direct_meter_cell(table, entry)
+            meter.clear_config(id(stored))
+
+    def direct_meter_config_of(self, table, entry):
+        """(cir, cburst, pir, pburst) of a table entry's direct meter cell, or None when unconfigured."""
+        with self._lock:
+            meter, stored = self._direct_meter_cell(table, entry)
+            return meter.config(id(stored))
+
+    def _direct_meter_cell(self, table, entry):
+        t = _by_name(self.runtime.tables, table, "table")
+        if t.info.direct_meter is None:
+            raise KeyError(f"table {t.name} has no direct meter")
+        stored = t.find(entry)
+        if stored is None:
+            raise EntryNotFound(f"table {t.name}: no entry with this key")
+        return self.runtime.meters[t.info.direct_meter], stored
+
+    def action_profile(self, name):
+        """An action profile/selector: .add_member(id, action, args), .modify_member, .delete_member(id),
+        .member(id), .members; .set_group(id, {member: weight}, create=True), .delete_group(id), .groups.
+        Entries of its tables give TableEntry(member=id) or TableEntry(group=id) instead of an action."""
+        return _Locked(_by_name(self.runtime.action_profiles, name, "action profile"), self._lock)
+
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""
         return _Locked(_by_name(self.runtime.value_sets, name, "value set"), self._lock)

@@ -248,11 +248,22 @@ class BlockEmitter:
         b.write(f"def {name}(C):")
         key = "None" if not keys else keys[0] if len(keys) == 1 else "(" + ", ".join(keys) + ")"
         b.write(f"    r = {state}.lookup({key})")
+        if table.selector_keys:  # a group entry: the selector picks one of its members
+            selector = self.selector_bits(table.selector_keys, frame)
+            b.write("    if r.fn is None:")
+            b.write(f"        r = {state}.select(r, {selector})")
         if table.direct_meter is not None:  # the hit entry's meter marks the packet before the action runs
             meter = self.names.externs[table.direct_meter]
             b.write(f"    {meter}.color = {meter}.execute(id(r.entry)) if r.hit else 0")
         b.write("    r.fn(C, *r.args)")
         b.write("    return r")
+
+    def selector_bits(self, keys: tuple[ir.TableKey, ...], frame: Frame) -> str:
+        """The selector keys' bits concatenated in key order (the first key's bits highest)."""
+        code = "0"
+        for key in keys:
+            code = f"(({code}) << {key.width} | {self.key_code(key, frame)})"
+        return code
 
     def key_code(self, key: ir.TableKey, frame: Frame) -> str:
         """The key value as the table stores it: bool as 0/1, int<W> as its two's complement bits."""

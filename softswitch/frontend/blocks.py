@@ -41,6 +41,7 @@ class BlockElaborator:
         self.expressions = expressions
         self.statements = statements
         self.tables = tables
+        tables.instantiate = self.instance  # an `implementation = action_selector(...)` built in place
         self.types = expressions.types
 
     def parameter(self, p: Node, scope: Scope, writable: bool) -> ir.Variable:
@@ -504,10 +505,20 @@ class BlockElaborator:
         if t.name == "direct_meter":
             check_arity(d.pos, "direct_meter", d.args, 1)
             return (meter_type(d.args[0]),)
-        if t.name in ("action_profile", "action_selector"):
-            raise P4Error(
-                d.pos, f"{t.name} is not supported by softswitch (tables with an implementation property are refused)"
-            )
+        if t.name == "action_profile":
+            check_arity(d.pos, "action_profile", d.args, 1)
+            return (size(d.args[0], "action_profile"),)
+        if t.name == "action_selector":
+            check_arity(d.pos, "action_selector", d.args, 3)
+            algorithm = enum_argument(d.args[0], "HashAlgorithm", "the selector's hash algorithm")
+            name = v1model.enum_member(algorithm, "HashAlgorithm", d.args[0].pos, "the selector's hash algorithm")
+            if name not in v1model.SUPPORTED_HASHES:
+                raise P4Error(
+                    d.args[0].pos,
+                    f"hash algorithm {name} is not supported by softswitch "
+                    f"(supported: {', '.join(v1model.SUPPORTED_HASHES)})",
+                )
+            return algorithm, size(d.args[1], "action_selector"), size(d.args[2], "")
         raise P4Error(d.pos, f"extern {t.name} is not supported by softswitch")
 
 

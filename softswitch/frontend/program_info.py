@@ -11,6 +11,7 @@ from .. import ir
 from ..ir.walk import block_nodes, walk
 from ..program import (
     ActionInfo,
+    ActionProfileInfo,
     ActionRef,
     ConstEntry,
     ControllerHeaderInfo,
@@ -38,9 +39,13 @@ def program_info(program: ir.Program) -> ProgramInfo:
             info.controller_headers.append(ControllerHeaderInfo(annotation.arguments[0], fields))
     actions: dict[str, ActionInfo] = {}
     digests: dict[str, DigestInfo] = {}
+    profiles: dict[str, tuple[ir.ExternInstance, list[str]]] = {}
     for item in _declarations(program):
         if isinstance(item, ir.Table):
             info.tables.append(_table_info(item))
+            if item.implementation is not None:
+                profile = item.implementation
+                profiles.setdefault(profile.qualified_name, (profile, []))[1].append(item.qualified_name)
             for action in _table_actions(item):
                 actions.setdefault(action.qualified_name, _action_info(action))
         elif isinstance(item, ir.ExternInstance):
@@ -58,6 +63,7 @@ def program_info(program: ir.Program) -> ProgramInfo:
                 width = vs.type.width  # type: ignore[attr-defined]
                 info.value_sets.append(ValueSetInfo(vs.qualified_name, width, vs.size, _p4_id(vs.annotations)))
     info.actions = list(actions.values())
+    info.action_profiles = [_action_profile_info(p, tables) for p, tables in profiles.values()]
     info.digests = list(digests.values())
     return info
 
@@ -112,10 +118,19 @@ def _action_info(action: ir.Action) -> ActionInfo:
     return ActionInfo(action.qualified_name, params, _texts(action.annotations), _p4_id(action.annotations))
 
 
+def _key_infos(table: ir.Table) -> tuple[KeyInfo, ...]:
+    """The match fields. p4c numbers them over all key elements, the `selector` ones (which P4Info
+    leaves out) included: a field keeps its position in the key as its id."""
+    if not table.selector_keys:
+        return tuple(KeyInfo(k.name, k.match_kind, k.width, _p4_id(k.annotations)) for k in table.keys)
+    position = {id(k): i for i, k in enumerate(table.all_keys, start=1)}
+    return tuple(KeyInfo(k.name, k.match_kind, k.width, _p4_id(k.annotations) or position[id(k)]) for k in table.keys)
+
+
 def _table_info(table: ir.Table) -> TableInfo:
     return TableInfo(
         table.qualified_name,
-        tuple(KeyInfo(k.name, k.match_kind, k.width, _p4_id(k.annotations)) for k in table.keys),
+        _key_infos(table),
         tuple(ActionRef(a.action.qualified_name, a.scope) for a in table.actions),
         table.default_action.action.qualified_name,
         table.default_action.arguments,
@@ -128,6 +143,28 @@ def _table_info(table: ir.Table) -> TableInfo:
         _p4_id(table.annotations),
         table.direct_meter.qualified_name if table.direct_meter else None,
         ir.has_annotation(table.annotations, "hidden"),
+        table.implementation.qualified_name if table.implementation else None,
+        tuple(KeyInfo(k.name, k.match_kind, k.width, _p4_id(k.annotations)) for k in table.selector_keys),
+    )
+
+
+def _action_profile_info(profile: ir.ExternInstance, tables: list[str]) -> ActionProfileInfo:
+    args = profile.constructor_arguments
+    selector = profile.kind == "action_selector"
+    size = _value(args[1] if selector else args[0])
+    max_group = ir.find_annotation(profile.annotations, "max_group_size")
+    max_group_size = 0
+    if max_group is not None and max_group.arguments and isinstance(max_group.arguments[0], int):
+        max_group_size = max_group.arguments[0]
+    return ActionProfileInfo(
+        profile.qualified_name,
+        size,
+        tuple(tables),
+        selector,
+        _enum_name(args[0]) if selector else None,
+        _texts(profile.annotations),
+        _p4_id(profile.annotations),
+        max_group_size,
     )
 
 

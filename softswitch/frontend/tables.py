@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .. import ir
 from .ast import Node, expr_text, find_annotation, ir_annotations
 from .calls import CallChecker, action_parameters, argument_mismatch
@@ -11,7 +13,18 @@ from .resolve import qualified_name
 from .scopes import ActionSymbol, ExternInstanceSymbol, Scope, TableSymbol
 from .typecheck import ExpressionChecker
 
-PROPERTIES = ("key", "actions", "default_action", "size", "counters", "meters", "entries", "support_timeout")
+PROPERTIES = (
+    "key",
+    "actions",
+    "default_action",
+    "size",
+    "counters",
+    "meters",
+    "entries",
+    "support_timeout",
+    "implementation",
+)
+IMPLEMENTATIONS = ("action_profile", "action_selector")
 DEFAULT_SIZE = 1024
 
 
@@ -20,6 +33,8 @@ class TableChecker:
         self.context = context
         self.expressions = expressions
         self.calls = calls
+        # builds an extern instance from an `Instance` node (set by the block elaborator)
+        self.instantiate: Callable[[Node, Scope, str], object] | None = None
 
     def table(self, d: Node, scope: Scope, prefix: str) -> ir.Table:
         """Checks `table d { ... }` of the control instance `prefix` and declares it in scope."""
@@ -30,7 +45,14 @@ class TableChecker:
                 raise P4Error(p.pos, f"table property '{name}' is not supported by softswitch")
         if "actions" not in props:
             raise P4Error(d.pos, f"table {d.name} has no actions property")
-        keys = [self.key(k, scope) for k in (props["key"].value if "key" in props else [])]
+        all_keys = [self.key(k, scope) for k in (props["key"].value if "key" in props else [])]
+        keys = [k for k in all_keys if k.match_kind != "selector"]
+        selector_keys = [k for k in all_keys if k.match_kind == "selector"]
+        implementation = None
+        if "implementation" in props:
+            implementation = self.implementation(d, props["implementation"], scope, prefix)
+        if selector_keys and (implementation is None or implementation.kind != "action_selector"):
+            raise P4Error(d.pos, f"table {d.name} has selector keys but its implementation is not an action_selector")
         if sum(1 for k in keys if k.match_kind == "lpm") > 1:
             raise P4Error(d.pos, f"table {d.name} has more than one lpm key")
         actions = self.actions_list(d, props["actions"].value, scope)
@@ -56,6 +78,8 @@ class TableChecker:
         meter = self.direct_counter(d, props["meters"].value, scope, fq, "direct_meter") if "meters" in props else None
         entries: list[ir.ConstTableEntry] = []
         if "entries" in props:
+            if implementation is not None:
+                raise P4Error(props["entries"].pos, f"table {d.name} has an implementation: it cannot have entries")
             entries = self.entries(d, props["entries"].value, keys, actions, callable_actions, scope)
         table = ir.Table(
             name=d.name,
@@ -69,15 +93,38 @@ class TableChecker:
             direct_counter=counter,
             direct_meter=meter,
             annotations=ir_annotations(d.annos),
+            implementation=implementation,
+            selector_keys=tuple(selector_keys),
+            all_keys=tuple(all_keys),
+            position=d.pos,
         )
         scope.add(d.name, TableSymbol(table), d.pos)
         return table
+
+    def implementation(self, d: Node, prop: Node, scope: Scope, prefix: str) -> ir.ExternInstance:
+        """`implementation = ap;` (an action_profile/action_selector instance of the control) or one
+        constructed in place, `implementation = action_selector(...)`, named by the property's @name,
+        else after the table (as p4c's P4Info names it: the instance gets the property's name)."""
+        e = prop.value
+        if e.kind == "Call" and e.func.kind == "Name" and e.func.name in IMPLEMENTATIONS and not e.targs:
+            assert self.instantiate is not None
+            name_annotation = find_annotation(prop.annos, "name")
+            annotations = [name_annotation] if name_annotation else []
+            type_node = Node("TypeName", e.func.pos, name=e.func.name, args=[])
+            node = Node("Instance", e.pos, type=type_node, args=e.args, name=d.name, annos=annotations)
+            instance = self.instantiate(node, Scope(scope), prefix)
+        else:
+            symbol = scope.lookup(e.name) if e.kind == "Name" else None
+            instance = symbol.instance if isinstance(symbol, ExternInstanceSymbol) else None
+        if not isinstance(instance, ir.ExternInstance) or instance.kind not in IMPLEMENTATIONS:
+            raise P4Error(e.pos, f"implementation of table {d.name} must be an action_profile or action_selector")
+        return instance
 
     def key(self, k: Node, scope: Scope) -> ir.TableKey:
         e = self.expressions.value(k.expr, scope)
         if k.match_kind not in self.context.match_kinds:
             raise P4Error(k.mkpos, f"undeclared match kind '{k.match_kind}'")
-        if k.match_kind not in SUPPORTED_MATCH_KINDS:
+        if k.match_kind not in SUPPORTED_MATCH_KINDS and k.match_kind != "selector":
             raise P4Error(k.mkpos, f"match kind '{k.match_kind}' is not supported by softswitch")
         t = e.type
         serializable_enum = isinstance(t, ir.EnumType) and t.underlying is not None

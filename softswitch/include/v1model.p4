@@ -105,8 +105,10 @@ enum HashAlgorithm {
     xor16
 }
 
-/* Action profiles and selectors (a table's `implementation`): declared so that programs using them get
- * softswitch's clear refusal rather than an unknown-type error. */
+/* Action profiles and selectors (a table's `implementation`): the table's entries point at members
+ * (action + data) added by the control plane; a selector's entries may point at groups of members, one
+ * of which is picked per packet by hashing the table's `selector` keys with `algorithm` (the hash modulo
+ * the group's size; outputWidth is ignored, as BMv2 ignores it). */
 extern action_profile {
     action_profile(bit<32> size);
 }

@@ -129,7 +129,8 @@ class ExternInstance(Declaration):
     """An extern object: `register<bit<32>>(4096) r` is type ExternType("register", (bit<32>,)) with
     constructor_arguments (Constant 4096,). v1model kinds: register (size, element type), counter (size,
     CounterType), direct_counter (CounterType; `table` is the table it counts for), meter (size,
-    MeterType), direct_meter (MeterType; `table` is the table whose entries it meters)."""
+    MeterType), direct_meter (MeterType; `table` is the table whose entries it meters), action_profile
+    (size), action_selector (HashAlgorithm, size, outputWidth): a table's `implementation`."""
 
     name: str
     qualified_name: str
@@ -163,6 +164,13 @@ class Table(Declaration):
     direct_counter: ExternInstance | None = None
     annotations: tuple[Annotation, ...] = ()
     direct_meter: ExternInstance | None = None  # `meters = dm`: marks each hit with its entry's meter
+    # `implementation = ap`: entries point at the action profile's members (or, for an action_selector, groups)
+    implementation: ExternInstance | None = None
+    # an action_selector's `selector` keys (not match fields): their bits, concatenated in order, are what
+    # the selector's algorithm hashes to pick a group member (`keys` holds the other keys)
+    selector_keys: tuple[TableKey, ...] = ()
+    all_keys: tuple[TableKey, ...] = ()  # every key element in declaration order (selector ones too)
+    position: object = None  # where the table is declared
 
     def action_named(self, qualified_name: str) -> TableAction | None:
         return next((a for a in self.actions if a.action.qualified_name == qualified_name), None)

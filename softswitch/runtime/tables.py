@@ -32,6 +32,10 @@ class TableFull(TableError):
     pass
 
 
+class InUse(TableError):
+    """An action profile member or group still referenced by a table entry (or a member by a group)."""
+
+
 @dataclass(frozen=True)
 class Exact:
     value: int
@@ -60,6 +64,8 @@ class Optional:
     value: int
 
 
+MEMBER, GROUP = "@member", "@group"  # what _check_action gives for indirect entries (no P4 action name)
+
 _KIND_CLASS = {"exact": Exact, "lpm": Lpm, "ternary": Ternary, "range": Range, "optional": Optional}
 
 
@@ -71,6 +77,10 @@ class TableEntry:
     priority: int | None = None
     packets: int = 0  # from the table's direct counter
     bytes: int = 0
+    # a table with an `implementation` (action profile/selector): the entry runs this member's action, or
+    # one member of this group picked by the selector's hash (then `action` and `args` are not used)
+    member: int | None = None
+    group: int | None = None
 
 
 class Result:
@@ -90,6 +100,8 @@ class TableSchema:
     """A table's entries checked against its TableInfo: the names, widths and priorities an entry must
     have, and the error messages when it does not. Shared by the Python TableState and the native
     runtime's tables (softswitch/native), so both raise the same errors."""
+
+    profile = None  # the ActionProfileState of a table with an `implementation` (TableState sets it)
 
     def __init__(self, info, actions_info):
         self.info = info
@@ -151,10 +163,37 @@ class TableSchema:
         return {p.name: v for p, v in zip(ai.params if ai else (), args, strict=False)}
 
     def _check_action(self, entry):
+        if self.info.implementation is not None:
+            return self._check_indirect(entry)
         action = self._action_name(entry.action)
         if self._refs[action].scope == "DEFAULT_ONLY":
             raise InvalidEntry(f"table {self.name}: action {action} is @defaultonly and cannot be used in an entry")
         return action, self._arg_tuple(action, entry.args or {})
+
+    def _check_indirect(self, entry):
+        """(MEMBER, id) or (GROUP, id) for an entry of a table with an action profile/selector."""
+        profile = self.profile
+        if (entry.member is None) == (entry.group is None):
+            raise InvalidEntry(
+                f"table {self.name} is implemented by action profile {profile.name}: an entry gives a member "
+                f"or a group (not an action)"
+            )
+        if entry.member is not None:
+            if entry.member not in profile.members:
+                raise InvalidEntry(f"table {self.name}: action profile {profile.name} has no member {entry.member}")
+            return MEMBER, entry.member
+        if not profile.info.with_selector:
+            raise InvalidEntry(f"table {self.name}: action profile {profile.name} has no selector: no groups")
+        if entry.group not in profile.groups:
+            raise InvalidEntry(f"table {self.name}: action profile {profile.name} has no group {entry.group}")
+        return GROUP, entry.group
+
+    def check_member_action(self, action, args):
+        """(action name, args tuple) of an action profile member, checked against this table's actions."""
+        action = self._action_name(action)
+        if self._refs[action].scope == "DEFAULT_ONLY":
+            raise InvalidEntry(f"table {self.name}: action {action} is @defaultonly and cannot be used in a member")
+        return action, self._arg_tuple(action, args or {})
 
     def _key_of(self, entry):
         keys = {k.name: k for k in self.info.keys}
@@ -267,6 +306,7 @@ class TableState(TableSchema):
             self._mode = "scan"
         self._default = (info.default_action, tuple(info.default_args))
         self._default_result = None
+        self._selector_bits = sum(k.bitwidth for k in info.selector_keys)
         for ce in info.const_entries:
             self._insert(self._from_const(ce), check_const=False)
 
@@ -307,7 +347,10 @@ class TableState(TableSchema):
         if old is None:
             raise EntryNotFound(f"table {self.name}: no entry with this key to modify")
         action, args = self._check_action(entry)
-        old.action, old.args = action, self._named_args(action, args)
+        if action in (MEMBER, GROUP):
+            old.member, old.group = (args, None) if action == MEMBER else (None, args)
+        else:
+            old.action, old.args = action, self._named_args(action, args)
         self._invalidate()
 
     def delete(self, entry: TableEntry):
@@ -320,7 +363,7 @@ class TableState(TableSchema):
 
     def entries(self):
         return [
-            TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes)
+            TableEntry(dict(e.matches), e.action, dict(e.args), e.priority, e.packets, e.bytes, e.member, e.group)
             for e in self._entries.values()
         ]
 
@@ -343,7 +386,12 @@ class TableState(TableSchema):
             raise EntryExists(f"table {self.name}: an entry with this key already exists")
         if len(self._entries) >= self.info.size and check_const:
             raise TableFull(f"table {self.name} is full ({self.info.size} entries)")
-        stored = TableEntry(dict(entry.matches), action, self._named_args(action, args), key[1], 0, 0)
+        if action == MEMBER:
+            stored = TableEntry(dict(entry.matches), "", {}, key[1], 0, 0, member=args)
+        elif action == GROUP:
+            stored = TableEntry(dict(entry.matches), "", {}, key[1], 0, 0, group=args)
+        else:
+            stored = TableEntry(dict(entry.matches), action, self._named_args(action, args), key[1], 0, 0)
         self._entries[key] = stored
         self._invalidate()
 
@@ -357,6 +405,9 @@ class TableState(TableSchema):
         mode = self._mode
         items = []
         for (norm, prio), e in self._entries.items():
+            if self.profile is not None:
+                items.append((norm, prio, self._indirect_result(e)))
+                continue
             ai = self._actions_info.get(e.action)
             args = tuple(e.args[p.name] for p in (ai.params if ai else ()))
             items.append((norm, prio, self._result(e.action, args, True, e)))
@@ -406,6 +457,25 @@ class TableState(TableSchema):
         else:
             idx = None
         self._index = idx
+
+    def _indirect_result(self, e):
+        """A member entry's result; for a group entry, a result without function whose args are the
+        results of the group's members in selection order (`select` picks one per packet)."""
+        profile = self.profile
+        if e.member is not None:
+            action, args = profile.members[e.member]
+            return self._result(action, args, True, e)
+        members = [self._result(*profile.members[m], True, e) for m in profile.selection_order(e.group)]
+        return Result(None, members, True, None, e)
+
+    def select(self, r, selector_value):
+        """The member of a group entry's result that the selector picks for these selector key bits (an
+        empty group: the default action, as a miss)."""
+        members = r.args
+        if not members:
+            return self._default_result
+        h = self.profile.hash(selector_value, self._selector_bits)
+        return members[h % len(members)]
 
     def lookup(self, key):
         """The result for `key` (an int, or a tuple of ints for several keys; None without keys): the

@@ -12,6 +12,7 @@ import random as _random
 import time
 from time import monotonic
 
+from .action_profiles import ActionProfileState
 from .externs import CounterState, MeterState, RegisterState, ValueSetState
 from .support import ExitCtl
 from .tables import TableState
@@ -44,6 +45,9 @@ class Runtime:
         self.counters = {c.name: CounterState(c, self.state) for c in info.counters}
         self.value_sets = {v.name: ValueSetState(v) for v in info.value_sets}
         self.meters = {m.name: MeterState(m, self.state) for m in [*info.meters, *info.direct_meters]}
+        self.action_profiles = {
+            p.name: ActionProfileState(p, [self.tables[t] for t in p.tables]) for p in info.action_profiles
+        }
         self.log = log
         self.assert_failures = 0
         self._random = _random.Random()

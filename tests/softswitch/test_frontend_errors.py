@@ -53,9 +53,8 @@ CASES = [
         "t.p4:13:90: error: default action NoAction is not in the actions of table t",
     ),
     (
-        "action_profile(4) ap; apply { }",
-        "t.p4:13:23: error: action_profile is not supported by softswitch (tables with an implementation property "
-        "are refused)",
+        "action_profile(0) ap; apply { }",
+        "t.p4:13:20: error: action_profile size must be positive",
     ),
     ("apply { hdr.w.a = 1 }", "t.p4:13:25: error: syntax error: expected ';', got '}'"),
     ("apply { sm.ingress_port = 9w1 ++ 1; }", "t.p4:13:35: error: '++' needs operands with a width, got int"),

@@ -12,7 +12,15 @@ from softswitch_testlib import PROGRAMS
 from softswitch.stf import run_stf
 
 LANG = os.path.join(PROGRAMS, "lang")
-CASES = sorted(os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LANG, "*.p4")))
+# programs whose constructs p4c's STF grammar cannot configure, with the test that checks their packets
+WITHOUT_STF = {
+    "action_selector": "STF has no command for action profile members and groups: test_lang_action_selector.py",
+}
+CASES = sorted(
+    name
+    for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(LANG, "*.p4")))
+    if name not in WITHOUT_STF
+)
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -21,3 +29,9 @@ def test_program_passes_its_stf(name):
     result = run_stf(os.path.join(LANG, name + ".p4"), stf)
     assert result.ok, str(result)
     assert result.packets_checked > 0
+
+
+def test_programs_without_stf_have_their_own_tests():
+    for name, reason in WITHOUT_STF.items():
+        assert not os.path.exists(os.path.join(LANG, name + ".stf")), name
+        assert os.path.exists(os.path.join(os.path.dirname(__file__), reason.rsplit(": ", 1)[1])), reason

@@ -27,6 +27,7 @@ from softswitch.switch import Exact, Lpm, Optional, Range, Switch, TableEntry, T
 EXPECTED_FALLBACKS = {
     "varbit.p4": "the C back end does not support a value of type varbit<32> at ",
     "meters.p4": "the C back end does not support the meter I.rate at ",
+    "action_selector.p4": "the C back end does not support the action_selector I.ecmp_selector of table ecmp at ",
 }
 
 

@@ -1,0 +1,129 @@
+"""Action profiles and action selectors (v1model `action_profile`, `action_selector`), as BMv2 runs them.
+
+A table with `implementation = ap` holds no actions of its own: its entries point at a member of the
+profile (an action with its data) or, for a selector, at a group of members. For a group entry the
+selector hashes the table's `selector` keys (their bits concatenated in key order, MSB first, zero bits
+appended up to a whole byte, as every v1model hash input) with its algorithm, and runs member number
+`hash % n` of the group's n members taken in increasing member id order (BMv2 keeps a group's members
+sorted by handle and picks the (hash mod size)-th; the selector's outputWidth is not used, as in BMv2).
+A member of weight w counts w times (BMv2 itself has no weights). A group without members runs the
+table's default action, as a miss.
+"""
+
+from __future__ import annotations
+
+from .support import HASHES, bits_to_bytes
+from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
+
+
+class ActionProfileState:
+    """The members and groups of one action profile/selector, shared by the tables it implements."""
+
+    def __init__(self, info, tables: list) -> None:
+        self.info = info
+        self.name = info.name
+        self.tables = tables  # the TableStates it implements (their caches are invalidated on changes)
+        self.members: dict[int, tuple[str, tuple[int, ...]]] = {}  # member id -> (action, data)
+        self.groups: dict[int, dict[int, int]] = {}  # group id -> {member id: weight}
+        self._hash = HASHES[info.algorithm] if info.with_selector else None
+        for table in tables:
+            table.profile = self
+
+    # ------------------------------------------------------------------ members
+    def add_member(self, member_id: int, action: str, args: dict | None = None) -> None:
+        if member_id in self.members:
+            raise EntryExists(f"action profile {self.name}: member {member_id} already exists")
+        if len(self.members) >= self.info.size:
+            raise TableFull(f"action profile {self.name} is full ({self.info.size} members)")
+        self.members[member_id] = self._checked(member_id, action, args)
+        self._changed()
+
+    def modify_member(self, member_id: int, action: str, args: dict | None = None) -> None:
+        if member_id not in self.members:
+            raise EntryNotFound(f"action profile {self.name}: no member {member_id}")
+        self.members[member_id] = self._checked(member_id, action, args)
+        self._changed()
+
+    def delete_member(self, member_id: int) -> None:
+        if member_id not in self.members:
+            raise EntryNotFound(f"action profile {self.name}: no member {member_id}")
+        groups = sorted(g for g, members in self.groups.items() if member_id in members)
+        if groups:
+            raise InUse(f"action profile {self.name}: member {member_id} is in group(s) {groups}")
+        self._check_unreferenced("member", member_id)
+        del self.members[member_id]
+        self._changed()
+
+    def member(self, member_id: int) -> tuple[str, dict]:
+        """(action, {param: value}) of a member."""
+        if member_id not in self.members:
+            raise EntryNotFound(f"action profile {self.name}: no member {member_id}")
+        action, data = self.members[member_id]
+        return action, self.tables[0]._named_args(action, data)
+
+    def _checked(self, member_id: int, action: str, args: dict | None) -> tuple[str, tuple[int, ...]]:
+        if not isinstance(member_id, int) or member_id < 0:
+            raise InvalidEntry(f"action profile {self.name}: member id {member_id!r} is not a non-negative int")
+        checked = [table.check_member_action(action, args) for table in self.tables]
+        return checked[0]
+
+    # ------------------------------------------------------------------ groups
+    def set_group(self, group_id: int, members: dict[int, int], create: bool = False) -> None:
+        """Creates (create=True) or replaces a group: {member id: weight}."""
+        if not self.info.with_selector:
+            raise InvalidEntry(f"action profile {self.name} has no selector: it has no groups")
+        if create and group_id in self.groups:
+            raise EntryExists(f"action profile {self.name}: group {group_id} already exists")
+        if not create and group_id not in self.groups:
+            raise EntryNotFound(f"action profile {self.name}: no group {group_id}")
+        if not isinstance(group_id, int) or group_id < 0:
+            raise InvalidEntry(f"action profile {self.name}: group id {group_id!r} is not a non-negative int")
+        for member_id, weight in members.items():
+            if member_id not in self.members:
+                raise InvalidEntry(f"action profile {self.name}: group {group_id}: no member {member_id}")
+            if not isinstance(weight, int) or weight < 1:
+                raise InvalidEntry(
+                    f"action profile {self.name}: group {group_id}: weight {weight!r} of member {member_id} is not >= 1"
+                )
+        limit = self.info.max_group_size
+        if limit and sum(members.values()) > limit:
+            raise TableFull(f"action profile {self.name}: group {group_id} is larger than @max_group_size({limit})")
+        self.groups[group_id] = dict(members)
+        self._changed()
+
+    def delete_group(self, group_id: int) -> None:
+        if group_id not in self.groups:
+            raise EntryNotFound(f"action profile {self.name}: no group {group_id}")
+        self._check_unreferenced("group", group_id)
+        del self.groups[group_id]
+        self._changed()
+
+    def selection_order(self, group_id: int) -> list[int]:
+        """The member ids a group's hash indexes: increasing ids, each repeated by its weight."""
+        members = self.groups[group_id]
+        return [m for m in sorted(members) for _ in range(members[m])]
+
+    def hash(self, value: int, nbits: int) -> int:
+        """The selector's hash of the selector keys' concatenated bits."""
+        assert self._hash is not None
+        return self._hash(bits_to_bytes(value, nbits))
+
+    def clear(self) -> None:
+        """Removes every group and member (the tables' entries must be gone first)."""
+        for table in self.tables:
+            if len(table):
+                raise InUse(f"action profile {self.name}: table {table.name} still has entries")
+        self.groups.clear()
+        self.members.clear()
+        self._changed()
+
+    # ------------------------------------------------------------------ helpers
+    def _check_unreferenced(self, kind: str, ident: int) -> None:
+        for table in self.tables:
+            for entry in table.entries():
+                if getattr(entry, kind) == ident:
+                    raise InUse(f"action profile {self.name}: {kind} {ident} is used by an entry of table {table.name}")
+
+    def _changed(self) -> None:
+        for table in self.tables:
+            table._invalidate()
