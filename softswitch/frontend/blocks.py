@@ -276,6 +276,7 @@ class BlockElaborator:
                 writable=direction != "in",
                 position=p.pos,
                 annotations=ir_annotations(p.annos),
+                default=self.default_value(p, t, direction, scope),
             )
             action_scope.add(name, VariableSymbol(variable), p.pos)
             parameters.append(variable)
@@ -298,6 +299,23 @@ class BlockElaborator:
         action.body = self.statements.block(d.body.stmts, action_scope, BlockContext("action", control=prefix))
         return action
 
+    def default_value(self, p: Node, t: ir.Type, direction: str | None, scope: Scope) -> ir.Expression | None:
+        """A parameter's default value (`in bit<8> x = 3`): a compile-time constant of its type, evaluated
+        where the function or action is declared; only `in` and directionless parameters have one."""
+        if getattr(p, "default", None) is None:
+            return None
+        if direction in ("out", "inout"):
+            raise P4Error(p.pos, f"{direction} parameter '{p.name}' cannot have a default value")
+        value = self.expressions.coerce(
+            self.expressions.value(p.default, scope),
+            t,
+            p.default.pos,
+            lambda got, want: f"default value of parameter '{p.name}' must be {want}, got {got}",
+        )
+        if not isinstance(value, ir.Constant):
+            raise P4Error(p.default.pos, f"default value of parameter '{p.name}' must be a compile-time constant")
+        return value
+
     def function(self, d: Node, scope: Scope) -> ir.Function:
         """A top-level function, declared in scope once its body is checked (P4 has no recursion)."""
         if d.tparams:
@@ -315,6 +333,7 @@ class BlockElaborator:
                 direction=direction or "in",
                 writable=direction in ("out", "inout"),
                 position=p.pos,
+                default=self.default_value(p, t, direction, scope),
             )
             function_scope.add(name, VariableSymbol(variable), p.pos)
             parameters.append(variable)

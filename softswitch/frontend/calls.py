@@ -61,13 +61,28 @@ class CallChecker:
         self.blocks: BlockElaborator  # set by the front end driver (direct applications make instances)
         self.scratch: list[ir.Statement] = []  # declarations of the temporaries don't-care arguments bind
 
-    def arguments(self, name: str, params: Parameters, args: list[Node], scope: Scope, position) -> list[ir.Argument]:
+    def arguments(
+        self,
+        name: str,
+        params: Parameters,
+        args: list[Node],
+        scope: Scope,
+        position,
+        defaults: list[ir.Expression | None] | None = None,
+    ) -> list[ir.Argument]:
         """Call arguments checked against (name, direction, type) parameters, in order (named arguments,
-        `name = value`, are put in their parameter's place)."""
-        args = positional(name, [p[0] for p in params], args, position)
-        check_arity(position, name, args, len(params))
+        `name = value`, are put in their parameter's place; an omitted one takes its parameter's default)."""
+        defaults = defaults or [None] * len(params)
+        given = positional(name, [p[0] for p in params], args, position, defaults)
+        if len(given) < len(params) and all(d is not None for d in defaults[len(given) :]):
+            given = given + [None] * (len(params) - len(given))
+        check_arity(position, name, given, len(params))
         out = []
-        for (pname, direction, ptype), a in zip(params, args, strict=True):
+        for (pname, direction, ptype), a, default in zip(params, given, defaults, strict=True):
+            if a is None:  # omitted: the parameter's default (a constant)
+                assert default is not None
+                out.append(ir.Argument(name=pname, direction=direction, value=default))
+                continue
             if a.kind == "DontCare":  # `_`: an unnamed temporary takes the value (its result is dropped)
                 if isinstance(ptype, ir.TypeVariable):
                     raise P4Error(a.pos, f"argument '{pname}' of '{name}': '_' needs a parameter of known type")
@@ -100,7 +115,12 @@ class CallChecker:
                 raise P4Error(n.pos, "an action call is a statement, not a value")
             action = symbol.action
             args = self.arguments(
-                action.qualified_name.rsplit(".", 1)[-1], action_parameters(action), n.args, scope, n.pos
+                action.qualified_name.rsplit(".", 1)[-1],
+                action_parameters(action),
+                n.args,
+                scope,
+                n.pos,
+                [p.default for p in action.parameters],
             )
             call = ir.ActionCall(type=ir.VOID, action=action, arguments=tuple(args), position=n.pos)
             return [ir.CallStatement(call=call, position=n.pos)]
@@ -109,7 +129,7 @@ class CallChecker:
         if isinstance(symbol, FunctionSymbol):
             function = symbol.function
             params = [(p.name, p.direction, p.type) for p in function.parameters]
-            args = self.arguments(function.name, params, n.args, scope, n.pos)
+            args = self.arguments(function.name, params, n.args, scope, n.pos, [p.default for p in function.parameters])
             call = ir.FunctionCall(type=function.return_type, function=function, arguments=tuple(args), position=n.pos)
             if context is not None:
                 return [ir.CallStatement(call=call, position=n.pos)]
@@ -272,6 +292,12 @@ class CallChecker:
             statement_only(n, context, "advance")
             (bits,) = self.arguments("advance", [("sizeInBits", "in", ir.BitType(32))], n.args, scope, n.pos)
             return [ir.Advance(bits=bits.value, packet=packet, position=n.pos)]
+        if name == "length":
+            raise P4Error(
+                n.pos,
+                "packet_in.length() is not supported by softswitch "
+                "(the packet's length in bytes is standard_metadata.packet_length)",
+            )
         raise P4Error(n.pos, f"packet_in.{name} is not supported by softswitch")
 
     def extern_method(self, n: Node, symbol: ExternInstanceSymbol, name: str, scope: Scope, context) -> CallResult:
@@ -436,8 +462,15 @@ def argument_mismatch(parameter: str, function: str):
     return message
 
 
-def positional(function: str, names: list[str], args: list[Node], position: Pos | None) -> list[Node]:
-    """Arguments in parameter order: all positional, or all named (`f(b = 1, a = 2)`)."""
+def positional(
+    function: str,
+    names: list[str],
+    args: list[Node],
+    position: Pos | None,
+    defaults: list[ir.Expression | None] | None = None,
+) -> list[Node | None]:
+    """Arguments in parameter order: all positional, or all named (`f(b = 1, a = 2)`; None for an
+    omitted one that has a default)."""
     named = [a for a in args if a.kind == "NamedArg"]
     if not named:
         return args
@@ -450,7 +483,8 @@ def positional(function: str, names: list[str], args: list[Node], position: Pos 
         if a.name in by_name:
             raise P4Error(a.pos, f"argument '{a.name}' of '{function}' is given twice")
         by_name[a.name] = a.value
-    missing = [n for n in names if n not in by_name]
+    has_default = {n for n, d in zip(names, defaults or [None] * len(names), strict=True) if d is not None}
+    missing = [n for n in names if n not in by_name and n not in has_default]
     if missing:
         raise P4Error(position, f"call of '{function}' has no argument for {', '.join(repr(m) for m in missing)}")
-    return [by_name[n] for n in names]
+    return [by_name.get(n) for n in names]

@@ -239,7 +239,7 @@ class Parser:
         ret = self.type_ref(allow_tvars=True)
         name = self.ident("a function name")
         tparams = self.type_params()
-        params = self.params()
+        params = self.params(defaults=True)
         body = self.block([])
         return Node(
             "Function", name.pos, name=name.text, ret=ret, tparams=tparams, params=params, body=body, annos=annos
@@ -264,7 +264,8 @@ class Parser:
             self.expect(">")
         return tps
 
-    def params(self):
+    def params(self, defaults: bool = False):
+        """A parameter list; `defaults`: parameters may have default values (functions and actions)."""
         self.expect("(")
         ps = []
         if self.accept(")"):
@@ -276,9 +277,18 @@ class Parser:
                 direction = self.next().text
             ty = self.type_ref()
             name = self.ident("a parameter name")
+            default = None
             if self.at("="):
-                self.error("default parameter values are not supported by softswitch")
-            ps.append(Node("Param", name.pos, name=name.text, direction=direction, type=ty, annos=annos))
+                if not defaults:
+                    self.error(
+                        "default parameter values are supported by softswitch for functions and actions only "
+                        "(not for parsers, controls, externs and packages)"
+                    )
+                self.next()
+                default = self.expression()
+            ps.append(
+                Node("Param", name.pos, name=name.text, direction=direction, type=ty, annos=annos, default=default)
+            )
             if not self.accept(","):
                 break
         self.expect(")")
@@ -436,7 +446,7 @@ class Parser:
     def action_decl(self, annos):
         self.expect("action")
         name = self.ident("an action name")
-        params = self.params()
+        params = self.params(defaults=True)
         body = self.block([])
         return Node("Action", name.pos, name=name.text, params=params, body=body, annos=annos)
 

@@ -42,6 +42,8 @@ class Variable(Declaration):
     writable: bool = True
     position: Pos | None = None
     annotations: tuple[Annotation, ...] = ()
+    # a function's or action's parameter: the constant an omitted argument takes (front end only)
+    default: Expression | None = None
 
 
 @dataclass(eq=False, kw_only=True)

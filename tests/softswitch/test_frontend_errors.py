@@ -134,3 +134,36 @@ def test_garbage_gives_p4error_with_position(text):
     with pytest.raises(P4Error) as e:
         compile_source("#include <v1model.p4>\n" + text, "g.p4")
     assert "error: " in str(e.value)
+
+
+def test_language_leftovers_are_refused_naming_the_place():
+    """What softswitch does not run (listed in docs/softswitch-internals.md) is refused at its file:line."""
+    msg = error_of("apply { }", decls=HDR + " T id<T>(in T x) { return x; }")
+    assert msg == "t.p4:5:39: error: generic functions are not supported by softswitch (id<T>)"
+    msg = error_of("apply { }", parser="state start { hdr.w.b = (bit<16>)pkt.length(); transition accept; }")
+    assert msg == (
+        "t.p4:9:38: error: packet_in.length() is not supported by softswitch "
+        "(the packet's length in bytes is standard_metadata.packet_length)"
+    )
+    extern = HDR + " extern X { X(); abstract bit<8> f(); }"
+    msg = error_of("X() x = { bit<8> f() { return 1; } }; apply { }", decls=extern)
+    assert msg == (
+        "t.p4:13:11: error: instantiations with an initializer (`= { ... }`: abstract methods implemented with "
+        "`this`) are not supported by softswitch: v1model declares no extern with abstract methods"
+    )
+
+
+def test_default_parameter_values_are_for_functions_and_actions():
+    msg = error_of("apply { }", decls=HDR + " extern void e(in bit<8> x = 1);")
+    assert msg == (
+        "t.p4:5:63: error: default parameter values are supported by softswitch for functions and actions only "
+        "(not for parsers, controls, externs and packages)"
+    )
+    msg = error_of("action a(out bit<8> v = 1) { v = 2; } apply { }")
+    assert msg == "t.p4:13:25: error: out parameter 'v' cannot have a default value"
+    msg = error_of("action a(bit<8> v = hdr.w.a) { } apply { }")
+    assert msg == "t.p4:13:25: error: default value of parameter 'v' must be a compile-time constant"
+    msg = error_of("action a(bit<8> v = true) { } apply { a(); }")
+    assert msg == "t.p4:13:25: error: default value of parameter 'v' must be bit<8>, got bool"
+    msg = error_of("action a(bit<8> u, bit<8> v = 1) { } apply { a(); }")
+    assert msg == "t.p4:13:50: error: wrong number of arguments to 'a': expected 2, got 0"
