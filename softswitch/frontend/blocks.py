@@ -17,6 +17,7 @@ from .scopes import (
     ControlInstanceSymbol,
     ExternInstanceSymbol,
     FunctionSymbol,
+    GenericFunctionSymbol,
     PacketSymbol,
     ParserInstanceSymbol,
     Scope,
@@ -316,12 +317,28 @@ class BlockElaborator:
             raise P4Error(p.default.pos, f"default value of parameter '{p.name}' must be a compile-time constant")
         return value
 
-    def function(self, d: Node, scope: Scope) -> ir.Function:
-        """A top-level function, declared in scope once its body is checked (P4 has no recursion)."""
+    def function(self, d: Node, scope: Scope) -> ir.Function | None:
+        """A top-level function, declared in scope once its body is checked (P4 has no recursion). A generic
+        one (`T f<T>(...)`) is checked at each call with its type arguments (function_instance)."""
         if d.tparams:
-            raise P4Error(
-                d.pos, f"generic functions are not supported by softswitch ({d.name}<{', '.join(d.tparams)}>)"
-            )
+            scope.add(d.name, GenericFunctionSymbol(d, scope), d.pos)
+            return None
+        function = self.checked_function(d, scope, d.name)
+        scope.add(d.name, FunctionSymbol(function), d.pos)
+        return function
+
+    def function_instance(self, symbol: GenericFunctionSymbol, type_arguments: list[ir.Type]) -> ir.Function:
+        """The generic function with its type parameters bound (one ir.Function per list of types)."""
+        d = symbol.declaration
+        name = f"{d.name}<{', '.join(str(t) for t in type_arguments)}>"
+        if name not in symbol.instances:
+            scope = Scope(symbol.scope)
+            for parameter, t in zip(d.tparams, type_arguments, strict=True):
+                scope.add(parameter, TypeSymbol(t), d.pos)
+            symbol.instances[name] = self.checked_function(d, scope, name)
+        return symbol.instances[name]
+
+    def checked_function(self, d: Node, scope: Scope, function_name: str) -> ir.Function:
         return_type = self.types.resolve(d.ret, scope)
         function_scope = Scope(scope)
         parameters = []
@@ -340,12 +357,10 @@ class BlockElaborator:
         context = BlockContext("function", return_type=return_type)
         body = self.statements.block(d.body.stmts, function_scope, context)
         if not isinstance(return_type, ir.VoidType) and not _always_returns(body.statements):
-            raise P4Error(d.pos, f"function {d.name} can end without returning a {return_type} value")
-        function = ir.Function(
-            name=d.name, parameters=tuple(parameters), return_type=return_type, body=body, position=d.pos
+            raise P4Error(d.pos, f"function {function_name} can end without returning a {return_type} value")
+        return ir.Function(
+            name=function_name, parameters=tuple(parameters), return_type=return_type, body=body, position=d.pos
         )
-        scope.add(d.name, FunctionSymbol(function), d.pos)
-        return function
 
     def instance(self, d: Node, scope: Scope, prefix: str) -> ir.ExternInstance | ir.Control:
         t = self.types.resolve(d.type, scope)

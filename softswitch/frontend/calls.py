@@ -21,6 +21,7 @@ from .scopes import (
     ExternFunctionSymbol,
     ExternInstanceSymbol,
     FunctionSymbol,
+    GenericFunctionSymbol,
     MethodReference,
     PacketSymbol,
     ParserInstanceSymbol,
@@ -126,8 +127,11 @@ class CallChecker:
             return [ir.CallStatement(call=call, position=n.pos)]
         if isinstance(symbol, ExternFunctionSymbol):
             return self.extern_function(n, n.func.name, symbol, scope, context)
-        if isinstance(symbol, FunctionSymbol):
-            function = symbol.function
+        if isinstance(symbol, (FunctionSymbol, GenericFunctionSymbol)):
+            if isinstance(symbol, GenericFunctionSymbol):
+                function = self.blocks.function_instance(symbol, self.type_arguments(n, symbol, scope))
+            else:
+                function = symbol.function
             params = [(p.name, p.direction, p.type) for p in function.parameters]
             args = self.arguments(function.name, params, n.args, scope, n.pos, [p.default for p in function.parameters])
             call = ir.FunctionCall(type=function.return_type, function=function, arguments=tuple(args), position=n.pos)
@@ -137,6 +141,33 @@ class CallChecker:
                 raise P4Error(n.pos, f"function {function.name} returns no value")
             return call
         raise P4Error(n.pos, f"{describe(callee)} cannot be called")
+
+    def type_arguments(self, n: Node, symbol: GenericFunctionSymbol, scope: Scope) -> list[ir.Type]:
+        """The types a call binds a generic function's type parameters to: given (`f<bit<8>>(x)`) or taken
+        from the arguments passed for parameters declared with a type parameter as their type."""
+        d = symbol.declaration
+        if n.targs:
+            if len(n.targs) != len(d.tparams):
+                raise P4Error(n.pos, f"{d.name} has {len(d.tparams)} type parameter(s), got {len(n.targs)}")
+            return [self.types.resolve(t, scope) for t in n.targs]
+        bound: dict[str, ir.Type] = {}
+        for parameter, argument in zip(
+            d.params, positional(d.name, [p.name for p in d.params], n.args, n.pos), strict=False
+        ):
+            type_name = parameter.type.name if parameter.type.kind == "TypeName" and not parameter.type.args else None
+            if argument is None or type_name not in d.tparams or type_name in bound or argument.kind == "DontCare":
+                continue
+            t = self.expressions.value(argument, scope).type
+            if isinstance(t, ir.IntLiteralType):
+                raise P4Error(
+                    argument.pos,
+                    f"cannot infer {type_name} of {d.name} from an integer literal: give it, {d.name}<bit<N>>(...)",
+                )
+            bound[type_name] = t
+        missing = [t for t in d.tparams if t not in bound]
+        if missing:
+            raise P4Error(n.pos, f"cannot infer {', '.join(missing)} of {d.name} from the arguments: give the types")
+        return [bound[t] for t in d.tparams]
 
     # ------------------------------------------------------------------ methods
     def method(self, n: Node, ref: MethodReference, scope: Scope, context: BlockContext | None) -> CallResult:

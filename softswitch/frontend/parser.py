@@ -240,7 +240,10 @@ class Parser:
         name = self.ident("a function name")
         tparams = self.type_params()
         params = self.params(defaults=True)
+        new_names = set(tparams) - self.type_names
+        self.type_names |= new_names  # `T t = x;` in the body declares a variable of type T
         body = self.block([])
+        self.type_names -= new_names
         return Node(
             "Function", name.pos, name=name.text, ret=ret, tparams=tparams, params=params, body=body, annos=annos
         )

@@ -43,6 +43,15 @@ class FunctionSymbol:
 
 
 @dataclass(eq=False)
+class GenericFunctionSymbol:
+    """`T f<T>(...)`: checked once per list of type arguments it is called with (instances, by their text)."""
+
+    declaration: Node
+    scope: Scope
+    instances: dict[str, ir.Function] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
 class TableSymbol:
     table: ir.Table
 
@@ -96,6 +105,7 @@ Symbol = (
     | VariableSymbol
     | ActionSymbol
     | FunctionSymbol
+    | GenericFunctionSymbol
     | TableSymbol
     | ExternInstanceSymbol
     | ExternFunctionSymbol
@@ -110,6 +120,7 @@ _DESCRIPTIONS = {
     TableSymbol: "a table",
     ActionSymbol: "an action",
     FunctionSymbol: "a function",
+    GenericFunctionSymbol: "a function",
     ExternInstanceSymbol: "an extern instance",
     ControlInstanceSymbol: "a control instance",
     ParserInstanceSymbol: "a parser instance",

@@ -138,8 +138,13 @@ def test_garbage_gives_p4error_with_position(text):
 
 def test_language_leftovers_are_refused_naming_the_place():
     """What softswitch does not run (listed in docs/softswitch-internals.md) is refused at its file:line."""
-    msg = error_of("apply { }", decls=HDR + " T id<T>(in T x) { return x; }")
-    assert msg == "t.p4:5:39: error: generic functions are not supported by softswitch (id<T>)"
+    generic = HDR + " T id<T>(in T x) { return x; }"
+    msg = error_of("apply { hdr.w.a = id(3); }", decls=generic)
+    assert msg == "t.p4:13:26: error: cannot infer T of id from an integer literal: give it, id<bit<N>>(...)"
+    msg = error_of("apply { hdr.w.a = id<bit<8>, bit<8>>(hdr.w.a); }", decls=generic)
+    assert msg == "t.p4:13:23: error: id has 1 type parameter(s), got 2"
+    msg = error_of("apply { hdr.w.a = id<bit<16>>(hdr.w.b); }", decls=generic)
+    assert msg == "t.p4:13:23: error: cannot assign bit<16> to bit<8> without a cast"
     msg = error_of("apply { }", parser="state start { hdr.w.b = (bit<16>)pkt.length(); transition accept; }")
     assert msg == (
         "t.p4:9:38: error: packet_in.length() is not supported by softswitch "
