@@ -307,6 +307,7 @@ class TableState(TableSchema):
         self._default = (info.default_action, tuple(info.default_args))
         self._default_result = None
         self._selector_bits = sum(k.bitwidth for k in info.selector_keys)
+        self.direct_meter = None  # the MeterState of `meters = ...` (set by the Runtime): entries' cells
         for ce in info.const_entries:
             self._insert(self._from_const(ce), check_const=False)
 
@@ -358,7 +359,7 @@ class TableState(TableSchema):
         key = self._key_of(entry)
         if key not in self._entries:
             raise EntryNotFound(f"table {self.name}: no entry with this key to delete")
-        del self._entries[key]
+        self._forget_meter_cell(self._entries.pop(key))
         self._invalidate()
 
     def entries(self):
@@ -373,8 +374,16 @@ class TableState(TableSchema):
 
     def clear(self):
         self._check_mutable()
+        for entry in self._entries.values():
+            self._forget_meter_cell(entry)
         self._entries.clear()
         self._invalidate()
+
+    def _forget_meter_cell(self, entry):
+        """A deleted entry's direct meter cell goes with it (cells are keyed by the stored entry's id,
+        which a later entry may get)."""
+        if self.direct_meter is not None:
+            self.direct_meter.clear_config(id(entry))
 
     def __len__(self):
         return len(self._entries)

@@ -45,6 +45,9 @@ class Runtime:
         self.counters = {c.name: CounterState(c, self.state) for c in info.counters}
         self.value_sets = {v.name: ValueSetState(v) for v in info.value_sets}
         self.meters = {m.name: MeterState(m, self.state) for m in [*info.meters, *info.direct_meters]}
+        for table in self.tables.values():
+            if table.info.direct_meter is not None:
+                table.direct_meter = self.meters[table.info.direct_meter]
         self.action_profiles = {
             p.name: ActionProfileState(p, [self.tables[t] for t in p.tables]) for p in info.action_profiles
         }

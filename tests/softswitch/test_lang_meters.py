@@ -61,3 +61,18 @@ def test_meters_are_in_the_p4info():
     assert (meter.preamble.name, meter.preamble.id >> 24, meter.size) == ("I.rate", 0x14, 4)
     assert (direct.preamble.id >> 24, direct.direct_table_id) == (0x15, table.preamble.id)
     assert direct.preamble.id in table.direct_resource_ids
+
+
+def test_a_deleted_entry_takes_its_direct_meter_config_with_it():
+    # cells are keyed by the stored entry's id, which a later entry may get: deletion must drop the cell
+    sw = Switch(compile_program(PROGRAM))
+    entries = [TableEntry(matches={"hdr.m.index": Exact(i)}, action="I.mark", args={}) for i in (2, 3)]
+    for entry in entries:
+        sw.table("I.classify").insert(entry)
+        sw.direct_meter_config("I.classify", entry, 0.0, 0, 0.0, 0)
+    cells = sw.runtime.meters["I.per_entry"].cells
+    assert len(cells) == 2
+    sw.table("I.classify").delete(entries[0])
+    assert len(cells) == 1
+    sw.table("I.classify").clear()
+    assert cells == {}
