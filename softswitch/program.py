@@ -128,7 +128,7 @@ class ActionProfileInfo:
 
     name: str
     size: int
-    tables: tuple[str, ...]  # the tables whose `implementation` it is, in declaration order
+    tables: tuple[str, ...]  # the tables whose `implementation` it is, sorted by name (as p4c lists them)
     with_selector: bool = False
     algorithm: str | None = None  # the selector's hash algorithm ("crc16", ...)
     annotations: tuple[str, ...] = ()

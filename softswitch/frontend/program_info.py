@@ -153,16 +153,16 @@ def _action_profile_info(profile: ir.ExternInstance, tables: list[str]) -> Actio
     selector = profile.kind == "action_selector"
     size = _value(args[1] if selector else args[0])
     max_group = ir.find_annotation(profile.annotations, "max_group_size")
-    max_group_size = 0
-    if max_group is not None and max_group.arguments and isinstance(max_group.arguments[0], int):
+    max_group_size = 0  # (p4c: only a selector's @max_group_size counts; the annotation is not listed)
+    if selector and max_group is not None and max_group.arguments and isinstance(max_group.arguments[0], int):
         max_group_size = max_group.arguments[0]
     return ActionProfileInfo(
         profile.qualified_name,
         size,
-        tuple(tables),
+        tuple(sorted(tables)),  # p4c keeps the tables of a profile in a set of names
         selector,
         _enum_name(args[0]) if selector else None,
-        _texts(profile.annotations),
+        tuple(a for a in _texts(profile.annotations) if not a.startswith("@max_group_size")),
         _p4_id(profile.annotations),
         max_group_size,
     )

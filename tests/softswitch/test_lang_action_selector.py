@@ -13,7 +13,7 @@ from softswitch_testlib import PROGRAMS
 from softswitch import p4info
 from softswitch.compiler import compile_program
 from softswitch.frontend.errors import P4Error
-from softswitch.runtime.tables import InUse, InvalidEntry
+from softswitch.runtime.tables import InUse, InvalidEntry, TableFull
 from softswitch.switch import Exact, Lpm, Switch, TableEntry
 
 PROGRAM = os.path.join(PROGRAMS, "lang", "action_selector.p4")
@@ -210,3 +210,33 @@ def test_bad_implementations_are_refused_naming_the_place(tmp_path, body, messag
     with pytest.raises(P4Error, match=message) as caught:
         compile_program(str(path), backend="python")
     assert "bad.p4:" in str(caught.value)
+
+
+def test_a_shared_selector_lists_its_tables_and_bounds_its_groups(tmp_path):
+    body = (
+        "action set(bit<8> v) { hdr.h.a = v; }\n"
+        '@max_group_size(2) @custom("shared") action_selector(HashAlgorithm.crc16, 8, 16) shared;\n'
+        "table zeta { key = { hdr.h.a : exact; hdr.h.a : selector; } actions = { set; } implementation = shared; }\n"
+        "table alpha { key = { hdr.h.a : selector; hdr.h.a : ternary; } actions = { set; } implementation = shared; }\n"
+        "apply { zeta.apply(); alpha.apply(); }"
+    )
+    path = tmp_path / "shared.p4"
+    path.write_text(_ingress(body))
+    prog = compile_program(str(path), backend="python")
+    info = p4info.build_p4info(prog.info)
+    (profile,) = info.action_profiles
+    tables = {t.preamble.name: t for t in info.tables}
+    # p4c: the tables sorted by name; @max_group_size is a field, not an annotation
+    assert list(profile.table_ids) == [tables["I.alpha"].preamble.id, tables["I.zeta"].preamble.id]
+    assert (profile.max_group_size, list(profile.preamble.annotations)) == (2, ['@custom("shared")'])
+    assert [(m.name, m.id) for m in tables["I.alpha"].match_fields] == [("hdr.h.a", 2)]  # position 2 of the key
+    sw = Switch(prog)
+    selector = sw.action_profile("I.shared")
+    for member in (1, 2, 3):
+        selector.add_member(member, "I.set", {"v": member})
+    with pytest.raises(TableFull, match=r"group 7 is larger than @max_group_size\(2\)"):
+        selector.set_group(7, {1: 1, 2: 1, 3: 1}, create=True)
+    selector.set_group(7, {1: 1, 3: 1}, create=True)
+    sw.table("I.zeta").insert(TableEntry(matches={"hdr.h.a": Exact(5)}, group=7))
+    expected = [1, 3][crc16_arc(bytes([5])) % 2]
+    assert sw.process(0, bytes([5])) == [(0, bytes([expected]))]
