@@ -4,10 +4,11 @@ A table with `implementation = ap` holds no actions of its own: its entries poin
 profile (an action with its data) or, for a selector, at a group of members. For a group entry the
 selector hashes the table's `selector` keys (their bits concatenated in key order, MSB first, zero bits
 appended up to a whole byte, as every v1model hash input) with its algorithm, and runs member number
-`hash % n` of the group's n members taken in increasing member id order (BMv2 keeps a group's members
-sorted by handle and picks the (hash mod size)-th; the selector's outputWidth is not used, as in BMv2).
-A member of weight w counts w times (BMv2 itself has no weights). A group without members runs the
-table's default action, as a miss.
+`hash % n` of the group's n members ordered by handle, as BMv2 does (it keeps a group's members sorted
+by member handle and picks the (hash mod size)-th; the selector's outputWidth is not used). A member's
+handle is BMv2's: the lowest handle no other member holds when it is added (its P4Runtime or Switch API
+id is the control plane's name for it). A member of weight w counts w times (BMv2 itself has no
+weights). A group without members runs the table's default action, as a miss.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class ActionProfileState:
         self.tables = tables  # the TableStates it implements (their caches are invalidated on changes)
         self.members: dict[int, tuple[str, tuple[int, ...]]] = {}  # member id -> (action, data)
         self.groups: dict[int, dict[int, int]] = {}  # group id -> {member id: weight}
+        self.handles: dict[int, int] = {}  # member id -> BMv2's member handle (the order within groups)
         self._hash = HASHES[info.algorithm] if info.with_selector else None
         for table in tables:
             table.profile = self
@@ -36,6 +38,8 @@ class ActionProfileState:
         if len(self.members) >= self.info.size:
             raise TableFull(f"action profile {self.name} is full ({self.info.size} members)")
         self.members[member_id] = self._checked(member_id, action, args)
+        taken = set(self.handles.values())
+        self.handles[member_id] = next(h for h in range(len(taken) + 1) if h not in taken)
         self._changed()
 
     def modify_member(self, member_id: int, action: str, args: dict | None = None) -> None:
@@ -52,6 +56,7 @@ class ActionProfileState:
             raise InUse(f"action profile {self.name}: member {member_id} is in group(s) {groups}")
         self._check_unreferenced("member", member_id)
         del self.members[member_id]
+        del self.handles[member_id]
         self._changed()
 
     def member(self, member_id: int) -> tuple[str, dict]:
@@ -99,9 +104,9 @@ class ActionProfileState:
         self._changed()
 
     def selection_order(self, group_id: int) -> list[int]:
-        """The member ids a group's hash indexes: increasing ids, each repeated by its weight."""
+        """The member ids a group's hash indexes: by handle, each repeated by its weight."""
         members = self.groups[group_id]
-        return [m for m in sorted(members) for _ in range(members[m])]
+        return [m for m in sorted(members, key=self.handles.__getitem__) for _ in range(members[m])]
 
     def hash(self, value: int, nbits: int) -> int:
         """The selector's hash of the selector keys' concatenated bits."""
@@ -115,6 +120,7 @@ class ActionProfileState:
                 raise InUse(f"action profile {self.name}: table {table.name} still has entries")
         self.groups.clear()
         self.members.clear()
+        self.handles.clear()
         self._changed()
 
     # ------------------------------------------------------------------ helpers

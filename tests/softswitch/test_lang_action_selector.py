@@ -1,6 +1,7 @@
 """Action profiles and selectors as v1model/BMv2 define them: entries point at members (or groups of
 members); for a group, the selector's hash of the `selector` keys picks member number hash % n of the
-group's n members in increasing member id order. The expected packets are built here from that
+group's n members ordered by BMv2's member handles (the lowest free handle when a member is added).
+The expected packets are built here from that
 definition, with the hashes (CRC-16/ARC, CRC-32) computed in this file, never from softswitch's output."""
 
 import os
@@ -41,9 +42,10 @@ def frame(src: int, dst: int, protocol: int, tos: int = 0, ttl: int = 64, dmac: 
 
 
 def ecmp_pick(members: list[int], src: int, protocol: int) -> int:
-    """The member v1model's selector picks: crc16 over src_addr ++ protocol (40 bits, 5 bytes)."""
+    """The member v1model's selector picks: crc16 over src_addr ++ protocol (40 bits, 5 bytes), indexing
+    the members in handle order (`members` lists them in that order)."""
     h = crc16_arc(src.to_bytes(4, "big") + bytes([protocol]))
-    return sorted(members)[h % len(members)]
+    return members[h % len(members)]
 
 
 NEXT_HOPS = {1: (0x02_00_00_00_01_01, 1), 2: (0x02_00_00_00_02_02, 2), 3: (0x02_00_00_00_03_03, 3)}
@@ -85,6 +87,27 @@ def test_members_are_ordered_by_id_and_weights_repeat_them():
         assert sw.process(0, frame(src, 0x0A000001, protocol)) == [
             (port, frame(src, 0x0A000001, protocol, ttl=63, dmac=dmac))
         ]
+
+
+def test_members_are_ordered_by_the_handle_bmv2_gives_them_when_added():
+    sw = Switch(compile_program(PROGRAM))
+    selector = sw.action_profile("I.ecmp_selector")
+    for member in (3, 1, 2):  # handles 0, 1, 2
+        selector.add_member(member, "I.set_nhop", {"dmac": NEXT_HOPS[member][0], "port": NEXT_HOPS[member][1]})
+    selector.delete_member(1)  # frees handle 1 ...
+    selector.add_member(7, "I.set_nhop", {"dmac": 0x0200000000FF, "port": 7})  # ... which member 7 gets
+    selector.set_group(10, {2: 1, 3: 1, 7: 1}, create=True)
+    sw.table("I.ecmp").insert(TableEntry(matches={"hdr.ipv4.dst_addr": Lpm(0x0A000000, 8)}, group=10))
+    hops = {**NEXT_HOPS, 7: (0x0200000000FF, 7)}
+    seen = set()
+    for src, protocol in FLOWS:
+        member = ecmp_pick([3, 7, 2], src, protocol)
+        dmac, port = hops[member]
+        assert sw.process(0, frame(src, 0x0A000001, protocol)) == [
+            (port, frame(src, 0x0A000001, protocol, ttl=63, dmac=dmac))
+        ]
+        seen.add(member)
+    assert seen == {2, 3, 7}
 
 
 def test_modifying_a_member_changes_what_its_entries_do():

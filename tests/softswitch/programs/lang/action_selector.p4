@@ -1,7 +1,8 @@
 /* Action profiles and selectors (v1model action_profile / action_selector, a table's `implementation`).
  * ecmp: an IPv4 route points at a group of next hops; the selector hashes the `selector` keys (source
  * address, then protocol: 40 bits) with crc16 and runs member number hash % n of the group's n members
- * (in increasing member id order). tos: a plain action profile, entries point at one member.
+ * (ordered by BMv2's member handles: the lowest free one when a member is added). tos: a plain action
+ * profile, entries point at one member.
  * by_dst: a selector constructed in place (named by the property's @name), crc32 over the destination. */
 #include <core.p4>
 #include <v1model.p4>
