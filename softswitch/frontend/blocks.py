@@ -3,6 +3,8 @@ with its parameters, locals, actions, tables, extern instances and sub-control i
 
 from __future__ import annotations
 
+import re
+
 from .. import ir
 from ..arch import tna, v1model
 from .ast import Node, ir_annotations
@@ -335,10 +337,12 @@ class BlockElaborator:
             scope = Scope(symbol.scope)
             for parameter, t in zip(d.tparams, type_arguments, strict=True):
                 scope.add(parameter, TypeSymbol(t), d.pos)
-            symbol.instances[name] = self.checked_function(d, scope, name)
+            # the IR name is an identifier (back ends name temporaries after it): pick<bit<8>> -> pick_bit_8
+            identifier = "_".join(part for part in re.split(r"\W+", name) if part)
+            symbol.instances[name] = self.checked_function(d, scope, name, identifier)
         return symbol.instances[name]
 
-    def checked_function(self, d: Node, scope: Scope, function_name: str) -> ir.Function:
+    def checked_function(self, d: Node, scope: Scope, function_name: str, identifier: str = "") -> ir.Function:
         return_type = self.types.resolve(d.ret, scope)
         function_scope = Scope(scope)
         parameters = []
@@ -359,7 +363,11 @@ class BlockElaborator:
         if not isinstance(return_type, ir.VoidType) and not _always_returns(body.statements):
             raise P4Error(d.pos, f"function {function_name} can end without returning a {return_type} value")
         return ir.Function(
-            name=function_name, parameters=tuple(parameters), return_type=return_type, body=body, position=d.pos
+            name=identifier or function_name,
+            parameters=tuple(parameters),
+            return_type=return_type,
+            body=body,
+            position=d.pos,
         )
 
     def instance(self, d: Node, scope: Scope, prefix: str) -> ir.ExternInstance | ir.Control:
