@@ -387,7 +387,12 @@ class BlockElaborator:
         if t.name in tna.EXTERN_KINDS:
             return self.tna_instance(d, t, scope, prefix, fq)
         if d.methods:
-            raise P4Error(d.pos, f"extern {t.name} has no abstract methods to implement")
+            raise P4Error(
+                d.pos,
+                f"instantiating extern {t.name} with an initializer (`= {{ ... }}`: abstract methods implemented "
+                f"with `this`) is not supported by softswitch: only TNA's RegisterAction has one (v1model declares "
+                f"no extern with abstract methods)",
+            )
         arguments = self.extern_arguments(d, t, scope)
         instance = ir.ExternInstance(
             name=d.name,
