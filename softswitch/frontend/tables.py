@@ -111,7 +111,7 @@ class TableChecker:
             name_annotation = find_annotation(prop.annos, "name")
             annotations = [name_annotation] if name_annotation else []
             type_node = Node("TypeName", e.func.pos, name=e.func.name, args=[])
-            node = Node("Instance", e.pos, type=type_node, args=e.args, name=d.name, annos=annotations)
+            node = Node("Instance", e.pos, type=type_node, args=e.args, name=d.name, annos=annotations, methods=[])
             instance = self.instantiate(node, Scope(scope), prefix)
         else:
             symbol = scope.lookup(e.name) if e.kind == "Name" else None
