@@ -37,6 +37,10 @@ class InstallError(ControllerError, RuntimeError):
     """The network could not take a job (a switch or a server agent refused it); the message says which."""
 
 
+class ReplanError(ControllerError):
+    """A running job could not be re-planned around a failure (no tree reaches every worker)."""
+
+
 class UnknownJobError(ControllerError, LookupError):
     """A request about a job that does not exist (or a plan version it never had)."""
 

@@ -12,7 +12,7 @@ Every write is idempotent: existing entries are read first and modified instead 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -335,8 +335,10 @@ class Installer:
             count += self._upsert(switch, tables, groups)
         return count
 
-    def remove_job(self, plan: JobPlan) -> int:
+    def remove_job(self, plan: JobPlan, skip: Collection[str] = ()) -> int:
         """Delete the job's entries and groups (those still present); return how many.
+
+        ``skip``: switches to leave alone (dead ones, when a re-planned job leaves its old trees).
 
         Raises
         ------
@@ -345,6 +347,8 @@ class Installer:
         """
         count = 0
         for switch, (tables, groups) in self.job_entries(plan).items():
+            if switch in skip:
+                continue
             conn = self.conn(switch)
             have = self._existing(conn, {e.table_id for e in tables}, bool(groups))
             updates = []
@@ -364,6 +368,15 @@ class Installer:
             conn.write(updates)
             count += len(updates)
         return count
+
+    def probe(self, switch: str) -> str | None:
+        """None when ``switch`` answers a P4Runtime read (of its identity table), else the reason."""
+        try:
+            self.read_table(switch, T_IDENTITY)
+        except P4RuntimeError as exc:
+            self.conns.pop(switch, None)  # reconnect on the next use
+            return str(exc)
+        return None
 
     # -- reading back ------------------------------------------------------------------------------
     def read_table(self, switch: str, table: str) -> list[p4runtime_pb2.TableEntry]:

@@ -7,8 +7,9 @@ client agents and the CLI use.
 
 from __future__ import annotations
 
+import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator
 from concurrent import futures
 from dataclasses import fields
 from typing import Any, Protocol
@@ -17,10 +18,11 @@ import grpc
 
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
-from controller.errors import ControllerError, JobServiceError, PlanError, UnknownJobError
+from controller.errors import ControllerError, JobServiceError, PlanError, ReplanError, UnknownJobError
 from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
+from controller.replan import plan_around, surviving_graph
 from controller.resources import Resources
 from controller.topology import Topology
 
@@ -33,13 +35,20 @@ class JobInstaller(Protocol):
         """Put ``plan`` on the network (switch entries, and whatever else the network needs)."""
         ...
 
-    def remove_job(self, plan: JobPlan) -> object:
-        """Take ``plan`` off the network."""
+    def remove_job(self, plan: JobPlan, skip: Collection[str] = ()) -> object:
+        """Take ``plan`` off the network (leaving the switches in ``skip`` alone: dead ones)."""
         ...
 
 
+PlanWatcher = Callable[[JobPlan | None, str], object]  # (new plan version, "") or (None, why the job cannot go on)
+
+
 class JobManager:
-    """Jobs of one topology: plan, keep every plan version, release."""
+    """Jobs of one topology: plan, keep every plan version, re-plan around failures, release.
+
+    ``watch(job_id, callback)`` registers a callback that gets every new plan version of the job (the
+    job service streams them to agents: ``WatchPlan``), or, when re-planning fails, ``(None, reason)``.
+    """
 
     def __init__(self, topo: Topology, installer: JobInstaller | None = None):
         self.topo = topo
@@ -47,6 +56,10 @@ class JobManager:
         self.resources = Resources.for_topology(topo)
         self.installer = installer
         self.jobs: dict[int, list[JobPlan]] = {}
+        self.options: dict[int, PlanOptions] = {}
+        self.watchers: dict[int, list[PlanWatcher]] = {}
+        self.dead_switches: set[str] = set()
+        self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
@@ -79,7 +92,8 @@ class JobManager:
         (1, False, True)
         """
         with self.lock:
-            plan = plan_job(self.topo, workers, servers, options, self.resources, self.graph)
+            graph = surviving_graph(self.graph, self.dead_switches, self.dead_links)
+            plan = plan_job(self.topo, workers, servers, options, self.resources, graph)
             installed = False
             if self.installer is not None:
                 try:
@@ -89,7 +103,88 @@ class JobManager:
                     self.resources.release(plan)
                     raise
             self.jobs[plan.job_id] = [plan]
+            self.options[plan.job_id] = options
             return plan, installed
+
+    # -- failures ------------------------------------------------------------------------------------
+    def watch(self, job_id: int, callback: PlanWatcher) -> None:
+        """Call ``callback(plan, "")`` with every new plan version of ``job_id`` from now on (or
+        ``callback(None, reason)`` when the job cannot be re-planned)."""
+        with self.lock:
+            self.plan(job_id)  # an unknown job is an UnknownJobError
+            self.watchers.setdefault(job_id, []).append(callback)
+
+    def unwatch(self, job_id: int, callback: PlanWatcher) -> None:
+        """Stop calling ``callback`` for ``job_id``."""
+        with self.lock:
+            if callback in self.watchers.get(job_id, []):
+                self.watchers[job_id].remove(callback)
+
+    def switches_in_use(self) -> set[str]:
+        """The switches the jobs' latest plans use (what a fault monitor watches)."""
+        with self.lock:
+            return {c.switch for versions in self.jobs.values() for c in versions[-1].switches}
+
+    def switch_failed(self, switch: str, reason: str = "") -> list[JobPlan]:
+        """``switch`` is dead: re-plan every job that uses it; return the new plans.
+
+        Raises
+        ------
+        ReplanError
+            A job could not be re-planned (its watchers were told; the others were re-planned).
+        """
+        with self.lock:
+            self.dead_switches.add(switch)
+            return self._replan_all(lambda plan: switch in {c.switch for c in plan.switches}, f"switch {switch}")
+
+    def link_failed(self, a: str, b: str) -> list[JobPlan]:
+        """The link between ``a`` and ``b`` is down: re-plan every job whose trees cross it."""
+        with self.lock:
+            self.dead_links.add((a, b))
+
+            def crosses(plan: JobPlan) -> bool:
+                return any({a, b} == set(edge) for t in plan.trees for edge in t.edges)
+
+            return self._replan_all(crosses, f"link {a}-{b}")
+
+    def _replan_all(self, affected: Callable[[JobPlan], bool], what: str) -> list[JobPlan]:
+        out, errors = [], []
+        for job_id in sorted(self.jobs):
+            if affected(self.jobs[job_id][-1]):
+                try:
+                    out.append(self._replan(job_id, what))
+                except ControllerError as exc:
+                    errors.append(str(exc))
+        if errors:
+            raise ReplanError("; ".join(errors))
+        return out
+
+    def _replan(self, job_id: int, what: str) -> JobPlan:
+        old = self.jobs[job_id][-1]
+        graph = surviving_graph(self.graph, self.dead_switches, self.dead_links)
+        try:
+            new = plan_around(self.topo, graph, self.resources, old, self.options[job_id])
+            if self.installer is not None:
+                self.installer.install_job(new)
+        except ControllerError as exc:
+            message = f"re-planning job {job_id} around the failed {what} failed: {exc}"
+            self._tell(job_id, None, message)
+            raise ReplanError(message) from None
+        if self.installer is not None:  # the old trees' entries, where a switch still answers
+            try:
+                self.installer.remove_job(old, skip=self.dead_switches)
+            except ControllerError:
+                pass  # a switch that died meanwhile: its entries went with it
+        self.resources.free_trees(
+            job_id, {t.tree_id for t in old.trees}, {c.result_group for c in old.switches if c.result_group}
+        )
+        self.jobs[job_id].append(new)
+        self._tell(job_id, new, "")
+        return new
+
+    def _tell(self, job_id: int, plan: JobPlan | None, reason: str) -> None:
+        for callback in list(self.watchers.get(job_id, [])):
+            callback(plan, reason)
 
     def plan(self, job_id: int, version: int = 0) -> JobPlan:
         """The plan of ``job_id``: its latest version (``version`` 0) or that version.
@@ -135,10 +230,12 @@ class JobManager:
             plan = self.plan(job_id)
             removed = False
             if self.installer is not None:
-                self.installer.remove_job(plan)
+                self.installer.remove_job(plan, skip=self.dead_switches)
                 removed = True
             self.resources.release(plan)
             del self.jobs[job_id]
+            self.options.pop(job_id, None)
+            self.watchers.pop(job_id, None)
             return removed
 
     def list(self) -> list[JobPlan]:
@@ -229,11 +326,38 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
             ]
         )
 
+    def WatchPlan(self, request: pb.WatchPlanRequest, context: grpc.ServicerContext) -> Iterator[pb.WatchPlanReply]:
+        """gRPC: stream every new plan version of a job (NOT_FOUND for an unknown job); a reply with an
+        error ends the stream (the job could not be re-planned)."""
+        updates: queue.Queue[tuple[JobPlan | None, str] | None] = queue.Queue()
+
+        def push(plan: JobPlan | None, reason: str) -> None:
+            updates.put((plan, reason))
+
+        try:
+            self.manager.watch(request.job_id, push)
+        except UnknownJobError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        context.add_callback(lambda: updates.put(None))  # the client went away or the server stops
+        try:
+            while True:
+                item = updates.get()
+                if item is None:
+                    return
+                plan, reason = item
+                if plan is None:
+                    yield pb.WatchPlanReply(error=reason)
+                    return
+                yield pb.WatchPlanReply(version=plan.version, plan_json=plan.to_json())
+        finally:
+            self.manager.unwatch(request.job_id, push)
+
 
 class JobServer:
-    """A gRPC server for one JobManager; ``address`` may use port 0 (see ``.address``)."""
+    """A gRPC server for one JobManager; ``address`` may use port 0 (see ``.address``). Each agent that
+    watches its job's plan (``WatchPlan``) holds one of the ``workers`` threads while it watches."""
 
-    def __init__(self, manager: JobManager, address: str = "127.0.0.1:0", workers: int = 4):
+    def __init__(self, manager: JobManager, address: str = "127.0.0.1:0", workers: int = 64):
         self.manager = manager
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobs"))
         pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager), self.server)
@@ -298,6 +422,27 @@ class JobClient:
     def release(self, job_id: int) -> bool:
         """Release a job; whether switch entries were removed."""
         return bool(self._call(self.stub.ReleaseJob, pb.ReleaseJobRequest(job_id=job_id)).entries_removed)
+
+    def watch(self, job_id: int) -> Iterator[tuple[JobPlan | None, str]]:
+        """Every new plan version of ``job_id`` as ``(plan, "")``, until ``(None, reason)`` (the job could
+        not be re-planned) or the channel closes. Blocks between versions: run it in its own thread
+        (``worker.plan_updates.PlanFollower``).
+
+        Raises
+        ------
+        JobServiceError
+            No service at the address, or no such job.
+        """
+        try:
+            for reply in self.stub.WatchPlan(pb.WatchPlanRequest(job_id=job_id)):
+                if reply.error:
+                    yield None, reply.error
+                    return
+                yield JobPlan.from_json(reply.plan_json), ""
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise JobServiceError(exc.details() or f"job service at {self.address}: {exc.code().name}") from None
 
     def list(self) -> list[Any]:
         """The service's job summaries (JobSummary messages)."""

@@ -34,6 +34,11 @@ class JobServiceStub(object):
                 request_serializer=controller_dot_jobservice__pb2.ListJobsRequest.SerializeToString,
                 response_deserializer=controller_dot_jobservice__pb2.ListJobsReply.FromString,
                 )
+        self.WatchPlan = channel.unary_stream(
+                '/ina.controller.JobService/WatchPlan',
+                request_serializer=controller_dot_jobservice__pb2.WatchPlanRequest.SerializeToString,
+                response_deserializer=controller_dot_jobservice__pb2.WatchPlanReply.FromString,
+                )
 
 
 class JobServiceServicer(object):
@@ -66,6 +71,14 @@ class JobServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchPlan(self, request, context):
+        """Every new plan version of a job from now on (re-planned around a failed switch or link); a reply
+        with an error ends the stream: the job cannot go on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_JobServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -88,6 +101,11 @@ def add_JobServiceServicer_to_server(servicer, server):
                     servicer.ListJobs,
                     request_deserializer=controller_dot_jobservice__pb2.ListJobsRequest.FromString,
                     response_serializer=controller_dot_jobservice__pb2.ListJobsReply.SerializeToString,
+            ),
+            'WatchPlan': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchPlan,
+                    request_deserializer=controller_dot_jobservice__pb2.WatchPlanRequest.FromString,
+                    response_serializer=controller_dot_jobservice__pb2.WatchPlanReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -164,5 +182,22 @@ class JobService(object):
         return grpc.experimental.unary_unary(request, target, '/ina.controller.JobService/ListJobs',
             controller_dot_jobservice__pb2.ListJobsRequest.SerializeToString,
             controller_dot_jobservice__pb2.ListJobsReply.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def WatchPlan(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/ina.controller.JobService/WatchPlan',
+            controller_dot_jobservice__pb2.WatchPlanRequest.SerializeToString,
+            controller_dot_jobservice__pb2.WatchPlanReply.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

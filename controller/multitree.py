@@ -242,7 +242,8 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
     whole = sum(rates)
     reserve: dict[int, float] = {}
     plans = []
-    for tree_id, (t, rate) in enumerate(zip(kept, rates, strict=True)):
+    for i, (t, rate) in enumerate(zip(kept, rates, strict=True)):
+        tree_id = ctx.first_tree_id + i
         for eid in t.links:
             reserve[eid] = reserve.get(eid, 0.0) + rate
         plans.append(build_tree(ctx, tree_id, t.root, t.parent, rate, rate / whole))

@@ -12,7 +12,7 @@ from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
 from controller.options import PlanOptions
 from controller.plan import HostRef, JobPlan, TreePlan
-from controller.resources import Resources
+from controller.resources import JobGrant, Resources
 from controller.topology import Topology
 from controller.tree_plan import JobContext, build_tree
 
@@ -42,6 +42,9 @@ def plan_job(
     options: PlanOptions | None = None,
     resources: Resources | None = None,
     graph: nx.Graph | None = None,
+    *,
+    grant: JobGrant | None = None,
+    first_tree_id: int = 0,
 ) -> JobPlan:
     """Plan one job: check the request, build its trees (multi-hop or multi-tree), take its resources.
 
@@ -58,7 +61,12 @@ def plan_job(
         Shared by the jobs of a topology and charged for this one (id, counter row, slots, groups,
         bandwidth); a fresh one when omitted.
     graph : networkx.Graph or None
-        ``topo.to_graph()``, when the caller keeps one.
+        ``topo.to_graph()``, when the caller keeps one (a re-plan gives the surviving network).
+    grant : JobGrant or None
+        The id and counter row of a job being re-planned (controller/replan.py): nothing new is taken for
+        them, and a failure gives back only what this call took.
+    first_tree_id : int
+        The id of the first tree (a re-planned job's trees get ids it has not used).
 
     Returns
     -------
@@ -93,10 +101,13 @@ def plan_job(
     resources = resources or Resources.for_topology(topo)
 
     with resources.lock:
-        try:
-            grant = resources.open_job(options.job_id)
-        except ResourceError as exc:
-            raise PlanError(str(exc)) from None
+        replanning = grant is not None
+        if grant is None:
+            try:
+                grant = resources.open_job(options.job_id)
+            except ResourceError as exc:
+                raise PlanError(str(exc)) from None
+        groups_before = len(grant.groups)
         ctx = JobContext(
             topo,
             graph,
@@ -107,13 +118,23 @@ def plan_job(
             options.pool_size,
             options.aggregation,
             options.result_mode,
+            first_tree_id=first_tree_id,
         )
+
+        def roll_back() -> None:
+            if replanning:  # give back this call's trees only: the job keeps its id and older trees
+                resources.free_trees(grant.job_id, range(first_tree_id, 256), grant.groups[groups_before:])
+                del grant.groups[groups_before:]
+            else:
+                resources.roll_back(grant)
+
         try:
             if options.planner == "multihop":
                 trees = _multihop_trees(ctx, options)
             else:
                 trees, reserved = multitree.plan_trees(ctx, options)
-                resources.reserve(grant, reserved)
+                if not replanning:
+                    resources.reserve(grant, reserved)
             return JobPlan(
                 job_id=grant.job_id,
                 workers=worker_refs,
@@ -131,17 +152,18 @@ def plan_job(
                 warnings=ctx.warnings,
             )
         except (PlanError, TopologyError, ResourceError) as exc:
-            resources.roll_back(grant)
+            roll_back()
             raise PlanError(str(exc)) from None
         except BaseException:
-            resources.roll_back(grant)
+            roll_back()
             raise
 
 
 def _multihop_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
     trees = []
     weight = 1.0 / len(ctx.servers)
-    for tree_id, server in enumerate(ctx.servers):
+    for i, server in enumerate(ctx.servers):
+        tree_id = ctx.first_tree_id + i
         parent = multihop.path_tree(ctx.graph, server.name, options.policy)
         for w in ctx.workers:
             if w.name not in parent:

@@ -52,6 +52,10 @@ class SlotAllocator:
             return start
         return None
 
+    def owners(self) -> list[SlotOwner]:
+        """Every owner of a range, over all switches, sorted and without repeats."""
+        return sorted({r[2] for ranges in self._ranges.values() for r in ranges})
+
     def free_owner(self, predicate: Callable[[SlotOwner], bool]) -> int:
         """Free every range whose owner satisfies ``predicate``; return how many were freed.
 
@@ -237,6 +241,23 @@ class Resources:
             for gid in set(groups):
                 self.groups.give(gid)
             self.reservations.pop(job_id, None)
+
+    def free_trees(self, job_id: int, tree_ids: Iterable[int], groups: Iterable[int] = ()) -> None:
+        """Give back the slots of some trees of a job (and multicast groups): a re-planned job's old trees.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> resources = Resources.for_topology(star(2))
+        >>> _ = resources.slots.allocate("s1", 128, (1, 0)), resources.slots.allocate("s1", 128, (1, 1))
+        >>> resources.free_trees(1, [0]); resources.slots.owners()
+        [(1, 1)]
+        """
+        trees = set(tree_ids)
+        with self.lock:
+            self.slots.free_owner(lambda owner: owner[0] == job_id and owner[1] in trees)
+            for gid in set(groups):
+                self.groups.give(gid)
 
     def reserved(self) -> dict[int, float]:
         """Mbit/s reserved on each link (by link id) by the multi-tree jobs planned so far."""

@@ -39,6 +39,7 @@ class JobContext:
     result_mode: str = DEFAULT_RESULT_MODE
     warnings: list[str] = field(default_factory=list)
     switch_configs: list[SwitchJobConfig] = field(default_factory=list)
+    first_tree_id: int = 0  # the job's trees are numbered from here (a re-planned job's new trees)
 
     @property
     def job_id(self) -> int:

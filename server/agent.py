@@ -41,6 +41,7 @@ class _TreeState:
     def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int):
         self.job = job
         self.tree_id = tree.tree_id
+        self.recovery = tree.weight <= 0  # a re-planned job's recovery tree: chunks moved off dead trees
         self.fan_in = tree.server.fan_in
         self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
         self.values_per_packet = k = values_per_packet
@@ -110,17 +111,32 @@ class ServerAgent:
         if plan.job_id in self.jobs:
             raise AgentConfigError(f"job {plan.job_id} is already served by {self.name}")
         self.node_id = me.node_id
-        keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])
-        total_weight = sum(t.weight for t in plan.trees if t.weight > 0) or 1.0
         job = _JobState(
             plan.job_id, plan, me.node_id, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, {}
         )
+        self.jobs[plan.job_id] = job
+        self._add_trees(job, plan)
+        self._update_values_per_packet()
+
+    def _add_trees(self, job: _JobState, plan: JobPlan) -> None:
+        keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])
+        total_weight = sum(t.weight for t in plan.trees if t.weight > 0) or 1.0
         for t in plan.trees:
-            if t.root == self.name:
+            if t.root == self.name and t.tree_id not in job.trees:
                 ring = _ring_size(keep, t.weight / total_weight if t.weight > 0 else 1.0)
                 job.trees[t.tree_id] = _TreeState(job, t, ring, plan.value_count)
-        self.jobs[plan.job_id] = job
-        self._update_values_per_packet()
+
+    def update_job(self, plan: JobPlan) -> None:
+        """A new plan version of a job served here (re-planned around a failure): its new trees are
+        served too; the old trees' chunks stay known, to answer the workers that missed their results."""
+        job = self.jobs.get(plan.job_id)
+        if job is None:
+            self.add_job(plan)
+            return
+        if plan.version <= job.plan.version:
+            return
+        job.plan = plan
+        self._add_trees(job, plan)
 
     def remove_job(self, job_id: int) -> None:
         self.jobs.pop(job_id, None)
@@ -186,6 +202,11 @@ class ServerAgent:
         if not len(rows):
             return
         columns = _GradColumns(packets, rows, fan_in, child, tree.values_per_packet)
+        if tree.recovery:
+            left = self._answer_from_other_trees(tree, columns)
+            if left is None:
+                return
+            columns = left
         position = columns.seq & (tree.ring - 1)
         fresh = tree.seq[position] != columns.seq
         if (
@@ -198,6 +219,28 @@ class ServerAgent:
                 self._absorb(tree, columns.select(np.array([i])))
             return
         self._absorb(tree, columns)
+
+    def _answer_from_other_trees(self, tree: _TreeState, rows: _GradColumns) -> _GradColumns | None:
+        """Recovery-tree GRADs of chunks another tree of the job completed here: answer them with that
+        result (the worker missed it; the others may never send the chunk again); return the rest."""
+        answered = np.zeros(len(rows.seq), dtype=bool)
+        for other in tree.job.trees.values():
+            if other is tree:
+                continue
+            position = rows.seq & (other.ring - 1)
+            hit = (other.seq[position] == rows.seq) & other.done[position] & ~answered
+            for i in np.flatnonzero(hit).tolist():
+                cell = position[i : i + 1]
+                ranks = tree.ranks_of_child.get(int(rows.child[i])) or sorted(tree.job.worker_ips)
+                flags = np.where(other.overflow[cell], C.FLAG_OVERFLOW, 0)
+                self._send(tree, other.header[cell], other.answer[cell], flags, ranks)
+            answered |= hit
+        count = _count(answered)
+        if not count:
+            return rows
+        self.stats["answered_from_other_tree"] += count
+        left = np.flatnonzero(~answered)
+        return rows.select(left) if len(left) else None
 
     def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:
         """Add GRAD rows (no two of them for different chunks in one cell) to the tree's chunks."""

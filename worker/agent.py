@@ -258,32 +258,12 @@ class WorkerAgent:
         self.job_id = plan.job_id
         self.world_size = len(plan.workers)
         self.values_per_packet = plan.value_count
-        servers = {s.name: s for s in plan.servers}
-        pools: dict[int, int] = {}
-        for sc in plan.switches:
-            pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
-        self.cursors = []
-        for t in plan.trees:
-            if t.weight <= 0:
-                continue
-            hops = hops_to_codec(t.grad_hops[me.name])
-            template = PacketTemplate(
-                C.PKT_TYPE_GRAD,
-                job_id=self.job_id,
-                hops=hops,
-                values_per_packet=self.values_per_packet,
-                contributor=rank,
-                tree_id=t.tree_id,
-            )
-            pool = pools.get(t.tree_id, plan.pool_size)
-            self.cursors.append(TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template))
-        self._cursor_by_tree = {c.tree_id: c for c in self.cursors}
-        self._paths = {
-            t.tree_id: " -> ".join([me.name, *(h.name or str(h.switch_id) for h in t.grad_hops[me.name])])
-            for t in plan.trees
-        }
-        self._node_names = {h.node_id: h.name for h in [*plan.workers, *plan.servers]}
-        self._node_names.update({sc.device_id: sc.switch for sc in plan.switches})
+        self.cursors: list[TreeCursor] = []
+        self.recovery: TreeCursor | None = None  # a re-planned job's recovery tree (no switch aggregates)
+        self._cursor_by_tree: dict[int, TreeCursor] = {}
+        self._paths: dict[int, str] = {}
+        self._node_names: dict[int, str] = {}
+        self._take_trees(plan)
         self.heard_on_tree: dict[int, tuple[float, int]] = {}  # tree -> (time, contributor) of its last RESULT
         self._seq = first_seq
         self._srtt: float | None = None
@@ -295,6 +275,54 @@ class WorkerAgent:
         self._broken: BaseException | None = None
         self._closed = False
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
+
+    def _take_trees(self, plan: JobPlan) -> None:
+        """Cursors for the plan's trees: aggregating trees (weight > 0) carry chunks, the recovery tree
+        (weight 0) carries the chunks a re-plan moved; cursors of older versions stay known by tree id."""
+        me = plan.worker(self.rank)
+        servers = {s.name: s for s in plan.servers}
+        pools: dict[int, int] = {}
+        for sc in plan.switches:
+            pools[sc.tree_id] = min(pools.get(sc.tree_id, sc.pool_size), sc.pool_size)
+        self.cursors, self.recovery = [], None
+        for t in plan.trees:
+            hops = hops_to_codec(t.grad_hops[me.name])
+            template = PacketTemplate(
+                C.PKT_TYPE_GRAD,
+                job_id=self.job_id,
+                hops=hops,
+                values_per_packet=self.values_per_packet,
+                contributor=self.rank,
+                tree_id=t.tree_id,
+            )
+            pool = pools.get(t.tree_id, plan.pool_size)
+            cursor = TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template)
+            self._cursor_by_tree[t.tree_id] = cursor
+            if t.weight > 0:
+                self.cursors.append(cursor)
+            elif self.recovery is None:
+                self.recovery = cursor
+            self._paths[t.tree_id] = " -> ".join([me.name, *(h.name or str(h.switch_id) for h in t.grad_hops[me.name])])
+        self._node_names.update({h.node_id: h.name for h in [*plan.workers, *plan.servers]})
+        self._node_names.update({sc.device_id: sc.switch for sc in plan.switches})
+
+    def update_plan(self, plan: JobPlan | None, reason: str = "") -> None:
+        """A new version of the job's plan (the controller re-planned it around a failure): later chunks
+        use its trees, and the round in progress moves its chunks of trees that are gone to the recovery
+        tree. ``plan`` None: the job cannot go on (``reason`` says why); the collective in progress and
+        every later one fail with AllreduceError. Versions not newer than the current one are ignored."""
+        if plan is None:
+            self._broken = AllreduceError(f"job {self.job_id} rank {self.rank}: {reason}")
+            if self._round is not None and not self._round.finished:
+                self._round.fail(self._broken)
+            return
+        if plan.job_id != self.job_id or plan.version <= self.plan.version:
+            return
+        self.plan = plan
+        self._take_trees(plan)
+        self.stats["plan_updates"] += 1
+        if self._round is not None and not self._round.finished:
+            self._round.trees_changed({t.tree_id for t in plan.trees if t.weight > 0})
 
     # -- public API --------------------------------------------------------------------------------
     def allreduce(self, array: npt.ArrayLike, op: str = "sum", timeout: float | None = None) -> np.ndarray:

@@ -40,6 +40,7 @@ SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
 INITIAL_WINDOW = 32  # chunks in flight per tree before the first results (slow start from here)
 MIN_WINDOW = 8  # a timeout never shrinks the window below this
+FALLBACK_RESENDS = 4  # in a re-planned job, a chunk resent this often goes over the recovery tree
 
 
 class AllreduceError(AgentError, RuntimeError):
@@ -175,6 +176,7 @@ class RoundOwner(Protocol):
     values_per_packet: int
     loop: EventLoop
     cursors: list[TreeCursor]
+    recovery: TreeCursor | None
     stats: collections.Counter[str]
 
     def take_seqs(self, count: int) -> int:
@@ -217,10 +219,11 @@ RoundFailed = Callable[[BaseException], None]
 class _TreeWindow:
     """One tree's chunks of this round, in tree order, and its send window over them."""
 
-    __slots__ = ("cursor", "order", "next_to_send", "first_open")
+    __slots__ = ("cursor", "order", "next_to_send", "first_open", "moved")
 
     def __init__(self, cursor: TreeCursor, order: np.ndarray):
         self.cursor = cursor
+        self.moved = False  # the tree is gone (re-planned): its chunks go over the recovery tree
         self.order = order  # chunk indices of this tree, in tree-index order
         self.next_to_send = 0  # position in order
         self.first_open = 0  # position in order of the first chunk without result
@@ -277,6 +280,8 @@ class Round:
         self.done = np.zeros(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
         self.result = np.zeros((m, k), dtype=np.int32)
+        self.bypass = np.zeros(m, dtype=bool)  # sent over the recovery tree (moved or fallen back)
+        self.replanned = False
         self.remaining = m
         self._timer: Timer | None = None
         self._timer_at = float("inf")
@@ -295,7 +300,37 @@ class Round:
         if end > window.next_to_send:
             chunks = window.order[window.next_to_send : end]
             window.next_to_send = end
-            self._send(window.cursor, chunks, retransmission=False)
+            self._send_chunks(window, chunks, retransmission=False)
+
+    def _send_chunks(self, window: _TreeWindow, chunks: np.ndarray, retransmission: bool) -> None:
+        """Send chunks of a window over its tree, those marked ``bypass`` over the recovery tree."""
+        recovery = self.agent.recovery
+        if recovery is None or not _count(self.bypass[chunks]):
+            self._send(window.cursor, chunks, retransmission)
+            return
+        moved = self.bypass[chunks]
+        if _count(moved) < len(chunks):
+            self._send(window.cursor, chunks[~moved], retransmission)
+        self._send(recovery, chunks[moved], retransmission)
+
+    def trees_changed(self, live: set[int]) -> None:
+        """A new plan version: chunks of trees not in ``live`` go over the recovery tree from now on,
+        those in flight at once (their switches may have died holding them)."""
+        recovery = self.agent.recovery
+        if recovery is None:
+            return
+        self.replanned = True
+        for window in self.windows:
+            if window.cursor.tree_id in live or window.moved:
+                continue
+            window.moved = True
+            self.bypass[window.order] = True
+            in_flight = window.order[window.first_open : window.next_to_send]
+            waiting = in_flight[~self.done[in_flight]]
+            if waiting.size:
+                self.agent.stats["chunks_moved"] += int(waiting.size)
+                self._send(recovery, waiting, retransmission=True)
+            self._fill_window(window)
 
     def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
         agent = self.agent
@@ -355,7 +390,13 @@ class Round:
                 agent.stats["retransmissions"] += int(due.size)
                 window.cursor.shrink()
                 resent = True
-                self._send(window.cursor, due, retransmission=True)
+                if agent.recovery is not None:  # re-planned: a chunk stuck on its tree falls back
+                    falling = due[(self.attempts[due] >= FALLBACK_RESENDS) & ~self.bypass[due]]
+                    if falling.size:
+                        self.bypass[falling] = True
+                        self.replanned = True
+                        agent.stats["chunks_fallen_back"] += int(falling.size)
+                self._send_chunks(window, due, retransmission=True)
             earliest = min(earliest, float(self.deadline[waiting].min()))
         if resent:
             agent.timed_out()
@@ -396,7 +437,9 @@ class Round:
         ours = chunk < self.chunks
         if _count(ours) < len(chunk):
             chunk, tree_id, flags, values = chunk[ours], tree_id[ours], flags[ours], values[ours]
-        if len(self.windows) > 1:
+        if self.replanned:
+            pass  # a chunk's result may come over its tree or the recovery tree: the seq names it
+        elif len(self.windows) > 1:
             ours = self.tree_ids[chunk] == tree_id
             if _count(ours) < len(chunk):
                 chunk, flags, values = chunk[ours], flags[ours], values[ours]
@@ -455,6 +498,11 @@ class Round:
     def cancel(self) -> None:
         """End the round without a result or an error (its agent is closing)."""
         self._cleanup()
+
+    def fail(self, error: BaseException) -> None:
+        """End the round with ``error`` (the job cannot go on)."""
+        self._cleanup()
+        self.on_error(error)
 
     def _cleanup(self) -> None:
         self.finished = True

@@ -1,10 +1,12 @@
 """The job service over gRPC on 127.0.0.1, and the generated code matching the .proto."""
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from controller.errors import ReplanError
 from controller.jobservice import JobClient, JobManager, JobServer, JobServiceError
 from controller.planner import PlanOptions
 from controller.topology_yaml import load_topology
@@ -71,3 +73,41 @@ def test_generated_code_matches_proto(tmp_path):
 
     for path in generate(tmp_path):
         assert path.read_text() == (ROOT / "controller" / path.name).read_text(), path.name
+
+
+def test_watch_plan_streams_each_new_version_then_the_reason_a_job_cannot_go_on():
+    import queue
+
+    from worker.plan_updates import PlanFollower
+
+    manager = JobManager(load_topology(ROOT / "topologies" / "leaf_spine.yaml"))
+    server = JobServer(manager).start()
+    client = JobClient(server.address)
+    try:
+        plan = client.register([f"h{i}" for i in range(1, 9)], ["h9"])
+        got: queue.Queue = queue.Queue()
+        follower = PlanFollower(client, plan.job_id, lambda p, reason: got.put((p, reason))).start()
+        deadline = time.monotonic() + 10
+        while not manager.watchers.get(plan.job_id) and time.monotonic() < deadline:  # the stream is open
+            time.sleep(0.01)
+        spine = next(c.switch for c in plan.switches if c.switch.startswith("sp"))
+        manager.switch_failed(spine, "probe failed")
+        second, reason = got.get(timeout=10)
+        assert (second.version, reason) == (2, "")
+        assert spine not in {c.switch for c in second.switches}
+        assert second == manager.plan(plan.job_id)
+        other = "sp2" if spine == "sp1" else "sp1"
+        with pytest.raises(ReplanError):
+            manager.switch_failed(other, "probe failed")
+        gone, reason = got.get(timeout=10)
+        assert gone is None and f"re-planning job {plan.job_id} around the failed switch {other} failed" in reason
+        follower.join(timeout=10)
+        assert follower.versions_seen == 2 and not manager.watchers[plan.job_id]  # the stream ended
+    finally:
+        client.close()
+        server.stop()
+
+
+def test_watching_an_unknown_job_is_refused(service):
+    with pytest.raises(JobServiceError, match="no job 42"):
+        list(service[1].watch(42))

@@ -101,6 +101,15 @@ class InProcessNetwork:
         """The host stops sending and receiving (a dead worker or server)."""
         self.hosts[host].alive = False
 
+    def kill_switch(self, switch: str) -> None:
+        """The switch stops forwarding and its P4Runtime server stops answering (a crashed softswitch)."""
+        self.net.nodes[switch].alive = False
+
+    def cut_link(self, a: str, b: str) -> None:
+        """Both directions of the link between ``a`` and ``b`` lose every frame from now on."""
+        self.net.channel(a, b).enabled = False
+        self.net.channel(b, a).enabled = False
+
     # -- switch state --------------------------------------------------------------------------------
     @property
     def installer(self) -> Installer:
@@ -118,8 +127,8 @@ class InProcessNetwork:
     def install_job(self, plan: JobPlan) -> None:
         self.installer.install_job(plan)
 
-    def remove_job(self, plan: JobPlan) -> None:
-        self.installer.remove_job(plan)
+    def remove_job(self, plan: JobPlan, skip=()) -> None:
+        self.installer.remove_job(plan, skip)
 
     # -- impairments and counters ---------------------------------------------------------------------
     def set_impairments(self, **kwargs) -> None:

@@ -9,7 +9,7 @@ modified as the installer decides, and removing a job is the installer's ``remov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from p4.config.v1 import p4info_pb2
@@ -27,10 +27,17 @@ if TYPE_CHECKING:
 class InProcessClient:
     """P4Runtime entities of one in-process softswitch, read and written in this process."""
 
-    def __init__(self, name: str, service: P4RuntimeService, p4info: p4info_pb2.P4Info):
+    def __init__(
+        self, name: str, service: P4RuntimeService, p4info: p4info_pb2.P4Info, alive: Callable[[], bool] = lambda: True
+    ):
         self.name = name
         self.service = service
         self.p4info = p4info
+        self.alive = alive
+
+    def _check_alive(self) -> None:
+        if not self.alive():
+            raise P4RuntimeError(f"switch {self.name}: no P4Runtime server (the switch is dead)")
 
     def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
         raise P4RuntimeError(f"switch {self.name}: in-process switches run the program they were built with")
@@ -39,12 +46,14 @@ class InProcessClient:
         return self.p4info
 
     def write(self, updates: Sequence[tuple[int, p4runtime_pb2.Entity]]) -> None:
+        self._check_alive()
         messages = [p4runtime_pb2.Update(type=kind, entity=entity) for kind, entity in updates]
         failed = [error.message for error in self.service.write_updates(messages) if error is not None]
         if failed:
             raise P4RuntimeError(f"switch {self.name}: Write failed: {'; '.join(failed)}")
 
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
+        self._check_alive()
         try:
             return list(self.service.read_entities(entities))
         except P4RTError as exc:
@@ -60,6 +69,8 @@ def network_installer(net: InProcessNetwork) -> Installer:
 
     def connect(name: str) -> InProcessClient:
         device_id = net.topo.switch(name).device_id
-        return InProcessClient(name, P4RuntimeService(switch=net.switches[name], device_id=device_id), p4info)
+        service = P4RuntimeService(switch=net.switches[name], device_id=device_id)
+        node = net.net.nodes[name]
+        return InProcessClient(name, service, p4info, alive=lambda: bool(node.alive))
 
     return Installer(net.topo, p4info=p4info, connect=connect)

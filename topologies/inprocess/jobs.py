@@ -28,12 +28,14 @@ class InProcessJob:
         give_up_after: float = GIVE_UP_VIRTUAL_S,
         plan=None,
         server_agents: dict | None = None,
+        install: bool = True,
     ):
         from controller.planner import PlanOptions, plan_job
 
         self.net = net
         self.plan = plan or plan_job(net.topo, workers, servers, options or PlanOptions(), resources=resources)
-        net.install_job(self.plan)
+        if install:  # (a job manager with the network's installer installs its own jobs)
+            net.install_job(self.plan)
         # one server agent per server host, shared by the jobs on that host
         self.server_agents = server_agents if server_agents is not None else {}
         for s in self.plan.servers:
@@ -46,6 +48,20 @@ class InProcessJob:
             )
             for w in self.plan.workers
         ]
+
+    def follow(self, manager) -> None:
+        """Take every new plan version ``manager`` (a controller JobManager) makes of this job: the
+        server agents first, then the workers (all in the loop's current event)."""
+
+        def new_version(plan, reason: str) -> None:
+            if plan is not None:
+                self.plan = plan
+                for s in plan.servers:
+                    self.server_agents[s.name].update_job(plan)
+            for agent in self.agents:
+                agent.update_plan(plan, reason)
+
+        manager.watch(self.plan.job_id, new_version)
 
     def start(self, arrays, op: str = "sum"):
         return [a.allreduce_async(x, op) for a, x in zip(self.agents, arrays, strict=True)]

@@ -124,8 +124,11 @@ class SwitchNode(Node):
         self.processing_s = processing_s
         self._busy_until = 0.0
         self.processed = 0
+        self.alive = True
 
     def receive(self, port: int, frame: bytes) -> None:
+        if not self.alive:
+            return
         if self.processing_s <= 0:
             self._process(port, frame)
             return

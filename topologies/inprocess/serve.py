@@ -55,8 +55,8 @@ class LoopInstaller:
     def install_job(self, plan) -> None:
         self._on_loop(self._install, plan)
 
-    def remove_job(self, plan) -> None:
-        self._on_loop(self._remove, plan)
+    def remove_job(self, plan, skip=()) -> None:
+        self._on_loop(self._remove, plan, skip)
 
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
@@ -66,22 +66,28 @@ class LoopInstaller:
                 f"(served: {', '.join(sorted(self.servers))})"
             )
         self.net.install_job(plan)
+        replanned = plan.job_id in self.plans  # a new version of a running job
         for s in plan.servers:
-            self.servers[s.name].add_job(plan)
+            if replanned:
+                self.servers[s.name].update_job(plan)
+            else:
+                self.servers[s.name].add_job(plan)
         self.plans[plan.job_id] = plan
 
-    def _remove(self, plan) -> None:
-        for s in plan.servers:
-            self.servers[s.name].remove_job(plan.job_id)
-        self.net.remove_job(plan)
-        self.plans.pop(plan.job_id, None)
+    def _remove(self, plan, skip=()) -> None:
+        current = self.plans.get(plan.job_id) is plan  # else: an old version, the job runs on
+        if current:
+            for s in plan.servers:
+                self.servers[s.name].remove_job(plan.job_id)
+            self.plans.pop(plan.job_id, None)
+        self.net.remove_job(plan, skip)
 
-    def _on_loop(self, fn, plan) -> None:
+    def _on_loop(self, fn, plan, *args) -> None:
         done: concurrent.futures.Future = concurrent.futures.Future()
 
         def run():
             try:
-                fn(plan)
+                fn(plan, *args)
             except BaseException as exc:  # handed to the caller's thread
                 done.set_exception(exc)
             else:

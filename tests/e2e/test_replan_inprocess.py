@@ -1,0 +1,142 @@
+"""Re-planning a running job (controller/replan.py) on the in-process leaf-spine running ina.p4: a
+spine's switch dies or a link goes down in the middle of an allreduce; the controller's monitor notices,
+the job manager plans a new version on the surviving network, installs it and removes the old entries,
+and pushes it to the agents, which move their chunks in flight. Sums stay exact."""
+
+import numpy as np
+import pytest
+from inprocess_jobs import int_inputs, network
+
+from controller.installer import T_ADMISSION, T_JOBS
+from controller.p4rt import decode
+
+WORKERS = [f"h{i}" for i in range(1, 9)]
+
+
+def _managed_job(net, **kwargs):
+    from controller.jobservice import JobManager
+    from controller.options import PlanOptions
+    from topologies.inprocess.jobs import InProcessJob
+
+    manager = JobManager(net.topo, installer=net.installer)
+    plan, installed = manager.register(WORKERS, ["h9"], PlanOptions(**kwargs))
+    assert installed
+    job = InProcessJob(net, WORKERS, ["h9"], plan=plan, install=False)
+    job.follow(manager)
+    return manager, job
+
+
+def _when(net, condition, action, every=50e-6):
+    """Run ``action`` on the network's loop as soon as ``condition()`` holds (checked every ``every`` s)."""
+
+    def check():
+        if condition():
+            action()
+        else:
+            net.loop.call_later(every, check)
+
+    net.loop.call_soon(check)
+
+
+def _a_third_done(job):
+    """Rank 0 has a third of the round's results: the rest is in flight or still to be sent."""
+    round_ = job.agents[0]._round
+    return round_ is not None and round_.results_heard >= round_.chunks // 3
+
+
+def _spine_of(plan):
+    (spine,) = {c.switch for c in plan.switches if c.switch.startswith("sp")}
+    return spine
+
+
+def _tree_ids(net, switch, table):
+    return {decode(e.match[1].exact.value) for e in net.installer.read_table(switch, table)}
+
+
+@pytest.mark.parametrize("result_mode", ["unicast", "multicast"])
+def test_a_spine_killed_mid_allreduce_moves_the_job_to_the_other_spine(result_mode):
+    from controller.replan import FaultMonitor
+
+    net = network("leaf_spine", seed=5)
+    manager, job = _managed_job(net, result_mode=result_mode)
+    old = job.plan
+    dead = _spine_of(old)
+    monitor = FaultMonitor(net.installer, manager.switches_in_use, manager.switch_failed, net.loop, 0.002).start()
+    xs = int_inputs(8, 64 * 400, seed=3)
+    handles = job.start(xs)
+    _when(net, lambda: _a_third_done(job), lambda: net.kill_switch(dead))
+    for h in handles:
+        np.testing.assert_array_equal(h.wait(), sum(xs))
+    monitor.stop()
+
+    new = manager.plan(old.job_id)
+    assert new.version == old.version + 1 and monitor.failed.keys() == {dead}
+    assert dead not in {c.switch for c in new.switches}
+    old_trees, new_trees = {t.tree_id for t in old.trees}, {t.tree_id for t in new.trees}
+    assert not old_trees & new_trees
+    assert [t.weight for t in new.trees if t.weight == 0] == [0.0]  # the recovery tree
+    for switch in net.switches:  # old entries removed from every surviving switch, new ones in
+        if switch != dead:
+            assert not _tree_ids(net, switch, T_JOBS) & old_trees
+            assert not _tree_ids(net, switch, T_ADMISSION) & old_trees
+    assert _tree_ids(net, _spine_of(new), T_JOBS) <= new_trees
+    assert all(owner[1] in new_trees for owner in manager.resources.slots.owners())
+    moved = sum(a.stats["chunks_moved"] for a in job.agents)
+    assert moved > 0  # chunks were in flight on the dead spine and went over the recovery tree
+
+    # the next allreduce runs on the new aggregating tree only
+    for a in job.agents:
+        a.stats.clear()
+    ys = int_inputs(8, 640, seed=4)
+    for out in job.allreduce(ys):
+        np.testing.assert_array_equal(out, sum(ys))
+    assert sum(a.stats["chunks_moved"] for a in job.agents) == 0
+
+
+def test_a_link_reported_down_mid_allreduce_is_planned_around():
+    net = network("leaf_spine", seed=6)
+    manager, job = _managed_job(net)
+    spine = _spine_of(job.plan)
+    xs = int_inputs(8, 64 * 300, seed=8)
+    handles = job.start(xs)
+
+    def cut():
+        net.cut_link("l1", spine)
+        manager.link_failed("l1", spine)  # what a port-down event or an agent's report tells the controller
+
+    _when(net, lambda: _a_third_done(job), cut)
+    for h in handles:
+        np.testing.assert_array_equal(h.wait(), sum(xs))
+    new = manager.plan(job.plan.job_id)
+    assert new.version == 2
+    l1_paths = [t.grad_hops["h1"] for t in new.trees]
+    assert all([h.name for h in hops][:2] != ["l1", spine] for hops in l1_paths)
+
+
+def test_no_tree_left_fails_every_rank_with_one_clear_error():
+    from controller.errors import ReplanError
+    from worker.stream import AllreduceError
+
+    net = network("leaf_spine", seed=7)
+    manager, job = _managed_job(net)
+    xs = int_inputs(8, 64 * 200, seed=9)
+    handles = job.start(xs)
+
+    refused = []
+
+    def kill_both():
+        for spine in ("sp1", "sp2"):
+            net.kill_switch(spine)
+            try:
+                manager.switch_failed(spine, "test: switch killed")
+            except ReplanError as exc:
+                refused.append(str(exc))
+
+    _when(net, lambda: _a_third_done(job), kill_both)
+    for h in handles:
+        with pytest.raises(
+            AllreduceError, match=r"re-planning job \d+ around the failed switch sp2 failed: .*not connected"
+        ):
+            h.wait()
+    assert len(refused) == 1 and "sp2" in refused[0]
+    assert net.loop.now() < 1.0  # at once, not after the agents' time budget
