@@ -17,6 +17,7 @@ import argparse
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from controller.errors import CliError, ControllerError
@@ -35,6 +36,7 @@ from controller.options import (
 )
 from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
+from controller.tls import TlsFiles
 from controller.topology import Topology
 from controller.topology_yaml import load_topology
 
@@ -271,7 +273,21 @@ def _installer(args: argparse.Namespace, topo: Topology) -> Installer:
         addresses[name] = addr
     if bool(args.p4info) != bool(args.device_config):
         raise CliError("give both --p4info and --device-config to push a pipeline (or neither)")
-    return Installer(topo, args.p4info, args.device_config, addresses, timeout=args.timeout)
+    tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_ca, server_name=args.tls_server_name) if args.tls else None
+    return Installer(topo, args.p4info, args.device_config, addresses, timeout=args.timeout, tls=tls)
+
+
+def _read_token(path: str | None) -> str | None:
+    """The token in file ``path`` (first line), or None without a file."""
+    if not path:
+        return None
+    try:
+        token = Path(path).read_text().strip()
+    except OSError as exc:
+        raise CliError(f"cannot read the token file {path}: {exc.strerror}") from None
+    if not token:
+        raise CliError(f"the token file {path} is empty")
+    return token
 
 
 def cmd_install(args: argparse.Namespace) -> int:
@@ -303,7 +319,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.p4info:
             installer.push_pipeline()
         installer.install_topology()
-    server = JobServer(JobManager(topo, installer), args.listen).start()
+    tls = None
+    if args.serve_tls_cert or args.serve_tls_key:
+        tls = TlsFiles(args.serve_tls_cert, args.serve_tls_key, args.serve_tls_ca, client_auth=bool(args.serve_tls_ca))
+    token = _read_token(args.token_file)
+    server = JobServer(JobManager(topo, installer), args.listen, tls=tls, token=token).start()
     print(f"job service for {topo.name} on {server.address}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -319,7 +339,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     """``inactl jobs list|show ID|release ID``: ask a running job service."""
     from controller.jobservice import JobClient
 
-    client = JobClient(args.controller, timeout=args.timeout)
+    tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_ca, server_name=args.tls_server_name) if args.tls else None
+    client = JobClient(args.controller, timeout=args.timeout, tls=tls, token=_read_token(args.token_file))
     try:
         if args.action == "list":
             jobs = client.list()
@@ -428,6 +449,16 @@ def build_parser() -> argparse.ArgumentParser:
             "--address", action="append", metavar="SWITCH=HOST:PORT", help="override a switch's P4Runtime address"
         )
         q.add_argument("--timeout", type=float, default=10.0, help="P4Runtime timeout in seconds")
+        tls_client_args(q, "the switches' P4Runtime servers")
+
+    def tls_client_args(q: argparse.ArgumentParser, what: str) -> None:
+        q.add_argument("--tls", action="store_true", help=f"talk to {what} over TLS")
+        q.add_argument(
+            "--tls-ca", metavar="PEM", help="CA that signs the servers' certificates (default: system roots)"
+        )
+        q.add_argument("--tls-cert", metavar="PEM", help="this client's certificate (servers that check clients)")
+        q.add_argument("--tls-key", metavar="PEM", help="this client's private key")
+        q.add_argument("--tls-server-name", metavar="NAME", help="the name the servers' certificates carry")
 
     i = sub.add_parser(
         "install",
@@ -448,6 +479,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--listen", default=DEFAULT_CONTROLLER, help=f"address (default {DEFAULT_CONTROLLER})")
     s.add_argument("--install", action="store_true", help="install topology entries and every job over P4Runtime")
+    s.add_argument("--serve-tls-cert", metavar="PEM", help="serve over TLS with this certificate")
+    s.add_argument("--serve-tls-key", metavar="PEM", help="the job service's private key")
+    s.add_argument("--serve-tls-ca", metavar="PEM", help="require client certificates signed by this CA")
+    s.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the service's token: registering and listing need it, each job gets its own",
+    )
     switch_args(s)
     s.set_defaults(func=cmd_serve)
 
@@ -459,6 +498,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--controller", default=DEFAULT_CONTROLLER, help=f"job service (default {DEFAULT_CONTROLLER})")
     j.add_argument("--json", action="store_true")
     j.add_argument("--timeout", type=float, default=10.0)
+    j.add_argument("--token-file", metavar="FILE", help="the service's (or the job's) token")
+    tls_client_args(j, "the job service")
     j.set_defaults(func=cmd_jobs)
 
     c = sub.add_parser(

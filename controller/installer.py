@@ -23,6 +23,7 @@ from controller.errors import P4RuntimeError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
+from controller.tls import TlsFiles
 from controller.topology import Topology
 from protocol import constants as C
 
@@ -75,7 +76,7 @@ class Installer:
     """One P4Runtime client per switch of a topology (opened on first use).
 
     By default the clients are gRPC ``SwitchConnection``s to the addresses of the topology (or
-    ``addresses``); ``connect`` gives any other ``P4RuntimeClient`` for a switch name (the in-process
+    ``addresses``), over TLS with ``tls``; ``connect`` gives any other ``P4RuntimeClient`` for a switch name (the in-process
     network's switches: ``topologies.inprocess.install``). The installer only reads and writes
     entities through that protocol, so every target gets the same entries, inserted or modified alike.
     """
@@ -89,6 +90,7 @@ class Installer:
         election_id: int = 1,
         timeout: float = 10.0,
         connect: Callable[[str], P4RuntimeClient] | None = None,
+        tls: TlsFiles | None = None,
     ):
         self.topo = topo
         self.p4info = load_p4info(p4info) if isinstance(p4info, (str, Path)) else p4info
@@ -99,7 +101,7 @@ class Installer:
                 raise P4RuntimeError(f"cannot read device config {device_config!s}: {exc.strerror}") from None
         self.device_config: bytes | None = device_config
         self.addresses = dict(addresses or {})
-        self.election_id, self.timeout = election_id, timeout
+        self.election_id, self.timeout, self.tls = election_id, timeout, tls
         self.connect = connect or self._connect_grpc
         self.conns: dict[str, P4RuntimeClient] = {}
         self._names: P4Names | None = None
@@ -127,7 +129,7 @@ class Installer:
         address = self.addresses.get(switch) or sw.grpc
         if not address:
             raise P4RuntimeError(f"switch {switch} has no P4Runtime address (grpc) in the topology")
-        return SwitchConnection(address, sw.device_id, self.election_id, self.timeout, name=switch).open()
+        return SwitchConnection(address, sw.device_id, self.election_id, self.timeout, name=switch, tls=self.tls).open()
 
     def names(self, switch: str | None = None) -> P4Names:
         """Name lookups over the P4Info (given, or read from ``switch``, by default the first switch)."""

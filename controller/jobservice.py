@@ -7,7 +7,9 @@ client agents and the CLI use.
 
 from __future__ import annotations
 
+import hmac
 import queue
+import secrets
 import threading
 from collections.abc import Callable, Collection, Iterator
 from concurrent import futures
@@ -24,6 +26,8 @@ from controller.plan import JobPlan
 from controller.planner import plan_job
 from controller.replan import plan_around, surviving_graph
 from controller.resources import Resources
+from controller.tls import TlsFiles, listen, presented_token, token_metadata
+from controller.tls import channel as tls_channel
 from controller.topology import Topology
 
 
@@ -270,11 +274,30 @@ def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
 
 
 class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generated, untyped base
-    def __init__(self, manager: JobManager):
+    """The job service's calls. With a ``token``, registering and listing jobs need it, and every job
+    gets a token of its own (in RegisterJob's reply): fetching, watching or releasing a job needs the
+    service's token or that job's, so an agent of one job cannot touch another."""
+
+    def __init__(self, manager: JobManager, token: str | None = None):
         self.manager = manager
+        self.token = token or ""
+        self.job_tokens: dict[int, str] = {}
+
+    def _authorize(self, context: grpc.ServicerContext, job_id: int | None = None) -> None:
+        if not self.token:
+            return
+        presented = presented_token(context)
+        if presented and hmac.compare_digest(presented, self.token):
+            return
+        job_token = self.job_tokens.get(job_id or 0, "") if job_id is not None else ""
+        if presented and job_token and hmac.compare_digest(presented, job_token):
+            return
+        what = "the service's token" if job_id is None else f"the service's token or job {job_id}'s"
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, f"this call needs {what} (--token)")
 
     def RegisterJob(self, request: pb.RegisterJobRequest, context: grpc.ServicerContext) -> pb.RegisterJobReply:
         """gRPC: plan (and install) a job; INVALID_ARGUMENT for a plan error, UNAVAILABLE for a switch's."""
+        self._authorize(context)
         try:
             plan, installed = self.manager.register(
                 list(request.workers), list(request.servers), options_from_pb(request.options)
@@ -283,16 +306,20 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except ControllerError as exc:  # an installer failure: say which switch, keep serving
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        job_token = secrets.token_hex(16) if self.token else ""
+        self.job_tokens[plan.job_id] = job_token
         return pb.RegisterJobReply(
             job_id=plan.job_id,
             version=plan.version,
             plan_json=plan.to_json(),
             warnings=plan.warnings,
             installed=installed,
+            token=job_token,
         )
 
     def GetPlan(self, request: pb.GetPlanRequest, context: grpc.ServicerContext) -> pb.GetPlanReply:
         """gRPC: a job's plan; NOT_FOUND for an unknown job or version."""
+        self._authorize(context, request.job_id)
         try:
             plan = self.manager.plan(request.job_id, request.version)
         except UnknownJobError as exc:
@@ -301,8 +328,10 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
 
     def ReleaseJob(self, request: pb.ReleaseJobRequest, context: grpc.ServicerContext) -> pb.ReleaseJobReply:
         """gRPC: release a job; NOT_FOUND for an unknown job, UNAVAILABLE when a switch fails."""
+        self._authorize(context, request.job_id)
         try:
             removed = self.manager.release(request.job_id)
+            self.job_tokens.pop(request.job_id, None)
         except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         except ControllerError as exc:  # a switch that refused or went away
@@ -311,6 +340,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
 
     def ListJobs(self, request: pb.ListJobsRequest, context: grpc.ServicerContext) -> pb.ListJobsReply:
         """gRPC: a summary of every job."""
+        self._authorize(context)
         return pb.ListJobsReply(
             jobs=[
                 pb.JobSummary(
@@ -329,6 +359,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
     def WatchPlan(self, request: pb.WatchPlanRequest, context: grpc.ServicerContext) -> Iterator[pb.WatchPlanReply]:
         """gRPC: stream every new plan version of a job (NOT_FOUND for an unknown job); a reply with an
         error ends the stream (the job could not be re-planned)."""
+        self._authorize(context, request.job_id)
         updates: queue.Queue[tuple[JobPlan | None, str] | None] = queue.Queue()
 
         def push(plan: JobPlan | None, reason: str) -> None:
@@ -355,13 +386,22 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
 
 class JobServer:
     """A gRPC server for one JobManager; ``address`` may use port 0 (see ``.address``). Each agent that
-    watches its job's plan (``WatchPlan``) holds one of the ``workers`` threads while it watches."""
+    watches its job's plan (``WatchPlan``) holds one of the ``workers`` threads while it watches.
+    ``tls``: serve over TLS; ``token``: the service's token (JobServicer). Plaintext on an address
+    other than loopback prints a warning."""
 
-    def __init__(self, manager: JobManager, address: str = "127.0.0.1:0", workers: int = 64):
+    def __init__(
+        self,
+        manager: JobManager,
+        address: str = "127.0.0.1:0",
+        workers: int = 64,
+        tls: TlsFiles | None = None,
+        token: str | None = None,
+    ):
         self.manager = manager
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobs"))
-        pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager), self.server)
-        port = self.server.add_insecure_port(address)
+        pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager, token), self.server)
+        port = listen(self.server, address, tls, "the job service")
         if port == 0:
             raise JobServiceError(f"cannot listen on {address}")
         self.address = f"{address.rsplit(':', 1)[0]}:{port}"
@@ -377,14 +417,19 @@ class JobServer:
 
 
 class JobClient:
-    def __init__(self, address: str, timeout: float = 10.0):
-        self.channel = grpc.insecure_channel(address)
+    """The job service's client: over TLS with ``tls``, presenting ``token`` (the service's or a job's).
+    ``job_tokens`` keeps the token of every job this client registered."""
+
+    def __init__(self, address: str, timeout: float = 10.0, tls: TlsFiles | None = None, token: str | None = None):
+        self.channel = tls_channel(address, tls)
         self.stub = pb_grpc.JobServiceStub(self.channel)
         self.address, self.timeout = address, timeout
+        self.metadata = token_metadata(token)
+        self.job_tokens: dict[int, str] = {}
 
     def _call(self, fn: Callable[..., Any], request: Any) -> Any:
         try:
-            return fn(request, timeout=self.timeout)
+            return fn(request, timeout=self.timeout, metadata=self.metadata)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE and "connect" in (exc.details() or ""):
                 raise JobServiceError(f"no job service at {self.address}") from None
@@ -412,6 +457,7 @@ class JobClient:
             self.stub.RegisterJob,
             pb.RegisterJobRequest(workers=workers, servers=servers, options=options_to_pb(options or PlanOptions())),
         )
+        self.job_tokens[reply.job_id] = reply.token
         return JobPlan.from_json(reply.plan_json)
 
     def get_plan(self, job_id: int, version: int = 0) -> JobPlan:
@@ -434,7 +480,7 @@ class JobClient:
             No service at the address, or no such job.
         """
         try:
-            for reply in self.stub.WatchPlan(pb.WatchPlanRequest(job_id=job_id)):
+            for reply in self.stub.WatchPlan(pb.WatchPlanRequest(job_id=job_id), metadata=self.metadata):
                 if reply.error:
                     yield None, reply.error
                     return

@@ -20,6 +20,8 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from controller.errors import P4RuntimeError
+from controller.tls import TlsFiles
+from controller.tls import channel as tls_channel
 
 
 def encode(value: int, bitwidth: int) -> bytes:
@@ -292,11 +294,19 @@ def read_counter(client: P4RuntimeClient, counter_id: int, indices: Iterable[int
 class SwitchConnection:
     """One P4Runtime session (stream + arbitration) with one device, over gRPC: a ``P4RuntimeClient``."""
 
-    def __init__(self, address: str, device_id: int, election_id: int = 1, timeout: float = 10.0, name: str = ""):
+    def __init__(
+        self,
+        address: str,
+        device_id: int,
+        election_id: int = 1,
+        timeout: float = 10.0,
+        name: str = "",
+        tls: TlsFiles | None = None,
+    ):
         self.address, self.device_id, self.election_id = address, device_id, election_id
         self.name = name or address
         self.timeout = timeout
-        self.channel = grpc.insecure_channel(address)
+        self.channel = tls_channel(address, tls)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
         self._requests: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
         self._arbitrated = threading.Event()
@@ -313,9 +323,11 @@ class SwitchConnection:
             No server at the address within the timeout, no arbitration answer, or another controller
             is primary.
         """
+        ready = grpc.channel_ready_future(self.channel)
         try:
-            grpc.channel_ready_future(self.channel).result(timeout=self.timeout)
+            ready.result(timeout=self.timeout)
         except grpc.FutureTimeoutError:
+            ready.cancel()  # its polling thread stops before the channel is closed
             raise P4RuntimeError(f"switch {self.name}: no P4Runtime server at {self.address}") from None
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
         reader = self._reader = threading.Thread(target=self._read_stream, daemon=True, name=f"p4rt-{self.name}")

@@ -9,7 +9,8 @@ PYTHON=${PYTHON:-python3}
 need_apt=()
 # gcc + libc headers: the native data path (softswitch back end, batched agent I/O) compiles C at run time
 # protoc + grpc plugin: the job service test regenerates controller/jobservice_pb2*.py and compares
-for pkg in gcc libc6-dev iproute2 mininet ethtool protobuf-compiler protobuf-compiler-grpc; do
+# openssl: the TLS tests make a CA and certificates
+for pkg in gcc libc6-dev iproute2 mininet ethtool protobuf-compiler protobuf-compiler-grpc openssl; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

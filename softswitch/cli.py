@@ -74,6 +74,19 @@ def run_parser() -> argparse.ArgumentParser:
         help="address the P4Runtime server listens on (default 0.0.0.0:9559; port 0 picks one)",
     )
     p.add_argument(
+        "--grpc-server-ssl", action="store_true", help="serve P4Runtime over TLS (needs --grpc-server-cert/-key)"
+    )
+    p.add_argument("--grpc-server-cert", metavar="PEM", help="the P4Runtime server's TLS certificate")
+    p.add_argument("--grpc-server-key", metavar="PEM", help="the P4Runtime server's TLS private key")
+    p.add_argument(
+        "--grpc-server-cacert", metavar="PEM", help="CA of the clients' certificates (client authentication)"
+    )
+    p.add_argument(
+        "--grpc-server-with-client-auth",
+        action="store_true",
+        help="require and check the clients' TLS certificates (needs --grpc-server-cacert)",
+    )
+    p.add_argument(
         "--cpu-port",
         type=int,
         default=None,
@@ -292,7 +305,7 @@ def cmd_run(args) -> int:
         raise CliError("give either PROGRAM or --no-p4, not both")
     if not args.no_p4 and not args.program:
         raise CliError("no program given (give PROGRAM, or --no-p4 to wait for one over P4Runtime)")
-    from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService
+    from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService, server_credentials
     from softswitch.switch import Switch
 
     log = logging.getLogger("softswitch")
@@ -339,7 +352,14 @@ def cmd_run(args) -> int:
             backend=args.backend,
         )
         ports.service = service
-        server = P4RuntimeServer(service, args.grpc_server_addr)
+        credentials = None
+        if args.grpc_server_ssl:
+            if not args.grpc_server_cert or not args.grpc_server_key:
+                raise ValueError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
+            credentials = server_credentials(
+                args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert, args.grpc_server_with_client_auth
+            )
+        server = P4RuntimeServer(service, args.grpc_server_addr, credentials=credentials)
     except (OSError, ValueError, RuntimeError) as e:
         ports.stop()
         raise CliError(str(e)) from None

@@ -20,10 +20,12 @@ Only CONTINUE_ON_ERROR atomicity is supported.
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import logging
 import os
 import queue
+import sys
 import tempfile
 import threading
 import time
@@ -1347,14 +1349,60 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 yield p4runtime_pb2.Entity(digest_entry=msg)
 
 
-class P4RuntimeServer:
-    """A gRPC server running one P4RuntimeService."""
+def server_credentials(cert: str, key: str, ca: str | None = None, client_auth: bool = False):
+    """TLS credentials of the P4Runtime server from PEM files (simple_switch_grpc's --grpc-server-cert,
+    --grpc-server-key, --grpc-server-cacert, --grpc-server-with-client-auth).
 
-    def __init__(self, service: P4RuntimeService, address: str = "0.0.0.0:9559", workers: int = 16):
+    Raises
+    ------
+    ValueError
+        A file that cannot be read, or client authentication without a CA.
+    """
+    if client_auth and not ca:
+        raise ValueError(
+            "--grpc-server-with-client-auth needs --grpc-server-cacert (the CA of the clients' certificates)"
+        )
+
+    def read(path, flag):
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise ValueError(f"{flag} {path}: {exc.strerror}") from None
+
+    pair = (read(key, "--grpc-server-key"), read(cert, "--grpc-server-cert"))
+    root = read(ca, "--grpc-server-cacert") if ca else None
+    return grpc.ssl_server_credentials([pair], root_certificates=root, require_client_auth=client_auth)
+
+
+def _loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class P4RuntimeServer:
+    """A gRPC server running one P4RuntimeService; TLS with ``credentials`` (``server_credentials``).
+    Plaintext on an address other than loopback prints a warning on stderr."""
+
+    def __init__(self, service: P4RuntimeService, address: str = "0.0.0.0:9559", workers: int = 16, credentials=None):
         self.service = service
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.server)
-        self.port = self.server.add_insecure_port(address)
+        if credentials is not None:
+            self.port = self.server.add_secure_port(address, credentials)
+        else:
+            if not _loopback(address.rsplit(":", 1)[0]):
+                print(
+                    f"warning: the P4Runtime server listens on {address} without TLS: anyone who reaches it "
+                    f"can program the switch (--grpc-server-ssl with a certificate and key)",
+                    file=sys.stderr,
+                )
+            self.port = self.server.add_insecure_port(address)
         if self.port == 0:
             raise OSError(f"cannot listen on {address} for gRPC")
         host = address.rsplit(":", 1)[0]

@@ -1,0 +1,137 @@
+"""TLS and a shared token for the control plane's gRPC servers and clients (P4Runtime, job service).
+
+Servers: ``listen(server, address, tls, what)`` adds a TLS port when given ``TlsFiles`` (certificate,
+key, and a CA when clients must show certificates too), else a plaintext one, with a warning on stderr
+when a plaintext server listens on an address other than loopback. Clients: ``channel(address, tls)``.
+The files are PEM, as simple_switch_grpc's ``--grpc-server-ssl`` flags take them. A token (the job
+service's) travels as ``authorization: Bearer <token>`` call metadata (``token_metadata``,
+``presented_token``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from controller.errors import ControllerError
+
+TOKEN_HEADER = "authorization"
+
+
+class TlsError(ControllerError, ValueError):
+    """A TLS file that cannot be read, or a TLS option without the files it needs."""
+
+
+def _read(path: str | None, what: str) -> bytes | None:
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise TlsError(f"cannot read the {what} {path}: {exc.strerror}") from None
+
+
+@dataclass
+class TlsFiles:
+    """PEM files of one side of a TLS connection.
+
+    Server: ``cert`` and ``key`` (its own), ``ca`` with ``client_auth`` to require and check client
+    certificates. Client: ``ca`` (to check the server; default: the system's roots), ``cert`` and
+    ``key`` when the server checks clients. ``server_name`` overrides the name checked in the server's
+    certificate (a certificate for a name, reached by address)."""
+
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+    client_auth: bool = False
+    server_name: str | None = None
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        """Credentials for ``add_secure_port``.
+
+        Raises
+        ------
+        TlsError
+            No certificate or key, client authentication without a CA, or an unreadable file.
+        """
+        if not self.cert or not self.key:
+            raise TlsError("a TLS server needs its certificate and its key")
+        if self.client_auth and not self.ca:
+            raise TlsError("client authentication needs the CA that signs the clients' certificates")
+        pair = (_read(self.key, "TLS key"), _read(self.cert, "TLS certificate"))
+        return grpc.ssl_server_credentials(
+            [pair], root_certificates=_read(self.ca, "TLS CA"), require_client_auth=self.client_auth
+        )
+
+    def channel_credentials(self) -> grpc.ChannelCredentials:
+        """Credentials for ``secure_channel``.
+
+        Raises
+        ------
+        TlsError
+            A certificate without its key (or the reverse), or an unreadable file.
+        """
+        if bool(self.cert) != bool(self.key):
+            raise TlsError("a TLS client certificate needs its key (and the key its certificate)")
+        return grpc.ssl_channel_credentials(
+            root_certificates=_read(self.ca, "TLS CA"),
+            private_key=_read(self.key, "TLS key"),
+            certificate_chain=_read(self.cert, "TLS certificate"),
+        )
+
+
+def is_loopback(address: str) -> bool:
+    """Whether a ``host:port`` listens on loopback only.
+
+    Examples
+    --------
+    >>> is_loopback("127.0.0.1:9559"), is_loopback("localhost:1"), is_loopback("0.0.0.0:9559")
+    (True, True, False)
+    """
+    host = address.rsplit(":", 1)[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def listen(server: grpc.Server, address: str, tls: TlsFiles | None, what: str) -> int:
+    """Add ``address`` to ``server``, with TLS when ``tls`` is given; return the port (0: failed).
+
+    A plaintext server on an address other than loopback prints one warning line on stderr."""
+    if tls is not None:
+        return int(server.add_secure_port(address, tls.server_credentials()))
+    if not is_loopback(address):
+        print(
+            f"warning: {what} listens on {address} without TLS: anyone who reaches it can use it "
+            f"(give it a certificate and key)",
+            file=sys.stderr,
+        )
+    return int(server.add_insecure_port(address))
+
+
+def channel(address: str, tls: TlsFiles | None) -> grpc.Channel:
+    """A gRPC channel to ``address``: TLS when ``tls`` is given, else plaintext."""
+    if tls is None:
+        return grpc.insecure_channel(address)
+    options = [("grpc.ssl_target_name_override", tls.server_name)] if tls.server_name else []
+    return grpc.secure_channel(address, tls.channel_credentials(), options=options)
+
+
+def token_metadata(token: str | None) -> list[tuple[str, str]]:
+    """The call metadata carrying ``token`` (none without one)."""
+    return [(TOKEN_HEADER, f"Bearer {token}")] if token else []
+
+
+def presented_token(context: grpc.ServicerContext) -> str:
+    """The token a call presented (empty if none)."""
+    for key, value in context.invocation_metadata() or ():
+        if key == TOKEN_HEADER and value.startswith("Bearer "):
+            return str(value[len("Bearer ") :])
+    return ""
