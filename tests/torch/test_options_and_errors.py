@@ -80,3 +80,22 @@ def test_work_wait_times_out_instead_of_hanging(tmp_path):
     with ina_job(2, tmp_path) as job:
         out = run_ranks(wait_timeout, 2, env=lambda r: dict(job.worker_env(r), INA_TIMEOUT="3"))
     assert out[0].startswith("TimeoutError: ina all_reduce did not complete within 0.5 s"), out[0]
+
+
+def test_the_job_token_reaches_the_job_service():
+    from controller.generators import star
+    from controller.jobservice import JobClient, JobManager, JobServer
+    from worker.torch_backend.channel import fetch_plan
+
+    server = JobServer(JobManager(star(2)), token="service-secret").start()
+    admin = JobClient(server.address, token="service-secret")
+    try:
+        plan = admin.register(["h1", "h2"], ["h3"])
+        o = InaOptions.from_env({"INA_CONTROLLER": server.address, "INA_JOB": str(plan.job_id), "INA_TOKEN": "x"})
+        assert o.token == "x"
+        with pytest.raises(InaConfigError, match=f"needs the service's token or job {plan.job_id}'s"):
+            fetch_plan(server.address, str(plan.job_id), 5.0, "x")
+        assert fetch_plan(server.address, str(plan.job_id), 5.0, admin.job_tokens[plan.job_id]) == plan
+    finally:
+        admin.close()
+        server.stop()

@@ -34,11 +34,12 @@ def load_plan(options: InaOptions):
             return JobPlan.from_json(text)
         except PlanFormatError as exc:
             raise InaConfigError(f"INA_PLAN {options.plan}: {exc}") from None
-    return fetch_plan(options.controller, options.job, options.timeout)
+    return fetch_plan(options.controller, options.job, options.timeout, options.token)
 
 
-def fetch_plan(controller: str, job: str, timeout: float):
-    """The current plan of job ``job`` (its id) from the job service at ``controller`` (host:port)."""
+def fetch_plan(controller: str, job: str, timeout: float, token: str | None = None):
+    """The current plan of job ``job`` (its id) from the job service at ``controller`` (host:port),
+    presenting ``token`` (INA_TOKEN) when the service has one."""
     from controller.jobservice import JobClient, JobServiceError
     from controller.plan import PlanFormatError
 
@@ -46,7 +47,7 @@ def fetch_plan(controller: str, job: str, timeout: float):
         job_id = int(job)
     except ValueError:
         raise InaConfigError(f"INA_JOB must be the job's id (a number), got {job!r}") from None
-    client = JobClient(controller, timeout=min(timeout, 30.0))
+    client = JobClient(controller, timeout=min(timeout, 30.0), token=token)
     try:
         return client.get_plan(job_id)
     except (JobServiceError, PlanFormatError) as exc:

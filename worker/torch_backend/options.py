@@ -39,6 +39,7 @@ class InaOptions:
                  to twice the measured round trip and doubles it per resend.
     retries:     if set, also fail after this many resends of one chunk (INA_RETRIES; default: no
                  count, only the time budget).
+    token:       the job's token (or the service's) when the job service has one (INA_TOKEN).
     """
 
     controller: str | None = None
@@ -49,6 +50,7 @@ class InaOptions:
     timeout: float = 60.0
     rto: float = RTO_PYTHON_SWITCHES_S
     retries: int | None = None
+    token: str | None = None
 
     ENV = {
         "controller": "INA_CONTROLLER",
@@ -59,6 +61,7 @@ class InaOptions:
         "timeout": "INA_TIMEOUT",
         "rto": "INA_RTO",
         "retries": "INA_RETRIES",
+        "token": "INA_TOKEN",
     }
 
     @classmethod
