@@ -377,7 +377,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     right.set_xlabel("time until every rank of both jobs ended, ms (virtual, log)")
     right.set_xscale("log")
     right.set_title("faults with a second job on the other hosts")
-    right.set_xlim(min(times) / 2, max(times) * 30)
+    right.set_xlim(min(times) / 2, max(times) * 400)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
