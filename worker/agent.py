@@ -46,6 +46,13 @@ from worker.transport import ReceivedBatch, Transport
 if TYPE_CHECKING:
     from controller.plan import JobPlan
 
+# A result comes back when the slowest worker's contribution got through, so one worker's lost packet
+# delays every worker's RTT sample by that worker's retransmission timeout: an estimate fed by such samples
+# grows with the timeouts it sets. The base timeout is therefore capped at this many times the smallest
+# round trip of the last MIN_RTT_BATCHES batches of samples (which tracks queueing, not peers' losses).
+RTT_CAP_OVER_MIN = 8.0
+MIN_RTT_BATCHES = 64
+
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
 __all__ = [
@@ -267,6 +274,7 @@ class WorkerAgent:
         self.heard_on_tree: dict[int, tuple[float, int]] = {}  # tree -> (time, contributor) of its last RESULT
         self._seq = first_seq
         self._srtt: float | None = None
+        self._recent_min_rtt: collections.deque[float] = collections.deque(maxlen=MIN_RTT_BATCHES)
         self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
@@ -421,7 +429,11 @@ class WorkerAgent:
         """Retransmission timeout after ``attempts`` resends (a number or an array of them): twice the
         smoothed RTT (at least ``timeout``), doubled per resend of the chunk and per timeout since the
         last fresh RTT sample (Karn), at most ``max_backoff`` times the base."""
-        base = self.timeout if self._srtt is None else max(self.timeout, 2.0 * self._srtt)
+        base = self.timeout
+        if self._srtt is not None:
+            # a result waits for the slowest worker's contribution, so a peer's resend inflates this
+            # worker's samples; the cap on the recent minimum keeps that from feeding on itself
+            base = max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * min(self._recent_min_rtt)))
         return np.asarray(base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff))
 
     def timed_out(self) -> None:
@@ -442,6 +454,7 @@ class WorkerAgent:
         """Fold a batch of round-trip samples into the smoothed RTT: as many EWMA steps as samples,
         each with the batch's mean (what one by one would give if they were equal)."""
         self._backoff = 1.0
+        self._recent_min_rtt.append(float(samples.min()))
         mean = float(samples.mean())
         if self._srtt is None:
             self._srtt = mean

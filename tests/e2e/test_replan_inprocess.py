@@ -140,3 +140,20 @@ def test_no_tree_left_fails_every_rank_with_one_clear_error():
             h.wait()
     assert len(refused) == 1 and "sp2" in refused[0]
     assert net.loop.now() < 1.0  # at once, not after the agents' time budget
+
+
+def test_a_spine_killed_under_loss_duplication_and_reordering():
+    from controller.replan import FaultMonitor
+
+    net = network("leaf_spine", seed=2)
+    net.set_impairments(loss=0.05, duplicate=0.05, reorder=0.1, reorder_delay_s=0.002)
+    manager, job = _managed_job(net)
+    dead = _spine_of(job.plan)
+    monitor = FaultMonitor(net.installer, manager.switches_in_use, manager.switch_failed, net.loop, 0.002).start()
+    xs = int_inputs(8, 64 * 300, seed=2)
+    handles = job.start(xs)
+    _when(net, lambda: _a_third_done(job), lambda: net.kill_switch(dead))
+    for h in handles:
+        np.testing.assert_array_equal(h.wait(), sum(xs))
+    monitor.stop()
+    assert manager.plan(job.plan.job_id).version == 2
