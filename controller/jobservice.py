@@ -377,6 +377,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
                     return
                 plan, reason = item
                 if plan is None:
+                    self.manager.unwatch(request.job_id, push)  # before the client can see the end
                     yield pb.WatchPlanReply(error=reason)
                     return
                 yield pb.WatchPlanReply(version=plan.version, plan_json=plan.to_json())

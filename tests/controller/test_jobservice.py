@@ -102,7 +102,8 @@ def test_watch_plan_streams_each_new_version_then_the_reason_a_job_cannot_go_on(
         gone, reason = got.get(timeout=10)
         assert gone is None and f"re-planning job {plan.job_id} around the failed switch {other} failed" in reason
         follower.join(timeout=10)
-        assert follower.versions_seen == 2 and not manager.watchers[plan.job_id]  # the stream ended
+        assert follower.versions_seen == 2
+        assert not manager.watchers[plan.job_id]  # the stream ended
     finally:
         client.close()
         server.stop()
