@@ -667,6 +667,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if not needs_priority and entry.priority != 0:
                 raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname} has only exact/lpm fields: priority must be 0")
         action, args, member, group = None, {}, None, None
+        one_shot: list[tuple[str, dict, int]] = []
         if entry.HasField("action"):
             kind = entry.action.WhichOneof("type")
             if kind == "action":
@@ -685,13 +686,21 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 else:
                     group = entry.action.action_profile_group_id
                 action = ""
-            else:
-                raise P4RTError(
-                    Code.UNIMPLEMENTED,
-                    "one-shot action selector programming (action_profile_action_set) is not supported",
-                )
+            else:  # action_profile_action_set: one-shot programming of a selector table
+                if not table.implementation_id or default:
+                    what = "the default entry" if default else f"table {tname} (it has no implementation)"
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"{what} cannot take an action profile action set")
+                action = ""
+                for a in entry.action.action_profile_action_set.action_profile_actions:
+                    if a.weight < 1:
+                        raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: an action set's weights must be >= 1")
+                    one_shot.append((*self._action_from_p4(table, a.action, False), a.weight))
+                if not one_shot:
+                    raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: the action profile action set is empty")
         priority = entry.priority if needs_priority else None
-        return TableEntry(matches=matches, action=action, args=args, priority=priority, member=member, group=group)
+        parsed = TableEntry(matches=matches, action=action, args=args, priority=priority, member=member, group=group)
+        parsed.one_shot = one_shot  # type: ignore[attr-defined]
+        return parsed
 
     def _action_from_p4(self, table, action_msg, default: bool):
         from p4.config.v1 import p4info_pb2
@@ -756,12 +765,54 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         parsed = self._entry_from_p4(table, entry)
         if update_type in (U.INSERT, U.MODIFY) and parsed.action is None:
             raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: entry has no action")
-        if update_type == U.INSERT:
-            state.insert(parsed)
-        elif update_type == U.MODIFY:
-            state.modify(parsed)
-        elif update_type == U.DELETE:
-            state.delete(parsed)
+        stored = state.find(parsed) if update_type in (U.MODIFY, U.DELETE) else None
+        old_group = stored.group if stored is not None and stored.group is not None and stored.group < 0 else None
+        new_group = None
+        if parsed.one_shot and update_type in (U.INSERT, U.MODIFY):
+            new_group = self._one_shot_group(table, parsed.one_shot)
+        if new_group is not None:
+            parsed.group = new_group
+        try:
+            if update_type == U.INSERT:
+                state.insert(parsed)
+            elif update_type == U.MODIFY:
+                state.modify(parsed)
+            elif update_type == U.DELETE:
+                state.delete(parsed)
+        except Exception:
+            if new_group is not None:
+                self._drop_one_shot_group(table, new_group)
+            raise
+        if old_group is not None:
+            self._drop_one_shot_group(table, old_group)
+
+    # One-shot programming: an entry's action set becomes a group of members the controller does not see
+    # (negative ids, which P4Runtime's unsigned ids never take), made before the entry and removed with it.
+    def _implementing_profile(self, table):
+        return self.switch.action_profile(self._p4info_entity("action_profiles", table.implementation_id).preamble.name)
+
+    def _one_shot_group(self, table, actions) -> int:
+        profile = self._implementing_profile(table)
+        next_id = min((i for i in (*profile.members, *profile.groups) if i < 0), default=0) - 1
+        members: dict[int, int] = {}
+        try:
+            for action, args, weight in actions:
+                profile.add_member(next_id, action, args)
+                members[next_id] = weight
+                next_id -= 1
+            profile.set_group(next_id, members, create=True)
+        except Exception:
+            for member_id in members:
+                profile.delete_member(member_id)
+            raise
+        return next_id
+
+    def _drop_one_shot_group(self, table, group_id: int) -> None:
+        profile = self._implementing_profile(table)
+        members = list(profile.groups[group_id])
+        profile.delete_group(group_id)
+        for member_id in members:
+            profile.delete_member(member_id)
 
     # -- action profiles
 
@@ -1117,10 +1168,18 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 fm.optional.value = encode_value(match.value)
         if entry.priority is not None:
             msg.priority = entry.priority
+        group = getattr(entry, "group", None)
         if getattr(entry, "member", None) is not None:
             msg.action.action_profile_member_id = entry.member
-        elif getattr(entry, "group", None) is not None:
-            msg.action.action_profile_group_id = entry.group
+        elif group is not None and group < 0:  # one-shot: its action set, in the order it was given
+            profile = self._implementing_profile(table)
+            for member_id in sorted(profile.groups[group], reverse=True):
+                action, args = profile.member(member_id)
+                item = msg.action.action_profile_action_set.action_profile_actions.add()
+                item.weight = profile.groups[group][member_id]
+                self._action_to_p4(item.action, action, args)
+        elif group is not None:
+            msg.action.action_profile_group_id = group
         else:
             self._action_to_p4(msg.action.action, entry.action, entry.args)
         if table.is_const_table:
@@ -1234,7 +1293,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_members(self, query):
         for profile, state in self._queried_profiles(query.action_profile_id):
-            ids = [query.member_id] if query.member_id else sorted(state.members)
+            ids = [query.member_id] if query.member_id else sorted(m for m in state.members if m >= 0)
             for member_id in ids:
                 action, args = state.member(member_id)
                 msg = p4runtime_pb2.ActionProfileMember(action_profile_id=profile.preamble.id, member_id=member_id)
@@ -1243,7 +1302,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     def _read_groups(self, query):
         for profile, state in self._queried_profiles(query.action_profile_id):
-            groups = state.groups if profile.with_selector else {}
+            groups = {g: m for g, m in state.groups.items() if g >= 0} if profile.with_selector else {}
             if query.group_id and query.group_id not in groups:
                 raise P4RTError(Code.NOT_FOUND, f"action profile {profile.preamble.name}: no group {query.group_id}")
             for group_id in [query.group_id] if query.group_id else sorted(groups):

@@ -67,8 +67,8 @@ class ActionProfileState:
         return action, self.tables[0]._named_args(action, data)
 
     def _checked(self, member_id: int, action: str, args: dict | None) -> tuple[str, tuple[int, ...]]:
-        if not isinstance(member_id, int) or member_id < 0:
-            raise InvalidEntry(f"action profile {self.name}: member id {member_id!r} is not a non-negative int")
+        if not isinstance(member_id, int):  # (negative ids: the P4Runtime server's one-shot members)
+            raise InvalidEntry(f"action profile {self.name}: member id {member_id!r} is not an int")
         checked = [table.check_member_action(action, args) for table in self.tables]
         return checked[0]
 
@@ -81,8 +81,8 @@ class ActionProfileState:
             raise EntryExists(f"action profile {self.name}: group {group_id} already exists")
         if not create and group_id not in self.groups:
             raise EntryNotFound(f"action profile {self.name}: no group {group_id}")
-        if not isinstance(group_id, int) or group_id < 0:
-            raise InvalidEntry(f"action profile {self.name}: group id {group_id!r} is not a non-negative int")
+        if not isinstance(group_id, int):
+            raise InvalidEntry(f"action profile {self.name}: group id {group_id!r} is not an int")
         for member_id, weight in members.items():
             if member_id not in self.members:
                 raise InvalidEntry(f"action profile {self.name}: group {group_id}: no member {member_id}")

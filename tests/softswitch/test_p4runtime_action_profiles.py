@@ -76,10 +76,6 @@ def test_action_profile_writes_fail_with_the_codes_of_the_specification(device):
     assert device.write((U.INSERT, "table_entry", route(device, 0x0A000000, 8, action_profile_group_id=10))) is None
     direct = route(device, 0x0C000000, 8)
     direct.action.action.action_id = device.id_of("actions", "I.drop")
-    one_shot = route(device, 0x0D000000, 8)
-    one_shot.action.action_profile_action_set.action_profile_actions.add().action.action_id = (
-        direct.action.action.action_id
-    )
     errors = device.write(
         (U.INSERT, "action_profile_member", member(device, 1, *NEXT_HOPS[2])),
         (U.DELETE, "action_profile_member", member(device, 1, *NEXT_HOPS[1])),
@@ -88,7 +84,6 @@ def test_action_profile_writes_fail_with_the_codes_of_the_specification(device):
         (U.INSERT, "action_profile_group", group(device, 12, {7: 1})),
         (U.MODIFY, "action_profile_member", member(device, 9, *NEXT_HOPS[1])),
         (U.INSERT, "table_entry", direct),
-        (U.INSERT, "table_entry", one_shot),
         (U.INSERT, "table_entry", route(device, 0x0E000000, 8, action_profile_member_id=42)),
     )
     assert errors == [
@@ -99,6 +94,50 @@ def test_action_profile_writes_fail_with_the_codes_of_the_specification(device):
         ("INVALID_ARGUMENT", "action profile I.ecmp_selector: group 12: no member 7"),
         ("NOT_FOUND", "action profile I.ecmp_selector: no member 9"),
         ("INVALID_ARGUMENT", "table I.ecmp is implemented by an action profile: an entry gives a member or group id"),
-        ("UNIMPLEMENTED", "one-shot action selector programming (action_profile_action_set) is not supported"),
         ("INVALID_ARGUMENT", "table I.ecmp: action profile I.ecmp_selector has no member 42"),
+    ]
+
+
+def action_set(device, *hops):
+    """A one-shot action profile action set of set_nhop actions (weight 1 each)."""
+    msg = p4runtime_pb2.TableAction()
+    for dmac, port in hops:
+        item = msg.action_profile_action_set.action_profile_actions.add(weight=1)
+        item.action.action_id = device.id_of("actions", "I.set_nhop")
+        item.action.params.add(param_id=1, value=dmac.to_bytes(6, "big"))
+        item.action.params.add(param_id=2, value=bytes([port]))
+    return msg
+
+
+def test_one_shot_action_sets_make_a_group_the_controller_does_not_see(device):
+    entry = route(device, 0x0A000000, 8)
+    entry.action.CopyFrom(action_set(device, NEXT_HOPS[2], NEXT_HOPS[3]))
+    assert device.write((U.INSERT, "table_entry", entry)) is None
+    for src in range(0x0B000000, 0x0B000000 + 8):
+        # the set's actions are members added in the order given: handles 0 and 1
+        dmac, port = NEXT_HOPS[ecmp_pick([2, 3], src, 17)]
+        assert device.service.process(0, frame(src, 0x0A000005, 17)) == [
+            (port, frame(src, 0x0A000005, 17, ttl=63, dmac=dmac))
+        ]
+    assert device.read("table_entry", p4runtime_pb2.TableEntry(table_id=entry.table_id)) == [entry]
+    assert device.read("action_profile_member", p4runtime_pb2.ActionProfileMember()) == []
+    assert device.read("action_profile_group", p4runtime_pb2.ActionProfileGroup()) == []
+    selector = device.service.switch.action_profile("I.ecmp_selector")
+    assert (len(selector.members), len(selector.groups)) == (2, 1)
+    assert device.write((U.INSERT, "table_entry", entry)) == [
+        ("ALREADY_EXISTS", "table I.ecmp: an entry with this key already exists")
+    ]
+    assert (len(selector.members), len(selector.groups)) == (2, 1)  # the failed insert left nothing behind
+    # MODIFY replaces the set; DELETE removes the hidden members and group with the entry
+    entry.action.CopyFrom(action_set(device, NEXT_HOPS[1]))
+    assert device.write((U.MODIFY, "table_entry", entry)) is None
+    dmac, port = NEXT_HOPS[1]
+    assert device.service.process(0, frame(4, 0x0A000005, 6)) == [(port, frame(4, 0x0A000005, 6, ttl=63, dmac=dmac))]
+    assert (len(selector.members), len(selector.groups)) == (1, 1)
+    assert device.write((U.DELETE, "table_entry", entry)) is None
+    assert (selector.members, selector.groups) == ({}, {})
+    empty = route(device, 0x0A000000, 8)
+    empty.action.action_profile_action_set.SetInParent()
+    assert device.write((U.INSERT, "table_entry", empty)) == [
+        ("INVALID_ARGUMENT", "table I.ecmp: the action profile action set is empty")
     ]
