@@ -765,7 +765,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         parsed = self._entry_from_p4(table, entry)
         if update_type in (U.INSERT, U.MODIFY) and parsed.action is None:
             raise P4RTError(Code.INVALID_ARGUMENT, f"table {tname}: entry has no action")
-        stored = state.find(parsed) if update_type in (U.MODIFY, U.DELETE) else None
+        stored = state.find(parsed) if table.implementation_id and update_type in (U.MODIFY, U.DELETE) else None
         old_group = stored.group if stored is not None and stored.group is not None and stored.group < 0 else None
         new_group = None
         if parsed.one_shot and update_type in (U.INSERT, U.MODIFY):
