@@ -24,6 +24,20 @@ def test_shipped_topologies_load(name, hosts, switches, links):
     assert set(e) >= {"ports", "bandwidth", "delay", "loss", "eid"}
 
 
+@pytest.mark.parametrize("name", ["star", "leaf_spine"])
+def test_100_mbit_variants_are_the_shipped_files_a_tenth_as_fast(name):
+    """The 100 Mbit/s files (bench/allreduce_netns.py, lab training): the same hosts, switches and
+    ports, every link's bandwidth divided by ten, so the host links are at 100 Mbit/s."""
+    full, slow = load_topology(TOPOLOGIES / f"{name}.yaml"), load_topology(TOPOLOGIES / f"{name}_100m.yaml")
+    assert [(h.name, h.ip, h.mac, h.role) for h in slow.hosts] == [(h.name, h.ip, h.mac, h.role) for h in full.hosts]
+    assert [(s.name, s.device_id) for s in slow.switches] == [(s.name, s.device_id) for s in full.switches]
+    ends = [(link.a, link.a_port, link.b, link.b_port, link.delay) for link in full.links]
+    assert [(link.a, link.a_port, link.b, link.b_port, link.delay) for link in slow.links] == ends
+    assert [link.bandwidth for link in slow.links] == [link.bandwidth / 10 for link in full.links]
+    hosts = {h.name for h in slow.hosts}
+    assert {link.bandwidth for link in slow.links if link.a in hosts or link.b in hosts} == {100.0}
+
+
 def test_graph_edge_attributes_of_star():
     g = load_topology(TOPOLOGIES / "star.yaml").to_graph()
     e = g.edges["h3", "s1"]
