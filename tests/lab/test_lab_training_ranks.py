@@ -111,3 +111,10 @@ def test_a_rank_hanging_after_the_summary_is_stopped_after_the_grace(tmp_path):
 def test_summary_json_is_what_rank_0_wrote(tmp_path):
     _run({"h1": WRITE_SUMMARY, "h2": "pass"}, tmp_path, port=29999)
     assert json.loads((tmp_path / "train-gloo-29999" / "summary.json").read_text()) == SUMMARY
+
+
+def test_model_flags_reach_every_rank(tmp_path):
+    _, net = _run({"h1": WRITE_SUMMARY, "h2": "pass"}, tmp_path, example_args=("--hidden", "1000", "--depth", "2"))
+    for proc in net.started:
+        argv = proc.args
+        assert argv[argv.index("--hidden") + 1] == "1000" and argv[argv.index("--depth") + 1] == "2"

@@ -97,3 +97,27 @@ def test_one_process_per_rank_exits_cleanly_with_its_summary(tmp_path):
     summary = json.loads(out.read_text())
     assert summary["ranks_in_sync"] and summary["workers"] == 2 and summary["iterations"] == 21
     assert outputs[0].rstrip().endswith("parameters identical on all ranks: True")
+
+
+def test_hidden_and_depth_size_the_model():
+    """--hidden 1000 --depth 2 is the lab's bandwidth-bound model (about 1M parameters); the default
+    is the small MLP."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_digits", REPO / "examples" / "train_digits.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+
+    def parameters(model):
+        return sum(p.numel() for p in model.parameters())
+
+    assert parameters(example.make_model(0, 32)) == 64 * 32 + 32 + 32 * 10 + 10
+    assert parameters(example.make_model(0, 1000, 2)) == 64 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "train_digits.py"), "--depth", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(REPO),
+    )
+    assert proc.returncode == 2 and "--hidden and --depth must be at least 1" in proc.stderr
