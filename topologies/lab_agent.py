@@ -83,6 +83,8 @@ def run_worker(args, plan) -> None:
                     "input": f"{stem}-in.npy",
                     "result": f"{stem}-out.npy",
                     "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
+                    "rtt_ms": 1000 * (agents[mode].smoothed_rtt or 0.0),
+                    "windows": [cursor.allowed() for cursor in agents[mode].cursors],
                 }
             )
         except Exception as exc:  # one line to the launcher, never a traceback on its console

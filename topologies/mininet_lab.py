@@ -11,7 +11,8 @@ removed at teardown unless the run failed (then the error says where they are) o
 asks for a copy.
 
 Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``baseline [ROUNDS] [VALUES]``
-(the same through the parameter-server baseline), ``counters`` (bytes per link, switch packet
+(the same through the parameter-server baseline), ``gloo [ROUNDS] [VALUES]`` (the same inputs through
+torch.distributed's gloo between the worker hosts), ``counters`` (bytes per link, switch packet
 and drop counts, the server agent's counters), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
 [--seed S] [--example digits|recsys]`` (examples/train_digits.py or train_recsys.py, one process per worker
 host). Needs root and Debian's mininet.
@@ -36,7 +37,7 @@ import numpy as np
 from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
-from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, run_ranks
+from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, rank_env, run_ranks
 
 
 @dataclass
@@ -49,6 +50,8 @@ class RoundResult:
     verified: bool = False
     retransmissions: int = 0  # chunks resent by all workers in this round
     send_buffer_full: int = 0  # sends refused by a full socket buffer (workers + server): lost
+    rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' smoothed RTT by rank (ina, ps)
+    windows: dict[int, list[int]] = field(default_factory=dict)  # chunks in flight allowed per tree, by rank
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"
@@ -152,6 +155,7 @@ class MininetLab:
         self.logs_kept: Path | None = None
         self.agents: dict[str, AgentProcess] = {}
         self.server_agent: AgentProcess | None = None
+        self.gloo_ranks: dict[str, AgentProcess] = {}  # started by the first round in mode "gloo"
         self.rounds_done = 0
         self.seed = 7
         self._last_stats: dict[tuple, int] = {}
@@ -249,6 +253,8 @@ class MininetLab:
             raise
 
     def _allreduce(self, rounds: int, values: int, mode: str, timeout: float) -> list[RoundResult]:
+        if mode == "gloo":
+            return [self._gloo_round(values, timeout) for _ in range(rounds)]
         out = []
         for _ in range(rounds):
             r = self.rounds_done
@@ -274,12 +280,60 @@ class MininetLab:
             stats[(self.server, "server")] = self._server_call({"cmd": "stats"}, "stats")["stats"]
             res.retransmissions = self._stats_delta(stats, "retransmissions")
             res.send_buffer_full = self._stats_delta(stats, "send_buffer_full")
+            for n, m in replies.items():
+                res.rtt_ms[self.plan.worker(n).rank] = float(m.get("rtt_ms", 0.0))
+                res.windows[self.plan.worker(n).rank] = list(m.get("windows", []))
             out.append(res)
             self.log(
                 f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
                 f"{res.elapsed * 1000:.0f} ms, sums verified, {res.losses_text()}"
             )
         return out
+
+    def _gloo_round(self, values: int, timeout: float) -> RoundResult:
+        """One torch.distributed gloo all_reduce of the same inputs on the worker hosts (a process per
+        host, over TCP through the switches' IPv4 routes); each rank checks the sum itself."""
+        self._start_gloo()
+        r = self.rounds_done
+        self.rounds_done += 1
+        for rank in self.gloo_ranks.values():
+            rank.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed})
+        elapsed = {}
+        for name, rank in self.gloo_ranks.items():
+            msg = rank.read(timeout)
+            if "error" in msg:
+                raise LabJobError(f"round {r}: {rank.name}: {msg['error']}")
+            elapsed[self.plan.worker(name).rank] = msg["elapsed"]
+        res = RoundResult(r, "gloo", values, max(elapsed.values()), elapsed, verified=True)
+        self.log(
+            f"[lab] round {r} (gloo, {values} values x {len(elapsed)} workers): {res.elapsed * 1000:.0f} ms, sums verified"
+        )
+        return res
+
+    def _start_gloo(self) -> None:
+        if self.gloo_ranks:
+            return
+        self.train_runs += 1
+        port = 29500 + self.train_runs  # the training runs' port range: no TIME_WAIT of an earlier store
+        first = self.plan.workers[0]
+        for w in self.plan.workers:
+            intf = intf_name(w.name, self.spec.host(w.name).port)
+            argv = [sys.executable, "-m", "topologies.lab_gloo", "--rank", str(w.rank), "--world-size"]
+            argv += [str(len(self.plan.workers)), "--master-addr", first.ip, "--master-port", str(port)]
+            proc = self.network.popen(
+                w.name,
+                argv,
+                f"gloo rank {w.rank} on {w.name}",
+                stdin=-1,
+                stdout=-1,
+                stderr=-1,
+                env=rank_env(RankHost(w.name, w.ip, intf), None),
+            )
+            self.gloo_ranks[w.name] = AgentProcess(proc, f"gloo {w.name} (rank {w.rank})")
+        for rank in self.gloo_ranks.values():
+            msg = rank.read(120)
+            if not msg.get("ready"):
+                raise LabJobError(f"{rank.name}: {msg.get('error', 'did not start')}")
 
     def _stats_delta(self, stats: dict[tuple[str, str], dict], key: str) -> int:
         """Growth of a cumulative agent counter since the last round, summed over agents (a transport's
@@ -446,9 +500,10 @@ class MininetLab:
         ``keep_logs`` it is moved there. ``logs_kept`` then says where the logs are."""
         workdir = self.network.workdir
         keep_here = (failed or self.failed) and not self.keep_logs
-        for agent in [*self.agents.values(), self.server_agent]:
+        for agent in [*self.gloo_ranks.values(), *self.agents.values(), self.server_agent]:
             if agent is not None:
                 agent.stop()
+        self.gloo_ranks.clear()
         self.agents.clear()
         self.server_agent = None
         self.jobs = None
@@ -502,6 +557,13 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
             """baseline [ROUNDS] [VALUES]: the same rounds through the parameter-server baseline"""
             try:
                 lab.allreduce(*self._rounds_values(line), mode="ps")
+            except USER_ERRORS as exc:
+                print(f"error: {exc}{_logs_hint(lab)}")
+
+        def do_gloo(self, line):
+            """gloo [ROUNDS] [VALUES]: the same rounds through torch.distributed's gloo between the worker hosts"""
+            try:
+                lab.allreduce(*self._rounds_values(line), mode="gloo")
             except USER_ERRORS as exc:
                 print(f"error: {exc}{_logs_hint(lab)}")
 

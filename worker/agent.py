@@ -399,6 +399,11 @@ class WorkerAgent:
             coll.start()
         return handle
 
+    @property
+    def smoothed_rtt(self) -> float | None:
+        """The smoothed round-trip time of chunks (send to result), seconds; None before a sample."""
+        return self._srtt
+
     def close(self) -> None:
         """Stop receiving; collectives still running fail with AllreduceError."""
         if self._closed:

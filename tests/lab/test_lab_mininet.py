@@ -2,6 +2,7 @@
 exact, aggregation really happens in the switches, and teardown leaves nothing behind."""
 
 import os
+import subprocess
 
 from conftest import needs_mininet
 from lab_helpers import assert_lab_torn_down
@@ -38,8 +39,12 @@ def _server_and_worker_bytes(lab, bytes_by_link):
     return server, per_worker
 
 
-def test_star_allreduce_and_parameter_server_then_clean_teardown():
+def test_star_allreduce_parameter_server_and_gloo_at_100_mbit_then_clean_teardown():
     def check(lab):
+        # the file's 100 Mbit/s is what tc enforces on the switch's ports
+        for port in range(1, 6):
+            qdiscs = subprocess.run(["tc", "qdisc", "show", "dev", f"s1-eth{port}"], capture_output=True, text=True)
+            assert "rate 100Mbit" in qdiscs.stdout, qdiscs.stdout
         before = lab.link_bytes()
         rounds = lab.allreduce(2, 300)
         assert [r.verified for r in rounds] == [True, True]
@@ -59,8 +64,14 @@ def test_star_allreduce_and_parameter_server_then_clean_teardown():
         after = lab.link_bytes()
         server_ps, _ = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
         assert 3.5 * server < server_ps < 4.5 * server
+        # gloo between the worker hosts (sums checked by each rank): through s1, never the server's link
+        before = lab.link_bytes()
+        assert [r.verified for r in lab.allreduce(1, 300, mode="gloo")] == [True]
+        after = lab.link_bytes()
+        server_gloo, per_worker_gloo = _server_and_worker_bytes(lab, {k: after[k] - before[k] for k in after})
+        assert server_gloo == 0 and min(per_worker_gloo) > 2 * 1200
 
-    _run_lab("star.yaml", 4, 2, 300, check)
+    _run_lab("star_100m.yaml", 4, 2, 300, check)
 
 
 def test_leaf_spine_multi_hop_aggregation():

@@ -1,0 +1,343 @@
+"""Allreduce on a real network: INA, the parameter server and gloo, side by side in the mininet lab.
+
+Each topology file becomes the lab's network (network namespaces, veth links shaped by tc to the
+file's bandwidths, one softswitch process per switch running p4src/ina.p4, entries written by the
+controller over P4Runtime). On that one network, for every size (MB of int32 gradient per worker),
+it runs in turn:
+
+- ``ina``: the worker agents (kernel UDP) through the aggregating switches to the server agent;
+- ``ps``: the parameter server: the same agents and packets on a plan where no switch aggregates;
+- ``gloo``: torch.distributed's gloo all_reduce between the worker hosts (TCP through the switches'
+  IPv4 routes).
+
+Every sum is checked (the lab against numpy, gloo's ranks against the inputs made again from the
+seed). For each run it records the completion time (slowest worker), the ratio to the ideal S/B (S
+bytes per worker over the host links' bandwidth B: a worker must at least send S and receive S),
+the bytes every link carried, and what each component did per second: packets the worker agents
+sent, packets the server agent took in, GRADs the switches aggregated or passed and RESULTs they
+forwarded (P4 counters), and the CPU each process used (share of one core), so a figure can be
+explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one topology's
+run at a time (other lab users wait, and so does this).
+
+    .venv/bin/python bench/allreduce_netns.py                       # star at 100 Mbit/s and 1 Gbit/s
+    .venv/bin/python bench/allreduce_netns.py --topology topologies/leaf_spine_100m.yaml --sizes 4 64
+
+Needs root and Debian's mininet. Saves bench/results/allreduce_netns.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULTS = ROOT / "bench" / "results"
+METHODS = ("ina", "ps", "gloo")
+DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
+LOCK = "/tmp/ina-lab.lock"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def lab_lock(path: str | None):
+    """Hold the lab lock (flock) for one lab's run: two mininet runs collide on interface names."""
+    if not path:
+        yield
+        return
+    with open(path, "a") as f:
+        if not _try_lock(f):
+            print(f"waiting for {path} (another lab run holds it) ...", flush=True)
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _try_lock(f) -> bool:
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads) so far; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far (/proc/stat), for the share it was busy."""
+    with open("/proc/stat") as f:
+        values = [int(v) for v in f.readline().split()[1:]]
+    idle = values[3] + values[4]
+    return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
+
+
+class LabBench:
+    """One topology's lab; ``run(method, values)`` measures one allreduce on it."""
+
+    def __init__(self, topology: str, log, pool_size: int):
+        from controller.planner import PlanOptions
+        from topologies.mininet_lab import MininetLab
+
+        # results go down the tree by multicast (the lab's default): one RESULT leaves the server per
+        # chunk, so the server's link carries S each way like a worker's
+        options = PlanOptions(result_mode="multicast", pool_size=pool_size)
+        self.lab = MininetLab(str(ROOT / topology), log=log, plan_options=options)
+        self.topology = topology
+        self.log = log
+
+    def __enter__(self) -> LabBench:
+        self.lab.start()
+        topo = self.lab.topo
+        hosts = {h.name for h in topo.hosts}
+        ends = set(self.lab.workers) | {self.lab.server}
+        self.host_links = [i for i, link in enumerate(topo.links) if link.a in ends or link.b in ends]
+        self.bandwidth_mbps = min(topo.links[i].bandwidth for i in self.host_links)
+        self.link_names = [
+            f"{link.a}:{link.a_port}-{link.b}:{link.b_port}" if link.a not in hosts else f"{link.a}-{link.b}"
+            for link in topo.links
+        ]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lab.stop()
+
+    def processes(self, method: str) -> dict[str, int]:
+        """The pids whose CPU a method's run is charged: switches, and the agents or gloo ranks."""
+        lab = self.lab
+        pids = {f"switch {sw.name}": sw.proc.pid for sw in lab.network.net.switches if sw.proc is not None}
+        if method == "gloo":
+            pids.update({f"gloo {name}": rank.proc.pid for name, rank in lab.gloo_ranks.items()})
+        else:
+            pids.update({f"worker {name}": agent.proc.pid for name, agent in lab.agents.items()})
+            if lab.server_agent is not None:
+                pids[f"server {lab.server}"] = lab.server_agent.proc.pid
+        return pids
+
+    def _agent_stats(self) -> dict[str, dict]:
+        return {"server": self.lab._server_call({"cmd": "stats"}, "stats")["stats"]}
+
+    def run(self, method: str, values: int, timeout: float) -> dict:
+        lab = self.lab
+        if method == "gloo":
+            lab._start_gloo()  # start-up (rendezvous, connections) is not part of the round
+        plan = lab.ps_plan if method == "ps" else lab.plan
+        pids = self.processes(method)
+        links0, cpu0, busy0 = lab.link_bytes(), {k: cpu_seconds(p) for k, p in pids.items()}, machine_busy()
+        switches0 = lab.switch_counters(plan) if method != "gloo" else {}
+        server0 = self._agent_stats()["server"] if method != "gloo" else {}
+        wall0 = time.monotonic()
+        result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
+        wall = time.monotonic() - wall0
+        busy1 = machine_busy()
+        cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
+        links1 = lab.link_bytes()
+        link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
+        elapsed = result.elapsed
+        size = 4 * values
+        ideal = size * 8 / (self.bandwidth_mbps * 1e6)
+        row = {
+            "method": method,
+            "values": values,
+            "values_per_packet": lab.plan.value_count,
+            "bytes_per_worker": size,
+            "time_s": elapsed,
+            "ideal_s": ideal,
+            "ratio_to_ideal": elapsed / ideal,
+            "wall_s": wall,
+            "retransmissions": result.retransmissions,
+            "agent_rtt_ms": result.rtt_ms,
+            "agent_windows": result.windows,
+            "send_buffer_full": result.send_buffer_full,
+            "link_bytes": link_bytes,
+            "host_link_max_bytes": max(link_bytes[self.link_names[i]] for i in self.host_links),
+            "cpu_share": {k: v / wall for k, v in cpu.items()},
+            "cpu_s": cpu,
+            # CPU of every process of the method per chunk of K values (gloo: per as many values), all
+            # workers' copies included: what the machine's cores must supply at the links' rate
+            "cpu_us_per_chunk": 1e6 * sum(cpu.values()) / -(-values // lab.plan.value_count),
+            "machine_busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
+        }
+        if method != "gloo":
+            switches1 = lab.switch_counters(plan)
+            server1 = self._agent_stats()["server"]
+            per_switch = {}
+            for name, now in switches1.items():
+                before = switches0.get(name, {})
+                delta = {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+                grads = sum(delta.get(k, 0) for k in ("grad_aggregated", "grad_passed"))
+                if grads or delta.get("result_forwarded"):
+                    per_switch[name] = {
+                        "counters": delta,
+                        "grad_per_s": grads / elapsed,
+                        "result_per_s": delta.get("result_forwarded", 0) / elapsed,
+                    }
+            chunks = -(-values // plan.value_count)
+            row["switches"] = per_switch
+            row["chunks_per_worker"] = chunks
+            row["worker_packets_per_s"] = chunks / elapsed  # GRADs one worker sent, first sends only
+            row["server_packets_in_per_s"] = (
+                server1.get("contributions", 0) - server0.get("contributions", 0)
+            ) / elapsed
+            row["server_results_out_per_s"] = (
+                server1.get("results_sent", 0) - server0.get("results_sent", 0)
+            ) / elapsed
+        return row
+
+
+def describe(row: dict) -> str:
+    """One progress line: time, ratio to ideal, busiest host link, per-component rates and CPU."""
+    text = (
+        f"{row['bytes_per_worker'] / 2**20:>5.0f} MB {row['method']:>4}: {row['time_s']:8.3f} s "
+        f"({row['ratio_to_ideal']:5.2f} x ideal {row['ideal_s']:.3f} s), busiest host link "
+        f"{row['host_link_max_bytes'] / 2**20:7.1f} MB, retx {row['retransmissions']}"
+    )
+    if "worker_packets_per_s" in row:
+        switch_rates = ", ".join(f"{n} {v['grad_per_s'] / 1e3:.0f}k GRAD/s" for n, v in row["switches"].items())
+        text += (
+            f"\n{'':>13}worker {row['worker_packets_per_s'] / 1e3:.0f}k pkt/s each, server in "
+            f"{row['server_packets_in_per_s'] / 1e3:.0f}k/s out {row['server_results_out_per_s'] / 1e3:.0f}k/s"
+            + (f", {switch_rates}" if switch_rates else "")
+        )
+    cpu = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(row["cpu_share"].items(), key=lambda kv: -kv[1])[:6])
+    return text + (
+        f"\n{'':>13}CPU of one core: {cpu}; {row['cpu_us_per_chunk']:.0f} us of CPU per chunk of "
+        f"{row['values_per_packet']} values; machine busy {100 * row['machine_busy']:.0f}%"
+    )
+
+
+def run_topology(
+    topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int
+) -> dict:
+    log_lines: list[str] = []
+
+    def log(message: str) -> None:
+        log_lines.append(message)
+        if message.startswith("[lab] ") and ("starting" in message or "network up" in message or "agents" in message):
+            print(message, flush=True)
+
+    with lab_lock(lock):
+        with LabBench(topology, log, pool_size) as bench:
+            report = {
+                "topology": topology,
+                "workers": len(bench.lab.workers),
+                "server": bench.lab.server,
+                "host_link_mbps": bench.bandwidth_mbps,
+                "uptime_before": open("/proc/loadavg").read().split()[:3],
+                "runs": [],
+            }
+            print(
+                f"{topology}: {report['workers']} workers, server {bench.lab.server}, host links "
+                f"{bench.bandwidth_mbps:g} Mbit/s, load {' '.join(report['uptime_before'])}",
+                flush=True,
+            )
+            for method in methods:  # warm-up: first-round costs (gloo's rendezvous, sockets) not timed
+                bench.run(method, 64 * 1024, timeout=120)
+            for mb in sizes_mb:
+                values = int(mb * 2**20) // 4
+                ideal = 4 * values * 8 / (bench.bandwidth_mbps * 1e6)
+                timeout = max(120.0, 30 * ideal * len(bench.lab.workers))
+                for method in methods:
+                    for _ in range(repeats):
+                        row = bench.run(method, values, timeout)
+                        report["runs"].append(row)
+                        print(describe(row), flush=True)
+            report["uptime_after"] = open("/proc/loadavg").read().split()[:3]
+            report["notes"] = bench.lab.network.notes
+    return report
+
+
+def plot(reports: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(reports), figsize=(6.5 * len(reports), 8.5), squeeze=False)
+    for col, report in enumerate(reports):
+        runs = report["runs"]
+        sizes = sorted({r["bytes_per_worker"] for r in runs})
+        mb = [s / 2**20 for s in sizes]
+        ax = axes[0][col]
+        for method in METHODS:
+            best = [
+                min((r["time_s"] for r in runs if r["method"] == method and r["bytes_per_worker"] == s), default=None)
+                for s in sizes
+            ]
+            if any(b is not None for b in best):
+                ax.plot(mb, best, marker="o", label=method)
+        ax.plot(mb, [s * 8 / (report["host_link_mbps"] * 1e6) for s in sizes], "k--", label="ideal S/B")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="MB per worker",
+            ylabel="completion time (s)",
+            title=f"{Path(report['topology']).stem}: {report['workers']} workers, {report['host_link_mbps']:g} Mbit/s host links",
+        )
+        ax.legend()
+        ax.grid(True, which="major", alpha=0.3)
+        ax = axes[1][col]
+        for method in METHODS:
+            pts = [
+                (r["bytes_per_worker"] / 2**20, r["host_link_max_bytes"] / r["bytes_per_worker"])
+                for r in runs
+                if r["method"] == method
+            ]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", linestyle="", label=method)
+        ax.set(xscale="log", xlabel="MB per worker", ylabel="busiest host link bytes / S (both directions)")
+        ax.legend()
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topology", nargs="+", default=list(DEFAULT_TOPOLOGIES), help="lab topology files")
+    ap.add_argument("--sizes", type=float, nargs="+", default=[1, 4, 16, 64], help="MB per worker")
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--pool-size",
+        type=int,
+        default=2048,
+        help="chunks in flight per tree (the plan's pool): it must cover the link rate x the RTT, and the "
+        "RTT through four processes on a busy 2-core machine reaches tens of ms (2048: a job takes all "
+        "4096 slot cells of a switch)",
+    )
+    ap.add_argument("--lock", default=LOCK, help="lab lock file held per topology ('' for none)")
+    ap.add_argument("--out", default=str(RESULTS / "allreduce_netns"), help="output path without extension")
+    args = ap.parse_args(argv)
+    if os.geteuid() != 0:
+        print("bench/allreduce_netns.py needs root (mininet)", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    reports = []
+    for topology in args.topology:
+        reports.append(run_topology(topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size))
+        out.with_suffix(".json").write_text(json.dumps({"reports": reports}, indent=1))
+    plot(reports, out.with_suffix(".png"))
+    print(f"saved {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
