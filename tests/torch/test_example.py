@@ -99,10 +99,12 @@ def test_one_process_per_rank_exits_cleanly_with_its_summary(tmp_path):
     assert outputs[0].rstrip().endswith("parameters identical on all ranks: True")
 
 
-def test_hidden_and_depth_size_the_model():
+def test_hidden_and_depth_size_the_model(monkeypatch):
     """--hidden 1000 --depth 2 is the lab's bandwidth-bound model (about 1M parameters); the default
     is the small MLP."""
     import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "examples"))  # the example imports its launch helper as a script does
 
     spec = importlib.util.spec_from_file_location("train_digits", REPO / "examples" / "train_digits.py")
     example = importlib.util.module_from_spec(spec)
