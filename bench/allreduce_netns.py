@@ -130,18 +130,15 @@ class LabBench:
                 pids[f"server {lab.server}"] = lab.server_agent.proc.pid
         return pids
 
-    def _agent_stats(self) -> dict[str, dict]:
-        return {"server": self.lab._server_call({"cmd": "stats"}, "stats")["stats"]}
-
     def run(self, method: str, values: int, timeout: float) -> dict:
         lab = self.lab
         if method == "gloo":
-            lab._start_gloo()  # start-up (rendezvous, connections) is not part of the round
+            lab.start_gloo()  # start-up (rendezvous, connections) is not part of the round
         plan = lab.ps_plan if method == "ps" else lab.plan
         pids = self.processes(method)
         links0, cpu0, busy0 = lab.link_bytes(), {k: cpu_seconds(p) for k, p in pids.items()}, machine_busy()
         switches0 = lab.switch_counters(plan) if method != "gloo" else {}
-        server0 = self._agent_stats()["server"] if method != "gloo" else {}
+        server0 = lab.server_stats() if method != "gloo" else {}
         wall0 = time.monotonic()
         result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
         wall = time.monotonic() - wall0
@@ -176,7 +173,7 @@ class LabBench:
         }
         if method != "gloo":
             switches1 = lab.switch_counters(plan)
-            server1 = self._agent_stats()["server"]
+            server1 = lab.server_stats()
             per_switch = {}
             for name, now in switches1.items():
                 before = switches0.get(name, {})

@@ -277,7 +277,7 @@ class MininetLab:
             self._verify(r, replies)
             res.verified = True
             stats = {(n, mode): m.get("stats", {}) for n, m in replies.items()}
-            stats[(self.server, "server")] = self._server_call({"cmd": "stats"}, "stats")["stats"]
+            stats[(self.server, "server")] = self.server_stats()
             res.retransmissions = self._stats_delta(stats, "retransmissions")
             res.send_buffer_full = self._stats_delta(stats, "send_buffer_full")
             for n, m in replies.items():
@@ -293,7 +293,7 @@ class MininetLab:
     def _gloo_round(self, values: int, timeout: float) -> RoundResult:
         """One torch.distributed gloo all_reduce of the same inputs on the worker hosts (a process per
         host, over TCP through the switches' IPv4 routes); each rank checks the sum itself."""
-        self._start_gloo()
+        self.start_gloo()
         r = self.rounds_done
         self.rounds_done += 1
         for rank in self.gloo_ranks.values():
@@ -310,7 +310,9 @@ class MininetLab:
         )
         return res
 
-    def _start_gloo(self) -> None:
+    def start_gloo(self) -> None:
+        """Start a gloo rank on every worker host (once; the first round in mode "gloo" does it too),
+        so a timed round does not include the rendezvous and gloo's connections."""
         if self.gloo_ranks:
             return
         self.train_runs += 1
@@ -441,6 +443,10 @@ class MininetLab:
             except Exception as exc:
                 self.log(f"[lab] note: could not remove training job {plan.job_id} from the {what}: {exc}")
 
+    def server_stats(self) -> dict[str, int]:
+        """The server agent's counters (all jobs, cumulative)."""
+        return self._server_call({"cmd": "stats"}, "stats")["stats"]
+
     def _server_call(self, cmd: dict, answer: str = "job") -> dict:
         self.server_agent.send(cmd)
         while True:
@@ -481,7 +487,7 @@ class MininetLab:
         lines = [traffic_table(self.topo, {"total": self.link_bytes()}), "switch counters (packets):"]
         for name, row in self.switch_counters().items():
             lines.append(f"  {name}: " + (", ".join(f"{k} {v}" for k, v in row.items()) or "-"))
-        stats = self._server_call({"cmd": "stats"}, "stats")["stats"]
+        stats = self.server_stats()
         lines.append(
             f"server agent {self.server} (all jobs): "
             + (", ".join(f"{k} {v}" for k, v in sorted(stats.items())) or "-")
