@@ -27,20 +27,144 @@
 #define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
 /*
- * One lane of aggregate_into_slot: read the cell, combine (sum with signed-overflow detection, or
- * signed max), write the cell back unconditionally, and put the slot's value into the packet when the
- * packet leaves carrying the sum. Overflow counts only for meaningful lanes (< value_count).
+ * One lane of a slot action: read the cell's lane, combine (sum with signed-overflow detection, or
+ * signed max), write it back unconditionally, and put the slot's value into the packet when the packet
+ * leaves carrying the sum. BLOCK is the packet's value header of that block, CELL its register cell,
+ * POSITION the lane's position in the chunk: overflow counts only for meaningful positions.
  */
-#define INA_LANE_UPDATE(i)                                                                         \
-    slot_lane_##i.read(lane_old, meta.slot_index);                                                  \
-    lane_sum = lane_old + hdr.values.v##i;                                                          \
-    lane_ovf = (lane_old ^ lane_sum) & (hdr.values.v##i ^ lane_sum);                               \
+#define INA_BLOCK_LANE_UPDATE(BLOCK, CELL, POSITION, i)                                            \
+    slot_lane_##i.read(lane_old, CELL);                                                             \
+    lane_sum = lane_old + hdr.BLOCK.v##i;                                                           \
+    lane_ovf = (lane_old ^ lane_sum) & (hdr.BLOCK.v##i ^ lane_sum);                                \
     meta.lane_overflow = meta.lane_overflow |                                                      \
-        ((hdr.ina.value_count > i) ? lane_ovf[31:31] : 1w0);                                        \
-    lane_max = ((lane_old ^ SIGN_BIT) > (hdr.values.v##i ^ SIGN_BIT)) ? lane_old : hdr.values.v##i; \
-    lane_new = fresh ? hdr.values.v##i : (add ? (is_max ? lane_max : lane_sum) : lane_old);         \
-    slot_lane_##i.write(meta.slot_index, lane_new);                                                 \
-    hdr.values.v##i = emit ? lane_new : hdr.values.v##i;
+        ((meta.meaningful > (POSITION)) ? lane_ovf[31:31] : 1w0);                                   \
+    lane_max = ((lane_old ^ SIGN_BIT) > (hdr.BLOCK.v##i ^ SIGN_BIT)) ? lane_old : hdr.BLOCK.v##i;   \
+    lane_new = fresh ? hdr.BLOCK.v##i : (add ? (is_max ? lane_max : lane_sum) : lane_old);         \
+    slot_lane_##i.write(CELL, lane_new);                                                            \
+    hdr.BLOCK.v##i = emit ? lane_new : hdr.BLOCK.v##i;
+
+/* Dense: lane i is position i. Wide (docs/protocol.md, "Layouts"): position span*i + b is lane i of block b,
+   kept in the cell of slot + b (cells 2 apart: the shadow bit sits between). */
+#define INA_LANE_UPDATE(i) INA_BLOCK_LANE_UPDATE(values, meta.slot_index, i, i)
+#define INA_LANE_UPDATE_X2(i)                                                                      \
+    INA_BLOCK_LANE_UPDATE(values, meta.slot_index, 2 * i, i)                                        \
+    INA_BLOCK_LANE_UPDATE(values_1, cell_1, 2 * i + 1, i)
+#define INA_LANE_UPDATE_X4(i)                                                                      \
+    INA_BLOCK_LANE_UPDATE(values, meta.slot_index, 4 * i, i)                                        \
+    INA_BLOCK_LANE_UPDATE(values_1, cell_1, 4 * i + 1, i)                                           \
+    INA_BLOCK_LANE_UPDATE(values_2, cell_2, 4 * i + 2, i)                                           \
+    INA_BLOCK_LANE_UPDATE(values_3, cell_3, 4 * i + 3, i)
+
+/* The locals of a slot action. */
+#define INA_SLOT_LOCALS                                                                            \
+    bit<48> owner;                                                                                  \
+    bit<32> bitmap;                                                                                 \
+    bit<8>  count;                                                                                  \
+    bit<1>  ovf;                                                                                    \
+    bit<32> lane_old;                                                                               \
+    bit<32> lane_sum;                                                                               \
+    bit<32> lane_ovf;                                                                               \
+    bit<32> lane_max;                                                                               \
+    bit<32> lane_new;
+
+/*
+ * The slot state machine's decision on the chunk's (first) cell: owner == (job, seq): complete -> stored
+ * answer; released -> forward with RETX; child heard -> duplicate; else add. Owner of another job or an
+ * older seq: start afresh. Newer owner: stale.
+ */
+#define INA_SLOT_DECIDE                                                                            \
+    slot_owner.read(owner, meta.slot_index);                                                        \
+    slot_bitmap.read(bitmap, meta.slot_index);                                                      \
+    slot_count.read(count, meta.slot_index);                                                        \
+    slot_overflow.read(ovf, meta.slot_index);                                                       \
+    bit<48> key = hdr.ina.job_id ++ hdr.ina.seq;                                                    \
+    bit<32> seq_diff = hdr.ina.seq - owner[31:0];                                                   \
+    bit<32> child_bit = 32w1 << hdr.hops[0].child;                                                  \
+    bool same = owner == key;                                                                       \
+    bool newer = owner[47:32] != hdr.ina.job_id || (seq_diff != 0 && seq_diff[31:31] == 0);         \
+    bool complete = same && count == hdr.hops[0].fan_in;                                            \
+    bool released = same && count == 0;                                                             \
+    bool dup = same && !complete && !released && (bitmap & child_bit) != 0;                         \
+    bool fresh = !same && newer;                                                                    \
+    bool add = same && !complete && !released && !dup;                                              \
+    bool is_max = hdr.ina.op == OP_MAX;                                                             \
+    bit<8> new_count = fresh ? 8w1 : (add ? count + 1 : count);                                     \
+    bool completes = (fresh || add) && new_count == hdr.hops[0].fan_in;                             \
+    bool emit = completes || complete;                                                              \
+    meta.lane_overflow = 0;
+
+/*
+ * The chunk's state after its lanes: written to its (first) cell, the verdict for the control flow and
+ * the packet's flags. A sum completed here is new data even if a retransmission completed it: RETX
+ * cleared. RETX alone = a contribution passed up raw; STORED|RETX = a stored sum answered again.
+ */
+#define INA_SLOT_COMMIT                                                                            \
+    bit<1> new_ovf = fresh ? 1w0 : ((add && !is_max) ? (ovf | meta.lane_overflow) : ovf);          \
+    slot_owner.write(meta.slot_index, fresh ? key : owner);                                         \
+    slot_bitmap.write(meta.slot_index, fresh ? child_bit : (add ? (bitmap | child_bit) : bitmap));  \
+    slot_count.write(meta.slot_index, new_count);                                                   \
+    slot_overflow.write(meta.slot_index, new_ovf);                                                  \
+    meta.slot_overflow = new_ovf;                                                                   \
+    meta.evicted = (fresh && count != 0) ? 1w1 : 1w0;                                               \
+    meta.verdict = completes ? (bit<8>)VERDICT_COMPLETED :                                          \
+                   (complete ? (bit<8>)VERDICT_STORED :                                             \
+                   (released ? (bit<8>)VERDICT_RELEASED :                                           \
+                   (dup ? (bit<8>)VERDICT_DUPLICATE :                                               \
+                   (add ? (bit<8>)VERDICT_ABSORBED :                                                \
+                   (fresh ? (bit<8>)VERDICT_ABSORBED : (bit<8>)VERDICT_STALE)))));                  \
+    hdr.ina.flags = (completes ? (hdr.ina.flags & ~((bit<8>)FLAG_RETX)) : hdr.ina.flags)            \
+                    | (complete ? (bit<8>)(FLAG_STORED | FLAG_RETX) : 8w0)                          \
+                    | (released ? (bit<8>)FLAG_RETX : 8w0)                                          \
+                    | ((emit && new_ovf == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0);                       \
+    hdr.ina.contributor = emit ? meta.my_id : hdr.ina.contributor;
+
+/*
+ * A wide chunk's further cells (blocks 1..span-1) hold only lanes; a fresh start also marks them as the
+ * chunk's (owner = job ++ seq, nothing heard), so a late packet of the chunk that had the cell before is
+ * stale there, never added into lanes that are no longer its own.
+ */
+#define INA_FURTHER_LOCALS                                                                         \
+    bit<48> further_owner;                                                                          \
+    bit<32> further_bitmap;                                                                         \
+    bit<8>  further_count;                                                                          \
+    bit<1>  further_ovf;
+#define INA_FURTHER_CELL(CELL)                                                                     \
+    slot_owner.read(further_owner, CELL);                                                           \
+    slot_bitmap.read(further_bitmap, CELL);                                                         \
+    slot_count.read(further_count, CELL);                                                           \
+    slot_overflow.read(further_ovf, CELL);                                                          \
+    slot_owner.write(CELL, fresh ? key : further_owner);                                            \
+    slot_bitmap.write(CELL, fresh ? 32w0 : further_bitmap);                                         \
+    slot_count.write(CELL, fresh ? 8w0 : further_count);                                            \
+    slot_overflow.write(CELL, fresh ? 1w0 : further_ovf);
+
+#if INA_WIDE_LAYOUTS
+/*
+ * A 2:4 group g to dense lanes (docs/protocol.md, "Layouts"): its kept values are lanes a = 2g and
+ * b = 2g+1; its positions 4g, 4g+1 are lane a of blocks 0, 1 and 4g+2, 4g+3 lane b of blocks 0, 1. With
+ * exactly two mask bits set, the lower set bit takes the first kept value and the higher the second.
+ */
+#define INA_EXPAND_2OF4(g, a, b)                                                                   \
+    mask = hdr.masks_2of4.m##g;                                                                     \
+    kept_first = hdr.values.v##a;                                                                   \
+    kept_second = hdr.values.v##b;                                                                  \
+    meta.bad_mask = meta.bad_mask | ((mask == 3 || mask == 5 || mask == 6 || mask == 9              \
+                                      || mask == 10 || mask == 12) ? 1w0 : 1w1);                    \
+    hdr.values.v##a = (mask[0:0] == 1) ? kept_first : 32w0;                                         \
+    hdr.values_1.v##a = (mask[1:1] == 1) ? ((mask[0:0] == 1) ? kept_second : kept_first) : 32w0;    \
+    hdr.values.v##b = (mask[2:2] == 1) ? ((mask[1:0] != 0) ? kept_second : kept_first) : 32w0;      \
+    hdr.values_1.v##b = (mask[3:3] == 1) ? kept_second : 32w0;
+
+/* A 1:4 group i to dense lanes: its kept value is lane i, its positions 4i..4i+3 lane i of blocks 0..3. */
+#define INA_EXPAND_1OF4(i)                                                                         \
+    mask = hdr.masks_1of4.m##i;                                                                     \
+    kept_first = hdr.values.v##i;                                                                   \
+    meta.bad_mask = meta.bad_mask | ((mask == 1 || mask == 2 || mask == 4 || mask == 8) ? 1w0 : 1w1); \
+    hdr.values.v##i = (mask[0:0] == 1) ? kept_first : 32w0;                                         \
+    hdr.values_1.v##i = (mask[1:1] == 1) ? kept_first : 32w0;                                       \
+    hdr.values_2.v##i = (mask[2:2] == 1) ? kept_first : 32w0;                                       \
+    hdr.values_3.v##i = (mask[3:3] == 1) ? kept_first : 32w0;
+#endif
 
 control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
@@ -149,74 +273,83 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         hdr.udp.checksum = 0;
     }
 
-    /* The job's cell for this packet, and whether it lies inside the job's pool and the registers. */
+    /* The job's (first) cell for this packet, and whether the chunk's span of slots lies inside the job's
+       pool and its cells inside the registers; which positions are meaningful (overflow). */
     action locate_slot() {
         meta.slot_index = meta.slot_base + (((bit<32>)hdr.ina.slot) << 1) + (bit<32>)hdr.ina.shadow;
-        meta.slot_ok = (((bit<16>)hdr.ina.slot) < meta.pool_size
+        meta.slot_ok = (((bit<16>)hdr.ina.slot) + meta.span <= meta.pool_size
                         && meta.slot_base < SLOT_REGISTER_SIZE
-                        && meta.slot_index < SLOT_REGISTER_SIZE) ? 1w1 : 1w0;
+                        && meta.slot_index + (((bit<32>)meta.span - 1) << 1) < SLOT_REGISTER_SIZE) ? 1w1 : 1w0;
+        meta.meaningful = meta.span == 1 ? (bit<16>)hdr.ina.value_count : ((bit<16>)hdr.ina.value_count) << 2;
     }
 
-    /*
-     * S3.3 (+ S3.4's sum): the whole slot state machine of a GRAD at an aggregating hop, one action.
-     * owner == (job, seq): complete -> stored answer; released -> forward with RETX; child heard ->
-     * duplicate; else add. Owner of another job or an older seq: start afresh. Newer owner: stale.
-     */
+    /* S3.3 (+ S3.4's sum): the whole slot state machine of a dense GRAD at an aggregating hop, one action. */
     action aggregate_into_slot() {
-        bit<48> owner;
-        bit<32> bitmap;
-        bit<8>  count;
-        bit<1>  ovf;
-        bit<32> lane_old;
-        bit<32> lane_sum;
-        bit<32> lane_ovf;
-        bit<32> lane_max;
-        bit<32> lane_new;
-        slot_owner.read(owner, meta.slot_index);
-        slot_bitmap.read(bitmap, meta.slot_index);
-        slot_count.read(count, meta.slot_index);
-        slot_overflow.read(ovf, meta.slot_index);
-
-        bit<48> key = hdr.ina.job_id ++ hdr.ina.seq;
-        bit<32> seq_diff = hdr.ina.seq - owner[31:0];
-        bit<32> child_bit = 32w1 << hdr.hops[0].child;
-        bool same = owner == key;
-        bool newer = owner[47:32] != hdr.ina.job_id || (seq_diff != 0 && seq_diff[31:31] == 0);
-        bool complete = same && count == hdr.hops[0].fan_in;
-        bool released = same && count == 0;
-        bool dup = same && !complete && !released && (bitmap & child_bit) != 0;
-        bool fresh = !same && newer;
-        bool add = same && !complete && !released && !dup;
-        bool is_max = hdr.ina.op == OP_MAX;
-        bit<8> new_count = fresh ? 8w1 : (add ? count + 1 : count);
-        bool completes = (fresh || add) && new_count == hdr.hops[0].fan_in;
-        bool emit = completes || complete;
-
-        meta.lane_overflow = 0;
+        INA_SLOT_LOCALS
+        INA_SLOT_DECIDE
         INA_FOR_EACH_LANE(INA_LANE_UPDATE)
-
-        bit<1> new_ovf = fresh ? 1w0 : ((add && !is_max) ? (ovf | meta.lane_overflow) : ovf);
-        slot_owner.write(meta.slot_index, fresh ? key : owner);
-        slot_bitmap.write(meta.slot_index, fresh ? child_bit : (add ? (bitmap | child_bit) : bitmap));
-        slot_count.write(meta.slot_index, new_count);
-        slot_overflow.write(meta.slot_index, new_ovf);
-
-        meta.slot_overflow = new_ovf;
-        meta.evicted = (fresh && count != 0) ? 1w1 : 1w0;
-        meta.verdict = completes ? (bit<8>)VERDICT_COMPLETED :
-                       (complete ? (bit<8>)VERDICT_STORED :
-                       (released ? (bit<8>)VERDICT_RELEASED :
-                       (dup ? (bit<8>)VERDICT_DUPLICATE :
-                       (add ? (bit<8>)VERDICT_ABSORBED :
-                       (fresh ? (bit<8>)VERDICT_ABSORBED : (bit<8>)VERDICT_STALE)))));
-        /* A sum completed here is new data even if a retransmission completed it: RETX cleared.
-           RETX alone = a contribution passed up raw; STORED|RETX = a stored sum answered again. */
-        hdr.ina.flags = (completes ? (hdr.ina.flags & ~((bit<8>)FLAG_RETX)) : hdr.ina.flags)
-                        | (complete ? (bit<8>)(FLAG_STORED | FLAG_RETX) : 8w0)
-                        | (released ? (bit<8>)FLAG_RETX : 8w0)
-                        | ((emit && new_ovf == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0);
-        hdr.ina.contributor = emit ? meta.my_id : hdr.ina.contributor;
+        INA_SLOT_COMMIT
     }
+
+#if INA_WIDE_LAYOUTS
+    /* The same for a chunk of 2K positions (a 2:4 chunk, or its sum): the cells of slots slot, slot + 1. */
+    action aggregate_into_slot_x2() {
+        INA_SLOT_LOCALS
+        INA_FURTHER_LOCALS
+        bit<32> cell_1 = meta.slot_index + 2;
+        INA_SLOT_DECIDE
+        INA_FOR_EACH_LANE(INA_LANE_UPDATE_X2)
+        INA_FURTHER_CELL(cell_1)
+        INA_SLOT_COMMIT
+    }
+
+    /* The same for a chunk of 4K positions (a 1:4 chunk, or its sum): the cells of slots slot .. slot + 3. */
+    action aggregate_into_slot_x4() {
+        INA_SLOT_LOCALS
+        INA_FURTHER_LOCALS
+        bit<32> cell_1 = meta.slot_index + 2;
+        bit<32> cell_2 = meta.slot_index + 4;
+        bit<32> cell_3 = meta.slot_index + 6;
+        INA_SLOT_DECIDE
+        INA_FOR_EACH_LANE(INA_LANE_UPDATE_X4)
+        INA_FURTHER_CELL(cell_1)
+        INA_FURTHER_CELL(cell_2)
+        INA_FURTHER_CELL(cell_3)
+        INA_SLOT_COMMIT
+    }
+
+    /* S3.3 for a 2:4 packet: its K kept values to the 2K dense lanes their masks name (no register: the
+       slot action that follows adds them like a wide packet's); the packet becomes wide (not MASKED). */
+    action expand_2of4() {
+        bit<4>  mask;
+        bit<32> kept_first;
+        bit<32> kept_second;
+        meta.bad_mask = 0;
+        hdr.values_1.setValid();
+        INA_FOR_EACH_PAIR(INA_EXPAND_2OF4)
+        hdr.masks_2of4.setInvalid();
+        hdr.ina.flags = hdr.ina.flags & ~((bit<8>)FLAG_MASKED);
+        hdr.ipv4.total_len = hdr.ipv4.total_len + (VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 4);
+        hdr.udp.length = hdr.udp.length + (VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 4);
+        hdr.udp.checksum = 0;
+    }
+
+    /* The same for a 1:4 packet: K kept values to 4K dense lanes. */
+    action expand_1of4() {
+        bit<4>  mask;
+        bit<32> kept_first;
+        meta.bad_mask = 0;
+        hdr.values_1.setValid();
+        hdr.values_2.setValid();
+        hdr.values_3.setValid();
+        INA_FOR_EACH_LANE(INA_EXPAND_1OF4)
+        hdr.masks_1of4.setInvalid();
+        hdr.ina.flags = hdr.ina.flags & ~((bit<8>)FLAG_MASKED);
+        hdr.ipv4.total_len = hdr.ipv4.total_len + (3 * VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 2);
+        hdr.udp.length = hdr.udp.length + (3 * VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 2);
+        hdr.udp.checksum = 0;
+    }
+#endif
 
     /* S5.1/S5.2: a RESULT clears the cell if (and only if) the cell holds its (job, seq). */
     action release_slot() {
@@ -252,13 +385,13 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                        || hdr.ina.version != INA_VERSION
                        || (hdr.ina.pkt_type != PKT_TYPE_GRAD && hdr.ina.pkt_type != PKT_TYPE_RESULT)
                        || hdr.ina.op > OP_MAX
-                       || (hdr.ina.flags & FLAG_RESERVED_MASK) != 0
                        || ((bit<8>)hdr.ina.hop_count) != meta.parsed_hops
-                       || hdr.ina.value_count > VALUES_PER_PACKET
+                       || hdr.ina.value_count > meta.max_value_count
                        || hdr.udp.length != UDP_HEADER_BYTES + INA_HEADER_BYTES
-                                            + (((bit<16>)hdr.ina.hop_count) << 3)
-                                            + VALUES_PER_PACKET * VALUE_BYTES
-                       || hdr.ipv4.total_len != IPV4_HEADER_BYTES + hdr.udp.length) {
+                                            + (((bit<16>)hdr.ina.hop_count) << 3) + meta.payload_bytes
+                       || hdr.ipv4.total_len != IPV4_HEADER_BYTES + hdr.udp.length
+                       || ((hdr.ina.flags & FLAG_MASKED) != 0
+                           && (hdr.ina.pkt_type != PKT_TYPE_GRAD || hdr.ina.op != OP_SUM))) {
                 meta.drop_reason = DROP_MALFORMED;
             } else if (hdr.ina.job_id == JOB_ID_INVALID) {
                 meta.drop_reason = DROP_UNKNOWN_JOB;
@@ -295,37 +428,59 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                     if (meta.slot_ok == 0) {
                         meta.drop_reason = DROP_BAD_SLOT;
                     } else {
-                        /* S3.1 aggregate -> S3.3: add into the slot, count the child */
-                        aggregate_into_slot();
-                        if (meta.verdict == VERDICT_COMPLETED) {
-                            /* S3.4 count == fan-in -> S3.5: sum in the packet, hop deleted, forwarded */
-                            ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
-                            ina_stats.count(meta.stat_base + STAT_GRAD_COMPLETED);
-                            pop_hop_and_forward();
-                        } else if (meta.verdict == VERDICT_STORED) {
-                            ina_stats.count(meta.stat_base + STAT_GRAD_STORED_ANSWER);
-                            pop_hop_and_forward();
-                        } else if (meta.verdict == VERDICT_RELEASED) {
-                            ina_stats.count(meta.stat_base + STAT_GRAD_RELEASED_FORWARD);
-                            pop_hop_and_forward();
-                        } else if (meta.verdict == VERDICT_ABSORBED) {
-                            /* S3.6 count < fan-in -> S3.7: drop */
-                            ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
-                            ina_stats.count(meta.stat_base + STAT_GRAD_ABSORBED);
-                            meta.drop_reason = DROP_ABSORBED;
-                        } else if (meta.verdict == VERDICT_DUPLICATE) {
-                            ina_stats.count(meta.stat_base + STAT_GRAD_DUPLICATE);
-                            meta.drop_reason = DROP_DUPLICATE;
+#if INA_WIDE_LAYOUTS
+                        /* a MASKED packet's kept values to the dense lanes their masks name, first */
+                        if (hdr.masks_2of4.isValid()) {
+                            expand_2of4();
+                            ina_stats.count(meta.stat_base + STAT_GRAD_MASKED);
+                        } else if (hdr.masks_1of4.isValid()) {
+                            expand_1of4();
+                            ina_stats.count(meta.stat_base + STAT_GRAD_MASKED);
+                        }
+#endif
+                        if (meta.bad_mask == 1) {
+                            meta.drop_reason = DROP_BAD_MASK;
                         } else {
-                            ina_stats.count(meta.stat_base + STAT_GRAD_STALE);
-                            meta.drop_reason = DROP_STALE;
-                        }
-                        if (meta.evicted == 1) {
-                            ina_stats.count(meta.stat_base + STAT_SLOT_EVICTED);
-                        }
-                        if ((hdr.ina.flags & FLAG_OVERFLOW) != 0 && meta.slot_overflow == 1
-                            && meta.drop_reason == DROP_NONE) {
-                            ina_stats.count(meta.stat_base + STAT_OVERFLOW);
+                            /* S3.1 aggregate -> S3.3: add into the slot (cells of span slots), count the child */
+                            if (meta.span == 1) {
+                                aggregate_into_slot();
+#if INA_WIDE_LAYOUTS
+                            } else if (meta.span == 2) {
+                                aggregate_into_slot_x2();
+                            } else {
+                                aggregate_into_slot_x4();
+#endif
+                            }
+                            if (meta.verdict == VERDICT_COMPLETED) {
+                                /* S3.4 count == fan-in -> S3.5: sum in the packet, hop deleted, forwarded */
+                                ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
+                                ina_stats.count(meta.stat_base + STAT_GRAD_COMPLETED);
+                                pop_hop_and_forward();
+                            } else if (meta.verdict == VERDICT_STORED) {
+                                ina_stats.count(meta.stat_base + STAT_GRAD_STORED_ANSWER);
+                                pop_hop_and_forward();
+                            } else if (meta.verdict == VERDICT_RELEASED) {
+                                ina_stats.count(meta.stat_base + STAT_GRAD_RELEASED_FORWARD);
+                                pop_hop_and_forward();
+                            } else if (meta.verdict == VERDICT_ABSORBED) {
+                                /* S3.6 count < fan-in -> S3.7: drop */
+                                ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
+                                ina_stats.count(meta.stat_base + STAT_GRAD_ABSORBED);
+                                meta.drop_reason = DROP_ABSORBED;
+                            } else if (meta.verdict == VERDICT_DUPLICATE) {
+                                ina_stats.count(meta.stat_base + STAT_GRAD_DUPLICATE);
+                                meta.drop_reason = DROP_DUPLICATE;
+                            } else {
+                                ina_stats.count(meta.stat_base + STAT_GRAD_STALE);
+                                meta.drop_reason = DROP_STALE;
+                            }
+                            if (meta.evicted == 1) {
+                                ina_stats.count(meta.stat_base + STAT_SLOT_EVICTED);
+                            }
+                            if ((hdr.ina.flags & FLAG_OVERFLOW) != 0 && meta.slot_overflow == 1
+                                && meta.drop_reason == DROP_NONE) {
+                                ina_stats.count(meta.stat_base + STAT_OVERFLOW);
+                            }
                         }
                     }
                 }

@@ -24,6 +24,7 @@ import numpy as np
 
 from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
 
 __all__ = ["PacketBatch", "PacketTemplate", "decode_batch", "encode_batch", "layout_dtype"]
@@ -71,10 +72,13 @@ _FIELD_BITS = {
 
 
 @functools.cache
-def layout_dtype(hop_count: int, values_per_packet: int | None, itemsize: int | None = None) -> np.dtype:
+def layout_dtype(
+    hop_count: int, values_per_packet: int | None, itemsize: int | None = None, layout: L.Layout = L.DENSE
+) -> np.dtype:
     """The structured dtype of an INA payload with ``hop_count`` hops and K lanes: big-endian fields at
-    their wire offsets, ``hops`` (hop_count entries) and ``values`` (K >i4). ``itemsize`` larger than the
-    packet describes rows of a receive buffer; ``values_per_packet`` None leaves the values out."""
+    their wire offsets, ``hops`` (hop_count entries), ``masks`` (the packed group masks of a MASKED
+    layout, bytes) and ``values`` (K >i4, or span * K wire lanes of a wide layout). ``itemsize`` larger
+    than the packet describes rows of a receive buffer; ``values_per_packet`` None leaves the payload out."""
     names: list[str] = []
     formats: list[Any] = []
     offsets: list[int] = []
@@ -88,10 +92,16 @@ def layout_dtype(hop_count: int, values_per_packet: int | None, itemsize: int | 
         offsets.append(C.INA_HEADER_BYTES)
     size = C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES
     if values_per_packet is not None:
+        if layout.masked:
+            names.append("masks")
+            formats.append(("u1", (layout.mask_bytes(values_per_packet),)))
+            offsets.append(size)
+            size += layout.mask_bytes(values_per_packet)
+        lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
         names.append("values")
-        formats.append((">i4", (values_per_packet,)))
+        formats.append((">i4", (lanes,)))
         offsets.append(size)
-        size += values_per_packet * C.VALUE_BYTES
+        size += lanes * C.VALUE_BYTES
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize or size})
 
 
@@ -106,9 +116,10 @@ def _check_column(name: str, value: np.ndarray, bits: int, signed: bool = False)
 
 
 class PacketTemplate:
-    """Packets that share a hop list and K, and usually most header fields: the shared bytes are laid
-    out once (by ``codec.encode``, so hop_count, bos bits and the constant fields are the codec's own),
-    and ``encode`` writes only what differs per packet."""
+    """Packets that share a hop list, K and a payload layout, and usually most header fields: the shared
+    bytes are laid out once (by ``codec.encode``, so hop_count, bos bits and the constant fields are the
+    codec's own), and ``encode`` writes only what differs per packet. The layout's bits stay in every
+    packet's flags whatever ``flags`` ``encode`` is given."""
 
     def __init__(
         self,
@@ -127,9 +138,15 @@ class PacketTemplate:
         scale_exp: int = 0,
         tree_id: int = 0,
         version: int = C.INA_VERSION,
+        layout: L.Layout = L.DENSE,
     ):
         self.values_per_packet = values_per_packet
         self.hop_count = len(hops)
+        self.layout = layout
+        self.positions = layout.positions(values_per_packet)
+        flags = (flags & ~C.FLAG_LAYOUT_MASK) | layout.flags
+        if value_count is None:
+            value_count = layout.max_value_count(values_per_packet)
         header = InaHeader(
             pkt_type,
             job_id,
@@ -138,17 +155,21 @@ class PacketTemplate:
             shadow,
             op,
             flags,
-            values_per_packet if value_count is None else value_count,
+            value_count,
             contributor,
             scale_exp,
             tree_id,
             version,
         )
         self.header = header
-        raw = codec.encode(InaPacket(header, list(hops), np.zeros(0, dtype=np.int32)), values_per_packet)
+        masks = np.full(layout.groups(values_per_packet), (1 << layout.keep) - 1) if layout.masked else None
+        raw = codec.encode(
+            InaPacket(header, list(hops), np.zeros(0, dtype=np.int32), *(() if masks is None else (masks,))),
+            values_per_packet,
+        )
         self.size = len(raw)
         self.row = np.frombuffer(raw, dtype=np.uint8)
-        self.dtype = layout_dtype(self.hop_count, values_per_packet)
+        self.dtype = layout_dtype(self.hop_count, values_per_packet, None, layout)
 
     def encode(
         self,
@@ -157,11 +178,14 @@ class PacketTemplate:
         *,
         check: bool = True,
         chunk_headers: np.ndarray | None = None,
+        masks: np.ndarray | None = None,
         **fields: Any,
     ) -> np.ndarray:
         """``(n, size)`` uint8 rows, one packet each, byte for byte what ``codec.encode`` makes.
 
-        ``values``: ``(n, w)`` integers with w <= K (lanes w..K-1 are zero; a 1-D array is one packet).
+        ``values``: ``(n, w)`` integers with w <= K (lanes w..K-1 are zero; a 1-D array is one packet);
+        for a wide layout w <= span * K positions in order (interleaved into blocks here), for a MASKED one
+        the kept values, with ``masks`` ``(n, groups)`` (4 bits each, exactly ``layout.keep`` set).
         ``fields``: header fields (``seq``, ``slot``, ``shadow``, ``flags``, ``scale_exp``, ``value_count``,
         ``op``, ``pkt_type``, ``job_id``, ``contributor``, ``tree_id``, ``version``), each one value for
         every packet or an array of n; the others keep the template's values. ``value_count`` defaults
@@ -174,13 +198,24 @@ class PacketTemplate:
         values = np.asarray(values)
         if values.ndim == 1:
             values = values[np.newaxis, :]
-        if values.ndim != 2 or values.shape[1] > self.values_per_packet:
-            raise ProtocolError(f"values must be rows of at most K={self.values_per_packet} int32")
+        layout = self.layout
+        lanes = self.values_per_packet if layout.masked else self.positions
+        if values.ndim != 2 or values.shape[1] > lanes:
+            raise ProtocolError(f"values must be rows of at most {codec.lanes_text(layout, self.values_per_packet)}")
         n, width = values.shape
         if check and values.dtype != np.int32:
             _check_column("values", values, 32, signed=True)
+        packed_masks = None
+        if layout.masked:
+            checked = self._checked_masks(masks, n, check)
+            packed_masks = L.pack_masks(checked)
+            covered = 4 * checked.shape[1]
+        elif masks is not None:
+            raise ProtocolError(f"masks given for a {layout.name} template (only MASKED packets carry masks)")
+        else:
+            covered = width
         if "value_count" not in fields and chunk_headers is None:
-            fields["value_count"] = width
+            fields["value_count"] = layout.value_count_for(covered)
         columns = {}
         for name, value in fields.items():
             if not check:
@@ -200,8 +235,11 @@ class PacketTemplate:
             _check_column(name, column, bits, signed)
             columns[name] = column
         value_count = columns.get("value_count", np.zeros(0, dtype=np.int64))
-        if check and value_count.size and value_count.max() > self.values_per_packet:
-            raise ProtocolError(f"value_count={int(value_count.max())} exceeds K={self.values_per_packet}")
+        most = layout.max_value_count(self.values_per_packet)
+        if check and value_count.size and value_count.max() > most:
+            raise ProtocolError(
+                f"value_count={int(value_count.max())} exceeds {codec.value_count_limit(layout, self.values_per_packet)}"
+            )
         if out is None:
             out = np.empty((n, self.size), dtype=np.uint8)
         elif out.shape != (n, self.size) or out.dtype != np.uint8 or not out.flags.c_contiguous:
@@ -213,6 +251,8 @@ class PacketTemplate:
             out[:, 1] = (chunk_headers[:, 1] & 0xF0) | self.hop_count  # op, this template's hop_count
         packets = out.view(self.dtype)[:, 0]
         h = self.header
+        if "flags" in columns:
+            columns["flags"] = (columns["flags"] & ~C.FLAG_LAYOUT_MASK) | layout.flags
         for name in ("flags", "value_count", "job_id", "seq", "contributor", "scale_exp", "tree_id"):
             if name in columns:
                 packets[name] = columns[name]
@@ -224,9 +264,34 @@ class PacketTemplate:
             packets["slot_word"] = (np.asarray(columns.get("shadow", h.shadow), dtype=np.uint16) << 15) | columns.get(
                 "slot", h.slot
             )
+        if packed_masks is not None:
+            packets["masks"] = packed_masks
         if width:
+            if layout.span > 1 and not layout.masked:
+                if width < lanes:
+                    values = np.pad(values, ((0, 0), (0, lanes - width)))
+                values = L.interleave(values, layout.span)
+                width = lanes
             packets["values"][:, :width] = values
         return out
+
+    def _checked_masks(self, masks: np.ndarray | None, n: int, check: bool) -> np.ndarray:
+        layout = self.layout
+        groups = layout.groups(self.values_per_packet)
+        if masks is None:
+            raise ProtocolError(f"a {layout.name} template needs masks, one row of {groups} per packet")
+        masks = np.asarray(masks)
+        if masks.ndim == 1:
+            masks = masks[np.newaxis, :]
+        if masks.shape != (n, groups):
+            raise ProtocolError(f"masks must be ({n}, {groups}) for {n} {layout.name} packets, not {masks.shape}")
+        if check:
+            _check_column("masks", masks, 4)
+            ok = L.mask_bits_ok(masks, layout)
+            if not ok.all():
+                row = int(np.flatnonzero(~ok)[0])
+                codec.check_masks(masks[row].astype(np.uint8), layout)
+        return masks.astype(np.uint8)
 
 
 def encode_per_hop_list(templates: Sequence[PacketTemplate], values: np.ndarray, **fields: Any) -> np.ndarray:
@@ -272,28 +337,64 @@ def _byte_table(accept: Callable[[int], object]) -> np.ndarray:
     return np.array([bool(accept(b)) for b in range(256)])
 
 
-# header bytes codec.decode accepts: version/pkt_type, op/hop_count, flags
+def _layout_or_none(flags: int) -> L.Layout | None:
+    try:
+        return L.layout_of(flags)
+    except L.ProtocolLayoutError:
+        return None
+
+
+# header bytes codec.decode accepts: version/pkt_type, op/hop_count, flags (a known layout)
 _B0_OK = _byte_table(lambda b: b >> 4 == C.INA_VERSION and b & 0xF in (C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT))
 _B1_OK = _byte_table(lambda b: b >> 4 in (C.OP_SUM, C.OP_MAX) and b & 0xF <= C.MAX_HOPS)
-_FLAGS_OK = _byte_table(lambda b: not b & C.FLAG_RESERVED_MASK)
+_FLAGS_OK = _byte_table(lambda b: _layout_or_none(b) is not None)
+_MASKED = _byte_table(lambda b: b & C.FLAG_MASKED)
+# span per flags byte (0: no layout)
+_SPAN = np.array([(lambda x: 0 if x is None else x.span)(_layout_or_none(b)) for b in range(256)], dtype=np.int64)
+_LAYOUT_INDEX = np.array(
+    [(lambda x: -1 if x is None else L.LAYOUTS.index(x))(_layout_or_none(b)) for b in range(256)], dtype=np.int64
+)
 
 
 @functools.cache
-def _length_by_first_bytes(values_per_packet: int) -> np.ndarray:
-    """For each value of the header's first two bytes: the payload length codec.decode requires with
-    K lanes, or -1 when those bytes are refused (version, type, op, hop_count)."""
+def _length_by_first_bytes() -> np.ndarray:
+    """For each value of the header's first two bytes: the bytes of header and hop entries, or -1 when
+    those bytes are refused (version, type, op, hop_count)."""
     word = np.arange(1 << 16)
     b0, b1 = word >> 8, word & 0xFF
-    length = C.INA_HEADER_BYTES + C.HOP_BYTES * (b1 & 0xF) + C.VALUE_BYTES * values_per_packet
+    length = C.INA_HEADER_BYTES + C.HOP_BYTES * (b1 & 0xF)
     return np.where(_B0_OK[b0] & _B1_OK[b1], length, -1).astype(np.int32)
+
+
+@functools.cache
+def _payload_by_flags(values_per_packet: int) -> np.ndarray:
+    """For each flags byte: the payload bytes its layout takes with K lanes (-1: no layout, or one K cannot
+    have)."""
+    out = np.full(256, -1, dtype=np.int32)
+    for b in range(256):
+        layout = _layout_or_none(b)
+        if layout is not None and (layout.span == 1 or values_per_packet % 4 == 0):
+            out[b] = layout.payload_bytes(values_per_packet)
+    return out
 
 
 @functools.cache
 def _flags_and_count_ok(values_per_packet: int) -> np.ndarray:
     """For each value of the header's bytes 2-3 (flags, value_count): accepted with K lanes."""
     word = np.arange(1 << 16)
-    accepted: np.ndarray = _FLAGS_OK[word >> 8] & ((word & 0xFF) <= values_per_packet)
+    most = np.array(
+        [-1 if (x := _layout_or_none(b)) is None else x.max_value_count(values_per_packet) for b in range(256)]
+    )
+    accepted: np.ndarray = (word & 0xFF) <= most[word >> 8]
     return accepted
+
+
+@functools.cache
+def _masked_allowed() -> np.ndarray:
+    """For each value of the header's first two bytes: a MASKED payload is allowed (GRAD, OP_SUM)."""
+    word = np.arange(1 << 16)
+    allowed: np.ndarray = ((word >> 8) & 0xF == C.PKT_TYPE_GRAD) & ((word & 0xFF) >> 4 == C.OP_SUM)
+    return allowed
 
 
 class PacketBatch:
@@ -303,9 +404,11 @@ class PacketBatch:
     entries for rows that are not ok are meaningless.
 
     Header columns (int64): ``version pkt_type op hop_count flags value_count job_id seq slot shadow
-    contributor scale_exp tree_id``, and ``lanes`` (K of each row). Hops: ``hop_switch_id hop_aggregate
-    hop_fan_in hop_child hop_egress_port``, ``(n, H)`` with H the largest hop_count (zeros past a row's
-    own). ``values``: ``(n, W)`` int32, W the largest K (zeros past a row's own)."""
+    contributor scale_exp tree_id``, ``span`` (blocks of K positions the layout covers), ``lanes`` (K of
+    each row) and ``positions`` (span * K). Hops: ``hop_switch_id hop_aggregate hop_fan_in hop_child
+    hop_egress_port``, ``(n, H)`` with H the largest hop_count (zeros past a row's own). ``values``:
+    ``(n, W)`` int32, the chunk's positions in order (a wide payload de-interleaved, a MASKED one
+    expanded: zeros where nothing was kept), W the largest ``positions`` (zeros past a row's own)."""
 
     HEADER_COLUMNS = (
         "version",
@@ -338,6 +441,7 @@ class PacketBatch:
         "contributor": lambda head: head["contributor"],
         "scale_exp": lambda head: head["scale_exp"],
         "tree_id": lambda head: head["tree_id"],
+        "span": lambda head: _SPAN[head["flags"]],
     }
 
     def __init__(
@@ -347,12 +451,14 @@ class PacketBatch:
         ok: np.ndarray,
         lanes: np.ndarray,
         rows: np.ndarray | None = None,
+        positions: np.ndarray | None = None,
     ):
         self.n = len(ok)
         self._rows = rows
         self._uniform_hops = False  # set by decode_batch when every row has the same hop count
         self.ok = ok
         self.lanes = lanes
+        self.positions = lanes if positions is None else positions
         self.errors: dict[int, str] = {}
         self._head = head
         self._hops = hops
@@ -401,13 +507,21 @@ class PacketBatch:
             )
             for j in range(int(self.hop_count[i]))
         ]
-        return InaPacket(header, hops, self.values[i, : int(self.lanes[i])].copy())
+        layout = header.layout
+        if not layout.masked:
+            return InaPacket(header, hops, self.values[i, : int(self.positions[i])].copy())
+        k = int(self.lanes[i])
+        at = C.INA_HEADER_BYTES + C.HOP_BYTES * len(hops)
+        assert self._rows is not None, "a decoded batch keeps its rows"
+        packed = self._rows[i, at : at + layout.mask_bytes(k)]
+        kept = self._rows[i, at + len(packed) : at + len(packed) + k * C.VALUE_BYTES].view(">i4").astype(np.int32)
+        return InaPacket(header, hops, kept, L.unpack_masks(packed[np.newaxis, :])[0])
 
 
 def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int | None = None) -> PacketBatch:
     """Decode the INA payloads in ``rows`` (``(n, stride)`` uint8, C-contiguous; row i holds
     ``lengths[i]`` bytes, and a length above stride marks a datagram that did not fit). The checks
-    are ``codec.decode``'s: K is checked if given, else taken from each payload's length."""
+    are ``codec.decode``'s: K is checked if given, else taken from each payload's length and layout."""
     rows = np.ascontiguousarray(rows, dtype=np.uint8)
     if rows.ndim != 2:
         raise ValueError("rows must be a 2-D (packets, bytes) array")
@@ -420,19 +534,23 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
             batch.errors[i] = _error_of(rows[i], int(lengths[i]), stride, values_per_packet)
         return batch
     head = rows.view(layout_dtype(0, None, stride))[:, 0]
-    b01 = head["b01"]
+    b01, flags = head["b01"], head["flags"]
     hop_count = b01 & 0xF
+    # one lookup checks version, type, op and hop_count and gives the bytes of header and hops
+    header_bytes = _length_by_first_bytes()[b01].astype(np.int64)
     if values_per_packet is not None:
-        # one lookup checks version, type, op and hop_count and gives the length K requires
-        ok = (_length_by_first_bytes(values_per_packet)[b01] == lengths) & (lengths <= stride)
+        payload = _payload_by_flags(values_per_packet)[flags]
+        ok = (header_bytes >= 0) & (payload >= 0) & (header_bytes + payload == lengths) & (lengths <= stride)
         ok &= _flags_and_count_ok(values_per_packet)[head["flags_count"]]
-        lanes: np.ndarray | int = values_per_packet
+        lanes = np.full(n, values_per_packet, dtype=np.int64)
     else:
-        ok = _B0_OK[head["b0"]] & _B1_OK[head["b1"]] & _FLAGS_OK[head["flags"]]
-        rest = lengths - (C.INA_HEADER_BYTES + C.HOP_BYTES * hop_count.astype(np.int64))
-        ok &= (rest > 0) & (rest % C.VALUE_BYTES == 0) & (lengths <= stride)
-        lanes = rest // C.VALUE_BYTES
-        ok &= head["value_count"] <= lanes
+        ok = (header_bytes >= 0) & _FLAGS_OK[flags] & (lengths <= stride)
+        lanes = _k_from_lengths(lengths - header_bytes, _LAYOUT_INDEX[flags])
+        ok &= lanes > 0
+        ok &= head["value_count"] <= np.where(_SPAN[flags] == 1, lanes, _SPAN[flags] * lanes // 4)
+    masked = _MASKED[flags]
+    if masked.any():
+        ok &= ~masked | _masked_allowed()[b01]
     fewest, most = int(hop_count.min()), int(hop_count.max())
     uniform = fewest == most and C.INA_HEADER_BYTES + C.HOP_BYTES * most <= stride
     if not uniform:
@@ -448,43 +566,79 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
             position = np.arange(most)[np.newaxis, :]
             last = hop_count.astype(np.int64)[:, np.newaxis] - 1
             ok &= ~np.any((position <= last) & ((bos != 0) != (position == last)), axis=1)
-    all_ok = bool(ok.all())
-    lane_counts = np.full(n, lanes, dtype=np.int64) if isinstance(lanes, int) else lanes
-    if not all_ok:
-        lane_counts = np.where(ok, lane_counts, 0)
-    batch = PacketBatch(head, hops, ok, lane_counts, rows)
+    lanes = np.where(ok, lanes, 0)
+    positions = _SPAN[flags] * lanes
+    values = _payload_values(rows, ok, header_bytes, flags, lanes, positions, uniform and bool(ok.all()))
+    batch = PacketBatch(head, hops, ok, np.where(ok, lanes, 0), rows, np.where(ok, positions, 0))
     batch._uniform_hops = uniform
-    width = int(lane_counts.max())
-    if all_ok and uniform and (values_per_packet is not None or bool((lane_counts == width).all())):
-        at = C.INA_HEADER_BYTES + C.HOP_BYTES * most
-        batch.values = rows[:, at : at + width * C.VALUE_BYTES].view(">i4").astype(np.int32)
-    else:
-        values_at = C.INA_HEADER_BYTES + C.HOP_BYTES * hop_count.astype(np.int64)
-        batch.values = _gather_values(rows, ok, values_at, lane_counts, width)
-    if not all_ok:
+    batch.values = values
+    if not ok.all():
         for bad in np.flatnonzero(~ok):
             batch.errors[int(bad)] = _error_of(rows[bad], int(lengths[bad]), stride, values_per_packet)
     return batch
+
+
+def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:
+    """K of each row from its bytes after the hops and its layout (0 where none fits)."""
+    per4 = np.array([layout.payload_bytes(4) for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
+    span = np.array([layout.span for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
+    k = np.where((rest > 0) & (4 * rest % per4 == 0), 4 * rest // per4, 0)
+    return np.where((layout_index >= 0) & ((span == 1) | (k % 4 == 0)), k, 0)
+
+
+def _payload_values(
+    rows: np.ndarray,
+    ok: np.ndarray,
+    header_bytes: np.ndarray,
+    flags: np.ndarray,
+    lanes: np.ndarray,
+    positions: np.ndarray,
+    one_shape: bool,
+) -> np.ndarray:
+    """The positions of every ok row as native int32 (wide payloads de-interleaved, MASKED ones expanded);
+    a MASKED row whose masks are wrong is marked not ok (``ok`` is updated). Rows are taken a group of
+    (offset, layout, K) at a time; ``one_shape``: every row is ok with the same hop count."""
+    n = len(rows)
+    width = int(positions.max()) if n else 0
+    groups: list[tuple[np.ndarray | None, int, int, int]]
+    if one_shape and (flags == flags[0]).all() and (lanes == lanes[0]).all():
+        groups = [(None, int(header_bytes[0]), int(flags[0]) & C.FLAG_LAYOUT_MASK, int(lanes[0]))]
+    else:
+        key = np.where(ok, (header_bytes * 256 + (flags & C.FLAG_LAYOUT_MASK)) * 4096 + lanes, -1)
+        groups = []
+        for group in np.unique(key[ok]):
+            rest, k = divmod(int(group), 4096)
+            at, layout_bits = divmod(rest, 256)
+            groups.append((np.flatnonzero(key == group), at, layout_bits, k))
+    values: np.ndarray | None = None
+    for members, at, layout_bits, k in groups:
+        layout = L.layout_of(layout_bits)
+        part = rows if members is None else rows[members]
+        if layout.masked:
+            mask_bytes = layout.mask_bytes(k)
+            masks = L.unpack_masks(part[:, at : at + mask_bytes])
+            kept = part[:, at + mask_bytes : at + mask_bytes + k * C.VALUE_BYTES].view(">i4").astype(np.int32)
+            good = L.mask_bits_ok(masks, layout)
+            if not good.all():
+                bad = np.flatnonzero(~good) if members is None else members[~good]
+                ok[bad] = False
+                masks[~good] = (1 << layout.keep) - 1  # any valid mask: the row is refused anyway
+            chunk = L.expand_masked(masks, kept, layout)
+        else:
+            wire = part[:, at : at + layout.positions(k) * C.VALUE_BYTES].view(">i4").astype(np.int32)
+            chunk = L.deinterleave(wire, layout.span)
+        if members is None:
+            return np.ascontiguousarray(chunk)
+        if values is None:
+            values = np.zeros((n, width), dtype=np.int32)
+        values[members, : chunk.shape[1]] = chunk
+    return np.zeros((n, width), dtype=np.int32) if values is None else values
 
 
 @functools.cache
 def _bos_pattern(hop_count: int) -> np.ndarray:
     """The bos bits (0x40) of hop entries 0..hop_count-1: set on the last only."""
     return np.array([0x40 if i == hop_count - 1 else 0 for i in range(hop_count)], dtype=np.uint8)
-
-
-def _gather_values(
-    rows: np.ndarray, ok: np.ndarray, values_at: np.ndarray, lanes: np.ndarray, width: int
-) -> np.ndarray:
-    """The K lanes of every ok row as native int32, one group of rows per (offset, K)."""
-    n = len(rows)
-    values = np.zeros((n, width), dtype=np.int32)
-    key = np.where(ok, values_at * 4096 + lanes, -1)
-    for group in np.unique(key[ok]):
-        at, k = divmod(int(group), 4096)
-        members = np.flatnonzero(key == group)
-        values[members, :k] = rows[members, at : at + k * C.VALUE_BYTES].view(">i4")
-    return values
 
 
 def _error_of(row: np.ndarray, length: int, stride: int, values_per_packet: int | None) -> str:

@@ -6,9 +6,13 @@ down once. It is struct-based and copies the K values with numpy in one step; ``
 lays the same format out over numpy arrays for whole windows of packets (the agents' hot path) and
 is tested against this module, which stays the reference.
 
-Layout of the UDP payload: INA header (16 bytes) | hop_count hop entries (8 bytes each) | K int32
-values (big-endian). ``hop_count`` and the hops' ``bos`` bits are derived from the hop list when
-encoding and checked when decoding, so a packet built here is always consistent.
+Layout of the UDP payload: INA header (16 bytes) | hop_count hop entries (8 bytes each) | the payload
+of the flags' layout (``protocol/layouts.py``): K int32 values (big-endian) for a dense packet, 2 or 4
+blocks of K for a wide one, group masks and K kept values for a MASKED (2:4, 1:4) one. ``hop_count``
+and the hops' ``bos`` bits are derived from the hop list when encoding and checked when decoding, so a
+packet built here is always consistent. ``InaPacket.values`` holds a dense or wide chunk's positions in
+order (span * K of them; the codec interleaves them into blocks) and a MASKED packet's K kept values,
+its ``masks`` the group masks.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from protocol import constants as C
+from protocol import layouts as L
 
 
 class ProtocolError(ValueError):
@@ -65,6 +70,14 @@ class InaHeader:
     def has(self, flag: int) -> bool:
         return bool(self.flags & flag)
 
+    @property
+    def layout(self) -> L.Layout:
+        """The payload layout the flags name (ProtocolError if none)."""
+        try:
+            return L.layout_of(self.flags)
+        except L.ProtocolLayoutError as exc:
+            raise ProtocolError(str(exc)) from None
+
 
 @dataclass
 class Hop:
@@ -79,11 +92,14 @@ class Hop:
 
 @dataclass(eq=False)
 class InaPacket:
-    """A decoded UDP payload: header, hop list (first hop first) and the K values as int32."""
+    """A decoded UDP payload: header, hop list (first hop first), the values as int32 (a dense or wide
+    chunk's span * K positions in order, or a MASKED packet's K kept values) and a MASKED packet's group
+    masks (4 bits each; empty otherwise)."""
 
     header: InaHeader
     hops: list[Hop] = field(default_factory=list)
     values: np.ndarray = field(default_factory=lambda: np.zeros(C.VALUES_PER_PACKET, dtype=np.int32))
+    masks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InaPacket):
@@ -92,7 +108,17 @@ class InaPacket:
             self.header == other.header
             and self.hops == other.hops
             and np.array_equal(np.asarray(self.values), np.asarray(other.values))
+            and np.array_equal(np.asarray(self.masks), np.asarray(other.masks))
         )
+
+    def positions(self) -> np.ndarray:
+        """The chunk's span * K positions as int32: a MASKED packet's kept values where its masks put them."""
+        layout = self.header.layout
+        if not layout.masked:
+            return np.asarray(self.values, dtype=np.int32)
+        kept = np.asarray(self.values, dtype=np.int32)
+        positions: np.ndarray = L.expand_masked(np.asarray(self.masks)[np.newaxis, :], kept[np.newaxis, :], layout)[0]
+        return positions
 
 
 @dataclass
@@ -114,9 +140,9 @@ def _check_range(name: str, value: int, bits: int, signed: bool = False) -> None
         raise ProtocolError(f"{name}={value!r} does not fit in {'int' if signed else 'bit'}<{bits}>")
 
 
-def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET) -> int:
-    """Bytes of an INA UDP payload with this many hops."""
-    return C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES + values_per_packet * C.VALUE_BYTES
+def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, layout: L.Layout = L.DENSE) -> int:
+    """Bytes of an INA UDP payload with this many hops (and this layout)."""
+    return C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES + layout.payload_bytes(values_per_packet)
 
 
 def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:
@@ -141,13 +167,24 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     ):
         _check_range(name, getattr(h, name), bits)
     _check_range("scale_exp", h.scale_exp, 8, signed=True)
-    if h.value_count > values_per_packet:
-        raise ProtocolError(f"value_count={h.value_count} exceeds K={values_per_packet}")
+    layout = _checked_layout(h, values_per_packet)
+    most = layout.max_value_count(values_per_packet)
+    if h.value_count > most:
+        raise ProtocolError(f"value_count={h.value_count} exceeds {value_count_limit(layout, values_per_packet)}")
     values = np.asarray(packet.values)
-    if values.ndim != 1 or len(values) > values_per_packet:
-        raise ProtocolError(f"values must be a flat sequence of at most K={values_per_packet} int32")
+    lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
+    if values.ndim != 1 or len(values) > lanes:
+        raise ProtocolError(f"values must be a flat sequence of at most {lanes_text(layout, values_per_packet)}")
     if values.size and (values.min() < -(2**31) or values.max() > 2**31 - 1):
         raise ProtocolError("values do not fit in int32")
+    masks = np.asarray(packet.masks)
+    if layout.masked:
+        groups = layout.groups(values_per_packet)
+        if masks.shape != (groups,) or (masks.size and (masks.min() < 0 or masks.max() > 15)):
+            raise ProtocolError(f"a {layout.name} packet needs {groups} masks of 4 bits (K={values_per_packet})")
+        check_masks(masks, layout)
+    elif masks.size:
+        raise ProtocolError(f"masks given for a {layout.name} packet (only MASKED packets carry masks)")
     out = bytearray(
         _HEADER.pack(
             (h.version << 4) | h.pkt_type,
@@ -169,10 +206,52 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
         out += _HOP.pack(
             hop.switch_id, (int(bool(hop.aggregate)) << 7) | (bos << 6), hop.fan_in, hop.child, 0, hop.egress_port
         )
-    lanes = np.zeros(values_per_packet, dtype=_BIG_INT32)
-    lanes[: len(values)] = values
-    out += lanes.tobytes()
+    if layout.masked:
+        out += L.pack_masks(masks.astype(np.uint8)).tobytes()
+    wire = np.zeros(lanes, dtype=_BIG_INT32)
+    wire[: len(values)] = values
+    if layout.span > 1 and not layout.masked:
+        wire = L.interleave(wire[np.newaxis, :], layout.span)[0]
+    out += wire.tobytes()
     return bytes(out)
+
+
+def _checked_layout(h: InaHeader, values_per_packet: int) -> L.Layout:
+    """The header's layout, checked against K, the packet type and the operation."""
+    layout = h.layout
+    try:
+        layout.check_k(values_per_packet)
+    except L.ProtocolLayoutError as exc:
+        raise ProtocolError(str(exc)) from None
+    if layout.masked and h.pkt_type != C.PKT_TYPE_GRAD:
+        raise ProtocolError(f"a {layout.name} (MASKED) payload on a RESULT: results travel dense")
+    if layout.masked and h.op != C.OP_SUM:
+        raise ProtocolError(f"a {layout.name} (MASKED) payload with op {h.op}: MASKED packets are summed (OP_SUM)")
+    return layout
+
+
+def lanes_text(layout: L.Layout, k: int) -> str:
+    """How many values a packet of this layout holds, for error messages."""
+    if layout.masked:
+        return f"K={k} kept int32 ({layout.name})"
+    if layout.span == 1:
+        return f"K={k} int32"
+    return f"{layout.positions(k)} int32 positions ({layout.name}, K={k})"
+
+
+def value_count_limit(layout: L.Layout, k: int) -> str:
+    if layout.span == 1:
+        return f"K={k}"
+    return f"{layout.max_value_count(k)} (groups of 4 positions of a {layout.name} chunk, K={k})"
+
+
+def check_masks(masks: np.ndarray, layout: L.Layout) -> None:
+    ok = L.mask_bits_ok(masks[np.newaxis, :], layout)[0]
+    if not ok:
+        bad = int(np.flatnonzero(L.mask_popcount()[masks & 0xF] != layout.keep)[0])
+        raise ProtocolError(
+            f"{layout.name} mask of group {bad} is 0x{int(masks[bad]):x}: exactly {layout.keep} of its 4 bits must be set"
+        )
 
 
 def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
@@ -188,8 +267,10 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         raise ProtocolError(f"unknown INA packet type {pkt_type}")
     if op not in (C.OP_SUM, C.OP_MAX):
         raise ProtocolError(f"unknown INA op {op}")
-    if flags & C.FLAG_RESERVED_MASK:
-        raise ProtocolError(f"reserved INA flag bits set: 0x{flags:02x}")
+    try:
+        layout = L.layout_of(flags)
+    except L.ProtocolLayoutError as exc:
+        raise ProtocolError(str(exc)) from None
     if hop_count > C.MAX_HOPS:
         raise ProtocolError(f"hop_count={hop_count} exceeds MAX_HOPS={C.MAX_HOPS}")
     values_at = C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES
@@ -206,18 +287,13 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         hops.append(Hop(switch_id, bool(bits >> 7), fan_in, child, egress_port))
     rest = len(data) - values_at
     if values_per_packet is None:
-        if rest % C.VALUE_BYTES or rest == 0:
-            raise ProtocolError(f"INA value area of {rest} bytes is not a whole number of int32 lanes")
-        values_per_packet = rest // C.VALUE_BYTES
-    elif rest != values_per_packet * C.VALUE_BYTES:
+        values_per_packet = _k_from_length(rest, layout)
+    elif rest != layout.payload_bytes(values_per_packet):
         raise ProtocolError(
             f"INA payload is {len(data)} bytes, expected "
-            f"{payload_size(hop_count, values_per_packet)} for {hop_count} hops "
-            f"and K={values_per_packet}"
+            f"{payload_size(hop_count, values_per_packet, layout)} for {hop_count} hops "
+            f"and K={values_per_packet}" + ("" if layout is L.DENSE else f" ({layout.name})")
         )
-    if value_count > values_per_packet:
-        raise ProtocolError(f"value_count={value_count} exceeds K={values_per_packet}")
-    values = np.frombuffer(data, dtype=_BIG_INT32, count=values_per_packet, offset=values_at)
     header = InaHeader(
         pkt_type=pkt_type,
         job_id=job_id,
@@ -232,7 +308,31 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         tree_id=tree_id,
         version=version,
     )
-    return InaPacket(header, hops, values.astype(np.int32))
+    _checked_layout(header, values_per_packet)
+    if value_count > layout.max_value_count(values_per_packet):
+        raise ProtocolError(f"value_count={value_count} exceeds {value_count_limit(layout, values_per_packet)}")
+    masks = np.zeros(0, dtype=np.uint8)
+    if layout.masked:
+        packed = np.frombuffer(data, dtype=np.uint8, count=layout.mask_bytes(values_per_packet), offset=values_at)
+        masks = L.unpack_masks(packed[np.newaxis, :])[0]
+        check_masks(masks, layout)
+        values_at += len(packed)
+    lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
+    values = np.frombuffer(data, dtype=_BIG_INT32, count=lanes, offset=values_at).astype(np.int32)
+    if layout.span > 1 and not layout.masked:
+        values = L.deinterleave(values[np.newaxis, :], layout.span)[0]
+    return InaPacket(header, hops, values, masks)
+
+
+def _k_from_length(rest: int, layout: L.Layout) -> int:
+    """K from the bytes after the hops (decode without a given K)."""
+    per_k = layout.payload_bytes(4) / 4  # bytes per lane of K: 4 dense, 8/16 wide, 4.25/4.5 MASKED
+    k = int(round(rest / per_k)) if rest > 0 else 0
+    if k <= 0 or layout.payload_bytes(k) != rest or (layout.span > 1 and k % 4):
+        if layout is L.DENSE:
+            raise ProtocolError(f"INA value area of {rest} bytes is not a whole number of int32 lanes")
+        raise ProtocolError(f"INA payload area of {rest} bytes fits no K for the {layout.name} layout")
+    return k
 
 
 # ---------------------------------------------------------------- whole frames
@@ -395,9 +495,14 @@ def grad(
     tree_id: int = 0,
     scale_exp: int = 0,
     value_count: int | None = None,
+    masks: Iterable[int] | np.ndarray | None = None,
 ) -> InaPacket:
-    """Convenience constructor of a GRAD packet (value_count defaults to len(values))."""
+    """Convenience constructor of a GRAD packet (value_count defaults to len(values), or for a layout with
+    span > 1 to the groups of four positions the values cover; ``masks`` for a MASKED layout)."""
     vals = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64)
+    mask_array = np.zeros(0, dtype=np.uint8) if masks is None else np.asarray(list(masks), dtype=np.int64)
+    if value_count is None:
+        value_count = _default_value_count(flags, len(vals), len(mask_array))
     header = InaHeader(
         C.PKT_TYPE_GRAD,
         job_id,
@@ -406,12 +511,23 @@ def grad(
         shadow,
         op,
         flags,
-        len(vals) if value_count is None else value_count,
+        value_count,
         contributor,
         scale_exp,
         tree_id,
     )
-    return InaPacket(header, list(hops), vals)
+    return InaPacket(header, list(hops), vals, mask_array)
+
+
+def _default_value_count(flags: int, n_values: int, n_masks: int) -> int:
+    """value_count of a packet built from this many values (and masks): every position they cover."""
+    try:
+        layout = L.layout_of(flags)
+    except L.ProtocolLayoutError:
+        return n_values  # a malformed packet for a test: whatever the values are
+    if layout.span == 1:
+        return n_values
+    return layout.value_count_for(4 * n_masks if layout.masked else n_values)
 
 
 def result(
@@ -429,7 +545,8 @@ def result(
     scale_exp: int = 0,
     value_count: int | None = None,
 ) -> InaPacket:
-    """Convenience constructor of a RESULT packet (unicast reverse path unless flags has FLAG_MCAST)."""
+    """Convenience constructor of a RESULT packet (unicast reverse path unless flags has FLAG_MCAST); a
+    wide layout in ``flags`` carries span * K positions."""
     pkt = grad(
         job_id,
         seq,

@@ -1,8 +1,10 @@
 """scapy layers for the INA wire format, for interactive inspection, pcaps and independent test checks.
 
 ``Ether()/IP()/UDP(dport=INA_UDP_PORT)/INA(...)/InaHop(...)/.../InaValues(values=[...])``. The INA layer
-is bound to UDP destination port INA_UDP_PORT; it is followed by ``hop_count`` InaHop layers and one
-InaValues layer holding all K lanes. Field names match protocol.codec and the P4 header fields.
+is bound to UDP destination port INA_UDP_PORT; it is followed by ``hop_count`` InaHop layers, an
+InaMasks layer when the flags say MASKED (the group masks, 4 bits each), and one InaValues layer holding
+every lane as it is on the wire (a wide packet's blocks one after the other). Field names match
+protocol.codec and the P4 header fields; the flags' layout bits are the flag names SPAN2, SPAN4, MASKED.
 These classes are a second, independent reading of docs/protocol.md: the golden vectors in
 tests/protocol/ are checked against both this module and protocol.codec.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 from scapy.fields import (
     BitField,
     ByteField,
+    Field,
     FieldListField,
     FlagsField,
     IntField,
@@ -24,7 +27,7 @@ from scapy.packet import Packet, bind_layers
 
 from protocol import constants as C
 
-_FLAG_NAMES = ["RETX", "OVERFLOW", "SPARSE", "MCAST", "STORED", "R5", "R6", "R7"]
+_FLAG_NAMES = ["RETX", "OVERFLOW", "SPARSE", "MCAST", "STORED", "SPAN2", "SPAN4", "MASKED"]
 
 
 class INA(Packet):
@@ -46,7 +49,16 @@ class INA(Packet):
     ]
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return InaHop if self.hop_count else InaValues
+        if self.hop_count:
+            return InaHop
+        return InaMasks if int(self.flags) & C.FLAG_MASKED else InaValues
+
+
+def _ina_layer(layer: Packet | None) -> Packet | None:
+    """The INA layer below ``layer`` (hops and masks read its flags)."""
+    while layer is not None and not isinstance(layer, INA):
+        layer = layer.underlayer
+    return layer
 
 
 class InaHop(Packet):
@@ -63,11 +75,49 @@ class InaHop(Packet):
     ]
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
-        return InaValues if self.bos else InaHop
+        if not self.bos:
+            return InaHop
+        ina = _ina_layer(self)
+        return InaMasks if ina is not None and int(ina.flags) & C.FLAG_MASKED else InaValues
+
+
+class _MaskListField(Field[list[int], list[int]]):
+    """The group masks, two to a byte (the lower group in the high nibble). Dissected from the bytes
+    after the hops: K/4 mask bytes per 17K/4 bytes (2:4: K/2 masks and K kept int32), K/2 per 9K/2 (1:4)."""
+
+    islist = 1
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, [], "B")
+
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[int]]:
+        ina = _ina_layer(pkt)
+        one_of_four = ina is not None and (int(ina.flags) & C.FLAG_SPAN_MASK) == C.FLAG_SPAN_4
+        count = len(s) // 9 if one_of_four else len(s) // 17
+        masks = [nibble for byte in s[:count] for nibble in (byte >> 4, byte & 0xF)]
+        return s[count:], masks
+
+    def addfield(self, pkt: Packet, s: bytes, val: list[int] | None) -> bytes:
+        val = val or []
+        return s + bytes((val[i] << 4) | val[i + 1] for i in range(0, len(val), 2))
+
+    def i2len(self, pkt: Packet, x: list[int] | None) -> int:
+        return len(x or []) // 2
+
+
+class InaMasks(Packet):
+    """A MASKED packet's group masks (4 bits each: bit p = position 4g + p kept)."""
+
+    name = "InaMasks"
+    fields_desc = [_MaskListField("masks")]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return InaValues
 
 
 class InaValues(Packet):
-    """All K lanes, big-endian int32 (K taken from the remaining length when dissecting)."""
+    """Every lane, big-endian int32, in wire order (taken from the remaining length when dissecting): K
+    values, a wide packet's blocks of K one after the other, or a MASKED packet's K kept values."""
 
     name = "InaValues"
     fields_desc = [
@@ -81,3 +131,4 @@ class InaValues(Packet):
 bind_layers(UDP, INA, dport=C.INA_UDP_PORT)
 bind_layers(INA, InaHop)
 bind_layers(InaHop, InaValues)
+bind_layers(InaMasks, InaValues)

@@ -28,7 +28,11 @@
 #define FLAG_SPARSE             0x04    /* compressed payload: switches pass it through, never aggregate */
 #define FLAG_MCAST              0x08    /* RESULT delivered by multicast down the tree */
 #define FLAG_STORED             0x10    /* a switch answered a retransmission with its stored sum */
-#define FLAG_RESERVED_MASK      0xE0    /* must be zero */
+#define FLAG_SPAN_MASK          0x60    /* span code, bits 6..5: the chunk covers 1, 2 or 4 blocks of K positions */
+#define FLAG_SPAN_2             0x20    /* span code 1: 2K positions (a 2:4 chunk, or its dense sum) */
+#define FLAG_SPAN_4             0x40    /* span code 2: 4K positions (a 1:4 chunk, or its dense sum); code 3 is malformed */
+#define FLAG_MASKED             0x80    /* payload = group masks + K kept values (2:4 with span 2, 1:4 with span 4) */
+#define FLAG_LAYOUT_MASK        0xE0    /* MASKED + span: the payload's layout (docs/protocol.md, "Layouts") */
 
 /* ---- sizes ---- */
 #ifndef VALUES_PER_PACKET
@@ -72,7 +76,7 @@
 #define STAT_RESULT_MULTICAST       12  /* a multicast RESULT replicated to the job's result group */
 #define STAT_DROPPED                13  /* any INA packet of this job dropped (reason in drop_stats) */
 #define STAT_GRAD_ABSORBED          14  /* a contribution held in the slot until the others arrive (S3.6/S3.7) */
-#define STAT_RESERVED_15            15
+#define STAT_GRAD_MASKED            15  /* a MASKED (N:4) contribution expanded to dense lanes at an aggregating hop */
 
 /* ---- drop reasons: InaIngress.drop_stats[reason] ---- */
 #define NUM_DROP_REASONS            32
@@ -94,5 +98,6 @@
 #define DROP_TTL_EXPIRED            15  /* ordinary IPv4: TTL would reach 0 */
 #define DROP_NOT_IPV4               16  /* a frame that is not IPv4 (the network is static: no ARP) */
 #define DROP_NOT_ADMITTED           17  /* a guarded job's packet on a port its plan does not give it (ina_admission) */
+#define DROP_BAD_MASK               18  /* a MASKED packet's group mask has not exactly 4 / span bits set */
 
 #endif /* INA_CONSTANTS_P4 */

@@ -70,13 +70,39 @@ header ina_values_t {
     INA_FOR_EACH_LANE(INA_VALUE_FIELD)
 }
 
+#if INA_WIDE_LAYOUTS
+/*
+ * The group masks of a MASKED packet (docs/protocol.md, "Layouts"): 4 bits per group of four positions,
+ * bit p set = position p of the group is kept. 2:4: K/2 groups, group g's kept values are lanes 2g, 2g+1.
+ * 1:4: K groups, group g's kept value is lane g.
+ */
+#define INA_PAIR_MASK_FIELD(g, a, b) bit<4> m##g;
+header ina_masks_2of4_t {
+    INA_FOR_EACH_PAIR(INA_PAIR_MASK_FIELD)
+}
+
+#define INA_LANE_MASK_FIELD(i) bit<4> m##i;
+header ina_masks_1of4_t {
+    INA_FOR_EACH_LANE(INA_LANE_MASK_FIELD)
+}
+#endif
+
 struct headers_t {
     ethernet_t          ethernet;
     ipv4_t              ipv4;
     udp_t               udp;
     ina_t               ina;
     ina_hop_t[MAX_HOPS] hops;
-    ina_values_t        values;
+#if INA_WIDE_LAYOUTS
+    ina_masks_2of4_t    masks_2of4;     /* MASKED, span 2 */
+    ina_masks_1of4_t    masks_1of4;     /* MASKED, span 4 */
+#endif
+    ina_values_t        values;         /* block 0 (dense, wide), or the K kept values (MASKED) */
+#if INA_WIDE_LAYOUTS
+    ina_values_t        values_1;       /* blocks 1..3 of a wide packet: position span*i + b in lane i of block b */
+    ina_values_t        values_2;
+    ina_values_t        values_3;
+#endif
 }
 
 /* Verdicts of the slot action (aggregate_into_slot), read by the ingress control flow. */
@@ -109,6 +135,11 @@ struct ina_metadata_t {
     bit<1>  evicted;            /* a newer chunk took over a slot that still held another chunk */
     bit<1>  released;           /* release_slot found the slot owned by this (job, seq) */
     bit<9>  admit_hop;          /* ina_admission key: a GRAD's first hop as aggregate ++ child; 0 on RESULTs */
+    bit<16> span;               /* blocks of K positions the chunk covers: 1, 2 or 4 (flags' span code) */
+    bit<16> payload_bytes;      /* bytes after the hop entries the layout requires (set by the parser) */
+    bit<8>  max_value_count;    /* K (dense), else the groups of four positions the chunk covers */
+    bit<16> meaningful;         /* positions < this are meaningful: value_count, or 4 * value_count (wide) */
+    bit<1>  bad_mask;           /* expand_*: a group mask without exactly 4 / span bits set */
 }
 
 #endif /* INA_HEADERS_P4 */

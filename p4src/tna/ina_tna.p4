@@ -31,9 +31,10 @@
 
 /* UDP length of an INA packet with h hop entries (docs/protocol.md, "Framing"). */
 #define INA_UDP_LENGTH(h) (UDP_HEADER_BYTES + INA_HEADER_BYTES + (h) * HOP_BYTES + VALUES_PER_PACKET * VALUE_BYTES)
-/* The well-formed INA headers with h hop entries: both packet types, both operations. */
+/* The well-formed INA headers with h hop entries: both packet types, both operations, the dense layout only
+   (flags' layout bits 0: the wide and MASKED layouts of docs/protocol.md are not in the TNA program). */
 #define INA_CHECK_ROW(h, type, op)                                                                    \
-    (INA_VERSION, type, op, 0 &&& FLAG_RESERVED_MASK, h, h, 0 .. VALUES_PER_PACKET, INA_UDP_LENGTH(h),   \
+    (INA_VERSION, type, op, 0 &&& FLAG_LAYOUT_MASK, h, h, 0 .. VALUES_PER_PACKET, INA_UDP_LENGTH(h),   \
      IPV4_HEADER_BYTES + INA_UDP_LENGTH(h), true): ina_well_formed();
 #define INA_CHECK_ROWS(h)                                                                              \
     INA_CHECK_ROW(h, PKT_TYPE_GRAD, OP_SUM) INA_CHECK_ROW(h, PKT_TYPE_GRAD, OP_MAX)                    \

@@ -8,7 +8,9 @@
 
 Frames move by a FIFO delivery loop over a port map; a ``tap`` sees every transmission and may drop or
 duplicate it. The hosts' side (sending GRADs, the server turning one packet per chunk into results,
-workers retransmitting) is scripted by the tests; all switch behaviour comes from the P4 program.
+workers retransmitting) is scripted by the tests; all switch behaviour comes from the P4 program. The
+workers send dense chunks, or MASKED ones (2:4, 1:4: a chunk's positions with exactly N non-zero values
+per group of four), whose sums and results travel wide (docs/protocol.md, "Layouts").
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.codec import Hop
 from softswitch.switch import Exact, Switch, TableEntry
 
@@ -46,9 +49,11 @@ LINKS = {
 }
 
 
-def slot_of(seq: int) -> tuple[int, int]:
-    """(slot, shadow) of a chunk: slots cycle through the pool, the shadow bit alternates per round."""
-    return seq % POOL, (seq // POOL) % 2
+def slot_of(seq: int, span: int = 1) -> tuple[int, int]:
+    """(slot, shadow) of a chunk: slots cycle through the pool (span slots a chunk), the shadow bit
+    alternates per round."""
+    index = seq * span
+    return index % POOL, (index // POOL) % 2
 
 
 def grad_hops(worker: int) -> list[Hop]:
@@ -132,33 +137,48 @@ class Fabric:
         ]
 
 
-def worker_frame(worker: int, seq: int, values: np.ndarray, retx: bool = False) -> bytes:
-    slot, shadow = slot_of(seq)
+def worker_frame(worker: int, seq: int, values: np.ndarray, retx: bool = False, layout: L.Layout = L.DENSE) -> bytes:
+    """A worker's GRAD of chunk ``seq``; for a MASKED layout ``values`` are the chunk's positions, of which
+    the non-zero ones are kept (all-zero places of a group filled up from its first positions)."""
+    slot, shadow = slot_of(seq, layout.span)
+    flags = (C.FLAG_RETX if retx else 0) | layout.flags
+    masks = None
+    if layout.masked:
+        keep = (values != 0).reshape(-1, 4)
+        for group in keep:
+            for p in range(4):
+                if group.sum() < layout.keep and not group[p]:
+                    group[p] = True
+        masks, kept = L.pack_masked(values[np.newaxis, :], keep.reshape(1, -1), layout)
+        masks, values = masks[0], kept[0]
     pkt = codec.grad(
-        JOB,
-        seq,
-        grad_hops(worker),
-        values,
-        slot=slot,
-        shadow=shadow,
-        contributor=worker,
-        flags=C.FLAG_RETX if retx else 0,
+        JOB, seq, grad_hops(worker), values, slot=slot, shadow=shadow, contributor=worker, flags=flags, masks=masks
     )
     return codec.build_frame(pkt, WORKERS[worker][0], SERVER_ADDR[0], WORKERS[worker][1], SERVER_ADDR[1])
 
 
-def result_frame(worker: int, seq: int, values: np.ndarray) -> bytes:
-    slot, shadow = slot_of(seq)
-    pkt = codec.result(JOB, seq, result_hops(worker), values, slot=slot, shadow=shadow, contributor=SERVER_NODE)
+def result_frame(worker: int, seq: int, values: np.ndarray, span: int = 1) -> bytes:
+    slot, shadow = slot_of(seq, span)
+    pkt = codec.result(
+        JOB,
+        seq,
+        result_hops(worker),
+        values,
+        slot=slot,
+        shadow=shadow,
+        contributor=SERVER_NODE,
+        flags=L.wide_layout(span).flags,
+    )
     return codec.build_frame(pkt, SERVER_ADDR[0], WORKERS[worker][0], SERVER_ADDR[1], WORKERS[worker][1])
 
 
 class Hosts:
     """The scripted workers and server: one allreduce of some chunks, with retransmission rounds."""
 
-    def __init__(self, fabric: Fabric, chunks: dict[int, list[np.ndarray]]):
+    def __init__(self, fabric: Fabric, chunks: dict[int, list[np.ndarray]], layout: L.Layout = L.DENSE):
         self.fabric = fabric
-        self.chunks = chunks  # seq -> the four workers' values
+        self.chunks = chunks  # seq -> the four workers' values (a MASKED layout: their positions)
+        self.layout = layout
         self.server_sums: dict[int, np.ndarray] = {}
         self.server_packets: dict[int, int] = {}
         self.results: dict[tuple[int, int], np.ndarray] = {}  # (worker, seq) -> result values
@@ -168,7 +188,8 @@ class Hosts:
             for worker in order:
                 if (worker, seq) not in self.results:
                     leaf, port = LEAF_OF[worker]
-                    self.fabric.send((leaf, port), worker_frame(worker, seq, self.chunks[seq][worker], retx))
+                    frame = worker_frame(worker, seq, self.chunks[seq][worker], retx, self.layout)
+                    self.fabric.send((leaf, port), frame)
                     self.serve()
 
     def serve(self):
@@ -179,13 +200,14 @@ class Hosts:
             seq = pkt.header.seq
             self.server_packets[seq] = self.server_packets.get(seq, 0) + 1
             assert [h.switch_id for h in pkt.hops] == [SERVER_NODE], "switches popped their hops"
+            assert pkt.header.layout is L.wide_layout(self.layout.span), "sums travel dense or wide, never MASKED"
             if seq not in self.server_sums:
                 assert not pkt.header.has(C.FLAG_RETX) or pkt.header.has(C.FLAG_STORED), (
                     "a first arrival is a complete sum, never a raw contribution passed up"
                 )
                 self.server_sums[seq] = pkt.values.copy()
             for worker in range(4):
-                self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq]))
+                self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq], self.layout.span))
             self.collect()
 
     def collect(self):

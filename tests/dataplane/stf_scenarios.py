@@ -19,6 +19,7 @@ import numpy as np
 
 from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.codec import Hop
 
 STF_DIR = Path(__file__).with_name("stf")
@@ -129,7 +130,8 @@ class Scenario:
 
 
 def lanes(values) -> np.ndarray:
-    out = np.zeros(K, dtype=np.int64)
+    """Values padded with zeros to K lanes (a wide chunk's span * K positions are left as they are)."""
+    out = np.zeros(max(K, len(values)), dtype=np.int64)
     out[: len(values)] = values
     return out
 
@@ -172,6 +174,49 @@ def result_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **he
     )
     mac, ip = WORKERS[worker]
     return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip)
+
+
+def masked_chunk(rng: np.random.Generator, layout: L.Layout, magnitude: int = 2**28) -> np.ndarray:
+    """A chunk's span * K positions with exactly ``layout.keep`` non-zero values in every group of four."""
+    groups = layout.groups(K)
+    values = np.zeros((groups, 4), dtype=np.int64)
+    for g in range(groups):
+        kept = rng.choice(4, size=layout.keep, replace=False)
+        values[g, kept] = rng.integers(1, magnitude, size=layout.keep) * rng.choice([-1, 1], size=layout.keep)
+    return values.reshape(-1)
+
+
+def masked_frame(worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], **header) -> bytes:
+    """A worker's MASKED GRAD for these positions: the non-zero ones are kept (``keep`` forces others)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    keep = header.pop("keep", positions != 0)
+    masks, kept = L.pack_masked(positions[np.newaxis, :], np.asarray(keep)[np.newaxis, :], layout)
+    header.setdefault("contributor", worker)
+    pkt = codec.grad(
+        job["job_id"],
+        seq,
+        hops,
+        kept[0],
+        masks=masks[0],
+        tree_id=job["tree_id"],
+        flags=layout.flags | header.pop("flags", 0),
+        **header,
+    )
+    mac, ip = WORKERS[worker]
+    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1])
+
+
+def wide_frame(worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], **header) -> bytes:
+    """A wide GRAD (a chunk's sum going up) carrying these positions."""
+    flags = L.wide_layout(layout.span).flags | header.pop("flags", 0)
+    header.setdefault("value_count", len(positions) // 4)
+    return grad_frame(worker, job, seq, np.asarray(positions, dtype=np.int64), hops, flags=flags, **header)
+
+
+def wide_result_frame(worker: int, job: dict, seq: int, span: int, positions, hops: list[Hop], **header) -> bytes:
+    flags = L.wide_layout(span).flags | header.pop("flags", 0)
+    header.setdefault("value_count", len(positions) // 4)
+    return result_frame(worker, job, seq, np.asarray(positions, dtype=np.int64), hops, flags=flags, **header)
 
 
 def server_hop(fan_in: int = 1, child: int = 0) -> list[Hop]:
@@ -583,6 +628,338 @@ def malformed() -> Scenario:
     return s
 
 
+# ---------------------------------------------------------------- wide and MASKED chunks (docs/protocol.md "Layouts")
+
+
+def masked_2of4() -> Scenario:
+    s = Scenario("masked_2of4", "2:4 packets are expanded and summed over two cells; the sum goes up wide x2")
+    standard_setup(s)
+    rng = np.random.default_rng(24)
+    parts = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
+    total = parts[0] + parts[1]
+    s.comment("two workers' 2:4 contributions to slots 1-2 (span 2): the first is held, the second completes")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[0], grad_hops(child=0), slot=1))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[1], grad_hops(child=1), slot=1))
+    s.expect(
+        SERVER_PORT, wide_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, total, server_hop(), slot=1, contributor=SWITCH_ID)
+    )
+    s.comment("a partial chunk: value_count 5 groups (20 meaningful positions), the rest zero")
+    part = masked_chunk(rng, L.TWO_OF_FOUR)
+    part[20:] = 0
+    keep = part != 0
+    keep.reshape(-1, 4)[5:] = [True, True, False, False]  # any two of an all-zero group
+    s.packet(
+        1,
+        masked_frame(
+            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, grad_hops(fan_in=1), slot=2, shadow=1, keep=keep, value_count=5
+        ),
+    )
+    s.expect(
+        SERVER_PORT,
+        wide_frame(
+            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, server_hop(), slot=2, shadow=1, value_count=5, contributor=SWITCH_ID
+        ),
+    )
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 3)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_COMPLETED, 2)
+    s.check_drop(C.DROP_ABSORBED, 1)
+    s.comment("block 0 (positions 0, 2, 4, ...) in the cell of slot 1, block 1 (positions 1, 3, ...) in slot 2's")
+    for lane in (0, 5, K - 1):
+        for block in (0, 1):
+            s.check_register(
+                f"InaIngress.slot_lane_{lane}", cell(JOB_UNICAST, 1 + block), int(total[2 * lane + block]) & 0xFFFFFFFF
+            )
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 2)
+    s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 1), 0b11)
+    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 3)
+    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2), (7 << 32) | 3)
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2), 0)
+    return s
+
+
+def masked_1of4_mixed() -> Scenario:
+    s = Scenario("masked_1of4_mixed", "1:4 packets and a lower switch's wide x4 sum add up in one slot of span 4")
+    standard_setup(s)
+    rng = np.random.default_rng(14)
+    parts = [masked_chunk(rng, L.ONE_OF_FOUR) for _ in range(3)]
+    below = parts[2] + masked_chunk(rng, L.ONE_OF_FOUR)  # a lower switch's sum of two: wide, not masked
+    total = parts[0] + parts[1] + below
+    s.packet(3, wide_frame(2, JOB_UNICAST, 8, L.ONE_OF_FOUR, below, grad_hops(fan_in=3, child=2), contributor=9))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[0], grad_hops(fan_in=3, child=0)))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[1], grad_hops(fan_in=3, child=1)))
+    s.expect(SERVER_PORT, wide_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, total, server_hop(), contributor=SWITCH_ID))
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 3)
+    for block in range(4):
+        s.check_register("InaIngress.slot_lane_7", cell(JOB_UNICAST, block), int(total[4 * 7 + block]) & 0xFFFFFFFF)
+    s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 0), 0b111)
+    for block in (1, 2, 3):
+        s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, block), (7 << 32) | 8)
+    return s
+
+
+def masked_retransmissions() -> Scenario:
+    s = Scenario("masked_retransmissions", "2:4 duplicates, stored answers and released slots work as for dense chunks")
+    standard_setup(s)
+    rng = np.random.default_rng(5)
+    parts = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
+    total = parts[0] + parts[1]
+    s.comment("worker 0 twice (the copy is a duplicate), then worker 1 completes")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1))
+    s.packet(
+        1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1, flags=C.FLAG_RETX)
+    )
+    s.packet(2, masked_frame(1, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[1], grad_hops(child=1), slot=2, shadow=1))
+    s.expect(
+        SERVER_PORT,
+        wide_frame(1, JOB_UNICAST, 6, L.TWO_OF_FOUR, total, server_hop(), slot=2, shadow=1, contributor=SWITCH_ID),
+    )
+    s.comment("the sum was lost upstream: worker 0's retransmission is answered with the stored wide sum")
+    s.packet(
+        1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1, flags=C.FLAG_RETX)
+    )
+    s.expect(
+        SERVER_PORT,
+        wide_frame(
+            0,
+            JOB_UNICAST,
+            6,
+            L.TWO_OF_FOUR,
+            total,
+            server_hop(),
+            slot=2,
+            shadow=1,
+            contributor=SWITCH_ID,
+            flags=C.FLAG_RETX | C.FLAG_STORED,
+        ),
+    )
+    s.comment("the other shadow set of the same slots holds another chunk meanwhile")
+    other = masked_chunk(rng, L.TWO_OF_FOUR)
+    s.packet(2, masked_frame(1, JOB_UNICAST, 5, L.TWO_OF_FOUR, other, grad_hops(fan_in=1), slot=2, shadow=0))
+    s.expect(
+        SERVER_PORT,
+        wide_frame(1, JOB_UNICAST, 5, L.TWO_OF_FOUR, other, server_hop(), slot=2, shadow=0, contributor=SWITCH_ID),
+    )
+    s.comment("the wide results release the slot (unicast, release here), one per worker")
+    for worker in (0, 1):
+        down = [Hop(SWITCH_ID, True, 2, worker, WORKER_PORTS[worker])]
+        s.packet(
+            SERVER_PORT,
+            wide_result_frame(worker, JOB_UNICAST, 6, 2, total, down, slot=2, shadow=1, contributor=SERVER_NODE),
+        )
+        s.expect(
+            WORKER_PORTS[worker],
+            wide_result_frame(worker, JOB_UNICAST, 6, 2, total, [], slot=2, shadow=1, contributor=SERVER_NODE),
+        )
+    s.comment("a late retransmission to the released slot goes up with RETX: its own values, expanded (wide)")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1))
+    s.expect(
+        SERVER_PORT,
+        wide_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], server_hop(), slot=2, shadow=1, flags=C.FLAG_RETX),
+    )
+    s.check_drop(C.DROP_DUPLICATE, 1)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_STORED_ANSWER, 1)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_RELEASED_FORWARD, 1)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 6)
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2, 1), 0)
+    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2, 0), (7 << 32) | 5)
+    return s
+
+
+def masked_overflow_and_stale() -> Scenario:
+    s = Scenario(
+        "masked_overflow_and_stale",
+        "wide sums flag overflow in meaningful positions only; a fresh wide chunk makes its further cells its own",
+    )
+    standard_setup(s)
+    big, low = 2**31 - 1, -(2**31)
+    a = np.zeros(2 * K, dtype=np.int64)
+    b = np.zeros(2 * K, dtype=np.int64)
+    a[[0, 1, 9, 11]], b[[0, 1, 9, 11]] = [big, 5, low, 1], [1, 6, -1, 2]
+    keep = np.zeros(2 * K, dtype=bool)
+    keep.reshape(-1, 4)[:, :2] = True
+    keep[[0, 1, 9, 11]] = True
+    keep[[8, 10]] = False
+    s.comment("position 0 overflows (meaningful: value_count 1 = positions 0-3)")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 1, L.TWO_OF_FOUR, a, grad_hops(), keep=keep, value_count=1))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 1, L.TWO_OF_FOUR, b, grad_hops(child=1), keep=keep, value_count=1))
+    wrapped = (a + b + 2**31) % 2**32 - 2**31
+    s.expect(
+        SERVER_PORT,
+        wide_frame(
+            1,
+            JOB_UNICAST,
+            1,
+            L.TWO_OF_FOUR,
+            wrapped,
+            server_hop(),
+            value_count=1,
+            contributor=SWITCH_ID,
+            flags=C.FLAG_OVERFLOW,
+        ),
+    )
+    s.comment("position 9 overflows but only positions 0-7 are meaningful (value_count 2): no flag")
+    a2, b2 = a.copy(), b.copy()
+    a2[0], b2[0] = 1, 1
+    s.packet(1, masked_frame(0, JOB_UNICAST, 2, L.TWO_OF_FOUR, a2, grad_hops(), slot=2, keep=keep, value_count=2))
+    s.packet(
+        2, masked_frame(1, JOB_UNICAST, 2, L.TWO_OF_FOUR, b2, grad_hops(child=1), slot=2, keep=keep, value_count=2)
+    )
+    s.expect(
+        SERVER_PORT,
+        wide_frame(
+            1,
+            JOB_UNICAST,
+            2,
+            L.TWO_OF_FOUR,
+            (a2 + b2 + 2**31) % 2**32 - 2**31,
+            server_hop(),
+            slot=2,
+            value_count=2,
+            contributor=SWITCH_ID,
+        ),
+    )
+    s.comment("a dense chunk (seq 3) waits in slot 1, then a 2:4 chunk (seq 4) starts in slots 0-1: slot 1 is now its")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 3, [100], grad_hops(), slot=1))
+    fresh = masked_chunk(np.random.default_rng(1), L.TWO_OF_FOUR)
+    s.packet(2, masked_frame(1, JOB_UNICAST, 4, L.TWO_OF_FOUR, fresh, grad_hops(child=1), slot=0))
+    s.comment("so the dense chunk's second half is stale there (never added into the 2:4 chunk's lanes)")
+    s.packet(2, grad_frame(1, JOB_UNICAST, 3, [1], grad_hops(child=1), slot=1))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 4, L.TWO_OF_FOUR, fresh, grad_hops(), slot=0))
+    s.expect(
+        SERVER_PORT,
+        wide_frame(0, JOB_UNICAST, 4, L.TWO_OF_FOUR, 2 * fresh, server_hop(), slot=0, contributor=SWITCH_ID),
+    )
+    s.comment("fan-in 3, 1:4: the second contribution overflows, the third completes: the sum still carries the flag")
+    c = np.zeros((3, 4 * K), dtype=np.int64)
+    c[:, 4] = [big, 1, 0]
+    keep4 = np.zeros(4 * K, dtype=bool)
+    keep4[::4] = True
+    keep4[4], keep4[5] = True, False
+    for worker in (0, 1, 2):
+        s.packet(
+            WORKER_PORTS[worker],
+            masked_frame(
+                worker,
+                JOB_UNICAST,
+                5,
+                L.ONE_OF_FOUR,
+                c[worker],
+                grad_hops(fan_in=3, child=worker),
+                keep=keep4,
+                shadow=1,
+            ),
+        )
+    s.expect(
+        SERVER_PORT,
+        wide_frame(
+            2,
+            JOB_UNICAST,
+            5,
+            L.ONE_OF_FOUR,
+            (c.sum(axis=0) + 2**31) % 2**32 - 2**31,
+            server_hop(),
+            shadow=1,
+            contributor=SWITCH_ID,
+            flags=C.FLAG_OVERFLOW,
+        ),
+    )
+    s.check_stat(JOB_UNICAST, C.STAT_OVERFLOW, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_STALE, 1)
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 0)
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
+    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 4)
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0, 1), 1)
+    return s
+
+
+def wide_multicast_result() -> Scenario:
+    s = Scenario("wide_multicast_result", "a wide MCAST RESULT releases the chunk's first cell and is replicated")
+    standard_setup(s, JOB_MCAST)
+    s.multicast_group(5, [(0, 1), (1, 2)])
+    s.result_rewrite(1, *WORKERS[0])
+    s.result_rewrite(2, *WORKERS[1])
+    rng = np.random.default_rng(3)
+    s.comment("a job with a pool of 2: a span-4 chunk does not fit (slot 0 + 4 > 2)")
+    s.packet(1, masked_frame(0, JOB_MCAST, 1, L.ONE_OF_FOUR, masked_chunk(rng, L.ONE_OF_FOUR), grad_hops()))
+    s.comment("a span-2 chunk fits in slots 0-1")
+    two = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
+    s.packet(1, masked_frame(0, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0], grad_hops()))
+    s.packet(2, masked_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[1], grad_hops(child=1)))
+    s.expect(
+        SERVER_PORT, wide_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0] + two[1], server_hop(), contributor=SWITCH_ID)
+    )
+    pkt = codec.result(
+        JOB_MCAST["job_id"],
+        2,
+        [],
+        two[0] + two[1],
+        tree_id=JOB_MCAST["tree_id"],
+        flags=C.FLAG_MCAST | C.FLAG_SPAN_2,
+        contributor=SERVER_NODE,
+    )
+    group_mac, group_ip = "02:00:00:00:00:ff", "10.0.0.255"
+    s.packet(SERVER_PORT, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
+    for worker in (0, 1):
+        s.expect(
+            WORKER_PORTS[worker], codec.build_frame(pkt, SERVER[0], WORKERS[worker][0], SERVER[1], WORKERS[worker][1])
+        )
+    s.check_drop(C.DROP_BAD_SLOT, 1)
+    s.check_stat(JOB_MCAST, C.STAT_RESULT_RELEASED, 1)
+    s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
+    s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 0), 0)
+    return s
+
+
+def masked_malformed() -> Scenario:
+    s = Scenario("masked_malformed", "wrong masks, MASKED results or maxima and unknown layouts are dropped")
+    standard_setup(s, JOB_UNICAST, JOB_PASS)
+    rng = np.random.default_rng(9)
+    chunk = masked_chunk(rng, L.TWO_OF_FOUR)
+    masks, kept = L.pack_masked(chunk[np.newaxis, :], (chunk != 0)[np.newaxis, :], L.TWO_OF_FOUR)
+    good = codec.encode(codec.grad(7, 1, grad_hops(), kept[0], masks=masks[0], flags=L.TWO_OF_FOUR.flags))
+    mac, ip = WORKERS[0]
+
+    def send(payload: bytes, port: int = 1) -> None:
+        s.packet(port, codec.build_udp_frame(payload, mac, SERVER[0], ip, SERVER[1]))
+
+    masks_at = 16 + 2 * 8
+    s.comment("a 2:4 mask with three bits set (group 1: 0b0111), at an aggregating hop: DROP_BAD_MASK")
+    three = bytearray(good)
+    three[masks_at] = (three[masks_at] & 0xF0) | 0x7
+    send(bytes(three))
+    s.comment(
+        "the same packet at a hop that only passes it on goes through untouched (switches read masks only to add)"
+    )
+    passing_pkt = codec.decode(good)
+    passing_pkt.header.job_id = JOB_PASS["job_id"]
+    passing_pkt.hops[0].aggregate = False
+    raw = bytearray(codec.encode(passing_pkt))
+    raw[masks_at] = (raw[masks_at] & 0xF0) | 0x7
+    send(bytes(raw))
+    popped = raw[:1] + bytes([raw[1] - 1]) + raw[2:16] + raw[24:]
+    s.expect(SERVER_PORT, codec.build_udp_frame(bytes(popped), mac, SERVER[0], ip, SERVER[1]))
+    s.comment("MASKED on a RESULT; MASKED with OP_MAX; span code 3; MASKED with span code 0; cut short")
+    send(bytes([good[0] & 0xF0 | C.PKT_TYPE_RESULT]) + good[1:], port=SERVER_PORT)
+    send(good[:1] + bytes([(C.OP_MAX << 4) | 2]) + good[2:])
+    send(good[:2] + bytes([C.FLAG_SPAN_MASK]) + good[3:])
+    send(good[:2] + bytes([C.FLAG_MASKED]) + good[3:])
+    send(good[:-4])
+    s.comment("value_count above the 2:4 limit (K/2 groups)")
+    send(good[:3] + bytes([K // 2 + 1]) + good[4:])
+    s.comment("a wide x2 packet carrying only K values")
+    send(good[:2] + bytes([C.FLAG_SPAN_2]) + good[3:masks_at] + good[masks_at + K // 4 :])
+    s.comment("the intact packet still works (held: fan-in 2)")
+    send(good)
+    s.check_drop(C.DROP_BAD_MASK, 1)
+    s.check_drop(C.DROP_MALFORMED, 7)
+    s.check_drop(C.DROP_ABSORBED, 1)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 2)
+    s.check_stat(JOB_PASS, C.STAT_GRAD_PASSED, 1)
+    return s
+
+
 SCENARIOS = [
     identity_mismatch,
     unknown_job,
@@ -601,6 +978,12 @@ SCENARIOS = [
     multicast_result,
     ipv4_forwarding,
     malformed,
+    masked_2of4,
+    masked_1of4_mixed,
+    masked_retransmissions,
+    masked_overflow_and_stale,
+    wide_multicast_result,
+    masked_malformed,
 ]
 
 

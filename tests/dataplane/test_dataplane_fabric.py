@@ -3,7 +3,8 @@
 Two leaves each aggregate two workers, the spine aggregates the leaves, the server receives one packet per
 chunk holding the four-way sum, and the results flowing back release every slot. Then every single
 packet of a chunk is lost, or duplicated, in turn, and the worker orders are permuted: the sums stay exact
-and the slots end free.
+and the slots end free. The same for MASKED chunks (2:4, 1:4): the leaves expand them, every switch sums
+wide, and the sum equals the dense sum of the workers' restored vectors.
 """
 
 import itertools
@@ -13,14 +14,25 @@ import pytest
 from ina_fabric import POOL, Fabric, Hosts
 
 from protocol import constants as C
+from protocol import layouts as L
+
+MASKED = [L.TWO_OF_FOUR, L.ONE_OF_FOUR]
 
 
-def make_chunks(count: int, seed: int = 0) -> dict[int, list[np.ndarray]]:
+def make_chunks(count: int, seed: int = 0, layout: L.Layout = L.DENSE) -> dict[int, list[np.ndarray]]:
+    """Each chunk's four contributions: dense values, or (MASKED) positions of which N per group of four
+    are non-zero, so the restored vector is the chunk itself."""
     rng = np.random.default_rng(seed)
-    return {
-        seq: [rng.integers(-(2**29), 2**29, size=C.VALUES_PER_PACKET).astype(np.int32) for _ in range(4)]
-        for seq in range(count)
-    }
+    width = layout.positions(C.VALUES_PER_PACKET)
+
+    def one() -> np.ndarray:
+        values = rng.integers(-(2**29), 2**29, size=width).astype(np.int32)
+        if layout.masked:
+            order = rng.permuted(np.tile(np.arange(4), (width // 4, 1)), axis=1)
+            values.reshape(-1, 4)[order >= layout.keep] = 0
+        return values
+
+    return {seq: [one() for _ in range(4)] for seq in range(count)}
 
 
 def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
@@ -32,6 +44,24 @@ def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
             assert np.array_equal(hosts.results[(worker, seq)], total), f"result of worker {worker} chunk {seq}"
     for name in ("L1", "L2", "S"):
         assert fabric.slot_state(name) == [(0, 0)] * (2 * POOL), f"{name} has slots still in use"
+
+
+@pytest.mark.parametrize("layout", MASKED, ids=lambda x: x.name)
+def test_two_level_masked_clean(ina_program, layout):
+    fabric = Fabric(ina_program)
+    chunks = make_chunks(2 * POOL // layout.span + 1, layout=layout)  # slots reused across both shadow sets
+    hosts = Hosts(fabric, chunks, layout).run()
+    assert_exact_and_free(hosts, fabric)
+    assert all(n == 1 for n in hosts.server_packets.values()), "one packet per chunk reaches the server"
+    for name, expanded in (("L1", 2), ("L2", 2), ("S", 0)):  # the leaves expand their workers' packets
+        stats = fabric.switches[name].counter("InaIngress.ina_stats")
+        assert stats.read(C.NUM_STATS + C.STAT_GRAD_MASKED)[0] == expanded * len(chunks)
+        assert stats.read(C.NUM_STATS + C.STAT_GRAD_COMPLETED)[0] == len(chunks)
+    # MASKED on the workers' links, wide from the leaves up
+    worker_links = [h.layout for src, dst, h in fabric.transmissions if src == ("host",) and dst[0] != "S"]
+    leaf_links = [h.layout for src, dst, h in fabric.transmissions if src[0] in ("L1", "L2") and dst[0] == "S"]
+    assert worker_links == [layout] * 4 * len(chunks)
+    assert leaf_links == [L.wide_layout(layout.span)] * 2 * len(chunks)
 
 
 def test_two_level_clean(ina_program):
@@ -55,8 +85,9 @@ def _one_chunk_transmissions(ina_program) -> int:
     return len(fabric.transmissions)
 
 
+@pytest.mark.parametrize("layout", [L.DENSE, *MASKED], ids=lambda x: x.name)
 @pytest.mark.parametrize("fault", ["loss", "duplicate"])
-def test_every_single_fault_in_a_chunk(ina_program, fault):
+def test_every_single_fault_in_a_chunk(ina_program, fault, layout):
     count = _one_chunk_transmissions(ina_program)
     assert count == 19
     recoveries = {C.STAT_GRAD_STORED_ANSWER: 0, C.STAT_GRAD_RELEASED_FORWARD: 0, C.STAT_GRAD_DUPLICATE: 0}
@@ -68,7 +99,7 @@ def test_every_single_fault_in_a_chunk(ina_program, fault):
             return [] if fault == "loss" else [frame, frame]
 
         fabric = Fabric(ina_program, tap=tap)
-        hosts = Hosts(fabric, make_chunks(1, seed=victim)).run()
+        hosts = Hosts(fabric, make_chunks(1, seed=victim, layout=layout), layout).run()
         try:
             assert_exact_and_free(hosts, fabric)
         except AssertionError as e:
@@ -87,19 +118,23 @@ def test_every_single_fault_in_a_chunk(ina_program, fault):
         assert recoveries[C.STAT_GRAD_DUPLICATE] > 0, recoveries
 
 
-def test_every_worker_order(ina_program):
+@pytest.mark.parametrize("layout", [L.DENSE, L.TWO_OF_FOUR], ids=lambda x: x.name)
+def test_every_worker_order(ina_program, layout):
     for order in itertools.permutations(range(4)):
         fabric = Fabric(ina_program)
-        hosts = Hosts(fabric, make_chunks(2, seed=sum(order[i] * 4**i for i in range(4)))).run(order=order)
+        seed = sum(order[i] * 4**i for i in range(4))
+        hosts = Hosts(fabric, make_chunks(2, seed=seed, layout=layout), layout).run(order=order)
         assert_exact_and_free(hosts, fabric)
         assert all(n == 1 for n in hosts.server_packets.values())
 
 
-def test_interleaved_chunks_and_worker_reordering(ina_program):
+@pytest.mark.parametrize("layout", [L.DENSE, *MASKED], ids=lambda x: x.name)
+def test_interleaved_chunks_and_worker_reordering(ina_program, layout):
     """Chunks in flight at once: worker 3 sends all its chunks first, then the others, in reverse."""
     fabric = Fabric(ina_program)
-    hosts = Hosts(fabric, make_chunks(POOL))
+    chunks = POOL // layout.span
+    hosts = Hosts(fabric, make_chunks(chunks, layout=layout), layout)
     hosts.send_grads([3])
-    for seq in reversed(range(POOL)):
+    for seq in reversed(range(chunks)):
         hosts.send_grads([2, 0, 1], seqs=[seq])
     assert_exact_and_free(hosts, fabric)

@@ -9,6 +9,7 @@ from ina_golden import INVALID, VALID
 
 from protocol import batch, codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
 
 STRIDE = 2048
@@ -23,8 +24,23 @@ def _receive_buffer(payloads: list[bytes], stride: int = STRIDE) -> tuple[np.nda
     return rows, lengths
 
 
-def _random_packet(rng: np.random.Generator, k: int, hop_count: int | None = None) -> InaPacket:
+def _random_layout(rng: np.random.Generator, k: int) -> L.Layout:
+    """Dense half of the time; with K a multiple of 4 a wide or MASKED layout otherwise."""
+    if k % 4 or rng.integers(0, 2) == 0:
+        return L.DENSE
+    return L.LAYOUTS[int(rng.integers(1, len(L.LAYOUTS)))]
+
+
+def _random_masks(rng: np.random.Generator, layout: L.Layout, k: int) -> np.ndarray:
+    valid = np.array([m for m in range(16) if bin(m).count("1") == layout.keep], dtype=np.uint8)
+    return valid[rng.integers(0, len(valid), size=layout.groups(k))]
+
+
+def _random_packet(
+    rng: np.random.Generator, k: int, hop_count: int | None = None, layout: L.Layout | None = None
+) -> InaPacket:
     hop_count = int(rng.integers(0, C.MAX_HOPS + 1)) if hop_count is None else hop_count
+    layout = _random_layout(rng, k) if layout is None else layout
     hops = [
         Hop(
             int(rng.integers(0, 1 << 16)),
@@ -36,19 +52,22 @@ def _random_packet(rng: np.random.Generator, k: int, hop_count: int | None = Non
         for _ in range(hop_count)
     ]
     header = InaHeader(
-        pkt_type=int(rng.choice([C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT])),
+        pkt_type=C.PKT_TYPE_GRAD if layout.masked else int(rng.choice([C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT])),
         job_id=int(rng.integers(0, 1 << 16)),
         seq=int(rng.integers(0, 1 << 32)),
         slot=int(rng.integers(0, C.SLOT_MAX + 1)),
         shadow=int(rng.integers(0, 2)),
-        op=int(rng.choice([C.OP_SUM, C.OP_MAX])),
-        flags=int(rng.integers(0, 0x20)),
-        value_count=int(rng.integers(0, k + 1)),
+        op=C.OP_SUM if layout.masked else int(rng.choice([C.OP_SUM, C.OP_MAX])),
+        flags=int(rng.integers(0, 0x20)) | layout.flags,
+        value_count=int(rng.integers(0, layout.max_value_count(k) + 1)),
         contributor=int(rng.integers(0, 1 << 16)),
         scale_exp=int(rng.integers(-128, 128)),
         tree_id=int(rng.integers(0, 256)),
     )
-    values = rng.integers(-(2**31), 2**31, size=k, dtype=np.int64).astype(np.int32)
+    lanes = k if layout.masked else layout.positions(k)
+    values = rng.integers(-(2**31), 2**31, size=lanes, dtype=np.int64).astype(np.int32)
+    if layout.masked:
+        return InaPacket(header, hops, values, _random_masks(rng, layout, k))
     return InaPacket(header, hops, values)
 
 
@@ -58,19 +77,23 @@ def _expected_packet(vector) -> InaPacket:
     hops = [
         Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"]) for h in vector["hops"]
     ]
-    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32))
+    masks = np.array(vector.get("masks", []), dtype=np.uint8)
+    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32), masks)
 
 
 HEADER_FIELDS = ("seq", "slot", "shadow", "op", "flags", "value_count", "contributor", "scale_exp", "tree_id")
 
 
 def _encode_like(packets: list[InaPacket], k: int) -> np.ndarray:
-    """Packets that share type, job and hops, encoded as one batch with per-row header columns."""
+    """Packets that share type, job, hops and layout, encoded as one batch with per-row header columns."""
     first = packets[0]
+    layout = first.header.layout
     template = batch.PacketTemplate(
-        first.header.pkt_type, job_id=first.header.job_id, hops=first.hops, values_per_packet=k
+        first.header.pkt_type, job_id=first.header.job_id, hops=first.hops, values_per_packet=k, layout=layout
     )
     columns = {name: np.array([getattr(p.header, name) for p in packets]) for name in HEADER_FIELDS}
+    if layout.masked:
+        columns["masks"] = np.stack([p.masks for p in packets])
     return template.encode(np.stack([p.values for p in packets]), **columns)
 
 
@@ -83,6 +106,9 @@ def test_golden_vectors_decode_and_encode(vector):
         assert decoded.ok.tolist() == [True] and decoded.errors == {}
         assert decoded.packet(0) == expected
         assert decoded.hop_count[0] == vector["header"]["hop_count"]
+        # the values column holds the chunk's positions (a MASKED packet expanded)
+        assert decoded.values[0].tolist() == vector.get("positions", vector["values"])
+        assert decoded.positions[0] == len(vector.get("positions", vector["values"]))
     encoded = _encode_like([expected], vector["values_per_packet"])
     assert encoded.tobytes() == vector["bytes"]
 
@@ -106,13 +132,14 @@ def test_batch_encode_is_byte_identical_to_the_scalar_codec(k):
     rng = np.random.default_rng(k)
     for hop_count in range(C.MAX_HOPS + 1):
         shared = _random_packet(rng, k, hop_count)
+        layout = shared.header.layout
         packets = []
         for _ in range(20):
-            p = _random_packet(rng, k, 0)
+            p = _random_packet(rng, k, 0, layout)
             p.header.pkt_type, p.header.job_id, p.hops = shared.header.pkt_type, shared.header.job_id, shared.hops
             packets.append(p)
         rows = _encode_like(packets, k)
-        assert rows.shape == (20, codec.payload_size(hop_count, k))
+        assert rows.shape == (20, codec.payload_size(hop_count, k, layout))
         for row, p in zip(rows, packets, strict=True):
             assert row.tobytes() == codec.encode(p, k)
 
@@ -134,7 +161,11 @@ def test_random_mixed_buffer_decodes_like_the_scalar_codec():
     decoded = batch.decode_batch(rows, lengths)
     assert decoded.ok.all()
     for i, payload in enumerate(payloads):
-        assert decoded.packet(i) == codec.decode(payload)
+        expected = codec.decode(payload)
+        assert decoded.packet(i) == expected
+        positions = expected.positions()
+        assert decoded.positions[i] == len(positions)
+        assert np.array_equal(decoded.values[i, : len(positions)], positions)
     # with K given, exactly the rows of that K pass, and the others carry the codec's message
     for k in (4, 64):
         decoded = batch.decode_batch(rows, lengths, k)
@@ -176,6 +207,54 @@ def test_corrupted_payloads_are_accepted_or_refused_exactly_as_the_scalar_codec_
     assert 100 < refused < 590  # both outcomes were exercised
 
 
+def test_mask_errors_are_refused_like_the_scalar_codec_and_spare_their_neighbours():
+    rng = np.random.default_rng(5)
+    payloads = []
+    for layout in (L.TWO_OF_FOUR, L.ONE_OF_FOUR):
+        for _ in range(40):
+            raw = bytearray(codec.encode(_random_packet(rng, 8, 1, layout), 8))
+            if rng.integers(0, 2):
+                raw[16 + 8 + int(rng.integers(0, layout.mask_bytes(8)))] ^= 1 << int(rng.integers(0, 8))
+            payloads.append(bytes(raw))
+    rows, lengths = _receive_buffer(payloads)
+    for k in (8, None):
+        decoded = batch.decode_batch(rows, lengths, k)
+        for i, payload in enumerate(payloads):
+            try:
+                expected = codec.decode(payload, k)
+            except ProtocolError as exc:
+                assert "mask of group" in str(exc)
+                assert not decoded.ok[i] and decoded.errors[i] == str(exc)
+            else:
+                assert decoded.ok[i] and decoded.packet(i) == expected
+        assert 10 < len(decoded.errors) < 70
+
+
+def test_masked_templates_need_valid_masks_and_keep_their_layout_bits():
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4, layout=L.TWO_OF_FOUR)
+    with pytest.raises(ProtocolError, match="needs masks"):
+        template.encode(np.zeros((1, 4), dtype=np.int32))
+    with pytest.raises(ProtocolError, match="mask of group 0 is 0x1"):
+        template.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[1, 3]]))
+    with pytest.raises(ProtocolError, match=r"masks must be \(1, 2\)"):
+        template.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[3, 3, 3]]))
+    rows = template.encode(np.array([[1, 2, 3, 4]]), masks=np.array([[3, 12]]), flags=C.FLAG_RETX | C.FLAG_SPAN_4)
+    back = codec.decode(rows[0].tobytes(), 4)
+    assert back.header.flags == C.FLAG_RETX | C.FLAG_MASKED | C.FLAG_SPAN_2
+    assert back.positions().tolist() == [1, 2, 0, 0, 0, 0, 3, 4]
+    dense = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4)
+    with pytest.raises(ProtocolError, match="masks given for a dense template"):
+        dense.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[3, 3]]))
+
+
+def test_wide_templates_interleave_positions_into_blocks():
+    template = batch.PacketTemplate(C.PKT_TYPE_RESULT, job_id=1, values_per_packet=4, layout=L.WIDE2)
+    rows = template.encode(np.arange(1, 7, dtype=np.int32))  # 6 of 8 positions: the rest zero
+    at = C.INA_HEADER_BYTES
+    assert rows[0, at:].view(">i4").tolist() == [1, 3, 5, 0, 2, 4, 6, 0]
+    assert codec.decode(rows[0].tobytes(), 4).header.value_count == 2  # groups of four positions
+
+
 def test_a_datagram_longer_than_its_row_is_refused():
     good = codec.encode(codec.grad(1, 2, [], [1, 2, 3, 4]), 4)
     rows, lengths = _receive_buffer([good, good + bytes(100)], stride=len(good) + 8)
@@ -191,11 +270,14 @@ def test_a_datagram_longer_than_its_row_is_refused():
         (dict(slot=np.array([C.SLOT_MAX + 1, 0])), "slot=32768"),
         (dict(scale_exp=np.array([0, -129])), "scale_exp=-129 does not fit in int<8>"),
         (dict(value_count=5), "value_count=5 exceeds K=4"),
+        (dict(value_count=3, layout=L.WIDE2), "value_count=3 exceeds 2 \\(groups of 4 positions of a wide2 chunk"),
         (dict(shadow=np.array([0, 1, 0])), "one value or one per packet"),
     ],
 )
 def test_encode_refuses_columns_that_do_not_fit(fields, message):
-    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4)
+    template = batch.PacketTemplate(
+        C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4, layout=fields.pop("layout", L.DENSE)
+    )
     with pytest.raises(ProtocolError, match=message):
         template.encode(np.zeros((2, 4), dtype=np.int32), **fields)
 

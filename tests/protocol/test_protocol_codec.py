@@ -15,13 +15,15 @@ def _expected_packet(vector) -> InaPacket:
     hops = [
         Hop(h["switch_id"], bool(h["aggregate"]), h["fan_in"], h["child"], h["egress_port"]) for h in vector["hops"]
     ]
-    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32))
+    masks = np.array(vector.get("masks", []), dtype=np.uint8)
+    return InaPacket(InaHeader(**fields), hops, np.array(vector["values"], dtype=np.int32), masks)
 
 
 @pytest.mark.parametrize("vector", VALID, ids=lambda v: v["name"])
 def test_golden_decode(vector):
     pkt = codec.decode(vector["bytes"], vector["values_per_packet"])
     assert pkt == _expected_packet(vector)
+    assert pkt.positions().tolist() == vector.get("positions", vector["values"])
     assert len(pkt.hops) == vector["header"]["hop_count"]
     assert pkt.values.dtype == np.int32
     # K inferred from the length gives the same packet

@@ -7,7 +7,18 @@ from scapy.layers.l2 import Ether
 
 from protocol import codec
 from protocol import constants as C
-from protocol.scapy_layers import INA, InaHop, InaValues
+from protocol.scapy_layers import INA, InaHop, InaMasks, InaValues
+
+
+def _wire_lanes(vector) -> list[int]:
+    """The vector's values as the wire orders them: a wide chunk's position span*i + b is lane i of
+    block b, the blocks one after the other (docs/protocol.md, "Layouts")."""
+    values, flags = vector["values"], vector["header"]["flags"]
+    span = {0: 1, C.FLAG_SPAN_2: 2, C.FLAG_SPAN_4: 4}[flags & C.FLAG_SPAN_MASK]
+    if span == 1 or flags & C.FLAG_MASKED:
+        return values
+    k = len(values) // span
+    return [values[span * i + b] for b in range(span) for i in range(k)]
 
 
 @pytest.mark.parametrize("vector", VALID, ids=lambda v: v["name"])
@@ -21,7 +32,11 @@ def test_scapy_dissects_golden(vector):
         assert isinstance(layer, InaHop)
         for name, value in hop.items():
             assert layer.getfieldval(name) == value, name
-    assert pkt[InaValues].values == vector["values"]
+    assert pkt[InaValues].values == _wire_lanes(vector)
+    if "masks" in vector:
+        assert pkt[InaMasks].masks == vector["masks"]
+    else:
+        assert not pkt.haslayer(InaMasks)
     assert bytes(pkt) == vector["bytes"]
 
 
@@ -31,7 +46,9 @@ def test_scapy_builds_golden(vector):
     pkt = INA(**vector["header"])
     for hop in hops:
         pkt = pkt / hop
-    pkt = pkt / InaValues(values=vector["values"])
+    if "masks" in vector:
+        pkt = pkt / InaMasks(masks=vector["masks"])
+    pkt = pkt / InaValues(values=_wire_lanes(vector))
     assert bytes(pkt) == vector["bytes"]
 
 
