@@ -11,18 +11,24 @@ retransmissions. Jobs are kept apart by job id; several jobs are served at once.
 Packets are taken in batches (``Transport.bind_batch``): a batch is decoded at once
 (``protocol.batch``), and each tree keeps its chunks in numpy arrays indexed by ``seq`` modulo a ring
 size, so contributions are added, bitmaps set and results encoded for many chunks per numpy call.
+
+Chunks of 2K or 4K positions (2:4 and 1:4 chunks: docs/protocol.md, "Layouts") arrive wide (summed by a
+switch) or MASKED (from workers whose path has no aggregating switch); the decoder gives both as their
+positions, and a tree keeps them in a ring of their own width (made when the first one arrives), whose
+RESULTs go down wide.
 """
 
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from controller.plan import hops_to_codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
 from worker.errors import AgentConfigError
 from worker.transport import ReceivedBatch, Transport
@@ -36,15 +42,18 @@ RING_MAX = 1 << 15  # chunks a tree remembers at most
 
 
 class _TreeState:
-    """One tree of one job at this server: the recent chunks, in arrays indexed by seq mod ring size."""
+    """One tree of one job at this server, for chunks of one span (K positions, or 2K/4K): the recent
+    chunks, in arrays indexed by seq mod ring size."""
 
-    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int):
+    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int, span: int = 1):
         self.job = job
         self.tree_id = tree.tree_id
         self.recovery = tree.weight <= 0  # a re-planned job's recovery tree: chunks moved off dead trees
         self.fan_in = tree.server.fan_in
         self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
-        self.values_per_packet = k = values_per_packet
+        self.values_per_packet = values_per_packet
+        self.span = span
+        self.width = k = span * values_per_packet  # positions of a chunk
         self.ring = ring
         self.seq = np.full(ring, -1, dtype=np.int64)  # the chunk each cell holds (-1: none yet)
         self.entry_fan_in = np.zeros(ring, dtype=np.int64)
@@ -57,9 +66,10 @@ class _TreeState:
         self.answer = np.zeros((ring, k), dtype=np.int32)
         common: dict[str, Any] = {
             "job_id": job.job_id,
-            "values_per_packet": k,
+            "values_per_packet": values_per_packet,
             "contributor": job.node_id,
             "tree_id": tree.tree_id,
+            "layout": L.wide_layout(span),
         }
         self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
         self.unicast_templates = {
@@ -80,7 +90,9 @@ class _JobState:
     node_id: int
     multicast: bool
     worker_ips: dict[int, str]
-    trees: dict[int, _TreeState]
+    trees: dict[int, _TreeState]  # tree_id -> its dense chunks
+    plan_trees: dict[int, tuple[TreePlan, int]]  # tree_id -> the plan's tree rooted here, and its ring size
+    wide: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, span): 2K or 4K chunks
 
 
 def _ring_size(keep: int, share: float) -> int:
@@ -112,7 +124,7 @@ class ServerAgent:
             raise AgentConfigError(f"job {plan.job_id} is already served by {self.name}")
         self.node_id = me.node_id
         job = _JobState(
-            plan.job_id, plan, me.node_id, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, {}
+            plan.job_id, plan, me.node_id, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, {}, {}
         )
         self.jobs[plan.job_id] = job
         self._add_trees(job, plan)
@@ -124,6 +136,7 @@ class ServerAgent:
         for t in plan.trees:
             if t.root == self.name and t.tree_id not in job.trees:
                 ring = _ring_size(keep, t.weight / total_weight if t.weight > 0 else 1.0)
+                job.plan_trees[t.tree_id] = (t, ring)
                 job.trees[t.tree_id] = _TreeState(job, t, ring, plan.value_count)
 
     def update_job(self, plan: JobPlan) -> None:
@@ -170,14 +183,25 @@ class ServerAgent:
             if job is None:
                 self.stats["unknown_job"] += _count(rows)
                 continue
-            tree_ids = packets.tree_id
+            tree_ids, spans = packets.tree_id, packets.span
             for tree_id in _distinct(tree_ids[rows]):
                 tree_rows = rows & (tree_ids == tree_id)
-                tree = job.trees.get(tree_id)
-                if tree is None:
+                if tree_id not in job.plan_trees:
                     self.stats["unknown_tree"] += _count(tree_rows)
                     continue
-                self._take(tree, packets, np.flatnonzero(tree_rows))
+                for span in _distinct(spans[tree_rows]):
+                    span_rows = tree_rows & (spans == span) if span != 1 or _count(spans != 1) else tree_rows
+                    self._take(self._tree(job, tree_id, span), packets, np.flatnonzero(span_rows))
+
+    def _tree(self, job: _JobState, tree_id: int, span: int) -> _TreeState:
+        """The tree's state for chunks of ``span`` blocks (made when the first such chunk arrives)."""
+        if span == 1:
+            return job.trees[tree_id]
+        tree = job.wide.get((tree_id, span))
+        if tree is None:
+            plan_tree, ring = job.plan_trees[tree_id]
+            tree = job.wide[(tree_id, span)] = _TreeState(job, plan_tree, ring, job.plan.value_count, span)
+        return tree
 
     def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray) -> None:
         """Check the rows' terminal hop and K, then add them to the tree's chunks."""
@@ -201,7 +225,7 @@ class ServerAgent:
                 rows, fan_in, child = rows[right_k], fan_in[right_k], child[right_k]
         if not len(rows):
             return
-        columns = _GradColumns(packets, rows, fan_in, child, tree.values_per_packet)
+        columns = _GradColumns(packets, rows, fan_in, child, tree.width)
         if tree.recovery:
             left = self._answer_from_other_trees(tree, columns)
             if left is None:

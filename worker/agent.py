@@ -3,6 +3,7 @@
     agent = WorkerAgent(plan, rank, transport, timeout=0.05, give_up_after=30.0)
     total = agent.allreduce(array, op="sum")          # new array, same dtype and shape
     h = agent.allreduce_async(array, op="max"); h.wait()
+    part = agent.allreduce(array, sparsity="2:4")     # the sum of every rank's 2 largest of each 4
 
 The agent is a state machine on the transport's event loop (packet arrived, timer fired). Collectives
 run in call order, one round at a time: a float array takes two rounds (the MAX of per-block
@@ -12,6 +13,11 @@ int64 outside int32) travels as a marker in the first round, so every rank raise
 the same collective and the agents stay in step (see worker/quantize.py). ``wait`` runs the loop until the
 handle is done, so on a virtual-clock network several agents in one process progress together.
 Every worker of a job must issue the same collectives with the same sizes in the same order.
+
+``sparsity`` "2:4" ("1:4") sums, at every position, the values each rank keeps: in every group of four
+consecutive values its two (one) of largest magnitude (worker/compression/structured.py). They travel
+as MASKED packets of K kept values for 2K (4K) positions, which the switches sum (docs/compression.md);
+a float array agrees on one scale per chunk of 2K (4K) positions.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import numpy.typing as npt
 from controller.options import GIVE_UP_S, RTO_S
 from controller.plan import hops_to_codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
+from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
 from worker.stream import (
     RTT_GAIN,
@@ -68,10 +76,11 @@ __all__ = [
 class AllreduceHandle:
     """A collective in progress; ``wait`` drives the agent's event loop until it is done."""
 
-    def __init__(self, agent: WorkerAgent, array: np.ndarray, op: str):
+    def __init__(self, agent: WorkerAgent, array: np.ndarray, op: str, layout: L.Layout = L.DENSE):
         self.agent = agent
         self.array = array
         self.op = op
+        self.layout = layout
         self._result: np.ndarray | None = None
         self._error: BaseException | None = None
         self._done = False
@@ -138,14 +147,31 @@ class _Collective:
         self.flat = arr.ravel()
         self.op = handle.op
         self.is_float = arr.dtype.kind == "f"
+        self.layout = handle.layout
+        # a MASKED round: which values each rank sends (the others are zero in the exchange); floats
+        # agree on one scale per chunk of span * K positions, dense rounds on one per K values
+        self.keep = keep_mask(self.flat, self.layout.keep) if self.layout.masked else None
+        self.block = self.layout.positions(agent.values_per_packet)
 
     def start(self) -> None:
         agent = self.agent
         if self.flat.size == 0:
             self._complete(self.flat.copy())
             return
+        for cursor in agent.cursors:
+            if cursor.pool % self.layout.span:
+                self._fail(
+                    AllreduceError(
+                        f"job {agent.job_id}: a {self.layout.name} allreduce needs slot pools that are a multiple of "
+                        f"{self.layout.span} (its chunks take {self.layout.span} slots); tree {cursor.tree_id} has "
+                        f"{cursor.pool}"
+                    ),
+                    in_step=True,
+                )
+                return
         if self.is_float:
-            exps = Q.block_exponents(self.flat, agent.values_per_packet, agent.rank)
+            sent = self.flat if self.keep is None else np.where(self.keep, self.flat, 0)
+            exps = Q.block_exponents(sent, self.block, agent.rank)
             agent.start_round(
                 exps, C.OP_MAX, None, self._exponents_agreed, self._fail, "scale agreement (MAX of block exponents)"
             )
@@ -157,8 +183,18 @@ class _Collective:
 
     def _send_ints(self) -> None:
         self.agent.start_round(
-            self.flat.astype(np.int32), OPS[self.op], None, self._ints_reduced, self._fail, f"int {self.op} allreduce"
+            self.flat.astype(np.int32),
+            OPS[self.op],
+            None,
+            self._ints_reduced,
+            self._fail,
+            f"int {self.op} allreduce{self._layout_label()}",
+            self.layout,
+            self.keep,
         )
+
+    def _layout_label(self) -> str:
+        return "" if self.layout is L.DENSE else f" ({self.layout.name})"
 
     def _range_agreed(self, marker: np.ndarray, overflow: OverflowReport | None) -> None:
         if marker[0] >= Q.BAD_INPUT:
@@ -177,7 +213,7 @@ class _Collective:
         agent = self.agent
         bad = np.flatnonzero(exps >= Q.BAD_INPUT)
         if bad.size:
-            k, b = agent.values_per_packet, int(bad[0])
+            k, b = self.block, int(bad[0])
             self._fail(
                 NonFiniteInputError(
                     f"job {agent.job_id}: float {self.op} allreduce refused on every rank: rank "
@@ -188,14 +224,24 @@ class _Collective:
             )
             return
         self.shifts = Q.shifts(exps, agent.world_size, self.op)
-        q = Q.quantize(self.flat, self.shifts, agent.values_per_packet)
-        agent.start_round(q, OPS[self.op], self.shifts, self._floats_reduced, self._fail, f"float {self.op} allreduce")
+        sent = self.flat if self.keep is None else np.where(self.keep, self.flat, 0)
+        q = Q.quantize(sent, self.shifts, self.block)
+        agent.start_round(
+            q,
+            OPS[self.op],
+            self.shifts,
+            self._floats_reduced,
+            self._fail,
+            f"float {self.op} allreduce{self._layout_label()}",
+            self.layout,
+            self.keep,
+        )
 
     def _floats_reduced(self, q: np.ndarray, overflow: OverflowReport | None) -> None:
         if overflow:
             self._overflow(overflow, "float")
             return
-        out = Q.dequantize(q, self.shifts, self.agent.values_per_packet, self.dtype)
+        out = Q.dequantize(q, self.shifts, self.block, self.dtype)
         self._complete(out)
 
     def _ints_reduced(self, values: np.ndarray, overflow: OverflowReport | None) -> None:
@@ -333,11 +379,13 @@ class WorkerAgent:
             self._round.trees_changed({t.tree_id for t in plan.trees if t.weight > 0})
 
     # -- public API --------------------------------------------------------------------------------
-    def allreduce(self, array: npt.ArrayLike, op: str = "sum", timeout: float | None = None) -> np.ndarray:
-        """``allreduce_async(array, op).wait(timeout)``."""
-        return self.allreduce_async(array, op).wait(timeout)
+    def allreduce(
+        self, array: npt.ArrayLike, op: str = "sum", timeout: float | None = None, sparsity: str | None = None
+    ) -> np.ndarray:
+        """``allreduce_async(array, op, sparsity).wait(timeout)``."""
+        return self.allreduce_async(array, op, sparsity).wait(timeout)
 
-    def allreduce_async(self, array: npt.ArrayLike, op: str = "sum") -> AllreduceHandle:
+    def allreduce_async(self, array: npt.ArrayLike, op: str = "sum", sparsity: str | None = None) -> AllreduceHandle:
         """Start an allreduce of ``array`` over the job's workers (queued behind unfinished ones).
 
         Parameters
@@ -347,6 +395,10 @@ class WorkerAgent:
             (exact; int64 must fit int32). Every worker gives the same shape.
         op : str
             ``"sum"`` or ``"max"``.
+        sparsity : str, optional
+            None (or ``"dense"``), ``"2:4"`` or ``"1:4"`` (op ``"sum"`` only): sum only the values each
+            rank keeps, its 2 (1) largest magnitudes of every group of four consecutive values, sent
+            as MASKED packets the switches sum (docs/compression.md).
 
         Returns
         -------
@@ -356,8 +408,8 @@ class WorkerAgent:
         ------
         AllreduceError
             The agent is closed.
-        ValueError
-            An unknown op.
+        AgentConfigError
+            An unknown op or granularity, a granularity with op "max" or with K not a multiple of 4.
         UnsupportedArray
             An array of another dtype.
 
@@ -383,8 +435,15 @@ class WorkerAgent:
             raise AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} is closed")
         if op not in OPS:
             raise AgentConfigError(f"op must be one of {sorted(OPS)}, not {op!r}")
+        layout = layout_for(sparsity)
+        if layout.masked and op != "sum":
+            raise AgentConfigError(f"a {layout.name} allreduce sums (op 'sum'); {op!r} is not possible on kept values")
+        if layout.masked and self.values_per_packet % 4:
+            raise AgentConfigError(
+                f"a {layout.name} allreduce needs K a multiple of 4; job {self.job_id} has K={self.values_per_packet}"
+            )
         arr = Q.check_array(array)
-        handle = AllreduceHandle(self, arr.copy(), op)
+        handle = AllreduceHandle(self, arr.copy(), op, layout)
         if self._broken is not None:
             handle._set_error(
                 AllreduceError(
@@ -506,9 +565,12 @@ class WorkerAgent:
         on_done: RoundDone,
         on_error: RoundFailed,
         label: str,
+        layout: L.Layout = L.DENSE,
+        keep: np.ndarray | None = None,
     ) -> None:
-        """Run one vector through the switches (a Round); ``on_done``/``on_error`` end it."""
-        self._round = Round(self, values, op, scale_exps, on_done, on_error, label)
+        """Run one vector through the switches (a Round); ``on_done``/``on_error`` end it. A MASKED
+        ``layout`` sends the values ``keep`` names (Round)."""
+        self._round = Round(self, values, op, scale_exps, on_done, on_error, label, layout, keep)
         self._round.start()
 
     # -- events --------------------------------------------------------------------------------------
@@ -531,10 +593,10 @@ class WorkerAgent:
             self.stats["ignored"] += n - malformed - count
             if not count:
                 return
-        seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
+        seq, tree_id, flags, values, span = packets.seq, packets.tree_id, packets.flags, packets.values, packets.span
         contributor = packets.contributor
         if count < n:
-            seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
+            seq, tree_id, flags, values, span = seq[ours], tree_id[ours], flags[ours], values[ours], span[ours]
             contributor = contributor[ours]
         now = self.loop.now()
         if len(self.cursors) == 1:
@@ -545,7 +607,7 @@ class WorkerAgent:
                 self.heard_on_tree[t] = (now, int(contributor[count - 1 - i]))
         taken = 0
         if self._round is not None and not self._round.finished:
-            taken = self._round.on_results(seq, tree_id, flags, values)
+            taken = self._round.on_results(seq, tree_id, flags, values, span)
         if taken < count:
             self.stats["stale_results"] += count - taken
 

@@ -1,12 +1,16 @@
 """Chunk streaming: one round of int32 chunks through the job's slots, windowed and retransmitted.
 
-A round is an int32 vector cut into K-value chunks. Chunk i gets the next sequence number of the
-agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a tree and that tree's
-next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2). Every worker
-computes the same assignment because it depends only on the plan and on how many chunks came before.
+A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of 2K (4K) positions
+that travel as MASKED packets of K kept values (docs/protocol.md, "Layouts"). Chunk i gets the next
+sequence number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a
+tree and that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool)
+mod 2). A chunk of span s takes s consecutive indices (s slots of one shadow set), the first a multiple
+of s. Every worker computes the same assignment because it depends only on the plan and on how many
+chunks came before.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
-once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
+once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool
+(a round of span s: pool / s chunks).
 A chunk without result after its retransmission timeout is resent with RETX, the timeout doubling
 each time up to a cap; the round gives up on a chunk once the agent's ``give_up_after`` budget has
 passed since its first send (or after ``retries`` resends, if the agent counts them), with an error
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -32,6 +36,7 @@ import numpy.typing as npt
 
 from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol.batch import PacketTemplate
 from worker.errors import AgentError
 from worker.loop import EventLoop, Timer
@@ -69,13 +74,35 @@ class TreeCursor:
     hops: list[codec.Hop]
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
-    template: PacketTemplate | None = None  # this worker's GRADs on this tree
-    window: float = INITIAL_WINDOW  # congestion window: chunks in flight allowed (at most the pool)
+    template: PacketTemplate | None = None  # this worker's dense GRADs on this tree
+    window: float = INITIAL_WINDOW  # congestion window: slots in flight allowed (at most the pool)
     threshold: float = float("inf")  # slow start below, one more chunk per round trip above
+    templates: dict[str, PacketTemplate] = field(default_factory=dict)  # other layouts', made when first used
 
-    def allowed(self) -> int:
-        """Chunks in flight allowed now: the congestion window, never more than the pool."""
-        return max(1, min(self.pool, int(self.window)))
+    def allowed(self, span: int = 1) -> int:
+        """Chunks in flight allowed now: the congestion window, never more than the pool (a chunk of
+        span s takes s slots)."""
+        return max(1, min(self.pool, int(self.window)) // span)
+
+    def template_for(self, layout: L.Layout) -> PacketTemplate:
+        """This worker's GRADs of ``layout`` on this tree (the dense template's hops and fields)."""
+        dense = self.template
+        assert dense is not None, "a worker's tree cursors carry its GRAD template"
+        if layout is L.DENSE:
+            return dense
+        template = self.templates.get(layout.name)
+        if template is None:
+            template = PacketTemplate(
+                C.PKT_TYPE_GRAD,
+                job_id=dense.header.job_id,
+                hops=self.hops,
+                values_per_packet=dense.values_per_packet,
+                contributor=dense.header.contributor,
+                tree_id=dense.header.tree_id,
+                layout=layout,
+            )
+            self.templates[layout.name] = template
+        return template
 
     def grow(self, results: int) -> None:
         """Results came back: slow start doubles the window per round trip, then it grows linearly."""
@@ -229,8 +256,26 @@ class _TreeWindow:
         self.first_open = 0  # position in order of the first chunk without result
 
 
+def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
+    """``keep`` (True at the kept positions of the first ``len(keep)``) padded to ``size`` positions with
+    exactly ``per_group`` True in every group of four: the padding's zeros fill up short groups from
+    their first free position (a zero kept or not adds nothing)."""
+    out = np.zeros(size, dtype=bool)
+    out[: len(keep)] = keep
+    groups = out.reshape(-1, 4)
+    missing = per_group - groups.sum(axis=1)
+    if (missing < 0).any():
+        raise ValueError(f"more than {per_group} positions kept in a group of four")
+    free = ~groups
+    groups |= free & (np.cumsum(free, axis=1) <= missing[:, np.newaxis])
+    return out
+
+
 class Round:
-    """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``."""
+    """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``.
+
+    ``layout`` MASKED (2:4, 1:4): chunks of span * K positions, of which ``keep`` (a boolean per value,
+    ``layout.keep`` or fewer per group of four) names those sent; the result holds every position."""
 
     def __init__(
         self,
@@ -241,18 +286,23 @@ class Round:
         on_done: RoundDone,
         on_error: RoundFailed,
         label: str,
+        layout: L.Layout = L.DENSE,
+        keep: np.ndarray | None = None,
     ):
         self.agent = agent
         self.op = op
         self.label = label
         self.on_done = on_done
         self.on_error = on_error
+        self.layout = layout
+        self.span = span = layout.span
         self.finished = False
         self.results_heard = 0
         self.duplicates = 0
         k = agent.values_per_packet
+        self.width = w = span * k  # positions per chunk
         self.n = n = values.size
-        self.chunks = m = (n + k - 1) // k
+        self.chunks = m = (n + w - 1) // w
         self.first_seq = agent.take_seqs(m)
         cursors = agent.cursors
         self.tree_of = stripe([c.weight for c in cursors], [c.next_index for c in cursors], m)
@@ -261,25 +311,32 @@ class Round:
         self.windows: list[_TreeWindow] = []
         for t, cursor in enumerate(cursors):
             order = np.flatnonzero(self.tree_of == t) if len(cursors) > 1 else np.arange(m)
-            tree_index[order] = cursor.next_index + np.arange(len(order))
+            first = -(-cursor.next_index // span) * span  # a span-s chunk starts on a multiple of s
+            tree_index[order] = first + span * np.arange(len(order))
             pool[order] = cursor.pool
-            cursor.next_index += len(order)
+            cursor.next_index = first + span * len(order)
             self.windows.append(_TreeWindow(cursor, order))
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool
         self.shadow = (tree_index // pool) % 2
-        self.values = np.zeros((m, k), dtype=np.int32)
-        self.values.reshape(-1)[:n] = values
-        self.value_count = np.full(m, k, dtype=np.int64)
+        positions = np.zeros((m, w), dtype=np.int32)
+        positions.reshape(-1)[:n] = values
+        self.masks = None
+        if layout.masked:
+            chosen = full_keep(np.ones(n, dtype=bool) if keep is None else keep, m * w, layout.keep)
+            self.masks, self.values = L.pack_masked(positions, chosen.reshape(m, w), layout)
+        else:
+            self.values = positions
+        self.value_count = np.full(m, layout.value_count_for(w), dtype=np.int64)
         if m:
-            self.value_count[-1] = n - (m - 1) * k
+            self.value_count[-1] = layout.value_count_for(n - (m - 1) * w)
         self.scale_exp = np.zeros(m, dtype=np.int64) if scale_exps is None else np.clip(scale_exps, -128, 127)
         self.sent_at = np.zeros(m, dtype=np.float64)  # first send
         self.deadline = np.full(m, np.inf)
         self.attempts = np.zeros(m, dtype=np.int64)  # retransmissions so far
         self.done = np.zeros(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
-        self.result = np.zeros((m, k), dtype=np.int32)
+        self.result = np.zeros((m, w), dtype=np.int32)
         self.bypass = np.zeros(m, dtype=bool)  # sent over the recovery tree (moved or fallen back)
         self.replanned = False
         self.remaining = m
@@ -296,7 +353,7 @@ class Round:
 
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, window: _TreeWindow) -> None:
-        end = min(len(window.order), window.first_open + window.cursor.allowed())
+        end = min(len(window.order), window.first_open + window.cursor.allowed(self.span))
         if end > window.next_to_send:
             chunks = window.order[window.next_to_send : end]
             window.next_to_send = end
@@ -334,10 +391,10 @@ class Round:
 
     def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
         agent = self.agent
-        assert cursor.template is not None, "a worker's tree cursors carry its GRAD template"
-        rows = cursor.template.encode(
+        rows = cursor.template_for(self.layout).encode(
             self.values[chunks],
             check=False,
+            masks=None if self.masks is None else self.masks[chunks],
             seq=(self.first_seq + chunks) & SEQ_MASK,
             slot=self.slot[chunks],
             shadow=self.shadow[chunks],
@@ -428,13 +485,16 @@ class Round:
         )
 
     # -- receiving ---------------------------------------------------------------------------------
-    def on_results(self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray) -> int:
-        """Take a batch of RESULTs of the agent's job (columns, one entry per packet); returns how
-        many were this round's (the others are stale: an earlier round's late duplicates)."""
+    def on_results(
+        self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray, span: np.ndarray
+    ) -> int:
+        """Take a batch of RESULTs of the agent's job (columns, one entry per packet: ``values`` the
+        positions, ``span`` the layout's); returns how many were this round's (the others are stale: an
+        earlier round's late duplicates)."""
         if self.finished:
             return 0
         chunk = (seq - self.first_seq) & SEQ_MASK
-        ours = chunk < self.chunks
+        ours = (chunk < self.chunks) & (span == self.span)
         if _count(ours) < len(chunk):
             chunk, tree_id, flags, values = chunk[ours], tree_id[ours], flags[ours], values[ours]
         if self.replanned:
@@ -467,7 +527,7 @@ class Round:
         consecutive = last_chunk - first_chunk == taken - 1 and not in_disorder
         where: slice | np.ndarray = slice(first_chunk, last_chunk + 1) if consecutive else chunk
         self.done[where] = True
-        self.result[where] = values
+        self.result[where] = values[:, : self.width]
         flagged = (flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             self.overflow[chunk[flagged]] = True
@@ -480,13 +540,13 @@ class Round:
             self._finish()
             return count
         if len(self.windows) == 1:
-            self.windows[0].cursor.grow(taken)
+            self.windows[0].cursor.grow(taken * self.span)
             touched = self.windows
         else:
             per_tree = np.bincount(self.tree_of[chunk], minlength=len(self.windows))
             touched = [self.windows[t] for t in np.flatnonzero(per_tree)]
             for window in touched:
-                window.cursor.grow(int(per_tree[self.windows.index(window)]))
+                window.cursor.grow(int(per_tree[self.windows.index(window)]) * self.span)
         for window in touched:
             open_part = self.done[window.order[window.first_open : window.next_to_send]]
             still_open = np.flatnonzero(~open_part)
@@ -516,12 +576,12 @@ class Round:
         flagged = np.flatnonzero(self.overflow)
         report = None
         if flagged.size:
-            k, first = self.agent.values_per_packet, int(flagged[0])
+            w, first = self.width, int(flagged[0])
             report = OverflowReport(
                 int(flagged.size),
                 (self.first_seq + first) & SEQ_MASK,
-                first * k,
-                first * k + int(self.value_count[first]) - 1,
+                first * w,
+                min(self.n, (first + 1) * w) - 1,
             )
         self.on_done(out, report)
 
