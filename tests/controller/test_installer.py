@@ -43,7 +43,9 @@ def network():
         srv = Server(service, "127.0.0.1:0").start()
         servers.append(srv)
         addresses[s.name] = srv.address
-    inst = Installer(topo, p4info, config, addresses, timeout=20)
+    # a push builds the program's native library when the shared cache has none yet (ina.p4's C: about
+    # 8 s of gcc on an idle core, several times that on a loaded machine)
+    inst = Installer(topo, p4info, config, addresses, timeout=120)
     yield topo, inst
     inst.close()
     for srv in servers:
