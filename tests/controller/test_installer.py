@@ -137,6 +137,8 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
             "h9",
             "--plan-out",
             str(tmp_path / "plan.json"),
+            "--timeout",
+            "120",  # each switch compiles the device config (seconds of CPU for ina.p4), more on a loaded machine
         ]
     )
     out = capsys.readouterr().out
