@@ -62,6 +62,8 @@ def checks(text: str):
 
 @pytest.mark.parametrize("path", STF_FILES, ids=lambda p: p.stem)
 def test_stf_scenario_on_tna(path, ina_tna_program, tmp_path):
+    if path.name in stf_scenarios.V1MODEL_ONLY:
+        pytest.skip("wide/MASKED layouts: the TNA program carries the dense layout only")
     text = stf_scenarios.render_tofino().get(path.name, path.read_text())
     stf = tmp_path / path.name
     stf.write_text(text)
