@@ -11,6 +11,8 @@ service's) travels as ``authorization: Bearer <token>`` call metadata (``token_m
 from __future__ import annotations
 
 import ipaddress
+import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,3 +137,90 @@ def presented_token(context: grpc.ServicerContext) -> str:
         if key == TOKEN_HEADER and value.startswith("Bearer "):
             return str(value[len("Bearer ") :])
     return ""
+
+
+@dataclass
+class Certificates:
+    """PEM files of a small private CA: the CA, a server certificate for 127.0.0.1 and localhost, and a
+    client certificate (``make_certificates``)."""
+
+    ca: str
+    server_cert: str
+    server_key: str
+    client_cert: str
+    client_key: str
+
+    def client(self) -> TlsFiles:
+        """What a client with the client certificate uses."""
+        return TlsFiles(cert=self.client_cert, key=self.client_key, ca=self.ca)
+
+
+def make_certificates(directory: str | Path, days: int = 2) -> Certificates:
+    """A CA and a server and a client certificate signed by it, made by openssl in ``directory`` (for the
+    lab and tests: loopback servers, short-lived).
+
+    Raises
+    ------
+    TlsError
+        openssl is not installed, or failed (its message).
+    """
+    if shutil.which("openssl") is None:
+        raise TlsError("openssl is not installed (scripts/setup.sh installs it)")
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+
+    def run(*args: str) -> None:
+        done = subprocess.run(["openssl", *args], cwd=d, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise TlsError(f"openssl {args[0]} failed: {done.stderr.strip()[-200:]}")
+
+    run(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        str(days),
+        "-subj",
+        "/CN=ina private CA",
+    )
+    for name, ext in (
+        ("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"),
+        ("client", "extendedKeyUsage=clientAuth"),
+    ):
+        run(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{name}.key",
+            "-out",
+            f"{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
+        (d / f"{name}.ext").write_text(ext + "\n")
+        run(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.pem",
+            "-days",
+            str(days),
+            "-extfile",
+            f"{name}.ext",
+        )
+    return Certificates(*(str(d / f) for f in ("ca.pem", "server.pem", "server.key", "client.pem", "client.key")))

@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.tls import Certificates, TlsFiles, make_certificates
 from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
 from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, Target, prepare_interface, resolve_target
@@ -159,8 +160,11 @@ class LabNetwork:
         start_timeout: float = 180.0,
         log=print,
         queue_ms: float = 50.0,
+        tls: bool = False,
     ):
         self.spec = spec
+        self.tls = tls
+        self.certificates: Certificates | None = None  # made at start with tls, in the work directory
         self.target = resolve_target(target) if isinstance(target, str) else target
         if program is None and self.target.name == "softswitch":
             program = str(DEFAULT_PROGRAM)
@@ -187,6 +191,26 @@ class LabNetwork:
                 self._ports[s.name] = port
                 port += 1
         return self._ports[switch.name]
+
+    def switch_tls_args(self) -> tuple[str, ...]:
+        """The switches' TLS flags (server certificate, and client certificates required), or none."""
+        c = self.certificates
+        if c is None:
+            return ()
+        return (
+            "--grpc-server-ssl",
+            "--grpc-server-cert",
+            c.server_cert,
+            "--grpc-server-key",
+            c.server_key,
+            "--grpc-server-cacert",
+            c.ca,
+            "--grpc-server-with-client-auth",
+        )
+
+    def client_tls(self) -> TlsFiles | None:
+        """What the controller uses to reach the switches (None: plaintext)."""
+        return None if self.certificates is None else self.certificates.client()
 
     def grpc_addresses(self) -> dict[str, str]:
         return {s.name: f"127.0.0.1:{self.grpc_port(s)}" for s in self.spec.switches}
@@ -225,6 +249,8 @@ class LabNetwork:
         self.resources.save()
         self.workdir = self.resources.make_workdir()
         try:
+            if self.tls:
+                self.certificates = make_certificates(self.workdir / "tls")
             self._build(Mininet, _link_classes())
             self.net.start()  # P4Switch.start launches every switch process
             for sw in self.net.switches:
@@ -251,6 +277,7 @@ class LabNetwork:
                 program=self.program,
                 start_timeout=self.start_timeout,
                 log_dir=self.workdir,
+                tls_args=self.switch_tls_args(),
                 on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"),
             )
         shaping = self._shaping_support()

@@ -133,6 +133,7 @@ class MininetLab:
         p4info: str | None = None,
         device_config: str | None = None,
         keep_logs: str | None = None,
+        tls: bool = False,
     ):
         from controller.topology_yaml import load_topology
 
@@ -141,7 +142,7 @@ class MininetLab:
         self.spec = LabSpec.from_topology(self.topo)
         self.values = values
         self.log = log
-        self.network = LabNetwork(self.spec, target=target, program=program, log=log)
+        self.network = LabNetwork(self.spec, target=target, program=program, log=log, tls=tls)
         self.plan_options = plan_options
         self.p4info, self.device_config = p4info, device_config
         self.plan = None
@@ -195,7 +196,13 @@ class MininetLab:
         from controller.jobservice import JobManager
         from worker.baselines import parameter_server_options
 
-        self.installer = Installer(self.topo, self.p4info, self.device_config, addresses=self.network.grpc_addresses())
+        self.installer = Installer(
+            self.topo,
+            self.p4info,
+            self.device_config,
+            addresses=self.network.grpc_addresses(),
+            tls=self.network.client_tls(),
+        )
         if self.p4info and self.device_config:
             self.installer.push_pipeline()
         self.installer.install_topology()
@@ -674,6 +681,11 @@ def main(argv=None) -> int:
         help="results down the tree by multicast (default) or unicast per worker",
     )
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="P4Runtime over TLS with client certificates (a private CA made in the run's work directory)",
+    )
     ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
     ap.add_argument("--batch", action="store_true", help="exit after --rounds/--script instead of the CLI")
@@ -741,6 +753,7 @@ def main(argv=None) -> int:
             device_config=args.device_config,
             plan_options=_plan_options(args.results),
             keep_logs=args.keep_logs,
+            tls=args.tls,
         )
         lab.start()
         print(lab.plan_text())

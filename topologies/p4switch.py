@@ -44,6 +44,7 @@ class Target:
         program: str | None,
         cpu_port: int | None = None,
         log_console: bool = False,
+        tls_args: tuple[str, ...] = (),
     ) -> list[str]:
         argv = list(self.command) + ["--device-id", str(device_id)]
         for port, intf in sorted(ports.items()):
@@ -54,6 +55,7 @@ class Target:
         target_opts = ["--grpc-server-addr", grpc_addr]
         if cpu_port is not None:
             target_opts += ["--cpu-port", str(cpu_port)]
+        target_opts += list(tls_args)  # simple_switch_grpc's --grpc-server-ssl flags, which softswitch takes too
         if self.grpc_after_dashes:
             return argv + ["--"] + target_opts
         return argv[:-1] + target_opts + argv[-1:]
@@ -117,6 +119,7 @@ class P4Switch(Switch):
         log_console: bool = False,
         on_process=None,
         log_dir: Path | None = None,
+        tls_args: tuple[str, ...] = (),
         **params,
     ):
         Switch.__init__(self, name, **params)
@@ -132,6 +135,7 @@ class P4Switch(Switch):
         self.proc: subprocess.Popen | None = None
         self.log_dir = Path(log_dir or LOG_DIR)  # the lab gives its run's work directory
         self.log_path = self.log_dir / f"{name}.log"
+        self.tls_args = tuple(tls_args)
 
     def ports_by_number(self) -> dict[int, str]:
         return {port: intf.name for intf, port in self.ports.items() if intf.name != "lo"}
@@ -144,7 +148,13 @@ class P4Switch(Switch):
             prepare_interface(self, intf.name)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         argv = self.target.argv(
-            self.device_id, self.ports_by_number(), self.grpc_addr, self.program, self.cpu_port, self.log_console
+            self.device_id,
+            self.ports_by_number(),
+            self.grpc_addr,
+            self.program,
+            self.cpu_port,
+            self.log_console,
+            self.tls_args,
         )
         with open(self.log_path, "wb") as log:
             log.write((" ".join(argv) + "\n").encode())

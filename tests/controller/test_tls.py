@@ -12,7 +12,7 @@ from controller.errors import JobServiceError, P4RuntimeError
 from controller.generators import leaf_spine, star
 from controller.jobservice import JobClient, JobManager, JobServer
 from controller.p4rt import SwitchConnection
-from controller.tls import TlsFiles
+from controller.tls import TlsFiles, make_certificates
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "p4src" / "ina.p4"
@@ -23,69 +23,13 @@ def pki(tmp_path_factory):
     """A CA, a server certificate for 127.0.0.1/localhost and a client certificate, all signed by the CA."""
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed (scripts/setup.sh installs it)")
-    d = tmp_path_factory.mktemp("pki")
-
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-
-    run(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=ina test CA",
-    )
-    for name, ext in (
-        ("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"),
-        ("client", "extendedKeyUsage=clientAuth"),
-    ):
-        run(
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            f"{name}.key",
-            "-out",
-            f"{name}.csr",
-            "-subj",
-            f"/CN={name}",
-        )
-        (d / f"{name}.ext").write_text(ext + "\n")
-        run(
-            "x509",
-            "-req",
-            "-in",
-            f"{name}.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            f"{name}.pem",
-            "-days",
-            "2",
-            "-extfile",
-            f"{name}.ext",
-        )
+    c = make_certificates(tmp_path_factory.mktemp("pki"))
     return {
-        k: str(d / f)
-        for k, f in [
-            ("ca", "ca.pem"),
-            ("cert", "server.pem"),
-            ("key", "server.key"),
-            ("client_cert", "client.pem"),
-            ("client_key", "client.key"),
-        ]
+        "ca": c.ca,
+        "cert": c.server_cert,
+        "key": c.server_key,
+        "client_cert": c.client_cert,
+        "client_key": c.client_key,
     }
 
 
