@@ -491,7 +491,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                 } else if (meta.result_group == 0) {
                     meta.drop_reason = DROP_NO_GROUP;
                 } else {
-                    if (meta.aggregates == 1) {
+                    /* a SPARSE chunk holds no slot: its results release nothing */
+                    if (meta.aggregates == 1 && (hdr.ina.flags & FLAG_SPARSE) == 0) {
                         locate_slot();
                         if (meta.slot_ok == 0) {
                             meta.drop_reason = DROP_BAD_SLOT;
@@ -513,8 +514,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                 } else if (hdr.hops[0].switch_id != meta.my_id) {
                     meta.drop_reason = DROP_WRONG_SWITCH;
                 } else {
-                    if (hdr.hops[0].aggregate == 1) {
-                        /* S5.1 the hop says release */
+                    if (hdr.hops[0].aggregate == 1 && (hdr.ina.flags & FLAG_SPARSE) == 0) {
+                        /* S5.1 the hop says release (a SPARSE chunk holds no slot) */
                         if (meta.aggregates == 0 || meta.pool_size == 0) {
                             meta.drop_reason = DROP_NOT_AGGREGATOR;
                         } else {

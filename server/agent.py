@@ -35,6 +35,7 @@ from worker.transport import ReceivedBatch, Transport
 
 if TYPE_CHECKING:
     from controller.plan import JobPlan, TreePlan
+    from server.sparse_sums import SparseChunks
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 SEQ_MASK = 0xFFFFFFFF
@@ -93,6 +94,7 @@ class _JobState:
     trees: dict[int, _TreeState]  # tree_id -> its dense chunks
     plan_trees: dict[int, tuple[TreePlan, int]]  # tree_id -> the plan's tree rooted here, and its ring size
     wide: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, span): 2K or 4K chunks
+    sparse: dict[int, SparseChunks] = field(default_factory=dict)  # tree_id -> its SPARSE chunks
 
 
 def _ring_size(keep: int, share: float) -> int:
@@ -184,6 +186,10 @@ class ServerAgent:
                 self.stats["unknown_job"] += _count(rows)
                 continue
             tree_ids, spans = packets.tree_id, packets.span
+            sparse = (packets.flags & C.FLAG_SPARSE) != 0
+            if _count(sparse & rows):
+                self._take_sparse(job, packets, np.flatnonzero(rows & sparse))
+                rows = rows & ~sparse
             for tree_id in _distinct(tree_ids[rows]):
                 tree_rows = rows & (tree_ids == tree_id)
                 if tree_id not in job.plan_trees:
@@ -192,6 +198,41 @@ class ServerAgent:
                 for span in _distinct(spans[tree_rows]):
                     span_rows = tree_rows & (spans == span) if span != 1 or _count(spans != 1) else tree_rows
                     self._take(self._tree(job, tree_id, span), packets, np.flatnonzero(span_rows))
+
+    def _take_sparse(self, job: _JobState, packets: PacketBatch, rows: np.ndarray) -> None:
+        """SPARSE GRADs ((index, value) pairs, server/sparse_sums.py), tree by tree."""
+        from server.sparse_sums import SparseChunks
+
+        for tree_id in _distinct(packets.tree_id[rows]):
+            mine = rows[packets.tree_id[rows] == tree_id]
+            if tree_id not in job.plan_trees:
+                self.stats["unknown_tree"] += len(mine)
+                continue
+            good = (packets.hop_count[mine] == 1) & (packets.hop_switch_id[mine, 0] == job.node_id)
+            good &= (packets.hop_child[mine, 0] < packets.hop_fan_in[mine, 0]) & (packets.span[mine] == 1)
+            if _count(good) < len(mine):
+                self.stats["bad_terminal_hop"] += len(mine) - _count(good)
+                mine = mine[good]
+            sums = job.sparse.get(tree_id)
+            if sums is None:
+                plan_tree, ring = job.plan_trees[tree_id]
+                sums = job.sparse[tree_id] = SparseChunks(job, plan_tree, keep=ring)
+
+            def send(rows_out: np.ndarray, rank: int | None) -> None:
+                ip = job.worker_ips[min(job.worker_ips)] if rank is None else job.worker_ips[rank]
+                self.transport.send_rows(rows_out, ip, C.INA_UDP_PORT)
+                self.stats["results_sent"] += len(rows_out)
+
+            sums.take(
+                packets.seq[mine],
+                packets.hop_fan_in[mine, 0],
+                packets.hop_child[mine, 0],
+                packets.flags[mine],
+                packets.headers(mine),
+                packets.values[mine, : job.plan.value_count],
+                self.stats,
+                send,
+            )
 
     def _tree(self, job: _JobState, tree_id: int, span: int) -> _TreeState:
         """The tree's state for chunks of ``span`` blocks (made when the first such chunk arrives)."""

@@ -23,7 +23,7 @@ a float array agrees on one scale per chunk of 2K (4K) positions.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -134,6 +134,17 @@ class AllreduceHandle:
             raise self._error
         assert self._result is not None  # done without an error: the result is set
         return self._result
+
+
+class QueuedCollective(Protocol):
+    """What the agent's queue of collectives runs: ``start`` its first round when its turn comes; it
+    ends with ``collective_finished`` or ``collective_failed``, having completed its ``handle``."""
+
+    handle: AllreduceHandle
+
+    def start(self) -> None:
+        """Begin (the collectives before it are done)."""
+        ...
 
 
 class _Collective:
@@ -324,7 +335,7 @@ class WorkerAgent:
         self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
-        self._pending: collections.deque[_Collective] = collections.deque()
+        self._pending: collections.deque[QueuedCollective] = collections.deque()
         self._round: Round | None = None
         self._broken: BaseException | None = None
         self._closed = False
@@ -463,6 +474,39 @@ class WorkerAgent:
         """The smoothed round-trip time of chunks (send to result), seconds; None before a sample."""
         return self._srtt
 
+    def allreduce_sparse(
+        self, indices: npt.ArrayLike, values: npt.ArrayLike, timeout: float | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``allreduce_sparse_async(indices, values).wait(timeout)`` as (indices int64, sums)."""
+        pairs = self.allreduce_sparse_async(indices, values).wait(timeout)
+        return pairs[0].astype(np.int64), pairs[1]
+
+    def allreduce_sparse_async(self, indices: npt.ArrayLike, values: npt.ArrayLike) -> AllreduceHandle:
+        """Sum sparse vectors given as (indices, values): every rank's pairs pass the switches (SPARSE)
+        and the aggregation server sums them by index (DLGS's server path, docs/compression.md). The
+        handle's result is a (2, n) array: the union's indices (an index may appear more than once:
+        add them up) over the sums there. Any number of pairs per rank; values float32/float64 (one
+        scale agreed by all ranks) or int32."""
+        from worker.sparse_round import SparseCollective
+
+        if self._closed:
+            raise AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} is closed")
+        indices, values = np.asarray(indices), np.asarray(values)
+        if indices.ndim != 1 or indices.shape != values.shape:
+            raise AgentConfigError("indices and values must be 1-D arrays of one length")
+        if indices.size and (indices.min() < 0 or indices.max() > Q.INT32_MAX):
+            raise AgentConfigError("indices must be non-negative int32 positions")
+        Q.check_array(values)
+        handle = AllreduceHandle(self, values, "sum")
+        if self._broken is not None:
+            handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce failed"))
+            return handle
+        coll = SparseCollective(self, handle, indices.copy(), values.copy())
+        self._pending.append(coll)
+        if len(self._pending) == 1:
+            coll.start()
+        return handle
+
     def close(self) -> None:
         """Stop receiving; collectives still running fail with AllreduceError."""
         if self._closed:
@@ -570,8 +614,12 @@ class WorkerAgent:
     ) -> None:
         """Run one vector through the switches (a Round); ``on_done``/``on_error`` end it. A MASKED
         ``layout`` sends the values ``keep`` names (Round)."""
-        self._round = Round(self, values, op, scale_exps, on_done, on_error, label, layout, keep)
-        self._round.start()
+        self.start_prepared_round(Round(self, values, op, scale_exps, on_done, on_error, label, layout, keep))
+
+    def start_prepared_round(self, prepared: Round) -> None:
+        """Run a round made by a collective (a Round or a subclass: worker/sparse_round.py)."""
+        self._round = prepared
+        prepared.start()
 
     # -- events --------------------------------------------------------------------------------------
     def _on_batch(self, batch: ReceivedBatch) -> None:
@@ -612,14 +660,14 @@ class WorkerAgent:
             self.stats["stale_results"] += count - taken
 
     # -- used by this agent's collectives --------------------------------------------------------------
-    def collective_finished(self, coll: _Collective) -> None:
+    def collective_finished(self, coll: QueuedCollective) -> None:
         """``coll`` (the first pending collective) completed: start the next one."""
         self._pending.popleft()
         self._round = None
         if self._pending:
             self._pending[0].start()
 
-    def collective_failed(self, coll: _Collective, error: BaseException, in_step: bool) -> None:
+    def collective_failed(self, coll: QueuedCollective, error: BaseException, in_step: bool) -> None:
         """``coll`` failed: with ``in_step`` every worker failed it alike and the agent carries on,
         otherwise sequence numbers may be out of step and every later collective fails too."""
         self._pending.popleft()

@@ -404,6 +404,11 @@ class Round:
             flags=C.FLAG_RETX if retransmission else 0,
         )
         agent.send_rows(rows, cursor.server_ip)
+        self._sent(chunks, retransmission)
+
+    def _sent(self, chunks: np.ndarray, retransmission: bool) -> None:
+        """Chunks just sent: their deadlines (and first send times), the timer armed."""
+        agent = self.agent
         now = agent.loop.now()
         if retransmission:
             deadlines = now + agent.rto(self.attempts[chunks])
@@ -507,8 +512,18 @@ class Round:
             ours = tree_id == self.windows[0].cursor.tree_id
             chunk, flags, values = chunk[ours], flags[ours], values[ours]
         count = len(chunk)
-        if not count:
-            return 0
+        if count:
+            accepted = self._accept(chunk, flags, values)
+            if accepted is not None:
+                self._progress(*accepted)
+        return count
+
+    def _accept(
+        self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | slice] | None:
+        """Store the results of chunks not done yet; returns (the chunks done now, where: the same as a
+        slice or an index array), or None when every row was a duplicate."""
+        count = len(chunk)
         fresh = ~self.done[chunk]
         in_disorder = count > 1 and _count(chunk[1:] <= chunk[:-1]) > 0
         if in_disorder:  # out of order: maybe one chunk twice
@@ -520,7 +535,7 @@ class Round:
             self.duplicates += count - taken
             self.agent.stats["duplicate_results"] += count - taken
             if not taken:
-                return count
+                return None
             chunk, flags, values = chunk[fresh], flags[fresh], values[fresh]
         first_chunk, last_chunk = int(chunk[0]), int(chunk[-1])
         # results in order for consecutive chunks (the usual batch): slices instead of scattered indices
@@ -531,6 +546,11 @@ class Round:
         flagged = (flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             self.overflow[chunk[flagged]] = True
+        return chunk, where
+
+    def _progress(self, chunk: np.ndarray, where: np.ndarray | slice) -> None:
+        """Chunks just done: round-trip samples, the end of the round, or the windows moving on."""
+        taken = len(chunk)
         first_try = self.attempts[where] == 0
         if _count(first_try):
             self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[where][first_try])
@@ -538,7 +558,7 @@ class Round:
         self.remaining -= taken
         if self.remaining == 0:
             self._finish()
-            return count
+            return
         if len(self.windows) == 1:
             self.windows[0].cursor.grow(taken * self.span)
             touched = self.windows
@@ -552,7 +572,6 @@ class Round:
             still_open = np.flatnonzero(~open_part)
             window.first_open += int(still_open[0]) if len(still_open) else len(open_part)
             self._fill_window(window)
-        return count
 
     # -- ending ------------------------------------------------------------------------------------
     def cancel(self) -> None:

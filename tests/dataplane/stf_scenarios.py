@@ -960,6 +960,43 @@ def masked_malformed() -> Scenario:
     return s
 
 
+def sparse_results() -> Scenario:
+    s = Scenario("sparse_results", "a SPARSE chunk holds no slot: its RESULTs, unicast or multicast, release nothing")
+    standard_setup(s, JOB_UNICAST, JOB_MCAST)
+    s.multicast_group(5, [(0, 1), (1, 2)])
+    s.comment("a dense chunk (seq 3) completes in slot 1 of the unicast job")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 3, [1], grad_hops(), slot=1))
+    s.packet(2, grad_frame(1, JOB_UNICAST, 3, [2], grad_hops(child=1), slot=1))
+    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 3, [3], server_hop(), slot=1, contributor=SWITCH_ID))
+    s.comment("a SPARSE RESULT naming the same (seq, slot) with a release hop: popped and forwarded, slot kept")
+    down = [Hop(SWITCH_ID, True, 2, 0, 1)]
+    pairs = [-1, 0] * 2
+    s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 3, pairs, down, slot=1, flags=C.FLAG_SPARSE))
+    s.expect(1, result_frame(0, JOB_UNICAST, 3, pairs, [], slot=1, flags=C.FLAG_SPARSE))
+    s.comment("a SPARSE multicast RESULT at a switch aggregating for the job: replicated, no slot located")
+    pkt = codec.result(
+        JOB_MCAST["job_id"],
+        7,
+        [],
+        lanes(pairs),
+        slot=9,
+        tree_id=JOB_MCAST["tree_id"],
+        flags=C.FLAG_MCAST | C.FLAG_SPARSE,
+    )
+    group_mac, group_ip = "02:00:00:00:00:ff", "10.0.0.255"
+    s.packet(SERVER_PORT, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
+    s.expect(1, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
+    s.expect(2, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 2)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 0)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_NOT_OWNER, 0)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_FORWARDED, 1)
+    s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
+    s.check_stat(JOB_MCAST, C.STAT_RESULT_NOT_OWNER, 0)
+    s.check_drop(C.DROP_BAD_SLOT, 0)
+    return s
+
+
 SCENARIOS = [
     identity_mismatch,
     unknown_job,
@@ -984,6 +1021,7 @@ SCENARIOS = [
     masked_overflow_and_stale,
     wide_multicast_result,
     masked_malformed,
+    sparse_results,
 ]
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from inprocess_jobs import float_inputs, int_inputs, network, workers_and_servers
 
+from protocol import constants as C
 from worker.compression.structured import sparsify
 
 KEEP = {"2:4": 2, "1:4": 1}
@@ -126,3 +127,70 @@ def test_refused_requests():
         agent.allreduce_async(np.zeros(4, dtype=np.int32), sparsity="3:4")
     with pytest.raises(ValueError, match="sums"):
         agent.allreduce_async(np.zeros(4, dtype=np.int32), op="max", sparsity="2:4")
+
+
+def _sparse_inputs(n_ranks: int, size: int, seed: int):
+    rng = np.random.default_rng(seed)
+    indices = [np.sort(rng.choice(size, size=int(rng.integers(0, size // 5)), replace=False)) for _ in range(n_ranks)]
+    values = [rng.integers(-(10**6), 10**6, size=len(i)).astype(np.int32) for i in indices]
+    return indices, values
+
+
+def _dense(size, indices, values):
+    out = np.zeros(size, dtype=np.int64)
+    for i, v in zip(indices, values, strict=True):
+        np.add.at(out, i, v)
+    return out
+
+
+@pytest.mark.parametrize(
+    "options,impairment",
+    [
+        ("merge", {}),
+        ("merge", dict(loss=0.03, duplicate=0.03)),
+        ("multicast", dict(reorder=0.2, reorder_delay_s=0.002)),
+    ],
+    ids=["clean", "loss_dup", "multicast_reorder"],
+)
+def test_sparse_pairs_are_summed_by_the_server(options, impairment):
+    """DLGS's server path: each rank's own (index, value) pairs pass the switches (SPARSE) and the server
+    sums them by index: exact for integers, whatever the links do."""
+    from controller.planner import PlanOptions
+
+    net = network("leaf_spine", seed=6)
+    net.set_impairments(**impairment)
+    job = _job(net, 8, options=PlanOptions(result_mode="multicast") if options == "multicast" else None)
+    indices, values = _sparse_inputs(8, 3000, seed=1)
+    expected = _dense(3000, indices, values)
+    handles = [a.allreduce_sparse_async(i, v) for a, i, v in zip(job.agents, indices, values, strict=True)]
+    for h in handles:
+        pairs = h.wait()
+        np.testing.assert_array_equal(_dense(3000, [pairs[0].astype(np.int64)], [pairs[1]]), expected)
+    server = job.server_agents[job.plan.servers[0].name]
+    assert server.stats["sparse_completed"] > 0 and server.stats["completed"] == 1  # the count agreement
+    # no switch released (or was asked to release) a slot for a SPARSE chunk
+    for name, sw in net.switches.items():
+        stats = sw.counter("InaIngress.ina_stats")
+        base = job.plan.job_index * C.NUM_STATS
+        assert stats.read(base + C.STAT_RESULT_NOT_OWNER)[0] == 0, name
+
+
+def test_sparse_pairs_floats_and_an_empty_rank():
+    net = network("star")
+    job = _job(net, 3)
+    rng = np.random.default_rng(2)
+    indices = [np.array([5, 9, 100]), np.array([], dtype=np.int64), np.array([9, 7])]
+    values = [rng.normal(size=len(i)).astype(np.float32) for i in indices]
+    handles = [a.allreduce_sparse_async(i, v) for a, i, v in zip(job.agents, indices, values, strict=True)]
+    expected = np.zeros(101)
+    for i, v in zip(indices, values, strict=True):
+        np.add.at(expected, i, v)
+    for h in handles:
+        pairs = h.wait()
+        dense = np.zeros(101)
+        np.add.at(dense, pairs[0].astype(np.int64), pairs[1])
+        np.testing.assert_allclose(dense, expected, atol=1e-6)
+    # the blocking form returns (indices, sums)
+    handles = [a.allreduce_sparse_async(i, v) for a, i, v in zip(job.agents[1:], indices[1:], values[1:], strict=True)]
+    got_indices, sums = job.agents[0].allreduce_sparse(indices[0], values[0])
+    assert got_indices.dtype == np.int64 and sorted(set(got_indices.tolist())) == [5, 7, 9, 100]
