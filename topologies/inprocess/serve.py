@@ -15,7 +15,8 @@ host) is registered at start. The process prints one JSON line,
      "endpoints": {"h1": ["127.0.0.1", PORT], ...}, "switches": ["s1"]}
 
 (``workers`` in rank order), then serves until its stdin closes or it gets SIGTERM, and prints a
-last line ``{"switch_counters": {JOB_ID: {SWITCH: {...}}}}`` with each job's P4 counters.
+last line ``{"switch_counters": {JOB_ID: {SWITCH: {...}}}, "link_bytes": {"a->b": BYTES}}`` with each
+job's P4 counters and the bytes every link direction carried.
 
 Threads: the network, the agents and the switch tables belong to the loop thread. The job service
 answers on gRPC threads, so installing or removing a job is handed to the loop thread
@@ -39,7 +40,7 @@ from controller.errors import InstallError
 from topologies.errors import LabError
 
 REPO = Path(__file__).resolve().parents[2]
-COUNTERS = ("grad_aggregated", "grad_completed", "grad_duplicate", "overflow")
+COUNTERS = ("grad_aggregated", "grad_completed", "grad_duplicate", "grad_masked", "overflow")
 
 
 class LoopInstaller:
@@ -105,6 +106,7 @@ def job_counters(net, plan) -> dict:
         "grad_aggregated": C.STAT_GRAD_AGGREGATED,
         "grad_completed": C.STAT_GRAD_COMPLETED,
         "grad_duplicate": C.STAT_GRAD_DUPLICATE,
+        "grad_masked": C.STAT_GRAD_MASKED,
         "overflow": C.STAT_OVERFLOW,
     }
     base = plan.job_index * C.NUM_STATS
@@ -192,7 +194,8 @@ def serve(args) -> int:
         thread.join(10)
         attach.close()
     counters = {job_id: job_counters(net, p) for job_id, p in installer.plans.items()}
-    print(json.dumps({"switch_counters": counters}), flush=True)
+    link_bytes = {name: stats["bytes"] for dirs in net.link_bytes().values() for name, stats in dirs.items()}
+    print(json.dumps({"switch_counters": counters, "link_bytes": link_bytes}), flush=True)
     return 0
 
 
@@ -235,6 +238,7 @@ class ServedNetwork:
         self.proc: subprocess.Popen | None = None
         self.switch_counters: dict = {}
         self.all_counters: dict = {}
+        self.link_bytes: dict[str, int] = {}  # "a->b" -> bytes the link direction carried (after stop)
 
     def __enter__(self) -> ServedNetwork:
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -277,6 +281,7 @@ class ServedNetwork:
                 if line.startswith('{"switch_counters"'):
                     self.all_counters = {int(j): c for j, c in json.loads(line)["switch_counters"].items()}
                     self.switch_counters = self.all_counters.get(self.job_id, {})
+                    self.link_bytes = json.loads(line).get("link_bytes", {})
             self.proc = None
         return err or ""
 

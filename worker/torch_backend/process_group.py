@@ -98,6 +98,18 @@ class InaProcessGroup(dist.ProcessGroup):
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         return self._submit(SwitchReduction(tensors, op, self.size()), "all_reduce_coalesced")
 
+    def run_exchange(self, job: Callable[[object], object], what: str) -> InaWork:
+        """Run ``job(agent)`` (this rank's WorkerAgent) on the switch thread, in issue order with the
+        group's other switch collectives; the work's future completes with what ``job`` returns. For
+        communication hooks whose exchange is more than one allreduce (compression_hooks.py): the
+        agent's allreduce with ``sparsity``, or several allreduces chained on one bucket."""
+        if self._session is None:
+            raise RuntimeError(f"ina {what}: the process group was shut down")
+        agent = self._channel.agent
+        work = self._session.thread.submit(lambda: job(agent), what)
+        self._last_switch_work = work
+        return work
+
     def barrier(self, opts=None):
         """Waits for this rank's switch collectives issued so far, then a gloo barrier."""
         if self._last_switch_work is not None:
@@ -169,9 +181,11 @@ class InaProcessGroup(dist.ProcessGroup):
 
 
 class SwitchChannel:
-    """What the group needs from the worker side: one blocking exchange, and close."""
+    """What the group needs from the worker side: one blocking exchange, and close; ``agent`` is the
+    WorkerAgent that ``run_exchange`` jobs get."""
 
     aggregate: Aggregate
+    agent: object
 
     def close(self) -> None:
         """Release what the channel holds."""
