@@ -1043,6 +1043,9 @@ V1MODEL_ONLY = {
     "masked_overflow_and_stale.stf",
     "wide_multicast_result.stf",
     "masked_malformed.stf",
+    # the TNA program does not look at SPARSE on RESULTs: it handles them as dense results (here it drops
+    # the multicast one, whose slot it cannot locate; docs/protocol.md)
+    "sparse_results.stf",
 }
 
 
