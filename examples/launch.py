@@ -135,6 +135,7 @@ def _run(args: argparse.Namespace, body: Body, name: str) -> int:
         if args.json and args.json.exists():  # the switches' view of the run, next to rank 0's summary
             summary = json.loads(args.json.read_text())
             summary["switch_counters"] = job.switch_counters
+            summary["link_bytes"] = job.link_bytes  # "a->b": bytes each link direction carried
             args.json.write_text(json.dumps(summary, indent=2))
         for switch, c in sorted(job.switch_counters.items()):
             print(

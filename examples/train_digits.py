@@ -32,6 +32,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch import nn  # noqa: E402
 
+COMPRESSIONS = ("none", "2:4", "1:4", "dlgs-0.1", "dlgs-0.01", "dlgs-0.1-server", "dlgs-0.01-server")
+
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -47,6 +49,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=1,
         help="hidden layers (--hidden 1000 --depth 2: about 1.08M parameters, a gradient of 4.3 MB per "
         "iteration, so links rather than latency bound a step)",
+    )
+    p.add_argument(
+        "--compression",
+        choices=COMPRESSIONS,
+        default="none",
+        help="a DDP communication hook (docs/compression.md): 2:4 / 1:4 structured sparsity (dense for the first "
+        "epoch), DLGS layer-wise top-k at ratio 0.1 / 0.01 (shared index set; -server: the server path)",
+    )
+    p.add_argument(
+        "--warmup-epochs", type=int, default=1, help="2:4 / 1:4: dense for this many epochs first (the schedule)"
     )
     p.add_argument("--test-fraction", type=float, default=0.25)
     args = p.parse_args(argv)
@@ -83,6 +95,25 @@ def make_model(seed: int, hidden: int, depth: int = 1) -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(width, 10))
 
 
+def register_compression(model: nn.parallel.DistributedDataParallel, name: str, warmup_steps: int):
+    """The hook ``name`` names on ``model`` (the default process group); returns its state (or None)."""
+    from worker.compression.schedule import GranularitySchedule
+    from worker.torch_backend import compression_hooks as hooks
+
+    group = dist.group.WORLD
+    if name in ("2:4", "1:4"):
+        state = hooks.Sparse24State(group, GranularitySchedule.warmup_then(warmup_steps, name))
+        model.register_comm_hook(state, hooks.ina_sparse24_hook)
+        return state
+    if name.startswith("dlgs-"):
+        ratio = float(name.split("-")[1])
+        path = "server" if name.endswith("-server") else "shared"
+        state = hooks.DlgsState(group, ratio=ratio, reuse=10, path=path, model=model)
+        model.register_comm_hook(state, hooks.dlgs_hook)
+        return state
+    return None
+
+
 def shard(n: int, rank: int, world: int) -> torch.Tensor:
     """Rank r's training examples: r, r+N, r+2N, ..."""
     return torch.arange(rank, n, world)
@@ -96,11 +127,20 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     torch.set_num_threads(1)
     (x_train, y_train), (x_test, y_test) = load_data(args.seed, args.test_fraction)
     mine = shard(len(y_train), rank, world)
-    model = nn.parallel.DistributedDataParallel(make_model(args.seed, args.hidden, args.depth))
+    steps = len(y_train) // world // args.batch_size
+    compression = getattr(args, "compression", "none")
+    if compression.startswith("dlgs-"):  # one bucket per parameter: DLGS merges them itself
+        from worker.torch_backend.compression_hooks import DLGS_BUCKET_CAP_MB
+
+        model = nn.parallel.DistributedDataParallel(
+            make_model(args.seed, args.hidden, args.depth), bucket_cap_mb=DLGS_BUCKET_CAP_MB
+        )
+    else:
+        model = nn.parallel.DistributedDataParallel(make_model(args.seed, args.hidden, args.depth))
+    state = register_compression(model, compression, steps * getattr(args, "warmup_epochs", 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     # every rank takes the same number of steps per epoch (the shards differ by at most one)
-    steps = len(y_train) // world // args.batch_size
     step_times, losses = [], []
     for epoch in range(args.epochs):
         g = torch.Generator().manual_seed(args.seed * 1000 + epoch * 31 + rank)
@@ -141,7 +181,10 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         "iterations": len(step_times),
         "ms_per_iteration": 1000 * float(np.mean(step_times)),
         "ranks_in_sync": in_sync,
+        "compression": compression,
     }
+    if state is not None and hasattr(state, "plan"):
+        summary["merge_plan"] = state.plan
     print(
         f"backend {args.backend}: test accuracy {100 * acc:.2f}%  "
         f"{summary['ms_per_iteration']:.1f} ms/iteration over {len(step_times)} iterations  "
