@@ -72,7 +72,7 @@ def run_method(method: str, hidden: int, layers: int, epochs: int, workers: int,
     if link_bytes is None:
         gradient_bytes = 4 * summary["parameters"]
         worker_bytes = 2 * (workers - 1) / workers * gradient_bytes
-        server_bytes = 0.0
+        server_bytes = None  # gloo has no server
         measured = False
     else:
         worker_bytes = link_bytes["h1->s1"] / iterations
@@ -111,7 +111,7 @@ def plot(runs: list[dict], path: Path) -> None:
             ax = axes[row][col]
             values = []
             for r in mine:
-                v = r[key]
+                v = r[key] if r[key] is not None else float("nan")
                 if relative:
                     v = 100.0 * v / dense[key] if dense and dense[key] else float("nan")
                 elif key == "test_accuracy":
@@ -166,9 +166,11 @@ def main(argv=None) -> int:
                     if dense
                     else f"{'-':>8}"
                 )
+                server_bytes = run["server_link_bytes_per_iteration"]
+                server = "-" if server_bytes is None else f"{server_bytes:.0f}"
                 print(
                     f"{model:>10} {method:>16} {run['worker_uplink_bytes_per_iteration']:12.0f} {share} "
-                    f"{run['server_link_bytes_per_iteration']:12.0f} {run['ms_per_iteration']:8.1f} "
+                    f"{server:>12} {run['ms_per_iteration']:8.1f} "
                     f"{100 * run['test_accuracy']:6.2f}",
                     flush=True,
                 )
