@@ -23,8 +23,10 @@ def test_sparse24_hook_through_the_switches(tmp_path, world):
     counts = runs[0]["allreduces"]
     assert counts == {"dense": 5, "2:4": 15, "1:4": 10}
     assert runs[0]["full_loss"] < 0.6 * initial_full_loss()
-    # the switch expanded every rank's MASKED packets: 7 chunks of 128 positions (2:4), 4 of 256 (1:4)
-    assert job.switch_counters["s1"]["grad_masked"] == world * (15 * -(-771 // 128) + 10 * -(-771 // 256))
+    # the switch expanded every rank's MASKED packets: 7 chunks of 128 positions (2:4), 4 of 256 (1:4);
+    # a retransmission (a loaded machine) is expanded again
+    masked = world * (15 * -(-771 // 128) + 10 * -(-771 // 256))
+    assert job.switch_counters["s1"]["grad_masked"] >= masked
     gloo = run_ranks(hooked_training, world, "gloo", "sparse24", 30, {"schedule": schedule})
     _identical(gloo)
     np.testing.assert_allclose(runs[0]["params"], gloo[0]["params"], atol=2e-3)
