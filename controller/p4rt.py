@@ -23,6 +23,9 @@ from controller.errors import P4RuntimeError
 from controller.tls import TlsFiles
 from controller.tls import channel as tls_channel
 
+# seconds a switch may take to load a pipeline: it compiles the program first (see set_pipeline)
+PIPELINE_PUSH_TIMEOUT = 180.0
+
 
 def encode(value: int, bitwidth: int) -> bytes:
     """``value`` as a P4Runtime bytestring: big-endian, the shortest form (at least one byte).
@@ -364,9 +367,9 @@ class SwitchConnection:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _call(self, what: str, fn: Callable[..., Any], request: Any) -> Any:
+    def _call(self, what: str, fn: Callable[..., Any], request: Any, timeout: float | None = None) -> Any:
         try:
-            return fn(request, timeout=self.timeout)
+            return fn(request, timeout=self.timeout if timeout is None else timeout)
         except grpc.RpcError as exc:
             details = exc.details() or exc.code().name
             errors = _update_errors(exc)
@@ -382,7 +385,10 @@ class SwitchConnection:
         req.election_id.low = self.election_id
         req.config.p4info.CopyFrom(p4info)
         req.config.p4_device_config = device_config
-        self._call("SetForwardingPipelineConfig", self.stub.SetForwardingPipelineConfig, req)
+        # the switch compiles the program before it answers (softswitch's C back end: seconds of gcc on a cold
+        # cache, longer when several switches of a lab compile at once), so the connection's timeout is too short
+        timeout = max(self.timeout, PIPELINE_PUSH_TIMEOUT)
+        self._call("SetForwardingPipelineConfig", self.stub.SetForwardingPipelineConfig, req, timeout)
 
     def get_p4info(self) -> p4info_pb2.P4Info:
         """The P4Info of the switch's pipeline (GetForwardingPipelineConfig).
