@@ -394,7 +394,7 @@ def cmd_counters(args: argparse.Namespace) -> int:
     with _installer(args, topo) as inst:
         for s in switches:
             base = args.job_index * NUM_STATS
-            values = inst.read_counter(s, "InaIngress.ina_stats", [base + i for i in sorted(stats)])
+            values = inst.read_stats(s, [base + i for i in sorted(stats)])  # either program (programs.py)
             dropped = inst.read_counter(s, "InaIngress.drop_stats", sorted(drops))
             print(f"{s} job index {args.job_index}:")
             for i in sorted(stats):

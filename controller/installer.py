@@ -23,6 +23,7 @@ from controller.errors import P4RuntimeError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
+from controller.programs import program_kind, stat_counters
 from controller.tls import TlsFiles
 from controller.topology import Topology
 from protocol import constants as C
@@ -39,7 +40,7 @@ ADMIT_PRIORITY, CATCH_ALL_PRIORITY = 10, 1  # ina_admission: a flow's own port w
 EXACT_9 = 0x1FF  # ternary mask of a whole 9-bit key (admit_hop, ingress_port)
 K_JOB, K_TREE = "hdr.ina.job_id", "hdr.ina.tree_id"
 K_DST, K_EGRESS = "hdr.ipv4.dst_addr", "standard_metadata.egress_port"
-C_STATS, C_DROPS = "InaIngress.ina_stats", "InaIngress.drop_stats"
+C_STATS, C_DROPS = "InaIngress.ina_stats", "InaIngress.drop_stats"  # TNA: stats in four counters (read_stats)
 
 
 def _mac(text: str) -> int:
@@ -400,6 +401,23 @@ class Installer:
         """index -> (packets, bytes) of the P4 counter called ``counter`` at ``switch``."""
         cid, _ = self.names(switch).counter(counter)
         return read_counter(self.conn(switch), cid, indices)
+
+    def program(self, switch: str | None = None) -> str:
+        """The aggregation program the switches run, "v1model" or "tna", from the P4Info (given, or read
+        from ``switch``): controller/programs.py."""
+        self.names(switch)
+        assert self.p4info is not None
+        return program_kind(self.p4info)
+
+    def read_stats(self, switch: str, indices: list[int]) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of the per-job statistics (index job_index * NUM_STATS + STAT_*) at
+        ``switch``, whichever program it runs (the TNA program's are the sum of four counters)."""
+        assert self.names(switch) is not None and self.p4info is not None
+        total = {i: (0, 0) for i in indices}
+        for counter in stat_counters(c.preamble.name for c in self.p4info.counters):
+            for i, (packets, nbytes) in self.read_counter(switch, counter, indices).items():
+                total[i] = (total[i][0] + packets, total[i][1] + nbytes)
+        return total
 
     # -- idempotent write --------------------------------------------------------------------------
     def _existing(self, conn: P4RuntimeClient, table_ids: set[int], groups: bool) -> set[EntryKey]:

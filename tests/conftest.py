@@ -37,6 +37,13 @@ def ina_program():
     return compile_program(str(INA_P4))
 
 
+@pytest.fixture(params=["v1model", "tna"])
+def program(request) -> str:
+    """The aggregation program the switches run, for tests that run on both: "v1model" (p4src/ina.p4) or
+    "tna" (p4src/tna/ina_tna.p4)."""
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def ina_tna_program():
     """p4src/tna/ina_tna.p4 (the Tofino program) compiled by softswitch, once per session."""

@@ -59,6 +59,7 @@ class Step:
 
 
 def run_demo(args) -> int:
+    from controller.programs import program_file
     from controller.topology_yaml import load_topology
     from topologies import report
 
@@ -72,6 +73,8 @@ def run_demo(args) -> int:
     else:
         print(f"demo: {why}: running the same job on the in-process network (virtual clock) instead of mininet")
 
+    if args.program:
+        print(f"demo: the switches run {program_file(args.program)}")
     step(f"planning: {args.workers} workers, 1 server on {topo.name}")
     backend = make_backend(use_mininet, args)
     failed = True
@@ -167,7 +170,7 @@ def make_backend(use_mininet: bool, args):
         )
     from topologies.inprocess_lab import InProcessLab
 
-    return InProcessLab(str(args.topology), workers, args.server, plan_options=options)
+    return InProcessLab(str(args.topology), workers, args.server, program=args.program, plan_options=options)
 
 
 def main(argv=None) -> int:
@@ -185,7 +188,9 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(
-        "--program", help="what the switches start with (default p4src/ina.p4 on softswitch, --no-p4 on bmv2)"
+        "--program",
+        help="what the switches start with: v1model (p4src/ina.p4, the default on softswitch), tna "
+        "(p4src/tna/ina_tna.p4, softswitch only) or a path (--no-p4 by default on bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")

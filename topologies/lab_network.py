@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controller.programs import PROGRAM_FILES, program_file
 from controller.tls import Certificates, TlsFiles, make_certificates
 from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
@@ -168,6 +169,10 @@ class LabNetwork:
         self.target = resolve_target(target) if isinstance(target, str) else target
         if program is None and self.target.name == "softswitch":
             program = str(DEFAULT_PROGRAM)
+        if program is not None:  # "v1model" / "tna": the repository's programs (controller/programs.py)
+            program = str(program_file(program))
+            if self.target.name == "bmv2" and program == str(PROGRAM_FILES["tna"]):
+                raise LabError("the TNA program runs on softswitch (or a Tofino), not on BMv2: use --target softswitch")
         self.program = program
         self.grpc_base = grpc_base
         self.queue_ms = queue_ms

@@ -468,14 +468,14 @@ class MininetLab:
         return self.network.link_bytes()
 
     def switch_counters(self, plan=None) -> dict[str, dict[str, int]]:
-        """Non-zero per-job packet counts (InaIngress.ina_stats) of ``plan`` (default: the lab's job)
+        """Non-zero per-job packet counts (Installer.read_stats, either program) of ``plan`` (default: the lab's job)
         and drop reasons (drop_stats, all jobs) of every switch, read over P4Runtime."""
         from protocol import constants as C
 
         out = {}
         base = (plan or self.plan).job_index * C.NUM_STATS
         for s in self.topo.switches:
-            stats = self.installer.read_counter(s.name, "InaIngress.ina_stats", [base + i for i in C.STAT_NAMES])
+            stats = self.installer.read_stats(s.name, [base + i for i in C.STAT_NAMES])
             drops = self.installer.read_counter(s.name, "InaIngress.drop_stats", list(C.DROP_REASON_NAMES))
             row = {C.STAT_NAMES[i - base].removeprefix("STAT_").lower(): v[0] for i, v in stats.items() if v[0]}
             row.update(
@@ -669,7 +669,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m topologies.mininet_lab", description=__doc__.split("\n")[0])
     ap.add_argument("topology", nargs="?", help="topology YAML (topologies/*.yaml)")
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
-    ap.add_argument("--program", help="P4 program (softswitch) or compiled JSON (bmv2); default p4src/ina.p4")
+    ap.add_argument(
+        "--program",
+        help="P4 program (softswitch): v1model (p4src/ina.p4, the default), tna (p4src/tna/ina_tna.p4) or a "
+        "path; compiled JSON (bmv2)",
+    )
     ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
     ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")

@@ -11,13 +11,15 @@ import pytest
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
 
-def network(name: str, seed: int = 0, **kwargs):
+def network(name: str, seed: int = 0, program: str = "v1model", **kwargs):
+    """The topology `name` (a file of topologies/ or a Topology) on the in-process network with routes
+    installed; `program`: "v1model" (p4src/ina.p4) or "tna" (p4src/tna/ina_tna.p4)."""
     pytest.importorskip("softswitch.switch", reason="softswitch pipeline (softswitch.switch) not in this checkout")
     from controller.topology_yaml import load_topology
     from topologies.inprocess import InProcessNetwork
 
     topo = load_topology(TOPOLOGIES / f"{name}.yaml") if isinstance(name, str) else name
-    net = InProcessNetwork(topo, seed=seed, **kwargs)
+    net = InProcessNetwork(topo, seed=seed, program=program, **kwargs)
     net.install_routes()
     return net
 

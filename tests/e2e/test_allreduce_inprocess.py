@@ -1,6 +1,10 @@
 """End to end: worker and server agents, controller plans and softswitch running p4src/ina.p4 on the
 in-process network (virtual clock). Sums must be exact for ints and within 1e-6 (of the largest
-magnitude of the exact sum) for floats, whatever the links lose, duplicate or reorder."""
+magnitude of the exact sum) for floats, whatever the links lose, duplicate or reorder.
+
+Every test runs on both aggregation programs (the `program` fixture, tests/conftest.py): the
+v1model one and its TNA version p4src/tna/ina_tna.p4, with the same assertions. The one that differs
+is marked where it is (docs/tofino.md, "Differences")."""
 
 import numpy as np
 import pytest
@@ -15,8 +19,8 @@ def _job(net, n_workers=None, **kwargs):
 
 
 @pytest.mark.parametrize("topo,n", [("star", 2), ("star", 4), ("leaf_spine", 8), ("fat_tree_k4", 15)])
-def test_int_and_float_sums(topo, n):
-    net = network(topo)
+def test_int_and_float_sums(topo, n, program):
+    net = network(topo, program=program)
     job = _job(net, n)
     xs = int_inputs(n, 300, seed=n)
     for out in job.allreduce(xs):
@@ -25,8 +29,8 @@ def test_int_and_float_sums(topo, n):
     assert_float_close(job.allreduce(fs), fs)
 
 
-def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch():
-    net = network(star_topology(16))
+def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch(program):
+    net = network(star_topology(16), program=program)
     job = _job(net)
     xs = int_inputs(16, 256)
     for out in job.allreduce(xs):
@@ -43,8 +47,8 @@ def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch():
     [dict(loss=0.01), dict(loss=0.05), dict(duplicate=0.05), dict(reorder=0.2, reorder_delay_s=0.002)],
     ids=["loss1", "loss5", "dup", "reorder"],
 )
-def test_impairments_never_change_the_result(impairment):
-    net = network("leaf_spine", seed=3)
+def test_impairments_never_change_the_result(impairment, program):
+    net = network("leaf_spine", seed=3, program=program)
     net.set_impairments(**impairment)
     job = _job(net, 8)
     xs = int_inputs(8, 640, seed=5)
@@ -54,8 +58,8 @@ def test_impairments_never_change_the_result(impairment):
     assert_float_close(job.allreduce(fs), fs)
 
 
-def test_max():
-    net = network("leaf_spine")
+def test_max(program):
+    net = network("leaf_spine", program=program)
     job = _job(net, 6)
     xs = int_inputs(6, 200, seed=7)
     for out in job.allreduce(xs, op="max"):
@@ -66,10 +70,10 @@ def test_max():
         assert np.abs(out - exact).max() <= 1e-6 * np.abs(exact).max()
 
 
-def test_dead_worker_fails_the_others_with_a_clear_error():
+def test_dead_worker_fails_the_others_with_a_clear_error(program):
     from worker.agent import AllreduceTimeout
 
-    net = network("star")
+    net = network("star", program=program)
     job = _job(net, 4, timeout=0.002, retries=3)
     net.kill_host(job.plan.workers[3].name)
     handles = [a.allreduce_async(x) for a, x in zip(job.agents[:3], int_inputs(3, 200), strict=True)]
@@ -79,10 +83,10 @@ def test_dead_worker_fails_the_others_with_a_clear_error():
     assert net.loop.now() < 1.0
 
 
-def test_dead_server_fails_the_workers():
+def test_dead_server_fails_the_workers(program):
     from worker.agent import AllreduceTimeout
 
-    net = network("star")
+    net = network("star", program=program)
     job = _job(net, 2, timeout=0.002, retries=2)
     net.kill_host(job.plan.servers[0].name)
     handles = job.start(int_inputs(2, 64))
@@ -91,11 +95,11 @@ def test_dead_server_fails_the_workers():
             h.wait()
 
 
-def test_two_concurrent_jobs_never_mix():
+def test_two_concurrent_jobs_never_mix(program):
     from controller.resources import Resources
     from topologies.inprocess.jobs import InProcessJob
 
-    net = network("leaf_spine", seed=1)
+    net = network("leaf_spine", seed=1, program=program)
     net.set_impairments(loss=0.01)
     resources = Resources.for_topology(net.topo)
     servers = {}
@@ -110,18 +114,24 @@ def test_two_concurrent_jobs_never_mix():
         np.testing.assert_array_equal(h.wait(), sum(xb))
 
 
-def test_multicast_results_and_multiple_trees():
+def test_multicast_results_and_multiple_trees(program):
     from controller.planner import PlanOptions
 
-    net = network("fat_tree_k4")
+    net = network("fat_tree_k4", program=program)
     job = _job(net, 6, options=PlanOptions(planner="multitree", trees=2, result_mode="multicast"))
     xs = int_inputs(6, 640, seed=9)
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
 
 
-def test_overflow_is_reported_not_wrapped():
-    net = network("star")
+def test_overflow_is_reported_not_wrapped(program, request):
+    if program == "tna":  # runs, and must fail: the difference is real, not skipped
+        reason = (
+            "the TNA program does not detect a lane's signed overflow (one output word per stateful ALU): "
+            "an int32 sum beyond the int32 range comes back wrapped (docs/tofino.md, Differences)"
+        )
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    net = network("star", program=program)
     job = _job(net, 2)
     big = [np.full(8, 2**31 - 5, dtype=np.int32)] * 2
     for h in job.start(big):
@@ -129,11 +139,11 @@ def test_overflow_is_reported_not_wrapped():
             h.wait()
 
 
-def test_two_jobs_on_the_same_hosts_run_at_once():
+def test_two_jobs_on_the_same_hosts_run_at_once(program):
     from controller.resources import Resources
     from topologies.inprocess.jobs import InProcessJob
 
-    net = network("star")
+    net = network("star", program=program)
     resources, servers = Resources.for_topology(net.topo), {}
     a = InProcessJob(net, ["h1", "h2", "h3"], ["h5"], resources=resources, server_agents=servers)
     b = InProcessJob(net, ["h3", "h2", "h1"], ["h5"], resources=resources, server_agents=servers)
@@ -144,12 +154,12 @@ def test_two_jobs_on_the_same_hosts_run_at_once():
     assert_float_close([h.wait() for h in hb], xb)
 
 
-def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues():
+def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues(program):
     """The NaN travels as a marker in the scale agreement through the switches: every rank raises
     the same error in that collective, well before a retransmission timeout, and stays usable."""
     from worker.agent import NonFiniteInputError
 
-    net = network("leaf_spine")
+    net = network("leaf_spine", program=program)
     job = _job(net, 8, timeout=0.05, retries=8)
     fs = float_inputs(8, 300, seed=11)
     fs[5][200] = np.inf
@@ -175,7 +185,7 @@ def test_nan_on_one_rank_fails_every_rank_at_once_and_the_job_continues():
         np.testing.assert_array_equal(out, sum(xs))
 
 
-def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding():
+def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding(program):
     """The default pool (512 chunks in flight per tree) into 100 Mbit/s links whose queues hold 40
     frames: the congestion window starts at 32 chunks, halves on each timeout and grows back, so the
     round completes exactly. (Sending the whole pool at once, the agents of 53e27aa gave up on a chunk
@@ -183,7 +193,7 @@ def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding():
     topo = star_topology(4)
     for link in topo.links:
         link.bandwidth = 100.0
-    net = network(topo)
+    net = network(topo, program=program)
     for channel in net.net.channels:
         channel.params.queue_bytes = 40 * 330
     job = _job(net, timeout=0.005)

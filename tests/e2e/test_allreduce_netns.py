@@ -1,5 +1,6 @@
 """The same allreduce over kernel UDP sockets: agents in network namespaces, one softswitch process
-(p4src/ina.p4) on veth links, entries written over P4Runtime by the controller's installer."""
+(p4src/ina.p4, or its TNA version) on veth links, entries written over P4Runtime by the controller's
+installer."""
 
 import os
 import shutil
@@ -70,9 +71,10 @@ def star_netns():
             sh("ip", "netns", "del", ns, check=False)
 
 
-def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_path):
+def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_path, program):
     from controller.installer import Installer
     from controller.planner import plan_job
+    from controller.programs import PROGRAM_FILES
 
     topo, namespaces, links = star_netns
     addr = f"127.0.0.1:{_free_port()}"
@@ -80,7 +82,7 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
     for port, iface in links:
         cmd += ["-i", f"{port}@{iface}"]
     switch = subprocess.Popen(
-        cmd + [str(ROOT / "p4src" / "ina.p4")],
+        cmd + [str(PROGRAM_FILES[program])],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -96,6 +98,7 @@ def test_allreduce_over_kernel_udp_through_a_softswitch_process(star_netns, tmp_
         while True:
             try:
                 with Installer(topo, addresses={"s1": addr}) as inst:
+                    assert inst.program() == program  # learnt from the P4Info the switch serves
                     inst.install_topology()
                     inst.install_job(plan)
                 break

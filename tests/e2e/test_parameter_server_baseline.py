@@ -29,18 +29,16 @@ def _jobs(net, n_workers):
 
 
 def _ina_stats(net, plan, stat):
-    """Per switch, one of the job's P4 counters (InaIngress.ina_stats, packets)."""
+    """Per switch, one of the job's P4 statistics (packets), whichever program the switches run."""
     from protocol import constants as C
+    from topologies.inprocess.serve import job_stat
 
-    return {
-        name: sw.counter("InaIngress.ina_stats").read(plan.job_index * C.NUM_STATS + stat)[0]
-        for name, sw in net.switches.items()
-    }
+    return {name: job_stat(sw, plan.job_index * C.NUM_STATS + stat) for name, sw in net.switches.items()}
 
 
-def test_server_bytes_are_n_times_those_of_ina_on_a_star():
+def test_server_bytes_are_n_times_those_of_ina_on_a_star(program):
     n = 4
-    net = network(star_topology(n))
+    net = network(star_topology(n), program=program)
     ina, ps = _jobs(net, n)
     server = ps.plan.servers[0].name
     xs = int_inputs(n, 64 * 10, seed=1)
@@ -58,11 +56,14 @@ def test_server_bytes_are_n_times_those_of_ina_on_a_star():
 
     assert _ina_stats(net, ps.plan, C.STAT_GRAD_AGGREGATED) == {"s1": 0}
     assert _ina_stats(net, ps.plan, C.STAT_GRAD_PASSED)["s1"] == 40
+    # the controller reads the same over P4Runtime, knowing the program from the P4Info
+    completed = ina.plan.job_index * C.NUM_STATS + C.STAT_GRAD_COMPLETED
+    assert net.installer.read_stats("s1", [completed])[completed][0] == 10
     assert ps.server_agents[server].stats["completed"] == 10 + 10  # both jobs' chunks
 
 
-def test_multi_hop_no_switch_aggregates_and_loss_is_retransmitted():
-    net = network("leaf_spine", seed=4)
+def test_multi_hop_no_switch_aggregates_and_loss_is_retransmitted(program):
+    net = network("leaf_spine", seed=4, program=program)
     ina, ps = _jobs(net, 8)
     assert ps.plan.trees[0].aggregation_points == [] and ps.plan.trees[0].server.fan_in == 8
     net.set_impairments(loss=0.03)

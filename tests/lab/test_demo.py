@@ -28,6 +28,23 @@ def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
     assert f"picture: {png}" in out
 
 
+def test_quick_demo_on_the_tna_program(tmp_path):
+    """`--program tna`: the switches run p4src/tna/ina_tna.p4 (softswitch's TNA pipeline), same sums."""
+    done = subprocess.run(
+        [sys.executable, "-m", "topologies.demo", "--quick", "--inprocess", "--program", "tna"]
+        + ["--picture", str(tmp_path / "demo.png")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "the switches run " + os.path.join(REPO, "p4src", "tna", "ina_tna.p4") in out
+    assert out.count("sums verified") == 4
+    assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
+
+
 def test_quick_demo_in_mininet(tmp_path):
     """`make run`'s mininet path, quick: softswitch processes, agents on kernel UDP, clean exit."""
     import pytest

@@ -11,7 +11,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = needs_mininet
 
 
-def _run_lab(topology, workers, rounds, values, check):
+def _run_lab(topology, workers, rounds, values, check, program=None):
     from controller.planner import PlanOptions
     from topologies.mininet_lab import MininetLab
 
@@ -22,6 +22,7 @@ def _run_lab(topology, workers, rounds, values, check):
         values=values,
         log=lambda m: None,
         plan_options=PlanOptions(result_mode="multicast"),
+        program=program,
     )
     try:
         lab.start()
@@ -89,3 +90,22 @@ def test_leaf_spine_multi_hop_aggregation():
         assert 0 < l1_up < 1.5 * min(per_worker)
 
     _run_lab("leaf_spine.yaml", 4, 1, 500, check)
+
+
+def test_leaf_spine_on_the_tna_program():
+    """`--program tna`: softswitch processes run p4src/tna/ina_tna.p4; the installer learns that from the
+    P4Info they serve and reads the statistics the TNA way (four counters summed), over P4Runtime."""
+
+    def check(lab):
+        assert lab.installer.program() == "tna"
+        assert [r.verified for r in lab.allreduce(2, 300)] == [True, True]
+        chunks = 2 * 5  # 2 rounds x ceil(300 / 64)
+        counters = lab.switch_counters()
+        aggregating = {c.switch for c in lab.plan.switches if c.aggregates}
+        assert {"l1", "l2", "sp1"} <= aggregating, lab.plan_text()
+        # every aggregating switch completed each chunk once, from at least two contributions each
+        for switch in aggregating:
+            completed, added = counters[switch]["grad_completed"], counters[switch]["grad_aggregated"]
+            assert completed == chunks and added >= 2 * chunks and added % chunks == 0, (switch, counters[switch])
+
+    _run_lab("leaf_spine.yaml", 4, 2, 300, check, program="tna")

@@ -16,6 +16,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.programs import program_file
 from topologies.errors import LabError
 from topologies.inprocess.network import HostNode, LinkParams, Network
 from worker.loop import EventLoop, RealTimeLoop, VirtualLoop
@@ -66,7 +67,7 @@ class InProcessNetwork:
         self.topo = topo
         self.loop = loop or VirtualLoop()
         self.net = Network(self.loop, seed)
-        self.program = compile_program(str(program))
+        self.program = compile_program(str(program_file(program)))  # a path, or "v1model" / "tna"
         self.switches = {}
         for s in topo.switches:
             sw = Switch(self.program, device_id=s.device_id, name=s.name)

@@ -37,6 +37,7 @@ import threading
 from pathlib import Path
 
 from controller.errors import InstallError
+from controller.programs import stat_counters
 from topologies.errors import LabError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +100,7 @@ class LoopInstaller:
 
 
 def job_counters(net, plan) -> dict:
-    """Per switch, the job's P4 counters (InaIngress.ina_stats): what the data plane itself did."""
+    """Per switch, the job's P4 statistics (InaIngress.ina_stats and, on TNA, its siblings): what the data plane itself did."""
     from protocol import constants as C
 
     index = {
@@ -110,10 +111,14 @@ def job_counters(net, plan) -> dict:
         "overflow": C.STAT_OVERFLOW,
     }
     base = plan.job_index * C.NUM_STATS
-    return {
-        name: {k: sw.counter("InaIngress.ina_stats").read(base + index[k])[0] for k in COUNTERS}
-        for name, sw in net.switches.items()
-    }
+    return {name: {k: job_stat(sw, base + index[k]) for k in COUNTERS} for name, sw in net.switches.items()}
+
+
+def job_stat(sw, index: int) -> int:
+    """Packets of one per-job statistic of a softswitch, whichever ina program it runs (the TNA one
+    counts a statistic in four counters: controller/programs.py)."""
+    counters = stat_counters(c.name for c in sw.info.counters)
+    return sum(sw.counter(counter).read(index)[0] for counter in counters)
 
 
 class _Stop(Exception):
@@ -147,7 +152,7 @@ def serve(args) -> int:
         topo.host(name)  # TopologyError naming an unknown host
     workers = _pick_workers(topo, args.workers, servers)
     loop = RealTimeLoop()
-    net = InProcessNetwork(topo, loop=loop, seed=args.seed)
+    net = InProcessNetwork(topo, loop=loop, seed=args.seed, program=args.program)
     net.install_routes()
     installer = LoopInstaller(net, servers)
     attach = AttachServer(net, hosts=[h.name for h in topo.hosts if h.name not in servers], bind_ip=args.attach_ip)
@@ -222,6 +227,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attach-ip", default="127.0.0.1", help="address of the attach endpoints")
     p.add_argument("--plan-out", help="also write the start job's plan JSON here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--program",
+        default="v1model",
+        help="the switches' program: v1model (p4src/ina.p4), tna (its TNA version) or a path",
+    )
 
 
 class ServedNetwork:
