@@ -1,5 +1,9 @@
 """Configuration of the ina backend and errors raised before any packet is sent (no network)."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -9,6 +13,8 @@ from torch_ranks import run_ranks
 
 from worker.torch_backend import InaConfigError, InaOptions, InaUnsupportedError
 from worker.torch_backend.reduction import SwitchReduction, check_op
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_options_from_env():
@@ -99,3 +105,36 @@ def test_the_job_token_reaches_the_job_service():
     finally:
         admin.close()
         server.stop()
+
+
+# DDP with an ina group whose switch exchange fails (as a lost network does); in a child process,
+# since the bug this guards against killed the process with SIGSEGV instead of raising
+FAILED_BUCKET = """
+import datetime
+import torch
+import torch.distributed as dist
+from torch import nn
+from worker.stream import AllreduceError
+from worker.torch_backend.process_group import InaProcessGroup, SwitchChannel
+
+class LostNetwork(SwitchChannel):
+    agent = None
+    def aggregate(self, array, op):
+        raise AllreduceError("chunk 0 unanswered after 3 retransmissions")
+    def close(self):
+        pass
+
+group = InaProcessGroup(dist.HashStore(), 0, 1, datetime.timedelta(seconds=10), LostNetwork)
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 2), process_group=group)
+try:
+    model(torch.ones(3, 4)).sum().backward()
+except RuntimeError as exc:
+    print(exc)
+"""
+
+
+def test_a_failed_ddp_bucket_raises_its_error_in_backward():
+    """DDP's reducer reads the bucket's future in C++: a failed exchange must be an error there too."""
+    done = subprocess.run([sys.executable, "-c", FAILED_BUCKET], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"exit status {done.returncode}: {done.stderr[-2000:]}"
+    assert "ina all_reduce failed: chunk 0 unanswered after 3 retransmissions" in done.stdout, done.stdout

@@ -22,9 +22,15 @@ import torch.distributed as dist
 class InaWork(dist.Work):
     """A collective in flight on the switch thread."""
 
-    def __init__(self, future: torch.futures.Future, done: threading.Event, what: str):
+    def __init__(self, outcome: torch.futures.Future, done: threading.Event, what: str):
+        """``outcome`` completes with the result tensors, or with the error via ``set_exception``."""
         super().__init__()
-        self._future = future
+        self._outcome = outcome
+        # torch's set_exception stores the exception as the future's *value* (only Python's wait and
+        # value raise it): C++ sees a success. DDP's reducer reads a failed bucket's "tensors" from
+        # that value and crashed with SIGSEGV (parseCppCommHookResult indexing an empty tensor list).
+        # The future torch gets is chained so that a failure is a C++ error DDP raises as one.
+        self._future = outcome.then(_result_or_raise)
         self._done = done
         self._what = what
 
@@ -33,11 +39,11 @@ class InaWork(dist.Work):
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
         if not self._done.wait(seconds if seconds and seconds > 0 else None):
             raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
-        self._future.wait()  # raises the collective's error, if any
+        self._outcome.wait()  # raises the collective's error (its own type), if any
         return True
 
     def get_future(self) -> torch.futures.Future:
-        """A torch Future completed with the result."""
+        """A torch Future completed with the result, or failed (a RuntimeError naming the error)."""
         return self._future
 
     def is_completed(self) -> bool:
@@ -49,7 +55,7 @@ class InaWork(dist.Work):
         if not self._done.is_set():
             return False
         try:
-            self._future.value()
+            self._outcome.value()
         except Exception:
             return False
         return True
@@ -59,7 +65,7 @@ class InaWork(dist.Work):
         if not self._done.is_set():
             return None
         try:
-            self._future.value()
+            self._outcome.value()
         except Exception as exc:  # the stored error
             return exc
         return None
@@ -67,7 +73,12 @@ class InaWork(dist.Work):
     def result(self):
         """The output tensors (waits)."""
         self.wait()
-        return self._future.value()
+        return self._outcome.value()
+
+
+def _result_or_raise(outcome: torch.futures.Future):
+    """The outcome's value; raises its error, which makes the chained future fail in C++ too."""
+    return outcome.value()
 
 
 class SwitchThread:
