@@ -7,7 +7,9 @@
  *   ina_udp_send_segments one UDP_SEGMENT (GSO) send per group of equal-size rows to one destination:
  *                         the kernel cuts it into datagrams, so the stack is crossed once per group
  *   ina_udp_recv          recvmmsg into n rows, with lengths and source addresses; a datagram the
- *                         kernel coalesced (UDP_GRO on the socket) is split back into its segments
+ *                         kernel coalesced (UDP_GRO on the socket) is split back into its segments,
+ *                         and the segments the rows left cannot hold wait in the scratch buffer for
+ *                         the next call (nothing is dropped)
  *
  * Addresses and ports are in network byte order. Called through ctypes, which releases the GIL.
  * Every function returns how many datagrams it moved and leaves in *error the errno that stopped it
@@ -39,6 +41,24 @@
 #define GRO_MESSAGE_BYTES 65536 /* a coalesced receive can be this large */
 #define GRO_MESSAGES_MAX 8
 #define GRO_SEGMENTS_MAX 64 /* UDP_GRO_CNT_MAX: segments the kernel coalesces into one datagram */
+
+/* Received datagrams (or their tails) whose segments did not fit in the caller's rows: a GSO send of
+ * more segments than GRO_SEGMENTS_MAX reaches a UDP_GRO socket whole (128 on loopback or veth), and
+ * it may take rows reserved for the next message of the same recvmmsg. They stay where recvmmsg put
+ * them (message slots of the scratch buffer) and are handed out first on the next call, before the
+ * socket is read again. The record lives at the end of the scratch buffer; all zero: nothing waits. */
+typedef struct {
+    uint32_t slot;    /* message slot of the scratch buffer */
+    uint32_t at;      /* bytes of it already handed out */
+    uint32_t size;    /* the datagram's bytes */
+    uint32_t segment; /* bytes per segment (0: not coalesced) */
+    struct sockaddr_in source;
+} gro_waiting;
+
+typedef struct {
+    uint32_t first, count; /* waiting[first..count-1] still hold segments */
+    gro_waiting waiting[GRO_MESSAGES_MAX];
+} gro_carry;
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -175,13 +195,16 @@ int ina_udp_send_segments(int fd, const uint8_t *buf, uint32_t length, int n, ui
     return sent;
 }
 
-/* Copy one received datagram (possibly several coalesced segments of `segment` bytes) into rows. */
+/* Copy one received datagram (possibly several coalesced segments of `segment` bytes) into rows
+ * row..n-1. Returns the rows filled; *used gets the bytes of `data` they took. */
 static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uint8_t *buf, size_t stride, int row,
-                           int n, uint32_t *lens, uint32_t *ips, uint16_t *ports, const struct sockaddr_in *src) {
+                           int n, uint32_t *lens, uint32_t *ips, uint16_t *ports, const struct sockaddr_in *src,
+                           size_t *used) {
     if (segment == 0 || segment >= size)
         segment = size;
     int stored = 0;
-    for (size_t at = 0; at < size && row + stored < n; at += segment) {
+    size_t at = 0;
+    for (; at < size && row + stored < n; at += segment) {
         size_t part = size - at < segment ? size - at : segment;
         int r = row + stored;
         /* a datagram longer than a row is cut and marked by a length of stride + 1 */
@@ -191,13 +214,35 @@ static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uin
         ports[r] = src->sin_port;
         stored++;
     }
+    *used = at < size ? at : size;
+    return stored;
+}
+
+/* Hands out the waiting segments into rows row..n-1 (in arrival order); returns the rows filled. */
+static int drain_carry(gro_carry *carry, const uint8_t *scratch, uint8_t *buf, size_t stride, int row, int n,
+                       uint32_t *lens, uint32_t *ips, uint16_t *ports) {
+    int stored = 0;
+    while (carry->first < carry->count && row + stored < n) {
+        gro_waiting *w = &carry->waiting[carry->first];
+        size_t used;
+        stored += split_into_rows(scratch + (size_t)w->slot * GRO_MESSAGE_BYTES + w->at, w->size - w->at, w->segment,
+                                  buf, stride, row + stored, n, lens, ips, ports, &w->source, &used);
+        w->at += (uint32_t)used;
+        if (w->at < w->size)
+            break;
+        carry->first++;
+    }
+    if (carry->first == carry->count)
+        carry->first = carry->count = 0;
     return stored;
 }
 
 /* Receive up to n waiting datagrams into rows of buf (stride bytes each) without waiting. lens[i]
  * is the datagram's length (stride + 1: it was longer than a row and was cut), ips/ports its
- * source. `scratch` (GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES bytes) is needed only on a socket with
- * UDP_GRO, whose coalesced datagrams are split back into segments; pass NULL otherwise. */
+ * source. `scratch` (ina_udp_gro_scratch_bytes(), zeroed before the first call, kept with the socket)
+ * is needed only on a socket with UDP_GRO, whose coalesced datagrams are split back into segments; the
+ * segments that do not fit in the rows left wait in it and come first on the next call. Pass NULL
+ * otherwise. */
 int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uint32_t *ips, uint16_t *ports,
                  uint8_t *scratch, int *error) {
     struct mmsghdr msgs[CALL_MAX];
@@ -209,6 +254,12 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
     if (scratch && n < GRO_SEGMENTS_MAX) {
         *error = EINVAL; /* a coalesced datagram may need GRO_SEGMENTS_MAX rows */
         return 0;
+    }
+    gro_carry *carry = scratch ? (gro_carry *)(void *)(scratch + (size_t)GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES) : NULL;
+    if (carry && carry->count) {
+        got = drain_carry(carry, scratch, buf, stride, 0, n, lens, ips, ports);
+        if (carry->count)
+            return got; /* the rows are full: the socket's datagrams wait behind the carried segments */
     }
     while (got < n) {
         int count;
@@ -261,8 +312,13 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
                         memcpy(&value, CMSG_DATA(cm), sizeof value);
                         segment = (size_t)value;
                     }
-                got += split_into_rows(iovs[i].iov_base, msgs[i].msg_len, segment, buf, stride, got, n, lens, ips,
-                                       ports, &addrs[i]);
+                size_t used = 0;
+                if (!carry->count) /* else an earlier message of this call already waits: keep the order */
+                    got += split_into_rows(iovs[i].iov_base, msgs[i].msg_len, segment, buf, stride, got, n, lens,
+                                           ips, ports, &addrs[i], &used);
+                if (used < msgs[i].msg_len) /* no rows left for (the rest of) it: it waits for the next call */
+                    carry->waiting[carry->count++] = (gro_waiting){(uint32_t)i, (uint32_t)used, msgs[i].msg_len,
+                                                                   (uint32_t)segment, addrs[i]};
             } else {
                 /* with MSG_TRUNC, msg_len is the datagram's real length */
                 lens[got] = msgs[i].msg_len <= stride ? msgs[i].msg_len : (uint32_t)stride + 1;
@@ -273,8 +329,10 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
         }
         if (r < count)
             break; /* drained */
+        if (carry && carry->count)
+            break; /* the rows are full */
     }
     return got;
 }
 
-int ina_udp_gro_scratch_bytes(void) { return GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES; }
+int ina_udp_gro_scratch_bytes(void) { return GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES + (int)sizeof(gro_carry); }

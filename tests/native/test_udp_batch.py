@@ -2,6 +2,7 @@
 native helper (sendmmsg, UDP segmentation, recvmmsg, UDP_GRO) and through the Python fallback."""
 
 import socket
+import struct
 import time
 
 import numpy as np
@@ -110,6 +111,39 @@ def test_segmented_sends_arrive_as_separate_datagrams(gro):
         assert (sent, error) == (500, 0)
         payloads, _ = _receive_all(into, 500)
         assert payloads == [row.tobytes() for row in rows]
+    finally:
+        sender.close()
+        receiver.close()
+
+
+def _send_one_gso(sock: socket.socket, rows: np.ndarray, address) -> None:
+    """One UDP_SEGMENT send of every row (as many segments as the kernel allows in one send)."""
+    segment = struct.pack("H", rows.shape[1])
+    try:
+        sock.sendmsg([rows.tobytes()], [(udp.SOL_UDP, udp.UDP_SEGMENT, segment)], 0, address)
+    except OSError as exc:  # kernels before 6.x allow 64 segments per send
+        pytest.skip(f"this kernel refuses a UDP_SEGMENT send of {len(rows)} segments: {exc}")
+
+
+@pytest.mark.parametrize("receive_rows", [64, 100, 256])
+def test_coalesced_segments_beyond_the_rows_left_wait_for_the_next_receive(receive_rows):
+    """A GSO send of 128 segments reaches a UDP_GRO socket as one datagram: the segments the rows cannot
+    hold come with the next receive, in order, before anything that arrived later."""
+    if udp.native_library() is None:
+        pytest.skip("no C compiler: the native helper cannot be built")
+    sender, receiver = _socket(checksum=True), _socket()
+    try:
+        into = udp.open_batch_socket(receiver, native=True, row_bytes=512, rows=receive_rows, gro=True)
+        address = receiver.getsockname()
+        first, second, third = _rows(128, 100, seed=6), _rows(128, 100, seed=7), _rows(5, 100, seed=8)
+        _send_one_gso(sender, first, address)
+        _send_one_gso(sender, second, address)
+        _send_one_gso(sender, third, address)
+        payloads, sources = _receive_all(into, 261)
+        assert payloads == [row.tobytes() for row in (*first, *second, *third)]
+        assert set(sources) == {sender.getsockname()}
+        time.sleep(0.05)
+        assert into.receive() == 0  # nothing twice
     finally:
         sender.close()
         receiver.close()
