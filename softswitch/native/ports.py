@@ -29,6 +29,8 @@ __all__ = ["IoStats", "NativePortSet", "NativePortStats"]
 class NativePortStats(PortStats):
     ring: bool = False  # frames arrive in a PACKET_MMAP ring (else recvmmsg)
     kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
+    tx_ring: bool = False  # frames leave through a PACKET_MMAP transmit ring (else sendmmsg)
+    tx_long: int = 0  # frames sent with send() because they were too long for a ring slot or the MTU
 
 
 @dataclass
@@ -105,11 +107,19 @@ class NativePortSet:
 
     # ---------------------------------------------------------------- statistics
     def port_stats(self, number: int) -> NativePortStats:
-        out = (ctypes.c_uint64 * 6)()
+        out = (ctypes.c_uint64 * 8)()
         with self.switch._lock:
             if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
                 raise KeyError(f"no port {number}")
-        return NativePortStats(rx=out[0], tx=out[1], tx_errors=out[2], ring=bool(out[4]), kernel_drops=out[5])
+        return NativePortStats(
+            rx=out[0],
+            tx=out[1],
+            tx_errors=out[2],
+            ring=bool(out[4]),
+            kernel_drops=out[5],
+            tx_ring=bool(out[6]),
+            tx_long=out[7],
+        )
 
     def stats(self) -> IoStats:
         out = (ctypes.c_uint64 * 5)()

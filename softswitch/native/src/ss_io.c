@@ -9,7 +9,20 @@
  * reads them in place), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks
  * for it. The thread takes up to SS_IO_BATCH waiting frames from each ready port in turn, runs them
  * through the pipeline holding the switch lock once per batch, sends the outputs per port with one
- * sendmmsg each, and pushes packet-ins, digests and log lines to the event queue Python drains.
+ * system call each, and pushes packet-ins, digests and log lines to the event queue Python drains.
+ *
+ * Outputs are written straight into a port's PACKET_MMAP transmit ring (a second socket per port, bound
+ * for no protocol so it receives nothing) and handed to the kernel with one send() per port and batch:
+ * no per-frame message headers, iovecs, user copies or result words as sendmmsg needs them. The ring
+ * socket has PACKET_VNET_HDR, and each frame's header asks the kernel to copy the whole frame into the
+ * packet buffer: without it the kernel maps ring pages into the packet and frees the slot when the
+ * packet is orphaned (ip_rcv does that at once on a veth peer), while a socket may still queue the
+ * data, which the next frame written to the slot would then change. Frames still go through the
+ * interface's qdisc (no PACKET_QDISC_BYPASS): the lab shapes links with tc on the switch's interfaces.
+ * A frame the kernel refuses (qdisc full, link down, no buffer) is skipped and counted in tx_errors, as
+ * sendmmsg's error was; a frame longer than a slot or the MTU goes out with send() on the receive
+ * socket (which reports its error). SOFTSWITCH_IO_TX=sendmmsg (or a kernel without rings) sends with
+ * sendmmsg instead.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,6 +43,8 @@
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23
 #endif
+#include <linux/virtio_net.h>
+#include <sys/ioctl.h>
 
 #define SS_IO_BATCH 64
 #define SS_IO_FRAME 65536
@@ -44,6 +59,14 @@
 #define SS_RX_RING 0
 #define SS_RX_RECVMMSG 1
 
+/* transmit ring (TPACKET_V2): 1024 slots of 2 KB per port. A slot holds the tpacket2 header, the
+ * virtio-net header and the frame; the kernel lets no frame out of a slot before the last one it took
+ * was sent, so this is also the most frames a port can have queued in its qdisc. */
+#define SS_TX_FRAME 2048
+#define SS_TX_SLOTS 1024
+#define SS_TX_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* where a slot's data begins */
+#define SS_TX_SKIP 0xFFFFu /* a virtio-net hdr_len longer than any frame: the kernel skips the slot */
+
 typedef struct ss_port {
     int fd;
     uint16_t number;
@@ -54,11 +77,19 @@ typedef struct ss_port {
     uint8_t *ring;
     size_t ring_bytes;
     uint32_t ring_slots, ring_head;
-    /* frames waiting to be sent */
+    /* frames waiting to be sent: in the transmit ring (tx_ring != NULL), else in tx_data for sendmmsg */
     ss_bytes tx_data;
     uint32_t tx_n;
     uint32_t tx_len[SS_IO_BATCH];
     int pending; /* listed in io->pending */
+    /* transmit ring */
+    int tx_fd;
+    uint8_t *tx_ring;
+    size_t tx_ring_bytes;
+    uint32_t tx_head;      /* the next slot to write; the kernel takes slots in the same order */
+    uint32_t tx_first;     /* the first slot written since the last flush (tx_n slots from it) */
+    uint32_t tx_max;       /* the longest frame the ring takes (slot and MTU) */
+    uint64_t tx_long;      /* frames sent with send() because they were longer */
 } ss_port;
 
 typedef struct ss_io {
@@ -81,6 +112,7 @@ typedef struct ss_io {
     uint32_t batch_len[SS_IO_BATCH];
     uint8_t batch_outgoing[SS_IO_BATCH];
     int rx_mode;
+    int tx_ring_wanted; /* 0: SOFTSWITCH_IO_TX=sendmmsg */
     uint16_t pending[SS_MAX_PORTS]; /* ports with frames waiting to be sent, in first-output order */
     uint32_t n_pending;
     uint64_t unknown_port_drops;
@@ -93,6 +125,8 @@ SS_EXPORT ss_io *ss_io_create(void) {
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
     io->rx_mode = mode && strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG : SS_RX_RING;
+    const char *tx_mode = getenv("SOFTSWITCH_IO_TX");
+    io->tx_ring_wanted = !(tx_mode && strcmp(tx_mode, "sendmmsg") == 0);
     pthread_mutex_init(&io->lock, NULL);
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     io->rx_buf = malloc((size_t)SS_IO_BATCH * SS_IO_FRAME);
@@ -154,6 +188,59 @@ static int ring_setup(ss_port *port) {
 
 static inline struct tpacket2_hdr *ring_slot(const ss_port *port, uint32_t i) {
     return (struct tpacket2_hdr *)(void *)(port->ring + (size_t)i * SS_RING_FRAME);
+}
+
+static inline struct tpacket2_hdr *tx_slot(const ss_port *port, uint32_t i) {
+    return (struct tpacket2_hdr *)(void *)(port->tx_ring + (size_t)i * SS_TX_FRAME);
+}
+
+static inline struct virtio_net_hdr *tx_vnet(struct tpacket2_hdr *h) {
+    return (struct virtio_net_hdr *)(void *)((uint8_t *)h + SS_TX_DATA);
+}
+
+/* Opens the port's transmit socket with its ring (TPACKET_V2, virtio-net headers, PACKET_LOSS: a frame
+ * the kernel cannot parse is skipped, not a stop of the ring); 0 on success, else the port sends with
+ * sendmmsg. */
+static int tx_ring_setup(ss_port *port, unsigned ifindex) {
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int version = TPACKET_V2, one = 1;
+    struct tpacket_req req = {
+        .tp_block_size = SS_TX_FRAME * 64,
+        .tp_block_nr = SS_TX_SLOTS / 64,
+        .tp_frame_size = SS_TX_FRAME,
+        .tp_frame_nr = SS_TX_SLOTS,
+    };
+    struct sockaddr_ll addr = {0};
+    addr.sll_family = AF_PACKET;
+    addr.sll_protocol = 0; /* sends only: no receive hook */
+    addr.sll_ifindex = (int)ifindex;
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", port->iface);
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) ||
+        setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof one) ||
+        setsockopt(fd, SOL_PACKET, PACKET_LOSS, &one, sizeof one) ||
+        setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) || ioctl(fd, SIOCGIFMTU, &ifr) ||
+        bind(fd, (struct sockaddr *)&addr, sizeof addr)) {
+        close(fd);
+        return -1;
+    }
+    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
+    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    enlarge_buffers(fd);
+    port->tx_fd = fd;
+    port->tx_ring = ring;
+    port->tx_ring_bytes = bytes;
+    port->tx_head = port->tx_first = 0;
+    /* the kernel takes at most MTU + link header (+ a VLAN tag) bytes after the virtio-net header */
+    uint32_t slot = SS_TX_FRAME - (uint32_t)SS_TX_DATA - (uint32_t)sizeof(struct virtio_net_hdr);
+    uint32_t mtu = (uint32_t)ifr.ifr_mtu + ETH_HLEN;
+    port->tx_max = mtu < slot ? mtu : slot;
+    return 0;
 }
 
 /* Opens port `number` on interface `iface` (before ss_io_start). */
@@ -225,14 +312,51 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     }
     port->number = (uint16_t)number;
     snprintf(port->iface, sizeof port->iface, "%s", iface);
+    port->tx_fd = -1;
+    if (io->tx_ring_wanted) tx_ring_setup(port, ifindex); /* else (or if it fails) sendmmsg */
     io->ports[number] = port;
     io->n_ports++;
     return SS_OK;
 }
 
+/* Hands the frames written to the transmit ring since the last flush to the kernel. The kernel takes
+ * slots in order and stops at the first it cannot send (qdisc full, link down, no buffer), leaving it
+ * and those after it requested: that one is marked to be skipped and counted as an error, and the
+ * kernel is asked again for the rest (as sendmmsg skipped a refused message). */
+static void ring_flush(ss_port *port) {
+    uint32_t n = port->tx_n, done = 0, errors = 0;
+    while (done < n) {
+        ssize_t r = send(port->tx_fd, NULL, 0, MSG_DONTWAIT);
+        if (r < 0 && errno == EINTR) continue;
+        /* slots the kernel has taken are no longer requested; find the first still waiting */
+        while (done < n) {
+            struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % SS_TX_SLOTS);
+            if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) == TP_STATUS_SEND_REQUEST) break;
+            done++;
+        }
+        if (done == n) break;
+        struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % SS_TX_SLOTS);
+        tx_vnet(h)->hdr_len = SS_TX_SKIP; /* the kernel frees the slot without sending it */
+        errors++;
+        done++;
+    }
+    if (errors) { /* the skipped slots go back to the kernel's order: it skips them on the next send */
+        ssize_t ignored = send(port->tx_fd, NULL, 0, MSG_DONTWAIT);
+        (void)ignored;
+    }
+    port->tx += n - errors;
+    port->tx_errors += errors;
+    port->tx_n = 0;
+    port->tx_first = port->tx_head;
+}
+
 static void port_flush(ss_io *io, ss_port *port) {
     (void)io;
     if (!port->tx_n) return;
+    if (port->tx_ring) {
+        ring_flush(port);
+        return;
+    }
     struct mmsghdr msgs[SS_IO_BATCH];
     struct iovec iov[SS_IO_BATCH];
     size_t off = 0;
@@ -263,6 +387,42 @@ static void port_flush(ss_io *io, ss_port *port) {
     port->tx_data.len = 0;
 }
 
+/* Writes a frame into the port's transmit ring (sent at the next flush); a frame longer than a slot
+ * or the MTU goes out now with send(), after the frames before it. */
+static void ring_emit(ss_port *port, const uint8_t *data, uint32_t len) {
+    if (len > port->tx_max) {
+        if (port->tx_n) ring_flush(port);
+        if (send(port->fd, data, len, MSG_DONTWAIT) < 0)
+            port->tx_errors++;
+        else
+            port->tx++, port->tx_long++;
+        return;
+    }
+    struct tpacket2_hdr *h = tx_slot(port, port->tx_head);
+    if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
+        /* the kernel has not finished this slot's frame: let it take what is requested (or skip what is
+         * marked), then look again; still busy: every slot is queued (a full qdisc), the frame drops */
+        if (port->tx_n) {
+            ring_flush(port);
+        } else {
+            ssize_t ignored = send(port->tx_fd, NULL, 0, MSG_DONTWAIT);
+            (void)ignored;
+        }
+        if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) {
+            port->tx_errors++;
+            return;
+        }
+    }
+    struct virtio_net_hdr *vnet = tx_vnet(h);
+    memset(vnet, 0, sizeof *vnet);
+    vnet->hdr_len = (uint16_t)len; /* copy the whole frame into the packet (see the top of the file) */
+    memcpy((uint8_t *)vnet + sizeof *vnet, data, len);
+    h->tp_len = len + (uint32_t)sizeof *vnet;
+    __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+    port->tx_head = (port->tx_head + 1) % SS_TX_SLOTS;
+    port->tx_n++;
+}
+
 static void io_emit(ss_worker *w, uint16_t number, const uint8_t *data, uint32_t len) {
     ss_io *io = w->emit_ctx;
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
@@ -274,6 +434,10 @@ static void io_emit(ss_worker *w, uint16_t number, const uint8_t *data, uint32_t
     if (!port->pending) {
         port->pending = 1;
         io->pending[io->n_pending++] = number;
+    }
+    if (port->tx_ring) {
+        ring_emit(port, data, len);
+        return;
     }
     if (ss_bytes_reserve(&port->tx_data, len)) {
         port->tx_errors++;
@@ -456,6 +620,8 @@ SS_EXPORT void ss_io_stop(ss_io *io) {
         if (!port) continue;
         if (port->ring) munmap(port->ring, port->ring_bytes);
         close(port->fd);
+        if (port->tx_ring) munmap(port->tx_ring, port->tx_ring_bytes);
+        if (port->tx_fd >= 0) close(port->tx_fd);
         ss_bytes_free(&port->tx_data);
         free(port);
         io->ports[p] = NULL;
@@ -488,7 +654,8 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
 }
 
 /* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped), 1 when the port
- * receives through a ring (0: recvmmsg), kernel drops (the socket's or ring's); -1 if no such port. */
+ * receives through a ring (0: recvmmsg), kernel drops (the socket's or ring's), 1 when it sends through
+ * a ring (0: sendmmsg), frames sent with send() as too long for the ring; -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
     if (!port) return -1;
@@ -497,6 +664,8 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[2] = port->tx_errors;
     out[3] = port->rx_outgoing;
     out[4] = port->ring != NULL;
+    out[6] = port->tx_ring != NULL;
+    out[7] = port->tx_long;
     struct tpacket_stats st = {0};
     socklen_t len = sizeof st;
     if (getsockopt(port->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) port->kernel_drops += st.tp_drops;

@@ -104,6 +104,7 @@ def test_frames_cross_the_native_thread_exactly_and_in_order(veths):
         assert sw.stats["transmitted"] == len(frames)
         assert ports.port_stats(2).tx == len(frames) and ports.port_stats(1).rx == len(frames)
         assert ports.port_stats(1).ring == (os.environ.get("SOFTSWITCH_IO") != "recvmmsg")
+        assert ports.port_stats(2).tx_ring == (os.environ.get("SOFTSWITCH_IO_TX") != "sendmmsg")
         assert ports.send(2, tagged(FORWARD, 0, 99999)) is True
         assert receive_tagged(rx, 1)[0][16:26] == b"NATIVE" + (99999).to_bytes(4, "big")
         assert ports.send(7, b"x" * 60) is False
@@ -172,6 +173,28 @@ def test_frames_longer_than_a_ring_slot_arrive_whole(veths):
             tx.send(f)
         got = receive_tagged(rx, len(frames))
         assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+
+
+def test_frames_too_long_for_a_transmit_slot_leave_in_order_and_too_long_for_the_mtu_are_counted(veths):
+    """A transmit ring slot holds about 2 KB: a longer frame the interface's MTU allows still leaves, in
+    its place among the others; one longer than the MTU is dropped and counted, as the kernel refuses it."""
+    (s1, h1), (s2, h2) = veths
+    for name in (s1, h1):
+        subprocess.run(["ip", "link", "set", name, "mtu", "4000"], check=True)
+    for name in (s2, h2):
+        subprocess.run(["ip", "link", "set", name, "mtu", "3000"], check=True)
+    with running_switch(veths) as (sw, ports, tx, rx):
+        sizes = [100, 2900, 120, 3500, 140, 2500, 160]  # 3500 > 3000 + the 14-byte Ethernet header
+        frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
+        for f in frames:
+            tx.send(f)
+        got = receive_tagged(rx, len(sizes) - 1, timeout=5.0)
+        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames if len(f) <= 3014]
+        stats = ports.port_stats(2)
+        assert sw.stats["received"] == len(sizes)
+        assert (stats.tx, stats.tx_errors) == (len(sizes) - 1, 1)
+        if stats.tx_ring:
+            assert stats.tx_long == 2  # 2900 and 2500 bytes: past a slot, sent with send()
 
 
 def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths):
