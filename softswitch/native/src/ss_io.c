@@ -15,9 +15,11 @@
  * for no protocol so it receives nothing) and handed to the kernel with one send() per port and batch:
  * no per-frame message headers, iovecs, user copies or result words as sendmmsg needs them. The ring
  * socket has PACKET_VNET_HDR, and each frame's header asks the kernel to copy the whole frame into the
- * packet buffer: without it the kernel maps ring pages into the packet and frees the slot when the
- * packet is orphaned (ip_rcv does that at once on a veth peer), while a socket may still queue the
- * data, which the next frame written to the slot would then change. Frames still go through the
+ * packet buffer (hdr_len = the frame's length). Without it the kernel may attach the ring's pages to
+ * the packet and gives the slot back when the packet is orphaned (ip_rcv orphans it on a veth peer),
+ * while a socket may still queue the data that the next frame written to the slot would change; the
+ * copy costs one memcpy, as sendmmsg's did (the veth tests did not show the hazard; we do not rely on
+ * that). Frames still go through the
  * interface's qdisc (no PACKET_QDISC_BYPASS): the lab shapes links with tc on the switch's interfaces.
  * A frame the kernel refuses (qdisc full, link down, no buffer) is skipped and counted in tx_errors, as
  * sendmmsg's error was; a frame longer than a slot or the MTU goes out with send() on the receive
