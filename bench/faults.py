@@ -158,7 +158,13 @@ class TwoJobs:
             self.jobs.append(job)
         self.victim, self.bystander = self.jobs
         self.monitor = FaultMonitor(
-            net.installer, self.manager.switches_in_use, self.manager.switch_failed, net.loop, MONITOR_S
+            net.installer,
+            self.manager.switches_in_use,
+            self.manager.switch_failed,
+            net.loop,
+            MONITOR_S,
+            ports=net,
+            on_link_failure=self.manager.link_failed,
         )
         self.xs = [inputs(4, values, seed), inputs(4, values, seed + 100)]
 
@@ -239,15 +245,10 @@ def fault_rows(seed: int, values: int) -> list[dict[str, Any]]:
         chunks_moved=sum(a.stats["chunks_moved"] for a in bench.victim.agents),
     )
 
-    # a link cut, reported to the controller
+    # a link cut, noticed by the monitor (the links' state)
     bench = TwoJobs(seed, values)
     spine = next(c.switch for c in bench.victim.plan.switches if c.switch.startswith("sp"))
-
-    def cut():
-        bench.net.cut_link("l1", spine)
-        bench.manager.link_failed("l1", spine)
-
-    result = bench.run(cut)
+    result = bench.run(lambda: bench.net.cut_link("l1", spine))
     record(f"link l1-{spine} cut", result, "exact", time_vs_clean=result["time_s"] / clean["time_s"])
 
     bench = TwoJobs(seed, values)

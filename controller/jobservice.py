@@ -125,9 +125,10 @@ class JobManager:
                 self.watchers[job_id].remove(callback)
 
     def switches_in_use(self) -> set[str]:
-        """The switches the jobs' latest plans use (what a fault monitor watches)."""
-        with self.lock:
-            return {c.switch for versions in self.jobs.values() for c in versions[-1].switches}
+        """The switches the jobs' latest plans use (what a fault monitor watches). Takes no lock: a
+        monitor on a network's loop thread must not wait for a re-plan that waits for that loop."""
+        jobs = dict(self.jobs)  # a copy of references, safe against a concurrent change
+        return {c.switch for versions in jobs.values() for c in versions[-1].switches}
 
     def switch_failed(self, switch: str, reason: str = "") -> list[JobPlan]:
         """``switch`` is dead: re-plan every job that uses it; return the new plans.

@@ -11,7 +11,11 @@ the dead switch held. Chunks sent after the new plan arrived use its aggregating
 
 ``FaultMonitor`` probes every switch the jobs use over its P4Runtime client (a read of the identity
 table) at a fixed interval; a switch whose client fails is reported to the job manager, which re-plans
-the jobs on it (``JobManager.switch_failed``). Link failures are reported with ``link_failed``.
+the jobs on it (``JobManager.switch_failed``). Links: P4Runtime carries no port status, so the monitor
+asks a ``PortStatus`` source which links between switches are down (a real switch's operating system
+reports its ports' oper-status, e.g. over gNMI; the mininet lab reads the switch interfaces' state from
+the kernel, the in-process network its links) and reports each new one (``JobManager.link_failed``).
+docs/design-decisions.md says why this, and not the agents' loss reports, decides that a link is dead.
 """
 
 from __future__ import annotations
@@ -114,9 +118,18 @@ class SwitchProbe(Protocol):
         ...
 
 
+class PortStatus(Protocol):
+    """Where the monitor learns which links between switches are down (the ports' oper-status)."""
+
+    def links_down(self) -> Collection[tuple[str, str]]:
+        """The links (as their two switches) whose ports are down now."""
+        ...
+
+
 class FaultMonitor:
     """Probes the switches of ``switches()`` every ``interval`` seconds of ``loop``'s clock and calls
-    ``on_failure(switch, reason)`` once per switch that stops answering."""
+    ``on_failure(switch, reason)`` once per switch that stops answering; with ``ports``, also
+    ``on_link_failure(a, b)`` once per link that goes down."""
 
     def __init__(
         self,
@@ -125,10 +138,14 @@ class FaultMonitor:
         on_failure: Callable[[str, str], object],
         loop: EventLoop,
         interval: float,
+        ports: PortStatus | None = None,
+        on_link_failure: Callable[[str, str], object] | None = None,
     ):
         self.probe, self.switches, self.on_failure = probe, switches, on_failure
         self.loop, self.interval = loop, interval
+        self.ports, self.on_link_failure = ports, on_link_failure
         self.failed: dict[str, str] = {}
+        self.links_failed: set[frozenset[str]] = set()
         self._timer: Timer | None = None
 
     def start(self) -> FaultMonitor:
@@ -143,6 +160,20 @@ class FaultMonitor:
             self._timer = None
 
     def _tick(self) -> None:
+        self.check()
+        self._timer = self.loop.call_later(self.interval, self._tick)
+
+    def check(self) -> None:
+        """One round of probes (what every tick does)."""
+        if self.ports is not None and self.on_link_failure is not None:
+            for a, b in sorted(self.ports.links_down()):
+                if frozenset((a, b)) in self.links_failed or a in self.failed or b in self.failed:
+                    continue
+                self.links_failed.add(frozenset((a, b)))
+                try:
+                    self.on_link_failure(a, b)
+                except ControllerError:
+                    pass
         for switch in sorted(self.switches()):
             if switch in self.failed:
                 continue
@@ -153,4 +184,3 @@ class FaultMonitor:
                     self.on_failure(switch, reason)
                 except ControllerError:
                     pass  # the manager told the jobs' watchers; the monitor keeps watching the others
-        self._timer = self.loop.call_later(self.interval, self._tick)

@@ -93,20 +93,28 @@ def test_a_spine_killed_mid_allreduce_moves_the_job_to_the_other_spine(result_mo
     assert sum(a.stats["chunks_moved"] for a in job.agents) == 0
 
 
-def test_a_link_reported_down_mid_allreduce_is_planned_around():
+def test_a_link_cut_mid_allreduce_is_noticed_and_planned_around():
+    from controller.replan import FaultMonitor
+
     net = network("leaf_spine", seed=6)
     manager, job = _managed_job(net)
     spine = _spine_of(job.plan)
+    monitor = FaultMonitor(
+        net.installer,
+        manager.switches_in_use,
+        manager.switch_failed,
+        net.loop,
+        0.002,
+        ports=net,
+        on_link_failure=manager.link_failed,
+    ).start()
     xs = int_inputs(8, 64 * 300, seed=8)
     handles = job.start(xs)
-
-    def cut():
-        net.cut_link("l1", spine)
-        manager.link_failed("l1", spine)  # what a port-down event or an agent's report tells the controller
-
-    _when(net, lambda: _a_third_done(job), cut)
+    _when(net, lambda: _a_third_done(job), lambda: net.cut_link("l1", spine))  # nobody tells the controller
     for h in handles:
         np.testing.assert_array_equal(h.wait(), sum(xs))
+    monitor.stop()
+    assert monitor.links_failed == {frozenset(("l1", spine))} and not monitor.failed
     new = manager.plan(job.plan.job_id)
     assert new.version == 2
     l1_paths = [t.grad_hops["h1"] for t in new.trees]

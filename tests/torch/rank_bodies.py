@@ -235,3 +235,24 @@ def small_sums(rank: int, world: int) -> tuple:
     dist.all_reduce(f)
     dist.all_reduce(i, op=dist.ReduceOp.MAX)
     return _np(f), _np(i)
+
+
+def steps_through_a_fault(rank: int, world: int, steps: int, n: int, started: str) -> list[str]:
+    """``steps`` int32 all_reduces of ``n`` values (a training step's gradient each); rank 0 creates the
+    file ``started`` once the first is done, so the test kills a switch while the next ones run. Each
+    step's outcome: "exact", "wrong" or the error's one line."""
+    from pathlib import Path
+
+    init("ina", rank, world, timeout=datetime.timedelta(seconds=60))
+    out = []
+    for step in range(steps):
+        x = make_input(rank, "int32", n=n, seed=step)
+        expected = sum(make_input(r, "int32", n=n, seed=step) for r in range(world))
+        try:
+            dist.all_reduce(x)
+            out.append("exact" if torch.equal(x, expected) else "wrong")
+        except Exception as exc:
+            out.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+        if step == 0 and rank == 0:
+            Path(started).touch()
+    return out

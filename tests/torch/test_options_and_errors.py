@@ -91,19 +91,52 @@ def test_work_wait_times_out_instead_of_hanging(tmp_path):
 def test_the_job_token_reaches_the_job_service():
     from controller.generators import star
     from controller.jobservice import JobClient, JobManager, JobServer
-    from worker.torch_backend.channel import fetch_plan
+    from worker.torch_backend.channel import load_plan
 
     server = JobServer(JobManager(star(2)), token="service-secret").start()
     admin = JobClient(server.address, token="service-secret")
     try:
         plan = admin.register(["h1", "h2"], ["h3"])
-        o = InaOptions.from_env({"INA_CONTROLLER": server.address, "INA_JOB": str(plan.job_id), "INA_TOKEN": "x"})
+        env = {"INA_CONTROLLER": server.address, "INA_JOB": str(plan.job_id), "INA_TOKEN": "x"}
+        o = InaOptions.from_env(env)
         assert o.token == "x"
         with pytest.raises(InaConfigError, match=f"needs the service's token or job {plan.job_id}'s"):
-            fetch_plan(server.address, str(plan.job_id), 5.0, "x")
-        assert fetch_plan(server.address, str(plan.job_id), 5.0, admin.job_tokens[plan.job_id]) == plan
+            load_plan(o)
+        assert load_plan(InaOptions.from_env(dict(env, INA_TOKEN=admin.job_tokens[plan.job_id]))) == plan
     finally:
         admin.close()
+        server.stop()
+
+
+def test_the_backend_reaches_a_job_service_over_tls(tmp_path):
+    """INA_TLS_CA (and a client certificate where the service checks clients): the plan comes over TLS;
+    a rank without the CA gets one clear line."""
+    import shutil
+
+    from controller.generators import star
+    from controller.jobservice import JobManager, JobServer
+    from controller.options import PlanOptions
+    from controller.tls import TlsFiles, make_certificates
+    from worker.torch_backend.channel import load_plan
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed (scripts/setup.sh installs it)")
+    pki = make_certificates(tmp_path)
+    manager = JobManager(star(2))
+    plan, _ = manager.register(["h1", "h2"], ["h3"], PlanOptions())
+    tls = TlsFiles(pki.server_cert, pki.server_key, pki.ca, client_auth=True)
+    server = JobServer(manager, tls=tls, token="service-secret").start()
+    env = {"INA_CONTROLLER": server.address, "INA_JOB": str(plan.job_id), "INA_TOKEN": "service-secret"}
+    try:
+        tls_env = dict(env, INA_TLS_CA=pki.ca, INA_TLS_CERT=pki.client_cert, INA_TLS_KEY=pki.client_key)
+        assert load_plan(InaOptions.from_env(tls_env)) == plan
+        with pytest.raises(InaConfigError, match=f"job {plan.job_id} from {server.address}: "):
+            load_plan(InaOptions.from_env(dict(env, INA_TIMEOUT="2")))  # plaintext to a TLS service
+        with pytest.raises(InaConfigError, match="INA_TLS_CERT and INA_TLS_KEY go together"):
+            InaOptions.from_env(dict(env, INA_TLS_CA=pki.ca, INA_TLS_CERT=pki.client_cert))
+        with pytest.raises(InaConfigError, match="cannot read the TLS CA /nonexistent.pem"):
+            load_plan(InaOptions.from_env(dict(env, INA_TLS_CA="/nonexistent.pem")))
+    finally:
         server.stop()
 
 

@@ -111,6 +111,17 @@ class InProcessNetwork:
         self.net.channel(a, b).enabled = False
         self.net.channel(b, a).enabled = False
 
+    def links_down(self) -> list[tuple[str, str]]:
+        """Links between two switches that carry no frames (cut): the ports' status a fault monitor
+        reads (controller.replan.PortStatus)."""
+        out = []
+        for link, _ in self.links.values():
+            if self.topo.is_host(link.a) or self.topo.is_host(link.b):
+                continue
+            if not (self.net.channel(link.a, link.b).enabled and self.net.channel(link.b, link.a).enabled):
+                out.append((link.a, link.b))
+        return out
+
     # -- switch state --------------------------------------------------------------------------------
     @property
     def installer(self) -> Installer:

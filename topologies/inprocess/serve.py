@@ -18,6 +18,12 @@ host) is registered at start. The process prints one JSON line,
 last line ``{"switch_counters": {JOB_ID: {SWITCH: {...}}}, "link_bytes": {"a->b": BYTES}}`` with each
 job's P4 counters and the bytes every link direction carried.
 
+A fault monitor (controller/replan.py) probes the switches over P4Runtime and reads the links' state
+every ``--monitor-interval`` seconds; a dead switch or a cut link re-plans the jobs on it, and the
+job service streams the new plan versions to the agents watching them (``WatchPlan``). Faults come in
+on stdin, one JSON object a line (tests, benchmarks): ``{"kill_switch": "sp1"}``,
+``{"cut_link": ["l1", "sp1"]}``; nobody tells the controller, the monitor notices.
+
 Threads: the network, the agents and the switch tables belong to the loop thread. The job service
 answers on gRPC threads, so installing or removing a job is handed to the loop thread
 (``call_soon_threadsafe``) and waited for: jobs may be registered at any time while packets flow.
@@ -140,6 +146,7 @@ def _pick_workers(topo, workers: list[str] | None, servers: list[str]) -> list[s
 def serve(args) -> int:
     from controller.jobservice import JobManager, JobServer
     from controller.planner import PlanOptions
+    from controller.replan import FaultMonitor
     from controller.topology_yaml import load_topology
     from topologies.inprocess.fabric import AttachServer, InProcessNetwork
     from worker.loop import RealTimeLoop
@@ -160,6 +167,16 @@ def serve(args) -> int:
     thread.start()
     manager = JobManager(topo, installer=installer)
     jobs = JobServer(manager, args.listen).start()
+    monitor = FaultMonitor(
+        net.installer,
+        manager.switches_in_use,
+        lambda switch, reason: _off_loop(manager.switch_failed, switch, reason),
+        loop,
+        args.monitor_interval,
+        ports=net,
+        on_link_failure=lambda a, b: _off_loop(manager.link_failed, a, b),
+    )
+    loop.call_soon_threadsafe(monitor.start)
 
     def on_term(signum, frame):
         raise _Stop()
@@ -188,12 +205,13 @@ def serve(args) -> int:
             ),
             flush=True,
         )
-        while os.read(sys.stdin.fileno(), 4096):
-            pass
+        for line in sys.stdin:
+            _fault(net, loop, line)
     except (_Stop, KeyboardInterrupt):
         pass
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        loop.call_soon_threadsafe(monitor.stop)
         jobs.stop()
         loop.stop()
         thread.join(10)
@@ -202,6 +220,35 @@ def serve(args) -> int:
     link_bytes = {name: stats["bytes"] for dirs in net.link_bytes().values() for name, stats in dirs.items()}
     print(json.dumps({"switch_counters": counters, "link_bytes": link_bytes}), flush=True)
     return 0
+
+
+def _off_loop(report, *args) -> None:
+    """Run a failure report off the loop thread: re-planning installs entries through the loop
+    (LoopInstaller) and waits for it. A job that cannot be re-planned was told why (WatchPlan)."""
+    from controller.errors import ControllerError
+
+    def run():
+        try:
+            report(*args)
+        except ControllerError as exc:
+            print(f"[serve] {exc}", file=sys.stderr, flush=True)
+
+    threading.Thread(target=run, name="replan", daemon=True).start()
+
+
+def _fault(net, loop, line: str) -> None:
+    """A fault asked for on stdin: ``{"kill_switch": NAME}`` or ``{"cut_link": [A, B]}``."""
+    try:
+        cmd = json.loads(line)
+    except json.JSONDecodeError:
+        return
+    if not isinstance(cmd, dict):
+        return
+    if "kill_switch" in cmd:
+        loop.call_soon_threadsafe(net.kill_switch, str(cmd["kill_switch"]))
+    elif "cut_link" in cmd:
+        a, b = cmd["cut_link"]
+        loop.call_soon_threadsafe(net.cut_link, str(a), str(b))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -227,6 +274,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--attach-ip", default="127.0.0.1", help="address of the attach endpoints")
     p.add_argument("--plan-out", help="also write the start job's plan JSON here")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--monitor-interval",
+        type=float,
+        default=0.1,
+        help="seconds between the fault monitor's probes of the switches and links",
+    )
     p.add_argument(
         "--program",
         default="v1model",
@@ -274,6 +327,20 @@ class ServedNetwork:
 
     def rank_endpoint(self, rank: int) -> tuple[str, int]:
         return self.endpoints[self.workers[rank]]
+
+    def kill_switch(self, switch: str) -> None:
+        """The switch stops forwarding and answering P4Runtime (the controller's monitor notices)."""
+        self._ask({"kill_switch": switch})
+
+    def cut_link(self, a: str, b: str) -> None:
+        """The link between switches ``a`` and ``b`` loses every frame (the monitor notices)."""
+        self._ask({"cut_link": [a, b]})
+
+    def _ask(self, cmd: dict) -> None:
+        if self.proc is None or self.proc.stdin is None:
+            raise LabError("the in-process network is not running")
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
 
     def __exit__(self, *exc) -> None:
         self.stop()

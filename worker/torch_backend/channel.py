@@ -1,18 +1,25 @@
 """The backend's link to the network: this rank's worker agent, built from the job's plan.
 
-The plan comes from the controller's job service (INA_CONTROLLER + INA_JOB) or from a plan file
-(INA_PLAN). The transport is kernel UDP on the plan's address of this worker (mininet, real hosts)
+The plan comes from the controller's job service (INA_CONTROLLER + INA_JOB, over TLS with INA_TLS_CA)
+or from a plan file (INA_PLAN). With a job service, the rank keeps watching the job's plan
+(``PlanFollower``): a new version re-routes the agent's chunks, a failed re-plan fails its collectives. The transport is kernel UDP on the plan's address of this worker (mininet, real hosts)
 or an attach endpoint of an in-process network running in another OS process.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from worker.torch_backend.options import InaConfigError, InaOptions
 from worker.torch_backend.process_group import SwitchChannel
+
+if TYPE_CHECKING:
+    from controller.jobservice import JobClient
+    from controller.plan import JobPlan
+    from worker.plan_updates import PlanFollower
 
 
 def load_plan(options: InaOptions):
@@ -34,26 +41,50 @@ def load_plan(options: InaOptions):
             return JobPlan.from_json(text)
         except PlanFormatError as exc:
             raise InaConfigError(f"INA_PLAN {options.plan}: {exc}") from None
-    return fetch_plan(options.controller, options.job, options.timeout, options.token)
+    client = job_client(options)
+    try:
+        return fetch_plan(client, options.job)
+    finally:
+        client.close()
 
 
-def fetch_plan(controller: str, job: str, timeout: float, token: str | None = None):
-    """The current plan of job ``job`` (its id) from the job service at ``controller`` (host:port),
-    presenting ``token`` (INA_TOKEN) when the service has one."""
-    from controller.jobservice import JobClient, JobServiceError
-    from controller.plan import PlanFormatError
+def job_client(options: InaOptions) -> JobClient:
+    """A client of the job service INA_CONTROLLER names, over TLS with INA_TLS_CA, presenting INA_TOKEN.
+
+    Raises
+    ------
+    InaConfigError
+        A TLS file that cannot be read.
+    """
+    from controller.jobservice import JobClient
+    from controller.tls import TlsError
 
     try:
-        job_id = int(job)
-    except ValueError:
-        raise InaConfigError(f"INA_JOB must be the job's id (a number), got {job!r}") from None
-    client = JobClient(controller, timeout=min(timeout, 30.0), token=token)
+        return JobClient(
+            str(options.controller), timeout=min(options.timeout, 30.0), tls=options.tls_files(), token=options.token
+        )
+    except TlsError as exc:
+        raise InaConfigError(f"INA_TLS_*: {exc}") from None
+
+
+def fetch_plan(client: JobClient, job: str | None) -> JobPlan:
+    """The current plan of job ``job`` (its id) from the job service of ``client``."""
+    from controller.jobservice import JobServiceError
+    from controller.plan import PlanFormatError
+
+    job_id = job_number(job)
     try:
         return client.get_plan(job_id)
     except (JobServiceError, PlanFormatError) as exc:
-        raise InaConfigError(f"job {job_id} from {controller}: {exc}") from None
-    finally:
-        client.close()
+        raise InaConfigError(f"job {job_id} from {client.address}: {exc}") from None
+
+
+def job_number(job: str | None) -> int:
+    """INA_JOB as the job's id."""
+    try:
+        return int(str(job))
+    except ValueError:
+        raise InaConfigError(f"INA_JOB must be the job's id (a number), got {job!r}") from None
 
 
 def make_transport(options: InaOptions, plan, me):
@@ -79,19 +110,42 @@ def make_transport(options: InaOptions, plan, me):
 
 
 class AgentChannel(SwitchChannel):
-    """A WorkerAgent of the job; ``aggregate`` is one blocking allreduce through the switches."""
+    """A WorkerAgent of the job; ``aggregate`` is one blocking allreduce through the switches.
+    ``client``/``follower``: the job service's client and the watch of the job's plan (when the plan
+    came from a controller)."""
 
-    def __init__(self, agent, transport, timeout: float):
+    def __init__(
+        self,
+        agent,
+        transport,
+        timeout: float,
+        client: JobClient | None = None,
+        follower: PlanFollower | None = None,
+    ):
         self.agent = agent
         self.transport = transport
         self.timeout = timeout
+        self.client, self.follower = client, follower
 
     @classmethod
     def connect(cls, options: InaOptions, rank: int, size: int) -> AgentChannel:
         """A worker agent of this rank on the job's plan, over the configured transport."""
-        from worker.agent import WorkerAgent
+        client = None if options.plan else job_client(options)
+        try:
+            plan = load_plan(options) if client is None else fetch_plan(client, options.job)
+            return cls._connect(options, rank, size, plan, client)
+        except BaseException:
+            if client is not None:
+                client.close()
+            raise
 
-        plan = load_plan(options)
+    @classmethod
+    def _connect(
+        cls, options: InaOptions, rank: int, size: int, plan: JobPlan, client: JobClient | None
+    ) -> AgentChannel:
+        from worker.agent import WorkerAgent
+        from worker.plan_updates import PlanFollower
+
         if len(plan.workers) != size:
             raise InaConfigError(
                 f"job {plan.job_id} has {len(plan.workers)} workers but the process group "
@@ -106,13 +160,20 @@ class AgentChannel(SwitchChannel):
         agent = WorkerAgent(
             plan, rank, transport, timeout=options.rto, retries=options.retries, give_up_after=options.timeout
         )
-        return cls(agent, transport, options.timeout)
+        follower = None
+        if client is not None:  # new plan versions reach the agent on its loop, between two events
+            follower = PlanFollower(client, plan.job_id, agent.update_plan, transport.loop.call_soon_threadsafe).start()
+        return cls(agent, transport, options.timeout, client, follower)
 
     def aggregate(self, array: np.ndarray, op: str) -> np.ndarray:
         """One exchange of ``array`` through the switches (``op`` "sum" or "max")."""
         return self.agent.allreduce(array, op, timeout=self.timeout)
 
     def close(self) -> None:
-        """Close the agent and its transport."""
+        """Close the agent and its transport, and stop watching the plan."""
+        if self.client is not None:
+            self.client.close()  # ends the watch (CANCELLED)
+        if self.follower is not None:
+            self.follower.join(5)
         self.agent.close()
         self.transport.close()

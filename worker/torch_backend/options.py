@@ -11,9 +11,13 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from controller.options import RTO_PYTHON_SWITCHES_S
 from worker.errors import AgentError
+
+if TYPE_CHECKING:
+    from controller.tls import TlsFiles
 
 
 class InaConfigError(AgentError, ValueError):
@@ -40,6 +44,15 @@ class InaOptions:
     retries:     if set, also fail after this many resends of one chunk (INA_RETRIES; default: no
                  count, only the time budget).
     token:       the job's token (or the service's) when the job service has one (INA_TOKEN).
+    tls_ca:      PEM CA that signs the job service's certificate: talk to it over TLS (INA_TLS_CA).
+    tls_cert, tls_key: this rank's client certificate and key, when the service checks clients
+                 (INA_TLS_CERT, INA_TLS_KEY).
+    tls_server_name: the name in the service's certificate, when INA_CONTROLLER gives an address
+                 (INA_TLS_SERVER_NAME).
+
+    With a controller, the rank also follows the job's plan (WatchPlan): when the controller re-plans
+    the job around a failed switch or link, the next chunks go over the new trees and those in flight
+    move to its recovery tree; when no tree remains, the collective fails with the controller's reason.
     """
 
     controller: str | None = None
@@ -51,6 +64,10 @@ class InaOptions:
     rto: float = RTO_PYTHON_SWITCHES_S
     retries: int | None = None
     token: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_server_name: str | None = None
 
     ENV = {
         "controller": "INA_CONTROLLER",
@@ -62,6 +79,10 @@ class InaOptions:
         "rto": "INA_RTO",
         "retries": "INA_RETRIES",
         "token": "INA_TOKEN",
+        "tls_ca": "INA_TLS_CA",
+        "tls_cert": "INA_TLS_CERT",
+        "tls_key": "INA_TLS_KEY",
+        "tls_server_name": "INA_TLS_SERVER_NAME",
     }
 
     @classmethod
@@ -99,6 +120,18 @@ class InaOptions:
             raise InaConfigError(f"INA_RTO must be positive, got {self.rto}")
         if self.retries is not None and self.retries < 0:
             raise InaConfigError(f"INA_RETRIES must be >= 0, got {self.retries}")
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise InaConfigError("INA_TLS_CERT and INA_TLS_KEY go together (a client certificate and its key)")
+        if (self.tls_cert or self.tls_server_name) and not self.tls_ca:
+            raise InaConfigError("INA_TLS_CERT / INA_TLS_SERVER_NAME need INA_TLS_CA (the CA of the job service)")
+
+    def tls_files(self) -> TlsFiles | None:
+        """The job service's TLS files (controller.tls.TlsFiles), or None for plaintext."""
+        if not self.tls_ca:
+            return None
+        from controller.tls import TlsFiles
+
+        return TlsFiles(cert=self.tls_cert, key=self.tls_key, ca=self.tls_ca, server_name=self.tls_server_name)
 
     def transport_kind(self) -> tuple[str, list[tuple[str, int]]]:
         """("udp", []) or ("attach", [(host, port), ...]) (one endpoint, or one per rank)."""
