@@ -1,6 +1,8 @@
-/* Traffic for bench/native_io.py: a sender that writes frames to an interface with sendmmsg as fast as
- * it can, and a receiver that counts matching frames with recvmmsg. Both run in their own thread
- * (called through ctypes, which releases the GIL). */
+/* Traffic for bench/native_io.py and bench/softswitch_pps.py: senders that write frames to an interface
+ * as fast as they can (sendmmsg, or for whole chunks a PACKET_MMAP transmit ring that bypasses the
+ * qdisc: the generator's own cost per frame bounds what one core can offer), and a receiver that counts
+ * matching frames with recvmmsg. Each runs in its own thread (called through ctypes, which releases the
+ * GIL). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +45,71 @@ static int open_socket(const char *iface) {
         return -1;
     }
     return fd;
+}
+
+/* A PACKET_MMAP transmit ring (TPACKET_V2) on a send-only socket, past the qdisc (PACKET_QDISC_BYPASS:
+ * the benchmark's sender interfaces are not shaped). A frame the kernel cannot deliver (the veth peer's
+ * backlog full) stays requested and goes again with the next send(), so nothing is lost here. */
+#define RING_FRAME 2048
+#define RING_SLOTS 1024
+#define RING_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll))
+
+typedef struct {
+    int fd;
+    uint8_t *slots;
+    size_t bytes;
+    uint32_t head;
+} tx_ring;
+
+static int ring_open(const char *iface, tx_ring *ring) {
+    int fd = socket(AF_PACKET, SOCK_RAW, 0);
+    if (fd < 0) return -1;
+    int version = TPACKET_V2, one = 1;
+    struct tpacket_req req = {RING_FRAME * 64, RING_SLOTS / 64, RING_FRAME, RING_SLOTS};
+    struct sockaddr_ll addr = {0};
+    addr.sll_family = AF_PACKET;
+    addr.sll_ifindex = (int)if_nametoindex(iface);
+    int size = 8 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof size);
+    if (!addr.sll_ifindex || setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version) ||
+        setsockopt(fd, SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one) ||
+        setsockopt(fd, SOL_PACKET, PACKET_TX_RING, &req, sizeof req) ||
+        bind(fd, (struct sockaddr *)&addr, sizeof addr)) {
+        close(fd);
+        return -1;
+    }
+    ring->bytes = (size_t)req.tp_block_size * req.tp_block_nr;
+    ring->slots = mmap(NULL, ring->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ring->slots == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
+    ring->fd = fd;
+    ring->head = 0;
+    return 0;
+}
+
+static struct tpacket2_hdr *ring_slot(const tx_ring *ring, uint32_t i) {
+    return (struct tpacket2_hdr *)(void *)(ring->slots + (size_t)(i % RING_SLOTS) * RING_FRAME);
+}
+
+/* Waits (sending what is requested meanwhile) until every slot is free or `until` passes; returns the
+ * frames still requested then (given up: counted as errors by the caller). */
+static uint32_t ring_drain(tx_ring *ring, double until) {
+    for (;;) {
+        uint32_t busy = 0;
+        for (uint32_t i = 0; i < RING_SLOTS; i++)
+            if (__atomic_load_n(&ring_slot(ring, i)->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) busy++;
+        if (!busy || now_s() >= until) return busy;
+        ssize_t ignored = send(ring->fd, NULL, 0, MSG_DONTWAIT);
+        (void)ignored;
+        usleep(100);
+    }
+}
+
+static void ring_close(tx_ring *ring) {
+    munmap(ring->slots, ring->bytes);
+    close(ring->fd);
 }
 
 /* Points msgs[i] at bufs[i] (length len each). */
@@ -90,18 +158,71 @@ int64_t traffic_send(const char *iface, const uint8_t *frame, uint32_t len, uint
     return sent;
 }
 
+/* Writes frame f of the chunk stream (template f % n, chunk seq0 + f / n) to `out`. */
+static void chunk_frame(uint8_t *out, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
+                        uint32_t slot_at, uint32_t pool, uint64_t seq0, uint64_t f) {
+    uint64_t seq = seq0 + f / n;
+    memcpy(out, templates + (size_t)(f % n) * len, len);
+    uint32_t s = htonl((uint32_t)seq);
+    memcpy(out + seq_at, &s, 4);
+    if (pool) {
+        uint16_t slot = htons((uint16_t)((((seq / pool) % 2) << 15) | (seq % pool)));
+        memcpy(out + slot_at, &slot, 2);
+    }
+}
+
+/* traffic_send_chunks through a transmit ring: batches of BATCH frames, one send() each. */
+static int64_t send_chunks_ring(tx_ring *ring, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
+                                uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
+                                double rate, uint64_t *errors, uint64_t *next_seq) {
+    uint64_t frame = 0;
+    double start = now_s(), end = start + seconds;
+    for (;;) {
+        double t = now_s();
+        if (t >= end || (max_frames && frame >= max_frames)) break;
+        if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
+        int batch = BATCH;
+        if (max_frames && max_frames - frame < BATCH) batch = (int)(max_frames - frame);
+        int queued = 0;
+        for (; queued < batch; queued++) {
+            struct tpacket2_hdr *h = ring_slot(ring, ring->head);
+            if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break; /* ring full */
+            chunk_frame((uint8_t *)h + RING_DATA, templates, n, len, seq_at, slot_at, pool, seq0, frame + (uint64_t)queued);
+            h->tp_len = len;
+            __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
+            ring->head = (ring->head + 1) % RING_SLOTS;
+        }
+        frame += (uint64_t)queued;
+        ssize_t ignored = send(ring->fd, NULL, 0, MSG_DONTWAIT);
+        (void)ignored;
+    }
+    uint32_t stuck = ring_drain(ring, now_s() + 1.0);
+    *errors += stuck;
+    *next_seq = seq0 + (frame + n - 1) / n;
+    return (int64_t)(frame - stuck);
+}
+
 /* Sends whole chunks for `seconds` (or until max_frames, 0: no limit): frame k of a chunk is
  * templates[k] (n templates of len bytes each) with the chunk's sequence number (4 bytes big-endian) at
  * seq_at and, when pool > 0, shadow:1 slot:15 = (seq / pool) % 2, seq % pool at slot_at, as the agents
- * number chunks; the first chunk is seq0. rate: frames/s (0: as fast as possible). Returns frames sent;
- * *next_seq gets the sequence number of the next chunk. */
+ * number chunks; the first chunk is seq0. rate: frames/s (0: as fast as possible). use_ring: through a
+ * transmit ring past the qdisc (*used_ring says whether it could be set up; else sendmmsg). Returns
+ * frames sent; *next_seq gets the sequence number of the next chunk. */
 int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
                             uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
-                            double rate, uint64_t *errors, uint64_t *next_seq) {
+                            double rate, int use_ring, uint64_t *errors, uint64_t *next_seq, uint32_t *used_ring) {
     if (!n || len > MAX_FRAME || seq_at + 4 > len || (pool && slot_at + 2 > len)) return -1;
+    prctl(PR_SET_NAME, "bench-sender");
+    tx_ring ring;
+    *used_ring = use_ring && len <= RING_FRAME - RING_DATA && ring_open(iface, &ring) == 0;
+    if (*used_ring) {
+        int64_t sent = send_chunks_ring(&ring, templates, n, len, seq_at, slot_at, pool, seq0, seconds, max_frames,
+                                        rate, errors, next_seq);
+        ring_close(&ring);
+        return sent;
+    }
     int fd = open_socket(iface);
     if (fd < 0) return -1;
-    prctl(PR_SET_NAME, "bench-sender");
     static __thread uint8_t bufs[BATCH][MAX_FRAME];
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
@@ -115,16 +236,8 @@ int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_
         if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
         int batch = BATCH;
         if (max_frames && max_frames - frame < BATCH) batch = (int)(max_frames - frame);
-        for (int i = 0; i < batch; i++) {
-            uint64_t f = frame + (uint64_t)i, seq = seq0 + f / n;
-            memcpy(bufs[i], templates + (size_t)(f % n) * len, len);
-            uint32_t s = htonl((uint32_t)seq);
-            memcpy(bufs[i] + seq_at, &s, 4);
-            if (pool) {
-                uint16_t slot = htons((uint16_t)((((seq / pool) % 2) << 15) | (seq % pool)));
-                memcpy(bufs[i] + slot_at, &slot, 2);
-            }
-        }
+        for (int i = 0; i < batch; i++)
+            chunk_frame(bufs[i], templates, n, len, seq_at, slot_at, pool, seq0, frame + (uint64_t)i);
         int done = sendmmsg(fd, msgs, (unsigned)batch, 0);
         if (done > 0) {
             sent += done;

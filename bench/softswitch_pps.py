@@ -12,14 +12,18 @@ ipv4_lpm.
   Median over the repetitions; outputs checked (frame counts per kind, and one chunk's sum).
 * Through veth ports (root only), per back end: two network namespaces, one veth pair each; a
   `softswitch --backend B` process on the switch-side ends, alone on the last CPU (taskset), entries
-  installed over P4Runtime; a native sender (bench/native_io_traffic.c, sendmmsg, as fast as it can,
-  each chunk with the next sequence number) in one namespace on the first CPU; what leaves the switch
+  installed over P4Runtime; a native sender (bench/native_io_traffic.c: sendmmsg, or with --sender ring
+  a PACKET_MMAP transmit ring past the qdisc; as fast as it can or at --rate, each chunk with the next
+  sequence number) in one namespace on the first CPU; what leaves the switch
   is counted by the receiving interface in the other namespace (no receiving socket: counting costs
   nothing). The switch's own counters (ina_stats over P4Runtime) give the GRADs it processed. Each row
   also gives the CPU time per frame of the switch process and of the sender (system time includes the
   kernel's veth delivery, which runs in the sending thread). On two or more CPUs the native cases also
   run with a second sender on the switch's CPU (aggregating its own job): one sender alone cannot
-  offer more than about one core's worth of frames.
+  offer more than about one core's worth of frames. The native back end runs once per transmit path
+  (--native-tx: its PACKET_MMAP ring, and sendmmsg as before, side by side); "sw/core" is what one core
+  would sustain at the switch's measured CPU per frame (1 / CPU per frame: on 2 shared CPUs the
+  senders and the kernel's veth delivery take the rest, so the measured rate stays below it).
 
 Prints a table (with progress lines as cases finish), the native/Python ratios and the machine's load,
 and saves bench/results/softswitch_pps.json and .png.
@@ -296,7 +300,7 @@ class VethLab:
 class SoftswitchProcess:
     """A `softswitch` process on the lab's switch-side ends; P4Runtime on a free local port."""
 
-    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None):
+    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None, tx: str = "ring"):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="softswitch-pps-", suffix=".log")
         cmd = [sys.executable, "-m", "softswitch", "--device-id", str(SWITCH_ID), "--grpc-server-addr", "127.0.0.1:0"]
         cmd += ["--backend", backend]
@@ -304,7 +308,11 @@ class SoftswitchProcess:
             cmd += ["-i", f"{port}@{iface}"]
         if cpu is not None:  # the whole switch process on its own CPU
             cmd = ["taskset", "-c", str(cpu), *cmd]
-        self.proc = subprocess.Popen(cmd + [str(program)], stdout=subprocess.DEVNULL, stderr=self.log, cwd=ROOT)
+        env = dict(os.environ, SOFTSWITCH_IO_TX=tx)  # the native back end's transmit path
+        self.tx = tx
+        self.proc = subprocess.Popen(
+            cmd + [str(program)], stdout=subprocess.DEVNULL, stderr=self.log, cwd=ROOT, env=env
+        )
         self.conn = None
         try:
             self.address = self._wait_address(timeout=60)
@@ -620,22 +628,31 @@ def traffic_library():
     u32, u64, double = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_double
     lib.traffic_send_chunks.restype = ctypes.c_int64
     lib.traffic_send_chunks.argtypes = [
-        ctypes.c_char_p, ctypes.c_char_p, u32, u32, u32, u32, u32, u64, double, u64, double,
-        ctypes.POINTER(u64), ctypes.POINTER(u64),
+        ctypes.c_char_p, ctypes.c_char_p, u32, u32, u32, u32, u32, u64, double, u64, double, ctypes.c_int,
+        ctypes.POINTER(u64), ctypes.POINTER(u64), ctypes.POINTER(u32),
     ]  # fmt: skip
     return lib
 
 
-def role_send(iface: str, templates: list[bytes], seq_at: int, pool: int, seq0: int, seconds: float) -> dict:
+def role_send(
+    iface: str,
+    templates: list[bytes],
+    seq_at: int,
+    pool: int,
+    seq0: int,
+    seconds: float,
+    mode: str = "sendmmsg",
+    rate: float = 0.0,
+) -> dict:
     """The sender (run inside the sender's namespace): whole chunks as fast as the kernel takes them."""
     lib = traffic_library()
-    errors, next_seq = ctypes.c_uint64(), ctypes.c_uint64()
+    errors, next_seq, used_ring = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint32()
     blob = b"".join(templates)
     usage0 = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     sent = lib.traffic_send_chunks(
-        iface.encode(), blob, len(templates), len(templates[0]), seq_at, SLOT_AT, pool, seq0, seconds, 0, 0.0,
-        ctypes.byref(errors), ctypes.byref(next_seq),
+        iface.encode(), blob, len(templates), len(templates[0]), seq_at, SLOT_AT, pool, seq0, seconds, 0, rate,
+        int(mode == "ring"), ctypes.byref(errors), ctypes.byref(next_seq), ctypes.byref(used_ring),
     )  # fmt: skip
     end = time.monotonic()
     usage1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -643,7 +660,7 @@ def role_send(iface: str, templates: list[bytes], seq_at: int, pool: int, seq0: 
         raise BenchError(f"the sender could not open {iface}")
     cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
     return {"sent": sent, "send_errors": errors.value, "t_start": start, "t_end": end, "next_seq": next_seq.value,
-            "cpu_seconds": cpu}  # fmt: skip
+            "cpu_seconds": cpu, "sender_path": "ring" if used_ring.value else "sendmmsg"}  # fmt: skip
 
 
 class VethCase:
@@ -694,7 +711,8 @@ def _cpu_busy() -> tuple[int, int]:
 
 
 def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
-                  sender_cpus: list[int | None], workdir: Path) -> dict:  # fmt: skip
+                  sender_cpus: list[int | None], workdir: Path, sender_mode: str = "sendmmsg",
+                  rate: float = 0.0) -> dict:  # fmt: skip
     """One case with len(sender_cpus) senders at once (sender i on sender_cpus[i], its own chunks from
     seqs[i], which it advances)."""
     before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
@@ -708,7 +726,8 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
         command = [*pin, sys.executable, str(Path(__file__).resolve()), "--role", "send", "--iface", "eth0",
                    "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
-                   "--seq0", str(seqs[i]), "--seconds", str(seconds)]  # fmt: skip
+                   "--seq0", str(seqs[i]), "--seconds", str(seconds), "--sender", sender_mode,
+                   "--rate", str(rate)]  # fmt: skip
         senders.append(subprocess.Popen(lab.in_ns(IN_PORT, *command), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     results = []
     for proc in senders:
@@ -725,6 +744,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         "t_end": max(r["t_end"] for r in results),
         "cpu_seconds": sum(r["cpu_seconds"] for r in results),
         "chunks": sum(r["sent"] // len(case.templates[i]) for i, r in enumerate(results)),
+        "sender_path": results[0]["sender_path"],
     }
     # wait until the switch has worked off what it received (its counters, or what it delivers, settle)
     last, t_done = None, time.monotonic()
@@ -746,6 +766,8 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     busy = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
     row = {
         "backend": switch.running_backend(),
+        "switch_tx": switch.tx if switch.running_backend() == "native" else None,
+        "sender_path": sent["sender_path"],
         "case": case.name,
         "kind": case.key,
         "program": str(case.program.relative_to(ROOT)),
@@ -765,22 +787,28 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
         "machine_busy_pct": 100.0 * busy,
     }
+    cpu_per_frame = row["switch_cpu_us_per_frame"]
+    row["switch_core_pps"] = 1e6 / cpu_per_frame if cpu_per_frame else None  # one core at that CPU per frame
     row["saturated"] = row["input_loss_pct"] > 1.0  # frames were lost before the switch: its capacity
     row["ratio_to_bmv2_reference"] = row["processed_pps"] / BMV2_REFERENCE_PPS
     return row
 
 
-def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress) -> list[dict]:
-    """Every case on every back end, once per number of senders in sender_counts (native back end;
-    the Python back end with one sender: a second one only adds loss)."""
+def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
+                 native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "sendmmsg",
+                 rate: float = 0.0) -> list[dict]:  # fmt: skip
+    """Every case on every back end (the native one once per transmit path in native_tx), once per
+    number of senders in sender_counts (native back end; the Python back end with one sender: a second
+    one only adds loss)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
     switch_cpu = cpus[-1] if len(cpus) > 1 else None
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
-        for backend in backends:
+        runs = [(b, tx) for b in backends for tx in (native_tx if b == "native" else ("ring",))]
+        for backend, tx in runs:
             for program in (ROUTER_P4, INA_P4):
-                switch = SoftswitchProcess(lab, program, backend, switch_cpu)
+                switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx)
                 try:
                     switch.connect()
                     installers[program](switch)
@@ -791,7 +819,9 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
                         for count in sender_counts if backend == "native" else [1]:
                             # the first sender on the first CPU, a second one shares the switch's
                             sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
-                            row = run_veth_case(lab, switch, case, seconds, seqs, sender_cpus, Path(tmp))
+                            row = run_veth_case(
+                                lab, switch, case, seconds, seqs, sender_cpus, Path(tmp), sender_mode, rate
+                            )
                             row["switch_cpu"] = switch_cpu
                             rows.append(row)
                             progress(row)
@@ -815,9 +845,14 @@ def print_in_process_row(row: dict) -> None:
     )
 
 
+def _backend_label(row: dict) -> str:
+    """native/ring, native/sendmmsg or python."""
+    return f"{row['backend']}/{row['switch_tx']}" if row.get("switch_tx") else row["backend"]
+
+
 def print_veth_row(row: dict) -> None:
     print(
-        f"  [{row['backend']:>6}] {row['case']} ({row['senders']} sender(s)): offered {row['offered_pps']:,.0f} pps, switch processed "
+        f"  [{_backend_label(row)}] {row['case']} ({row['senders']} sender(s)): offered {row['offered_pps']:,.0f} pps, switch processed "
         f"{row['processed']:,} at {row['processed_pps']:,.0f} pps, delivered {row['delivered']:,} of "
         f"{row['expected_delivered']:,}; CPU per frame: switch {_fmt(row['switch_cpu_us_per_frame'], '.2f')} us, "
         f"sender {_fmt(row['sender_cpu_us_per_frame'], '.2f')} us; machine {row['machine_busy_pct']:.0f}% busy",
@@ -833,9 +868,22 @@ def comparisons(result: dict) -> dict:
         if ("native", kind) in by and ("python", kind) in by:
             out["in_process"][kind] = by[("native", kind)] / by[("python", kind)]
     veth: dict = {}
-    for r in result["veth"]["cases"]:  # the best of the sender counts
+    tx_cpu: dict = {}
+    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default path (ring)
+        if r.get("switch_tx") and r["switch_tx"] != "ring":
+            if r["switch_cpu_us_per_frame"]:
+                tx_cpu.setdefault(("sendmmsg", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
+            continue
         key = (r["backend"], r["kind"])
         veth[key] = max(veth.get(key, 0.0), r["processed_pps"])
+        if r.get("switch_tx") and r["switch_cpu_us_per_frame"]:
+            tx_cpu.setdefault(("ring", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
+    # the native switch's CPU per frame, ring over sendmmsg (mean over the sender counts): below 1 is cheaper
+    out["veth_ring_over_sendmmsg_cpu"] = {
+        kind: statistics.mean(tx_cpu[("ring", kind)]) / statistics.mean(tx_cpu[("sendmmsg", kind)])
+        for (path, kind) in tx_cpu
+        if path == "ring" and ("sendmmsg", kind) in tx_cpu
+    }
     for case in ("ipv4_router_forward", "grad_aggregation", "grad_passthrough"):
         if veth.get(("native", case)) and veth.get(("python", case)):
             out["veth"][case] = veth[("native", case)] / veth[("python", case)]
@@ -879,21 +927,25 @@ def print_tables(result: dict) -> None:
         print(f"Through veth ports: skipped: {veth['skipped']}")
     else:
         print(
-            "Through veth ports (softswitch process on the last CPU; tx = native senders as fast as they can, the first "
-            "on the first CPU, a second on the switch's; proc pps = frames the switch processed per second; CPU us "
-            "per frame of the switch process (sw) and of the senders (tx))"
+            "Through veth ports (softswitch process on the last CPU, native: ring or sendmmsg transmit path; tx = "
+            "native senders as fast as they can, the first on the first CPU, a second on the switch's; proc pps = "
+            "frames the switch processed per second; CPU us per frame of the switch process (sw) and of the senders "
+            "(tx); sw/core = 1 / sw us, what one core would sustain)"
         )
         print(
-            f"{'case':<28} {'backend':<7} {'tx':>2} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
-            f"{'in loss%':>8} {'sw us':>6} {'tx us':>6} {'busy%':>6}"
+            f"{'case':<28} {'backend':<15} {'tx':>2} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
+            f"{'in loss%':>8} {'sw us':>6} {'sw/core':>9} {'tx us':>6} {'busy%':>6}"
         )
         for row in veth["cases"]:
             print(
-                f"{row['case']:<28} {row['backend']:<7} {row['senders']:>2} {row['offered_pps']:>9,.0f} {row['processed_pps']:>9,.0f} "
-                f"{row['delivered']:>9,} {row['expected_delivered']:>9,} {row['input_loss_pct']:>8.1f} "
-                f"{_fmt(row['switch_cpu_us_per_frame'], '.2f'):>6} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
+                f"{row['case']:<28} {_backend_label(row):<15} {row['senders']:>2} {row['offered_pps']:>9,.0f} "
+                f"{row['processed_pps']:>9,.0f} {row['delivered']:>9,} {row['expected_delivered']:>9,} "
+                f"{row['input_loss_pct']:>8.1f} {_fmt(row['switch_cpu_us_per_frame'], '.2f'):>6} "
+                f"{_fmt(row.get('switch_core_pps')):>9} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
                 f"{row['machine_busy_pct']:>6.0f}"
             )
+        for kind, ratio in result["comparison"].get("veth_ring_over_sendmmsg_cpu", {}).items():
+            print(f"  native switch CPU per frame, transmit ring / sendmmsg, {kind}: {ratio:.2f}")
         print(
             "  delivered = frames counted by the receiving interface (for aggregation one per complete chunk of 4 "
             "GRADs). in loss% = frames sent that the switch never processed (its ring was full: the rate is its "
@@ -951,6 +1003,8 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
         cases = list(dict.fromkeys(r["case"] for r in veth_rows))
         v: dict = {}
         for r in veth_rows:
+            if r.get("switch_tx") not in (None, "ring"):
+                continue  # the native back end's default path only
             v[(r["backend"], r["case"])] = max(v.get((r["backend"], r["case"]), 0.0), r["processed_pps"])
         bars(
             axes[0][1],
@@ -988,6 +1042,26 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="numbers of sender processes to run the native veth cases with, e.g. 1,2 (default: 1,2 on 2+ CPUs, "
         "quick: 1); a second sender shares the switch's CPU and aggregates its own job",
     )
+    p.add_argument(
+        "--native-tx",
+        default=None,
+        help="the native back end's transmit paths to run side by side: ring (PACKET_MMAP, the default path) "
+        "and/or sendmmsg (default ring,sendmmsg; quick: ring)",
+    )
+    p.add_argument(
+        "--sender",
+        choices=("ring", "sendmmsg"),
+        default="sendmmsg",
+        help="how the senders write frames: sendmmsg (default) or a transmit ring past the qdisc (which cost "
+        "as much per frame here: most of a sender's cost is the kernel delivering into the switch's ring)",
+    )
+    p.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="frames/s per sender (default 0: as fast as it can); a paced run shows the switch's CPU per frame "
+        "when frames arrive in small batches, as in an allreduce on shaped links",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and PNG (bench/results)")
     # internal: the sender process inside the sender's namespace
     p.add_argument("--role", choices=("send",), help=argparse.SUPPRESS)
@@ -1001,6 +1075,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error(f"--seconds must be positive, got {args.seconds}")
     if args.repetitions is not None and args.repetitions < 1:
         p.error(f"--repetitions must be at least 1, got {args.repetitions}")
+    if args.native_tx is None:
+        args.native_tx = "ring" if args.quick else "ring,sendmmsg"
+    args.native_tx = tuple(t.strip() for t in args.native_tx.split(",") if t.strip())
+    if not args.native_tx or any(t not in ("ring", "sendmmsg") for t in args.native_tx):
+        p.error(f"--native-tx takes ring and/or sendmmsg, got {args.native_tx}")
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = [b for b in args.backends if b not in BACKENDS]
     if unknown or not args.backends:
@@ -1012,7 +1091,13 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.role == "send":
         templates = [bytes.fromhex(h) for h in json.loads(Path(args.templates).read_text())]
-        print(json.dumps(role_send(args.iface, templates, args.seq_at, args.pool, args.seq0, args.seconds)))
+        print(
+            json.dumps(
+                role_send(
+                    args.iface, templates, args.seq_at, args.pool, args.seq0, args.seconds, args.sender, args.rate
+                )
+            )
+        )
         return 0
 
     sys.path.insert(0, str(ROOT))
@@ -1034,6 +1119,9 @@ def main(argv=None) -> int:
             "mode": "quick" if args.quick else "full",
             "seconds": seconds,
             "backends": args.backends,
+            "native_tx": list(args.native_tx),
+            "sender": args.sender,
+            "sender_rate": args.rate,
             "values_per_packet": frames.C.VALUES_PER_PACKET,
             "fan_in": FAN_IN,
             "pool_size": POOL,
@@ -1060,7 +1148,9 @@ def main(argv=None) -> int:
         else:
             print(f"[veth] {seconds:g} s per case, two namespaces, a softswitch process per program ...", flush=True)
             try:
-                result["veth"]["cases"] = measure_veth(frames, args.backends, seconds, senders, print_veth_row)
+                result["veth"]["cases"] = measure_veth(
+                    frames, args.backends, seconds, senders, print_veth_row, args.native_tx, args.sender, args.rate
+                )
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
                 print(f"[veth] failed: {e}")
