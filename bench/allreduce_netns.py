@@ -10,6 +10,10 @@ it runs in turn:
 - ``gloo``: torch.distributed's gloo all_reduce between the worker hosts (TCP through the switches'
   IPv4 routes).
 
+``--lanes 64 256`` runs ina and ps once per build of the switches' program: K = 64 values per packet
+(p4src/ina.p4) and K = 256 (p4src/ina_k256.p4), each on a lab of its own (gloo runs on the first), so
+one run compares K = 64, K = 256, the parameter server and gloo side by side.
+
 Every sum is checked (the lab against numpy, gloo's ranks against the inputs made again from the
 seed). For each run it records the completion time (slowest worker), the ratio to the ideal S/B (S
 bytes per worker over the host links' bandwidth B: a worker must at least send S and receive S),
@@ -21,6 +25,7 @@ run at a time (other lab users wait, and so does this).
 
     .venv/bin/python bench/allreduce_netns.py                       # star at 100 Mbit/s and 1 Gbit/s
     .venv/bin/python bench/allreduce_netns.py --topology topologies/leaf_spine_100m.yaml --sizes 4 64
+    .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml --sizes 4 64 --lanes 64 256
 
 Needs root and Debian's mininet. Saves bench/results/allreduce_netns.json and .png.
 """
@@ -42,6 +47,8 @@ sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ps", "gloo")
 DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
+# K (values per packet) -> the build of the switches' program that has it (controller/programs.py)
+PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256"}
 LOCK = "/tmp/ina-lab.lock"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -91,14 +98,14 @@ def machine_busy() -> tuple[float, float]:
 class LabBench:
     """One topology's lab; ``run(method, values)`` measures one allreduce on it."""
 
-    def __init__(self, topology: str, log, pool_size: int):
+    def __init__(self, topology: str, log, pool_size: int, program: str = "v1model"):
         from controller.planner import PlanOptions
         from topologies.mininet_lab import MininetLab
 
         # results go down the tree by multicast (the lab's default): one RESULT leaves the server per
         # chunk, so the server's link carries S each way like a worker's
         options = PlanOptions(result_mode="multicast", pool_size=pool_size)
-        self.lab = MininetLab(str(ROOT / topology), log=log, plan_options=options)
+        self.lab = MininetLab(str(ROOT / topology), program=program, log=log, plan_options=options)
         self.topology = topology
         self.log = log
 
@@ -201,7 +208,7 @@ class LabBench:
 def describe(row: dict) -> str:
     """One progress line: time, ratio to ideal, busiest host link, per-component rates and CPU."""
     text = (
-        f"{row['bytes_per_worker'] / 2**20:>5.0f} MB {row['method']:>4}: {row['time_s']:8.3f} s "
+        f"{row['bytes_per_worker'] / 2**20:>5.0f} MB {label(row):>10}: {row['time_s']:8.3f} s "
         f"({row['ratio_to_ideal']:5.2f} x ideal {row['ideal_s']:.3f} s), busiest host link "
         f"{row['host_link_max_bytes'] / 2**20:7.1f} MB, retx {row['retransmissions']}"
     )
@@ -219,9 +226,37 @@ def describe(row: dict) -> str:
     )
 
 
+def label(row: dict) -> str:
+    """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"."""
+    return row["method"] if row["method"] == "gloo" else f"{row['method']} K={row['values_per_packet']}"
+
+
 def run_topology(
-    topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int
+    topology: str,
+    sizes_mb: list[float],
+    methods: list[str],
+    repeats: int,
+    lock: str | None,
+    pool_size: int,
+    lanes: list[int] | None = None,
 ) -> dict:
+    """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
+    report: dict = {"topology": topology, "runs": []}
+    for i, k in enumerate(lanes or [64]):
+        # gloo does not depend on the switches' program: it runs on the first lab only
+        lab_methods = [m for m in methods if m != "gloo" or i == 0]
+        part = _run_lab(topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k])
+        report["runs"] += part.pop("runs")
+        report["uptime_after"] = part["uptime_after"]
+        for key, value in part.items():  # the first lab's load before, the topology's facts
+            report.setdefault(key, value)
+    return report
+
+
+def _run_lab(
+    topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int,
+    program: str,
+) -> dict:  # fmt: skip
     log_lines: list[str] = []
 
     def log(message: str) -> None:
@@ -230,7 +265,7 @@ def run_topology(
             print(message, flush=True)
 
     with lab_lock(lock):
-        with LabBench(topology, log, pool_size) as bench:
+        with LabBench(topology, log, pool_size, program) as bench:
             report = {
                 "topology": topology,
                 "workers": len(bench.lab.workers),
@@ -240,7 +275,8 @@ def run_topology(
                 "runs": [],
             }
             print(
-                f"{topology}: {report['workers']} workers, server {bench.lab.server}, host links "
+                f"{topology} ({program}, K={bench.lab.plan.value_count}): {report['workers']} workers, "
+                f"server {bench.lab.server}, host links "
                 f"{bench.bandwidth_mbps:g} Mbit/s, load {' '.join(report['uptime_before'])}",
                 flush=True,
             )
@@ -272,13 +308,13 @@ def plot(reports: list[dict], path: Path) -> None:
         sizes = sorted({r["bytes_per_worker"] for r in runs})
         mb = [s / 2**20 for s in sizes]
         ax = axes[0][col]
-        for method in METHODS:
+        for name in sorted({label(r) for r in runs}):
             best = [
-                min((r["time_s"] for r in runs if r["method"] == method and r["bytes_per_worker"] == s), default=None)
+                min((r["time_s"] for r in runs if label(r) == name and r["bytes_per_worker"] == s), default=None)
                 for s in sizes
             ]
             if any(b is not None for b in best):
-                ax.plot(mb, best, marker="o", label=method)
+                ax.plot(mb, best, marker="o", label=name)
         ax.plot(mb, [s * 8 / (report["host_link_mbps"] * 1e6) for s in sizes], "k--", label="ideal S/B")
         ax.set(
             xscale="log",
@@ -290,14 +326,14 @@ def plot(reports: list[dict], path: Path) -> None:
         ax.legend()
         ax.grid(True, which="major", alpha=0.3)
         ax = axes[1][col]
-        for method in METHODS:
+        for name in sorted({label(r) for r in runs}):
             pts = [
                 (r["bytes_per_worker"] / 2**20, r["host_link_max_bytes"] / r["bytes_per_worker"])
                 for r in runs
-                if r["method"] == method
+                if label(r) == name
             ]
             if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", linestyle="", label=method)
+                ax.plot(*zip(*pts, strict=True), marker="o", linestyle="", label=name)
         ax.set(xscale="log", xlabel="MB per worker", ylabel="busiest host link bytes / S (both directions)")
         ax.legend()
         ax.grid(True, alpha=0.3)
@@ -311,6 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=float, nargs="+", default=[1, 4, 16, 64], help="MB per worker")
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--lanes",
+        type=int,
+        nargs="+",
+        choices=sorted(PROGRAMS_BY_LANES),
+        default=[64],
+        help="K values per packet: ina and ps run on a lab per K (64: p4src/ina.p4, 256: p4src/ina_k256.p4)",
+    )
     ap.add_argument(
         "--pool-size",
         type=int,
@@ -329,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     reports = []
     for topology in args.topology:
-        reports.append(run_topology(topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size))
+        reports.append(
+            run_topology(topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size, args.lanes)
+        )
         out.with_suffix(".json").write_text(json.dumps({"reports": reports}, indent=1))
     plot(reports, out.with_suffix(".png"))
     print(f"saved {out.with_suffix('.json')} and {out.with_suffix('.png')}")

@@ -23,7 +23,7 @@ from controller.errors import P4RuntimeError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
-from controller.programs import program_kind, stat_counters
+from controller.programs import program_kind, stat_counters, values_per_packet
 from controller.tls import TlsFiles
 from controller.topology import Topology
 from protocol import constants as C
@@ -408,6 +408,12 @@ class Installer:
         self.names(switch)
         assert self.p4info is not None
         return program_kind(self.p4info)
+
+    def values_per_packet(self, switch: str | None = None) -> int:
+        """K of the program the switches run, from the P4Info (given, or read from ``switch``)."""
+        self.names(switch)
+        assert self.p4info is not None
+        return values_per_packet(self.p4info)
 
     def read_stats(self, switch: str, indices: list[int]) -> dict[int, tuple[int, int]]:
         """index -> (packets, bytes) of the per-job statistics (index job_index * NUM_STATS + STAT_*) at

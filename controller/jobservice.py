@@ -13,7 +13,7 @@ import secrets
 import threading
 from collections.abc import Callable, Collection, Iterator
 from concurrent import futures
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, Protocol
 
 import grpc
@@ -41,6 +41,10 @@ class JobInstaller(Protocol):
 
     def remove_job(self, plan: JobPlan, skip: Collection[str] = ()) -> object:
         """Take ``plan`` off the network (leaving the switches in ``skip`` alone: dead ones)."""
+        ...
+
+    def values_per_packet(self) -> int:
+        """K of the program the switches run (controller/programs.py): every plan's value_count."""
         ...
 
 
@@ -96,6 +100,7 @@ class JobManager:
         (1, False, True)
         """
         with self.lock:
+            options = self._with_program_k(options)
             graph = surviving_graph(self.graph, self.dead_switches, self.dead_links)
             plan = plan_job(self.topo, workers, servers, options, self.resources, graph)
             installed = False
@@ -109,6 +114,21 @@ class JobManager:
             self.jobs[plan.job_id] = [plan]
             self.options[plan.job_id] = options
             return plan, installed
+
+    def _with_program_k(self, options: PlanOptions) -> PlanOptions:
+        """``options`` with K = the switches' program's (read off its P4Info): a dense packet carries exactly
+        the program's K lanes, so a plan of another K could not run. Without an installer, as given."""
+        if self.installer is None:
+            return options
+        k = self.installer.values_per_packet()
+        if options.value_count is None:
+            return replace(options, value_count=k)
+        if options.value_count != k:
+            raise PlanError(
+                f"value_count {options.value_count} differs from the switches' program, built with K={k} "
+                "(leave value_count unset to take the program's)"
+            )
+        return options
 
     # -- failures ------------------------------------------------------------------------------------
     def watch(self, job_id: int, callback: PlanWatcher) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from protocol import constants as wire
 
 MAX_HOPS = wire.MAX_HOPS  # hop entries a packet can carry
-VALUES_PER_PACKET = wire.VALUES_PER_PACKET  # K int32 values per packet
+VALUES_PER_PACKET = wire.VALUES_PER_PACKET  # K int32 values per packet: ina.p4's default
+MAX_VALUES_PER_PACKET = wire.MAX_VALUES_PER_PACKET  # the largest K a program may be built with
 MAX_CHILDREN = wire.MAX_FAN_IN  # width of a slot's children bitmap
 HOST_NODE_BASE = wire.HOST_NODE_ID_BASE  # node id of host i = base + i
 MAX_SWITCH_ID = HOST_NODE_BASE - 1  # device ids are 1..0x7fff

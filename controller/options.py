@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.errors import PlanError
-from controller.limits import VALUES_PER_PACKET
+from controller.limits import MAX_VALUES_PER_PACKET
 
 # -- choice lists --------------------------------------------------------------------------------
 PLANNERS = ("multihop", "multitree")  # seed 1: one tree per server; seed 2: up to K spanning trees
@@ -66,8 +66,10 @@ class PlanOptions:
         ``"unicast"`` reverse paths or ``"multicast"`` down the tree.
     pool_size : int
         Slots per job and tree at an aggregating switch.
-    value_count : int
-        Values per packet (K of the wire format), at most ``VALUES_PER_PACKET``.
+    value_count : int or None
+        Values per packet (K of the wire format, 1..``MAX_VALUES_PER_PACKET``): the K the switches' program
+        was built with. None takes it from the program (``JobManager`` with an installer reads the P4Info:
+        controller/programs.py), else ina.p4's default ``VALUES_PER_PACKET``.
     op : str
         The reduction, one of ``OPS``.
     job_id : int or None
@@ -91,7 +93,7 @@ class PlanOptions:
     aggregation: str = DEFAULT_AGGREGATION
     result_mode: str = DEFAULT_RESULT_MODE
     pool_size: int = DEFAULT_POOL_SIZE
-    value_count: int = VALUES_PER_PACKET
+    value_count: int | None = None
     op: str = DEFAULT_OP
     job_id: int | None = None
     trees: int = DEFAULT_TREES
@@ -120,8 +122,8 @@ class PlanOptions:
                 raise PlanError(f"unknown {name} {value!r} (choose {', '.join(allowed)})")
         if not 1 <= self.pool_size <= MAX_POOL_SIZE:
             raise PlanError(f"pool_size {self.pool_size} outside 1..{MAX_POOL_SIZE}")
-        if not 1 <= self.value_count <= VALUES_PER_PACKET:
-            raise PlanError(f"value_count {self.value_count} outside 1..{VALUES_PER_PACKET}")
+        if self.value_count is not None and not 1 <= self.value_count <= MAX_VALUES_PER_PACKET:
+            raise PlanError(f"value_count {self.value_count} outside 1..{MAX_VALUES_PER_PACKET}")
         if not 1 <= self.trees <= 255:
             raise PlanError(f"trees (K) {self.trees} outside 1..255")
         if self.height is not None and self.height <= 0:

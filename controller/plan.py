@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.errors import PlanFormatError
-from controller.limits import MAX_CHILDREN, MAX_HOPS, VALUES_PER_PACKET
+from controller.limits import MAX_CHILDREN, MAX_HOPS, MAX_VALUES_PER_PACKET, VALUES_PER_PACKET
 from controller.options import (
     DEFAULT_OP,
     DEFAULT_PLANNER,
@@ -315,8 +315,8 @@ class JobPlan:
             raise PlanFormatError(f"result_mode {self.result_mode!r} is not one of {RESULT_MODES}")
         if self.op not in OPS:
             raise PlanFormatError(f"op {self.op!r} is not one of {OPS}")
-        if not 0 < self.value_count <= VALUES_PER_PACKET:
-            raise PlanFormatError(f"value_count {self.value_count} outside 1..{VALUES_PER_PACKET}")
+        if not 0 < self.value_count <= MAX_VALUES_PER_PACKET:
+            raise PlanFormatError(f"value_count {self.value_count} outside 1..{MAX_VALUES_PER_PACKET}")
         if self.pool_size <= 0:
             raise PlanFormatError(f"pool_size {self.pool_size} must be positive")
         if not self.trees:

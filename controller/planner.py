@@ -10,6 +10,7 @@ import networkx as nx
 
 from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
+from controller.limits import VALUES_PER_PACKET
 from controller.options import PlanOptions
 from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import JobGrant, Resources
@@ -143,7 +144,7 @@ def plan_job(
                 switches=ctx.switch_configs,
                 planner=options.planner,
                 policy=options.policy if options.planner == "multihop" else "widest_tree",
-                value_count=options.value_count,
+                value_count=options.value_count or VALUES_PER_PACKET,
                 pool_size=options.pool_size,
                 result_mode=options.result_mode,
                 op=options.op,

@@ -13,6 +13,7 @@ softswitch write it) and, for a P4Info without it, the counters it publishes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -22,8 +23,12 @@ from controller.errors import P4RuntimeError
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM_FILES = {"v1model": REPO / "p4src" / "ina.p4", "tna": REPO / "p4src" / "tna" / "ina_tna.p4"}
+# build variants a --program option may name: the same program with another K (docs/design-decisions.md)
+VARIANT_FILES = {"v1model-k256": REPO / "p4src" / "ina_k256.p4"}
 STATS = "InaIngress.ina_stats"
 DROPS = "InaIngress.drop_stats"
+_LANE_REGISTER = re.compile(r"InaIngress\.slot_lane_\d+")
+_LANE_PAIR_REGISTER = re.compile(r"InaIngress\.lane_pair_\d+\.lanes")
 TNA_STAT_COUNTERS = (STATS, "InaIngress.ina_stats_slot", "InaIngress.ina_stats_evicted", "InaIngress.ina_stats_end")
 
 
@@ -47,6 +52,30 @@ def program_kind(p4info: p4info_pb2.P4Info) -> str:
     )
 
 
+def values_per_packet(p4info: p4info_pb2.P4Info) -> int:
+    """K, the int32 lanes of a dense packet, of the program a P4Info describes: one register per lane in
+    ina.p4 (``InaIngress.slot_lane_<i>``), one per pair of lanes in the TNA program
+    (``InaIngress.lane_pair_<p>.lanes``). Plans must use this K: a dense packet carries exactly K lanes.
+
+    >>> info = p4info_pb2.P4Info()
+    >>> for i in range(3):
+    ...     info.registers.add().preamble.name = f"InaIngress.lane_pair_{i}.lanes"
+    >>> values_per_packet(info)
+    6
+    """
+    names = [r.preamble.name for r in p4info.registers]
+    lanes = sum(1 for n in names if _LANE_REGISTER.fullmatch(n))
+    pairs = sum(1 for n in names if _LANE_PAIR_REGISTER.fullmatch(n))
+    if lanes and not pairs:
+        return lanes
+    if pairs and not lanes:
+        return 2 * pairs
+    raise P4RuntimeError(
+        "the program publishes no lane registers (InaIngress.slot_lane_<i> or InaIngress.lane_pair_<p>.lanes): "
+        "not an ina aggregation program, its K is unknown"
+    )
+
+
 def stat_counters(counter_names: Iterable[str]) -> tuple[str, ...]:
     """The counters whose sum is a per-job statistic, given the counters a program publishes.
 
@@ -62,11 +91,11 @@ def stat_counters(counter_names: Iterable[str]) -> tuple[str, ...]:
 
 
 def program_file(name_or_path: str | Path) -> Path:
-    """The P4 source a ``--program`` option names: "v1model" / "tna" for the repository's programs, else a
-    path (to a P4 source or a compiled BMv2 JSON).
+    """The P4 source a ``--program`` option names: "v1model" / "tna" for the repository's programs,
+    "v1model-k256" for ina.p4 built with K = 256, else a path (to a P4 source or a compiled BMv2 JSON).
 
-    >>> program_file("tna").name
-    'ina_tna.p4'
+    >>> program_file("tna").name, program_file("v1model-k256").name
+    ('ina_tna.p4', 'ina_k256.p4')
     """
     text = str(name_or_path)
-    return PROGRAM_FILES[text] if text in PROGRAM_FILES else Path(text)
+    return {**PROGRAM_FILES, **VARIANT_FILES}.get(text, Path(text))

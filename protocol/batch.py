@@ -61,7 +61,7 @@ _FIELD_BITS = {
     "pkt_type": 4,
     "op": 4,
     "flags": 8,
-    "value_count": 8,
+    "value_count": 9,  # 1..256 on the wire as 8 bits, 256 written as 0 (checked in PacketTemplate.encode)
     "job_id": 16,
     "seq": 32,
     "shadow": 1,
@@ -240,6 +240,10 @@ class PacketTemplate:
             raise ProtocolError(
                 f"value_count={int(value_count.max())} exceeds {codec.value_count_limit(layout, self.values_per_packet)}"
             )
+        if value_count.size:
+            if value_count.min() < 1:
+                raise ProtocolError(f"value_count={int(value_count.min())} outside 1..{C.MAX_VALUES_PER_PACKET}")
+            columns["value_count"] = value_count & 0xFF  # the 8-bit field: 256 is written as 0
         if out is None:
             out = np.empty((n, self.size), dtype=np.uint8)
         elif out.shape != (n, self.size) or out.dtype != np.uint8 or not out.flags.c_contiguous:
@@ -366,6 +370,15 @@ def _length_by_first_bytes() -> np.ndarray:
     return np.where(_B0_OK[b0] & _B1_OK[b1], length, -1).astype(np.int32)
 
 
+def _layout_has_k(layout: L.Layout, values_per_packet: int) -> bool:
+    """Whether packets of this layout exist with K lanes (layouts.Layout.check_k)."""
+    try:
+        layout.check_k(values_per_packet)
+    except L.ProtocolLayoutError:
+        return False
+    return True
+
+
 @functools.cache
 def _payload_by_flags(values_per_packet: int) -> np.ndarray:
     """For each flags byte: the payload bytes its layout takes with K lanes (-1: no layout, or one K cannot
@@ -373,7 +386,7 @@ def _payload_by_flags(values_per_packet: int) -> np.ndarray:
     out = np.full(256, -1, dtype=np.int32)
     for b in range(256):
         layout = _layout_or_none(b)
-        if layout is not None and (layout.span == 1 or values_per_packet % 4 == 0):
+        if layout is not None and _layout_has_k(layout, values_per_packet):
             out[b] = layout.payload_bytes(values_per_packet)
     return out
 
@@ -385,8 +398,14 @@ def _flags_and_count_ok(values_per_packet: int) -> np.ndarray:
     most = np.array(
         [-1 if (x := _layout_or_none(b)) is None else x.max_value_count(values_per_packet) for b in range(256)]
     )
-    accepted: np.ndarray = (word & 0xFF) <= most[word >> 8]
+    accepted: np.ndarray = _value_counts(word & 0xFF) <= most[word >> 8]
     return accepted
+
+
+def _value_counts(field: np.ndarray) -> np.ndarray:
+    """value_count (1..256) of 8-bit header fields: 0 stands for 256 (codec.value_count_from_field)."""
+    counts = np.asarray(field).astype(np.int64)
+    return np.where(counts == 0, 256, counts)
 
 
 @functools.cache
@@ -427,13 +446,13 @@ class PacketBatch:
     )
     HOP_COLUMNS = ("hop_switch_id", "hop_aggregate", "hop_fan_in", "hop_child", "hop_egress_port")
     values: np.ndarray  # (n, W) int32, set by decode_batch
-    _READERS = {
+    _READERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
         "version": lambda head: head["b0"] >> 4,
         "pkt_type": lambda head: head["b0"] & 0xF,
         "op": lambda head: head["b1"] >> 4,
         "hop_count": lambda head: head["b1"] & 0xF,
         "flags": lambda head: head["flags"],
-        "value_count": lambda head: head["value_count"],
+        "value_count": lambda head: _value_counts(head["value_count"]),
         "job_id": lambda head: head["job_id"],
         "seq": lambda head: head["seq"],
         "slot": lambda head: head["slot_word"] & 0x7FFF,
@@ -547,7 +566,7 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         ok = (header_bytes >= 0) & _FLAGS_OK[flags] & (lengths <= stride)
         lanes = _k_from_lengths(lengths - header_bytes, _LAYOUT_INDEX[flags])
         ok &= lanes > 0
-        ok &= head["value_count"] <= np.where(_SPAN[flags] == 1, lanes, _SPAN[flags] * lanes // 4)
+        ok &= _value_counts(head["value_count"]) <= np.where(_SPAN[flags] == 1, lanes, _SPAN[flags] * lanes // 4)
     masked = _MASKED[flags]
     if masked.any():
         ok &= ~masked | _masked_allowed()[b01]
@@ -583,7 +602,8 @@ def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:
     per4 = np.array([layout.payload_bytes(4) for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
     span = np.array([layout.span for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
     k = np.where((rest > 0) & (4 * rest % per4 == 0), 4 * rest // per4, 0)
-    return np.where((layout_index >= 0) & ((span == 1) | (k % 4 == 0)), k, 0)
+    wide_ok = (k % 4 == 0) & (k <= C.MAX_WIDE_VALUES_PER_PACKET)
+    return np.where((layout_index >= 0) & ((span == 1) | wide_ok), k, 0)
 
 
 def _payload_values(

@@ -140,6 +140,24 @@ def _check_range(name: str, value: int, bits: int, signed: bool = False) -> None
         raise ProtocolError(f"{name}={value!r} does not fit in {'int' if signed else 'bit'}<{bits}>")
 
 
+def value_count_field(value_count: int) -> int:
+    """The 8-bit header field of a value_count of 1..256: 256 is written as 0 (docs/protocol.md).
+
+    >>> value_count_field(64), value_count_field(256)
+    (64, 0)
+    """
+    return value_count & 0xFF
+
+
+def value_count_from_field(field: int) -> int:
+    """The value_count (1..256) an 8-bit header field says: 0 stands for 256.
+
+    >>> value_count_from_field(0), value_count_from_field(17)
+    (256, 17)
+    """
+    return field or 256
+
+
 def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, layout: L.Layout = L.DENSE) -> int:
     """Bytes of an INA UDP payload with this many hops (and this layout)."""
     return C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES + layout.payload_bytes(values_per_packet)
@@ -148,8 +166,8 @@ def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, l
 def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:
     """The UDP payload of ``packet``; values are padded with zeros to K lanes."""
     h, hops = packet.header, packet.hops
-    if not 1 <= values_per_packet <= 255:
-        raise ProtocolError(f"values_per_packet={values_per_packet} must be 1..255")
+    if not 1 <= values_per_packet <= C.MAX_VALUES_PER_PACKET:
+        raise ProtocolError(f"values_per_packet={values_per_packet} must be 1..{C.MAX_VALUES_PER_PACKET}")
     if len(hops) > C.MAX_HOPS:
         raise ProtocolError(f"{len(hops)} hops, at most MAX_HOPS={C.MAX_HOPS}")
     for name, bits in (
@@ -157,7 +175,6 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
         ("pkt_type", 4),
         ("op", 4),
         ("flags", 8),
-        ("value_count", 8),
         ("job_id", 16),
         ("seq", 32),
         ("shadow", 1),
@@ -167,6 +184,8 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     ):
         _check_range(name, getattr(h, name), bits)
     _check_range("scale_exp", h.scale_exp, 8, signed=True)
+    if not 1 <= h.value_count <= C.MAX_VALUES_PER_PACKET:
+        raise ProtocolError(f"value_count={h.value_count} outside 1..{C.MAX_VALUES_PER_PACKET}")
     layout = _checked_layout(h, values_per_packet)
     most = layout.max_value_count(values_per_packet)
     if h.value_count > most:
@@ -190,7 +209,7 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
             (h.version << 4) | h.pkt_type,
             (h.op << 4) | len(hops),
             h.flags,
-            h.value_count,
+            value_count_field(h.value_count),
             h.job_id,
             h.seq,
             (h.shadow << 15) | h.slot,
@@ -302,15 +321,15 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         shadow=slot_word >> 15,
         op=op,
         flags=flags,
-        value_count=value_count,
+        value_count=value_count_from_field(value_count),
         contributor=contributor,
         scale_exp=scale_exp,
         tree_id=tree_id,
         version=version,
     )
     _checked_layout(header, values_per_packet)
-    if value_count > layout.max_value_count(values_per_packet):
-        raise ProtocolError(f"value_count={value_count} exceeds {value_count_limit(layout, values_per_packet)}")
+    if header.value_count > layout.max_value_count(values_per_packet):
+        raise ProtocolError(f"value_count={header.value_count} exceeds {value_count_limit(layout, values_per_packet)}")
     masks = np.zeros(0, dtype=np.uint8)
     if layout.masked:
         packed = np.frombuffer(data, dtype=np.uint8, count=layout.mask_bytes(values_per_packet), offset=values_at)
@@ -328,7 +347,7 @@ def _k_from_length(rest: int, layout: L.Layout) -> int:
     """K from the bytes after the hops (decode without a given K)."""
     per_k = layout.payload_bytes(4) / 4  # bytes per lane of K: 4 dense, 8/16 wide, 4.25/4.5 MASKED
     k = int(round(rest / per_k)) if rest > 0 else 0
-    if k <= 0 or layout.payload_bytes(k) != rest or (layout.span > 1 and k % 4):
+    if k <= 0 or layout.payload_bytes(k) != rest or (layout.span > 1 and (k % 4 or k > C.MAX_WIDE_VALUES_PER_PACKET)):
         if layout is L.DENSE:
             raise ProtocolError(f"INA value area of {rest} bytes is not a whole number of int32 lanes")
         raise ProtocolError(f"INA payload area of {rest} bytes fits no K for the {layout.name} layout")

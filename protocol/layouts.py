@@ -95,8 +95,14 @@ class Layout:
         return positions if self.span == 1 else (positions + 3) // 4
 
     def check_k(self, k: int) -> None:
+        """Refuse a K this layout does not exist for (ina_lanes.p4's INA_WIDE_LAYOUTS, the same rule)."""
         if self.span > 1 and k % 4:
             raise ProtocolLayoutError(f"the {self.name} layout needs K a multiple of 4, not {k}")
+        if self.span > 1 and k > C.MAX_WIDE_VALUES_PER_PACKET:
+            raise ProtocolLayoutError(
+                f"the {self.name} layout needs K <= {C.MAX_WIDE_VALUES_PER_PACKET}, not {k} "
+                f"(a chunk's sum of {4 * k} values would not fit a {C.MTU_BYTES}-byte MTU)"
+            )
 
 
 DENSE = Layout("dense", 1, False, 0)

@@ -30,6 +30,16 @@ from protocol import constants as C
 _FLAG_NAMES = ["RETX", "OVERFLOW", "SPARSE", "MCAST", "STORED", "SPAN2", "SPAN4", "MASKED"]
 
 
+class ValueCountField(ByteField):
+    """value_count, 1..256 in one byte: 256 is written as 0 (docs/protocol.md, "INA header")."""
+
+    def i2m(self, pkt: Packet | None, x: int | None) -> int:
+        return 0 if x is None else x & 0xFF
+
+    def m2i(self, pkt: Packet | None, x: int) -> int:
+        return x or 256
+
+
 class INA(Packet):
     name = "INA"
     fields_desc = [
@@ -38,7 +48,7 @@ class INA(Packet):
         BitField("op", C.OP_SUM, 4),
         BitField("hop_count", 0, 4),
         FlagsField("flags", 0, 8, _FLAG_NAMES),
-        ByteField("value_count", C.VALUES_PER_PACKET),
+        ValueCountField("value_count", C.VALUES_PER_PACKET),
         ShortField("job_id", 1),
         IntField("seq", 0),
         BitField("shadow", 0, 1),
@@ -121,7 +131,8 @@ class InaValues(Packet):
 
     name = "InaValues"
     fields_desc = [
-        FieldListField("values", [], SignedIntField("", 0)),  # runs to the end of the payload
+        # runs to the end of the payload; a K = 256 packet has more lanes than scapy lists by default (100)
+        FieldListField("values", [], SignedIntField("", 0), max_count=4 * C.MAX_VALUES_PER_PACKET),
     ]
 
     def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:

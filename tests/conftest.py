@@ -26,6 +26,7 @@ needs_mininet = pytest.mark.skipif(not (IS_ROOT and _has_mininet()), reason="nee
 
 REPO = Path(__file__).resolve().parents[1]
 INA_P4 = REPO / "p4src" / "ina.p4"
+INA_K256_P4 = REPO / "p4src" / "ina_k256.p4"
 INA_TNA_P4 = REPO / "p4src" / "tna" / "ina_tna.p4"
 
 
@@ -61,15 +62,34 @@ def ina_program_k4():
 
 
 @pytest.fixture(scope="session")
-def golden_vectors() -> dict[str, dict]:
-    """The valid vectors of tests/protocol/golden_vectors.json by name (as tests/protocol/ina_golden.py loads them)."""
+def ina_program_k256():
+    """p4src/ina_k256.p4 (ina.p4 with K = 256 values per packet) compiled by softswitch, once per session."""
+    from softswitch.compiler import compile_program
+
+    return compile_program(str(INA_K256_P4))
+
+
+def _golden_module():
+    """tests/protocol/ina_golden.py, loaded by path (tests/protocol is no package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("ina_golden", REPO / "tests" / "protocol" / "ina_golden.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return {v["name"]: v for v in module.VALID}
+    return module
+
+
+@pytest.fixture(scope="session")
+def golden_vectors() -> dict[str, dict]:
+    """The valid vectors of tests/protocol/golden_vectors.json by name (as tests/protocol/ina_golden.py loads them)."""
+    return {v["name"]: v for v in _golden_module().VALID}
+
+
+@pytest.fixture(scope="session")
+def golden_invalid_vectors() -> dict[str, dict]:
+    """The invalid vectors of tests/protocol/golden_vectors.json by name."""
+    return {v["name"]: v for v in _golden_module().INVALID}
 
 
 class LauncherRun:

@@ -189,8 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(
         "--program",
-        help="what the switches start with: v1model (p4src/ina.p4, the default on softswitch), tna "
-        "(p4src/tna/ina_tna.p4, softswitch only) or a path (--no-p4 by default on bmv2)",
+        help="what the switches start with: v1model (p4src/ina.p4, the default on softswitch), v1model-k256 "
+        "(p4src/ina_k256.p4: 256 values per packet), tna (p4src/tna/ina_tna.p4, softswitch only) or a path "
+        "(--no-p4 by default on bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")

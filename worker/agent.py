@@ -449,10 +449,11 @@ class WorkerAgent:
         layout = layout_for(sparsity)
         if layout.masked and op != "sum":
             raise AgentConfigError(f"a {layout.name} allreduce sums (op 'sum'); {op!r} is not possible on kept values")
-        if layout.masked and self.values_per_packet % 4:
-            raise AgentConfigError(
-                f"a {layout.name} allreduce needs K a multiple of 4; job {self.job_id} has K={self.values_per_packet}"
-            )
+        if layout.masked:
+            try:
+                layout.check_k(self.values_per_packet)
+            except L.ProtocolLayoutError as exc:
+                raise AgentConfigError(f"a {layout.name} allreduce on job {self.job_id}: {exc}") from None
         arr = Q.check_array(array)
         handle = AllreduceHandle(self, arr.copy(), op, layout)
         if self._broken is not None:

@@ -36,9 +36,11 @@
 
 /* ---- sizes ---- */
 #ifndef VALUES_PER_PACKET
-#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..64) */
+#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..256; p4src/ina_k256.p4: 256) */
 #endif
-#define MAX_VALUES_PER_PACKET   64      /* the largest K the lane macros (ina_lanes.p4) expand */
+#define MAX_VALUES_PER_PACKET   256     /* the largest K: the lane macros (ina_lanes.p4) and value_count's 1..256 */
+#define MAX_WIDE_VALUES_PER_PACKET 64   /* the largest K with the wide and MASKED layouts (4K values fit a 1500-byte MTU) */
+#define MTU_BYTES               1500    /* the largest IPv4 packet a K must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
 #define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
 #define MAX_FAN_IN              32      /* children per slot: width of the bitmap of children heard */
 #define ETHERNET_HEADER_BYTES   14

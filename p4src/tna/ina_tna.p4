@@ -34,7 +34,7 @@
 /* The well-formed INA headers with h hop entries: both packet types, both operations, the dense layout only
    (flags' layout bits 0: the wide and MASKED layouts of docs/protocol.md are not in the TNA program). */
 #define INA_CHECK_ROW(h, type, op)                                                                    \
-    (INA_VERSION, type, op, 0 &&& FLAG_LAYOUT_MASK, h, h, 0 .. VALUES_PER_PACKET, INA_UDP_LENGTH(h),   \
+    (INA_VERSION, type, op, 0 &&& FLAG_LAYOUT_MASK, h, h, 1 .. VALUES_PER_PACKET, INA_UDP_LENGTH(h),   \
      IPV4_HEADER_BYTES + INA_UDP_LENGTH(h), true): ina_well_formed();
 #define INA_CHECK_ROWS(h)                                                                              \
     INA_CHECK_ROW(h, PKT_TYPE_GRAD, OP_SUM) INA_CHECK_ROW(h, PKT_TYPE_GRAD, OP_MAX)                    \

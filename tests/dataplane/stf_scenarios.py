@@ -129,9 +129,9 @@ class Scenario:
 # ---------------------------------------------------------------- packets
 
 
-def lanes(values) -> np.ndarray:
+def lanes(values, k: int = K) -> np.ndarray:
     """Values padded with zeros to K lanes (a wide chunk's span * K positions are left as they are)."""
-    out = np.zeros(max(K, len(values)), dtype=np.int64)
+    out = np.zeros(max(k, len(values)), dtype=np.int64)
     out[: len(values)] = values
     return out
 
@@ -143,18 +143,20 @@ def grad_hops(
 
 
 def grad_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **header) -> bytes:
+    """``values_per_packet`` among the header fields: K of the program (default ina.p4's)."""
     header.setdefault("contributor", worker)
+    k = header.pop("values_per_packet", K)
     pkt = codec.grad(
         job["job_id"],
         seq,
         hops,
-        lanes(values),
+        lanes(values, k),
         tree_id=job["tree_id"],
         value_count=header.pop("value_count", len(values)),
         **header,
     )
     mac, ip = WORKERS[worker]
-    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1])
+    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1], values_per_packet=k)
 
 
 def forwarded(worker: int, job: dict, seq: int, values, hops: list[Hop], **header) -> bytes:
@@ -163,17 +165,18 @@ def forwarded(worker: int, job: dict, seq: int, values, hops: list[Hop], **heade
 
 
 def result_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **header) -> bytes:
+    k = header.pop("values_per_packet", K)
     pkt = codec.result(
         job["job_id"],
         seq,
         hops,
-        lanes(values),
+        lanes(values, k),
         tree_id=job["tree_id"],
         value_count=header.pop("value_count", len(values)),
         **header,
     )
     mac, ip = WORKERS[worker]
-    return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip)
+    return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip, values_per_packet=k)
 
 
 def masked_chunk(rng: np.random.Generator, layout: L.Layout, magnitude: int = 2**28) -> np.ndarray:
@@ -997,6 +1000,56 @@ def sparse_results() -> Scenario:
     return s
 
 
+def k256_dense() -> Scenario:
+    """p4src/ina_k256.p4 (K = 256): whole 256-lane chunks summed, value_count 256 (the byte 0) makes lane 255
+    meaningful, a RESULT releases the slot; a K = 64 packet is malformed there, and so is a 2:4 one."""
+    s = Scenario("k256_dense", "K = 256: 256 lanes summed, value_count 256 written as 0, overflow in lane 255")
+    standard_setup(s)
+    k = K256
+    big = 2**31 - 1
+    a = np.arange(k, dtype=np.int64) * 1000 - 128_000
+    b = np.arange(k, dtype=np.int64)[::-1] * 7
+    a[k - 1], b[k - 1] = big, 1  # lane 255 overflows: flagged only when value_count says it is meaningful
+    wrapped = (a + b + 2**31) % 2**32 - 2**31
+    s.packet(1, grad_frame(0, JOB_UNICAST, 1, a, grad_hops(), slot=1, values_per_packet=k))
+    s.packet(2, grad_frame(1, JOB_UNICAST, 1, b, grad_hops(child=1), slot=1, values_per_packet=k))
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 1, wrapped, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW,
+            values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("value_count 255: the same overflow in lane 255 is not flagged")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 2, a, grad_hops(), slot=2, value_count=k - 1, values_per_packet=k))
+    s.packet(2, grad_frame(1, JOB_UNICAST, 2, b, grad_hops(child=1), slot=2, value_count=k - 1, values_per_packet=k))
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 2, wrapped, server_hop(), slot=2, contributor=SWITCH_ID, value_count=k - 1,
+            values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("the server's RESULT releases slot 1 on its way to worker 0")
+    down = [Hop(SWITCH_ID, True, 2, 0, WORKER_PORTS[0])]
+    s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, wrapped, down, slot=1, values_per_packet=k))
+    s.expect(WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, wrapped, [], slot=1, values_per_packet=k))
+    s.comment("a packet of K = 64 lanes, and a 2:4 packet (no wide layouts at K = 256), are malformed here")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 3, [1, 2, 3], grad_hops(), slot=3))
+    masked_k64 = masked_frame(
+        0, JOB_UNICAST, 4, L.TWO_OF_FOUR, masked_chunk(np.random.default_rng(1), L.TWO_OF_FOUR), grad_hops()
+    )
+    s.packet(1, masked_k64)
+    s.check_drop(C.DROP_MALFORMED, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_COMPLETED, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_OVERFLOW, 1)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 1)
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
+    s.check_register("InaIngress.slot_lane_255", cell(JOB_UNICAST, 2), int(wrapped[k - 1]) % 2**32)
+    return s
+
+
 SCENARIOS = [
     identity_mismatch,
     unknown_job,
@@ -1023,6 +1076,11 @@ SCENARIOS = [
     masked_malformed,
     sparse_results,
 ]
+
+
+# scenarios of p4src/ina_k256.p4 (K = 256), in stf/k256/: run on that program only
+K256 = 256
+K256_SCENARIOS = [k256_dense]
 
 
 def render_all() -> dict[str, str]:
@@ -1055,11 +1113,19 @@ def render_tofino() -> dict[str, str]:
     return {"overflow.stf": overflow(tofino=True).text()}
 
 
+def render_k256() -> dict[str, str]:
+    """File name -> STF text of the scenarios of the K = 256 program (stf/k256/)."""
+    return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K256_SCENARIOS)}
+
+
 def main() -> None:
     STF_DIR.mkdir(exist_ok=True)
     for name, text in render_all().items():
         (STF_DIR / name).write_text(text)
-    print(f"wrote {len(SCENARIOS)} STF files to {STF_DIR}")
+    (STF_DIR / "k256").mkdir(exist_ok=True)
+    for name, text in render_k256().items():
+        (STF_DIR / "k256" / name).write_text(text)
+    print(f"wrote {len(SCENARIOS)} STF files to {STF_DIR}, {len(K256_SCENARIOS)} to {STF_DIR / 'k256'}")
 
 
 if __name__ == "__main__":

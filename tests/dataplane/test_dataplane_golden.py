@@ -1,4 +1,5 @@
-"""The P4 program reads and writes the golden vectors' layout byte for byte (built with K = 4)."""
+"""The P4 program reads and writes the golden vectors' layout byte for byte (built with K = 4, and the K = 256
+variant p4src/ina_k256.p4 for the vector of that K)."""
 
 from protocol import codec
 from protocol import constants as C
@@ -87,3 +88,32 @@ def test_golden_wide_results_pass_and_replicate(ina_program_k4, golden_vectors):
     out = sw.process(1, _frame(unicast["bytes"]))
     golden = unicast["bytes"]
     assert out == [(9, _frame(golden[:1] + b"\x00" + golden[2:16] + golden[24:]))]  # hop popped, values as they were
+
+
+def test_golden_k256_value_count_0_means_256_lanes(ina_program_k256, golden_vectors):
+    """value_count's byte 0 is 256 on the K = 256 program: lane 255 is meaningful, so its overflow is flagged.
+    The vector's hop (switch 9) is the next hop after switch 7, which sums the golden values with a child
+    whose lanes are 0 except lane 255 = 1 (2^31 - 1 + 1 overflows)."""
+    vector = golden_vectors["grad_k256_value_count_256"]
+    golden = vector["bytes"]
+    sw = _switch(ina_program_k256, 7, 5, 0)
+    hop = bytes.fromhex("0007 80 02 00 00 0003")  # switch 7, aggregate, not bos, fan-in 2, child 0, port 3
+    values_at = 16 + 8
+    other = golden[:1] + b"\x02" + golden[2:16] + hop + golden[16:values_at] + bytes(4 * 255) + (1).to_bytes(4, "big")
+    mine = golden[:1] + b"\x02" + golden[2:16] + hop[:4] + b"\x01" + hop[5:] + golden[16:]
+    assert sw.process(1, _frame(other)) == []
+    out = sw.process(2, _frame(mine))
+    assert len(out) == 1 and out[0][0] == 3
+    wrapped = (-(2**31)).to_bytes(4, "big", signed=True)
+    # hop_count 1 (switch 9's entry left), OVERFLOW, value_count still the byte 0, contributor = switch 7
+    expected = golden[:2] + b"\x02" + golden[3:12] + b"\x00\x07" + golden[14:][:-4] + wrapped
+    assert out[0][1] == _frame(expected)
+    assert sw.counter("InaIngress.ina_stats").read(C.STAT_OVERFLOW)[0] == 1
+
+
+def test_golden_value_count_256_is_malformed_below_k256(ina_program_k4, golden_invalid_vectors):
+    """The byte 0 means 256 values, more than a K = 4 program carries: dropped as malformed, counted."""
+    vector = golden_invalid_vectors["value_count_256_with_k4"]
+    sw = _switch(ina_program_k4, 7, 1, 0)
+    assert sw.process(1, _frame(vector["bytes"])) == []
+    assert sw.counter("InaIngress.drop_stats").read(C.DROP_MALFORMED)[0] == 1

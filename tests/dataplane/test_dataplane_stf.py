@@ -15,7 +15,9 @@ from softswitch.switch import Switch
 HERE = Path(__file__).resolve().parent
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
+INA_K256_P4 = HERE.parents[1] / "p4src" / "ina_k256.p4"
 STF_FILES = sorted((HERE / "stf").glob("*.stf"))
+K256_STF_FILES = sorted((HERE / "stf" / "k256").glob("*.stf"))
 
 
 def _checks(text: str):
@@ -34,12 +36,25 @@ def test_generator_reproduces_committed_files():
     assert sorted(rendered) == [p.name for p in STF_FILES]
     for path in STF_FILES:
         assert path.read_text() == rendered[path.name], f"{path.name} is stale: run {stf_scenarios.__file__}"
+    rendered = stf_scenarios.render_k256()
+    assert sorted(rendered) == [p.name for p in K256_STF_FILES]
+    for path in K256_STF_FILES:
+        assert path.read_text() == rendered[path.name], f"k256/{path.name} is stale: run {stf_scenarios.__file__}"
 
 
 @pytest.mark.parametrize("path", STF_FILES, ids=lambda p: p.stem)
 def test_stf_scenario(path, ina_program):
-    sw = Switch(ina_program, name=path.stem)
-    result = run_stf(INA_P4, path, switch=sw)
+    _run_and_check(INA_P4, Switch(ina_program, name=path.stem), path)
+
+
+@pytest.mark.parametrize("path", K256_STF_FILES, ids=lambda p: p.stem)
+def test_k256_stf_scenario(path, ina_program_k256):
+    """The scenarios of p4src/ina_k256.p4 (256 values per packet) on that program."""
+    _run_and_check(INA_K256_P4, Switch(ina_program_k256, name=path.stem), path)
+
+
+def _run_and_check(program: Path, sw: Switch, path: Path) -> None:
+    result = run_stf(program, path, switch=sw)
     assert result.ok, str(result)
     assert result.packets_checked > 0 or "expect " not in path.read_text()
     problems = []

@@ -205,3 +205,35 @@ def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding(pro
     resent = sum(a.stats["retransmissions"] for a in job.agents)
     assert sum(ch.stats.queue_drops for ch in net.net.channels) > 0  # the queues did overflow
     assert resent < 0.3 * sent
+
+
+def test_k256_program_plans_and_sums_256_values_per_packet():
+    """p4src/ina_k256.p4: the job's K is learnt from the program (256), each chunk is one 256-lane packet
+    per worker, sums are exact through a two-level fabric that loses packets, and a 2:4 allreduce (no
+    wide layouts at K = 256) is refused with the reason."""
+    from worker.errors import AgentConfigError
+
+    net = network("leaf_spine", seed=4, program="v1model-k256")
+    net.set_impairments(loss=0.02)
+    job = _job(net, 8)
+    assert job.plan.value_count == 256
+    xs = int_inputs(8, 3 * 256 + 17, seed=11)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    fs = float_inputs(8, 600, seed=12)
+    assert_float_close(job.allreduce(fs), fs)
+    with pytest.raises(AgentConfigError, match="needs K <= 64"):
+        job.agents[0].allreduce_async(xs[0], sparsity="2:4")
+
+
+def test_k256_chunks_are_a_quarter_of_k64s_packets():
+    """The same allreduce on both builds of ina.p4: a worker sends one GRAD per 256 values instead of 64."""
+    sent = {}
+    for program in ("v1model", "v1model-k256"):
+        net = network(star_topology(2), program=program)
+        job = _job(net)
+        xs = int_inputs(2, 4 * 256, seed=3)
+        for out in job.allreduce(xs):
+            np.testing.assert_array_equal(out, sum(xs))
+        sent[program] = net.direction("h1", "s1").packets
+    assert sent == {"v1model": 16, "v1model-k256": 4}

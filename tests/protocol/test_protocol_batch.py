@@ -26,7 +26,7 @@ def _receive_buffer(payloads: list[bytes], stride: int = STRIDE) -> tuple[np.nda
 
 def _random_layout(rng: np.random.Generator, k: int) -> L.Layout:
     """Dense half of the time; with K a multiple of 4 a wide or MASKED layout otherwise."""
-    if k % 4 or rng.integers(0, 2) == 0:
+    if k % 4 or k > C.MAX_WIDE_VALUES_PER_PACKET or rng.integers(0, 2) == 0:
         return L.DENSE
     return L.LAYOUTS[int(rng.integers(1, len(L.LAYOUTS)))]
 
@@ -59,7 +59,7 @@ def _random_packet(
         shadow=int(rng.integers(0, 2)),
         op=C.OP_SUM if layout.masked else int(rng.choice([C.OP_SUM, C.OP_MAX])),
         flags=int(rng.integers(0, 0x20)) | layout.flags,
-        value_count=int(rng.integers(0, layout.max_value_count(k) + 1)),
+        value_count=int(rng.integers(1, layout.max_value_count(k) + 1)),
         contributor=int(rng.integers(0, 1 << 16)),
         scale_exp=int(rng.integers(-128, 128)),
         tree_id=int(rng.integers(0, 256)),
@@ -114,10 +114,9 @@ def test_golden_vectors_decode_and_encode(vector):
 
 
 def test_golden_invalid_vectors_are_refused_with_the_codecs_message_and_spare_their_neighbours():
-    good = VALID[0]
     for vector in INVALID:
         k = vector.get("values_per_packet")  # K given where the vector names one, else inferred
-        assert k in (None, good["values_per_packet"])
+        good = next(v for v in VALID if v["values_per_packet"] == (k or VALID[0]["values_per_packet"]))
         rows, lengths = _receive_buffer([good["bytes"], vector["bytes"], good["bytes"]])
         decoded = batch.decode_batch(rows, lengths, k)
         assert decoded.ok.tolist() == [True, False, True]
@@ -127,7 +126,7 @@ def test_golden_invalid_vectors_are_refused_with_the_codecs_message_and_spare_th
             decoded.packet(1)
 
 
-@pytest.mark.parametrize("k", [1, 4, C.VALUES_PER_PACKET])
+@pytest.mark.parametrize("k", [1, 4, C.VALUES_PER_PACKET, C.MAX_VALUES_PER_PACKET])
 def test_batch_encode_is_byte_identical_to_the_scalar_codec(k):
     rng = np.random.default_rng(k)
     for hop_count in range(C.MAX_HOPS + 1):

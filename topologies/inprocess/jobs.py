@@ -9,6 +9,8 @@ start a server agent per server and a worker agent per worker (tests, benchmarks
 
 from __future__ import annotations
 
+import dataclasses
+
 from controller.options import GIVE_UP_VIRTUAL_S, RTO_VIRTUAL_S
 from server.agent import ServerAgent
 from worker.agent import WorkerAgent
@@ -33,7 +35,10 @@ class InProcessJob:
         from controller.planner import PlanOptions, plan_job
 
         self.net = net
-        self.plan = plan or plan_job(net.topo, workers, servers, options or PlanOptions(), resources=resources)
+        options = options or PlanOptions()
+        if plan is None and options.value_count is None:  # K of the switches' program (its P4Info)
+            options = dataclasses.replace(options, value_count=net.installer.values_per_packet())
+        self.plan = plan or plan_job(net.topo, workers, servers, options, resources=resources)
         if install:  # (a job manager with the network's installer installs its own jobs)
             net.install_job(self.plan)
         # one server agent per server host, shared by the jobs on that host

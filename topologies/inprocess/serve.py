@@ -66,6 +66,10 @@ class LoopInstaller:
     def remove_job(self, plan, skip=()) -> None:
         self._on_loop(self._remove, plan, skip)
 
+    def values_per_packet(self) -> int:
+        """K of the network's program (its switches' P4Info)."""
+        return int(self.net.installer.values_per_packet())
+
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
@@ -283,7 +287,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--program",
         default="v1model",
-        help="the switches' program: v1model (p4src/ina.p4), tna (its TNA version) or a path",
+        help="the switches' program: v1model (p4src/ina.p4), v1model-k256 (256 values per packet), tna (its TNA "
+        "version) or a path",
     )
 
 

@@ -89,7 +89,7 @@ def random_frame(rng: random.Random, k: int = C.VALUES_PER_PACKET) -> tuple[int,
     for flag, p in ((C.FLAG_RETX, 0.1), (C.FLAG_SPARSE, 0.03), (C.FLAG_OVERFLOW, 0.05), (C.FLAG_STORED, 0.02)):
         if rng.random() < p:
             flags |= flag
-    value_count = k if rng.random() < 0.8 else rng.randint(0, k)
+    value_count = k if rng.random() < 0.8 else rng.randint(1, k)  # value_count is 1..256 (docs/protocol.md)
     if kind < 0.75:
         fan_in = rng.choice((1, 2, 3, 4, 4, 4, 0, 9, 40))
         child = rng.randint(0, max(fan_in - 1, 0)) if rng.random() < 0.95 else fan_in

@@ -31,6 +31,8 @@ def program_of(stf: Path) -> Path:
         return beside[0]
     if stf.parent == ROOT / "tests" / "dataplane" / "stf":
         return INA_P4
+    if stf.parent == ROOT / "tests" / "dataplane" / "stf" / "k256":
+        return ROOT / "p4src" / "ina_k256.p4"
     raise AssertionError(f"no program found for {stf}")
 
 
