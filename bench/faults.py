@@ -14,12 +14,18 @@ job's result was exact, or which error it ended with and when, against the job's
 Times are the modelled network's (virtual seconds) unless marked wall. Prints a table, saves
 bench/results/faults.json and bench/results/faults.png.
 
-    .venv/bin/python bench/faults.py [--seeds 3] [--values 2560] [--quick]
+With ``--lab`` (root and mininet; run it under ``flock /tmp/ina-lab.lock``), rows in the mininet lab
+too, wall clock: 4 workers on leaf-spine, softswitch in every switch; a clean round, then a round
+during which the aggregating spine's switch process is killed (then one during which the other spine
+dies: no tree left), and, in a second lab, a round during which ``link l1 spN down`` cuts a link.
+
+    .venv/bin/python bench/faults.py [--seeds 3] [--values 2560] [--quick] [--lab]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -305,8 +311,81 @@ def forgeries(plan, chunks: int) -> list[tuple[str, bytes, str]]:
     return out
 
 
+# -- the mininet lab (wall clock) ----------------------------------------------------------------------
+def lab_rows(values: int) -> list[dict[str, Any]]:
+    """The lab's fault rows: each is a round with the fault a third into it (by the clean round's time)."""
+    import threading
+
+    from topologies.errors import LabJobError
+    from topologies.mininet_lab import MininetLab
+
+    def aggregating_spine(plan) -> str:
+        return next(c.switch for c in plan.switches if c.switch.startswith("sp") and c.aggregates)
+
+    def faulty_round(lab, name: str, action: Callable[[], object], clean_s: float, expect: str) -> dict[str, Any]:
+        lab.last_errors, lab.last_stats = {}, {}
+        timer = threading.Timer(clean_s / 3, action)
+        timer.start()
+        start = time.perf_counter()
+        try:
+            (res,) = lab.allreduce(1)
+            outcome, exact = "exact", res.verified
+        except LabJobError as exc:
+            outcome, exact = str(exc), False
+        took = time.perf_counter() - start
+        timer.join()
+        errors = len(lab.last_errors)
+        ok = exact if expect == "exact" else errors == len(lab.workers) and "re-planning job" in outcome
+        moved = sum(int(st.get("chunks_moved", 0)) for st in lab.last_stats.values())
+        row = {"row": f"lab: {name}", "kind": "lab", "outcome": outcome, "errors": errors}
+        row.update(ranks=len(lab.workers), time_s=took, clean_s=clean_s, time_vs_clean=took / clean_s)
+        row.update(chunks_moved=moved, plan_version=lab.plan.version, ok=ok)
+        show(row)
+        return row
+
+    def one_lab(fault: str) -> list[dict[str, Any]]:
+        lab = MininetLab(
+            str(TOPOLOGY),
+            4,
+            values=values,
+            log=lambda m: None,
+            plan_options=PlanOptions(result_mode="multicast"),
+            monitor_interval=0.2,
+        )
+        rows = []
+        try:
+            lab.start()
+            (clean,) = lab.allreduce(1)
+            spine = aggregating_spine(lab.plan)
+            if fault == "link":
+                cut = functools.partial(lab.link_down, "l1", spine)
+                return [faulty_round(lab, f"link l1-{spine} down", cut, clean.elapsed, "exact")]
+            rows.append(
+                faulty_round(lab, f"{spine} killed", functools.partial(lab.kill_switch, spine), clean.elapsed, "exact")
+            )
+            other = aggregating_spine(lab.plan)
+            kill_other = functools.partial(lab.kill_switch, other)
+            rows.append(faulty_round(lab, f"then {other} killed (no tree left)", kill_other, clean.elapsed, "error"))
+            return rows
+        finally:
+            lab.stop()
+
+    return one_lab("spine") + one_lab("link")
+
+
 # -- output -------------------------------------------------------------------------------------------
 def show(row: dict[str, Any]) -> None:
+    if row["kind"] == "lab":
+        outcome = "exact" if row["outcome"] == "exact" else f"error on {row['errors']}/{row['ranks']}"
+        print(
+            f"{row['row']:<44} {outcome:<14} time {row['time_s']:6.2f} s wall ({row['time_vs_clean']:.2f}x the "
+            f"clean round's {row['clean_s']:.2f} s)   {row['chunks_moved']} chunks moved   plan v{row['plan_version']}   "
+            f"{'ok' if row['ok'] else 'NOT OK'}",
+            flush=True,
+        )
+        if row["errors"] or row["outcome"] != "exact":
+            print(f"    {row['outcome'][:200]}", flush=True)
+        return
     if row["kind"] == "impairment":
         print(
             f"{row['row']:<44} exact {row['exact_runs']}/{row['runs']} runs   time {row['time_s'] * 1e3:8.1f} ms "
@@ -391,6 +470,8 @@ def main() -> int:
     ap.add_argument("--losses", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3])
     ap.add_argument("--quick", action="store_true", help="one seed, 640 values, losses 0 and 20%%")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--lab", action="store_true", help="also the mininet lab's rows (root, mininet; wall clock)")
+    ap.add_argument("--lab-values", type=int, default=192_000, help="int32 values per worker in the lab rows")
     args = ap.parse_args()
     if args.quick:
         args.seeds, args.values, args.losses = 1, 640, [0.0, 0.2]
@@ -400,6 +481,8 @@ def main() -> int:
     print(f"fault campaign on {TOPOLOGY.name}: {args.values} values per worker, {args.seeds} seed(s); load {load:.1f}")
     wall = time.perf_counter()
     rows = sweep(args.seeds, args.values, args.losses) + fault_rows(1, args.values * 4)
+    if args.lab:
+        rows += lab_rows(args.lab_values)
     summary = {
         "topology": TOPOLOGY.name,
         "values": args.values,

@@ -16,16 +16,25 @@ with {"stats": ...}.
 
 The server also takes {"cmd": "add_job", "plan": path} and {"cmd": "remove_job", "job": id}: the
 launcher's training runs are jobs of their own (fresh job ids, so their processes' sequence numbers
-start afresh in the switches), served by the same agent on the server host's one UDP port.
+start afresh in the switches), served by the same agent on the server host's one UDP port; and
+{"cmd": "update_job", "plan": path}: a new version of a job the controller re-planned around a failure.
 Replies: {"job": id} or {"error": "one line"}.
+
+Re-planning: a worker reads stdin on its event loop, so {"cmd": "plan", "plan": path} (a new version of
+its job: ``WorkerAgent.update_plan`` moves the chunks in flight) and {"cmd": "plan_failed", "job": id,
+"reason": why} (no tree is left: the allreduce in progress fails with that reason) act at once, even in
+the middle of an allreduce. They get no reply.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +53,40 @@ def reply(obj: dict) -> None:
     sys.stdout.flush()
 
 
+class CommandLines:
+    """The launcher's JSON commands, read from stdin on the agent's event loop, so commands that must
+    act at once (a new plan version in the middle of an allreduce) are taken between two events while
+    the others queue for the agent's main code."""
+
+    def __init__(self, loop, urgent: Callable[[dict], bool]):
+        self.loop, self.urgent = loop, urgent
+        self.queue: collections.deque[dict | None] = collections.deque()  # None: end of input
+        self._buf = b""
+        loop.add_reader(sys.stdin, self._readable)
+
+    def _readable(self) -> None:
+        chunk = os.read(sys.stdin.fileno(), 65536)
+        if not chunk:
+            self.loop.remove_reader(sys.stdin)
+            self.queue.append(None)
+            return
+        self._buf += chunk
+        while b"\n" in self._buf:
+            line, self._buf = self._buf.split(b"\n", 1)
+            try:
+                cmd = json.loads(line)
+            except json.JSONDecodeError:
+                reply({"error": f"not JSON: {line.decode(errors='replace').strip()[:60]}"})
+                continue
+            if not isinstance(cmd, dict) or not self.urgent(cmd):
+                self.queue.append(cmd if isinstance(cmd, dict) else {})
+
+    def next(self) -> dict | None:
+        """The next queued command (None at end of input), running the loop until one comes."""
+        self.loop.run_until(lambda: bool(self.queue))
+        return self.queue.popleft()
+
+
 def run_worker(args, plan) -> None:
     from worker.agent import WorkerAgent
     from worker.transport import UdpTransport
@@ -54,22 +97,40 @@ def run_worker(args, plan) -> None:
         plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
     )
     agents = {"ina": agent}
+    latest: dict = {}  # job id -> the newest plan version heard of (a baseline agent made later starts on it)
     out = Path(args.out)
+
+    def plan_update(cmd: dict) -> bool:
+        """{"cmd": "plan", "plan": path} (a new version of a job) or {"cmd": "plan_failed", "job": id,
+        "reason": why}: taken at once, even in the middle of an allreduce; no reply."""
+        if cmd.get("cmd") == "plan":
+            from controller.plan import JobPlan
+
+            new = JobPlan.from_json(Path(cmd["plan"]).read_text())
+            latest[new.job_id] = new
+            for a in agents.values():
+                if a.job_id == new.job_id:
+                    a.update_plan(new)
+            return True
+        if cmd.get("cmd") == "plan_failed":
+            for a in agents.values():
+                if a.job_id == int(cmd["job"]):
+                    a.update_plan(None, str(cmd.get("reason", "the controller could not re-plan the job")))
+            return True
+        return False
+
+    commands = CommandLines(transport.loop, plan_update)
     reply({"ready": True, "rank": args.rank, "host": me.name})
-    for line in sys.stdin:
-        try:
-            cmd = json.loads(line)
-        except json.JSONDecodeError:
-            reply({"error": f"not JSON: {line.strip()[:60]}"})
-            continue
-        if cmd.get("cmd") == "quit":
+    while True:
+        cmd = commands.next()
+        if cmd is None or cmd.get("cmd") == "quit":
             break
         try:
             r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
             data = worker_input(int(cmd["seed"]), r, args.rank, n)
             start = time.monotonic()
             if mode not in agents:
-                agents[mode] = _baseline_agent(mode, args, transport)
+                agents[mode] = _baseline_agent(mode, args, transport, latest)
             result = agents[mode].allreduce(data, "sum")
             elapsed = time.monotonic() - start
             stem = out / f"{mode}-r{r}-rank{args.rank}"
@@ -94,7 +155,7 @@ def run_worker(args, plan) -> None:
     transport.close()
 
 
-def _baseline_agent(mode: str, args, transport):
+def _baseline_agent(mode: str, args, transport, latest: dict):
     """The parameter-server baseline ("ps"): a worker agent of the --ps-plan job on the same transport."""
     from controller.plan import JobPlan
     from worker.agent import WorkerAgent
@@ -104,6 +165,7 @@ def _baseline_agent(mode: str, args, transport):
     if not args.ps_plan:
         raise ValueError("mode ps needs the agent started with --ps-plan")
     ps_plan = JobPlan.from_json(Path(args.ps_plan).read_text())
+    ps_plan = latest.get(ps_plan.job_id, ps_plan)
     return WorkerAgent(
         ps_plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
     )
@@ -111,8 +173,6 @@ def _baseline_agent(mode: str, args, transport):
 
 def run_server(args, plan) -> None:
     """Serve the job until "quit" or end of input on stdin (the launcher closing the pipe)."""
-    import os
-
     from controller.plan import JobPlan
     from server.agent import ServerAgent
     from worker.transport import UdpTransport
@@ -147,6 +207,13 @@ def run_server(args, plan) -> None:
                 try:
                     job = JobPlan.from_json(Path(cmd["plan"]).read_text())
                     agent.add_job(job)
+                    reply({"job": job.job_id})
+                except Exception as exc:
+                    reply({"error": f"{type(exc).__name__}: {exc}"})
+            elif cmd.get("cmd") == "update_job":  # a new version of a job the controller re-planned
+                try:
+                    job = JobPlan.from_json(Path(cmd["plan"]).read_text())
+                    agent.update_job(job)
                     reply({"job": job.job_id})
                 except Exception as exc:
                     reply({"error": f"{type(exc).__name__}: {exc}"})

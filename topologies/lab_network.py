@@ -124,6 +124,15 @@ def _intf_counter(intf: str, name: str) -> int:
         return 0
 
 
+def _operstate(intf: str) -> str:
+    """The kernel's operational state of an interface ("up", "down", "lowerlayerdown", ...; "gone")."""
+    try:
+        with open(f"/sys/class/net/{intf}/operstate") as f:
+            return f.read().strip()
+    except OSError:
+        return "gone"
+
+
 _NETEM: bool | None = None
 
 
@@ -370,6 +379,28 @@ class LabNetwork:
             node, port = (link.b, link.b_port) if link.a in hosts else (link.a, link.a_port)
             out[i] = _intf_counter(intf_name(node, port), "rx_bytes") + _intf_counter(intf_name(node, port), "tx_bytes")
         return out
+
+    def links_down(self) -> list[tuple[str, str]]:
+        """Links between two switches with a port that is not up (``/sys/class/net/PORT/operstate``):
+        the ports' status a real switch's OS reports, read by the controller's fault monitor here
+        (controller.replan.PortStatus). mininet's ``link a b down`` takes both ports down."""
+        switches = {s.name for s in self.spec.switches}
+        out = []
+        for link in self.spec.links:
+            if link.a in switches and link.b in switches:
+                ports = (intf_name(link.a, link.a_port), intf_name(link.b, link.b_port))
+                if any(_operstate(port) != "up" for port in ports):
+                    out.append((link.a, link.b))
+        return out
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Bring the link between nodes ``a`` and ``b`` up or down (both ends; mininet's ``link`` command)."""
+        if self.net is None:
+            raise LabError("the lab network is not running")
+        nodes = [self.net.nameToNode.get(a), self.net.nameToNode.get(b)]
+        if None in nodes or not self.net.linksBetween(*nodes):
+            raise LabError(f"no link between {a} and {b}")
+        self.net.configLinkStatus(a, b, "up" if up else "down")
 
     def switch_logs(self) -> dict[str, str]:
         return {sw.name: str(sw.log_path) for sw in self.net.switches} if self.net else {}

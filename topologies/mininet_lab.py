@@ -15,7 +15,12 @@ Extra CLI commands: ``allreduce [ROUNDS] [VALUES]`` (run and check sums), ``base
 torch.distributed's gloo between the worker hosts), ``counters`` (bytes per link, switch packet
 and drop counts, the server agent's counters), ``plan`` (which switches aggregate, fan-ins, paths), ``train [EPOCHS] [--backend ina|gloo]
 [--seed S] [--example digits|recsys]`` (examples/train_digits.py or train_recsys.py, one process per worker
-host). Needs root and Debian's mininet.
+host), ``kill SWITCH`` (kill a switch's process). Needs root and Debian's mininet.
+
+Faults: the controller's fault monitor probes the switches over P4Runtime and reads the switch ports'
+state every ``monitor_interval`` seconds; a switch that stops answering (``kill SWITCH``) or a link whose
+ports go down (mininet's ``link A B down``) re-plans the lab's jobs around it, and the new plan version
+goes to the server agent, then to the workers, which move their chunks in flight (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import shlex
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,10 +88,12 @@ class AgentProcess:
 
     def __init__(self, proc, name: str):
         self.proc, self.name = proc, name
+        self.lock = threading.Lock()  # the launcher and the fault monitor's thread both write commands
 
     def send(self, obj: dict) -> None:
-        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
-        self.proc.stdin.flush()
+        with self.lock:
+            self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+            self.proc.stdin.flush()
 
     def read(self, timeout: float) -> dict:
         import select
@@ -134,6 +142,7 @@ class MininetLab:
         device_config: str | None = None,
         keep_logs: str | None = None,
         tls: bool = False,
+        monitor_interval: float = 0.5,
     ):
         from controller.topology_yaml import load_topology
 
@@ -158,8 +167,15 @@ class MininetLab:
         self.server_agent: AgentProcess | None = None
         self.gloo_ranks: dict[str, AgentProcess] = {}  # started by the first round in mode "gloo"
         self.rounds_done = 0
+        self.last_errors: dict[str, str] = {}  # worker host -> its error in the last round (allreduce)
+        self.last_stats: dict[str, dict] = {}  # worker host -> its agent's counters after the last round
         self.seed = 7
         self._last_stats: dict[tuple, int] = {}
+        self.monitor_interval = monitor_interval  # seconds between the fault monitor's probes (0: no monitor)
+        self.monitor = None  # controller.replan.FaultMonitor, on a loop thread of its own
+        self._monitor_loop = None
+        self._monitor_thread: threading.Thread | None = None
+        self._server_lock = threading.RLock()  # one command/answer exchange with the server agent at a time
 
     @property
     def workdir(self) -> Path:
@@ -183,6 +199,7 @@ class MininetLab:
             (self.workdir / "plan.json").write_text(self.plan.to_json(indent=1))
             self.log(f"[lab] controller installed routes and job {self.plan.job_id} in {time.monotonic() - t1:.1f} s")
             self._start_agents()
+            self._start_monitor()
         except BaseException as exc:
             self.stop(failed=not isinstance(exc, KeyboardInterrupt))
             raise
@@ -247,6 +264,103 @@ class MininetLab:
                 raise LabJobError(f"{agent.name}: {msg.get('error', 'did not start')}")
         self.log(f"[lab] agents ready: server on {self.server}, workers on {', '.join(self.agents)}")
 
+    # -- faults and re-planning ------------------------------------------------------------------
+    def _start_monitor(self) -> None:
+        """Follow the lab's jobs (new plan versions go to the server agent, then to the workers) and
+        start the controller's fault monitor: it probes the switches over P4Runtime and reads the
+        switch ports' state from the kernel, and re-plans the jobs around what died."""
+        from controller.replan import FaultMonitor
+        from worker.loop import RealTimeLoop
+
+        for plan in (self.plan, self.ps_plan):
+            self.jobs.watch(
+                plan.job_id, lambda new, reason, job_id=plan.job_id: self._plan_changed(job_id, new, reason)
+            )
+        if self.monitor_interval <= 0:
+            return
+        self._monitor_loop = RealTimeLoop()
+        self.monitor = FaultMonitor(
+            self.installer,
+            self.jobs.switches_in_use,
+            self._switch_failed,
+            self._monitor_loop,
+            self.monitor_interval,
+            ports=self.network,
+            on_link_failure=self._link_failed,
+        )
+        self._monitor_loop.call_soon_threadsafe(self.monitor.start)
+        self._monitor_thread = threading.Thread(
+            target=self._monitor_loop.run_forever, name="fault-monitor", daemon=True
+        )
+        self._monitor_thread.start()
+
+    def _stop_monitor(self) -> None:
+        if self._monitor_loop is None:
+            return
+        self._monitor_loop.call_soon_threadsafe(self.monitor.stop)
+        self._monitor_loop.stop()
+        if self._monitor_thread is not None:
+            self._monitor_thread.join(30)
+        self._monitor_loop.close()
+        self._monitor_loop = self._monitor_thread = None
+
+    def _switch_failed(self, switch: str, reason: str) -> None:
+        self.log(f"[lab] switch {switch} stopped answering P4Runtime ({reason}): re-planning its jobs")
+        self._replan(self.jobs.switch_failed, switch, reason)
+
+    def _link_failed(self, a: str, b: str) -> None:
+        self.log(f"[lab] link {a}-{b} is down (its ports): re-planning the jobs that cross it")
+        self._replan(self.jobs.link_failed, a, b)
+
+    def _replan(self, report, *args) -> None:
+        """Run a failure report on the monitor's thread; what goes wrong is logged, the monitor goes on
+        (a job that cannot be re-planned was told why: its ranks fail with the reason)."""
+        try:
+            report(*args)
+        except Exception as exc:
+            self.failed = True
+            self.log(f"[lab] {exc}")
+
+    def _plan_changed(self, job_id: int, plan, reason: str) -> None:
+        """A job manager watcher: a new plan version goes to the server agent (which must know the new
+        trees before chunks arrive on them), then to every worker; ``plan`` None fails the job's rounds
+        with ``reason``."""
+        if plan is None:
+            self.log(f"[lab] job {job_id} cannot go on: {reason}")
+            for agent in self.agents.values():
+                agent.send({"cmd": "plan_failed", "job": job_id, "reason": reason})
+            return
+        path = self.workdir / f"plan-job{job_id}-v{plan.version}.json"
+        path.write_text(plan.to_json(indent=1))
+        self._server_call({"cmd": "update_job", "plan": str(path)})
+        for agent in self.agents.values():
+            agent.send({"cmd": "plan", "plan": str(path)})
+        if job_id == self.plan.job_id:
+            self.plan = plan
+        elif job_id == self.ps_plan.job_id:
+            self.ps_plan = plan
+        spines = sorted({c.switch for c in plan.switches if c.aggregates})
+        self.log(f"[lab] job {job_id} runs on plan version {plan.version} (aggregating: {', '.join(spines) or 'none'})")
+
+    def kill_switch(self, switch: str) -> None:
+        """Kill a switch's process (SIGKILL, as a crash): it stops forwarding and answering P4Runtime."""
+        import os
+
+        node = self.network.net.nameToNode.get(switch) if self.network.net is not None else None
+        if node is None or getattr(node, "proc", None) is None:
+            raise LabError(f"no running switch {switch!r} in this lab")
+        try:
+            os.killpg(node.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        node.proc.wait(10)
+        self.log(f"[lab] killed switch {switch}")
+
+    def link_down(self, a: str, b: str) -> None:
+        """Take the link between ``a`` and ``b`` down (mininet's ``link a b down``: both ports down)."""
+        self.network.set_link(a, b, up=False)
+        self.log(f"[lab] link {a}-{b} down")
+
     # -- jobs ------------------------------------------------------------------------------------
     def allreduce(
         self, rounds: int = 1, values: int | None = None, mode: str = "ina", timeout: float = 120.0
@@ -268,12 +382,17 @@ class MininetLab:
             self.rounds_done += 1
             for agent in self.agents.values():
                 agent.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed, "mode": mode})
-            replies = {}
-            for name, agent in self.agents.items():
+            replies, errors = {}, {}
+            for name, agent in self.agents.items():  # every rank's answer, so none is left unread
                 msg = agent.read(timeout)
                 if "error" in msg:
-                    raise LabJobError(f"round {r}: {agent.name}: {msg['error']}")
+                    errors[name] = f"{agent.name}: {msg['error']}"
                 replies[name] = msg
+            self.last_errors = errors
+            if errors:
+                first = next(iter(errors.values()))
+                more = f" (and {len(errors) - 1} more ranks failed)" if len(errors) > 1 else ""
+                raise LabJobError(f"round {r}: {first}{more}")
             res = RoundResult(
                 r,
                 mode,
@@ -283,6 +402,7 @@ class MininetLab:
             )
             self._verify(r, replies)
             res.verified = True
+            self.last_stats = {n: m.get("stats", {}) for n, m in replies.items()}
             stats = {(n, mode): m.get("stats", {}) for n, m in replies.items()}
             stats[(self.server, "server")] = self.server_stats()
             res.retransmissions = self._stats_delta(stats, "retransmissions")
@@ -455,13 +575,14 @@ class MininetLab:
         return self._server_call({"cmd": "stats"}, "stats")["stats"]
 
     def _server_call(self, cmd: dict, answer: str = "job") -> dict:
-        self.server_agent.send(cmd)
-        while True:
-            msg = self.server_agent.read(30)
-            if "error" in msg:
-                raise LabJobError(f"{self.server_agent.name}: {msg['error']}")
-            if answer in msg:
-                return msg
+        with self._server_lock:
+            self.server_agent.send(cmd)
+            while True:
+                msg = self.server_agent.read(30)
+                if "error" in msg:
+                    raise LabJobError(f"{self.server_agent.name}: {msg['error']}")
+                if answer in msg:
+                    return msg
 
     # -- inspection ----------------------------------------------------------------------------------
     def link_bytes(self) -> dict[int, int]:
@@ -469,12 +590,15 @@ class MininetLab:
 
     def switch_counters(self, plan=None) -> dict[str, dict[str, int]]:
         """Non-zero per-job packet counts (Installer.read_stats, either program) of ``plan`` (default: the lab's job)
-        and drop reasons (drop_stats, all jobs) of every switch, read over P4Runtime."""
+        and drop reasons (drop_stats, all jobs) of every switch, read over P4Runtime (switches the
+        controller found dead are left out)."""
         from protocol import constants as C
 
         out = {}
         base = (plan or self.plan).job_index * C.NUM_STATS
         for s in self.topo.switches:
+            if self.jobs is not None and s.name in self.jobs.dead_switches:
+                continue
             stats = self.installer.read_stats(s.name, [base + i for i in C.STAT_NAMES])
             drops = self.installer.read_counter(s.name, "InaIngress.drop_stats", list(C.DROP_REASON_NAMES))
             row = {C.STAT_NAMES[i - base].removeprefix("STAT_").lower(): v[0] for i, v in stats.items() if v[0]}
@@ -513,6 +637,7 @@ class MininetLab:
         ``keep_logs`` it is moved there. ``logs_kept`` then says where the logs are."""
         workdir = self.network.workdir
         keep_here = (failed or self.failed) and not self.keep_logs
+        self._stop_monitor()
         for agent in [*self.gloo_ranks.values(), *self.agents.values(), self.server_agent]:
             if agent is not None:
                 agent.stop()
@@ -600,6 +725,14 @@ def lab_cli(lab: MininetLab, script: str | None = None) -> None:
         def do_plan(self, line):
             """plan: which switches aggregate, their fan-in, each worker's path"""
             print(lab.plan_text())
+
+        def do_kill(self, line):
+            """kill SWITCH: kill a switch's process, as a crash (the controller notices and re-plans the
+            jobs on it; mininet's own 'link A B down' takes a link down, which it notices too)"""
+            try:
+                lab.kill_switch(line.strip())
+            except USER_ERRORS as exc:
+                print(f"error: {exc}")
 
     LabCLI(lab.network.net, script=script)
 
