@@ -441,7 +441,39 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         meta.in_overflow = hdr.ina.flags & FLAG_OVERFLOW;
     }
 
+    /* The admission key of a GRAD (docs/protocol.md, "Admission"); RESULTs keep the parser's 0. */
+    action take_admit_hop() {
+        meta.admit_hop = hdr.hops[0].aggregate ++ hdr.hops[0].child;
+    }
+
     /* ======================================== stage 1 ======================================== */
+
+    /* ---- admission: which port may carry which of a job's flows, as in p4src/ina.p4 ---- */
+    action admit() {
+        meta.not_admitted = 0;
+    }
+
+    action not_admitted() {
+        meta.not_admitted = 1;
+    }
+
+    /* The controller installs, per (job, tree) on this switch: the ports each child's GRADs arrive on
+       (key admit_hop = aggregate ++ child of the first hop), the parent-side ports RESULTs arrive on
+       (admit_hop wildcard), and below those a catch-all not_admitted per packet type. A job without
+       entries is not guarded: the default admits. Keys and names are the v1model program's, so the
+       controller writes the same entries; the verdict becomes DROP_NOT_ADMITTED in stage 2. */
+    table ina_admission {
+        key = {
+            hdr.ina.job_id: exact;
+            hdr.ina.tree_id: exact;
+            hdr.ina.pkt_type: exact;
+            meta.admit_hop: ternary;
+            ig_intr_md.ingress_port: ternary @name("standard_metadata.ingress_port");
+        }
+        actions = { admit; not_admitted; }
+        default_action = admit();
+        size = 4096;
+    }
 
     action locate_cell() {
         meta.slot_index = meta.slot_base + (bit<32>)meta.cell;
@@ -527,6 +559,9 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
             child_bit_of.apply();
             full_mask_of.apply();
             prepare_ina();
+            if (hdr.ina.pkt_type == PKT_TYPE_GRAD && hdr.hops[0].isValid()) {
+                take_admit_hop();
+            }
         } else if (hdr.ipv4.isValid()) {
             if (ig_prsr_md.parser_err != 0 || hdr.ipv4.ihl != 5) {
                 meta.drop_reason = DROP_MALFORMED;       /* cut short, or IPv4 options (not routed) */
@@ -542,6 +577,9 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         /* ---- stage 1: the cell, and where the packet goes ---- */
         if (meta.is_ina == 1) {
             locate_cell();
+            if (!hdr.recirc.isValid()) {
+                ina_admission.apply();                  /* a recirculated pass was admitted in its first */
+            }
             if (meta.configured == 0) {
                 meta.drop_reason = DROP_NOT_CONFIGURED;
             } else if (ig_prsr_md.parser_err != 0 || meta.malformed == 1 || meta.hop_overflow == 1) {
@@ -602,8 +640,13 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
             }
         }
 
-        /* ---- stage 2: checks that need stage-1 arithmetic, then the owner ---- */
-        if (meta.slot_access != SLOT_NONE) {
+        /* ---- stage 2: admission (ranked after UNKNOWN_JOB, before the path's own checks, as in v1model),
+                checks that need stage-1 arithmetic, then the owner ---- */
+        if (meta.job_checked == 1 && meta.not_admitted == 1) {
+            meta.drop_reason = DROP_NOT_ADMITTED;
+            meta.slot_access = SLOT_NONE;
+            meta.path = PATH_NONE;
+        } else if (meta.slot_access != SLOT_NONE) {
             if (meta.path == PATH_GRAD_AGGREGATE && meta.fan_in_excess != 0) {
                 meta.drop_reason = DROP_BAD_FAN_IN;
                 meta.slot_access = SLOT_NONE;

@@ -104,6 +104,18 @@ class Scenario:
         for handle in range(first, first + len(members)):
             self.lines.append(f"mc_node_associate {group} {handle}")
 
+    def admission(
+        self, job: dict, pkt_type: int, admit_hop: tuple[int, int], port: tuple[int, int], admit: bool
+    ) -> None:
+        """An ina_admission entry as the controller writes it (docs/protocol.md, "Admission"): ternary
+        (value, mask) for admit_hop and the ingress port; a flow's own entry outranks the catch-all."""
+        priority, action = (10, "admit") if admit else (1, "not_admitted")
+        self.lines.append(
+            f"add InaIngress.ina_admission {priority} hdr.ina.job_id:{job['job_id']} hdr.ina.tree_id:{job['tree_id']} "
+            f"hdr.ina.pkt_type:{pkt_type} meta.admit_hop:0x{admit_hop[0]:03x}&&&0x{admit_hop[1]:03x} "
+            f"standard_metadata.ingress_port:{port[0]}&&&0x{port[1]:03x} InaIngress.{action}()"
+        )
+
     def packet(self, port: int, frame: bytes) -> None:
         self.lines.append(f"packet {port} {frame.hex()}")
 
@@ -414,6 +426,50 @@ def release_unicast() -> Scenario:
     s.check_stat(JOB_UNICAST, C.STAT_GRAD_RELEASED_FORWARD, 1)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2), 2)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2), (7 << 32) | 5)
+    return s
+
+
+def admission() -> Scenario:
+    s = Scenario("admission", "a guarded job's GRADs only from its children's ports, RESULTs only from the parent")
+    standard_setup(s, JOB_UNICAST, JOB_PASS)
+    whole, anything = 0x1FF, 0
+    for worker in (0, 1):  # child c of aggregate hop here: admit_hop = 1 ++ c, on the port facing it
+        s.admission(JOB_UNICAST, C.PKT_TYPE_GRAD, ((1 << 8) | worker, whole), (WORKER_PORTS[worker], whole), True)
+    s.admission(JOB_UNICAST, C.PKT_TYPE_RESULT, (0, anything), (SERVER_PORT, whole), True)
+    for pkt_type in (C.PKT_TYPE_GRAD, C.PKT_TYPE_RESULT):
+        s.admission(JOB_UNICAST, pkt_type, (0, anything), (0, anything), False)
+    s.comment("worker 1's contribution sent from worker 2's port, and child 0's from child 1's: dropped")
+    s.packet(3, grad_frame(1, JOB_UNICAST, 1, [1000], grad_hops(child=1), slot=1))
+    s.packet(2, grad_frame(0, JOB_UNICAST, 1, [1000], grad_hops(child=0), slot=1))
+    s.comment("admission ranks after an unknown job and before the path's own checks (wrong switch here)")
+    s.packet(3, grad_frame(0, dict(JOB_UNICAST, job_id=99), 1, [1], grad_hops()))
+    s.packet(3, grad_frame(0, JOB_UNICAST, 1, [1], grad_hops(switch_id=2)))
+    s.comment("each child on its own port: the sum holds no forged value")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 1, [1, 2], grad_hops(child=0), slot=1))
+    s.packet(2, grad_frame(1, JOB_UNICAST, 1, [3, 4], grad_hops(child=1), slot=1))
+    s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 1, [4, 6], server_hop(), slot=1, contributor=SWITCH_ID))
+    s.comment("RESULTs from a worker's port (unicast releasing the slot, multicast): dropped, the slot kept")
+    release = [Hop(SWITCH_ID, True, 2, 0, WORKER_PORTS[0])]
+    s.packet(3, result_frame(0, JOB_UNICAST, 1, [-7, -7], release, slot=1))
+    s.packet(1, result_frame(1, JOB_UNICAST, 1, [-7, -7], [], slot=1, flags=C.FLAG_MCAST))
+    s.comment("the parent's RESULT releases the slot")
+    s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, [4, 6], release, slot=1, contributor=SERVER_NODE))
+    s.expect(WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, [4, 6], [], slot=1, contributor=SERVER_NODE))
+    s.comment("a job without admission entries is not guarded: any port")
+    s.packet(3, grad_frame(0, JOB_PASS, 1, [5], grad_hops(aggregate=False)))
+    s.expect(SERVER_PORT, forwarded(0, JOB_PASS, 1, [5], server_hop()))
+    s.check_drop(C.DROP_NOT_ADMITTED, 5)
+    s.check_drop(C.DROP_UNKNOWN_JOB, 1)
+    s.check_drop(C.DROP_WRONG_SWITCH, 0)
+    s.check_drop(C.DROP_NO_GROUP, 0)
+    s.check_stat(JOB_UNICAST, C.STAT_DROPPED, 5 + 1)  # the forgeries and the absorbed first contribution
+    s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 2)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 1)  # by the parent's RESULT only
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_NOT_OWNER, 0)
+    s.check_stat(JOB_UNICAST, C.STAT_RESULT_FORWARDED, 1)
+    s.check_stat(JOB_PASS, C.STAT_GRAD_PASSED, 1)
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
+    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 1)
     return s
 
 
@@ -1061,6 +1117,7 @@ SCENARIOS = [
     duplicate,
     stored_answer,
     release_unicast,
+    admission,
     shadow_sets,
     stale_seq,
     overflow,

@@ -64,11 +64,11 @@ def table_interface(text: str, control: str, table: str) -> list[tuple[str, str]
 def action_params(text: str, control: str, action: str) -> list[tuple[str, str]]:
     """(parameter name, bit type) of an action, typedefs resolved."""
     body = control_body(text, control)
-    m = re.search(rf"\baction {action} \( (.*?) \) \{{", body)
+    m = re.search(rf"\baction {action} \((.*?)\) \{{", body)
     assert m, f"{control}.{action} not declared"
     types = widths(text)
     params = []
-    for param in m.group(1).split(" , "):
+    for param in filter(None, m.group(1).strip().split(" , ")):
         *type_tokens, name = param.split(" ")
         type_text = " ".join(type_tokens)
         params.append((name, types.get(type_text, type_text)))
@@ -93,6 +93,7 @@ INSTALLED = [  # (control, table, actions) the installer writes, from its P4 nam
     (installer.T_JOBS, [installer.A_JOB]),
     (installer.T_ROUTES, [installer.A_FORWARD]),
     (installer.T_REWRITE, [installer.A_REWRITE]),
+    (installer.T_ADMISSION, [installer.A_ADMIT, installer.A_NOT_ADMITTED]),
 ]
 
 
@@ -114,6 +115,14 @@ def test_installer_key_names_exist_in_both():
         assert keys.keys() == {installer.K_JOB, installer.K_TREE}
         assert table_interface(text, "InaIngress", "ipv4_lpm") == [(installer.K_DST, "lpm")]
         assert table_interface(text, "InaEgress", "result_rewrite") == [(installer.K_EGRESS, "exact")]
+        admission = dict(table_interface(text, "InaIngress", "ina_admission"))
+        assert admission == {
+            installer.K_JOB: "exact",
+            installer.K_TREE: "exact",
+            installer.K_PKT_TYPE: "exact",
+            installer.K_ADMIT_HOP: "ternary",
+            installer.K_INGRESS: "ternary",
+        }
 
 
 def test_counters_the_controller_reads():

@@ -1,7 +1,8 @@
-"""Admission in the data plane (p4src/ina.p4's ina_admission, installed by the controller): on the
-in-process leaf-spine running ina.p4 in softswitch, hosts of one job forge packets into another job,
+"""Admission in the data plane (ina_admission, installed by the controller): on the in-process
+leaf-spine running the aggregation program in softswitch, hosts of one job forge packets into another job,
 copying its job id, tree, hop lists, sequence numbers and slots. Every forged packet is dropped at the
-first switch as DROP_NOT_ADMITTED, the victim's slots stay untouched, and both jobs' sums stay exact."""
+first switch as DROP_NOT_ADMITTED, the victim's slots stay untouched, and both jobs' sums stay exact.
+Each test runs on both programs (p4src/ina.p4 and the TNA p4src/tna/ina_tna.p4) with the same assertions."""
 
 import numpy as np
 from inprocess_jobs import int_inputs, network
@@ -48,12 +49,22 @@ def _forgeries(plan, first_seq: int, chunks: int) -> list[tuple[str, bytes, str]
     return forged
 
 
-def _slot_owners(net, plan) -> dict[str, list[int]]:
+# the registers that say who holds a cell and which children it heard (docs/tofino.md, "Controller")
+SLOT_STATE = {
+    "v1model": ("slot_owner", "slot_bitmap"),
+    "tna": ("slot_owner_job", "slot_owner_seq", "slot_bitmap"),
+}
+
+
+def _slot_state(net, plan) -> dict[str, list[tuple[int, ...]]]:
+    """Per aggregating switch of ``plan``: each of its cells' owner and children-heard registers."""
     out = {}
     for cfg in plan.switches:
         if cfg.aggregates:
-            owner = net.switches[cfg.switch].register("InaIngress.slot_owner")
-            out[cfg.switch] = [owner.read(cfg.slot_base + i) for i in range(2 * cfg.pool_size)]
+            switch = net.switches[cfg.switch]
+            registers = [switch.register(f"InaIngress.{name}") for name in SLOT_STATE[net.installer.program()]]
+            cells = range(cfg.slot_base, cfg.slot_base + 2 * cfg.pool_size)
+            out[cfg.switch] = [tuple(r.read(i) for r in registers) for i in cells]
     return out
 
 
@@ -63,16 +74,16 @@ def _not_admitted(net) -> dict[str, int]:
     }
 
 
-def test_forged_packets_from_another_jobs_hosts_are_dropped_and_leave_the_victims_slots_untouched():
-    net = network("leaf_spine", seed=4)
+def test_forged_packets_from_another_jobs_hosts_are_dropped_and_leave_the_victims_slots_untouched(program):
+    net = network("leaf_spine", seed=4, program=program)
     victim, attacker = _two_jobs(net)
     assert any(cfg.aggregates for cfg in victim.plan.switches)  # a multi-level tree: sp1/l3 aggregate
     forged = _forgeries(victim.plan, first_seq=1, chunks=10)
-    before = _slot_owners(net, victim.plan)
+    before = _slot_state(net, victim.plan)
     for host, payload, dst in forged:
         net.transport(host).sendto(payload, dst)
     net.loop.run()
-    assert _slot_owners(net, victim.plan) == before  # nothing forged reached a slot of the victim
+    assert _slot_state(net, victim.plan) == before  # nothing forged reached a slot of the victim
     dropped = _not_admitted(net)
     assert sum(dropped.values()) == len(forged)  # each forged packet dropped once, at its first switch
     assert set(s for s, n in dropped.items() if n) == {"l1", "l2", "l3", "l4"}
@@ -91,22 +102,22 @@ def test_forged_packets_from_another_jobs_hosts_are_dropped_and_leave_the_victim
     assert sum(_not_admitted(net).values()) == len(forged) + len(storm)
 
 
-def test_without_admission_entries_the_same_forgery_is_summed_into_the_victims_slots():
+def test_without_admission_entries_the_same_forgery_is_summed_into_the_victims_slots(program):
     # the control experiment: the guard is what stops it (ina_jobs alone isolates jobs by id only)
     from p4.v1 import p4runtime_pb2
 
     from controller.installer import T_ADMISSION
 
-    net = network("leaf_spine", seed=4)
+    net = network("leaf_spine", seed=4, program=program)
     victim, _ = _two_jobs(net)
     inst = net.installer
     for switch in net.switches:
         entries = inst.read_table(switch, T_ADMISSION)
         inst.conn(switch).write([(p4runtime_pb2.Update.DELETE, p4runtime_pb2.Entity(table_entry=e)) for e in entries])
-    before = _slot_owners(net, victim.plan)
+    before = _slot_state(net, victim.plan)
     for host, payload, dst in _forgeries(victim.plan, first_seq=1, chunks=10):
         if codec.decode(payload).header.pkt_type == C.PKT_TYPE_GRAD:
             net.transport(host).sendto(payload, dst)
     net.loop.run()
-    assert _slot_owners(net, victim.plan) != before
+    assert _slot_state(net, victim.plan) != before
     assert sum(_not_admitted(net).values()) == 0

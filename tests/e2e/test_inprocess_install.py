@@ -30,15 +30,12 @@ def test_installing_twice_modifies_and_remove_job_leaves_nothing(program):
             assert inst.read_groups(cfg.switch)[cfg.result_group] == members
     assert {s.name: len(inst.read_table(s.name, T_ROUTES)) for s in net.topo.switches} == routes
 
-    admission: dict[str, int] = {}
-    if program == "v1model":  # the TNA program has no admission table yet (docs/tofino.md): nothing installed
-        admission = {s.name: len(inst.read_table(s.name, T_ADMISSION)) for s in net.topo.switches}
-        # per switch: its children's ports (l3: h5, h6, sp1), the parent-side port, the two catch-alls
-        assert admission == {"l1": 5, "l2": 5, "l4": 5, "l3": 6, "sp1": 6, "sp2": 0}
+    admission = {s.name: len(inst.read_table(s.name, T_ADMISSION)) for s in net.topo.switches}
+    # per switch: its children's ports (l3: h5, h6, sp1), the parent-side port, the two catch-alls
+    assert admission == {"l1": 5, "l2": 5, "l4": 5, "l3": 6, "sp1": 6, "sp2": 0}
 
     removed = inst.remove_job(plan)
     assert removed == len(plan.switches) + sum(1 for c in plan.switches if c.result_group) + sum(admission.values())
     assert all(inst.read_table(s.name, T_JOBS) == [] for s in net.topo.switches)
-    if program == "v1model":
-        assert all(inst.read_table(s.name, T_ADMISSION) == [] for s in net.topo.switches)
+    assert all(inst.read_table(s.name, T_ADMISSION) == [] for s in net.topo.switches)
     assert all(inst.read_groups(s.name) == {} for s in net.topo.switches)

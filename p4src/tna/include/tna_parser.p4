@@ -44,6 +44,8 @@ parser InaIngressParser(packet_in pkt, out ina_ingress_headers_t hdr, out ina_in
         meta.slot_index = 0;
         meta.slot_room = 0;
         meta.fan_in_excess = 0;
+        meta.admit_hop = 0;
+        meta.not_admitted = 0;
         meta.job_checked = 0;
         meta.drop_reason = DROP_NONE;
         meta.path = PATH_NONE;

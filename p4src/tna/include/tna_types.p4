@@ -147,6 +147,8 @@ struct ina_ingress_metadata_t {
     bit<32> slot_index;         /* slot_base + cell */
     bit<16> slot_room;          /* pool_size - slot, saturated: 0 = slot outside the pool */
     bit<8>  fan_in_excess;      /* fan_in - max_fan_in, saturated: != 0 = fan-in above the job's limit */
+    bit<9>  admit_hop;          /* ina_admission key: a GRAD's first hop as aggregate ++ child; 0 on RESULTs */
+    bit<1>  not_admitted;       /* ina_admission (stage 1) says the packet's port is not its plan's */
     /* classification */
     bit<1>  job_checked;        /* configured, well formed, job known: drops count in the job's statistics */
     bit<8>  drop_reason;
