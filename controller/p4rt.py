@@ -91,6 +91,14 @@ CounterInfo = tuple[int, int]  # counter id, size
 _Named = TypeVar("_Named")
 
 
+def _named(by_name: Mapping[str, _Named], kind: str, name: str) -> _Named:
+    """``by_name[name]``, or a P4RuntimeError that says the program has no such ``kind`` (table, action...)."""
+    try:
+        return by_name[name]
+    except KeyError:
+        raise P4RuntimeError(f"the P4 program has no {kind} {name}") from None
+
+
 def _add_short_names(by_name: dict[str, _Named]) -> None:
     """``InaIngress.ina_jobs`` is also ``ina_jobs`` (unless another object has that short name)."""
     for name in list(by_name):
@@ -126,10 +134,7 @@ class P4Names:
         P4RuntimeError
             The program has no such table.
         """
-        try:
-            return self.tables[name]
-        except KeyError:
-            raise P4RuntimeError(f"the P4 program has no table {name}") from None
+        return _named(self.tables, "table", name)
 
     def action(self, name: str) -> ActionInfo:
         """``(action id, {param: (id, bitwidth)})`` of the action called ``name``.
@@ -139,10 +144,7 @@ class P4Names:
         P4RuntimeError
             The program has no such action.
         """
-        try:
-            return self.actions[name]
-        except KeyError:
-            raise P4RuntimeError(f"the P4 program has no action {name}") from None
+        return _named(self.actions, "action", name)
 
     def counter(self, name: str) -> CounterInfo:
         """``(counter id, size)`` of the counter called ``name``.
@@ -152,10 +154,7 @@ class P4Names:
         P4RuntimeError
             The program has no such counter.
         """
-        try:
-            return self.counters[name]
-        except KeyError:
-            raise P4RuntimeError(f"the P4 program has no counter {name}") from None
+        return _named(self.counters, "counter", name)
 
     def table_entry(
         self,

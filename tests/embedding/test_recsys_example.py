@@ -4,27 +4,19 @@ by the switch while the all-to-alls go host to host."""
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from example_runs import run_example
 
-REPO = Path(__file__).resolve().parents[2]
 QUICK = ["--workers", "2", "--train-samples", "6000", "--test-samples", "2000", "--batch-size", "64", "--seed", "3"]
 TABLE_ROWS = 10 + 50 + 200 + 1_000 + 5_000 + 20_000  # the example's six tables
 DIM = 8
 
 
-def run_example(tmp_path: Path, *flags: str) -> dict:
+def recsys_summary(tmp_path: Path, *flags: str) -> dict:
     out = tmp_path / f"summary-{len(list(tmp_path.iterdir()))}.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "train_recsys.py"), *QUICK, *flags, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=str(REPO),
-    )
+    proc = run_example("train_recsys.py", *QUICK, *flags, "--json", str(out), timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(out.read_text())
     summary["stdout"] = proc.stdout
@@ -34,7 +26,7 @@ def run_example(tmp_path: Path, *flags: str) -> dict:
 @pytest.fixture(scope="module")
 def gloo_runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("recsys")
-    return {mode: run_example(tmp, "--backend", "gloo", "--embeddings", mode) for mode in ("sharded", "replicated")}
+    return {mode: recsys_summary(tmp, "--backend", "gloo", "--embeddings", mode) for mode in ("sharded", "replicated")}
 
 
 def test_sharded_tables_train_like_replicated_ones(gloo_runs):
@@ -68,7 +60,7 @@ def test_bytes_are_those_of_the_collectives(gloo_runs):
 
 
 def test_on_ina_the_switch_sums_the_dense_gradients(tmp_path, gloo_runs):
-    ina = run_example(tmp_path, "--backend", "ina")
+    ina = recsys_summary(tmp_path, "--backend", "ina")
     gloo = gloo_runs["sharded"]
     assert ina["ranks_in_sync"] and ina["iterations"] == gloo["iterations"]
     assert abs(ina["test_accuracy"] - gloo["test_accuracy"]) <= 0.005
@@ -81,12 +73,6 @@ def test_on_ina_the_switch_sums_the_dense_gradients(tmp_path, gloo_runs):
 
 
 def test_bad_flags_are_one_line():
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "train_recsys.py"), "--batch-size", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(REPO),
-    )
+    proc = run_example("train_recsys.py", "--batch-size", "0")
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].endswith("must be at least 1")

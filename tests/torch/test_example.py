@@ -6,31 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from example_runs import run_example
+
 REPO = Path(__file__).resolve().parents[2]
 
 
 def test_train_digits_on_ina_learns_and_keeps_ranks_in_sync(tmp_path):
     out = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "examples" / "train_digits.py"),
-            "--backend",
-            "ina",
-            "--workers",
-            "2",
-            "--epochs",
-            "3",
-            "--seed",
-            "0",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=str(REPO),
-    )
+    flags = ["--backend", "ina", "--workers", "2", "--epochs", "3", "--seed", "0", "--json", str(out)]
+    proc = run_example("train_digits.py", *flags, timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(out.read_text())
     assert summary["backend"] == "ina" and summary["ranks_in_sync"]
@@ -39,13 +23,7 @@ def test_train_digits_on_ina_learns_and_keeps_ranks_in_sync(tmp_path):
 
 
 def test_bad_flags_are_one_line():
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "train_digits.py"), "--rank", "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(REPO),
-    )
+    proc = run_example("train_digits.py", "--rank", "1")
     assert proc.returncode == 2
     assert "--rank needs --world-size" in proc.stderr
 
@@ -115,11 +93,5 @@ def test_hidden_and_depth_size_the_model(monkeypatch):
 
     assert parameters(example.make_model(0, 32)) == 64 * 32 + 32 + 32 * 10 + 10
     assert parameters(example.make_model(0, 1000, 2)) == 64 * 1000 + 1000 + 1000 * 1000 + 1000 + 1000 * 10 + 10
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "examples" / "train_digits.py"), "--depth", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=str(REPO),
-    )
+    proc = run_example("train_digits.py", "--depth", "0")
     assert proc.returncode == 2 and "--hidden and --depth must be at least 1" in proc.stderr
