@@ -10,6 +10,7 @@ may call back into the switch.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from .runtime.pre import PRE
 from .runtime.tables import (  # noqa: F401
@@ -57,7 +58,41 @@ def _by_name(items: dict, name: str, kind: str):
     raise KeyError(f"no {kind} named {name!r} (known: {known})")
 
 
-class Switch:
+class ControllerSide:
+    """What both switches (this one and softswitch.native.switch.NativeSwitch) do for their controller:
+    run its callbacks without letting a broken one kill the packet path, and inject its packet-outs."""
+
+    name: str
+    log: Callable[[str], None] | None
+    cpu_port: int | None
+    on_transmit: Callable[[int, bytes], None] | None
+
+    def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        raise NotImplementedError
+
+    def _count_from_cpu(self) -> None:
+        raise NotImplementedError
+
+    def _callback(self, fn: Callable[..., object], *args: object) -> None:
+        try:
+            fn(*args)
+        except Exception as e:  # a broken callback must not kill the packet path
+            if self.log:
+                self.log(f"{self.name}: callback {fn!r} failed: {e}")
+
+    def packet_out(self, frame: bytes) -> list[tuple[int, bytes]]:
+        """Injects a frame from the controller on cpu_port; returns and (if set) transmits the outputs."""
+        if self.cpu_port is None:
+            raise RuntimeError(f"{self.name}: packet_out needs a cpu_port")
+        self._count_from_cpu()
+        out = self.process(self.cpu_port, frame)
+        if self.on_transmit is not None:
+            for p, f in out:
+                self._callback(self.on_transmit, p, f)
+        return out
+
+
+class Switch(ControllerSide):
     backend = "python"
 
     def __new__(cls, prog=None, *args, **kwargs):
@@ -135,23 +170,8 @@ class Switch:
                 self._callback(on_dg, name, values)
         return result
 
-    def _callback(self, fn, *args):
-        try:
-            fn(*args)
-        except Exception as e:  # a broken callback must not kill the packet path
-            if self.log:
-                self.log(f"{self.name}: callback {fn!r} failed: {e}")
-
-    def packet_out(self, frame):
-        """Injects a frame from the controller on cpu_port; returns and (if set) transmits the outputs."""
-        if self.cpu_port is None:
-            raise RuntimeError(f"{self.name}: packet_out needs a cpu_port")
+    def _count_from_cpu(self) -> None:
         self.stats["from_cpu"] += 1
-        out = self.process(self.cpu_port, frame)
-        if self.on_transmit is not None:
-            for p, f in out:
-                self._callback(self.on_transmit, p, f)
-        return out
 
     # ------------------------------------------------------------------ tables
     def table(self, name):

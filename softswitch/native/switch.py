@@ -40,7 +40,7 @@ from softswitch.runtime.tables import (
     TableSchema,
     Ternary,
 )
-from softswitch.switch import STAT_KEYS, _by_name
+from softswitch.switch import STAT_KEYS, ControllerSide, _by_name
 
 from . import library as L
 
@@ -553,7 +553,7 @@ class FrameBatch:
 # ---------------------------------------------------------------------------- the switch
 
 
-class NativeSwitch:
+class NativeSwitch(ControllerSide):
     """One running v1model device on the native back end (see the module docstring)."""
 
     backend = "native"
@@ -781,24 +781,9 @@ class NativeSwitch:
             for name, values in digests:
                 self._callback(on_dg, name, values)
 
-    def _callback(self, fn, *args):
-        try:
-            fn(*args)
-        except Exception as e:  # a broken callback must not kill the packet path
-            if self.log:
-                self.log(f"{self.name}: callback {fn!r} failed: {e}")
-
-    def packet_out(self, frame):
-        """Injects a frame from the controller on cpu_port; returns and (if set) transmits the outputs."""
-        if self.cpu_port is None:
-            raise RuntimeError(f"{self.name}: packet_out needs a cpu_port")
+    def _count_from_cpu(self) -> None:
         with self._guard() as api:
             api.ss_stat_add(self._sw, STAT_KEYS.index("from_cpu"), 1)
-        out = self.process(self.cpu_port, frame)
-        if self.on_transmit is not None:
-            for p, f in out:
-                self._callback(self.on_transmit, p, f)
-        return out
 
     @property
     def assert_failures(self) -> int:
