@@ -8,17 +8,22 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
-    png = tmp_path / "demo.png"
+def run_demo(*flags: str) -> str:
+    """``python -m topologies.demo --quick FLAGS`` from the repository root; its output, once it exited 0."""
     done = subprocess.run(
-        [sys.executable, "-m", "topologies.demo", "--quick", "--inprocess", "--picture", str(png)],
+        [sys.executable, "-m", "topologies.demo", "--quick", *flags],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    out = done.stdout
-    assert done.returncode == 0, out + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
+    png = tmp_path / "demo.png"
+    out = run_demo("--inprocess", "--picture", str(png))
     assert "in-process network" in out.splitlines()[0]
     assert out.count("sums verified") == 4  # 2 in-network + 2 parameter-server rounds
     factor = float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1))
@@ -30,16 +35,7 @@ def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
 
 def test_quick_demo_on_the_tna_program(tmp_path):
     """`--program tna`: the switches run p4src/tna/ina_tna.p4 (softswitch's TNA pipeline), same sums."""
-    done = subprocess.run(
-        [sys.executable, "-m", "topologies.demo", "--quick", "--inprocess", "--program", "tna"]
-        + ["--picture", str(tmp_path / "demo.png")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    out = done.stdout
-    assert done.returncode == 0, out + done.stderr
+    out = run_demo("--inprocess", "--program", "tna", "--picture", str(tmp_path / "demo.png"))
     assert "the switches run " + os.path.join(REPO, "p4src", "tna", "ina_tna.p4") in out
     assert out.count("sums verified") == 4
     assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
@@ -54,15 +50,7 @@ def test_quick_demo_in_mininet(tmp_path):
         pytest.skip("needs root and Debian's mininet")
     rmem = open("/proc/sys/net/core/rmem_default").read()
     png = tmp_path / "demo.png"
-    done = subprocess.run(
-        [sys.executable, "-m", "topologies.demo", "--quick", "--picture", str(png)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    out = done.stdout
-    assert done.returncode == 0, out + done.stderr
+    out = run_demo("--picture", str(png))
     assert out.splitlines()[0].startswith("demo: mininet network with softswitch switches")
     assert out.count("sums verified") == 4
     assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
