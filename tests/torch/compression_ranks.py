@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.distributed as dist
-from rank_bodies import _data
+from rank_bodies import initial_loss, train_shard
 from torch import nn
 from torch_ranks import init
 
@@ -34,25 +34,7 @@ def hooked_training(
         ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=hooks.DLGS_BUCKET_CAP_MB)
         state = hooks.DlgsState(group, model=ddp, **options)
         ddp.register_comm_hook(state, hooks.dlgs_hook)
-    x, y = _data()
-    mine = torch.arange(rank, len(y), world)
-    opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
-    losses = []
-    for step in range(steps):
-        idx = mine[(step * 16) % len(mine) :][:16]
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(ddp(x[idx]), y[idx])
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    with torch.no_grad():
-        full_loss = nn.functional.cross_entropy(ddp.module(x), y).item()
-    out = {
-        "losses": losses,
-        "full_loss": full_loss,
-        "params": torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy(),
-        "residual_norm": state.feedback.norm(),
-    }
+    out = {**train_shard(ddp, rank, world, steps), "residual_norm": state.feedback.norm()}
     if hook == "sparse24":
         out["allreduces"] = dict(state.allreduces)
     else:
@@ -68,11 +50,7 @@ def hooked_training(
 
 
 def initial_full_loss() -> float:
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 64), nn.Tanh(), nn.Linear(64, 3))
-    x, y = _data()
-    with torch.no_grad():
-        return nn.functional.cross_entropy(model(x), y).item()
+    return initial_loss(hidden=64)
 
 
 def params_count() -> int:

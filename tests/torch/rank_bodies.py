@@ -187,6 +187,12 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
         group = dist.new_group(backend="ina", pg_options=ina.InaOptions(timeout=45.0))
         assert group.channel.timeout == 45.0
         ddp.register_comm_hook(state=group, hook=ina.ina_allreduce_hook)
+    return {**train_shard(ddp, rank, world, steps), "backend": dist.get_backend()}
+
+
+def train_shard(ddp: nn.parallel.DistributedDataParallel, rank: int, world: int, steps: int) -> dict:
+    """``steps`` SGD steps (momentum 0.9) on this rank's share of _data(), 16 samples a step, through ``ddp``:
+    the loss per step, the loss on all the data after, the parameters after, the time per step."""
     x, y = _data()
     mine = torch.arange(rank, len(y), world)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
@@ -201,19 +207,14 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
     elapsed = time.perf_counter() - t0
     with torch.no_grad():
         full_loss = nn.functional.cross_entropy(ddp.module(x), y).item()
-    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy()
-    return {
-        "losses": losses,
-        "full_loss": full_loss,
-        "params": params,
-        "s_per_step": elapsed / steps,
-        "backend": dist.get_backend(),
-    }
+    params = torch.cat([p.detach().reshape(-1) for p in ddp.module.parameters()]).numpy().copy()
+    return {"losses": losses, "full_loss": full_loss, "params": params, "s_per_step": elapsed / steps}
 
 
-def initial_loss() -> float:
+def initial_loss(hidden: int = 16) -> float:
+    """The loss on all of _data() of the untrained model the DDP runs start from (``hidden`` units)."""
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
+    model = nn.Sequential(nn.Linear(8, hidden), nn.Tanh(), nn.Linear(hidden, 3))
     x, y = _data()
     with torch.no_grad():
         return nn.functional.cross_entropy(model(x), y).item()
