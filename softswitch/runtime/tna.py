@@ -13,16 +13,16 @@ A parser error does not drop the packet: ingress runs with ingress_intrinsic_met
 .parser_err set (PARSER_ERROR_PARTIAL_HDR when the packet ended inside an extract, NO_MATCH when no select
 case matched); the header being extracted stays invalid. softswitch keeps one copy of the registers and
 counters for all pipes (a switch with one pipe). A received packet may pass ingress at most
-MAX_PASSES times (recirculation loops are cut and counted in loop_limit_drops).
+MAX_PASSES times (passes.py; recirculation loops are cut and counted in loop_limit_drops).
 """
 
 from __future__ import annotations
 
 import time
 
+from .passes import run_passes
 from .support import ExitCtl
 
-MAX_PASSES = 17
 RECIRCULATION_LOCAL_PORT = 68
 LOCAL_PORT_MASK = 0x7F
 PORT_METADATA_BYTES = 8  # PORT_METADATA_SIZE (64 bits), after the ingress intrinsic metadata
@@ -108,18 +108,9 @@ class TnaPipeline:
         out: list[tuple[int, bytes]] = []
         self.digests = []
         jobs = [(data, port)]  # recirculated packets are appended and run in turn
-        for passes, (frame, ingress_port) in enumerate(jobs, 1):
-            if passes > MAX_PASSES:
-                self.stats["loop_limit_drops"] += 1
-                self.stats["dropped"] += 1
-                continue
-            try:
-                self._ingress(frame, ingress_port, jobs, out)
-            except Exception as e:  # a bug or an unsupported corner: drop, count, go on
-                self.stats["errors"] += 1
-                self.stats["dropped"] += 1
-                if self.rt.log:
-                    self.rt.log(f"packet dropped: internal error {type(e).__name__}: {e}")
+        run_passes(
+            jobs, lambda frame, ingress_port: self._ingress(frame, ingress_port, jobs, out), self.stats, self.rt.log
+        )
         return out
 
     def _objects(self, gress: str) -> dict:

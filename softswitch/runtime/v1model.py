@@ -14,12 +14,12 @@ from time import monotonic
 
 from .action_profiles import ActionProfileState
 from .externs import CounterState, MeterState, RegisterState, ValueSetState
+from .passes import run_passes
 from .support import ExitCtl
 from .tables import TableState
 
 DROP_PORT = 511
 PKT_NORMAL, PKT_INGRESS_CLONE, PKT_EGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT = 0, 1, 2, 4, 5, 6
-MAX_PASSES = 17  # a received packet may go through ingress at most this often (resubmit/recirculate)
 
 
 class PacketState:
@@ -157,18 +157,7 @@ class Pipeline:
         out = []
         self.digests = []
         jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
-        for passes, job in enumerate(jobs, 1):
-            if passes > MAX_PASSES:
-                self.stats["loop_limit_drops"] += 1
-                self.stats["dropped"] += 1
-                continue
-            try:
-                self._ingress(*job, jobs, out)
-            except Exception as e:  # a bug or an unsupported corner: drop, count, go on
-                self.stats["errors"] += 1
-                self.stats["dropped"] += 1
-                if self.rt.log:
-                    self.rt.log(f"packet dropped: internal error {type(e).__name__}: {e}")
+        run_passes(jobs, lambda *job: self._ingress(*job, jobs, out), self.stats, self.rt.log)
         return out
 
     def _parse(self, data, port, itype):
