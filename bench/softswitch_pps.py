@@ -489,15 +489,6 @@ class Workload:
     def __init__(self, frames: Frames):
         self.frames = frames
         self.seq = 0
-        self.plain_ina = frames.codec.build_udp_frame(
-            bytes(len(frames.grads[0]) - INA_AT),
-            SENDER_MAC,
-            ROUTER_MAC,
-            SENDER_IP,
-            RECEIVER_IP,
-            src_port=PLAIN_SRC_PORT,
-            dst_port=PLAIN_DST_PORT,
-        )
 
     def round(self) -> dict[str, tuple[int, list[bytes], int]]:
         f = self.frames
@@ -512,7 +503,7 @@ class Workload:
             "grad_completing": (IN_PORT, completing, len(completing)),
             "result_release": (OUT_PORT, results, len(results)),
             "grad_passthrough": (IN_PORT, [f.passthrough] * n, n),
-            "ina_ipv4_forward": (IN_PORT, [self.plain_ina] * n, n),
+            "ina_ipv4_forward": (IN_PORT, [f.plain_to_router] * n, n),  # ina.p4 routing the router's frame
         }
 
     def router(self) -> tuple[int, list[bytes], int]:
