@@ -3,10 +3,22 @@
 import os
 import textwrap
 
+import pytest
+
+from native.build import CompilerMissing, compiler
 from softswitch.compiler import compile_program, compile_source, lower_source
 from softswitch.switch import Switch
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+
+
+def skip_without_c_compiler(what: str) -> None:
+    """Skips the test, saying why, on a machine without a C compiler (where softswitch runs everything on
+    its Python back end): ``what`` is what needs the native back end."""
+    try:
+        compiler()
+    except CompilerMissing as e:
+        pytest.skip(f"{what} needs the native back end, built by a C compiler: {e}")
 
 
 def program(name, **kw):

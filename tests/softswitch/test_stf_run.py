@@ -55,5 +55,6 @@ def test_unknown_table_is_a_one_line_error(tmp_path):
         [sys.executable, "-m", "softswitch", "stf", str(PROGRAM), str(stf)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 1
-    assert result.stderr.startswith(f"softswitch: error: {stf}:1: add: no table named 'nosuch'")
-    assert len(result.stderr.splitlines()) == 1
+    # one line, besides the one that says the program falls back to Python (on a machine without a C compiler)
+    errors = [line for line in result.stderr.splitlines() if "runs on the Python back end" not in line]
+    assert len(errors) == 1 and errors[0].startswith(f"softswitch: error: {stf}:1: add: no table named 'nosuch'")

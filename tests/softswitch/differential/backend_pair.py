@@ -19,9 +19,26 @@ from dataclasses import dataclass
 
 import pytest
 
+from native.build import CompilerMissing, compiler
 from softswitch.compiler import compile_program, compile_source
 from softswitch.program import ProgramInfo, TableInfo
 from softswitch.switch import Exact, Lpm, Optional, Range, Switch, TableEntry, Ternary
+
+
+def _no_c_compiler() -> str:
+    """Why there is no C compiler, or "" when there is one."""
+    try:
+        compiler()
+    except CompilerMissing as e:
+        return str(e)
+    return ""
+
+
+# the mark of every differential test module: without a C compiler there is no native back end to compare
+NEEDS_NATIVE = pytest.mark.skipif(
+    bool(_no_c_compiler()),
+    reason=f"comparing the back ends needs the native one, built by a C compiler: {_no_c_compiler()}",
+)
 
 # programs the C back end does not compile yet: they must fall back to Python saying what and where
 EXPECTED_FALLBACKS = {

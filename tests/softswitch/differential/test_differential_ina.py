@@ -7,11 +7,13 @@ from pathlib import Path
 
 import ina_traffic
 import numpy as np
-from backend_pair import BackendPair, mutations
+from backend_pair import NEEDS_NATIVE, BackendPair, mutations
 from ina_fabric import SWITCH_IDS, Fabric, Hosts, configure
 
 from protocol import constants as C
 from softswitch.compiler import compile_program
+
+pytestmark = NEEDS_NATIVE
 
 HERE = Path(__file__).resolve().parent
 

@@ -6,10 +6,12 @@ import random
 from pathlib import Path
 
 import pytest
-from backend_pair import BackendPair, mutations, populate, skip_expected_fallback
+from backend_pair import NEEDS_NATIVE, BackendPair, mutations, populate, skip_expected_fallback
 
 from protocol import codec
 from softswitch.stf import parse_stf
+
+pytestmark = NEEDS_NATIVE
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM_DIRS = (ROOT / "tests" / "softswitch" / "programs", ROOT / "tests" / "softswitch" / "stf")

@@ -4,9 +4,11 @@ order), the same verdict, the same registers, counters and statistics afterwards
 from pathlib import Path
 
 import pytest
-from backend_pair import BackendPair, skip_expected_fallback
+from backend_pair import NEEDS_NATIVE, BackendPair, skip_expected_fallback
 
 from softswitch.stf import StfError, StfRunner, parse_stf
+
+pytestmark = NEEDS_NATIVE
 
 ROOT = Path(__file__).resolve().parents[3]
 INA_P4 = ROOT / "p4src" / "ina.p4"
