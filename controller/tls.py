@@ -118,12 +118,18 @@ def listen(server: grpc.Server, address: str, tls: TlsFiles | None, what: str) -
     return int(server.add_insecure_port(address))
 
 
+# Each channel gets its own connections. gRPC otherwise shares them between channels to the same address
+# in a process, with their reconnect backoff: a channel to a restarted switch (or to the next lab's switch
+# on the same port) then waited out the backoff that probes of the dead one had built up, and failed.
+CHANNEL_OPTIONS = [("grpc.use_local_subchannel_pool", 1)]
+
+
 def channel(address: str, tls: TlsFiles | None) -> grpc.Channel:
     """A gRPC channel to ``address``: TLS when ``tls`` is given, else plaintext."""
     if tls is None:
-        return grpc.insecure_channel(address)
+        return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
     options = [("grpc.ssl_target_name_override", tls.server_name)] if tls.server_name else []
-    return grpc.secure_channel(address, tls.channel_credentials(), options=options)
+    return grpc.secure_channel(address, tls.channel_credentials(), options=CHANNEL_OPTIONS + options)
 
 
 def token_metadata(token: str | None) -> list[tuple[str, str]]:
