@@ -203,17 +203,10 @@ def run_server(args, plan) -> None:
                 done.append(True)
             elif cmd.get("cmd") == "stats":
                 reply({"stats": {**agent.stats, "send_buffer_full": transport.send_buffer_full}})
-            elif cmd.get("cmd") == "add_job":
+            elif cmd.get("cmd") in ("add_job", "update_job"):  # update: a job the controller re-planned
                 try:
                     job = JobPlan.from_json(Path(cmd["plan"]).read_text())
-                    agent.add_job(job)
-                    reply({"job": job.job_id})
-                except Exception as exc:
-                    reply({"error": f"{type(exc).__name__}: {exc}"})
-            elif cmd.get("cmd") == "update_job":  # a new version of a job the controller re-planned
-                try:
-                    job = JobPlan.from_json(Path(cmd["plan"]).read_text())
-                    agent.update_job(job)
+                    (agent.add_job if cmd["cmd"] == "add_job" else agent.update_job)(job)
                     reply({"job": job.job_id})
                 except Exception as exc:
                     reply({"error": f"{type(exc).__name__}: {exc}"})
