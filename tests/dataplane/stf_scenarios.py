@@ -131,6 +131,11 @@ class Scenario:
     def check_stat(self, job: dict, index: int, packets: int) -> None:
         self.check_counter("InaIngress.ina_stats", stat(job, index), packets)
 
+    def check_stats(self, job: dict, packets_by_stat: dict[int, int]) -> None:
+        """Several of one job's statistics counters at once (stat index -> packets)."""
+        for index, packets in packets_by_stat.items():
+            self.check_stat(job, index, packets)
+
     def check_register(self, name: str, index: int, value: int) -> None:
         self.lines.append(f"# check_register {name} {index} {value}")
 
@@ -261,8 +266,7 @@ def identity_mismatch() -> Scenario:
     s.expect(SERVER_PORT, forwarded(0, JOB_PASS, 1, [1, 2], server_hop()))
     s.check_drop(C.DROP_NOT_CONFIGURED, 1)
     s.check_drop(C.DROP_WRONG_SWITCH, 1)
-    s.check_stat(JOB_PASS, C.STAT_DROPPED, 1)
-    s.check_stat(JOB_PASS, C.STAT_GRAD_PASSED, 1)
+    s.check_stats(JOB_PASS, {C.STAT_DROPPED: 1, C.STAT_GRAD_PASSED: 1})
     return s
 
 
@@ -342,9 +346,7 @@ def aggregate_fan_in_2() -> Scenario:
     total = [x + y for x, y in zip(a, b, strict=True)]
     s.expect(SERVER_PORT, forwarded(1, JOB_UNICAST, 1, total, server_hop(), slot=1, contributor=SWITCH_ID))
     s.check_drop(C.DROP_ABSORBED, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_ABSORBED, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_COMPLETED, 1)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_AGGREGATED: 2, C.STAT_GRAD_ABSORBED: 1, C.STAT_GRAD_COMPLETED: 1})
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 2)
     s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 1), 0b11)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 1)
@@ -420,10 +422,15 @@ def release_unicast() -> Scenario:
     s.comment("a RESULT for a chunk the slot no longer holds leaves the slot alone")
     s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, [4, 6], [Hop(SWITCH_ID, True, 2, 0, 1)], slot=2))
     s.expect(1, result_frame(0, JOB_UNICAST, 1, [4, 6], [], slot=2))
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_NOT_OWNER, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_FORWARDED, 3)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_RELEASED_FORWARD, 1)
+    s.check_stats(
+        JOB_UNICAST,
+        {
+            C.STAT_RESULT_RELEASED: 2,
+            C.STAT_RESULT_NOT_OWNER: 1,
+            C.STAT_RESULT_FORWARDED: 3,
+            C.STAT_GRAD_RELEASED_FORWARD: 1,
+        },
+    )
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2), 2)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2), (7 << 32) | 5)
     return s
@@ -462,11 +469,16 @@ def admission() -> Scenario:
     s.check_drop(C.DROP_UNKNOWN_JOB, 1)
     s.check_drop(C.DROP_WRONG_SWITCH, 0)
     s.check_drop(C.DROP_NO_GROUP, 0)
-    s.check_stat(JOB_UNICAST, C.STAT_DROPPED, 5 + 1)  # the forgeries and the absorbed first contribution
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 1)  # by the parent's RESULT only
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_NOT_OWNER, 0)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_FORWARDED, 1)
+    s.check_stats(
+        JOB_UNICAST,
+        {
+            C.STAT_DROPPED: 5 + 1,  # the forgeries and the absorbed first contribution
+            C.STAT_GRAD_AGGREGATED: 2,
+            C.STAT_RESULT_RELEASED: 1,  # by the parent's RESULT only
+            C.STAT_RESULT_NOT_OWNER: 0,
+            C.STAT_RESULT_FORWARDED: 1,
+        },
+    )
     s.check_stat(JOB_PASS, C.STAT_GRAD_PASSED, 1)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 1)
@@ -504,8 +516,7 @@ def stale_seq() -> Scenario:
     s.packet(1, grad_frame(0, JOB_UNICAST, 0, [2], grad_hops(fan_in=1), slot=1))
     s.expect(SERVER_PORT, forwarded(0, JOB_UNICAST, 0, [2], server_hop(), slot=1, contributor=SWITCH_ID))
     s.check_drop(C.DROP_STALE, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_STALE, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_SLOT_EVICTED, 2)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_STALE: 2, C.STAT_SLOT_EVICTED: 2})
     return s
 
 
@@ -612,8 +623,7 @@ def multicast_result() -> Scenario:
             codec.result(7, 3, [], lanes([1]), flags=C.FLAG_MCAST), SERVER[0], group_mac, SERVER[1], group_ip
         ),
     )
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_RELEASED, 1)
+    s.check_stats(JOB_MCAST, {C.STAT_RESULT_MULTICAST: 1, C.STAT_RESULT_RELEASED: 1})
     s.check_drop(C.DROP_MALFORMED, 1)
     s.check_drop(C.DROP_NO_GROUP, 1)
     s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 1), 0)
@@ -719,8 +729,7 @@ def masked_2of4() -> Scenario:
             0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, server_hop(), slot=2, shadow=1, value_count=5, contributor=SWITCH_ID
         ),
     )
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 3)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_COMPLETED, 2)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_MASKED: 3, C.STAT_GRAD_COMPLETED: 2})
     s.check_drop(C.DROP_ABSORBED, 1)
     s.comment("block 0 (positions 0, 2, 4, ...) in the cell of slot 1, block 1 (positions 1, 3, ...) in slot 2's")
     for lane in (0, 5, K - 1):
@@ -747,8 +756,7 @@ def masked_1of4_mixed() -> Scenario:
     s.packet(1, masked_frame(0, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[0], grad_hops(fan_in=3, child=0)))
     s.packet(2, masked_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[1], grad_hops(fan_in=3, child=1)))
     s.expect(SERVER_PORT, wide_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, total, server_hop(), contributor=SWITCH_ID))
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_AGGREGATED, 3)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_MASKED: 2, C.STAT_GRAD_AGGREGATED: 3})
     for block in range(4):
         s.check_register("InaIngress.slot_lane_7", cell(JOB_UNICAST, block), int(total[4 * 7 + block]) & 0xFFFFFFFF)
     s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 0), 0b111)
@@ -817,10 +825,15 @@ def masked_retransmissions() -> Scenario:
         wide_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], server_hop(), slot=2, shadow=1, flags=C.FLAG_RETX),
     )
     s.check_drop(C.DROP_DUPLICATE, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_STORED_ANSWER, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_RELEASED_FORWARD, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 6)
+    s.check_stats(
+        JOB_UNICAST,
+        {
+            C.STAT_GRAD_STORED_ANSWER: 1,
+            C.STAT_GRAD_RELEASED_FORWARD: 1,
+            C.STAT_RESULT_RELEASED: 2,
+            C.STAT_GRAD_MASKED: 6,
+        },
+    )
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2, 1), 0)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2, 0), (7 << 32) | 5)
     return s
@@ -924,8 +937,7 @@ def masked_overflow_and_stale() -> Scenario:
             flags=C.FLAG_OVERFLOW,
         ),
     )
-    s.check_stat(JOB_UNICAST, C.STAT_OVERFLOW, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_STALE, 1)
+    s.check_stats(JOB_UNICAST, {C.STAT_OVERFLOW: 2, C.STAT_GRAD_STALE: 1})
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 0)
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 4)
@@ -965,8 +977,7 @@ def wide_multicast_result() -> Scenario:
             WORKER_PORTS[worker], codec.build_frame(pkt, SERVER[0], WORKERS[worker][0], SERVER[1], WORKERS[worker][1])
         )
     s.check_drop(C.DROP_BAD_SLOT, 1)
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_RELEASED, 1)
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
+    s.check_stats(JOB_MCAST, {C.STAT_RESULT_RELEASED: 1, C.STAT_RESULT_MULTICAST: 1})
     s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 0), 0)
     return s
 
@@ -1047,11 +1058,8 @@ def sparse_results() -> Scenario:
     s.expect(1, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
     s.expect(2, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 2)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 0)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_NOT_OWNER, 0)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_FORWARDED, 1)
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_MULTICAST, 1)
-    s.check_stat(JOB_MCAST, C.STAT_RESULT_NOT_OWNER, 0)
+    s.check_stats(JOB_UNICAST, {C.STAT_RESULT_RELEASED: 0, C.STAT_RESULT_NOT_OWNER: 0, C.STAT_RESULT_FORWARDED: 1})
+    s.check_stats(JOB_MCAST, {C.STAT_RESULT_MULTICAST: 1, C.STAT_RESULT_NOT_OWNER: 0})
     s.check_drop(C.DROP_BAD_SLOT, 0)
     return s
 
@@ -1097,9 +1105,7 @@ def k256_dense() -> Scenario:
     )
     s.packet(1, masked_k64)
     s.check_drop(C.DROP_MALFORMED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_GRAD_COMPLETED, 2)
-    s.check_stat(JOB_UNICAST, C.STAT_OVERFLOW, 1)
-    s.check_stat(JOB_UNICAST, C.STAT_RESULT_RELEASED, 1)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_COMPLETED: 2, C.STAT_OVERFLOW: 1, C.STAT_RESULT_RELEASED: 1})
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
     s.check_register("InaIngress.slot_lane_255", cell(JOB_UNICAST, 2), int(wrapped[k - 1]) % 2**32)
