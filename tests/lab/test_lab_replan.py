@@ -46,6 +46,21 @@ def _during_round(action, clean_s: float) -> threading.Timer:
     return timer
 
 
+def _round_with_fault(lab, fault):
+    """One clean round, then one with ``fault(spine)`` a quarter into it, on the aggregating spine.
+
+    Returns the plan before the fault, that spine and the clean round (its time paces later faults).
+    """
+    old = lab.plan
+    spine = _spine(old)
+    (clean,) = lab.allreduce(1)
+    timer = _during_round(lambda: fault(spine), clean.elapsed)
+    (round_,) = lab.allreduce(1)
+    timer.join()
+    assert round_.verified  # every rank's sum checked against numpy on the hosts' own inputs
+    return old, spine, clean
+
+
 def _moved(lab) -> int:
     """Chunks the workers moved to the recovery tree (cumulative agent counters of the last round)."""
     return sum(int(stats.get("chunks_moved", 0)) for stats in lab.last_stats.values())
@@ -57,13 +72,7 @@ def test_a_spine_killed_mid_allreduce_then_the_other_one():
     lab, lines = _lab()
     try:
         lab.start()
-        old = lab.plan
-        dead = _spine(old)
-        (clean,) = lab.allreduce(1)
-        fault = _during_round(lambda: lab.kill_switch(dead), clean.elapsed)
-        (round_,) = lab.allreduce(1)
-        fault.join()
-        assert round_.verified  # every rank's sum checked against numpy on the hosts' own inputs
+        old, dead, clean = _round_with_fault(lab, lab.kill_switch)
         assert lab.plan.version == old.version + 1 and dead not in {c.switch for c in lab.plan.switches}
         assert lab.monitor.failed.keys() == {dead}
         assert _moved(lab) > 0, "\n".join(lines)  # the kill landed inside the round: chunks were in flight
@@ -98,13 +107,7 @@ def test_a_link_down_mid_allreduce_is_planned_around():
     lab, lines = _lab()
     try:
         lab.start()
-        old = lab.plan
-        spine = _spine(old)
-        (clean,) = lab.allreduce(1)
-        fault = _during_round(lambda: lab.link_down("l1", spine), clean.elapsed)
-        (round_,) = lab.allreduce(1)
-        fault.join()
-        assert round_.verified
+        old, spine, _ = _round_with_fault(lab, lambda spine: lab.link_down("l1", spine))
         assert lab.monitor.links_failed == {frozenset(("l1", spine))} and not lab.monitor.failed
         assert lab.plan.version == old.version + 1
         for tree in lab.plan.trees:
