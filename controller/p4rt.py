@@ -325,12 +325,7 @@ class SwitchConnection:
             No server at the address within the timeout, no arbitration answer, or another controller
             is primary.
         """
-        ready = grpc.channel_ready_future(self.channel)
-        try:
-            ready.result(timeout=self.timeout)
-        except grpc.FutureTimeoutError:
-            ready.cancel()  # its polling thread stops before the channel is closed
-            raise P4RuntimeError(f"switch {self.name}: no P4Runtime server at {self.address}") from None
+        self._wait_for_server()
         self._stream = self.stub.StreamChannel(iter(self._requests.get, None))
         reader = self._reader = threading.Thread(target=self._read_stream, daemon=True, name=f"p4rt-{self.name}")
         reader.start()
@@ -343,6 +338,20 @@ class SwitchConnection:
         if self._status is not None and self._status != 0:
             raise P4RuntimeError(f"switch {self.name}: not primary controller (status {self._status})")
         return self
+
+    def _wait_for_server(self) -> None:
+        """Wait up to the timeout for a P4Runtime server to answer ``Capabilities``.
+
+        An RPC that waits for the channel to be ready, rather than ``grpc.channel_ready_future``: that
+        future polls the channel from a thread of its own, which can outlive a cancel and then raise
+        "Channel closed" in the background once ``close()`` has run. A server that does not implement
+        ``Capabilities`` (older P4Runtime) still answered, so it counts as present.
+        """
+        try:
+            self.stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=self.timeout, wait_for_ready=True)
+        except grpc.RpcError as error:
+            if error.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise P4RuntimeError(f"switch {self.name}: no P4Runtime server at {self.address}") from None
 
     def _read_stream(self) -> None:
         try:
