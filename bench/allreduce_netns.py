@@ -176,6 +176,9 @@ class LabBench:
             # CPU of every process of the method per chunk of K values (gloo: per as many values), all
             # workers' copies included: what the machine's cores must supply at the links' rate
             "cpu_us_per_chunk": 1e6 * sum(cpu.values()) / -(-values // lab.plan.value_count),
+            # the same per process: what one component spends on one chunk (a worker its GRAD and RESULT,
+            # a switch every copy it handles, the server the chunk's sum), independent of the load
+            "cpu_us_per_chunk_by_process": {k: 1e6 * v / -(-values // lab.plan.value_count) for k, v in cpu.items()},
             "machine_busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
         }
         if method != "gloo":
@@ -219,10 +222,12 @@ def describe(row: dict) -> str:
             f"{row['server_packets_in_per_s'] / 1e3:.0f}k/s out {row['server_results_out_per_s'] / 1e3:.0f}k/s"
             + (f", {switch_rates}" if switch_rates else "")
         )
-    cpu = ", ".join(f"{k} {100 * v:.0f}%" for k, v in sorted(row["cpu_share"].items(), key=lambda kv: -kv[1])[:6])
+    busiest = sorted(row["cpu_share"].items(), key=lambda kv: -kv[1])[:6]
+    per_chunk = row["cpu_us_per_chunk_by_process"]
+    cpu = ", ".join(f"{k} {100 * v:.0f}% ({per_chunk[k]:.1f} us/chunk)" for k, v in busiest)
     return text + (
         f"\n{'':>13}CPU of one core: {cpu}; {row['cpu_us_per_chunk']:.0f} us of CPU per chunk of "
-        f"{row['values_per_packet']} values; machine busy {100 * row['machine_busy']:.0f}%"
+        f"{row['values_per_packet']} values in all; machine busy {100 * row['machine_busy']:.0f}%"
     )
 
 

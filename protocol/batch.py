@@ -496,8 +496,9 @@ class PacketBatch:
         setattr(self, name, value)  # read once
         return value
 
-    def headers(self, picked: np.ndarray) -> np.ndarray:
-        """The 16-byte INA headers of rows ``picked``, as an ``(len(picked), 16)`` uint8 copy."""
+    def headers(self, picked: np.ndarray | slice) -> np.ndarray:
+        """The 16-byte INA headers of rows ``picked`` (indices: an ``(len(picked), 16)`` uint8 copy; a
+        slice: a view of the rows, valid while they are)."""
         assert self._rows is not None, "a batch decoded from rows keeps them"
         return self._rows[picked, : C.INA_HEADER_BYTES]
 
@@ -552,6 +553,10 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         for i in range(n):
             batch.errors[i] = _error_of(rows[i], int(lengths[i]), stride, values_per_packet)
         return batch
+    if values_per_packet is not None:
+        uniform_batch = _decode_uniform(rows, lengths, values_per_packet)
+        if uniform_batch is not None:
+            return uniform_batch
     head = rows.view(layout_dtype(0, None, stride))[:, 0]
     b01, flags = head["b01"], head["flags"]
     hop_count = b01 & 0xF
@@ -595,6 +600,59 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         for bad in np.flatnonzero(~ok):
             batch.errors[int(bad)] = _error_of(rows[bad], int(lengths[bad]), stride, values_per_packet)
     return batch
+
+
+def _decode_uniform(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int) -> PacketBatch | None:
+    """decode_batch's fast path for the usual batch: every row valid, of one length, with the same first
+    three header bytes (version, type, op, hop count, flags: one layout, not MASKED). The checks are
+    decode_batch's, made once on the first row's scalars where the rows agree; None when the batch is
+    not of this kind or a check fails (the general path then finds the rows and their errors)."""
+    n, stride = rows.shape
+    length = int(lengths[0])
+    first = rows[0]
+    b01, flags = (int(first[0]) << 8) | int(first[1]), int(first[2])
+    header_bytes = int(_length_by_first_bytes()[b01])
+    payload = int(_payload_by_flags(values_per_packet)[flags])
+    if header_bytes < 0 or payload < 0 or header_bytes + payload != length or length > stride or _MASKED[flags]:
+        return None
+    if n > 1 and (_count_false(lengths == length) or _count_false(rows[:, :3] == first[:3])):
+        return None
+    if _count_false(_flags_and_count_ok(values_per_packet)[flags << 8 : (flags + 1) << 8][rows[:, 3]]):
+        return None
+    hop_count = b01 & 0xF
+    if hop_count:
+        bos = rows[:, C.INA_HEADER_BYTES + 2 : header_bytes : C.HOP_BYTES] & 0x40
+        if _count_false(bos == _bos_pattern(hop_count)):
+            return None
+    layout = L.layout_of(flags & C.FLAG_LAYOUT_MASK)
+    width = layout.positions(values_per_packet)
+    wire = rows[:, header_bytes:length].view(">i4").astype(np.int32)
+    lanes = np.full(n, values_per_packet, dtype=np.int64)
+    head = rows.view(layout_dtype(0, None, stride))[:, 0]
+    hops = rows.view(layout_dtype(hop_count, None, stride))[:, 0]["hops"] if hop_count else None
+    batch = PacketBatch(
+        head, hops, np.ones(n, dtype=bool), lanes, rows, lanes if width == values_per_packet else lanes * layout.span
+    )
+    batch._uniform_hops = True
+    batch.values = wire if layout.span == 1 else np.ascontiguousarray(L.deinterleave(wire, layout.span))
+    same = np.full(n, 0, dtype=np.int64)  # the columns every row shares
+    for name, value in (
+        ("version", first[0] >> 4),
+        ("pkt_type", first[0] & 0xF),
+        ("op", first[1] >> 4),
+        ("hop_count", hop_count),
+        ("flags", flags),
+        ("span", layout.span),
+    ):
+        column = same.copy()
+        column[:] = value
+        setattr(batch, name, column)
+    return batch
+
+
+def _count_false(mask: np.ndarray) -> int:
+    """False entries of a boolean array (of any shape)."""
+    return mask.size - int(np.count_nonzero(mask))
 
 
 def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:

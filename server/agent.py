@@ -197,7 +197,9 @@ class ServerAgent:
                     continue
                 for span in _distinct(spans[tree_rows]):
                     span_rows = tree_rows & (spans == span) if span != 1 or _count(spans != 1) else tree_rows
-                    self._take(self._tree(job, tree_id, span), packets, np.flatnonzero(span_rows))
+                    picked = np.flatnonzero(span_rows)
+                    # every row (the usual batch: one job's one tree): views of the batch's columns
+                    self._take(self._tree(job, tree_id, span), packets, slice(None) if len(picked) == n else picked)
 
     def _take_sparse(self, job: _JobState, packets: PacketBatch, rows: np.ndarray) -> None:
         """SPARSE GRADs ((index, value) pairs, server/sparse_sums.py), tree by tree."""
@@ -244,27 +246,32 @@ class ServerAgent:
             tree = job.wide[(tree_id, span)] = _TreeState(job, plan_tree, ring, job.plan.value_count, span)
         return tree
 
-    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray) -> None:
-        """Check the rows' terminal hop and K, then add them to the tree's chunks."""
+    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:
+        """Check the rows' terminal hop and K, then add them to the tree's chunks (``rows``: indices
+        into the batch, or ``slice(None)`` for all of them)."""
         terminal = packets.hop_count[rows] == 1
+        count = len(terminal)
         if _count(terminal):
             terminal &= packets.hop_switch_id[rows, 0] == tree.job.node_id
-        if _count(terminal) < len(rows):
-            self.stats["bad_terminal_hop"] += len(rows) - _count(terminal)
-            rows = rows[terminal]
-            if not len(rows):
+        if _count(terminal) < count:
+            self.stats["bad_terminal_hop"] += count - _count(terminal)
+            rows = _pick(rows, terminal)
+            count = len(rows)
+            if not count:
                 return
         fan_in, child = packets.hop_fan_in[rows, 0], packets.hop_child[rows, 0]
         good_child = child < fan_in
-        if _count(good_child) < len(rows):
-            self.stats["bad_child"] += len(rows) - _count(good_child)
-            rows, fan_in, child = rows[good_child], fan_in[good_child], child[good_child]
+        if _count(good_child) < count:
+            self.stats["bad_child"] += count - _count(good_child)
+            rows, fan_in, child = _pick(rows, good_child), fan_in[good_child], child[good_child]
+            count = len(fan_in)
         if self._values_per_packet is None:  # K taken from each packet: it must be the job's
             right_k = packets.lanes[rows] == tree.values_per_packet
-            if _count(right_k) < len(rows):
-                self.stats["malformed"] += len(rows) - _count(right_k)
-                rows, fan_in, child = rows[right_k], fan_in[right_k], child[right_k]
-        if not len(rows):
+            if _count(right_k) < count:
+                self.stats["malformed"] += count - _count(right_k)
+                rows, fan_in, child = _pick(rows, right_k), fan_in[right_k], child[right_k]
+                count = len(fan_in)
+        if not count:
             return
         columns = _GradColumns(packets, rows, fan_in, child, tree.width)
         if tree.recovery:
@@ -280,7 +287,7 @@ class ServerAgent:
             and _cells_disputed(position[fresh], columns.seq[fresh])
         ):
             # two chunks a ring apart in one batch: take the rows one at a time, in arrival order
-            for i in range(len(rows)):
+            for i in range(count):
                 self._absorb(tree, columns.select(np.array([i])))
             return
         self._absorb(tree, columns)
@@ -492,6 +499,11 @@ class _GradColumns:
         for name in self.__slots__:
             setattr(out, name, getattr(self, name)[picked])
         return out
+
+
+def _pick(rows: np.ndarray | slice, mask: np.ndarray) -> np.ndarray:
+    """The rows (indices, or slice(None): every row) where ``mask`` holds, as indices."""
+    return np.flatnonzero(mask) if isinstance(rows, slice) else rows[mask]
 
 
 def _count(mask: np.ndarray) -> int:

@@ -332,6 +332,7 @@ class WorkerAgent:
         self._seq = first_seq
         self._srtt: float | None = None
         self._recent_min_rtt: collections.deque[float] = collections.deque(maxlen=MIN_RTT_BATCHES)
+        self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
         self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
@@ -542,7 +543,9 @@ class WorkerAgent:
         if self._srtt is not None:
             # a result waits for the slowest worker's contribution, so a peer's resend inflates this
             # worker's samples; the cap on the recent minimum keeps that from feeding on itself
-            base = max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * min(self._recent_min_rtt)))
+            base = max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * self._min_rtt))
+        if isinstance(attempts, int):  # a chunk's first send (every batch of them): no array work
+            return np.asarray(base * min(2.0**attempts * self._backoff, self.max_backoff))
         return np.asarray(base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff))
 
     def timed_out(self) -> None:
@@ -563,8 +566,15 @@ class WorkerAgent:
         """Fold a batch of round-trip samples into the smoothed RTT: as many EWMA steps as samples,
         each with the batch's mean (what one by one would give if they were equal)."""
         self._backoff = 1.0
-        self._recent_min_rtt.append(float(samples.min()))
-        mean = float(samples.mean())
+        recent = self._recent_min_rtt
+        smallest = float(samples.min())
+        if len(recent) == recent.maxlen and recent[0] == self._min_rtt:
+            recent.append(smallest)  # the minimum drops out: find the new one
+            self._min_rtt = min(recent)
+        else:
+            recent.append(smallest)
+            self._min_rtt = min(self._min_rtt, smallest)
+        mean = float(samples.sum()) / len(samples)
         if self._srtt is None:
             self._srtt = mean
         else:

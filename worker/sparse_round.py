@@ -69,9 +69,8 @@ class SparseRound(Round):
         self.parts: list[dict[int, np.ndarray]] = [{} for _ in range(self.chunks)]
         self.expected = np.zeros(self.chunks, dtype=np.int64)  # parts of each chunk (0: none heard yet)
 
-    def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
-        agent = self.agent
-        rows = sparse_template(cursor, self.world_size, agent.rank).encode(
+    def _encode(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> np.ndarray:
+        return sparse_template(cursor, self.world_size, self.agent.rank).encode(
             self.values[chunks],
             check=False,
             seq=(self.first_seq + chunks) & SEQ_MASK,
@@ -79,8 +78,6 @@ class SparseRound(Round):
             shadow=self.shadow[chunks],
             flags=C.FLAG_SPARSE | (C.FLAG_RETX if retransmission else 0),
         )
-        agent.send_rows(rows, cursor.server_ip)
-        self._sent(chunks, retransmission)
 
     def _accept(
         self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray

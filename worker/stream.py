@@ -43,8 +43,12 @@ from worker.loop import EventLoop, Timer
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
-INITIAL_WINDOW = 32  # chunks in flight per tree before the first results (slow start from here)
-MIN_WINDOW = 8  # a timeout never shrinks the window below this
+# The congestion window counts slots (chunks of K values) but its sizes are bytes of values, so that a
+# K = 256 job puts as many bytes in flight as a K = 64 one (a link's queue holds bytes, not chunks):
+INITIAL_WINDOW_BYTES = 32 * 64 * 4  # in flight per tree before the first results (32 chunks at K = 64)
+SLOW_START_BYTES = 256 * 1024  # slow start ends here at the latest (then one chunk more per round trip)
+MIN_WINDOW_BYTES = 8 * 64 * 4  # a timeout never shrinks the window below this (8 chunks at K = 64)
+MIN_WINDOW_CHUNKS = 2  # nor below this many chunks
 FALLBACK_RESENDS = 4  # in a re-planned job, a chunk resent this often goes over the recovery tree
 
 
@@ -75,9 +79,31 @@ class TreeCursor:
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
     template: PacketTemplate | None = None  # this worker's dense GRADs on this tree
-    window: float = INITIAL_WINDOW  # congestion window: slots in flight allowed (at most the pool)
-    threshold: float = float("inf")  # slow start below, one more chunk per round trip above
+    values_per_packet: int = C.VALUES_PER_PACKET  # K: the window's byte sizes in slots
+    window: float = 0.0  # congestion window: slots in flight allowed (at most the pool); 0: the initial one
+    threshold: float = 0.0  # slow start below, one more chunk per round trip above; 0: SLOW_START_BYTES
+    last_shrink: float = float("-inf")  # when a timeout last halved the window
     templates: dict[str, PacketTemplate] = field(default_factory=dict)  # other layouts', made when first used
+
+    def __post_init__(self) -> None:
+        if self.template is not None:
+            self.values_per_packet = self.template.values_per_packet
+        if not self.window:
+            self.window = self.slots(INITIAL_WINDOW_BYTES)
+        if not self.threshold:
+            self.threshold = self.slots(SLOW_START_BYTES)
+
+    def slots(self, value_bytes: int) -> float:
+        """Slots (chunks of K int32 values) holding ``value_bytes`` bytes of values, at least
+        MIN_WINDOW_CHUNKS.
+
+        Examples
+        --------
+        >>> cursor = TreeCursor(0, 1.0, 512, [], "10.0.0.9", values_per_packet=256)
+        >>> cursor.slots(INITIAL_WINDOW_BYTES), cursor.window, cursor.slots(SLOW_START_BYTES)
+        (8.0, 8.0, 256.0)
+        """
+        return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * self.values_per_packet)))
 
     def allowed(self, span: int = 1) -> int:
         """Chunks in flight allowed now: the congestion window, never more than the pool (a chunk of
@@ -112,9 +138,13 @@ class TreeCursor:
             self.window += results / self.window
         self.window = min(self.window, float(self.pool))
 
-    def shrink(self) -> None:
-        """A retransmission timeout: halve the window (the network is losing or queueing too much)."""
-        self.threshold = max(self.window / 2, float(MIN_WINDOW))
+    def shrink(self, now: float, round_trip: float) -> None:
+        """A retransmission timeout: halve the window (the network is losing or queueing too much), once
+        per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving)."""
+        if now - self.last_shrink < round_trip:
+            return
+        self.last_shrink = now
+        self.threshold = max(self.window / 2, self.slots(MIN_WINDOW_BYTES))
         self.window = self.threshold
 
 
@@ -243,10 +273,13 @@ RoundDone = Callable[[np.ndarray, "OverflowReport | None"], None]  # the round's
 RoundFailed = Callable[[BaseException], None]
 
 
+ENCODE_BLOCK = 256  # a window's first sends are encoded this many chunks at a time, ahead of the window
+
+
 class _TreeWindow:
     """One tree's chunks of this round, in tree order, and its send window over them."""
 
-    __slots__ = ("cursor", "order", "next_to_send", "first_open", "moved")
+    __slots__ = ("cursor", "order", "next_to_send", "first_open", "moved", "block_start", "block")
 
     def __init__(self, cursor: TreeCursor, order: np.ndarray):
         self.cursor = cursor
@@ -254,6 +287,10 @@ class _TreeWindow:
         self.order = order  # chunk indices of this tree, in tree-index order
         self.next_to_send = 0  # position in order
         self.first_open = 0  # position in order of the first chunk without result
+        # the first sends of order[block_start : block_start + len(block)], encoded ahead (one encode per
+        # ENCODE_BLOCK chunks instead of one per batch of results)
+        self.block_start = 0
+        self.block: np.ndarray | None = None
 
 
 def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
@@ -354,10 +391,22 @@ class Round:
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, window: _TreeWindow) -> None:
         end = min(len(window.order), window.first_open + window.cursor.allowed(self.span))
-        if end > window.next_to_send:
-            chunks = window.order[window.next_to_send : end]
-            window.next_to_send = end
+        start = window.next_to_send
+        if end <= start:
+            return
+        chunks = window.order[start:end]
+        window.next_to_send = end
+        if window.moved:
             self._send_chunks(window, chunks, retransmission=False)
+            return
+        block = window.block
+        if block is None or end > window.block_start + len(block):  # encode the next block of first sends
+            last = min(len(window.order), start + max(ENCODE_BLOCK, end - start))
+            window.block_start = start
+            window.block = block = self._encode(window.cursor, window.order[start:last], retransmission=False)
+        at = start - window.block_start
+        self.agent.send_rows(block[at : at + end - start], window.cursor.server_ip)
+        self._sent(chunks, retransmission=False)
 
     def _send_chunks(self, window: _TreeWindow, chunks: np.ndarray, retransmission: bool) -> None:
         """Send chunks of a window over its tree, those marked ``bypass`` over the recovery tree."""
@@ -390,8 +439,12 @@ class Round:
             self._fill_window(window)
 
     def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
-        agent = self.agent
-        rows = cursor.template_for(self.layout).encode(
+        self.agent.send_rows(self._encode(cursor, chunks, retransmission), cursor.server_ip)
+        self._sent(chunks, retransmission)
+
+    def _encode(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> np.ndarray:
+        """The GRADs of ``chunks`` over ``cursor``'s tree, one row each."""
+        return cursor.template_for(self.layout).encode(
             self.values[chunks],
             check=False,
             masks=None if self.masks is None else self.masks[chunks],
@@ -403,8 +456,6 @@ class Round:
             op=self.op,
             flags=C.FLAG_RETX if retransmission else 0,
         )
-        agent.send_rows(rows, cursor.server_ip)
-        self._sent(chunks, retransmission)
 
     def _sent(self, chunks: np.ndarray, retransmission: bool) -> None:
         """Chunks just sent: their deadlines (and first send times), the timer armed."""
@@ -450,7 +501,7 @@ class Round:
                     return
                 self.attempts[due] += 1
                 agent.stats["retransmissions"] += int(due.size)
-                window.cursor.shrink()
+                window.cursor.shrink(now, float(agent.rto(0)))
                 resent = True
                 if agent.recovery is not None:  # re-planned: a chunk stuck on its tree falls back
                     falling = due[(self.attempts[due] >= FALLBACK_RESENDS) & ~self.bypass[due]]
@@ -568,7 +619,10 @@ class Round:
             for window in touched:
                 window.cursor.grow(int(per_tree[self.windows.index(window)]) * self.span)
         for window in touched:
-            open_part = self.done[window.order[window.first_open : window.next_to_send]]
+            if len(self.windows) == 1:  # one tree: its order is every chunk in turn
+                open_part = self.done[window.first_open : window.next_to_send]
+            else:
+                open_part = self.done[window.order[window.first_open : window.next_to_send]]
             still_open = np.flatnonzero(~open_part)
             window.first_open += int(still_open[0]) if len(still_open) else len(open_part)
             self._fill_window(window)

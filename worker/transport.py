@@ -39,6 +39,15 @@ SEND_BUGS = {errno.EBADF, errno.EFAULT, errno.ENOTSOCK, errno.EDESTADDRREQ, errn
 SEGMENTATION_REFUSED = {errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOTSUPP}
 RECEIVE_ROW_BYTES = 2048  # larger than any INA payload (dense K = 256: 16 + 8 * 8 + 4 * 256; wide x4 K = 64: 1104)
 RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
+# Receive coalescing: a port that took at least STREAM_PACKETS datagrams within STREAM_SPAN_S streams;
+# it is left unread for BATCH_WAIT_S after each batch (until a wait gathers nothing), so the next call
+# takes the datagrams of two milliseconds at once. An agent's work per batch (wake-up, system call,
+# decode, window update, encode, send) costs about the same for 1 datagram as for 20: without the wait,
+# a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams. A short
+# exchange (fewer datagrams) is never held.
+BATCH_WAIT_S = 0.002
+STREAM_PACKETS = 32
+STREAM_SPAN_S = 0.005
 
 
 class ReceivedBatch:
@@ -245,6 +254,8 @@ class UdpTransport(Transport):
     IFACE tx off``, as the lab and the namespace tests do), so that the kernel cuts the datagrams before
     the wire and the switch reads ordinary frames. ``send_wait_ms``: how long a send waits for room in a
     full socket buffer before the rest of the batch counts as lost (``send_buffer_full``).
+    ``batch_wait``: seconds a streaming port is left unread after each batch (receive coalescing, see
+    BATCH_WAIT_S; 0: read every datagram as soon as it arrives).
     """
 
     def __init__(
@@ -256,9 +267,13 @@ class UdpTransport(Transport):
         native: bool | None = None,
         segmentation: bool | None = None,
         send_wait_ms: int = 5,
+        batch_wait: float = BATCH_WAIT_S,
     ):
         super().__init__()
         self.loop: RealTimeLoop = loop or RealTimeLoop()
+        self.batch_wait = float(batch_wait)
+        self.held_batches = 0  # times a streaming port was left unread for batch_wait
+        self._stream: dict[int, tuple[float, int]] = {}  # port -> (start of its span, datagrams since)
         self.ip = ip
         self._bind_ip = bind_ip if bind_ip is not None else "0.0.0.0"
         self._native = native
@@ -349,14 +364,46 @@ class UdpTransport(Transport):
                 self.last_send_error = f"{errno.errorcode.get(error, error)} sending to {dst_ip}"
         return sent
 
-    def _readable(self, port: int) -> None:
+    def _readable(self, port: int, resumed: bool = False) -> None:
         io = self._io[port]
+        taken = 0
         while True:
             count = io.receive()
             if count:
+                taken += count
                 self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count]))
             if count < io.capacity - udp.GRO_SEGMENTS_MAX:
-                return  # drained (a full batch may have more behind it)
+                break  # drained (a full batch may have more behind it)
+        if self.batch_wait > 0 and self._streaming(port, taken, resumed):
+            sock = self._socks.get(port)
+            if sock is not None:  # a handler may have closed the transport
+                self.held_batches += 1
+                self.loop.remove_reader(sock)
+                self.loop.call_later(self.batch_wait, self._resume, port, sock)
+
+    def _streaming(self, port: int, taken: int, resumed: bool) -> bool:
+        """Whether ``port`` streams (hold it): it took STREAM_PACKETS datagrams within STREAM_SPAN_S, and
+        it stays streaming until a batch wait gathers nothing."""
+        now = self.loop.now()
+        start, count = self._stream.get(port, (now, 0))
+        if count < 0:  # streaming: held after every batch until a wait gathered nothing
+            if taken:
+                return True
+            if resumed:
+                self._stream[port] = (now, 0)
+            return False
+        if now - start > STREAM_SPAN_S:
+            start, count = now, 0
+        count += taken
+        self._stream[port] = (start, -1 if count >= STREAM_PACKETS else count)
+        return count >= STREAM_PACKETS
+
+    def _resume(self, port: int, sock: socket.socket) -> None:
+        """The batch wait of a held port is over: watch its socket again and take what gathered."""
+        if self._socks.get(port) is not sock:
+            return  # closed meanwhile
+        self.loop.add_reader(sock, lambda: self._readable(port))
+        self._readable(port, resumed=True)
 
     def close(self) -> None:
         """Close every socket."""

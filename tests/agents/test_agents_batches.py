@@ -6,6 +6,7 @@ time-bounded retransmission, K taken from the plan, and agents on kernel UDP soc
 (native batched I/O and the Python fallback)."""
 
 import json
+import socket
 
 import numpy as np
 import pytest
@@ -37,10 +38,10 @@ class RecordingTransport(Transport):
         sent, self.sent = self.sent, []
         return sent
 
-    def deliver(self, packets: list[codec.InaPacket], src_ip: str = "10.9.9.9") -> None:
-        """One batch of these packets, as a socket would hand them over."""
-        payloads = [codec.encode(p, K) for p in packets]
-        rows = np.zeros((len(payloads), 256), dtype=np.uint8)
+    def deliver(self, packets: list[codec.InaPacket], src_ip: str = "10.9.9.9", k: int = K) -> None:
+        """One batch of these packets (K = ``k``), as a socket would hand them over."""
+        payloads = [codec.encode(p, k) for p in packets]
+        rows = np.zeros((len(payloads), max(256, 2 * max(map(len, payloads)))), dtype=np.uint8)
         for i, payload in enumerate(payloads):
             rows[i, : len(payload)] = np.frombuffer(payload, dtype=np.uint8)
         lengths = np.array([len(p) for p in payloads], dtype=np.uint32)
@@ -252,18 +253,35 @@ def test_agents_on_kernel_udp_over_loopback(native):
         loop.close()
 
 
-def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
-    plan = direct_plan(2, pool_size=512, value_count=K)
+def _window_job(k: int, pool: int):
+    """A worker of a two-worker job with K = ``k`` on a recording transport, and a function answering
+    the packets it sent (the result: 2 at every value)."""
+    plan = direct_plan(2, pool_size=pool, value_count=k)
     loop = VirtualLoop()
     transport = RecordingTransport(loop, plan.workers[0].ip)
     agent = WorkerAgent(plan, 0, transport, timeout=0.01)
-    handle = agent.allreduce_async(np.ones(400 * K, dtype=np.int32))
 
     def answer(sent):
-        transport.deliver([codec.result(plan.job_id, p.header.seq, [], [2] * K) for _, p in sent])
+        transport.deliver([codec.result(plan.job_id, p.header.seq, [], [2] * k) for _, p in sent], k=k)
 
+    return loop, transport, agent, answer
+
+
+def _finish(loop, transport, handle, answer):
+    while not handle.done():
+        sent = transport.take()
+        if sent:
+            answer(sent)
+        else:
+            loop.run_until(lambda: bool(transport.sent) or handle.done(), 1.0)
+    np.testing.assert_array_equal(handle.wait(), 2)
+
+
+def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
+    loop, transport, agent, answer = _window_job(64, 512)
+    handle = agent.allreduce_async(np.ones(400 * 64, dtype=np.int32))
     first = transport.take()
-    assert [p.header.seq for _, p in first] == list(range(1, 33))  # 32 chunks, not the pool's 512
+    assert [p.header.seq for _, p in first] == list(range(1, 33))  # 32 chunks (8 KiB), not the pool's 512
     answer(first)
     second = transport.take()
     assert [p.header.seq for _, p in second] == list(range(33, 97))  # slow start: the window doubled
@@ -273,10 +291,83 @@ def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
     answer(resent)
     # halved to 32 at the timeout, then one chunk more per window of results: 32 + 64/32 = 34
     assert [p.header.seq for _, p in transport.take()] == list(range(97, 131))
-    while not handle.done():
+    _finish(loop, transport, handle, answer)
+
+
+def test_the_window_counts_bytes_so_k256_starts_with_a_quarter_of_the_chunks_and_ends_slow_start_at_256_kib():
+    loop, transport, agent, answer = _window_job(256, 2048)
+    handle = agent.allreduce_async(np.ones(1200 * 256, dtype=np.int32))
+    sent = transport.take()
+    assert [p.header.seq for _, p in sent] == list(range(1, 9))  # 8 KiB of values: 8 chunks of 1 KiB
+    in_flight = []
+    while len(sent):  # every window answered at once: slow start doubles it up to 256 KiB, then +1 per window
+        in_flight.append(len(sent))
+        answer(sent)
         sent = transport.take()
-        if sent:
-            answer(sent)
-        else:
-            loop.run_until(lambda: bool(transport.sent) or handle.done(), 1.0)
-    np.testing.assert_array_equal(handle.wait(), 2)
+        if in_flight[-1] >= 256:
+            break
+    assert in_flight == [8, 16, 32, 64, 128, 256]
+    assert len(sent) == 256 + 1  # past 256 KiB the window grows by one chunk per round trip
+    _finish(loop, transport, handle, answer)
+
+
+def test_a_burst_of_losses_halves_the_window_once_per_round_trip():
+    loop, transport, agent, answer = _window_job(64, 512)
+    handle = agent.allreduce_async(np.ones(400 * 64, dtype=np.int32))
+    answer(transport.take())  # 32 answered: the window is 64
+    lost = transport.take()
+    assert len(lost) == 64
+    answer(lost[:16])  # the first 16 answered (16 more go out), the 48 after them lost
+    later = transport.take()
+    loop.run_until(lambda: bool(transport.sent), 1.0)  # the first timer: the 48 lost ones time out
+    resent = transport.take()
+    loop.run_until(lambda: bool(transport.sent), 1.0)  # the next: the 16 sent later, one batch after
+    resent += transport.take()
+    assert {p.header.seq for _, p in resent} == {p.header.seq for _, p in lost[16:] + later}
+    # two timer events of one loss burst, within one retransmission timeout: halved once (80 / 2 = 40)
+    cursor = agent.cursors[0]
+    assert (cursor.window, cursor.threshold) == (40.0, 40.0)
+    _finish(loop, transport, handle, answer)
+
+
+def _paced_datagrams(count: int, batch_wait: float) -> tuple[list[int], UdpTransport]:
+    """``count`` numbered datagrams sent over loopback in bursts of 8 every 0.5 ms to a transport with
+    ``batch_wait``; returns the size of every batch it delivered (all must arrive, in order) and the
+    transport."""
+    loop = RealTimeLoop()
+    receiver = UdpTransport(ip="127.0.0.21", loop=loop, bind_ip="127.0.0.21", batch_wait=batch_wait)
+    batches: list[int] = []
+    numbers: list[int] = []
+
+    def on_batch(batch):
+        batches.append(len(batch))
+        numbers.extend(int.from_bytes(batch.payload(i), "big") for i in range(len(batch)))
+
+    receiver.bind_batch(C.INA_UDP_PORT, on_batch)
+    sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sender.bind(("127.0.0.22", 0))
+    try:
+        for i in range(count):
+            sender.sendto(i.to_bytes(4, "big"), ("127.0.0.21", C.INA_UDP_PORT))
+            if i % 8 == 7:
+                loop.run_until(lambda: False, 0.0005)
+        assert loop.run_until(lambda: len(numbers) == count, 5.0)
+        assert numbers == list(range(count))
+        return batches, receiver
+    finally:
+        sender.close()
+        receiver.close()
+        loop.close()
+
+
+def test_a_streaming_port_is_read_in_batches_and_a_short_exchange_is_not_held():
+    # 400 datagrams, 16 a millisecond: after the first 32, each read takes what 2 ms gathered
+    batches, receiver = _paced_datagrams(400, batch_wait=0.002)
+    assert receiver.held_batches > 0
+    assert len(batches) <= 0.75 * 400 / 8, f"{len(batches)} batches: the port was read burst by burst"
+    # a short exchange (fewer than STREAM_PACKETS datagrams) is handed over at once, never held
+    batches, receiver = _paced_datagrams(24, batch_wait=0.002)
+    assert receiver.held_batches == 0 and sum(batches) == 24
+    # batch_wait 0: every burst as soon as it arrives
+    batches, receiver = _paced_datagrams(400, batch_wait=0.0)
+    assert receiver.held_batches == 0 and len(batches) >= 400 / 8
