@@ -23,6 +23,15 @@ forwarded (P4 counters), and the CPU each process used (share of one core), so a
 explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one topology's
 run at a time (other lab users wait, and so does this).
 
+The headline INA configuration is K = 256 (``--lanes 256``): at 100 Mbit/s it is what beats gloo, with a
+quarter of K = 64's packets, and so a quarter of the agents' and switches' work per byte; K = 64 stays the
+program's default (Tofino: docs/design-decisions.md, "K = 256 as a build variant"). Issue 10's figures:
+
+    .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml topologies/leaf_spine_100m.yaml \
+        topologies/star.yaml topologies/leaf_spine.yaml --sizes 4 64 --lanes 256 --methods ina gloo
+
+Other runs:
+
     .venv/bin/python bench/allreduce_netns.py                       # star at 100 Mbit/s and 1 Gbit/s
     .venv/bin/python bench/allreduce_netns.py --topology topologies/leaf_spine_100m.yaml --sizes 4 64
     .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml --sizes 4 64 --lanes 64 256

@@ -40,12 +40,14 @@ SEGMENTATION_REFUSED = {errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOT
 RECEIVE_ROW_BYTES = 2048  # larger than any INA payload (dense K = 256: 16 + 8 * 8 + 4 * 256; wide x4 K = 64: 1104)
 RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # Receive coalescing: a port that took at least STREAM_PACKETS datagrams within STREAM_SPAN_S streams;
-# it is left unread for BATCH_WAIT_S after each batch (until a wait gathers nothing), so the next call
-# takes the datagrams of two milliseconds at once. An agent's work per batch (wake-up, system call,
-# decode, window update, encode, send) costs about the same for 1 datagram as for 20: without the wait,
-# a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams. A short
-# exchange (fewer datagrams) is never held.
-BATCH_WAIT_S = 0.002
+# after each batch it is left unread (until a wait gathers nothing) for as long as BATCH_ROWS datagrams
+# take to arrive at its rate, at most BATCH_WAIT_S, so that the next call takes them at once. An
+# agent's work per batch (wake-up, system call, decode, window update, encode, send) costs about the
+# same for 1 datagram as for 30: without the wait, a 100 Mbit/s stream of 1 KB results wakes a worker
+# every 90 us for one or two datagrams. A short exchange (fewer datagrams) is never held.
+BATCH_WAIT_S = 0.004
+BATCH_ROWS = 32
+MIN_WAIT_S = 0.0002  # a shorter wait saves less than it costs (two epoll_ctl calls and a timer)
 STREAM_PACKETS = 32
 STREAM_SPAN_S = 0.005
 
@@ -254,8 +256,8 @@ class UdpTransport(Transport):
     IFACE tx off``, as the lab and the namespace tests do), so that the kernel cuts the datagrams before
     the wire and the switch reads ordinary frames. ``send_wait_ms``: how long a send waits for room in a
     full socket buffer before the rest of the batch counts as lost (``send_buffer_full``).
-    ``batch_wait``: seconds a streaming port is left unread after each batch (receive coalescing, see
-    BATCH_WAIT_S; 0: read every datagram as soon as it arrives).
+    ``batch_wait``: the longest a streaming port is left unread after each batch (receive coalescing,
+    see BATCH_WAIT_S; 0: read every datagram as soon as it arrives).
     """
 
     def __init__(
@@ -274,6 +276,7 @@ class UdpTransport(Transport):
         self.batch_wait = float(batch_wait)
         self.held_batches = 0  # times a streaming port was left unread for batch_wait
         self._stream: dict[int, tuple[float, int]] = {}  # port -> (start of its span, datagrams since)
+        self._rate: dict[int, tuple[float, float]] = {}  # port -> (its last read, datagrams/s it streams at)
         self.ip = ip
         self._bind_ip = bind_ip if bind_ip is not None else "0.0.0.0"
         self._native = native
@@ -376,10 +379,22 @@ class UdpTransport(Transport):
                 break  # drained (a full batch may have more behind it)
         if self.batch_wait > 0 and self._streaming(port, taken, resumed):
             sock = self._socks.get(port)
-            if sock is not None:  # a handler may have closed the transport
+            wait = self._wait(port, taken)
+            if sock is not None and wait >= MIN_WAIT_S:  # (a handler may have closed the transport)
                 self.held_batches += 1
                 self.loop.remove_reader(sock)
-                self.loop.call_later(self.batch_wait, self._resume, port, sock)
+                self.loop.call_later(wait, self._resume, port, sock)
+
+    def _wait(self, port: int, taken: int) -> float:
+        """How long to leave a streaming port unread: the time BATCH_ROWS datagrams take to arrive at the
+        port's recent rate, at most ``batch_wait``."""
+        now = self.loop.now()
+        last, rate = self._rate.get(port, (now, 0.0))
+        if now > last:
+            sample = taken / (now - last)
+            rate = sample if rate <= 0 else 0.5 * (rate + sample)
+        self._rate[port] = (now, rate)
+        return self.batch_wait if rate <= 0 else min(self.batch_wait, BATCH_ROWS / rate)
 
     def _streaming(self, port: int, taken: int, resumed: bool) -> bool:
         """Whether ``port`` streams (hold it): it took STREAM_PACKETS datagrams within STREAM_SPAN_S, and
