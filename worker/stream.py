@@ -45,7 +45,7 @@ SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
 # The congestion window counts slots (chunks of K values) but its sizes are bytes of values, so that a
 # K = 256 job puts as many bytes in flight as a K = 64 one (a link's queue holds bytes, not chunks):
-INITIAL_WINDOW_BYTES = 32 * 1024  # in flight per tree before the first results (128 chunks at K = 64)
+INITIAL_WINDOW_BYTES = 8 * 1024  # in flight per tree before the first results (32 chunks at K = 64)
 SLOW_START_BYTES = 256 * 1024  # slow start ends here at the latest (then one chunk more per round trip)
 MIN_WINDOW_BYTES = 8 * 64 * 4  # a timeout never shrinks the window below this (8 chunks at K = 64)
 MIN_WINDOW_CHUNKS = 2  # nor below this many chunks
@@ -101,7 +101,7 @@ class TreeCursor:
         --------
         >>> cursor = TreeCursor(0, 1.0, 512, [], "10.0.0.9", values_per_packet=256)
         >>> cursor.slots(INITIAL_WINDOW_BYTES), cursor.window, cursor.slots(SLOW_START_BYTES)
-        (32.0, 32.0, 256.0)
+        (8.0, 8.0, 256.0)
         """
         return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * self.values_per_packet)))
 

@@ -278,19 +278,19 @@ def _finish(loop, transport, handle, answer):
 
 
 def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
-    loop, transport, agent, answer = _window_job(64, 1024)
-    handle = agent.allreduce_async(np.ones(1200 * 64, dtype=np.int32))
+    loop, transport, agent, answer = _window_job(64, 512)
+    handle = agent.allreduce_async(np.ones(400 * 64, dtype=np.int32))
     first = transport.take()
-    assert [p.header.seq for _, p in first] == list(range(1, 129))  # 128 chunks (32 KiB), not the pool's 1024
+    assert [p.header.seq for _, p in first] == list(range(1, 33))  # 32 chunks (8 KiB), not the pool's 512
     answer(first)
     second = transport.take()
-    assert [p.header.seq for _, p in second] == list(range(129, 385))  # slow start: the window doubled
+    assert [p.header.seq for _, p in second] == list(range(33, 97))  # slow start: the window doubled
     loop.run_until(lambda: bool(transport.sent), 1.0)  # all lost: the round's timer resends them
     resent = transport.take()
-    assert [(p.header.seq, p.header.flags) for _, p in resent] == [(s, C.FLAG_RETX) for s in range(129, 385)]
+    assert [(p.header.seq, p.header.flags) for _, p in resent] == [(s, C.FLAG_RETX) for s in range(33, 97)]
     answer(resent)
-    # halved to 128 at the timeout, then one chunk more per window of results: 128 + 256/128 = 130
-    assert [p.header.seq for _, p in transport.take()] == list(range(385, 515))
+    # halved to 32 at the timeout, then one chunk more per window of results: 32 + 64/32 = 34
+    assert [p.header.seq for _, p in transport.take()] == list(range(97, 131))
     _finish(loop, transport, handle, answer)
 
 
@@ -298,7 +298,7 @@ def test_the_window_counts_bytes_so_k256_starts_with_a_quarter_of_the_chunks_and
     loop, transport, agent, answer = _window_job(256, 2048)
     handle = agent.allreduce_async(np.ones(1200 * 256, dtype=np.int32))
     sent = transport.take()
-    assert [p.header.seq for _, p in sent] == list(range(1, 33))  # 32 KiB of values: 32 chunks of 1 KiB
+    assert [p.header.seq for _, p in sent] == list(range(1, 9))  # 8 KiB of values: 8 chunks of 1 KiB
     in_flight = []
     while len(sent):  # every window answered at once: slow start doubles it up to 256 KiB, then +1 per window
         in_flight.append(len(sent))
@@ -306,14 +306,14 @@ def test_the_window_counts_bytes_so_k256_starts_with_a_quarter_of_the_chunks_and
         sent = transport.take()
         if in_flight[-1] >= 256:
             break
-    assert in_flight == [32, 64, 128, 256]
+    assert in_flight == [8, 16, 32, 64, 128, 256]
     assert len(sent) == 256 + 1  # past 256 KiB the window grows by one chunk per round trip
     _finish(loop, transport, handle, answer)
 
 
 def test_a_burst_of_losses_halves_the_window_once_per_round_trip():
-    loop, transport, agent, answer = _window_job(256, 1024)
-    handle = agent.allreduce_async(np.ones(600 * 256, dtype=np.int32))
+    loop, transport, agent, answer = _window_job(64, 512)
+    handle = agent.allreduce_async(np.ones(400 * 64, dtype=np.int32))
     answer(transport.take())  # 32 answered: the window is 64
     lost = transport.take()
     assert len(lost) == 64
