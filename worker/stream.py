@@ -43,9 +43,10 @@ from worker.loop import EventLoop, Timer
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
-# The congestion window counts slots (chunks of K values) but its sizes are bytes of values, so that a
-# K = 256 job puts as many bytes in flight as a K = 64 one (a link's queue holds bytes, not chunks):
-INITIAL_WINDOW_BYTES = 8 * 1024  # in flight per tree before the first results (32 chunks at K = 64)
+# The congestion window counts slots (chunks of K values). It starts at a number of chunks, as TCP's at
+# a number of segments, but slow start ends at a number of bytes, so that a K = 256 job does not put 4x
+# the bytes of a K = 64 one in flight (a link's queue holds bytes, not chunks):
+INITIAL_WINDOW = 32  # chunks in flight per tree before the first results (8 KiB at K = 64, 32 KiB at 256)
 SLOW_START_BYTES = 256 * 1024  # slow start ends here at the latest (then one chunk more per round trip)
 MIN_WINDOW_BYTES = 8 * 64 * 4  # a timeout never shrinks the window below this (8 chunks at K = 64)
 MIN_WINDOW_CHUNKS = 2  # nor below this many chunks
@@ -79,7 +80,7 @@ class TreeCursor:
     server_ip: str
     next_index: int = 0  # tree index the next assigned chunk gets
     template: PacketTemplate | None = None  # this worker's dense GRADs on this tree
-    values_per_packet: int = C.VALUES_PER_PACKET  # K: the window's byte sizes in slots
+    values_per_packet: int = C.VALUES_PER_PACKET  # K: the window's sizes in bytes as slots
     window: float = 0.0  # congestion window: slots in flight allowed (at most the pool); 0: the initial one
     threshold: float = 0.0  # slow start below, one more chunk per round trip above; 0: SLOW_START_BYTES
     last_shrink: float = float("-inf")  # when a timeout last halved the window
@@ -89,7 +90,7 @@ class TreeCursor:
         if self.template is not None:
             self.values_per_packet = self.template.values_per_packet
         if not self.window:
-            self.window = self.slots(INITIAL_WINDOW_BYTES)
+            self.window = float(INITIAL_WINDOW)
         if not self.threshold:
             self.threshold = self.slots(SLOW_START_BYTES)
 
@@ -100,8 +101,8 @@ class TreeCursor:
         Examples
         --------
         >>> cursor = TreeCursor(0, 1.0, 512, [], "10.0.0.9", values_per_packet=256)
-        >>> cursor.slots(INITIAL_WINDOW_BYTES), cursor.window, cursor.slots(SLOW_START_BYTES)
-        (8.0, 8.0, 256.0)
+        >>> cursor.window, cursor.slots(SLOW_START_BYTES), cursor.slots(MIN_WINDOW_BYTES)
+        (32.0, 256.0, 2.0)
         """
         return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * self.values_per_packet)))
 

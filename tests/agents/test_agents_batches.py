@@ -294,11 +294,11 @@ def test_the_window_starts_small_grows_with_results_and_halves_on_a_timeout():
     _finish(loop, transport, handle, answer)
 
 
-def test_the_window_counts_bytes_so_k256_starts_with_a_quarter_of_the_chunks_and_ends_slow_start_at_256_kib():
+def test_at_k256_slow_start_ends_at_256_kib_a_quarter_of_the_chunks_of_k64():
     loop, transport, agent, answer = _window_job(256, 2048)
     handle = agent.allreduce_async(np.ones(1200 * 256, dtype=np.int32))
     sent = transport.take()
-    assert [p.header.seq for _, p in sent] == list(range(1, 9))  # 8 KiB of values: 8 chunks of 1 KiB
+    assert [p.header.seq for _, p in sent] == list(range(1, 33))  # 32 chunks, as at K = 64
     in_flight = []
     while len(sent):  # every window answered at once: slow start doubles it up to 256 KiB, then +1 per window
         in_flight.append(len(sent))
@@ -306,7 +306,7 @@ def test_the_window_counts_bytes_so_k256_starts_with_a_quarter_of_the_chunks_and
         sent = transport.take()
         if in_flight[-1] >= 256:
             break
-    assert in_flight == [8, 16, 32, 64, 128, 256]
+    assert in_flight == [32, 64, 128, 256]  # 256 chunks of 1 KiB of values
     assert len(sent) == 256 + 1  # past 256 KiB the window grows by one chunk per round trip
     _finish(loop, transport, handle, answer)
 
