@@ -663,6 +663,9 @@ class VethCase:
         self.counted_stats = counted_stats  # ina_stats indices whose packet counts sum to GRADs processed
 
 
+VETH_CASE_KEYS = ("ipv4_router_forward", "grad_aggregation", "grad_passthrough")
+
+
 def veth_cases(frames: Frames) -> list[VethCase]:
     from protocol import constants as C
 
@@ -787,24 +790,25 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
                  native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "sendmmsg",
-                 rate: float = 0.0) -> list[dict]:  # fmt: skip
+                 rate: float = 0.0, cases: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
     """Every case on every back end (the native one once per transmit path in native_tx), once per
     number of senders in sender_counts (native back end; the Python back end with one sender: a second
-    one only adds loss)."""
+    one only adds loss). cases: the keys of the cases to run (empty: all)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
     switch_cpu = cpus[-1] if len(cpus) > 1 else None
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
         runs = [(b, tx) for b in backends for tx in (native_tx if b == "native" else ("ring",))]
+        selected = [c for c in veth_cases(frames) if not cases or c.key in cases]
         for backend, tx in runs:
-            for program in (ROUTER_P4, INA_P4):
+            for program in dict.fromkeys(c.program for c in selected):
                 switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx)
                 try:
                     switch.connect()
                     installers[program](switch)
                     seqs = [1, 1]
-                    for case in veth_cases(frames):
+                    for case in selected:
                         if case.program != program:
                             continue
                         for count in sender_counts if backend == "native" else [1]:
@@ -1027,6 +1031,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--repetitions", type=int, default=None, help="in-process repetitions (default 5, quick 2)")
     p.add_argument("--backends", default="native,python", help="comma-separated back ends (default native,python)")
     p.add_argument("--no-veth", action="store_true", help="skip the veth part")
+    p.add_argument("--no-in-process", action="store_true", help="skip the in-process part")
+    p.add_argument(
+        "--cases",
+        default=None,
+        help=f"veth cases to run, comma-separated (default all: {','.join(VETH_CASE_KEYS)})",
+    )
     p.add_argument(
         "--senders",
         default=None,
@@ -1071,6 +1081,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.native_tx = tuple(t.strip() for t in args.native_tx.split(",") if t.strip())
     if not args.native_tx or any(t not in ("ring", "sendmmsg") for t in args.native_tx):
         p.error(f"--native-tx takes ring and/or sendmmsg, got {args.native_tx}")
+    args.cases = tuple(c.strip() for c in (args.cases or ",".join(VETH_CASE_KEYS)).split(",") if c.strip())
+    if not args.cases or any(c not in VETH_CASE_KEYS for c in args.cases):
+        p.error(f"--cases takes some of {','.join(VETH_CASE_KEYS)}, got {','.join(args.cases)}")
     args.backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     unknown = [b for b in args.backends if b not in BACKENDS]
     if unknown or not args.backends:
@@ -1129,7 +1142,7 @@ def main(argv=None) -> int:
             "in_process": [],
             "veth": {"skipped": None, "cases": []},
         }
-        for backend in args.backends:
+        for backend in [] if args.no_in_process else args.backends:
             print(f"[in process] {backend} back end: {seconds:g} s per repetition set, {reps} repetitions", flush=True)
             result["in_process"] += measure_in_process(backend, frames, seconds, reps, print_in_process_row)
         why = "disabled with --no-veth" if args.no_veth else veth_unavailable()
@@ -1140,7 +1153,15 @@ def main(argv=None) -> int:
             print(f"[veth] {seconds:g} s per case, two namespaces, a softswitch process per program ...", flush=True)
             try:
                 result["veth"]["cases"] = measure_veth(
-                    frames, args.backends, seconds, senders, print_veth_row, args.native_tx, args.sender, args.rate
+                    frames,
+                    args.backends,
+                    seconds,
+                    senders,
+                    print_veth_row,
+                    args.native_tx,
+                    args.sender,
+                    args.rate,
+                    args.cases,
                 )
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
