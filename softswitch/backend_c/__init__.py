@@ -18,7 +18,7 @@ from .. import ir
 from ..frontend.program_info import program_info
 from ..ir.walk import block_nodes, walk
 from .blocks import BlockEmitter
-from .descriptor import write_descriptor
+from .descriptor import register_groups, write_descriptor
 from .expressions import GeneratedNames, Scope
 from .layout import TypeLayout
 from .values import MAX_WIDTH
@@ -37,6 +37,9 @@ def generate_c(program: ir.Program) -> str:
     names.action_ids = {a.name: i for i, a in enumerate(info.actions)}
     names.table_ids = {t.name: i for i, t in enumerate(info.tables)}
     names.register_ids = {r.name: i for i, r in enumerate(info.registers)}
+    names.register_strides = {
+        r.name: count for r, (_, count) in zip(info.registers, register_groups(list(info.registers)), strict=True)
+    }
     names.counter_ids = {c.name: i for i, c in enumerate(info.counters)}
     names.digest_ids = {d.name: i for i, d in enumerate(info.digests)}
     names.value_set_ids = {v.name: i for i, v in enumerate(info.value_sets)}

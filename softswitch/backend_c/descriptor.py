@@ -5,13 +5,33 @@ indices generated code uses agree by construction."""
 
 from __future__ import annotations
 
-from ..program import ProgramInfo
+from ..program import ProgramInfo, RegisterInfo
+from .values import element_bytes
 from .writer import CWriter, string_literal
 
 MATCH_KINDS = {"exact": "SS_MATCH_EXACT", "lpm": "SS_MATCH_LPM", "ternary": "SS_MATCH_TERNARY",
                "range": "SS_MATCH_RANGE", "optional": "SS_MATCH_OPTIONAL"}  # fmt: skip
 COUNTER_UNITS = {"packets": "SS_COUNTER_PACKETS", "bytes": "SS_COUNTER_BYTES",
                  "packets_and_bytes": "SS_COUNTER_PACKETS_AND_BYTES"}  # fmt: skip
+
+
+def register_groups(registers: list[RegisterInfo]) -> list[tuple[int, int]]:
+    """(group_offset, group_count) of each register: a run of consecutive registers with the same size
+    and element size is one group, whose elements the runtime interleaves (element i of the group's
+    register k at i * group_count + k). A program that reads the same index of many registers, as
+    ina.p4 reads a slot's lane registers for every GRAD, then touches a few cache lines per packet
+    instead of one per register (64 at K = 64, 256 at K = 256)."""
+
+    def shape(r: RegisterInfo) -> tuple[int, int]:
+        return (r.size, element_bytes(r.bitwidth) if r.bitwidth <= 128 else -r.bitwidth)
+
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for end in range(1, len(registers) + 1):
+        if end == len(registers) or shape(registers[end]) != shape(registers[start]):
+            groups += [(k, end - start) for k in range(end - start)]
+            start = end
+    return groups
 
 
 def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], sizes: dict[str, str]) -> None:
@@ -33,7 +53,10 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
         counted = int(table.direct_counter is not None)
         tables.append(f"{{{string_literal(table.name)}, {len(table.keys)}, {keys}, {table.size}, {counted}}}")
     _array(out, "ss_table_desc", "tables", tables)
-    registers = [f"{{{string_literal(r.name)}, {r.bitwidth}, {r.size}, {int(r.signed)}}}" for r in info.registers]
+    registers = [
+        f"{{{string_literal(r.name)}, {r.bitwidth}, {r.size}, {int(r.signed)}, {offset}, {count}}}"
+        for r, (offset, count) in zip(info.registers, register_groups(list(info.registers)), strict=True)
+    ]
     _array(out, "ss_register_desc", "registers", registers)
     counters = [f"{{{string_literal(c.name)}, {c.size}, {COUNTER_UNITS[c.unit]}}}" for c in info.counters]
     _array(out, "ss_counter_desc", "counters", counters)

@@ -56,6 +56,7 @@ class GeneratedNames:
         self.action_ids: dict[str, int] = {}  # qualified name -> descriptor index
         self.table_ids: dict[str, int] = {}
         self.register_ids: dict[str, int] = {}
+        self.register_strides: dict[str, int] = {}  # qualified name -> elements between two of its indices
         self.counter_ids: dict[str, int] = {}
         self.digest_ids: dict[str, int] = {}
         self.field_list_ids: dict[int | str, int] = {}

@@ -3,7 +3,8 @@ hash, checksums, digest, clone/resubmit/recirculate, truncate, random, assert/as
 runtime functions of softswitch/native/include/ss_program.h.
 
 Registers are read and written in place (`p->registers[i].data` holds the elements in the smallest of
-1/2/4/8/16 bytes, native order); an index out of bounds reads 0 and writes nothing.
+1/2/4/8/16 bytes, native order; a register in a group of n interleaved ones, descriptor.register_groups,
+has its element i at data[i * n]); an index out of bounds reads 0 and writes nothing.
 """
 
 from __future__ import annotations
@@ -52,18 +53,20 @@ class ExternEmitter:
             assert isinstance(size, ir.Constant)
             ctype = ELEMENT_TYPES[element_bytes(width_of(element))]
             data = self.register_data(instance, ctype, scope)
+            stride = self.names.register_strides.get(instance.qualified_name, 1)
             i = self.x.temp("i")
+            element = f"{data}[{i}]" if stride == 1 else f"{data}[{i} * {stride}]"  # interleaved group
             index = list(args.values())[1] if call.method == "read" else list(args.values())[0]
             with out.block(""):
                 out.write(f"{U64} {i} = {self.u64(index, scope, 'register index')};")
                 if call.method == "read":
                     result = list(args.values())[0]
                     target = value_type(result.type)
-                    loaded = convert(f"{data}[{i}]", U128 if ctype == U128 else U64, target)
+                    loaded = convert(element, U128 if ctype == U128 else U64, target)
                     self.statements.store(out, result, f"{i} < {size.value} ? {loaded} : 0", scope)
                 elif call.method == "write":
                     value = list(args.values())[1]
-                    out.write(f"if ({i} < {size.value}) {data}[{i}] = ({ctype}){self.value(value, scope)};")
+                    out.write(f"if ({i} < {size.value}) {element} = ({ctype}){self.value(value, scope)};")
                 else:
                     raise Unsupported(f"register.{call.method}", call.position)
         elif instance.kind == "counter" and call.method == "count":

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SS_ABI_VERSION 2
+#define SS_ABI_VERSION 3
 
 /* ------------------------------------------------------------------ constants */
 
@@ -159,6 +159,12 @@ typedef struct ss_register_desc {
     uint32_t bitwidth; /* 1..128 */
     uint32_t size;
     uint32_t is_signed; /* int<W>: stored as its W-bit two's complement pattern */
+    /* interleaving (0, 0: alone): a group of `group_count` consecutive registers of one size and element
+     * size stores element i of all of them together (register `group_offset` of the group at
+     * i * group_count + group_offset), so code that reads the same index of many registers (ina.p4's
+     * lanes) touches a few cache lines instead of one per register */
+    uint32_t group_offset;
+    uint32_t group_count;
 } ss_register_desc;
 
 typedef struct ss_counter_desc {
@@ -215,7 +221,8 @@ typedef struct ss_program {
 /* ------------------------------------------------------------------ state the generated code reads */
 
 /* A register: `size` elements of `elem_bytes` bytes (1, 2, 4, 8 or 16: the smallest that holds the
- * width; 16 = unsigned __int128), native byte order. */
+ * width; 16 = unsigned __int128), native byte order, element i at data + i * stride (stride =
+ * elem_bytes * the group's register count: registers of a group are interleaved, see ss_register_desc). */
 typedef struct ss_register {
     uint8_t *data;
     uint32_t size;
@@ -223,6 +230,8 @@ typedef struct ss_register {
     uint32_t elem_bytes;
     uint32_t is_signed;
     const char *name;
+    uint32_t stride;     /* bytes from one element to the next */
+    uint32_t owns_data;  /* 1: data is the group's allocation (the group's first register) */
 } ss_register;
 
 /* What a table lookup returns: the action to run and its action data. Action data is an array of
@@ -334,32 +343,39 @@ static inline void ss_put_be(uint8_t *p, uint32_t nbytes, uint64_t v) {
     for (uint32_t i = nbytes; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
 }
 
+/* element `index` of a register (in bounds) */
+static inline void *ss_register_element(const ss_register *r, uint64_t index) {
+    return r->data + index * r->stride;
+}
+
 static inline uint64_t ss_register_read(const ss_register *r, uint64_t index) {
     if (index >= r->size) return 0;
+    const void *e = ss_register_element(r, index);
     switch (r->elem_bytes) {
-    case 1: return r->data[index];
-    case 2: return ((const uint16_t *)r->data)[index];
-    case 4: return ((const uint32_t *)r->data)[index];
-    default: return ((const uint64_t *)r->data)[index * (r->elem_bytes / 8)];
+    case 1: return *(const uint8_t *)e;
+    case 2: return *(const uint16_t *)e;
+    case 4: return *(const uint32_t *)e;
+    default: return *(const uint64_t *)e; /* 16: the low word */
     }
 }
 
 static inline void ss_register_write(ss_register *r, uint64_t index, uint64_t value) {
     if (index >= r->size) return;
     value &= ss_mask64(r->bitwidth);
+    void *e = ss_register_element(r, index);
     switch (r->elem_bytes) {
-    case 1: r->data[index] = (uint8_t)value; break;
-    case 2: ((uint16_t *)r->data)[index] = (uint16_t)value; break;
-    case 4: ((uint32_t *)r->data)[index] = (uint32_t)value; break;
-    case 8: ((uint64_t *)r->data)[index] = value; break;
-    default: ((unsigned __int128 *)r->data)[index] = value; break;
+    case 1: *(uint8_t *)e = (uint8_t)value; break;
+    case 2: *(uint16_t *)e = (uint16_t)value; break;
+    case 4: *(uint32_t *)e = (uint32_t)value; break;
+    case 8: *(uint64_t *)e = value; break;
+    default: *(unsigned __int128 *)e = value; break;
     }
 }
 
 /* registers of 65..128 bits */
 static inline unsigned __int128 ss_register_read128(const ss_register *r, uint64_t index) {
     if (index >= r->size) return 0;
-    if (r->elem_bytes == 16) return ((const unsigned __int128 *)r->data)[index];
+    if (r->elem_bytes == 16) return *(const unsigned __int128 *)ss_register_element(r, index);
     return ss_register_read(r, index);
 }
 
@@ -370,7 +386,7 @@ static inline void ss_register_write128(ss_register *r, uint64_t index, unsigned
         return;
     }
     if (r->bitwidth < 128) value &= (((unsigned __int128)1) << r->bitwidth) - 1;
-    ((unsigned __int128 *)r->data)[index] = value;
+    *(unsigned __int128 *)ss_register_element(r, index) = value;
 }
 
 #endif

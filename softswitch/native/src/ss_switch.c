@@ -186,7 +186,8 @@ static void switch_free(ss_switch *sw) {
         for (uint32_t i = 0; i < sw->prog->n_tables; i++) ss_table_free(&sw->tables[i]);
     free(sw->tables);
     if (sw->registers)
-        for (uint32_t i = 0; i < sw->prog->n_registers; i++) free(sw->registers[i].data);
+        for (uint32_t i = 0; i < sw->prog->n_registers; i++)
+            if (sw->registers[i].owns_data) free(sw->registers[i].data);
     free(sw->registers);
     if (sw->counters)
         for (uint32_t i = 0; i < sw->prog->n_counters; i++) {
@@ -261,8 +262,24 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
         r->bitwidth = d->bitwidth;
         r->is_signed = d->is_signed;
         r->elem_bytes = register_elem_bytes(d->bitwidth);
-        r->data = calloc((size_t)d->size + 1, r->elem_bytes);
-        if (!r->data) goto nomem;
+        uint32_t count = d->group_count ? d->group_count : 1;
+        const ss_register_desc *first = d - d->group_offset;
+        if (d->group_offset >= count || d->group_offset > i || first->group_offset != 0 ||
+            (d->group_offset && (first->size != d->size || register_elem_bytes(first->bitwidth) != r->elem_bytes ||
+                                 first->group_count != count))) {
+            ss_set_error("register %s: group %u of %u does not fit the registers before it", d->name,
+                         d->group_offset, count);
+            switch_free(sw);
+            return NULL;
+        }
+        r->stride = count * r->elem_bytes;
+        if (d->group_offset == 0) { /* the group's elements, interleaved */
+            r->data = calloc((size_t)d->size + 1, r->stride);
+            if (!r->data) goto nomem;
+            r->owns_data = 1;
+        } else {
+            r->data = sw->registers[i - d->group_offset].data + (size_t)d->group_offset * r->elem_bytes;
+        }
     }
     for (uint32_t i = 0; i < prog->n_counters; i++) {
         ss_counter *c = &sw->counters[i];
@@ -376,7 +393,8 @@ SS_EXPORT int ss_ctl_register_read_all(ss_switch *sw, uint32_t reg, uint8_t *out
     if (reg >= sw->prog->n_registers) return SS_E_INVALID;
     pthread_mutex_lock(&sw->lock);
     ss_register *r = &sw->registers[reg];
-    memcpy(out, r->data, (size_t)r->size * r->elem_bytes);
+    for (uint32_t i = 0; i < r->size; i++)
+        memcpy(out + (size_t)i * r->elem_bytes, ss_register_element(r, i), r->elem_bytes);
     pthread_mutex_unlock(&sw->lock);
     return SS_OK;
 }
@@ -389,7 +407,7 @@ SS_EXPORT int ss_ctl_register_reset(ss_switch *sw, uint32_t reg) {
     if (reg >= sw->prog->n_registers) return SS_E_INVALID;
     pthread_mutex_lock(&sw->lock);
     ss_register *r = &sw->registers[reg];
-    memset(r->data, 0, (size_t)r->size * r->elem_bytes);
+    for (uint32_t i = 0; i < r->size; i++) memset(ss_register_element(r, i), 0, r->elem_bytes);
     pthread_mutex_unlock(&sw->lock);
     return SS_OK;
 }
