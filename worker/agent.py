@@ -665,8 +665,12 @@ class WorkerAgent:
             for t, i in zip(trees.tolist(), last_from_end.tolist(), strict=True):
                 self.heard_on_tree[t] = (now, int(contributor[count - 1 - i]))
         taken = 0
-        if self._round is not None and not self._round.finished:
-            taken = self._round.on_results(seq, tree_id, flags, values, span)
+        round_ = self._round
+        if round_ is not None and not round_.finished:
+            taken = round_.on_results(seq, tree_id, flags, values, span)
+            # results come back in batches of an eighth of the chunks in flight at most: a longer wait for
+            # them would hold back the window (worker/transport.py, "Receive coalescing")
+            self.transport.expect_batches(C.INA_UDP_PORT, round_.in_flight() // 8)
         if taken < count:
             self.stats["stale_results"] += count - taken
 

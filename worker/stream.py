@@ -531,6 +531,10 @@ class Round:
             f"A worker or the aggregation server is probably dead or unreachable."
         )
 
+    def in_flight(self) -> int:
+        """Chunks sent and not answered yet (the results this round still waits for from the network)."""
+        return sum(window.next_to_send for window in self.windows) - self.results_heard
+
     def measured_loss(self) -> str:
         """The loss this round saw: chunks whose first send went unanswered within its timeout."""
         answered_late = _count(self.attempts > 0)  # only chunks sent are ever resent

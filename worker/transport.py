@@ -41,12 +41,16 @@ RECEIVE_ROW_BYTES = 2048  # larger than any INA payload (dense K = 256: 16 + 8 *
 RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # Receive coalescing: a port that took at least STREAM_PACKETS datagrams within STREAM_SPAN_S streams;
 # after each batch it is left unread (until a wait gathers nothing) for as long as BATCH_ROWS datagrams
-# take to arrive at its rate, at most BATCH_WAIT_S, so that the next call takes them at once. An
-# agent's work per batch (wake-up, system call, decode, window update, encode, send) costs about the
-# same for 1 datagram as for 50: without the wait, a 100 Mbit/s stream of 1 KB results wakes a worker
-# every 90 us for one or two datagrams. A short exchange (fewer datagrams) is never held.
+# take to arrive at its rate (or the number its handler expects: ``expect_batches``), at most
+# BATCH_WAIT_S, so that the next call takes them at once. An agent's work per batch (wake-up, system
+# call, decode, window update, encode, send) costs about the same for 1 datagram as for 50: without
+# the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
+# A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
+# stream, so a batch must stay well below the datagrams in flight: a worker asks for an eighth of its
+# chunks in flight (up to 64), others get BATCH_ROWS.
 BATCH_WAIT_S = 0.008
-BATCH_ROWS = 64
+BATCH_ROWS = 16
+MAX_BATCH_ROWS = 64
 MIN_WAIT_S = 0.0002  # a shorter wait saves less than it costs (two epoll_ctl calls and a timer)
 STREAM_PACKETS = 32
 STREAM_SPAN_S = 0.02
@@ -114,6 +118,10 @@ class Transport:
     def bind_batch(self, port: int, handler: BatchHandler) -> None:
         """Deliver what arrives at ``port`` to ``handler`` as :class:`ReceivedBatch` objects."""
         self._batch_handlers.setdefault(port, []).append(handler)
+
+    def expect_batches(self, port: int, rows: int) -> None:
+        """A hint for transports that coalesce received datagrams (UdpTransport): the handler of ``port``
+        can take batches of ``rows`` without slowing its stream. Others ignore it."""
 
     def unbind(self, port: int, handler: Handler | BatchHandler | None = None) -> None:
         """Stop delivering ``port`` to ``handler`` (every handler of the port when None)."""
@@ -277,6 +285,7 @@ class UdpTransport(Transport):
         self.held_batches = 0  # times a streaming port was left unread for batch_wait
         self._stream: dict[int, tuple[float, int]] = {}  # port -> (start of its span, datagrams since)
         self._rate: dict[int, tuple[float, float]] = {}  # port -> (its last read, datagrams/s it streams at)
+        self._batch_rows: dict[int, int] = {}  # port -> datagrams a batch wait aims at (expect_batches)
         self.ip = ip
         self._bind_ip = bind_ip if bind_ip is not None else "0.0.0.0"
         self._native = native
@@ -394,7 +403,13 @@ class UdpTransport(Transport):
             sample = taken / (now - last)
             rate = sample if rate <= 0 else 0.5 * (rate + sample)
         self._rate[port] = (now, rate)
-        return self.batch_wait if rate <= 0 else min(self.batch_wait, BATCH_ROWS / rate)
+        rows = self._batch_rows.get(port, BATCH_ROWS)
+        return self.batch_wait if rate <= 0 else min(self.batch_wait, rows / rate)
+
+    def expect_batches(self, port: int, rows: int) -> None:
+        """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
+        (a worker: an eighth of its chunks in flight): a streaming port waits for that many."""
+        self._batch_rows[port] = max(1, min(MAX_BATCH_ROWS, rows))
 
     def _streaming(self, port: int, taken: int, resumed: bool) -> bool:
         """Whether ``port`` streams (hold it): it took STREAM_PACKETS datagrams within STREAM_SPAN_S, and
