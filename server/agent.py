@@ -158,9 +158,13 @@ class ServerAgent:
         self._update_values_per_packet()
 
     def _update_values_per_packet(self) -> None:
-        """Decode with the jobs' K when they share one (the fast path), else take K from each packet."""
+        """Decode with the jobs' K when they share one (the fast path), else take K from each packet; and
+        tell the transport the batches the jobs' windows allow (an eighth of the smallest pool: a worker
+        keeps at most a pool of chunks in flight per tree, and a longer receive wait would hold it back)."""
         ks = {job.plan.value_count for job in self.jobs.values()}
         self._values_per_packet = ks.pop() if len(ks) == 1 else None
+        if self.jobs:
+            self.transport.expect_batches(C.INA_UDP_PORT, min(job.plan.pool_size for job in self.jobs.values()) // 8)
 
     def close(self) -> None:
         self.transport.unbind(C.INA_UDP_PORT, self._on_batch)

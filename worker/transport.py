@@ -47,7 +47,7 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
 # stream, so a batch must stay well below the datagrams in flight: a worker asks for an eighth of its
-# chunks in flight (up to 64), others get BATCH_ROWS.
+# chunks in flight, the server for an eighth of its jobs' smallest pool (up to 64), others get BATCH_ROWS.
 BATCH_WAIT_S = 0.008
 BATCH_ROWS = 16
 MAX_BATCH_ROWS = 64
