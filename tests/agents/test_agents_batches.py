@@ -344,6 +344,7 @@ def _paced_datagrams(count: int, batch_wait: float) -> tuple[list[int], UdpTrans
         numbers.extend(int.from_bytes(batch.payload(i), "big") for i in range(len(batch)))
 
     receiver.bind_batch(C.INA_UDP_PORT, on_batch)
+    receiver.expect_batches(C.INA_UDP_PORT, 64)  # the handler takes 64 at once: waits of 4 ms at this rate
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sender.bind(("127.0.0.22", 0))
     try:
@@ -361,12 +362,12 @@ def _paced_datagrams(count: int, batch_wait: float) -> tuple[list[int], UdpTrans
 
 
 def test_a_streaming_port_is_read_in_batches_and_a_short_exchange_is_not_held():
-    # 400 datagrams, 16 a millisecond: after the first 32, each read takes what 2 ms gathered
-    batches, receiver = _paced_datagrams(400, batch_wait=0.002)
+    # 400 datagrams, 16 a millisecond: after the first 32, each read takes what 4 ms gathered
+    batches, receiver = _paced_datagrams(400, batch_wait=0.008)
     assert receiver.held_batches > 0
     assert len(batches) <= 0.75 * 400 / 8, f"{len(batches)} batches: the port was read burst by burst"
     # a short exchange (fewer than STREAM_PACKETS datagrams) is handed over at once, never held
-    batches, receiver = _paced_datagrams(24, batch_wait=0.002)
+    batches, receiver = _paced_datagrams(24, batch_wait=0.008)
     assert receiver.held_batches == 0 and sum(batches) == 24
     # batch_wait 0: every burst as soon as it arrives
     batches, receiver = _paced_datagrams(400, batch_wait=0.0)
