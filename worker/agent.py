@@ -668,9 +668,9 @@ class WorkerAgent:
         round_ = self._round
         if round_ is not None and not round_.finished:
             taken = round_.on_results(seq, tree_id, flags, values, span)
-            # results come back in batches of an eighth of the chunks in flight at most: a longer wait for
+            # results come back in batches of a quarter of the chunks in flight at most: a longer wait for
             # them would hold back the window (worker/transport.py, "Receive coalescing")
-            self.transport.expect_batches(C.INA_UDP_PORT, round_.in_flight() // 8)
+            self.transport.expect_batches(C.INA_UDP_PORT, round_.in_flight() // 4)
         if taken < count:
             self.stats["stale_results"] += count - taken
 

@@ -46,7 +46,7 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # call, decode, window update, encode, send) costs about the same for 1 datagram as for 50: without
 # the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
-# stream, so a batch must stay well below the datagrams in flight: a worker asks for an eighth of its
+# stream, so a batch must stay well below the datagrams in flight: a worker asks for a quarter of its
 # chunks in flight, the server for an eighth of its jobs' smallest pool (up to 64), others get BATCH_ROWS.
 BATCH_WAIT_S = 0.008
 BATCH_ROWS = 16
@@ -408,7 +408,7 @@ class UdpTransport(Transport):
 
     def expect_batches(self, port: int, rows: int) -> None:
         """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
-        (a worker: an eighth of its chunks in flight): a streaming port waits for that many."""
+        (a worker: a quarter of its chunks in flight): a streaming port waits for that many."""
         self._batch_rows[port] = max(1, min(MAX_BATCH_ROWS, rows))
 
     def _streaming(self, port: int, taken: int, resumed: bool) -> bool:
