@@ -23,8 +23,8 @@ forwarded (P4 counters), and the CPU each process used (share of one core), so a
 explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one topology's
 run at a time (other lab users wait, and so does this).
 
-The headline INA configuration is K = 256 (``--lanes 256``): at 100 Mbit/s it is what beats gloo, with a
-quarter of K = 64's packets, and so a quarter of the agents' and switches' work per byte; K = 64 stays the
+The headline INA configuration is K = 256 (``--lanes 256``): a quarter of K = 64's packets, so far less of
+the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (README); K = 64 stays the
 program's default (Tofino: docs/design-decisions.md, "K = 256 as a build variant"). Issue 10's figures:
 
     .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml topologies/leaf_spine_100m.yaml \
