@@ -68,6 +68,8 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
     example: str = "digits"
     figures: dict[str, float] = field(default_factory=dict)  # recsys: RECSYS_FIGURES
+    # ina: round trips of the float sums (worker/torch_backend/scales.py): "agreements", "value_rounds"
+    switch_rounds: dict[str, int] = field(default_factory=dict)
 
     def summary_line(self) -> str:
         what = self.backend if self.example == "digits" else f"{self.example} {self.backend}"
@@ -77,6 +79,9 @@ class TrainResult:
             f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
             f"(run took {self.elapsed:.0f} s)"
         )
+        if self.switch_rounds and self.iterations:
+            trips = sum(self.switch_rounds.values()) / self.iterations
+            line += f"; {trips:.2f} switch round trips per iteration"
         f = self.figures
         if self.example == "recsys" and f:
             line += (
@@ -263,6 +268,7 @@ def run_ranks(
         time.monotonic() - start,
         example=example,
         figures={k: data[k] for k in RECSYS_FIGURES if k in data},
+        switch_rounds=dict(data.get("ina_rounds", {})),
     )
     for r, what in late:
         result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")

@@ -257,3 +257,36 @@ def steps_through_a_fault(rank: int, world: int, steps: int, n: int, started: st
         if step == 0 and rank == 0:
             Path(started).touch()
     return out
+
+
+# (scale, op) of each float all_reduce of float_sum_sequence; None: zeros; "nan": the last rank has a NaN
+FLOAT_SUM_STEPS = [(1.0, "SUM"), (1.0, "SUM"), (2.0, "SUM"), (2.0**-12, "SUM"), (2.0**-7, "SUM"), (2.0**20, "SUM")]
+FLOAT_SUM_STEPS += [(None, "SUM"), ("nan", "SUM"), (1.0, "AVG"), (1.0, "SUM", 100), (1.0, "SUM")]
+FLOAT_SUM_SIZE = 700
+
+
+def float_sum_input(rank: int, step: int) -> torch.Tensor:
+    """Rank ``rank``'s tensor at step ``step`` of FLOAT_SUM_STEPS: one fixed vector times the step's
+    scale (a power of two, so block exponents move by exactly its log2)."""
+    scale, _, *size = FLOAT_SUM_STEPS[step]
+    n = size[0] if size else FLOAT_SUM_SIZE
+    g = torch.Generator().manual_seed(77 + rank)
+    x = torch.randn(n, generator=g) * 10.0 ** torch.randint(-2, 2, (n,), generator=g)
+    if scale is None:
+        return torch.zeros(n)
+    if scale == "nan":
+        return x.index_fill(0, torch.tensor([3]), float("nan")) if rank == dist.get_world_size() - 1 else x
+    return x * scale
+
+
+def float_sum_sequence(rank: int, world: int) -> list:
+    """FLOAT_SUM_STEPS in order: per step (result or error line, round trips it took)."""
+    init("ina", rank, world)
+    group = dist.group.WORLD
+    out = []
+    for step, (_, op, *_) in enumerate(FLOAT_SUM_STEPS):
+        t = float_sum_input(rank, step)
+        before = group.scales.rounds
+        error = _catch(lambda t=t, op=op: dist.all_reduce(t, op=_reduce_op(op)))
+        out.append((_np(t) if error == "no error" else error, group.scales.rounds - before))
+    return out

@@ -25,11 +25,13 @@ import torch
 import torch.distributed as dist
 
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
+from worker.torch_backend.scales import ScaleMemory
 from worker.torch_backend.session import Session, open_session
 from worker.torch_backend.work import InaWork
 
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
+DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -66,6 +68,9 @@ class InaProcessGroup(dist.ProcessGroup):
         )
         self._channel = self._session.channel
         self._last_switch_work: InaWork | None = None
+        # float sums in one round trip: the block scales each size of all_reduce ended with (scales.py)
+        block = getattr(getattr(self._channel, "agent", None), "values_per_packet", DEFAULT_SCALE_BLOCK)
+        self.scales = ScaleMemory(int(block), size, rank)
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:
@@ -90,13 +95,13 @@ class InaProcessGroup(dist.ProcessGroup):
     def allreduce(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce through the switches (SUM, AVG, MAX, MIN on float32/int32/int64 tensors)."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        reduction = SwitchReduction(tensors, op, self.size())
+        reduction = SwitchReduction(tensors, op, self.size(), self.scales)
         return self._submit(reduction, "all_reduce")
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce of several tensors in one exchange."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        return self._submit(SwitchReduction(tensors, op, self.size()), "all_reduce_coalesced")
+        return self._submit(SwitchReduction(tensors, op, self.size(), self.scales), "all_reduce_coalesced")
 
     def run_exchange(self, job: Callable[[object], object], what: str) -> InaWork:
         """Run ``job(agent)`` (this rank's WorkerAgent) on the switch thread, in issue order with the

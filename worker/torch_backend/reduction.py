@@ -25,6 +25,7 @@ import torch.distributed as dist
 
 from worker.errors import AgentError
 from worker.stream import InputRangeError
+from worker.torch_backend.scales import ScaleMemory
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 INT_DTYPES = (torch.int32, torch.int64)
@@ -90,7 +91,9 @@ def check_tensor(t: torch.Tensor, what: str = "all_reduce") -> None:
 class SwitchReduction:
     """One all_reduce of a list of tensors (flattened into one exchange), done in place."""
 
-    def __init__(self, tensors: Sequence[torch.Tensor], op, world_size: int):
+    def __init__(self, tensors: Sequence[torch.Tensor], op, world_size: int, scales: ScaleMemory | None = None):
+        """``scales``: the group's remembered block scales; with them a float SUM or AVG takes one round
+        trip instead of two (scales.py), without them the worker agent agrees on a scale every call."""
         if not tensors:
             raise InaUnsupportedError("all_reduce got an empty tensor list")
         for t in tensors:
@@ -102,6 +105,7 @@ class SwitchReduction:
         self.dtype = tensors[0].dtype
         self.op = check_op(op)
         self.world_size = world_size
+        self.scales = scales
         self.is_float = self.dtype in FLOAT_DTYPES
         # snapshot now: the caller may reuse its tensors once the call returns a work object
         flat = [t.detach().reshape(-1) for t in self.tensors]
@@ -124,7 +128,10 @@ class SwitchReduction:
             return -np.asarray(aggregate(-x, "max"), dtype=np.float32)
         if self.op == "MAX":
             return np.asarray(aggregate(x, "max"), dtype=np.float32)
-        total = np.asarray(aggregate(x, "sum"), dtype=np.float32)
+        if self.scales is not None:
+            total = self.scales.sum(x, aggregate).astype(np.float32)
+        else:
+            total = np.asarray(aggregate(x, "sum"), dtype=np.float32)
         return total / np.float32(self.world_size) if self.op == "AVG" else total
 
     # -- integers ----------------------------------------------------------------------------
