@@ -68,7 +68,8 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
     example: str = "digits"
     figures: dict[str, float] = field(default_factory=dict)  # recsys: RECSYS_FIGURES
-    # ina: round trips of the float sums (worker/torch_backend/scales.py): "agreements", "value_rounds"
+    # ina: round trips of the float sums (worker/torch_backend/scales.py): "agreements", "value_rounds",
+    # and the "chunks" (packets of K values per worker) they took
     switch_rounds: dict[str, int] = field(default_factory=dict)
 
     def summary_line(self) -> str:
@@ -80,7 +81,7 @@ class TrainResult:
             f"(run took {self.elapsed:.0f} s)"
         )
         if self.switch_rounds and self.iterations:
-            trips = sum(self.switch_rounds.values()) / self.iterations
+            trips = (self.switch_rounds["agreements"] + self.switch_rounds["value_rounds"]) / self.iterations
             line += f"; {trips:.2f} switch round trips per iteration"
         f = self.figures
         if self.example == "recsys" and f:

@@ -259,34 +259,44 @@ def steps_through_a_fault(rank: int, world: int, steps: int, n: int, started: st
     return out
 
 
-# (scale, op) of each float all_reduce of float_sum_sequence; None: zeros; "nan": the last rank has a NaN
+# (scale, op[, size]) of each float all_reduce of float_sum_sequence; None: zeros; "nan": the last rank
+# has a NaN; "jump": rank 0's value 200 becomes 2^5 times the largest magnitude of its 64-value block on
+# any rank (the block's exponent on every rank grows by exactly 5)
 FLOAT_SUM_STEPS = [(1.0, "SUM"), (1.0, "SUM"), (2.0, "SUM"), (2.0**-12, "SUM"), (2.0**-7, "SUM"), (2.0**20, "SUM")]
 FLOAT_SUM_STEPS += [(None, "SUM"), ("nan", "SUM"), (1.0, "AVG"), (1.0, "SUM", 100), (1.0, "SUM")]
+FLOAT_SUM_STEPS += [("jump", "SUM"), (1.0, "SUM")]
 FLOAT_SUM_SIZE = 700
 
 
-def float_sum_input(rank: int, step: int) -> torch.Tensor:
+def _float_sum_base(rank: int, n: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(77 + rank)
+    return torch.randn(n, generator=g) * 10.0 ** torch.randint(-2, 2, (n,), generator=g)
+
+
+def float_sum_input(rank: int, step: int, world: int) -> torch.Tensor:
     """Rank ``rank``'s tensor at step ``step`` of FLOAT_SUM_STEPS: one fixed vector times the step's
     scale (a power of two, so block exponents move by exactly its log2)."""
     scale, _, *size = FLOAT_SUM_STEPS[step]
     n = size[0] if size else FLOAT_SUM_SIZE
-    g = torch.Generator().manual_seed(77 + rank)
-    x = torch.randn(n, generator=g) * 10.0 ** torch.randint(-2, 2, (n,), generator=g)
+    x = _float_sum_base(rank, n)
     if scale is None:
         return torch.zeros(n)
     if scale == "nan":
-        return x.index_fill(0, torch.tensor([3]), float("nan")) if rank == dist.get_world_size() - 1 else x
+        return x.index_fill(0, torch.tensor([3]), float("nan")) if rank == world - 1 else x
+    if scale == "jump":
+        peak = max(float(_float_sum_base(r, n)[192:256].abs().max()) for r in range(world))
+        return x.index_fill(0, torch.tensor([200]), 32.0 * peak) if rank == 0 else x
     return x * scale
 
 
 def float_sum_sequence(rank: int, world: int) -> list:
-    """FLOAT_SUM_STEPS in order: per step (result or error line, round trips it took)."""
+    """FLOAT_SUM_STEPS in order: per step (result or error line, round trips it took, blocks sent again)."""
     init("ina", rank, world)
-    group = dist.group.WORLD
+    scales = dist.group.WORLD.scales
     out = []
     for step, (_, op, *_) in enumerate(FLOAT_SUM_STEPS):
-        t = float_sum_input(rank, step)
-        before = group.scales.rounds
+        t = float_sum_input(rank, step, world)
+        rounds, resent = scales.rounds, scales.blocks_resent
         error = _catch(lambda t=t, op=op: dist.all_reduce(t, op=_reduce_op(op)))
-        out.append((_np(t) if error == "no error" else error, group.scales.rounds - before))
+        out.append((_np(t) if error == "no error" else error, scales.rounds - rounds, scales.blocks_resent - resent))
     return out

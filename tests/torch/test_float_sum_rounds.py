@@ -2,7 +2,8 @@
 a sequence of all_reduces of one size whose magnitudes jump about, checked against the exact float64
 sums within the documented bound, identical on every rank, with the round trips each call took: one
 when the remembered scales fit, two or three when the values grew past them, shrank far below them,
-or the size is new; a NaN is refused on every rank alike and the group carries on."""
+or the size is new, and then only the blocks concerned go again; a NaN is refused on every rank alike
+and the group carries on."""
 
 import numpy as np
 import pytest
@@ -17,8 +18,12 @@ BLOCK = 64  # values per packet of p4src/ina.p4: the scale block
 # round trips per step: first call of the size (agree + values), the same scales, twice as large (room
 # left by GROWTH_BITS), 2^13 smaller (values again: scale too coarse), 2^5 larger (values again at the
 # exponents the lanes report), 2^27 larger (past the lanes: agree + values), zeros, a NaN (agree, then
-# refused); then AVG after a 2^20 shrink (two or three), a new size (agree + values), the first size again
-ROUNDS = [2, 1, 1, 2, 2, 3, 1, 2, None, 2, 1]
+# refused); then AVG after a 2^20 shrink (two or three), a new size (agree + values), the first size again,
+# one block 2^10 larger on one rank (that block again), then back (that block again: its scale too coarse)
+ROUNDS = [2, 1, 1, 2, 2, 3, 1, 2, None, 2, 1, 2, 2]
+BLOCKS = -(-700 // 64)
+# blocks sent in a second values round: all of them after the scale changed everywhere, one after a jump
+RESENT = [0, 0, 0, BLOCKS, BLOCKS, BLOCKS, 0, 0, None, 0, 0, 1, 1]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +34,7 @@ def results(tmp_path_factory):
 
 def exact(step: int) -> tuple[np.ndarray, np.ndarray]:
     """The float64 sum of every rank's input at ``step`` and, per value, its block's largest magnitude."""
-    xs = np.array([_np(float_sum_input(r, step)) for r in range(WORLD)])
+    xs = np.array([_np(float_sum_input(r, step, WORLD)) for r in range(WORLD)])
     blocks = -(-xs.shape[1] // BLOCK)
     padded = np.zeros((WORLD, blocks * BLOCK))
     padded[:, : xs.shape[1]] = np.abs(xs)
@@ -53,14 +58,15 @@ def test_each_sum_is_within_the_bound_and_identical_on_every_rank(results, step)
         np.testing.assert_array_equal(results[r][step][0], got)
 
 
-def test_round_trips_per_call(results):
+def test_round_trips_and_blocks_sent_again_per_call(results):
     for r in range(WORLD):
-        taken = [rounds for _, rounds in results[r]]
-        for step, expected in enumerate(ROUNDS):
+        taken = [rounds for _, rounds, _ in results[r]]
+        resent = [blocks for _, _, blocks in results[r]]
+        for step, (expected, again) in enumerate(zip(ROUNDS, RESENT, strict=True)):
             if expected is None:
-                assert taken[step] in (2, 3), (step, taken)
+                assert taken[step] in (2, 3) and resent[step] == BLOCKS, (step, taken, resent)
             else:
-                assert taken[step] == expected, (step, taken)
+                assert (taken[step], resent[step]) == (expected, again), (step, taken, resent)
 
 
 def test_a_nan_is_refused_on_every_rank(results):

@@ -7,22 +7,24 @@ But DDP all-reduces buckets of the same sizes every step, and their magnitudes c
 this module remembers, per size, the exponents the last call of that size ended with, and sends the
 values at once, scaled by them, in one int32 SUM round that also carries what the next call needs:
 
-- after the n quantized values, one *lane* per block: 2^j, where j = e - base is where the rank's own
-  block exponent e falls in a window of L bits around the remembered E (0 for an all-zero block).
-  The switches add the lanes; the sum S of N powers of two bounds the largest exponent of any rank:
-  2^jmax <= S <= N 2^jmax, so jmax is floor(log2 S) - floor(log2 N) .. floor(log2 S);
-- one last value: the number of ranks whose block maximum did not fit the remembered scale (they send
-  zeros instead of values that would overflow).
+- after the quantized values, one *lane* per block: 2^j, where j = e - base is where the rank's own
+  block exponent e falls in a window of L bits around the remembered E (0 for an all-zero block),
+  plus 1 if the block's maximum does not fit the remembered scale (the rank then sends zeros for
+  that block instead of values that would overflow). The switches add the lanes. Powers of two
+  start above the bits that count such ranks, so the sum S tells how many ranks did not fit (its low
+  bits) and bounds the largest exponent of any rank: the powers P of N ranks satisfy 2^jmax <= P <= N
+  2^jmax, so jmax is floor(log2 P) - floor(log2 N) .. floor(log2 P).
 
-Every rank reads the same sums, so every rank takes the same decision:
+Every rank reads the same sums, so every rank takes the same decision, block by block:
 
-- nobody overflowed and no block's scale can be more than D = ``precision_slack(N)`` = floor(log2 N)
-  + GROWTH_BITS + 2 bits coarser than the exact one: the sums are the result (one round);
-- otherwise, if the lanes bound every block's exponent, the values go again at those exponents (a
-  second round, at most floor(log2 N) bits coarser than exact);
-- otherwise (a jump past the window, a block too small to place, a NaN or inf, or the first call of
-  a size) the ranks agree on the exponents in a MAX round first, as the agent does, then send the
-  values; a NaN or inf is then refused on every rank alike (NonFiniteInputError).
+- every rank fitted and the scale cannot be more than D = ``precision_slack(N)`` = floor(log2 N) +
+  GROWTH_BITS + 2 bits coarser than the exact one: the block's sum is the result;
+- otherwise, if the lanes place every rank's exponent, the block goes again at the exponent they
+  give (at most floor(log2 N) bits coarser than exact), in a second round of only such blocks;
+- otherwise (a jump past the window, a block too small to place, a NaN or inf) the ranks first agree
+  on the exponents of those blocks in a MAX round, as the agent does, then send them; a NaN or inf
+  is then refused on every rank alike (NonFiniteInputError). The first call of a size agrees on every
+  block, then sends the values.
 
 The next call of the size starts from the largest exponent the lanes allow plus GROWTH_BITS.
 Precision: with the scale at most D bits coarser than exact, each of the N values is rounded to a
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,7 +65,9 @@ def lane_bits(world_size: int) -> int:
 class ScaleMemory:
     """The block exponents the last float SUM of each size ended with (the same on every rank, since
     they are read from the sums). ``agreements`` and ``value_rounds`` count the round trips taken (MAX
-    rounds of block exponents, SUM rounds of values and lanes), for the tests and the lab's figures."""
+    rounds of block exponents, SUM rounds of values and lanes), ``blocks_resent`` the blocks that went
+    in a second values round and ``chunks_sent`` the packets of ``block`` values they all took, for the
+    tests and the lab's figures."""
 
     def __init__(self, block: int, world_size: int, rank: int):
         self.block = block
@@ -71,82 +76,113 @@ class ScaleMemory:
         self._exponents: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
         self.agreements = 0
         self.value_rounds = 0
+        self.blocks_resent = 0  # blocks sent in a second or third values round
+        self.chunks_sent = 0  # packets of ``block`` values all rounds took (block = K: the switches' chunks)
 
-    def sum(self, values: np.ndarray, aggregate: IntAggregate) -> np.ndarray:
-        """The float64 sum over all ranks of ``values`` (float32, the same size on every rank): one
-        round when the remembered scales fit, at most three (agreement, values, nothing else) otherwise."""
-        n = values.size
-        exps = Q.block_exponents(values, self.block, self.rank).astype(np.int64)
-        known = self._exponents.get(n)
-        if known is not None:
-            self._exponents.move_to_end(n)
-            total, learnt = self._values_round(values, exps, known, aggregate, checked=True)
-            if total is not None:
-                return self._remember(n, learnt, total)
-            if learnt is not None:  # every block placed: send again at exponents within floor(log2 N) bits
-                total, again = self._values_round(values, exps, learnt, aggregate, checked=False)
-                if total is not None:
-                    return self._remember(n, again, total)
-        agreed = self._agree(exps, n, aggregate)
-        total, learnt = self._values_round(values, exps, agreed, aggregate, checked=False)
-        if total is None:  # cannot happen: every rank fits the agreed exponents
-            raise RuntimeError("ina float all_reduce: a block did not fit the agreed exponents")
-        return self._remember(n, learnt, total)
-
-    # -- rounds --------------------------------------------------------------------------------------
     @property
     def rounds(self) -> int:
         """Round trips taken so far."""
         return self.agreements + self.value_rounds
 
-    def _agree(self, exps: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
-        """The exact block exponents (a MAX round); a NaN or inf on any rank is refused on every rank."""
+    def sum(self, values: np.ndarray, aggregate: IntAggregate) -> np.ndarray:
+        """The float64 sum over all ranks of ``values`` (float32, the same size on every rank): one
+        round when the remembered scales fit; otherwise the blocks that need it go again (after a MAX
+        round of their exponents when the lanes could not place them): at most three rounds."""
+        n, k = values.size, self.block
+        blocks = Q.blocks(n, k)
+        padded = np.zeros(blocks * k, dtype=values.dtype)
+        padded[:n] = values
+        rows = padded.reshape(blocks, k)
+        exps = Q.block_exponents(values, k, self.rank).astype(np.int64)
+        total = np.zeros((blocks, k), dtype=np.float64)
+        known = self._exponents.get(n)
+        todo = np.arange(blocks)
+        checked = known is not None  # remembered scales may be too coarse: check them
+        if known is None:
+            known = self._agree(exps, todo, n, aggregate)
+        else:
+            self._exponents.move_to_end(n)
+            known = known.copy()
+        following = known.copy()  # where the next call of this size starts
+        while todo.size:
+            done, retry, agree, learnt = self._values_round(rows[todo], exps[todo], known[todo], aggregate, checked)
+            total[todo[done]] = learnt.sums
+            following[todo[done]] = learnt.following
+            known[todo[retry]] = learnt.highest[retry]
+            if agree.any():
+                if not checked:  # cannot happen: every rank fits agreed or lane-given exponents
+                    raise RuntimeError("ina float all_reduce: a block did not fit the agreed exponents")
+                known[todo[agree]] = self._agree(exps, todo[agree], n, aggregate)
+            todo, checked = todo[retry | agree], False
+            self.blocks_resent += int(todo.size)
+        self._remember(n, following)
+        return total.reshape(-1)[:n]
+
+    # -- rounds --------------------------------------------------------------------------------------
+    def _agree(self, exps: np.ndarray, which: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
+        """The exact exponents of blocks ``which`` (a MAX round); a NaN or inf on any rank is refused on
+        every rank."""
         self.agreements += 1
-        agreed = np.asarray(aggregate(exps.astype(np.int32), "max")).astype(np.int64)
+        self.chunks_sent += Q.blocks(which.size, self.block)
+        agreed = np.asarray(aggregate(exps[which].astype(np.int32), "max")).astype(np.int64)
         bad = np.flatnonzero(agreed >= Q.BAD_INPUT)
         if bad.size:
-            b, k = int(bad[0]), self.block
+            b, k = int(which[bad[0]]), self.block
             raise NonFiniteInputError(
-                f"float SUM all_reduce refused on every rank: rank {int(agreed[b]) - Q.BAD_INPUT} has a NaN or "
-                f"inf in elements {b * k}..{min((b + 1) * k, n) - 1} ({bad.size} block(s) of {k} affected)"
+                f"float SUM all_reduce refused on every rank: rank {int(agreed[bad[0]]) - Q.BAD_INPUT} has a NaN "
+                f"or inf in elements {b * k}..{min((b + 1) * k, n) - 1} ({bad.size} block(s) of {k} affected)"
             )
         return agreed
 
     def _values_round(
-        self, values: np.ndarray, exps: np.ndarray, known: np.ndarray, aggregate: IntAggregate, checked: bool
-    ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """One SUM round at the ``known`` exponents. Returns (the float64 sum, the exponents the next
-        call starts from) when it is usable; (None, the exponents the lanes allow) when a rank did not
-        fit or, if ``checked``, a scale may be more than ``precision_slack`` bits too coarse; (None,
-        None) when some block's exponent is outside the lanes' window (agree on the exponents)."""
+        self, rows: np.ndarray, exps: np.ndarray, known: np.ndarray, aggregate: IntAggregate, checked: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Learnt]:
+        """One SUM round of the blocks ``rows`` at the ``known`` exponents. Returns which blocks are done,
+        which go again at the exponents the lanes allow (a rank did not fit, or, if ``checked``, the scale
+        may be more than ``precision_slack`` bits too coarse), which need a MAX round first (outside the
+        lanes' window), and what the round learnt."""
         self.value_rounds += 1
-        n, world = values.size, self.world_size
-        fits = bool(np.all(exps <= known))
+        world, k = self.world_size, self.block
+        fits = exps <= known
         shifts = Q.shifts(known, world, "sum")
-        q = Q.quantize(values, shifts, self.block) if fits else np.zeros(n, dtype=np.int32)
-        window = lane_bits(world)
+        q = Q.quantize(np.where(fits[:, np.newaxis], rows, 0).reshape(-1), shifts, k)  # zeros where it won't fit
+        window, count_bits = lane_bits(world), world.bit_length()
         base = known + ABOVE_BITS - window
-        lanes = np.where(exps == Q.ZERO_BLOCK_EXPONENT, 0, np.left_shift(1, np.clip(exps - base, 0, window)))
-        sent = np.concatenate([q, lanes.astype(np.int32), np.array([0 if fits else 1], dtype=np.int32)])
+        placed = np.left_shift(1, np.clip(exps - base, count_bits, window))
+        lanes = np.where(exps == Q.ZERO_BLOCK_EXPONENT, 0, placed + ~fits)
+        sent = np.concatenate([q, lanes.astype(np.int32)])
+        self.chunks_sent += Q.blocks(sent.size, k)
         sums = np.asarray(aggregate(sent, "sum"))
-        lane_sums = sums[n:-1].astype(np.int64)
-        zero = lane_sums == 0  # every rank's block is all zeros: exact whatever the scale
-        top = _floor_log2(np.maximum(lane_sums, 1))  # read only where not ``zero``
-        spread = world.bit_length() - 1  # floor(log2 N): how far S may overstate the largest lane
-        if np.any(~zero & ((top >= window) | (top - spread < 1))):
-            return None, None  # past the window (a jump, NaN/inf) or below it: agree on the exponents
+        lane_sums = sums[q.size :].astype(np.int64)
+        misfits = lane_sums & ((1 << count_bits) - 1)  # ranks whose block did not fit the scale
+        powers = lane_sums - misfits
+        zero = powers == 0  # every rank's block is all zeros: exact whatever the scale
+        top = _floor_log2(np.maximum(powers, 1))  # read only where not ``zero``
+        spread = world.bit_length() - 1  # floor(log2 N): how far a sum may overstate its largest lane
+        agree = ~zero & ((top >= window) | (top - spread <= count_bits))  # past the window or below it
         highest = np.where(zero, known, base + top)  # every rank's block exponent is at most this
-        if int(sums[-1]) or (checked and np.any(known - (highest - spread) > precision_slack(world))):
-            return None, highest
-        total = Q.dequantize(sums[:n], shifts, self.block, np.float64)
-        return total, np.where(zero, known, highest + GROWTH_BITS)
+        coarse = known - (highest - spread) > precision_slack(world) if checked else np.zeros(len(known), bool)
+        retry = ~agree & ((misfits > 0) | (~zero & coarse))
+        done = ~agree & ~retry
+        rounded = Q.dequantize(sums[: q.size], shifts, k, np.float64).reshape(rows.shape)
+        learnt = _Learnt(rounded[done], np.where(zero, known, highest + GROWTH_BITS)[done], highest)
+        return done, retry, agree, learnt
 
-    def _remember(self, n: int, exponents: np.ndarray, total: np.ndarray) -> np.ndarray:
+    def _remember(self, n: int, exponents: np.ndarray) -> None:
         self._exponents[n] = exponents
         self._exponents.move_to_end(n)
         while len(self._exponents) > REMEMBERED_SIZES:
             self._exponents.popitem(last=False)
-        return total
+
+
+@dataclass
+class _Learnt:
+    """What a values round found: the sums of the blocks done and where they start next time, and the
+    highest exponent each block may have on any rank."""
+
+    sums: np.ndarray
+    following: np.ndarray
+    highest: np.ndarray
 
 
 def _floor_log2(values: np.ndarray) -> np.ndarray:
