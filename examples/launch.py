@@ -79,6 +79,15 @@ def train(rank: int, world: int, args: argparse.Namespace, body: Body) -> dict |
         dist.destroy_process_group()
 
 
+def switch_rounds() -> dict | None:
+    """For a summary: the round trips and chunks the ina group's float sums took (worker/torch_backend/
+    scales.py), or None on gloo."""
+    scales = getattr(dist.group.WORLD, "scales", None)
+    if scales is None:
+        return None
+    return {"agreements": scales.agreements, "value_rounds": scales.value_rounds, "chunks": scales.chunks_sent}
+
+
 def end_rank_process(code: int):
     """End a rank's process without the interpreter's finalization.
 

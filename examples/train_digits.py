@@ -185,13 +185,9 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     }
     if state is not None and hasattr(state, "plan"):
         summary["merge_plan"] = state.plan
-    scales = getattr(dist.group.WORLD, "scales", None)  # ina: the round trips its float sums took
-    if scales is not None:
-        summary["ina_rounds"] = {
-            "agreements": scales.agreements,
-            "value_rounds": scales.value_rounds,
-            "chunks": scales.chunks_sent,
-        }
+    rounds = launch.switch_rounds()
+    if rounds is not None:
+        summary["ina_rounds"] = rounds
     print(
         f"backend {args.backend}: test accuracy {100 * acc:.2f}%  "
         f"{summary['ms_per_iteration']:.1f} ms/iteration over {len(step_times)} iterations  "

@@ -360,6 +360,9 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         "replicated_table_bytes_per_iteration": baseline,
         "alltoall_by_purpose_rank0": traffic,
     }
+    rounds = launch.switch_rounds()
+    if rounds is not None:
+        summary["ina_rounds"] = rounds
     print_summary(summary)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
