@@ -48,9 +48,13 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
 # stream, so a batch must stay well below the datagrams in flight: a worker asks for a quarter of its
 # chunks in flight, the server for an eighth of its jobs' smallest pool (up to 64), others get BATCH_ROWS.
+# A handler that expects batches of fewer than MIN_HOLD_ROWS is never held: a worker with a few chunks
+# in flight (a small model's all_reduce every few ms, which counts as a stream; the tail of a round)
+# would only wait longer for its last results.
 BATCH_WAIT_S = 0.008
 BATCH_ROWS = 16
 MAX_BATCH_ROWS = 64
+MIN_HOLD_ROWS = 8
 MIN_WAIT_S = 0.0002  # a shorter wait saves less than it costs (two epoll_ctl calls and a timer)
 STREAM_PACKETS = 32
 STREAM_SPAN_S = 0.02
@@ -386,7 +390,8 @@ class UdpTransport(Transport):
                 self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count]))
             if count < io.capacity - udp.GRO_SEGMENTS_MAX:
                 break  # drained (a full batch may have more behind it)
-        if self.batch_wait > 0 and self._streaming(port, taken, resumed):
+        holds = self.batch_wait > 0 and self._batch_rows.get(port, BATCH_ROWS) >= MIN_HOLD_ROWS
+        if holds and self._streaming(port, taken, resumed):
             sock = self._socks.get(port)
             wait = self._wait(port, taken)
             if sock is not None and wait >= MIN_WAIT_S:  # (a handler may have closed the transport)
@@ -408,7 +413,8 @@ class UdpTransport(Transport):
 
     def expect_batches(self, port: int, rows: int) -> None:
         """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
-        (a worker: a quarter of its chunks in flight): a streaming port waits for that many."""
+        (a worker: a quarter of its chunks in flight): a streaming port waits for that many, and is not
+        held at all while ``rows`` is below MIN_HOLD_ROWS."""
         self._batch_rows[port] = max(1, min(MAX_BATCH_ROWS, rows))
 
     def _streaming(self, port: int, taken: int, resumed: bool) -> bool:

@@ -18,7 +18,7 @@ from protocol import constants as C
 from server.agent import ServerAgent
 from worker.agent import AllreduceTimeout, WorkerAgent
 from worker.loop import RealTimeLoop, VirtualLoop
-from worker.transport import ReceivedBatch, Transport, UdpTransport
+from worker.transport import MIN_HOLD_ROWS, ReceivedBatch, Transport, UdpTransport
 
 K = 4
 
@@ -330,10 +330,10 @@ def test_a_burst_of_losses_halves_the_window_once_per_round_trip():
     _finish(loop, transport, handle, answer)
 
 
-def _paced_datagrams(count: int, batch_wait: float) -> tuple[list[int], UdpTransport]:
+def _paced_datagrams(count: int, batch_wait: float, expected_rows: int = 64) -> tuple[list[int], UdpTransport]:
     """``count`` numbered datagrams sent over loopback in bursts of 8 every 0.5 ms to a transport with
-    ``batch_wait``; returns the size of every batch it delivered (all must arrive, in order) and the
-    transport."""
+    ``batch_wait`` whose handler expects batches of ``expected_rows``; returns the size of every batch it
+    delivered (all must arrive, in order) and the transport."""
     loop = RealTimeLoop()
     receiver = UdpTransport(ip="127.0.0.21", loop=loop, bind_ip="127.0.0.21", batch_wait=batch_wait)
     batches: list[int] = []
@@ -344,7 +344,7 @@ def _paced_datagrams(count: int, batch_wait: float) -> tuple[list[int], UdpTrans
         numbers.extend(int.from_bytes(batch.payload(i), "big") for i in range(len(batch)))
 
     receiver.bind_batch(C.INA_UDP_PORT, on_batch)
-    receiver.expect_batches(C.INA_UDP_PORT, 64)  # the handler takes 64 at once: waits of 4 ms at this rate
+    receiver.expect_batches(C.INA_UDP_PORT, expected_rows)  # 64: the handler takes 64 at once, waits of 4 ms
     sender = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sender.bind(("127.0.0.22", 0))
     try:
@@ -371,4 +371,8 @@ def test_a_streaming_port_is_read_in_batches_and_a_short_exchange_is_not_held():
     assert receiver.held_batches == 0 and sum(batches) == 24
     # batch_wait 0: every burst as soon as it arrives
     batches, receiver = _paced_datagrams(400, batch_wait=0.0)
+    assert receiver.held_batches == 0 and len(batches) >= 400 / 8
+    # a handler expecting small batches (a worker with few chunks in flight: a small model's all_reduce
+    # every few ms streams too) is never held, so its last results are not kept waiting
+    batches, receiver = _paced_datagrams(400, batch_wait=0.008, expected_rows=MIN_HOLD_ROWS - 1)
     assert receiver.held_batches == 0 and len(batches) >= 400 / 8
