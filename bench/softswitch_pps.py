@@ -357,15 +357,16 @@ class SoftswitchProcess:
         return {i: packets for i, (packets, _bytes) in self.conn.read_counter(cid, indices).items()}
 
     def cpu_seconds(self) -> float:
-        """CPU time (user + system) of every thread of the switch process so far."""
-        total = 0
+        """CPU time of every thread of the switch process so far: the scheduler's run time
+        (``se.sum_exec_runtime`` in /proc/.../sched, in ms to the ns) where the kernel has it, else user +
+        system time in clock ticks (10 ms each: a short run on a busy machine can read 0)."""
+        total = 0.0
         for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
             try:
-                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+                total += _thread_cpu_seconds(task)
             except OSError:
                 continue
-            total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+        return total
 
     def running_backend(self) -> str:
         """The back end the process reports it runs ("native" or "python")."""
@@ -701,6 +702,18 @@ def _rx_packets(lab: VethLab, port: int) -> int:
     """Frames the host-side interface behind a switch port has received (in its namespace)."""
     out = sh(*lab.in_ns(port, "cat", "/sys/class/net/eth0/statistics/rx_packets")).stdout
     return int(out.strip())
+
+
+def _thread_cpu_seconds(task: Path) -> float:
+    """CPU time of one thread (``/proc/PID/task/TID``): precise from its sched file, else in ticks."""
+    try:
+        for line in (task / "sched").read_text().splitlines():
+            if line.startswith("se.sum_exec_runtime"):
+                return float(line.split(":", 1)[1]) / 1e3
+    except OSError:
+        pass
+    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_busy() -> tuple[int, int]:
