@@ -50,11 +50,13 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # chunks in flight, the server for an eighth of its jobs' smallest pool (up to 64), others get BATCH_ROWS.
 # A handler that expects batches of fewer than MIN_HOLD_ROWS is never held: a worker with a few chunks
 # in flight (a small model's all_reduce every few ms, which counts as a stream; the tail of a round)
-# would only wait longer for its last results.
+# would only wait longer for its last results. Nor is a port whose datagrams come in bursts too far
+# apart to fill a batch within SLOW_STREAM_WAITS waits (the server's port under such a job).
 BATCH_WAIT_S = 0.008
 BATCH_ROWS = 16
 MAX_BATCH_ROWS = 64
 MIN_HOLD_ROWS = 8
+SLOW_STREAM_WAITS = 2  # a stream that needs longer than this many BATCH_WAIT_S to fill a batch is not held
 MIN_WAIT_S = 0.0002  # a shorter wait saves less than it costs (two epoll_ctl calls and a timer)
 STREAM_PACKETS = 32
 STREAM_SPAN_S = 0.02
@@ -401,7 +403,9 @@ class UdpTransport(Transport):
 
     def _wait(self, port: int, taken: int) -> float:
         """How long to leave a streaming port unread: the time BATCH_ROWS datagrams take to arrive at the
-        port's recent rate, at most ``batch_wait``."""
+        port's recent rate, at most ``batch_wait``; 0 (not held) while the rate is unknown, or when a
+        batch would take more than SLOW_STREAM_WAITS waits to gather (bursts far apart, as a small
+        model's all_reduce every few ms: the hold would only delay them)."""
         now = self.loop.now()
         last, rate = self._rate.get(port, (now, 0.0))
         if now > last:
@@ -409,7 +413,9 @@ class UdpTransport(Transport):
             rate = sample if rate <= 0 else 0.5 * (rate + sample)
         self._rate[port] = (now, rate)
         rows = self._batch_rows.get(port, BATCH_ROWS)
-        return self.batch_wait if rate <= 0 else min(self.batch_wait, rows / rate)
+        if rate <= 0 or rows / rate > SLOW_STREAM_WAITS * self.batch_wait:
+            return 0.0
+        return min(self.batch_wait, rows / rate)
 
     def expect_batches(self, port: int, rows: int) -> None:
         """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
