@@ -402,8 +402,8 @@ class UdpTransport(Transport):
                 self.loop.call_later(wait, self._resume, port, sock)
 
     def _wait(self, port: int, taken: int) -> float:
-        """How long to leave a streaming port unread: the time BATCH_ROWS datagrams take to arrive at the
-        port's recent rate, at most ``batch_wait``; 0 (not held) while the rate is unknown, or when a
+        """How long to leave a streaming port unread: the time a batch (``expect_batches``, else
+        BATCH_ROWS datagrams) takes to arrive at the port's recent rate, at most ``batch_wait``; 0 (not held) while the rate is unknown, or when a
         batch would take more than SLOW_STREAM_WAITS waits to gather (bursts far apart, as a small
         model's all_reduce every few ms: the hold would only delay them)."""
         now = self.loop.now()
