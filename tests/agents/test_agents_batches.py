@@ -6,6 +6,7 @@ time-bounded retransmission, K taken from the plan, and agents on kernel UDP soc
 (native batched I/O and the Python fallback)."""
 
 import json
+import select
 import socket
 
 import numpy as np
@@ -382,3 +383,44 @@ def test_a_streaming_port_is_read_in_batches_and_a_short_exchange_is_not_held():
     # server under a small model's all_reduces; holding them would only delay each burst
     batches, receiver = _paced_datagrams(400, batch_wait=0.008, burst=20, gap=0.01)
     assert receiver.held_batches == 0 and len(batches) >= 400 / 20
+
+
+class _RecordingEpoll:
+    """An epoll object that records how long each ``poll`` may sleep (seconds; None or < 0: no limit)."""
+
+    def __init__(self, epoll, slept: list[float]):
+        self._epoll, self._slept = epoll, slept
+
+    def poll(self, timeout=None, maxevents=-1):
+        self._slept.append(float("inf") if timeout is None or timeout < 0 else timeout)
+        return self._epoll.poll(timeout, maxevents)
+
+    def __getattr__(self, name):
+        return getattr(self._epoll, name)
+
+
+def test_the_wall_clock_loop_never_sleeps_past_a_sub_millisecond_timer(monkeypatch):
+    # epoll_wait sleeps in whole milliseconds: a 0.3 ms receive hold (the worker's quarter of a 64-chunk
+    # window) lasted 1-1.3 ms and the window's round trip with it; select() on the epoll descriptor times it
+    loop = RealTimeLoop()
+    slept: list[float] = []
+    loop._selector._selector = _RecordingEpoll(loop._selector._selector, slept)  # type: ignore[attr-defined]
+    real_select = select.select
+
+    def recording_select(readers, writers, errors, timeout=None):
+        slept.append(float("inf") if timeout is None else timeout)
+        return real_select(readers, writers, errors, timeout)
+
+    monkeypatch.setattr(select, "select", recording_select)
+    fired = []
+    try:
+        for delay in (0.0003, 0.0017, 0.0042):
+            start = loop.now()
+            loop.call_later(delay, lambda: fired.append(True))
+            slept.clear()
+            assert loop.run_until(lambda: len(fired) == 1, 1.0)
+            fired.clear()
+            assert loop.now() - start >= delay
+            assert slept and max(slept) <= delay, f"asked the kernel to sleep {max(slept)} s for a {delay} s timer"
+    finally:
+        loop.close()
