@@ -15,7 +15,10 @@ chunk), taken from git with ``git archive``, in the same run on the same namespa
   veth's receiving side, which runs in the server's CPU time, does not cut them up for nobody).
 * server, parameter server: 8 worker agents in one process (one event loop), server fan-in 8: 8 GRADs in
   and 8 RESULTs out per chunk.
-* window: the worker reading of the batch path with several pool sizes (chunks in flight per tree).
+* window: the worker reading of the batch path with several pool sizes (chunks in flight per tree), with
+  the receive holds each round trip of the window took (worker/transport.py, receive coalescing);
+  ``--compare REV`` runs the sweep with the agents of REV too (git archive), alternating, in the same run;
+  ``--windows-only`` runs just the sweep.
 * offloads off: the worker reading with segmentation offload off on both veth ends, as the lab's hosts.
 * raw I/O: 280-byte datagrams for --io-seconds: a Python sendto loop, the Python fallback of
   native/udp.py, sendmmsg and UDP_SEGMENT against a recvfrom loop, recvmmsg and UDP_GRO receivers.
@@ -24,6 +27,7 @@ Pool size (window) is the planner's default unless --pool is given. Prints table
 bench/results/agent_pps.json and agent_pps.png. Needs root (network namespaces).
 
     .venv/bin/python bench/agent_pps.py [--seconds 4] [--values 1048576] [--quick] [--baseline REV]
+                                        [--windows 64 256 1024] [--windows-only] [--compare REV]
 """
 
 from __future__ import annotations
@@ -217,7 +221,8 @@ def role_server(args) -> None:
     print("ready", flush=True)
     transport.loop.run_until(lambda: any(closed), 600)
     lost = getattr(transport, "send_buffer_full", 0)
-    print(json.dumps({"stats": dict(server.stats), "send_buffer_full": lost}), flush=True)
+    held = getattr(transport, "held_batches", 0)
+    print(json.dumps({"stats": dict(server.stats), "send_buffer_full": lost, "held_batches": held}), flush=True)
 
 
 def role_workers(args) -> None:
@@ -260,6 +265,7 @@ def role_workers(args) -> None:
 
     allreduce()  # warm-up: imports, first buffers, RTT estimate
     sent0 = sum(a.stats["packets_sent"] for a in agents)
+    held0 = sum(getattr(a.transport, "held_batches", 0) for a in agents)
     print(json.dumps({"event": "start"}), flush=True)
     start, cpu0 = time.monotonic(), time.process_time()
     rounds = 0
@@ -280,6 +286,7 @@ def role_workers(args) -> None:
                 "retransmissions": sum(a.stats["retransmissions"] for a in agents),
                 "send_buffer_full": sum(a.transport.send_buffer_full for a in agents),
                 "srtt_ms": 1e3 * float(agents[0]._srtt or 0.0),
+                "held_batches": sum(getattr(a.transport, "held_batches", 0) for a in agents) - held0,
                 "values_per_packet": plan.value_count,
             }
         ),
@@ -475,6 +482,8 @@ def main(argv=None) -> int:
     ap.add_argument("--values", type=int, default=1 << 20, help="int32 values per allreduce (default 1 Mi)")
     ap.add_argument("--pool", type=int, default=None, help="chunks in flight per tree (default: the planner's)")
     ap.add_argument("--windows", type=int, nargs="*", default=[64, 128, 256, 512, 1024, 2048])
+    ap.add_argument("--windows-only", action="store_true", help="only the window sweep")
+    ap.add_argument("--compare", metavar="REV", help="also sweep the windows with the agents of git revision REV")
     ap.add_argument("--io-seconds", type=float, default=2.0)
     ap.add_argument("--baseline", default=BASELINE_REV, help=f"git revision of the scalar agents ({BASELINE_REV})")
     ap.add_argument("--quick", action="store_true", help="shorter readings, fewer windows")
@@ -484,7 +493,9 @@ def main(argv=None) -> int:
         print("agent_pps: needs root and iproute2 ('ip netns') to build the namespaces", file=sys.stderr)
         return 2
     if args.quick:
-        args.seconds, args.io_seconds, args.windows = 2.0, 1.0, [64, 256, 1024]
+        args.seconds, args.io_seconds = 2.0, 1.0
+        if "--windows" not in (argv if argv is not None else sys.argv):
+            args.windows = [64, 256, 1024]
     pool = args.pool or default_pool()
     args.out.mkdir(parents=True, exist_ok=True)
     report = {
@@ -494,11 +505,16 @@ def main(argv=None) -> int:
         "baseline_rev": args.baseline,
         "readings": {},
         "windows": [],
+        "compare_rev": args.compare,
         "io": [],
     }
     with tempfile.TemporaryDirectory(prefix="agent-pps-") as tmp_text, VethPair() as pair:
         tmp = Path(tmp_text)
-        codes = {"batch": ROOT, "scalar": scalar_code(args.baseline, tmp)}
+        codes = {"batch": ROOT}
+        if not args.windows_only:
+            codes["scalar"] = scalar_code(args.baseline, tmp)
+        if args.compare:
+            codes["compare"] = scalar_code(args.compare, tmp)
         readings = [
             ("worker", switchless_plan(1, False, "unicast", pool), [0]),
             ("server: aggregated stream, multicast results", switchless_plan(N_WORKERS, True, "multicast", pool), [0]),
@@ -510,7 +526,7 @@ def main(argv=None) -> int:
             ),
         ]
         print(f"load average {os.getloadavg()[0]:.2f}; pool {pool}; {args.values} values per allreduce", flush=True)
-        for name, plan, ranks in readings:
+        for name, plan, ranks in [] if args.windows_only else readings:
             for path in ("scalar", "batch"):
                 values = args.values if path == "batch" else max(64 * 256, args.values // 16)
                 result = run_agents(pair, codes[path], plan, ranks, values, args.seconds, tmp)
@@ -518,12 +534,16 @@ def main(argv=None) -> int:
                 report["readings"].setdefault(name, {})[path] = result
                 print(f"  {name:48} {path:6} {_describe(result)}", flush=True)
         for window in args.windows:
-            result = run_agents(
-                pair, ROOT, switchless_plan(1, False, "unicast", window), [0], args.values, args.seconds / 2, tmp
-            )
-            result["pool"] = window
-            report["windows"].append(result)
-            print(f"  window {window:5}: {_describe(result)}", flush=True)
+            for code in ("compare", "batch") if args.compare else ("batch",):
+                plan = switchless_plan(1, False, "unicast", window)
+                result = run_agents(pair, codes[code], plan, [0], args.values, args.seconds / 2, tmp)
+                result["pool"], result["code"] = window, args.compare if code == "compare" else "this checkout"
+                result["load"] = os.getloadavg()[0]
+                report["windows"].append(result)
+                print(f"  window {window:5} {result['code'][:13]:13}: {_describe(result)}", flush=True)
+        if args.windows_only:
+            finish(report, args.out)
+            return 0
         pair.set_offloads(False)
         result = run_agents(pair, ROOT, switchless_plan(1, False, "unicast", pool), [0], args.values, args.seconds, tmp)
         report["readings"]["worker, offloads off (as the lab's hosts)"] = {"batch": result}
@@ -536,12 +556,18 @@ def main(argv=None) -> int:
                 f"  raw I/O {send_mode:>12} -> {receive_mode:12} {result['received_per_s']:>12,.0f} datagrams/s",
                 flush=True,
             )
+    finish(report, args.out)
+    return 0
+
+
+def finish(report: dict, out: Path) -> None:
+    """Print the tables and save the JSON and the plot."""
     report["machine"]["load_after"] = os.getloadavg()
     print_tables(report)
-    (args.out / "agent_pps.json").write_text(json.dumps(report, indent=1))
-    plot(report, args.out / "agent_pps.png")
-    print(f"\nsaved {args.out / 'agent_pps.json'} and {args.out / 'agent_pps.png'}")
-    return 0
+    name = "agent_windows" if not report["readings"] else "agent_pps"
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1))
+    plot(report, out / f"{name}.png")
+    print(f"\nsaved {out / (name + '.json')} and {out / (name + '.png')}")
 
 
 def _describe(result: dict) -> str:
@@ -571,9 +597,17 @@ def print_tables(report: dict) -> None:
                 f"{r['worker_cpu_us_per_packet']:>13.2f} {r['server_cpu_us_per_packet']:>13.2f} {ratio:>8}"
             )
     print("\n(server pkts/s: GRADs taken plus RESULTs sent, over the run; us/pkt: CPU per chunk of each process)")
-    print("\nwindow (batch path, one worker): chunks in flight per tree -> rate and round trip")
+    print("\nwindow (batch path, one worker): chunks in flight per tree -> rate, round trip and receive holds")
+    print(
+        f"  {'pool':>5} {'agents':13} {'GRAD/s':>10} {'srtt ms':>8} {'holds per window: worker':>25} {'server':>7} {'load':>5}"
+    )
     for r in report["windows"]:
-        print(f"  pool {r['pool']:5}: {r['grads_per_s']:>10,.0f} GRAD/s  srtt {r['srtt_ms']:.2f} ms")
+        windows = r["chunks"] / r["pool"]
+        print(
+            f"  {r['pool']:5} {r.get('code', 'this checkout')[:13]:13} {r['grads_per_s']:>10,.0f} {r['srtt_ms']:8.2f} "
+            f"{r.get('held_batches', 0) / windows:25.2f} {r['server'].get('held_batches', 0) / windows:7.2f} "
+            f"{r.get('load', 0.0):5.1f}"
+        )
     print("\nraw UDP I/O, 280-byte datagrams, one sender process and one receiver process")
     for r in report["io"]:
         print(
@@ -603,8 +637,12 @@ def plot(report: dict, path: Path) -> None:
     left.set_ylabel("GRADs per second (chunks)")
     left.set_title(f"agents over veth, pool {report['pool']}")
     left.legend(fontsize=8)
-    pools = [r["pool"] for r in report["windows"]]
-    right.plot(pools, [r["grads_per_s"] for r in report["windows"]], marker="o", color="tab:orange")
+    codes = list(dict.fromkeys(r.get("code", "this checkout") for r in report["windows"]))
+    for code, colour in zip(codes, ("tab:orange", "tab:gray"), strict=False):
+        sweep = [r for r in report["windows"] if r.get("code", "this checkout") == code]
+        right.plot([r["pool"] for r in sweep], [r["grads_per_s"] for r in sweep], marker="o", color=colour, label=code)
+    if len(codes) > 1:
+        right.legend(fontsize=8)
     right.axhline(300_000, color="tab:red", linestyle="--", linewidth=1)
     right.set_xscale("log", base=2)
     right.set_xlabel("pool size (chunks in flight per tree)")
