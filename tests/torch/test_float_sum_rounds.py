@@ -1,9 +1,12 @@
-"""Float sums in one round trip (worker/torch_backend/scales.py) through the in-process switch network:
-a sequence of all_reduces of one size whose magnitudes jump about, checked against the exact float64
-sums within the documented bound, identical on every rank, with the round trips each call took: one
-when the remembered scales fit, two or three when the values grew past them, shrank far below them,
-or the size is new, and then only the blocks concerned go again; a NaN is refused on every rank alike
-and the group carries on."""
+"""Float sums in one round trip or two (worker/torch_backend/scales.py) through the in-process switch
+network: a sequence of all_reduces of one size whose magnitudes jump about, checked against the exact
+float64 sums within the documented bound of the path the group took, identical on every rank, with the
+round trips each call took.
+
+On the one-round path: one when the remembered scales fit, two or three when the values grew past them,
+shrank far below them, or the size is new, and then only the blocks concerned go again. On the
+two-round path (groups above ``INA_ONE_ROUND_MAX_WORLD`` ranks, or ``INA_FLOAT_SUM_ROUNDS=2``): two in
+every call, with the tighter bound. A NaN is refused on every rank alike and the group carries on."""
 
 import numpy as np
 import pytest
@@ -11,67 +14,105 @@ from ina_jobs import ina_job
 from rank_bodies import FLOAT_SUM_STEPS, _np, float_sum_input, float_sum_sequence
 from torch_ranks import run_ranks
 
-from worker.torch_backend.scales import error_bound
+from worker.torch_backend import InaConfigError, InaOptions
+from worker.torch_backend.scales import ONE_ROUND_MAX_WORLD, error_bound
 
-WORLD = 3
 BLOCK = 64  # values per packet of p4src/ina.p4: the scale block
-# round trips per step: first call of the size (agree + values), the same scales, twice as large (room
-# left by GROWTH_BITS), 2^13 smaller (values again: scale too coarse), 2^5 larger (values again at the
-# exponents the lanes report), 2^27 larger (past the lanes: agree + values), zeros, a NaN (agree, then
-# refused); then AVG after a 2^20 shrink (two or three), a new size (agree + values), the first size again,
-# one block 2^10 larger on one rank (that block again), then back (that block again: its scale too coarse)
-ROUNDS = [2, 1, 1, 2, 2, 3, 1, 2, None, 2, 1, 2, 2]
+# round trips per step on the one-round path: first call of the size (agree + values), the same scales,
+# twice as large (room left by GROWTH_BITS), 2^13 smaller (values again: scale too coarse), 2^5 larger
+# (values again at the exponents the lanes report), 2^27 larger (past the lanes: agree + values), zeros,
+# a NaN (agree, then refused); then AVG after a 2^20 shrink (two or three), a new size (agree + values),
+# the first size again, one block 2^10 larger on one rank (that block again), then back (that block again:
+# its scale too coarse)
+ONE_ROUND = [2, 1, 1, 2, 2, 3, 1, 2, None, 2, 1, 2, 2]
 BLOCKS = -(-700 // 64)
 # blocks sent in a second values round: all of them after the scale changed everywhere, one after a jump
-RESENT = [0, 0, 0, BLOCKS, BLOCKS, BLOCKS, 0, 0, None, 0, 0, 1, 1]
+ONE_ROUND_RESENT = [0, 0, 0, BLOCKS, BLOCKS, BLOCKS, 0, 0, None, 0, 0, 1, 1]
+# the two-round path: agree + values in every call, nothing sent again; the NaN is refused after the MAX round
+NAN_STEP = next(i for i, s in enumerate(FLOAT_SUM_STEPS) if s[0] == "nan")
+TWO_ROUNDS = [1 if step == NAN_STEP else 2 for step in range(len(FLOAT_SUM_STEPS))]
+
+# group -> (ranks, INA_* settings, the path's round trips): both sides of a threshold lowered to 2 ranks
+# (the default, 8, would need 9 ranks in process), and the default for 3 ranks
+GROUPS = {
+    "3 ranks, default threshold": (3, {}, 1),
+    "3 ranks, threshold 2": (3, {"INA_ONE_ROUND_MAX_WORLD": "2"}, 2),
+    "2 ranks, threshold 2": (2, {"INA_ONE_ROUND_MAX_WORLD": "2"}, 1),
+}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    with ina_job(WORLD, tmp_path_factory.mktemp("float-sums")) as job:
-        return run_ranks(float_sum_sequence, WORLD, env=job.worker_env)
+@pytest.fixture(scope="module", params=list(GROUPS))
+def group(request, tmp_path_factory):
+    world, settings, path = GROUPS[request.param]
+    with ina_job(world, tmp_path_factory.mktemp("float-sums")) as job:
+        results = run_ranks(float_sum_sequence, world, env=lambda rank: dict(job.worker_env(rank), **settings))
+    return world, path, results
 
 
-def exact(step: int) -> tuple[np.ndarray, np.ndarray]:
+def exact(step: int, world: int) -> tuple[np.ndarray, np.ndarray]:
     """The float64 sum of every rank's input at ``step`` and, per value, its block's largest magnitude."""
-    xs = np.array([_np(float_sum_input(r, step, WORLD)) for r in range(WORLD)])
+    xs = np.array([_np(float_sum_input(r, step, world)) for r in range(world)])
     blocks = -(-xs.shape[1] // BLOCK)
-    padded = np.zeros((WORLD, blocks * BLOCK))
+    padded = np.zeros((world, blocks * BLOCK))
     padded[:, : xs.shape[1]] = np.abs(xs)
-    block_max = np.repeat(padded.reshape(WORLD, blocks, BLOCK).max(axis=(0, 2)), BLOCK)[: xs.shape[1]]
+    block_max = np.repeat(padded.reshape(world, blocks, BLOCK).max(axis=(0, 2)), BLOCK)[: xs.shape[1]]
     return xs.sum(axis=0), block_max
 
 
-@pytest.mark.parametrize("step", range(len(FLOAT_SUM_STEPS)))
-def test_each_sum_is_within_the_bound_and_identical_on_every_rank(results, step):
-    scale, op, *_ = FLOAT_SUM_STEPS[step]
-    if scale == "nan":
-        return  # test_a_nan_is_refused_on_every_rank
-    total, block_max = exact(step)
-    expected = total / WORLD if op == "AVG" else total
-    got = results[0][step][0]
-    tolerance = error_bound(WORLD) * block_max / (WORLD if op == "AVG" else 1) + 2.0**-23 * np.abs(expected)
-    assert np.all(np.abs(got - expected) <= tolerance), f"step {step}: max error {np.abs(got - expected).max()}"
-    if scale is None:
-        assert not got.any()
-    for r in range(1, WORLD):
-        np.testing.assert_array_equal(results[r][step][0], got)
+def test_each_sum_is_within_its_paths_bound_and_identical_on_every_rank(group):
+    world, path, results = group
+    for step, (scale, op, *_) in enumerate(FLOAT_SUM_STEPS):
+        if scale == "nan":
+            continue  # test_a_nan_is_refused_on_every_rank
+        total, block_max = exact(step, world)
+        expected = total / world if op == "AVG" else total
+        got = results[0][step][0]
+        bound = error_bound(world, path) * block_max / (world if op == "AVG" else 1)
+        tolerance = bound + 2.0**-23 * np.abs(expected)  # and one rounding to float32
+        assert np.all(np.abs(got - expected) <= tolerance), f"step {step}: max error {np.abs(got - expected).max()}"
+        if scale is None:
+            assert not got.any()
+        for r in range(1, world):
+            np.testing.assert_array_equal(results[r][step][0], got)
 
 
-def test_round_trips_and_blocks_sent_again_per_call(results):
-    for r in range(WORLD):
-        taken = [rounds for _, rounds, _ in results[r]]
+def test_the_two_round_bound_is_the_tighter_one():
+    for world in (2, 3, 8, 64):
+        assert error_bound(world, 2) * 4 * world <= error_bound(world, 1)
+    assert error_bound(64, 1) > 1e-3 and error_bound(64, 2) < 1e-5  # 0.4% against 7.6e-6
+    assert error_bound(ONE_ROUND_MAX_WORLD, 1) == 2.0**-17
+
+
+def test_round_trips_and_blocks_sent_again_per_call(group):
+    world, path, results = group
+    rounds, again = (ONE_ROUND, ONE_ROUND_RESENT) if path == 1 else (TWO_ROUNDS, [0] * len(TWO_ROUNDS))
+    for r in range(world):
+        taken = [trips for _, trips, _ in results[r]]
         resent = [blocks for _, _, blocks in results[r]]
-        for step, (expected, again) in enumerate(zip(ROUNDS, RESENT, strict=True)):
+        for step, (expected, blocks) in enumerate(zip(rounds, again, strict=True)):
             if expected is None:
                 assert taken[step] in (2, 3) and resent[step] == BLOCKS, (step, taken, resent)
             else:
-                assert (taken[step], resent[step]) == (expected, again), (step, taken, resent)
+                assert (taken[step], resent[step]) == (expected, blocks), (step, taken, resent)
 
 
-def test_a_nan_is_refused_on_every_rank(results):
-    step = next(i for i, s in enumerate(FLOAT_SUM_STEPS) if s[0] == "nan")
-    lines = {results[r][step][0] for r in range(WORLD)}
+def test_a_nan_is_refused_on_every_rank(group):
+    world, _, results = group
+    lines = {results[r][NAN_STEP][0] for r in range(world)}
     assert len(lines) == 1, lines
     (line,) = lines
-    assert line.startswith("NonFiniteInputError") and f"rank {WORLD - 1} has a NaN or inf in elements 0..63" in line
+    assert line.startswith("NonFiniteInputError") and f"rank {world - 1} has a NaN or inf in elements 0..63" in line
+
+
+def test_the_path_is_chosen_by_world_size_or_by_name():
+    plan = {"INA_PLAN": "plan.json"}
+    assert [InaOptions.from_env(plan).float_sum_path(n) for n in (2, 8, 9, 64)] == [1, 1, 2, 2]
+    assert InaOptions.from_env(dict(plan, INA_ONE_ROUND_MAX_WORLD="16")).float_sum_path(16) == 1
+    assert InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="2")).float_sum_path(2) == 2
+    assert InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="1")).float_sum_path(64) == 1
+    with pytest.raises(InaConfigError, match="INA_FLOAT_SUM_ROUNDS must be auto, 1 or 2, got 'two'"):
+        InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="two"))
+    with pytest.raises(InaConfigError, match="INA_ONE_ROUND_MAX_WORLD must be >= 1, got 0"):
+        InaOptions.from_env(dict(plan, INA_ONE_ROUND_MAX_WORLD="0"))
+    with pytest.raises(InaConfigError, match="INA_ONE_ROUND_MAX_WORLD must be a number"):
+        InaOptions.from_env(dict(plan, INA_ONE_ROUND_MAX_WORLD="many"))

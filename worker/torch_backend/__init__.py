@@ -39,7 +39,15 @@ def _create(backend_opts, pg_options=None) -> InaProcessGroup:
         return AgentChannel.connect(options, rank, size)
 
     job = ("plan", options.plan) if options.plan else ("controller", options.controller, options.job)
-    return InaProcessGroup(backend_opts.store, rank, size, backend_opts.timeout, connect, session_key=(job, rank))
+    return InaProcessGroup(
+        backend_opts.store,
+        rank,
+        size,
+        backend_opts.timeout,
+        connect,
+        session_key=(job, rank),
+        float_sum_path=options.float_sum_path(size),
+    )
 
 
 def register() -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from controller.options import RTO_PYTHON_SWITCHES_S
 from worker.errors import AgentError
+from worker.torch_backend.scales import ONE_ROUND_MAX_WORLD, ROUNDS_CHOICES, float_sum_rounds
 
 if TYPE_CHECKING:
     from controller.tls import TlsFiles
@@ -49,6 +50,13 @@ class InaOptions:
                  (INA_TLS_CERT, INA_TLS_KEY).
     tls_server_name: the name in the service's certificate, when INA_CONTROLLER gives an address
                  (INA_TLS_SERVER_NAME).
+    float_sum_rounds: the path of float SUM/AVG all_reduces (INA_FLOAT_SUM_ROUNDS, scales.py): "1"
+                 sends the values at once at the scales the last call of the size ended with (one round
+                 trip; error below 16 N^3 2^-30 of a block's largest value), "2" agrees on the scales
+                 first in every call (two round trips; below 2 N^2 2^-30), "auto" takes 1 up to
+                 ``one_round_max_world`` ranks and 2 above.
+    one_round_max_world: the largest group "auto" sends in one round trip (INA_ONE_ROUND_MAX_WORLD,
+                 default 8: there the one-round bound is 2^-17, 64 float32 ulps).
 
     With a controller, the rank also follows the job's plan (WatchPlan): when the controller re-plans
     the job around a failed switch or link, the next chunks go over the new trees and those in flight
@@ -68,6 +76,8 @@ class InaOptions:
     tls_cert: str | None = None
     tls_key: str | None = None
     tls_server_name: str | None = None
+    float_sum_rounds: str = "auto"
+    one_round_max_world: int = ONE_ROUND_MAX_WORLD
 
     ENV = {
         "controller": "INA_CONTROLLER",
@@ -83,6 +93,8 @@ class InaOptions:
         "tls_cert": "INA_TLS_CERT",
         "tls_key": "INA_TLS_KEY",
         "tls_server_name": "INA_TLS_SERVER_NAME",
+        "float_sum_rounds": "INA_FLOAT_SUM_ROUNDS",
+        "one_round_max_world": "INA_ONE_ROUND_MAX_WORLD",
     }
 
     @classmethod
@@ -124,6 +136,14 @@ class InaOptions:
             raise InaConfigError("INA_TLS_CERT and INA_TLS_KEY go together (a client certificate and its key)")
         if (self.tls_cert or self.tls_server_name) and not self.tls_ca:
             raise InaConfigError("INA_TLS_CERT / INA_TLS_SERVER_NAME need INA_TLS_CA (the CA of the job service)")
+        if self.float_sum_rounds not in ROUNDS_CHOICES:
+            raise InaConfigError(f"INA_FLOAT_SUM_ROUNDS must be auto, 1 or 2, got {self.float_sum_rounds!r}")
+        if self.one_round_max_world < 1:
+            raise InaConfigError(f"INA_ONE_ROUND_MAX_WORLD must be >= 1, got {self.one_round_max_world}")
+
+    def float_sum_path(self, world_size: int) -> int:
+        """Round trips of the float SUM/AVG path (1 or 2) a group of ``world_size`` ranks takes."""
+        return float_sum_rounds(world_size, self.float_sum_rounds, self.one_round_max_world)
 
     def tls_files(self) -> TlsFiles | None:
         """The job service's TLS files (controller.tls.TlsFiles), or None for plaintext."""

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
-from worker.torch_backend.scales import ScaleMemory
+from worker.torch_backend.scales import ScaleMemory, float_sum_rounds
 from worker.torch_backend.session import Session, open_session
 from worker.torch_backend.work import InaWork
 
@@ -57,9 +57,11 @@ class InaProcessGroup(dist.ProcessGroup):
         timeout: datetime.timedelta,
         connect: Callable[[], SwitchChannel],
         session_key=None,
+        float_sum_path: int | None = None,
     ):
         """``connect`` builds this rank's channel to the network; groups with the same
-        ``session_key`` (the job) share one channel (see session.py)."""
+        ``session_key`` (the job) share one channel (see session.py). ``float_sum_path``: round trips
+        of a float SUM/AVG, 1 or 2 (scales.py; default: ``float_sum_rounds(size)``, "auto")."""
         super().__init__(rank, size)
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(GLOO_STORE_PREFIX, store), rank, size, timeout)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
@@ -70,7 +72,8 @@ class InaProcessGroup(dist.ProcessGroup):
         self._last_switch_work: InaWork | None = None
         # float sums in one round trip: the block scales each size of all_reduce ended with (scales.py)
         block = getattr(getattr(self._channel, "agent", None), "values_per_packet", DEFAULT_SCALE_BLOCK)
-        self.scales = ScaleMemory(int(block), size, rank)
+        path = float_sum_path if float_sum_path is not None else float_sum_rounds(size)
+        self.scales = ScaleMemory(int(block), size, rank, path)
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:

@@ -31,6 +31,13 @@ Precision: with the scale at most D bits coarser than exact, each of the N value
 quantum of 2^(E + D + c - 30) (c = ceil(log2 N), max|x| >= 2^(E-1)), so |ina - exact| < 16 N^3 2^-30
 max|x| over a block (``error_bound``): about 1e-6 of the block's largest magnitude for N = 4, a few
 float32 ulps of it (docs/pytorch.md).
+
+That bound grows as N^3 (0.4% at N = 64), so large groups take the two-round path instead
+(``float_sum_rounds``): a MAX round agrees on every block's exact exponent, then the values go at that
+scale, |ina - exact| < 2 N^2 2^-30 max|x|. ``auto`` (the default) takes one round up to
+ONE_ROUND_MAX_WORLD ranks, where the one-round bound is at most 2^-17 (64 float32 ulps of the block's
+largest value), and two above; INA_FLOAT_SUM_ROUNDS chooses either path for any size
+(worker/torch_backend/options.py).
 """
 
 from __future__ import annotations
@@ -47,9 +54,28 @@ from worker.stream import NonFiniteInputError
 GROWTH_BITS = 1  # the next call's scale leaves room for blocks twice as large as the largest seen
 ABOVE_BITS = 6  # the lanes' window reaches this many bits above the remembered exponent
 REMEMBERED_SIZES = 64  # sizes whose scales are kept (least recently used dropped first)
+ONE_ROUND_MAX_WORLD = 8  # "auto": one round up to this many ranks (bound 16 N^3 2^-30 <= 2^-17), two above
+ROUNDS_CHOICES = ("auto", "1", "2")
 
 # aggregate(int32 array, op) -> int32 array: one exchange through the switches ("sum" | "max")
 IntAggregate = Callable[[np.ndarray, str], np.ndarray]
+
+
+def float_sum_rounds(world_size: int, choice: str = "auto", one_round_max_world: int = ONE_ROUND_MAX_WORLD) -> int:
+    """The path a float SUM/AVG of ``world_size`` ranks takes: 1 (remembered scales, one round trip when
+    they fit) or 2 (agree on the scales, then the values). ``choice``: "1", "2", or "auto": 1 up to
+    ``one_round_max_world`` ranks, 2 above.
+
+    Examples
+    --------
+    >>> float_sum_rounds(8), float_sum_rounds(16), float_sum_rounds(16, "1"), float_sum_rounds(3, one_round_max_world=2)
+    (1, 2, 1, 2)
+    """
+    if choice not in ROUNDS_CHOICES:
+        raise ValueError(f"float sum rounds must be one of {', '.join(ROUNDS_CHOICES)}, got {choice!r}")
+    if choice == "auto":
+        return 1 if world_size <= one_round_max_world else 2
+    return int(choice)
 
 
 def precision_slack(world_size: int) -> int:
@@ -67,12 +93,16 @@ class ScaleMemory:
     they are read from the sums). ``agreements`` and ``value_rounds`` count the round trips taken (MAX
     rounds of block exponents, SUM rounds of values and lanes), ``blocks_resent`` the blocks that went
     in a second values round and ``chunks_sent`` the packets of ``block`` values they all took, for the
-    tests and the lab's figures."""
+    tests and the lab's figures. ``path_rounds`` (``float_sum_rounds``): 1 uses the remembered scales,
+    2 agrees on them in every call (the tighter bound, for large groups)."""
 
-    def __init__(self, block: int, world_size: int, rank: int):
+    def __init__(self, block: int, world_size: int, rank: int, path_rounds: int = 1):
+        if path_rounds not in (1, 2):
+            raise ValueError(f"path_rounds must be 1 or 2, got {path_rounds}")
         self.block = block
         self.world_size = world_size
         self.rank = rank  # named in the NaN/inf marker, so every rank's error names the same rank
+        self.path_rounds = path_rounds
         self._exponents: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
         self.agreements = 0
         self.value_rounds = 0
@@ -87,13 +117,16 @@ class ScaleMemory:
     def sum(self, values: np.ndarray, aggregate: IntAggregate) -> np.ndarray:
         """The float64 sum over all ranks of ``values`` (float32, the same size on every rank): one
         round when the remembered scales fit; otherwise the blocks that need it go again (after a MAX
-        round of their exponents when the lanes could not place them): at most three rounds."""
+        round of their exponents when the lanes could not place them): at most three rounds. On the
+        two-round path (``path_rounds`` 2): always a MAX round, then the values."""
         n, k = values.size, self.block
         blocks = Q.blocks(n, k)
         padded = np.zeros(blocks * k, dtype=values.dtype)
         padded[:n] = values
         rows = padded.reshape(blocks, k)
         exps = Q.block_exponents(values, k, self.rank).astype(np.int64)
+        if self.path_rounds == 2:
+            return self._agreed_sum(padded, exps, n, aggregate)[:n]
         total = np.zeros((blocks, k), dtype=np.float64)
         known = self._exponents.get(n)
         todo = np.arange(blocks)
@@ -119,6 +152,18 @@ class ScaleMemory:
         return total.reshape(-1)[:n]
 
     # -- rounds --------------------------------------------------------------------------------------
+    def _agreed_sum(self, padded: np.ndarray, exps: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
+        """The two-round path: the exact exponent of every block (MAX round), then the values at that
+        scale (SUM round, no lanes): |ina - exact| < 2 N^2 2^-30 max|x| per block."""
+        agreed = self._agree(exps, np.arange(exps.size), n, aggregate)
+        self.value_rounds += 1
+        shifts = Q.shifts(agreed, self.world_size, "sum")
+        quantized = Q.quantize(padded, shifts, self.block)
+        self.chunks_sent += Q.blocks(quantized.size, self.block)
+        sums = np.asarray(aggregate(quantized, "sum"))
+        result: np.ndarray = Q.dequantize(sums, shifts, self.block, np.float64)
+        return result
+
     def _agree(self, exps: np.ndarray, which: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
         """The exact exponents of blocks ``which`` (a MAX round); a NaN or inf on any rank is refused on
         every rank."""
@@ -191,7 +236,15 @@ def _floor_log2(values: np.ndarray) -> np.ndarray:
     return exps.astype(np.int64) - 1
 
 
-def error_bound(world_size: int) -> float:
+def error_bound(world_size: int, path_rounds: int = 1) -> float:
     """The documented bound of |ina - exact| of a float SUM over a block, as a multiple of the block's
-    largest magnitude on any rank: 16 N^3 2^-30."""
+    largest magnitude on any rank: 16 N^3 2^-30 on the one-round path, 2 N^2 2^-30 on the two-round path.
+
+    Examples
+    --------
+    >>> error_bound(64) > 0.003, error_bound(64, 2) < 1e-5
+    (True, True)
+    """
+    if path_rounds == 2:
+        return 2.0 * world_size**2 * 2.0**-30
     return 16.0 * world_size**3 * 2.0**-30
