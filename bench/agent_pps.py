@@ -578,6 +578,33 @@ def _describe(result: dict) -> str:
 
 
 def print_tables(report: dict) -> None:
+    if report["readings"]:
+        print_readings(report)
+    print("\nwindow (batch path, one worker): chunks in flight per tree -> rate, round trip, receive holds, CPU")
+    print(
+        f"  {'pool':>5} {'agents':13} {'GRAD/s':>10} {'srtt ms':>8} {'holds per window: worker':>25} {'server':>7} "
+        f"{'us/chunk: worker':>17} {'server':>7} {'load':>5}"
+    )
+    for r in report["windows"]:
+        windows = r["chunks"] / r["pool"]
+        print(
+            f"  {r['pool']:5} {r.get('code', 'this checkout')[:13]:13} {r['grads_per_s']:>10,.0f} {r['srtt_ms']:8.2f} "
+            f"{r.get('held_batches', 0) / windows:25.2f} {r['server'].get('held_batches', 0) / windows:7.2f} "
+            f"{r['worker_cpu_us_per_packet']:17.2f} {r['server_cpu_us_per_packet']:7.2f} {r.get('load', 0.0):5.1f}"
+        )
+    if report["io"]:
+        print("\nraw UDP I/O, 280-byte datagrams, one sender process and one receiver process")
+        for r in report["io"]:
+            print(
+                f"  {r['send']:>12} -> {r['receive']:12} sent {r['sent_per_s']:>12,.0f}/s received "
+                f"{r['received_per_s']:>12,.0f}/s  receiver {r['receiver_cpu_us_per_packet']:.2f} us/datagram"
+            )
+    print(
+        f"\nload average before {report['machine']['load_before'][0]:.2f}, after {report['machine']['load_after'][0]:.2f}"
+    )
+
+
+def print_readings(report: dict) -> None:
     print(f"\nagents on kernel UDP over veth, pool {report['pool']} (K = 64: 280-byte GRADs, 256 bytes of gradient)")
     header = (
         f"{'reading':48} {'path':6} {'GRAD/s':>10} {'MB/s':>6} {'server pkts/s':>13} "
@@ -597,26 +624,6 @@ def print_tables(report: dict) -> None:
                 f"{r['worker_cpu_us_per_packet']:>13.2f} {r['server_cpu_us_per_packet']:>13.2f} {ratio:>8}"
             )
     print("\n(server pkts/s: GRADs taken plus RESULTs sent, over the run; us/pkt: CPU per chunk of each process)")
-    print("\nwindow (batch path, one worker): chunks in flight per tree -> rate, round trip and receive holds")
-    print(
-        f"  {'pool':>5} {'agents':13} {'GRAD/s':>10} {'srtt ms':>8} {'holds per window: worker':>25} {'server':>7} {'load':>5}"
-    )
-    for r in report["windows"]:
-        windows = r["chunks"] / r["pool"]
-        print(
-            f"  {r['pool']:5} {r.get('code', 'this checkout')[:13]:13} {r['grads_per_s']:>10,.0f} {r['srtt_ms']:8.2f} "
-            f"{r.get('held_batches', 0) / windows:25.2f} {r['server'].get('held_batches', 0) / windows:7.2f} "
-            f"{r.get('load', 0.0):5.1f}"
-        )
-    print("\nraw UDP I/O, 280-byte datagrams, one sender process and one receiver process")
-    for r in report["io"]:
-        print(
-            f"  {r['send']:>12} -> {r['receive']:12} sent {r['sent_per_s']:>12,.0f}/s received "
-            f"{r['received_per_s']:>12,.0f}/s  receiver {r['receiver_cpu_us_per_packet']:.2f} us/datagram"
-        )
-    print(
-        f"\nload average before {report['machine']['load_before'][0]:.2f}, after {report['machine']['load_after'][0]:.2f}"
-    )
 
 
 def plot(report: dict, path: Path) -> None:
@@ -626,6 +633,13 @@ def plot(report: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = [n for n, paths in report["readings"].items() if "scalar" in paths]
+    if not names:  # --windows-only
+        fig, right = plt.subplots(figsize=(6.5, 4.8))
+        plot_windows(report, right)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 2]})
     x = range(len(names))
     for offset, code, colour in ((-0.2, "scalar", "tab:gray"), (0.2, "batch", "tab:orange")):
@@ -637,8 +651,17 @@ def plot(report: dict, path: Path) -> None:
     left.set_ylabel("GRADs per second (chunks)")
     left.set_title(f"agents over veth, pool {report['pool']}")
     left.legend(fontsize=8)
+    plot_windows(report, right)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_windows(report: dict, right) -> None:
+    """The window sweep: rate against pool size, a line per version of the agents."""
     codes = list(dict.fromkeys(r.get("code", "this checkout") for r in report["windows"]))
-    for code, colour in zip(codes, ("tab:orange", "tab:gray"), strict=False):
+    for code in codes:
+        colour = "tab:orange" if code == "this checkout" else "tab:gray"
         sweep = [r for r in report["windows"] if r.get("code", "this checkout") == code]
         right.plot([r["pool"] for r in sweep], [r["grads_per_s"] for r in sweep], marker="o", color=colour, label=code)
     if len(codes) > 1:
@@ -647,10 +670,7 @@ def plot(report: dict, path: Path) -> None:
     right.set_xscale("log", base=2)
     right.set_xlabel("pool size (chunks in flight per tree)")
     right.set_ylabel("GRADs per second, one worker")
-    right.set_title("window: rate = pool / round trip")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    right.set_title(f"window: rate = pool / round trip (load {report['windows'][0].get('load', 0):.1f})")
 
 
 def node_main(argv: list[str]) -> int:
