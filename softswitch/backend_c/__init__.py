@@ -40,6 +40,10 @@ def generate_c(program: ir.Program) -> str:
     names.register_strides = {
         r.name: count for r, (_, count) in zip(info.registers, register_groups(list(info.registers)), strict=True)
     }
+    names.register_group_of = {
+        r.name: i - offset
+        for i, (r, (offset, _)) in enumerate(zip(info.registers, register_groups(list(info.registers)), strict=True))
+    }
     names.counter_ids = {c.name: i for i, c in enumerate(info.counters)}
     names.digest_ids = {d.name: i for i, d in enumerate(info.digests)}
     names.value_set_ids = {v.name: i for i, v in enumerate(info.value_sets)}

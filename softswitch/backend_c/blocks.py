@@ -101,10 +101,15 @@ class BlockEmitter:
         (scope.function_locals) at its top."""
         out = self.bodies
         out.write(f"/* {comment} */")
+        loops = self.statements.lane_loops
         with out.block(signature):
             mark = len(out.lines)
             yield out
             out.lines[mark:mark] = ["    " + line for line in scope.function_locals]
+        if self.statements.lane_loops != loops:
+            # Not inlined into its caller: there the loop would sit many guessed 50% branches deep, which
+            # gcc takes for cold code and optimises for size (no vectorising, no unswitching).
+            out.lines[mark - 1] = "__attribute__((noinline)) " + out.lines[mark - 1]
         out.write("")
 
     # ---------------------------------------------------------------- actions

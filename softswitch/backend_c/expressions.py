@@ -31,11 +31,29 @@ class Scope:
     function_locals: list[str] = field(default_factory=list)  # declarations at the top of the function
     cached: dict = field(default_factory=dict)  # access path -> local holding that field (invariants.py)
     continue_label: str | None = None  # where `continue` goes in the innermost loop
+    lane: str | None = None  # inside a lane loop (lanes.py): the C variable holding the lane
+    lane_sites: dict = field(default_factory=dict)  # id() of a node of the loop's body -> lanes.Site
+    promoted: dict = field(default_factory=dict)  # access path -> local holding that field during a lane loop
 
     def child(self) -> Scope:
         return Scope(
-            dict(self.variables), self.in_parser, self.unaligned, self.function_locals, self.cached, self.continue_label
+            dict(self.variables),
+            self.in_parser,
+            self.unaligned,
+            self.function_locals,
+            self.cached,
+            self.continue_label,
+            self.lane,
+            self.lane_sites,
+            self.promoted,
         )
+
+    def lane_term(self, first: int, step: int) -> str:
+        """first + lane * step in C (a uint64_t)."""
+        if step == 0:
+            return f"{first}ULL"
+        sign = "+" if step > 0 else "-"
+        return f"({first}ULL {sign} {self.lane} * {abs(step)}ULL)"
 
     def function(self) -> Scope:
         """A scope for another function with the same variables (an action inside its control)."""
@@ -62,6 +80,7 @@ class GeneratedNames:
         self.field_list_ids: dict[int | str, int] = {}
         self.value_set_ids: dict[str, int] = {}
         self.may_exit: dict[object, bool] = {}  # Action / Table / Control -> whether exit can leave it
+        self.register_group_of: dict[str, int] = {}  # qualified name -> id of its group's first register
 
 
 class ExpressionEmitter:
@@ -87,6 +106,13 @@ class ExpressionEmitter:
         if isinstance(e, ir.VariableRef):
             return scope.variables[e.variable]
         if isinstance(e, ir.FieldAccess):
+            site = scope.lane_sites.get(id(e))
+            if site is not None:  # a lane loop's field: element of the array aliasing the run of fields
+                return f"{self.place(e.base, scope)}.{site.array}[{scope.lane_term(site.first, site.step)}]"
+            if scope.promoted:
+                local = scope.promoted.get(access_path(e))
+                if local is not None:
+                    return local
             return f"{self.place(e.base, scope)}.{member(e.field_name)}"
         if isinstance(e, ir.StackElement):
             return self._element(e, scope)
@@ -104,6 +130,9 @@ class ExpressionEmitter:
 
     # ---------------------------------------------------------------- values and places
     def _Constant(self, e: ir.Constant, scope: Scope) -> str:
+        site = scope.lane_sites.get(id(e))
+        if site is not None:
+            return scope.lane_term(site.first, site.step)
         if isinstance(e.value, str):
             return string_literal(e.value)
         value_type(e.type, e.position)
@@ -116,6 +145,14 @@ class ExpressionEmitter:
         return code
 
     def _FieldAccess(self, e: ir.FieldAccess, scope: Scope) -> str:
+        site = scope.lane_sites.get(id(e))
+        if site is not None:
+            code = f"{self.object_value(e.base, scope)}.{site.array}[{scope.lane_term(site.first, site.step)}]"
+            return code if self.layout.storage(e.type) in (U64, U128) else f"(({U64}){code})"
+        if scope.promoted:
+            local = scope.promoted.get(access_path(e))
+            if local is not None:
+                return local
         if scope.cached:
             local = scope.cached.get(access_path(e))
             if local is not None:

@@ -56,6 +56,9 @@ class ExternEmitter:
             stride = self.names.register_strides.get(instance.qualified_name, 1)
             i = self.x.temp("i")
             element = f"{data}[{i}]" if stride == 1 else f"{data}[{i} * {stride}]"  # interleaved group
+            site = scope.lane_sites.get(id(call))
+            if site is not None:  # a lane loop: lane j uses the group's register first + j * step
+                element = f"{data}[{i} * {stride} + {scope.lane_term(0, site.step)}]"
             index = list(args.values())[1] if call.method == "read" else list(args.values())[0]
             with out.block(""):
                 out.write(f"{U64} {i} = {self.u64(index, scope, 'register index')};")

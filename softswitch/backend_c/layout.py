@@ -16,6 +16,7 @@ compile-time constants, so each field is one load (or store), a byte swap and a 
 from __future__ import annotations
 
 from .. import ir
+from .lanes import MIN_LANES
 from .values import U128, storage_type, value_type, width_of
 from .writer import CWriter, NameAllocator, Unsupported, identifier, member
 
@@ -34,6 +35,7 @@ class TypeLayout:
         self.functions = CWriter()
         self._declared: dict[object, str] = {}
         self._header_io: set[str] = set()
+        self._field_arrays: dict[tuple[str, str, str], tuple[str, int]] = {}
         self.standard_metadata = program.pipeline.standard_metadata_type
         for t in program.types:
             self.type_name(t)
@@ -49,10 +51,10 @@ class TypeLayout:
             return name
         if isinstance(t, ir.HeaderType):
             name = self.names.fresh("H_" + t.name)
-            self._struct(name, [("uint16_t", "ss_valid")] + self._members(t))
+            self._struct(name, [("uint16_t", "ss_valid")] + self._field_members(t))
         elif isinstance(t, ir.StructType):
             name = self.names.fresh("S_" + t.name)
-            self._struct(name, self._members(t))
+            self._struct(name, self._field_members(t))
         elif isinstance(t, ir.HeaderUnionType):  # a struct of headers (the front end keeps one valid)
             name = self.names.fresh("U_" + t.name)
             self._struct(name, self._members(t))
@@ -67,6 +69,34 @@ class TypeLayout:
 
     def _members(self, t: ir.StructLikeType) -> list[tuple[str, str]]:
         return [(self.storage(f.type), member(f.name)) for f in t.fields]
+
+    def _field_members(self, t: ir.StructLikeType) -> list[tuple[str, str]]:
+        """The members of a header or struct; a run of at least MIN_LANES consecutive scalar fields of
+        one C type is also an array (an anonymous union of the fields and `T ss_lanes_<first>[n]`, same
+        offsets), so a lane loop (lanes.py) can index the fields."""
+        members = self._members(t)
+        out: list[tuple[str, str]] = []
+        start = 0
+        for end in range(1, len(members) + 1):
+            if end < len(members) and members[end][0] == members[start][0] and not ir.is_object(t.fields[end].type):
+                continue
+            run = members[start:end]
+            if len(run) >= MIN_LANES and not ir.is_object(t.fields[start].type):
+                ctype = run[0][0]
+                array = f"ss_lanes_{run[0][1]}"
+                fields = " ".join(f"{c} {m};" for c, m in run)
+                out.append(("union", f"{{ struct {{ {fields} }}; {ctype} {array}[{len(run)}]; }}"))
+                for i, f in enumerate(t.fields[start:end]):
+                    self._field_arrays[(type(t).__name__, str(t), f.name)] = (array, i)
+            else:
+                out += run
+            start = end
+        return out
+
+    def field_array(self, t: ir.StructLikeType, field_name: str) -> tuple[str, int] | None:
+        """(array member, index) aliasing a field of a header or struct type, if it is in such a run."""
+        self.type_name(t)
+        return self._field_arrays.get((type(t).__name__, str(t), field_name))
 
     def _struct(self, name: str, members: list[tuple[str, str]]) -> None:
         with self.types.block("typedef struct"):

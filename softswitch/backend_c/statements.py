@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from .. import ir
 from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
 from .externs import ExternEmitter
+from .lanes import MIN_LANES, LaneContext, LaneRun, lane_runs, promotable_fields
 from .layout import TypeLayout, invalidate
 from .values import U64, convert, literal, mask_code, value_type, width_of
 from .writer import CWriter, Unsupported
@@ -29,10 +30,39 @@ class StatementEmitter:
         self.layout = layout
         self.names = expressions.names
         self.externs = ExternEmitter(expressions, layout, self)
+        self.lane_loops = 0  # lane loops emitted so far (blocks.py: their functions are not inlined)
+        self.lane_context = LaneContext(layout.field_array, self.names.register_ids, self.names.register_group_of)
 
     def block(self, out: CWriter, statements: Sequence[ir.Statement], scope: Scope) -> None:
-        for s in statements:
-            self.statement(out, s, scope)
+        if len(statements) < MIN_LANES or scope.lane is not None:
+            for s in statements:
+                self.statement(out, s, scope)
+            return
+        for item in lane_runs(statements, self.lane_context):
+            if isinstance(item, LaneRun):
+                self.lane_loop(out, item, scope)
+            else:
+                self.statement(out, item, scope)
+
+    def lane_loop(self, out: CWriter, run: LaneRun, scope: Scope) -> None:
+        """A run of per-lane copies of the same statements as one loop over the lanes (lanes.py)."""
+        self.lane_loops += 1
+        lane = self.x.temp("lane")
+        with out.block(""):
+            inner = scope.child()
+            inner.lane, inner.lane_sites = lane, run.sites
+            promoted = [] if scope.in_parser else promotable_fields(run)
+            inner.promoted = dict(scope.promoted)
+            for path, node, _ in promoted:
+                local = self.x.temp("lane_field")
+                out.write(f"{value_type(node.type)} {local} = {self.x.value(node, scope)};")
+                inner.promoted[path] = local
+            with out.block(f"for ({U64} {lane} = 0; {lane} < {run.count}; {lane}++)"):
+                for s in run.body:
+                    self.statement(out, s, inner)
+            for path, node, written in promoted:
+                if written:
+                    out.write(f"{self.x.place(node, scope)} = {inner.promoted[path]};")
 
     def statement(self, out: CWriter, s: ir.Statement, scope: Scope) -> None:
         method = getattr(self, "_" + type(s).__name__, None)

@@ -1,0 +1,68 @@
+"""The C back end's lane runs (softswitch/backend_c/lanes.py): per-lane copies of one block of
+statements become one loop over the lanes, and near-copies that are not a run stay as they are. What the
+programs compute is checked by their STF files on both back ends (tests/softswitch/programs/lang/
+lane_runs.stf, the differential suite); here, that the loops are there and only there."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from softswitch.backend_c import generate_c
+from softswitch.compiler import lower_program
+
+ROOT = Path(__file__).resolve().parents[2]
+LANE_RUNS = ROOT / "tests" / "softswitch" / "programs" / "lang" / "lane_runs.p4"
+LOOP = re.compile(r"for \(uint64_t (lane_\d+) = 0; \1 < (\d+); \1\+\+\)")
+
+
+def functions(c_source: str) -> dict[str, str]:
+    """Generated C function bodies by their comment (`action I.accumulate` ...)."""
+    parts = re.split(r"^/\* ((?:action|table|control|parser) [^*]*) \*/$", c_source, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+@pytest.fixture(scope="module")
+def lane_runs_c() -> dict[str, str]:
+    return functions(generate_c(lower_program(str(LANE_RUNS))))
+
+
+def test_a_run_of_lanes_over_one_register_group_is_one_loop(lane_runs_c):
+    body = lane_runs_c["action I.accumulate"]
+    assert [count for _, count in LOOP.findall(body)] == ["6"]
+    loop_start = LOOP.search(body).start()
+    # lanes 0..5 index the group's registers and the header's fields by the lane ...
+    assert re.search(r"register_0\[i_\d+ \* 6 \+ \(0ULL \+ lane_\d+ \* 1ULL\)\]", body)
+    assert re.search(r"lanes\.ss_lanes_v0\[\(0ULL \+ lane_\d+ \* 1ULL\)\]", body)
+    assert re.search(r"\(1ULL \+ lane_\d+ \* 2ULL\)", body)  # the positions 1, 3, 5, ... 11
+    # ... and lane 6, whose register `solo` is outside the group, follows the loop as its own code
+    solo = body.index("(*C->v_hdr).lanes.v6")
+    assert solo > loop_start and "13ULL" in body[solo - 600 : solo + 600]
+    # a function with a lane loop is not inlined (gcc would take the loop for cold code there)
+    assert "__attribute__((noinline)) static int action_I_accumulate(" in body
+
+
+def test_a_lane_reading_what_the_lane_before_wrote_is_still_a_run(lane_runs_c):
+    body = lane_runs_c["action I.chain"]
+    assert [count for _, count in LOOP.findall(body)] == ["5"]
+    assert re.search(r"ss_lanes_c0\[\(1ULL \+ lane_\d+ \* 1ULL\)\] = .*ss_lanes_c0\[\(0ULL \+ lane_\d+", body)
+
+
+def test_fields_or_constants_not_at_a_constant_stride_are_not_a_run(lane_runs_c):
+    body = lane_runs_c["action I.scramble"]
+    assert not LOOP.search(body)
+    for field, constant in (("o0", 17), ("o1", 34), ("o3", 51), ("o4", 68), ("o5", 85), ("p2", 4), ("p3", 8)):
+        assert f"(*C->v_hdr).odd.{field} = (((uint64_t)(*C->v_hdr).odd.{field}) ^ {constant}ULL);" in body
+
+
+def test_the_headers_fields_run_is_also_an_array(lane_runs_c):
+    c_source = generate_c(lower_program(str(LANE_RUNS)))
+    assert re.search(
+        r"union \{ struct \{ uint32_t v0; uint32_t v1; .* uint32_t v7; \}; uint32_t ss_lanes_v0\[8\]; \};", c_source
+    )
+
+
+@pytest.mark.parametrize("program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256)])
+def test_ina_aggregation_is_one_loop_over_its_lanes(program, lanes):
+    body = functions(generate_c(lower_program(str(ROOT / "p4src" / program))))["action InaIngress.aggregate_into_slot"]
+    assert [count for _, count in LOOP.findall(body)] == [str(lanes)]
