@@ -56,6 +56,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
+INA_K256_P4 = ROOT / "p4src" / "ina_k256.p4"  # the same program with K = 256 (the allreduce's build)
+WIDE_K = 256
 ROUTER_P4 = ROOT / "tests" / "softswitch" / "programs" / "ipv4_router.p4"
 BACKENDS = ("native", "python")
 
@@ -105,9 +107,10 @@ def patch_chunk(template: bytes, seq: int, pool: int) -> bytearray:
 
 
 class Frames:
-    """Templates of every packet kind, built with protocol/codec.py (seq 0, patched per chunk)."""
+    """Templates of every packet kind, built with protocol/codec.py (seq 0, patched per chunk), with
+    ``values_per_packet`` values (K; default the protocol's)."""
 
-    def __init__(self):
+    def __init__(self, values_per_packet: int | None = None):
         import numpy as np
 
         from protocol import codec
@@ -116,7 +119,7 @@ class Frames:
 
         self.codec, self.C = codec, C
         server = C.HOST_NODE_ID_BASE + 1
-        k = C.VALUES_PER_PACKET
+        k = self.values_per_packet = values_per_packet or C.VALUES_PER_PACKET
         self.values = [np.arange(k, dtype=np.int32) * 3 + child for child in range(FAN_IN)]
         self.sum = sum(v.astype(np.int64) for v in self.values)
         up = dict(src_mac=SENDER_MAC, dst_mac=RECEIVER_MAC, src_ip=SENDER_IP, dst_ip=RECEIVER_IP)
@@ -132,6 +135,7 @@ class Frames:
                         contributor=child,
                     ),
                     **up,
+                    values_per_packet=k,
                 )
                 for child in range(FAN_IN)
             ]
@@ -148,6 +152,7 @@ class Frames:
                     contributor=server,
                 ),
                 **down,
+                values_per_packet=k,
             )
             for child in range(FAN_IN)
         ]
@@ -156,6 +161,7 @@ class Frames:
                 PASS_JOB, 0, [Hop(SWITCH_ID, False, 0, 0, OUT_PORT), Hop(server, True, 1, 0, 0)], self.values[0]
             ),
             **up,
+            values_per_packet=k,
         )
         # plain UDP of the same frame size as a GRAD with its two hops
         self.plain_to_router = codec.build_udp_frame(
@@ -432,6 +438,8 @@ KIND_LABELS = {
     "grad_aggregation": "GRAD aggregation, per GRAD (ina.p4)",
     "result_release": "RESULT release + forward (ina.p4)",
     "grad_passthrough": "GRAD pass-through hop (ina.p4)",
+    "grad_aggregation_k256": f"GRAD aggregation, per GRAD (K = {WIDE_K})",
+    "result_release_k256": f"RESULT release + forward (K = {WIDE_K})",
 }
 KIND_FRAMES = {
     "ipv4_router_forward": "plain",
@@ -441,6 +449,12 @@ KIND_FRAMES = {
     "grad_aggregation": "grad",
     "result_release": "result",
     "grad_passthrough": "passthrough",
+    "grad_aggregation_k256": "grad",
+    "result_release_k256": "result",
+}
+WIDE_KINDS = {  # K = 256 kinds: what a round of ina_k256.p4's workload counts into them
+    "grad_aggregation_k256": ("grad_absorbed", "grad_completing"),
+    "result_release_k256": ("result_release",),
 }
 CHUNKS_PER_ROUND = POOL  # chunks aggregated together: each its own slot
 
@@ -460,11 +474,11 @@ def router_switch(backend: str):
     return sw
 
 
-def ina_switch(backend: str):
+def ina_switch(backend: str, program: Path = INA_P4):
     from softswitch.compiler import compile_program
     from softswitch.switch import Exact, Lpm, Switch, TableEntry
 
-    sw = Switch(compile_program(str(INA_P4), backend=backend), device_id=SWITCH_ID)
+    sw = Switch(compile_program(str(program), backend=backend), device_id=SWITCH_ID)
     sw.table("InaIngress.switch_identity").set_default("InaIngress.set_switch_id", {"switch_id": SWITCH_ID})
     for entry in ina_job_entries():
         sw.table("InaIngress.ina_jobs").insert(
@@ -559,12 +573,15 @@ def _time_native(sw, port: int, frames: list[bytes], expected: int) -> float:
     return elapsed
 
 
-def measure_in_process(backend: str, frames: Frames, seconds: float, reps: int, progress) -> list[dict]:
+def measure_in_process(
+    backend: str, frames: Frames, wide_frames: Frames, seconds: float, reps: int, progress
+) -> list[dict]:
     """Per kind, `reps` rates (frames / time spent in the switch), each from about seconds / reps of
-    work; the native back end warms up its library first (compilation is not timed)."""
+    work; the native back end warms up its library first (compilation is not timed). The K = 256 kinds
+    run the same rounds on ina_k256.p4 (`wide_frames`)."""
     timer = _time_native if backend == "native" else _time_python
-    router, ina = router_switch(backend), ina_switch(backend)
-    work = Workload(frames)
+    router, ina, wide = router_switch(backend), ina_switch(backend), ina_switch(backend, INA_K256_P4)
+    work, wide_work = Workload(frames), Workload(wide_frames)
     rates: dict[str, list[float]] = {k: [] for k in KIND_LABELS}
     for rep in range(reps + 1):  # round 0 warms up
         spent = {k: [0, 0.0] for k in KIND_LABELS}
@@ -576,6 +593,12 @@ def measure_in_process(backend: str, frames: Frames, seconds: float, reps: int, 
             for kind, (port, batch, expected) in work.round().items():
                 spent[kind][0] += len(batch)
                 spent[kind][1] += timer(ina, port, batch, expected)
+            wide_round = wide_work.round()
+            for wide_kind, kinds in WIDE_KINDS.items():
+                for kind in kinds:
+                    port, batch, expected = wide_round[kind]
+                    spent[wide_kind][0] += len(batch)
+                    spent[wide_kind][1] += timer(wide, port, batch, expected)
             if time.monotonic() >= t_end:
                 break
         if rep == 0:
@@ -586,9 +609,11 @@ def measure_in_process(backend: str, frames: Frames, seconds: float, reps: int, 
         for kind, (count, secs) in spent.items():
             rates[kind].append(count / secs)
     work.check_one_chunk(ina)
+    wide_work.check_one_chunk(wide)
     if backend == "native":
         router.close()
         ina.close()
+        wide.close()
     rows = []
     for kind, values in rates.items():
         median = statistics.median(values)
@@ -596,7 +621,7 @@ def measure_in_process(backend: str, frames: Frames, seconds: float, reps: int, 
             "backend": backend,
             "kind": kind,
             "label": KIND_LABELS[kind],
-            "frame_bytes": frames.frame_bytes()[KIND_FRAMES[kind]],
+            "frame_bytes": (wide_frames if kind in WIDE_KINDS else frames).frame_bytes()[KIND_FRAMES[kind]],
             "repetitions": reps,
             "pps_median": median,
             "pps_min": min(values),
@@ -1138,7 +1163,7 @@ def main(argv=None) -> int:
         "(other work on the machine lowers every figure)"
     )
     try:
-        frames = Frames()
+        frames, wide_frames = Frames(), Frames(WIDE_K)
         result = {
             "bench": "softswitch_pps",
             "mode": "quick" if args.quick else "full",
@@ -1165,7 +1190,9 @@ def main(argv=None) -> int:
         }
         for backend in [] if args.no_in_process else args.backends:
             print(f"[in process] {backend} back end: {seconds:g} s per repetition set, {reps} repetitions", flush=True)
-            result["in_process"] += measure_in_process(backend, frames, seconds, reps, print_in_process_row)
+            result["in_process"] += measure_in_process(
+                backend, frames, wide_frames, seconds, reps, print_in_process_row
+            )
         why = "disabled with --no-veth" if args.no_veth else veth_unavailable()
         if why:
             result["veth"]["skipped"] = why

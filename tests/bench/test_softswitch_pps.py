@@ -19,6 +19,8 @@ KINDS = {
     "grad_aggregation",
     "result_release",
     "grad_passthrough",
+    "grad_aggregation_k256",
+    "result_release_k256",
 }
 
 
