@@ -28,6 +28,7 @@ __all__ = ["IoStats", "NativePortSet", "NativePortStats"]
 @dataclass
 class NativePortStats(PortStats):
     ring: bool = False  # frames arrive in a PACKET_MMAP ring (else recvmmsg)
+    rx_blocks: bool = False  # ... a ring of blocks (TPACKET_V3, SOFTSWITCH_IO=block), else of frame slots
     kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
     tx_ring: bool = False  # frames leave through a PACKET_MMAP transmit ring (else sendmmsg)
     tx_long: int = 0  # frames sent with send() because they were too long for a ring slot or the MTU
@@ -116,6 +117,7 @@ class NativePortSet:
             tx=out[1],
             tx_errors=out[2],
             ring=bool(out[4]),
+            rx_blocks=out[4] == 2,
             kernel_drops=out[5],
             tx_ring=bool(out[6]),
             tx_long=out[7],

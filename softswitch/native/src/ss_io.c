@@ -57,9 +57,19 @@
 #define SS_RING_BLOCK (128 << 10)
 #define SS_RING_BLOCKS 64
 
-/* how ports receive: a PACKET_MMAP ring (default) or recvmmsg (SOFTSWITCH_IO=recvmmsg) */
+/* how ports receive: a PACKET_MMAP ring of frame slots (default), a ring of blocks
+ * (SOFTSWITCH_IO=block) or recvmmsg (SOFTSWITCH_IO=recvmmsg) */
 #define SS_RX_RING 0
 #define SS_RX_RECVMMSG 1
+#define SS_RX_BLOCK 2
+
+/* block receive ring (TPACKET_V3): 64 blocks of 128 KB per port (8 MB, as the slot ring). The kernel
+ * packs frames one after another into the current block and hands the block over when it is full or
+ * SS_BLOCK_TIMEOUT_MS after its first frame: one wake-up and one status word per block instead of per
+ * frame, but a frame may wait that long at low rates. A frame up to a block's size (GSO: 64 KB) fits. */
+#define SS_BLOCK_SIZE (128 << 10)
+#define SS_BLOCK_COUNT 64
+#define SS_BLOCK_TIMEOUT_MS 1
 
 /* transmit ring (TPACKET_V2): 1024 slots of 2 KB per port. A slot holds the tpacket2 header, the
  * virtio-net header and the frame; the kernel lets no frame out of a slot before the last one it took
@@ -75,10 +85,11 @@ typedef struct ss_port {
     char iface[IFNAMSIZ];
     int kernel_ignores_outgoing;
     uint64_t rx, tx, tx_errors, rx_outgoing, kernel_drops;
-    /* receive ring (NULL: recvmmsg) */
+    /* receive ring (NULL: recvmmsg); with blocks (rx_blocks), ring_slots and ring_head count blocks */
     uint8_t *ring;
     size_t ring_bytes;
     uint32_t ring_slots, ring_head;
+    int rx_blocks;
     /* frames waiting to be sent: in the transmit ring (tx_ring != NULL), else in tx_data for sendmmsg */
     ss_bytes tx_data;
     uint32_t tx_n;
@@ -126,7 +137,10 @@ SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
-    io->rx_mode = mode && strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG : SS_RX_RING;
+    io->rx_mode = !mode                          ? SS_RX_RING
+                  : strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG
+                  : strcmp(mode, "block") == 0    ? SS_RX_BLOCK
+                                                  : SS_RX_RING;
     const char *tx_mode = getenv("SOFTSWITCH_IO_TX");
     io->tx_ring_wanted = !(tx_mode && strcmp(tx_mode, "sendmmsg") == 0);
     pthread_mutex_init(&io->lock, NULL);
@@ -185,6 +199,29 @@ static int ring_setup(ss_port *port) {
     port->ring_bytes = bytes;
     port->ring_slots = req.tp_frame_nr;
     port->ring_head = 0;
+    return 0;
+}
+
+/* Sets up the TPACKET_V3 block ring; 0 on success (else the port uses recvmmsg). */
+static int block_ring_setup(ss_port *port) {
+    int version = TPACKET_V3;
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version)) return -1;
+    struct tpacket_req3 req = {
+        .tp_block_size = SS_BLOCK_SIZE,
+        .tp_block_nr = SS_BLOCK_COUNT,
+        .tp_frame_size = SS_RING_FRAME, /* checked by the kernel, not used: frames are packed */
+        .tp_frame_nr = SS_BLOCK_SIZE / SS_RING_FRAME * SS_BLOCK_COUNT,
+        .tp_retire_blk_tov = SS_BLOCK_TIMEOUT_MS,
+    };
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
+    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
+    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, port->fd, 0);
+    if (ring == MAP_FAILED) return -1;
+    port->ring = ring;
+    port->ring_bytes = bytes;
+    port->ring_slots = req.tp_block_nr;
+    port->ring_head = 0;
+    port->rx_blocks = 1;
     return 0;
 }
 
@@ -287,7 +324,7 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         return SS_E_NOMEM;
     }
     port->fd = fd;
-    if (io->rx_mode == SS_RX_RING && ring_setup(port)) {
+    if ((io->rx_mode == SS_RX_RING && ring_setup(port)) || (io->rx_mode == SS_RX_BLOCK && block_ring_setup(port))) {
         /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
         close(fd);
         fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -525,6 +562,38 @@ static int receive_ring(ss_io *io, ss_port *port) {
     return n;
 }
 
+/* The next block of a port's block ring, if the kernel has handed it over: its frames go through the
+ * pipeline in batches of up to SS_IO_BATCH, read in place, then the block goes back to the kernel.
+ * Returns the frames taken. */
+static int receive_block(ss_io *io, ss_port *port) {
+    struct tpacket_block_desc *block =
+        (struct tpacket_block_desc *)(void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
+    if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
+    uint32_t frames = block->hdr.bh1.num_pkts;
+    const uint8_t *at = (const uint8_t *)block + block->hdr.bh1.offset_to_first_pkt;
+    for (uint32_t done = 0; done < frames;) {
+        int n = 0;
+        for (; n < SS_IO_BATCH && done < frames; done++) {
+            const struct tpacket3_hdr *h = (const struct tpacket3_hdr *)(const void *)at;
+            const struct sockaddr_ll *sll =
+                (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+            at += h->tp_next_offset;
+            if (h->tp_snaplen < h->tp_len) { /* longer than a block: cut, lost */
+                port->kernel_drops++;
+                continue;
+            }
+            io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING;
+            io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
+            io->batch_len[n] = h->tp_snaplen;
+            n++;
+        }
+        if (n) run_batch(io, port, n);
+    }
+    __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+    port->ring_head = (port->ring_head + 1) % port->ring_slots;
+    return (int)frames;
+}
+
 /* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
 static int receive_recvmmsg(ss_io *io, ss_port *port) {
     for (int k = 0; k < SS_IO_BATCH; k++) io->rx_msgs[k].msg_hdr.msg_namelen = sizeof io->rx_addr[k];
@@ -577,7 +646,9 @@ static void *io_thread(void *arg) {
             if (!(fds[i].revents & POLLIN)) continue;
             ss_port *port = by_index[i];
             for (int i_batch = 0; i_batch < 4; i_batch++) { /* at most 4 batches before the next port */
-                int got = port->ring ? receive_ring(io, port) : receive_recvmmsg(io, port);
+                int got = port->rx_blocks ? receive_block(io, port)
+                          : port->ring    ? receive_ring(io, port)
+                                          : receive_recvmmsg(io, port);
                 if (got < SS_IO_BATCH) break;
             }
         }
@@ -655,8 +726,8 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
     return SS_OK;
 }
 
-/* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped), 1 when the port
- * receives through a ring (0: recvmmsg), kernel drops (the socket's or ring's), 1 when it sends through
+/* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped), how the port receives
+ * (0: recvmmsg, 1: a ring of frame slots, 2: a ring of blocks), kernel drops (the socket's or ring's), 1 when it sends through
  * a ring (0: sendmmsg), frames sent with send() as too long for the ring; -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
@@ -665,7 +736,7 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[1] = port->tx;
     out[2] = port->tx_errors;
     out[3] = port->rx_outgoing;
-    out[4] = port->ring != NULL;
+    out[4] = port->rx_blocks ? 2 : port->ring != NULL;
     out[6] = port->tx_ring != NULL;
     out[7] = port->tx_long;
     struct tpacket_stats st = {0};

@@ -25,6 +25,22 @@ pytestmark = pytest.mark.skipif(
 ETH_P_ALL = 0x0003
 
 
+@pytest.fixture(params=["ring", "block"])
+def receive_path(request, monkeypatch):
+    """The receive ring a test's ports use: frame slots (TPACKET_V2, the default) or blocks (TPACKET_V3,
+    SOFTSWITCH_IO=block). Read by the runtime when the ports are set up."""
+    if request.param == "block":
+        monkeypatch.setenv("SOFTSWITCH_IO", "block")
+    else:
+        monkeypatch.delenv("SOFTSWITCH_IO", raising=False)
+    return request.param
+
+
+def assert_receive_path(ports, path: str) -> None:
+    stats = ports.port_stats(1)
+    assert stats.ring and stats.rx_blocks == (path == "block")
+
+
 @pytest.fixture
 def veths():
     """Two veth pairs: (switch end, host end) for ports 1 and 2."""
@@ -90,8 +106,9 @@ def running_switch(veths, switch=None):
         sw.close()
 
 
-def test_frames_cross_the_native_thread_exactly_and_in_order(veths):
+def test_frames_cross_the_native_thread_exactly_and_in_order(veths, receive_path):
     with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
         frames = [tagged(FORWARD, 2, i, size=60 + i % 1400) for i in range(3000)]
         for i, f in enumerate(frames):
             tx.send(f)
@@ -103,7 +120,6 @@ def test_frames_cross_the_native_thread_exactly_and_in_order(veths):
         assert sw.stats["received"] == len(frames)  # the switch's own sends on port 2 are not input
         assert sw.stats["transmitted"] == len(frames)
         assert ports.port_stats(2).tx == len(frames) and ports.port_stats(1).rx == len(frames)
-        assert ports.port_stats(1).ring == (os.environ.get("SOFTSWITCH_IO") != "recvmmsg")
         assert ports.port_stats(2).tx_ring == (os.environ.get("SOFTSWITCH_IO_TX") != "sendmmsg")
         assert ports.send(2, tagged(FORWARD, 0, 99999)) is True
         assert receive_tagged(rx, 1)[0][16:26] == b"NATIVE" + (99999).to_bytes(4, "big")
@@ -160,13 +176,14 @@ def churn_while_forwarding(sw, tx, rx):
         writer.join()
 
 
-def test_frames_longer_than_a_ring_slot_arrive_whole(veths):
+def test_frames_longer_than_a_ring_slot_arrive_whole(veths, receive_path):
     """Jumbo frames (and GSO super-frames) do not fit a 2 KB ring slot: they are read whole from the
-    socket queue, in their place in the sequence."""
+    socket queue, in their place in the sequence (a block holds them whole)."""
     for pair in veths:
         for name in pair:
             subprocess.run(["ip", "link", "set", name, "mtu", "9000"], check=True)
-    with running_switch(veths) as (_, _, tx, rx):
+    with running_switch(veths) as (_, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
         sizes = [100, 3000, 9000, 60, 2049, 2048, 5000]
         frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
         for f in frames:
@@ -197,7 +214,7 @@ def test_frames_too_long_for_a_transmit_slot_leave_in_order_and_too_long_for_the
             assert stats.tx_long == 2  # 2900 and 2500 bytes: past a slot, sent with send()
 
 
-def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths):
+def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths, receive_path):
     """The lab shapes links with tc on the switch's interfaces too: the switch's sends go through the
     qdisc, and what the qdisc refuses is dropped and counted, without stalling the switch."""
     (_, _), (s2, _) = veths
@@ -206,6 +223,7 @@ def test_a_rate_limit_on_a_switch_interface_applies_to_the_switch_output(veths):
         check=True,
     )
     with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
         frames = [tagged(FORWARD, 2, i, size=1000) for i in range(2000)]  # 16 Mbit, sent in well under 1 s
         t0 = time.monotonic()
         for f in frames:
@@ -232,3 +250,43 @@ def test_multicast_replicas_leave_in_order_through_full_send_batches(veths):
             (i, rid) for i in range(100) for rid in (1, 2, 3)
         ]
         assert ports.port_stats(2).tx == 300
+
+
+def test_a_full_receive_ring_drops_and_counts_what_it_cannot_hold(veths, receive_path):
+    """Frames arriving while the ring is full (the switch too slow, here paused) are lost at the kernel
+    and counted in kernel_drops; every frame is either forwarded, in order, or counted."""
+    with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
+        ports.pause()
+        sent = 12000  # more than either ring holds: 4096 slots, or 64 blocks of 128 KB at ~1 KB a frame
+        for i in range(sent):
+            tx.send(tagged(FORWARD, 2, i, size=1000))
+        ports.pause(False)
+        got = receive_tagged(rx, sent, timeout=5.0)
+        stats = ports.port_stats(1)
+        assert 0 < stats.kernel_drops < sent
+        assert stats.rx + stats.kernel_drops == sent
+        assert sw.stats["received"] == stats.rx == len(got)
+        numbers = [int.from_bytes(f[22:26], "big") for f in got]
+        assert numbers == sorted(numbers) and numbers[0] == 0  # the first frames, in order, then a gap
+
+
+def test_short_frames_are_counted_as_parser_errors_and_the_rest_pass(veths, receive_path):
+    """Frames too short for the program's header go through the parser's error path (counted) between
+    well-formed ones, which all arrive in order; a 14-byte frame (a bare Ethernet header) included."""
+    with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
+        good = [tagged(FORWARD, 2, i, size=100) for i in range(200)]
+        runts = 0
+        for i, frame in enumerate(good):
+            tx.send(frame)
+            if i % 10 == 0:
+                tx.send(bytes([0, 2]) + bytes(12 + i % 2))  # 14 or 15 bytes: shorter than the 16-byte header
+                runts += 1
+        got = receive_tagged(rx, len(good))
+        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in good]
+        deadline = time.monotonic() + 3
+        while sw.stats["received"] < len(good) + runts and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sw.stats["received"] == len(good) + runts
+        assert sw.stats["parser_errors"] == runts
