@@ -1,8 +1,9 @@
 /* Traffic for bench/native_io.py and bench/softswitch_pps.py: senders that write frames to an interface
- * as fast as they can (sendmmsg, or for whole chunks a PACKET_MMAP transmit ring that bypasses the
- * qdisc: the generator's own cost per frame bounds what one core can offer), and a receiver that counts
- * matching frames with recvmmsg. Each runs in its own thread (called through ctypes, which releases the
- * GIL). */
+ * as fast as they can (sendmmsg, or a PACKET_MMAP transmit ring that bypasses the qdisc, whose slots
+ * keep their frames between rounds so only the sequence numbers are written, RING_KICK frames per
+ * system call: the generator's own cost per frame bounds what one core can offer), and a receiver that
+ * counts matching frames with recvmmsg. Each runs in its own thread (called through ctypes, which
+ * releases the GIL). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -123,134 +124,141 @@ static void setup_messages(uint8_t (*bufs)[MAX_FRAME], struct mmsghdr *msgs, str
     }
 }
 
-/* Sends copies of `frame` (a 4-byte sequence number at seq_at) for `seconds` or until `max_frames`
- * are sent (0: no limit); returns frames sent. */
-int64_t traffic_send(const char *iface, const uint8_t *frame, uint32_t len, uint32_t seq_at, double seconds,
-                     uint64_t max_frames, uint64_t *errors) {
-    if (len > MAX_FRAME || seq_at + 4 > len) return -1;
-    int fd = open_socket(iface);
-    if (fd < 0) return -1;
-    prctl(PR_SET_NAME, "bench-sender");
-    static __thread uint8_t bufs[BATCH][MAX_FRAME];
+/* What a sender sends: frame f is templates[f % n] (n templates of len bytes) with the chunk's
+ * sequence number seq0 + f / n (4 bytes big-endian) at seq_at and, when pool > 0, shadow:1 slot:15 =
+ * (seq / pool) % 2, seq % pool at slot_at, as the agents number chunks. */
+typedef struct {
+    const uint8_t *templates;
+    uint32_t n, len, seq_at, slot_at, pool;
+    uint64_t seq0;
+} frame_stream;
+
+/* Writes frame f's sequence number (and slot) into a copy of its template at `out`. */
+static void patch_frame(uint8_t *out, const frame_stream *st, uint64_t f) {
+    uint64_t seq = st->seq0 + f / st->n;
+    uint32_t s = htonl((uint32_t)seq);
+    memcpy(out + st->seq_at, &s, 4);
+    if (st->pool) {
+        uint16_t slot = htons((uint16_t)((((seq / st->pool) % 2) << 15) | (seq % st->pool)));
+        memcpy(out + st->slot_at, &slot, 2);
+    }
+}
+
+static void build_frame(uint8_t *out, const frame_stream *st, uint64_t f) {
+    memcpy(out, st->templates + (size_t)(f % st->n) * st->len, st->len);
+    patch_frame(out, st, f);
+}
+
+/* A sender on one interface: a transmit ring (ring.fd >= 0) or a socket written with sendmmsg. */
+#define RING_KICK 256 /* frames handed to the kernel per send() on the ring */
+typedef struct {
+    tx_ring ring;
+    int use_ring;
+    int prebuilt; /* every ring slot holds its frame's template: only the numbers are patched */
+    int fd;
+    uint8_t (*bufs)[MAX_FRAME];
     struct mmsghdr msgs[BATCH];
     struct iovec iov[BATCH];
-    for (int i = 0; i < BATCH; i++) memcpy(bufs[i], frame, len);
-    setup_messages(bufs, msgs, iov, len);
-    uint32_t seq = 0;
-    int64_t sent = 0;
-    double end = now_s() + seconds;
-    while (now_s() < end && (!max_frames || (uint64_t)sent < max_frames)) {
-        int batch = BATCH;
-        if (max_frames && max_frames - (uint64_t)sent < BATCH) batch = (int)(max_frames - (uint64_t)sent);
-        for (int i = 0; i < batch; i++) {
-            uint32_t s = htonl(seq + (uint32_t)i);
-            memcpy(bufs[i] + seq_at, &s, 4);
-        }
-        int n = sendmmsg(fd, msgs, (unsigned)batch, 0);
-        if (n > 0) {
-            sent += n;
-            seq += (uint32_t)n;
-        } else if (errno != EINTR) {
-            (*errors)++;
-        }
+} sender;
+
+static int sender_open(sender *s, const char *iface, const frame_stream *st, int want_ring) {
+    static __thread uint8_t bufs[BATCH][MAX_FRAME];
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+    s->use_ring = want_ring && st->len <= RING_FRAME - RING_DATA && ring_open(iface, &s->ring) == 0;
+    if (s->use_ring) {
+        /* the kernel takes slots in order and the sender never skips one, so frame f always lands in
+         * slot f % RING_SLOTS: with RING_SLOTS a multiple of n, slot i always holds template i % n */
+        s->prebuilt = RING_SLOTS % st->n == 0;
+        if (s->prebuilt)
+            for (uint32_t i = 0; i < RING_SLOTS; i++) build_frame((uint8_t *)ring_slot(&s->ring, i) + RING_DATA, st, i);
+        return 0;
     }
-    close(fd);
-    return sent;
+    s->fd = open_socket(iface);
+    if (s->fd < 0) return -1;
+    s->bufs = bufs;
+    setup_messages(bufs, s->msgs, s->iov, st->len);
+    return 0;
 }
 
-/* Writes frame f of the chunk stream (template f % n, chunk seq0 + f / n) to `out`. */
-static void chunk_frame(uint8_t *out, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
-                        uint32_t slot_at, uint32_t pool, uint64_t seq0, uint64_t f) {
-    uint64_t seq = seq0 + f / n;
-    memcpy(out, templates + (size_t)(f % n) * len, len);
-    uint32_t s = htonl((uint32_t)seq);
-    memcpy(out + seq_at, &s, 4);
-    if (pool) {
-        uint16_t slot = htons((uint16_t)((((seq / pool) % 2) << 15) | (seq % pool)));
-        memcpy(out + slot_at, &slot, 2);
+static void sender_close(sender *s, uint64_t *errors) {
+    if (s->use_ring) {
+        *errors += ring_drain(&s->ring, now_s() + 1.0); /* frames still requested then are given up */
+        ring_close(&s->ring);
+    } else {
+        close(s->fd);
     }
 }
 
-/* traffic_send_chunks through a transmit ring: batches of BATCH frames, one send() each. */
-static int64_t send_chunks_ring(tx_ring *ring, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
-                                uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
-                                double rate, uint64_t *errors, uint64_t *next_seq) {
-    uint64_t frame = 0;
-    double start = now_s(), end = start + seconds;
-    for (;;) {
-        double t = now_s();
-        if (t >= end || (max_frames && frame >= max_frames)) break;
-        if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
-        int batch = BATCH;
-        if (max_frames && max_frames - frame < BATCH) batch = (int)(max_frames - frame);
-        int queued = 0;
-        for (; queued < batch; queued++) {
-            struct tpacket2_hdr *h = ring_slot(ring, ring->head);
+/* Hands frames first.. (at most max) to the kernel; returns the frames used up (sent or, refused,
+ * counted in *errors: a full queue loses them, as on a wire) and adds the sent ones to *sent. */
+static uint64_t sender_push(sender *s, const frame_stream *st, uint64_t first, uint64_t max, uint64_t *sent,
+                            uint64_t *errors) {
+    if (s->use_ring) {
+        uint64_t queued = 0;
+        for (; queued < max && queued < RING_KICK; queued++) {
+            struct tpacket2_hdr *h = ring_slot(&s->ring, s->ring.head);
             if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) != TP_STATUS_AVAILABLE) break; /* ring full */
-            chunk_frame((uint8_t *)h + RING_DATA, templates, n, len, seq_at, slot_at, pool, seq0, frame + (uint64_t)queued);
-            h->tp_len = len;
+            uint8_t *data = (uint8_t *)h + RING_DATA;
+            if (s->prebuilt)
+                patch_frame(data, st, first + queued);
+            else
+                build_frame(data, st, first + queued);
+            h->tp_len = st->len;
             __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-            ring->head = (ring->head + 1) % RING_SLOTS;
+            s->ring.head = (s->ring.head + 1) % RING_SLOTS;
         }
-        frame += (uint64_t)queued;
-        ssize_t ignored = send(ring->fd, NULL, 0, MSG_DONTWAIT);
+        ssize_t ignored = send(s->ring.fd, NULL, 0, MSG_DONTWAIT);
         (void)ignored;
+        *sent += queued; /* stuck ones are taken back as errors by sender_close */
+        return queued;
     }
-    uint32_t stuck = ring_drain(ring, now_s() + 1.0);
-    *errors += stuck;
-    *next_seq = seq0 + (frame + n - 1) / n;
-    return (int64_t)(frame - stuck);
+    int batch = max < BATCH ? (int)max : BATCH;
+    for (int i = 0; i < batch; i++) build_frame(s->bufs[i], st, first + (uint64_t)i);
+    int done = sendmmsg(s->fd, s->msgs, (unsigned)batch, 0);
+    if (done < 0 && errno == EINTR) return 0;
+    if (done < 0) done = 0;
+    *sent += (uint64_t)done;
+    *errors += (uint64_t)(batch - done);
+    return (uint64_t)batch;
 }
 
-/* Sends whole chunks for `seconds` (or until max_frames, 0: no limit): frame k of a chunk is
- * templates[k] (n templates of len bytes each) with the chunk's sequence number (4 bytes big-endian) at
- * seq_at and, when pool > 0, shadow:1 slot:15 = (seq / pool) % 2, seq % pool at slot_at, as the agents
- * number chunks; the first chunk is seq0. rate: frames/s (0: as fast as possible). use_ring: through a
- * transmit ring past the qdisc (*used_ring says whether it could be set up; else sendmmsg). Returns
- * frames sent; *next_seq gets the sequence number of the next chunk. */
+/* Sends the stream for `seconds` (or until max_frames, 0: no limit) at `rate` frames/s (0: as fast as
+ * possible). use_ring: through a transmit ring past the qdisc, RING_KICK frames per send() (*used_ring
+ * says whether it could be set up; else sendmmsg). Returns frames sent; *next_seq gets the sequence
+ * number of the next chunk. */
 int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
                             uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
                             double rate, int use_ring, uint64_t *errors, uint64_t *next_seq, uint32_t *used_ring) {
     if (!n || len > MAX_FRAME || seq_at + 4 > len || (pool && slot_at + 2 > len)) return -1;
     prctl(PR_SET_NAME, "bench-sender");
-    tx_ring ring;
-    *used_ring = use_ring && len <= RING_FRAME - RING_DATA && ring_open(iface, &ring) == 0;
-    if (*used_ring) {
-        int64_t sent = send_chunks_ring(&ring, templates, n, len, seq_at, slot_at, pool, seq0, seconds, max_frames,
-                                        rate, errors, next_seq);
-        ring_close(&ring);
-        return sent;
-    }
-    int fd = open_socket(iface);
-    if (fd < 0) return -1;
-    static __thread uint8_t bufs[BATCH][MAX_FRAME];
-    struct mmsghdr msgs[BATCH];
-    struct iovec iov[BATCH];
-    setup_messages(bufs, msgs, iov, len);
-    uint64_t frame = 0; /* frames handed to the kernel so far; frame f is template f % n of chunk f / n */
-    int64_t sent = 0;
+    frame_stream st = {templates, n, len, seq_at, slot_at, pool, seq0};
+    sender s;
+    if (sender_open(&s, iface, &st, use_ring)) return -1;
+    *used_ring = (uint32_t)s.use_ring;
+    uint64_t frame = 0, sent = 0; /* frames used up so far; frame f is template f % n of chunk f / n */
     double start = now_s(), end = start + seconds;
     for (;;) {
         double t = now_s();
         if (t >= end || (max_frames && frame >= max_frames)) break;
         if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
-        int batch = BATCH;
-        if (max_frames && max_frames - frame < BATCH) batch = (int)(max_frames - frame);
-        for (int i = 0; i < batch; i++)
-            chunk_frame(bufs[i], templates, n, len, seq_at, slot_at, pool, seq0, frame + (uint64_t)i);
-        int done = sendmmsg(fd, msgs, (unsigned)batch, 0);
-        if (done > 0) {
-            sent += done;
-            frame += (uint64_t)done;
-            if (done < batch) (*errors) += (uint64_t)(batch - done), frame += (uint64_t)(batch - done);
-        } else if (errno != EINTR) {
-            (*errors) += (uint64_t)batch; /* a full queue: those frames are lost, as on a wire */
-            frame += (uint64_t)batch;
-        }
+        frame += sender_push(&s, &st, frame, max_frames ? max_frames - frame : UINT64_MAX, &sent, errors);
     }
-    close(fd);
+    uint64_t stuck = *errors;
+    sender_close(&s, errors);
+    sent -= *errors - stuck;
     *next_seq = seq0 + (frame + n - 1) / n;
-    return sent;
+    return (int64_t)sent;
+}
+
+/* Sends copies of `frame` (a 4-byte sequence number at seq_at, from 0) for `seconds` or until
+ * `max_frames` are sent (0: no limit) with sendmmsg; returns frames sent. */
+int64_t traffic_send(const char *iface, const uint8_t *frame, uint32_t len, uint32_t seq_at, double seconds,
+                     uint64_t max_frames, uint64_t *errors) {
+    uint64_t next_seq;
+    uint32_t used_ring;
+    return traffic_send_chunks(iface, frame, 1, len, seq_at, 0, 0, 0, seconds, max_frames, 0.0, 0, errors, &next_seq,
+                               &used_ring);
 }
 
 /* Counts frames with `tag` at tag_at until `seconds` pass or, once *stop is set, `idle` seconds pass

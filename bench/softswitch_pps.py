@@ -308,7 +308,7 @@ class VethLab:
 class SoftswitchProcess:
     """A `softswitch` process on the lab's switch-side ends; P4Runtime on a free local port."""
 
-    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None, tx: str = "ring"):
+    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None, tx: str = "ring", rx: str = "ring"):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="softswitch-pps-", suffix=".log")
         cmd = [sys.executable, "-m", "softswitch", "--device-id", str(SWITCH_ID), "--grpc-server-addr", "127.0.0.1:0"]
         cmd += ["--backend", backend]
@@ -316,8 +316,8 @@ class SoftswitchProcess:
             cmd += ["-i", f"{port}@{iface}"]
         if cpu is not None:  # the whole switch process on its own CPU
             cmd = ["taskset", "-c", str(cpu), *cmd]
-        env = dict(os.environ, SOFTSWITCH_IO_TX=tx)  # the native back end's transmit path
-        self.tx = tx
+        env = dict(os.environ, SOFTSWITCH_IO_TX=tx, SOFTSWITCH_IO=rx)  # the native back end's I/O paths
+        self.tx, self.rx = tx, rx
         self.proc = subprocess.Popen(
             cmd + [str(program)], stdout=subprocess.DEVNULL, stderr=self.log, cwd=ROOT, env=env
         )
@@ -804,6 +804,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     row = {
         "backend": switch.running_backend(),
         "switch_tx": switch.tx if switch.running_backend() == "native" else None,
+        "switch_rx": switch.rx if switch.running_backend() == "native" else None,
         "sender_path": sent["sender_path"],
         "case": case.name,
         "kind": case.key,
@@ -833,10 +834,11 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
                  native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "sendmmsg",
-                 rate: float = 0.0, cases: tuple[str, ...] = ()) -> list[dict]:  # fmt: skip
+                 rate: float = 0.0, cases: tuple[str, ...] = (), native_rx: str = "ring") -> list[dict]:  # fmt: skip
     """Every case on every back end (the native one once per transmit path in native_tx), once per
     number of senders in sender_counts (native back end; the Python back end with one sender: a second
-    one only adds loss). cases: the keys of the cases to run (empty: all)."""
+    one only adds loss). cases: the keys of the cases to run (empty: all). native_rx: the native back
+    end's receive ring (ring: frame slots, block: TPACKET_V3 blocks)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
@@ -846,7 +848,7 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
         selected = [c for c in veth_cases(frames) if not cases or c.key in cases]
         for backend, tx in runs:
             for program in dict.fromkeys(c.program for c in selected):
-                switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx)
+                switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx, native_rx)
                 try:
                     switch.connect()
                     installers[program](switch)
@@ -884,8 +886,11 @@ def print_in_process_row(row: dict) -> None:
 
 
 def _backend_label(row: dict) -> str:
-    """native/ring, native/sendmmsg or python."""
-    return f"{row['backend']}/{row['switch_tx']}" if row.get("switch_tx") else row["backend"]
+    """native/ring, native/sendmmsg or python (native/ring/rx-block with the block receive ring)."""
+    if not row.get("switch_tx"):
+        return row["backend"]
+    rx = f"/rx-{row['switch_rx']}" if row.get("switch_rx") not in (None, "ring") else ""
+    return f"{row['backend']}/{row['switch_tx']}{rx}"
 
 
 def print_veth_row(row: dict) -> None:
@@ -1096,11 +1101,18 @@ def parse_args(argv=None) -> argparse.Namespace:
         "and/or sendmmsg (default ring,sendmmsg; quick: ring)",
     )
     p.add_argument(
+        "--native-rx",
+        choices=("ring", "block"),
+        default="ring",
+        help="the native back end's receive ring: ring (frame slots, TPACKET_V2: the default path) or block "
+        "(TPACKET_V3 blocks handed over when full or after 1 ms)",
+    )
+    p.add_argument(
         "--sender",
         choices=("ring", "sendmmsg"),
         default="sendmmsg",
-        help="how the senders write frames: sendmmsg (default) or a transmit ring past the qdisc (which cost "
-        "as much per frame here: most of a sender's cost is the kernel delivering into the switch's ring)",
+        help="how the senders write frames: sendmmsg (default) or a transmit ring past the qdisc, its frames "
+        "built once, 256 per system call",
     )
     p.add_argument(
         "--rate",
@@ -1170,6 +1182,7 @@ def main(argv=None) -> int:
             "seconds": seconds,
             "backends": args.backends,
             "native_tx": list(args.native_tx),
+            "native_rx": args.native_rx,
             "sender": args.sender,
             "sender_rate": args.rate,
             "values_per_packet": frames.C.VALUES_PER_PACKET,
@@ -1210,6 +1223,7 @@ def main(argv=None) -> int:
                     args.sender,
                     args.rate,
                     args.cases,
+                    args.native_rx,
                 )
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
