@@ -747,15 +747,10 @@ def _cpu_busy() -> tuple[int, int]:
     return sum(values) - values[3] - values[4], sum(values)
 
 
-def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
-                  sender_cpus: list[int | None], workdir: Path, sender_mode: str = "sendmmsg",
-                  rate: float = 0.0) -> dict:  # fmt: skip
-    """One case with len(sender_cpus) senders at once (sender i on sender_cpus[i], its own chunks from
-    seqs[i], which it advances)."""
-    before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
-    delivered0 = _rx_packets(lab, OUT_PORT)
-    switch_cpu0 = switch.cpu_seconds()
-    busy0 = _cpu_busy()
+def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int], sender_cpus: list[int | None],
+                workdir: Path, sender_mode: str = "sendmmsg", rate: float = 0.0) -> dict:  # fmt: skip
+    """len(sender_cpus) senders at once on eth0 in `namespace` (sender i on sender_cpus[i], its own chunks
+    from seqs[i], which it advances); what they sent together."""
     senders = []
     for i, cpu in enumerate(sender_cpus):
         templates_file = workdir / f"templates{i}.json"
@@ -765,7 +760,11 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
                    "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
                    "--seq0", str(seqs[i]), "--seconds", str(seconds), "--sender", sender_mode,
                    "--rate", str(rate)]  # fmt: skip
-        senders.append(subprocess.Popen(lab.in_ns(IN_PORT, *command), stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+        senders.append(
+            subprocess.Popen(
+                ["ip", "netns", "exec", namespace, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+        )
     results = []
     for proc in senders:
         out, err = proc.communicate(timeout=seconds + 60)
@@ -774,7 +773,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         results.append(json.loads(out))
     for i, r in enumerate(results):
         seqs[i] = r["next_seq"]
-    sent = {
+    return {
         "sent": sum(r["sent"] for r in results),
         "send_errors": sum(r["send_errors"] for r in results),
         "t_start": min(r["t_start"] for r in results),
@@ -783,18 +782,26 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         "chunks": sum(r["sent"] // len(case.templates[i]) for i, r in enumerate(results)),
         "sender_path": results[0]["sender_path"],
     }
-    # wait until the switch has worked off what it received (its counters, or what it delivers, settle)
-    last, t_done = None, time.monotonic()
-    while True:
+
+
+def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
+                  sender_cpus: list[int | None], workdir: Path, sender_mode: str = "sendmmsg",
+                  rate: float = 0.0) -> dict:  # fmt: skip
+    """One case with len(sender_cpus) senders at once (sender i on sender_cpus[i], its own chunks from
+    seqs[i], which it advances)."""
+    before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
+    delivered0 = _rx_packets(lab, OUT_PORT)
+    switch_cpu0 = switch.cpu_seconds()
+    busy0 = _cpu_busy()
+    sent = run_senders(lab.sender_ns, case, seconds, seqs, sender_cpus, workdir, sender_mode, rate)
+
+    def progress() -> int:  # the switch's counters, or what it delivers
         if case.counted_stats:
             now = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats))
-            value = sum(now[i] - before.get(i, 0) for i in case.counted_stats)
-        else:
-            value = _rx_packets(lab, OUT_PORT) - delivered0
-        if value == last:
-            break
-        last, t_done = value, time.monotonic()
-        time.sleep(0.05)
+            return sum(now[i] - before.get(i, 0) for i in case.counted_stats)
+        return _rx_packets(lab, OUT_PORT) - delivered0
+
+    last, t_done = _settled(progress)  # wait until the switch has worked off what it received
     busy1 = _cpu_busy()
     switch_cpu = switch.cpu_seconds() - switch_cpu0
     delivered = _rx_packets(lab, OUT_PORT) - delivered0
@@ -868,6 +875,120 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
                 finally:
                     switch.stop()
     return rows
+
+
+# ------------------------------------------------------------------------ veth: what the machine allows
+
+
+class KernelRouterLab:
+    """The kernel as the IPv4 router, for comparison with the switch: sender namespace -- veth -- router
+    namespace (ip_forward, an address on each side, the router's MAC on its input, a permanent neighbour
+    entry for the receiver) -- veth -- receiver namespace. The router case's frames cross it unchanged
+    and the receiving interface counts them, as behind the switch."""
+
+    def __init__(self):
+        tag = os.getpid() % 100000
+        self.sender_ns, self.router_ns, self.receiver_ns = f"ppsks{tag}", f"ppskr{tag}", f"ppskx{tag}"
+        self._namespaces: list[str] = []
+
+    def __enter__(self) -> KernelRouterLab:
+        try:
+            for ns in (self.sender_ns, self.router_ns, self.receiver_ns):
+                sh("ip", "netns", "add", ns)
+                self._namespaces.append(ns)
+            router = ("ip", "netns", "exec", self.router_ns)
+            for ns, inside in ((self.sender_ns, "in0"), (self.receiver_ns, "out0")):
+                sh(*router, "ip", "link", "add", inside, "type", "veth", "peer", "name", "eth0", "netns", ns)
+                sh("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
+            sh(*router, "ip", "link", "set", "in0", "address", ROUTER_MAC)
+            sh(*router, "ip", "addr", "add", f"{SENDER_IP.rsplit('.', 1)[0]}.254/24", "dev", "in0")
+            sh(*router, "ip", "addr", "add", f"{RECEIVER_IP.rsplit('.', 1)[0]}.254/24", "dev", "out0")
+            for link in ("in0", "out0"):
+                sh(*router, "ip", "link", "set", link, "up")
+            for conf in ("all", "default", "in0"):
+                sh(*router, "sysctl", "-qw", f"net.ipv4.conf.{conf}.rp_filter=0")
+            sh(*router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            sh(*router, "ip", "neigh", "add", RECEIVER_IP, "lladdr", RECEIVER_MAC, "dev", "out0", "nud", "permanent")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        for ns in self._namespaces:  # deleting a namespace deletes its veths
+            sh("ip", "netns", "del", ns, check=False)
+        self._namespaces = []
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def delivered(self) -> int:
+        out = sh("ip", "netns", "exec", self.receiver_ns, "cat", "/sys/class/net/eth0/statistics/rx_packets").stdout
+        return int(out.strip())
+
+
+def _settled(count, poll: float = 0.05) -> tuple[int, float]:
+    """Polls count() until it stops moving; returns its last value and when it last moved."""
+    last, t_done = None, time.monotonic()
+    while True:
+        value = count()
+        if value == last:
+            return last, t_done
+        last, t_done = value, time.monotonic()
+        time.sleep(poll)
+
+
+def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], progress,
+                      sender_mode: str = "sendmmsg") -> list[dict]:  # fmt: skip
+    """The router case's frames without the switch, on the same machine in the same run: the senders
+    alone into the switch-side veth with no switch behind it (the peer's stack drops every frame as not
+    for the host: what a frame costs its sender before any switch reads it), and the kernel forwarding
+    them as the router (its forwarding runs in the senders' softirq). Once per number of senders (the
+    first on the first CPU, a second on the last, where the switch would run)."""
+    case = next(c for c in veth_cases(frames) if c.key == "ipv4_router_forward")
+    cpus = sorted(os.sched_getaffinity(0))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
+        for name in ("sender alone", "kernel router"):
+            lab = VethLab() if name == "sender alone" else KernelRouterLab()
+            with lab:
+                for count in sender_counts:
+                    sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
+                    delivered0 = lab.delivered() if name == "kernel router" else 0
+                    busy0 = _cpu_busy()
+                    sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), sender_mode)
+                    if name == "kernel router":
+                        delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
+                    else:
+                        delivered, t_done = 0, sent["t_end"]
+                    busy1 = _cpu_busy()
+                    send_time = sent["t_end"] - sent["t_start"]
+                    row = {
+                        "baseline": name,
+                        "senders": count,
+                        "sender_cpus": sender_cpus,
+                        "sender_path": sent["sender_path"],
+                        "sent": sent["sent"],
+                        "send_errors": sent["send_errors"],
+                        "offered_pps": sent["sent"] / send_time if send_time > 0 else 0.0,
+                        "delivered": delivered,
+                        "delivered_pps": delivered / (t_done - sent["t_start"]) if delivered else None,
+                        "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
+                        "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
+                    }
+                    rows.append(row)
+                    progress(row)
+    return rows
+
+
+def print_baseline_row(row: dict) -> None:
+    delivered = f", delivered {row['delivered']:,} at {row['delivered_pps']:,.0f} pps" if row["delivered"] else ""
+    print(
+        f"  [baseline] {row['baseline']} ({row['senders']} sender(s), {row['sender_path']}): offered "
+        f"{row['offered_pps']:,.0f} pps{delivered}; sender CPU {_fmt(row['sender_cpu_us_per_frame'], '.2f')} us per "
+        f"frame; machine {row['machine_busy_pct']:.0f}% busy",
+        flush=True,
+    )
 
 
 # ---------------------------------------------------------------------------------- reporting
@@ -990,6 +1111,10 @@ def print_tables(result: dict) -> None:
                 f"{_fmt(row.get('switch_core_pps')):>9} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
                 f"{row['machine_busy_pct']:>6.0f}"
             )
+        if veth.get("baselines"):
+            print("Baselines: the router case's frames without the switch (same senders, same run)")
+            for row in veth["baselines"]:
+                print_baseline_row(row)
         for kind, ratio in result["comparison"].get("veth_ring_over_sendmmsg_cpu", {}).items():
             print(f"  native switch CPU per frame, transmit ring / sendmmsg, {kind}: {ratio:.2f}")
         print(
@@ -1121,6 +1246,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="frames/s per sender (default 0: as fast as it can); a paced run shows the switch's CPU per frame "
         "when frames arrive in small batches, as in an allreduce on shaped links",
     )
+    p.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also measure the router case's frames without the switch, in the same run: the senders alone into "
+        "a veth with nothing behind it, and the kernel as the router (namespaces; root)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and PNG (bench/results)")
     # internal: the sender process inside the sender's namespace
     p.add_argument("--role", choices=("send",), help=argparse.SUPPRESS)
@@ -1199,7 +1330,7 @@ def main(argv=None) -> int:
             "reference_note": REFERENCE_NOTE,
             "targets": TARGETS,
             "in_process": [],
-            "veth": {"skipped": None, "cases": []},
+            "veth": {"skipped": None, "cases": [], "baselines": []},
         }
         for backend in [] if args.no_in_process else args.backends:
             print(f"[in process] {backend} back end: {seconds:g} s per repetition set, {reps} repetitions", flush=True)
@@ -1228,6 +1359,14 @@ def main(argv=None) -> int:
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
                 print(f"[veth] failed: {e}")
+            if args.baselines and not result["veth"]["skipped"]:
+                print("[veth] baselines: the same frames without the switch ...", flush=True)
+                try:
+                    result["veth"]["baselines"] = measure_baselines(
+                        frames, seconds, senders, print_baseline_row, args.sender
+                    )
+                except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
+                    print(f"[veth] baselines failed: {e}")
         result["machine"]["load_average_at_end"] = os.getloadavg()
         result["comparison"] = comparisons(result)
         print_tables(result)

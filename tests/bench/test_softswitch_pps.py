@@ -1,6 +1,7 @@
 """bench/softswitch_pps.py in its quick mode: exit 0, the JSON it saves has every packet kind on both
 back ends with positive rates and their ratios, and the veth part either ran (root: frames crossed a
-softswitch process of each back end, with CPU per frame) or says why not."""
+softswitch process of each back end, with CPU per frame, and the router's frames crossed the kernel as
+the router in the baselines) or says why not."""
 
 import json
 import os
@@ -38,6 +39,7 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
             "--quick",
             "--seconds",
             "0.2",
+            "--baselines",
             "--out",
             str(tmp_path),
         ],
@@ -77,3 +79,9 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
     for aggregation in (c for c in veth["cases"] if c["kind"] == "grad_aggregation"):
         assert aggregation["expected_delivered"] == aggregation["sent"] // 4
         assert aggregation["processed"] >= aggregation["delivered"] * 4
+    baselines = {b["baseline"]: b for b in veth["baselines"]}
+    assert set(baselines) == {"sender alone", "kernel router"}
+    assert baselines["sender alone"]["sent"] > 0 and baselines["sender alone"]["delivered"] == 0
+    router = baselines["kernel router"]
+    assert 0 < router["delivered"] <= router["sent"] and router["delivered_pps"] > 0
+    assert all(b["sender_cpu_us_per_frame"] > 0 for b in baselines.values())
