@@ -26,11 +26,19 @@ ipv4_lpm.
   (--native-tx: its PACKET_MMAP ring, and sendmmsg as before, side by side); "sw/core" is what one core
   would sustain at the switch's measured CPU per frame (1 / CPU per frame: on 2 shared CPUs the
   senders and the kernel's veth delivery take the rest, so the measured rate stays below it).
+  --native-rx block runs the native switch with its TPACKET_V3 block receive ring instead of the
+  frame-slot ring.
+* Baselines (--baselines, root): the router case's frames without the switch, in the same run and with
+  the same senders: into a veth with nothing behind it (what a frame costs its sender before any switch
+  reads it), and through the kernel as the router (a namespace forwarding between two veths, the same
+  receiving interface counting). They say what this machine allows whatever the switch does.
 
 Prints a table (with progress lines as cases finish), the native/Python ratios and the machine's load,
 and saves bench/results/softswitch_pps.json and .png.
 
     .venv/bin/python bench/softswitch_pps.py [--quick] [--seconds 3] [--no-veth] [--backends native,python]
+    .venv/bin/python bench/softswitch_pps.py --no-in-process --backends native --cases ipv4_router_forward \
+        --senders 1 --native-tx ring --baselines     (the router's 500k question alone)
 """
 
 from __future__ import annotations
@@ -748,7 +756,7 @@ def _cpu_busy() -> tuple[int, int]:
 
 
 def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int], sender_cpus: list[int | None],
-                workdir: Path, sender_mode: str = "sendmmsg", rate: float = 0.0) -> dict:  # fmt: skip
+                workdir: Path, sender_mode: str = "ring", rate: float = 0.0) -> dict:  # fmt: skip
     """len(sender_cpus) senders at once on eth0 in `namespace` (sender i on sender_cpus[i], its own chunks
     from seqs[i], which it advances); what they sent together."""
     senders = []
@@ -785,7 +793,7 @@ def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int],
 
 
 def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
-                  sender_cpus: list[int | None], workdir: Path, sender_mode: str = "sendmmsg",
+                  sender_cpus: list[int | None], workdir: Path, sender_mode: str = "ring",
                   rate: float = 0.0) -> dict:  # fmt: skip
     """One case with len(sender_cpus) senders at once (sender i on sender_cpus[i], its own chunks from
     seqs[i], which it advances)."""
@@ -840,22 +848,27 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
 
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
-                 native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "sendmmsg",
-                 rate: float = 0.0, cases: tuple[str, ...] = (), native_rx: str = "ring") -> list[dict]:  # fmt: skip
-    """Every case on every back end (the native one once per transmit path in native_tx), once per
+                 native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "ring", rate: float = 0.0,
+                 cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("ring",)) -> list[dict]:  # fmt: skip
+    """Every case on every back end (the native one once per transmit path in native_tx and receive ring
+    in native_rx: ring, frame slots; block, TPACKET_V3 blocks), once per
     number of senders in sender_counts (native back end; the Python back end with one sender: a second
-    one only adds loss). cases: the keys of the cases to run (empty: all). native_rx: the native back
-    end's receive ring (ring: frame slots, block: TPACKET_V3 blocks)."""
+    one only adds loss). cases: the keys of the cases to run (empty: all)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
     switch_cpu = cpus[-1] if len(cpus) > 1 else None
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
-        runs = [(b, tx) for b in backends for tx in (native_tx if b == "native" else ("ring",))]
+        runs = [
+            (b, tx, rx)
+            for b in backends
+            for tx in (native_tx if b == "native" else ("ring",))
+            for rx in (native_rx if b == "native" else ("ring",))
+        ]
         selected = [c for c in veth_cases(frames) if not cases or c.key in cases]
-        for backend, tx in runs:
+        for backend, tx, rx in runs:
             for program in dict.fromkeys(c.program for c in selected):
-                switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx, native_rx)
+                switch = SoftswitchProcess(lab, program, backend, switch_cpu, tx, rx)
                 try:
                     switch.connect()
                     installers[program](switch)
@@ -939,24 +952,34 @@ def _settled(count, poll: float = 0.05) -> tuple[int, float]:
 
 
 def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], progress,
-                      sender_mode: str = "sendmmsg") -> list[dict]:  # fmt: skip
+                      sender_mode: str = "ring") -> list[dict]:  # fmt: skip
     """The router case's frames without the switch, on the same machine in the same run: the senders
     alone into the switch-side veth with no switch behind it (the peer's stack drops every frame as not
-    for the host: what a frame costs its sender before any switch reads it), and the kernel forwarding
+    for the host: what a frame costs its sender before any switch reads it); the same with that veth
+    down (the sender's qdisc drops each frame: the difference is what delivering a frame into a host
+    that drops it costs, as the switch's output costs it behind the switch); and the kernel forwarding
     them as the router (its forwarding runs in the senders' softirq). Once per number of senders (the
-    first on the first CPU, a second on the last, where the switch would run)."""
+    first on the first CPU, a second on the last, where the switch would run); the peer-down case
+    always with sendmmsg (a transmit ring past the qdisc would see each frame refused), and so the
+    senders alone with sendmmsg too."""
     case = next(c for c in veth_cases(frames) if c.key == "ipv4_router_forward")
     cpus = sorted(os.sched_getaffinity(0))
     rows = []
     with tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
-        for name in ("sender alone", "kernel router"):
-            lab = VethLab() if name == "sender alone" else KernelRouterLab()
+        runs = [("sender alone", sender_mode)]
+        if sender_mode != "sendmmsg":  # the peer-down case's sender, for the difference
+            runs.append(("sender alone", "sendmmsg"))
+        runs += [("sender alone, peer down", "sendmmsg"), ("kernel router", sender_mode)]
+        for name, mode in runs:
+            lab = KernelRouterLab() if name == "kernel router" else VethLab()
             with lab:
+                if name.endswith("peer down"):
+                    sh("ip", "link", "set", lab.ports[IN_PORT], "down")
                 for count in sender_counts:
                     sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
                     delivered0 = lab.delivered() if name == "kernel router" else 0
                     busy0 = _cpu_busy()
-                    sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), sender_mode)
+                    sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), mode)
                     if name == "kernel router":
                         delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
                     else:
@@ -1033,7 +1056,15 @@ def comparisons(result: dict) -> dict:
             out["in_process"][kind] = by[("native", kind)] / by[("python", kind)]
     veth: dict = {}
     tx_cpu: dict = {}
-    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default path (ring)
+    rx_cpu: dict = {}  # the native switch's CPU per frame with the transmit ring, by receive ring
+    block_pps: dict = {}
+    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default paths (rings)
+        if r.get("switch_tx") == "ring" and r["switch_cpu_us_per_frame"]:
+            rx_cpu.setdefault((r.get("switch_rx") or "ring", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
+        if r.get("switch_rx") == "block":
+            if r.get("switch_tx") == "ring":
+                block_pps[r["kind"]] = max(block_pps.get(r["kind"], 0.0), r["processed_pps"])
+            continue
         if r.get("switch_tx") and r["switch_tx"] != "ring":
             if r["switch_cpu_us_per_frame"]:
                 tx_cpu.setdefault(("sendmmsg", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
@@ -1047,6 +1078,23 @@ def comparisons(result: dict) -> dict:
         kind: statistics.mean(tx_cpu[("ring", kind)]) / statistics.mean(tx_cpu[("sendmmsg", kind)])
         for (path, kind) in tx_cpu
         if path == "ring" and ("sendmmsg", kind) in tx_cpu
+    }
+    # ... and with the block receive ring over the frame-slot ring, and what the block ring processed
+    out["veth_block_over_ring_cpu"] = {
+        kind: statistics.mean(rx_cpu[("block", kind)]) / statistics.mean(rx_cpu[("ring", kind)])
+        for (path, kind) in rx_cpu
+        if path == "block" and ("ring", kind) in rx_cpu
+    }
+    out["veth_block_rx_pps"] = block_pps
+    # what delivering a frame into a host that drops it costs the sending thread (the sink's share)
+    alone = {
+        (b["senders"], b["sender_path"], b["baseline"]): b["sender_cpu_us_per_frame"]
+        for b in result["veth"].get("baselines", [])
+    }
+    out["sink_us_per_frame"] = {
+        senders: alone[(senders, path, "sender alone")] - cpu
+        for (senders, path, name), cpu in alone.items()
+        if name.endswith("peer down") and (senders, path, "sender alone") in alone
     }
     for case in ("ipv4_router_forward", "grad_aggregation", "grad_passthrough"):
         if veth.get(("native", case)) and veth.get(("python", case)):
@@ -1100,12 +1148,12 @@ def print_tables(result: dict) -> None:
             "(tx); sw/core = 1 / sw us, what one core would sustain)"
         )
         print(
-            f"{'case':<28} {'backend':<15} {'tx':>2} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
+            f"{'case':<28} {'backend':<20} {'tx':>2} {'offered':>9} {'proc pps':>9} {'delivered':>9} {'expected':>9} "
             f"{'in loss%':>8} {'sw us':>6} {'sw/core':>9} {'tx us':>6} {'busy%':>6}"
         )
         for row in veth["cases"]:
             print(
-                f"{row['case']:<28} {_backend_label(row):<15} {row['senders']:>2} {row['offered_pps']:>9,.0f} "
+                f"{row['case']:<28} {_backend_label(row):<20} {row['senders']:>2} {row['offered_pps']:>9,.0f} "
                 f"{row['processed_pps']:>9,.0f} {row['delivered']:>9,} {row['expected_delivered']:>9,} "
                 f"{row['input_loss_pct']:>8.1f} {_fmt(row['switch_cpu_us_per_frame'], '.2f'):>6} "
                 f"{_fmt(row.get('switch_core_pps')):>9} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
@@ -1115,8 +1163,18 @@ def print_tables(result: dict) -> None:
             print("Baselines: the router case's frames without the switch (same senders, same run)")
             for row in veth["baselines"]:
                 print_baseline_row(row)
+            for senders, cost in result["comparison"].get("sink_us_per_frame", {}).items():
+                print(
+                    f"  delivering a frame into a host that drops it (sender alone, peer up minus peer down, "
+                    f"sendmmsg, {senders} sender(s)): {cost:.2f} us of the sending thread's CPU"
+                )
         for kind, ratio in result["comparison"].get("veth_ring_over_sendmmsg_cpu", {}).items():
             print(f"  native switch CPU per frame, transmit ring / sendmmsg, {kind}: {ratio:.2f}")
+        for kind, ratio in result["comparison"].get("veth_block_over_ring_cpu", {}).items():
+            print(
+                f"  native switch CPU per frame, block receive ring / frame-slot ring, {kind}: {ratio:.2f} "
+                f"(block ring processed {result['comparison']['veth_block_rx_pps'].get(kind, 0):,.0f} pps)"
+            )
         print(
             "  delivered = frames counted by the receiving interface (for aggregation one per complete chunk of 4 "
             "GRADs). in loss% = frames sent that the switch never processed (its ring was full: the rate is its "
@@ -1174,7 +1232,7 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
         cases = list(dict.fromkeys(r["case"] for r in veth_rows))
         v: dict = {}
         for r in veth_rows:
-            if r.get("switch_tx") not in (None, "ring"):
+            if r.get("switch_tx") not in (None, "ring") or r.get("switch_rx") not in (None, "ring"):
                 continue  # the native back end's default path only
             v[(r["backend"], r["case"])] = max(v.get((r["backend"], r["case"]), 0.0), r["processed_pps"])
         bars(
@@ -1227,17 +1285,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument(
         "--native-rx",
-        choices=("ring", "block"),
-        default="ring",
-        help="the native back end's receive ring: ring (frame slots, TPACKET_V2: the default path) or block "
-        "(TPACKET_V3 blocks handed over when full or after 1 ms)",
+        default=None,
+        help="the native back end's receive rings to run side by side: ring (frame slots, TPACKET_V2: the default "
+        "path) and/or block (TPACKET_V3 blocks handed over when full or after 1 ms) (default ring,block; quick: ring)",
     )
     p.add_argument(
         "--sender",
         choices=("ring", "sendmmsg"),
-        default="sendmmsg",
-        help="how the senders write frames: sendmmsg (default) or a transmit ring past the qdisc, its frames "
-        "built once, 256 per system call",
+        default="ring",
+        help="how the senders write frames: a transmit ring past the qdisc, its frames built once, 256 per system "
+        "call (default), or sendmmsg (about a third more CPU per frame)",
     )
     p.add_argument(
         "--rate",
@@ -1270,6 +1327,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.native_tx = tuple(t.strip() for t in args.native_tx.split(",") if t.strip())
     if not args.native_tx or any(t not in ("ring", "sendmmsg") for t in args.native_tx):
         p.error(f"--native-tx takes ring and/or sendmmsg, got {args.native_tx}")
+    if args.native_rx is None:
+        args.native_rx = "ring" if args.quick else "ring,block"
+    args.native_rx = tuple(t.strip() for t in args.native_rx.split(",") if t.strip())
+    if not args.native_rx or any(t not in ("ring", "block") for t in args.native_rx):
+        p.error(f"--native-rx takes ring and/or block, got {args.native_rx}")
     args.cases = tuple(c.strip() for c in (args.cases or ",".join(VETH_CASE_KEYS)).split(",") if c.strip())
     if not args.cases or any(c not in VETH_CASE_KEYS for c in args.cases):
         p.error(f"--cases takes some of {','.join(VETH_CASE_KEYS)}, got {','.join(args.cases)}")
@@ -1313,7 +1375,7 @@ def main(argv=None) -> int:
             "seconds": seconds,
             "backends": args.backends,
             "native_tx": list(args.native_tx),
-            "native_rx": args.native_rx,
+            "native_rx": list(args.native_rx),
             "sender": args.sender,
             "sender_rate": args.rate,
             "values_per_packet": frames.C.VALUES_PER_PACKET,

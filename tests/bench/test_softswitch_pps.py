@@ -80,7 +80,7 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
         assert aggregation["expected_delivered"] == aggregation["sent"] // 4
         assert aggregation["processed"] >= aggregation["delivered"] * 4
     baselines = {b["baseline"]: b for b in veth["baselines"]}
-    assert set(baselines) == {"sender alone", "kernel router"}
+    assert set(baselines) == {"sender alone", "sender alone, peer down", "kernel router"}
     assert baselines["sender alone"]["sent"] > 0 and baselines["sender alone"]["delivered"] == 0
     router = baselines["kernel router"]
     assert 0 < router["delivered"] <= router["sent"] and router["delivered_pps"] > 0
