@@ -106,10 +106,9 @@ class BlockEmitter:
             mark = len(out.lines)
             yield out
             out.lines[mark:mark] = ["    " + line for line in scope.function_locals]
-        if self.statements.lane_loops != loops:
-            # Not inlined into its caller: there the loop would sit many guessed 50% branches deep, which
-            # gcc takes for cold code and optimises for size (no vectorising, no unswitching).
-            out.lines[mark - 1] = "__attribute__((noinline)) " + out.lines[mark - 1]
+        if self.statements.lane_loops != loops:  # not inlined, and built for AVX2 too (ss_values.h)
+            assert out.lines[mark - 1].startswith("static ")
+            out.lines[mark - 1] = "SS_LANE_FUNCTION " + out.lines[mark - 1][len("static ") :]
         out.write("")
 
     # ---------------------------------------------------------------- actions

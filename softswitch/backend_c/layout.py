@@ -21,6 +21,7 @@ from .values import U128, storage_type, value_type, width_of
 from .writer import CWriter, NameAllocator, Unsupported, identifier, member
 
 STANDARD_METADATA = "ss_standard_metadata"
+MIN_IO_LOOP = 16  # fields of a run that header I/O moves in a loop
 
 
 class TypeLayout:
@@ -72,13 +73,17 @@ class TypeLayout:
 
     def _field_members(self, t: ir.StructLikeType) -> list[tuple[str, str]]:
         """The members of a header or struct; a run of at least MIN_LANES consecutive scalar fields of
-        one C type is also an array (an anonymous union of the fields and `T ss_lanes_<first>[n]`, same
-        offsets), so a lane loop (lanes.py) can index the fields."""
+        one type is also an array (an anonymous union of the fields and `T ss_lanes_<first>[n]`, same
+        offsets), so a lane loop (lanes.py) and header I/O can index the fields."""
         members = self._members(t)
         out: list[tuple[str, str]] = []
         start = 0
+
+        def kind(i: int) -> tuple[str, str]:
+            return (members[i][0], str(t.fields[i].type))
+
         for end in range(1, len(members) + 1):
-            if end < len(members) and members[end][0] == members[start][0] and not ir.is_object(t.fields[end].type):
+            if end < len(members) and kind(end) == kind(start) and not ir.is_object(t.fields[end].type):
                 continue
             run = members[start:end]
             if len(run) >= MIN_LANES and not ir.is_object(t.fields[start].type):
@@ -132,20 +137,78 @@ class TypeLayout:
         if self.unaligned_parsing:
             signature = f"extract_bits_{suffix}({cname} *h, const uint8_t *data, uint64_t off)"
             variants.append((signature, "ss_bits_get", "data, off + {offset}"))
+        runs = self._byte_runs(t)
+        aligned = True
         for signature, get, at in variants:
-            with out.block(f"static inline void {signature}"):
+            opening = "SS_LANE_FUNCTION void" if runs and aligned else "static inline void"
+            with out.block(f"{opening} {signature}"):
+                skip = 0
                 for f in t.fields:
+                    if skip:
+                        skip -= 1
+                        continue
+                    run = runs.get(f.name) if aligned else None
+                    if run is not None:  # whole bytes, one after another: a load and byte swap per lane
+                        array, count, nbytes_each = run
+                        with out.block(f"for (uint32_t i = 0; i < {count}; i++)"):
+                            load = f"ss_load_be(b + {f.offset // 8} + i * {nbytes_each}, {nbytes_each})"
+                            out.write(f"h->{array}[i] = {load};")
+                        skip = count - 1
+                        continue
                     w = ir.field_width(f.type)
                     out.write(
                         f"h->{member(f.name)} = {get}{'128' if w > 64 else ''}({at.format(offset=f.offset)}, {w});"
                     )
                 out.write("h->ss_valid = 1;")
-        with out.block(f"static inline uint32_t emit_{suffix}(uint8_t *o, const {cname} *h)"):
-            items = [(f"h->{member(f.name)}", ir.field_width(f.type)) for f in t.fields]
-            pack_items(out, "o", items)
+            aligned = False
+        opening = "SS_LANE_FUNCTION uint32_t" if runs else "static inline uint32_t"
+        with out.block(f"{opening} emit_{suffix}(uint8_t *o, const {cname} *h)"):
+            items: list[tuple[str, int]] = []
+            skip = 0
+            for f in t.fields:
+                if skip:
+                    skip -= 1
+                    continue
+                run = runs.get(f.name)
+                if run is None:
+                    items.append((f"h->{member(f.name)}", ir.field_width(f.type)))
+                    continue
+                pack_items(out, "o", items, items_offset=f.offset - sum(w for _, w in items))
+                items = []
+                array, count, nbytes_each = run
+                with out.block(f"for (uint32_t i = 0; i < {count}; i++)"):
+                    out.write(f"ss_store_be(o + {f.offset // 8} + i * {nbytes_each}, {nbytes_each}, h->{array}[i]);")
+                skip = count - 1
+            if items:
+                pack_items(out, "o", items, items_offset=t.width - sum(w for _, w in items))
             out.write(f"return {nbytes};")
         out.write("")
         return suffix
+
+    def _byte_runs(self, t: ir.HeaderType) -> dict[str, tuple[str, int, int]]:
+        """First field name -> (array, fields, bytes each) of every run of at least MIN_IO_LOOP fields
+        aliased by an array (field_array), all of one width of 8, 16, 32 or 64 bits on whole bytes: header
+        I/O moves such a run in a loop (one load or store and byte swap per field, vectorised where the CPU
+        can; shorter runs stay inline code)."""
+        runs: dict[str, tuple[str, int, int]] = {}
+        fields = list(t.fields)
+        i = 0
+        while i < len(fields):
+            f = fields[i]
+            found = self.field_array(t, f.name)
+            if found is None or found[1] != 0:
+                i += 1
+                continue
+            array = found[0]
+            count = 1
+            while i + count < len(fields) and (self.field_array(t, fields[i + count].name) or ("",))[0] == array:
+                count += 1
+            width = ir.field_width(f.type)
+            same_width = all(ir.field_width(g.type) == width for g in fields[i : i + count])
+            if count >= MIN_IO_LOOP and same_width and width in (8, 16, 32, 64) and f.offset % 8 == 0:
+                runs[f.name] = (array, count, width // 8)
+            i += count
+        return runs
 
 
 def invalidate(place: str, t: ir.Type) -> list[str]:
@@ -155,13 +218,14 @@ def invalidate(place: str, t: ir.Type) -> list[str]:
     return [f"{place}.ss_valid = 0;"]
 
 
-def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]]) -> int:
-    """Writes the values `items` ((code, width) pairs, MSB first) one after another from bit 0 of
-    `buffer`, zero bits after the last up to a byte boundary; returns the number of bytes. Fields that
-    together end on a byte boundary are combined into one number and stored with one big-endian store."""
+def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]], items_offset: int = 0) -> int:
+    """Writes the values `items` ((code, width) pairs, MSB first) one after another from bit
+    `items_offset` (a multiple of 8) of `buffer`, zero bits after the last up to a byte boundary; returns
+    the number of bytes. Fields that together end on a byte boundary are combined into one number and
+    stored with one big-endian store."""
     runs: list[list[tuple[str, int, int]]] = []  # (code, width, bit position)
     current: list[tuple[str, int, int]] = []
-    position = 0
+    position = items_offset
     for code, width in items:
         current.append((code, width, position))
         position += width
@@ -170,6 +234,7 @@ def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]]) -> int:
             current = []
     if current:
         runs.append(current)
+    assert items_offset % 8 == 0
     for run in runs:
         start = run[0][2]
         end = (run[-1][2] + run[-1][1] + 7) // 8 * 8
@@ -190,7 +255,7 @@ def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]]) -> int:
             parts.append(f"{value} << {shift}" if shift else value)
         store = "ss_store_be128" if wide else "ss_store_be"
         out.write(f"{store}({at}, {nbytes}, {' | '.join(parts)});")
-    return (position + 7) // 8
+    return (position - items_offset + 7) // 8
 
 
 def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:

@@ -38,8 +38,9 @@ def test_a_run_of_lanes_over_one_register_group_is_one_loop(lane_runs_c):
     # ... and lane 6, whose register `solo` is outside the group, follows the loop as its own code
     solo = body.index("(*C->v_hdr).lanes.v6")
     assert solo > loop_start and "13ULL" in body[solo - 600 : solo + 600]
-    # a function with a lane loop is not inlined (gcc would take the loop for cold code there)
-    assert "__attribute__((noinline)) static int action_I_accumulate(" in body
+    # a function with a lane loop is not inlined (gcc would take the loop for cold code there), and built
+    # for AVX2 as well
+    assert "SS_LANE_FUNCTION int action_I_accumulate(" in body
 
 
 def test_a_lane_reading_what_the_lane_before_wrote_is_still_a_run(lane_runs_c):
@@ -55,6 +56,16 @@ def test_fields_or_constants_not_at_a_constant_stride_are_not_a_run(lane_runs_c)
         assert f"(*C->v_hdr).odd.{field} = (((uint64_t)(*C->v_hdr).odd.{field}) ^ {constant}ULL);" in body
 
 
+def test_a_run_of_sixteen_byte_fields_between_others_is_one_loop_and_is_parsed_by_one(lane_runs_c):
+    assert [count for _, count in LOOP.findall(lane_runs_c["action I.count_up"])] == ["16"]
+    c_source = generate_c(lower_program(str(LANE_RUNS)))
+    assert "SS_LANE_FUNCTION void extract_io_t(" in c_source and "SS_LANE_FUNCTION uint32_t emit_io_t(" in c_source
+    assert "h->ss_lanes_b0[i] = ss_load_be(b + 1 + i * 1, 1);" in c_source
+    assert "ss_store_be(o + 1 + i * 1, 1, h->ss_lanes_b0[i]);" in c_source
+    # eight 32-bit fields are too few for a header I/O loop
+    assert "static inline void extract_lanes_t(" in c_source
+
+
 def test_the_headers_fields_run_is_also_an_array(lane_runs_c):
     c_source = generate_c(lower_program(str(LANE_RUNS)))
     assert re.search(
@@ -64,5 +75,7 @@ def test_the_headers_fields_run_is_also_an_array(lane_runs_c):
 
 @pytest.mark.parametrize("program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256)])
 def test_ina_aggregation_is_one_loop_over_its_lanes(program, lanes):
-    body = functions(generate_c(lower_program(str(ROOT / "p4src" / program))))["action InaIngress.aggregate_into_slot"]
+    c_source = generate_c(lower_program(str(ROOT / "p4src" / program)))
+    body = functions(c_source)["action InaIngress.aggregate_into_slot"]
     assert [count for _, count in LOOP.findall(body)] == [str(lanes)]
+    assert f"for (uint32_t i = 0; i < {lanes}; i++)" in c_source.split("emit_ina_values_t(")[1]

@@ -18,6 +18,17 @@ typedef __int128 ss_i128;
 /* field access must fold to a load and a shift: never left to the compiler's inlining budget */
 #define SS_ALWAYS_INLINE static inline __attribute__((always_inline))
 
+/* A generated function with a loop over lanes (the C back end's lane runs, and header I/O of a run of
+   same-width fields): never inlined (deep in its caller's branches gcc would take the loop for cold code
+   and compile it for size), and on x86-64 built twice, for AVX2 and for the baseline instruction set,
+   the loader picking the one the CPU runs (ifunc): the baseline has no 64-bit compares or byte shuffles,
+   so gcc vectorises these loops only with AVX2. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define SS_LANE_FUNCTION static __attribute__((noinline, target_clones("avx2", "default")))
+#else
+#define SS_LANE_FUNCTION static __attribute__((noinline))
+#endif
+
 /* ------------------------------------------------------------------ big-endian bytes */
 
 /* n (1..8) bytes at b as a big-endian number */

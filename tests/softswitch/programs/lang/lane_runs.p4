@@ -7,7 +7,10 @@
  *     after a register of another size, so outside the group: not part of the run.
  *   chain: c<i+1> = c<i> + c<i+1>, each lane reads what the lane before wrote (prefix sums) -- a run.
  *   scramble: o<i> ^= constant, but the fields o0, o1, o3, o4, o5 are not at a constant stride, and
- *     p<i> ^= 1, 2, 4, 8, constants not at a constant stride -- no run. */
+ *     p<i> ^= 1, 2, 4, 8, constants not at a constant stride -- no run.
+ *   count_up (only when ctl.idx is 0x0f): b<i> += i + 1 over 16 bit<8> fields between two 4-bit fields
+ *     and a bit<16> one: a run, and a header whose run of 16 same-width fields is parsed and deparsed
+ *     by a loop, with fields before and after it. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -17,7 +20,13 @@ header chain_t { bit<16> c0; bit<16> c1; bit<16> c2; bit<16> c3; bit<16> c4; bit
 header odd_t {
     bit<8> o0; bit<8> o1; bit<8> o2; bit<8> o3; bit<8> o4; bit<8> o5; bit<8> p0; bit<8> p1; bit<8> p2; bit<8> p3;
 }
-struct headers_t { ctl_t ctl; lanes_t lanes; chain_t chain; odd_t odd; }
+header io_t {
+    bit<4> tag; bit<4> flags;
+    bit<8> b0; bit<8> b1; bit<8> b2; bit<8> b3; bit<8> b4; bit<8> b5; bit<8> b6; bit<8> b7;
+    bit<8> b8; bit<8> b9; bit<8> b10; bit<8> b11; bit<8> b12; bit<8> b13; bit<8> b14; bit<8> b15;
+    bit<16> tail;
+}
+struct headers_t { ctl_t ctl; lanes_t lanes; chain_t chain; odd_t odd; io_t io; }
 struct meta_t { bit<1> overflow; }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -26,6 +35,13 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
         pkt.extract(hdr.lanes);
         pkt.extract(hdr.chain);
         pkt.extract(hdr.odd);
+        transition select(hdr.ctl.idx) {
+            0x0f: parse_io;
+            default: accept;
+        }
+    }
+    state parse_io {
+        pkt.extract(hdr.io);
         transition accept;
     }
 }
@@ -82,10 +98,33 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         hdr.odd.p3 = hdr.odd.p3 ^ 8;
     }
 
+    action count_up() {
+        hdr.io.b0 = hdr.io.b0 + 1;
+        hdr.io.b1 = hdr.io.b1 + 2;
+        hdr.io.b2 = hdr.io.b2 + 3;
+        hdr.io.b3 = hdr.io.b3 + 4;
+        hdr.io.b4 = hdr.io.b4 + 5;
+        hdr.io.b5 = hdr.io.b5 + 6;
+        hdr.io.b6 = hdr.io.b6 + 7;
+        hdr.io.b7 = hdr.io.b7 + 8;
+        hdr.io.b8 = hdr.io.b8 + 9;
+        hdr.io.b9 = hdr.io.b9 + 10;
+        hdr.io.b10 = hdr.io.b10 + 11;
+        hdr.io.b11 = hdr.io.b11 + 12;
+        hdr.io.b12 = hdr.io.b12 + 13;
+        hdr.io.b13 = hdr.io.b13 + 14;
+        hdr.io.b14 = hdr.io.b14 + 15;
+        hdr.io.b15 = hdr.io.b15 + 16;
+        hdr.io.tail = hdr.io.tail + 1;
+    }
+
     apply {
         accumulate();
         chain();
         scramble();
+        if (hdr.io.isValid()) {
+            count_up();
+        }
         hdr.ctl.overflow = (bit<8>)meta.overflow;
         sm.egress_spec = 1;
     }
@@ -98,6 +137,7 @@ control D(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.lanes);
         pkt.emit(hdr.chain);
         pkt.emit(hdr.odd);
+        pkt.emit(hdr.io);
     }
 }
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
