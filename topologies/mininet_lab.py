@@ -26,6 +26,7 @@ goes to the server agent, then to the workers, which move their chunks in flight
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -34,9 +35,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -525,11 +527,7 @@ class MininetLab:
             result = run_ranks(self.network, hosts, backend, epochs, seed, self.workdir, **common)
             self.log("[lab] " + result.summary_line())
             return result
-        plan = self._training_job()
-        try:
-            plan_path = self.workdir / f"train-job{plan.job_id}.json"
-            plan_path.write_text(plan.to_json(indent=1))
-            self._server_call({"cmd": "add_job", "plan": str(plan_path)})
+        with self.training_job() as (plan, plan_path):
             before = self.switch_counters(plan)
             result = run_ranks(
                 self.network, hosts, backend, epochs, seed, self.workdir, plan_path=str(plan_path), **common
@@ -540,8 +538,6 @@ class MininetLab:
                 s: {k: v - before[s].get(k, 0) for k, v in row.items() if v - before[s].get(k, 0)}
                 for s, row in after.items()
             }
-        finally:
-            self._release_training_job(plan)
         self.log("[lab] " + result.summary_line())
         for name, row in sorted(result.switch_counters.items()):
             if row.get("grad_completed"):
@@ -550,6 +546,21 @@ class MininetLab:
                     f"gradient packets aggregated, {row['grad_completed']} chunks completed in the data plane"
                 )
         return result
+
+    @contextlib.contextmanager
+    def training_job(self) -> Iterator[tuple[Any, Path]]:
+        """A job of its own for processes that join the network through the torch backend (training,
+        bench/allreduce_latency.py): a job id never used before in this lab, its plan file written for
+        INA_PLAN, served by the lab's server agent; yields (plan, plan file) and removes the job from
+        server and switches afterwards."""
+        plan = self._training_job()
+        try:
+            plan_path = self.workdir / f"train-job{plan.job_id}.json"
+            plan_path.write_text(plan.to_json(indent=1))
+            self._server_call({"cmd": "add_job", "plan": str(plan_path)})
+            yield plan, plan_path
+        finally:
+            self._release_training_job(plan)
 
     def _training_job(self):
         plan, _ = self.jobs.register(

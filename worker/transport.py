@@ -29,6 +29,7 @@ from native import udp
 from protocol import codec
 from protocol.constants import INA_UDP_PORT
 from worker.loop import EventLoop, RealTimeLoop
+from worker.timeline import Timeline
 
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)  # Linux
@@ -115,6 +116,7 @@ class Transport:
         self.last_send_error: str | None = None
         self.received_packets = 0
         self.malformed = 0
+        self.timeline: Timeline | None = None  # stamps of sends and receives (worker/timeline.py), when attached
 
     def bind(self, port: int, handler: Handler) -> None:
         """Deliver payloads to ``port`` to ``handler`` (several agents of different jobs may share a
@@ -147,12 +149,26 @@ class Transport:
         many left (the rest found the socket buffer full: lost, as a lost packet is)."""
         for row in rows:
             self.sendto(row.tobytes(), dst_ip, port)
+        self._stamp_send()
         return len(rows)
+
+    def _stamp_send(self) -> None:
+        """A batch of the active collective went to the kernel or the network (``timeline``, if attached)."""
+        if self.timeline is not None:
+            self.timeline.first("first_send")
+            self.timeline.last("last_send")
+
+    def _stamp_receive(self) -> None:
+        """Datagrams of the active collective were taken and go to the handlers (``timeline``, if attached)."""
+        if self.timeline is not None:
+            self.timeline.first("first_receive")
+            self.timeline.last("last_receive")
 
     def _deliver(self, port: int, payload: bytes, src_ip: str) -> None:
         handlers = self._handlers.get(port)
         batch_handlers = self._batch_handlers.get(port)
         if handlers or batch_handlers:
+            self._stamp_receive()
             self.received_packets += 1
             for handler in list(handlers or ()):
                 handler(payload, src_ip)
@@ -165,6 +181,7 @@ class Transport:
         handlers = self._handlers.get(port)
         batch_handlers = self._batch_handlers.get(port)
         if handlers or batch_handlers:
+            self._stamp_receive()
             self.received_packets += len(batch)
             for batch_handler in list(batch_handlers or ()):
                 batch_handler(batch)
@@ -369,6 +386,7 @@ class UdpTransport(Transport):
                 )
         if not self.segmentation:
             sent, error = io.send(rows, rows.shape[1], ip, port, self.send_wait_ms)
+        self._stamp_send()
         self.sent_packets += sent
         self.sent_bytes += sent * rows.shape[1]
         if sent < n:

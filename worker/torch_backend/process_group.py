@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 import torch
 import torch.distributed as dist
 
+from worker.timeline import Timeline, stamp
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
 from worker.torch_backend.scales import ScaleMemory, float_sum_rounds
 from worker.torch_backend.session import Session, open_session
@@ -74,6 +75,8 @@ class InaProcessGroup(dist.ProcessGroup):
         block = getattr(getattr(self._channel, "agent", None), "values_per_packet", DEFAULT_SCALE_BLOCK)
         path = float_sum_path if float_sum_path is not None else float_sum_rounds(size)
         self.scales = ScaleMemory(int(block), size, rank, path)
+        # where each all_reduce's time goes (worker/timeline.py): set by bench/allreduce_latency.py, else off
+        self.timeline: Timeline | None = None
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:
@@ -97,9 +100,11 @@ class InaProcessGroup(dist.ProcessGroup):
     # -- reductions through the switches ---------------------------------------------------------
     def allreduce(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce through the switches (SUM, AVG, MAX, MIN on float32/int32/int64 tensors)."""
+        timeline = self.timeline
+        record = None if timeline is None else timeline.begin(values=sum(t.numel() for t in tensors))
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         reduction = SwitchReduction(tensors, op, self.size(), self.scales)
-        return self._submit(reduction, "all_reduce")
+        return self._submit(reduction, "all_reduce", record)
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce of several tensors in one exchange."""
@@ -166,11 +171,24 @@ class InaProcessGroup(dist.ProcessGroup):
         done.set()
         return InaWork(future, done, "all_to_all")
 
-    def _submit(self, reduction: SwitchReduction, what: str) -> InaWork:
+    def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
         if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
-        channel = self._channel
-        work = self._session.thread.submit(lambda: reduction.execute(channel.aggregate), what)
+        channel, timeline = self._channel, self.timeline
+
+        def job() -> list[torch.Tensor]:
+            if record is None or timeline is None:
+                return reduction.execute(channel.aggregate)
+            stamp(record, "picked")
+            timeline.activate(record)
+            try:
+                return reduction.execute(channel.aggregate)
+            finally:
+                timeline.activate(None)
+                stamp(record, "executed")
+
+        stamp(record, "queued")
+        work = self._session.thread.submit(job, what)
         self._last_switch_work = work
         return work
 
