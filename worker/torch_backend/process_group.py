@@ -33,6 +33,10 @@ from worker.torch_backend.work import InaWork
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
 DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
+# An all_reduce this small takes a few round trips' latency, not bandwidth: it runs on the calling
+# thread when the switch thread is idle, which saves two thread hand-overs (bench/allreduce_latency.py).
+# A larger one goes to the switch thread, so that DDP's backward pass runs on while it travels.
+INLINE_VALUES = 16384
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -77,6 +81,9 @@ class InaProcessGroup(dist.ProcessGroup):
         self.scales = ScaleMemory(int(block), size, rank, path)
         # where each all_reduce's time goes (worker/timeline.py): set by bench/allreduce_latency.py, else off
         self.timeline: Timeline | None = None
+        # all_reduces of at most this many values run on the caller's thread when no other exchange is
+        # queued (SwitchThread.run_inline): they are latency-bound, and DDP waits for them anyway
+        self.inline_values = INLINE_VALUES
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:
@@ -172,6 +179,8 @@ class InaProcessGroup(dist.ProcessGroup):
         return InaWork(future, done, "all_to_all")
 
     def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
+        """Run the exchange on the caller's thread when it is small and the switch thread idle (it then
+        completes before this returns), else queue it on the switch thread."""
         if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
         channel, timeline = self._channel, self.timeline
@@ -188,7 +197,10 @@ class InaProcessGroup(dist.ProcessGroup):
                 stamp(record, "executed")
 
         stamp(record, "queued")
-        work = self._session.thread.submit(job, what)
+        thread = self._session.thread
+        work = thread.run_inline(job, what) if reduction.values <= self.inline_values else None
+        if work is None:
+            work = thread.submit(job, what)
         self._last_switch_work = work
         return work
 

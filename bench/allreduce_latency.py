@@ -1,0 +1,519 @@
+"""Where a small all_reduce's time goes: the torch backend's path through the lab, stage by stage, next to gloo.
+
+On the lab's network (network namespaces, veth links shaped to the topology file's bandwidths, one
+softswitch process per switch, the lab's server agent), one process per worker host joins an ``ina``
+process group (a job of its own, as lab training does) and all-reduces float32 tensors of each size,
+alternating with gloo's all_reduce of the same tensor between the same processes (the group's own
+gloo backend: TCP through the switches' IPv4 routes). Every sum is checked against gloo's.
+
+Each ina all_reduce is timed stage by stage from two sources on one clock (CLOCK_REALTIME; the lab's
+processes share one kernel):
+
+- the ranks' own stamps (worker/timeline.py): the call, the hand-over to the backend's switch thread,
+  the first and last batch handed to the kernel, the first and last batch taken from the socket, the
+  write-back, the return;
+- the moments the packets crossed the switches' ports: a packet socket on every switch interface (root
+  namespace) with kernel timestamps (SO_TIMESTAMPNS) records each INA frame of the job going in or
+  out, after the sender's shaper, before the switch reads it, and after the switch's shaper.
+
+For each rank and call the path is cut into consecutive stages that add up to the call's time (the
+last packet of each step, which is what the call waits for): torch before the exchange, the switch
+thread's wake-up, scales/quantize/encode/send, the link to the switch, waiting for the slowest rank,
+the switch (GRAD in to the aggregate out), the server's round (its link both ways and the server
+agent), the switch (RESULT in to the copy out), the link and the agent's wake-up, decode and torch
+after. It prints the medians per size, and saves JSON and a PNG (stacked bars, gloo beside them).
+
+    .venv/bin/python bench/allreduce_latency.py                      # star_100m, K = 256, 2,410 / 10k / 100k floats
+    .venv/bin/python bench/allreduce_latency.py --sizes 2410 --iterations 400 --no-capture
+
+Needs root and Debian's mininet; takes /tmp/ina-lab.lock for the lab's run. Saves
+bench/results/allreduce_latency.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+LOCK = "/tmp/ina-lab.lock"
+DEFAULT_SIZES = (2410, 10_000, 100_000)  # floats: the digits MLP's gradient, and two larger
+PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256"}
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; its control message has the same type
+PACKET_OUTGOING = 4
+ETH_P_ALL = 0x0003
+# the stages of one ina all_reduce, in path order: (name, start stamp, end stamp); stamps from the
+# rank's timeline, or measured at the switch's ports ("port:..." names, see ``port_stamps``)
+STAGES = (
+    ("torch: checks, copy, queue", "call", "queued"),
+    ("switch thread wake-up", "queued", "picked"),
+    ("scales, quantize, encode, send", "picked", "first_send"),
+    ("send the rest (window)", "first_send", "last_send"),
+    ("link to the switch", "last_send", "port:grad_in"),
+    ("waiting for the slowest rank", "port:grad_in", "port:grad_in_all"),
+    ("switch: GRAD in to sum out", "port:grad_in_all", "port:sum_out"),
+    ("server: link both ways + agent", "port:sum_out", "port:result_in"),
+    ("switch: RESULT in to copy out", "port:result_in", "port:result_out"),
+    ("link + agent wake-up", "port:result_out", "last_receive"),
+    ("decode, dequantize, write back", "last_receive", "executed"),
+    ("torch: wake the caller", "executed", "returned"),
+)
+# the ina backend as it runs (small exchanges on the caller's thread) and with every exchange on its
+# switch thread (InaProcessGroup.inline_values = 0), alternating call by call
+VARIANTS = ("ina", "ina, switch thread")
+TIMELINE_STAGES = (
+    ("torch: checks, copy, queue", "call", "queued"),
+    ("switch thread wake-up", "queued", "picked"),
+    ("scales, quantize, encode, send", "picked", "first_send"),
+    ("send the rest (window)", "first_send", "last_send"),
+    ("network round trip (send to receive)", "last_send", "last_receive"),
+    ("decode, dequantize, write back", "last_receive", "executed"),
+    ("torch: wake the caller", "executed", "returned"),
+)
+
+
+# -- one rank (runs inside a lab host) ------------------------------------------------------------------
+def rank_main(args: argparse.Namespace) -> int:
+    """Join the ina group, all-reduce every size ina then gloo, ``iterations`` times, write the stamps."""
+    import torch
+    import torch.distributed as dist
+
+    import worker.torch_backend  # noqa: F401  (registers the backend)
+    from worker.timeline import Timeline
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "ina", rank=args.rank, world_size=args.world_size, init_method=f"tcp://{args.master_addr}:{args.master_port}"
+    )
+    group = dist.group.WORLD
+    gloo = group.gloo
+    timeline = Timeline()
+    out: dict = {"rank": args.rank, "sizes": []}
+    for n in args.sizes:
+        rng = np.random.default_rng([args.seed, args.rank, n])
+        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+        for _ in range(args.warmup):  # the first call of a size agrees on its scales (two rounds)
+            dist.all_reduce(x.clone())
+            gloo.allreduce([x.clone()]).wait()
+        inline_values = group.inline_values
+        records: dict[str, list] = {variant: [] for variant in VARIANTS}
+        gloo_times, worst = [], 0.0
+        for i in range(args.iterations):
+            for variant in VARIANTS if i % 2 else VARIANTS[::-1]:  # each goes first in every other call
+                group.inline_values = inline_values if variant == "ina" else 0
+                group.timeline = group.channel.transport.timeline = timeline
+                t = x.clone()
+                dist.all_reduce(t)
+                timeline.records[-1]["returned"] = time.time()
+                group.timeline = group.channel.transport.timeline = None
+                records[variant] += timeline.take()
+            g = x.clone()
+            t0 = time.time()
+            gloo.allreduce([g]).wait()
+            gloo_times.append((t0, time.time()))
+            worst = max(worst, float((t - g).abs().max()) / max(1e-30, float(g.abs().max())))
+        group.inline_values = inline_values
+        out["sizes"].append({"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst})
+    rounds = group.scales
+    out["rounds"] = {"agreements": rounds.agreements, "value_rounds": rounds.value_rounds}
+    Path(args.out).write_text(json.dumps(out))
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.stdout.flush()
+    os._exit(0)  # torch's gloo threads outlive the group (examples/launch.py: end_rank_process)
+
+
+# -- the packets at the switches' ports ------------------------------------------------------------------
+class PortCapture:
+    """Packet sockets on switch interfaces: every INA frame of ``job_id`` with its kernel timestamp.
+
+    ``frames`` collects (time, interface, outgoing, pkt_type, seq) tuples; ``outgoing`` is a frame the
+    switch sent on that interface."""
+
+    def __init__(self, interfaces: list[str], job_id: int):
+        from protocol import codec
+        from protocol.constants import INA_UDP_PORT
+
+        self._codec, self._port = codec, INA_UDP_PORT
+        self.job_id = job_id
+        self.frames: list[tuple[float, str, bool, int, int]] = []
+        self.undecodable = 0
+        self._socks: dict[int, tuple[socket.socket, str]] = {}
+        for intf in interfaces:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+            sock.bind((intf, 0))
+            sock.setblocking(False)
+            self._socks[sock.fileno()] = (sock, intf)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="port-capture", daemon=True)
+
+    def __enter__(self) -> PortCapture:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for sock, _ in self._socks.values():
+            sock.close()
+
+    def _run(self) -> None:
+        fds = list(self._socks)
+        while not self._stop.is_set():
+            ready, _, _ = select.select(fds, [], [], 0.2)
+            for fd in ready:
+                sock, intf = self._socks[fd]
+                while True:
+                    try:
+                        data, ancillary, _, address = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+                    except (BlockingIOError, InterruptedError):
+                        break
+                    self._take(data, ancillary, address, intf)
+
+    def _take(self, data: bytes, ancillary, address, intf: str) -> None:
+        # Ethernet + IPv4 + UDP to the INA port only: gloo's TCP, ARP and the like are not the job's
+        if len(data) < 42 or data[12:14] != b"\x08\x00" or data[23] != 17:
+            return
+        udp_at = 14 + 4 * (data[14] & 0x0F)
+        if struct.unpack_from("!H", data, udp_at + 2)[0] != self._port:
+            return
+        when = None
+        for level, kind, value in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+                seconds, nanos = struct.unpack("qq", value[:16])
+                when = seconds + nanos * 1e-9
+        try:
+            packet = self._codec.decode(data[udp_at + 8 :])
+        except self._codec.ProtocolError:
+            self.undecodable += 1
+            return
+        h = packet.header
+        if when is not None and h.job_id == self.job_id:
+            self.frames.append((when, intf, address[2] == PACKET_OUTGOING, h.pkt_type, h.seq))
+
+
+def port_stamps(records: list[dict], frames: list[tuple], ports: dict[str, str], server_port: str) -> None:
+    """Add the ``port:...`` stamps of STAGES to every rank's records (``records[r][i]``: rank r's i-th
+    call; ``ports``: worker host -> its switch interface, in rank order; one aggregating switch).
+
+    A call's packets are the GRADs its rank sent into the switch between its call and its last receive;
+    their sequence numbers name the RESULTs and sums of the same call. Each stamp is the last such
+    frame: the moment the call's last chunk passed that point."""
+    from protocol.constants import PKT_TYPE_GRAD, PKT_TYPE_RESULT
+
+    frames = sorted(frames)
+    times = np.array([f[0] for f in frames])
+    workers = list(ports.values())
+    for i in range(len(records[0])):
+        calls = [r[i] for r in records]
+        lo, hi = min(c["call"] for c in calls), max(c.get("last_receive", c["call"]) for c in calls)
+        window = frames[int(np.searchsorted(times, lo)) : int(np.searchsorted(times, hi, side="right"))]
+        seqs = {f[4] for f in window if f[3] == PKT_TYPE_GRAD and not f[2] and f[1] in workers}
+        mine = [f for f in window if f[4] in seqs]
+
+        def last(match, mine=mine) -> float | None:
+            chosen = [f[0] for f in mine if match(f)]
+            return max(chosen) if chosen else None
+
+        grad_in = {
+            intf: last(lambda f, intf=intf: f[3] == PKT_TYPE_GRAD and not f[2] and f[1] == intf) for intf in workers
+        }
+        sum_out = last(lambda f: f[3] == PKT_TYPE_GRAD and f[2] and f[1] == server_port)
+        result_in = last(lambda f: f[3] == PKT_TYPE_RESULT and not f[2] and f[1] == server_port)
+        arrivals = [t for t in grad_in.values() if t is not None]
+        for call, intf in zip(calls, workers, strict=True):
+            stamps = {
+                "port:grad_in": grad_in[intf],
+                "port:grad_in_all": max(arrivals) if arrivals else None,
+                "port:sum_out": sum_out,
+                "port:result_in": result_in,
+                "port:result_out": last(lambda f, intf=intf: f[3] == PKT_TYPE_RESULT and f[2] and f[1] == intf),
+            }
+            call.update({k: v for k, v in stamps.items() if v is not None})
+
+
+def stage_table(records: list[dict], stages) -> dict[str, dict[str, float]]:
+    """Median, 10th and 90th percentile (microseconds) of every stage over all ranks' calls that have
+    both stamps, and of the whole call."""
+    table = {}
+    for name, start, end in (*stages, ("total", "call", "returned")):
+        spans = [1e6 * (r[end] - r[start]) for r in records if start in r and end in r]
+        if spans:
+            table[name] = {
+                "median_us": float(np.median(spans)),
+                "p10_us": float(np.percentile(spans, 10)),
+                "p90_us": float(np.percentile(spans, 90)),
+                "calls": len(spans),
+            }
+    return table
+
+
+def spans_table(spans_s: list[float]) -> dict[str, float]:
+    us = 1e6 * np.asarray(spans_s)
+    return {
+        "median_us": float(np.median(us)),
+        "p10_us": float(np.percentile(us, 10)),
+        "p90_us": float(np.percentile(us, 90)),
+        "calls": len(us),
+    }
+
+
+# -- the lab run --------------------------------------------------------------------------------------
+def run_lab(args: argparse.Namespace) -> dict:
+    """Bring the lab up, run the ranks (capturing the switch ports), bring it down; the raw report."""
+    from bench.allreduce_netns import lab_lock
+    from controller.planner import PlanOptions
+    from topologies.lab_network import intf_name
+    from topologies.lab_training import RankHost, rank_env
+    from topologies.mininet_lab import MininetLab
+
+    log_lines: list[str] = []
+
+    def log(message: str) -> None:
+        log_lines.append(message)
+        if message.startswith("[lab] ") and ("starting" in message or "network up" in message):
+            print(message, flush=True)
+
+    options = PlanOptions(result_mode="multicast")
+    with lab_lock(args.lock):
+        lab = MininetLab(
+            str(ROOT / args.topology), program=PROGRAMS_BY_LANES[args.lanes], log=log, plan_options=options
+        )
+        lab.start()
+        try:
+            load_before = open("/proc/loadavg").read().split()[:3]
+            with lab.training_job() as (plan, plan_path):
+                return _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env)
+        finally:
+            lab.stop()
+
+
+def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env) -> dict:  # noqa: N803
+    topo = lab.topo
+    aggregators = [s for s in plan.switches if s.aggregates]
+    if len(aggregators) != 1:
+        raise SystemExit(
+            f"{args.topology}: the per-hop stages need one aggregating switch, the plan has {len(aggregators)}"
+        )
+    switch = aggregators[0].switch
+    neighbours = {}  # host -> the switch's interface toward it
+    for link in topo.links:
+        for a, b, port in ((link.a, link.b, link.a_port), (link.b, link.a, link.b_port)):
+            if a == switch:
+                neighbours[b] = intf_name(switch, port)
+    if any(w.name not in neighbours for w in plan.workers) or lab.server not in neighbours:
+        raise SystemExit(f"{args.topology}: the per-hop stages need every worker and the server on {switch}")
+    hosts = [RankHost(w.name, w.ip, intf_name(w.name, lab.spec.host(w.name).port)) for w in plan.workers]
+    ports = {w.name: neighbours[w.name] for w in plan.workers}
+    outputs = [lab.workdir / f"latency-rank{r}.json" for r in range(len(hosts))]
+    capture = PortCapture(list(neighbours.values()), plan.job_id) if args.capture else None
+    print(
+        f"{args.topology}: {len(hosts)} workers, K = {plan.value_count}, job {plan.job_id}, sizes "
+        f"{', '.join(map(str, args.sizes))} floats, {args.iterations} calls each (ina and gloo alternating), "
+        f"load {' '.join(load_before)}",
+        flush=True,
+    )
+    if capture is not None:
+        capture.__enter__()
+    procs = []
+    t0 = time.monotonic()
+    try:
+        for rank, host in enumerate(hosts):
+            argv = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--rank",
+                str(rank),
+                "--world-size",
+                str(len(hosts)),
+                "--master-addr",
+                hosts[0].ip,
+                "--master-port",
+                str(29600 + lab.train_runs),
+                "--sizes",
+                *map(str, args.sizes),
+                "--iterations",
+                str(args.iterations),
+                "--warmup",
+                str(args.warmup),
+                "--out",
+                str(outputs[rank]),
+            ]
+            log_path = lab.workdir / f"latency-rank{rank}.log"
+            with open(log_path, "wb") as f:
+                procs.append(
+                    lab.network.popen(
+                        host.name,
+                        argv,
+                        f"latency rank {rank}",
+                        stdin=subprocess.DEVNULL,
+                        stdout=f,
+                        stderr=subprocess.STDOUT,
+                        env=rank_env(host, str(plan_path)),
+                        cwd=str(ROOT),
+                    )
+                )
+        deadline = time.monotonic() + args.timeout
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for rank, p in enumerate(procs):
+            if p.poll() is None or p.returncode != 0 or not outputs[rank].exists():
+                tail = (lab.workdir / f"latency-rank{rank}.log").read_text(errors="replace").splitlines()[-15:]
+                raise SystemExit(f"rank {rank} on {hosts[rank].name} failed (status {p.poll()}):\n" + "\n".join(tail))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        if capture is not None:
+            capture.__exit__()
+    ranks = [json.loads(path.read_text()) for path in outputs]
+    return {
+        "topology": args.topology,
+        "workers": len(hosts),
+        "values_per_packet": plan.value_count,
+        "switch": switch,
+        "ports": ports,
+        "server_port": neighbours[lab.server],
+        "load_before": load_before,
+        "load_after": open("/proc/loadavg").read().split()[:3],
+        "run_s": time.monotonic() - t0,
+        "ranks": ranks,
+        "frames": capture.frames if capture is not None else [],
+        "undecodable_frames": capture.undecodable if capture is not None else 0,
+    }
+
+
+def analyse(raw: dict) -> list[dict]:
+    """Per size: the stage medians of each ina variant (with the port stamps when captured) and gloo's times."""
+    rows = []
+    for s, size in enumerate(raw["ranks"][0]["sizes"]):
+        stages = STAGES if raw["frames"] else TIMELINE_STAGES
+        gloo = spans_table([end - start for rank in raw["ranks"] for start, end in rank["sizes"][s]["gloo"]])
+        variants = {}
+        for variant in VARIANTS:
+            records = [rank["sizes"][s][variant] for rank in raw["ranks"]]
+            if raw["frames"]:
+                port_stamps(records, raw["frames"], raw["ports"], raw["server_port"])
+            variants[variant] = stage_table([r for rank in records for r in rank], stages)
+        rows.append(
+            {
+                "values": size["values"],
+                "stages": [name for name, _, _ in stages],
+                "ina": variants,
+                "gloo": gloo,
+                "gloo_over_ina": {v: gloo["median_us"] / t["total"]["median_us"] for v, t in variants.items()},
+                "max_relative_difference": max(rank["sizes"][s]["max_relative_difference"] for rank in raw["ranks"]),
+            }
+        )
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    names = rows[0]["stages"]
+    width = max(len(n) for n in names) + 2
+    columns = [(row, variant) for row in rows for variant in VARIANTS]
+    print(f"\n{'median us per stage':<{width}}" + "".join(f"{row['values']:>17,} floats" for row, _ in columns))
+    print(f"{'':<{width}}" + "".join(f"{variant:>24}" for _, variant in columns))
+    for name in (*names, "total"):
+        cells = "".join(f"{row['ina'][v].get(name, {}).get('median_us', float('nan')):>24.0f}" for row, v in columns)
+        print(f"{('ina ' + name if name == 'total' else name):<{width}}{cells}")
+    print(f"{'gloo total':<{width}}" + "".join(f"{row['gloo']['median_us']:>24.0f}" for row, _ in columns))
+    print(f"{'gloo time / ina time':<{width}}" + "".join(f"{row['gloo_over_ina'][v]:>24.2f}" for row, v in columns))
+    print(
+        f"{'max |ina - gloo| / max |sum|':<{width}}"
+        + "".join(f"{row['max_relative_difference']:>24.1e}" for row, _ in columns)
+    )
+
+
+def plot(rows: list[dict], raw: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = rows[0]["stages"]
+    fig, axes = plt.subplots(1, len(rows), figsize=(4.2 * len(rows) + 3, 5.5), squeeze=False)
+    colours = plt.get_cmap("tab20").colors
+    for ax, row in zip(axes[0], rows, strict=True):
+        for x, variant in enumerate(VARIANTS):
+            bottom = 0.0
+            for i, name in enumerate(names):
+                value = max(0.0, row["ina"][variant].get(name, {}).get("median_us", 0.0)) / 1e3
+                ax.bar(
+                    x, value, bottom=bottom, color=colours[i % len(colours)], label=name if x == 0 else None, width=0.6
+                )
+                bottom += value
+            total = row["ina"][variant]["total"]["median_us"] / 1e3
+            ax.plot([x - 0.3, x + 0.3], [total, total], "k--", lw=1)
+        ax.bar(len(VARIANTS), row["gloo"]["median_us"] / 1e3, color="0.5", width=0.6, label="gloo all_reduce")
+        ax.set_xticks(range(len(VARIANTS) + 1), [*(v.replace(", ", "\n") for v in VARIANTS), "gloo"])
+        ax.set(title=f"{row['values']:,} floats", ylabel="ms (medians)")
+        ax.grid(True, axis="y", alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center right", fontsize=8)
+    fig.suptitle(
+        f"one all_reduce on {Path(raw['topology']).stem}: {raw['workers']} workers, K = {raw['values_per_packet']} "
+        f"(dashed: median of the whole call), load {' '.join(raw['load_before'])}"
+    )
+    fig.tight_layout(rect=(0, 0, 1 - 2.8 / (4.2 * len(rows) + 3), 0.95))
+    fig.savefig(path, dpi=100)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--topology", default="topologies/star_100m.yaml", help="lab topology file (one aggregating switch)"
+    )
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="floats per all_reduce")
+    ap.add_argument("--iterations", type=int, default=200, help="timed calls per size and backend")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed calls per size and backend first")
+    ap.add_argument("--lanes", type=int, choices=sorted(PROGRAMS_BY_LANES), default=256, help="K values per packet")
+    ap.add_argument("--no-capture", dest="capture", action="store_false", help="no packet sockets on the switch ports")
+    ap.add_argument("--lock", default=LOCK, help="lab lock file ('' for none)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds the ranks may take")
+    ap.add_argument("--out", default=str(RESULTS / "allreduce_latency"), help="output path without extension")
+    # one rank inside a lab host (started by the bench itself)
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world-size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--master-addr", help=argparse.SUPPRESS)
+    ap.add_argument("--master-port", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=5, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.rank is not None:
+        return rank_main(args)
+    if os.geteuid() != 0:
+        print("bench/allreduce_latency.py needs root (mininet)", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    raw = run_lab(args)
+    rows = analyse(raw)
+    print_table(rows)
+    report = {key: raw[key] for key in raw if key not in ("ranks", "frames")}
+    report["rounds"] = [rank["rounds"] for rank in raw["ranks"]]
+    report["captured_frames"] = len(raw["frames"])
+    report["sizes"] = rows
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    plot(rows, raw, out.with_suffix(".png"))
+    print(f"saved {out.with_suffix('.json')} and {out.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
