@@ -1,0 +1,99 @@
+"""bench/allreduce_latency.py's reading of one all_reduce: the ranks' stamps and the frames seen at the
+switch's ports become consecutive stages that add up to the call's time, each the difference the
+stage names; frames of another call (other sequence numbers, outside its window) do not count."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import allreduce_latency as bench  # noqa: E402
+
+from protocol.constants import PKT_TYPE_GRAD, PKT_TYPE_RESULT  # noqa: E402
+
+PORTS = {"h1": "s1-eth1", "h2": "s1-eth2"}
+SERVER = "s1-eth5"
+
+
+def one_call(start: float, seq: int) -> tuple[list[dict], list[tuple]]:
+    """Two ranks' records of one call of two chunks (seq, seq + 1) and the frames the switch saw;
+    rank 1 sends 0.3 ms after rank 0. Times in ms from ``start``, as seconds."""
+    ms = 1e-3
+    records = []
+    for late in (0.0, 0.3):
+        t = start + late * ms
+        records.append(
+            {
+                "call": t,
+                "queued": t + 0.05 * ms,
+                "picked": t + 0.06 * ms,
+                "first_send": t + 0.2 * ms,
+                "last_send": t + 0.2 * ms,
+                "last_receive": start + 3.0 * ms,
+                "executed": start + 3.2 * ms,
+                "returned": start + 3.25 * ms,
+            }
+        )
+    frames = []
+    for chunk, s in enumerate((seq, seq + 1)):
+        extra = 0.1 * chunk * ms
+        frames += [
+            (start + 0.5 * ms + extra, "s1-eth1", False, PKT_TYPE_GRAD, s),  # rank 0's GRAD in
+            (start + 0.8 * ms + extra, "s1-eth2", False, PKT_TYPE_GRAD, s),  # rank 1's, last
+            (start + 0.9 * ms + extra, SERVER, True, PKT_TYPE_GRAD, s),  # the sum out to the server
+            (start + 2.0 * ms + extra, SERVER, False, PKT_TYPE_RESULT, s),  # its RESULT back
+            (start + 2.2 * ms + extra, "s1-eth1", True, PKT_TYPE_RESULT, s),  # the copies out
+            (start + 2.3 * ms + extra, "s1-eth2", True, PKT_TYPE_RESULT, s),
+        ]
+    return records, frames
+
+
+def test_stages_are_the_differences_they_name_and_add_up_to_the_call():
+    first, frames_1 = one_call(100.0, seq=1)
+    second, frames_2 = one_call(100.01, seq=3)
+    records = [[first[0], second[0]], [first[1], second[1]]]
+    # a stray RESULT of an older call inside the window must not count
+    stray = [(100.0 + 2.9e-3, "s1-eth1", True, PKT_TYPE_RESULT, 77)]
+    bench.port_stamps(records, frames_1 + frames_2 + stray, PORTS, SERVER)
+    rank0 = bench.stage_table(records[0], bench.STAGES)
+    rank1 = bench.stage_table(records[1], bench.STAGES)
+    expected_rank0 = {  # microseconds; the last chunk (seq + 1) is 0.1 ms later than the first
+        "torch: checks, copy, queue": 50,
+        "switch thread wake-up": 10,
+        "scales, quantize, encode, send": 140,
+        "send the rest (window)": 0,
+        "link to the switch": 400,  # last_send 0.2 -> its last GRAD in at 0.6
+        "waiting for the slowest rank": 300,  # -> rank 1's last GRAD at 0.9
+        "switch: GRAD in to sum out": 100,  # -> the last sum out at 1.0
+        "server: link both ways + agent": 1100,  # -> its RESULT back at 2.1
+        "switch: RESULT in to copy out": 200,  # -> rank 0's copy at 2.3
+        "link + agent wake-up": 700,  # -> last receive at 3.0
+        "decode, dequantize, write back": 200,
+        "torch: wake the caller": 50,
+        "total": 3250,
+    }
+    for name, us in expected_rank0.items():
+        assert rank0[name]["median_us"] == pytest.approx(us, abs=0.01), name
+        assert rank0[name]["calls"] == 2
+    assert rank1["link to the switch"]["median_us"] == pytest.approx(400, abs=0.01)  # its own GRADs
+    assert rank1["waiting for the slowest rank"]["median_us"] == pytest.approx(0, abs=0.01)  # it is the slowest
+    assert rank1["switch: RESULT in to copy out"]["median_us"] == pytest.approx(300, abs=0.01)
+    for table in (rank0, rank1):
+        stages = sum(table[name]["median_us"] for name, _, _ in bench.STAGES)
+        assert stages == pytest.approx(table["total"]["median_us"], abs=0.01)
+
+
+def test_without_captured_frames_the_timeline_stages_still_add_up():
+    records, _ = one_call(5.0, seq=1)
+    table = bench.stage_table(records, bench.TIMELINE_STAGES)
+    assert table["network round trip (send to receive)"]["median_us"] == pytest.approx(
+        (2800 + 2500) / 2, abs=0.01
+    )  # rank 0: 0.2 -> 3.0 ms, rank 1: 0.5 -> 3.0 ms
+    for record in records:
+        one = bench.stage_table([record], bench.TIMELINE_STAGES)
+        assert sum(one[name]["median_us"] for name, _, _ in bench.TIMELINE_STAGES) == pytest.approx(
+            one["total"]["median_us"], abs=0.01
+        )
