@@ -224,7 +224,17 @@ def port_stamps(records: list[dict], frames: list[tuple], ports: dict[str, str],
         calls = [r[i] for r in records]
         lo, hi = min(c["call"] for c in calls), max(c.get("last_receive", c["call"]) for c in calls)
         window = frames[int(np.searchsorted(times, lo)) : int(np.searchsorted(times, hi, side="right"))]
-        seqs = {f[4] for f in window if f[3] == PKT_TYPE_GRAD and not f[2] and f[1] in workers}
+        # a rank's GRADs between its own call and last receive are this call's (a fast rank may already
+        # send the next call's while a slow one still waits for this one's results)
+        seqs = {
+            f[4]
+            for call, intf in zip(calls, workers, strict=True)
+            for f in window
+            if f[1] == intf
+            and f[3] == PKT_TYPE_GRAD
+            and not f[2]
+            and call["call"] <= f[0] <= call.get("last_receive", hi)
+        }
         mine = [f for f in window if f[4] in seqs]
 
         def last(match, mine=mine) -> float | None:

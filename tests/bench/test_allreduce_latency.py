@@ -97,3 +97,12 @@ def test_without_captured_frames_the_timeline_stages_still_add_up():
         assert sum(one[name]["median_us"] for name, _, _ in bench.TIMELINE_STAGES) == pytest.approx(
             one["total"]["median_us"], abs=0.01
         )
+
+
+def test_a_fast_ranks_next_call_does_not_count_in_a_slow_ranks_call():
+    records, frames = one_call(50.0, seq=1)
+    records[0]["last_receive"] = 50.0 + 2.95e-3  # rank 0 is done first and starts its next call at once
+    next_grad = (50.0 + 2.98e-3, "s1-eth1", False, PKT_TYPE_GRAD, 3)  # inside rank 1's call, seq of the next
+    bench.port_stamps([[records[0]], [records[1]]], [*frames, next_grad], PORTS, SERVER)
+    assert records[0]["port:grad_in"] == pytest.approx(50.0 + 0.6e-3)
+    assert records[1]["port:grad_in_all"] == pytest.approx(50.0 + 0.9e-3)
