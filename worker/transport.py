@@ -58,6 +58,11 @@ BATCH_ROWS = 16
 MAX_BATCH_ROWS = 64
 MIN_HOLD_ROWS = 8
 SLOW_STREAM_WAITS = 2  # a stream that needs longer than this many BATCH_WAIT_S to fill a batch is not held
+# A hold lasts at most this share of the time the port has streamed so far: a burst of a few ms (an
+# all_reduce of some 10k values, whose sums reach the server in 3-4 ms) was held for a whole batch wait
+# after it ended (5-8 ms, more than the burst itself: bench/allreduce_latency.py), while a long stream
+# reaches the full wait within its first 32 ms.
+MAX_HOLD_SHARE = 0.25
 MIN_WAIT_S = 0.0002  # a shorter wait saves less than it costs (two epoll_ctl calls and a timer)
 STREAM_PACKETS = 32
 STREAM_SPAN_S = 0.02
@@ -421,7 +426,8 @@ class UdpTransport(Transport):
 
     def _wait(self, port: int, taken: int) -> float:
         """How long to leave a streaming port unread: the time a batch (``expect_batches``, else
-        BATCH_ROWS datagrams) takes to arrive at the port's recent rate, at most ``batch_wait``; 0 (not held) while the rate is unknown, or when a
+        BATCH_ROWS datagrams) takes to arrive at the port's recent rate, at most ``batch_wait`` and at most
+        MAX_HOLD_SHARE of the time the port has streamed; 0 (not held) while the rate is unknown, or when a
         batch would take more than SLOW_STREAM_WAITS waits to gather (bursts far apart, as a small
         model's all_reduce every few ms: the hold would only delay them)."""
         now = self.loop.now()
@@ -433,7 +439,8 @@ class UdpTransport(Transport):
         rows = self._batch_rows.get(port, BATCH_ROWS)
         if rate <= 0 or rows / rate > SLOW_STREAM_WAITS * self.batch_wait:
             return 0.0
-        return min(self.batch_wait, rows / rate)
+        age = now - self._stream.get(port, (now, 0))[0]
+        return min(self.batch_wait, rows / rate, MAX_HOLD_SHARE * age)
 
     def expect_batches(self, port: int, rows: int) -> None:
         """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
@@ -452,7 +459,7 @@ class UdpTransport(Transport):
             if resumed:
                 self._stream[port] = (now, 0)
             return False
-        if now - start > STREAM_SPAN_S:
+        if count == 0 or now - start > STREAM_SPAN_S:  # a span starts at its first datagram
             start, count = now, 0
         count += taken
         self._stream[port] = (start, -1 if count >= STREAM_PACKETS else count)
