@@ -21,7 +21,9 @@ last packet of each step, which is what the call waits for): torch before the ex
 thread's wake-up, scales/quantize/encode/send, the link to the switch, waiting for the slowest rank,
 the switch (GRAD in to the aggregate out), the server's round (its link both ways and the server
 agent), the switch (RESULT in to the copy out), the link and the agent's wake-up, decode and torch
-after. It prints the medians per size, and saves JSON and a PNG (stacked bars, gloo beside them).
+after. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
+medians, and saves JSON (means, medians, 10th and 90th percentiles) and a PNG (stacked bars of the
+means, gloo beside them).
 
     .venv/bin/python bench/allreduce_latency.py                      # star_100m, K = 256, 2,410 / 10k / 100k floats
     .venv/bin/python bench/allreduce_latency.py --sizes 2410 --iterations 400 --no-capture
@@ -266,6 +268,7 @@ def stage_table(records: list[dict], stages) -> dict[str, dict[str, float]]:
         spans = [1e6 * (r[end] - r[start]) for r in records if start in r and end in r]
         if spans:
             table[name] = {
+                "mean_us": float(np.mean(spans)),
                 "median_us": float(np.median(spans)),
                 "p10_us": float(np.percentile(spans, 10)),
                 "p90_us": float(np.percentile(spans, 90)),
@@ -277,6 +280,7 @@ def stage_table(records: list[dict], stages) -> dict[str, dict[str, float]]:
 def spans_table(spans_s: list[float]) -> dict[str, float]:
     us = 1e6 * np.asarray(spans_s)
     return {
+        "mean_us": float(np.mean(us)),
         "median_us": float(np.median(us)),
         "p10_us": float(np.percentile(us, 10)),
         "p90_us": float(np.percentile(us, 90)),
@@ -435,20 +439,25 @@ def analyse(raw: dict) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
+    """Mean microseconds per stage (the means add up to the mean call), then the totals' medians."""
     names = rows[0]["stages"]
     width = max(len(n) for n in names) + 2
     columns = [(row, variant) for row in rows for variant in VARIANTS]
-    print(f"\n{'median us per stage':<{width}}" + "".join(f"{row['values']:>17,} floats" for row, _ in columns))
-    print(f"{'':<{width}}" + "".join(f"{variant:>24}" for _, variant in columns))
-    for name in (*names, "total"):
-        cells = "".join(f"{row['ina'][v].get(name, {}).get('median_us', float('nan')):>24.0f}" for row, v in columns)
-        print(f"{('ina ' + name if name == 'total' else name):<{width}}{cells}")
-    print(f"{'gloo total':<{width}}" + "".join(f"{row['gloo']['median_us']:>24.0f}" for row, _ in columns))
-    print(f"{'gloo time / ina time':<{width}}" + "".join(f"{row['gloo_over_ina'][v]:>24.2f}" for row, v in columns))
-    print(
-        f"{'max |ina - gloo| / max |sum|':<{width}}"
-        + "".join(f"{row['max_relative_difference']:>24.1e}" for row, _ in columns)
-    )
+
+    def line(label: str, cell) -> None:
+        print(f"{label:<{width}}" + "".join(cell(row, variant) for row, variant in columns))
+
+    print()
+    line("mean us per stage", lambda row, v: f"{row['values']:>17,} floats")
+    line("", lambda row, v: f"{v:>24}")
+    for name in names:
+        line(name, lambda row, v, name=name: f"{row['ina'][v].get(name, {}).get('mean_us', float('nan')):>24.0f}")
+    line("ina total, mean", lambda row, v: f"{row['ina'][v]['total']['mean_us']:>24.0f}")
+    line("gloo total, mean", lambda row, v: f"{row['gloo']['mean_us']:>24.0f}")
+    line("ina total, median", lambda row, v: f"{row['ina'][v]['total']['median_us']:>24.0f}")
+    line("gloo total, median", lambda row, v: f"{row['gloo']['median_us']:>24.0f}")
+    line("gloo time / ina time (medians)", lambda row, v: f"{row['gloo_over_ina'][v]:>24.2f}")
+    line("max |ina - gloo| / max |sum|", lambda row, v: f"{row['max_relative_difference']:>24.1e}")
 
 
 def plot(rows: list[dict], raw: dict, path: Path) -> None:
@@ -464,22 +473,22 @@ def plot(rows: list[dict], raw: dict, path: Path) -> None:
         for x, variant in enumerate(VARIANTS):
             bottom = 0.0
             for i, name in enumerate(names):
-                value = max(0.0, row["ina"][variant].get(name, {}).get("median_us", 0.0)) / 1e3
+                value = max(0.0, row["ina"][variant].get(name, {}).get("mean_us", 0.0)) / 1e3
                 ax.bar(
                     x, value, bottom=bottom, color=colours[i % len(colours)], label=name if x == 0 else None, width=0.6
                 )
                 bottom += value
-            total = row["ina"][variant]["total"]["median_us"] / 1e3
+            total = row["ina"][variant]["total"]["mean_us"] / 1e3
             ax.plot([x - 0.3, x + 0.3], [total, total], "k--", lw=1)
-        ax.bar(len(VARIANTS), row["gloo"]["median_us"] / 1e3, color="0.5", width=0.6, label="gloo all_reduce")
+        ax.bar(len(VARIANTS), row["gloo"]["mean_us"] / 1e3, color="0.5", width=0.6, label="gloo all_reduce")
         ax.set_xticks(range(len(VARIANTS) + 1), [*(v.replace(", ", "\n") for v in VARIANTS), "gloo"])
-        ax.set(title=f"{row['values']:,} floats", ylabel="ms (medians)")
+        ax.set(title=f"{row['values']:,} floats", ylabel="ms (means over ranks and calls)")
         ax.grid(True, axis="y", alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center right", fontsize=8)
     fig.suptitle(
         f"one all_reduce on {Path(raw['topology']).stem}: {raw['workers']} workers, K = {raw['values_per_packet']} "
-        f"(dashed: median of the whole call), load {' '.join(raw['load_before'])}"
+        f"(dashed: mean of the whole call), load {' '.join(raw['load_before'])}"
     )
     fig.tight_layout(rect=(0, 0, 1 - 2.8 / (4.2 * len(rows) + 3), 0.95))
     fig.savefig(path, dpi=100)

@@ -84,6 +84,8 @@ def test_stages_are_the_differences_they_name_and_add_up_to_the_call():
     for table in (rank0, rank1):
         stages = sum(table[name]["median_us"] for name, _, _ in bench.STAGES)
         assert stages == pytest.approx(table["total"]["median_us"], abs=0.01)
+    both = bench.stage_table(records[0] + records[1], bench.STAGES)  # means add up whatever the spread
+    assert sum(both[name]["mean_us"] for name, _, _ in bench.STAGES) == pytest.approx(both["total"]["mean_us"])
 
 
 def test_without_captured_frames_the_timeline_stages_still_add_up():
