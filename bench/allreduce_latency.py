@@ -2,23 +2,26 @@
 
 On the lab's network (network namespaces, veth links shaped to the topology file's bandwidths, one
 softswitch process per switch, the lab's server agent), one process per worker host joins an ``ina``
-process group (a job of its own, as lab training does) and all-reduces float32 tensors of each size,
-alternating with gloo's all_reduce of the same tensor between the same processes (the group's own
+process group (a job of its own, as lab training does) and all-reduces float32 tensors of each size
+with ``dist.all_reduce``, twice per turn: as the backend runs (the calling thread runs the exchange
+itself) and with every exchange on the backend's switch thread (``waiter_may_run = False``, as DDP's
+buckets run), alternating with gloo's all_reduce of the same tensor between the same processes (the group's own
 gloo backend: TCP through the switches' IPv4 routes). Every sum is checked against gloo's.
 
 Each ina all_reduce is timed stage by stage from two sources on one clock (CLOCK_REALTIME; the lab's
 processes share one kernel):
 
-- the ranks' own stamps (worker/timeline.py): the call, the hand-over to the backend's switch thread,
+- the ranks' own stamps (worker/timeline.py): the call, the hand-over to the thread that runs it,
   the first and last batch handed to the kernel, the first and last batch taken from the socket, the
   write-back, the return;
 - the moments the packets crossed the switches' ports: a packet socket on every switch interface (root
   namespace) with kernel timestamps (SO_TIMESTAMPNS) records each INA frame of the job going in or
-  out, after the sender's shaper, before the switch reads it, and after the switch's shaper.
+  out, after the sender's shaper, before the switch reads it, and after the switch's shaper (the
+switch's egress stamps include the link's netem delay, 0.1 ms on star_100m).
 
 For each rank and call the path is cut into consecutive stages that add up to the call's time (the
-last packet of each step, which is what the call waits for): torch before the exchange, the switch
-thread's wake-up, scales/quantize/encode/send, the link to the switch, waiting for the slowest rank,
+last packet of each step, which is what the call waits for): torch before the exchange, the
+hand-over, scales/quantize/encode/send, the link to the switch, waiting for the slowest rank,
 the switch (GRAD in to the aggregate out), the server's round (its link both ways and the server
 agent), the switch (RESULT in to the copy out), the link and the agent's wake-up, decode and torch
 after. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
@@ -62,7 +65,7 @@ ETH_P_ALL = 0x0003
 # rank's timeline, or measured at the switch's ports ("port:..." names, see ``port_stamps``)
 STAGES = (
     ("torch: checks, copy, queue", "call", "queued"),
-    ("switch thread wake-up", "queued", "picked"),
+    ("hand-over to the thread that runs it", "queued", "picked"),
     ("scales, quantize, encode, send", "picked", "first_send"),
     ("send the rest (window)", "first_send", "last_send"),
     ("link to the switch", "last_send", "port:grad_in"),
@@ -72,19 +75,19 @@ STAGES = (
     ("switch: RESULT in to copy out", "port:result_in", "port:result_out"),
     ("link + agent wake-up", "port:result_out", "last_receive"),
     ("decode, dequantize, write back", "last_receive", "executed"),
-    ("torch: wake the caller", "executed", "returned"),
+    ("back to the caller", "executed", "returned"),
 )
-# the ina backend as it runs (small exchanges on the caller's thread) and with every exchange on its
-# switch thread (InaProcessGroup.inline_values = 0), alternating call by call
+# the ina backend as it runs (a synchronous all_reduce on its caller's thread) and with every exchange on
+# its switch thread (InaProcessGroup.waiter_may_run = False), alternating call by call
 VARIANTS = ("ina", "ina, switch thread")
 TIMELINE_STAGES = (
     ("torch: checks, copy, queue", "call", "queued"),
-    ("switch thread wake-up", "queued", "picked"),
+    ("hand-over to the thread that runs it", "queued", "picked"),
     ("scales, quantize, encode, send", "picked", "first_send"),
     ("send the rest (window)", "first_send", "last_send"),
     ("network round trip (send to receive)", "last_send", "last_receive"),
     ("decode, dequantize, write back", "last_receive", "executed"),
-    ("torch: wake the caller", "executed", "returned"),
+    ("back to the caller", "executed", "returned"),
 )
 
 
@@ -111,12 +114,11 @@ def rank_main(args: argparse.Namespace) -> int:
         for _ in range(args.warmup):  # the first call of a size agrees on its scales (two rounds)
             dist.all_reduce(x.clone())
             gloo.allreduce([x.clone()]).wait()
-        inline_values = group.inline_values
         records: dict[str, list] = {variant: [] for variant in VARIANTS}
         gloo_times, worst = [], 0.0
         for i in range(args.iterations):
             for variant in VARIANTS if i % 2 else VARIANTS[::-1]:  # each goes first in every other call
-                group.inline_values = inline_values if variant == "ina" else 0
+                group.waiter_may_run = variant == "ina"
                 group.timeline = group.channel.transport.timeline = timeline
                 t = x.clone()
                 dist.all_reduce(t)
@@ -128,7 +130,7 @@ def rank_main(args: argparse.Namespace) -> int:
             gloo.allreduce([g]).wait()
             gloo_times.append((t0, time.time()))
             worst = max(worst, float((t - g).abs().max()) / max(1e-30, float(g.abs().max())))
-        group.inline_values = inline_values
+        group.waiter_may_run = True
         out["sizes"].append({"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst})
     rounds = group.scales
     out["rounds"] = {"agreements": rounds.agreements, "value_rounds": rounds.value_rounds}
@@ -346,6 +348,7 @@ def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, ran
     if capture is not None:
         capture.__enter__()
     procs = []
+    server_before = lab.server_stats()
     t0 = time.monotonic()
     try:
         for rank, host in enumerate(hosts):
@@ -397,7 +400,10 @@ def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, ran
         if capture is not None:
             capture.__exit__()
     ranks = [json.loads(path.read_text()) for path in outputs]
+    server_after = lab.server_stats()
     return {
+        # times the server agent left its port unread to gather a batch (worker/transport.py), all sizes
+        "server_held_batches": server_after.get("held_batches", 0) - server_before.get("held_batches", 0),
         "topology": args.topology,
         "workers": len(hosts),
         "values_per_packet": plan.value_count,
@@ -524,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     raw = run_lab(args)
     rows = analyse(raw)
     print_table(rows)
+    print(f"the server agent held its port {raw['server_held_batches']} times over the run (receive coalescing)")
     report = {key: raw[key] for key in raw if key not in ("ranks", "frames")}
     report["rounds"] = [rank["rounds"] for rank in raw["ranks"]]
     report["captured_frames"] = len(raw["frames"])

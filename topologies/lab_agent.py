@@ -202,7 +202,8 @@ def run_server(args, plan) -> None:
             if cmd.get("cmd") == "quit":
                 done.append(True)
             elif cmd.get("cmd") == "stats":
-                reply({"stats": {**agent.stats, "send_buffer_full": transport.send_buffer_full}})
+                stats = {"send_buffer_full": transport.send_buffer_full, "held_batches": transport.held_batches}
+                reply({"stats": {**agent.stats, **stats}})
             elif cmd.get("cmd") in ("add_job", "update_job"):  # update: a job the controller re-planned
                 try:
                     job = JobPlan.from_json(Path(cmd["plan"]).read_text())

@@ -62,7 +62,7 @@ def test_stages_are_the_differences_they_name_and_add_up_to_the_call():
     rank1 = bench.stage_table(records[1], bench.STAGES)
     expected_rank0 = {  # microseconds; the last chunk (seq + 1) is 0.1 ms later than the first
         "torch: checks, copy, queue": 50,
-        "switch thread wake-up": 10,
+        "hand-over to the thread that runs it": 10,
         "scales, quantize, encode, send": 140,
         "send the rest (window)": 0,
         "link to the switch": 400,  # last_send 0.2 -> its last GRAD in at 0.6
@@ -72,7 +72,7 @@ def test_stages_are_the_differences_they_name_and_add_up_to_the_call():
         "switch: RESULT in to copy out": 200,  # -> rank 0's copy at 2.3
         "link + agent wake-up": 700,  # -> last receive at 3.0
         "decode, dequantize, write back": 200,
-        "torch: wake the caller": 50,
+        "back to the caller": 50,
         "total": 3250,
     }
     for name, us in expected_rank0.items():

@@ -1,6 +1,9 @@
 """The ina backend's switch thread (worker/torch_backend/work.py): exchanges run one at a time in issue
-order, and a small one runs on its caller's thread only when nothing is queued or running."""
+order; one that its caller waits for at once (a synchronous all_reduce) runs on the caller's thread
+when the switch thread has not taken it and nothing runs before it, while an asynchronous one runs on
+the switch thread and a wait with a timeout still times out."""
 
+import datetime
 import threading
 
 import pytest
@@ -15,71 +18,99 @@ def switch_thread():
     thread.close()
 
 
-def test_an_exchange_on_an_idle_thread_runs_on_the_callers_thread_and_completes_at_once(switch_thread):
-    ran_on = []
-    work = switch_thread.run_inline(lambda: ran_on.append(threading.current_thread()) or ["done"], "all_reduce")
-    assert work is not None and work.is_completed() and work.is_success()
-    assert ran_on == [threading.current_thread()]
-    assert work.result() == ["done"]
-    assert switch_thread.inline_runs == 1
+def blocked(switch_thread: SwitchThread) -> tuple[threading.Event, object]:
+    """A job that holds the switch thread until the returned event is set (already running)."""
+    started, release = threading.Event(), threading.Event()
 
-
-def test_while_a_queued_exchange_runs_nothing_runs_inline_and_order_is_kept(switch_thread):
-    started, release, order = threading.Event(), threading.Event(), []
-
-    def slow():
+    def hold():
         started.set()
         release.wait(5)
-        order.append("queued first")
         return []
 
-    first = switch_thread.submit(slow, "all_reduce")
+    work = switch_thread.submit(hold, "holding")
     assert started.wait(5)
-    assert switch_thread.run_inline(lambda: order.append("inline") or [], "all_reduce") is None
-    second = switch_thread.submit(lambda: order.append("queued second") or [], "all_reduce")
+    return release, work
+
+
+def test_a_job_waited_for_at_once_runs_on_the_waiting_thread(switch_thread):
+    release, first = blocked(switch_thread)  # the switch thread is busy: it cannot take the next job yet
+    ran_on = []
+    work = switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or ["sum"], "all_reduce")
     release.set()
     first.wait()
+    assert work.wait() and work.result() == ["sum"]
+    # the switch thread may have taken it after the first; if not, this thread ran it
+    assert ran_on in ([threading.current_thread()], [switch_thread._thread])
+    waiter = threading.current_thread()
+    # with the thread idle and the job submitted and waited for at once, the waiter runs it (the thread
+    # has to wake up first, the waiter is already running): over many jobs, most run here
+    ran_on.clear()
+    for _ in range(50):
+        switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "all_reduce").wait()
+    assert ran_on.count(waiter) >= 25 and switch_thread.waiter_runs >= 25
+
+
+def test_order_is_kept_when_a_waiter_runs_a_job(switch_thread):
+    release, first = blocked(switch_thread)
+    order = []
+    second = switch_thread.submit(lambda: order.append("second") or [], "all_reduce")
+    third = switch_thread.submit(lambda: order.append("third") or [], "all_reduce")
+    # the third's waiter cannot run it while the first and second are unfinished
+    waiting = threading.Thread(target=third.wait)
+    waiting.start()
+    threading.Event().wait(0.05)
+    assert order == [] and not third.is_completed()
+    release.set()
+    waiting.join(5)
     second.wait()
-    assert order == ["queued first", "queued second"]
-    # the thread is idle again: the next one runs inline
-    assert switch_thread.run_inline(lambda: order.append("inline") or [], "all_reduce") is not None
-    assert order[-1] == "inline"
+    assert order == ["second", "third"] and first.is_completed()
 
 
-def test_an_inline_exchange_that_fails_raises_its_error_from_wait(switch_thread):
-    def bad():
-        raise OverflowError("the int32 sum overflowed")
+def test_a_job_a_waiter_runs_holds_back_the_next_queued_one(switch_thread):
+    inside, order, queued = threading.Event(), [], []
 
-    work = switch_thread.run_inline(bad, "all_reduce")
-    assert work is not None and work.is_completed() and not work.is_success()
-    with pytest.raises(OverflowError, match="overflowed"):
-        work.wait()
-
-
-def test_a_job_queued_while_an_inline_one_runs_waits_for_it(switch_thread):
-    inside, order = threading.Event(), []
-    queued: list = []
-
-    def inline_job():
+    def run_here():
         inside.set()
-        # another thread queues an exchange while this one runs: it must not start before this ends
+        # another thread queues a job meanwhile: the switch thread must not run it before this ends
         t = threading.Thread(
-            target=lambda: queued.append(switch_thread.submit(lambda: order.append("queued") or [], "x"))
+            target=lambda: queued.append(switch_thread.submit(lambda: order.append("next") or [], "x"))
         )
         t.start()
         t.join(5)
-        threading.Event().wait(0.05)  # the switch thread would run it meanwhile if nothing held it
-        order.append("inline")
+        threading.Event().wait(0.05)
+        order.append("here")
         return []
 
-    assert switch_thread.run_inline(inline_job, "all_reduce") is not None
-    queued[0].wait(5)
-    assert order == ["inline", "queued"]
+    release, first = blocked(switch_thread)
+    work = switch_thread.submit(run_here, "all_reduce")
+    release.set()
+    first.wait()
+    work.wait()
+    queued[0].wait()
+    assert order == ["here", "next"]
 
 
-def test_a_closed_thread_runs_nothing_inline():
-    thread = SwitchThread(name="test-closed")
-    assert thread.close()
-    assert thread.run_inline(lambda: [], "all_reduce") is None
-    with pytest.raises(RuntimeError, match="destroyed"):
-        thread.submit(lambda: [], "all_reduce")
+def test_an_asynchronous_job_waited_for_with_a_timeout_times_out_instead_of_running_here(switch_thread):
+    release, first = blocked(switch_thread)
+    work = switch_thread.submit(lambda: [], "all_reduce")
+    with pytest.raises(TimeoutError, match="did not complete within 0.1 s"):
+        work.wait(datetime.timedelta(seconds=0.1))
+    release.set()
+    assert work.wait()
+
+
+def test_a_failed_job_raises_its_error_from_wait(switch_thread):
+    def bad():
+        raise OverflowError("the int32 sum overflowed")
+
+    work = switch_thread.submit(bad, "all_reduce")
+    with pytest.raises(OverflowError, match="overflowed"):
+        work.wait()
+    assert work.is_completed() and not work.is_success()
+
+
+def test_jobs_that_waiters_may_not_run_run_on_the_switch_thread(switch_thread):
+    ran_on = []
+    for _ in range(10):
+        switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "x", waiter_may_run=False).wait()
+    assert set(ran_on) == {switch_thread._thread} and switch_thread.waiter_runs == 0

@@ -33,10 +33,6 @@ from worker.torch_backend.work import InaWork
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
 DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
-# An all_reduce this small takes a few round trips' latency, not bandwidth: it runs on the calling
-# thread when the switch thread is idle, which saves two thread hand-overs (bench/allreduce_latency.py).
-# A larger one goes to the switch thread, so that DDP's backward pass runs on while it travels.
-INLINE_VALUES = 16384
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -81,9 +77,9 @@ class InaProcessGroup(dist.ProcessGroup):
         self.scales = ScaleMemory(int(block), size, rank, path)
         # where each all_reduce's time goes (worker/timeline.py): set by bench/allreduce_latency.py, else off
         self.timeline: Timeline | None = None
-        # all_reduces of at most this many values run on the caller's thread when no other exchange is
-        # queued (SwitchThread.run_inline): they are latency-bound, and DDP waits for them anyway
-        self.inline_values = INLINE_VALUES
+        # a synchronous all_reduce runs on its caller's thread when the switch thread has not taken it
+        # (SwitchThread); False: always on the switch thread
+        self.waiter_may_run = True
 
     # -- identity ------------------------------------------------------------------------------
     def getBackendName(self) -> str:
@@ -179,8 +175,7 @@ class InaProcessGroup(dist.ProcessGroup):
         return InaWork(future, done, "all_to_all")
 
     def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
-        """Run the exchange on the caller's thread when it is small and the switch thread idle (it then
-        completes before this returns), else queue it on the switch thread."""
+        """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself)."""
         if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
         channel, timeline = self._channel, self.timeline
@@ -197,10 +192,7 @@ class InaProcessGroup(dist.ProcessGroup):
                 stamp(record, "executed")
 
         stamp(record, "queued")
-        thread = self._session.thread
-        work = thread.run_inline(job, what) if reduction.values <= self.inline_values else None
-        if work is None:
-            work = thread.submit(job, what)
+        work = self._session.thread.submit(job, what, self.waiter_may_run)
         self._last_switch_work = work
         return work
 

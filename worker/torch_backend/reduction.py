@@ -113,11 +113,6 @@ class SwitchReduction:
         # floats as float32; int32 and int64 as they are (the agent checks int64 against int32)
         self._input = joined.to(torch.float32).numpy() if self.is_float else joined.numpy()
 
-    @property
-    def values(self) -> int:
-        """How many values the exchange carries (all tensors together)."""
-        return int(self._input.size)
-
     def execute(self, aggregate: Aggregate) -> list[torch.Tensor]:
         """Run the exchange(s) and write the result into the tensors; returns them."""
         if self._input.size == 0:

@@ -22,9 +22,18 @@ import torch.distributed as dist
 class InaWork(dist.Work):
     """A collective in flight on the switch thread."""
 
-    def __init__(self, outcome: torch.futures.Future, done: threading.Event, what: str):
-        """``outcome`` completes with the result tensors, or with the error via ``set_exception``."""
+    def __init__(
+        self,
+        outcome: torch.futures.Future,
+        done: threading.Event,
+        what: str,
+        run_here: Callable[[], None] | None = None,
+    ):
+        """``outcome`` completes with the result tensors, or with the error via ``set_exception``;
+        ``run_here``: runs the exchange on the waiting thread if the switch thread has not taken it yet
+        (``SwitchThread.submit``)."""
         super().__init__()
+        self._run_here = run_here
         self._outcome = outcome
         # torch's set_exception stores the exception as the future's *value* (only Python's wait and
         # value raise it): C++ sees a success. DDP's reducer reads a failed bucket's "tensors" from
@@ -37,6 +46,8 @@ class InaWork(dist.Work):
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
         """Block until the operation completes; raise its error, or TimeoutError after ``timeout``."""
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+        if self._run_here is not None and not (seconds and seconds > 0) and not self._done.is_set():
+            self._run_here()  # a wait without a timeout may as well do the work (nothing if it started)
         if not self._done.wait(seconds if seconds and seconds > 0 else None):
             raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
         self._outcome.wait()  # raises the collective's error (its own type), if any
@@ -81,54 +92,67 @@ def _result_or_raise(outcome: torch.futures.Future):
     return outcome.value()
 
 
+class _Queued:
+    """A job in the switch thread's queue; ``taken`` once the thread or a waiter runs it."""
+
+    __slots__ = ("job", "future", "done", "what", "taken")
+
+    def __init__(self, job: Callable[[], list], future: torch.futures.Future, done: threading.Event, what: str):
+        self.job, self.future, self.done, self.what = job, future, done, what
+        self.taken = False
+
+
 class SwitchThread:
-    """Runs queued jobs one after another on a private daemon thread, or a job on its caller's thread
-    when nothing is queued or running (``run_inline``): never two jobs at once, always in issue order."""
+    """Runs queued jobs one after another, never two at once, in issue order: on a private daemon
+    thread, or on the thread that waits for a job (``InaWork.wait`` without a timeout) when the job is
+    the only one not finished and the thread has not taken it yet. A synchronous ``dist.all_reduce``
+    then runs on its caller's thread: no hand-over to the switch thread and back (a wake-up of a
+    sleeping thread and a GIL hand-over each way: tens to hundreds of microseconds on a busy 2-core
+    machine, bench/allreduce_latency.py), while an asynchronous one still runs on while the caller
+    computes."""
 
     def __init__(self, name: str = "ina-switch"):
-        self._queue: queue.Queue[tuple] = queue.Queue()
+        self._queue: queue.Queue[_Queued | tuple] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._closed = False
-        self._state = threading.Lock()  # guards _unfinished and the inline check
-        self._unfinished = 0  # jobs submitted to the thread and not finished yet
-        self._running = threading.Lock()  # held while a job runs, on the thread or inline
-        self.inline_runs = 0  # jobs run on their caller's thread
+        self._state = threading.Lock()  # guards _unfinished and every job's ``taken``
+        self._unfinished = 0  # jobs submitted and not finished yet
+        self._running = threading.Lock()  # held while a job runs, on the thread or a waiter
+        self.waiter_runs = 0  # jobs run by the thread that waited for them
         self._thread.start()
 
-    def submit(self, job: Callable[[], list], what: str) -> InaWork:
-        """Queue ``job`` (returns the result tensors); the work completes when it has run."""
+    def submit(self, job: Callable[[], list], what: str, waiter_may_run: bool = True) -> InaWork:
+        """Queue ``job`` (returns the result tensors); the work completes when it has run.
+        ``waiter_may_run`` False: it runs on the switch thread whoever waits (bench/allreduce_latency.py
+        compares both)."""
         if self._closed:
             raise RuntimeError(f"ina {what}: the process group was destroyed")
-        future: torch.futures.Future = torch.futures.Future()
-        done = threading.Event()
+        item = _Queued(job, torch.futures.Future(), threading.Event(), what)
         with self._state:
             self._unfinished += 1
-        self._queue.put((job, future, done, what))
-        return InaWork(future, done, what)
+        self._queue.put(item)
+        run_here = (lambda: self._run_by_waiter(item)) if waiter_may_run else None
+        return InaWork(item.future, item.done, what, run_here)
 
-    def run_inline(self, job: Callable[[], list], what: str) -> InaWork | None:
-        """Run ``job`` now on the calling thread if no job is queued or running, and return its completed
-        work; None (nothing run) otherwise, or once closed. A latency-bound exchange saves the two thread
-        hand-overs (to the switch thread and back to the waiting caller), each a wake-up of a sleeping
-        thread and a GIL hand-over: tens to hundreds of microseconds on a busy 2-core machine."""
+    def _run_by_waiter(self, item: _Queued) -> None:
+        """Run ``item`` on the calling thread if it is the only unfinished job and nobody took it."""
         with self._state:
-            if self._closed or self._unfinished or not self._running.acquire(blocking=False):
-                return None
+            if item.taken or self._unfinished != 1 or not self._running.acquire(blocking=False):
+                return
+            item.taken = True
         try:
-            future: torch.futures.Future = torch.futures.Future()
-            done = threading.Event()
-            self.inline_runs += 1
-            _complete(job, future, done, what)
+            self.waiter_runs += 1
+            _complete(item.job, item.future, item.done, item.what)
         finally:
             self._running.release()
-        return InaWork(future, done, what)
+            with self._state:
+                self._unfinished -= 1
 
     def close(self, finally_run: Callable[[], None] | None = None, timeout: float = 5.0) -> bool:
         """Stop after the queued jobs, then run ``finally_run`` on the thread (it owns the agent);
         False if the thread is still busy after ``timeout`` seconds (it is a daemon)."""
         if not self._closed:
-            with self._state:
-                self._closed = True
+            self._closed = True
             self._queue.put(("close", finally_run))
         self._thread.join(timeout)
         return not self._thread.is_alive()
@@ -136,13 +160,17 @@ class SwitchThread:
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if item[0] == "close":
+            if isinstance(item, tuple):  # ("close", finally_run)
                 if item[1] is not None:
-                    with self._running:  # an inline job still running finishes first
+                    with self._running:  # a waiter still running its job finishes first
                         item[1]()
                 return
+            with self._state:
+                if item.taken:  # a waiter ran it
+                    continue
+                item.taken = True
             with self._running:
-                _complete(*item)
+                _complete(item.job, item.future, item.done, item.what)
             with self._state:
                 self._unfinished -= 1
 
