@@ -528,17 +528,18 @@ class MininetLab:
             self.log("[lab] " + result.summary_line())
             return result
         with self.training_job() as (plan, plan_path):
-            before = self.switch_counters(plan)
+            before, held = self.switch_counters(plan), self.server_stats().get("held_batches", 0)
             result = run_ranks(
                 self.network, hosts, backend, epochs, seed, self.workdir, plan_path=str(plan_path), **common
             )
-            after = self.switch_counters(plan)
+            after, held = self.switch_counters(plan), self.server_stats().get("held_batches", 0) - held
             result.job_id = plan.job_id
             result.switch_counters = {
                 s: {k: v - before[s].get(k, 0) for k, v in row.items() if v - before[s].get(k, 0)}
                 for s, row in after.items()
             }
         self.log("[lab] " + result.summary_line())
+        self.log(f"[lab] the server agent left its port unread {held} times to gather a batch (receive coalescing)")
         for name, row in sorted(result.switch_counters.items()):
             if row.get("grad_completed"):
                 self.log(
