@@ -16,8 +16,9 @@ processes share one kernel):
   write-back, the return;
 - the moments the packets crossed the switches' ports: a packet socket on every switch interface (root
   namespace) with kernel timestamps (SO_TIMESTAMPNS) records each INA frame of the job going in or
-  out, after the sender's shaper, before the switch reads it, and after the switch's shaper (the
-switch's egress stamps include the link's netem delay, 0.1 ms on star_100m).
+  out, after the sender's shaper, before the switch reads it, and after the switch's shaper (a stamp
+at the switch's egress includes the wait for the link's tbf tokens, and the file's link delay where
+the kernel has netem; the lab says when it has not).
 
 For each rank and call the path is cut into consecutive stages that add up to the call's time (the
 last packet of each step, which is what the call waits for): torch before the exchange, the
