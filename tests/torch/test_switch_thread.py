@@ -32,22 +32,40 @@ def blocked(switch_thread: SwitchThread) -> tuple[threading.Event, object]:
     return release, work
 
 
-def test_a_job_waited_for_at_once_runs_on_the_waiting_thread(switch_thread):
-    release, first = blocked(switch_thread)  # the switch thread is busy: it cannot take the next job yet
-    ran_on = []
-    work = switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or ["sum"], "all_reduce")
-    release.set()
-    first.wait()
-    assert work.wait() and work.result() == ["sum"]
-    # the switch thread may have taken it after the first; if not, this thread ran it
-    assert ran_on in ([threading.current_thread()], [switch_thread._thread])
-    waiter = threading.current_thread()
-    # with the thread idle and the job submitted and waited for at once, the waiter runs it (the thread
-    # has to wake up first, the waiter is already running): over many jobs, most run here
-    ran_on.clear()
-    for _ in range(50):
-        switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "all_reduce").wait()
-    assert ran_on.count(waiter) >= 25 and switch_thread.waiter_runs >= 25
+class LateSwitchThread(SwitchThread):
+    """A switch thread that does not look at its queue until ``wake`` is set: a busy machine that has
+    not scheduled it yet."""
+
+    def __init__(self) -> None:
+        self.wake = threading.Event()
+        super().__init__(name="test-late-switch")
+
+    def _run(self) -> None:
+        self.wake.wait(10)
+        super()._run()
+
+
+def test_a_job_waited_for_before_the_switch_thread_takes_it_runs_on_the_waiting_thread():
+    thread = LateSwitchThread()
+    try:
+        ran_on = []
+        work = thread.submit(lambda: ran_on.append(threading.current_thread()) or ["sum"], "all_reduce")
+        assert work.wait() and work.result() == ["sum"]
+        assert ran_on == [threading.current_thread()] and thread.waiter_runs == 1
+        thread.wake.set()  # the thread now finds the job taken and skips it; later ones run as usual
+        later = thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "x", waiter_may_run=False)
+        later.wait()
+        assert ran_on[1] is thread._thread and len(ran_on) == 2
+    finally:
+        thread.wake.set()
+        thread.close()
+
+
+def test_a_job_the_switch_thread_took_is_not_run_again_by_its_waiter(switch_thread):
+    ran = []
+    for _ in range(50):  # whoever takes each job (the race is the machine's), it runs once
+        switch_thread.submit(lambda: ran.append(1) or [], "all_reduce").wait()
+    assert len(ran) == 50
 
 
 def test_order_is_kept_when_a_waiter_runs_a_job(switch_thread):
