@@ -372,17 +372,18 @@ def test_a_streaming_port_is_read_in_batches_and_a_short_exchange_is_not_held():
     # a short exchange (fewer than STREAM_PACKETS datagrams) is handed over at once, never held
     batches, receiver = _paced_datagrams(24, batch_wait=0.008)
     assert receiver.held_batches == 0 and sum(batches) == 24
-    # batch_wait 0: every burst as soon as it arrives
+    # batch_wait 0: every burst as soon as it arrives (a reader the machine runs late may find two bursts
+    # waiting: that is not a hold, so the count of batches only has to stay far above a held port's)
     batches, receiver = _paced_datagrams(400, batch_wait=0.0)
-    assert receiver.held_batches == 0 and len(batches) >= 400 / 8
+    assert receiver.held_batches == 0 and len(batches) >= 0.5 * 400 / 8
     # a handler expecting small batches (a worker with few chunks in flight: a small model's all_reduce
     # every few ms streams too) is never held, so its last results are not kept waiting
     batches, receiver = _paced_datagrams(400, batch_wait=0.008, expected_rows=MIN_HOLD_ROWS - 1)
-    assert receiver.held_batches == 0 and len(batches) >= 400 / 8
+    assert receiver.held_batches == 0 and len(batches) >= 0.5 * 400 / 8
     # bursts of 20 every 10 ms stream (40 within 20 ms) but would take 32 ms to fill a batch of 64: a
     # server under a small model's all_reduces; holding them would only delay each burst
     batches, receiver = _paced_datagrams(400, batch_wait=0.008, burst=20, gap=0.01)
-    assert receiver.held_batches == 0 and len(batches) >= 400 / 20
+    assert receiver.held_batches == 0 and len(batches) >= 0.5 * 400 / 20
 
 
 class _RecordingEpoll:

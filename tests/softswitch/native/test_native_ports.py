@@ -84,6 +84,17 @@ def receive_tagged(sock: socket.socket, count: int, timeout: float = 20.0) -> li
     return got
 
 
+def settled(read, expected, timeout: float = 3.0):
+    """``read()`` once it equals ``expected``, else its last value after ``timeout`` seconds: a frame can
+    reach the far host before the switch's I/O thread has counted its send, so counters are read settled."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while value != expected and time.monotonic() < deadline:
+        time.sleep(0.005)
+        value = read()
+    return value
+
+
 @contextmanager
 def running_switch(veths, switch=None):
     """The switch (default: a fresh fixture switch) with ports 1 and 2 on the veths' switch ends,
@@ -118,8 +129,9 @@ def test_frames_cross_the_native_thread_exactly_and_in_order(veths, receive_path
         expected = [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]  # egress writes bytes 12..15
         assert got == expected
         assert sw.stats["received"] == len(frames)  # the switch's own sends on port 2 are not input
-        assert sw.stats["transmitted"] == len(frames)
-        assert ports.port_stats(2).tx == len(frames) and ports.port_stats(1).rx == len(frames)
+        assert settled(lambda: sw.stats["transmitted"], len(frames)) == len(frames)
+        assert settled(lambda: ports.port_stats(2).tx, len(frames)) == len(frames)
+        assert ports.port_stats(1).rx == len(frames)
         assert ports.port_stats(2).tx_ring == (os.environ.get("SOFTSWITCH_IO_TX") != "sendmmsg")
         assert ports.send(2, tagged(FORWARD, 0, 99999)) is True
         assert receive_tagged(rx, 1)[0][16:26] == b"NATIVE" + (99999).to_bytes(4, "big")
@@ -207,9 +219,10 @@ def test_frames_too_long_for_a_transmit_slot_leave_in_order_and_too_long_for_the
             tx.send(f)
         got = receive_tagged(rx, len(sizes) - 1, timeout=5.0)
         assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames if len(f) <= 3014]
-        stats = ports.port_stats(2)
+        counted = settled(lambda: (ports.port_stats(2).tx, ports.port_stats(2).tx_errors), (len(sizes) - 1, 1))
         assert sw.stats["received"] == len(sizes)
-        assert (stats.tx, stats.tx_errors) == (len(sizes) - 1, 1)
+        assert counted == (len(sizes) - 1, 1)
+        stats = ports.port_stats(2)
         if stats.tx_ring:
             assert stats.tx_long == 2  # 2900 and 2500 bytes: past a slot, sent with send()
 
@@ -249,7 +262,7 @@ def test_multicast_replicas_leave_in_order_through_full_send_batches(veths):
         assert [(int.from_bytes(f[22:26], "big"), f[14]) for f in got] == [
             (i, rid) for i in range(100) for rid in (1, 2, 3)
         ]
-        assert ports.port_stats(2).tx == 300
+        assert settled(lambda: ports.port_stats(2).tx, 300) == 300
 
 
 def test_a_full_receive_ring_drops_and_counts_what_it_cannot_hold(veths, receive_path):
