@@ -1292,9 +1292,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--sender",
         choices=("ring", "sendmmsg"),
-        default="ring",
-        help="how the senders write frames: a transmit ring past the qdisc, its frames built once, 256 per system "
-        "call (default), or sendmmsg",
+        default="sendmmsg",
+        help="how the senders write frames: sendmmsg (default: on a quiet machine it offers 445k frames/s against "
+        "the ring's 390k, side by side), or a transmit ring past the qdisc, its frames built once, 256 per system call",
     )
     p.add_argument(
         "--rate",
