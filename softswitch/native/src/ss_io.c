@@ -179,6 +179,18 @@ static void enlarge_buffers(int fd) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
 }
 
+/* Maps the receive ring the kernel just set up on the port's socket (`bytes` in all, read as `slots`
+ * frame slots or blocks from the first); 0 on success. */
+static int map_rx_ring(ss_port *port, size_t bytes, uint32_t slots) {
+    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, port->fd, 0);
+    if (ring == MAP_FAILED) return -1;
+    port->ring = ring;
+    port->ring_bytes = bytes;
+    port->ring_slots = slots;
+    port->ring_head = 0;
+    return 0;
+}
+
 /* Sets up the TPACKET_V2 receive ring; 0 on success (else the port uses recvmmsg). */
 static int ring_setup(ss_port *port) {
     int version = TPACKET_V2;
@@ -192,14 +204,7 @@ static int ring_setup(ss_port *port) {
     if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
     int thresh = 1;
     setsockopt(port->fd, SOL_PACKET, PACKET_COPY_THRESH, &thresh, sizeof thresh);
-    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
-    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, port->fd, 0);
-    if (ring == MAP_FAILED) return -1;
-    port->ring = ring;
-    port->ring_bytes = bytes;
-    port->ring_slots = req.tp_frame_nr;
-    port->ring_head = 0;
-    return 0;
+    return map_rx_ring(port, (size_t)req.tp_block_size * req.tp_block_nr, req.tp_frame_nr);
 }
 
 /* Sets up the TPACKET_V3 block ring; 0 on success (else the port uses recvmmsg). */
@@ -214,13 +219,7 @@ static int block_ring_setup(ss_port *port) {
         .tp_retire_blk_tov = SS_BLOCK_TIMEOUT_MS,
     };
     if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
-    size_t bytes = (size_t)req.tp_block_size * req.tp_block_nr;
-    void *ring = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, port->fd, 0);
-    if (ring == MAP_FAILED) return -1;
-    port->ring = ring;
-    port->ring_bytes = bytes;
-    port->ring_slots = req.tp_block_nr;
-    port->ring_head = 0;
+    if (map_rx_ring(port, (size_t)req.tp_block_size * req.tp_block_nr, req.tp_block_nr)) return -1;
     port->rx_blocks = 1;
     return 0;
 }
