@@ -109,7 +109,11 @@ def test_the_path_is_chosen_by_world_size_or_by_name():
     assert [InaOptions.from_env(plan).float_sum_path(n) for n in (2, 8, 9, 64)] == [1, 1, 2, 2]
     assert InaOptions.from_env(dict(plan, INA_ONE_ROUND_MAX_WORLD="16")).float_sum_path(16) == 1
     assert InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="2")).float_sum_path(2) == 2
-    assert InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="1")).float_sum_path(64) == 1
+    assert InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="1")).float_sum_path(63) == 1
+    # from 64 ranks the lanes' window cannot tell a full window from a block past it: one round is refused
+    with pytest.raises(ValueError, match="one round takes at most 63 ranks .* this group has 64: use INA_FLOAT_SUM"):
+        InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="1")).float_sum_path(64)
+    assert InaOptions.from_env(dict(plan, INA_ONE_ROUND_MAX_WORLD="100")).float_sum_path(64) == 2
     with pytest.raises(InaConfigError, match="INA_FLOAT_SUM_ROUNDS must be auto, 1 or 2, got 'two'"):
         InaOptions.from_env(dict(plan, INA_FLOAT_SUM_ROUNDS="two"))
     with pytest.raises(InaConfigError, match="INA_ONE_ROUND_MAX_WORLD must be >= 1, got 0"):

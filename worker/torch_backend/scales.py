@@ -56,6 +56,9 @@ ABOVE_BITS = 6  # the lanes' window reaches this many bits above the remembered 
 REMEMBERED_SIZES = 64  # sizes whose scales are kept (least recently used dropped first)
 ONE_ROUND_MAX_WORLD = 8  # "auto": one round up to this many ranks (bound 16 N^3 2^-30 <= 2^-17), two above
 ROUNDS_CHOICES = ("auto", "1", "2")
+# The lanes of N ranks whose blocks sit at the window's top sum to N * 2^(window - ABOVE_BITS): from
+# 2^ABOVE_BITS ranks on, that reads as a block past the window on every first call, so one round needs fewer
+ONE_ROUND_WORLD_LIMIT = (1 << ABOVE_BITS) - 1
 
 # aggregate(int32 array, op) -> int32 array: one exchange through the switches ("sum" | "max")
 IntAggregate = Callable[[np.ndarray, str], np.ndarray]
@@ -64,17 +67,25 @@ IntAggregate = Callable[[np.ndarray, str], np.ndarray]
 def float_sum_rounds(world_size: int, choice: str = "auto", one_round_max_world: int = ONE_ROUND_MAX_WORLD) -> int:
     """The path a float SUM/AVG of ``world_size`` ranks takes: 1 (remembered scales, one round trip when
     they fit) or 2 (agree on the scales, then the values). ``choice``: "1", "2", or "auto": 1 up to
-    ``one_round_max_world`` ranks, 2 above.
+    ``one_round_max_world`` ranks, 2 above. One round is possible up to ONE_ROUND_WORLD_LIMIT (63) ranks
+    only: "auto" takes two rounds above it whatever ``one_round_max_world`` says, and "1" is refused.
 
     Examples
     --------
     >>> float_sum_rounds(8), float_sum_rounds(16), float_sum_rounds(16, "1"), float_sum_rounds(3, one_round_max_world=2)
     (1, 2, 1, 2)
+    >>> float_sum_rounds(64, one_round_max_world=100)
+    2
     """
     if choice not in ROUNDS_CHOICES:
         raise ValueError(f"float sum rounds must be one of {', '.join(ROUNDS_CHOICES)}, got {choice!r}")
     if choice == "auto":
-        return 1 if world_size <= one_round_max_world else 2
+        return 1 if world_size <= min(one_round_max_world, ONE_ROUND_WORLD_LIMIT) else 2
+    if choice == "1" and world_size > ONE_ROUND_WORLD_LIMIT:
+        raise ValueError(
+            f"a float sum in one round takes at most {ONE_ROUND_WORLD_LIMIT} ranks (its lanes' window), this group"
+            f" has {world_size}: use INA_FLOAT_SUM_ROUNDS=2 or auto"
+        )
     return int(choice)
 
 
