@@ -415,8 +415,7 @@ class UdpTransport(Transport):
                 self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count]))
             if count < io.capacity - udp.GRO_SEGMENTS_MAX:
                 break  # drained (a full batch may have more behind it)
-        holds = self.batch_wait > 0 and self._batch_rows.get(port, BATCH_ROWS) >= MIN_HOLD_ROWS
-        if holds and self._streaming(port, taken, resumed):
+        if self.batch_wait > 0 and self._streaming(port, taken, resumed):
             sock = self._socks.get(port)
             wait = self._wait(port, taken)
             if sock is not None and wait >= MIN_WAIT_S:  # (a handler may have closed the transport)
@@ -450,7 +449,12 @@ class UdpTransport(Transport):
 
     def _streaming(self, port: int, taken: int, resumed: bool) -> bool:
         """Whether ``port`` streams (hold it): it took STREAM_PACKETS datagrams within STREAM_SPAN_S, and
-        it stays streaming until a batch wait gathers nothing."""
+        it stays streaming until a batch wait gathers nothing. A port whose handler expects batches below
+        MIN_HOLD_ROWS never streams, and its detection starts afresh once it expects more (a worker at the
+        tail of a round): the next exchange is not held from its first datagram on, nor aged from the last."""
+        if self._batch_rows.get(port, BATCH_ROWS) < MIN_HOLD_ROWS:
+            self._stream.pop(port, None)
+            return False
         now = self.loop.now()
         start, count = self._stream.get(port, (now, 0))
         if count < 0:  # streaming: held after every batch until a wait gathered nothing

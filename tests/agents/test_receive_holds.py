@@ -64,4 +64,19 @@ def test_a_new_burst_after_a_pause_starts_young_again():
     assert not transport._streaming(PORT, 0, True)  # a wait that gathered nothing: the stream ended
     clock.time += 0.05  # 50 ms later, a short burst
     holds = reads(transport, clock, 10, 4, 0.0004)
+    assert holds, "the new burst streams"
     assert all(wait <= MAX_HOLD_SHARE * age + 1e-9 for age, wait in holds), holds
+
+
+def test_a_port_that_expects_small_batches_stops_streaming_and_starts_afresh():
+    clock = ManualClock()
+    transport = transport_on(clock)
+    assert reads(transport, clock, 250, 4, 0.0004)  # a long stream
+    transport.expect_batches(PORT, 4)  # the tail of a worker's round: a few chunks in flight
+    assert not reads(transport, clock, 10, 4, 0.0004)  # never held
+    transport.expect_batches(PORT, 64)  # the next exchange
+    clock.time += 0.05
+    holds = reads(transport, clock, 10, 4, 0.0004)
+    assert holds, "40 datagrams within 4 ms stream again"
+    assert len(holds) == 3  # streaming from the 32nd datagram on (the 8th read), not from the first
+    assert all(wait <= MAX_HOLD_SHARE * age + 1e-9 for age, wait in holds), holds  # aged from this burst
