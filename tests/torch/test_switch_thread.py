@@ -84,37 +84,45 @@ def test_order_is_kept_when_a_waiter_runs_a_job(switch_thread):
     assert order == ["second", "third"] and first.is_completed()
 
 
-def test_a_job_a_waiter_runs_holds_back_the_next_queued_one(switch_thread):
-    inside, order, queued = threading.Event(), [], []
+def test_a_job_a_waiter_runs_holds_back_the_next_queued_one():
+    thread = LateSwitchThread()
+    order: list[str] = []
+    queued = []
 
     def run_here():
-        inside.set()
-        # another thread queues a job meanwhile: the switch thread must not run it before this ends
-        t = threading.Thread(
-            target=lambda: queued.append(switch_thread.submit(lambda: order.append("next") or [], "x"))
-        )
+        # the switch thread wakes and another thread queues a job while the waiter runs this one: the
+        # switch thread must skip this job and not run the next one before this ends
+        thread.wake.set()
+        t = threading.Thread(target=lambda: queued.append(thread.submit(lambda: order.append("next") or [], "x")))
         t.start()
         t.join(5)
         threading.Event().wait(0.05)
         order.append("here")
         return []
 
-    release, first = blocked(switch_thread)
-    work = switch_thread.submit(run_here, "all_reduce")
-    release.set()
-    first.wait()
-    work.wait()
-    queued[0].wait()
-    assert order == ["here", "next"]
+    try:
+        work = thread.submit(run_here, "all_reduce")
+        work.wait()
+        queued[0].wait()
+        assert order == ["here", "next"] and thread.waiter_runs == 1
+    finally:
+        thread.wake.set()
+        thread.close()
 
 
-def test_an_asynchronous_job_waited_for_with_a_timeout_times_out_instead_of_running_here(switch_thread):
-    release, first = blocked(switch_thread)
-    work = switch_thread.submit(lambda: [], "all_reduce")
-    with pytest.raises(TimeoutError, match="did not complete within 0.1 s"):
-        work.wait(datetime.timedelta(seconds=0.1))
-    release.set()
-    assert work.wait()
+def test_an_asynchronous_job_waited_for_with_a_timeout_times_out_instead_of_running_here():
+    thread = LateSwitchThread()  # the job is the only one and untaken: only the timeout keeps the waiter off it
+    ran_on = []
+    try:
+        work = thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "all_reduce")
+        with pytest.raises(TimeoutError, match="did not complete within 0.1 s"):
+            work.wait(datetime.timedelta(seconds=0.1))
+        assert ran_on == [] and thread.waiter_runs == 0
+        thread.wake.set()
+        assert work.wait() and len(ran_on) == 1  # then it runs once, on whichever thread takes it first
+    finally:
+        thread.wake.set()
+        thread.close()
 
 
 def test_a_failed_job_raises_its_error_from_wait(switch_thread):
@@ -132,3 +140,21 @@ def test_jobs_that_waiters_may_not_run_run_on_the_switch_thread(switch_thread):
     for _ in range(10):
         switch_thread.submit(lambda: ran_on.append(threading.current_thread()) or [], "x", waiter_may_run=False).wait()
     assert set(ran_on) == {switch_thread._thread} and switch_thread.waiter_runs == 0
+
+
+def test_an_interrupted_job_a_waiter_runs_fails_its_work_instead_of_leaving_it_pending():
+    thread = LateSwitchThread()
+    try:
+
+        def interrupted():
+            raise KeyboardInterrupt
+
+        work = thread.submit(interrupted, "all_reduce")
+        with pytest.raises(KeyboardInterrupt):
+            work.wait()  # the waiter runs it (the switch thread is late), and Ctrl-C reaches the caller
+        assert work.is_completed() and not work.is_success()
+        with pytest.raises(RuntimeError, match="ina all_reduce was interrupted"):
+            work.wait(datetime.timedelta(seconds=1))
+    finally:
+        thread.wake.set()
+        thread.close()

@@ -186,6 +186,9 @@ def _complete(job: Callable[[], list], future: torch.futures.Future, done: threa
             else RuntimeError(f"ina {what} failed: {exc}")
         )
         future.set_exception(error)
+    except BaseException as exc:  # Ctrl-C in a waiter running the job: the work fails, then it propagates
+        future.set_exception(RuntimeError(f"ina {what} was interrupted: {exc!r}"))
+        raise
     else:
         future.set_result(result)
     finally:
