@@ -362,7 +362,7 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
     vectorise such a loop. Empty when the body holds anything that could reach the field another way
     (a call, a whole-header operation, a computed index, a lane-indexed field of the same struct) or
     leave the loop early (exit, return)."""
-    from .invariants import access_path
+    from .invariants import _named_prefix, _overlaps, _written_roots, access_path
 
     nodes = [n for s in run.body for n in walk(s)]
     lane_bases = []
@@ -378,13 +378,9 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
             if base is None:
                 return []
             lane_bases.append(base)
-    written = set()
-    for n in nodes:
-        if isinstance(n, ir.Assign):
-            target = n.target.base if isinstance(n.target, ir.Slice) else n.target
-            written.add(access_path(target))
-        elif isinstance(n, ir.ExternMethodCall):
-            written.update(access_path(a.value) for a in n.arguments if a.direction in ("out", "inout"))
+    # what the body may change, as invariants.py reads it: a slice or a computed index counts as a write
+    # to its enclosing named place (a register read into `m.f[15:0]` writes m.f)
+    written = [_named_prefix(place) for n in nodes for place in _written_roots(n)]
     found: dict[tuple, tuple[tuple, ir.FieldAccess, bool]] = {}
     for n in nodes:
         if not isinstance(n, ir.FieldAccess) or id(n) in run.sites or ir.is_object(n.type):
@@ -392,5 +388,5 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
         path = access_path(n)
         if path is None or path in found or any(path[: len(base)] == base for base in lane_bases):
             continue
-        found[path] = (path, n, path in written)
+        found[path] = (path, n, any(_overlaps(path, place) for place in written))
     return list(found.values())

@@ -22,8 +22,9 @@ typedef __int128 ss_i128;
    same-width fields): never inlined (deep in its caller's branches gcc would take the loop for cold code
    and compile it for size), and on x86-64 built twice, for AVX2 and for the baseline instruction set,
    the loader picking the one the CPU runs (ifunc): the baseline has no 64-bit compares or byte shuffles,
-   so gcc vectorises these loops only with AVX2. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+   so gcc vectorises these loops only with AVX2. glibc only: ifunc is glibc's (musl's gcc refuses the
+   attribute). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && defined(__GLIBC__)
 #define SS_LANE_FUNCTION static __attribute__((noinline, target_clones("avx2", "default")))
 #else
 #define SS_LANE_FUNCTION static __attribute__((noinline))
