@@ -24,7 +24,7 @@ from controller.errors import P4RuntimeError
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM_FILES = {"v1model": REPO / "p4src" / "ina.p4", "tna": REPO / "p4src" / "tna" / "ina_tna.p4"}
 # build variants a --program option may name: the same program with another K (docs/design-decisions.md)
-VARIANT_FILES = {"v1model-k256": REPO / "p4src" / "ina_k256.p4"}
+VARIANT_FILES = {"v1model-k256": REPO / "p4src" / "ina_k256.p4", "v1model-k1024": REPO / "p4src" / "ina_k1024.p4"}
 STATS = "InaIngress.ina_stats"
 DROPS = "InaIngress.drop_stats"
 _LANE_REGISTER = re.compile(r"InaIngress\.slot_lane_\d+")
@@ -92,10 +92,11 @@ def stat_counters(counter_names: Iterable[str]) -> tuple[str, ...]:
 
 def program_file(name_or_path: str | Path) -> Path:
     """The P4 source a ``--program`` option names: "v1model" / "tna" for the repository's programs,
-    "v1model-k256" for ina.p4 built with K = 256, else a path (to a P4 source or a compiled BMv2 JSON).
+    "v1model-k256" / "v1model-k1024" for ina.p4 built with K = 256 / 1024 (the latter for links with a
+    9000-byte MTU), else a path (to a P4 source or a compiled BMv2 JSON).
 
-    >>> program_file("tna").name, program_file("v1model-k256").name
-    ('ina_tna.p4', 'ina_k256.p4')
+    >>> program_file("tna").name, program_file("v1model-k256").name, program_file("v1model-k1024").name
+    ('ina_tna.p4', 'ina_k256.p4', 'ina_k1024.p4')
     """
     text = str(name_or_path)
     return {**PROGRAM_FILES, **VARIANT_FILES}.get(text, Path(text))

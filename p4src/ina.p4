@@ -280,7 +280,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         meta.slot_ok = (((bit<16>)hdr.ina.slot) + meta.span <= meta.pool_size
                         && meta.slot_base < SLOT_REGISTER_SIZE
                         && meta.slot_index + (((bit<32>)meta.span - 1) << 1) < SLOT_REGISTER_SIZE) ? 1w1 : 1w0;
-        meta.meaningful = meta.span == 1 ? meta.value_count : meta.value_count << 2;
+        meta.meaningful = meta.span == 1 ? meta.value_count << INA_DENSE_COUNT_SHIFT : meta.value_count << 2;
     }
 
     /* S3.3 (+ S3.4's sum): the whole slot state machine of a dense GRAD at an aggregating hop, one action. */
@@ -378,7 +378,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         meta.drop_reason = DROP_NONE;
         if (meta.is_ina == 1) {
             /* value_count 1..256 in 8 bits: 0 stands for 256 (docs/protocol.md, "INA header") */
-            meta.value_count = hdr.ina.value_count == 0 ? 16w256 : (bit<16>)hdr.ina.value_count;
+            meta.value_count = hdr.ina.value_count == 0 ? (bit<16>)MAX_VALUE_COUNT : (bit<16>)hdr.ina.value_count;
             switch_identity.apply();
             if (meta.configured == 0) {
                 meta.drop_reason = DROP_NOT_CONFIGURED;

@@ -215,7 +215,7 @@ class PacketTemplate:
         else:
             covered = width
         if "value_count" not in fields and chunk_headers is None:
-            fields["value_count"] = layout.value_count_for(covered)
+            fields["value_count"] = layout.value_count_for(covered, self.values_per_packet)
         columns = {}
         for name, value in fields.items():
             if not check:
@@ -242,7 +242,7 @@ class PacketTemplate:
             )
         if value_count.size:
             if value_count.min() < 1:
-                raise ProtocolError(f"value_count={int(value_count.min())} outside 1..{C.MAX_VALUES_PER_PACKET}")
+                raise ProtocolError(f"value_count={int(value_count.min())} outside 1..{C.MAX_VALUE_COUNT}")
             columns["value_count"] = value_count & 0xFF  # the 8-bit field: 256 is written as 0
         if out is None:
             out = np.empty((n, self.size), dtype=np.uint8)
@@ -405,7 +405,7 @@ def _flags_and_count_ok(values_per_packet: int) -> np.ndarray:
 def _value_counts(field: np.ndarray) -> np.ndarray:
     """value_count (1..256) of 8-bit header fields: 0 stands for 256 (codec.value_count_from_field)."""
     counts = np.asarray(field).astype(np.int64)
-    return np.where(counts == 0, 256, counts)
+    return np.where(counts == 0, C.MAX_VALUE_COUNT, counts)
 
 
 @functools.cache
@@ -571,7 +571,8 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         ok = (header_bytes >= 0) & _FLAGS_OK[flags] & (lengths <= stride)
         lanes = _k_from_lengths(lengths - header_bytes, _LAYOUT_INDEX[flags])
         ok &= lanes > 0
-        ok &= _value_counts(head["value_count"]) <= np.where(_SPAN[flags] == 1, lanes, _SPAN[flags] * lanes // 4)
+        dense_most = np.where(lanes <= C.MAX_VALUE_COUNT, lanes, lanes // 4)  # above 256: groups of 4 lanes
+        ok &= _value_counts(head["value_count"]) <= np.where(_SPAN[flags] == 1, dense_most, _SPAN[flags] * lanes // 4)
     masked = _MASKED[flags]
     if masked.any():
         ok &= ~masked | _masked_allowed()[b01]
@@ -661,7 +662,8 @@ def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:
     span = np.array([layout.span for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
     k = np.where((rest > 0) & (4 * rest % per4 == 0), 4 * rest // per4, 0)
     wide_ok = (k % 4 == 0) & (k <= C.MAX_WIDE_VALUES_PER_PACKET)
-    return np.where((layout_index >= 0) & ((span == 1) | wide_ok), k, 0)
+    dense_ok = (k <= C.MAX_VALUE_COUNT) | ((k % 4 == 0) & (k <= C.MAX_VALUES_PER_PACKET))  # layouts.Layout.check_k
+    return np.where((layout_index >= 0) & np.where(span == 1, dense_ok, wide_ok), k, 0)
 
 
 def _payload_values(

@@ -141,7 +141,7 @@ def _check_range(name: str, value: int, bits: int, signed: bool = False) -> None
 
 
 def value_count_field(value_count: int) -> int:
-    """The 8-bit header field of a value_count of 1..256: 256 is written as 0 (docs/protocol.md).
+    """The 8-bit header field of a value_count of 1..MAX_VALUE_COUNT: 256 is written as 0 (docs/protocol.md).
 
     >>> value_count_field(64), value_count_field(256)
     (64, 0)
@@ -155,7 +155,7 @@ def value_count_from_field(field: int) -> int:
     >>> value_count_from_field(0), value_count_from_field(17)
     (256, 17)
     """
-    return field or 256
+    return field or C.MAX_VALUE_COUNT
 
 
 def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, layout: L.Layout = L.DENSE) -> int:
@@ -184,8 +184,8 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     ):
         _check_range(name, getattr(h, name), bits)
     _check_range("scale_exp", h.scale_exp, 8, signed=True)
-    if not 1 <= h.value_count <= C.MAX_VALUES_PER_PACKET:
-        raise ProtocolError(f"value_count={h.value_count} outside 1..{C.MAX_VALUES_PER_PACKET}")
+    if not 1 <= h.value_count <= C.MAX_VALUE_COUNT:
+        raise ProtocolError(f"value_count={h.value_count} outside 1..{C.MAX_VALUE_COUNT}")
     layout = _checked_layout(h, values_per_packet)
     most = layout.max_value_count(values_per_packet)
     if h.value_count > most:
@@ -259,8 +259,10 @@ def lanes_text(layout: L.Layout, k: int) -> str:
 
 
 def value_count_limit(layout: L.Layout, k: int) -> str:
-    if layout.span == 1:
+    if layout.count_unit(k) == 1:
         return f"K={k}"
+    if layout.span == 1:
+        return f"{layout.max_value_count(k)} (groups of 4 lanes of a dense chunk, K={k})"
     return f"{layout.max_value_count(k)} (groups of 4 positions of a {layout.name} chunk, K={k})"
 
 
@@ -347,10 +349,16 @@ def _k_from_length(rest: int, layout: L.Layout) -> int:
     """K from the bytes after the hops (decode without a given K)."""
     per_k = layout.payload_bytes(4) / 4  # bytes per lane of K: 4 dense, 8/16 wide, 4.25/4.5 MASKED
     k = int(round(rest / per_k)) if rest > 0 else 0
-    if k <= 0 or layout.payload_bytes(k) != rest or (layout.span > 1 and (k % 4 or k > C.MAX_WIDE_VALUES_PER_PACKET)):
+    if k <= 0 or layout.payload_bytes(k) != rest:
         if layout is L.DENSE:
             raise ProtocolError(f"INA value area of {rest} bytes is not a whole number of int32 lanes")
         raise ProtocolError(f"INA payload area of {rest} bytes fits no K for the {layout.name} layout")
+    try:
+        layout.check_k(k)
+    except L.ProtocolLayoutError as exc:
+        if layout is L.DENSE:
+            raise ProtocolError(f"INA value area of {rest} bytes: {exc}") from None
+        raise ProtocolError(f"INA payload area of {rest} bytes fits no K for the {layout.name} layout") from None
     return k
 
 
@@ -517,7 +525,8 @@ def grad(
     masks: Iterable[int] | np.ndarray | None = None,
 ) -> InaPacket:
     """Convenience constructor of a GRAD packet (value_count defaults to len(values), or for a layout with
-    span > 1 to the groups of four positions the values cover; ``masks`` for a MASKED layout)."""
+    span > 1 or more than 256 values to the groups of four positions the values cover; ``masks`` for a
+    MASKED layout). A chunk of at most 256 values at a K above 256 must give value_count (its groups)."""
     vals = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64)
     mask_array = np.zeros(0, dtype=np.uint8) if masks is None else np.asarray(list(masks), dtype=np.int64)
     if value_count is None:
@@ -544,9 +553,9 @@ def _default_value_count(flags: int, n_values: int, n_masks: int) -> int:
         layout = L.layout_of(flags)
     except L.ProtocolLayoutError:
         return n_values  # a malformed packet for a test: whatever the values are
-    if layout.span == 1:
-        return n_values
-    return layout.value_count_for(4 * n_masks if layout.masked else n_values)
+    if layout.span == 1:  # more values than value_count can count: a K above 256, which counts groups of 4
+        return n_values if n_values <= C.MAX_VALUE_COUNT else -(-n_values // 4)
+    return layout.value_count_for(4 * n_masks if layout.masked else n_values, C.MAX_WIDE_VALUES_PER_PACKET)
 
 
 def result(

@@ -31,9 +31,11 @@ FLAG_LAYOUT_MASK = 0xE0
 
 # sizes
 VALUES_PER_PACKET = 64  # K, the default; a program built with -DVALUES_PER_PACKET=k uses k
-MAX_VALUES_PER_PACKET = 256
+MAX_VALUES_PER_PACKET = 1024
+MAX_VALUE_COUNT = 256  # value_count's 8 bits say 1..256 (0 = 256); a dense K above it counts groups of 4 lanes
 MAX_WIDE_VALUES_PER_PACKET = 64
 MTU_BYTES = 1500
+JUMBO_MTU_BYTES = 9000  # the links of a K above 256 (p4src/ina_k1024.p4)
 MAX_HOPS = 8
 MAX_FAN_IN = 32
 ETHERNET_HEADER_BYTES = 14

@@ -6,7 +6,8 @@ hop entries. A chunk covers ``span * K`` positions:
 ========  ======  =======  ===========================================  ==========================
 layout    span    MASKED   payload after the hops                        value_count counts
 ========  ======  =======  ===========================================  ==========================
-dense     1       no       K int32 (position i in lane i)                positions (<= K)
+dense     1       no       K int32 (position i in lane i)                positions (<= K); groups of
+                                                                           4 above K = 256 (jumbo)
 wide2     2       no       2 blocks of K int32                           groups of 4 positions
 wide4     4       no       4 blocks of K int32                           groups of 4 positions
 2:4       2       yes      K/2 masks of 4 bits, K kept int32             groups of 4 positions
@@ -83,19 +84,34 @@ class Layout:
         lanes = k if self.masked else self.span * k
         return self.mask_bytes(k) + lanes * C.VALUE_BYTES
 
+    def count_unit(self, k: int) -> int:
+        """Positions per unit of value_count: 1 for a dense chunk of K <= 256, else a group of 4 (the wide
+        layouts, and dense above K = 256 where 8 bits cannot count lanes: ina_lanes.p4's INA_DENSE_COUNT_SHIFT).
+
+        >>> DENSE.count_unit(256), DENSE.count_unit(1024), WIDE2.count_unit(64)
+        (1, 4, 4)
+        """
+        return 1 if self.span == 1 and k <= C.MAX_VALUE_COUNT else 4
+
     def max_value_count(self, k: int) -> int:
-        return k if self.span == 1 else self.groups(k)
+        return self.positions(k) // self.count_unit(k)
 
-    def meaningful(self, value_count: int) -> int:
+    def meaningful(self, value_count: int, k: int) -> int:
         """Positions that value_count says are meaningful."""
-        return value_count if self.span == 1 else 4 * value_count
+        return value_count * self.count_unit(k)
 
-    def value_count_for(self, positions: int) -> int:
+    def value_count_for(self, positions: int, k: int) -> int:
         """The value_count of a chunk whose first ``positions`` positions are meaningful."""
-        return positions if self.span == 1 else (positions + 3) // 4
+        unit = self.count_unit(k)
+        return (positions + unit - 1) // unit
 
     def check_k(self, k: int) -> None:
         """Refuse a K this layout does not exist for (ina_lanes.p4's INA_WIDE_LAYOUTS, the same rule)."""
+        if not 1 <= k <= C.MAX_VALUES_PER_PACKET or (k > C.MAX_VALUE_COUNT and k % 4):
+            raise ProtocolLayoutError(
+                f"K={k} is not a K of the program: 1..{C.MAX_VALUE_COUNT}, or a multiple of 4 up to "
+                f"{C.MAX_VALUES_PER_PACKET} (value_count then counts groups of 4 lanes)"
+            )
         if self.span > 1 and k % 4:
             raise ProtocolLayoutError(f"the {self.name} layout needs K a multiple of 4, not {k}")
         if self.span > 1 and k > C.MAX_WIDE_VALUES_PER_PACKET:
@@ -103,6 +119,20 @@ class Layout:
                 f"the {self.name} layout needs K <= {C.MAX_WIDE_VALUES_PER_PACKET}, not {k} "
                 f"(a chunk's sum of {4 * k} values would not fit a {C.MTU_BYTES}-byte MTU)"
             )
+
+
+def link_mtu(k: int) -> int:
+    """The IPv4 MTU the links of a program with K lanes need: 1500 while a dense packet with MAX_HOPS hop
+    entries fits it (K <= 256 and then some), else JUMBO_MTU_BYTES (ina_k1024.p4's 4,204-byte packets).
+
+    >>> link_mtu(256), link_mtu(1024)
+    (1500, 9000)
+    """
+    largest = C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + C.INA_HEADER_BYTES + C.MAX_HOPS * C.HOP_BYTES
+    largest += DENSE.payload_bytes(k)
+    if largest > C.JUMBO_MTU_BYTES:
+        raise ProtocolLayoutError(f"a dense packet of K={k} ({largest} bytes) fits no MTU up to {C.JUMBO_MTU_BYTES}")
+    return C.MTU_BYTES if largest <= C.MTU_BYTES else C.JUMBO_MTU_BYTES
 
 
 DENSE = Layout("dense", 1, False, 0)

@@ -365,9 +365,9 @@ class Round:
             self.masks, self.values = L.pack_masked(positions, chosen.reshape(m, w), layout)
         else:
             self.values = positions
-        self.value_count = np.full(m, layout.value_count_for(w), dtype=np.int64)
+        self.value_count = np.full(m, layout.value_count_for(w, k), dtype=np.int64)
         if m:
-            self.value_count[-1] = layout.value_count_for(n - (m - 1) * w)
+            self.value_count[-1] = layout.value_count_for(n - (m - 1) * w, k)
         self.scale_exp = np.zeros(m, dtype=np.int64) if scale_exps is None else np.clip(scale_exps, -128, 127)
         self.sent_at = np.zeros(m, dtype=np.float64)  # first send
         self.deadline = np.full(m, np.inf)

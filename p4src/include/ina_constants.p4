@@ -36,11 +36,13 @@
 
 /* ---- sizes ---- */
 #ifndef VALUES_PER_PACKET
-#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..256; p4src/ina_k256.p4: 256) */
+#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..256, or a multiple of 4 up to 1024; ina_k256.p4: 256, ina_k1024.p4: 1024) */
 #endif
-#define MAX_VALUES_PER_PACKET   256     /* the largest K: the lane macros (ina_lanes.p4) and value_count's 1..256 */
+#define MAX_VALUES_PER_PACKET   1024    /* the largest K: the lane macros (ina_lanes.p4) */
+#define MAX_VALUE_COUNT         256     /* value_count is 1..256 in 8 bits (0 = 256); a dense K above it counts groups of 4 lanes */
 #define MAX_WIDE_VALUES_PER_PACKET 64   /* the largest K with the wide and MASKED layouts (4K values fit a 1500-byte MTU) */
-#define MTU_BYTES               1500    /* the largest IPv4 packet a K must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
+#define MTU_BYTES               1500    /* the largest IPv4 packet a K <= 256 must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
+#define JUMBO_MTU_BYTES         9000    /* the MTU the links of a K above 256 need (ina_k1024.p4: 4,204-byte packets) */
 #define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
 #define MAX_FAN_IN              32      /* children per slot: width of the bitmap of children heard */
 #define ETHERNET_HEADER_BYTES   14

@@ -75,7 +75,7 @@ parser InaParser(packet_in packet, out headers_t hdr, inout ina_metadata_t meta,
     state parse_values {
         meta.span = 1;
         meta.payload_bytes = VALUES_PER_PACKET * VALUE_BYTES;
-        meta.max_value_count = VALUES_PER_PACKET;
+        meta.max_value_count = VALUES_PER_PACKET >> INA_DENSE_COUNT_SHIFT;
         packet.extract(hdr.values);
         transition accept;
     }

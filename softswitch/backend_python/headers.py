@@ -155,7 +155,8 @@ def _write_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
             f"end = (off + {width} + 7) >> 3",
             "if end > len(data):",
             "    raise ParserError(1)",
-            f"v = (int.from_bytes(data[b:end], 'big') >> ((end << 3) - off - {width})) & {mask(width)}",
+            # hex: a header of more than ~14,000 bits (ina_k1024.p4's values) has a mask past int's decimal limit
+            f"v = (int.from_bytes(data[b:end], 'big') >> ((end << 3) - off - {width})) & {mask(width):#x}",
         ]
         if runs is None:
             out.write("if off & 7:")

@@ -1112,6 +1112,128 @@ def k256_dense() -> Scenario:
     return s
 
 
+def k1024_dense() -> Scenario:
+    """p4src/ina_k1024.p4 (K = 1024, jumbo frames): value_count counts groups of four lanes (docs/protocol.md,
+    "value_count"). Three children's 1,024 lanes summed with an overflow in lane 1023, flagged under
+    value_count 256 (the byte 0: all 1,024 lanes) and not under 255 (1,020 lanes); a chunk of 18 values says
+    5 groups, so its lane 17 counts for overflow and lane 20 does not; a RESULT releases a slot. Every byte
+    is a valid value_count at this K (256 groups = 1,024 lanes), so the malformed packets are those of other
+    K (64, 256), a 2:4 one (no wide layouts above K = 64) and a K = 1024 frame one lane short."""
+    s = Scenario("k1024_dense", "K = 1024: value_count in groups of 4, overflow in lane 1023, partial last group")
+    standard_setup(s)
+    k = K1024
+    big = 2**31 - 1
+    rng = np.random.default_rng(1024)
+    parts = [rng.integers(-(2**28), 2**28, size=k) for _ in range(3)]
+    parts[0][k - 1], parts[1][k - 1], parts[2][k - 1] = big, 1, 0  # lane 1023 overflows
+    wrapped = (sum(parts) + 2**31) % 2**32 - 2**31
+    for worker in (2, 0, 1):
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(
+                worker, JOB_UNICAST, 1, parts[worker], grad_hops(fan_in=3, child=worker), slot=1, value_count=256,
+                values_per_packet=k,
+            ),
+        )  # fmt: skip
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 1, wrapped, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW,
+            value_count=256, values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("value_count 255 (lanes 0..1019): the same overflow in lane 1023 is not flagged")
+    for worker in (0, 1):
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(
+                worker, JOB_UNICAST, 2, parts[worker], grad_hops(child=worker), slot=2, value_count=255,
+                values_per_packet=k,
+            ),
+        )  # fmt: skip
+    pair = (parts[0] + parts[1] + 2**31) % 2**32 - 2**31
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 2, pair, server_hop(), slot=2, contributor=SWITCH_ID, value_count=255,
+            values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("18 values: value_count 5 groups, lanes 18-19 zero; an overflow in lane 17 is flagged")
+    short = [np.arange(18, dtype=np.int64) + 1, np.arange(18, dtype=np.int64) * -3]
+    short[0][17], short[1][17] = big, big
+    for worker in (0, 1):
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(
+                worker, JOB_UNICAST, 3, short[worker], grad_hops(child=worker), slot=3, value_count=5,
+                values_per_packet=k,
+            ),
+        )  # fmt: skip
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 3, (short[0] + short[1] + 2**31) % 2**32 - 2**31, server_hop(), slot=3,
+            contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW, value_count=5, values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("the server's RESULT releases slot 1 on its way to worker 0")
+    down = [Hop(SWITCH_ID, True, 2, 0, WORKER_PORTS[0])]
+    s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, wrapped, down, slot=1, value_count=256, values_per_packet=k))
+    s.expect(
+        WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, wrapped, [], slot=1, value_count=256, values_per_packet=k)
+    )
+    s.comment("value_count 5 again, now with the overflow in lane 20: past the 5 groups, not flagged")
+    late = [np.zeros(21, dtype=np.int64), np.zeros(21, dtype=np.int64)]
+    late[0][20], late[1][20] = big, big
+    for worker in (0, 1):
+        s.packet(
+            WORKER_PORTS[worker],
+            grad_frame(
+                worker, JOB_UNICAST, 4, late[worker], grad_hops(child=worker), slot=0, value_count=5,
+                values_per_packet=k,
+            ),
+        )  # fmt: skip
+    s.expect(
+        SERVER_PORT,
+        forwarded(
+            1, JOB_UNICAST, 4, (late[0] + late[1] + 2**31) % 2**32 - 2**31, server_hop(), slot=0,
+            contributor=SWITCH_ID, value_count=5, values_per_packet=k,
+        ),
+    )  # fmt: skip
+    s.comment("malformed here: packets of K = 64 and K = 256, a 2:4 packet, a K = 1024 frame one lane short")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2))
+    s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2, values_per_packet=K256))
+    masked_k64 = masked_frame(
+        0, JOB_UNICAST, 6, L.TWO_OF_FOUR, masked_chunk(np.random.default_rng(1), L.TWO_OF_FOUR), grad_hops()
+    )
+    s.packet(1, masked_k64)
+    s.packet(
+        1,
+        short_by_one_lane(grad_frame(0, JOB_UNICAST, 5, [1], grad_hops(), slot=2, value_count=1, values_per_packet=k)),
+    )
+    s.check_drop(C.DROP_MALFORMED, 4)
+    s.check_stats(JOB_UNICAST, {C.STAT_GRAD_COMPLETED: 4, C.STAT_OVERFLOW: 2, C.STAT_RESULT_RELEASED: 1})
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
+    s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
+    s.check_register("InaIngress.slot_lane_1023", cell(JOB_UNICAST, 2), int(pair[k - 1]) % 2**32)
+    return s
+
+
+def short_by_one_lane(frame: bytes) -> bytes:
+    """A frame with its last int32 lane cut off and its IPv4 and UDP lengths (and IPv4 checksum) told so:
+    well-formed but for a value area of K - 1 lanes."""
+    out = bytearray(frame[: -C.VALUE_BYTES])
+    ip = C.ETHERNET_HEADER_BYTES
+    total = int.from_bytes(out[ip + 2 : ip + 4], "big") - C.VALUE_BYTES
+    out[ip + 2 : ip + 4] = total.to_bytes(2, "big")
+    out[ip + 10 : ip + 12] = b"\0\0"
+    out[ip + 10 : ip + 12] = codec.ipv4_checksum(bytes(out[ip : ip + C.IPV4_HEADER_BYTES])).to_bytes(2, "big")
+    udp = ip + C.IPV4_HEADER_BYTES
+    out[udp + 4 : udp + 6] = (total - C.IPV4_HEADER_BYTES).to_bytes(2, "big")
+    return bytes(out)
+
+
 SCENARIOS = [
     identity_mismatch,
     unknown_job,
@@ -1141,9 +1263,12 @@ SCENARIOS = [
 ]
 
 
-# scenarios of p4src/ina_k256.p4 (K = 256), in stf/k256/: run on that program only
+# scenarios of p4src/ina_k256.p4 (K = 256), in stf/k256/, and of p4src/ina_k1024.p4 (K = 1024), in
+# stf/k1024/: each runs on that program only
 K256 = 256
 K256_SCENARIOS = [k256_dense]
+K1024 = 1024
+K1024_SCENARIOS = [k1024_dense]
 
 
 def render_all() -> dict[str, str]:
@@ -1181,14 +1306,22 @@ def render_k256() -> dict[str, str]:
     return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K256_SCENARIOS)}
 
 
+def render_k1024() -> dict[str, str]:
+    """File name -> STF text of the scenarios of the K = 1024 program (stf/k1024/)."""
+    return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K1024_SCENARIOS)}
+
+
 def main() -> None:
     STF_DIR.mkdir(exist_ok=True)
     for name, text in render_all().items():
         (STF_DIR / name).write_text(text)
-    (STF_DIR / "k256").mkdir(exist_ok=True)
-    for name, text in render_k256().items():
-        (STF_DIR / "k256" / name).write_text(text)
-    print(f"wrote {len(SCENARIOS)} STF files to {STF_DIR}, {len(K256_SCENARIOS)} to {STF_DIR / 'k256'}")
+    for variant, rendered in (("k256", render_k256()), ("k1024", render_k1024())):
+        (STF_DIR / variant).mkdir(exist_ok=True)
+        for name, text in rendered.items():
+            (STF_DIR / variant / name).write_text(text)
+    print(
+        f"wrote {len(SCENARIOS)} STF files to {STF_DIR}, {len(K256_SCENARIOS)} to k256/, {len(K1024_SCENARIOS)} to k1024/"
+    )
 
 
 if __name__ == "__main__":

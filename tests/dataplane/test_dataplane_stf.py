@@ -16,8 +16,10 @@ HERE = Path(__file__).resolve().parent
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
 INA_K256_P4 = HERE.parents[1] / "p4src" / "ina_k256.p4"
+INA_K1024_P4 = HERE.parents[1] / "p4src" / "ina_k1024.p4"
 STF_FILES = sorted((HERE / "stf").glob("*.stf"))
 K256_STF_FILES = sorted((HERE / "stf" / "k256").glob("*.stf"))
+K1024_STF_FILES = sorted((HERE / "stf" / "k1024").glob("*.stf"))
 
 
 def _checks(text: str):
@@ -36,10 +38,13 @@ def test_generator_reproduces_committed_files():
     assert sorted(rendered) == [p.name for p in STF_FILES]
     for path in STF_FILES:
         assert path.read_text() == rendered[path.name], f"{path.name} is stale: run {stf_scenarios.__file__}"
-    rendered = stf_scenarios.render_k256()
-    assert sorted(rendered) == [p.name for p in K256_STF_FILES]
-    for path in K256_STF_FILES:
-        assert path.read_text() == rendered[path.name], f"k256/{path.name} is stale: run {stf_scenarios.__file__}"
+    for variant, rendered, files in (
+        ("k256", stf_scenarios.render_k256(), K256_STF_FILES),
+        ("k1024", stf_scenarios.render_k1024(), K1024_STF_FILES),
+    ):
+        assert sorted(rendered) == [p.name for p in files]
+        for path in files:
+            assert path.read_text() == rendered[path.name], f"{variant}/{path.name} is stale: run the generator"
 
 
 @pytest.mark.parametrize("path", STF_FILES, ids=lambda p: p.stem)
@@ -51,6 +56,12 @@ def test_stf_scenario(path, ina_program):
 def test_k256_stf_scenario(path, ina_program_k256):
     """The scenarios of p4src/ina_k256.p4 (256 values per packet) on that program."""
     _run_and_check(INA_K256_P4, Switch(ina_program_k256, name=path.stem), path)
+
+
+@pytest.mark.parametrize("path", K1024_STF_FILES, ids=lambda p: p.stem)
+def test_k1024_stf_scenario(path, ina_program_k1024):
+    """The scenarios of p4src/ina_k1024.p4 (1024 values per packet, value_count in groups of 4) on it."""
+    _run_and_check(INA_K1024_P4, Switch(ina_program_k1024, name=path.stem), path)
 
 
 def _run_and_check(program: Path, sw: Switch, path: Path) -> None:

@@ -237,3 +237,31 @@ def test_k256_chunks_are_a_quarter_of_k64s_packets():
             np.testing.assert_array_equal(out, sum(xs))
         sent[program] = net.direction("h1", "s1").packets
     assert sent == {"v1model": 16, "v1model-k256": 4}
+
+
+def test_k1024_program_sums_1024_values_per_packet_and_partial_groups():
+    """p4src/ina_k1024.p4 (jumbo frames): K = 1024 is learnt from the program, value_count counts groups of
+    four lanes, and sums are exact through a lossy two-level fabric, also for a last chunk of 17 values
+    (5 groups, the last one three zeros short) and for floats."""
+    net = network("leaf_spine", seed=4, program="v1model-k1024")
+    net.set_impairments(loss=0.02)
+    job = _job(net, 8)
+    assert job.plan.value_count == 1024
+    xs = int_inputs(8, 3 * 1024 + 17, seed=11)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    fs = float_inputs(8, 2500, seed=12)
+    assert_float_close(job.allreduce(fs), fs)
+
+
+def test_k1024_chunks_are_a_sixteenth_of_k64s_packets():
+    """A worker sends one GRAD per 1024 values on ina_k1024.p4, sixteen on ina.p4."""
+    sent = {}
+    for program in ("v1model", "v1model-k1024"):
+        net = network(star_topology(2), program=program)
+        job = _job(net)
+        xs = int_inputs(2, 2 * 1024, seed=3)
+        for out in job.allreduce(xs):
+            np.testing.assert_array_equal(out, sum(xs))
+        sent[program] = net.direction("h1", "s1").packets
+    assert sent == {"v1model": 32, "v1model-k1024": 2}

@@ -305,3 +305,46 @@ def test_one_encode_for_several_hop_lists_gives_each_templates_own_packets():
     shorter = batch.PacketTemplate(C.PKT_TYPE_RESULT, hops=paths[0][:1], **common)
     with pytest.raises(ValueError, match="hop counts"):
         batch.encode_per_hop_list([templates[0], shorter], values)
+
+
+def test_k1024_packets_count_groups_of_four_lanes_in_both_codecs():
+    """K = 1024 (p4src/ina_k1024.p4, docs/protocol.md "value_count"): the 8-bit value_count counts groups of
+    four lanes, 256 groups written as 0; K is read from the length (16 + 8 hops + 4,096 bytes); both codecs
+    agree byte for byte, and a dense area of 1,023 lanes is no K of any program."""
+    k = 1024
+    hops = [Hop(i + 1, True, 2, 1, 7) for i in range(C.MAX_HOPS)]
+    full = codec.grad(7, 1, hops, np.arange(k) - 512)
+    assert full.header.value_count == 256
+    payload = codec.encode(full, k)
+    assert len(payload) == 16 + 8 * C.MAX_HOPS + 4 * k == 4176
+    assert payload[3] == 0  # value_count 256 groups
+    assert codec.decode(payload) == codec.decode(payload, k)
+    assert codec.decode(payload).header.value_count == 256
+    short = codec.grad(7, 2, hops, np.arange(18) + 1, value_count=5)  # lanes 18, 19 of group 4 are zero
+    short_payload = codec.encode(short, k)
+    assert short_payload[3] == 5 and len(short_payload) == len(payload)
+    assert L.DENSE.meaningful(5, k) == 20 and L.DENSE.value_count_for(18, k) == 5
+    assert np.array_equal(codec.decode(short_payload).values[:20], np.r_[np.arange(18) + 1, 0, 0])
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=7, hops=hops, values_per_packet=k)
+    rows = template.encode(np.stack([np.arange(k) - 512, np.r_[np.arange(18) + 1, np.zeros(k - 18)]]).astype(np.int32),
+                           seq=np.array([1, 2]), value_count=np.array([256, 5]))  # fmt: skip
+    assert rows[0].tobytes() == payload and rows[1].tobytes() == short_payload
+    assert template.encode(np.ones((1, 18), dtype=np.int32), seq=2)[0][3] == 5  # value_count from the width
+    decoded = batch.decode_batch(*_receive_buffer([payload, short_payload, payload[:-4]], stride=4352))
+    assert decoded.ok.tolist() == [True, True, False]
+    assert decoded.packet(0) == codec.decode(payload) and decoded.packet(1) == codec.decode(short_payload)
+    assert decoded.value_count.tolist()[:2] == [256, 5]
+    with pytest.raises(ProtocolError, match="K=1023 is not a K of the program"):
+        codec.decode(payload[:-4])
+    assert decoded.errors[2] == str(_refusal(payload[:-4]))
+    with pytest.raises(ProtocolError, match=r"value_count=257 outside 1\.\.256"):
+        codec.encode(codec.grad(7, 1, hops, np.arange(k), value_count=257), k)
+    with pytest.raises(ProtocolError, match="K=1022 is not a K of the program"):
+        codec.encode(codec.grad(7, 1, hops, np.arange(1022), value_count=256), 1022)
+
+
+def _refusal(payload: bytes) -> ProtocolError:
+    """The scalar codec's error for a payload it refuses."""
+    with pytest.raises(ProtocolError) as caught:
+        codec.decode(payload)
+    return caught.value
