@@ -53,11 +53,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from protocol import constants as C  # noqa: E402
+from protocol.layouts import link_mtu  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ps", "gloo")
 DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
 # K (values per packet) -> the build of the switches' program that has it (controller/programs.py)
-PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256"}
+PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256", 1024: "v1model-k1024"}
 LOCK = "/tmp/ina-lab.lock"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -169,6 +172,7 @@ class LabBench:
             "method": method,
             "values": values,
             "values_per_packet": lab.plan.value_count,
+            "mtu": lab.network.mtu,
             "bytes_per_worker": size,
             "time_s": elapsed,
             "ideal_s": ideal,
@@ -241,8 +245,11 @@ def describe(row: dict) -> str:
 
 
 def label(row: dict) -> str:
-    """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"."""
-    return row["method"] if row["method"] == "gloo" else f"{row['method']} K={row['values_per_packet']}"
+    """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"; and a link MTU other than
+    1500: "ina K=1024 MTU 9000", "gloo MTU 9000"."""
+    text = row["method"] if row["method"] == "gloo" else f"{row['method']} K={row['values_per_packet']}"
+    mtu = row.get("mtu", C.MTU_BYTES)
+    return text if mtu == C.MTU_BYTES else f"{text} MTU {mtu}"
 
 
 def run_topology(
@@ -256,9 +263,13 @@ def run_topology(
 ) -> dict:
     """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
     report: dict = {"topology": topology, "runs": []}
-    for i, k in enumerate(lanes or [64]):
-        # gloo does not depend on the switches' program: it runs on the first lab only
-        lab_methods = [m for m in methods if m != "gloo" or i == 0]
+    gloo_mtus: set[int] = set()
+    for k in lanes or [64]:
+        # gloo does not depend on the switches' program, but on the links' MTU (jumbo frames for K = 1024
+        # carry TCP's segments too): it runs on the first lab of each MTU, so gloo and INA share a network
+        mtu = link_mtu(k)
+        lab_methods = [m for m in methods if m != "gloo" or mtu not in gloo_mtus]
+        gloo_mtus.add(mtu)
         part = _run_lab(topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k])
         report["runs"] += part.pop("runs")
         report["uptime_after"] = part["uptime_after"]
@@ -367,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         choices=sorted(PROGRAMS_BY_LANES),
         default=[64],
-        help="K values per packet: ina and ps run on a lab per K (64: p4src/ina.p4, 256: p4src/ina_k256.p4)",
+        help="K values per packet: ina and ps run on a lab per K (64: p4src/ina.p4, 256: p4src/ina_k256.p4, "
+        "1024: p4src/ina_k1024.p4 on links with a 9000-byte MTU, where gloo runs again)",
     )
     ap.add_argument(
         "--pool-size",

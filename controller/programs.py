@@ -20,6 +20,7 @@ from pathlib import Path
 from p4.config.v1 import p4info_pb2
 
 from controller.errors import P4RuntimeError
+from protocol.constants import VALUES_PER_PACKET
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM_FILES = {"v1model": REPO / "p4src" / "ina.p4", "tna": REPO / "p4src" / "tna" / "ina_tna.p4"}
@@ -88,6 +89,25 @@ def stat_counters(counter_names: Iterable[str]) -> tuple[str, ...]:
     if STATS in names:
         return (STATS,)
     raise P4RuntimeError(f"no per-job statistics counter {STATS} among the program's counters")
+
+
+_VALUES_PER_PACKET_DEFINE = re.compile(r"^\s*#\s*define\s+VALUES_PER_PACKET\s+(\d+)\b", re.MULTILINE)
+
+
+def declared_values_per_packet(path: str | Path) -> int | None:
+    """K of a P4 source as its build variant sets it before including ina.p4 (``#define VALUES_PER_PACKET
+    1024`` in p4src/ina_k1024.p4), else ina_constants.p4's default; None for a compiled BMv2 JSON or a
+    program that is not ina's. Read before anything runs it: the lab sets its links' MTU from it (a
+    switch's ports read the MTU when they open).
+
+    >>> declared_values_per_packet(VARIANT_FILES["v1model-k1024"]), declared_values_per_packet(PROGRAM_FILES["v1model"])
+    (1024, 64)
+    """
+    path = Path(path)
+    if path.suffix != ".p4":
+        return None
+    found = _VALUES_PER_PACKET_DEFINE.search(path.read_text())
+    return int(found.group(1)) if found else VALUES_PER_PACKET
 
 
 def program_file(name_or_path: str | Path) -> Path:

@@ -190,7 +190,7 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--program",
         help="what the switches start with: v1model (p4src/ina.p4, the default on softswitch), v1model-k256 "
-        "(p4src/ina_k256.p4: 256 values per packet), tna (p4src/tna/ina_tna.p4, softswitch only) or a path "
+        "(p4src/ina_k256.p4: 256 values per packet), v1model-k1024 (p4src/ina_k1024.p4: 1024, jumbo frames), tna (p4src/tna/ina_tna.p4, softswitch only) or a path "
         "(--no-p4 by default on bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")

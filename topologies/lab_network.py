@@ -17,8 +17,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.programs import PROGRAM_FILES, program_file
+from controller.programs import PROGRAM_FILES, declared_values_per_packet, program_file
 from controller.tls import Certificates, TlsFiles, make_certificates
+from protocol.constants import MTU_BYTES
+from protocol.layouts import link_mtu
 from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
 from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, Target, prepare_interface, resolve_target
@@ -183,6 +185,9 @@ class LabNetwork:
             if self.target.name == "bmv2" and program == str(PROGRAM_FILES["tna"]):
                 raise LabError("the TNA program runs on softswitch (or a Tofino), not on BMv2: use --target softswitch")
         self.program = program
+        # the links' MTU: 9000 where the program's packets need it (K = 1024: docs/design-decisions.md)
+        k = declared_values_per_packet(program) if program is not None else None
+        self.mtu = link_mtu(k) if k else MTU_BYTES
         self.grpc_base = grpc_base
         self.queue_ms = queue_ms
         self._ports: dict[str, int] = {}
@@ -318,11 +323,24 @@ class LabNetwork:
             # root-namespace ends (switch side) are what must be deleted if the run dies
             self.resources.add_interfaces([n for n, node in ((n1, link.a), (n2, link.b)) if node not in host_names])
         self.net.build()
+        if self.mtu != MTU_BYTES:
+            self._set_mtu()
         for h in self.net.hosts:
             self.resources.add_process(h.pid, f"host {h.name}")
         for h in self.net.switches:
             self.resources.add_process(h.pid, f"shell of {h.name}")
         self._configure_hosts()
+
+    def _set_mtu(self) -> None:
+        """Both ends of every link (hosts' ends in their namespaces) take the program's MTU, before the
+        switches open their ports (softswitch reads a port's MTU then). tbf's burst (15,000 bytes) holds
+        a jumbo frame of K = 1024 (4,218 bytes)."""
+        for link in self.spec.links:
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                out = self.net[node].cmd(f"ip link set dev {intf_name(node, port)} mtu {self.mtu} 2>&1")
+                if out.strip():
+                    raise LabError(f"cannot set the MTU of {intf_name(node, port)} to {self.mtu}: {out.strip()}")
+        self.log(f"[lab] links' MTU {self.mtu} (the program's packets need it)")
 
     def _host_mac(self, node: str) -> str | None:
         for h in self.spec.hosts:

@@ -817,7 +817,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--program",
         help="P4 program (softswitch): v1model (p4src/ina.p4, the default), v1model-k256 (the same with 256 values "
-        "per packet, p4src/ina_k256.p4), tna (p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
+        "per packet, p4src/ina_k256.p4), v1model-k1024 (1024 values per packet, p4src/ina_k1024.p4: the lab's "
+        "links then take a 9000-byte MTU), tna (p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")

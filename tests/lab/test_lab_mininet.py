@@ -109,3 +109,32 @@ def test_leaf_spine_on_the_tna_program():
             assert completed == chunks and added >= 2 * chunks and added % chunks == 0, (switch, counters[switch])
 
     _run_lab("leaf_spine.yaml", 4, 2, 300, check, program="tna")
+
+
+def test_leaf_spine_on_the_k1024_program_carries_jumbo_frames():
+    """`--program v1model-k1024`: every link of the lab (hosts' ends too) takes a 9000-byte MTU before the
+    switches start, a chunk of 1024 values crosses as one frame of more than 4 KB (docs/protocol.md: 14 +
+    20 + 8 + 16 + 8 per hop + 4,096 bytes), and the sums are exact through three aggregating switches."""
+    from topologies.lab_network import _intf_counter, intf_name
+
+    def check(lab):
+        assert lab.network.mtu == 9000 and lab.plan.value_count == 1024
+        for link in lab.topo.links:
+            for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
+                shown = lab.network.net[node].cmd(f"ip link show dev {intf_name(node, port)}")
+                assert " mtu 9000 " in shown, shown
+        link = lab.topo.links_of(lab.workers[0])[0]
+        switch = link.other(lab.workers[0])
+        port = intf_name(switch, link.port_of(switch))
+        before = {name: _intf_counter(port, name) for name in ("rx_packets", "rx_bytes")}
+        assert [r.verified for r in lab.allreduce(2, 1500)] == [True, True]
+        frames, size = (_intf_counter(port, name) - before[name] for name in ("rx_packets", "rx_bytes"))
+        chunks = 2 * 2  # 2 rounds x ceil(1500 / 1024)
+        assert frames >= chunks and size / frames > 4096, (frames, size)  # more: retransmissions
+        counters = lab.switch_counters()
+        aggregating = {c.switch for c in lab.plan.switches if c.aggregates}
+        assert {"l1", "l2", "sp1"} <= aggregating, lab.plan_text()
+        for name in aggregating:
+            assert counters[name]["grad_completed"] == chunks, (name, counters[name])
+
+    _run_lab("leaf_spine.yaml", 4, 2, 1500, check, program="v1model-k1024")
