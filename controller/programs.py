@@ -97,7 +97,7 @@ _VALUES_PER_PACKET_DEFINE = re.compile(r"^\s*#\s*define\s+VALUES_PER_PACKET\s+(\
 def declared_values_per_packet(path: str | Path) -> int | None:
     """K of a P4 source as its build variant sets it before including ina.p4 (``#define VALUES_PER_PACKET
     1024`` in p4src/ina_k1024.p4), else ina_constants.p4's default; None for a compiled BMv2 JSON or a
-    program that is not ina's. Read before anything runs it: the lab sets its links' MTU from it (a
+    file it cannot read. Read before anything runs it: the lab sets its links' MTU from it (a
     switch's ports read the MTU when they open).
 
     >>> declared_values_per_packet(VARIANT_FILES["v1model-k1024"]), declared_values_per_packet(PROGRAM_FILES["v1model"])
@@ -106,7 +106,11 @@ def declared_values_per_packet(path: str | Path) -> int | None:
     path = Path(path)
     if path.suffix != ".p4":
         return None
-    found = _VALUES_PER_PACKET_DEFINE.search(path.read_text())
+    try:
+        text = path.read_text()
+    except OSError:  # the switch that is to load it says what is wrong with it
+        return None
+    found = _VALUES_PER_PACKET_DEFINE.search(text)
     return int(found.group(1)) if found else VALUES_PER_PACKET
 
 
