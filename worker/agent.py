@@ -194,7 +194,7 @@ class _Collective:
 
     def _send_ints(self) -> None:
         self.agent.start_round(
-            self.flat.astype(np.int32),
+            self.flat.astype(np.int32, copy=False),  # the handle's own copy; a Round never writes its values
             OPS[self.op],
             None,
             self._ints_reduced,

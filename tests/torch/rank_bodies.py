@@ -49,6 +49,17 @@ def _catch(fn) -> str:
     return "no error"
 
 
+def init_error(rank: int, world: int) -> str:
+    """What ``init_process_group("ina")`` raised on this rank ("no error" if it did not), after one float
+    SUM when the group was made (its sum, if it was)."""
+    error = _catch(lambda: init("ina", rank, world))
+    if error != "no error":
+        return error
+    t = torch.full((3,), float(rank + 1))
+    dist.all_reduce(t)
+    return f"no error: {t.tolist()}"
+
+
 def collectives(rank: int, world: int) -> dict:
     init("ina", rank, world)
     gloo = dist.new_group(backend="gloo")

@@ -47,6 +47,7 @@ def _create(backend_opts, pg_options=None) -> InaProcessGroup:
         connect,
         session_key=(job, rank),
         float_sum_path=options.float_sum_path(size),
+        float_sum_setting=options.float_sum_setting(),
     )
 
 

@@ -145,6 +145,10 @@ class InaOptions:
         """Round trips of the float SUM/AVG path (1 or 2) a group of ``world_size`` ranks takes."""
         return float_sum_rounds(world_size, self.float_sum_rounds, self.one_round_max_world)
 
+    def float_sum_setting(self) -> str:
+        """The options that choose the float sum path, as a rank's error message names them."""
+        return f"INA_FLOAT_SUM_ROUNDS={self.float_sum_rounds}, INA_ONE_ROUND_MAX_WORLD={self.one_round_max_world}"
+
     def tls_files(self) -> TlsFiles | None:
         """The job service's TLS files (controller.tls.TlsFiles), or None for plaintext."""
         if not self.tls_ca:

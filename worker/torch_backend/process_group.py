@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from worker.timeline import Timeline, stamp
+from worker.torch_backend.options import InaConfigError
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
 from worker.torch_backend.scales import ScaleMemory, float_sum_rounds
 from worker.torch_backend.session import Session, open_session
@@ -33,6 +34,7 @@ from worker.torch_backend.work import InaWork
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
 DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
+FLOAT_SUM_KEY = "ina/float-sum-path/"  # + rank: the path of float sums each rank takes (agree_float_sum_path)
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -59,11 +61,15 @@ class InaProcessGroup(dist.ProcessGroup):
         connect: Callable[[], SwitchChannel],
         session_key=None,
         float_sum_path: int | None = None,
+        float_sum_setting: str = "",
     ):
         """``connect`` builds this rank's channel to the network; groups with the same
         ``session_key`` (the job) share one channel (see session.py). ``float_sum_path``: round trips
-        of a float SUM/AVG, 1 or 2 (scales.py; default: ``float_sum_rounds(size)``, "auto")."""
+        of a float SUM/AVG, 1 or 2 (scales.py; default: ``float_sum_rounds(size)``, "auto"), which every
+        rank must take alike (``agree_float_sum_path``; ``float_sum_setting`` names what chose it)."""
         super().__init__(rank, size)
+        path = float_sum_path if float_sum_path is not None else float_sum_rounds(size)
+        agree_float_sum_path(store, rank, size, path, float_sum_setting)
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(GLOO_STORE_PREFIX, store), rank, size, timeout)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
         self._session: Session | None = open_session(
@@ -73,7 +79,6 @@ class InaProcessGroup(dist.ProcessGroup):
         self._last_switch_work: InaWork | None = None
         # float sums in one round trip: the block scales each size of all_reduce ended with (scales.py)
         block = getattr(getattr(self._channel, "agent", None), "values_per_packet", DEFAULT_SCALE_BLOCK)
-        path = float_sum_path if float_sum_path is not None else float_sum_rounds(size)
         self.scales = ScaleMemory(int(block), size, rank, path)
         # where each all_reduce's time goes (worker/timeline.py): set by bench/allreduce_latency.py, else off
         self.timeline: Timeline | None = None
@@ -208,6 +213,30 @@ class InaProcessGroup(dist.ProcessGroup):
             self.shutdown()
         except Exception:
             pass
+
+
+def agree_float_sum_path(store: dist.Store, rank: int, size: int, path: int, setting: str = "") -> None:
+    """Check that every rank of the group takes the same float SUM/AVG path (1 or 2 round trips,
+    scales.py): ranks on different paths would send different rounds and fall out of step on their
+    first float sum. Each rank publishes its path (and ``setting``, the options that chose it) on the
+    group's store and reads every other rank's, waiting for them as the store's rendezvous does.
+
+    Raises
+    ------
+    InaConfigError
+        Another rank takes the other path; the message names both ranks' settings.
+    """
+    store.set(f"{FLOAT_SUM_KEY}{rank}", f"{path} {setting}")
+    for other in range(size):
+        if other == rank:
+            continue
+        their_path, _, their_setting = store.get(f"{FLOAT_SUM_KEY}{other}").decode().partition(" ")
+        if int(their_path) != path:
+            raise InaConfigError(
+                f"ina float sums: rank {rank} takes {path} round trip(s) ({setting or 'as given'}) but rank "
+                f"{other} takes {their_path} ({their_setting or 'as given'}); every rank must take the same path: "
+                f"set INA_FLOAT_SUM_ROUNDS and INA_ONE_ROUND_MAX_WORLD alike on every rank"
+            )
 
 
 class SwitchChannel:

@@ -129,7 +129,7 @@ class SwitchReduction:
         if self.op == "MAX":
             return np.asarray(aggregate(x, "max"), dtype=np.float32)
         if self.scales is not None:
-            total = self.scales.sum(x, aggregate).astype(np.float32)
+            total = self.scales.sum(x, aggregate)
         else:
             total = np.asarray(aggregate(x, "sum"), dtype=np.float32)
         return total / np.float32(self.world_size) if self.op == "AVG" else total
@@ -150,13 +150,17 @@ class SwitchReduction:
         return total
 
     def _write_back(self, result: np.ndarray) -> None:
+        """The result into the caller's tensors, in place (``copy_`` rounds to each tensor's dtype)."""
         src = torch.from_numpy(np.ascontiguousarray(result))
+        # through detach(): the same storage and version counter, outside autograd without a no_grad block
+        if len(self.tensors) == 1:  # the usual call: no slicing
+            self.tensors[0].detach().copy_(src.view(self.tensors[0].shape))
+            return
         offset = 0
-        with torch.no_grad():
-            for t in self.tensors:
-                n = t.numel()
-                t.copy_(src[offset : offset + n].view(t.shape).to(t.dtype))
-                offset += n
+        for t in self.tensors:
+            n = t.numel()
+            t.detach().copy_(src[offset : offset + n].view(t.shape))
+            offset += n
 
 
 def _trunc_div(values: np.ndarray, divisor: int) -> np.ndarray:

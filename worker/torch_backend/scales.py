@@ -60,8 +60,9 @@ ROUNDS_CHOICES = ("auto", "1", "2")
 # 2^ABOVE_BITS ranks on, that reads as a block past the window on every first call, so one round needs fewer
 ONE_ROUND_WORLD_LIMIT = (1 << ABOVE_BITS) - 1
 
-# aggregate(int32 array, op) -> int32 array: one exchange through the switches ("sum" | "max")
-IntAggregate = Callable[[np.ndarray, str], np.ndarray]
+# aggregate(array, op) -> array: one exchange through the switches ("sum" | "max"); int32 arrays go as they
+# are, float32 ones through the worker agent's own float path (a MAX round of exponents, then the values)
+Aggregate = Callable[[np.ndarray, str], np.ndarray]
 
 
 def float_sum_rounds(world_size: int, choice: str = "auto", one_round_max_world: int = ONE_ROUND_MAX_WORLD) -> int:
@@ -125,57 +126,65 @@ class ScaleMemory:
         """Round trips taken so far."""
         return self.agreements + self.value_rounds
 
-    def sum(self, values: np.ndarray, aggregate: IntAggregate) -> np.ndarray:
-        """The float64 sum over all ranks of ``values`` (float32, the same size on every rank): one
-        round when the remembered scales fit; otherwise the blocks that need it go again (after a MAX
-        round of their exponents when the lanes could not place them): at most three rounds. On the
-        two-round path (``path_rounds`` 2): always a MAX round, then the values."""
+    def sum(self, values: np.ndarray, aggregate: Aggregate) -> np.ndarray:
+        """The sum over all ranks of ``values`` (float32, the same size on every rank), rounded once to
+        float32: one round when the remembered scales fit; otherwise the blocks that need it go again
+        (after a MAX round of their exponents when the lanes could not place them): at most three rounds.
+        On the two-round path (``path_rounds`` 2): the worker agent's own float sum, a MAX round of the
+        block exponents then the values (worker/agent.py)."""
         n, k = values.size, self.block
         blocks = Q.blocks(n, k)
-        padded = np.zeros(blocks * k, dtype=values.dtype)
-        padded[:n] = values
-        rows = padded.reshape(blocks, k)
-        exps = Q.block_exponents(values, k, self.rank).astype(np.int64)
         if self.path_rounds == 2:
-            return self._agreed_sum(padded, exps, n, aggregate)[:n]
-        total = np.zeros((blocks, k), dtype=np.float64)
+            return self._agreed_sum(values, blocks, aggregate)
+        exps = Q.block_exponents(values, k, self.rank).astype(np.int64)
+        if n == blocks * k:
+            rows = values.reshape(blocks, k)
+        else:
+            rows = np.zeros((blocks, k), dtype=values.dtype)
+            rows.reshape(-1)[:n] = values
         known = self._exponents.get(n)
-        todo = np.arange(blocks)
         checked = known is not None  # remembered scales may be too coarse: check them
         if known is None:
-            known = self._agree(exps, todo, n, aggregate)
+            known = self._agree(exps, np.arange(blocks), n, aggregate)
         else:
             self._exponents.move_to_end(n)
-            known = known.copy()
-        following = known.copy()  # where the next call of this size starts
-        while todo.size:
-            done, retry, agree, learnt = self._values_round(rows[todo], exps[todo], known[todo], aggregate, checked)
-            total[todo[done]] = learnt.sums
-            following[todo[done]] = learnt.following
-            known[todo[retry]] = learnt.highest[retry]
+        # the first round takes every block (no copies); blocks that go again are picked by index
+        done, retry, agree, learnt = self._values_round(rows, exps, known, aggregate, checked)
+        if not (retry.any() or agree.any()):  # the usual call: every block fitted its remembered scale
+            self._remember(n, learnt.following)
+            return learnt.sums.reshape(-1)[:n]
+        total, following = learnt.sums, np.where(done, learnt.following, known)
+        known = np.where(retry, learnt.highest, known)
+        todo = np.arange(blocks)
+        while True:
             if agree.any():
                 if not checked:  # cannot happen: every rank fits agreed or lane-given exponents
                     raise RuntimeError("ina float all_reduce: a block did not fit the agreed exponents")
                 known[todo[agree]] = self._agree(exps, todo[agree], n, aggregate)
             todo, checked = todo[retry | agree], False
             self.blocks_resent += int(todo.size)
+            if not todo.size:
+                break
+            done, retry, agree, learnt = self._values_round(rows[todo], exps[todo], known[todo], aggregate, checked)
+            total[todo[done]] = learnt.sums[done]
+            following[todo[done]] = learnt.following[done]
+            known[todo[retry]] = learnt.highest[retry]
         self._remember(n, following)
         return total.reshape(-1)[:n]
 
     # -- rounds --------------------------------------------------------------------------------------
-    def _agreed_sum(self, padded: np.ndarray, exps: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
-        """The two-round path: the exact exponent of every block (MAX round), then the values at that
-        scale (SUM round, no lanes): |ina - exact| < 2 N^2 2^-30 max|x| per block."""
-        agreed = self._agree(exps, np.arange(exps.size), n, aggregate)
+    def _agreed_sum(self, values: np.ndarray, blocks: int, aggregate: Aggregate) -> np.ndarray:
+        """The two-round path: the agent's float sum, the exact exponent of every block (MAX round), then
+        the values at that scale (SUM round, no lanes): |ina - exact| < 2 N^2 2^-30 max|x| per block. A
+        NaN or inf is refused after the MAX round."""
+        self.agreements += 1
+        self.chunks_sent += Q.blocks(blocks, self.block)
+        result = np.asarray(aggregate(values, "sum"), dtype=np.float32)
         self.value_rounds += 1
-        shifts = Q.shifts(agreed, self.world_size, "sum")
-        quantized = Q.quantize(padded, shifts, self.block)
-        self.chunks_sent += Q.blocks(quantized.size, self.block)
-        sums = np.asarray(aggregate(quantized, "sum"))
-        result: np.ndarray = Q.dequantize(sums, shifts, self.block, np.float64)
+        self.chunks_sent += blocks
         return result
 
-    def _agree(self, exps: np.ndarray, which: np.ndarray, n: int, aggregate: IntAggregate) -> np.ndarray:
+    def _agree(self, exps: np.ndarray, which: np.ndarray, n: int, aggregate: Aggregate) -> np.ndarray:
         """The exact exponents of blocks ``which`` (a MAX round); a NaN or inf on any rank is refused on
         every rank."""
         self.agreements += 1
@@ -191,25 +200,31 @@ class ScaleMemory:
         return agreed
 
     def _values_round(
-        self, rows: np.ndarray, exps: np.ndarray, known: np.ndarray, aggregate: IntAggregate, checked: bool
+        self, rows: np.ndarray, exps: np.ndarray, known: np.ndarray, aggregate: Aggregate, checked: bool
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Learnt]:
         """One SUM round of the blocks ``rows`` at the ``known`` exponents. Returns which blocks are done,
         which go again at the exponents the lanes allow (a rank did not fit, or, if ``checked``, the scale
         may be more than ``precision_slack`` bits too coarse), which need a MAX round first (outside the
-        lanes' window), and what the round learnt."""
+        lanes' window), and what the round learnt (for every block of ``rows``; what it says of blocks not
+        done is not used)."""
         self.value_rounds += 1
         world, k = self.world_size, self.block
         fits = exps <= known
         shifts = Q.shifts(known, world, "sum")
-        q = Q.quantize(np.where(fits[:, np.newaxis], rows, 0).reshape(-1), shifts, k)  # zeros where it won't fit
+        size = rows.size  # the values, then one lane per block
+        sent = np.empty(size + len(rows), dtype=np.int32)
+        scaled = Q.scale_by_powers_of_two(rows.reshape(-1), shifts, k)
+        if not fits.all():
+            scaled.reshape(rows.shape)[~fits] = 0  # zeros where a block won't fit (and for a NaN or inf)
+        np.rint(scaled, out=scaled)
+        sent[:size] = scaled  # exact: every value fits int32 at its block's scale
         window, count_bits = lane_bits(world), world.bit_length()
         base = known + ABOVE_BITS - window
-        placed = np.left_shift(1, np.clip(exps - base, count_bits, window))
-        lanes = np.where(exps == Q.ZERO_BLOCK_EXPONENT, 0, placed + ~fits)
-        sent = np.concatenate([q, lanes.astype(np.int32)])
+        placed = np.left_shift(1, np.minimum(np.maximum(exps - base, count_bits), window))
+        sent[size:] = np.where(exps == Q.ZERO_BLOCK_EXPONENT, 0, placed + ~fits)
         self.chunks_sent += Q.blocks(sent.size, k)
         sums = np.asarray(aggregate(sent, "sum"))
-        lane_sums = sums[q.size :].astype(np.int64)
+        lane_sums = sums[size:].astype(np.int64)
         misfits = lane_sums & ((1 << count_bits) - 1)  # ranks whose block did not fit the scale
         powers = lane_sums - misfits
         zero = powers == 0  # every rank's block is all zeros: exact whatever the scale
@@ -217,11 +232,13 @@ class ScaleMemory:
         spread = world.bit_length() - 1  # floor(log2 N): how far a sum may overstate its largest lane
         agree = ~zero & ((top >= window) | (top - spread <= count_bits))  # past the window or below it
         highest = np.where(zero, known, base + top)  # every rank's block exponent is at most this
-        coarse = known - (highest - spread) > precision_slack(world) if checked else np.zeros(len(known), bool)
-        retry = ~agree & ((misfits > 0) | (~zero & coarse))
-        done = ~agree & ~retry
-        rounded = Q.dequantize(sums[: q.size], shifts, k, np.float64).reshape(rows.shape)
-        learnt = _Learnt(rounded[done], np.where(zero, known, highest + GROWTH_BITS)[done], highest)
+        if checked:
+            retry = ~agree & ((misfits > 0) | (~zero & (known - (highest - spread) > precision_slack(world))))
+        else:
+            retry = ~agree & (misfits > 0)
+        done = ~(agree | retry)
+        rounded = Q.dequantize(sums[:size], shifts, k, np.float32).reshape(rows.shape)
+        learnt = _Learnt(rounded, np.where(zero, known, highest + GROWTH_BITS), highest)
         return done, retry, agree, learnt
 
     def _remember(self, n: int, exponents: np.ndarray) -> None:
@@ -233,8 +250,8 @@ class ScaleMemory:
 
 @dataclass
 class _Learnt:
-    """What a values round found: the sums of the blocks done and where they start next time, and the
-    highest exponent each block may have on any rank."""
+    """What a values round found, per block: the sums (float32, rounded once), where the block starts
+    next time, and the highest exponent it may have on any rank."""
 
     sums: np.ndarray
     following: np.ndarray
