@@ -18,7 +18,6 @@ buffer broadcast included). gloo's own Python bindings release the GIL before qu
 from __future__ import annotations
 
 import datetime
-import threading
 from collections.abc import Callable, Sequence
 
 import torch
@@ -29,7 +28,7 @@ from worker.torch_backend.options import InaConfigError
 from worker.torch_backend.reduction import Aggregate, SwitchReduction
 from worker.torch_backend.scales import ScaleMemory, float_sum_rounds
 from worker.torch_backend.session import Session, open_session
-from worker.torch_backend.work import InaWork
+from worker.torch_backend.work import InaWork, Outcome
 
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
@@ -173,11 +172,9 @@ class InaProcessGroup(dist.ProcessGroup):
         self._gloo.alltoall_base(received, send, out_sizes, in_sizes, dist.AllToAllOptions()).wait()
         for out, piece in zip(output_tensors, received.split(out_sizes), strict=True):
             out.copy_(piece.view(out.shape))
-        future: torch.futures.Future = torch.futures.Future()
-        future.set_result(list(output_tensors))
-        done = threading.Event()
-        done.set()
-        return InaWork(future, done, "all_to_all")
+        outcome = Outcome()
+        outcome.finish(list(output_tensors))
+        return InaWork(outcome, "all_to_all")
 
     def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
         """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself)."""

@@ -19,72 +19,99 @@ import torch
 import torch.distributed as dist
 
 
+class Outcome:
+    """What a collective ended with, and a torch Future of it made only when someone asks for one
+    (``InaWork.get_future``: DDP, communication hooks): a synchronous all_reduce waits on the event
+    and never pays for a Future and its chained callback (tens of microseconds a call)."""
+
+    __slots__ = ("done", "result", "error", "_finished", "_future", "_chained", "_lock")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: list | None = None
+        self.error: BaseException | None = None
+        self._finished = False
+        self._future: torch.futures.Future | None = None  # settled with the outcome
+        self._chained: torch.futures.Future | None = None  # the one torch gets (see ``future``)
+        self._lock = threading.Lock()  # orders ``finish`` and the first ``future``: one of them settles it
+
+    def finish(self, result: list | None, error: BaseException | None = None) -> None:
+        """The collective ended with ``result`` (its tensors) or ``error``."""
+        with self._lock:
+            self.result, self.error = result, error
+            self._finished = True
+            future = self._future
+        if future is not None:
+            _settle(future, result, error)
+        self.done.set()  # after the Future: a waiter woken here finds it settled
+
+    def future(self) -> torch.futures.Future:
+        """A Future completed with the result tensors, or failed (a RuntimeError naming the error)."""
+        with self._lock:
+            if self._chained is not None:
+                return self._chained
+            outcome = self._future = torch.futures.Future()
+            # torch's set_exception stores the exception as the future's *value* (only Python's wait and
+            # value raise it): C++ sees a success. DDP's reducer reads a failed bucket's "tensors" from
+            # that value and crashed with SIGSEGV (parseCppCommHookResult indexing an empty tensor list).
+            # The future torch gets is chained so that a failure is a C++ error DDP raises as one.
+            chained = self._chained = outcome.then(_result_or_raise)
+            finished = self._finished
+        if finished:
+            _settle(outcome, self.result, self.error)
+        return chained
+
+
+def _settle(future: torch.futures.Future, result: list | None, error: BaseException | None) -> None:
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 class InaWork(dist.Work):
     """A collective in flight on the switch thread."""
 
-    def __init__(
-        self,
-        outcome: torch.futures.Future,
-        done: threading.Event,
-        what: str,
-        run_here: Callable[[], None] | None = None,
-    ):
-        """``outcome`` completes with the result tensors, or with the error via ``set_exception``;
-        ``run_here``: runs the exchange on the waiting thread if the switch thread has not taken it yet
-        (``SwitchThread.submit``)."""
+    def __init__(self, outcome: Outcome, what: str, run_here: Callable[[], None] | None = None):
+        """``outcome`` is finished with the result tensors or the error; ``run_here``: runs the exchange
+        on the waiting thread if the switch thread has not taken it yet (``SwitchThread.submit``)."""
         super().__init__()
         self._run_here = run_here
         self._outcome = outcome
-        # torch's set_exception stores the exception as the future's *value* (only Python's wait and
-        # value raise it): C++ sees a success. DDP's reducer reads a failed bucket's "tensors" from
-        # that value and crashed with SIGSEGV (parseCppCommHookResult indexing an empty tensor list).
-        # The future torch gets is chained so that a failure is a C++ error DDP raises as one.
-        self._future = outcome.then(_result_or_raise)
-        self._done = done
         self._what = what
 
     def wait(self, timeout: datetime.timedelta | None = None) -> bool:
         """Block until the operation completes; raise its error, or TimeoutError after ``timeout``."""
         seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-        if self._run_here is not None and not (seconds and seconds > 0) and not self._done.is_set():
+        done = self._outcome.done
+        if self._run_here is not None and not (seconds and seconds > 0) and not done.is_set():
             self._run_here()  # a wait without a timeout may as well do the work (nothing if it started)
-        if not self._done.wait(seconds if seconds and seconds > 0 else None):
+        if not done.wait(seconds if seconds and seconds > 0 else None):
             raise TimeoutError(f"ina {self._what} did not complete within {seconds:g} s")
-        self._outcome.wait()  # raises the collective's error (its own type), if any
+        if self._outcome.error is not None:
+            raise self._outcome.error  # the collective's error, its own type
         return True
 
     def get_future(self) -> torch.futures.Future:
         """A torch Future completed with the result, or failed (a RuntimeError naming the error)."""
-        return self._future
+        return self._outcome.future()
 
     def is_completed(self) -> bool:
         """Whether the operation finished (successfully or not)."""
-        return self._done.is_set()
+        return self._outcome.done.is_set()
 
     def is_success(self) -> bool:
         """Whether it finished without an error."""
-        if not self._done.is_set():
-            return False
-        try:
-            self._outcome.value()
-        except Exception:
-            return False
-        return True
+        return self._outcome.done.is_set() and self._outcome.error is None
 
     def exception(self):
         """Its error, or None (also while running)."""
-        if not self._done.is_set():
-            return None
-        try:
-            self._outcome.value()
-        except Exception as exc:  # the stored error
-            return exc
-        return None
+        return self._outcome.error if self._outcome.done.is_set() else None
 
     def result(self):
         """The output tensors (waits)."""
         self.wait()
-        return self._outcome.value()
+        return self._outcome.result
 
 
 def _result_or_raise(outcome: torch.futures.Future):
@@ -95,10 +122,10 @@ def _result_or_raise(outcome: torch.futures.Future):
 class _Queued:
     """A job in the switch thread's queue; ``taken`` once the thread or a waiter runs it."""
 
-    __slots__ = ("job", "future", "done", "what", "taken")
+    __slots__ = ("job", "outcome", "what", "taken")
 
-    def __init__(self, job: Callable[[], list], future: torch.futures.Future, done: threading.Event, what: str):
-        self.job, self.future, self.done, self.what = job, future, done, what
+    def __init__(self, job: Callable[[], list], what: str):
+        self.job, self.outcome, self.what = job, Outcome(), what
         self.taken = False
 
 
@@ -127,12 +154,12 @@ class SwitchThread:
         compares both)."""
         if self._closed:
             raise RuntimeError(f"ina {what}: the process group was destroyed")
-        item = _Queued(job, torch.futures.Future(), threading.Event(), what)
+        item = _Queued(job, what)
         with self._state:
             self._unfinished += 1
         self._queue.put(item)
         run_here = (lambda: self._run_by_waiter(item)) if waiter_may_run else None
-        return InaWork(item.future, item.done, what, run_here)
+        return InaWork(item.outcome, what, run_here)
 
     def _run_by_waiter(self, item: _Queued) -> None:
         """Run ``item`` on the calling thread if it is the only unfinished job and nobody took it."""
@@ -142,7 +169,7 @@ class SwitchThread:
             item.taken = True
         try:
             self.waiter_runs += 1
-            _complete(item.job, item.future, item.done, item.what)
+            _complete(item.job, item.outcome, item.what)
         finally:
             self._running.release()
             with self._state:
@@ -170,13 +197,13 @@ class SwitchThread:
                     continue
                 item.taken = True
             with self._running:
-                _complete(item.job, item.future, item.done, item.what)
+                _complete(item.job, item.outcome, item.what)
             with self._state:
                 self._unfinished -= 1
 
 
-def _complete(job: Callable[[], list], future: torch.futures.Future, done: threading.Event, what: str) -> None:
-    """Run ``job`` and complete its future with the result, or with its error (never lost)."""
+def _complete(job: Callable[[], list], outcome: Outcome, what: str) -> None:
+    """Run ``job`` and finish its outcome with the result, or with its error (never lost)."""
     try:
         result = job()
     except Exception as exc:  # handed to the waiter, never lost in this thread
@@ -185,11 +212,9 @@ def _complete(job: Callable[[], list], future: torch.futures.Future, done: threa
             if isinstance(exc, (ValueError, OverflowError, TimeoutError))
             else RuntimeError(f"ina {what} failed: {exc}")
         )
-        future.set_exception(error)
+        outcome.finish(None, error)
     except BaseException as exc:  # Ctrl-C in a waiter running the job: the work fails, then it propagates
-        future.set_exception(RuntimeError(f"ina {what} was interrupted: {exc!r}"))
+        outcome.finish(None, RuntimeError(f"ina {what} was interrupted: {exc!r}"))
         raise
     else:
-        future.set_result(result)
-    finally:
-        done.set()
+        outcome.finish(result)
