@@ -207,9 +207,13 @@ def scale_by_powers_of_two(values: np.ndarray, shift: np.ndarray, block: int) ->
     array([6. , 6. , 1.5])
     """
     shift = np.asarray(shift)
+    scaled: np.ndarray
     if shift.size and (shift.max() > 1023 or shift.min() < -1022):
-        return np.ldexp(values.astype(np.float64), np.repeat(shift, block)[: values.size].astype(np.int32))
+        scaled = np.ldexp(values.astype(np.float64), np.repeat(shift, block)[: values.size].astype(np.int32))
+        return scaled
     factors = np.ldexp(1.0, shift.astype(np.int32))
     if values.size == factors.size * block:  # whole blocks: one factor per row, nothing repeated
-        return (values.reshape(-1, block) * factors[:, np.newaxis]).reshape(-1)
-    return values * np.repeat(factors, block)[: values.size]
+        scaled = (values.reshape(-1, block) * factors[:, np.newaxis]).reshape(-1)
+    else:
+        scaled = values * np.repeat(factors, block)[: values.size]
+    return scaled

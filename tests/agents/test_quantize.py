@@ -1,0 +1,45 @@
+"""worker/quantize.py's scaling: every value of a block times 2^shift, rounded to the nearest integer (ties
+to even), exactly as ldexp gives it, and back; for whole and short last blocks, for float32 and float64,
+and for the shifts of subnormal float64 input (beyond float64's normal powers of two)."""
+
+import numpy as np
+import pytest
+
+from worker import quantize as Q
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("size", [256, 250])  # whole blocks, and a short last block
+def test_quantize_is_round_of_x_times_two_to_the_shift_and_dequantize_its_inverse(dtype, size):
+    rng = np.random.default_rng(size)
+    x = (rng.standard_normal(size) * np.exp2(rng.integers(-20, 20, size))).astype(dtype)
+    x[:3] = [0.5, 1.5, -2.5]  # ties: to even
+    shift = Q.shifts(Q.block_exponents(x, 64), 4, "sum")
+    per_value = np.repeat(shift, 64)[:size]
+    q = Q.quantize(x, shift, 64)
+    expected = [round(float(v) * 2.0 ** int(s)) for v, s in zip(x, per_value, strict=True)]  # Python: exact
+    assert q.dtype == np.int32 and q.tolist() == expected
+    back = Q.dequantize(q, shift, 64, np.float64)
+    assert back.tolist() == [v / 2.0 ** int(s) for v, s in zip(expected, per_value, strict=True)]
+
+
+def test_shifts_beyond_float64s_normal_powers_scale_exactly():
+    x = np.array([3 * 2.0**-1070, -(2.0**-1074), 5 * 2.0**-1060, 0.0])  # subnormal float64
+    exps = Q.block_exponents(x, 2)
+    shift = Q.shifts(exps, 2, "sum")
+    assert shift.max() > 1023  # the ldexp path
+    q = Q.quantize(x, shift, 2)
+    assert q.tolist() == [3 * 2**27, -(2**23), 5 * 2**26, 0]  # shifts 29 + 1068 and 29 + 1057
+    np.testing.assert_array_equal(Q.dequantize(q, shift, 2, np.float64), x)
+
+
+def test_block_exponents_mark_zero_and_non_finite_blocks():
+    x = np.array([0.0, 0.0, 1.0, -3.0, np.nan, 1.0, 2.0, np.inf, 0.25], dtype=np.float32)
+    assert Q.block_exponents(x, 2, rank=5).tolist() == [
+        Q.ZERO_BLOCK_EXPONENT,
+        2,  # max |x| = 3 < 2^2
+        Q.BAD_INPUT + 5,
+        Q.BAD_INPUT + 5,
+        -1,  # 0.25 < 2^-1
+    ]
+    assert Q.block_exponents(np.zeros(0, dtype=np.float32), 64).size == 0
