@@ -25,20 +25,21 @@ pytestmark = pytest.mark.skipif(
 ETH_P_ALL = 0x0003
 
 
-@pytest.fixture(params=["ring", "block"])
+@pytest.fixture(params=["ring", "block", "recvmmsg"])
 def receive_path(request, monkeypatch):
-    """The receive ring a test's ports use: frame slots (TPACKET_V2, the default) or blocks (TPACKET_V3,
-    SOFTSWITCH_IO=block). Read by the runtime when the ports are set up."""
-    if request.param == "block":
-        monkeypatch.setenv("SOFTSWITCH_IO", "block")
-    else:
+    """How a test's ports receive: a ring of frame slots (TPACKET_V2, the default), a ring of blocks
+    (TPACKET_V3, SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without
+    rings gets; SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
+    if request.param == "ring":
         monkeypatch.delenv("SOFTSWITCH_IO", raising=False)
+    else:
+        monkeypatch.setenv("SOFTSWITCH_IO", request.param)
     return request.param
 
 
 def assert_receive_path(ports, path: str) -> None:
     stats = ports.port_stats(1)
-    assert stats.ring and stats.rx_blocks == (path == "block")
+    assert stats.ring == (path != "recvmmsg") and stats.rx_blocks == (path == "block")
 
 
 @pytest.fixture
@@ -266,12 +267,13 @@ def test_multicast_replicas_leave_in_order_through_full_send_batches(veths):
 
 
 def test_a_full_receive_ring_drops_and_counts_what_it_cannot_hold(veths, receive_path):
-    """Frames arriving while the ring is full (the switch too slow, here paused) are lost at the kernel
-    and counted in kernel_drops; every frame is either forwarded, in order, or counted."""
+    """Frames arriving while the ring (or, without one, the socket buffer) is full (the switch too slow,
+    here paused) are lost at the kernel and counted in kernel_drops; every frame is either forwarded, in
+    order, or counted."""
     with running_switch(veths) as (sw, ports, tx, rx):
         assert_receive_path(ports, receive_path)
         ports.pause()
-        sent = 12000  # more than either ring holds: 4096 slots, or 64 blocks of 128 KB at ~1 KB a frame
+        sent = 12000  # more than any path holds: 4096 slots, 64 blocks of 128 KB at ~1 KB a frame, 4 MB socket buffer
         for i in range(sent):
             tx.send(tagged(FORWARD, 2, i, size=1000))
         ports.pause(False)
