@@ -44,6 +44,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # (the roles put the agents' code before it: _use_code)
+from bench.cpu_time import process_cpu_seconds  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 BASELINE_REV = "53e27aa"  # main just before the agents moved to the batch path: the scalar agents
 CODE_DIRS = ("protocol", "worker", "server", "controller", "native")
@@ -52,7 +55,6 @@ SERVER_IP = f"{NET}.100"
 JOB_ID = 7
 N_WORKERS = 8
 DATAGRAM = 280  # bytes of a GRAD with one hop and K = 64: 16 + 8 + 256
-CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 
 
 class BenchError(RuntimeError):
@@ -175,12 +177,6 @@ class VethPair:
 
     def run(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         return subprocess.Popen(["ip", "netns", "exec", ns, *argv], text=True, **kwargs)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICK
 
 
 def scalar_code(rev: str, into: Path) -> Path:
@@ -409,10 +405,10 @@ def run_agents(pair: VethPair, code: Path, plan_json: str, ranks: list[int], val
         for line in workers.stdout:
             event = json.loads(line)
             if event["event"] == "start":
-                server_cpu0 = cpu_seconds(server.pid)
+                server_cpu0 = process_cpu_seconds(server.pid)
             else:
                 result = event
-                result["server_cpu_seconds"] = cpu_seconds(server.pid) - server_cpu0
+                result["server_cpu_seconds"] = process_cpu_seconds(server.pid) - server_cpu0
         workers.wait(60)
         if result is None:
             raise BenchError(f"the worker agents failed: {workers.stderr.read().strip()[-600:]}")
@@ -444,10 +440,10 @@ def run_io(pair: VethPair, send_mode: str, receive_mode: str, seconds: float) ->
         sender = pair.run(
             pair.worker_ns, [*node, "send", "--mode", send_mode, "--seconds", str(seconds)], stdout=subprocess.PIPE
         )
-        cpu_start = cpu_seconds(receiver.pid)
+        cpu_start = process_cpu_seconds(receiver.pid)
         sent = json.loads(sender.communicate(timeout=seconds + 60)[0])["sent"]
         time.sleep(0.3)
-        receiver_cpu = cpu_seconds(receiver.pid) - cpu_start
+        receiver_cpu = process_cpu_seconds(receiver.pid) - cpu_start
         receiver.stdin.close()
         got = json.loads(receiver.stdout.readline())
         receiver.wait(30)

@@ -52,7 +52,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
+from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
 from protocol import constants as C  # noqa: E402
 from protocol.layouts import link_mtu  # noqa: E402
 
@@ -62,7 +62,6 @@ DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
 # K (values per packet) -> the build of the switches' program that has it (controller/programs.py)
 PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256", 1024: "v1model-k1024"}
 LOCK = "/tmp/ina-lab.lock"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager
@@ -87,24 +86,6 @@ def _try_lock(f) -> bool:
         return True
     except BlockingIOError:
         return False
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process (all its threads) so far; 0 once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15)
-
-
-def machine_busy() -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine so far (/proc/stat), for the share it was busy."""
-    with open("/proc/stat") as f:
-        values = [int(v) for v in f.readline().split()[1:]]
-    idle = values[3] + values[4]
-    return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
 
 
 class LabBench:
@@ -155,14 +136,14 @@ class LabBench:
             lab.start_gloo()  # start-up (rendezvous, connections) is not part of the round
         plan = lab.ps_plan if method == "ps" else lab.plan
         pids = self.processes(method)
-        links0, cpu0, busy0 = lab.link_bytes(), {k: cpu_seconds(p) for k, p in pids.items()}, machine_busy()
+        links0, cpu0, busy0 = lab.link_bytes(), {k: process_cpu_seconds(p) for k, p in pids.items()}, machine_busy()
         switches0 = lab.switch_counters(plan) if method != "gloo" else {}
         server0 = lab.server_stats() if method != "gloo" else {}
         wall0 = time.monotonic()
         result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
         wall = time.monotonic() - wall0
         busy1 = machine_busy()
-        cpu = {k: cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
+        cpu = {k: process_cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
         links1 = lab.link_bytes()
         link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
         elapsed = result.elapsed

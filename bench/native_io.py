@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "softswitch" / "native"))
 
+from bench.cpu_time import machine_busy, thread_cpu_seconds  # noqa: E402
 from native.build import load_library  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -104,21 +105,6 @@ def thread_ids(name: str, timeout: float = 2.0) -> list[int]:
                 raise RuntimeError(f"no thread named {name}")
             return out
         time.sleep(0.01)
-
-
-def cpu_times(cpu: int) -> tuple[int, int]:
-    """(busy, total) jiffies of one CPU from /proc/stat (busy includes interrupts and softirqs)."""
-    for line in Path("/proc/stat").read_text().splitlines():
-        if line.startswith(f"cpu{cpu} "):
-            values = [int(v) for v in line.split()[1:]]
-            idle = values[3] + values[4]  # idle + iowait
-            return sum(values) - idle, sum(values)
-    return 0, 0
-
-
-def thread_cpu_seconds(tid: int) -> float:
-    fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def pin(cpu: int | None) -> None:
@@ -236,12 +222,12 @@ def measure_switch(lib, frame: bytes, size: int, seconds: float, pinned: bool, m
                 os.sched_setaffinity(tid, {switch_cpu})
         try:
             thread0 = sum(thread_cpu_seconds(t) for t in tids)
-            cpu0 = cpu_times(switch_cpu) if switch_cpu is not None else None
+            cpu0 = machine_busy(switch_cpu) if switch_cpu is not None else None
             r = run_traffic(lib, h1, h2, frame, seconds, traffic_cpu)
             r["switch_thread_cpu_s"] = round(sum(thread_cpu_seconds(t) for t in tids) - thread0, 3)
             if cpu0 is not None:
-                cpu1 = cpu_times(switch_cpu)
-                r["switch_cpu_busy"] = round((cpu1[0] - cpu0[0]) / max(1, cpu1[1] - cpu0[1]), 3)
+                cpu1 = machine_busy(switch_cpu)
+                r["switch_cpu_busy"] = round((cpu1[0] - cpu0[0]) / max(1e-9, cpu1[1] - cpu0[1]), 3)
             io = ports.stats()
             r["switch_received"] = sw.stats["received"]
             r["switch_transmitted"] = sw.stats["transmitted"]

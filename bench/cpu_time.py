@@ -1,0 +1,80 @@
+"""CPU time of processes, threads and the machine, for the benches' CPU figures (one reader for all).
+
+Processes and threads: the scheduler's own figure, the nanoseconds they have run on a CPU. For a
+process, its CPU-time clock (clock_gettime on the clock id clock_getcpuclockid(3) gives: every thread,
+ended ones too, up to the moment of the call); for a thread of this process, its thread clock. Where
+the kernel refuses a clock (a thread of another process), the first field of
+/proc/<pid>/task/<tid>/schedstat, which is the same figure as of the thread's last scheduler tick; where
+that is missing too, user + system time from /proc/.../stat, which counts in clock ticks (10 ms each: a
+short run on a busy machine can read 0 there).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_CPUCLOCK_SCHED = 2  # Linux's CPU-time clock ids: ~id << 3 | clock kind | 4 for one thread (posix-timers.h)
+_CPUCLOCK_PERTHREAD = 4
+
+
+def _cpu_clock(task_id: int, thread: bool) -> int:
+    return ((~task_id) << 3) | _CPUCLOCK_SCHED | (_CPUCLOCK_PERTHREAD if thread else 0)
+
+
+def task_cpu_seconds(task: Path) -> float:
+    """CPU time of one thread as /proc reads it; `task` is its directory (/proc/<pid>/task/<tid>).
+    Raises OSError once the thread is gone."""
+    try:
+        return int((task / "schedstat").read_text().split()[0]) / 1e9
+    except (OSError, IndexError, ValueError):
+        if not task.exists():
+            raise
+    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime (fields 14 and 15 of stat)
+
+
+def thread_cpu_seconds(tid: int, pid: int | str = "self") -> float:
+    """CPU time of thread `tid` of process `pid` (this process by default) so far."""
+    if pid in ("self", os.getpid()):
+        try:
+            return time.clock_gettime(_cpu_clock(tid, thread=True))
+        except OSError:
+            pass
+    return task_cpu_seconds(Path(f"/proc/{pid}/task/{tid}"))
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time of every thread of process `pid` so far (ended threads included where the kernel
+    gives the process clock; else the threads alive now); 0.0 once the process is gone."""
+    try:
+        return time.clock_gettime(_cpu_clock(pid, thread=False))
+    except OSError:
+        pass
+    total = 0.0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            total += task_cpu_seconds(task)
+        except OSError:
+            continue  # the thread ended after the listing
+    return total
+
+
+def machine_busy(cpu: int | None = None) -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, or of one CPU (/proc/stat; busy includes
+    interrupts and softirqs, not idle or iowait): the share it was busy between two readings is
+    (busy1 - busy0) / (total1 - total0)."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    for line in Path("/proc/stat").read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0] == name:
+            values = [int(v) for v in fields[1:]]
+            idle = values[3] + values[4]  # idle, iowait
+            return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
+    raise OSError(f"/proc/stat has no line for {name}")

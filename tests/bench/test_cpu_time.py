@@ -1,0 +1,71 @@
+"""bench/cpu_time.py, the benches' one reader of CPU time: it agrees with the kernel's own clocks to the
+millisecond (clock ticks would be off by up to 10 ms), counts a process's ended threads, reads another
+process's threads from /proc, and says 0 for a process that is gone."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import cpu_time  # noqa: E402
+
+
+def spin(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_threads_time_is_the_schedulers():
+    tid = threading.get_native_id()
+    before, clock0 = cpu_time.thread_cpu_seconds(tid), time.thread_time()
+    spin(0.2)
+    after, clock1 = cpu_time.thread_cpu_seconds(tid), time.thread_time()
+    assert after - before == pytest.approx(clock1 - clock0, abs=0.001)
+
+
+def test_a_process_counts_every_thread_ended_ones_too():
+    worker = threading.Thread(target=spin, args=(0.15,))
+    before, clock0 = cpu_time.process_cpu_seconds(os.getpid()), time.process_time()
+    worker.start()
+    spin(0.15)
+    worker.join()
+    after, clock1 = cpu_time.process_cpu_seconds(os.getpid()), time.process_time()
+    assert clock1 - clock0 >= 0.3
+    assert after - before == pytest.approx(clock1 - clock0, abs=0.001)
+
+
+def test_another_processes_thread_is_read_from_proc():
+    program = "import time\nend = time.thread_time() + 0.2\nwhile time.thread_time() < end: pass\n"
+    program += "print(time.thread_time(), flush=True)\ntime.sleep(5)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", program],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        spent = float(child.stdout.readline())
+        assert cpu_time.thread_cpu_seconds(child.pid, child.pid) == pytest.approx(spent, abs=0.02)  # a tick or two
+        assert cpu_time.process_cpu_seconds(child.pid) >= spent
+    finally:
+        child.kill()
+        child.wait()
+    assert cpu_time.process_cpu_seconds(child.pid) == 0.0
+
+
+def test_the_machine_and_each_cpu_are_busy_at_most_all_the_time():
+    busy0, total0 = cpu_time.machine_busy()
+    spin(0.05)
+    busy1, total1 = cpu_time.machine_busy()
+    assert 0 < busy1 - busy0 <= total1 - total0 + 1e-6
+    busy, total = cpu_time.machine_busy(min(os.sched_getaffinity(0)))
+    assert 0 < busy <= total
+    with pytest.raises(OSError, match="no line for cpu4096"):
+        cpu_time.machine_busy(4096)
