@@ -62,6 +62,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
 INA_K256_P4 = ROOT / "p4src" / "ina_k256.p4"  # the same program with K = 256 (the allreduce's build)
@@ -312,6 +315,16 @@ class VethLab:
     def in_ns(self, port: int, *args: str) -> list[str]:
         return ["ip", "netns", "exec", self.ns_of[port], *args]
 
+    def delivered(self) -> int:
+        """Frames the switch-side end of the sender's link has received (with no switch reading it, its
+        stack drops them as not for the host)."""
+        return int(Path(f"/sys/class/net/{self.ports[IN_PORT]}/statistics/rx_packets").read_text())
+
+    def link_drops(self) -> int:
+        """Frames the sender's veth dropped instead of handing them over (its tx_dropped: the other end
+        down, or its backlog full)."""
+        return int(sh(*self.in_ns(IN_PORT, "cat", "/sys/class/net/eth0/statistics/tx_dropped")).stdout)
+
 
 class SoftswitchProcess:
     """A `softswitch` process on the lab's switch-side ends; P4Runtime on a free local port."""
@@ -371,16 +384,8 @@ class SoftswitchProcess:
         return {i: packets for i, (packets, _bytes) in self.conn.read_counter(cid, indices).items()}
 
     def cpu_seconds(self) -> float:
-        """CPU time of every thread of the switch process so far: the scheduler's run time
-        (``se.sum_exec_runtime`` in /proc/.../sched, in ms to the ns) where the kernel has it, else user +
-        system time in clock ticks (10 ms each: a short run on a busy machine can read 0)."""
-        total = 0.0
-        for task in Path(f"/proc/{self.proc.pid}/task").iterdir():
-            try:
-                total += _thread_cpu_seconds(task)
-            except OSError:
-                continue
-        return total
+        """CPU time of every thread of the switch process so far (bench/cpu_time.py)."""
+        return process_cpu_seconds(self.proc.pid)
 
     def running_backend(self) -> str:
         """The back end the process reports it runs ("native" or "python")."""
@@ -737,24 +742,6 @@ def _rx_packets(lab: VethLab, port: int) -> int:
     return int(out.strip())
 
 
-def _thread_cpu_seconds(task: Path) -> float:
-    """CPU time of one thread (``/proc/PID/task/TID``): precise from its sched file, else in ticks."""
-    try:
-        for line in (task / "sched").read_text().splitlines():
-            if line.startswith("se.sum_exec_runtime"):
-                return float(line.split(":", 1)[1]) / 1e3
-    except OSError:
-        pass
-    fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_busy() -> tuple[int, int]:
-    """(busy, total) jiffies of the whole machine."""
-    values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    return sum(values) - values[3] - values[4], sum(values)
-
-
 def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int], sender_cpus: list[int | None],
                 workdir: Path, sender_mode: str = "ring", rate: float = 0.0) -> dict:  # fmt: skip
     """len(sender_cpus) senders at once on eth0 in `namespace` (sender i on sender_cpus[i], its own chunks
@@ -800,7 +787,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
     delivered0 = _rx_packets(lab, OUT_PORT)
     switch_cpu0 = switch.cpu_seconds()
-    busy0 = _cpu_busy()
+    busy0 = machine_busy()
     sent = run_senders(lab.sender_ns, case, seconds, seqs, sender_cpus, workdir, sender_mode, rate)
 
     def progress() -> int:  # the switch's counters, or what it delivers
@@ -810,12 +797,12 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         return _rx_packets(lab, OUT_PORT) - delivered0
 
     last, t_done = _settled(progress)  # wait until the switch has worked off what it received
-    busy1 = _cpu_busy()
+    busy1 = machine_busy()
     switch_cpu = switch.cpu_seconds() - switch_cpu0
     delivered = _rx_packets(lab, OUT_PORT) - delivered0
     processed = last if case.counted_stats else delivered
     send_time = sent["t_end"] - sent["t_start"]
-    busy = (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1])
+    busy = (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1])
     row = {
         "backend": switch.running_backend(),
         "switch_tx": switch.tx if switch.running_backend() == "native" else None,
@@ -958,7 +945,9 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
     for the host: what a frame costs its sender before any switch reads it); the same with that veth
     down (the sender's qdisc drops each frame: the difference is what delivering a frame into a host
     that drops it costs, as the switch's output costs it behind the switch); and the kernel forwarding
-    them as the router (its forwarding runs in the senders' softirq). Once per number of senders (the
+    them as the router (its forwarding runs in the senders' softirq). `delivered`: what the switch-side
+    veth received (the two sender-alone cases; `link_drops`: what the sender's veth dropped instead) or
+    the receiver got (the router). Once per number of senders (the
     first on the first CPU, a second on the last, where the switch would run); the peer-down case
     always with sendmmsg (a transmit ring past the qdisc would see each frame refused), and so the
     senders alone with sendmmsg too."""
@@ -977,14 +966,12 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
                     sh("ip", "link", "set", lab.ports[IN_PORT], "down")
                 for count in sender_counts:
                     sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
-                    delivered0 = lab.delivered() if name == "kernel router" else 0
-                    busy0 = _cpu_busy()
+                    delivered0, drops0 = lab.delivered(), lab.link_drops() if name != "kernel router" else 0
+                    busy0 = machine_busy()
                     sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), mode)
-                    if name == "kernel router":
-                        delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
-                    else:
-                        delivered, t_done = 0, sent["t_end"]
-                    busy1 = _cpu_busy()
+                    delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
+                    link_drops = lab.link_drops() - drops0 if name != "kernel router" else None
+                    busy1 = machine_busy()
                     send_time = sent["t_end"] - sent["t_start"]
                     row = {
                         "baseline": name,
@@ -996,8 +983,9 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
                         "offered_pps": sent["sent"] / send_time if send_time > 0 else 0.0,
                         "delivered": delivered,
                         "delivered_pps": delivered / (t_done - sent["t_start"]) if delivered else None,
+                        "link_drops": link_drops,
                         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
-                        "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
+                        "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
                     }
                     rows.append(row)
                     progress(row)

@@ -81,7 +81,10 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
         assert aggregation["processed"] >= aggregation["delivered"] * 4
     baselines = {b["baseline"]: b for b in veth["baselines"]}
     assert set(baselines) == {"sender alone", "sender alone, peer down", "kernel router"}
-    assert baselines["sender alone"]["sent"] > 0 and baselines["sender alone"]["delivered"] == 0
+    alone, down = baselines["sender alone"], baselines["sender alone, peer down"]
+    # every frame reached the other end of the sender's veth or its drop count; with that end down, none did
+    assert alone["sent"] > 0 and alone["delivered"] > 0 and alone["delivered"] + alone["link_drops"] == alone["sent"]
+    assert down["sent"] > 0 and down["delivered"] == 0 and down["link_drops"] == down["sent"]
     router = baselines["kernel router"]
     assert 0 < router["delivered"] <= router["sent"] and router["delivered_pps"] > 0
     assert all(b["sender_cpu_us_per_frame"] > 0 for b in baselines.values())
