@@ -6,7 +6,8 @@ process group (a job of its own, as lab training does) and all-reduces float32 t
 with ``dist.all_reduce``, twice per turn: as the backend runs (the calling thread runs the exchange
 itself) and with every exchange on the backend's switch thread (``waiter_may_run = False``, as DDP's
 buckets run), alternating with gloo's all_reduce of the same tensor between the same processes (the group's own
-gloo backend: TCP through the switches' IPv4 routes). Every sum is checked against gloo's.
+gloo backend: TCP through the switches' IPv4 routes). Every variant's sum is checked against gloo's in
+every call, within the bounds docs/pytorch.md gives (a mismatch ends the run, naming the call and element).
 
 Each ina all_reduce is timed stage by stage from two sources on one clock (CLOCK_REALTIME; the lab's
 processes share one kernel):
@@ -55,8 +56,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench.allreduce_netns import LOCK, lab_lock  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results"
-LOCK = "/tmp/ina-lab.lock"
 DEFAULT_SIZES = (2410, 10_000, 100_000)  # floats: the digits MLP's gradient, and two larger
 PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256"}
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; its control message has the same type
@@ -93,6 +95,42 @@ TIMELINE_STAGES = (
 
 
 # -- one rank (runs inside a lab host) ------------------------------------------------------------------
+class SumMismatch(RuntimeError):
+    """An ina all_reduce's sum differs from gloo's by more than the documented bounds allow."""
+
+
+def rank_inputs(seed: int, world_size: int, values: int) -> np.ndarray:
+    """Every rank's tensor of one size (row r is rank r's): each rank draws its own from the same seeds,
+    so any rank can work out the exact sum."""
+    return np.stack([np.random.default_rng([seed, r, values]).standard_normal(values).astype(np.float32)
+                     for r in range(world_size)])  # fmt: skip
+
+
+def gloo_tolerance(inputs: np.ndarray) -> np.ndarray:
+    """How far, per element, an ina SUM of these inputs may be from gloo's (docs/pytorch.md, "Dtypes and
+    precision"): ina's quantization bound 16 N^3 2^-30 max|x| (the one-round path's; two rounds' is
+    smaller) and its one rounding to float32, plus gloo's rounding of every partial sum."""
+    n = len(inputs)
+    eps = float(np.finfo(np.float32).eps)
+    exact = np.abs(inputs.astype(np.float64).sum(0))
+    ina = 16.0 * n**3 * 2.0**-30 * float(np.abs(inputs).max()) + eps * exact
+    return ina + eps * (exact + (n - 1) * np.abs(inputs.astype(np.float64)).sum(0))
+
+
+def check_sum(what: str, ina: np.ndarray, gloo: np.ndarray, tolerance: np.ndarray) -> float:
+    """|ina - gloo| / max|gloo|; raises SumMismatch naming `what` and the worst element when ina is
+    further from gloo than `tolerance` anywhere."""
+    difference = np.abs(ina.astype(np.float64) - gloo.astype(np.float64))
+    over = difference - tolerance
+    if not np.all(over <= 0):  # NaN included
+        i = int(np.nanargmax(np.where(np.isnan(over), np.inf, over)))
+        raise SumMismatch(
+            f"{what}: ina's sum differs from gloo's at element {i}: {float(ina[i])!r} against {float(gloo[i])!r} "
+            f"(allowed {float(tolerance[i]):.3g})"
+        )
+    return float(difference.max()) / max(1e-30, float(np.abs(gloo).max()))
+
+
 def rank_main(args: argparse.Namespace) -> int:
     """Join the ina group, all-reduce every size ina then gloo, ``iterations`` times, write the stamps."""
     import torch
@@ -110,14 +148,16 @@ def rank_main(args: argparse.Namespace) -> int:
     timeline = Timeline()
     out: dict = {"rank": args.rank, "sizes": []}
     for n in args.sizes:
-        rng = np.random.default_rng([args.seed, args.rank, n])
-        x = torch.from_numpy(rng.standard_normal(n).astype(np.float32))
+        inputs = rank_inputs(args.seed, args.world_size, n)
+        tolerance = gloo_tolerance(inputs)
+        x = torch.from_numpy(inputs[args.rank].copy())
         for _ in range(args.warmup):  # the first call of a size agrees on its scales (two rounds)
             dist.all_reduce(x.clone())
             gloo.allreduce([x.clone()]).wait()
         records: dict[str, list] = {variant: [] for variant in VARIANTS}
         gloo_times, worst = [], 0.0
         for i in range(args.iterations):
+            sums = {}
             for variant in VARIANTS if i % 2 else VARIANTS[::-1]:  # each goes first in every other call
                 group.waiter_may_run = variant == "ina"
                 group.timeline = group.channel.transport.timeline = timeline
@@ -126,11 +166,14 @@ def rank_main(args: argparse.Namespace) -> int:
                 timeline.records[-1]["returned"] = time.time()
                 group.timeline = group.channel.transport.timeline = None
                 records[variant] += timeline.take()
+                sums[variant] = t.numpy()
             g = x.clone()
             t0 = time.time()
             gloo.allreduce([g]).wait()
             gloo_times.append((t0, time.time()))
-            worst = max(worst, float((t - g).abs().max()) / max(1e-30, float(g.abs().max())))
+            for variant, t in sums.items():  # every variant's sum, every call: a mismatch ends the run
+                what = f"rank {args.rank}, {n} floats, call {i}, {variant}"
+                worst = max(worst, check_sum(what, t, g.numpy(), tolerance))
         group.waiter_may_run = True
         out["sizes"].append({"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst})
     rounds = group.scales
@@ -294,7 +337,6 @@ def spans_table(spans_s: list[float]) -> dict[str, float]:
 # -- the lab run --------------------------------------------------------------------------------------
 def run_lab(args: argparse.Namespace) -> dict:
     """Bring the lab up, run the ranks (capturing the switch ports), bring it down; the raw report."""
-    from bench.allreduce_netns import lab_lock
     from controller.planner import PlanOptions
     from topologies.lab_network import intf_name
     from topologies.lab_training import RankHost, rank_env
@@ -314,7 +356,7 @@ def run_lab(args: argparse.Namespace) -> dict:
         )
         lab.start()
         try:
-            load_before = open("/proc/loadavg").read().split()[:3]
+            load_before = [f"{v:.2f}" for v in os.getloadavg()]
             with lab.training_job() as (plan, plan_path):
                 return _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env)
         finally:
@@ -412,7 +454,7 @@ def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, ran
         "ports": ports,
         "server_port": neighbours[lab.server],
         "load_before": load_before,
-        "load_after": open("/proc/loadavg").read().split()[:3],
+        "load_after": [f"{v:.2f}" for v in os.getloadavg()],
         "run_s": time.monotonic() - t0,
         "ranks": ranks,
         "frames": capture.frames if capture is not None else [],

@@ -5,6 +5,7 @@ stage names; frames of another call (other sequence numbers, outside its window)
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,3 +109,22 @@ def test_a_fast_ranks_next_call_does_not_count_in_a_slow_ranks_call():
     bench.port_stamps([[records[0]], [records[1]]], [*frames, next_grad], PORTS, SERVER)
     assert records[0]["port:grad_in"] == pytest.approx(50.0 + 0.6e-3)
     assert records[1]["port:grad_in_all"] == pytest.approx(50.0 + 0.9e-3)
+
+
+def test_each_sum_is_checked_against_gloo_within_the_documented_bounds():
+    inputs = bench.rank_inputs(5, 4, 1000)
+    assert np.array_equal(inputs[2], np.random.default_rng([5, 2, 1000]).standard_normal(1000).astype(np.float32))
+    tolerance = bench.gloo_tolerance(inputs)
+    exact = inputs.astype(np.float64).sum(0)
+    gloo = inputs.sum(0, dtype=np.float32)
+    # 16 N^3 2^-30 of the largest input, about 1e-6 of it at N = 4, then float32 roundings
+    assert np.all(tolerance >= 16 * 64 * 2.0**-30 * np.abs(inputs).max()) and np.all(tolerance < 1e-4)
+    quantized = (exact + 0.9 * 16 * 64 * 2.0**-30 * np.abs(inputs).max()).astype(np.float32)
+    assert 0 < bench.check_sum("ok", quantized, gloo, tolerance) < 1e-5
+    wrong = quantized.copy()
+    wrong[417] += 1e-3  # one element off by far more than the bounds
+    with pytest.raises(bench.SumMismatch, match=r"rank 1, call 7, ina: .* element 417: .*allowed"):
+        bench.check_sum("rank 1, call 7, ina", wrong, gloo, tolerance)
+    wrong[417] = np.nan
+    with pytest.raises(bench.SumMismatch, match="element 417: nan"):
+        bench.check_sum("nan", wrong, gloo, tolerance)
