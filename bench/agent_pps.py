@@ -180,8 +180,18 @@ class VethPair:
 
 
 def scalar_code(rev: str, into: Path) -> Path:
-    """The agents as of ``rev`` (git archive of the code folders), unpacked under ``into``."""
-    target = into / f"code-{rev}"
+    """The agents as of ``rev`` (git archive of the code folders), unpacked under ``into`` once per
+    commit: --compare naming the baseline's commit (in any spelling) shares its copy."""
+    resolved = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+        capture_output=True,
+        text=True,
+    )
+    if resolved.returncode != 0:
+        raise BenchError(f"{rev!r} is not a git revision of {ROOT} (run from a git checkout)")
+    target = into / f"code-{resolved.stdout.strip()}"
+    if target.exists():
+        return target
     target.mkdir()
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *CODE_DIRS], capture_output=True)
     if archive.returncode != 0:
@@ -684,4 +694,8 @@ def node_main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"agent_pps: {e}", file=sys.stderr)
+        sys.exit(1)
