@@ -3,11 +3,10 @@ ones, the bytes each way are those of the collectives, and on ina the dense grad
 by the switch while the all-to-alls go host to host."""
 
 import json
-import math
 from pathlib import Path
 
 import pytest
-from example_runs import run_example
+from example_runs import assert_float_sums_took_one_round_per_call, run_example
 
 QUICK = ["--workers", "2", "--train-samples", "6000", "--test-samples", "2000", "--batch-size", "64", "--seed", "3"]
 TABLE_ROWS = 10 + 50 + 200 + 1_000 + 5_000 + 20_000  # the example's six tables
@@ -66,11 +65,10 @@ def test_on_ina_the_switch_sums_the_dense_gradients(tmp_path, gloo_runs):
     assert abs(ina["test_accuracy"] - gloo["test_accuracy"]) <= 0.005
     # the all-to-alls do not depend on the backend
     assert ina["alltoall_by_purpose_rank0"] == gloo["alltoall_by_purpose_rank0"]
-    # every chunk the float sums sent (worker/torch_backend/scales.py), at least one values round of the
-    # dense gradient and its lanes (one per 64-value block) per iteration
-    blocks = math.ceil(ina["dense_parameters"] / 64)
-    chunks = ina["ina_rounds"]["chunks"]
-    assert chunks >= ina["iterations"] * math.ceil((ina["dense_parameters"] + blocks) / 64)
+    # one DDP bucket of the dense gradient per iteration, summed in one round trip (the first call also
+    # agrees on its exponents, a few go again): the chunks the plan gives for that, and the switch summed
+    # every one of them from both workers
+    chunks = assert_float_sums_took_one_round_per_call(ina["ina_rounds"], ina["iterations"], ina["dense_parameters"])
     s1 = ina["switch_counters"]["s1"]
     assert (s1["grad_completed"], s1["grad_aggregated"]) == (chunks, 2 * chunks)
 

@@ -2,11 +2,11 @@
 all-to-alls cross the P4 switch host to host, the dense gradients are summed by it, the figures come
 back to the launcher, and teardown leaves nothing behind."""
 
-import math
 import os
 
 import pytest
 from conftest import needs_mininet
+from example_runs import assert_float_sums_took_one_round_per_call
 from lab_helpers import assert_lab_torn_down
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -40,11 +40,9 @@ def test_recsys_trains_on_ina_with_all_to_all_across_the_switch(lab):
     for host in lab.workers:
         carried = sum(after[link.id] - before[link.id] for link in lab.topo.links_of(host))
         assert carried > f["alltoall_bytes_per_iteration"] * result.iterations
-    # the dense gradients (1,273 values in 20 blocks, with one lane per block: at least 20 chunks per
-    # iteration, worker/torch_backend/scales.py) were summed by s1, 2 workers' packets into each chunk
-    blocks = math.ceil(1273 / 64)
-    chunks = result.switch_rounds["chunks"]
-    assert chunks >= result.iterations * math.ceil((1273 + blocks) / 64)
+    # the dense gradients (1,273 values in 20 blocks, one DDP bucket per iteration) in one round trip per
+    # call (21 chunks: values and a lane per block), summed by s1, 2 workers' packets into each chunk
+    chunks = assert_float_sums_took_one_round_per_call(result.switch_rounds, result.iterations, 1273)
     s1 = result.switch_counters["s1"]
     assert (s1["grad_completed"], s1["grad_aggregated"]) == (chunks, 2 * chunks), s1
     assert "teacher accuracy" in result.summary_line()
