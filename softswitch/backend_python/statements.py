@@ -10,6 +10,7 @@ them back before passing the exit on, so copy-out happens at every call an exit 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from .. import ir
@@ -19,6 +20,7 @@ from .frames import Frame
 from .writer import NameAllocator, SourceWriter, default_value_code, mask, wrap_code
 
 _SHARED = (ir.VariableKind.PARAMETER, ir.VariableKind.ACTION_PARAMETER)  # objects passed by reference
+ExternCall = ir.ExternMethodCall | ir.ExternFunctionCall
 
 
 @dataclass
@@ -159,12 +161,37 @@ class StatementEmitter:
             self.call_with_results(out, function, ["C"], call.arguments, context)
         elif isinstance(call, ir.ControlApply):
             self.call_with_results(out, self.names.functions[call.control], [], call.arguments, context)
-        elif isinstance(call, ir.ExternMethodCall):
-            self.externs.method(out, call, context.frame)
-        elif isinstance(call, ir.ExternFunctionCall):
-            self.externs.function(out, call, context.frame)
+        elif isinstance(call, (ir.ExternMethodCall, ir.ExternFunctionCall)):
+            call, slices = self.slices_through_locals(out, call, context)
+            if isinstance(call, ir.ExternMethodCall):
+                self.externs.method(out, call, context.frame)
+            else:
+                self.externs.function(out, call, context.frame)
+            for target, local in slices:  # copy-out into the slices, in argument order
+                self._Assign(out, ir.Assign(target=target, value=local, position=target.position), context)
         else:
             out.write(self.code(call, context))
+
+    def slices_through_locals(
+        self, out: SourceWriter, call: ExternCall, context: FunctionContext
+    ) -> tuple[ExternCall, list[tuple[ir.Slice, ir.VariableRef]]]:
+        """The call with each out/inout argument that is a slice (`r.read(m.f[15:0], i)`) replaced by a
+        local (holding the slice's bits first when inout), and the (slice, local) pairs to copy back after
+        it: an extern writes its result with `result = ...`, which a slice's code cannot take."""
+        slices: list[tuple[ir.Slice, ir.VariableRef]] = []
+        arguments = []
+        for argument in call.arguments:
+            value = argument.value
+            if argument.direction in ("out", "inout") and isinstance(value, ir.Slice):
+                variable = ir.Variable(name="slice", type=value.type, kind=ir.VariableKind.LOCAL)
+                name = self.fresh("l_slice")
+                context.frame.variables[variable] = name
+                out.write(f"{name} = {self.code(value, context) if argument.direction == 'inout' else 0}")
+                local = ir.VariableRef(variable=variable, type=value.type, position=value.position)
+                slices.append((value, local))
+                argument = dataclasses.replace(argument, value=local)
+            arguments.append(argument)
+        return (dataclasses.replace(call, arguments=tuple(arguments)) if slices else call), slices
 
     def call_with_results(
         self,

@@ -79,3 +79,14 @@ def test_ina_aggregation_is_one_loop_over_its_lanes(program, lanes):
     body = functions(c_source)["action InaIngress.aggregate_into_slot"]
     assert [count for _, count in LOOP.findall(body)] == [str(lanes)]
     assert f"for (uint32_t i = 0; i < {lanes}; i++)" in c_source.split("emit_ina_values_t(")[1]
+
+
+def test_a_register_read_into_a_slice_inside_a_run_is_one_loop_and_written_back():
+    """lane_slices.p4 (its STF checks the packets): each lane reads a register into ctl.word[15:0]; the loop
+    keeps ctl.word in a local and must store it after the loop, as a field the loop writes."""
+    body = functions(generate_c(lower_program(str(LANE_RUNS.with_name("lane_slices.p4")))))["action I.gather"]
+    assert [count for _, count in LOOP.findall(body)] == ["6"]
+    local = re.search(r"uint64_t (lane_field_\d+) = \(\(uint64_t\)\(\*C->v_hdr\)\.ctl\.word\);", body)
+    assert local, body
+    loop_end = body.index("\n        }\n", LOOP.search(body).start())  # the for loop's closing brace
+    assert body[loop_end:].startswith(f"\n        }}\n        (*C->v_hdr).ctl.word = {local.group(1)};\n")
