@@ -12,10 +12,17 @@ runtime's program descriptor names.
   ss_table_lookup and runs the action it returns with the entry's data.
 * Functions return 1 when `exit` ran. The entries (`ingress_entry`, ...) build the top-level frames
   from the packet and ignore that.
+* A function reaches a register group's elements through one local pointer per group
+  (`register_<first>`, externs.py). It is `restrict` (no other pointer reaches that memory while the
+  function runs, so the compiler may keep header fields in registers across register stores and
+  vectorise lane loops without alias checks) only in a function that calls no other generated
+  function: a called action may use the same group through its own pointer, which would break that
+  promise (undefined behaviour in C, whether or not the compiler makes use of it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,6 +58,7 @@ class BlockEmitter:
         self.block_parameters = {p for b in program.pipeline.blocks.values() for p in b.parameters}
         self.prototypes = CWriter()
         self.bodies = CWriter()
+        self._generated_call: re.Pattern[str] | None = None  # a call of one of names.functions
 
     # ---------------------------------------------------------------- naming and analysis
     def declare_names(self) -> None:
@@ -105,11 +113,24 @@ class BlockEmitter:
         with out.block(signature):
             mark = len(out.lines)
             yield out
-            out.lines[mark:mark] = ["    " + line for line in scope.function_locals]
+            calls = self._calls_generated_function("\n".join(out.lines[mark:]))
+            qualifier = "" if calls else "restrict "
+            pointers = [
+                f"{ctype} *{qualifier}const register_{first} = ({ctype} *)p->registers[{first}].data;"
+                for first, ctype in scope.register_groups.items()
+            ]
+            out.lines[mark:mark] = ["    " + line for line in pointers + scope.function_locals]
         if self.statements.lane_loops != loops:  # not inlined, and built for AVX2 too (ss_values.h)
             assert out.lines[mark - 1].startswith("static ")
             out.lines[mark - 1] = "SS_LANE_FUNCTION " + out.lines[mark - 1][len("static ") :]
         out.write("")
+
+    def _calls_generated_function(self, body: str) -> bool:
+        """Whether C code calls an action, table or control function of the program."""
+        if self._generated_call is None:
+            names = sorted(self.names.functions.values(), key=len, reverse=True)
+            self._generated_call = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\(") if names else None
+        return bool(self._generated_call and self._generated_call.search(body))
 
     # ---------------------------------------------------------------- actions
     def action(self, action: ir.Action, frame_type: str | None, control_scope: Scope) -> None:

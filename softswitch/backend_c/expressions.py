@@ -34,6 +34,9 @@ class Scope:
     lane: str | None = None  # inside a lane loop (lanes.py): the C variable holding the lane
     lane_sites: dict = field(default_factory=dict)  # id() of a node of the loop's body -> lanes.Site
     promoted: dict = field(default_factory=dict)  # access path -> local holding that field during a lane loop
+    # register groups the function uses (descriptor id of the group's first register -> element type):
+    # one pointer each at the top of the function (blocks.py)
+    register_groups: dict[int, str] = field(default_factory=dict)
 
     def child(self) -> Scope:
         return Scope(
@@ -46,6 +49,7 @@ class Scope:
             self.lane,
             self.lane_sites,
             self.promoted,
+            self.register_groups,
         )
 
     def lane_term(self, first: int, step: int) -> str:

@@ -52,13 +52,15 @@ class ExternEmitter:
             size = instance.constructor_arguments[0]
             assert isinstance(size, ir.Constant)
             ctype = ELEMENT_TYPES[element_bytes(width_of(element))]
-            data = self.register_data(instance, ctype, scope)
+            data, member = self.register_data(instance, ctype, scope)
             stride = self.names.register_strides.get(instance.qualified_name, 1)
             i = self.x.temp("i")
-            element = f"{data}[{i}]" if stride == 1 else f"{data}[{i} * {stride}]"  # interleaved group
+            element = f"{data}[{i}]" if stride == 1 else f"{data}[{i} * {stride} + {member}]"  # interleaved group
+            if stride > 1 and member == 0:
+                element = f"{data}[{i} * {stride}]"
             site = scope.lane_sites.get(id(call))
-            if site is not None:  # a lane loop: lane j uses the group's register first + j * step
-                element = f"{data}[{i} * {stride} + {scope.lane_term(0, site.step)}]"
+            if site is not None:  # a lane loop: lane j uses the group's register member + j * step
+                element = f"{data}[{i} * {stride} + {scope.lane_term(member, site.step)}]"
             index = list(args.values())[1] if call.method == "read" else list(args.values())[0]
             with out.block(""):
                 out.write(f"{U64} {i} = {self.u64(index, scope, 'register index')};")
@@ -80,15 +82,16 @@ class ExternEmitter:
         else:
             raise Unsupported(f"{instance.kind}.{call.method}", call.position)
 
-    def register_data(self, instance: ir.ExternInstance, ctype: str, scope: Scope) -> str:
-        """A local of the function pointing at the register's elements (read once per call: a pointer
-        in a local survives the stores of the code around it, a pointer in memory would be re-read)."""
+    def register_data(self, instance: ir.ExternInstance, ctype: str, scope: Scope) -> tuple[str, int]:
+        """The local of the function pointing at the elements of the register's group (its first
+        register's data, read once per call: a pointer in a local survives the stores of the code around
+        it, a pointer in memory would be re-read), and the register's place in the group (element i of
+        member k is at [i * n + k]). One pointer per group, so every access to a group's memory in the
+        function is based on it (blocks.py declares it `restrict` where that is defined)."""
         index = self.names.register_ids[instance.qualified_name]
-        name = f"register_{index}"
-        declaration = f"{ctype} *restrict const {name} = ({ctype} *)p->registers[{index}].data;"
-        if declaration not in scope.function_locals:
-            scope.function_locals.append(declaration)
-        return name
+        first = self.names.register_group_of[instance.qualified_name]
+        scope.register_groups.setdefault(first, ctype)
+        return f"register_{first}", index - first
 
     # ---------------------------------------------------------------- extern functions
     def function(self, out: CWriter, call: ir.ExternFunctionCall, scope: Scope) -> None:

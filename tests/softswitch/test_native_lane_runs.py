@@ -90,3 +90,18 @@ def test_a_register_read_into_a_slice_inside_a_run_is_one_loop_and_written_back(
     assert local, body
     loop_end = body.index("\n        }\n", LOOP.search(body).start())  # the for loop's closing brace
     assert body[loop_end:].startswith(f"\n        }}\n        (*C->v_hdr).ctl.word = {local.group(1)};\n")
+
+
+def test_a_register_group_is_reached_through_one_pointer_restrict_only_where_nothing_else_reaches_it():
+    """lane_group_members.p4 (its STF checks the packets): the action's lane loop over acc0..acc5 and its
+    own reads and writes of acc3 go through one pointer to the group; `restrict` there (a function that
+    calls no other), but not in the control, which reads acc5 and calls the action (two pointers to one
+    group's memory while the control runs: `restrict` on either would be undefined behaviour)."""
+    c_source = functions(generate_c(lower_program(str(LANE_RUNS.with_name("lane_group_members.p4")))))
+    action, control = c_source["action I.mix"], c_source["control I (I)"]
+    for body, qualifier in ((action, "*restrict const"), (control, "*const")):
+        assert re.findall(r"^    (.*) register_(\d+) = .*;$", body, flags=re.M) == [(f"uint32_t {qualifier}", "0")]
+    assert [count for _, count in LOOP.findall(action)] == ["6"]
+    assert re.search(r"register_0\[i_\d+ \* 6 \+ \(0ULL \+ lane_\d+ \* 1ULL\)\]", action)  # lanes 0..5
+    assert len(re.findall(r"register_0\[i_\d+ \* 6 \+ 3\]", action)) == 2  # acc3 by itself
+    assert re.search(r"register_0\[i_\d+ \* 6 \+ 5\]", control) and "action_I_mix(p, C);" in control
