@@ -15,25 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import ir
+from ..ir.aliasing import Path, access_path, named_prefix
 from ..ir.walk import walk
 
-Path = tuple  # (root Variable, field name or constant index, ...)
 
-
-def access_path(e: ir.Expression) -> Path | None:
-    """The variable and constant field/element selections e names, or None (computed index, ...)."""
-    if isinstance(e, ir.VariableRef):
-        return (e.variable,)
-    if isinstance(e, ir.FieldAccess):
-        base = access_path(e.base)
-        return None if base is None else (*base, e.field_name)
-    if isinstance(e, ir.StackElement) and isinstance(e.index, ir.Constant):
-        base = access_path(e.stack)
-        return None if base is None else (*base, int(e.index.value))
-    return None
-
-
-def _written_roots(node: ir.Node) -> list[ir.Expression]:
+def written_roots(node: ir.Node) -> list[ir.Expression]:
     """The places a statement or call may change."""
     if isinstance(node, ir.Assign):
         target = node.target
@@ -55,7 +41,7 @@ def invariant_reads(action: ir.Action, block_parameters: set[ir.Variable]) -> li
     nodes = list(walk(action.body))
     if any(isinstance(n, (ir.ActionCall, ir.ControlApply)) for n in nodes):
         return []
-    written = _WrittenPlaces(_named_prefix(place) for node in nodes for place in _written_roots(node))
+    written = _WrittenPlaces(named_prefix(place) for node in nodes for place in written_roots(node))
     reads: dict[Path, ir.FieldAccess] = {}
     for node in nodes:
         if not isinstance(node, ir.FieldAccess) or ir.is_object(node.type):
@@ -83,27 +69,3 @@ class _WrittenPlaces:
 
     def overlaps(self, path: Path) -> bool:
         return path in self.prefixes or any(path[:n] in self.paths for n in range(len(path)))
-
-
-def _named_prefix(place: ir.Expression) -> Path:
-    """The path of the place, or of its nearest enclosing named place when it selects through a
-    computed index (a write to `s[i].f` may change any element of s); () overlaps every path."""
-    e = place
-    while True:
-        path = access_path(e)
-        if path is not None:
-            return path
-        if isinstance(e, ir.FieldAccess):
-            e = e.base
-        elif isinstance(e, (ir.StackElement, ir.StackNext, ir.StackLast)):
-            e = e.stack
-        elif isinstance(e, ir.Slice):
-            e = e.base
-        else:
-            return ()
-
-
-def _overlaps(a: Path, b: Path) -> bool:
-    """Whether one path is a prefix of the other (a write to one may change the other)."""
-    n = min(len(a), len(b))
-    return a[:n] == b[:n]

@@ -27,7 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import ir
+from ..ir.aliasing import access_path, named_prefix, overlaps
 from ..ir.walk import walk
+from .invariants import written_roots
 
 MIN_LANES = 4  # shorter runs stay as copies: a loop's overhead would eat the gain
 MAX_PERIOD = 64  # statements per lane
@@ -361,8 +363,9 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
     with the field in memory, a lane's `m.f = m.f | x` stores and reloads it every lane, and gcc does not
     vectorise such a loop. Empty when the body holds anything that could reach the field another way
     (a call, a whole-header operation, a computed index, a lane-indexed field of the same struct) or
-    leave the loop early (exit, return)."""
-    from .invariants import _named_prefix, _overlaps, _written_roots, access_path
+    leave the loop early (exit, return). An inout header or struct parameter of the action is no way
+    around: it is passed by reference only when the action names nothing it lives in (ir/aliasing.py;
+    otherwise the caller passes a copy), so its fields and the others are distinct places."""
 
     nodes = [n for s in run.body for n in walk(s)]
     lane_bases = []
@@ -380,7 +383,7 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
             lane_bases.append(base)
     # what the body may change, as invariants.py reads it: a slice or a computed index counts as a write
     # to its enclosing named place (a register read into `m.f[15:0]` writes m.f)
-    written = [_named_prefix(place) for n in nodes for place in _written_roots(n)]
+    written = [named_prefix(place) for n in nodes for place in written_roots(n)]
     found: dict[tuple, tuple[tuple, ir.FieldAccess, bool]] = {}
     for n in nodes:
         if not isinstance(n, ir.FieldAccess) or id(n) in run.sites or ir.is_object(n.type):
@@ -388,5 +391,5 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
         path = access_path(n)
         if path is None or path in found or any(path[: len(base)] == base for base in lane_bases):
             continue
-        found[path] = (path, n, any(_overlaps(path, place) for place in written))
+        found[path] = (path, n, any(overlaps(path, place) for place in written))
     return list(found.values())

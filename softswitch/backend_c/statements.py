@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ir
+from ..ir.aliasing import copied_arguments
 from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
 from .externs import ExternEmitter
 from .lanes import MIN_LANES, LaneContext, LaneRun, lane_runs, promotable_fields
@@ -230,7 +231,8 @@ class StatementEmitter:
         function = self.names.functions[action]
         frame_code = frame if action.control is not None else "NULL"
         with out.block(""):
-            codes, copy_back = self.arguments(out, action.parameters, arguments, scope)
+            copied = copied_arguments(action, arguments)
+            codes, copy_back = self.arguments(out, action.parameters, arguments, copied, scope)
             call = f"{function}(p, {frame_code}{''.join(', ' + c for c in [*codes, *data])})"
             self.call_and_copy_back(out, call, self.names.may_exit.get(action, False), copy_back, scope)
 
@@ -254,13 +256,19 @@ class StatementEmitter:
         out.write(f"if ({exited}) return 1;")
 
     def arguments(
-        self, out: CWriter, parameters: Sequence[ir.Variable], arguments: Sequence[ir.Argument], scope: Scope
+        self,
+        out: CWriter,
+        parameters: Sequence[ir.Variable],
+        arguments: Sequence[ir.Argument],
+        copied: set[int],
+        scope: Scope,
     ) -> tuple[list[str], list[tuple[ir.Expression, str]]]:
         """Temporaries holding the arguments (left to right); returns the codes to pass and the
-        (argument, temporary) pairs to copy back after the call."""
+        (argument, temporary) pairs to copy back after the call. An inout object goes by reference
+        unless its position is in `copied` (ir/aliasing.py: the callee could reach it another way)."""
         codes: list[str] = []
         copy_back: list[tuple[ir.Expression, str]] = []
-        for parameter, argument in zip(parameters, arguments, strict=False):
+        for position, (parameter, argument) in enumerate(zip(parameters, arguments, strict=False)):
             value = argument.value
             t = self.x.temp("arg")
             writes = argument.direction in ("out", "inout")
@@ -269,6 +277,10 @@ class StatementEmitter:
                 if argument.direction == "out":  # a fresh object, copied into the argument afterwards
                     out.write(f"{ctype} {t};")
                     out.write(f"memset(&{t}, 0, sizeof {t});")
+                    codes.append(f"&{t}")
+                    copy_back.append((value, t))
+                elif position in copied:  # copy in, copy out
+                    out.write(f"{ctype} {t} = {self.x.object_value(value, scope)};")
                     codes.append(f"&{t}")
                     copy_back.append((value, t))
                 elif writes:
@@ -294,7 +306,8 @@ class StatementEmitter:
         with out.block(""):
             out.write(f"{self.names.frames[control]} {frame};")
             copy_back: list[tuple[ir.Expression, str]] = []
-            for parameter, argument in zip(control.parameters, call.arguments, strict=True):
+            copied = copied_arguments(control, call.arguments)
+            for position, (parameter, argument) in enumerate(zip(control.parameters, call.arguments, strict=True)):
                 slot = f"{frame}.{parameter_member(parameter)}"
                 value = argument.value
                 writes = argument.direction in ("out", "inout")
@@ -304,6 +317,11 @@ class StatementEmitter:
                         fresh = self.x.temp("arg")
                         out.write(f"{ctype} {fresh};")
                         out.write(f"memset(&{fresh}, 0, sizeof {fresh});")
+                        out.write(f"{slot} = &{fresh};")
+                        copy_back.append((value, fresh))
+                    elif position in copied:  # copy in, copy out (ir/aliasing.py)
+                        fresh = self.x.temp("arg")
+                        out.write(f"{ctype} {fresh} = {self.x.object_value(value, scope)};")
                         out.write(f"{slot} = &{fresh};")
                         copy_back.append((value, fresh))
                     elif writes:

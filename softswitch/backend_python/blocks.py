@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..ir.aliasing import copied_arguments
 from .expressions import ExpressionEmitter, GeneratedNames
 from .frames import Frame, ObjectKey
 from .statements import FunctionContext, StatementEmitter
@@ -281,7 +282,10 @@ class BlockEmitter:
         short_name = ref.action.qualified_name.rsplit(".", 1)[-1]
         wrapper = self.fresh("b_" + table.qualified_name + "_" + short_name)
         out = SourceWriter(2)
-        self.statements.call_with_results(out, function, ["C"], ref.bound_arguments, FunctionContext(frame), "*d")
+        copied = copied_arguments(ref.action, ref.bound_arguments)
+        self.statements.call_with_results(
+            out, function, ["C"], ref.bound_arguments, FunctionContext(frame), "*d", copied=copied
+        )
         self.build.write(f"def {wrapper}(C, *d):")
         self.build.lines += out.lines
         return wrapper

@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import ir
+from ..ir.aliasing import copied_arguments
 from .expressions import ExpressionEmitter, GeneratedNames
 from .externs import ExternEmitter
 from .frames import Frame
@@ -158,9 +159,11 @@ class StatementEmitter:
         call = s.call
         if isinstance(call, ir.ActionCall):
             function = self.names.functions[call.action]
-            self.call_with_results(out, function, ["C"], call.arguments, context)
+            copied = copied_arguments(call.action, call.arguments)
+            self.call_with_results(out, function, ["C"], call.arguments, context, copied=copied)
         elif isinstance(call, ir.ControlApply):
-            self.call_with_results(out, self.names.functions[call.control], [], call.arguments, context)
+            copied = copied_arguments(call.control, call.arguments)
+            self.call_with_results(out, self.names.functions[call.control], [], call.arguments, context, copied=copied)
         elif isinstance(call, (ir.ExternMethodCall, ir.ExternFunctionCall)):
             call, slices = self.slices_through_locals(out, call, context)
             if isinstance(call, ir.ExternMethodCall):
@@ -201,18 +204,22 @@ class StatementEmitter:
         arguments: tuple[ir.Argument, ...],
         context: FunctionContext,
         trailing: str = "",
+        copied: set[int] | frozenset[int] = frozenset(),
     ) -> None:
         """`function(leading..., arguments...)`; the results of out/inout scalars assigned back. An `out`
         header/struct/stack starts as a fresh object (headers invalid) and is copied into the argument
-        afterwards, as copy-out does; `inout` and `in` objects are passed by reference and as copies."""
+        afterwards, as copy-out does; `inout` objects are passed by reference, except those at the
+        positions in `copied` (ir/aliasing.py: the callee could reach them another way), which are
+        copied in and out; `in` objects are passed as copies."""
         codes, results = list(leading), []
         out_objects: list[tuple[str, str]] = []  # (argument's code, fresh object's local)
-        for a in arguments:
+        for position, a in enumerate(arguments):
             is_object = ir.is_object(a.value.type)
             code = self.code(a.value, context)
-            if is_object and a.direction == "out":
+            if is_object and (a.direction == "out" or position in copied):
                 fresh = self.fresh("out")
-                out.write(f"{fresh} = {default_value_code(a.value.type)}")
+                initial = default_value_code(a.value.type) if a.direction == "out" else f"{code}.copy()"
+                out.write(f"{fresh} = {initial}")
                 out_objects.append((code, fresh))
                 codes.append(fresh)
                 continue

@@ -105,3 +105,16 @@ def test_a_register_group_is_reached_through_one_pointer_restrict_only_where_not
     assert re.search(r"register_0\[i_\d+ \* 6 \+ \(0ULL \+ lane_\d+ \* 1ULL\)\]", action)  # lanes 0..5
     assert len(re.findall(r"register_0\[i_\d+ \* 6 \+ 3\]", action)) == 2  # acc3 by itself
     assert re.search(r"register_0\[i_\d+ \* 6 \+ 5\]", control) and "action_I_mix(p, C);" in control
+
+
+def test_an_inout_header_the_action_also_names_is_copied_and_its_lanes_are_still_one_loop():
+    """inout_aliasing.p4 (its STF checks the packets, copy-in/copy-out by hand): add_all(hdr.ctl) and
+    overwrite(hdr.ctl) name hdr.ctl themselves, so the header goes in as a copy and comes back after
+    the call; their lanes stay one loop each (the fields kept in locals there no longer alias)."""
+    c_source = generate_c(lower_program(str(LANE_RUNS.with_name("inout_aliasing.p4"))))
+    bodies = functions(c_source)
+    for action in ("add_all", "overwrite"):
+        assert [count for _, count in LOOP.findall(bodies[f"action I.{action}"])] == ["6"]
+        call = re.search(rf"H_ctl_t (arg_\d+) = \(\*C->v_hdr\)\.ctl;\n *action_I_{action}\(p, C, &\1\);\n", c_source)
+        assert call, action
+        assert f"(*C->v_hdr).ctl = {call.group(1)};" in c_source

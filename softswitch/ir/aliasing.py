@@ -1,0 +1,103 @@
+"""Which places two expressions may share, and which by-reference arguments of a call must be copied.
+
+P4 passes out and inout arguments by copy-in/copy-out (P4_16 specification, "Calling convention: call by
+copy in/copy out"): the callee works on its own copy, written back when it returns, in argument order.
+Both back ends pass an inout header, struct or stack by reference instead, which computes the same only
+while nothing else in the call reaches the argument's memory: not the callee itself (an action declared
+in a control names the control's parameters and locals directly, and so may the actions it calls) and no
+other out/inout argument of the same call. Where either may, `copied_arguments` names the argument, and
+the back ends copy it in and out as the specification says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .declarations import Action, Control, Variable
+from .expressions import (
+    ActionCall,
+    Argument,
+    Expression,
+    FieldAccess,
+    Slice,
+    StackElement,
+    StackLast,
+    StackNext,
+    VariableRef,
+)
+from .expressions import Constant as ConstantExpression
+from .types import is_object
+from .walk import walk
+
+Path = tuple  # (root Variable, field name or constant index, ...)
+
+
+def access_path(e: Expression) -> Path | None:
+    """The variable and constant field/element selections e names, or None (computed index, ...)."""
+    if isinstance(e, VariableRef):
+        return (e.variable,)
+    if isinstance(e, FieldAccess):
+        base = access_path(e.base)
+        return None if base is None else (*base, e.field_name)
+    if isinstance(e, StackElement) and isinstance(e.index, ConstantExpression):
+        base = access_path(e.stack)
+        return None if base is None else (*base, int(e.index.value))
+    return None
+
+
+def named_prefix(place: Expression) -> Path:
+    """The path of the place, or of its nearest enclosing named place when it selects through a
+    computed index (a write to `s[i].f` may change any element of s); () overlaps every path."""
+    e = place
+    while True:
+        path = access_path(e)
+        if path is not None:
+            return path
+        if isinstance(e, FieldAccess):
+            e = e.base
+        elif isinstance(e, (StackElement, StackNext, StackLast)):
+            e = e.stack
+        elif isinstance(e, Slice):
+            e = e.base
+        else:
+            return ()
+
+
+def overlaps(a: Path, b: Path) -> bool:
+    """Whether two places may share memory: one path is a prefix of the other."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n]
+
+
+def names_reached(action: Action) -> set[Variable]:
+    """Every variable the action's body names, and the bodies of the actions it calls."""
+    reached: set[Variable] = set()
+    seen: set[int] = set()
+    todo = [action]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for node in walk(current.body):
+            if isinstance(node, VariableRef):
+                reached.add(node.variable)
+            elif isinstance(node, ActionCall):
+                todo.append(node.action)
+    return reached
+
+
+def copied_arguments(callee: Action | Control, arguments: Sequence[Argument]) -> set[int]:
+    """Positions of the inout header/struct/stack arguments that must be copied in and out rather than
+    passed by reference: the callee (an action) names the argument's variable, or another out/inout
+    argument of the call may share its memory."""
+    directional = [(i, named_prefix(a.value)) for i, a in enumerate(arguments) if a.direction in ("out", "inout")]
+    reached = names_reached(callee) if isinstance(callee, Action) else set()
+    copied = set()
+    for i, path in directional:
+        argument = arguments[i]
+        if argument.direction != "inout" or not is_object(argument.value.type):
+            continue
+        if not path or path[0] in reached or any(j != i and overlaps(path, other) for j, other in directional):
+            copied.add(i)
+    return copied
