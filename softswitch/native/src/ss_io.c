@@ -51,7 +51,8 @@
 #define SS_IO_BATCH 64
 #define SS_IO_FRAME 65536
 #define SS_IO_SOCKET_BUFFER (4 << 20)
-/* receive ring (TPACKET_V2): 4096 slots of 2 KB per port; a longer frame (GSO, jumbo) goes to the
+/* receive ring (TPACKET_V2): 4096 slots of 2 KB per port, on a jumbo MTU 64 blocks of slots that hold
+ * one frame of the MTU (16 KB for 9000: 512 slots, slot_bytes); a longer frame (GSO) goes to the
  * socket's queue as well (PACKET_COPY_THRESH) and is read with recv() when its slot comes up */
 #define SS_RING_FRAME 2048
 #define SS_RING_BLOCK (128 << 10)
@@ -71,7 +72,8 @@
 #define SS_BLOCK_COUNT 64
 #define SS_BLOCK_TIMEOUT_MS 1
 
-/* transmit ring (TPACKET_V2): 1024 slots of 2 KB per port. A slot holds the tpacket2 header, the
+/* transmit ring (TPACKET_V2): 1024 slots of 2 KB per port (on a jumbo MTU as many bytes in slots that
+ * hold a frame of the MTU: 128 of 16 KB for 9000). A slot holds the tpacket2 header, the
  * virtio-net header and the frame; the kernel lets no frame out of a slot before the last one it took
  * was sent, so this is also the most frames a port can have queued in its qdisc. */
 #define SS_TX_FRAME 2048
@@ -89,6 +91,7 @@ typedef struct ss_port {
     uint8_t *ring;
     size_t ring_bytes;
     uint32_t ring_slots, ring_head;
+    uint32_t rx_frame; /* bytes of a receive ring slot: SS_RING_FRAME, more on a jumbo MTU (slot_bytes) */
     int rx_blocks;
     /* frames waiting to be sent: in the transmit ring (tx_ring != NULL), else in tx_data for sendmmsg */
     ss_bytes tx_data;
@@ -102,6 +105,8 @@ typedef struct ss_port {
     uint32_t tx_head;      /* the next slot to write; the kernel takes slots in the same order */
     uint32_t tx_first;     /* the first slot written since the last flush (tx_n slots from it) */
     uint32_t tx_max;       /* the longest frame the ring takes (slot and MTU) */
+    uint32_t tx_frame;     /* bytes of a transmit slot: SS_TX_FRAME, more on a jumbo MTU (slot_bytes) */
+    uint32_t tx_slots;     /* slots of the transmit ring: SS_TX_SLOTS, fewer of larger slots */
     uint64_t tx_long;      /* frames sent with send() because they were longer */
 } ss_port;
 
@@ -191,15 +196,30 @@ static int map_rx_ring(ss_port *port, size_t bytes, uint32_t slots) {
     return 0;
 }
 
+/* The ring slot for frames up to the interface's MTU (its tpacket header, a virtio-net header and a
+ * VLAN tag included): `standard` bytes, or the power of two that holds a jumbo frame (16 KB for an MTU of
+ * 9000), so that frames of the MTU never take the system call per frame of the long-frame path. */
+static uint32_t slot_bytes(int fd, const char *iface, uint32_t standard) {
+    struct ifreq ifr = {0};
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", iface);
+    if (ioctl(fd, SIOCGIFMTU, &ifr) || ifr.ifr_mtu <= 0) return standard;
+    uint32_t need = (uint32_t)ifr.ifr_mtu + ETH_HLEN + 4 + TPACKET2_HDRLEN + sizeof(struct virtio_net_hdr);
+    uint32_t slot = standard;
+    while (slot < need && slot < (1u << 16)) slot <<= 1;
+    return slot;
+}
+
 /* Sets up the TPACKET_V2 receive ring; 0 on success (else the port uses recvmmsg). */
 static int ring_setup(ss_port *port) {
     int version = TPACKET_V2;
     if (setsockopt(port->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version)) return -1;
+    port->rx_frame = slot_bytes(port->fd, port->iface, SS_RING_FRAME);
+    uint32_t block = port->rx_frame > SS_RING_BLOCK ? port->rx_frame : SS_RING_BLOCK;
     struct tpacket_req req = {
-        .tp_block_size = SS_RING_BLOCK,
+        .tp_block_size = block,
         .tp_block_nr = SS_RING_BLOCKS,
-        .tp_frame_size = SS_RING_FRAME,
-        .tp_frame_nr = SS_RING_BLOCK / SS_RING_FRAME * SS_RING_BLOCKS,
+        .tp_frame_size = port->rx_frame,
+        .tp_frame_nr = block / port->rx_frame * SS_RING_BLOCKS,
     };
     if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
     int thresh = 1;
@@ -225,11 +245,11 @@ static int block_ring_setup(ss_port *port) {
 }
 
 static inline struct tpacket2_hdr *ring_slot(const ss_port *port, uint32_t i) {
-    return (struct tpacket2_hdr *)(void *)(port->ring + (size_t)i * SS_RING_FRAME);
+    return (struct tpacket2_hdr *)(void *)(port->ring + (size_t)i * port->rx_frame);
 }
 
 static inline struct tpacket2_hdr *tx_slot(const ss_port *port, uint32_t i) {
-    return (struct tpacket2_hdr *)(void *)(port->tx_ring + (size_t)i * SS_TX_FRAME);
+    return (struct tpacket2_hdr *)(void *)(port->tx_ring + (size_t)i * port->tx_frame);
 }
 
 static inline struct virtio_net_hdr *tx_vnet(struct tpacket2_hdr *h) {
@@ -243,11 +263,15 @@ static int tx_ring_setup(ss_port *port, unsigned ifindex) {
     int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     int version = TPACKET_V2, one = 1;
+    /* larger slots on a jumbo MTU, as many bytes in all (fewer slots: the frames queued stay ~2 MB) */
+    uint32_t frame = slot_bytes(fd, port->iface, SS_TX_FRAME);
+    uint32_t slots = SS_TX_SLOTS / (frame / SS_TX_FRAME);
+    uint32_t per_block = slots < 64 ? slots : 64;
     struct tpacket_req req = {
-        .tp_block_size = SS_TX_FRAME * 64,
-        .tp_block_nr = SS_TX_SLOTS / 64,
-        .tp_frame_size = SS_TX_FRAME,
-        .tp_frame_nr = SS_TX_SLOTS,
+        .tp_block_size = frame * per_block,
+        .tp_block_nr = slots / per_block,
+        .tp_frame_size = frame,
+        .tp_frame_nr = slots,
     };
     struct sockaddr_ll addr = {0};
     addr.sll_family = AF_PACKET;
@@ -274,8 +298,10 @@ static int tx_ring_setup(ss_port *port, unsigned ifindex) {
     port->tx_ring = ring;
     port->tx_ring_bytes = bytes;
     port->tx_head = port->tx_first = 0;
+    port->tx_frame = frame;
+    port->tx_slots = slots;
     /* the kernel takes at most MTU + link header (+ a VLAN tag) bytes after the virtio-net header */
-    uint32_t slot = SS_TX_FRAME - (uint32_t)SS_TX_DATA - (uint32_t)sizeof(struct virtio_net_hdr);
+    uint32_t slot = frame - (uint32_t)SS_TX_DATA - (uint32_t)sizeof(struct virtio_net_hdr);
     uint32_t mtu = (uint32_t)ifr.ifr_mtu + ETH_HLEN;
     port->tx_max = mtu < slot ? mtu : slot;
     return 0;
@@ -323,6 +349,7 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         return SS_E_NOMEM;
     }
     port->fd = fd;
+    snprintf(port->iface, sizeof port->iface, "%s", iface); /* ring_setup reads the interface's MTU */
     if ((io->rx_mode == SS_RX_RING && ring_setup(port)) || (io->rx_mode == SS_RX_BLOCK && block_ring_setup(port))) {
         /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
         close(fd);
@@ -349,7 +376,6 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
         return SS_E_IO;
     }
     port->number = (uint16_t)number;
-    snprintf(port->iface, sizeof port->iface, "%s", iface);
     port->tx_fd = -1;
     if (io->tx_ring_wanted) tx_ring_setup(port, ifindex); /* else (or if it fails) sendmmsg */
     io->ports[number] = port;
@@ -368,12 +394,12 @@ static void ring_flush(ss_port *port) {
         if (r < 0 && errno == EINTR) continue;
         /* slots the kernel has taken are no longer requested; find the first still waiting */
         while (done < n) {
-            struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % SS_TX_SLOTS);
+            struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % port->tx_slots);
             if (__atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE) == TP_STATUS_SEND_REQUEST) break;
             done++;
         }
         if (done == n) break;
-        struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % SS_TX_SLOTS);
+        struct tpacket2_hdr *h = tx_slot(port, (port->tx_first + done) % port->tx_slots);
         tx_vnet(h)->hdr_len = SS_TX_SKIP; /* the kernel frees the slot without sending it */
         errors++;
         done++;
@@ -457,7 +483,7 @@ static void ring_emit(ss_port *port, const uint8_t *data, uint32_t len) {
     memcpy((uint8_t *)vnet + sizeof *vnet, data, len);
     h->tp_len = len + (uint32_t)sizeof *vnet;
     __atomic_store_n(&h->tp_status, TP_STATUS_SEND_REQUEST, __ATOMIC_RELEASE);
-    port->tx_head = (port->tx_head + 1) % SS_TX_SLOTS;
+    port->tx_head = (port->tx_head + 1) % port->tx_slots;
     port->tx_n++;
 }
 
