@@ -42,6 +42,7 @@ class IoStats:
     events_dropped: int = 0  # packet-ins/digests/logs lost to a full event queue
     first_batch_ns: int = 0  # time.monotonic_ns() when the first batch began (since the last reset)
     last_batch_ns: int = 0  # ... and when the last batch ended
+    sleeps: int = 0  # times the I/O thread found every port empty and slept in poll()
 
 
 class NativePortSet:
@@ -124,13 +125,13 @@ class NativePortSet:
         )
 
     def stats(self) -> IoStats:
-        out = (ctypes.c_uint64 * 5)()
+        out = (ctypes.c_uint64 * 6)()
         with self.switch._lock:
             if self.io is None:
                 return IoStats()
             self._lib.api.ss_io_stats(self.io, out)
             dropped = self._lib.api.ss_events_dropped(self.events)
-        return IoStats(out[0], out[1], out[2], dropped, out[3], out[4])
+        return IoStats(out[0], out[1], out[2], dropped, out[3], out[4], out[5])
 
     def reset_stats(self) -> None:
         """Zeroes the batch counters and times of stats()."""

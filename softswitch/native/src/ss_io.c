@@ -1,5 +1,5 @@
 /* Port I/O: AF_PACKET sockets on Linux interfaces, frames received from a PACKET_MMAP ring (or with
- * recvmmsg) and sent with sendmmsg in batches, and one thread that polls every port and runs the
+ * recvmmsg) and sent with sendmmsg in batches, and one thread that sweeps every port and runs the
  * pipeline on what arrives, without the Python interpreter (no GIL).
  *
  * Each socket is opened for no protocol, then bound to its interface for all protocols (so it never
@@ -7,9 +7,11 @@
  * (PACKET_IGNORE_OUTGOING, and the thread drops frames whose sll_pkttype is PACKET_OUTGOING). Frames
  * arrive in a PACKET_MMAP receive ring (TPACKET_V2: no system call and no copy per frame; the pipeline
  * reads them in place), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks
- * for it. The thread takes up to SS_IO_BATCH waiting frames from each ready port in turn, runs them
- * through the pipeline holding the switch lock once per batch, sends the outputs per port with one
- * system call each, and pushes packet-ins, digests and log lines to the event queue Python drains.
+ * for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
+ * block ring) from each port whose ring has any (read in user space: no system call), runs them through
+ * the pipeline holding the switch lock once per batch, sends each port's outputs of the sweep with one
+ * system call, and pushes packet-ins, digests and log lines to the event queue Python drains. It sleeps
+ * in poll() only when a sweep finds every port empty.
  *
  * Outputs are written straight into a port's PACKET_MMAP transmit ring (a second socket per port, bound
  * for no protocol so it receives nothing) and handed to the kernel with one send() per port and batch:
@@ -135,6 +137,7 @@ typedef struct ss_io {
     uint32_t n_pending;
     uint64_t unknown_port_drops;
     uint64_t batches, frames_in_batches;
+    uint64_t sleeps; /* times the thread found every port empty and slept in poll() */
     uint64_t first_batch_ns, last_batch_ns; /* when the first batch began and the last one ended */
 } ss_io;
 
@@ -512,7 +515,8 @@ static void io_emit(ss_worker *w, uint16_t number, const uint8_t *data, uint32_t
     port->tx_len[port->tx_n++] = len;
 }
 
-/* Runs the batch in io->batch_* (frames from `port`) through the pipeline and sends the outputs. */
+/* Runs the batch in io->batch_* (frames from `port`) through the pipeline; its outputs wait in the
+ * ports' transmit rings (or buffers) for flush_outputs. */
 static void run_batch(ss_io *io, ss_port *port, int n) {
     pthread_mutex_lock(&io->lock);
     ss_switch *sw = io->sw;
@@ -539,14 +543,23 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
     pthread_mutex_unlock(&sw->lock);
     io->batches++;
     io->frames_in_batches += (uint64_t)n;
+    if (w->out.len && sw->events) ss_events_push(sw->events, &w->out, 0);
+    w->out.len = 0;
+    io->last_batch_ns = ss_now_ns();
+    pthread_mutex_unlock(&io->lock);
+}
+
+/* Hands every port's waiting outputs to the kernel (one send() per port). Called once per sweep of the
+ * ports, so an output port fed from several input ports in one sweep costs one system call. */
+static void flush_outputs(ss_io *io) {
+    if (!io->n_pending) return;
+    pthread_mutex_lock(&io->lock);
     for (uint32_t i = 0; i < io->n_pending; i++) {
         ss_port *out = io->ports[io->pending[i]];
         port_flush(io, out);
         out->pending = 0;
     }
     io->n_pending = 0;
-    if (w->out.len && sw->events) ss_events_push(sw->events, &w->out, 0);
-    w->out.len = 0;
     io->last_batch_ns = ss_now_ns();
     pthread_mutex_unlock(&io->lock);
 }
@@ -633,6 +646,39 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
     return got;
 }
 
+/* Frames waiting at a port, seen in user space without a system call: the status word of the ring's
+ * next slot or block. A port without a ring (recvmmsg) is read at every sweep (a read that finds
+ * nothing costs a system call, as the poll() it replaces). */
+static inline int port_has_input(const ss_port *port) {
+    if (port->rx_blocks) {
+        const struct tpacket_block_desc *block =
+            (const struct tpacket_block_desc *)(const void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
+        return (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) != 0;
+    }
+    if (port->ring) return (__atomic_load_n(&ring_slot(port, port->ring_head)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) != 0;
+    return 1;
+}
+
+/* One batch (a block with the block ring) from each port with frames waiting, in port order: a port
+ * that stays busy gets one batch per sweep like every other, so it starves none. Returns the frames
+ * taken. */
+static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
+    int total = 0;
+    for (uint32_t i = 0; i < n && !io->paused; i++) {
+        ss_port *port = ports[i];
+        if (!port_has_input(port)) continue;
+        int got = port->rx_blocks ? receive_block(io, port)
+                  : port->ring    ? receive_ring(io, port)
+                                  : receive_recvmmsg(io, port);
+        total += got;
+    }
+    flush_outputs(io);
+    return total;
+}
+
+/* The I/O thread: sweeps the ports' rings in user space for as long as frames keep coming, and sleeps in
+ * poll() only when a sweep finds every port empty. While frames keep coming it makes no system call but
+ * one send() per output port and sweep, and the kernel has nobody to wake for each arriving frame. */
 static void *io_thread(void *arg) {
     ss_io *io = arg;
     pthread_setname_np(pthread_self(), "softswitch-io");
@@ -656,6 +702,8 @@ static void *io_thread(void *arg) {
             poll(&fds[n], 1, 10);
             continue;
         }
+        if (sweep_ports(io, by_index, n)) continue;
+        __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
         int ready = poll(fds, n + 1, -1);
         if (io->stopping) break;
         if (fds[n].revents & POLLIN) {
@@ -666,16 +714,6 @@ static void *io_thread(void *arg) {
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
-        }
-        for (uint32_t i = 0; i < n && !io->paused; i++) {
-            if (!(fds[i].revents & POLLIN)) continue;
-            ss_port *port = by_index[i];
-            for (int i_batch = 0; i_batch < 4; i_batch++) { /* at most 4 batches before the next port */
-                int got = port->rx_blocks ? receive_block(io, port)
-                          : port->ring    ? receive_ring(io, port)
-                                          : receive_recvmmsg(io, port);
-                if (got < SS_IO_BATCH) break;
-            }
         }
     }
     return NULL;
@@ -771,7 +809,8 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     return 0;
 }
 
-/* unknown_port_drops, batches, frames in batches, first batch start and last batch end (ns, monotonic) */
+/* unknown_port_drops, batches, frames in batches, first batch start and last batch end (ns, monotonic),
+ * times the thread slept in poll() */
 SS_EXPORT void ss_io_stats(ss_io *io, uint64_t *out) {
     pthread_mutex_lock(&io->lock);
     out[0] = io->unknown_port_drops;
@@ -779,11 +818,13 @@ SS_EXPORT void ss_io_stats(ss_io *io, uint64_t *out) {
     out[2] = io->frames_in_batches;
     out[3] = io->first_batch_ns;
     out[4] = io->last_batch_ns;
+    out[5] = __atomic_load_n(&io->sleeps, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&io->lock);
 }
 
 SS_EXPORT void ss_io_stats_reset(ss_io *io) {
     pthread_mutex_lock(&io->lock);
     io->batches = io->frames_in_batches = io->first_batch_ns = io->last_batch_ns = 0;
+    __atomic_store_n(&io->sleeps, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&io->lock);
 }
