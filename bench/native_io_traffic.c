@@ -223,9 +223,9 @@ static uint64_t sender_push(sender *s, const frame_stream *st, uint64_t first, u
     return (uint64_t)batch;
 }
 
-/* Sends the stream for `seconds` (or until max_frames, 0: no limit) at `rate` frames/s (0: as fast as
- * possible). use_ring: through a transmit ring past the qdisc, RING_KICK frames per send() (*used_ring
- * says whether it could be set up; else sendmmsg). Returns frames sent; *next_seq gets the sequence
+/* Sends the stream for `seconds` (or until max_frames, 0: no limit) at `rate` frames/s (at most BATCH
+ * frames per due point; 0: as fast as possible). use_ring: through a transmit ring past the qdisc, up to
+ * RING_KICK frames per send() (*used_ring says whether it could be set up; else sendmmsg). Returns frames sent; *next_seq gets the sequence
  * number of the next chunk. */
 int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_t n, uint32_t len, uint32_t seq_at,
                             uint32_t slot_at, uint32_t pool, uint64_t seq0, double seconds, uint64_t max_frames,
@@ -242,7 +242,9 @@ int64_t traffic_send_chunks(const char *iface, const uint8_t *templates, uint32_
         double t = now_s();
         if (t >= end || (max_frames && frame >= max_frames)) break;
         if (rate > 0 && (double)frame > (t - start) * rate) continue; /* paced: spin until due */
-        frame += sender_push(&s, &st, frame, max_frames ? max_frames - frame : UINT64_MAX, &sent, errors);
+        uint64_t limit = max_frames ? max_frames - frame : UINT64_MAX;
+        if (rate > 0 && limit > BATCH) limit = BATCH; /* paced: one batch per due point, on either path */
+        frame += sender_push(&s, &st, frame, limit, &sent, errors);
     }
     uint64_t stuck = *errors;
     sender_close(&s, errors);
