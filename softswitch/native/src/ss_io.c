@@ -14,8 +14,9 @@
  * in poll() only when a sweep finds every port empty.
  *
  * Outputs are written straight into a port's PACKET_MMAP transmit ring (a second socket per port, bound
- * for no protocol so it receives nothing) and handed to the kernel with one send() per port and batch:
- * no per-frame message headers, iovecs, user copies or result words as sendmmsg needs them. The ring
+ * for no protocol so it receives nothing) and handed to the kernel with one send() per port and sweep
+ * (or per 64 queued frames): no per-frame message headers, iovecs, user copies or result words as
+ * sendmmsg needs them. The ring
  * socket has PACKET_VNET_HDR, and each frame's header asks the kernel to copy the whole frame into the
  * packet buffer (hdr_len = the frame's length). Without it the kernel may attach the ring's pages to
  * the packet and gives the slot back when the packet is orphaned (ip_rcv orphans it on a veth peer),
@@ -715,6 +716,14 @@ static void *io_thread(void *arg) {
             if (errno == EINTR) continue;
             break;
         }
+        /* A link going down sets an error on the port's socket (ENETDOWN) that poll() reports until it is
+         * read; a ring port never reads the socket, so read it here or every poll() returns at once */
+        for (uint32_t i = 0; i < n; i++)
+            if (fds[i].revents & POLLERR) {
+                int error = 0;
+                socklen_t error_len = sizeof error;
+                getsockopt(fds[i].fd, SOL_SOCKET, SO_ERROR, &error, &error_len);
+            }
     }
     return NULL;
 }
