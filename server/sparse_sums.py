@@ -19,6 +19,7 @@ import numpy as np
 
 from controller.plan import hops_to_codec
 from protocol import constants as C
+from protocol import layouts as L
 from protocol import pairs as P
 from protocol.batch import PacketTemplate
 
@@ -50,6 +51,8 @@ class SparseChunks:
         self.chunks: collections.OrderedDict[int, _Chunk] = collections.OrderedDict()
         k = job.plan.value_count
         self.values_per_packet = k
+        # a full RESULT of pairs: every lane meaningful, in value_count's unit for K (groups of four above 256)
+        self.full_value_count = L.DENSE.max_value_count(k)
         common: dict[str, Any] = {
             "job_id": job.job_id,
             "values_per_packet": k,
@@ -126,12 +129,12 @@ class SparseChunks:
                 check=False,
                 chunk_headers=headers,
                 flags=flags | C.FLAG_MCAST,
-                value_count=self.values_per_packet,
+                value_count=self.full_value_count,
             )
             send(rows, None)
             return
         for r in [rank] if rank is not None else sorted(self.unicast_templates):
             rows = self.unicast_templates[r].encode(
-                chunk.parts, check=False, chunk_headers=headers, flags=flags, value_count=self.values_per_packet
+                chunk.parts, check=False, chunk_headers=headers, flags=flags, value_count=self.full_value_count
             )
             send(rows, r)

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from worker import quantize as Q
 from worker.stream import AllreduceError, TreeCursor, assign_trees
 
@@ -182,7 +183,7 @@ class HostTreeAllreduce(_Baseline):
         """A chunk from a child (GRAD: add, pass up when complete) or from the parent (RESULT: pass down)."""
         h = pkt.header
         op_id, c = h.tree_id, h.seq
-        values = pkt.values[: h.value_count]
+        values = pkt.values[: L.DENSE.meaningful(h.value_count, self.k)]  # groups of four above K = 256
         tree_index = h.slot  # which host tree the chunk travels on
         if h.pkt_type == C.PKT_TYPE_GRAD:
             self._arrive(op_id, c, values, own=False, tree_index=tree_index)
@@ -194,7 +195,9 @@ class HostTreeAllreduce(_Baseline):
         if own:
             tree_index = self._trees_for_op[c]
         key = (op_id & 0xFF, c)
-        st = self.state.setdefault(key, [np.zeros(len(values), np.int64), 0, tree_index])
+        # always K lanes (a last chunk's tail is 0): every packet then says K meaningful lanes, in the unit
+        # value_count has for K (groups of four above 256), and finish() trims
+        st = self.state.setdefault(key, [np.zeros(self.k, np.int64), 0, tree_index])
         st[0][: len(values)] += values
         st[1] += 1
         st[2] = tree_index

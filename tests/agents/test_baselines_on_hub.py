@@ -11,10 +11,10 @@ from worker.baselines import HostTreeAllreduce, RingAllreduce
 from worker.loop import VirtualLoop
 
 
-def _run(n, make_worker, make_server=None, size=1000, rounds=2, **hub_args):
+def _run(n, make_worker, make_server=None, size=1000, rounds=2, k=None, **hub_args):
     loop = VirtualLoop()
     hub = Hub(loop, seed=1, **hub_args)
-    plan = direct_plan(n)
+    plan = direct_plan(n, value_count=k)
     # a chain-shaped host tree: ps <- w0 <- w1 ..., plus a second star-shaped tree, half the weight each
     t0 = plan.trees[0]
     t0.host_parent = {"ps": None} | {w.name: ("ps" if w.rank == 0 else f"w{w.rank - 1}") for w in plan.workers}
@@ -44,6 +44,20 @@ def test_ring(n):
 @pytest.mark.parametrize("n", [2, 4])
 def test_host_tree(n):
     _run(n, lambda plan, r, t: HostTreeAllreduce(plan, r, t), lambda plan, t: HostTreeAllreduce(plan, "ps", t))
+
+
+@pytest.mark.parametrize("size", [2500, 2050, 2049])
+def test_both_baselines_at_k1024_where_value_count_counts_groups_of_four(size):
+    """Above K = 256 a dense chunk's value_count counts groups of four lanes (docs/protocol.md): the
+    baselines' full chunks say 256 groups and a last chunk of 452, 2 or 1 values still sums exactly."""
+    _run(3, lambda plan, r, t: RingAllreduce(plan, r, t), size=size, k=1024)
+    _run(
+        3,
+        lambda plan, r, t: HostTreeAllreduce(plan, r, t),
+        lambda plan, t: HostTreeAllreduce(plan, "ps", t),
+        size=size,
+        k=1024,
+    )
 
 
 @pytest.mark.parametrize("kind", ["ring", "host-tree"])
