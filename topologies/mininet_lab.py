@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from protocol.layouts import link_mtu
 from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
@@ -227,6 +228,13 @@ class MininetLab:
         self.installer.install_topology()
         self.jobs = JobManager(self.topo, installer=self.installer)
         self.plan, _ = self.jobs.register(self.workers, [self.server], self._options())
+        needed = link_mtu(self.plan.value_count)
+        if needed > self.network.mtu:
+            raise LabError(
+                f"the switches run K = {self.plan.value_count} (their P4Info), whose packets need an MTU of "
+                f"{needed}, but the links were set to {self.network.mtu} from the program's source: start the "
+                "lab with --program naming the P4 source (e.g. v1model-k1024)"
+            )
         self.ps_plan, _ = self.jobs.register(self.workers, [self.server], parameter_server_options(self._options()))
         self.next_job_id = max(self.plan.job_id, self.ps_plan.job_id) + 1
 

@@ -138,3 +138,28 @@ def test_leaf_spine_on_the_k1024_program_carries_jumbo_frames():
             assert counters[name]["grad_completed"] == chunks, (name, counters[name])
 
     _run_lab("leaf_spine.yaml", 4, 2, 1500, check, program="v1model-k1024")
+
+
+def test_a_program_whose_k_needs_jumbo_links_the_lab_did_not_set_is_refused_by_name(tmp_path):
+    """The lab sets the links' MTU from the program's source (its VALUES_PER_PACKET); a source that only
+    includes ina_k1024.p4 does not say it, so the links stay at 1500 while the switches run K = 1024 (their
+    P4Info), whose frames would be fragmented and dropped. The start fails naming both, and stops cleanly."""
+    import pytest
+
+    from topologies.errors import LabError
+    from topologies.mininet_lab import MininetLab
+
+    wrapper = tmp_path / "wrapped_k1024.p4"
+    wrapper.write_text(f'#include "{REPO}/p4src/ina_k1024.p4"\n')
+    lab = MininetLab(
+        os.path.join(REPO, "topologies", "star.yaml"),
+        2,
+        values=100,
+        log=lambda m: None,
+        program=str(wrapper),
+        keep_logs=str(tmp_path / "kept"),
+    )
+    with pytest.raises(LabError, match=r"K = 1024 .* need an MTU of 9000, but the links were set to 1500"):
+        lab.start()
+    assert lab.logs_kept is not None  # a failed start keeps its logs where asked
+    assert lab.network.resources.leftovers() == []
