@@ -3,7 +3,8 @@
 Every process has one worker agent per job, driven by one event loop; torch calls collectives from
 the training thread and, inside DDP, from autograd hooks. So all switch exchanges are queued to a
 single ``SwitchThread`` that runs them in issue order (the order is the same on every rank, which is
-what keeps chunk sequence numbers aligned) and completes a torch Future per call. ``InaWork`` is
+what keeps chunk sequence numbers aligned) and records each call's outcome (``Outcome``: a torch Future
+is made only when one is asked for). ``InaWork`` is
 the ``dist.Work`` torch hands back: ``wait()`` blocks (with an optional timeout), ``get_future()``
 completes with the list of result tensors, which were written in place.
 """
@@ -41,9 +42,11 @@ class Outcome:
             self.result, self.error = result, error
             self._finished = True
             future = self._future
-        if future is not None:
-            _settle(future, result, error)
-        self.done.set()  # after the Future: a waiter woken here finds it settled
+        try:
+            if future is not None:
+                _settle(future, result, error)  # runs the chained and DDP callbacks inline
+        finally:
+            self.done.set()  # after the Future: a waiter woken here finds it settled; also if a callback raised
 
     def future(self) -> torch.futures.Future:
         """A Future completed with the result tensors, or failed (a RuntimeError naming the error)."""
