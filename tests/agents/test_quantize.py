@@ -13,7 +13,7 @@ from worker import quantize as Q
 def test_quantize_is_round_of_x_times_two_to_the_shift_and_dequantize_its_inverse(dtype, size):
     rng = np.random.default_rng(size)
     x = (rng.standard_normal(size) * np.exp2(rng.integers(-20, 20, size))).astype(dtype)
-    x[:3] = [0.5, 1.5, -2.5]  # ties: to even
+    x[:3] = [0.5, 1.5, -2.5]  # small: shifted, they are no longer halves (ties: see the test below)
     shift = Q.shifts(Q.block_exponents(x, 64), 4, "sum")
     per_value = np.repeat(shift, 64)[:size]
     q = Q.quantize(x, shift, 64)
@@ -21,6 +21,16 @@ def test_quantize_is_round_of_x_times_two_to_the_shift_and_dequantize_its_invers
     assert q.dtype == np.int32 and q.tolist() == expected
     back = Q.dequantize(q, shift, 64, np.float64)
     assert back.tolist() == [v / 2.0 ** int(s) for v, s in zip(expected, per_value, strict=True)]
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])  # shift 0, and shift 1 (x times 2 lands on halves)
+def test_halves_round_to_even(scale):
+    """A block whose largest value needs the whole int32 range for 4 ranks (shift 0 or 1): values that
+    scale to exact halves round to the even neighbour, as IEEE's default rounding (and np.rint) does."""
+    x = np.array([2.0**27 + 0.5, 0.5, 1.5, -2.5, 2.5, -0.5]) * scale
+    shift = Q.shifts(Q.block_exponents(x, 8), 4, "sum")
+    assert shift.tolist() == [0 if scale == 1.0 else 1]
+    assert Q.quantize(x, shift, 8).tolist() == [2**27, 0, 2, -2, 2, 0]
 
 
 def test_shifts_beyond_float64s_normal_powers_scale_exactly():
