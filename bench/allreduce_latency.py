@@ -56,11 +56,10 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.allreduce_netns import LOCK, lab_lock  # noqa: E402
+from bench.allreduce_netns import LOCK, PROGRAMS_BY_LANES, lab_lock  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_SIZES = (2410, 10_000, 100_000)  # floats: the digits MLP's gradient, and two larger
-PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256"}
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; its control message has the same type
 PACKET_OUTGOING = 4
 ETH_P_ALL = 0x0003

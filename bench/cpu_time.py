@@ -74,7 +74,9 @@ def machine_busy(cpu: int | None = None) -> tuple[float, float]:
     for line in Path("/proc/stat").read_text().splitlines():
         fields = line.split()
         if fields and fields[0] == name:
-            values = [int(v) for v in fields[1:]]
+            # user nice system idle iowait irq softirq steal; guest and guest_nice (fields 9-10) are
+            # already inside user and nice, so they are not added again; steal counts as busy
+            values = [int(v) for v in fields[1:9]]
             idle = values[3] + values[4]  # idle, iowait
             return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
     raise OSError(f"/proc/stat has no line for {name}")

@@ -138,8 +138,9 @@ struct ina_metadata_t {
     bit<16> span;               /* blocks of K positions the chunk covers: 1, 2 or 4 (flags' span code) */
     bit<16> payload_bytes;      /* bytes after the hop entries the layout requires (set by the parser) */
     bit<16> value_count;        /* hdr.ina.value_count read as 1..256 (0 stands for 256) */
-    bit<16> max_value_count;    /* K (dense), else the groups of four positions the chunk covers */
-    bit<16> meaningful;         /* positions < this are meaningful: value_count, or 4 * value_count (wide) */
+    bit<16> max_value_count;    /* K (dense, K <= 256), else the groups of four positions the chunk covers */
+    bit<16> meaningful;         /* positions < this are meaningful: value_count, or 4 * value_count (wide, or
+                                   dense above K = 256) */
     bit<1>  bad_mask;           /* expand_*: a group mask without exactly 4 / span bits set */
 }
 
