@@ -205,6 +205,26 @@ def test_frames_longer_than_a_ring_slot_arrive_whole(veths, receive_path):
         assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
 
 
+def test_an_mtu_raised_after_the_ports_opened_still_passes_whole_frames(veths, receive_path):
+    """Ring slots are sized when a port opens (2 KB at MTU 1500). Raised to 9000 afterwards, a frame larger
+    than a slot still arrives whole and in its place (the kernel marks it as cut, the thread reads it from
+    the socket) and leaves with send() past the transmit ring (tx_long counts it)."""
+    with running_switch(veths) as (_, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
+        for pair in veths:
+            for name in pair:
+                subprocess.run(["ip", "link", "set", name, "mtu", "9000"], check=True)
+        sizes = [100, 3000, 9000, 60, 2049, 5000, 1500]
+        frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
+        for f in frames:
+            tx.send(f)
+        got = receive_tagged(rx, len(frames))
+        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+        if ports.port_stats(2).tx_ring:  # the ring takes what the MTU at opening allowed: 1500 + 14 bytes
+            longer = sum(size > 1514 for size in sizes)
+            assert settled(lambda: ports.port_stats(2).tx_long, longer) == longer
+
+
 def test_frames_up_to_the_mtu_leave_through_the_ring_in_order_and_longer_ones_are_counted(veths):
     """Transmit slots follow the interface's MTU (4 KB slots at 3000): every frame the MTU allows leaves
     through the ring, in its place among the others; one longer than the MTU is dropped and counted, as the
