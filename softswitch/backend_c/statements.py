@@ -6,9 +6,10 @@ and reach their control's frame through `C`; a parser reads `data` up to `nbits`
 and stops with `err = code; goto parse_error;`.
 
 Calls pass arguments as docs/softswitch-internals.md ("Calls") says: every argument is evaluated into
-a temporary, left to right, before the call; `in` values and objects are copies; `out`/`inout` scalars
-are copied in, passed by pointer to the temporary and copied back to the argument after a normal
-return; `out`/`inout` headers, structs and stacks are passed by reference.
+a temporary, left to right, before the call (an out/inout argument's computed stack indices too); `in`
+values and objects are copies; `out`/`inout` scalars are copied in, passed by pointer to the temporary
+and copied back to the argument, in argument order, when the call returns or an exit leaves it; `inout`
+headers, structs and stacks are passed by reference unless ir/aliasing.py says they must be copied.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ir
-from ..ir.aliasing import copied_arguments
+from ..ir.aliasing import bind_computed_indices, copied_arguments
 from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
 from .externs import ExternEmitter
 from .lanes import MIN_LANES, LaneContext, LaneRun, lane_runs, promotable_fields
@@ -269,9 +270,9 @@ class StatementEmitter:
         codes: list[str] = []
         copy_back: list[tuple[ir.Expression, str]] = []
         for position, (parameter, argument) in enumerate(zip(parameters, arguments, strict=False)):
-            value = argument.value
-            t = self.x.temp("arg")
             writes = argument.direction in ("out", "inout")
+            value = self.bound_place(out, argument.value, scope) if writes else argument.value
+            t = self.x.temp("arg")
             if ir.is_object(parameter.type):
                 ctype = self.layout.type_name(parameter.type)
                 if argument.direction == "out":  # a fresh object, copied into the argument afterwards
@@ -300,6 +301,20 @@ class StatementEmitter:
                     codes.append(t)
         return codes, copy_back
 
+    def bound_place(self, out: CWriter, place: ir.Expression, scope: Scope) -> ir.Expression:
+        """An out/inout argument with its computed stack indices read into temporaries here, before the
+        call: the copy-back then writes where the argument pointed when it was evaluated, even where the
+        callee changes an index (P4_16 evaluates the l-value before the call)."""
+
+        def bind(index: ir.Expression) -> ir.Expression:
+            temp = self.x.temp("idx")
+            variable = ir.Variable(name=temp, type=index.type, kind=ir.VariableKind.LOCAL)
+            out.write(f"{value_type(index.type)} {temp} = {self.x.value(index, scope)};")
+            scope.variables[variable] = temp
+            return ir.VariableRef(variable=variable, type=index.type, position=index.position)
+
+        return bind_computed_indices(place, bind)
+
     def apply_control(self, out: CWriter, call: ir.ControlApply, scope: Scope) -> None:
         control = call.control
         frame = self.x.temp("f")
@@ -309,8 +324,8 @@ class StatementEmitter:
             copied = copied_arguments(control, call.arguments)
             for position, (parameter, argument) in enumerate(zip(control.parameters, call.arguments, strict=True)):
                 slot = f"{frame}.{parameter_member(parameter)}"
-                value = argument.value
                 writes = argument.direction in ("out", "inout")
+                value = self.bound_place(out, argument.value, scope) if writes else argument.value
                 if ir.is_object(parameter.type):
                     ctype = self.layout.type_name(parameter.type)
                     if argument.direction == "out":  # a fresh object, copied into the argument afterwards

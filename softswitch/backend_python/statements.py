@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .. import ir
-from ..ir.aliasing import copied_arguments
+from ..ir.aliasing import bind_computed_indices, copied_arguments
 from .expressions import ExpressionEmitter, GeneratedNames
 from .externs import ExternEmitter
 from .frames import Frame
@@ -186,11 +186,9 @@ class StatementEmitter:
         for argument in call.arguments:
             value = argument.value
             if argument.direction in ("out", "inout") and isinstance(value, ir.Slice):
-                variable = ir.Variable(name="slice", type=value.type, kind=ir.VariableKind.LOCAL)
                 name = self.fresh("l_slice")
-                context.frame.variables[variable] = name
                 out.write(f"{name} = {self.code(value, context) if argument.direction == 'inout' else 0}")
-                local = ir.VariableRef(variable=variable, type=value.type, position=value.position)
+                local = self.local_reference(name, value, context)
                 slices.append((value, local))
                 argument = dataclasses.replace(argument, value=local)
             arguments.append(argument)
@@ -206,43 +204,71 @@ class StatementEmitter:
         trailing: str = "",
         copied: set[int] | frozenset[int] = frozenset(),
     ) -> None:
-        """`function(leading..., arguments...)`; the results of out/inout scalars assigned back. An `out`
-        header/struct/stack starts as a fresh object (headers invalid) and is copied into the argument
-        afterwards, as copy-out does; `inout` objects are passed by reference, except those at the
-        positions in `copied` (ir/aliasing.py: the callee could reach them another way), which are
-        copied in and out; `in` objects are passed as copies."""
+        """`function(leading..., arguments...)`; the out/inout results written back in argument order
+        after it returns, or when an `exit` leaves it. An `out` header/struct/stack starts as a fresh
+        object (headers invalid) and is copied into the argument afterwards, as copy-out does; `inout`
+        objects are passed by reference, except those at the positions in `copied` (ir/aliasing.py: the
+        callee could reach them another way), which are copied in and out; `in` objects are passed as
+        copies. An out/inout argument's computed stack indices are read into locals before the call, so
+        that the write-back goes where the argument pointed then, as the specification says."""
         codes, results = list(leading), []
-        out_objects: list[tuple[str, str]] = []  # (argument's code, fresh object's local)
+        write_back: list[tuple[ir.Expression, str, bool]] = []  # (argument, local holding its result, object)
         for position, a in enumerate(arguments):
             is_object = ir.is_object(a.value.type)
-            code = self.code(a.value, context)
+            value = a.value
+            if a.direction in ("out", "inout"):
+                value = bind_computed_indices(value, lambda index: self.local_holding(out, index, context))
+            code = self.code(value, context)
             if is_object and (a.direction == "out" or position in copied):
                 fresh = self.fresh("out")
                 initial = default_value_code(a.value.type) if a.direction == "out" else f"{code}.copy()"
                 out.write(f"{fresh} = {initial}")
-                out_objects.append((code, fresh))
+                write_back.append((value, fresh, True))
                 codes.append(fresh)
                 continue
             codes.append(f"{code}.copy()" if is_object and a.direction in (None, "in") else code)
             if a.direction in ("out", "inout") and not is_object:
-                results.append(code)
+                result = self.fresh("res")
+                results.append(result)
+                write_back.append((value, result, False))
         call = f"{function}({', '.join(codes + ([trailing] if trailing else []))})"
-        copy_out = [f"{code}.set_from({fresh})" for code, fresh in out_objects]
-        if not results and not copy_out:
+        if not write_back:
             out.write(call)
             return
         # `exit` inside the callee still copies its out/inout values back (the ExitCtl carries the scalars)
-        targets = f"{', '.join(results)}," if results else ""
+        targets = f"{', '.join(results)},"
         out.write("try:")
         out.write(f"    {targets} = {call}" if results else f"    {call}")
         out.write("except ExitCtl as exit_:")
-        if results:
-            out.write(f"    {targets} = exit_.results")
-        for line in copy_out:
-            out.write(f"    {line}")
-        out.write("    raise")
-        for line in copy_out:
-            out.write(line)
+        with out.indented():
+            if results:
+                out.write(f"{targets} = exit_.results")
+            self.write_back(out, write_back, context)
+            out.write("raise")
+        self.write_back(out, write_back, context)
+
+    def write_back(
+        self, out: SourceWriter, write_back: list[tuple[ir.Expression, str, bool]], context: FunctionContext
+    ) -> None:
+        """Copy-out in argument order: a later argument's write lands over an earlier one's."""
+        for target, local, is_object in write_back:
+            if is_object:
+                out.write(f"{self.code(target, context)}.set_from({local})")
+                continue
+            value = self.local_reference(local, target, context)
+            self._Assign(out, ir.Assign(target=target, value=value, position=target.position), context)
+
+    def local_holding(self, out: SourceWriter, e: ir.Expression, context: FunctionContext) -> ir.VariableRef:
+        """A reference to a new local assigned e's value here (a bound stack index)."""
+        name = self.fresh("l_idx")
+        out.write(f"{name} = {self.code(e, context)}")
+        return self.local_reference(name, e, context)
+
+    def local_reference(self, name: str, e: ir.Expression, context: FunctionContext) -> ir.VariableRef:
+        """A reference, of e's type, to the generated local `name` (registered in the frame)."""
+        variable = ir.Variable(name=name, type=e.type, kind=ir.VariableKind.LOCAL)
+        context.frame.variables[variable] = name
+        return ir.VariableRef(variable=variable, type=e.type, position=e.position)
 
     # ------------------------------------------------------------------ headers and stacks
     def _SetValidity(self, out: SourceWriter, s: ir.SetValidity, context: FunctionContext) -> None:

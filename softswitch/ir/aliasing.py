@@ -11,7 +11,8 @@ the back ends copy it in and out as the specification says.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 
 from .declarations import Action, Control, Variable
 from .expressions import (
@@ -101,3 +102,23 @@ def copied_arguments(callee: Action | Control, arguments: Sequence[Argument]) ->
         if not path or path[0] in reached or any(j != i and overlaps(path, other) for j, other in directional):
             copied.add(i)
     return copied
+
+
+def bind_computed_indices(place: Expression, bind: Callable[[Expression], Expression]) -> Expression:
+    """The place with each computed stack index replaced by `bind(index)`, called left to right (outer
+    stacks first). A call's out/inout argument is an l-value evaluated before the call (P4_16, "Calling
+    convention"): the back ends bind its indices to locals there, so that the copy-out writes to the
+    element the argument named then, even where the callee changes the index (`bump(hdr.s[hdr.i])`)."""
+    if isinstance(place, (FieldAccess, Slice)):
+        base = bind_computed_indices(place.base, bind)
+        return place if base is place.base else dataclasses.replace(place, base=base)
+    if isinstance(place, (StackNext, StackLast)):
+        stack = bind_computed_indices(place.stack, bind)
+        return place if stack is place.stack else dataclasses.replace(place, stack=stack)
+    if isinstance(place, StackElement):
+        stack = bind_computed_indices(place.stack, bind)
+        index = place.index if isinstance(place.index, ConstantExpression) else bind(place.index)
+        if stack is place.stack and index is place.index:
+            return place
+        return dataclasses.replace(place, stack=stack, index=index)
+    return place
