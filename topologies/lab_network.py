@@ -168,7 +168,7 @@ class LabNetwork:
         spec: LabSpec,
         target: str | Target = "softswitch",
         program: str | None = None,
-        grpc_base: int = 50100,
+        grpc_base: int = 9560,
         start_timeout: float = 180.0,
         log=print,
         queue_ms: float = 50.0,
@@ -201,7 +201,10 @@ class LabNetwork:
     # -- addresses the controller needs ------------------------------------------------------------
     def grpc_port(self, switch: LabSwitch) -> int:
         """The lab owns its switches, so it picks free loopback ports (a file's grpc addresses are
-        for switches someone else runs); chosen once, at start."""
+        for switches someone else runs); chosen once, at start. They start at 9560, next to P4Runtime's
+        9559 and below the kernel's ephemeral range (32768-60999): a port there that was free when
+        checked could be taken by any outgoing connection or port-0 server before the switch, still
+        compiling its program, binds it (seen as "no P4Runtime server at 127.0.0.1:50100")."""
         if not self._ports:
             port = self.grpc_base
             for s in self.spec.switches:

@@ -56,7 +56,7 @@ def test_failed_switch_start_leaves_nothing_behind(tmp_path):
     from topologies.lab_network import LabNetwork
 
     dying = Target("dying", (sys.executable, "-c", "import sys; sys.exit(3)"), grpc_after_dashes=False)
-    lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=50290, log=lambda m: None)
+    lab = LabNetwork(tiny_spec(), target=dying, program="unused.p4", grpc_base=9690, log=lambda m: None)
     with pytest.raises(SwitchStartError, match=r"lt1 \(dying\): exited with status 3") as err:
         lab.start()
     assert lab.resources.leftovers() == []
@@ -87,7 +87,7 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
                          "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
                          "s.bind(('127.0.0.1', int(sys.argv[sys.argv.index('--grpc-server-addr') + 1].split(':')[1]))); "
                          "s.listen(); time.sleep(600)"), grpc_after_dashes=False)
-        lab = LabNetwork(tiny_spec(), target=sleeper, program="unused.p4", grpc_base=50295, log=print)
+        lab = LabNetwork(tiny_spec(), target=sleeper, program="unused.p4", grpc_base=9695, log=print)
         lab.start()
         print("UP", lab.resources.path, flush=True)
         time.sleep(600)
@@ -169,7 +169,7 @@ def test_start_refuses_switch_port_names_that_exist_and_leaves_them_alone():
             tiny_spec(),
             target=Target("unused", ("false",), grpc_after_dashes=False),
             program="unused.p4",
-            grpc_base=50297,
+            grpc_base=9697,
             log=lambda m: None,
         )
         with pytest.raises(
