@@ -189,20 +189,27 @@ def churn_while_forwarding(sw, tx, rx):
         writer.join()
 
 
+def set_mtu(veths, mtu: int) -> None:
+    for pair in veths:
+        for name in pair:
+            subprocess.run(["ip", "link", "set", name, "mtu", str(mtu)], check=True)
+
+
+def forward_sizes_in_order(tx, rx, sizes: list[int]) -> None:
+    """Frames of these sizes sent at port 1 leave port 2 whole and in order (egress writes bytes 12..15)."""
+    frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
+    for f in frames:
+        tx.send(f)
+    assert receive_tagged(rx, len(frames)) == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+
+
 def test_frames_longer_than_a_ring_slot_arrive_whole(veths, receive_path):
     """Frames of every size up to a jumbo MTU arrive whole and in order: the ring's slots follow the MTU
     (16 KB at 9000), and a block holds them whole."""
-    for pair in veths:
-        for name in pair:
-            subprocess.run(["ip", "link", "set", name, "mtu", "9000"], check=True)
+    set_mtu(veths, 9000)
     with running_switch(veths) as (_, ports, tx, rx):
         assert_receive_path(ports, receive_path)
-        sizes = [100, 3000, 9000, 60, 2049, 2048, 5000]
-        frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
-        for f in frames:
-            tx.send(f)
-        got = receive_tagged(rx, len(frames))
-        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+        forward_sizes_in_order(tx, rx, [100, 3000, 9000, 60, 2049, 2048, 5000])
 
 
 def test_an_mtu_raised_after_the_ports_opened_still_passes_whole_frames(veths, receive_path):
@@ -211,15 +218,9 @@ def test_an_mtu_raised_after_the_ports_opened_still_passes_whole_frames(veths, r
     the socket) and leaves with send() past the transmit ring (tx_long counts it)."""
     with running_switch(veths) as (_, ports, tx, rx):
         assert_receive_path(ports, receive_path)
-        for pair in veths:
-            for name in pair:
-                subprocess.run(["ip", "link", "set", name, "mtu", "9000"], check=True)
+        set_mtu(veths, 9000)
         sizes = [100, 3000, 9000, 60, 2049, 5000, 1500]
-        frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate(sizes)]
-        for f in frames:
-            tx.send(f)
-        got = receive_tagged(rx, len(frames))
-        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+        forward_sizes_in_order(tx, rx, sizes)
         if ports.port_stats(2).tx_ring:  # the ring takes what the MTU at opening allowed: 1500 + 14 bytes
             longer = sum(size > 1514 for size in sizes)
             assert settled(lambda: ports.port_stats(2).tx_long, longer) == longer
