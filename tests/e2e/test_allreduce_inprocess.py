@@ -207,20 +207,22 @@ def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding(pro
     assert resent < 0.3 * sent
 
 
-def test_k256_program_plans_and_sums_256_values_per_packet():
-    """p4src/ina_k256.p4: the job's K is learnt from the program (256), each chunk is one 256-lane packet
-    per worker, sums are exact through a two-level fabric that loses packets, and a 2:4 allreduce (no
-    wide layouts at K = 256) is refused with the reason."""
+@pytest.mark.parametrize("variant, k, floats", [("v1model-k256", 256, 600), ("v1model-k1024", 1024, 2500)])
+def test_a_build_with_larger_k_plans_and_sums_k_values_per_packet(variant, k, floats):
+    """p4src/ina_k256.p4 and ina_k1024.p4 (jumbo frames): the job's K is learnt from the program, each chunk
+    is one K-lane packet per worker, sums are exact through a two-level fabric that loses packets, also for
+    a last chunk of 17 values (at K = 1024 value_count counts groups of four: 5 groups, the last three
+    zeros short) and for floats; a 2:4 allreduce (no wide layouts above K = 64) is refused with the reason."""
     from worker.errors import AgentConfigError
 
-    net = network("leaf_spine", seed=4, program="v1model-k256")
+    net = network("leaf_spine", seed=4, program=variant)
     net.set_impairments(loss=0.02)
     job = _job(net, 8)
-    assert job.plan.value_count == 256
-    xs = int_inputs(8, 3 * 256 + 17, seed=11)
+    assert job.plan.value_count == k
+    xs = int_inputs(8, 3 * k + 17, seed=11)
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
-    fs = float_inputs(8, 600, seed=12)
+    fs = float_inputs(8, floats, seed=12)
     assert_float_close(job.allreduce(fs), fs)
     with pytest.raises(AgentConfigError, match="needs K <= 64"):
         job.agents[0].allreduce_async(xs[0], sparsity="2:4")
@@ -239,18 +241,3 @@ def test_a_build_with_larger_k_sends_k_over_64_times_fewer_packets(variant, k):
             np.testing.assert_array_equal(out, sum(xs))
         sent[program] = net.direction("h1", "s1").packets
     assert sent == {"v1model": 2 * k // 64, variant: 2}
-
-
-def test_k1024_program_sums_1024_values_per_packet_and_partial_groups():
-    """p4src/ina_k1024.p4 (jumbo frames): K = 1024 is learnt from the program, value_count counts groups of
-    four lanes, and sums are exact through a lossy two-level fabric, also for a last chunk of 17 values
-    (5 groups, the last one three zeros short) and for floats."""
-    net = network("leaf_spine", seed=4, program="v1model-k1024")
-    net.set_impairments(loss=0.02)
-    job = _job(net, 8)
-    assert job.plan.value_count == 1024
-    xs = int_inputs(8, 3 * 1024 + 17, seed=11)
-    for out in job.allreduce(xs):
-        np.testing.assert_array_equal(out, sum(xs))
-    fs = float_inputs(8, 2500, seed=12)
-    assert_float_close(job.allreduce(fs), fs)
