@@ -151,6 +151,9 @@ class StatementEmitter:
         if ir.is_object(target.type) and isinstance(target, ir.VariableRef) and target.variable.kind in _SHARED:
             out.write(f"{place}.set_from({value})")  # the caller holds this object: change it in place
             return
+        if ir.is_object(target.type) and _found_when_run(target):
+            out.write(f"{place}.set_from({value})")  # the place is a helper's result: write into it
+            return
         copy = ".copy()" if ir.is_object(target.type) else ""
         out.write(f"{place} = {value}{copy}")
 
@@ -307,3 +310,11 @@ class StatementEmitter:
             assert isinstance(t, ir.HeaderType)
             out.write(f"{header} = {self.code(s.value, context)}")
             out.write(f"if {header}._v: {packet}.append(P_{t.name}({header}))")
+
+
+def _found_when_run(place: ir.Expression) -> bool:
+    """Whether the generated code finds the element when it runs (`stack_at(...)`, `stack_next(...)`):
+    a call, which an assignment cannot replace, only write into."""
+    if isinstance(place, ir.StackElement):
+        return not isinstance(place.index, ir.Constant)
+    return isinstance(place, (ir.StackNext, ir.StackLast))

@@ -18,11 +18,16 @@ become `if` statements so that a call runs only when the operator would evaluate
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from .. import ir
+from ..ir.aliasing import bind_computed_indices
 from ..ir.clone import clone, fresh_variable
 from ..ir.walk import walk
+from .context import CORE_ERRORS
 from .errors import P4Error
+
+STACK_OUT_OF_BOUNDS = CORE_ERRORS.index("StackOutOfBounds")
 
 
 def contains_call(node: object) -> bool:
@@ -188,14 +193,19 @@ class FunctionInliner:
             result.append(self.operand(item, out, later_call))
         return tuple(result) if isinstance(value, tuple) else result
 
-    def arguments(self, arguments: tuple[ir.Argument, ...], out: list[ir.Statement]) -> tuple[ir.Argument, ...]:
+    def arguments(
+        self, arguments: tuple[ir.Argument, ...], out: list[ir.Statement], bind_places: bool = False
+    ) -> tuple[ir.Argument, ...]:
         """Call arguments in order: in arguments as values (saved when a later argument calls a function),
-        out/inout ones as places."""
+        out/inout ones as places; with bind_places (a function's arguments, copied out after its inlined
+        body), those places' indices and .next/.last are read into temporaries here (bind_place)."""
         result = []
         for i, a in enumerate(arguments):
             later_call = any(contains_call(b.value) for b in arguments[i + 1 :])
             if a.direction in ("out", "inout"):
                 value = self.place(a.value, out)
+                if bind_places:
+                    value = bind_place(value, out, lambda index: _ref(self.temporary(index.type, index, out)))
             else:
                 value = self.operand(a.value, out, later_call)
             result.append(dataclasses.replace(a, value=value))
@@ -220,7 +230,7 @@ class FunctionInliner:
         function = call.function
         self.count += 1
         prefix = f"{function.name}_{self.count}"
-        arguments = self.arguments(call.arguments, out)
+        arguments = self.arguments(call.arguments, out, bind_places=True)
         variables: dict[ir.Variable, ir.Variable] = {}
         for parameter, argument in zip(function.parameters, arguments, strict=True):
             local = fresh_variable(parameter, f"{prefix}_{parameter.name}")
@@ -256,6 +266,26 @@ class FunctionInliner:
 
 def _ref(variable: ir.Variable) -> ir.VariableRef:
     return ir.VariableRef(type=variable.type, variable=variable)
+
+
+def bind_place(
+    place: ir.Expression, out: list[ir.Statement], hold: Callable[[ir.Expression], ir.VariableRef]
+) -> ir.Expression:
+    """An out/inout argument as the l-value it is before the call (P4_16, "Calling convention"): its
+    computed stack indices and the index a `.next`/`.last` names now are held in variables (`hold`
+    appends their assignment to out), so that the copy-out after the inlined body writes there even if
+    the body moved an index or the stack's nextIndex. A `.next`/`.last` with no element fails here, before
+    the call, with error.StackOutOfBounds (a `verify` appended to out)."""
+
+    def check(element: ir.StackElement) -> None:
+        stack_type = element.stack.type
+        assert isinstance(stack_type, ir.HeaderStackType)
+        size = ir.Constant(type=element.index.type, value=stack_type.size, position=element.position)
+        condition = ir.Binary(type=ir.BOOL, op="<", left=element.index, right=size, position=element.position)
+        error = ir.Constant(type=ir.ERROR, value=STACK_OUT_OF_BOUNDS, position=element.position)
+        out.append(ir.Verify(condition=condition, error=error, position=element.position))
+
+    return bind_computed_indices(place, hold, check)
 
 
 def _is_operand(value: object) -> bool:
@@ -412,6 +442,10 @@ class SubParserInliner:
                 variables[parameter] = apply.packet
                 continue
             argument = next(arguments)
+            if parameter.direction in ("out", "inout"):  # the l-value as it is before the call
+                argument = dataclasses.replace(
+                    argument, value=bind_place(argument.value, pre, lambda v: self.parser_local(v, pre))
+                )
             local = fresh_variable(parameter, f"{tag}_{parameter.name}")
             local.kind, local.writable, local.direction = ir.VariableKind.LOCAL, True, None
             variables[parameter] = local
@@ -436,6 +470,15 @@ class SubParserInliner:
         rest = [self.hoisted(s) for s in state.statements[index + 1 :]]
         states.append(ir.ParserState(name=after, statements=copy_out + rest, transition=state.transition))
         return states
+
+    def parser_local(self, value: ir.Expression, out: list[ir.Statement]) -> ir.VariableRef:
+        """A new local of the calling parser holding value, assigned in out (the state being split: it is
+        read in the state after the sub-parser's)."""
+        self.count += 1
+        variable = ir.Variable(name=f"index_{self.count}", type=value.type, kind=ir.VariableKind.LOCAL)
+        self.parser.locals.append(ir.VariableDeclaration(variable=variable, position=value.position))
+        out.append(ir.Assign(target=_ref(variable), value=value, position=value.position))
+        return _ref(variable)
 
     def hoisted(self, s: ir.Statement) -> ir.Statement:
         """A top-level variable declaration of a split state as a parser local plus an assignment (its

@@ -18,16 +18,18 @@ from .declarations import Action, Control, Variable
 from .expressions import (
     ActionCall,
     Argument,
+    Binary,
     Expression,
     FieldAccess,
     Slice,
     StackElement,
     StackLast,
     StackNext,
+    StackNextIndex,
     VariableRef,
 )
 from .expressions import Constant as ConstantExpression
-from .types import is_object
+from .types import BitType, is_object
 from .walk import walk
 
 Path = tuple  # (root Variable, field name or constant index, ...)
@@ -104,19 +106,34 @@ def copied_arguments(callee: Action | Control, arguments: Sequence[Argument]) ->
     return copied
 
 
-def bind_computed_indices(place: Expression, bind: Callable[[Expression], Expression]) -> Expression:
+def bind_computed_indices(
+    place: Expression,
+    bind: Callable[[Expression], Expression],
+    bound_next_or_last: Callable[[StackElement], None] | None = None,
+) -> Expression:
     """The place with each computed stack index replaced by `bind(index)`, called left to right (outer
-    stacks first). A call's out/inout argument is an l-value evaluated before the call (P4_16, "Calling
-    convention"): the back ends bind its indices to locals there, so that the copy-out writes to the
-    element the argument named then, even where the callee changes the index (`bump(hdr.s[hdr.i])`)."""
+    stacks first), and each `.next`/`.last` by the element it names now: `stack[bind(nextIndex)]`, or
+    `stack[bind(nextIndex - 1)]` (bit<32>, so an empty stack's last is out of range). A call's out/inout
+    argument is an l-value evaluated before the call (P4_16, "Calling convention"): the front end and
+    the back ends bind its indices there, so that the copy-out writes to the element the argument named
+    then, even where the callee changes the index (`bump(hdr.s[hdr.i])`) or the stack's nextIndex (a
+    sub-parser extracting into the stack it also gets). `bound_next_or_last` is given each element made
+    from a `.next`/`.last`, for the caller to check its bounds there (error.StackOutOfBounds)."""
     if isinstance(place, (FieldAccess, Slice)):
-        base = bind_computed_indices(place.base, bind)
+        base = bind_computed_indices(place.base, bind, bound_next_or_last)
         return place if base is place.base else dataclasses.replace(place, base=base)
     if isinstance(place, (StackNext, StackLast)):
-        stack = bind_computed_indices(place.stack, bind)
-        return place if stack is place.stack else dataclasses.replace(place, stack=stack)
+        stack = bind_computed_indices(place.stack, bind, bound_next_or_last)
+        index: Expression = StackNextIndex(type=BitType(32), stack=stack, position=place.position)
+        if isinstance(place, StackLast):
+            one = ConstantExpression(type=BitType(32), value=1, position=place.position)
+            index = Binary(type=BitType(32), op="-", left=index, right=one, position=place.position)
+        element = StackElement(type=place.type, stack=stack, index=bind(index), position=place.position)
+        if bound_next_or_last is not None:
+            bound_next_or_last(element)
+        return element
     if isinstance(place, StackElement):
-        stack = bind_computed_indices(place.stack, bind)
+        stack = bind_computed_indices(place.stack, bind, bound_next_or_last)
         index = place.index if isinstance(place.index, ConstantExpression) else bind(place.index)
         if stack is place.stack and index is place.index:
             return place
