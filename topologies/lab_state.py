@@ -3,9 +3,12 @@ that teardown works after a crash, a Ctrl-C or a kill: ``python -m topologies.mi
 removes exactly what a dead run left, the way ``mn -c`` would for mininet, but by recorded pid and
 name, never by pattern.
 
-Work directories are named ``ina-lab-<owner pid>-XXXXXXXX`` in the temp directory, so ``--clean`` can
-also remove those of runs that are gone but were not recorded (kept after a failure, or from before
-work directories were recorded), and never one of a run that is still alive.
+A run is its owner's pid together with that process's start time: the kernel reuses pids, and a later
+process with a killed run's pid must neither pass for that run (its resources would never be cleaned up,
+and its state file would be overwritten) nor lose its own to the cleanup. Work directories are named
+``ina-lab-<owner pid>-<owner start>-XXXXXXXX`` in the temp directory, so ``--clean`` can also remove
+those of runs that are gone but were not recorded (kept after a failure, or from before work
+directories were recorded), and never one of a run that is still alive.
 """
 
 from __future__ import annotations
@@ -30,6 +33,24 @@ def _cmdline(pid: int) -> str | None:
         return None
 
 
+def process_start(pid: int) -> int | None:
+    """When process pid started (clock ticks since boot, field 22 of /proc/<pid>/stat), or None when no
+    process has that pid: with the pid, it names one process for as long as the machine is up."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    after_name = stat[stat.rindex(")") + 2 :].split()  # the name may hold spaces; fields from 3 on
+    return int(after_name[22 - 3])
+
+
+def run_alive(pid: int, start: int | None) -> bool:
+    """Whether the run owned by (pid, start) is alive: a process with that pid exists and, where the start
+    time is known (not in the records of older versions), it is the process that started then."""
+    now = process_start(pid)
+    return now is not None and (start is None or now == start)
+
+
 def interface_exists(name: str) -> bool:
     return Path(f"/sys/class/net/{name}").exists()
 
@@ -37,8 +58,9 @@ def interface_exists(name: str) -> bool:
 class LabResources:
     """Processes and interfaces of one lab run, mirrored to ``STATE_DIR/<owner pid>.json``."""
 
-    def __init__(self, owner_pid: int | None = None):
+    def __init__(self, owner_pid: int | None = None, owner_start: int | None = None):
         self.owner_pid = owner_pid or os.getpid()
+        self.owner_start = owner_start if owner_pid else process_start(self.owner_pid)
         self.processes: list[dict] = []  # {"pid", "what", "cmdline"}
         self.interfaces: list[str] = []  # root-namespace names (deleting one end removes the veth pair)
         self.directories: list[str] = []  # work directories (removed at teardown unless forgotten)
@@ -57,7 +79,7 @@ class LabResources:
 
     def make_workdir(self) -> Path:
         """A fresh work directory for this run (logs, plans, results), recorded for teardown."""
-        path = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{self.owner_pid}-")
+        path = tempfile.mkdtemp(prefix=workdir_prefix(self.owner_pid, self.owner_start))
         self.directories.append(path)
         self.save()
         return Path(path)
@@ -75,6 +97,7 @@ class LabResources:
             json.dumps(
                 {
                     "owner_pid": self.owner_pid,
+                    "owner_start": self.owner_start,
                     "processes": self.processes,
                     "interfaces": self.interfaces,
                     "directories": self.directories,
@@ -87,7 +110,7 @@ class LabResources:
     @classmethod
     def load(cls, path: Path) -> LabResources:
         data = json.loads(path.read_text())
-        res = cls(data["owner_pid"])
+        res = cls(data["owner_pid"], data.get("owner_start"))
         res.processes = data.get("processes", [])
         res.interfaces = data.get("interfaces", [])
         res.directories = data.get("directories", [])
@@ -153,7 +176,8 @@ def _reap() -> None:
 
 
 def stale_states() -> list[LabResources]:
-    """State files whose owning process is gone (a crashed or killed run)."""
+    """State files whose run is gone (a crashed or killed run), also where a later process, this one
+    included, now has its pid."""
     out = []
     if not STATE_DIR.is_dir():
         return out
@@ -162,13 +186,21 @@ def stale_states() -> list[LabResources]:
             res = LabResources.load(path)
         except (OSError, ValueError, KeyError):
             continue
-        if res.owner_pid != os.getpid() and _cmdline(res.owner_pid) is None:
+        if res.owner_start is None and res.owner_pid == os.getpid():
+            continue  # an older version's record under this process's pid: cannot tell whose
+        if not run_alive(res.owner_pid, res.owner_start):
             out.append(res)
     return out
 
 
 WORKDIR_PREFIX = "ina-lab-"
-_WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-)?[a-z0-9_]{8}$")  # mkdtemp's 8 characters; older runs had no pid
+# mkdtemp's 8 characters after the owner's pid and start time; older runs had no start, or no pid either
+_WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-(?:(\d+)-)?)?[a-z0-9_]{8}$")
+
+
+def workdir_prefix(pid: int, start: int | None) -> str:
+    """The start of the name of a work directory of the run (pid, start)."""
+    return f"{WORKDIR_PREFIX}{pid}-{start}-" if start is not None else f"{WORKDIR_PREFIX}{pid}-"
 
 
 def _live_runs() -> set[int]:
@@ -179,14 +211,16 @@ def _live_runs() -> set[int]:
             owner = int(path.stem)
         except ValueError:
             continue
-        if owner != os.getpid() and _cmdline(owner) is not None:
+        if owner != os.getpid() and process_start(owner) is not None:
             live.add(owner)
     return live
 
 
 def stale_workdirs(root: str | None = None) -> list[Path]:
-    """Work directories in ``root`` (the temp directory) whose run is gone. A name without a pid is
-    from before runs put theirs in it: stale only when no other lab run is alive to own it."""
+    """Work directories in ``root`` (the temp directory) whose run is gone: no process has the pid in the
+    name, or the one that has it started at another time than the name says (the pid was reused). A name
+    without a start time is from an older version: stale when its pid is free; one without a pid either
+    is stale only when no other lab run is alive to own it."""
     root = Path(root or tempfile.gettempdir())
     others_alive = None
     out = []
@@ -195,8 +229,8 @@ def stale_workdirs(root: str | None = None) -> list[Path]:
         if not m or not path.is_dir() or path.is_symlink():
             continue
         if m.group(1):
-            pid = int(m.group(1))
-            if pid == os.getpid() or _cmdline(pid) is not None:
+            start = int(m.group(2)) if m.group(2) else None
+            if run_alive(int(m.group(1)), start):
                 continue
         else:
             if others_alive is None:

@@ -47,9 +47,12 @@ def assert_lab_torn_down(lab, left) -> None:
     import os
     import tempfile
 
+    from topologies.lab_state import process_start, workdir_prefix
+
     assert left == []
     assert lab.network.workdir is not None and not lab.network.workdir.exists()
-    assert glob.glob(os.path.join(tempfile.gettempdir(), f"ina-lab-{os.getpid()}-*")) == []
+    prefix = workdir_prefix(os.getpid(), process_start(os.getpid()))  # this process's runs, not a reused pid's
+    assert glob.glob(os.path.join(tempfile.gettempdir(), prefix + "*")) == []
     assert lab.network.resources.leftovers() == []
     assert root_links() & lab_interfaces(lab.spec) == set()
     assert host_namespaces_gone(lab.network.resources)

@@ -158,6 +158,46 @@ def test_clean_removes_work_directories_of_runs_that_are_gone_only(tmp_path, mon
         live.wait()
 
 
+def test_a_reused_pid_does_not_keep_a_killed_runs_resources_or_take_a_live_runs(tmp_path, monkeypatch):
+    """A run is its owner's pid and start time. A killed run's record and work directories are cleaned up
+    even where a later process (this one) now has its pid; another process's live run loses nothing."""
+    from topologies import lab_state
+    from topologies.lab_state import LabResources, clean_stale, process_start, stale_workdirs
+
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setattr(lab_state, "STATE_DIR", state)
+    monkeypatch.setattr(lab_state.tempfile, "tempdir", str(tmp_path))
+    me, my_start = os.getpid(), process_start(os.getpid())
+    assert my_start is not None and process_start(-1) is None
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live_start = process_start(live.pid)
+        killed = LabResources(me, my_start - 1)  # the run of an earlier process that had this pid
+        killed_dir = killed.make_workdir()
+        kept_logs = tmp_path / f"ina-lab-{me}-{my_start - 1}-kept_log"  # a failed run's logs, unrecorded
+        kept_logs.mkdir()
+        other = LabResources(live.pid, live_start)
+        other_dir = other.make_workdir()
+        assert killed_dir.name.startswith(f"ina-lab-{me}-{my_start - 1}-")
+
+        assert [r.owner_start for r in lab_state.stale_states()] == [my_start - 1]
+        assert clean_stale(log=lambda m: None) == 0  # what a lab start does before this run records anything
+        assert not killed_dir.exists() and not killed.path.exists()
+        assert other_dir.is_dir() and other.path.exists()
+        mine = LabResources()  # this run, under the same pid and state file the killed run had
+        my_dir = mine.make_workdir()
+        assert mine.path == killed.path and lab_state.stale_states() == []
+        assert kept_logs.is_dir()  # kept logs stay until --clean, which finds them by start time
+        assert stale_workdirs(str(tmp_path)) == [kept_logs]
+        assert clean_stale(log=lambda m: None, workdirs=True) == 0
+        assert not kept_logs.exists() and other_dir.is_dir() and my_dir.is_dir()
+    finally:
+        live.kill()
+        live.wait()
+    assert stale_workdirs(str(tmp_path)) == [other_dir]  # its process is gone now
+
+
 @needs_mininet
 def test_start_refuses_switch_port_names_that_exist_and_leaves_them_alone():
     """mininet would delete an interface of the same name: that would cut another running lab's link."""
