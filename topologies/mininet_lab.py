@@ -48,6 +48,10 @@ from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
 from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, rank_env, run_ranks
 
+# results down the tree: one multicast RESULT per chunk leaves the server, where unicast sends one per worker
+# along each reverse path. The lab's default, as a MininetLab and on the command line (--results)
+LAB_RESULT_MODE = "multicast"
+
 
 @dataclass
 class RoundResult:
@@ -140,7 +144,7 @@ class MininetLab:
         program: str | None = None,
         values: int = 2048,
         log=print,
-        plan_options=None,
+        plan_options=None,  # controller's PlanOptions; None: its defaults with LAB_RESULT_MODE
         p4info: str | None = None,
         device_config: str | None = None,
         keep_logs: str | None = None,
@@ -241,7 +245,7 @@ class MininetLab:
     def _options(self, **changes):
         from controller.planner import PlanOptions
 
-        return dataclasses.replace(self.plan_options or PlanOptions(), **changes)
+        return dataclasses.replace(self.plan_options or PlanOptions(result_mode=LAB_RESULT_MODE), **changes)
 
     def _start_agents(self) -> None:
         py = sys.executable
@@ -835,8 +839,8 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--results",
         choices=("unicast", "multicast"),
-        default="multicast",
-        help="results down the tree by multicast (default) or unicast per worker",
+        default=LAB_RESULT_MODE,
+        help=f"results down the tree by multicast or unicast per worker (default {LAB_RESULT_MODE})",
     )
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
     ap.add_argument(
