@@ -12,10 +12,8 @@ headers/structs by reference, are left alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from .. import ir
-from ..ir.aliasing import Path, access_path, named_prefix
+from ..ir.aliasing import Path, PathSet, access_path, named_prefix
 from ..ir.walk import walk
 
 
@@ -41,7 +39,7 @@ def invariant_reads(action: ir.Action, block_parameters: set[ir.Variable]) -> li
     nodes = list(walk(action.body))
     if any(isinstance(n, (ir.ActionCall, ir.ControlApply)) for n in nodes):
         return []
-    written = _WrittenPlaces(named_prefix(place) for node in nodes for place in written_roots(node))
+    written = PathSet(named_prefix(place) for node in nodes for place in written_roots(node))
     reads: dict[Path, ir.FieldAccess] = {}
     for node in nodes:
         if not isinstance(node, ir.FieldAccess) or ir.is_object(node.type):
@@ -53,19 +51,3 @@ def invariant_reads(action: ir.Action, block_parameters: set[ir.Variable]) -> li
             continue
         reads[path] = node
     return list(reads.values())
-
-
-class _WrittenPlaces:
-    """The paths an action writes, asked whether a path overlaps one of them (one is a prefix of the
-    other) in time linear in the path's length: an action of ina_k1024.p4 writes thousands of places and
-    reads thousands of fields, so comparing each read with each write took most of its compile time."""
-
-    def __init__(self, paths: Iterable[Path]) -> None:
-        self.paths: set[Path] = set()
-        self.prefixes: set[Path] = set()  # every prefix of a written path, itself included
-        for path in paths:
-            self.paths.add(path)
-            self.prefixes.update(path[:n] for n in range(len(path) + 1))
-
-    def overlaps(self, path: Path) -> bool:
-        return path in self.prefixes or any(path[:n] in self.paths for n in range(len(path)))

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .. import ir
-from ..ir.aliasing import access_path, named_prefix, overlaps
+from ..ir.aliasing import PathSet, access_path, named_prefix
 from ..ir.walk import walk
 from .invariants import written_roots
 
@@ -383,13 +383,14 @@ def promotable_fields(run: LaneRun) -> list[tuple[tuple, ir.FieldAccess, bool]]:
             lane_bases.append(base)
     # what the body may change, as invariants.py reads it: a slice or a computed index counts as a write
     # to its enclosing named place (a register read into `m.f[15:0]` writes m.f)
-    written = [named_prefix(place) for n in nodes for place in written_roots(n)]
+    written = PathSet(named_prefix(place) for n in nodes for place in written_roots(n))
+    lane_indexed = PathSet(lane_bases)
     found: dict[tuple, tuple[tuple, ir.FieldAccess, bool]] = {}
     for n in nodes:
         if not isinstance(n, ir.FieldAccess) or id(n) in run.sites or ir.is_object(n.type):
             continue
         path = access_path(n)
-        if path is None or path in found or any(path[: len(base)] == base for base in lane_bases):
+        if path is None or path in found or lane_indexed.has_prefix_of(path):
             continue
-        found[path] = (path, n, any(overlaps(path, place) for place in written))
+        found[path] = (path, n, written.overlaps(path))
     return list(found.values())
