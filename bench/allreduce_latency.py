@@ -175,8 +175,8 @@ def rank_main(args: argparse.Namespace) -> int:
                 worst = max(worst, check_sum(what, t, g.numpy(), tolerance))
         group.waiter_may_run = True
         out["sizes"].append({"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst})
-    rounds = group.scales
-    out["rounds"] = {"agreements": rounds.agreements, "value_rounds": rounds.value_rounds}
+    counts = group.switch_counts()
+    out["rounds"] = {"agreements": counts["agreements"], "value_rounds": counts["value_rounds"]}
     Path(args.out).write_text(json.dumps(out))
     dist.barrier()
     dist.destroy_process_group()

@@ -80,12 +80,11 @@ def train(rank: int, world: int, args: argparse.Namespace, body: Body) -> dict |
 
 
 def switch_rounds() -> dict | None:
-    """For a summary: the round trips and chunks the ina group's float sums took (worker/torch_backend/
-    scales.py), or None on gloo."""
-    scales = getattr(dist.group.WORLD, "scales", None)
-    if scales is None:
-        return None
-    return {"agreements": scales.agreements, "value_rounds": scales.value_rounds, "chunks": scales.chunks_sent}
+    """For a summary: the round trips and chunks this rank's ina agent sent through the switches
+    (InaProcessGroup.switch_counts: MAX rounds as "agreements", SUM rounds as "value_rounds", "chunks"), or
+    None on gloo."""
+    counts = getattr(dist.group.WORLD, "switch_counts", None)
+    return None if counts is None else counts()
 
 
 def end_rank_process(code: int):

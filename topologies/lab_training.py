@@ -68,8 +68,8 @@ class TrainResult:
     notes: list[str] = field(default_factory=list)  # ranks that failed after training had finished
     example: str = "digits"
     figures: dict[str, float] = field(default_factory=dict)  # recsys: RECSYS_FIGURES
-    # ina: round trips of the float sums (worker/torch_backend/scales.py): "agreements", "value_rounds",
-    # and the "chunks" (packets of K values per worker) they took
+    # ina: the round trips rank 0's agent sent (InaProcessGroup.switch_counts): "agreements" (MAX rounds),
+    # "value_rounds" (SUM rounds), and the "chunks" (packets of K values, first sends) they took
     switch_rounds: dict[str, int] = field(default_factory=dict)
 
     def summary_line(self) -> str:

@@ -51,6 +51,8 @@ SLOW_START_BYTES = 256 * 1024  # slow start ends here at the latest (then one ch
 MIN_WINDOW_BYTES = 8 * 64 * 4  # a timeout never shrinks the window below this (8 chunks at K = 64)
 MIN_WINDOW_CHUNKS = 2  # nor below this many chunks
 FALLBACK_RESENDS = 4  # in a re-planned job, a chunk resent this often goes over the recovery tree
+# the agent's counter of rounds that sent chunks, by operation (Round._sent)
+ROUND_COUNTERS = {C.OP_SUM: "sum_rounds", C.OP_MAX: "max_rounds"}
 
 
 class AllreduceError(AgentError, RuntimeError):
@@ -335,6 +337,7 @@ class Round:
         self.layout = layout
         self.span = span = layout.span
         self.finished = False
+        self.counted = False  # in the agent's round counters (``_sent``)
         self.results_heard = 0
         self.duplicates = 0
         k = agent.values_per_packet
@@ -459,9 +462,16 @@ class Round:
         )
 
     def _sent(self, chunks: np.ndarray, retransmission: bool) -> None:
-        """Chunks just sent: their deadlines (and first send times), the timer armed."""
+        """Chunks just sent: their deadlines (and first send times), the timer armed, and the agent's
+        counts of what went out: ``chunks_sent`` (first sends), ``sum_rounds``/``max_rounds`` (rounds that
+        sent their first chunk, by operation)."""
         agent = self.agent
         now = agent.loop.now()
+        if not retransmission:
+            if not self.counted:
+                self.counted = True
+                agent.stats[ROUND_COUNTERS.get(self.op, "other_rounds")] += 1
+            agent.stats["chunks_sent"] += len(chunks)
         if retransmission:
             deadlines = now + agent.rto(self.attempts[chunks])
             self.deadline[chunks] = deadlines

@@ -301,13 +301,16 @@ def float_sum_input(rank: int, step: int, world: int) -> torch.Tensor:
 
 
 def float_sum_sequence(rank: int, world: int) -> list:
-    """FLOAT_SUM_STEPS in order: per step (result or error line, round trips it took, blocks sent again)."""
+    """FLOAT_SUM_STEPS in order: per step (result or error line, round trips the agent sent as
+    (MAX rounds, SUM rounds, chunks), blocks the scales sent again)."""
     init("ina", rank, world)
-    scales = dist.group.WORLD.scales
+    group = dist.group.WORLD
     out = []
     for step, (_, op, *_) in enumerate(FLOAT_SUM_STEPS):
         t = float_sum_input(rank, step, world)
-        rounds, resent = scales.rounds, scales.blocks_resent
+        before, resent = group.switch_counts(), group.scales.blocks_resent
         error = _catch(lambda t=t, op=op: dist.all_reduce(t, op=_reduce_op(op)))
-        out.append((_np(t) if error == "no error" else error, scales.rounds - rounds, scales.blocks_resent - resent))
+        after = group.switch_counts()
+        sent = tuple(after[key] - before[key] for key in ("agreements", "value_rounds", "chunks"))
+        out.append((_np(t) if error == "no error" else error, sent, group.scales.blocks_resent - resent))
     return out

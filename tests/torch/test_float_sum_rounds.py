@@ -29,19 +29,41 @@ def documented_bound(world: int, path: int) -> float:
     return 16 * world**3 * 2.0**-30 if path == 1 else 2 * world**2 * 2.0**-30
 
 
-# round trips per step on the one-round path: first call of the size (agree + values), the same scales,
-# twice as large (room left by GROWTH_BITS), 2^13 smaller (values again: scale too coarse), 2^5 larger
-# (values again at the exponents the lanes report), 2^27 larger (past the lanes: agree + values), zeros,
-# a NaN (agree, then refused); then AVG after a 2^20 shrink (two or three), a new size (agree + values),
-# the first size again, one block 2^10 larger on one rank (that block again), then back (that block again:
-# its scale too coarse)
-ONE_ROUND = [2, 1, 1, 2, 2, 3, 1, 2, None, 2, 1, 2, 2]
+# round trips per step on the one-round path, as (MAX rounds, SUM rounds) the agent sent: first call of the
+# size (agree + values), the same scales, twice as large (room left by GROWTH_BITS), 2^13 smaller (values
+# again: scale too coarse), 2^5 larger (values again at the exponents the lanes report), 2^27 larger (past
+# the lanes: values, agree, values), zeros, a NaN (values, then agree: refused); then AVG after a 2^20
+# shrink (values again, after an agreement or not), a new size (agree + values), the first size again, one
+# block 2^10 larger on one rank (that block again), then back (that block again: its scale too coarse)
+ONE_ROUND = [(1, 1), (0, 1), (0, 1), (0, 2), (0, 2), (1, 2), (0, 1), (1, 1), None, (1, 1), (0, 1), (0, 2), (0, 2)]
+AVG_AFTER_SHRINK = ((0, 2), (1, 2))
 BLOCKS = -(-700 // 64)
 # blocks sent in a second values round: all of them after the scale changed everywhere, one after a jump
 ONE_ROUND_RESENT = [0, 0, 0, BLOCKS, BLOCKS, BLOCKS, 0, 0, None, 0, 0, 1, 1]
 # the two-round path: agree + values in every call, nothing sent again; the NaN is refused after the MAX round
 NAN_STEP = next(i for i, s in enumerate(FLOAT_SUM_STEPS) if s[0] == "nan")
-TWO_ROUNDS = [1 if step == NAN_STEP else 2 for step in range(len(FLOAT_SUM_STEPS))]
+TWO_ROUNDS = [(1, 0) if step == NAN_STEP else (1, 1) for step in range(len(FLOAT_SUM_STEPS))]
+
+
+def chunks(blocks: int, lanes: bool) -> int:
+    """Packets of BLOCK int32 values one round of ``blocks`` blocks takes: an agreement sends one exponent
+    per block, a values round BLOCK values per block, plus one lane per block on the one-round path."""
+    return -(-blocks // BLOCK) if not lanes else -(-blocks * (BLOCK + 1) // BLOCK)
+
+
+def expected_chunks(step: int, rounds: tuple[int, int], resent: int, path: int) -> int:
+    """The chunks of a step's rounds: on the one-round path the first values round takes every block and
+    later ones (and the agreement, after the first call of a size) the blocks sent again; on the two-round
+    path an agreement of every block, then the values."""
+    size = FLOAT_SUM_STEPS[step][2] if len(FLOAT_SUM_STEPS[step]) > 2 else 700
+    blocks = -(-size // BLOCK)
+    agreements, values = rounds
+    if path == 2:
+        return agreements * chunks(blocks, False) + (-(-size // BLOCK) if values else 0)
+    first_of_size = step == 0 or (len(FLOAT_SUM_STEPS[step]) > 2)
+    agreed = blocks if first_of_size else 1 if step == NAN_STEP else resent  # the NaN's one block: refused
+    return agreements * chunks(agreed, False) + chunks(blocks, True) + (values - 1) * chunks(resent, True)
+
 
 # group -> (ranks, INA_* settings, the path's round trips): both sides of a threshold lowered to 2 ranks
 # (the default, 8, would need 9 ranks in process), and the default for 3 ranks
@@ -97,17 +119,20 @@ def test_error_bound_is_the_documented_one_and_auto_stays_within_64_ulps():
     assert documented_bound(ONE_ROUND_MAX_WORLD, 1) == 2.0**-17  # 64 units of 2^-23 of the block's largest
 
 
-def test_round_trips_and_blocks_sent_again_per_call(group):
+def test_round_trips_chunks_and_blocks_sent_again_per_call(group):
+    """The round trips and chunks are those the agent sent (its counters where it sends), so a path that
+    took one round more or fewer than described here fails."""
     world, path, results = group
     rounds, again = (ONE_ROUND, ONE_ROUND_RESENT) if path == 1 else (TWO_ROUNDS, [0] * len(TWO_ROUNDS))
     for r in range(world):
-        taken = [trips for _, trips, _ in results[r]]
-        resent = [blocks for _, _, blocks in results[r]]
         for step, (expected, blocks) in enumerate(zip(rounds, again, strict=True)):
-            if expected is None:
-                assert taken[step] in (2, 3) and resent[step] == BLOCKS, (step, taken, resent)
+            (*taken, sent), resent = results[r][step][1:]
+            if expected is None:  # AVG after a shrink: values again, with or without an agreement first
+                assert tuple(taken) in AVG_AFTER_SHRINK and resent == BLOCKS, (step, taken, resent)
+                expected = tuple(taken)
             else:
-                assert (taken[step], resent[step]) == (expected, blocks), (step, taken, resent)
+                assert (tuple(taken), resent) == (expected, blocks), (r, step, taken, resent)
+            assert sent == expected_chunks(step, expected, resent, path), (r, step, sent)
 
 
 def test_a_nan_is_refused_on_every_rank(group):

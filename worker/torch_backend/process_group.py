@@ -104,6 +104,17 @@ class InaProcessGroup(dist.ProcessGroup):
         """The switch channel this group's reductions go through."""
         return self._channel
 
+    def switch_counts(self) -> dict[str, int]:
+        """What this rank's worker agent has sent through the switches so far (counted where it sends,
+        worker/stream.py): ``agreements``, the MAX rounds (the scale agreements of float sums, and any
+        MAX/MIN or int64 range round), ``value_rounds``, the SUM rounds, and ``chunks``, the packets of K
+        values sent once each (retransmissions not counted). Shared by the groups of one job (session.py).
+        Empty when the channel has no agent."""
+        stats = getattr(getattr(self._channel, "agent", None), "stats", None)
+        if stats is None:
+            return {}
+        return {"agreements": stats["max_rounds"], "value_rounds": stats["sum_rounds"], "chunks": stats["chunks_sent"]}
+
     # -- reductions through the switches ---------------------------------------------------------
     def allreduce(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce through the switches (SUM, AVG, MAX, MIN on float32/int32/int64 tensors)."""

@@ -102,11 +102,10 @@ def lane_bits(world_size: int) -> int:
 
 class ScaleMemory:
     """The block exponents the last float SUM of each size ended with (the same on every rank, since
-    they are read from the sums). ``agreements`` and ``value_rounds`` count the round trips taken (MAX
-    rounds of block exponents, SUM rounds of values and lanes), ``blocks_resent`` the blocks that went
-    in a second values round and ``chunks_sent`` the packets of ``block`` values they all took, for the
-    tests and the lab's figures. ``path_rounds`` (``float_sum_rounds``): 1 uses the remembered scales,
-    2 agrees on them in every call (the tighter bound, for large groups)."""
+    they are read from the sums). ``blocks_resent`` counts the blocks that went in a second values round
+    (the round trips and chunks really sent are counted by the worker agent: InaProcessGroup.switch_counts).
+    ``path_rounds`` (``float_sum_rounds``): 1 uses the remembered scales, 2 agrees on them in every call
+    (the tighter bound, for large groups)."""
 
     def __init__(self, block: int, world_size: int, rank: int, path_rounds: int = 1):
         if path_rounds not in (1, 2):
@@ -116,15 +115,7 @@ class ScaleMemory:
         self.rank = rank  # named in the NaN/inf marker, so every rank's error names the same rank
         self.path_rounds = path_rounds
         self._exponents: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
-        self.agreements = 0
-        self.value_rounds = 0
         self.blocks_resent = 0  # blocks sent in a second or third values round
-        self.chunks_sent = 0  # packets of ``block`` values all rounds took (block = K: the switches' chunks)
-
-    @property
-    def rounds(self) -> int:
-        """Round trips taken so far."""
-        return self.agreements + self.value_rounds
 
     def sum(self, values: np.ndarray, aggregate: Aggregate) -> np.ndarray:
         """The sum over all ranks of ``values`` (float32, the same size on every rank), rounded once to
@@ -135,7 +126,7 @@ class ScaleMemory:
         n, k = values.size, self.block
         blocks = Q.blocks(n, k)
         if self.path_rounds == 2:
-            return self._agreed_sum(values, blocks, aggregate)
+            return self._agreed_sum(values, aggregate)
         exps = Q.block_exponents(values, k, self.rank).astype(np.int64)
         if n == blocks * k:
             rows = values.reshape(blocks, k)
@@ -173,22 +164,15 @@ class ScaleMemory:
         return total.reshape(-1)[:n]
 
     # -- rounds --------------------------------------------------------------------------------------
-    def _agreed_sum(self, values: np.ndarray, blocks: int, aggregate: Aggregate) -> np.ndarray:
+    def _agreed_sum(self, values: np.ndarray, aggregate: Aggregate) -> np.ndarray:
         """The two-round path: the agent's float sum, the exact exponent of every block (MAX round), then
         the values at that scale (SUM round, no lanes): |ina - exact| < 2 N^2 2^-30 max|x| per block. A
         NaN or inf is refused after the MAX round."""
-        self.agreements += 1
-        self.chunks_sent += Q.blocks(blocks, self.block)
-        result = np.asarray(aggregate(values, "sum"), dtype=np.float32)
-        self.value_rounds += 1
-        self.chunks_sent += blocks
-        return result
+        return np.asarray(aggregate(values, "sum"), dtype=np.float32)
 
     def _agree(self, exps: np.ndarray, which: np.ndarray, n: int, aggregate: Aggregate) -> np.ndarray:
         """The exact exponents of blocks ``which`` (a MAX round); a NaN or inf on any rank is refused on
         every rank."""
-        self.agreements += 1
-        self.chunks_sent += Q.blocks(which.size, self.block)
         agreed = np.asarray(aggregate(exps[which].astype(np.int32), "max")).astype(np.int64)
         bad = np.flatnonzero(agreed >= Q.BAD_INPUT)
         if bad.size:
@@ -207,7 +191,6 @@ class ScaleMemory:
         may be more than ``precision_slack`` bits too coarse), which need a MAX round first (outside the
         lanes' window), and what the round learnt (for every block of ``rows``; what it says of blocks not
         done is not used)."""
-        self.value_rounds += 1
         world, k = self.world_size, self.block
         fits = exps <= known
         shifts = Q.shifts(known, world, "sum")
@@ -222,7 +205,6 @@ class ScaleMemory:
         base = known + ABOVE_BITS - window
         placed = np.left_shift(1, np.minimum(np.maximum(exps - base, count_bits), window))
         sent[size:] = np.where(exps == Q.ZERO_BLOCK_EXPONENT, 0, placed + ~fits)
-        self.chunks_sent += Q.blocks(sent.size, k)
         sums = np.asarray(aggregate(sent, "sum"))
         lane_sums = sums[size:].astype(np.int64)
         misfits = lane_sums & ((1 << count_bits) - 1)  # ranks whose block did not fit the scale
