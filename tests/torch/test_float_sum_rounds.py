@@ -12,13 +12,18 @@ whose settings would take different paths are refused when the group is made.
 The bounds are docs/pytorch.md's, written out here: |ina - exact| < 16 N^3 2^-30 max|x| over a block on the
 one-round path and 2 N^2 2^-30 max|x| on the two-round path."""
 
+import datetime
+import threading
+
 import numpy as np
 import pytest
+import torch.distributed as dist
 from ina_jobs import ina_job
 from rank_bodies import FLOAT_SUM_STEPS, _np, float_sum_input, float_sum_sequence, init_error
 from torch_ranks import run_ranks
 
 from worker.torch_backend import InaConfigError, InaOptions
+from worker.torch_backend.process_group import agree_float_sum_path
 from worker.torch_backend.scales import ONE_ROUND_MAX_WORLD, error_bound
 
 BLOCK = 64  # values per packet of p4src/ina.p4: the scale block
@@ -186,3 +191,61 @@ def test_ranks_whose_settings_take_different_paths_are_refused_when_the_group_is
         assert said[me] == expected.format(
             me=me, mine=mine, my_rounds=my_rounds, other=other, theirs=theirs, their_rounds=their_rounds
         )
+
+
+def verdicts(store: dist.Store, paths: list[int], timeout: float = 30.0) -> list[str]:
+    """agree_float_sum_path on one store for each rank, rank 0 first and alone for half a second (it
+    must wait for the others' values of this group, not read what they said of an earlier one)."""
+    said = ["no answer"] * len(paths)
+
+    def rank(r: int) -> None:
+        try:
+            agree_float_sum_path(
+                store, r, len(paths), paths[r], f"path {paths[r]}", datetime.timedelta(seconds=timeout)
+            )
+            said[r] = "agreed"
+        except InaConfigError as exc:
+            said[r] = str(exc)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(len(paths))]
+    threads[0].start()
+    threads[0].join(0.5)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout + 10)
+    return said
+
+
+def test_a_group_made_again_on_the_same_store_agrees_on_its_own_settings():
+    store = dist.HashStore()
+    store.set_timeout(datetime.timedelta(seconds=60))
+    assert verdicts(store, [1, 1]) == ["agreed", "agreed"]
+    # destroyed and made again with other settings on rank 1: refused, although rank 1 said 1 before
+    said = verdicts(store, [1, 2])
+    assert said[0].startswith("ina float sums: rank 0 takes 1 round trip(s) (path 1) but rank 1 takes 2 (path 2)")
+    assert said[1].startswith("ina float sums: rank 1 takes 2 round trip(s) (path 2) but rank 0 takes 1 (path 1)")
+    # and again with the same settings: accepted, although rank 1 said 2 before
+    assert verdicts(store, [1, 1]) == ["agreed", "agreed"]
+    # every group instance deleted its keys: what is left is one counter of groups made per rank
+    assert store.num_keys() == 2
+
+
+def test_a_rank_that_never_publishes_its_path_fails_the_group_after_the_groups_timeout():
+    store = dist.HashStore()
+    store.set_timeout(datetime.timedelta(seconds=600))  # the store's own timeout is not the one waited
+    said = ["no answer"]
+
+    def lonely() -> None:
+        try:
+            agree_float_sum_path(store, 0, 3, 1, "", datetime.timedelta(seconds=0.3))
+        except InaConfigError as exc:
+            said[0] = str(exc)
+
+    thread = threading.Thread(target=lonely, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert said == [
+        "ina float sums: rank 0 waited 0:00:00.300000 for rank(s) 1, 2 to publish their float sum path when making "
+        "the group"
+    ]

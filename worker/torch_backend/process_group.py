@@ -33,7 +33,9 @@ from worker.torch_backend.work import InaWork, Outcome
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
 DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
-FLOAT_SUM_KEY = "ina/float-sum-path/"  # + rank: the path of float sums each rank takes (agree_float_sum_path)
+FLOAT_SUM_KEY = (
+    "ina/float-sum-path/"  # + group instance/rank: the path of float sums each rank takes (agree_float_sum_path)
+)
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -68,7 +70,7 @@ class InaProcessGroup(dist.ProcessGroup):
         rank must take alike (``agree_float_sum_path``; ``float_sum_setting`` names what chose it)."""
         super().__init__(rank, size)
         path = float_sum_path if float_sum_path is not None else float_sum_rounds(size)
-        agree_float_sum_path(store, rank, size, path, float_sum_setting)
+        agree_float_sum_path(store, rank, size, path, float_sum_setting, timeout)
         self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(GLOO_STORE_PREFIX, store), rank, size, timeout)
         self._register_backend(torch.device("cpu"), dist.ProcessGroup.BackendType.GLOO, self._gloo)
         self._session: Session | None = open_session(
@@ -223,22 +225,47 @@ class InaProcessGroup(dist.ProcessGroup):
             pass
 
 
-def agree_float_sum_path(store: dist.Store, rank: int, size: int, path: int, setting: str = "") -> None:
+def agree_float_sum_path(
+    store: dist.Store, rank: int, size: int, path: int, setting: str = "", timeout: datetime.timedelta | None = None
+) -> None:
     """Check that every rank of the group takes the same float SUM/AVG path (1 or 2 round trips,
     scales.py): ranks on different paths would send different rounds and fall out of step on their
     first float sum. Each rank publishes its path (and ``setting``, the options that chose it) on the
-    group's store and reads every other rank's, waiting for them as the store's rendezvous does.
+    group's store and reads every other rank's, waiting up to ``timeout`` (the group's; default: the
+    store's own).
+
+    The keys belong to this group instance: the n-th group a rank makes on a store reads only the other
+    ranks' n-th values (a counter per rank on the store), since a process that destroys a group and makes
+    another gets the same store prefix from torch again and would otherwise read a peer's earlier value.
+    The last rank to read deletes the instance's keys.
 
     Raises
     ------
     InaConfigError
-        Another rank takes the other path; the message names both ranks' settings.
+        Another rank takes the other path (the message names both ranks' settings), or not every rank
+        published its path within ``timeout``.
     """
-    store.set(f"{FLOAT_SUM_KEY}{rank}", f"{path} {setting}")
-    for other in range(size):
-        if other == rank:
-            continue
-        their_path, _, their_setting = store.get(f"{FLOAT_SUM_KEY}{other}").decode().partition(" ")
+    generation = store.add(f"{FLOAT_SUM_KEY}made/{rank}", 1)  # this rank's n-th group on the store
+    prefix = f"{FLOAT_SUM_KEY}{generation}/"
+    store.set(f"{prefix}{rank}", f"{path} {setting}")
+    others = [other for other in range(size) if other != rank]
+    keys = [f"{prefix}{other}" for other in others]
+    try:
+        if timeout is None:
+            store.wait(keys)
+        else:
+            store.wait(keys, timeout)
+    except dist.DistStoreError:  # the wait timed out
+        missing = [other for other, key in zip(others, keys, strict=True) if not store.check([key])]
+        raise InaConfigError(
+            f"ina float sums: rank {rank} waited {timeout or 'the store timeout'} for rank(s) "
+            f"{', '.join(map(str, missing)) or '?'} to publish their float sum path when making the group"
+        ) from None
+    theirs = [store.get(key).decode().partition(" ") for key in keys]
+    if store.add(f"{prefix}read", 1) == size:  # every rank has read: the instance's keys can go
+        for key in [f"{prefix}{r}" for r in range(size)] + [f"{prefix}read"]:
+            store.delete_key(key)
+    for other, (their_path, _, their_setting) in zip(others, theirs, strict=True):
         if int(their_path) != path:
             raise InaConfigError(
                 f"ina float sums: rank {rank} takes {path} round trip(s) ({setting or 'as given'}) but rank "
