@@ -569,10 +569,10 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
         lanes = np.full(n, values_per_packet, dtype=np.int64)
     else:
         ok = (header_bytes >= 0) & _FLAGS_OK[flags] & (lengths <= stride)
-        lanes = _k_from_lengths(lengths - header_bytes, _LAYOUT_INDEX[flags])
+        layout_index = _LAYOUT_INDEX[flags]
+        lanes = _k_from_lengths(lengths - header_bytes, layout_index)
         ok &= lanes > 0
-        dense_most = np.where(lanes <= C.MAX_VALUE_COUNT, lanes, lanes // 4)  # above 256: groups of 4 lanes
-        ok &= _value_counts(head["value_count"]) <= np.where(_SPAN[flags] == 1, dense_most, _SPAN[flags] * lanes // 4)
+        ok &= _value_counts(head["value_count"]) <= _max_value_counts()[layout_index, lanes]
     masked = _MASKED[flags]
     if masked.any():
         ok &= ~masked | _masked_allowed()[b01]
@@ -657,13 +657,28 @@ def _count_false(mask: np.ndarray) -> int:
 
 
 def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:
-    """K of each row from its bytes after the hops and its layout (0 where none fits)."""
+    """K of each row from its bytes after the hops and its layout (0 where none fits, or where the layout
+    does not exist for that K: Layout.check_k)."""
     per4 = np.array([layout.payload_bytes(4) for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
-    span = np.array([layout.span for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
     k = np.where((rest > 0) & (4 * rest % per4 == 0), 4 * rest // per4, 0)
-    wide_ok = (k % 4 == 0) & (k <= C.MAX_WIDE_VALUES_PER_PACKET)
-    dense_ok = (k <= C.MAX_VALUE_COUNT) | ((k % 4 == 0) & (k <= C.MAX_VALUES_PER_PACKET))  # layouts.Layout.check_k
-    return np.where((layout_index >= 0) & np.where(span == 1, dense_ok, wide_ok), k, 0)
+    k = np.where(k <= C.MAX_VALUES_PER_PACKET, k, 0)
+    return np.where(_max_value_counts()[layout_index, k] > 0, k, 0)
+
+
+@functools.cache
+def _max_value_counts() -> np.ndarray:
+    """``[layout index, K]`` -> the largest value_count a packet of that layout and K may say
+    (Layout.max_value_count: positions, or groups of four of them), 0 where the layout does not exist for
+    that K (Layout.check_k) or K is 0; the last row (index -1: no layout) is all 0."""
+    table = np.zeros((len(L.LAYOUTS) + 1, C.MAX_VALUES_PER_PACKET + 1), dtype=np.int64)
+    for index, layout in enumerate(L.LAYOUTS):
+        for k in range(1, C.MAX_VALUES_PER_PACKET + 1):
+            try:
+                layout.check_k(k)
+            except L.ProtocolLayoutError:
+                continue
+            table[index, k] = layout.max_value_count(k)
+    return table
 
 
 def _payload_values(

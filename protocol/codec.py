@@ -100,6 +100,9 @@ class InaPacket:
     hops: list[Hop] = field(default_factory=list)
     values: np.ndarray = field(default_factory=lambda: np.zeros(C.VALUES_PER_PACKET, dtype=np.int32))
     masks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
+    # value_count was defaulted by ``grad`` without K, one per position: wrong for a dense K above 256,
+    # where it counts groups of 4 (``encode`` refuses it there); not a wire field, not compared
+    counted_without_k: bool = False
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InaPacket):
@@ -194,6 +197,11 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
     if values.ndim != 1 or len(values) > lanes:
         raise ProtocolError(f"values must be a flat sequence of at most {lanes_text(layout, values_per_packet)}")
+    if packet.counted_without_k and layout.count_unit(values_per_packet) != 1:
+        raise ProtocolError(
+            f"value_count={h.value_count} was counted one per position, but at K={values_per_packet} it counts "
+            f"groups of 4 positions: build the packet with values_per_packet={values_per_packet} (or its value_count)"
+        )
     if values.size and (values.min() < -(2**31) or values.max() > 2**31 - 1):
         raise ProtocolError("values do not fit in int32")
     masks = np.asarray(packet.masks)
@@ -523,14 +531,22 @@ def grad(
     scale_exp: int = 0,
     value_count: int | None = None,
     masks: Iterable[int] | np.ndarray | None = None,
+    values_per_packet: int | None = None,
 ) -> InaPacket:
-    """Convenience constructor of a GRAD packet (value_count defaults to len(values), or for a layout with
-    span > 1 or more than 256 values to the groups of four positions the values cover; ``masks`` for a
-    MASKED layout). A chunk of at most 256 values at a K above 256 must give value_count (its groups)."""
+    """Convenience constructor of a GRAD packet; ``masks`` for a MASKED layout. value_count defaults to
+    what covers every position the values (or masks) cover at K = ``values_per_packet`` (Layout.
+    value_count_for: positions, or groups of four of them for a wide layout and a dense K above 256).
+    Without K it is taken from the values: groups of four above 256 positions, else positions, which is
+    wrong for a short chunk of a dense K above 256: ``encode`` refuses such a packet at a K above 256, so
+    that chunk needs ``values_per_packet`` or value_count."""
     vals = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64)
     mask_array = np.zeros(0, dtype=np.uint8) if masks is None else np.asarray(list(masks), dtype=np.int64)
+    counted_without_k = False
     if value_count is None:
-        value_count = _default_value_count(flags, len(vals), len(mask_array))
+        value_count = _default_value_count(flags, len(vals), len(mask_array), values_per_packet)
+        counted_without_k = (
+            values_per_packet is None and len(vals) <= C.MAX_VALUE_COUNT and not flags & C.FLAG_LAYOUT_MASK
+        )
     header = InaHeader(
         C.PKT_TYPE_GRAD,
         job_id,
@@ -544,18 +560,18 @@ def grad(
         scale_exp,
         tree_id,
     )
-    return InaPacket(header, list(hops), vals, mask_array)
+    return InaPacket(header, list(hops), vals, mask_array, counted_without_k)
 
 
-def _default_value_count(flags: int, n_values: int, n_masks: int) -> int:
-    """value_count of a packet built from this many values (and masks): every position they cover."""
+def _default_value_count(flags: int, n_values: int, n_masks: int, values_per_packet: int | None) -> int:
+    """value_count of a packet built from this many values (and masks) at K = ``values_per_packet`` (when
+    not given: as many lanes as the values): every position they cover."""
     try:
         layout = L.layout_of(flags)
     except L.ProtocolLayoutError:
         return n_values  # a malformed packet for a test: whatever the values are
-    if layout.span == 1:  # more values than value_count can count: a K above 256, which counts groups of 4
-        return n_values if n_values <= C.MAX_VALUE_COUNT else -(-n_values // 4)
-    return layout.value_count_for(4 * n_masks if layout.masked else n_values, C.MAX_WIDE_VALUES_PER_PACKET)
+    positions = 4 * n_masks if layout.masked else n_values
+    return layout.value_count_for(positions, values_per_packet or max(n_values, 1))
 
 
 def result(
@@ -572,9 +588,10 @@ def result(
     tree_id: int = 0,
     scale_exp: int = 0,
     value_count: int | None = None,
+    values_per_packet: int | None = None,
 ) -> InaPacket:
     """Convenience constructor of a RESULT packet (unicast reverse path unless flags has FLAG_MCAST); a
-    wide layout in ``flags`` carries span * K positions."""
+    wide layout in ``flags`` carries span * K positions. value_count as ``grad``'s."""
     pkt = grad(
         job_id,
         seq,
@@ -588,6 +605,7 @@ def result(
         tree_id=tree_id,
         scale_exp=scale_exp,
         value_count=value_count,
+        values_per_packet=values_per_packet,
     )
     pkt.header.pkt_type = C.PKT_TYPE_RESULT
     return pkt

@@ -41,6 +41,29 @@ def test_golden_invalid(vector):
         codec.decode(vector["bytes"], vector.get("values_per_packet"))
 
 
+def test_a_short_dense_chunk_above_k_256_needs_k_to_count_its_groups_of_four():
+    """At K = 1024 value_count counts groups of four lanes (docs/protocol.md): a chunk of 100 values says
+    25. grad cannot know K, so it is told K, or encode refuses the packet it counted one per value."""
+    hops = [Hop(1, True, 2, 0, 1)]
+    told = codec.grad(1, 0, hops, np.arange(100), values_per_packet=1024)
+    assert told.header.value_count == 25
+    assert codec.decode(codec.encode(told, 1024), 1024).header.value_count == 25
+    not_told = codec.grad(1, 0, hops, np.arange(100))
+    with pytest.raises(
+        ProtocolError,
+        match=r"value_count=100 was counted one per position, but at K=1024 it counts groups of 4 positions: "
+        r"build the packet with values_per_packet=1024 \(or its value_count\)",
+    ):
+        codec.encode(not_told, 1024)
+    # the same call is right at K <= 256 (value_count counts positions), and with value_count given
+    assert codec.decode(codec.encode(not_told, 256), 256).header.value_count == 100
+    given = codec.grad(1, 0, hops, np.arange(100), value_count=25)
+    assert codec.decode(codec.encode(given, 1024), 1024).positions()[:100].tolist() == list(range(100))
+    # more than 256 values can only be a K above 256: groups of four without being told
+    assert codec.grad(1, 0, hops, np.arange(1000)).header.value_count == 250
+    assert codec.result(1, 0, hops, np.arange(6), values_per_packet=1024).header.value_count == 2
+
+
 def test_round_trip_default_k():
     rng = np.random.default_rng(1)
     values = rng.integers(-(2**31), 2**31, size=C.VALUES_PER_PACKET, dtype=np.int64).astype(np.int32)
