@@ -64,13 +64,15 @@ SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux; its control mes
 PACKET_OUTGOING = 4
 ETH_P_ALL = 0x0003
 # the stages of one ina all_reduce, in path order: (name, start stamp, end stamp); stamps from the
-# rank's timeline, or measured at the switch's ports ("port:..." names, see ``port_stamps``)
+# rank's timeline, or measured at the switch's ports ("port:..." names, see ``port_stamps``); "sent_first"
+# and "sent_last" are the rank's send stamps, no later than its first and last GRAD's arrival at the switch
+# (``port_stamps``). stage_table makes every stage start where the one before ended (``path_stamps``)
 STAGES = (
     ("torch: checks, copy, queue", "call", "queued"),
     ("hand-over to the thread that runs it", "queued", "picked"),
-    ("scales, quantize, encode, send", "picked", "first_send"),
-    ("send the rest (window)", "first_send", "last_send"),
-    ("link to the switch", "last_send", "port:grad_in"),
+    ("scales, quantize, encode, send", "picked", "sent_first"),
+    ("send the rest (window)", "sent_first", "sent_last"),
+    ("link to the switch", "sent_last", "port:grad_in"),
     ("waiting for the slowest rank", "port:grad_in", "port:grad_in_all"),
     ("switch: GRAD in to sum out", "port:grad_in_all", "port:sum_out"),
     ("server: link both ways + agent", "port:sum_out", "port:result_in"),
@@ -261,7 +263,12 @@ def port_stamps(records: list[dict], frames: list[tuple], ports: dict[str, str],
 
     A call's packets are the GRADs its rank sent into the switch between its call and its last receive;
     their sequence numbers name the RESULTs and sums of the same call. Each stamp is the last such
-    frame: the moment the call's last chunk passed that point."""
+    frame: the moment the call's last chunk passed that point.
+
+    The rank stamps a send after sendmmsg returned, but over a veth link the kernel delivers (and
+    timestamps) the frame at the switch's port during that call: "sent_first" and "sent_last" are the
+    rank's first_send and last_send, each no later than the kernel's stamp of its first and last GRAD
+    in (the frame cannot have reached the switch before it was sent)."""
     from protocol.constants import PKT_TYPE_GRAD, PKT_TYPE_RESULT
 
     frames = sorted(frames)
@@ -288,9 +295,11 @@ def port_stamps(records: list[dict], frames: list[tuple], ports: dict[str, str],
             chosen = [f[0] for f in mine if match(f)]
             return max(chosen) if chosen else None
 
-        grad_in = {
-            intf: last(lambda f, intf=intf: f[3] == PKT_TYPE_GRAD and not f[2] and f[1] == intf) for intf in workers
-        }
+        def grads_in(intf: str, mine=mine) -> list[float]:
+            return [f[0] for f in mine if f[3] == PKT_TYPE_GRAD and not f[2] and f[1] == intf]
+
+        grad_in = {intf: max(grads_in(intf), default=None) for intf in workers}
+        first_in = {intf: min(grads_in(intf), default=None) for intf in workers}
         sum_out = last(lambda f: f[3] == PKT_TYPE_GRAD and f[2] and f[1] == server_port)
         result_in = last(lambda f: f[3] == PKT_TYPE_RESULT and not f[2] and f[1] == server_port)
         arrivals = [t for t in grad_in.values() if t is not None]
@@ -303,14 +312,32 @@ def port_stamps(records: list[dict], frames: list[tuple], ports: dict[str, str],
                 "port:result_out": last(lambda f, intf=intf: f[3] == PKT_TYPE_RESULT and f[2] and f[1] == intf),
             }
             call.update({k: v for k, v in stamps.items() if v is not None})
+            for sent, rank_stamp, port in (("sent_first", "first_send", first_in), ("sent_last", "last_send", grad_in)):
+                if rank_stamp in call:
+                    arrived = port[intf]
+                    call[sent] = call[rank_stamp] if arrived is None else min(call[rank_stamp], arrived)
+
+
+def path_stamps(record: dict, stages) -> dict[str, float]:
+    """``record``'s stamps along ``stages`` (consecutive: each starts where the one before ended), each
+    moved up to the one before where it is earlier, so no stage is negative and the stages still add up to
+    the call's time. Stamps from two sources (the rank's, taken after a system call returned, and the
+    kernel's at the switch's ports) can disagree by the length of a system call; the path cannot."""
+    path, floor = dict(record), float("-inf")
+    for _, start, end in stages:
+        for key in (start, end):
+            if key in record:
+                path[key] = floor = max(record[key], floor)
+    return path
 
 
 def stage_table(records: list[dict], stages) -> dict[str, dict[str, float]]:
     """Median, 10th and 90th percentile (microseconds) of every stage over all ranks' calls that have
-    both stamps, and of the whole call."""
+    both stamps (along ``path_stamps``: none negative), and of the whole call."""
     table = {}
+    paths = [path_stamps(r, stages) for r in records]
     for name, start, end in (*stages, ("total", "call", "returned")):
-        spans = [1e6 * (r[end] - r[start]) for r in records if start in r and end in r]
+        spans = [1e6 * (r[end] - r[start]) for r in paths if start in r and end in r]
         if spans:
             table[name] = {
                 "mean_us": float(np.mean(spans)),

@@ -89,6 +89,34 @@ def test_stages_are_the_differences_they_name_and_add_up_to_the_call():
     assert sum(both[name]["mean_us"] for name, _, _ in bench.STAGES) == pytest.approx(both["total"]["mean_us"])
 
 
+def test_a_send_stamped_after_the_switch_saw_its_frames_gives_no_negative_stage():
+    """The rank stamps a batch sent after sendmmsg returned; over veth the kernel timestamps the frame at
+    the switch's port during that call, so the stamps can come in the wrong order (seen: -96 us "link to
+    the switch" at 2,410 floats). The send stages end at the frames' arrival then, and nothing is negative."""
+    records, frames = one_call(100.0, seq=1)
+    ms = 1e-3
+    for record in records:  # one batch, its system call returned 0.55 ms after the call (0.25 for rank 1)
+        record["first_send"] = record["last_send"] = 100.0 + 0.85 * ms
+    bench.port_stamps([[records[0]], [records[1]]], frames, PORTS, SERVER)
+    rank0 = bench.stage_table([records[0]], bench.STAGES)
+    expected = {
+        "scales, quantize, encode, send": 440,  # picked 0.06 -> its first GRAD in at 0.5
+        "send the rest (window)": 100,  # -> its last GRAD in at 0.6, before the send's stamp (0.85)
+        "link to the switch": 0,
+        "waiting for the slowest rank": 300,
+    }
+    for name, us in expected.items():
+        assert rank0[name]["median_us"] == pytest.approx(us, abs=0.01), name
+    rank1 = bench.stage_table([records[1]], bench.STAGES)  # its own GRADs: in at 0.8 and 0.9
+    assert rank1["scales, quantize, encode, send"]["median_us"] == pytest.approx(440, abs=0.01)  # 0.36 -> 0.8
+    assert rank1["send the rest (window)"]["median_us"] == pytest.approx(50, abs=0.01)  # -> its stamp, 0.85
+    assert rank1["link to the switch"]["median_us"] == pytest.approx(50, abs=0.01)  # -> its last GRAD in, 0.9
+    for table in (rank0, rank1):
+        assert all(table[name]["median_us"] >= 0 for name, _, _ in bench.STAGES), table
+        stages = sum(table[name]["median_us"] for name, _, _ in bench.STAGES)
+        assert stages == pytest.approx(table["total"]["median_us"], abs=0.01)
+
+
 def test_without_captured_frames_the_timeline_stages_still_add_up():
     records, _ = one_call(5.0, seq=1)
     table = bench.stage_table(records, bench.TIMELINE_STAGES)
