@@ -57,7 +57,10 @@ class Outcome:
             # torch's set_exception stores the exception as the future's *value* (only Python's wait and
             # value raise it): C++ sees a success. DDP's reducer reads a failed bucket's "tensors" from
             # that value and crashed with SIGSEGV (parseCppCommHookResult indexing an empty tensor list).
-            # The future torch gets is chained so that a failure is a C++ error DDP raises as one.
+            # The future torch gets is chained so that a failure is a C++ error DDP raises as one. The chain
+            # cannot be avoided: torch's Future has no C++-visible set_error from Python (torch._C.Future offers
+            # set_result, then, add_done_callback and _set_unwrap_func only), so a raising then-callback is the one
+            # way to fail it, and DDP's reducer uses this future as it is (without a hook there is no other chain).
             chained = self._chained = outcome.then(_result_or_raise)
             finished = self._finished
         if finished:
