@@ -231,6 +231,59 @@ def test_a_group_made_again_on_the_same_store_agrees_on_its_own_settings():
     assert store.num_keys() == 2
 
 
+class GoneAfterReading(dist.Store):
+    """A store whose server went away once this rank had read its peers' paths (the rank that served it
+    refused the group and ended): counting and deleting fail as TCPStore's do then."""
+
+    def __init__(self, store: dist.Store):
+        super().__init__()
+        self.store, self.gone = store, False
+
+    def set(self, key, value):
+        self.store.set(key, value)
+
+    def get(self, key):
+        self.gone = True  # the peer ends right after this rank read its value
+        return self.store.get(key)
+
+    def add(self, key, value):
+        if self.gone:
+            raise dist.DistNetworkError("Connection reset by peer")
+        return self.store.add(key, value)
+
+    def delete_key(self, key):
+        raise dist.DistNetworkError("Connection reset by peer")
+
+    def check(self, keys):
+        return self.store.check(keys)
+
+    def wait(self, keys, timeout=None):
+        return self.store.wait(keys) if timeout is None else self.store.wait(keys, timeout)
+
+
+def test_a_rank_still_says_why_when_the_rank_that_served_the_store_refused_and_ended():
+    store = dist.HashStore()
+    store.set_timeout(datetime.timedelta(seconds=60))
+    said = {}
+
+    def rank(r: int, its_store: dist.Store) -> None:
+        try:
+            agree_float_sum_path(its_store, r, 2, r + 1, f"path {r + 1}", datetime.timedelta(seconds=30))
+        except InaConfigError as exc:
+            said[r] = str(exc)
+
+    ranks = [
+        threading.Thread(target=rank, args=(0, store)),
+        threading.Thread(target=rank, args=(1, GoneAfterReading(store))),
+    ]
+    for thread in ranks:
+        thread.start()
+    for thread in ranks:
+        thread.join(40)
+    assert said[0].startswith("ina float sums: rank 0 takes 1 round trip(s) (path 1) but rank 1 takes 2 (path 2)")
+    assert said[1].startswith("ina float sums: rank 1 takes 2 round trip(s) (path 2) but rank 0 takes 1 (path 1)")
+
+
 def test_a_rank_that_never_publishes_its_path_fails_the_group_after_the_groups_timeout():
     store = dist.HashStore()
     store.set_timeout(datetime.timedelta(seconds=600))  # the store's own timeout is not the one waited

@@ -237,7 +237,8 @@ def agree_float_sum_path(
     The keys belong to this group instance: the n-th group a rank makes on a store reads only the other
     ranks' n-th values (a counter per rank on the store), since a process that destroys a group and makes
     another gets the same store prefix from torch again and would otherwise read a peer's earlier value.
-    The last rank to read deletes the instance's keys.
+    The last rank to read deletes the instance's keys (when the store is still there: a rank that refused
+    the group may have ended the process that served it).
 
     Raises
     ------
@@ -262,9 +263,12 @@ def agree_float_sum_path(
             f"{', '.join(map(str, missing)) or '?'} to publish their float sum path when making the group"
         ) from None
     theirs = [store.get(key).decode().partition(" ") for key in keys]
-    if store.add(f"{prefix}read", 1) == size:  # every rank has read: the instance's keys can go
-        for key in [f"{prefix}{r}" for r in range(size)] + [f"{prefix}read"]:
-            store.delete_key(key)
+    try:
+        if store.add(f"{prefix}read", 1) == size:  # every rank has read: the instance's keys can go
+            for key in [f"{prefix}{r}" for r in range(size)] + [f"{prefix}read"]:
+                store.delete_key(key)
+    except dist.DistError:  # a rank that refused the group may have ended, and with it the store's server
+        pass
     for other, (their_path, _, their_setting) in zip(others, theirs, strict=True):
         if int(their_path) != path:
             raise InaConfigError(
