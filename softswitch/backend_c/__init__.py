@@ -105,16 +105,10 @@ def generate_c(program: ir.Program) -> str:
 
 
 def _refuse_declarations(program: ir.Program) -> None:
-    """Raises Unsupported for declarations the native runtime has no state for yet: meters and action
-    profiles/selectors (the Python back end runs them)."""
+    """Raises Unsupported for declarations the native runtime has no state for yet: meters (the Python
+    back end runs them)."""
     for block in program.blocks():
         if isinstance(block, ir.Control):
-            for table in block.tables:
-                if table.implementation is not None:
-                    profile = table.implementation
-                    raise Unsupported(
-                        f"the {profile.kind} {profile.qualified_name} of table {table.name}", table.position
-                    )
             for instance in block.extern_instances:
                 if instance.kind in ("meter", "direct_meter"):
                     uses = [

@@ -29,8 +29,9 @@ from contextlib import contextmanager
 from .. import ir
 from ..ir.walk import walk
 from .expressions import ExpressionEmitter, GeneratedNames, Scope
+from .externs import HASH_ALGORITHMS
 from .invariants import access_path, invariant_reads
-from .layout import TypeLayout
+from .layout import TypeLayout, pack_items
 from .statements import StatementEmitter, parameter_member
 from .values import literal, value_type, width_of
 from .writer import CWriter, NameAllocator, Unsupported, member
@@ -179,6 +180,8 @@ class BlockEmitter:
                     out.write(f"ss_store_be(key + {offset}, {nbytes}, {value});")
                 offset += nbytes
             out.write(f"const ss_action_call *call = ss_table_lookup(p, {table_id}, key);")
+            if table.selector_keys:
+                self._select_member(out, table, table_id, scope)
             out.write("r->hit = call->hit;")
             out.write("r->action = call->action;")
             refs = {ref.action.qualified_name: ref for ref in table.actions}
@@ -192,6 +195,29 @@ class BlockEmitter:
                         )
                         out.write("break;")
             out.write("return 0;")
+
+    def _select_member(self, out: CWriter, table: ir.Table, table_id: int, scope: Scope) -> None:
+        """A group entry: the member the action selector picks by its hash of the selector keys' bits
+        (concatenated in key order, MSB first, zero bits up to a byte), as the Python back end does."""
+        selector = table.implementation
+        assert selector is not None
+        argument = selector.constructor_arguments[0] if selector.constructor_arguments else None
+        if not (isinstance(argument, ir.Constant) and isinstance(argument.type, ir.EnumType)):
+            raise Unsupported(f"the hash algorithm of {selector.qualified_name} (not a constant)", table.position)
+        algorithm = argument.type.member_name(argument.value)  # type: ignore[arg-type]
+        if algorithm not in HASH_ALGORITHMS:
+            raise Unsupported(f"the hash algorithm {algorithm} of {selector.qualified_name}", table.position)
+        items = []
+        for k in table.selector_keys:
+            if k.width > 64:
+                raise Unsupported(f"a selector key wider than 64 bits in table {table.qualified_name}", table.position)
+            items.append((self.x.value(k.expression, scope), k.width))
+        with out.block("if (call->action == SS_ACTION_GROUP)"):
+            nbytes = (sum(w for _, w in items) + 7) // 8
+            out.write(f"uint8_t selected[{max(nbytes, 1)}] = {{0}};")
+            pack_items(out, "selected", items)
+            hashed = f"ss_hash_bytes({HASH_ALGORITHMS[algorithm]}, selected, {nbytes})"
+            out.write(f"call = ss_group_select(p, {table_id}, call, {hashed});")
 
     def _action_data(self, action: ir.Action) -> list[str]:
         codes, word = [], 0

@@ -274,6 +274,10 @@ _SIGNATURES = {
     "ss_process_batch": (_i64, [_P, _u32, _P, ctypes.c_char_p, _P, _int, ctypes.POINTER(_P), _U64P]),
     "ss_process_one": (_i64, [_P, _u32, ctypes.c_char_p, _u32, ctypes.POINTER(_P)]),
     "ss_ctl_table_insert": (_int, [_P, _u32, ctypes.c_char_p, ctypes.c_char_p, _i64, _u32, _U64P, _int]),
+    "ss_ctl_table_put_group": (
+        _int,
+        [_P, _u32, ctypes.c_char_p, ctypes.c_char_p, _i64, _u32, ctypes.POINTER(_u32), _U64P, _int, _int],
+    ),
     "ss_ctl_table_modify": (_int, [_P, _u32, ctypes.c_char_p, _i64, _u32, _U64P]),
     "ss_ctl_table_delete": (_int, [_P, _u32, ctypes.c_char_p, _i64]),
     "ss_ctl_table_find": (_int, [_P, _u32, ctypes.c_char_p, _i64, _U64P]),

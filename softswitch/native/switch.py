@@ -25,9 +25,12 @@ from dataclasses import dataclass
 
 from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
+from softswitch.runtime.action_profiles import ActionProfileState
 from softswitch.runtime.externs import ValueSetState, check_index, check_register_value
 from softswitch.runtime.pre import PRE
 from softswitch.runtime.tables import (
+    GROUP,
+    MEMBER,
     EntryExists,
     EntryNotFound,
     Exact,
@@ -40,13 +43,14 @@ from softswitch.runtime.tables import (
     TableSchema,
     Ternary,
 )
-from softswitch.switch import STAT_KEYS, ControllerSide, _by_name
+from softswitch.switch import STAT_KEYS, ControllerSide, _by_name, _Locked
 
 from . import library as L
 
 __all__ = ["FrameBatch", "NativeProgram", "NativeSwitch", "ProgramMismatch"]
 
 _RECORD = struct.Struct("<IiIIII")
+ACTION_GROUP = 0xFFFFFFFF  # SS_ACTION_GROUP: the action of a group entry (its members are elsewhere)
 
 
 class ProgramMismatch(SwitchError, ValueError):
@@ -178,6 +182,10 @@ class NativeTable(TableSchema):
         self._action_by_index = switch._desc.actions
         max_words = max((sum(p.words for p in a.params) for a in switch._desc.actions), default=0)
         self._max_words = max(1, max_words)
+        # a table with an action profile/selector: what each stored entry points at, by (spec, priority):
+        # (MEMBER or GROUP, id, present). Native memory holds the member's action (a group's members in
+        # selection order); these are rewritten there whenever the profile changes (_invalidate).
+        self._indirect: dict[tuple[bytes, int], tuple[str, int, bytes]] = {}
         self.reset_default()
         for ce in info.const_entries:
             self._insert(self._from_const(ce), check_size=False)
@@ -250,6 +258,11 @@ class NativeTable(TableSchema):
     def _insert(self, entry, check_size):
         key = self._key_of(entry)
         action, args = self._check_action(entry)
+        if self.info.implementation is not None:
+            self._put_indirect(
+                self._spec(key[0]), self._priority(key), self._present(entry), action, args, True, check_size
+            )
+            return
         d = self._action_desc[action]
         with self._switch._guard(self._generation) as api:
             self._call(
@@ -265,10 +278,59 @@ class NativeTable(TableSchema):
                 )
             )
 
+    def _put_indirect(self, spec, priority, present, kind, ident, create, check_size=True):
+        """Stores (create) or rewrites an entry that points at an action profile member (native memory
+        gets the member's action and data) or at a group (its members in selection order)."""
+        profile = self.profile
+        sw = self._switch
+        if kind == MEMBER:
+            action, args = profile.members[ident]
+            index, data = self._action_desc[action].index, self._data(action, args)
+            with sw._guard(self._generation) as api:
+                if create:
+                    rc = api.ss_ctl_table_insert(
+                        sw._sw, self._index, spec, present, priority, index, data, int(check_size)
+                    )
+                else:
+                    rc = api.ss_ctl_table_modify(sw._sw, self._index, spec, priority, index, data)
+        else:
+            members = [profile.members[m] for m in profile.selection_order(ident)]
+            actions = (ctypes.c_uint32 * max(1, len(members)))(*[self._action_desc[a].index for a, _ in members])
+            words: list[int] = []
+            for action, args in members:
+                words.extend(self._data(action, args)[: sum(p.words for p in self._action_desc[action].params)])
+            data = (ctypes.c_uint64 * max(1, len(words)))(*words)
+            with sw._guard(self._generation) as api:
+                rc = api.ss_ctl_table_put_group(
+                    sw._sw,
+                    self._index,
+                    spec,
+                    present,
+                    priority,
+                    len(members),
+                    actions,
+                    data,
+                    int(create),
+                    int(check_size),
+                )
+        self._call(rc)
+        self._indirect[(spec, priority)] = (kind, ident, present)
+
+    def _invalidate(self) -> None:
+        """The action profile changed (ActionProfileState calls this): every entry of the table is
+        rewritten with its member's or group's current actions."""
+        for (spec, priority), (kind, ident, present) in list(self._indirect.items()):
+            self._put_indirect(spec, priority, present, kind, ident, False)
+
     def modify(self, entry: TableEntry):
         self._check_mutable()
         key = self._key_of(entry)
         action, args = self._check_action(entry)
+        if self.info.implementation is not None:
+            stored = self._indirect.get((self._spec(key[0]), self._priority(key)))
+            present = stored[2] if stored else self._present(entry)
+            self._put_indirect(self._spec(key[0]), self._priority(key), present, action, args, False)
+            return
         d = self._action_desc[action]
         with self._switch._guard(self._generation) as api:
             self._call(
@@ -285,13 +347,16 @@ class NativeTable(TableSchema):
     def delete(self, entry: TableEntry):
         self._check_mutable()
         key = self._key_of(entry)
+        spec, priority = self._spec(key[0]), self._priority(key)
         with self._switch._guard(self._generation) as api:
-            self._call(api.ss_ctl_table_delete(self._switch._sw, self._index, self._spec(key[0]), self._priority(key)))
+            self._call(api.ss_ctl_table_delete(self._switch._sw, self._index, spec, priority))
+        self._indirect.pop((spec, priority), None)
 
     def clear(self):
         self._check_mutable()
         with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_clear(self._switch._sw, self._index))
+        self._indirect.clear()
 
     def __len__(self):
         with self._switch._guard(self._generation) as api:
@@ -339,6 +404,14 @@ class NativeTable(TableSchema):
             present = raw[off + 32 + 2 * kb : off + 32 + 2 * kb + len(self._nbytes)]
             data = struct.unpack_from(f"<{words}Q", raw, off + fixed)
             off += fixed + 8 * words
+            if self.info.implementation is not None:
+                kind, ident, _ = self._indirect[(spec, prio)]
+                member, group = (ident, None) if kind == MEMBER else (None, ident)
+                matches = self._matches(spec, present, kb)
+                priority = prio if self._needs_priority else None
+                entry = TableEntry(matches, "", {}, priority, packets, nbytes, member=member, group=group)
+                out.append((entry, spec, prio))
+                continue
             d = self._action_by_index[action]
             entry = TableEntry(
                 self._matches(spec, present, kb),
@@ -389,6 +462,8 @@ class NativeTable(TableSchema):
         data = (ctypes.c_uint64 * self._max_words)()
         with self._switch._guard(self._generation) as api:
             action = api.ss_ctl_table_lookup(self._switch._sw, self._index, raw, ctypes.byref(hit), data)
+        if action == ACTION_GROUP:  # the member depends on the packet's selector keys
+            return GROUP, (), True
         d = self._action_by_index[action]
         return d.name, tuple(self._decode_args(d, data, 0).values()), bool(hit.value)
 
@@ -649,6 +724,9 @@ class NativeSwitch(ControllerSide):
             counters = {c.name: c for c in self._desc.counters}
             self._counters = {c.name: NativeCounter(self, counters[c.name], c) for c in prog.info.counters}
             self._digests = {d.index: d for d in self._desc.digests}
+            self._action_profiles = {
+                p.name: ActionProfileState(p, [self._tables[t] for t in p.tables]) for p in prog.info.action_profiles
+            }
             sets = {v.name: v for v in self._desc.value_sets}
             self._value_sets = {v.name: NativeValueSet(self, sets[v.name], v) for v in prog.info.value_sets}
             if self._ports is not None:
@@ -796,6 +874,11 @@ class NativeSwitch(ControllerSide):
 
     def tables(self):
         return list(self._tables.values())
+
+    def action_profile(self, name):
+        """An action profile/selector: .add_member(id, action, args), .modify_member, .delete_member(id),
+        .set_group(id, {member: weight}, create), .delete_group(id), .members, .groups (as Switch's)."""
+        return _Locked(_by_name(self._action_profiles, name, "action profile"), self._lock)
 
     def direct_counter_of(self, table, entry):
         t = _by_name(self._tables, table, "table") if isinstance(table, str) else table

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 from native.build import CompilerMissing, compiler
-from softswitch.compiler import compile_program, compile_source, lower_source
+from softswitch.compiler import BACKEND_ENV, compile_program, compile_source, lower_source
 from softswitch.switch import Switch
 
 PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
@@ -19,6 +19,17 @@ def skip_without_c_compiler(what: str) -> None:
         compiler()
     except CompilerMissing as e:
         pytest.skip(f"{what} needs the native back end, built by a C compiler: {e}")
+
+
+@pytest.fixture(params=["python", "native"])
+def each_backend(request, monkeypatch):
+    """Runs a test once per back end: compile_program/compile_source without `backend` follow
+    $SOFTSWITCH_BACKEND, set here (native: skipped without a C compiler). A module imports it and marks
+    its tests `pytest.mark.usefixtures("each_backend")`."""
+    if request.param == "native":
+        skip_without_c_compiler(f"{request.node.name} on the native back end")
+    monkeypatch.setenv(BACKEND_ENV, request.param)
+    return request.param
 
 
 def program(name, **kw):

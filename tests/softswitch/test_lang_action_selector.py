@@ -9,16 +9,27 @@ import struct
 import zlib
 
 import pytest
-from softswitch_testlib import PROGRAMS
+from softswitch_testlib import PROGRAMS, each_backend  # noqa: F401 (a fixture)
 
 from softswitch import p4info
-from softswitch.compiler import compile_program
+from softswitch.compiler import BACKEND_ENV, compile_program
 from softswitch.frontend.errors import P4Error
 from softswitch.runtime.tables import InUse, InvalidEntry, TableFull
 from softswitch.switch import Exact, Lpm, Switch, TableEntry
 
 PROGRAM = os.path.join(PROGRAMS, "lang", "action_selector.p4")
 SRC_MAC = 0x02_00_00_00_00_AA
+
+
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
+def test_the_program_runs_on_the_back_end_asked_for():
+    """The native back end compiles action profiles and selectors (it used to fall back to Python)."""
+    backend = os.environ[BACKEND_ENV]  # each_backend sets it
+    prog = compile_program(PROGRAM)
+    assert (prog.backend, prog.fallback_reason) == (backend, None)
+    assert Switch(prog).backend == backend
 
 
 def crc16_arc(data: bytes) -> int:

@@ -5,9 +5,11 @@ computed in test_lang_action_selector from its definition) and the errors the sp
 import pytest
 from p4.v1 import p4runtime_pb2
 from p4runtime_testlib import running_device
+from softswitch_testlib import each_backend  # noqa: F401 (a fixture)
 from test_lang_action_selector import NEXT_HOPS, PROGRAM, ecmp_pick, frame
 
 U = p4runtime_pb2.Update
+pytestmark = pytest.mark.usefixtures("each_backend")
 
 
 def member(device, member_id, dmac, port, profile="I.ecmp_selector"):

@@ -248,6 +248,14 @@ typedef struct ss_action_call {
 /* Tables. `key` holds the key fields in declaration order, each as ceil(bitwidth / 8) big-endian
  * bytes (ss_key_bytes() of the table gives the total). A hit counts the entry's direct counter. */
 const ss_action_call *ss_table_lookup(ss_packet *p, uint32_t table, const uint8_t *key);
+
+/* Tables with an action selector (`implementation = action_selector(...)`): an entry that points at a
+ * group of members returns a call whose action is SS_ACTION_GROUP; ss_group_select gives the member the
+ * selector picks for `hash` (the selector's algorithm over the selector keys' bits): member number
+ * hash % n of the group's n members (BMv2's order: by member handle, a member of weight w w times). An
+ * empty group gives the table's default action (as a miss). */
+#define SS_ACTION_GROUP 0xFFFFFFFFu
+const ss_action_call *ss_group_select(ss_packet *p, uint32_t table, const ss_action_call *group, uint64_t hash);
 uint32_t ss_key_bytes(const ss_switch *sw, uint32_t table);
 
 /* A parser value set: whether `key` (ceil(bitwidth / 8) big-endian bytes) matches a member, i.e.

@@ -58,6 +58,11 @@ typedef struct ss_entry {
     uint8_t *cmp_value;  /* scan tables: value & mask, range fields zero (cmp_bytes) */
     uint8_t *cmp_mask;
     uint32_t n_words;    /* action data words */
+    /* a group entry of a table with an action selector (call.action == SS_ACTION_GROUP): the group's
+     * members in selection order (a member of weight w repeated w times), their data after them in the
+     * same allocation; ss_group_select picks one per packet */
+    uint32_t n_members;
+    ss_action_call *members;
 } ss_entry;
 
 typedef struct ss_table {

@@ -184,7 +184,10 @@ int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc
     return ss_map_init(&t->map, t->index_key_len, entry_index_key);
 }
 
-static void entry_free(ss_entry *e) { free(e); }
+static void entry_free(ss_entry *e) {
+    free(e->members);
+    free(e);
+}
 
 static void table_clear(ss_table *t) {
     ss_entry *e = t->first;
@@ -393,6 +396,12 @@ const ss_action_call *ss_table_lookup(ss_packet *p, uint32_t table, const uint8_
     return &e->call;
 }
 
+const ss_action_call *ss_group_select(ss_packet *p, uint32_t table, const ss_action_call *group, uint64_t hash) {
+    const ss_entry *e = (const ss_entry *)((const uint8_t *)group - offsetof(ss_entry, call));
+    if (!e->n_members) return &p->sw->tables[table].default_call;
+    return &e->members[hash % e->n_members];
+}
+
 uint32_t ss_key_bytes(const ss_switch *sw, uint32_t table) { return sw->tables[table].key_bytes; }
 
 /* ------------------------------------------------------------------ control API (Python) */
@@ -413,47 +422,33 @@ static int check_action(const ss_table *t, uint32_t action) {
     return SS_OK;
 }
 
-SS_EXPORT int ss_ctl_table_insert(ss_switch *sw, uint32_t table, const uint8_t *spec, const uint8_t *present,
-                                  int64_t priority, uint32_t action, const uint64_t *data, int check_size) {
-    int rc = SS_OK;
-    pthread_mutex_lock(&sw->lock);
-    ss_table *t = table_of(sw, table);
-    if (!t) {
-        rc = SS_E_INVALID;
-        goto out;
-    }
-    if ((rc = check_action(t, action))) goto out;
+/* Inserts an entry (the caller holds sw->lock and has checked the action); *out gets it. */
+static int table_insert(ss_table *t, const uint8_t *spec, const uint8_t *present, int64_t priority, uint32_t action,
+                        const uint64_t *data, int check_size, ss_entry **out) {
     if (t->mode != SS_MODE_SCAN) priority = 0;
     if (table_find(t, spec, priority)) {
         ss_set_error("table %s: an entry with this key already exists", t->desc->name);
-        rc = SS_E_EXISTS;
-        goto out;
+        return SS_E_EXISTS;
     }
     if (check_size && t->count >= t->desc->size) {
         ss_set_error("table %s is full (%u entries)", t->desc->name, t->desc->size);
-        rc = SS_E_FULL;
-        goto out;
+        return SS_E_FULL;
     }
     ss_entry *e = entry_new(t, spec, present, priority, action, data);
-    if (!e) {
-        rc = SS_E_NOMEM;
-        goto out;
-    }
+    if (!e) return SS_E_NOMEM;
     if (t->mode == SS_MODE_SCAN && t->count + 1 > t->sorted_cap) {
         uint64_t cap = t->sorted_cap ? t->sorted_cap * 2 : 16;
         ss_entry **s = realloc(t->sorted, cap * sizeof *s);
         if (!s) {
             entry_free(e);
-            rc = SS_E_NOMEM;
-            goto out;
+            return SS_E_NOMEM;
         }
         t->sorted = s;
         t->sorted_cap = cap;
     }
     if (ss_map_put(&t->map, e, ss_hash_key(e->index_key, t->index_key_len))) {
         entry_free(e);
-        rc = SS_E_NOMEM;
-        goto out;
+        return SS_E_NOMEM;
     }
     e->seq = t->next_seq++;
     e->prev = t->last;
@@ -469,6 +464,76 @@ SS_EXPORT int ss_ctl_table_insert(ss_switch *sw, uint32_t table, const uint8_t *
     }
     if (t->mode == SS_MODE_LPM && t->lpm_len_count[lpm_plen_of(t, e)]++ == 0) lpm_rebuild_lens(t);
     t->count++;
+    *out = e;
+    return SS_OK;
+}
+
+SS_EXPORT int ss_ctl_table_insert(ss_switch *sw, uint32_t table, const uint8_t *spec, const uint8_t *present,
+                                  int64_t priority, uint32_t action, const uint64_t *data, int check_size) {
+    int rc = SS_OK;
+    ss_entry *e;
+    pthread_mutex_lock(&sw->lock);
+    ss_table *t = table_of(sw, table);
+    if (!t)
+        rc = SS_E_INVALID;
+    else if (!(rc = check_action(t, action)))
+        rc = table_insert(t, spec, present, priority, action, data, check_size, &e);
+    pthread_mutex_unlock(&sw->lock);
+    return rc;
+}
+
+/* A group entry (tables with an action selector): inserts it (create) or replaces the entry with this
+ * key by it, pointing at `n` members in selection order: member i runs actions[i] with its action data
+ * at data (each member's words follow the previous member's). */
+SS_EXPORT int ss_ctl_table_put_group(ss_switch *sw, uint32_t table, const uint8_t *spec, const uint8_t *present,
+                                     int64_t priority, uint32_t n, const uint32_t *actions, const uint64_t *data,
+                                     int create, int check_size) {
+    int rc = SS_OK;
+    pthread_mutex_lock(&sw->lock);
+    ss_table *t = table_of(sw, table);
+    if (!t) {
+        rc = SS_E_INVALID;
+        goto out;
+    }
+    size_t words = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((rc = check_action(t, actions[i]))) goto out;
+        words += ss_action_words(t->prog, actions[i]);
+    }
+    ss_action_call *members = calloc(1, n * sizeof(ss_action_call) + words * 8 + 1);
+    if (!members) {
+        rc = SS_E_NOMEM;
+        goto out;
+    }
+    uint64_t *d = (uint64_t *)(members + n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t w = ss_action_words(t->prog, actions[i]);
+        memcpy(d, data, w * 8);
+        members[i].action = actions[i];
+        members[i].hit = 1;
+        members[i].data = d;
+        d += w;
+        data += w;
+    }
+    ss_entry *e = NULL;
+    if (create) {
+        rc = table_insert(t, spec, present, priority, SS_ACTION_GROUP, NULL, check_size, &e);
+    } else {
+        e = table_find(t, spec, t->mode == SS_MODE_SCAN ? priority : 0);
+        if (!e) {
+            ss_set_error("table %s: no entry with this key to modify", t->desc->name);
+            rc = SS_E_NOT_FOUND;
+        }
+    }
+    if (rc) {
+        free(members);
+        goto out;
+    }
+    free(e->members);
+    e->members = members;
+    e->n_members = n;
+    e->call.action = SS_ACTION_GROUP;
+    e->n_words = 0;
 out:
     pthread_mutex_unlock(&sw->lock);
     return rc;
@@ -496,6 +561,9 @@ SS_EXPORT int ss_ctl_table_modify(ss_switch *sw, uint32_t table, const uint8_t *
         memcpy((uint64_t *)old->call.data, data, words * 8);
         old->call.action = action;
         old->n_words = words;
+        free(old->members); /* a group entry now points at one member */
+        old->members = NULL;
+        old->n_members = 0;
         goto out;
     }
     ss_entry *e = entry_new(t, old->spec, old->present, old->priority, action, data);

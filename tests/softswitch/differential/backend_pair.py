@@ -44,7 +44,6 @@ NEEDS_NATIVE = pytest.mark.skipif(
 EXPECTED_FALLBACKS = {
     "varbit.p4": "the C back end does not support a value of type varbit<32> at ",
     "meters.p4": "the C back end does not support the meter I.rate at ",
-    "action_selector.p4": "the C back end does not support the action_selector I.ecmp_selector of table ecmp at ",
 }
 
 
@@ -173,7 +172,16 @@ class BackendPair:
 
 
 def _entry_key(e: TableEntry):
-    return (repr(sorted(e.matches.items())), e.action, repr(sorted(e.args.items())), e.priority, e.packets, e.bytes)
+    return (
+        repr(sorted(e.matches.items())),
+        e.action,
+        repr(sorted(e.args.items())),
+        e.priority,
+        e.packets,
+        e.bytes,
+        e.member,
+        e.group,
+    )
 
 
 # ---------------------------------------------------------------------------- random inputs
@@ -230,13 +238,37 @@ def random_entry(table: TableInfo, info: ProgramInfo, rng: random.Random) -> Tab
 
 def populate(pair: BackendPair, rng: random.Random, per_table: int = 8) -> None:
     """Random entries in every table that takes them, random default actions, multicast groups 1..4
-    and clone sessions 1..4 (ports 0..7) on both back ends."""
+    and clone sessions 1..4 (ports 0..7) on both back ends. Action profiles get members 1..6 and
+    selectors groups 1..4 (group 4 empty); their tables' entries point at random members and groups."""
     info = pair.info
+    targets: dict[str, list[tuple[str, int]]] = {}  # profile name -> what an entry may point at
+    for profile in info.action_profiles:
+        first = info.table(profile.tables[0])
+        for member in range(1, 7):
+            action = info.action(rng.choice([a.name for a in first.actions if a.scope != "DEFAULT_ONLY"]))
+            args = {p.name: interesting_value(rng, p.bitwidth) for p in action.params}
+            pair.call(
+                lambda sw, n=profile.name, m=member, a=action.name, d=args: sw.action_profile(n).add_member(m, a, d)
+            )
+        targets[profile.name] = [("member", m) for m in range(1, 7)]
+        if profile.with_selector:
+            for group in range(1, 5):
+                weights = (
+                    {m: rng.randint(1, 3) for m in rng.sample(range(1, 7), rng.randint(1, 4))} if group < 4 else {}
+                )
+                pair.call(
+                    lambda sw, n=profile.name, g=group, w=weights: sw.action_profile(n).set_group(g, w, create=True)
+                )
+            targets[profile.name] += [("group", g) for g in range(1, 5)]
     for table in info.tables:
         if table.is_const:
             continue
         for _ in range(per_table):
             entry = random_entry(table, info, rng)
+            if table.implementation is not None:
+                kind, ident = rng.choice(targets[table.implementation])
+                entry.action, entry.args = "", {}
+                setattr(entry, kind, ident)
             pair.call(lambda sw, t=table.name, e=entry: sw.table(t).insert(e))
         if not table.const_default_action and rng.random() < 0.5:
             defaults = [a.name for a in table.actions if a.scope != "TABLE_ONLY"]
