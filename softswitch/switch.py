@@ -200,6 +200,15 @@ class Switch(ControllerSide):
         meter's units), .clear_config(index), .config(index)."""
         return _Locked(_by_name(self.runtime.meters, name, "meter"), self._lock)
 
+    def set_meter_clock(self, clock) -> None:
+        """Meters read clock() (seconds) instead of time.monotonic (tests make marking deterministic with
+        it; NativeSwitch has the same); None: the monotonic clock again."""
+        import time
+
+        with self._lock:
+            for meter in self.runtime.meters.values():
+                meter.clock = clock or time.monotonic
+
     def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
         """Configures the direct meter cell of a table entry (the table's `meters`)."""
         with self._lock:

@@ -31,7 +31,6 @@ FIRST_NAMED_FIELD_LIST = 256  # ids of clone3/resubmit/recirculate data lists (@
 
 def generate_c(program: ir.Program) -> str:
     """The C source of the program's pipeline and descriptor. Raises Unsupported."""
-    _refuse_declarations(program)
     info = program_info(program)
     names = GeneratedNames()
     names.action_ids = {a.name: i for i, a in enumerate(info.actions)}
@@ -47,6 +46,7 @@ def generate_c(program: ir.Program) -> str:
     names.counter_ids = {c.name: i for i, c in enumerate(info.counters)}
     names.digest_ids = {d.name: i for i, d in enumerate(info.digests)}
     names.value_set_ids = {v.name: i for i, v in enumerate(info.value_sets)}
+    names.meter_ids = {m.name: i for i, m in enumerate([*info.meters, *info.direct_meters])}
     named = 0
     for key in program.field_lists:
         if isinstance(key, int):
@@ -102,21 +102,6 @@ def generate_c(program: ir.Program) -> str:
     }
     write_descriptor(out, info, entries, sizes)
     return out.text()
-
-
-def _refuse_declarations(program: ir.Program) -> None:
-    """Raises Unsupported for declarations the native runtime has no state for yet: meters (the Python
-    back end runs them)."""
-    for block in program.blocks():
-        if isinstance(block, ir.Control):
-            for instance in block.extern_instances:
-                if instance.kind in ("meter", "direct_meter"):
-                    uses = [
-                        n.position
-                        for n in block_nodes(block)
-                        if isinstance(n, ir.ExternMethodCall) and n.instance is instance
-                    ]
-                    raise Unsupported(f"the {instance.kind} {instance.qualified_name}", uses[0] if uses else None)
 
 
 def _first_use_of_uncompiled_types(program: ir.Program) -> object:

@@ -180,8 +180,13 @@ class BlockEmitter:
                     out.write(f"ss_store_be(key + {offset}, {nbytes}, {value});")
                 offset += nbytes
             out.write(f"const ss_action_call *call = ss_table_lookup(p, {table_id}, key);")
+            if table.direct_meter is not None:  # the hit entry's cell marks the packet before the action runs
+                out.write("const ss_action_call *entry_call = call->hit ? call : NULL;")
             if table.selector_keys:
                 self._select_member(out, table, table_id, scope)
+            if table.direct_meter is not None:
+                meter = self.names.meter_ids[table.direct_meter.qualified_name]
+                out.write(f"ss_direct_meter_mark(p, {meter}, call->hit ? entry_call : NULL);")
             out.write("r->hit = call->hit;")
             out.write("r->action = call->action;")
             refs = {ref.action.qualified_name: ref for ref in table.actions}

@@ -1,5 +1,6 @@
 """The program descriptor (`const ss_program ss_program_descriptor`) the runtime reads: the blocks'
-entry points and, from ProgramInfo, every action, table, register, counter and digest by name.
+entry points and, from ProgramInfo, every action, table, register, counter, digest, value set and
+meter by name (meter ids: the indexed meters, then the direct meters).
 Descriptor indices are positions in ProgramInfo's lists, so the names ProgramInfo gives and the
 indices generated code uses agree by construction."""
 
@@ -13,6 +14,7 @@ MATCH_KINDS = {"exact": "SS_MATCH_EXACT", "lpm": "SS_MATCH_LPM", "ternary": "SS_
                "range": "SS_MATCH_RANGE", "optional": "SS_MATCH_OPTIONAL"}  # fmt: skip
 COUNTER_UNITS = {"packets": "SS_COUNTER_PACKETS", "bytes": "SS_COUNTER_BYTES",
                  "packets_and_bytes": "SS_COUNTER_PACKETS_AND_BYTES"}  # fmt: skip
+METER_UNITS = {"packets": "SS_METER_PACKETS", "bytes": "SS_METER_BYTES"}
 
 
 def register_groups(registers: list[RegisterInfo]) -> list[tuple[int, int]]:
@@ -67,6 +69,12 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
     _array(out, "ss_digest_desc", "digests", digests)
     value_sets = [f"{{{string_literal(v.name)}, {v.bitwidth}, {v.size}}}" for v in info.value_sets]
     _array(out, "ss_value_set_desc", "value_sets", value_sets)
+    table_ids = {t.name: i for i, t in enumerate(info.tables)}
+    meters = [f"{{{string_literal(m.name)}, {m.size}, {METER_UNITS[m.unit]}, -1}}" for m in info.meters]
+    meters += [
+        f"{{{string_literal(m.name)}, 0, {METER_UNITS[m.unit]}, {table_ids[m.table]}}}" for m in info.direct_meters
+    ]
+    _array(out, "ss_meter_desc", "meters", meters)
     out.write("")
     with out.block("const ss_program ss_program_descriptor ="):
         out.write(".abi_version = SS_ABI_VERSION,")
@@ -82,6 +90,7 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
             ("counters", counters),
             ("digests", digests),
             ("value_sets", value_sets),
+            ("meters", meters),
         ):
             out.write(f".n_{field} = {len(items)},")
             out.write(f".{field} = {field + '_desc' if items else 'NULL'},")

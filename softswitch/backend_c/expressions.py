@@ -83,6 +83,7 @@ class GeneratedNames:
         self.digest_ids: dict[str, int] = {}
         self.field_list_ids: dict[int | str, int] = {}
         self.value_set_ids: dict[str, int] = {}
+        self.meter_ids: dict[str, int] = {}  # indexed meters, then direct meters (descriptor.py)
         self.may_exit: dict[object, bool] = {}  # Action / Table / Control -> whether exit can leave it
         self.register_group_of: dict[str, int] = {}  # qualified name -> id of its group's first register
 

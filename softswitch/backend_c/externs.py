@@ -1,4 +1,4 @@
-"""C code of v1model's externs: register and counter methods, and the extern functions (mark_to_drop,
+"""C code of v1model's externs: register, counter and meter methods, and the extern functions (mark_to_drop,
 hash, checksums, digest, clone/resubmit/recirculate, truncate, random, assert/assume, log_msg), over the
 runtime functions of softswitch/native/include/ss_program.h.
 
@@ -79,6 +79,13 @@ class ExternEmitter:
             out.write(f"ss_counter_count(p, {self.names.counter_ids[instance.qualified_name]}, {index});")
         elif instance.kind == "direct_counter" and call.method == "count":
             out.write("/* direct_counter.count(): the table counts its hits */")
+        elif instance.kind == "meter" and call.method == "execute_meter":
+            index = self.u64(call.arguments[0].value, scope, "meter index")
+            meter = self.names.meter_ids[instance.qualified_name]
+            self.statements.store(out, call.arguments[1].value, f"ss_meter_execute(p, {meter}, {index})", scope)
+        elif instance.kind == "direct_meter" and call.method == "read":  # the colour the table's hit marked
+            meter = self.names.meter_ids[instance.qualified_name]
+            self.statements.store(out, call.arguments[0].value, f"ss_direct_meter_read(p, {meter})", scope)
         else:
             raise Unsupported(f"{instance.kind}.{call.method}", call.position)
 

@@ -33,7 +33,7 @@ CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden")
 # a program's generated C: straight-line code over many fields and registers, where -O3 finds about an
 # eighth fewer instructions than -O2 (ina.p4) at the same compile time
 PROGRAM_CFLAGS = tuple("-O3" if flag == "-O2" else flag for flag in CFLAGS)
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
@@ -92,6 +92,15 @@ class _ValueSetDesc(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("bitwidth", ctypes.c_uint32), ("size", ctypes.c_uint32)]
 
 
+class _MeterDesc(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("size", ctypes.c_uint32),
+        ("unit", ctypes.c_uint32),
+        ("direct_table", ctypes.c_int32),
+    ]
+
+
 _FN = ctypes.c_void_p
 
 
@@ -121,6 +130,8 @@ class _Program(ctypes.Structure):
         ("digests", ctypes.POINTER(_DigestDesc)),
         ("n_value_sets", ctypes.c_uint32),
         ("value_sets", ctypes.POINTER(_ValueSetDesc)),
+        ("n_meters", ctypes.c_uint32),
+        ("meters", ctypes.POINTER(_MeterDesc)),
     ]
 
 
@@ -191,6 +202,15 @@ class ValueSetDesc:
 
 
 @dataclass(frozen=True)
+class MeterDesc:
+    index: int
+    name: str
+    size: int  # 0: a direct meter
+    unit: str  # "packets" or "bytes"
+    direct_table: int  # the metered table's index, -1 for an indexed meter
+
+
+@dataclass(frozen=True)
 class ProgramDescriptor:
     """The program descriptor of a library, read into Python (names map to the C indices)."""
 
@@ -201,6 +221,7 @@ class ProgramDescriptor:
     counters: tuple[CounterDesc, ...]
     digests: tuple[DigestDesc, ...]
     value_sets: tuple[ValueSetDesc, ...] = ()
+    meters: tuple[MeterDesc, ...] = ()
 
 
 def _s(b: bytes | None) -> str:
@@ -247,6 +268,10 @@ def _read_descriptor(p: _Program) -> ProgramDescriptor:
             ValueSetDesc(i, _s(v.name), v.bitwidth, v.size)
             for i, v in ((i, p.value_sets[i]) for i in range(p.n_value_sets))
         ),
+        meters=tuple(
+            MeterDesc(i, _s(m.name), m.size, ("packets", "bytes")[m.unit], m.direct_table)
+            for i, m in ((i, p.meters[i]) for i in range(p.n_meters))
+        ),
     )
 
 
@@ -278,6 +303,9 @@ _SIGNATURES = {
         _int,
         [_P, _u32, ctypes.c_char_p, ctypes.c_char_p, _i64, _u32, ctypes.POINTER(_u32), _U64P, _int, _int],
     ),
+    "ss_ctl_meter_set": (_int, [_P, _u32, _u64, ctypes.POINTER(ctypes.c_double)]),
+    "ss_ctl_direct_meter_set": (_int, [_P, _u32, ctypes.c_char_p, _i64, ctypes.POINTER(ctypes.c_double)]),
+    "ss_ctl_meter_clock": (None, [_P, _int, ctypes.c_double]),
     "ss_ctl_table_modify": (_int, [_P, _u32, ctypes.c_char_p, _i64, _u32, _U64P]),
     "ss_ctl_table_delete": (_int, [_P, _u32, ctypes.c_char_p, _i64]),
     "ss_ctl_table_find": (_int, [_P, _u32, ctypes.c_char_p, _i64, _U64P]),

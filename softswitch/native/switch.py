@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
 from softswitch.runtime.action_profiles import ActionProfileState
-from softswitch.runtime.externs import ValueSetState, check_index, check_register_value
+from softswitch.runtime.externs import TwoRateMeter, ValueSetState, check_index, check_register_value
 from softswitch.runtime.pre import PRE
 from softswitch.runtime.tables import (
     GROUP,
@@ -186,6 +186,8 @@ class NativeTable(TableSchema):
         # (MEMBER or GROUP, id, present). Native memory holds the member's action (a group's members in
         # selection order); these are rewritten there whenever the profile changes (_invalidate).
         self._indirect: dict[tuple[bytes, int], tuple[str, int, bytes]] = {}
+        # the direct meter configuration of each entry as given (native memory holds the cells): by (spec, priority)
+        self._meter_configs: dict[tuple[bytes, int], tuple] = {}
         self.reset_default()
         for ce in info.const_entries:
             self._insert(self._from_const(ce), check_size=False)
@@ -351,12 +353,14 @@ class NativeTable(TableSchema):
         with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_delete(self._switch._sw, self._index, spec, priority))
         self._indirect.pop((spec, priority), None)
+        self._meter_configs.pop((spec, priority), None)
 
     def clear(self):
         self._check_mutable()
         with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_clear(self._switch._sw, self._index))
         self._indirect.clear()
+        self._meter_configs.clear()
 
     def __len__(self):
         with self._switch._guard(self._generation) as api:
@@ -371,6 +375,27 @@ class NativeTable(TableSchema):
                 api.ss_ctl_table_find(self._switch._sw, self._index, self._spec(key[0]), self._priority(key), out)
             )
         return out[0], out[1]
+
+    def set_meter_config(self, entry: TableEntry, config: tuple | None) -> None:
+        """The direct meter cell of the stored entry with entry's key: (cir, cburst, pir, pburst), or None
+        to clear it. The cell goes with the entry when it is deleted."""
+        key = self._key_of(entry)
+        spec, priority = self._spec(key[0]), self._priority(key)
+        values = None if config is None else (ctypes.c_double * 4)(*config)
+        sw = self._switch
+        with sw._guard(self._generation) as api:
+            sw._sync_meter_clock(api)
+            self._call(api.ss_ctl_direct_meter_set(sw._sw, self._index, spec, priority, values))
+        if config is None:
+            self._meter_configs.pop((spec, priority), None)
+        else:
+            self._meter_configs[(spec, priority)] = tuple(config)
+
+    def meter_config_of(self, entry: TableEntry) -> tuple | None:
+        """The direct meter configuration of the stored entry with entry's key (None: not configured)."""
+        self.counters_of(entry)  # raises EntryNotFound
+        key = self._key_of(entry)
+        return self._meter_configs.get((self._spec(key[0]), self._priority(key)))
 
     def find(self, entry: TableEntry):
         """A copy of the stored entry with entry's key (counters as of now), or None."""
@@ -513,6 +538,39 @@ class NativeRegister:
             api.ss_ctl_register_reset(self._switch._sw, self._index)
 
 
+class NativeMeter:
+    """An indexed meter's cells in native memory; the API of runtime.externs.MeterState (set_config,
+    clear_config, config). The configurations as given are kept here for read-back."""
+
+    def __init__(self, switch: NativeSwitch, desc: L.MeterDesc, info):
+        self._switch = switch
+        self._generation = switch._generation
+        self._index = desc.index
+        self.info = info
+        self.name = info.name
+        self.size = info.size
+        self._configs: dict[int, tuple] = {}
+
+    def set_config(self, index, cir, cburst, pir, pburst):
+        check_index("meter", self.name, self.size, index)
+        TwoRateMeter(cir, cburst, pir, pburst, 0.0)  # the Python runtime's checks and messages
+        values = (ctypes.c_double * 4)(cir, cburst, pir, pburst)
+        sw = self._switch
+        with sw._guard(self._generation) as api:
+            sw._sync_meter_clock(api)
+            if api.ss_ctl_meter_set(sw._sw, self._index, index, values):
+                raise RuntimeError(sw._lib.last_error())
+        self._configs[index] = (cir, cburst, pir, pburst)
+
+    def clear_config(self, index):
+        if self._configs.pop(index, None) is not None:
+            with self._switch._guard(self._generation) as api:
+                api.ss_ctl_meter_set(self._switch._sw, self._index, index, None)
+
+    def config(self, index):
+        return self._configs.get(index)
+
+
 class NativeCounter:
     """An indexed counter in native memory; the API of runtime.externs.CounterState."""
 
@@ -647,6 +705,7 @@ class NativeSwitch(ControllerSide):
         self._generation = 0  # counts load() calls: tables/registers/counters remember theirs
         self._records = ctypes.c_void_p()  # the records buffer process() receives (under _lock)
         self._records_ref = ctypes.byref(self._records)
+        self._meter_clock = None  # set_meter_clock(): the seconds meters read (tests), else the monotonic clock
         self.stats = _Stats(self)
         self.load(prog)
 
@@ -727,6 +786,8 @@ class NativeSwitch(ControllerSide):
             self._action_profiles = {
                 p.name: ActionProfileState(p, [self._tables[t] for t in p.tables]) for p in prog.info.action_profiles
             }
+            meters = {m.name: m for m in self._desc.meters}
+            self._meters = {m.name: NativeMeter(self, meters[m.name], m) for m in prog.info.meters}
             sets = {v.name: v for v in self._desc.value_sets}
             self._value_sets = {v.name: NativeValueSet(self, sets[v.name], v) for v in prog.info.value_sets}
             if self._ports is not None:
@@ -762,6 +823,8 @@ class NativeSwitch(ControllerSide):
             if self._sw is None:
                 raise RuntimeError(f"{self.name}: the native switch is closed")
             api = self._lib.api
+            if self._meter_clock is not None:
+                self._sync_meter_clock(api)
             size = api.ss_process_one(self._sw, port, data, len(data), self._records_ref)
             if size <= 0:
                 return []
@@ -803,6 +866,7 @@ class NativeSwitch(ControllerSide):
         records = ctypes.c_void_p()
         count = ctypes.c_uint64()
         with self._guard() as api:
+            self._sync_meter_clock(api)
             size = api.ss_process_batch(
                 self._sw,
                 batch.count,
@@ -890,6 +954,43 @@ class NativeSwitch(ControllerSide):
 
     def counter(self, name):
         return _by_name(self._counters, name, "counter")
+
+    def meter(self, name):
+        """An indexed meter: .set_config(index, cir, cburst, pir, pburst) (rates per second, bursts in the
+        meter's units), .clear_config(index), .config(index)."""
+        return _Locked(_by_name(self._meters, name, "meter"), self._lock)
+
+    def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
+        """Configures the direct meter cell of a table entry (the table's `meters`)."""
+        TwoRateMeter(cir, cburst, pir, pburst, 0.0)  # the Python runtime's checks and messages
+        self._direct_metered(table).set_meter_config(entry, (cir, cburst, pir, pburst))
+
+    def clear_direct_meter_config(self, table, entry):
+        """Back to no configuration (every packet GREEN) for a table entry's direct meter cell."""
+        self._direct_metered(table).set_meter_config(entry, None)
+
+    def direct_meter_config_of(self, table, entry):
+        """(cir, cburst, pir, pburst) of a table entry's direct meter cell, or None when unconfigured."""
+        return self._direct_metered(table).meter_config_of(entry)
+
+    def _direct_metered(self, table) -> NativeTable:
+        t = _by_name(self._tables, table, "table")
+        if t.info.direct_meter is None:
+            raise KeyError(f"table {t.name} has no direct meter")
+        return t
+
+    def set_meter_clock(self, clock) -> None:
+        """Meters read clock() (seconds) instead of the monotonic clock, before each process() or
+        process_batch() call and each configuration (tests make marking deterministic with it); None:
+        the monotonic clock again."""
+        self._meter_clock = clock
+        if clock is None:
+            with self._guard() as api:
+                api.ss_ctl_meter_clock(self._sw, 0, 0.0)
+
+    def _sync_meter_clock(self, api) -> None:
+        if self._meter_clock is not None:
+            api.ss_ctl_meter_clock(self._sw, 1, float(self._meter_clock()))
 
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""

@@ -3,13 +3,23 @@ Switch API (STF has no command for it), GREEN while unconfigured; direct meters 
 
 import os
 
-from softswitch_testlib import PROGRAMS
+import pytest
+from softswitch_testlib import PROGRAMS, each_backend  # noqa: F401 (a fixture)
 
 from softswitch import p4info
-from softswitch.compiler import compile_program
+from softswitch.compiler import BACKEND_ENV, compile_program
 from softswitch.switch import Exact, Switch, TableEntry
 
 PROGRAM = os.path.join(PROGRAMS, "lang", "meters.p4")
+pytestmark = pytest.mark.usefixtures("each_backend")
+
+
+def test_the_program_runs_on_the_back_end_asked_for():
+    """The native back end compiles meters and direct meters (it used to fall back to Python)."""
+    backend = os.environ[BACKEND_ENV]  # each_backend sets it
+    prog = compile_program(PROGRAM)
+    assert (prog.backend, prog.fallback_reason) == (backend, None)
+    assert Switch(prog).backend == backend
 
 
 class Clock:
@@ -31,7 +41,7 @@ def colors(sw, index, count, direct=False):
 def test_a_packet_meter_marks_green_yellow_red_by_its_two_rates():
     sw = Switch(compile_program(PROGRAM))
     clock = Clock()
-    sw.runtime.meters["I.rate"].clock = clock
+    sw.set_meter_clock(clock)
     # committed: 1 packet/s, burst 2; peak: 2 packets/s, burst 3 (buckets start full)
     sw.meter("I.rate").set_config(1, 1.0, 2, 2.0, 3)
     assert colors(sw, 1, 4) == [0, 0, 1, 2]  # 2 in the committed burst, 1 more in the peak burst, then red
@@ -45,7 +55,7 @@ def test_a_packet_meter_marks_green_yellow_red_by_its_two_rates():
 def test_a_direct_byte_meter_meters_the_entry_that_hit():
     sw = Switch(compile_program(PROGRAM))
     clock = Clock()
-    sw.runtime.meters["I.per_entry"].clock = clock
+    sw.set_meter_clock(clock)
     entry = TableEntry(matches={"hdr.m.index": Exact(2)}, action="I.mark", args={})
     sw.table("I.classify").insert(entry)
     # bytes: each frame is 3 bytes; committed burst 6 bytes, peak burst 9 bytes, no refill
@@ -64,15 +74,37 @@ def test_meters_are_in_the_p4info():
 
 
 def test_a_deleted_entry_takes_its_direct_meter_config_with_it():
-    # cells are keyed by the stored entry's id, which a later entry may get: deletion must drop the cell
     sw = Switch(compile_program(PROGRAM))
+    sw.set_meter_clock(Clock())
     entries = [TableEntry(matches={"hdr.m.index": Exact(i)}, action="I.mark", args={}) for i in (2, 3)]
     for entry in entries:
         sw.table("I.classify").insert(entry)
-        sw.direct_meter_config("I.classify", entry, 0.0, 0, 0.0, 0)
-    cells = sw.runtime.meters["I.per_entry"].cells
-    assert len(cells) == 2
+        sw.direct_meter_config("I.classify", entry, 0.0, 0, 0.0, 0)  # no tokens: every packet RED
+    assert colors(sw, 2, 1, direct=True) == [2]
     sw.table("I.classify").delete(entries[0])
-    assert len(cells) == 1
+    sw.table("I.classify").insert(entries[0])  # the same key again: a new entry, its cell unconfigured
+    assert sw.direct_meter_config_of("I.classify", entries[0]) is None
+    assert colors(sw, 2, 2, direct=True) == [0, 0]
+    assert sw.direct_meter_config_of("I.classify", entries[1]) == (0.0, 0, 0.0, 0)
     sw.table("I.classify").clear()
-    assert cells == {}
+    sw.table("I.classify").insert(entries[1])
+    assert sw.direct_meter_config_of("I.classify", entries[1]) is None
+    assert colors(sw, 3, 1, direct=True) == [0]
+
+
+def test_a_modified_entry_keeps_its_direct_meter_cell():
+    sw = Switch(compile_program(PROGRAM))
+    sw.set_meter_clock(Clock())
+    entry = TableEntry(matches={"hdr.m.index": Exact(2)}, action="I.mark", args={})
+    sw.table("I.classify").insert(entry)
+    sw.direct_meter_config("I.classify", entry, 0.0, 3, 0.0, 6)  # one 3-byte packet GREEN, one YELLOW
+    assert colors(sw, 2, 1, direct=True) == [0]
+    sw.table("I.classify").modify(entry)
+    assert colors(sw, 2, 2, direct=True) == [1, 2]
+    assert sw.direct_meter_config_of("I.classify", entry) == (0.0, 3, 0.0, 6)
+
+
+def test_a_peak_rate_below_the_committed_one_is_refused():
+    sw = Switch(compile_program(PROGRAM))
+    with pytest.raises(ValueError, match="meter peak rate 1.0 is below its committed rate 2.0"):
+        sw.meter("I.rate").set_config(0, 2.0, 1, 1.0, 1)

@@ -7,11 +7,12 @@ import os
 import pytest
 from p4.v1 import p4runtime_pb2
 from p4runtime_testlib import running_device
-from softswitch_testlib import PROGRAMS
+from softswitch_testlib import PROGRAMS, each_backend  # noqa: F401 (a fixture)
 
 U = p4runtime_pb2.Update
 METERS = os.path.join(PROGRAMS, "lang", "meters.p4")
 VALUE_SET = os.path.join(PROGRAMS, "lang", "value_set.p4")
+pytestmark = pytest.mark.usefixtures("each_backend")
 
 
 class Clock:
@@ -40,8 +41,7 @@ def colors(device, index, count, direct=False):
 def meters():
     with running_device(METERS) as device:
         clock = Clock()
-        for name in ("I.rate", "I.per_entry"):
-            device.service.switch.runtime.meters[name].clock = clock
+        device.service.switch.set_meter_clock(clock)
         yield device, clock
 
 

@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SS_ABI_VERSION 3
+#define SS_ABI_VERSION 4
 
 /* ------------------------------------------------------------------ constants */
 
@@ -66,6 +66,13 @@
 #define SS_COUNTER_PACKETS 0
 #define SS_COUNTER_BYTES 1
 #define SS_COUNTER_PACKETS_AND_BYTES 2
+
+/* meter units (v1model MeterType) and colours (BMv2's numbers) */
+#define SS_METER_PACKETS 0
+#define SS_METER_BYTES 1
+#define SS_GREEN 0
+#define SS_YELLOW 1
+#define SS_RED 2
 
 /* clone types (v1model CloneType) */
 #define SS_CLONE_I2E 0
@@ -185,6 +192,13 @@ typedef struct ss_value_set_desc {
     uint32_t size;     /* members at most */
 } ss_value_set_desc;
 
+typedef struct ss_meter_desc {
+    const char *name;     /* a meter or direct_meter, e.g. "I.rate" */
+    uint32_t size;        /* cells of an indexed meter; 0 for a direct meter */
+    uint32_t unit;        /* SS_METER_* */
+    int32_t direct_table; /* a direct meter: the index of the table whose entries it meters; -1: indexed */
+} ss_meter_desc;
+
 typedef struct ss_program {
     uint32_t abi_version; /* SS_ABI_VERSION */
     const char *name;
@@ -216,6 +230,8 @@ typedef struct ss_program {
     const ss_digest_desc *digests;
     uint32_t n_value_sets;
     const ss_value_set_desc *value_sets; /* value set ids are indices here */
+    uint32_t n_meters;
+    const ss_meter_desc *meters; /* meter ids are indices here (indexed meters, then direct meters) */
 } ss_program;
 
 /* ------------------------------------------------------------------ state the generated code reads */
@@ -265,6 +281,15 @@ int ss_value_set_match(ss_packet *p, uint32_t value_set, const uint8_t *key);
 /* Registers and counters (index out of bounds: read 0, write ignored, count ignored). */
 ss_register *ss_register_at(ss_switch *sw, uint32_t reg);
 void ss_counter_count(ss_packet *p, uint32_t counter, uint64_t index);
+
+/* Meters: RFC 2698 two-rate three-colour marking, colour-blind, per cell (BMv2's meters); a cell the
+ * control plane has not configured marks every packet SS_GREEN. ss_meter_execute is
+ * `meter.execute_meter(index, result)` (index out of bounds: GREEN); a table with a direct meter calls
+ * ss_direct_meter_mark after its lookup (`hit`: the entry's call when an entry matched, else NULL) and
+ * `direct_meter.read(result)` is ss_direct_meter_read. */
+uint32_t ss_meter_execute(ss_packet *p, uint32_t meter, uint64_t index);
+void ss_direct_meter_mark(ss_packet *p, uint32_t meter, const ss_action_call *hit);
+uint32_t ss_direct_meter_read(ss_packet *p, uint32_t meter);
 
 /* v1model externs that change what happens to the packet after the current block */
 void ss_mark_to_drop(ss_packet *p);

@@ -45,6 +45,20 @@ void *ss_map_get(const ss_map *m, const uint8_t *key, uint64_t hash);
 int ss_map_put(ss_map *m, void *value, uint64_t hash); /* key must not be present */
 void *ss_map_remove(ss_map *m, const uint8_t *key, uint64_t hash);
 
+/* ------------------------------------------------------------------ meters (ss_meter.c) */
+typedef struct ss_meter_cell {
+    double cir, cburst, pir, pburst; /* rates in units per second, bursts in units */
+    double committed, peak;          /* tokens in the two buckets */
+    double last;                     /* when the buckets were last filled (seconds) */
+    uint32_t configured;
+} ss_meter_cell;
+
+typedef struct ss_meter {
+    const ss_meter_desc *desc;
+    ss_meter_cell *cells; /* indexed meters: desc->size cells */
+    uint32_t color;       /* direct meters: the colour the table's last lookup marked */
+} ss_meter;
+
 /* ------------------------------------------------------------------ tables */
 typedef struct ss_entry {
     struct ss_entry *prev, *next; /* insertion order (read-back order, tie-break order) */
@@ -63,6 +77,7 @@ typedef struct ss_entry {
      * same allocation; ss_group_select picks one per packet */
     uint32_t n_members;
     ss_action_call *members;
+    ss_meter_cell *meter_cell; /* the table's direct meter cell of this entry (NULL: not configured) */
 } ss_entry;
 
 typedef struct ss_table {
@@ -98,6 +113,8 @@ typedef struct ss_table {
 #define SS_MODE_SCAN 3
 
 int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc);
+/* the entry with this match spec and priority (the caller holds sw->lock), or NULL */
+ss_entry *ss_table_find_entry(ss_table *t, const uint8_t *spec, int64_t priority);
 void ss_table_free(ss_table *t);
 uint32_t ss_action_words(const ss_program *prog, uint32_t action);
 
@@ -247,6 +264,7 @@ struct ss_switch {
     ss_register *registers;
     ss_counter *counters;
     ss_value_set *value_sets;
+    ss_meter *meters;
     ss_pre *pre;
     uint64_t stats[SS_STAT_COUNT];
     int32_t cpu_port;          /* -1: none */
@@ -254,6 +272,8 @@ struct ss_switch {
     int log_enabled;
     uint64_t assert_failures;
     uint64_t t0_ns;
+    int meter_clock_set;       /* 1: meters read meter_clock (tests) instead of the monotonic clock */
+    double meter_clock;        /* seconds */
     uint64_t rng[2];
     ss_worker sync;            /* the worker of calls from Python */
     ss_worker io_worker;       /* the worker of the port I/O thread */

@@ -198,6 +198,9 @@ static void switch_free(ss_switch *sw) {
     if (sw->value_sets)
         for (uint32_t i = 0; i < sw->prog->n_value_sets; i++) free(sw->value_sets[i].members);
     free(sw->value_sets);
+    if (sw->meters)
+        for (uint32_t i = 0; i < sw->prog->n_meters; i++) free(sw->meters[i].cells);
+    free(sw->meters);
     if (sw->pre) {
         for (uint32_t g = 0; g < 65536; g++) free(sw->pre->groups[g]);
         for (uint32_t s = 0; s < sw->pre->n_sessions; s++) free(sw->pre->sessions[s]);
@@ -238,8 +241,15 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
     sw->registers = calloc(prog->n_registers + 1, sizeof(ss_register));
     sw->counters = calloc(prog->n_counters + 1, sizeof(ss_counter));
     sw->value_sets = calloc(prog->n_value_sets + 1, sizeof(ss_value_set));
+    sw->meters = calloc(prog->n_meters + 1, sizeof(ss_meter));
     sw->pre = calloc(1, sizeof(ss_pre));
-    if (!sw->tables || !sw->registers || !sw->counters || !sw->value_sets || !sw->pre) goto nomem;
+    if (!sw->tables || !sw->registers || !sw->counters || !sw->value_sets || !sw->meters || !sw->pre) goto nomem;
+    for (uint32_t i = 0; i < prog->n_meters; i++) {
+        ss_meter *m = &sw->meters[i];
+        m->desc = &prog->meters[i];
+        m->cells = calloc((size_t)m->desc->size + 1, sizeof(ss_meter_cell));
+        if (!m->cells) goto nomem;
+    }
     for (uint32_t i = 0; i < prog->n_value_sets; i++) {
         ss_value_set *v = &sw->value_sets[i];
         v->desc = &prog->value_sets[i];

@@ -186,6 +186,7 @@ int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc
 
 static void entry_free(ss_entry *e) {
     free(e->members);
+    free(e->meter_cell);
     free(e);
 }
 
@@ -320,6 +321,10 @@ static ss_entry *entry_new(const ss_table *t, const uint8_t *spec, const uint8_t
 static ss_entry *table_find(ss_table *t, const uint8_t *spec, int64_t priority) {
     make_index_key(t, spec, priority, t->scratch);
     return ss_map_get(&t->map, t->scratch, ss_hash_key(t->scratch, t->index_key_len));
+}
+
+ss_entry *ss_table_find_entry(ss_table *t, const uint8_t *spec, int64_t priority) {
+    return table_find(t, spec, t->mode == SS_MODE_SCAN ? priority : 0);
 }
 
 /* ------------------------------------------------------------------ data path */
@@ -574,6 +579,8 @@ SS_EXPORT int ss_ctl_table_modify(ss_switch *sw, uint32_t table, const uint8_t *
     e->seq = old->seq;
     e->packets = old->packets;
     e->bytes = old->bytes;
+    e->meter_cell = old->meter_cell; /* the entry keeps its direct meter cell */
+    old->meter_cell = NULL;
     e->prev = old->prev;
     e->next = old->next;
     if (e->prev)
