@@ -105,12 +105,10 @@ def generate_c(program: ir.Program) -> str:
 
 
 def _first_use_of_uncompiled_types(program: ir.Program) -> object:
-    """Where the program first uses a value the C back end does not compile (wider than 128 bits,
-    varbit), directly or as a header field."""
+    """Where the program first uses a value the C back end does not compile (wider than 128 bits),
+    directly or as a header field."""
 
     def too_wide(t: ir.Type) -> bool:
-        if isinstance(t, ir.VarbitType):
-            return True
         if isinstance(t, ir.BitType):
             return t.width > MAX_WIDTH
         if isinstance(t, ir.HeaderType):  # (not structs: `hdr` would name every header)
@@ -159,10 +157,17 @@ def _max_deparsed(program: ir.Program) -> int:
                 if isinstance(node, ir.Emit):
                     t = node.value.type
                     if isinstance(t, ir.HeaderStackType):
-                        total += t.size * t.element.width // 8
+                        total += t.size * _max_header_bytes(t.element)
                     elif isinstance(t, ir.HeaderType):
-                        total += t.width // 8
+                        total += _max_header_bytes(t)
     return total
+
+
+def _max_header_bytes(t: ir.HeaderType) -> int:
+    """The most bytes an emit of a header of type t writes (its varbit field at its maximum width)."""
+    varbit = t.varbit_field
+    extra = varbit.type.max_width if varbit is not None and isinstance(varbit.type, ir.VarbitType) else 0
+    return (t.width + extra + 7) // 8
 
 
 class NativeCode:

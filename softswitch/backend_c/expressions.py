@@ -18,6 +18,7 @@ from .writer import Unsupported, member, string_literal
 
 ERROR_PACKET_TOO_SHORT = 1
 ERROR_STACK_OUT_OF_BOUNDS = 3
+ERROR_HEADER_TOO_SHORT = 4
 
 
 @dataclass
@@ -163,7 +164,7 @@ class ExpressionEmitter:
             if local is not None:
                 return local
         code = f"{self.object_value(e.base, scope)}.{member(e.field_name)}"
-        if ir.is_object(e.type):
+        if ir.is_object(e.type) or isinstance(e.type, ir.VarbitType):  # (a varbit value: its struct)
             return code
         base_type = e.base.type
         if isinstance(base_type, ir.StructLikeType) and self.layout.type_name(base_type) == STANDARD_METADATA:
@@ -248,7 +249,11 @@ class ExpressionEmitter:
         op = e.op
         if op in ("&&", "||"):
             return f"({self.value(e.left, scope)} {op} {self.value(e.right, scope)})"
-        if ir.is_object(e.left.type):
+        if isinstance(e.left.type, ir.VarbitType) and op in ("==", "!="):  # same width and bits
+            left, right = self.place(e.left, scope), self.place(e.right, scope)
+            equal = f"({left}.width == {right}.width && memcmp({left}.bits, {right}.bits, sizeof {left}.bits) == 0)"
+            return equal if op == "==" else f"(!{equal})"
+        if ir.is_object(e.left.type) or isinstance(e.left.type, ir.VarbitType):
             raise Unsupported(f"{op} on {e.left.type}", e.position)
         left, right = self.value(e.left, scope), self.value(e.right, scope)
         if op in ("==", "!="):

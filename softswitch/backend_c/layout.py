@@ -114,7 +114,18 @@ class TypeLayout:
         """The C type of a header/struct member of type t."""
         if ir.is_object(t):
             return self.type_name(t)
+        if isinstance(t, ir.VarbitType):
+            return self.varbit_type(t)
         return storage_type(t)
+
+    def varbit_type(self, t: ir.VarbitType) -> str:
+        """`varbit<N>`: its width and its bits, MSB first from bits[0], zero after the width (so two values
+        are equal when their widths and all their bytes are)."""
+        name = f"ss_varbit_{t.max_width}"
+        if name not in self._declared.values():
+            self._struct(name, [("uint32_t", "width"), ("uint8_t", f"bits[{max(1, (t.max_width + 7) // 8)}]")])
+            self._declared[("VarbitType", str(t))] = name
+        return name
 
     def variable(self, t: ir.Type, position: object = None) -> str:
         """The C type of a variable (local, parameter copy, control local) of type t."""
@@ -129,6 +140,9 @@ class TypeLayout:
         if suffix in self._header_io:
             return suffix
         self._header_io.add(suffix)
+        if t.varbit_field is not None:
+            self._varbit_header_io(t, suffix)
+            return suffix
         cname = self.type_name(t)
         out = self.functions
         nbytes = t.width // 8
@@ -184,6 +198,52 @@ class TypeLayout:
             out.write(f"return {nbytes};")
         out.write("")
         return suffix
+
+    def _varbit_header_io(self, t: ir.HeaderType, suffix: str) -> None:
+        """A header with a varbit field: `extract_<H>(h, data, off, bits)` reads it from any bit offset
+        with `bits` bits for the varbit field (the caller checked the length), `emit_<H>(o, h)` writes
+        its bits and zero bits up to a whole byte (as BMv2 and the Python back end), returning the bytes."""
+        cname = self.type_name(t)
+        varbit = t.varbit_field
+        assert varbit is not None
+        out = self.functions
+        out.write(f"/* {t.name}: {t.width} bits and a varbit field */")
+        with out.block(f"static void extract_{suffix}({cname} *h, const uint8_t *data, uint64_t off, uint32_t bits)"):
+            out.write("uint64_t at = off;")
+            for f in t.fields:
+                name = member(f.name)
+                if f is varbit:
+                    out.write(f"memset(h->{name}.bits, 0, sizeof h->{name}.bits);")
+                    out.write(f"h->{name}.width = bits;")
+                    with out.block("for (uint32_t i = 0; i < bits; i += 8)"):
+                        out.write("uint32_t take = bits - i < 8 ? bits - i : 8;")
+                        out.write(f"ss_bits_put(h->{name}.bits, i, take, ss_bits_get(data, at + i, take));")
+                    out.write("at += bits;")
+                    continue
+                w = ir.field_width(f.type)
+                get = "ss_bits_get128" if w > 64 else "ss_bits_get"
+                out.write(f"h->{name} = {get}(data, at, {w});")
+                out.write(f"at += {w};")
+            out.write("h->ss_valid = 1;")
+        with out.block(f"static uint32_t emit_{suffix}(uint8_t *o, const {cname} *h)"):
+            out.write(f"uint32_t total = {t.width} + h->{member(varbit.name)}.width;")
+            out.write("memset(o, 0, (total + 7) / 8);")
+            out.write("uint64_t at = 0;")
+            for f in t.fields:
+                name = member(f.name)
+                if f is varbit:
+                    with out.block(f"for (uint32_t i = 0; i < h->{name}.width; i += 8)"):
+                        out.write(f"uint32_t take = h->{name}.width - i < 8 ? h->{name}.width - i : 8;")
+                        out.write(f"ss_bits_put(o, at + i, take, ss_bits_get(h->{name}.bits, i, take));")
+                    out.write(f"at += h->{name}.width;")
+                    continue
+                w = ir.field_width(f.type)
+                if w > 64:
+                    raise Unsupported(f"a field wider than 64 bits in header {t.name} with a varbit field")
+                out.write(f"ss_bits_put(o, at, {w}, h->{name});")
+                out.write(f"at += {w};")
+            out.write("return (total + 7) / 8;")
+        out.write("")
 
     def _byte_runs(self, t: ir.HeaderType) -> dict[str, tuple[str, int, int]]:
         """First field name -> (array, fields, bytes each) of every run of at least MIN_IO_LOOP fields

@@ -18,7 +18,13 @@ from collections.abc import Sequence
 
 from .. import ir
 from ..ir.aliasing import bind_computed_indices, copied_arguments
-from .expressions import ERROR_PACKET_TOO_SHORT, ERROR_STACK_OUT_OF_BOUNDS, ExpressionEmitter, Scope
+from .expressions import (
+    ERROR_HEADER_TOO_SHORT,
+    ERROR_PACKET_TOO_SHORT,
+    ERROR_STACK_OUT_OF_BOUNDS,
+    ExpressionEmitter,
+    Scope,
+)
 from .externs import ExternEmitter
 from .lanes import MIN_LANES, LaneContext, LaneRun, lane_runs, promotable_fields
 from .layout import TypeLayout, invalidate
@@ -389,6 +395,10 @@ class StatementEmitter:
         assert isinstance(header_type, ir.HeaderType)
         width = header_type.width
         suffix = self.layout.header_io(header_type)
+        varbit = header_type.varbit_field
+        if varbit is not None:
+            self._extract_varbit(out, s, header_type, varbit, suffix, scope)
+            return
         too_short = f"if (off + {width} > nbits) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}"
         with out.block(""):
             if isinstance(s.header, ir.StackNext):
@@ -410,6 +420,23 @@ class StatementEmitter:
             if after:
                 out.write(after)
             out.write(f"off += {width};")
+
+    def _extract_varbit(
+        self, out: CWriter, s: ir.Extract, header_type: ir.HeaderType, varbit: ir.Field, suffix: str, scope: Scope
+    ) -> None:
+        """extract(h, bits) of a header with a varbit field: HeaderTooShort when bits exceed the field's
+        maximum, PacketTooShort when the packet ends first (in that order, as the Python back end)."""
+        if isinstance(s.header, ir.StackNext) or s.varbit_bits is None:
+            raise Unsupported(f"this extract of header {header_type.name} with a varbit field", s.position)
+        assert isinstance(varbit.type, ir.VarbitType)
+        bits = self.x.temp("bits")
+        with out.block(""):
+            value = convert(self.x.value(s.varbit_bits, scope), value_type(s.varbit_bits.type), U64)
+            out.write(f"{U64} {bits} = {value};")
+            out.write(f"if ({bits} > {varbit.type.max_width}) {scope.fail(ERROR_HEADER_TOO_SHORT, '')}")
+            out.write(f"if (off + {header_type.width} + {bits} > nbits) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}")
+            out.write(f"extract_{suffix}(&{self.x.place(s.header, scope)}, data, off, (uint32_t){bits});")
+            out.write(f"off += {header_type.width} + {bits};")
 
     def _Advance(self, out: CWriter, s: ir.Advance, scope: Scope) -> None:
         bits = self.x.temp("bits")

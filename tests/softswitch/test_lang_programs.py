@@ -7,9 +7,11 @@ import glob
 import os
 
 import pytest
-from softswitch_testlib import PROGRAMS
+from softswitch_testlib import PROGRAMS, skip_without_c_compiler
 
+from softswitch.compiler import compile_program
 from softswitch.stf import run_stf
+from softswitch.switch import Switch
 
 LANG = os.path.join(PROGRAMS, "lang")
 # programs whose constructs p4c's STF grammar cannot configure, with the test that checks their packets
@@ -35,3 +37,16 @@ def test_programs_without_stf_have_their_own_tests():
     for name, reason in WITHOUT_STF.items():
         assert not os.path.exists(os.path.join(LANG, name + ".stf")), name
         assert os.path.exists(os.path.join(os.path.dirname(__file__), reason.rsplit(": ", 1)[1])), reason
+
+
+def test_varbit_headers_run_on_the_native_back_end():
+    """extract with a length, emit, copies and == of varbit fields are compiled to C (the program used
+    to fall back to Python): its STF passes on a native switch."""
+    skip_without_c_compiler("varbit on the native back end")
+    prog = compile_program(os.path.join(LANG, "varbit.p4"), backend="native")
+    assert (prog.backend, prog.fallback_reason) == ("native", None)
+    switch = Switch(prog)
+    assert switch.backend == "native"
+    result = run_stf(os.path.join(LANG, "varbit.p4"), os.path.join(LANG, "varbit.stf"), switch=switch)
+    assert result.ok, str(result)
+    assert result.packets_checked == 4

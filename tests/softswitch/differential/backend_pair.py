@@ -41,9 +41,7 @@ NEEDS_NATIVE = pytest.mark.skipif(
 )
 
 # programs the C back end does not compile yet: they must fall back to Python saying what and where
-EXPECTED_FALLBACKS = {
-    "varbit.p4": "the C back end does not support a value of type varbit<32> at ",
-}
+EXPECTED_FALLBACKS = {}
 
 
 def skip_expected_fallback(path) -> None:
