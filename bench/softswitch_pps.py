@@ -26,8 +26,9 @@ ipv4_lpm.
   (--native-tx: its PACKET_MMAP ring, and sendmmsg as before, side by side); "sw/core" is what one core
   would sustain at the switch's measured CPU per frame (1 / CPU per frame: on 2 shared CPUs the
   senders and the kernel's veth delivery take the rest, so the measured rate stays below it).
-  --native-rx block runs the native switch with its TPACKET_V3 block receive ring instead of the
-  frame-slot ring.
+  --native-rx picks the native switch's receive paths: hybrid (the default: frame slots at low rates,
+  TPACKET_V3 blocks while a block's worth arrives within a millisecond), ring (frame slots only,
+  SOFTSWITCH_IO=ring) and block (blocks only), side by side.
 * Baselines (--baselines, root): the router case's frames without the switch, in the same run and with
   the same senders: into a veth with nothing behind it (what a frame costs its sender before any switch
   reads it), and through the kernel as the router (a namespace forwarding between two veths, the same
@@ -329,7 +330,9 @@ class VethLab:
 class SoftswitchProcess:
     """A `softswitch` process on the lab's switch-side ends; P4Runtime on a free local port."""
 
-    def __init__(self, lab: VethLab, program: Path, backend: str, cpu: int | None, tx: str = "ring", rx: str = "ring"):
+    def __init__(
+        self, lab: VethLab, program: Path, backend: str, cpu: int | None, tx: str = "ring", rx: str = "hybrid"
+    ):
         self.log = tempfile.NamedTemporaryFile("w+", prefix="softswitch-pps-", suffix=".log")
         cmd = [sys.executable, "-m", "softswitch", "--device-id", str(SWITCH_ID), "--grpc-server-addr", "127.0.0.1:0"]
         cmd += ["--backend", backend]
@@ -834,11 +837,14 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     return row
 
 
+DEFAULT_RX = "hybrid"  # the native back end's default receive path (SOFTSWITCH_IO unset)
+
+
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
                  native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "ring", rate: float = 0.0,
-                 cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("ring",)) -> list[dict]:  # fmt: skip
+                 cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("hybrid",)) -> list[dict]:  # fmt: skip
     """Every case on every back end (the native one once per transmit path in native_tx, and once per
-    other receive ring in native_rx: ring, frame slots; block, TPACKET_V3 blocks), once per number of
+    other receive path in native_rx: hybrid, the default; ring, frame slots; block, TPACKET_V3 blocks), once per number of
     senders in sender_counts (native back end; the Python back end with one sender: a second one only
     adds loss). cases: the keys of the cases to run (empty: all)."""
     rows = []
@@ -848,7 +854,7 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
     with VethLab() as lab, tempfile.TemporaryDirectory(prefix="softswitch-pps-") as tmp:
         # the native back end: every transmit path with the frame-slot receive ring, the other receive
         # rings with the first transmit path only
-        native = [(tx, rx) for rx in native_rx for tx in (native_tx if rx == "ring" else native_tx[:1])]
+        native = [(tx, rx) for rx in native_rx for tx in (native_tx if rx == native_rx[0] else native_tx[:1])]
         runs = [(b, tx, rx) for b in backends for tx, rx in (native if b == "native" else [("ring", "ring")])]
         selected = [c for c in veth_cases(frames) if not cases or c.key in cases]
         for backend, tx, rx in runs:
@@ -1018,10 +1024,11 @@ def print_in_process_row(row: dict) -> None:
 
 
 def _backend_label(row: dict) -> str:
-    """native/ring, native/sendmmsg or python (native/ring/rx-block with the block receive ring)."""
+    """native/ring, native/sendmmsg or python (native/ring/rx-block with the block receive ring, rx-ring with
+    frame slots only; no suffix: the default hybrid path)."""
     if not row.get("switch_tx"):
         return row["backend"]
-    rx = f"/rx-{row['switch_rx']}" if row.get("switch_rx") not in (None, "ring") else ""
+    rx = f"/rx-{row['switch_rx']}" if row.get("switch_rx") not in (None, DEFAULT_RX) else ""
     return f"{row['backend']}/{row['switch_tx']}{rx}"
 
 
@@ -1045,13 +1052,14 @@ def comparisons(result: dict) -> dict:
     veth: dict = {}
     tx_cpu: dict = {}
     rx_cpu: dict = {}  # the native switch's CPU per frame with the transmit ring, by receive ring
-    block_pps: dict = {}
-    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default paths (rings)
+    rx_pps: dict = {}  # what each receive path processed, with the transmit ring
+    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default paths
         if r.get("switch_tx") == "ring" and r["switch_cpu_us_per_frame"]:
             rx_cpu.setdefault((r.get("switch_rx") or "ring", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
-        if r.get("switch_rx") == "block":
-            if r.get("switch_tx") == "ring":
-                block_pps[r["kind"]] = max(block_pps.get(r["kind"], 0.0), r["processed_pps"])
+        if r.get("switch_tx") == "ring":
+            path = rx_pps.setdefault(r.get("switch_rx") or "ring", {})
+            path[r["kind"]] = max(path.get(r["kind"], 0.0), r["processed_pps"])
+        if (r.get("switch_rx") or DEFAULT_RX) != DEFAULT_RX:
             continue
         if r.get("switch_tx") and r["switch_tx"] != "ring":
             if r["switch_cpu_us_per_frame"]:
@@ -1067,13 +1075,15 @@ def comparisons(result: dict) -> dict:
         for (path, kind) in tx_cpu
         if path == "ring" and ("sendmmsg", kind) in tx_cpu
     }
-    # ... and with the block receive ring over the frame-slot ring, and what the block ring processed
-    out["veth_block_over_ring_cpu"] = {
-        kind: statistics.mean(rx_cpu[("block", kind)]) / statistics.mean(rx_cpu[("ring", kind)])
-        for (path, kind) in rx_cpu
-        if path == "block" and ("ring", kind) in rx_cpu
-    }
-    out["veth_block_rx_pps"] = block_pps
+    # ... and with the block ring and the hybrid over the frame-slot ring, and what each processed
+    for other in ("block", "hybrid"):
+        out[f"veth_{other}_over_ring_cpu"] = {
+            kind: statistics.mean(rx_cpu[(other, kind)]) / statistics.mean(rx_cpu[("ring", kind)])
+            for (path, kind) in rx_cpu
+            if path == other and ("ring", kind) in rx_cpu
+        }
+        out[f"veth_{other}_rx_pps"] = rx_pps.get(other, {})
+    out["veth_ring_rx_pps"] = rx_pps.get("ring", {})
     # what delivering a frame into a host that drops it costs the sending thread (the sink's share)
     alone = {
         (b["senders"], b["sender_path"], b["baseline"]): b["sender_cpu_us_per_frame"]
@@ -1158,11 +1168,13 @@ def print_tables(result: dict) -> None:
                 )
         for kind, ratio in result["comparison"].get("veth_ring_over_sendmmsg_cpu", {}).items():
             print(f"  native switch CPU per frame, transmit ring / sendmmsg, {kind}: {ratio:.2f}")
-        for kind, ratio in result["comparison"].get("veth_block_over_ring_cpu", {}).items():
-            print(
-                f"  native switch CPU per frame, block receive ring / frame-slot ring, {kind}: {ratio:.2f} "
-                f"(block ring processed {result['comparison']['veth_block_rx_pps'].get(kind, 0):,.0f} pps)"
-            )
+        for other, name in (("block", "block receive ring"), ("hybrid", "hybrid receive path")):
+            for kind, ratio in result["comparison"].get(f"veth_{other}_over_ring_cpu", {}).items():
+                print(
+                    f"  native switch CPU per frame, {name} / frame-slot ring, {kind}: {ratio:.2f} ({other} processed "
+                    f"{result['comparison'][f'veth_{other}_rx_pps'].get(kind, 0):,.0f} pps, frame slots "
+                    f"{result['comparison']['veth_ring_rx_pps'].get(kind, 0):,.0f})"
+                )
         print(
             "  delivered = frames counted by the receiving interface (for aggregation one per complete chunk of 4 "
             "GRADs). in loss% = frames sent that the switch never processed (its ring was full: the rate is its "
@@ -1220,7 +1232,7 @@ def save(result: dict, out_dir: Path) -> tuple[Path, Path]:
         cases = list(dict.fromkeys(r["case"] for r in veth_rows))
         v: dict = {}
         for r in veth_rows:
-            if r.get("switch_tx") not in (None, "ring") or r.get("switch_rx") not in (None, "ring"):
+            if r.get("switch_tx") not in (None, "ring") or r.get("switch_rx") not in (None, DEFAULT_RX):
                 continue  # the native back end's default path only
             v[(r["backend"], r["case"])] = max(v.get((r["backend"], r["case"]), 0.0), r["processed_pps"])
         bars(
@@ -1274,8 +1286,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--native-rx",
         default=None,
-        help="the native back end's receive rings to run side by side: ring (frame slots, TPACKET_V2: the default "
-        "path) and/or block (TPACKET_V3 blocks handed over when full or after 1 ms) (default ring,block; quick: ring)",
+        help="the native back end's receive paths to run side by side: hybrid (the default path: frame slots, moved "
+        "to blocks while the rate fills them), ring (frame slots only, TPACKET_V2) and/or block (TPACKET_V3 blocks "
+        "handed over when full or after 1 ms) (default hybrid,ring,block; quick: hybrid)",
     )
     p.add_argument(
         "--sender",
@@ -1316,10 +1329,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     if not args.native_tx or any(t not in ("ring", "sendmmsg") for t in args.native_tx):
         p.error(f"--native-tx takes ring and/or sendmmsg, got {args.native_tx}")
     if args.native_rx is None:
-        args.native_rx = "ring" if args.quick else "ring,block"
+        args.native_rx = DEFAULT_RX if args.quick else "hybrid,ring,block"
     args.native_rx = tuple(t.strip() for t in args.native_rx.split(",") if t.strip())
-    if not args.native_rx or any(t not in ("ring", "block") for t in args.native_rx):
-        p.error(f"--native-rx takes ring and/or block, got {args.native_rx}")
+    if not args.native_rx or any(t not in ("hybrid", "ring", "block") for t in args.native_rx):
+        p.error(f"--native-rx takes hybrid, ring and/or block, got {args.native_rx}")
     args.cases = tuple(c.strip() for c in (args.cases or ",".join(VETH_CASE_KEYS)).split(",") if c.strip())
     if not args.cases or any(c not in VETH_CASE_KEYS for c in args.cases):
         p.error(f"--cases takes some of {','.join(VETH_CASE_KEYS)}, got {','.join(args.cases)}")

@@ -28,10 +28,14 @@ __all__ = ["IoStats", "NativePortSet", "NativePortStats"]
 @dataclass
 class NativePortStats(PortStats):
     ring: bool = False  # frames arrive in a PACKET_MMAP ring (else recvmmsg)
-    rx_blocks: bool = False  # ... a ring of blocks (TPACKET_V3, SOFTSWITCH_IO=block), else of frame slots
+    rx_blocks: bool = False  # ... only a ring of blocks (TPACKET_V3, SOFTSWITCH_IO=block)
     kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
     tx_ring: bool = False  # frames leave through a PACKET_MMAP transmit ring (else sendmmsg)
     tx_long: int = 0  # frames sent with send() because they were too long for a ring slot or the MTU
+    hybrid: bool = False  # both rings, frames moved between them with the rate (the default; ss_io.c)
+    on_blocks: bool = False  # ... its frames go to the block ring now
+    rx_switches: int = 0  # ... moves between the two rings so far
+    switch_ns: int = 0  # ... and the nanoseconds the I/O thread spent in them
 
 
 @dataclass
@@ -109,7 +113,7 @@ class NativePortSet:
 
     # ---------------------------------------------------------------- statistics
     def port_stats(self, number: int) -> NativePortStats:
-        out = (ctypes.c_uint64 * 8)()
+        out = (ctypes.c_uint64 * 11)()
         with self.switch._lock:
             if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
                 raise KeyError(f"no port {number}")
@@ -122,6 +126,10 @@ class NativePortSet:
             kernel_drops=out[5],
             tx_ring=bool(out[6]),
             tx_long=out[7],
+            hybrid=out[4] == 3,
+            on_blocks=bool(out[8]),
+            rx_switches=out[9],
+            switch_ns=out[10],
         )
 
     def stats(self) -> IoStats:

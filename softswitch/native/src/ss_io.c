@@ -48,6 +48,10 @@
 #ifndef PACKET_IGNORE_OUTGOING
 #define PACKET_IGNORE_OUTGOING 23
 #endif
+#ifndef PACKET_FANOUT_FLAG_IGNORE_OUTGOING
+#define PACKET_FANOUT_FLAG_IGNORE_OUTGOING 0x4000
+#endif
+#include <linux/filter.h>
 #include <linux/virtio_net.h>
 #include <sys/ioctl.h>
 
@@ -61,11 +65,37 @@
 #define SS_RING_BLOCK (128 << 10)
 #define SS_RING_BLOCKS 64
 
-/* how ports receive: a PACKET_MMAP ring of frame slots (default), a ring of blocks
- * (SOFTSWITCH_IO=block) or recvmmsg (SOFTSWITCH_IO=recvmmsg) */
+/* how ports receive: both rings, switching with the rate (the default, "hybrid" below), a PACKET_MMAP
+ * ring of frame slots (SOFTSWITCH_IO=ring), a ring of blocks (SOFTSWITCH_IO=block) or recvmmsg
+ * (SOFTSWITCH_IO=recvmmsg) */
 #define SS_RX_RING 0
 #define SS_RX_RECVMMSG 1
 #define SS_RX_BLOCK 2
+#define SS_RX_HYBRID 3
+
+/* Hybrid receive: each port has a frame-slot socket and a block-ring socket on its interface, joined in
+ * one PACKET_FANOUT_CBPF group whose one-instruction classic BPF program sends every frame to exactly one
+ * of them (member 0: slots, member 1: blocks). A port starts on slots (a lone frame is handed over at
+ * once) and moves to blocks (one wake-up and one status word per block: cheaper per frame on both
+ * sides) when a block's worth of bytes arrives within SS_HYBRID_WINDOW_NS, i.e. when blocks would fill
+ * before their retire timeout. It moves back when a block is retired by its timeout (the rate fell), or
+ * when the thread has been idle for SS_HYBRID_IDLE_MS. The kernel replaces the group's program with
+ * rcu_assign_pointer and then waits for an RCU grace period (synchronize_net, __fanout_set_data_bpf in
+ * net/packet/af_packet.c) before setsockopt returns, and a frame's whole delivery (demux and copy into a
+ * ring) runs inside the receive path's RCU read section: once the switch returns, every frame the old
+ * program routed is in the old ring, and every later frame goes to the new one, each frame to one ring.
+ * The thread drains the old ring completely before reading the new one, so each port's order holds.
+ * After a move back to slots, the next move to blocks waits SS_HYBRID_HOLD_NS, doubled (up to
+ * SS_HYBRID_HOLD_MAX_NS) each time a stay on blocks ended before SS_HYBRID_STAY_BLOCKS full blocks:
+ * traffic whose rate sits at the threshold, or a window-limited stream that stalls on a half-full block,
+ * does not flap. */
+#define SS_HYBRID_WINDOW_NS 1000000ull
+#define SS_HYBRID_IDLE_MS 2
+#define SS_HYBRID_HOLD_NS 5000000ull
+#define SS_HYBRID_HOLD_MAX_NS 1000000000ull
+#define SS_HYBRID_STAY_BLOCKS 16
+/* bytes a frame takes in a block beyond its own: the tpacket3 header and address, aligned */
+#define SS_BLOCK_FRAME_OVERHEAD 80
 
 /* block receive ring (TPACKET_V3): 64 blocks of 128 KB per port (8 MB, as the slot ring). The kernel
  * packs frames one after another into the current block and hands the block over when it is full or
@@ -83,6 +113,10 @@
 #define SS_TX_SLOTS 1024
 #define SS_TX_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* where a slot's data begins */
 #define SS_TX_SKIP 0xFFFFu /* a virtio-net hdr_len longer than any frame: the kernel skips the slot */
+
+#define SS_SWITCH_NONE 0
+#define SS_SWITCH_ASKED 1
+#define SS_SWITCH_DONE 2
 
 typedef struct ss_port {
     int fd;
@@ -111,6 +145,22 @@ typedef struct ss_port {
     uint32_t tx_frame;     /* bytes of a transmit slot: SS_TX_FRAME, more on a jumbo MTU (slot_bytes) */
     uint32_t tx_slots;     /* slots of the transmit ring: SS_TX_SLOTS, fewer of larger slots */
     uint64_t tx_long;      /* frames sent with send() because they were longer */
+    /* hybrid receive (block_ring != NULL): the block ring's socket, in fd's fanout group */
+    int block_fd;
+    uint8_t *block_ring;
+    size_t block_ring_bytes;
+    uint32_t block_head;
+    int on_blocks;  /* the group's program sends frames to the block ring */
+    int blocks_member; /* the group's index of the block socket (1, until a link event relinks them) */
+    int draining;   /* frames routed before the last switch may still wait in the other ring */
+    uint64_t window_start_ns, window_bytes; /* bytes received on slots since window_start_ns */
+    uint64_t hold_until_ns, hold_ns;         /* no move to blocks before hold_until_ns */
+    uint32_t full_blocks;                   /* blocks retired full since the last move to blocks */
+    uint32_t block_skip;                    /* frames of the current block read before it was handed over */
+    int switch_state;                       /* SS_SWITCH_*: a move asked of the switcher thread */
+    int switch_target, switch_failed;
+    uint64_t switch_started_ns;
+    uint64_t switches, switch_ns;           /* moves between the rings and the time they took */
 } ss_port;
 
 typedef struct ss_io {
@@ -140,19 +190,27 @@ typedef struct ss_io {
     uint64_t batches, frames_in_batches;
     uint64_t sleeps; /* times the thread found every port empty and slept in poll() */
     uint64_t first_batch_ns, last_batch_ns; /* when the first batch began and the last one ended */
+    /* the switcher thread (hybrid ports): replaces fanout programs for the I/O thread */
+    pthread_mutex_t switch_lock;
+    pthread_cond_t switch_wanted;
+    pthread_t switcher;
+    int switcher_running, switcher_stopping;
 } ss_io;
 
 SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
-    io->rx_mode = !mode                          ? SS_RX_RING
+    io->rx_mode = !mode                          ? SS_RX_HYBRID
                   : strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG
                   : strcmp(mode, "block") == 0    ? SS_RX_BLOCK
-                                                  : SS_RX_RING;
+                  : strcmp(mode, "ring") == 0     ? SS_RX_RING
+                                                  : SS_RX_HYBRID;
     const char *tx_mode = getenv("SOFTSWITCH_IO_TX");
     io->tx_ring_wanted = !(tx_mode && strcmp(tx_mode, "sendmmsg") == 0);
     pthread_mutex_init(&io->lock, NULL);
+    pthread_mutex_init(&io->switch_lock, NULL);
+    pthread_cond_init(&io->switch_wanted, NULL);
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     io->rx_buf = malloc((size_t)SS_IO_BATCH * SS_IO_FRAME);
     if (io->wake_fd < 0 || !io->rx_buf) {
@@ -231,10 +289,10 @@ static int ring_setup(ss_port *port) {
     return map_rx_ring(port, (size_t)req.tp_block_size * req.tp_block_nr, req.tp_frame_nr);
 }
 
-/* Sets up the TPACKET_V3 block ring; 0 on success (else the port uses recvmmsg). */
-static int block_ring_setup(ss_port *port) {
+/* Puts a TPACKET_V3 block ring on socket fd and maps it; the mapping, or NULL. */
+static uint8_t *block_ring_map(int fd) {
     int version = TPACKET_V3;
-    if (setsockopt(port->fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version)) return -1;
+    if (setsockopt(fd, SOL_PACKET, PACKET_VERSION, &version, sizeof version)) return NULL;
     struct tpacket_req3 req = {
         .tp_block_size = SS_BLOCK_SIZE,
         .tp_block_nr = SS_BLOCK_COUNT,
@@ -242,10 +300,74 @@ static int block_ring_setup(ss_port *port) {
         .tp_frame_nr = SS_BLOCK_SIZE / SS_RING_FRAME * SS_BLOCK_COUNT,
         .tp_retire_blk_tov = SS_BLOCK_TIMEOUT_MS,
     };
-    if (setsockopt(port->fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return -1;
-    if (map_rx_ring(port, (size_t)req.tp_block_size * req.tp_block_nr, req.tp_block_nr)) return -1;
+    if (setsockopt(fd, SOL_PACKET, PACKET_RX_RING, &req, sizeof req)) return NULL;
+    void *ring = mmap(NULL, (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return ring == MAP_FAILED ? NULL : ring;
+}
+
+/* Sets up the TPACKET_V3 block ring; 0 on success (else the port uses recvmmsg). */
+static int block_ring_setup(ss_port *port) {
+    uint8_t *ring = block_ring_map(port->fd);
+    if (!ring) return -1;
+    port->ring = ring;
+    port->ring_bytes = (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT;
+    port->ring_slots = SS_BLOCK_COUNT;
+    port->ring_head = 0;
     port->rx_blocks = 1;
     return 0;
+}
+
+/* Routes the port's frames to its block ring (1) or its frame slots (0): replaces the fanout group's
+ * program, which returns once no frame can still be on its way to the other ring (see the top). */
+static int fanout_route(int fd, int to_blocks) {
+    struct sock_filter ret = BPF_STMT(BPF_RET | BPF_K, (uint32_t)to_blocks);
+    struct sock_fprog prog = {.len = 1, .filter = &ret};
+    return setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof prog);
+}
+
+/* Adds the hybrid's block ring to a port whose slot socket is bound: a second socket with a block ring,
+ * both joined in a new fanout group that routes every frame to the slots. The new socket drops
+ * everything (a socket filter) from its bind until it has joined the group, so it never holds copies
+ * of frames the slot ring also got. 0 on success; else the port stays on its slots alone. */
+static int hybrid_setup(ss_port *port, unsigned ifindex) {
+    int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog drop_all = {.len = 1, .filter = &drop};
+    struct sockaddr_ll addr = {0};
+    addr.sll_family = AF_PACKET;
+    addr.sll_protocol = htons(ETH_P_ALL);
+    addr.sll_ifindex = (int)ifindex;
+    uint8_t *ring = block_ring_map(fd);
+    if (!ring || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop_all, sizeof drop_all) ||
+        bind(fd, (struct sockaddr *)&addr, sizeof addr))
+        goto fail;
+    enlarge_buffers(fd);
+    /* the slot socket creates the group (the kernel picks a free id), the block socket joins it */
+    int flags = PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+    int create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) {
+        flags = PACKET_FANOUT_CBPF; /* a kernel before 6.2: the thread skips outgoing frames itself */
+        create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+        if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) goto fail;
+    }
+    int group = 0;
+    socklen_t group_len = sizeof group;
+    if (getsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &group, &group_len)) goto fail;
+    int join = (group & 0xffff) | flags << 16, unused = 0;
+    if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &join, sizeof join) || fanout_route(port->fd, 0) ||
+        setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused))
+        goto fail; /* the group sends everything to member 0, the slots, until a program says otherwise */
+    port->block_fd = fd;
+    port->block_ring = ring;
+    port->block_ring_bytes = (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT;
+    port->hold_ns = SS_HYBRID_HOLD_NS;
+    port->blocks_member = 1;
+    return 0;
+fail:
+    if (ring) munmap(ring, (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT);
+    close(fd);
+    return -1;
 }
 
 static inline struct tpacket2_hdr *ring_slot(const ss_port *port, uint32_t i) {
@@ -354,7 +476,9 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     }
     port->fd = fd;
     snprintf(port->iface, sizeof port->iface, "%s", iface); /* ring_setup reads the interface's MTU */
-    if ((io->rx_mode == SS_RX_RING && ring_setup(port)) || (io->rx_mode == SS_RX_BLOCK && block_ring_setup(port))) {
+    port->block_fd = -1;
+    int slots = io->rx_mode == SS_RX_RING || io->rx_mode == SS_RX_HYBRID;
+    if ((slots && ring_setup(port)) || (io->rx_mode == SS_RX_BLOCK && block_ring_setup(port))) {
         /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
         close(fd);
         fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
@@ -381,6 +505,7 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     }
     port->number = (uint16_t)number;
     port->tx_fd = -1;
+    if (io->rx_mode == SS_RX_HYBRID && port->ring) hybrid_setup(port, ifindex); /* else slots alone */
     if (io->tx_ring_wanted) tx_ring_setup(port, ifindex); /* else (or if it fails) sendmmsg */
     io->ports[number] = port;
     io->n_ports++;
@@ -601,15 +726,13 @@ static int receive_ring(ss_io *io, ss_port *port) {
     return n;
 }
 
-/* The next block of a port's block ring, if the kernel has handed it over: its frames go through the
- * pipeline in batches of up to SS_IO_BATCH, read in place, then the block goes back to the kernel.
- * Returns the frames taken. */
-static int receive_block(ss_io *io, ss_port *port) {
-    struct tpacket_block_desc *block =
-        (struct tpacket_block_desc *)(void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
-    if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
-    uint32_t frames = block->hdr.bh1.num_pkts;
-    const uint8_t *at = (const uint8_t *)block + block->hdr.bh1.offset_to_first_pkt;
+static inline struct tpacket_block_desc *ring_block(uint8_t *ring, uint32_t i) {
+    return (struct tpacket_block_desc *)(void *)(ring + (size_t)i * SS_BLOCK_SIZE);
+}
+
+/* Runs `frames` frames packed from `at` (a block's) through the pipeline in batches of up to
+ * SS_IO_BATCH, read in place. */
+static void run_packed_frames(ss_io *io, ss_port *port, const uint8_t *at, uint32_t frames) {
     for (uint32_t done = 0; done < frames;) {
         int n = 0;
         for (; n < SS_IO_BATCH && done < frames; done++) {
@@ -628,9 +751,178 @@ static int receive_block(ss_io *io, ss_port *port) {
         }
         if (n) run_batch(io, port, n);
     }
+}
+
+/* Where frame `skip` of a block starts (the frames are packed, each giving the offset of the next). */
+static const uint8_t *packed_frame(const struct tpacket_block_desc *block, uint32_t skip) {
+    const uint8_t *at = (const uint8_t *)block + block->hdr.bh1.offset_to_first_pkt;
+    for (uint32_t i = 0; i < skip; i++) at += ((const struct tpacket3_hdr *)(const void *)at)->tp_next_offset;
+    return at;
+}
+
+/* The next block (at *head) of a block ring, if the kernel has handed it over: its frames from *skip on
+ * (the ones before were read before the block was handed over; NULL: none) go through the pipeline,
+ * then the block goes back to the kernel. Returns the frames taken; *status: the block's status (0: none
+ * was handed over). */
+static int receive_block_at(ss_io *io, ss_port *port, uint8_t *ring, uint32_t *head, uint32_t *skip,
+                            uint32_t *status) {
+    struct tpacket_block_desc *block = ring_block(ring, *head);
+    *status = __atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
+    if (!(*status & TP_STATUS_USER)) {
+        *status = 0;
+        return 0;
+    }
+    uint32_t frames = block->hdr.bh1.num_pkts, first = skip ? *skip : 0;
+    if (frames > first) run_packed_frames(io, port, packed_frame(block, first), frames - first);
+    if (skip) *skip = 0;
     __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-    port->ring_head = (port->ring_head + 1) % port->ring_slots;
-    return (int)frames;
+    *head = (*head + 1) % SS_BLOCK_COUNT;
+    return frames > first ? (int)(frames - first) : 0;
+}
+
+static int receive_block(ss_io *io, ss_port *port) {
+    uint32_t status;
+    return receive_block_at(io, port, port->ring, &port->ring_head, NULL, &status);
+}
+
+static inline int slot_ready(const ss_port *port) {
+    return (__atomic_load_n(&ring_slot(port, port->ring_head)->tp_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) != 0;
+}
+
+/* Asks the switcher thread to move a hybrid port's frames to its block ring (1) or back to its slots
+ * (0). Replacing the fanout's program waits for an RCU grace period (14 ms measured at load 7), so the
+ * I/O thread does not make the call: it keeps reading the ring the frames went to until the switcher
+ * is done, then drains it and reads the other. */
+static void hybrid_request(ss_io *io, ss_port *port, int to_blocks) {
+    pthread_mutex_lock(&io->switch_lock);
+    port->switch_target = to_blocks;
+    port->switch_started_ns = ss_now_ns();
+    __atomic_store_n(&port->switch_state, SS_SWITCH_ASKED, __ATOMIC_RELEASE);
+    pthread_cond_signal(&io->switch_wanted);
+    pthread_mutex_unlock(&io->switch_lock);
+}
+
+/* The switcher thread: replaces the fanout programs the I/O thread asks for, then wakes it. */
+static void *switcher_thread(void *arg) {
+    ss_io *io = arg;
+    pthread_setname_np(pthread_self(), "softswitch-sw");
+    pthread_mutex_lock(&io->switch_lock);
+    while (!io->switcher_stopping) {
+        int any = 0;
+        for (uint32_t p = 0; p < SS_MAX_PORTS; p++) {
+            ss_port *port = io->ports[p];
+            if (!port || __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE) != SS_SWITCH_ASKED) continue;
+            any = 1;
+            int target = port->switch_target;
+            pthread_mutex_unlock(&io->switch_lock);
+            int failed = fanout_route(port->fd, target ? port->blocks_member : !port->blocks_member);
+            pthread_mutex_lock(&io->switch_lock);
+            port->switch_failed = failed;
+            __atomic_store_n(&port->switch_state, SS_SWITCH_DONE, __ATOMIC_RELEASE);
+            uint64_t one = 1;
+            ssize_t ignored = write(io->wake_fd, &one, sizeof one);
+            (void)ignored;
+        }
+        if (!any) pthread_cond_wait(&io->switch_wanted, &io->switch_lock);
+    }
+    pthread_mutex_unlock(&io->switch_lock);
+    return NULL;
+}
+
+/* The switcher has replaced the program: from now on frames go to the other ring, and the one they went
+ * to is drained first. */
+static void hybrid_switched(ss_port *port) {
+    uint64_t now = ss_now_ns();
+    __atomic_store_n(&port->switch_state, SS_SWITCH_NONE, __ATOMIC_RELEASE);
+    if (port->switch_failed) return; /* the frames go where they went */
+    port->switch_ns += now - port->switch_started_ns;
+    port->switches++;
+    port->on_blocks = port->switch_target;
+    port->draining = 1;
+    if (port->on_blocks) {
+        port->full_blocks = 0;
+        return;
+    }
+    /* a short stay on blocks: the rate hovers at the threshold, or the traffic stalls behind a half-full
+     * block (a window-limited stream); wait longer before the next try */
+    if (port->full_blocks < SS_HYBRID_STAY_BLOCKS)
+        port->hold_ns = port->hold_ns * 2 > SS_HYBRID_HOLD_MAX_NS ? SS_HYBRID_HOLD_MAX_NS : port->hold_ns * 2;
+    else
+        port->hold_ns = SS_HYBRID_HOLD_NS;
+    port->hold_until_ns = now + port->hold_ns;
+    port->window_start_ns = now;
+    port->window_bytes = 0;
+}
+
+/* Frames in the block ring's current block beyond those already read (block_skip), handed over or not. */
+static inline uint32_t block_unread(const ss_port *port) {
+    const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
+    uint32_t frames = __atomic_load_n(&block->hdr.bh1.num_pkts, __ATOMIC_ACQUIRE);
+    return frames > port->block_skip ? frames - port->block_skip : 0;
+}
+
+/* One batch (a block when on blocks) from a hybrid port: the ring the frames go to, once the one they
+ * went to before the last switch is drained. Returns the frames taken. */
+static int receive_hybrid(ss_io *io, ss_port *port) {
+    uint32_t status;
+    int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
+    if (state == SS_SWITCH_DONE) hybrid_switched(port);
+    if (state == SS_SWITCH_ASKED) /* frames still come where they went: keep reading there */
+        return port->on_blocks ? receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status)
+                               : receive_ring(io, port);
+    if (!port->draining) {
+        /* the current block, once read in place (below) and then handed over by its timeout, goes back */
+        if (!port->on_blocks && !block_unread(port)) {
+            receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
+        }
+        /* A link that goes down unlinks both sockets from the group and relinks them when it comes up,
+         * maybe in the other order: frames in the ring that gets none mean they went around */
+        if (port->on_blocks ? slot_ready(port) : block_unread(port) != 0) {
+            port->blocks_member = !port->blocks_member;
+            port->on_blocks = !port->on_blocks;
+            port->draining = 1; /* the older frames, in the ring the thread was reading, go first */
+        }
+    }
+    if (port->on_blocks) {
+        if (port->draining) {
+            int n = receive_ring(io, port);
+            if (!slot_ready(port)) port->draining = 0;
+            return n;
+        }
+        int n = receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
+        if (status & TP_STATUS_BLK_TMO)
+            hybrid_request(io, port, 0); /* the block was not filled in time: the rate fell */
+        else if (status)
+            port->full_blocks++;
+        return n;
+    }
+    if (port->draining) {
+        int n = receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
+        if (status) return n;
+        /* The block the kernel is filling: since the switch, no frame goes in and every frame that went in
+         * is whole (the grace period ends after the last delivery), so its frames are read in place now;
+         * block_skip remembers them for when its timeout hands it over */
+        uint32_t unread = block_unread(port);
+        port->draining = 0;
+        if (unread) {
+            const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
+            run_packed_frames(io, port, packed_frame(block, port->block_skip), unread);
+            port->block_skip += unread;
+            return (int)unread;
+        }
+    }
+    int n = receive_ring(io, port);
+    if (!n) return 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += io->batch_len[i] + SS_BLOCK_FRAME_OVERHEAD;
+    uint64_t now = ss_now_ns();
+    if (now - port->window_start_ns >= SS_HYBRID_WINDOW_NS) {
+        port->window_start_ns = now;
+        port->window_bytes = 0;
+    }
+    port->window_bytes += bytes;
+    if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
+    return n;
 }
 
 /* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
@@ -651,6 +943,7 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
  * next slot or block. A port without a ring (recvmmsg) is read at every sweep (a read that finds
  * nothing costs a system call, as the poll() it replaces). */
 static inline int port_has_input(const ss_port *port) {
+    if (port->block_ring) return 1; /* receive_hybrid looks at both rings (a link event may swap them) */
     if (port->rx_blocks) {
         const struct tpacket_block_desc *block =
             (const struct tpacket_block_desc *)(const void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
@@ -668,9 +961,10 @@ static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
     for (uint32_t i = 0; i < n && !io->paused; i++) {
         ss_port *port = ports[i];
         if (!port_has_input(port)) continue;
-        int got = port->rx_blocks ? receive_block(io, port)
-                  : port->ring    ? receive_ring(io, port)
-                                  : receive_recvmmsg(io, port);
+        int got = port->block_ring ? receive_hybrid(io, port)
+                  : port->rx_blocks ? receive_block(io, port)
+                  : port->ring      ? receive_ring(io, port)
+                                    : receive_recvmmsg(io, port);
         total += got;
     }
     flush_outputs(io);
@@ -683,31 +977,44 @@ static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
 static void *io_thread(void *arg) {
     ss_io *io = arg;
     pthread_setname_np(pthread_self(), "softswitch-io");
-    struct pollfd fds[SS_MAX_PORTS + 1];
+    struct pollfd fds[2 * SS_MAX_PORTS + 1];
     ss_port *by_index[SS_MAX_PORTS];
-    uint32_t n = 0;
+    uint32_t n = 0, n_fds = 0;
     for (uint32_t p = 0; p < SS_MAX_PORTS; p++)
         if (io->ports[p]) {
-            fds[n].fd = io->ports[p]->fd;
-            fds[n].events = POLLIN;
+            fds[n_fds].fd = io->ports[p]->fd;
+            fds[n_fds++].events = POLLIN;
+            if (io->ports[p]->block_ring) {
+                fds[n_fds].fd = io->ports[p]->block_fd;
+                fds[n_fds++].events = POLLIN;
+            }
             by_index[n++] = io->ports[p];
         }
-    fds[n].fd = io->wake_fd;
-    fds[n].events = POLLIN;
+    fds[n_fds].fd = io->wake_fd;
+    fds[n_fds].events = POLLIN;
     while (!io->stopping) {
         if (io->paused) {
             io->pause_acked = 1;
             uint64_t value;
             ssize_t ignored = read(io->wake_fd, &value, sizeof value);
             (void)ignored;
-            poll(&fds[n], 1, 10);
+            poll(&fds[n_fds], 1, 10);
             continue;
         }
         if (sweep_ports(io, by_index, n)) continue;
+        /* a hybrid port on blocks (or between rings) may hold a frame in a block the kernel has not
+         * handed over yet: sleep at most SS_HYBRID_IDLE_MS, and an idle port goes back to slots */
+        int timeout = -1;
+        for (uint32_t i = 0; i < n; i++)
+            if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state) timeout = SS_HYBRID_IDLE_MS;
         __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
-        int ready = poll(fds, n + 1, -1);
+        int ready = poll(fds, n_fds + 1, timeout);
         if (io->stopping) break;
-        if (fds[n].revents & POLLIN) {
+        if (ready == 0)
+            for (uint32_t i = 0; i < n; i++)
+                if (by_index[i]->on_blocks && !by_index[i]->draining && !by_index[i]->switch_state)
+                    hybrid_request(io, by_index[i], 0);
+        if (fds[n_fds].revents & POLLIN) {
             uint64_t value;
             ssize_t ignored = read(io->wake_fd, &value, sizeof value);
             (void)ignored;
@@ -718,7 +1025,7 @@ static void *io_thread(void *arg) {
         }
         /* A link going down sets an error on the port's socket (ENETDOWN) that poll() reports until it is
          * read; a ring port never reads the socket, so read it here or every poll() returns at once */
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n_fds; i++)
             if (fds[i].revents & POLLERR) {
                 int error = 0;
                 socklen_t error_len = sizeof error;
@@ -731,6 +1038,16 @@ static void *io_thread(void *arg) {
 SS_EXPORT int ss_io_start(ss_io *io) {
     if (io->running) return SS_OK;
     io->stopping = 0;
+    int hybrid = 0;
+    for (uint32_t p = 0; p < SS_MAX_PORTS; p++) hybrid |= io->ports[p] && io->ports[p]->block_ring;
+    if (hybrid && !io->switcher_running) {
+        io->switcher_stopping = 0;
+        if (pthread_create(&io->switcher, NULL, switcher_thread, io)) {
+            ss_set_error("cannot start the port switcher thread: %s", strerror(errno));
+            return SS_E_IO;
+        }
+        io->switcher_running = 1;
+    }
     if (pthread_create(&io->thread, NULL, io_thread, io)) {
         ss_set_error("cannot start the port I/O thread: %s", strerror(errno));
         return SS_E_IO;
@@ -760,11 +1077,23 @@ SS_EXPORT void ss_io_stop(ss_io *io) {
         pthread_join(io->thread, NULL);
         io->running = 0;
     }
+    if (io->switcher_running) {
+        pthread_mutex_lock(&io->switch_lock);
+        io->switcher_stopping = 1;
+        pthread_cond_signal(&io->switch_wanted);
+        pthread_mutex_unlock(&io->switch_lock);
+        pthread_join(io->switcher, NULL);
+        io->switcher_running = 0;
+    }
     for (uint32_t p = 0; p < SS_MAX_PORTS; p++) {
         ss_port *port = io->ports[p];
         if (!port) continue;
         if (port->ring) munmap(port->ring, port->ring_bytes);
         close(port->fd);
+        if (port->block_ring) {
+            munmap(port->block_ring, port->block_ring_bytes);
+            close(port->block_fd);
+        }
         if (port->tx_ring) munmap(port->tx_ring, port->tx_ring_bytes);
         if (port->tx_fd >= 0) close(port->tx_fd);
         ss_bytes_free(&port->tx_data);
@@ -799,8 +1128,10 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
 }
 
 /* Port counters: rx, tx, tx_errors, rx_outgoing (frames the host sent, skipped), how the port receives
- * (0: recvmmsg, 1: a ring of frame slots, 2: a ring of blocks), kernel drops (the socket's or ring's), 1 when it sends through
- * a ring (0: sendmmsg), frames sent with send() as too long for the ring; -1 if no such port. */
+ * (0: recvmmsg, 1: a ring of frame slots, 2: a ring of blocks, 3: hybrid), kernel drops (the socket's
+ * or ring's), 1 when it sends through a ring (0: sendmmsg), frames sent with send() as too long for the
+ * ring, and for a hybrid port: 1 when its frames go to blocks now, moves between the rings, nanoseconds
+ * those moves took; -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
     if (!port) return -1;
@@ -808,13 +1139,19 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[1] = port->tx;
     out[2] = port->tx_errors;
     out[3] = port->rx_outgoing;
-    out[4] = port->rx_blocks ? 2 : port->ring != NULL;
+    out[4] = port->block_ring ? 3 : port->rx_blocks ? 2 : port->ring != NULL;
     out[6] = port->tx_ring != NULL;
     out[7] = port->tx_long;
     struct tpacket_stats st = {0};
     socklen_t len = sizeof st;
     if (getsockopt(port->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) port->kernel_drops += st.tp_drops;
+    len = sizeof st;
+    if (port->block_ring && getsockopt(port->block_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+        port->kernel_drops += st.tp_drops;
     out[5] = port->kernel_drops;
+    out[8] = (uint64_t)port->on_blocks;
+    out[9] = port->switches;
+    out[10] = port->switch_ns;
     return 0;
 }
 

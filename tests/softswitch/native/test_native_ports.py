@@ -25,12 +25,13 @@ pytestmark = pytest.mark.skipif(
 ETH_P_ALL = 0x0003
 
 
-@pytest.fixture(params=["ring", "block", "recvmmsg"])
+@pytest.fixture(params=["hybrid", "ring", "block", "recvmmsg"])
 def receive_path(request, monkeypatch):
-    """How a test's ports receive: a ring of frame slots (TPACKET_V2, the default), a ring of blocks
-    (TPACKET_V3, SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without
-    rings gets; SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
-    if request.param == "ring":
+    """How a test's ports receive: both rings with frames moved between them by rate (the default), a
+    ring of frame slots (TPACKET_V2, SOFTSWITCH_IO=ring), a ring of blocks (TPACKET_V3,
+    SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without rings gets;
+    SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
+    if request.param == "hybrid":
         monkeypatch.delenv("SOFTSWITCH_IO", raising=False)
     else:
         monkeypatch.setenv("SOFTSWITCH_IO", request.param)
@@ -40,6 +41,7 @@ def receive_path(request, monkeypatch):
 def assert_receive_path(ports, path: str) -> None:
     stats = ports.port_stats(1)
     assert stats.ring == (path != "recvmmsg") and stats.rx_blocks == (path == "block")
+    assert stats.hybrid == (path == "hybrid")
 
 
 @pytest.fixture
@@ -385,7 +387,7 @@ def test_a_port_that_stays_busy_does_not_starve_another(veths, receive_path):
         ports.reset_stats()
         ports.pause(False)
         got = receive_tagged(rx, burst + few)
-        assert len(got) == burst + few
+        assert len(got) == burst + few, (ports.port_stats(1), ports.port_stats(2), ports.stats(), sw.stats)
         numbers = [int.from_bytes(f[22:26], "big") for f in got]
         positions = [at for at, number in enumerate(numbers) if number >= 100000]
         assert [numbers[at] for at in positions] == list(range(100000, 100000 + few))  # in order
@@ -417,3 +419,61 @@ def test_a_link_that_goes_down_and_up_does_not_keep_the_thread_awake(veths, rece
         for f in frames:
             tx.send(f)
         assert [g[16:] for g in receive_tagged(rx, len(frames))] == [f[16:] for f in frames]
+
+
+def burst_to_blocks(ports, tx, count: int, first: int = 0) -> list[bytes]:
+    """Sends `count` 1000-byte frames to port 1 while the thread is paused, then lets it go: it reads them
+    at full batches, far more than a block's worth (128 KB) within a millisecond, so a hybrid port moves
+    to its block ring. Returns the frames sent."""
+    frames = [tagged(FORWARD, 2, first + i, size=1000) for i in range(count)]
+    ports.pause()
+    for frame in frames:
+        tx.send(frame)
+    ports.pause(False)
+    return frames
+
+
+def test_a_hybrid_port_moves_to_blocks_in_a_burst_and_back_in_a_trickle_losing_nothing(veths):
+    """The default receive path: a burst moves port 1 to its block ring while frames keep coming (some
+    of them on their way while the fanout's program is replaced), a trickle moves it back to frame
+    slots; every frame arrives exactly once and in order across both moves."""
+    with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, "hybrid")
+        frames = burst_to_blocks(ports, tx, 2000)
+        for i in range(2000, 6000):  # as fast as Python sends, pausing now and then: blocks fill or time out
+            frames.append(tagged(FORWARD, 2, i, size=1000))
+            tx.send(frames[-1])
+            if i % 100 == 0:
+                time.sleep(0.001)
+        assert ports.port_stats(1).rx_switches >= 1
+        for i in range(6000, 6030):  # a trickle: a block would wait for its timeout, so back to slots
+            frames.append(tagged(FORWARD, 2, i, size=1000))
+            tx.send(frames[-1])
+            time.sleep(0.004)
+        got = receive_tagged(rx, len(frames))
+        numbers = [int.from_bytes(f[22:26], "big") for f in got]
+        assert numbers == list(range(len(frames)))  # each exactly once, in order
+        assert got == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in frames]
+        stats = ports.port_stats(1)
+        assert stats.rx == len(frames) and stats.kernel_drops == 0
+        assert stats.rx_switches >= 2 and not stats.on_blocks
+
+
+def test_a_lone_frame_after_a_burst_is_not_held_in_a_half_full_block(veths):
+    """After a burst has moved port 1 to blocks, a lone frame comes out within a few milliseconds (the
+    block's timeout retires it and the port goes back to slots), and the lone frames after it take the
+    frame slots' path: well under the block ring's 1 ms timeout each."""
+    with running_switch(veths) as (sw, ports, tx, rx):
+        frames = burst_to_blocks(ports, tx, 2000)
+        assert settled(lambda: ports.port_stats(1).on_blocks, True)
+        assert len(receive_tagged(rx, len(frames))) == len(frames)
+        delays = []
+        for i in range(21):
+            time.sleep(0.003)
+            t0 = time.monotonic()
+            tx.send(tagged(FORWARD, 2, 100000 + i, size=100))
+            assert len(receive_tagged(rx, 1)) == 1
+            delays.append(time.monotonic() - t0)
+        assert delays[0] < 0.02, delays  # the first: at most the block's timeout, then the move back
+        assert sorted(delays[1:])[10] < 0.0008, delays  # then frame slots: no timeout to wait for
+        assert not ports.port_stats(1).on_blocks
