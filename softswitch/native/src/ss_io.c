@@ -6,8 +6,8 @@
  * holds frames of other interfaces), promiscuous, and ignores the frames the host transmits itself
  * (PACKET_IGNORE_OUTGOING, and the thread drops frames whose sll_pkttype is PACKET_OUTGOING). Frames
  * arrive in a PACKET_MMAP receive ring (TPACKET_V2: no system call and no copy per frame; the pipeline
- * reads them in place), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks
- * for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
+ * reads them in place), by default moved to a TPACKET_V3 block ring while the rate is high (the hybrid,
+ * below), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
  * block ring) from each port whose ring has any (read in user space: no system call), runs them through
  * the pipeline holding the switch lock once per batch, sends each port's outputs of the sweep with one
  * system call, and pushes packet-ins, digests and log lines to the event queue Python drains. It sleeps
