@@ -78,8 +78,8 @@
  * of them (member 0: slots, member 1: blocks). A port starts on slots (a lone frame is handed over at
  * once) and moves to blocks (one wake-up and one status word per block: cheaper per frame on both
  * sides) when a block's worth of bytes arrives within SS_HYBRID_WINDOW_NS, i.e. when blocks would fill
- * before their retire timeout. It moves back when a block is retired by its timeout (the rate fell), or
- * when the thread has been idle for SS_HYBRID_IDLE_MS. The kernel replaces the group's program with
+ * before their retire timeout. It moves back when fewer than half as many bytes arrive per millisecond,
+ * over SS_HYBRID_DOWN_WINDOW_NS, or when the thread has been idle for SS_HYBRID_IDLE_MS. The kernel replaces the group's program with
  * rcu_assign_pointer and then waits for an RCU grace period (synchronize_net, __fanout_set_data_bpf in
  * net/packet/af_packet.c) before setsockopt returns, and a frame's whole delivery (demux and copy into a
  * ring) runs inside the receive path's RCU read section: once the switch returns, every frame the old
@@ -90,6 +90,7 @@
  * traffic whose rate sits at the threshold, or a window-limited stream that stalls on a half-full block,
  * does not flap. */
 #define SS_HYBRID_WINDOW_NS 1000000ull
+#define SS_HYBRID_DOWN_WINDOW_NS 4000000ull
 #define SS_HYBRID_IDLE_MS 2
 #define SS_HYBRID_HOLD_NS 5000000ull
 #define SS_HYBRID_HOLD_MAX_NS 1000000000ull
@@ -839,6 +840,8 @@ static void hybrid_switched(ss_port *port) {
     port->switches++;
     port->on_blocks = port->switch_target;
     port->draining = 1;
+    port->window_start_ns = now;
+    port->window_bytes = 0;
     if (port->on_blocks) {
         port->full_blocks = 0;
         return;
@@ -889,11 +892,22 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
             if (!slot_ready(port)) port->draining = 0;
             return n;
         }
+        const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
         int n = receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
-        if (status & TP_STATUS_BLK_TMO)
-            hybrid_request(io, port, 0); /* the block was not filled in time: the rate fell */
-        else if (status)
-            port->full_blocks++;
+        if (!status) return n;
+        if (!(status & TP_STATUS_BLK_TMO)) port->full_blocks++;
+        /* The kernel's retire timer runs every millisecond whatever the rate, so even at full rate some
+         * blocks are handed over part-full: a block's timeout is no sign of a low rate. The rate is: the
+         * bytes handed over per SS_HYBRID_DOWN_WINDOW_NS, back to slots under half the rate that moved
+         * the port to blocks (hysteresis) */
+        uint64_t now = ss_now_ns();
+        port->window_bytes += block->hdr.bh1.blk_len;
+        if (now - port->window_start_ns >= SS_HYBRID_DOWN_WINDOW_NS) {
+            if (port->window_bytes < (uint64_t)SS_BLOCK_SIZE / 2 * (SS_HYBRID_DOWN_WINDOW_NS / SS_HYBRID_WINDOW_NS))
+                hybrid_request(io, port, 0);
+            port->window_start_ns = now;
+            port->window_bytes = 0;
+        }
         return n;
     }
     if (port->draining) {
