@@ -50,3 +50,17 @@ def test_varbit_headers_run_on_the_native_back_end():
     result = run_stf(os.path.join(LANG, "varbit.p4"), os.path.join(LANG, "varbit.stf"), switch=switch)
     assert result.ok, str(result)
     assert result.packets_checked == 4
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_varbit_lengths_off_byte_boundaries_on_both_back_ends(backend):
+    """A varbit length that is not a multiple of 8 leaves the parser inside a byte: the next header is
+    read from that bit (the C back end read it from the byte before and failed packets 1 and 2)."""
+    if backend == "native":
+        skip_without_c_compiler("varbit_unaligned.p4 on the native back end")
+    program_path = os.path.join(LANG, "varbit_unaligned.p4")
+    prog = compile_program(program_path, backend=backend)
+    assert (prog.backend, prog.fallback_reason) == (backend, None)
+    result = run_stf(program_path, os.path.join(LANG, "varbit_unaligned.stf"), switch=Switch(prog))
+    assert result.ok, str(result)
+    assert result.packets_checked == 3
