@@ -217,8 +217,14 @@ class BlockEmitter:
             if k.width > 64:
                 raise Unsupported(f"a selector key wider than 64 bits in table {table.qualified_name}", table.position)
             items.append((self.x.value(k.expression, scope), k.width))
+        nbytes = (sum(w for _, w in items) + 7) // 8
+        if algorithm == "identity" and nbytes > 8:  # the whole number mod n: ss_hash_bytes keeps 64 bits
+            raise Unsupported(
+                f"the identity hash of {selector.qualified_name} over more than 64 selector bits "
+                f"(table {table.qualified_name})",
+                table.position,
+            )
         with out.block("if (call->action == SS_ACTION_GROUP)"):
-            nbytes = (sum(w for _, w in items) + 7) // 8
             out.write(f"uint8_t selected[{max(nbytes, 1)}] = {{0}};")
             pack_items(out, "selected", items)
             hashed = f"ss_hash_bytes({HASH_ALGORITHMS[algorithm]}, selected, {nbytes})"

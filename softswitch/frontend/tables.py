@@ -53,6 +53,12 @@ class TableChecker:
             implementation = self.implementation(d, props["implementation"], scope, prefix)
         if selector_keys and (implementation is None or implementation.kind != "action_selector"):
             raise P4Error(d.pos, f"table {d.name} has selector keys but its implementation is not an action_selector")
+        if implementation is not None and implementation.kind == "action_selector" and not selector_keys:
+            raise P4Error(
+                d.pos,
+                f"table {d.name} is implemented by action_selector {implementation.qualified_name} but has no "
+                "selector keys (key elements with match kind selector: what its hash picks a member by)",
+            )
         if sum(1 for k in keys if k.match_kind == "lpm") > 1:
             raise P4Error(d.pos, f"table {d.name} has more than one lpm key")
         actions = self.actions_list(d, props["actions"].value, scope)

@@ -236,6 +236,11 @@ def _ingress(body: str) -> str:
             "implementation = c; } apply { t.apply(); }",
             "implementation of table t must be an action_profile or action_selector",
         ),
+        (
+            "action_selector(HashAlgorithm.crc16, 4, 8) s; table t { key = { hdr.h.a : exact; } "
+            "actions = { NoAction; } implementation = s; } apply { t.apply(); }",
+            r"table t is implemented by action_selector I\.s but has no selector keys",
+        ),
     ],
 )
 def test_bad_implementations_are_refused_naming_the_place(tmp_path, body, message):
@@ -274,3 +279,58 @@ def test_a_shared_selector_lists_its_tables_and_bounds_its_groups(tmp_path):
     sw.table("I.zeta").insert(TableEntry(matches={"hdr.h.a": Exact(5)}, group=7))
     expected = [1, 3][crc16_arc(bytes([5])) % 2]
     assert sw.process(0, bytes([5])) == [(0, bytes([expected]))]
+
+
+WIDE_IDENTITY_SELECTOR = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> k; bit<64> x; bit<8> y; bit<8> picked; }
+struct hs { h_t h; }
+struct m_t { }
+parser P(packet_in p, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { p.extract(hdr.h); transition accept; }
+}
+control VC(inout hs hdr, inout m_t m) { apply { } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    action pick(bit<8> member) { hdr.h.picked = member; sm.egress_spec = 1; }
+    action_selector(HashAlgorithm.identity, 32w16, 32w72) wide_selector;
+    table spread {
+        key = { hdr.h.k : exact; hdr.h.x : selector; hdr.h.y : selector; }
+        actions = { pick; NoAction; }
+        implementation = wide_selector;
+    }
+    apply { spread.apply(); }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control CC(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out p, in hs hdr) { apply { p.emit(hdr); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+def test_an_identity_selector_over_more_than_64_bits_picks_by_the_whole_number(tmp_path):
+    """The identity hash of 72 selector bits (x: 64, y: 8) is the 72-bit number x ++ y itself, and the
+    group's member number (x ++ y) % n runs. The C back end's hashes keep 64 bits (it picked by the low
+    64 bits, another member whenever x's top byte is not a multiple of 3, as 2^64 % 3 == 1): it refuses
+    such a selector, naming it, and the program runs on the Python back end."""
+    path = tmp_path / "wide.p4"
+    path.write_text(WIDE_IDENTITY_SELECTOR)
+    prog = compile_program(str(path))
+    if os.environ[BACKEND_ENV] == "native":
+        assert prog.backend == "python"
+        assert "identity hash of I.wide_selector over more than 64 selector bits" in str(prog.fallback_reason)
+        assert "table I.spread" in str(prog.fallback_reason)
+    sw = Switch(prog)
+    selector = sw.action_profile("I.wide_selector")
+    for member in (1, 2, 3):
+        selector.add_member(member, "I.pick", {"member": member})
+    selector.set_group(1, {1: 1, 2: 1, 3: 1}, create=True)
+    sw.table("I.spread").insert(TableEntry(matches={"hdr.h.k": Exact(7)}, group=1))
+    low_64_differs = 0
+    for x, y in [(1 << 56, 0), (2 << 56, 5), (0xFE << 56 | 0x1234, 9), (0x0300000000000001, 1), (4, 200)]:
+        number = x << 8 | y
+        member = [1, 2, 3][number % 3]
+        low_64_differs += [1, 2, 3][(number & (1 << 64) - 1) % 3] != member
+        frame = bytes([7]) + x.to_bytes(8, "big") + bytes([y, 0])
+        assert sw.process(0, frame) == [(1, frame[:-1] + bytes([member]))], (hex(x), y)
+    assert low_64_differs == 3  # the cases the low 64 bits get wrong
