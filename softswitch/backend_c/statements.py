@@ -310,7 +310,8 @@ class StatementEmitter:
     def bound_place(self, out: CWriter, place: ir.Expression, scope: Scope) -> ir.Expression:
         """An out/inout argument with its computed stack indices read into temporaries here, before the
         call: the copy-back then writes where the argument pointed when it was evaluated, even where the
-        callee changes an index (P4_16 evaluates the l-value before the call)."""
+        callee changes an index (P4_16 evaluates the l-value before the call). A `.next`/`.last` with no
+        element fails here, as reading it does (a parser error in a parser, else the packet dropped)."""
 
         def bind(index: ir.Expression) -> ir.Expression:
             temp = self.x.temp("idx")
@@ -319,7 +320,13 @@ class StatementEmitter:
             scope.variables[variable] = temp
             return ir.VariableRef(variable=variable, type=index.type, position=index.position)
 
-        return bind_computed_indices(place, bind)
+        def check(element: ir.StackElement, next_or_last: ir.StackNext | ir.StackLast) -> None:
+            stack_type = element.stack.type
+            assert isinstance(stack_type, ir.HeaderStackType)
+            fail = scope.fail(ERROR_STACK_OUT_OF_BOUNDS, "header stack .next/.last out of range")
+            out.write(f"if ({self.x.value(element.index, scope)} >= {stack_type.size}) {fail}")
+
+        return bind_computed_indices(place, bind, check)
 
     def apply_control(self, out: CWriter, call: ir.ControlApply, scope: Scope) -> None:
         control = call.control

@@ -220,7 +220,11 @@ class StatementEmitter:
             is_object = ir.is_object(a.value.type)
             value = a.value
             if a.direction in ("out", "inout"):
-                value = bind_computed_indices(value, lambda index: self.local_holding(out, index, context))
+                value = bind_computed_indices(
+                    value,
+                    lambda index: self.local_holding(out, index, context),
+                    lambda _, next_or_last: out.write(self.code(next_or_last, context)),  # fails as a read does
+                )
             code = self.code(value, context)
             if is_object and (a.direction == "out" or position in copied):
                 fresh = self.fresh("out")

@@ -60,19 +60,24 @@ def inline_functions(program: ir.Program) -> None:
 class FunctionInliner:
     def __init__(self) -> None:
         self.count = 0
+        self.in_parser = False  # inlining into a parser's states (verify is allowed there only)
 
     # ------------------------------------------------------------------ declarations
     def parser(self, parser: ir.Parser) -> None:
         for declaration in parser.locals:
             if contains_call(declaration):
                 raise P4Error(declaration.position, "a parser variable's initializer cannot call a function")
-        for state in parser.states:
-            statements = self.statements(state.statements)
-            keys = []
-            for key in state.transition.keys:
-                keys.append(self.expression(key, statements))
-            state.statements = statements
-            state.transition.keys = tuple(keys)
+        self.in_parser = True
+        try:
+            for state in parser.states:
+                statements = self.statements(state.statements)
+                keys = []
+                for key in state.transition.keys:
+                    keys.append(self.expression(key, statements))
+                state.statements = statements
+                state.transition.keys = tuple(keys)
+        finally:
+            self.in_parser = False
 
     def control(self, control: ir.Control) -> None:
         for local in control.locals:
@@ -205,7 +210,7 @@ class FunctionInliner:
             if a.direction in ("out", "inout"):
                 value = self.place(a.value, out)
                 if bind_places:
-                    value = bind_place(value, out, lambda index: _ref(self.temporary(index.type, index, out)))
+                    value = bind_place(value, out, self.holder(out), self.in_parser)
             else:
                 value = self.operand(a.value, out, later_call)
             result.append(dataclasses.replace(a, value=value))
@@ -253,6 +258,10 @@ class FunctionInliner:
                 out.append(ir.Assign(target=argument.value, value=_ref(variables[parameter]), position=call.position))
         return _ref(result) if result is not None else None
 
+    def holder(self, out: list[ir.Statement]) -> Callable[[ir.Expression], ir.VariableRef]:
+        """A function holding a value in a new temporary assigned in out (bind_place's `hold`)."""
+        return lambda value: _ref(self.temporary(value.type, value, out))
+
     def temporary(
         self, t: ir.Type, initializer: ir.Expression | None, out: list[ir.Statement], name: str | None = None
     ) -> ir.Variable:
@@ -269,15 +278,23 @@ def _ref(variable: ir.Variable) -> ir.VariableRef:
 
 
 def bind_place(
-    place: ir.Expression, out: list[ir.Statement], hold: Callable[[ir.Expression], ir.VariableRef]
+    place: ir.Expression,
+    out: list[ir.Statement],
+    hold: Callable[[ir.Expression], ir.VariableRef],
+    in_parser: bool = True,
 ) -> ir.Expression:
     """An out/inout argument as the l-value it is before the call (P4_16, "Calling convention"): its
     computed stack indices and the index a `.next`/`.last` names now are held in variables (`hold`
     appends their assignment to out), so that the copy-out after the inlined body writes there even if
     the body moved an index or the stack's nextIndex. A `.next`/`.last` with no element fails here, before
-    the call, with error.StackOutOfBounds (a `verify` appended to out)."""
+    the call: in a parser with error.StackOutOfBounds (a `verify` appended to out); in a control or an
+    action (verify is for parsers only) by reading `.next`/`.last` there, which drops the packet as
+    any read of a `.next`/`.last` out of range does."""
 
-    def check(element: ir.StackElement) -> None:
+    def check(element: ir.StackElement, next_or_last: ir.StackNext | ir.StackLast) -> None:
+        if not in_parser:
+            hold(ir.IsValid(type=ir.BOOL, header=next_or_last, position=element.position))
+            return
         stack_type = element.stack.type
         assert isinstance(stack_type, ir.HeaderStackType)
         size = ir.Constant(type=element.index.type, value=stack_type.size, position=element.position)

@@ -131,7 +131,7 @@ def copied_arguments(callee: Action | Control, arguments: Sequence[Argument]) ->
 def bind_computed_indices(
     place: Expression,
     bind: Callable[[Expression], Expression],
-    bound_next_or_last: Callable[[StackElement], None] | None = None,
+    bound_next_or_last: Callable[[StackElement, StackNext | StackLast], None] | None = None,
 ) -> Expression:
     """The place with each computed stack index replaced by `bind(index)`, called left to right (outer
     stacks first), and each `.next`/`.last` by the element it names now: `stack[bind(nextIndex)]`, or
@@ -140,7 +140,9 @@ def bind_computed_indices(
     the back ends bind its indices there, so that the copy-out writes to the element the argument named
     then, even where the callee changes the index (`bump(hdr.s[hdr.i])`) or the stack's nextIndex (a
     sub-parser extracting into the stack it also gets). `bound_next_or_last` is given each element made
-    from a `.next`/`.last`, for the caller to check its bounds there (error.StackOutOfBounds)."""
+    from a `.next`/`.last` and that `.next`/`.last` (on the bound stack), for the caller to check its
+    bounds there (error.StackOutOfBounds in a parser; elsewhere the packet is dropped, as when a
+    `.next`/`.last` out of range is read)."""
     if isinstance(place, (FieldAccess, Slice)):
         base = bind_computed_indices(place.base, bind, bound_next_or_last)
         return place if base is place.base else dataclasses.replace(place, base=base)
@@ -152,7 +154,7 @@ def bind_computed_indices(
             index = Binary(type=BitType(32), op="-", left=index, right=one, position=place.position)
         element = StackElement(type=place.type, stack=stack, index=bind(index), position=place.position)
         if bound_next_or_last is not None:
-            bound_next_or_last(element)
+            bound_next_or_last(element, dataclasses.replace(place, stack=stack))
         return element
     if isinstance(place, StackElement):
         stack = bind_computed_indices(place.stack, bind, bound_next_or_last)
