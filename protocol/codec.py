@@ -100,9 +100,10 @@ class InaPacket:
     hops: list[Hop] = field(default_factory=list)
     values: np.ndarray = field(default_factory=lambda: np.zeros(C.VALUES_PER_PACKET, dtype=np.int32))
     masks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint8))
-    # value_count was defaulted by ``grad`` without K, one per position: wrong for a dense K above 256,
-    # where it counts groups of 4 (``encode`` refuses it there); not a wire field, not compared
-    counted_without_k: bool = False
+    # the value_count ``grad`` defaulted without K, one per position (None: given, or counted with K): wrong
+    # for a dense K above 256, where it counts groups of 4, so ``encode`` refuses it there while the header
+    # still says it (a caller may set header.value_count afterwards); not a wire field, not compared
+    counted_without_k: int | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InaPacket):
@@ -197,7 +198,7 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
     if values.ndim != 1 or len(values) > lanes:
         raise ProtocolError(f"values must be a flat sequence of at most {lanes_text(layout, values_per_packet)}")
-    if packet.counted_without_k and layout.count_unit(values_per_packet) != 1:
+    if h.value_count == packet.counted_without_k and layout.count_unit(values_per_packet) != 1:
         raise ProtocolError(
             f"value_count={h.value_count} was counted one per position, but at K={values_per_packet} it counts "
             f"groups of 4 positions: build the packet with values_per_packet={values_per_packet} (or its value_count)"
@@ -537,16 +538,16 @@ def grad(
     what covers every position the values (or masks) cover at K = ``values_per_packet`` (Layout.
     value_count_for: positions, or groups of four of them for a wide layout and a dense K above 256).
     Without K it is taken from the values: groups of four above 256 positions, else positions, which is
-    wrong for a short chunk of a dense K above 256: ``encode`` refuses such a packet at a K above 256, so
-    that chunk needs ``values_per_packet`` or value_count."""
+    wrong for a short chunk of a dense K above 256: ``encode`` refuses such a packet at a K above 256 while
+    its header still says the value_count counted here, so that chunk needs ``values_per_packet``, value_count,
+    or header.value_count set afterwards."""
     vals = np.asarray(list(values) if not isinstance(values, np.ndarray) else values, dtype=np.int64)
     mask_array = np.zeros(0, dtype=np.uint8) if masks is None else np.asarray(list(masks), dtype=np.int64)
-    counted_without_k = False
+    counted_without_k: int | None = None
     if value_count is None:
         value_count = _default_value_count(flags, len(vals), len(mask_array), values_per_packet)
-        counted_without_k = (
-            values_per_packet is None and len(vals) <= C.MAX_VALUE_COUNT and not flags & C.FLAG_LAYOUT_MASK
-        )
+        if values_per_packet is None and len(vals) <= C.MAX_VALUE_COUNT and not flags & C.FLAG_LAYOUT_MASK:
+            counted_without_k = value_count
     header = InaHeader(
         C.PKT_TYPE_GRAD,
         job_id,

@@ -64,6 +64,18 @@ def test_a_short_dense_chunk_above_k_256_needs_k_to_count_its_groups_of_four():
     assert codec.result(1, 0, hops, np.arange(6), values_per_packet=1024).header.value_count == 2
 
 
+def test_a_value_count_set_by_hand_after_grad_is_taken_at_k_above_256():
+    """grad's value_count counted without K is refused at K = 1024 only while the header still says it:
+    a caller that sets the right count afterwards gets its packet, one that sets it back is refused again."""
+    packet = codec.grad(1, 0, [Hop(1, True, 2, 0, 1)], np.arange(100))
+    packet.header.value_count = 25  # the 25 groups of four lanes 100 values take at K = 1024
+    back = codec.decode(codec.encode(packet, 1024), 1024)
+    assert back.header.value_count == 25 and back.positions()[:100].tolist() == list(range(100))
+    packet.header.value_count = 100
+    with pytest.raises(ProtocolError, match=r"value_count=100 was counted one per position, but at K=1024"):
+        codec.encode(packet, 1024)
+
+
 def test_round_trip_default_k():
     rng = np.random.default_rng(1)
     values = rng.integers(-(2**31), 2**31, size=C.VALUES_PER_PACKET, dtype=np.int64).astype(np.int32)
