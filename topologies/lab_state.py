@@ -56,19 +56,23 @@ def interface_exists(name: str) -> bool:
 
 
 class LabResources:
-    """Processes and interfaces of one lab run, mirrored to ``STATE_DIR/<owner pid>.json``."""
+    """Processes and interfaces of one lab run, mirrored to ``STATE_DIR/<owner pid>-<owner start>.json``
+    (``<owner pid>.json`` when the start is not known, as in older versions' records): a later run under a
+    reused pid has a file of its own, which a cleaner holding the killed run's record cannot remove."""
 
     def __init__(self, owner_pid: int | None = None, owner_start: int | None = None):
         self.owner_pid = owner_pid or os.getpid()
         self.owner_start = owner_start if owner_pid else process_start(self.owner_pid)
-        self.processes: list[dict] = []  # {"pid", "what", "cmdline"}
+        self.processes: list[dict] = []  # {"pid", "what", "cmdline", "start"} ("start" missing in older records)
         self.interfaces: list[str] = []  # root-namespace names (deleting one end removes the veth pair)
         self.directories: list[str] = []  # work directories (removed at teardown unless forgotten)
-        self.path = STATE_DIR / f"{self.owner_pid}.json"
+        self.path = STATE_DIR / state_file_name(self.owner_pid, self.owner_start)
 
     # -- recording -------------------------------------------------------------------------------
     def add_process(self, pid: int, what: str) -> None:
-        self.processes.append({"pid": pid, "what": what, "cmdline": _cmdline(pid) or ""})
+        """Record a process of the run by pid and start time (None: it had already gone), which name it alone
+        whatever its command line says (empty for a zombie, or one caught mid-exec)."""
+        self.processes.append({"pid": pid, "what": what, "cmdline": _cmdline(pid) or "", "start": process_start(pid)})
         self.save()
 
     def add_interfaces(self, names) -> None:
@@ -119,8 +123,12 @@ class LabResources:
 
     # -- inspection ------------------------------------------------------------------------------
     def _alive(self, proc: dict) -> bool:
+        """Whether the recorded process still runs: the process with its pid started when it did (a recycled
+        pid is another process; one recorded after it had gone is never alive). Older records without a
+        start time: the pid runs the recorded command line, or any when none was recorded."""
+        if "start" in proc:
+            return proc["start"] is not None and process_start(proc["pid"]) == proc["start"]
         now = _cmdline(proc["pid"])
-        # a recycled pid runs something else: not ours
         return now is not None and (not proc["cmdline"] or now == proc["cmdline"])
 
     def leftovers(self) -> list[str]:
@@ -198,20 +206,29 @@ WORKDIR_PREFIX = "ina-lab-"
 _WORKDIR_NAME = re.compile(r"ina-lab-(?:(\d+)-(?:(\d+)-)?)?[a-z0-9_]{8}$")
 
 
+def state_file_name(pid: int, start: int | None) -> str:
+    """The name of the state file of the run (pid, start) in STATE_DIR."""
+    return f"{pid}-{start}.json" if start is not None else f"{pid}.json"
+
+
+_STATE_FILE_NAME = re.compile(r"(\d+)(?:-(\d+))?\.json")
+
+
 def workdir_prefix(pid: int, start: int | None) -> str:
     """The start of the name of a work directory of the run (pid, start)."""
     return f"{WORKDIR_PREFIX}{pid}-{start}-" if start is not None else f"{WORKDIR_PREFIX}{pid}-"
 
 
 def _live_runs() -> set[int]:
-    """Owner pids of lab runs (other than this process) that are still alive."""
+    """Owner pids of lab runs (other than this process) that are still alive, by their state files' names
+    (``<pid>-<start>.json``, or an older ``<pid>.json`` whose pid is taken)."""
     live = set()
     for path in STATE_DIR.glob("*.json") if STATE_DIR.is_dir() else ():
-        try:
-            owner = int(path.stem)
-        except ValueError:
+        m = _STATE_FILE_NAME.fullmatch(path.name)
+        if not m:
             continue
-        if owner != os.getpid() and process_start(owner) is not None:
+        owner, start = int(m.group(1)), int(m.group(2)) if m.group(2) else None
+        if owner != os.getpid() and run_alive(owner, start):
             live.add(owner)
     return live
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from conftest import needs_mininet
@@ -129,7 +130,7 @@ def test_clean_removes_work_directories_of_runs_that_are_gone_only(tmp_path, mon
     """Kept logs of a failed run and directories of older runs (no pid in the name) go; a live run's
     directory stays, and older runs' directories too while another lab run is alive (whose could they be)."""
     from topologies import lab_state
-    from topologies.lab_state import stale_workdirs
+    from topologies.lab_state import process_start, stale_workdirs
 
     state = tmp_path / "state"
     state.mkdir()
@@ -151,7 +152,14 @@ def test_clean_removes_work_directories_of_runs_that_are_gone_only(tmp_path, mon
         for key, name in names.items():
             (work / name).mkdir() if key != "file" else (work / name).write_text("")
         assert [p.name for p in stale_workdirs(str(work))] == sorted([names["gone"], names["older"]])
-        (state / f"{live.pid}.json").write_text("{}")  # a lab run that is alive
+        # a state file of a run that is gone, although its pid is now the live process's: no run is alive
+        (state / f"{live.pid}-{process_start(live.pid) - 1}.json").write_text("{}")
+        assert [p.name for p in stale_workdirs(str(work))] == sorted([names["gone"], names["older"]])
+        (state / f"{live.pid}-{process_start(live.pid)}.json").write_text("{}")  # a lab run that is alive
+        assert [p.name for p in stale_workdirs(str(work))] == [names["gone"]]
+        for path in state.iterdir():
+            path.unlink()
+        (state / f"{live.pid}.json").write_text("{}")  # an older version's record of a run that is alive
         assert [p.name for p in stale_workdirs(str(work))] == [names["gone"]]
     finally:
         live.kill()
@@ -187,7 +195,7 @@ def test_a_reused_pid_does_not_keep_a_killed_runs_resources_or_take_a_live_runs(
         assert other_dir.is_dir() and other.path.exists()
         mine = LabResources()  # this run, under the same pid and state file the killed run had
         my_dir = mine.make_workdir()
-        assert mine.path == killed.path and lab_state.stale_states() == []
+        assert mine.path != killed.path and lab_state.stale_states() == []
         assert kept_logs.is_dir()  # kept logs stay until --clean, which finds them by start time
         assert stale_workdirs(str(tmp_path)) == [kept_logs]
         assert clean_stale(log=lambda m: None, workdirs=True) == 0
@@ -196,6 +204,74 @@ def test_a_reused_pid_does_not_keep_a_killed_runs_resources_or_take_a_live_runs(
         live.kill()
         live.wait()
     assert stale_workdirs(str(tmp_path)) == [other_dir]  # its process is gone now
+
+
+def test_a_cleaner_holding_a_killed_runs_record_leaves_the_record_of_a_new_run_under_its_pid(tmp_path, monkeypatch):
+    """A cleaner loaded a killed run's record; meanwhile a new run under the same pid (this process) recorded
+    itself: the killed run's cleanup removes the killed run's state file, not the new run's."""
+    from topologies import lab_state
+    from topologies.lab_state import LabResources, process_start
+
+    monkeypatch.setattr(lab_state, "STATE_DIR", tmp_path / "state")
+    monkeypatch.setattr(lab_state.tempfile, "tempdir", str(tmp_path))
+    killed = LabResources(os.getpid(), process_start(os.getpid()) - 1)
+    killed.make_workdir()
+    [stale] = lab_state.stale_states()
+    mine = LabResources()
+    my_dir = mine.make_workdir()
+    assert stale.cleanup() == []
+    assert not killed.path.exists() and mine.path.exists() and my_dir.is_dir()
+    assert LabResources.load(mine.path).directories == [str(my_dir)]
+    mine.cleanup()
+
+
+def _spawn_with_pid(pid: int, argv: list[str]) -> subprocess.Popen | None:
+    """Start argv as process ``pid`` (the kernel hands out the pid after /proc/sys/kernel/ns_last_pid), or
+    None when other processes kept taking it first."""
+    for _ in range(50):
+        try:
+            with open("/proc/sys/kernel/ns_last_pid", "w") as last_pid:
+                last_pid.write(str(pid - 1))
+        except OSError:  # not allowed in this pid namespace
+            return None
+        proc = subprocess.Popen(argv)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    return None
+
+
+@pytest.mark.skipif(
+    not os.access("/proc/sys/kernel/ns_last_pid", os.W_OK) or os.geteuid() != 0,
+    reason="reusing a pid on purpose needs root (/proc/sys/kernel/ns_last_pid)",
+)
+def test_a_process_recorded_without_a_command_line_is_not_killed_once_its_pid_is_reused(tmp_path, monkeypatch):
+    """A child recorded as a zombie (no command line) is known by its start time: a later process given
+    its pid is neither reported as left over nor killed by the cleanup."""
+    from pathlib import Path
+
+    from topologies import lab_state
+    from topologies.lab_state import LabResources
+
+    monkeypatch.setattr(lab_state, "STATE_DIR", tmp_path / "state")
+    run = LabResources()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    run.add_process(child.pid, "switch s1")
+    assert run.processes[0]["cmdline"] == ""  # a zombie has no command line
+    child.wait()
+    later = _spawn_with_pid(child.pid, [sys.executable, "-c", "import time; time.sleep(60)"])
+    if later is None:
+        pytest.skip(f"could not start a process as pid {child.pid} (taken by others, or ns_last_pid refused)")
+    try:
+        assert run.leftovers() == []
+        assert run.cleanup(grace=0.2) == []
+        assert later.poll() is None
+    finally:
+        later.kill()
+        later.wait()
 
 
 @needs_mininet
