@@ -14,6 +14,7 @@ one-round path and 2 N^2 2^-30 max|x| on the two-round path."""
 
 import datetime
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -227,61 +228,91 @@ def test_a_group_made_again_on_the_same_store_agrees_on_its_own_settings():
     assert said[1].startswith("ina float sums: rank 1 takes 2 round trip(s) (path 2) but rank 0 takes 1 (path 1)")
     # and again with the same settings: accepted, although rank 1 said 2 before
     assert verdicts(store, [1, 1]) == ["agreed", "agreed"]
-    # every group instance deleted its keys: what is left is one counter of groups made per rank
-    assert store.num_keys() == 2
+    # every group instance deleted its keys: what is left is the counter rank 0 numbers the instances with
+    assert store.num_keys() == 1
 
 
-class GoneAfterReading(dist.Store):
-    """A store whose server went away once this rank had read its peers' paths (the rank that served it
-    refused the group and ended): counting and deleting fail as TCPStore's do then."""
+def test_a_group_made_again_with_other_members_on_the_same_store_is_accepted():
+    """torch gives a group made after destroy_process_group the same store prefix whatever its members: a
+    rank new to the group must use the same instance number as the ranks that made groups before."""
+    store = dist.HashStore()
+    store.set_timeout(datetime.timedelta(seconds=60))
+    assert verdicts(store, [1, 1], timeout=5) == ["agreed", "agreed"]
+    assert verdicts(store, [1, 1, 1], timeout=5) == ["agreed", "agreed", "agreed"]
+    assert verdicts(store, [2, 2], timeout=5) == ["agreed", "agreed"]
+    assert store.num_keys() == 1
 
-    def __init__(self, store: dist.Store):
+
+class EndsWithRankZero(dist.Store):
+    """Another rank's view of a store that rank 0's process serves (TCPStore): every call fails as
+    TCPStore's do once rank 0 has left agree_float_sum_path (a rank that refused the group raises, and its
+    process ends), and this rank is slow to read what it waited for."""
+
+    def __init__(self, store: dist.Store, rank_zero_left: threading.Event):
         super().__init__()
-        self.store, self.gone = store, False
+        self.store, self.rank_zero_left = store, rank_zero_left
+
+    def _served(self) -> None:
+        if self.rank_zero_left.is_set():
+            raise dist.DistNetworkError("Connection reset by peer")
 
     def set(self, key, value):
+        self._served()
         self.store.set(key, value)
 
     def get(self, key):
-        self.gone = True  # the peer ends right after this rank read its value
+        time.sleep(0.3)
+        self._served()
         return self.store.get(key)
 
     def add(self, key, value):
-        if self.gone:
-            raise dist.DistNetworkError("Connection reset by peer")
+        self._served()
         return self.store.add(key, value)
 
     def delete_key(self, key):
-        raise dist.DistNetworkError("Connection reset by peer")
+        self._served()
+        return self.store.delete_key(key)
 
     def check(self, keys):
+        self._served()
         return self.store.check(keys)
 
     def wait(self, keys, timeout=None):
+        self._served()
         return self.store.wait(keys) if timeout is None else self.store.wait(keys, timeout)
 
 
 def test_a_rank_still_says_why_when_the_rank_that_served_the_store_refused_and_ended():
     store = dist.HashStore()
     store.set_timeout(datetime.timedelta(seconds=60))
+    rank_zero_left = threading.Event()
     said = {}
 
     def rank(r: int, its_store: dist.Store) -> None:
         try:
             agree_float_sum_path(its_store, r, 2, r + 1, f"path {r + 1}", datetime.timedelta(seconds=30))
-        except InaConfigError as exc:
-            said[r] = str(exc)
+            said[r] = "agreed"
+        except Exception as exc:
+            said[r] = f"{type(exc).__name__}: {exc}"
+        finally:
+            if r == 0:
+                rank_zero_left.set()
 
     ranks = [
         threading.Thread(target=rank, args=(0, store)),
-        threading.Thread(target=rank, args=(1, GoneAfterReading(store))),
+        threading.Thread(target=rank, args=(1, EndsWithRankZero(store, rank_zero_left))),
     ]
     for thread in ranks:
         thread.start()
     for thread in ranks:
         thread.join(40)
-    assert said[0].startswith("ina float sums: rank 0 takes 1 round trip(s) (path 1) but rank 1 takes 2 (path 2)")
-    assert said[1].startswith("ina float sums: rank 1 takes 2 round trip(s) (path 2) but rank 0 takes 1 (path 1)")
+    assert said[0].startswith(
+        "InaConfigError: ina float sums: rank 0 takes 1 round trip(s) (path 1) but rank 1 takes 2 (path 2)"
+    )
+    assert said[1].startswith(
+        "InaConfigError: ina float sums: rank 1 takes 2 round trip(s) (path 2) but rank 0 takes 1 (path 1)"
+    )
+    assert store.num_keys() == 1  # rank 0 left last: the instance's keys are gone
 
 
 def test_a_rank_that_never_publishes_its_path_fails_the_group_after_the_groups_timeout():
@@ -302,3 +333,7 @@ def test_a_rank_that_never_publishes_its_path_fails_the_group_after_the_groups_t
         "ina float sums: rank 0 waited 0:00:00.300000 for rank(s) 1, 2 to publish their float sum path when making "
         "the group"
     ]
+    assert store.num_keys() == 2  # its path and the instance counter: the numbers it handed out are gone
+    # a rank whose rank 0 never comes
+    with pytest.raises(InaConfigError, match=r"^ina float sums: rank 1 waited 0:00:00.300000 for rank 0 to number "):
+        agree_float_sum_path(store, 1, 2, 1, "", datetime.timedelta(seconds=0.3))

@@ -33,9 +33,9 @@ from worker.torch_backend.work import InaWork, Outcome
 BACKEND_NAME = "ina"
 GLOO_STORE_PREFIX = "ina-gloo/"
 DEFAULT_SCALE_BLOCK = 64  # values per scale block when the channel has no agent to tell K
-FLOAT_SUM_KEY = (
-    "ina/float-sum-path/"  # + group instance/rank: the path of float sums each rank takes (agree_float_sum_path)
-)
+# + group instance/rank: the path of float sums each rank takes; + instances, assign/<rank>: the instance
+# numbers rank 0 hands out (agree_float_sum_path)
+FLOAT_SUM_KEY = "ina/float-sum-path/"
 
 
 def _through_gloo(name: str, gloo_name: str | None = None):
@@ -234,40 +234,49 @@ def agree_float_sum_path(
     group's store and reads every other rank's, waiting up to ``timeout`` (the group's; default: the
     store's own).
 
-    The keys belong to this group instance: the n-th group a rank makes on a store reads only the other
-    ranks' n-th values (a counter per rank on the store), since a process that destroys a group and makes
-    another gets the same store prefix from torch again and would otherwise read a peer's earlier value.
-    The last rank to read deletes the instance's keys (when the store is still there: a rank that refused
-    the group may have ended the process that served it).
+    The keys belong to this group instance, numbered by rank 0 from one counter on the store and handed to
+    each other rank: a process that destroys a group and makes another gets the same store prefix from torch
+    again, maybe with other members, and must neither read a peer's earlier value nor wait under another
+    number than its peers. The last rank to read deletes the instance's keys. Every rank reads every path,
+    so all know whether the group is refused; a refused group's ranks leave only once the last one has read
+    (rank 0 serves a TCPStore: had it ended first, a peer still reading would get a connection error instead
+    of the reason).
 
     Raises
     ------
     InaConfigError
         Another rank takes the other path (the message names both ranks' settings), or not every rank
-        published its path within ``timeout``.
+        published its path (or rank 0 its instance number) within ``timeout``.
     """
-    generation = store.add(f"{FLOAT_SUM_KEY}made/{rank}", 1)  # this rank's n-th group on the store
-    prefix = f"{FLOAT_SUM_KEY}{generation}/"
-    store.set(f"{prefix}{rank}", f"{path} {setting}")
     others = [other for other in range(size) if other != rank]
+    instance = _float_sum_instance(store, rank, others, timeout)
+    prefix = f"{FLOAT_SUM_KEY}{instance}/"
+    store.set(f"{prefix}{rank}", f"{path} {setting}")
     keys = [f"{prefix}{other}" for other in others]
-    try:
-        if timeout is None:
-            store.wait(keys)
-        else:
-            store.wait(keys, timeout)
-    except dist.DistStoreError:  # the wait timed out
-        missing = [other for other, key in zip(others, keys, strict=True) if not store.check([key])]
+    if not _wait(store, keys, timeout):
+        try:
+            missing = [other for other, key in zip(others, keys, strict=True) if not store.check([key])]
+        except dist.DistError:  # the store's server has ended
+            missing = []
+        if rank == 0:  # a late rank must not take this instance's number for the next group's
+            _forget(store, [f"{FLOAT_SUM_KEY}assign/{other}" for other in missing])
         raise InaConfigError(
             f"ina float sums: rank {rank} waited {timeout or 'the store timeout'} for rank(s) "
             f"{', '.join(map(str, missing)) or '?'} to publish their float sum path when making the group"
-        ) from None
+        )
     theirs = [store.get(key).decode().partition(" ") for key in keys]
+    refused = any(int(their_path) != path for their_path, _, _ in theirs)
     try:
-        if store.add(f"{prefix}read", 1) == size:  # every rank has read: the instance's keys can go
-            for key in [f"{prefix}{r}" for r in range(size)] + [f"{prefix}read"]:
-                store.delete_key(key)
-    except dist.DistError:  # a rank that refused the group may have ended, and with it the store's server
+        readers = store.add(f"{prefix}read", 1)
+        if readers == size:  # every rank has read: the instance's keys can go, a refused group's ranks leave
+            _forget(store, [f"{prefix}{r}" for r in range(size)] + [f"{prefix}read"])
+            if refused:
+                store.set(f"{prefix}done", "")
+        elif refused:  # stay until the last rank has read (bounded: a rank may have died)
+            _wait(store, [f"{prefix}done"], timeout)
+            if store.add(f"{prefix}left", 1) == size - 1:  # the last to leave deletes what told them
+                _forget(store, [f"{prefix}done", f"{prefix}left"])
+    except dist.DistError:  # the store's server has ended (its rank failed): this rank has read all it needs
         pass
     for other, (their_path, _, their_setting) in zip(others, theirs, strict=True):
         if int(their_path) != path:
@@ -276,6 +285,48 @@ def agree_float_sum_path(
                 f"{other} takes {their_path} ({their_setting or 'as given'}); every rank must take the same path: "
                 f"set INA_FLOAT_SUM_ROUNDS and INA_ONE_ROUND_MAX_WORLD alike on every rank"
             )
+
+
+def _float_sum_instance(store: dist.Store, rank: int, others: list[int], timeout: datetime.timedelta | None) -> int:
+    """The number of this group instance on the store: rank 0 takes the next one and hands it to every
+    other rank under ``assign/<rank>``, which that rank reads and deletes."""
+    if rank == 0:
+        instance = store.add(f"{FLOAT_SUM_KEY}instances", 1)
+        for other in others:
+            store.set(f"{FLOAT_SUM_KEY}assign/{other}", str(instance))
+        return instance
+    key = f"{FLOAT_SUM_KEY}assign/{rank}"
+    if not _wait(store, [key], timeout):
+        raise InaConfigError(
+            f"ina float sums: rank {rank} waited {timeout or 'the store timeout'} for rank 0 to number the group "
+            f"when making it"
+        )
+    instance = int(store.get(key))
+    store.delete_key(key)
+    return instance
+
+
+def _wait(store: dist.Store, keys: list[str], timeout: datetime.timedelta | None) -> bool:
+    """Wait for ``keys`` on the store up to ``timeout`` (None: the store's); False when they did not all come
+    or the store went away."""
+    try:
+        if timeout is None:
+            store.wait(keys)
+        else:
+            store.wait(keys, timeout)
+    except dist.DistError:  # timed out (DistStoreError), or the store's server has ended
+        return False
+    return True
+
+
+def _forget(store: dist.Store, keys: list[str]) -> None:
+    """Delete ``keys`` from the store where it is still there (each instance's keys are its own: one left
+    over harms nobody)."""
+    try:
+        for key in keys:
+            store.delete_key(key)
+    except dist.DistError:
+        pass
 
 
 class SwitchChannel:
