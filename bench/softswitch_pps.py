@@ -837,7 +837,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     return row
 
 
-DEFAULT_RX = "hybrid"  # the native back end's default receive path (SOFTSWITCH_IO unset)
+DEFAULT_RX = "ring"  # the native back end's default receive path (SOFTSWITCH_IO unset)
 
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,

@@ -65,9 +65,9 @@
 #define SS_RING_BLOCK (128 << 10)
 #define SS_RING_BLOCKS 64
 
-/* how ports receive: both rings, switching with the rate (the default, "hybrid" below), a PACKET_MMAP
- * ring of frame slots (SOFTSWITCH_IO=ring), a ring of blocks (SOFTSWITCH_IO=block) or recvmmsg
- * (SOFTSWITCH_IO=recvmmsg) */
+/* how ports receive: a PACKET_MMAP ring of frame slots (the default, SOFTSWITCH_IO=ring), both rings
+ * switching with the rate (SOFTSWITCH_IO=hybrid, below), a ring of blocks (SOFTSWITCH_IO=block) or
+ * recvmmsg (SOFTSWITCH_IO=recvmmsg) */
 #define SS_RX_RING 0
 #define SS_RX_RECVMMSG 1
 #define SS_RX_BLOCK 2
@@ -202,11 +202,18 @@ SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
-    io->rx_mode = !mode                          ? SS_RX_HYBRID
-                  : strcmp(mode, "recvmmsg") == 0 ? SS_RX_RECVMMSG
-                  : strcmp(mode, "block") == 0    ? SS_RX_BLOCK
-                  : strcmp(mode, "ring") == 0     ? SS_RX_RING
-                                                  : SS_RX_HYBRID;
+    /* frame slots by default: the hybrid (SOFTSWITCH_IO=hybrid) can read a block the kernel is still
+     * filling after a link bounce under load (softswitch/native/README.md) */
+    io->rx_mode = !mode || !*mode || strcmp(mode, "ring") == 0 ? SS_RX_RING
+                  : strcmp(mode, "hybrid") == 0                ? SS_RX_HYBRID
+                  : strcmp(mode, "recvmmsg") == 0              ? SS_RX_RECVMMSG
+                  : strcmp(mode, "block") == 0                 ? SS_RX_BLOCK
+                                                               : -1;
+    if (io->rx_mode < 0) {
+        ss_set_error("SOFTSWITCH_IO=%s: expected ring (the default), hybrid, block or recvmmsg", mode);
+        free(io);
+        return NULL;
+    }
     const char *tx_mode = getenv("SOFTSWITCH_IO_TX");
     io->tx_ring_wanted = !(tx_mode && strcmp(tx_mode, "sendmmsg") == 0);
     pthread_mutex_init(&io->lock, NULL);

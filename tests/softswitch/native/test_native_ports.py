@@ -31,7 +31,7 @@ def receive_path(request, monkeypatch):
     ring of frame slots (TPACKET_V2, SOFTSWITCH_IO=ring), a ring of blocks (TPACKET_V3,
     SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without rings gets;
     SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
-    if request.param == "hybrid":
+    if request.param == "ring":
         monkeypatch.delenv("SOFTSWITCH_IO", raising=False)
     else:
         monkeypatch.setenv("SOFTSWITCH_IO", request.param)
@@ -433,7 +433,13 @@ def burst_to_blocks(ports, tx, count: int, first: int = 0) -> list[bytes]:
     return frames
 
 
-def test_a_hybrid_port_moves_to_blocks_in_a_burst_and_back_in_a_trickle_losing_nothing(veths):
+@pytest.fixture
+def hybrid(monkeypatch):
+    """The hybrid receive path (opt-in: SOFTSWITCH_IO=hybrid)."""
+    monkeypatch.setenv("SOFTSWITCH_IO", "hybrid")
+
+
+def test_a_hybrid_port_moves_to_blocks_in_a_burst_and_back_in_a_trickle_losing_nothing(veths, hybrid):
     """The default receive path: a burst moves port 1 to its block ring while frames keep coming (some
     of them on their way while the fanout's program is replaced), a trickle moves it back to frame
     slots; every frame arrives exactly once and in order across both moves."""
@@ -459,7 +465,7 @@ def test_a_hybrid_port_moves_to_blocks_in_a_burst_and_back_in_a_trickle_losing_n
         assert stats.rx_switches >= 2 and not stats.on_blocks
 
 
-def test_a_lone_frame_after_a_burst_is_not_held_in_a_half_full_block(veths):
+def test_a_lone_frame_after_a_burst_is_not_held_in_a_half_full_block(veths, hybrid):
     """After a burst has moved port 1 to blocks, a lone frame comes out within a few milliseconds (the
     block's timeout retires it and the port goes back to slots), and the lone frames after it take the
     frame slots' path: well under the block ring's 1 ms timeout each."""
