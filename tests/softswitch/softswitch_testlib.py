@@ -32,6 +32,15 @@ def each_backend(request, monkeypatch):
     return request.param
 
 
+def assert_runs_on_asked_backend(path: str, what: str) -> None:
+    """`path` compiles for the back end $SOFTSWITCH_BACKEND asks for (set by each_backend) without falling
+    back, and a Switch built from it runs there: `what` names the construct, for the failure message."""
+    backend = os.environ[BACKEND_ENV]
+    prog = compile_program(path)
+    assert (prog.backend, prog.fallback_reason) == (backend, None), f"{what} on the {backend} back end"
+    assert Switch(prog).backend == backend
+
+
 def program(name, **kw):
     return compile_program(os.path.join(PROGRAMS, name), **kw)
 

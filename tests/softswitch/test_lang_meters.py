@@ -4,10 +4,10 @@ Switch API (STF has no command for it), GREEN while unconfigured; direct meters 
 import os
 
 import pytest
-from softswitch_testlib import PROGRAMS, each_backend  # noqa: F401 (a fixture)
+from softswitch_testlib import PROGRAMS, assert_runs_on_asked_backend, each_backend  # noqa: F401 (a fixture)
 
 from softswitch import p4info
-from softswitch.compiler import BACKEND_ENV, compile_program
+from softswitch.compiler import compile_program
 from softswitch.switch import Exact, Switch, TableEntry
 
 PROGRAM = os.path.join(PROGRAMS, "lang", "meters.p4")
@@ -16,10 +16,7 @@ pytestmark = pytest.mark.usefixtures("each_backend")
 
 def test_the_program_runs_on_the_back_end_asked_for():
     """The native back end compiles meters and direct meters (it used to fall back to Python)."""
-    backend = os.environ[BACKEND_ENV]  # each_backend sets it
-    prog = compile_program(PROGRAM)
-    assert (prog.backend, prog.fallback_reason) == (backend, None)
-    assert Switch(prog).backend == backend
+    assert_runs_on_asked_backend(PROGRAM, "meters and direct meters")
 
 
 class Clock:
