@@ -90,6 +90,7 @@ class BlockElaborator:
             else:
                 scope.add(p.name, VariableSymbol(variable), p.pos)
         context = BlockContext("parser")
+        outer_in_parser = self.expressions.in_parser
         self.expressions.in_parser = True
         value_sets: list[ir.ValueSet] = []
         try:
@@ -113,7 +114,7 @@ class BlockElaborator:
                 raise P4Error(d.pos, f"parser {d.name} has no 'start' state")
             states = [self.state(s, scope, context, names) for s in d.states]
         finally:
-            self.expressions.in_parser = False
+            self.expressions.in_parser = outer_in_parser
         return ir.Parser(
             name=d.name,
             qualified_name=prefix or d.name,
@@ -146,9 +147,7 @@ class BlockElaborator:
         declaration = symbol.declaration if isinstance(symbol, (BlockSymbol, TypeSymbol)) else None
         if not isinstance(t, ir.BlockType) or declaration is None or declaration.kind != "Parser":
             raise P4Error(d.pos, f"only parsers can be instantiated in a parser, not {t}")
-        in_parser = self.expressions.in_parser
         sub = self.parser(declaration, qualified_name(d.annos, prefix, d.name), d.args, scope)
-        self.expressions.in_parser = in_parser
         scope.add(d.name, ParserInstanceSymbol(sub, declaration), d.pos)
 
     def state(self, s: Node, parser_scope: Scope, context: BlockContext, names: set[str]) -> ir.ParserState:
@@ -359,7 +358,12 @@ class BlockElaborator:
             function_scope.add(name, VariableSymbol(variable), p.pos)
             parameters.append(variable)
         context = BlockContext("function", return_type=return_type)
-        body = self.statements.block(d.body.stmts, function_scope, context)
+        # a generic function is checked at its first call, perhaps from a parser: its body is not in one
+        outer_in_parser, self.expressions.in_parser = self.expressions.in_parser, False
+        try:
+            body = self.statements.block(d.body.stmts, function_scope, context)
+        finally:
+            self.expressions.in_parser = outer_in_parser
         if not isinstance(return_type, ir.VoidType) and not _always_returns(body.statements):
             raise P4Error(d.pos, f"function {function_name} can end without returning a {return_type} value")
         return ir.Function(

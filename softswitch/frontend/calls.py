@@ -200,9 +200,7 @@ class CallChecker:
             if declaration.ctor_params:
                 raise P4Error(n.pos, f"{declaration.name} has constructor parameters: instantiate it to apply it")
             if declaration.kind == "Parser" and context.kind == "parser":
-                in_parser = self.expressions.in_parser
                 parser = self.blocks.direct_instance(declaration, context)
-                self.expressions.in_parser = in_parser
                 return self.parser_apply(n, ParserInstanceSymbol(parser, declaration), name, scope, context)  # type: ignore[arg-type]
             if declaration.kind == "Control" and context.kind == "control":
                 control = self.blocks.direct_instance(declaration, context)

@@ -60,24 +60,19 @@ def inline_functions(program: ir.Program) -> None:
 class FunctionInliner:
     def __init__(self) -> None:
         self.count = 0
-        self.in_parser = False  # inlining into a parser's states (verify is allowed there only)
 
     # ------------------------------------------------------------------ declarations
     def parser(self, parser: ir.Parser) -> None:
         for declaration in parser.locals:
             if contains_call(declaration):
                 raise P4Error(declaration.position, "a parser variable's initializer cannot call a function")
-        self.in_parser = True
-        try:
-            for state in parser.states:
-                statements = self.statements(state.statements)
-                keys = []
-                for key in state.transition.keys:
-                    keys.append(self.expression(key, statements))
-                state.statements = statements
-                state.transition.keys = tuple(keys)
-        finally:
-            self.in_parser = False
+        for state in parser.states:
+            statements = self.statements(state.statements)
+            keys = []
+            for key in state.transition.keys:
+                keys.append(self.expression(key, statements))
+            state.statements = statements
+            state.transition.keys = tuple(keys)
 
     def control(self, control: ir.Control) -> None:
         for local in control.locals:
@@ -210,7 +205,7 @@ class FunctionInliner:
             if a.direction in ("out", "inout"):
                 value = self.place(a.value, out)
                 if bind_places:
-                    value = bind_place(value, out, self.holder(out), self.in_parser)
+                    value = bind_place(value, out, self.holder(out))
             else:
                 value = self.operand(a.value, out, later_call)
             result.append(dataclasses.replace(a, value=value))
@@ -281,20 +276,15 @@ def bind_place(
     place: ir.Expression,
     out: list[ir.Statement],
     hold: Callable[[ir.Expression], ir.VariableRef],
-    in_parser: bool = True,
 ) -> ir.Expression:
     """An out/inout argument as the l-value it is before the call (P4_16, "Calling convention"): its
     computed stack indices and the index a `.next`/`.last` names now are held in variables (`hold`
     appends their assignment to out), so that the copy-out after the inlined body writes there even if
     the body moved an index or the stack's nextIndex. A `.next`/`.last` with no element fails here, before
-    the call: in a parser with error.StackOutOfBounds (a `verify` appended to out); in a control or an
-    action (verify is for parsers only) by reading `.next`/`.last` there, which drops the packet as
-    any read of a `.next`/`.last` out of range does."""
+    the call, with error.StackOutOfBounds (a `verify` appended to out): the front end allows them in a
+    parser only (ExpressionChecker)."""
 
     def check(element: ir.StackElement, next_or_last: ir.StackNext | ir.StackLast) -> None:
-        if not in_parser:
-            hold(ir.IsValid(type=ir.BOOL, header=next_or_last, position=element.position))
-            return
         stack_type = element.stack.type
         assert isinstance(stack_type, ir.HeaderStackType)
         size = ir.Constant(type=element.index.type, value=stack_type.size, position=element.position)

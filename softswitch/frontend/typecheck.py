@@ -36,6 +36,7 @@ Checked = ir.Expression | SymbolReference | MethodReference
 MismatchMessage = str | Callable[[ir.Type, ir.Type], str]  # "what" of a mismatch, or (got, want) -> message
 
 _HEADER_METHODS = ("isValid", "setValid", "setInvalid")
+_PARSER_ONLY_STACK_MEMBERS = ("next", "last", "lastIndex")
 
 
 def is_writable(expr: ir.Expression) -> bool:
@@ -54,7 +55,7 @@ class ExpressionChecker:
         self.context = context
         self.types = TypeResolver(self.constant)
         self.calls: CallChecker  # set by the front end driver (calls need expressions and vice versa)
-        self.in_parser = False
+        self.in_parser = False  # checking a parser's body (lexically: not a function it calls)
 
     # ------------------------------------------------------------------ entry points
     def check(self, node: Node, scope: Scope) -> Checked:
@@ -234,6 +235,10 @@ class ExpressionChecker:
 
     def _stack_member(self, base: ir.Expression, t: ir.HeaderStackType, name: str, position: Pos | None) -> Checked:
         bit32 = ir.BitType(32)
+        if name in _PARSER_ONLY_STACK_MEMBERS and not self.in_parser:
+            # P4_16 "Operations on header stacks": next, last and lastIndex name what the parser has
+            # extracted so far; p4c refuses them anywhere else (a control, an action, a function)
+            raise P4Error(position, f"'.{name}' of a header stack can only be used in a parser")
         if name == "next":
             return ir.StackNext(type=t.element, stack=base, position=position)
         if name == "last":

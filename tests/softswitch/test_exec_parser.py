@@ -40,20 +40,25 @@ def test_header_stack_extract_and_pop_front_then_emit():
 
 
 def test_header_stack_push_front_size_and_last_index():
+    """lastIndex is read in the parser (it is for parsers only), size and push_front in ingress."""
+    parser = STACK_PARSER.replace(
+        "pkt.extract(hdr.hops.next);", "pkt.extract(hdr.hops.next); meta.last = hdr.hops.lastIndex;"
+    )
     sw = sw_for(
-        STACK_PARSER,
+        parser,
         """apply {
         sm.egress_spec = 1;
         hdr.hops.push_front(1);
         hdr.hops[0].setValid();
         hdr.hops[0].id = (bit<8>)hdr.hops.size;
-        hdr.hops[0].pad = (bit<7>)hdr.hops.lastIndex;
+        hdr.hops[0].pad = (bit<7>)meta.last;
     }""",
         "hop_t[4] hops;",
+        meta_fields="bit<32> last;",
     )
     out = sw.process(0, eth(payload=hops(5, 6) + b"Z"))
-    # after push_front the stack holds 3 elements: lastIndex 2, size 4; element 0 is the new one
-    assert out == [(1, eth(payload=bytes([4, 2 << 1]) + hops(5, 6) + b"Z"))]
+    # two hops parsed: lastIndex 1; after push_front size is still 4; element 0 is the new one
+    assert out == [(1, eth(payload=bytes([4, 1 << 1]) + hops(5, 6) + b"Z"))]
 
 
 def test_stack_overflow_is_StackOutOfBounds_and_packet_still_reaches_ingress():

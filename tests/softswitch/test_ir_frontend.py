@@ -127,7 +127,11 @@ def test_casts_and_slices_are_explicit_nodes_with_result_types():
 
 
 def test_last_index_is_next_index_minus_one_in_bit_32():
-    value = assigned_value("hdr.w.a = (bit<8>)hdr.st.lastIndex;", hdr_fields="w_t w; w_t[4] st;")
+    """(lastIndex is for parsers only: a parser state reads it.)"""
+    parser = "state start { pkt.extract(hdr.eth); hdr.w.a = (bit<8>)hdr.st.lastIndex; transition accept; }"
+    program = v1_ir("apply { }", decls=DECLS, hdr_fields="w_t w; w_t[4] st;", parser=parser)
+    (state,) = program.pipeline.blocks["parser"].states
+    value = state.statements[1].value
     minus = value.operand
     assert isinstance(minus, ir.Binary) and minus.op == "-" and minus.type == ir.BitType(32)
     assert isinstance(minus.left, ir.StackNextIndex)
