@@ -45,6 +45,7 @@ import argparse
 import fcntl
 import json
 import os
+import statistics
 import sys
 import time
 from contextlib import contextmanager
@@ -129,6 +130,13 @@ class LabBench:
             if lab.server_agent is not None:
                 pids[f"server {lab.server}"] = lab.server_agent.proc.pid
         return pids
+
+    def values_and_timeout(self, mb: float) -> tuple[int, float]:
+        """int32 values per worker in ``mb`` MB, and a round's timeout: 30x every worker's ideal time, 120 s
+        at least."""
+        values = int(mb * 2**20) // 4
+        ideal = 4 * values * 8 / (self.bandwidth_mbps * 1e6)
+        return values, max(120.0, 30 * ideal * len(self.lab.workers))
 
     def run(self, method: str, values: int, timeout: float) -> dict:
         lab = self.lab
@@ -225,6 +233,40 @@ def describe(row: dict) -> str:
     )
 
 
+def summarize(runs: list[dict]) -> list[dict]:
+    """Every method's repeats of one size in one entry: the median time and ratio to the ideal, and the
+    spread (fastest, slowest), so no single run stands for the case."""
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for row in runs:
+        groups.setdefault((label(row), row["bytes_per_worker"]), []).append(row)
+    out = []
+    for (name, size), rows in groups.items():
+        times = sorted(r["time_s"] for r in rows)
+        median = statistics.median(times)
+        out.append(
+            {
+                "label": name,
+                "bytes_per_worker": size,
+                "runs": len(times),
+                "median_s": median,
+                "min_s": times[0],
+                "max_s": times[-1],
+                "median_ratio_to_ideal": median / rows[0]["ideal_s"],
+                "retransmissions": [r["retransmissions"] for r in rows],
+            }
+        )
+    return out
+
+
+def describe_summary(entry: dict) -> str:
+    """One line per case: median (x ideal) and the spread of its runs."""
+    return (
+        f"{entry['bytes_per_worker'] / 2**20:>5.0f} MB {entry['label']:>10}: median {entry['median_s']:8.3f} s "
+        f"({entry['median_ratio_to_ideal']:5.2f} x ideal) of {entry['runs']} runs, "
+        f"{entry['min_s']:.3f}-{entry['max_s']:.3f} s"
+    )
+
+
 def label(row: dict) -> str:
     """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"; and a link MTU other than
     1500: "ina K=1024 MTU 9000", "gloo MTU 9000"."""
@@ -241,6 +283,7 @@ def run_topology(
     lock: str | None,
     pool_size: int,
     lanes: list[int] | None = None,
+    warmup_mb: float | None = None,
 ) -> dict:
     """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
     report: dict = {"topology": topology, "runs": []}
@@ -251,17 +294,24 @@ def run_topology(
         mtu = link_mtu(k)
         lab_methods = [m for m in methods if m != "gloo" or mtu not in gloo_mtus]
         gloo_mtus.add(mtu)
-        part = _run_lab(topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k])
+        part = _run_lab(
+            topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k],
+            min(sizes_mb) if warmup_mb is None else warmup_mb,
+        )  # fmt: skip
         report["runs"] += part.pop("runs")
         report["uptime_after"] = part["uptime_after"]
         for key, value in part.items():  # the first lab's load before, the topology's facts
             report.setdefault(key, value)
+    report["summary"] = summarize(report["runs"])
+    print(f"{topology}: medians and spreads", flush=True)
+    for entry in report["summary"]:
+        print(describe_summary(entry), flush=True)
     return report
 
 
 def _run_lab(
     topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int,
-    program: str,
+    program: str, warmup_mb: float,
 ) -> dict:  # fmt: skip
     log_lines: list[str] = []
 
@@ -286,15 +336,15 @@ def _run_lab(
                 f"{bench.bandwidth_mbps:g} Mbit/s, load {' '.join(report['uptime_before'])}",
                 flush=True,
             )
-            for method in methods:  # warm-up: first-round costs (gloo's rendezvous, sockets) not timed
-                bench.run(method, 64 * 1024, timeout=120)
+            # warm-up, untimed, the same for every method: first-round costs (gloo's rendezvous and
+            # connections, the agents' congestion window, the switches' slot cells) are paid at the size
+            # measured first, so a method's first timed run is not its first large one
+            for method in methods:
+                bench.run(method, *bench.values_and_timeout(warmup_mb))
             for mb in sizes_mb:
-                values = int(mb * 2**20) // 4
-                ideal = 4 * values * 8 / (bench.bandwidth_mbps * 1e6)
-                timeout = max(120.0, 30 * ideal * len(bench.lab.workers))
                 for method in methods:
                     for _ in range(repeats):
-                        row = bench.run(method, values, timeout)
+                        row = bench.run(method, *bench.values_and_timeout(mb))
                         report["runs"].append(row)
                         print(describe(row), flush=True)
             report["uptime_after"] = open("/proc/loadavg").read().split()[:3]
@@ -314,19 +364,17 @@ def plot(reports: list[dict], path: Path) -> None:
         sizes = sorted({r["bytes_per_worker"] for r in runs})
         mb = [s / 2**20 for s in sizes]
         ax = axes[0][col]
+        medians = {(e["label"], e["bytes_per_worker"]): e["median_s"] for e in summarize(runs)}
         for name in sorted({label(r) for r in runs}):
-            best = [
-                min((r["time_s"] for r in runs if label(r) == name and r["bytes_per_worker"] == s), default=None)
-                for s in sizes
-            ]
-            if any(b is not None for b in best):
-                ax.plot(mb, best, marker="o", label=name)
+            points = [(m, medians[name, s]) for m, s in zip(mb, sizes, strict=True) if (name, s) in medians]
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", label=name)
         ax.plot(mb, [s * 8 / (report["host_link_mbps"] * 1e6) for s in sizes], "k--", label="ideal S/B")
         ax.set(
             xscale="log",
             yscale="log",
             xlabel="MB per worker",
-            ylabel="completion time (s)",
+            ylabel="completion time (s), median of the runs",
             title=f"{Path(report['topology']).stem}: {report['workers']} workers, {report['host_link_mbps']:g} Mbit/s host links",
         )
         ax.legend()
@@ -352,7 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topology", nargs="+", default=list(DEFAULT_TOPOLOGIES), help="lab topology files")
     ap.add_argument("--sizes", type=float, nargs="+", default=[1, 4, 16, 64], help="MB per worker")
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
-    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument(
+        "--repeats", type=int, default=1, help="timed runs per method and size (median and spread reported)"
+    )
+    ap.add_argument(
+        "--warmup",
+        type=float,
+        help="MB per worker of the untimed round every method runs first on each lab (default: the smallest of "
+        "--sizes, so the first timed run is not a method's first large one)",
+    )
     ap.add_argument(
         "--lanes",
         type=int,
@@ -381,7 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     reports = []
     for topology in args.topology:
         reports.append(
-            run_topology(topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size, args.lanes)
+            run_topology(
+                topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size, args.lanes, args.warmup
+            )
         )
         out.with_suffix(".json").write_text(json.dumps({"reports": reports}, indent=1))
     plot(reports, out.with_suffix(".png"))
