@@ -20,8 +20,15 @@ bytes per worker over the host links' bandwidth B: a worker must at least send S
 the bytes every link carried, and what each component did per second: packets the worker agents
 sent, packets the server agent took in, GRADs the switches aggregated or passed and RESULTs they
 forwarded (P4 counters), and the CPU each process used (share of one core), so a figure can be
-explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one topology's
-run at a time (other lab users wait, and so does this).
+explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one lab's run
+at a time (other lab users wait, and so does this).
+
+Every method first runs one untimed round at the smallest size measured (``--warmup``): a method's
+first large round pays costs the later ones do not (the worker agents start a job's congestion window
+at 32 chunks and keep it for their life, gloo connects), and with a 64 KB warm-up the first 4 MB round
+on leaf_spine_100m at K = 1024 took 0.52-0.81 s where the third took 0.40-0.56 s (gloo: no trend).
+``--repeats N`` runs each case N times; the summary gives each case's median, ratio to the ideal and
+spread, all runs stay in the JSON.
 
 The headline INA configuration is K = 256 (``--lanes 256``): a quarter of K = 64's packets, so far less of
 the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (README); K = 64 stays the
