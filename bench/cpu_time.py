@@ -66,17 +66,51 @@ def process_cpu_seconds(pid: int) -> float:
     return total
 
 
-def machine_busy(cpu: int | None = None) -> tuple[float, float]:
-    """(busy, total) CPU seconds of the whole machine so far, or of one CPU (/proc/stat; busy includes
-    interrupts and softirqs, not idle or iowait): the share it was busy between two readings is
-    (busy1 - busy0) / (total1 - total0)."""
-    name = "cpu" if cpu is None else f"cpu{cpu}"
+def _stat_ticks(name: str) -> list[int]:
+    """user nice system idle iowait irq softirq steal of one /proc/stat line, in clock ticks; guest and
+    guest_nice (fields 9-10) are already inside user and nice, so they are left out."""
     for line in Path("/proc/stat").read_text().splitlines():
         fields = line.split()
         if fields and fields[0] == name:
-            # user nice system idle iowait irq softirq steal; guest and guest_nice (fields 9-10) are
-            # already inside user and nice, so they are not added again; steal counts as busy
-            values = [int(v) for v in fields[1:9]]
-            idle = values[3] + values[4]  # idle, iowait
-            return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
+            return [int(v) for v in fields[1:9]]
     raise OSError(f"/proc/stat has no line for {name}")
+
+
+def machine_busy(cpu: int | None = None) -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, or of one CPU (/proc/stat; busy includes
+    interrupts and softirqs, not idle or iowait; steal counts as busy): the share it was busy between
+    two readings is (busy1 - busy0) / (total1 - total0)."""
+    values = _stat_ticks("cpu" if cpu is None else f"cpu{cpu}")
+    idle = values[3] + values[4]  # idle, iowait
+    return (sum(values) - idle) / CLOCK_TICKS, sum(values) / CLOCK_TICKS
+
+
+def cpu_seconds_by_kind(cpu: int) -> dict[str, float]:
+    """Seconds CPU `cpu` has spent so far in user code (nice included), the kernel for tasks (system),
+    softirqs, hard interrupts, idle (iowait included) and stolen by the hypervisor (/proc/stat). Without
+    IRQ_TIME_ACCOUNTING a softirq's ticks count here as softirq and also in the CPU time of the task it
+    interrupted."""
+    user, nice, system, idle, iowait, irq, softirq, steal = _stat_ticks(f"cpu{cpu}")
+    kinds = {"user": user + nice, "system": system, "softirq": softirq, "irq": irq, "idle": idle + iowait}
+    return {kind: ticks / CLOCK_TICKS for kind, ticks in {**kinds, "steal": steal}.items()}
+
+
+def threads_by_name(pid: int) -> dict[str, tuple[float, int]]:
+    """Per thread name of process `pid` (its live threads): CPU seconds so far and voluntary context
+    switches (times a thread went to sleep), summed over the threads of that name; {} once it is gone."""
+    out: dict[str, tuple[float, int]] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip()
+            cpu = task_cpu_seconds(task)
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # the thread ended after the listing
+        sleeps = int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0])
+        seconds, count = out.get(name, (0.0, 0))
+        out[name] = (seconds + cpu, count + sleeps)
+    return out

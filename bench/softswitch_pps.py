@@ -64,7 +64,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
+from bench.cpu_time import cpu_seconds_by_kind, machine_busy, process_cpu_seconds, threads_by_name  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
@@ -782,6 +782,77 @@ def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int],
     }
 
 
+def softnet_counts() -> list[tuple[int, int]]:
+    """Per CPU: frames its receive softirq has taken off the backlog and frames dropped because the
+    backlog was full (netdev_max_backlog) so far (/proc/net/softnet_stat, first two columns)."""
+    rows = Path("/proc/net/softnet_stat").read_text().split("\n")
+    return [(int(r.split()[0], 16), int(r.split()[1], 16)) for r in rows if r.strip()]
+
+
+def ksoftirqd_seconds() -> float:
+    """CPU seconds of the kernel's softirq threads (ksoftirqd/N) so far: softirq work the kernel put off
+    to them (a busy CPU, or more than its budget at once) instead of running it where it was raised."""
+    total = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith("ksoftirqd/"):
+                total += process_cpu_seconds(int(comm.parent.name))
+        except OSError:
+            continue
+    return total
+
+
+class CpuSnapshot:
+    """What the machine's CPUs, the switch's threads and the kernel's receive backlogs have done so far;
+    two of them (before and after a case) say where the CPU time of the case went."""
+
+    def __init__(self, switch_pid: int | None):
+        self.cpus = {cpu: cpu_seconds_by_kind(cpu) for cpu in sorted(os.sched_getaffinity(0))}
+        self.threads = threads_by_name(switch_pid) if switch_pid else {}
+        self.softnet = softnet_counts()
+        self.ksoftirqd = ksoftirqd_seconds()
+
+    def accounting(self, before: CpuSnapshot, frames: int, sender_cpu_seconds: float) -> dict:
+        """Per frame (µs, `frames` processed): the senders, each thread of the switch (by name), and
+        the rest of the machine (other processes and the senders' start-up); each CPU's share in user
+        code, the kernel for tasks, softirqs and idle; backlog drops; how often the switch's I/O thread
+        slept; and the rate the senders', the switch's and ksoftirqd's CPU per frame allow on these CPUs at best
+        (all of them busy with nothing else)."""
+        per = 1e6 / frames if frames else 0.0
+        cpus = {}
+        for cpu, now in self.cpus.items():
+            spent = {kind: now[kind] - before.cpus[cpu][kind] for kind in now}
+            total = sum(spent.values()) or 1e-9
+            cpus[cpu] = {f"{kind}_pct": round(100.0 * value / total, 1) for kind, value in spent.items()}
+        threads = {
+            name: (seconds - before.threads.get(name, (0.0, 0))[0], sleeps - before.threads.get(name, (0.0, 0))[1])
+            for name, (seconds, sleeps) in self.threads.items()
+        }
+        switch_seconds = sum(seconds for seconds, _ in threads.values())
+        busy = sum(
+            sum(v for k, v in now.items() if k != "idle") - sum(v for k, v in before.cpus[cpu].items() if k != "idle")
+            for cpu, now in self.cpus.items()
+        )
+        io_sleeps = threads.get("softswitch-io", (0.0, 0))[1]
+        deferred = self.ksoftirqd - before.ksoftirqd
+        cost = (sender_cpu_seconds + switch_seconds + deferred) * per
+        return {
+            "sender_us_per_frame": round(sender_cpu_seconds * per, 3),
+            "switch_threads_us_per_frame": {
+                name: round(seconds * per, 3) for name, (seconds, _) in threads.items() if seconds * per >= 0.005
+            },  # fmt: skip
+            "ksoftirqd_us_per_frame": round(deferred * per, 3),
+            "rest_of_machine_us_per_frame": round(
+                max(0.0, busy - sender_cpu_seconds - switch_seconds - deferred) * per, 3
+            ),
+            "cpus": cpus,
+            "backlog_drops": sum(n[1] - b[1] for n, b in zip(self.softnet, before.softnet, strict=True)),
+            "backlog_frames_per_cpu": [n[0] - b[0] for n, b in zip(self.softnet, before.softnet, strict=True)],
+            "io_thread_sleeps_per_1000_frames": round(1000.0 * io_sleeps / frames, 2) if frames else None,
+            "bound_pps": round(len(self.cpus) * 1e6 / cost) if cost else None,
+        }
+
+
 def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, seconds: float, seqs: list[int],
                   sender_cpus: list[int | None], workdir: Path, sender_mode: str = "ring",
                   rate: float = 0.0) -> dict:  # fmt: skip
@@ -790,7 +861,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
     delivered0 = _rx_packets(lab, OUT_PORT)
     switch_cpu0 = switch.cpu_seconds()
-    busy0 = machine_busy()
+    busy0, snapshot0 = machine_busy(), CpuSnapshot(switch.proc.pid)
     sent = run_senders(lab.sender_ns, case, seconds, seqs, sender_cpus, workdir, sender_mode, rate)
 
     def progress() -> int:  # the switch's counters, or what it delivers
@@ -800,7 +871,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         return _rx_packets(lab, OUT_PORT) - delivered0
 
     last, t_done = _settled(progress)  # wait until the switch has worked off what it received
-    busy1 = machine_busy()
+    busy1, snapshot1 = machine_busy(), CpuSnapshot(switch.proc.pid)
     switch_cpu = switch.cpu_seconds() - switch_cpu0
     delivered = _rx_packets(lab, OUT_PORT) - delivered0
     processed = last if case.counted_stats else delivered
@@ -829,6 +900,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         "switch_cpu_us_per_frame": 1e6 * switch_cpu / processed if processed else None,
         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
         "machine_busy_pct": 100.0 * busy,
+        "cpu_accounting": snapshot1.accounting(snapshot0, processed, sent["cpu_seconds"]),
     }
     cpu_per_frame = row["switch_cpu_us_per_frame"]
     row["switch_core_pps"] = 1e6 / cpu_per_frame if cpu_per_frame else None  # one core at that CPU per frame
@@ -973,11 +1045,11 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
                 for count in sender_counts:
                     sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
                     delivered0, drops0 = lab.delivered(), lab.link_drops() if name != "kernel router" else 0
-                    busy0 = machine_busy()
+                    busy0, snapshot0 = machine_busy(), CpuSnapshot(None)
                     sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), mode)
                     delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
                     link_drops = lab.link_drops() - drops0 if name != "kernel router" else None
-                    busy1 = machine_busy()
+                    busy1, snapshot1 = machine_busy(), CpuSnapshot(None)
                     send_time = sent["t_end"] - sent["t_start"]
                     row = {
                         "baseline": name,
@@ -992,6 +1064,9 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
                         "link_drops": link_drops,
                         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
                         "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
+                        "cpu_accounting": snapshot1.accounting(
+                            snapshot0, delivered or sent["sent"], sent["cpu_seconds"]
+                        ),
                     }
                     rows.append(row)
                     progress(row)
@@ -1013,6 +1088,26 @@ def print_baseline_row(row: dict) -> None:
 
 def _fmt(value, spec: str = ",.0f") -> str:
     return "-" if value is None else format(value, spec)
+
+
+def print_accounting(label: str, acct: dict) -> None:
+    """Where a case's CPU time went, per frame, and what it allows."""
+    threads = ", ".join(f"{name} {us:.2f}" for name, us in sorted(acct["switch_threads_us_per_frame"].items()))
+    cpus = "; ".join(
+        f"cpu{cpu} busy {100 - c['idle_pct']:.0f}% (user {c['user_pct']:.0f}, system {c['system_pct']:.0f}, "
+        f"softirq {c['softirq_pct']:.0f})"
+        for cpu, c in acct["cpus"].items()
+    )
+    sleeps = acct["io_thread_sleeps_per_1000_frames"]
+    print(
+        f"  {label}: us per frame: sender {acct['sender_us_per_frame']:.2f}"
+        + (f", switch threads: {threads}" if threads else "")
+        + f", ksoftirqd {acct['ksoftirqd_us_per_frame']:.2f}, rest of the machine "
+        f"{acct['rest_of_machine_us_per_frame']:.2f}; {cpus}; backlog drops "
+        f"{acct['backlog_drops']:,}"
+        + (f"; I/O thread slept {sleeps:.2f} times per 1000 frames" if sleeps is not None and threads else "")
+        + f"; these CPU costs allow at most {_fmt(acct['bound_pps'])} frames/s on {len(acct['cpus'])} CPUs"
+    )
 
 
 def print_in_process_row(row: dict) -> None:
@@ -1157,10 +1252,23 @@ def print_tables(result: dict) -> None:
                 f"{_fmt(row.get('switch_core_pps')):>9} {_fmt(row['sender_cpu_us_per_frame'], '.2f'):>6} "
                 f"{row['machine_busy_pct']:>6.0f}"
             )
+        print(
+            "Where the CPU went (per frame processed; senders and switch threads: their CPU time, softirqs run in "
+            "their context included; rest of the machine: every other busy CPU second; ksoftirqd: softirq work the kernel put off to its threads; "
+            "bound: CPUs / (sender + switch + ksoftirqd us per frame))"
+        )
+        for row in veth["cases"]:
+            if "cpu_accounting" in row:
+                print_accounting(
+                    f"{row['case']}, {_backend_label(row)}, {row['senders']} sender(s)", row["cpu_accounting"]
+                )
         if veth.get("baselines"):
             print("Baselines: the router case's frames without the switch (same senders, same run)")
             for row in veth["baselines"]:
                 print_baseline_row(row)
+            for row in veth["baselines"]:
+                if "cpu_accounting" in row:
+                    print_accounting(f"{row['baseline']}, {row['senders']} sender(s)", row["cpu_accounting"])
             for senders, cost in result["comparison"].get("sink_us_per_frame", {}).items():
                 print(
                     f"  delivering a frame into a host that drops it (sender alone, peer up minus peer down, "
