@@ -850,6 +850,9 @@ class CpuSnapshot:
             "backlog_frames_per_cpu": [n[0] - b[0] for n, b in zip(self.softnet, before.softnet, strict=True)],
             "io_thread_sleeps_per_1000_frames": round(1000.0 * io_sleeps / frames, 2) if frames else None,
             "bound_pps": round(len(self.cpus) * 1e6 / cost) if cost else None,
+            # the senders' CPU alone (their core: their own sending and, on veth, the delivery into the
+            # switch's ring in their softirq)
+            "sender_core_pps": round(1e6 / (sender_cpu_seconds * per)) if sender_cpu_seconds and per else None,
         }
 
 
@@ -910,15 +913,41 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
 
 
 DEFAULT_RX = "ring"  # the native back end's default receive path (SOFTSWITCH_IO unset)
+RPS_SETTINGS = ("off", "in")  # --rps: no RPS; the input port's receive work on the forwarding CPU
+
+
+class ReceiveSteering:
+    """RPS on one interface for the length of a case (bench-side tuning, restored when it ends): the
+    kernel's receive work for its frames (the backlog, the packet taps that fill the switch's ring, the
+    stack) runs on `cpu` instead of the CPU that handed the frame over (veth: the sender's). `namespace`:
+    where the interface is (None: this one)."""
+
+    def __init__(self, namespace: str | None, iface: str, cpu: int | None):
+        self.inside = ["ip", "netns", "exec", namespace] if namespace else []
+        self.file, self.cpu = f"/sys/class/net/{iface}/queues/rx-0/rps_cpus", cpu
+
+    def _write(self, mask: int) -> None:
+        sh(*self.inside, "sh", "-c", f"echo {mask:x} > {self.file}")
+
+    def __enter__(self) -> ReceiveSteering:
+        if self.cpu is not None:
+            self._write(1 << self.cpu)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.cpu is not None:
+            self._write(0)
 
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
                  native_tx: tuple[str, ...] = ("ring",), sender_mode: str = "ring", rate: float = 0.0,
-                 cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("hybrid",)) -> list[dict]:  # fmt: skip
+                 cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("hybrid",),
+                 rps: tuple[str, ...] = ("off",)) -> list[dict]:  # fmt: skip
     """Every case on every back end (the native one once per transmit path in native_tx, and once per
     other receive path in native_rx: hybrid, the default; ring, frame slots; block, TPACKET_V3 blocks), once per number of
     senders in sender_counts (native back end; the Python back end with one sender: a second one only
-    adds loss). cases: the keys of the cases to run (empty: all)."""
+    adds loss), once per RPS setting in rps (off; in: the switch's input port's receive work on the
+    switch's CPU, see ReceiveSteering). cases: the keys of the cases to run (empty: all)."""
     rows = []
     installers = {ROUTER_P4: install_router, INA_P4: install_ina}
     cpus = sorted(os.sched_getaffinity(0))
@@ -942,12 +971,14 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
                         for count in sender_counts if backend == "native" else [1]:
                             # the first sender on the first CPU, a second one shares the switch's
                             sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
-                            row = run_veth_case(
-                                lab, switch, case, seconds, seqs, sender_cpus, Path(tmp), sender_mode, rate
-                            )
-                            row["switch_cpu"] = switch_cpu
-                            rows.append(row)
-                            progress(row)
+                            for steer in rps:
+                                with ReceiveSteering(None, lab.ports[IN_PORT], switch_cpu if steer == "in" else None):
+                                    row = run_veth_case(
+                                        lab, switch, case, seconds, seqs, sender_cpus, Path(tmp), sender_mode, rate
+                                    )
+                                row["switch_cpu"], row["rps"] = switch_cpu, steer
+                                rows.append(row)
+                                progress(row)
                 finally:
                     switch.stop()
     return rows
@@ -1017,7 +1048,7 @@ def _settled(count, poll: float = 0.05) -> tuple[int, float]:
 
 
 def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], progress,
-                      sender_mode: str = "ring") -> list[dict]:  # fmt: skip
+                      sender_mode: str = "ring", rps: tuple[str, ...] = ("off",)) -> list[dict]:  # fmt: skip
     """The router case's frames without the switch, on the same machine in the same run: the senders
     alone into the switch-side veth with no switch behind it (the peer's stack drops every frame as not
     for the host: what a frame costs its sender before any switch reads it); the same with that veth
@@ -1028,7 +1059,8 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
     the receiver got (the router). Once per number of senders (the
     first on the first CPU, a second on the last, where the switch would run); the peer-down case
     always with sendmmsg (a transmit ring past the qdisc would see each frame refused), and so the
-    senders alone with sendmmsg too."""
+    senders alone with sendmmsg too. The kernel router once per RPS setting in rps (in: its input's
+    receive work, the forwarding, on the last CPU, as the switch's with --rps in)."""
     case = next(c for c in veth_cases(frames) if c.key == "ipv4_router_forward")
     cpus = sorted(os.sched_getaffinity(0))
     rows = []
@@ -1036,19 +1068,22 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
         runs = [("sender alone", sender_mode)]
         if sender_mode != "sendmmsg":  # the peer-down case's sender, for the difference
             runs.append(("sender alone", "sendmmsg"))
-        runs += [("sender alone, peer down", "sendmmsg"), ("kernel router", sender_mode)]
+        runs += [("sender alone, peer down", "sendmmsg")]
+        runs += [("kernel router" + (", rps in" if steer == "in" else ""), sender_mode) for steer in rps]
         for name, mode in runs:
-            lab = KernelRouterLab() if name == "kernel router" else VethLab()
-            with lab:
+            router = name.startswith("kernel router")
+            lab = KernelRouterLab() if router else VethLab()
+            steer_cpu = cpus[-1] if name.endswith("rps in") and len(cpus) > 1 else None
+            with lab, ReceiveSteering(getattr(lab, "router_ns", None), "in0", steer_cpu):
                 if name.endswith("peer down"):
                     sh("ip", "link", "set", lab.ports[IN_PORT], "down")
                 for count in sender_counts:
                     sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
-                    delivered0, drops0 = lab.delivered(), lab.link_drops() if name != "kernel router" else 0
+                    delivered0, drops0 = lab.delivered(), lab.link_drops() if not router else 0
                     busy0, snapshot0 = machine_busy(), CpuSnapshot(None)
                     sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), mode)
                     delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
-                    link_drops = lab.link_drops() - drops0 if name != "kernel router" else None
+                    link_drops = lab.link_drops() - drops0 if not router else None
                     busy1, snapshot1 = machine_busy(), CpuSnapshot(None)
                     send_time = sent["t_end"] - sent["t_start"]
                     row = {
@@ -1106,7 +1141,8 @@ def print_accounting(label: str, acct: dict) -> None:
         f"{acct['rest_of_machine_us_per_frame']:.2f}; {cpus}; backlog drops "
         f"{acct['backlog_drops']:,}"
         + (f"; I/O thread slept {sleeps:.2f} times per 1000 frames" if sleeps is not None and threads else "")
-        + f"; these CPU costs allow at most {_fmt(acct['bound_pps'])} frames/s on {len(acct['cpus'])} CPUs"
+        + f"; these CPU costs allow at most {_fmt(acct['bound_pps'])} frames/s on {len(acct['cpus'])} CPUs, the "
+        f"senders' alone {_fmt(acct['sender_core_pps'])} per core"
     )
 
 
@@ -1124,7 +1160,8 @@ def _backend_label(row: dict) -> str:
     if not row.get("switch_tx"):
         return row["backend"]
     rx = f"/rx-{row['switch_rx']}" if row.get("switch_rx") not in (None, DEFAULT_RX) else ""
-    return f"{row['backend']}/{row['switch_tx']}{rx}"
+    rps = "/rps-in" if row.get("rps") == "in" else ""
+    return f"{row['backend']}/{row['switch_tx']}{rx}{rps}"
 
 
 def print_veth_row(row: dict) -> None:
@@ -1399,6 +1436,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "handed over when full or after 1 ms) (default hybrid,ring,block; quick: hybrid)",
     )
     p.add_argument(
+        "--rps",
+        default="off",
+        help="RPS settings to run side by side: off (the default) and/or in (the receive work of the switch's input "
+        "port, and of the kernel router's, on the forwarding CPU instead of the sender's; restored after each case)",
+    )
+    p.add_argument(
         "--sender",
         choices=("ring", "sendmmsg"),
         default="sendmmsg",
@@ -1441,6 +1484,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.native_rx = tuple(t.strip() for t in args.native_rx.split(",") if t.strip())
     if not args.native_rx or any(t not in ("hybrid", "ring", "block") for t in args.native_rx):
         p.error(f"--native-rx takes hybrid, ring and/or block, got {args.native_rx}")
+    args.rps = tuple(t.strip() for t in args.rps.split(",") if t.strip())
+    if not args.rps or any(t not in RPS_SETTINGS for t in args.rps):
+        p.error(f"--rps takes off and/or in, got {','.join(args.rps)}")
     args.cases = tuple(c.strip() for c in (args.cases or ",".join(VETH_CASE_KEYS)).split(",") if c.strip())
     if not args.cases or any(c not in VETH_CASE_KEYS for c in args.cases):
         p.error(f"--cases takes some of {','.join(VETH_CASE_KEYS)}, got {','.join(args.cases)}")
@@ -1485,6 +1531,7 @@ def main(argv=None) -> int:
             "backends": args.backends,
             "native_tx": list(args.native_tx),
             "native_rx": list(args.native_rx),
+            "rps": list(args.rps),
             "sender": args.sender,
             "sender_rate": args.rate,
             "values_per_packet": frames.C.VALUES_PER_PACKET,
@@ -1526,6 +1573,7 @@ def main(argv=None) -> int:
                     args.rate,
                     args.cases,
                     args.native_rx,
+                    args.rps,
                 )
             except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                 result["veth"]["skipped"] = f"failed: {e}"
@@ -1534,7 +1582,7 @@ def main(argv=None) -> int:
                 print("[veth] baselines: the same frames without the switch ...", flush=True)
                 try:
                     result["veth"]["baselines"] = measure_baselines(
-                        frames, seconds, senders, print_baseline_row, args.sender
+                        frames, seconds, senders, print_baseline_row, args.sender, args.rps
                     )
                 except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                     print(f"[veth] baselines failed: {e}")

@@ -69,3 +69,44 @@ def test_the_machine_and_each_cpu_are_busy_at_most_all_the_time():
     assert 0 < busy <= total
     with pytest.raises(OSError, match="no line for cpu4096"):
         cpu_time.machine_busy(4096)
+
+
+def test_each_cpus_time_is_split_by_kind_and_adds_up_to_its_total():
+    cpu = min(os.sched_getaffinity(0))
+    before = cpu_time.cpu_seconds_by_kind(cpu)
+    spin(0.05)
+    after = cpu_time.cpu_seconds_by_kind(cpu)
+    assert set(after) == {"user", "system", "softirq", "irq", "idle", "steal"}
+    assert all(after[k] >= before[k] for k in after)
+    busy, total = cpu_time.machine_busy(cpu)
+    assert sum(after.values()) == pytest.approx(total, abs=0.05)  # read a moment apart
+    assert sum(v for k, v in after.items() if k != "idle") == pytest.approx(busy, abs=0.05)
+
+
+def test_threads_are_summed_by_name_with_the_times_they_slept():
+    import ctypes
+
+    named, go, finished, done = (threading.Event() for _ in range(4))
+
+    def worker():
+        ctypes.CDLL(None).prctl(15, b"cpu-time-probe", 0, 0, 0)  # PR_SET_NAME
+        named.set()
+        go.wait(10)
+        spin(0.1)
+        for _ in range(20):
+            time.sleep(0.001)
+        finished.set()
+        done.wait(10)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    named.wait(10)
+    before = cpu_time.threads_by_name(os.getpid())["cpu-time-probe"]
+    go.set()
+    finished.wait(10)
+    after = cpu_time.threads_by_name(os.getpid())["cpu-time-probe"]
+    done.set()
+    thread.join()
+    assert after[0] - before[0] >= 0.09 and after[1] - before[1] >= 20
+    assert "cpu-time-probe" not in cpu_time.threads_by_name(os.getpid())
+    assert cpu_time.threads_by_name(2**22 + 7) == {}  # no such process

@@ -1,6 +1,6 @@
 """bench/softswitch_pps.py in its quick mode: exit 0, the JSON it saves has every packet kind on both
 back ends with positive rates and their ratios, and the veth part either ran (root: frames crossed a
-softswitch process of each back end, with CPU per frame, and the router's frames crossed the kernel as
+softswitch process of each back end, with CPU per frame and where it went, and the router's frames crossed the kernel as
 the router in the baselines) or says why not."""
 
 import json
@@ -76,6 +76,15 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
         assert case["sent"] > 0 and 0 < case["delivered"] <= case["expected_delivered"]
         assert case["processed"] > 0 and case["switch_cpu_us_per_frame"] > 0 and case["sender_cpu_us_per_frame"] > 0
         assert case["senders"] == 1
+        # where the CPU went: the switch's threads by name (the native one's I/O thread among them), each
+        # CPU's time split into kinds that add up to all of it, and the rate those costs allow
+        acct = case["cpu_accounting"]
+        assert sum(acct["switch_threads_us_per_frame"].values()) > 0 and acct["sender_us_per_frame"] > 0
+        if case["backend"] == "native":
+            assert acct["switch_threads_us_per_frame"]["softswitch-io"] > 0
+        for shares in acct["cpus"].values():
+            assert sum(shares.values()) == pytest.approx(100, abs=0.5)
+        assert acct["bound_pps"] > 0 and acct["backlog_drops"] >= 0
     for aggregation in (c for c in veth["cases"] if c["kind"] == "grad_aggregation"):
         assert aggregation["expected_delivered"] == aggregation["sent"] // 4
         assert aggregation["processed"] >= aggregation["delivered"] * 4
@@ -88,3 +97,4 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
     router = baselines["kernel router"]
     assert 0 < router["delivered"] <= router["sent"] and router["delivered_pps"] > 0
     assert all(b["sender_cpu_us_per_frame"] > 0 for b in baselines.values())
+    assert all(b["cpu_accounting"]["switch_threads_us_per_frame"] == {} for b in baselines.values())
