@@ -26,9 +26,12 @@ ipv4_lpm.
   (--native-tx: its PACKET_MMAP ring, and sendmmsg as before, side by side); "sw/core" is what one core
   would sustain at the switch's measured CPU per frame (1 / CPU per frame: on 2 shared CPUs the
   senders and the kernel's veth delivery take the rest, so the measured rate stays below it).
-  --native-rx picks the native switch's receive paths: hybrid (the default: frame slots at low rates,
-  TPACKET_V3 blocks while a block's worth arrives within a millisecond), ring (frame slots only,
-  SOFTSWITCH_IO=ring) and block (blocks only), side by side.
+  --native-rx picks the native switch's receive paths: hybrid (SOFTSWITCH_IO=hybrid: frame slots at low
+  rates, TPACKET_V3 blocks while a block's worth arrives within a millisecond), ring (frame slots only,
+  the default) and block (blocks only), side by side. Each case also says where its CPU time went (per
+  frame: the senders, each switch thread, ksoftirqd, the rest of the machine; each CPU's user/system/softirq/idle
+  share; backlog drops; the I/O thread's sleeps; the rate those costs allow), and --rps off,in runs it
+  again with the switch's input port's receive work on the switch's CPU (RPS, restored after the case).
 * Baselines (--baselines, root): the router case's frames without the switch, in the same run and with
   the same senders: into a veth with nothing behind it (what a frame costs its sender before any switch
   reads it), and through the kernel as the router (a namespace forwarding between two veths, the same
