@@ -98,3 +98,23 @@ def test_quick_run_saves_both_back_ends_side_by_side(tmp_path):
     assert 0 < router["delivered"] <= router["sent"] and router["delivered_pps"] > 0
     assert all(b["sender_cpu_us_per_frame"] > 0 for b in baselines.values())
     assert all(b["cpu_accounting"]["switch_threads_us_per_frame"] == {} for b in baselines.values())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a network namespace and a veth pair)")
+def test_receive_steering_sets_rps_for_the_case_and_restores_it():
+    sys.path.insert(0, str(ROOT))
+    from bench.softswitch_pps import ReceiveSteering, sh
+
+    ns, iface = f"ppsrps{os.getpid() % 100000}", "rpstest0"
+    sh("ip", "netns", "add", ns)
+    try:
+        sh("ip", "netns", "exec", ns, "ip", "link", "add", iface, "type", "veth", "peer", "name", "rpstest1")
+        read = ("ip", "netns", "exec", ns, "cat", f"/sys/class/net/{iface}/queues/rx-0/rps_cpus")
+        cpu = max(os.sched_getaffinity(0))
+        with ReceiveSteering(ns, iface, cpu):
+            assert int(sh(*read).stdout.strip().replace(",", ""), 16) == 1 << cpu
+        assert int(sh(*read).stdout.strip().replace(",", ""), 16) == 0
+        with ReceiveSteering(ns, iface, None):  # off: nothing written
+            assert int(sh(*read).stdout.strip().replace(",", ""), 16) == 0
+    finally:
+        sh("ip", "netns", "del", ns, check=False)
