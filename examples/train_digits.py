@@ -180,6 +180,7 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         "final_loss": losses[-1],
         "iterations": len(step_times),
         "ms_per_iteration": 1000 * float(np.mean(step_times)),
+        "first_iterations_ms": [round(1000 * t, 2) for t in step_times[:20]],  # where a slow first epoch went
         "ranks_in_sync": in_sync,
         "compression": compression,
     }

@@ -74,6 +74,10 @@ def test_one_process_per_rank_exits_cleanly_with_its_summary(tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outputs
     summary = json.loads(out.read_text())
     assert summary["ranks_in_sync"] and summary["workers"] == 2 and summary["iterations"] == 21
+    # the first 20 iterations one by one (a slow first epoch shows where it went), within the run's mean
+    first = summary["first_iterations_ms"]
+    assert len(first) == 20 and all(t > 0 for t in first)
+    assert abs(sum(first) / 20 - summary["ms_per_iteration"]) < max(first)
     assert outputs[0].rstrip().endswith("parameters identical on all ranks: True")
 
 
