@@ -227,6 +227,17 @@ class Installer:
             count += self._upsert(s, self.topology_entries(s))
         return count
 
+    def route_around(self, dead_switches: Collection[str], dead_links: Collection[tuple[str, str]]) -> int:
+        """Re-route the live switches' /32 routes over what survives of the topology (fewest hops, as at
+        install), so that host-to-host traffic (a training job's TCP rendezvous and gloo connections) stops
+        crossing a dead switch or link; return the number of entries written. A host no longer reachable
+        from a switch keeps its old route there (nothing better exists)."""
+        from controller.replan import surviving_graph
+
+        self._graph = surviving_graph(self.topo.to_graph(), dead_switches, dead_links)
+        self._routes.clear()
+        return self.install_topology([s.name for s in self.topo.switches if s.name in self._graph])
+
     # -- jobs --------------------------------------------------------------------------------------
     def job_entries(self, plan: JobPlan) -> dict[str, JobEntries]:
         """Per switch: its ina_jobs entries and its multicast group entries for ``plan``.

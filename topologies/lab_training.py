@@ -9,7 +9,8 @@ and gloo's TCP connections are plain IPv4 between hosts, so they cross the P4 sw
 ``ipv4_lpm`` routes like any other traffic; with ``--backend ina`` the DDP all_reduces go, over
 kernel UDP on the host's address, through the aggregating switches of the job whose plan file the
 launcher wrote (INA_PLAN: the hosts' namespaces have no route to the controller in the root
-namespace, but they share its file system).
+namespace, but they share its file system). The launcher replaces that file with each new version when
+the controller re-plans the job, and each rank's agent follows it (worker.plan_updates.PlanFileWatch).
 
 ``run_ranks`` starts the processes, streams rank 0's progress, waits with a deadline and returns
 rank 0's summary; any failure is a ``TrainError`` naming the host and quoting its last output.

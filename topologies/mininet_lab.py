@@ -47,6 +47,7 @@ from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
 from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, rank_env, run_ranks
+from worker.plan_updates import publish_failure, publish_plan
 
 # results down the tree: one multicast RESULT per chunk leaves the server, where unicast sends one per worker
 # along each reverse path. The lab's default, as a MininetLab and on the command line (--results)
@@ -327,13 +328,19 @@ class MininetLab:
         self._replan(self.jobs.link_failed, a, b)
 
     def _replan(self, report, *args) -> None:
-        """Run a failure report on the monitor's thread; what goes wrong is logged, the monitor goes on
+        """Run a failure report on the monitor's thread, then route host-to-host traffic around what died
+        (training ranks talk TCP through the switches); what goes wrong is logged, the monitor goes on
         (a job that cannot be re-planned was told why: its ranks fail with the reason)."""
-        try:
-            report(*args)
-        except Exception as exc:
-            self.failed = True
-            self.log(f"[lab] {exc}")
+        for step in (lambda: report(*args), lambda: self.installer.route_around(*self._dead())):
+            try:
+                step()
+            except Exception as exc:
+                self.failed = True
+                self.log(f"[lab] {exc}")
+
+    def _dead(self) -> tuple[set[str], set[tuple[str, str]]]:
+        """The switches and links the controller knows are dead."""
+        return set(self.jobs.dead_switches), set(self.jobs.dead_links)
 
     def _plan_changed(self, job_id: int, plan, reason: str) -> None:
         """A job manager watcher: a new plan version goes to the server agent (which must know the new
@@ -344,9 +351,7 @@ class MininetLab:
             for agent in self.agents.values():
                 agent.send({"cmd": "plan_failed", "job": job_id, "reason": reason})
             return
-        path = self.workdir / f"plan-job{job_id}-v{plan.version}.json"
-        path.write_text(plan.to_json(indent=1))
-        self._server_call({"cmd": "update_job", "plan": str(path)})
+        path = self._server_takes(job_id, plan)
         for agent in self.agents.values():
             agent.send({"cmd": "plan", "plan": str(path)})
         if job_id == self.plan.job_id:
@@ -355,6 +360,30 @@ class MininetLab:
             self.ps_plan = plan
         spines = sorted({c.switch for c in plan.switches if c.aggregates})
         self.log(f"[lab] job {job_id} runs on plan version {plan.version} (aggregating: {', '.join(spines) or 'none'})")
+
+    def _server_takes(self, job_id: int, plan) -> Path:
+        """Give the server agent a job's new plan version (before any worker sends on its trees); return
+        the version's file."""
+        path = self.workdir / f"plan-job{job_id}-v{plan.version}.json"
+        path.write_text(plan.to_json(indent=1))
+        self._server_call({"cmd": "update_job", "plan": str(path)})
+        return path
+
+    def _training_plan_changed(self, plan_path: Path, job_id: int, plan, reason: str) -> None:
+        """A job manager watcher of a training job: the ranks follow the plan file they were started with
+        (worker.plan_updates.PlanFileWatch), so a new version goes to the server agent, then replaces that
+        file; ``plan`` None makes the ranks' collectives fail with ``reason``."""
+        if plan is None:
+            self.log(f"[lab] training job {job_id} cannot go on: {reason}")
+            publish_failure(plan_path, reason)
+            return
+        self._server_takes(job_id, plan)
+        publish_plan(plan_path, plan)
+        aggregating = sorted({c.switch for c in plan.switches if c.aggregates})
+        self.log(
+            f"[lab] training job {job_id} runs on plan version {plan.version} "
+            f"(aggregating: {', '.join(aggregating) or 'none'})"
+        )
 
     def kill_switch(self, switch: str) -> None:
         """Kill a switch's process (SIGKILL, as a crash): it stops forwarding and answering P4Runtime."""
@@ -567,12 +596,18 @@ class MininetLab:
         INA_PLAN, served by the lab's server agent; yields (plan, plan file) and removes the job from
         server and switches afterwards."""
         plan = self._training_job()
+        plan_path = self.workdir / f"train-job{plan.job_id}.json"
+
+        def follow(new, reason: str) -> None:
+            self._training_plan_changed(plan_path, plan.job_id, new, reason)
+
         try:
-            plan_path = self.workdir / f"train-job{plan.job_id}.json"
-            plan_path.write_text(plan.to_json(indent=1))
+            publish_plan(plan_path, plan)
             self._server_call({"cmd": "add_job", "plan": str(plan_path)})
+            self.jobs.watch(plan.job_id, follow)
             yield plan, plan_path
         finally:
+            self.jobs.unwatch(plan.job_id, follow)
             self._release_training_job(plan)
 
     def _training_job(self):

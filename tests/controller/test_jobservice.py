@@ -112,3 +112,46 @@ def test_watch_plan_streams_each_new_version_then_the_reason_a_job_cannot_go_on(
 def test_watching_an_unknown_job_is_refused(service):
     with pytest.raises(JobServiceError, match="no job 42"):
         list(service[1].watch(42))
+
+
+def test_a_plan_file_carries_each_new_version_then_the_reason_a_job_cannot_go_on(tmp_path):
+    """The channel of ranks that cannot reach the job service (the mininet lab's): the lab replaces the
+    plan file with each version (publish_plan) or says why the job cannot go on (publish_failure); the
+    follower hands the watcher the plan the file holds, each replacement, then the reason, and ends."""
+    import dataclasses
+    import queue
+
+    from worker.plan_updates import PlanFileWatch, PlanFollower, publish_failure, publish_plan
+
+    manager = JobManager(load_topology(ROOT / "topologies" / "leaf_spine.yaml"))
+    plan, _ = manager.register([f"h{i}" for i in range(1, 5)], ["h9"], PlanOptions())
+    path = tmp_path / "job.json"
+    publish_plan(path, plan)
+    other_job = dataclasses.replace(plan, job_id=plan.job_id + 1, version=5)
+    got: queue.Queue = queue.Queue()
+    source = PlanFileWatch(path, interval=0.01)
+    follower = PlanFollower(source, plan.job_id, lambda p, reason: got.put((p, reason))).start()
+    try:
+        assert got.get(timeout=10) == (plan, "")  # what the file holds (an agent ignores a version it has)
+        publish_plan(path, other_job)  # another job's plan is not this job's version
+        second = dataclasses.replace(plan, version=2)
+        publish_plan(path, second)
+        assert got.get(timeout=10) == (second, "")
+        publish_failure(path, "re-planning job 0 around the failed switch sp2 failed: no tree left")
+        assert got.get(timeout=10) == (None, "re-planning job 0 around the failed switch sp2 failed: no tree left")
+        follower.join(timeout=10)
+        assert follower.versions_seen == 3 and got.empty()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["job.json", "job.json.failed"]  # no temporaries
+    finally:
+        source.close()
+        follower.join(timeout=10)
+
+
+def test_closing_a_plan_file_watch_ends_the_follower(tmp_path):
+    from worker.plan_updates import PlanFileWatch, PlanFollower
+
+    source = PlanFileWatch(tmp_path / "none.json", interval=0.01)  # no file yet: nothing to hand over
+    follower = PlanFollower(source, 0, lambda p, reason: None).start()
+    source.close()
+    follower.join(timeout=5)
+    assert not follower._thread.is_alive() and follower.versions_seen == 0

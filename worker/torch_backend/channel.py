@@ -1,8 +1,10 @@
 """The backend's link to the network: this rank's worker agent, built from the job's plan.
 
 The plan comes from the controller's job service (INA_CONTROLLER + INA_JOB, over TLS with INA_TLS_CA)
-or from a plan file (INA_PLAN). With a job service, the rank keeps watching the job's plan
-(``PlanFollower``): a new version re-routes the agent's chunks, a failed re-plan fails its collectives. The transport is kernel UDP on the plan's address of this worker (mininet, real hosts)
+or from a plan file (INA_PLAN). The rank keeps watching the job's plan (``PlanFollower``), at the job
+service or in the plan file (``PlanFileWatch``: whoever wrote it replaces it with each new version, as the
+mininet lab does when it re-plans): a new version re-routes the agent's chunks, a failed re-plan fails its
+collectives. The transport is kernel UDP on the plan's address of this worker (mininet, real hosts)
 or an attach endpoint of an in-process network running in another OS process.
 """
 
@@ -19,7 +21,7 @@ from worker.torch_backend.process_group import SwitchChannel
 if TYPE_CHECKING:
     from controller.jobservice import JobClient
     from controller.plan import JobPlan
-    from worker.plan_updates import PlanFollower
+    from worker.plan_updates import PlanFollower, PlanSource
 
 
 def load_plan(options: InaOptions):
@@ -111,21 +113,21 @@ def make_transport(options: InaOptions, plan, me):
 
 class AgentChannel(SwitchChannel):
     """A WorkerAgent of the job; ``aggregate`` is one blocking allreduce through the switches.
-    ``client``/``follower``: the job service's client and the watch of the job's plan (when the plan
-    came from a controller)."""
+    ``source``/``follower``: where new versions of the job's plan come from (the job service's client,
+    or the plan file) and the watch that hands them to the agent."""
 
     def __init__(
         self,
         agent,
         transport,
         timeout: float,
-        client: JobClient | None = None,
+        source: PlanSource | None = None,
         follower: PlanFollower | None = None,
     ):
         self.agent = agent
         self.transport = transport
         self.timeout = timeout
-        self.client, self.follower = client, follower
+        self.source, self.follower = source, follower
 
     @classmethod
     def connect(cls, options: InaOptions, rank: int, size: int) -> AgentChannel:
@@ -144,7 +146,7 @@ class AgentChannel(SwitchChannel):
         cls, options: InaOptions, rank: int, size: int, plan: JobPlan, client: JobClient | None
     ) -> AgentChannel:
         from worker.agent import WorkerAgent
-        from worker.plan_updates import PlanFollower
+        from worker.plan_updates import PlanFileWatch, PlanFollower
 
         if len(plan.workers) != size:
             raise InaConfigError(
@@ -160,10 +162,10 @@ class AgentChannel(SwitchChannel):
         agent = WorkerAgent(
             plan, rank, transport, timeout=options.rto, retries=options.retries, give_up_after=options.timeout
         )
-        follower = None
-        if client is not None:  # new plan versions reach the agent on its loop, between two events
-            follower = PlanFollower(client, plan.job_id, agent.update_plan, transport.loop.call_soon_threadsafe).start()
-        return cls(agent, transport, options.timeout, client, follower)
+        source: PlanSource = client if client is not None else PlanFileWatch(str(options.plan))
+        # new plan versions reach the agent on its loop, between two events
+        follower = PlanFollower(source, plan.job_id, agent.update_plan, transport.loop.call_soon_threadsafe).start()
+        return cls(agent, transport, options.timeout, source, follower)
 
     def aggregate(self, array: np.ndarray, op: str) -> np.ndarray:
         """One exchange of ``array`` through the switches (``op`` "sum" or "max")."""
@@ -171,8 +173,8 @@ class AgentChannel(SwitchChannel):
 
     def close(self) -> None:
         """Close the agent and its transport, and stop watching the plan."""
-        if self.client is not None:
-            self.client.close()  # ends the watch (CANCELLED)
+        if self.source is not None:
+            self.source.close()  # ends the watch (a job service's: CANCELLED)
         if self.follower is not None:
             self.follower.join(5)
         self.agent.close()
