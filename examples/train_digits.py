@@ -181,6 +181,8 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
         "iterations": len(step_times),
         "ms_per_iteration": 1000 * float(np.mean(step_times)),
         "first_iterations_ms": [round(1000 * t, 2) for t in step_times[:20]],  # where a slow first epoch went
+        # the steady state, without the first epoch's one-time costs (connections, the first scale agreement)
+        "ms_per_iteration_after_first_epoch": 1000 * float(np.mean(step_times[steps:])) if args.epochs > 1 else None,
         "ranks_in_sync": in_sync,
         "compression": compression,
     }

@@ -72,13 +72,21 @@ class TrainResult:
     # ina: the round trips rank 0's agent sent (InaProcessGroup.switch_counts): "agreements" (MAX rounds),
     # "value_rounds" (SUM rounds), and the "chunks" (packets of K values, first sends) they took
     switch_rounds: dict[str, int] = field(default_factory=dict)
+    # digits: the mean over epochs 2.. (None for one epoch or another example): the steady state
+    ms_after_first_epoch: float | None = None
+
+    def steady_text(self) -> str:
+        """' (X after the first epoch)' when the run measured it, else ''."""
+        if self.ms_after_first_epoch is None:
+            return ""
+        return f" ({self.ms_after_first_epoch:.1f} after the first epoch)"
 
     def summary_line(self) -> str:
         what = self.backend if self.example == "digits" else f"{self.example} {self.backend}"
         line = (
             f"train {what}: {self.workers} workers, {self.epochs} epochs, seed {self.seed}: "
             f"test accuracy {100 * self.test_accuracy:.2f} %, {self.ms_per_iteration:.1f} ms/iteration "
-            f"over {self.iterations} iterations, parameters identical on all ranks: {self.ranks_in_sync} "
+            f"over {self.iterations} iterations{self.steady_text()}, parameters identical on all ranks: {self.ranks_in_sync} "
             f"(run took {self.elapsed:.0f} s)"
         )
         if self.switch_rounds and self.iterations:
@@ -271,6 +279,7 @@ def run_ranks(
         example=example,
         figures={k: data[k] for k in RECSYS_FIGURES if k in data},
         switch_rounds=dict(data.get("ina_rounds", {})),
+        ms_after_first_epoch=data.get("ms_per_iteration_after_first_epoch"),
     )
     for r, what in late:
         result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")

@@ -841,8 +841,9 @@ def _plan_options(result_mode: str):
 def compare_line(gloo: TrainResult, ina: TrainResult) -> str:
     diff = 100 * (ina.test_accuracy - gloo.test_accuracy)
     return (
-        f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration, "
-        f"ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration "
+        f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration"
+        f"{gloo.steady_text()}, ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration"
+        f"{ina.steady_text()} "
         f"(accuracy difference {diff:+.2f} points)"
     )
 
