@@ -157,7 +157,7 @@ typedef struct ss_port {
     uint64_t window_start_ns, window_bytes; /* bytes received on slots since window_start_ns */
     uint64_t hold_until_ns, hold_ns;         /* no move to blocks before hold_until_ns */
     uint32_t full_blocks;                   /* blocks retired full since the last move to blocks */
-    uint32_t block_skip;                    /* frames of the current block read before it was handed over */
+    uint64_t block_seq;                     /* the kernel's number for the block at block_head */
     int switch_state;                       /* SS_SWITCH_*: a move asked of the switcher thread */
     int switch_target, switch_failed;
     uint64_t switch_started_ns;
@@ -325,6 +325,10 @@ static int block_ring_setup(ss_port *port) {
     return 0;
 }
 
+static inline struct tpacket_block_desc *ring_block(uint8_t *ring, uint32_t i) {
+    return (struct tpacket_block_desc *)(void *)(ring + (size_t)i * SS_BLOCK_SIZE);
+}
+
 /* Routes the port's frames to its block ring (1) or its frame slots (0): replaces the fanout group's
  * program, which returns once no frame can still be on its way to the other ring (see the top). */
 static int fanout_route(int fd, int to_blocks) {
@@ -371,6 +375,7 @@ static int hybrid_setup(ss_port *port, unsigned ifindex) {
     port->block_ring_bytes = (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT;
     port->hold_ns = SS_HYBRID_HOLD_NS;
     port->blocks_member = 1;
+    port->block_seq = ring_block(ring, 0)->hdr.bh1.seq_num; /* the kernel opened the first block */
     return 0;
 fail:
     if (ring) munmap(ring, (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT);
@@ -734,17 +739,26 @@ static int receive_ring(ss_io *io, ss_port *port) {
     return n;
 }
 
-static inline struct tpacket_block_desc *ring_block(uint8_t *ring, uint32_t i) {
-    return (struct tpacket_block_desc *)(void *)(ring + (size_t)i * SS_BLOCK_SIZE);
-}
-
-/* Runs `frames` frames packed from `at` (a block's) through the pipeline in batches of up to
- * SS_IO_BATCH, read in place. */
-static void run_packed_frames(ss_io *io, ss_port *port, const uint8_t *at, uint32_t frames) {
+/* A block the kernel has handed over (TP_STATUS_USER: it writes no more into it) and the frames it
+ * holds, each header checked against the block's bounds before it is read: a header that points outside
+ * the block ends the block, its frames from there on counted in kernel_drops (the kernel never writes
+ * one; this keeps a broken ring from making the thread read outside its mapping). */
+static void run_packed_frames(ss_io *io, ss_port *port, const struct tpacket_block_desc *block) {
+    const uint8_t *start = (const uint8_t *)block, *end = start + SS_BLOCK_SIZE;
+    const size_t header = TPACKET_ALIGN(sizeof(struct tpacket3_hdr)) + sizeof(struct sockaddr_ll);
+    uint32_t frames = block->hdr.bh1.num_pkts, offset = block->hdr.bh1.offset_to_first_pkt;
+    const uint8_t *at = offset >= sizeof *block && offset <= SS_BLOCK_SIZE ? start + offset : end;
     for (uint32_t done = 0; done < frames;) {
         int n = 0;
         for (; n < SS_IO_BATCH && done < frames; done++) {
             const struct tpacket3_hdr *h = (const struct tpacket3_hdr *)(const void *)at;
+            size_t room = (size_t)(end - at);
+            if (room < header || h->tp_mac > room || h->tp_snaplen > room - h->tp_mac ||
+                (done + 1 < frames && (h->tp_next_offset < header || h->tp_next_offset >= room))) {
+                port->kernel_drops += frames - done;
+                done = frames;
+                break;
+            }
             const struct sockaddr_ll *sll =
                 (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
             at += h->tp_next_offset;
@@ -761,36 +775,36 @@ static void run_packed_frames(ss_io *io, ss_port *port, const uint8_t *at, uint3
     }
 }
 
-/* Where frame `skip` of a block starts (the frames are packed, each giving the offset of the next). */
-static const uint8_t *packed_frame(const struct tpacket_block_desc *block, uint32_t skip) {
-    const uint8_t *at = (const uint8_t *)block + block->hdr.bh1.offset_to_first_pkt;
-    for (uint32_t i = 0; i < skip; i++) at += ((const struct tpacket3_hdr *)(const void *)at)->tp_next_offset;
-    return at;
-}
+/* What receive_block_at found: the block's status (0: none handed over), its bytes and sequence number
+ * (the kernel numbers the blocks it opens one by one) */
+typedef struct ss_block_read {
+    uint32_t status, bytes;
+    uint64_t seq;
+} ss_block_read;
 
-/* The next block (at *head) of a block ring, if the kernel has handed it over: its frames from *skip on
- * (the ones before were read before the block was handed over; NULL: none) go through the pipeline,
- * then the block goes back to the kernel. Returns the frames taken; *status: the block's status (0: none
- * was handed over). */
-static int receive_block_at(ss_io *io, ss_port *port, uint8_t *ring, uint32_t *head, uint32_t *skip,
-                            uint32_t *status) {
+/* The next block (at *head) of a block ring, if the kernel has handed it over: its frames go through the
+ * pipeline, then the block goes back to the kernel. Only handed-over blocks are read: in the block the
+ * kernel is filling, it counts a frame (num_pkts) before it writes the frame's header and data. Returns
+ * the frames taken. */
+static int receive_block_at(ss_io *io, ss_port *port, uint8_t *ring, uint32_t *head, ss_block_read *read) {
     struct tpacket_block_desc *block = ring_block(ring, *head);
-    *status = __atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
-    if (!(*status & TP_STATUS_USER)) {
-        *status = 0;
+    read->status = __atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
+    if (!(read->status & TP_STATUS_USER)) {
+        read->status = 0;
         return 0;
     }
-    uint32_t frames = block->hdr.bh1.num_pkts, first = skip ? *skip : 0;
-    if (frames > first) run_packed_frames(io, port, packed_frame(block, first), frames - first);
-    if (skip) *skip = 0;
+    uint32_t frames = block->hdr.bh1.num_pkts;
+    read->bytes = block->hdr.bh1.blk_len;
+    read->seq = block->hdr.bh1.seq_num;
+    run_packed_frames(io, port, block);
     __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
     *head = (*head + 1) % SS_BLOCK_COUNT;
-    return frames > first ? (int)(frames - first) : 0;
+    return (int)frames;
 }
 
 static int receive_block(ss_io *io, ss_port *port) {
-    uint32_t status;
-    return receive_block_at(io, port, port->ring, &port->ring_head, NULL, &status);
+    ss_block_read read;
+    return receive_block_at(io, port, port->ring, &port->ring_head, &read);
 }
 
 static inline int slot_ready(const ss_port *port) {
@@ -864,51 +878,60 @@ static void hybrid_switched(ss_port *port) {
     port->window_bytes = 0;
 }
 
-/* Frames in the block ring's current block beyond those already read (block_skip), handed over or not. */
-static inline uint32_t block_unread(const ss_port *port) {
+/* One handed-over block of a hybrid port's block ring (see receive_block_at); remembers the sequence
+ * number the kernel gives the next block when it opens it. */
+static int receive_hybrid_block(ss_io *io, ss_port *port, ss_block_read *read) {
+    int n = receive_block_at(io, port, port->block_ring, &port->block_head, read);
+    if (read->status) port->block_seq = read->seq + 1;
+    return n;
+}
+
+/* Whether the block ring holds frames the thread has not read: a handed-over block, or frames in the
+ * block the kernel is filling. A block the kernel has not opened again since the thread gave it back
+ * (after the ring was full, until the next frame or timeout) still shows its earlier fill's header:
+ * only the block whose sequence number follows the last one read is the one being filled. Nothing here
+ * reads a frame. */
+static int block_ring_has_frames(const ss_port *port) {
     const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
-    uint32_t frames = __atomic_load_n(&block->hdr.bh1.num_pkts, __ATOMIC_ACQUIRE);
-    return frames > port->block_skip ? frames - port->block_skip : 0;
+    if (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) return 1;
+    uint64_t seq = __atomic_load_n(&block->hdr.bh1.seq_num, __ATOMIC_ACQUIRE);
+    return seq == port->block_seq && __atomic_load_n(&block->hdr.bh1.num_pkts, __ATOMIC_ACQUIRE) != 0;
 }
 
 /* One batch (a block when on blocks) from a hybrid port: the ring the frames go to, once the one they
- * went to before the last switch is drained. Returns the frames taken. */
+ * went to before is drained. Frames are read only once the kernel has handed them over (a slot or a
+ * block with TP_STATUS_USER): a block the kernel was filling when the frames moved to the slots is read
+ * when its timeout hands it over (SS_BLOCK_TIMEOUT_MS), and the slots wait until then, so each port's
+ * order holds whatever moved the frames (the switcher, or a link bounce without a grace period).
+ * Returns the frames taken. */
 static int receive_hybrid(ss_io *io, ss_port *port) {
-    uint32_t status;
+    ss_block_read read;
     int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
     if (state == SS_SWITCH_DONE) hybrid_switched(port);
     if (state == SS_SWITCH_ASKED) /* frames still come where they went: keep reading there */
-        return port->on_blocks ? receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status)
-                               : receive_ring(io, port);
-    if (!port->draining) {
-        /* the current block, once read in place (below) and then handed over by its timeout, goes back */
-        if (!port->on_blocks && !block_unread(port)) {
-            receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
-        }
-        /* A link that goes down unlinks both sockets from the group and relinks them when it comes up,
-         * maybe in the other order: frames in the ring that gets none mean they went around */
-        if (port->on_blocks ? slot_ready(port) : block_unread(port) != 0) {
-            port->blocks_member = !port->blocks_member;
-            port->on_blocks = !port->on_blocks;
-            port->draining = 1; /* the older frames, in the ring the thread was reading, go first */
-        }
+        return port->on_blocks ? receive_hybrid_block(io, port, &read) : receive_ring(io, port);
+    /* A link that goes down unlinks both sockets from the group and relinks them when it comes up,
+     * maybe in the other order: frames in the ring that gets none mean they went around */
+    if (!port->draining && (port->on_blocks ? slot_ready(port) : block_ring_has_frames(port))) {
+        port->blocks_member = !port->blocks_member;
+        port->on_blocks = !port->on_blocks;
+        port->draining = 1; /* the older frames, in the ring the thread was reading, go first */
+    }
+    if (port->draining) { /* the ring the frames went to before, until it is empty */
+        int n = port->on_blocks ? receive_ring(io, port) : receive_hybrid_block(io, port, &read);
+        if (n || (port->on_blocks ? slot_ready(port) : block_ring_has_frames(port))) return n;
+        port->draining = 0;
     }
     if (port->on_blocks) {
-        if (port->draining) {
-            int n = receive_ring(io, port);
-            if (!slot_ready(port)) port->draining = 0;
-            return n;
-        }
-        const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
-        int n = receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
-        if (!status) return n;
-        if (!(status & TP_STATUS_BLK_TMO)) port->full_blocks++;
+        int n = receive_hybrid_block(io, port, &read);
+        if (!read.status) return n;
+        if (!(read.status & TP_STATUS_BLK_TMO)) port->full_blocks++;
         /* The kernel's retire timer runs every millisecond whatever the rate, so even at full rate some
          * blocks are handed over part-full: a block's timeout is no sign of a low rate. The rate is: the
          * bytes handed over per SS_HYBRID_DOWN_WINDOW_NS, back to slots under half the rate that moved
          * the port to blocks (hysteresis) */
         uint64_t now = ss_now_ns();
-        port->window_bytes += block->hdr.bh1.blk_len;
+        port->window_bytes += read.bytes;
         if (now - port->window_start_ns >= SS_HYBRID_DOWN_WINDOW_NS) {
             if (port->window_bytes < (uint64_t)SS_BLOCK_SIZE / 2 * (SS_HYBRID_DOWN_WINDOW_NS / SS_HYBRID_WINDOW_NS))
                 hybrid_request(io, port, 0);
@@ -916,21 +939,6 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
             port->window_bytes = 0;
         }
         return n;
-    }
-    if (port->draining) {
-        int n = receive_block_at(io, port, port->block_ring, &port->block_head, &port->block_skip, &status);
-        if (status) return n;
-        /* The block the kernel is filling: since the switch, no frame goes in and every frame that went in
-         * is whole (the grace period ends after the last delivery), so its frames are read in place now;
-         * block_skip remembers them for when its timeout hands it over */
-        uint32_t unread = block_unread(port);
-        port->draining = 0;
-        if (unread) {
-            const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
-            run_packed_frames(io, port, packed_frame(block, port->block_skip), unread);
-            port->block_skip += unread;
-            return (int)unread;
-        }
     }
     int n = receive_ring(io, port);
     if (!n) return 0;
@@ -944,6 +952,12 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
     port->window_bytes += bytes;
     if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
     return n;
+}
+
+/* Whether the thread may sleep without watching a hybrid port's slots: they wait (and poll() would
+ * report them at once, a spin) while the block the kernel was filling is still to be handed over. */
+static inline int hybrid_waits_for_block(const ss_port *port) {
+    return port->block_ring && port->draining && !port->on_blocks && !port->switch_state;
 }
 
 /* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
@@ -1000,9 +1014,10 @@ static void *io_thread(void *arg) {
     pthread_setname_np(pthread_self(), "softswitch-io");
     struct pollfd fds[2 * SS_MAX_PORTS + 1];
     ss_port *by_index[SS_MAX_PORTS];
-    uint32_t n = 0, n_fds = 0;
+    uint32_t n = 0, n_fds = 0, slots_fd[SS_MAX_PORTS]; /* by_index[i]'s slot socket is fds[slots_fd[i]] */
     for (uint32_t p = 0; p < SS_MAX_PORTS; p++)
         if (io->ports[p]) {
+            slots_fd[n] = n_fds;
             fds[n_fds].fd = io->ports[p]->fd;
             fds[n_fds++].events = POLLIN;
             if (io->ports[p]->block_ring) {
@@ -1026,8 +1041,10 @@ static void *io_thread(void *arg) {
         /* a hybrid port on blocks (or between rings) may hold a frame in a block the kernel has not
          * handed over yet: sleep at most SS_HYBRID_IDLE_MS, and an idle port goes back to slots */
         int timeout = -1;
-        for (uint32_t i = 0; i < n; i++)
+        for (uint32_t i = 0; i < n; i++) {
             if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state) timeout = SS_HYBRID_IDLE_MS;
+            fds[slots_fd[i]].fd = hybrid_waits_for_block(by_index[i]) ? -1 : by_index[i]->fd; /* -1: not watched */
+        }
         __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
         int ready = poll(fds, n_fds + 1, timeout);
         if (io->stopping) break;
