@@ -95,6 +95,9 @@
 #define SS_HYBRID_HOLD_NS 5000000ull
 #define SS_HYBRID_HOLD_MAX_NS 1000000000ull
 #define SS_HYBRID_STAY_BLOCKS 16
+#define SS_HYBRID_STRAYS 64
+/* the kernel packs a block's frames at multiples of 8 bytes (V3_ALIGNMENT in net/packet/af_packet.c) */
+#define SS_BLOCK_FRAME_ALIGN 8
 /* bytes a frame takes in a block beyond its own: the tpacket3 header and address, aligned */
 #define SS_BLOCK_FRAME_OVERHEAD 80
 
@@ -158,6 +161,9 @@ typedef struct ss_port {
     uint64_t hold_until_ns, hold_ns;         /* no move to blocks before hold_until_ns */
     uint32_t full_blocks;                   /* blocks retired full since the last move to blocks */
     uint64_t block_seq;                     /* the kernel's number for the block at block_head */
+    uint32_t block_done, block_offset;      /* frames of the handed-over block at block_head taken, the next's offset */
+    int waits_for_block;                    /* slot frames wait for the block being filled (receive_hybrid) */
+    uint32_t strays;                        /* frames in a row from the ring the program does not route to */
     int switch_state;                       /* SS_SWITCH_*: a move asked of the switcher thread */
     int switch_target, switch_failed;
     uint64_t switch_started_ns;
@@ -703,6 +709,32 @@ static void flush_outputs(ss_io *io) {
     pthread_mutex_unlock(&io->lock);
 }
 
+/* Puts slot `h` (status `status`, handed over) of a port's receive ring into the batch at `n`. */
+static void slot_to_batch(ss_io *io, ss_port *port, const struct tpacket2_hdr *h, uint32_t status, int n) {
+    const struct sockaddr_ll *sll =
+        (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+    io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING; /* e.g. captured before the option took */
+    if (status & TP_STATUS_COPY) { /* too long for a slot: the whole frame waits in the socket queue */
+        ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT);
+        if (len < 0) len = 0, io->batch_outgoing[n] = 1; /* lost: skip the slot */
+        io->batch_data[n] = io->rx_buf + (size_t)n * SS_IO_FRAME;
+        io->batch_len[n] = (uint32_t)len;
+    } else {
+        io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
+        io->batch_len[n] = h->tp_snaplen;
+        if (h->tp_snaplen < h->tp_len) { /* cut, and no room to queue it whole: lost */
+            port->kernel_drops++;
+            io->batch_outgoing[n] = 1;
+        }
+    }
+}
+
+/* Gives `n` slots of a port's receive ring from `first` back to the kernel. */
+static void release_slots(ss_port *port, uint32_t first, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        __atomic_store_n(&ring_slot(port, (first + i) % port->ring_slots)->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+}
+
 /* One batch from a port's receive ring: frames stay in the ring while they are processed, then their
  * slots go back to the kernel. Returns the frames taken. */
 static int receive_ring(ss_io *io, ss_port *port) {
@@ -712,99 +744,68 @@ static int receive_ring(ss_io *io, ss_port *port) {
         struct tpacket2_hdr *h = ring_slot(port, port->ring_head);
         uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
         if (!(status & TP_STATUS_USER)) break;
-        const struct sockaddr_ll *sll =
-            (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-        io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING; /* e.g. captured before the option took */
-        if (status & TP_STATUS_COPY) { /* too long for a slot: the whole frame waits in the socket queue */
-            ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT);
-            if (len < 0) len = 0, io->batch_outgoing[n] = 1; /* lost: skip the slot */
-            io->batch_data[n] = io->rx_buf + (size_t)n * SS_IO_FRAME;
-            io->batch_len[n] = (uint32_t)len;
-        } else {
-            io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
-            io->batch_len[n] = h->tp_snaplen;
-            if (h->tp_snaplen < h->tp_len) { /* cut, and no room to queue it whole: lost */
-                port->kernel_drops++;
-                io->batch_outgoing[n] = 1;
-            }
-        }
-        n++;
+        slot_to_batch(io, port, h, status, n++);
         port->ring_head = (port->ring_head + 1) % port->ring_slots;
     }
     if (n) run_batch(io, port, n);
-    for (int i = 0; i < n; i++) {
-        struct tpacket2_hdr *h = ring_slot(port, (first + (uint32_t)i) % port->ring_slots);
-        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-    }
+    release_slots(port, first, (uint32_t)n);
     return n;
 }
 
-/* A block the kernel has handed over (TP_STATUS_USER: it writes no more into it) and the frames it
- * holds, each header checked against the block's bounds before it is read: a header that points outside
- * the block ends the block, its frames from there on counted in kernel_drops (the kernel never writes
- * one; this keeps a broken ring from making the thread read outside its mapping). */
-static void run_packed_frames(ss_io *io, ss_port *port, const struct tpacket_block_desc *block) {
-    const uint8_t *start = (const uint8_t *)block, *end = start + SS_BLOCK_SIZE;
-    const size_t header = TPACKET_ALIGN(sizeof(struct tpacket3_hdr)) + sizeof(struct sockaddr_ll);
+/* Frame `index` of the `frames` in a block the kernel has handed over (TP_STATUS_USER: it writes no more
+ * into it), at `offset`, if its header, its data and (but for the last) the next frame's offset lie
+ * within the block; else NULL. The kernel never writes such a header: the check keeps a broken ring
+ * from making the thread read outside its mapping. */
+static const struct tpacket3_hdr *block_frame(const struct tpacket_block_desc *block, uint32_t offset,
+                                              uint32_t index, uint32_t frames) {
+    const uint32_t header = TPACKET_ALIGN(sizeof(struct tpacket3_hdr)) + sizeof(struct sockaddr_ll);
+    if (offset < sizeof *block || offset > SS_BLOCK_SIZE - header || offset % SS_BLOCK_FRAME_ALIGN) return NULL;
+    const struct tpacket3_hdr *h = (const struct tpacket3_hdr *)(const void *)((const uint8_t *)block + offset);
+    uint32_t room = SS_BLOCK_SIZE - offset;
+    if (h->tp_mac > room || h->tp_snaplen > room - h->tp_mac) return NULL;
+    if (index + 1 < frames && (h->tp_next_offset < header || h->tp_next_offset >= room)) return NULL;
+    return h;
+}
+
+/* Puts a block's frame into the batch at `n`; 0 if it is lost instead (cut: longer than a block). */
+static int block_to_batch(ss_io *io, ss_port *port, const struct tpacket3_hdr *h, int n) {
+    if (h->tp_snaplen < h->tp_len) {
+        port->kernel_drops++;
+        return 0;
+    }
+    const struct sockaddr_ll *sll =
+        (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
+    io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING;
+    io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
+    io->batch_len[n] = h->tp_snaplen;
+    return 1;
+}
+
+/* The next block of a block ring (SOFTSWITCH_IO=block), if the kernel has handed it over: its frames go
+ * through the pipeline in batches of up to SS_IO_BATCH, read in place, then the block goes back to the
+ * kernel (a broken frame header ends the block, its frames from there on counted in kernel_drops).
+ * Returns the frames taken. */
+static int receive_block(ss_io *io, ss_port *port) {
+    struct tpacket_block_desc *block = ring_block(port->ring, port->ring_head);
+    if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
     uint32_t frames = block->hdr.bh1.num_pkts, offset = block->hdr.bh1.offset_to_first_pkt;
-    const uint8_t *at = offset >= sizeof *block && offset <= SS_BLOCK_SIZE ? start + offset : end;
     for (uint32_t done = 0; done < frames;) {
         int n = 0;
         for (; n < SS_IO_BATCH && done < frames; done++) {
-            const struct tpacket3_hdr *h = (const struct tpacket3_hdr *)(const void *)at;
-            size_t room = (size_t)(end - at);
-            if (room < header || h->tp_mac > room || h->tp_snaplen > room - h->tp_mac ||
-                (done + 1 < frames && (h->tp_next_offset < header || h->tp_next_offset >= room))) {
+            const struct tpacket3_hdr *h = block_frame(block, offset, done, frames);
+            if (!h) {
                 port->kernel_drops += frames - done;
                 done = frames;
                 break;
             }
-            const struct sockaddr_ll *sll =
-                (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-            at += h->tp_next_offset;
-            if (h->tp_snaplen < h->tp_len) { /* longer than a block: cut, lost */
-                port->kernel_drops++;
-                continue;
-            }
-            io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING;
-            io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
-            io->batch_len[n] = h->tp_snaplen;
-            n++;
+            offset += h->tp_next_offset;
+            n += block_to_batch(io, port, h, n);
         }
         if (n) run_batch(io, port, n);
     }
-}
-
-/* What receive_block_at found: the block's status (0: none handed over), its bytes and sequence number
- * (the kernel numbers the blocks it opens one by one) */
-typedef struct ss_block_read {
-    uint32_t status, bytes;
-    uint64_t seq;
-} ss_block_read;
-
-/* The next block (at *head) of a block ring, if the kernel has handed it over: its frames go through the
- * pipeline, then the block goes back to the kernel. Only handed-over blocks are read: in the block the
- * kernel is filling, it counts a frame (num_pkts) before it writes the frame's header and data. Returns
- * the frames taken. */
-static int receive_block_at(ss_io *io, ss_port *port, uint8_t *ring, uint32_t *head, ss_block_read *read) {
-    struct tpacket_block_desc *block = ring_block(ring, *head);
-    read->status = __atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE);
-    if (!(read->status & TP_STATUS_USER)) {
-        read->status = 0;
-        return 0;
-    }
-    uint32_t frames = block->hdr.bh1.num_pkts;
-    read->bytes = block->hdr.bh1.blk_len;
-    read->seq = block->hdr.bh1.seq_num;
-    run_packed_frames(io, port, block);
     __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
-    *head = (*head + 1) % SS_BLOCK_COUNT;
+    port->ring_head = (port->ring_head + 1) % SS_BLOCK_COUNT;
     return (int)frames;
-}
-
-static int receive_block(ss_io *io, ss_port *port) {
-    ss_block_read read;
-    return receive_block_at(io, port, port->ring, &port->ring_head, &read);
 }
 
 static inline int slot_ready(const ss_port *port) {
@@ -878,86 +879,161 @@ static void hybrid_switched(ss_port *port) {
     port->window_bytes = 0;
 }
 
-/* One handed-over block of a hybrid port's block ring (see receive_block_at); remembers the sequence
- * number the kernel gives the next block when it opens it. */
-static int receive_hybrid_block(ss_io *io, ss_port *port, ss_block_read *read) {
-    int n = receive_block_at(io, port, port->block_ring, &port->block_head, read);
-    if (read->status) port->block_seq = read->seq + 1;
-    return n;
+/* A frame's or block's kernel timestamp (ns, CLOCK_REALTIME): orders frames across a port's two rings. */
+static inline uint64_t kernel_ns(uint32_t sec, uint32_t nsec) {
+    return (uint64_t)sec * 1000000000ull + nsec;
 }
 
-/* Whether the block ring holds frames the thread has not read: a handed-over block, or frames in the
- * block the kernel is filling. A block the kernel has not opened again since the thread gave it back
- * (after the ring was full, until the next frame or timeout) still shows its earlier fill's header:
- * only the block whose sequence number follows the last one read is the one being filled. Nothing here
- * reads a frame. */
-static int block_ring_has_frames(const ss_port *port) {
+/* Whether the kernel is filling block `at` of a hybrid port's block ring (not handed over, opened since
+ * the thread gave it back, frames in it) and then when it opened it. A block the kernel has not opened
+ * again (the ring was full, until the next frame or its timer) still shows its earlier fill's header:
+ * only the block whose sequence number follows the last one read is the one being filled. No frame of
+ * it is read: the kernel counts a frame (num_pkts) before it writes the frame's header and data. */
+static int block_filling(const ss_port *port, uint32_t at, uint64_t *opened_ns) {
+    const struct tpacket_block_desc *block = ring_block(port->block_ring, at);
+    if (__atomic_load_n(&block->hdr.bh1.seq_num, __ATOMIC_ACQUIRE) != port->block_seq ||
+        !__atomic_load_n(&block->hdr.bh1.num_pkts, __ATOMIC_ACQUIRE))
+        return 0;
+    *opened_ns = kernel_ns(block->hdr.bh1.ts_first_pkt.ts_sec, block->hdr.bh1.ts_first_pkt.ts_nsec);
+    return 1;
+}
+
+/* Whether a hybrid port's block ring (1) or slots (0) hold frames the thread has not read. */
+static int hybrid_ring_has_frames(const ss_port *port, int blocks) {
+    if (!blocks) return slot_ready(port);
     const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
-    if (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) return 1;
-    uint64_t seq = __atomic_load_n(&block->hdr.bh1.seq_num, __ATOMIC_ACQUIRE);
-    return seq == port->block_seq && __atomic_load_n(&block->hdr.bh1.num_pkts, __ATOMIC_ACQUIRE) != 0;
+    uint64_t opened_ns;
+    return (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) ||
+           block_filling(port, port->block_head, &opened_ns);
 }
 
-/* One batch (a block when on blocks) from a hybrid port: the ring the frames go to, once the one they
- * went to before is drained. Frames are read only once the kernel has handed them over (a slot or a
- * block with TP_STATUS_USER): a block the kernel was filling when the frames moved to the slots is read
- * when its timeout hands it over (SS_BLOCK_TIMEOUT_MS), and the slots wait until then, so each port's
- * order holds whatever moved the frames (the switcher, or a link bounce without a grace period).
+/* A handed-over block whose frames are all taken (given back after the batch): the next one's sequence
+ * number, and on blocks the rate that keeps the port there. */
+static void hybrid_block_taken(ss_port *port, const struct tpacket_block_desc *block, int moving) {
+    port->block_seq = block->hdr.bh1.seq_num + 1;
+    if (!port->on_blocks || moving) return;
+    if (!(block->hdr.bh1.block_status & TP_STATUS_BLK_TMO)) port->full_blocks++;
+    port->window_bytes += block->hdr.bh1.blk_len;
+}
+
+/* One batch from a hybrid port. Frames are read only once the kernel has handed them over (a slot, or a
+ * block with TP_STATUS_USER), never in the block it is filling. While a move is asked, the ring the
+ * frames went to is read; after it, that ring until it is empty (the grace period put all its frames
+ * before the other's), then both rings, frame by frame in the order of their kernel timestamps: a link
+ * bounce relinks the two sockets to the fanout group without a grace period (frames can go to the other
+ * ring for a moment, or for good if the relink changed their order), and a slot frame waits while the
+ * block being filled, opened before it arrived, may hold older frames (at most the block's timeout).
  * Returns the frames taken. */
 static int receive_hybrid(ss_io *io, ss_port *port) {
-    ss_block_read read;
     int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
     if (state == SS_SWITCH_DONE) hybrid_switched(port);
-    if (state == SS_SWITCH_ASKED) /* frames still come where they went: keep reading there */
-        return port->on_blocks ? receive_hybrid_block(io, port, &read) : receive_ring(io, port);
-    /* A link that goes down unlinks both sockets from the group and relinks them when it comes up,
-     * maybe in the other order: frames in the ring that gets none mean they went around */
-    if (!port->draining && (port->on_blocks ? slot_ready(port) : block_ring_has_frames(port))) {
+    int moving = state == SS_SWITCH_ASKED;
+    if (port->draining && !hybrid_ring_has_frames(port, !port->on_blocks)) port->draining = 0;
+    int use_blocks = moving ? port->on_blocks : port->draining ? !port->on_blocks : 1;
+    int use_slots = moving ? !port->on_blocks : port->draining ? port->on_blocks : 1;
+    uint32_t finished = 0, slots = 0, from_blocks = 0, from_slots = 0;
+    uint64_t slot_bytes = 0;
+    int n = 0;
+    port->waits_for_block = 0;
+    while (n < SS_IO_BATCH) {
+        const struct tpacket3_hdr *b = NULL;
+        uint64_t opened_ns = 0;
+        int filling = 0;
+        if (use_blocks && finished < SS_BLOCK_COUNT) {
+            uint32_t at = (port->block_head + finished) % SS_BLOCK_COUNT;
+            struct tpacket_block_desc *block = ring_block(port->block_ring, at);
+            if (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) {
+                uint32_t frames = block->hdr.bh1.num_pkts;
+                if (port->block_done >= frames) {
+                    hybrid_block_taken(port, block, moving);
+                    finished++;
+                    port->block_done = 0;
+                    continue;
+                }
+                if (!port->block_done) port->block_offset = block->hdr.bh1.offset_to_first_pkt;
+                b = block_frame(block, port->block_offset, port->block_done, frames);
+                if (!b) { /* a broken header ends the block */
+                    port->kernel_drops += frames - port->block_done;
+                    port->block_done = frames;
+                    continue;
+                }
+            } else {
+                filling = block_filling(port, at, &opened_ns);
+            }
+        }
+        struct tpacket2_hdr *h = NULL;
+        uint32_t status = 0;
+        if (use_slots) {
+            h = ring_slot(port, (port->ring_head + slots) % port->ring_slots);
+            status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+            if (!(status & TP_STATUS_USER)) h = NULL;
+        }
+        if (b && (!h || kernel_ns(b->tp_sec, b->tp_nsec) <= kernel_ns(h->tp_sec, h->tp_nsec))) {
+            n += block_to_batch(io, port, b, n);
+            port->block_offset += b->tp_next_offset;
+            port->block_done++;
+            from_blocks++;
+            continue;
+        }
+        if (!h) break;
+        if (filling && kernel_ns(h->tp_sec, h->tp_nsec) >= opened_ns) {
+            port->waits_for_block = 1;
+            break;
+        }
+        slot_to_batch(io, port, h, status, n);
+        slot_bytes += io->batch_len[n++] + SS_BLOCK_FRAME_OVERHEAD;
+        slots++;
+        from_slots++;
+    }
+    if (n) run_batch(io, port, n);
+    release_slots(port, port->ring_head, slots);
+    port->ring_head = (port->ring_head + slots) % port->ring_slots;
+    for (uint32_t i = 0; i < finished; i++) {
+        struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
+        __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        port->block_head = (port->block_head + 1) % SS_BLOCK_COUNT;
+    }
+    if (moving) return (int)(from_blocks + from_slots);
+    /* frames only in the ring the program does not route to, SS_HYBRID_STRAYS in a row: a link bounce
+     * relinked the sockets in the other order, so the program's member is the other socket now */
+    uint32_t routed = port->on_blocks ? from_blocks : from_slots, strays = port->on_blocks ? from_slots : from_blocks;
+    if (!port->draining) port->strays = routed ? 0 : port->strays + strays;
+    if (port->strays >= SS_HYBRID_STRAYS) {
         port->blocks_member = !port->blocks_member;
         port->on_blocks = !port->on_blocks;
-        port->draining = 1; /* the older frames, in the ring the thread was reading, go first */
+        port->strays = 0;
+        port->window_start_ns = ss_now_ns();
+        port->window_bytes = 0;
+        return (int)(from_blocks + from_slots);
     }
-    if (port->draining) { /* the ring the frames went to before, until it is empty */
-        int n = port->on_blocks ? receive_ring(io, port) : receive_hybrid_block(io, port, &read);
-        if (n || (port->on_blocks ? slot_ready(port) : block_ring_has_frames(port))) return n;
-        port->draining = 0;
-    }
+    uint64_t now = ss_now_ns();
     if (port->on_blocks) {
-        int n = receive_hybrid_block(io, port, &read);
-        if (!read.status) return n;
-        if (!(read.status & TP_STATUS_BLK_TMO)) port->full_blocks++;
         /* The kernel's retire timer runs every millisecond whatever the rate, so even at full rate some
          * blocks are handed over part-full: a block's timeout is no sign of a low rate. The rate is: the
          * bytes handed over per SS_HYBRID_DOWN_WINDOW_NS, back to slots under half the rate that moved
          * the port to blocks (hysteresis) */
-        uint64_t now = ss_now_ns();
-        port->window_bytes += read.bytes;
-        if (now - port->window_start_ns >= SS_HYBRID_DOWN_WINDOW_NS) {
+        if (finished && now - port->window_start_ns >= SS_HYBRID_DOWN_WINDOW_NS) {
             if (port->window_bytes < (uint64_t)SS_BLOCK_SIZE / 2 * (SS_HYBRID_DOWN_WINDOW_NS / SS_HYBRID_WINDOW_NS))
                 hybrid_request(io, port, 0);
             port->window_start_ns = now;
             port->window_bytes = 0;
         }
-        return n;
+    } else if (from_slots) {
+        if (now - port->window_start_ns >= SS_HYBRID_WINDOW_NS) {
+            port->window_start_ns = now;
+            port->window_bytes = 0;
+        }
+        port->window_bytes += slot_bytes;
+        if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
     }
-    int n = receive_ring(io, port);
-    if (!n) return 0;
-    uint64_t bytes = 0;
-    for (int i = 0; i < n; i++) bytes += io->batch_len[i] + SS_BLOCK_FRAME_OVERHEAD;
-    uint64_t now = ss_now_ns();
-    if (now - port->window_start_ns >= SS_HYBRID_WINDOW_NS) {
-        port->window_start_ns = now;
-        port->window_bytes = 0;
-    }
-    port->window_bytes += bytes;
-    if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
-    return n;
+    return (int)(from_blocks + from_slots);
 }
 
 /* Whether the thread may sleep without watching a hybrid port's slots: they wait (and poll() would
- * report them at once, a spin) while the block the kernel was filling is still to be handed over. */
+ * report them at once, a spin) while the block the kernel is filling may hold older frames, until its
+ * timeout hands it over (the block socket reports that). */
 static inline int hybrid_waits_for_block(const ss_port *port) {
-    return port->block_ring && port->draining && !port->on_blocks && !port->switch_state;
+    return port->block_ring && (port->waits_for_block || (port->draining && !port->on_blocks && !port->switch_state));
 }
 
 /* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
@@ -1042,7 +1118,8 @@ static void *io_thread(void *arg) {
          * handed over yet: sleep at most SS_HYBRID_IDLE_MS, and an idle port goes back to slots */
         int timeout = -1;
         for (uint32_t i = 0; i < n; i++) {
-            if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state) timeout = SS_HYBRID_IDLE_MS;
+            if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state || by_index[i]->waits_for_block)
+                timeout = SS_HYBRID_IDLE_MS;
             fds[slots_fd[i]].fd = hybrid_waits_for_block(by_index[i]) ? -1 : by_index[i]->fd; /* -1: not watched */
         }
         __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
