@@ -484,3 +484,128 @@ def test_a_lone_frame_after_a_burst_is_not_held_in_a_half_full_block(veths, hybr
         assert delays[0] < 0.02, delays  # the first: at most the block's timeout, then the move back
         assert sorted(delays[1:])[10] < 0.0008, delays  # then frame slots: no timeout to wait for
         assert not ports.port_stats(1).on_blocks
+
+
+class Collector:
+    """Reads port 2's host end in a thread while a test sends (frames the switch forwards faster than a
+    socket buffer holds); `numbers()` and `check_whole()` judge what came."""
+
+    def __init__(self, rx: socket.socket) -> None:
+        self.rx, self.frames, self.done = rx, [], threading.Event()
+        self.rx.settimeout(0.05)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while not self.done.is_set():
+            try:
+                frame = self.rx.recv(65535)
+            except TimeoutError:
+                continue
+            if frame[16:22] == b"NATIVE":
+                self.frames.append(frame)
+
+    def stop(self, quiet: float = 0.3) -> None:
+        """Stops once nothing has come for `quiet` seconds."""
+        count = -1
+        while count != len(self.frames):
+            count = len(self.frames)
+            time.sleep(quiet)
+        self.done.set()
+        self.thread.join()
+
+    def numbers(self) -> list[int]:
+        return [int.from_bytes(f[22:26], "big") for f in self.frames]
+
+    def check_whole(self, size: int) -> None:
+        """Every frame is the one sent with its number, byte for byte (the switch sets bytes 12..15)."""
+        for frame, number in zip(self.frames, self.numbers(), strict=True):
+            sent = tagged(FORWARD, 2, number, size=size)
+            assert frame == sent[:12] + bytes([0, 2, 0, 0]) + sent[16:], number
+
+
+def send_until_on_blocks(ports, tx, first: int, size: int) -> int:
+    """Moves port 1 to its block ring with a burst and keeps sending at full speed until it is there (the
+    burst may be read before the switcher is done); returns the next frame number."""
+    number = first + len(burst_to_blocks(ports, tx, 2000, first))
+    deadline = time.monotonic() + 5
+    while not ports.port_stats(1).on_blocks:
+        assert time.monotonic() < deadline, ports.port_stats(1)
+        for _ in range(100):
+            tx.send(tagged(FORWARD, 2, number, size=size))
+            number += 1
+    return number
+
+
+def trickle(tx, first: int, count: int = 20, size: int = 1000) -> list[int]:
+    """Frames one by one (frame slots' rate); their numbers."""
+    for number in range(first, first + count):
+        tx.send(tagged(FORWARD, 2, number, size=size))
+        time.sleep(0.003)
+    return list(range(first, first + count))
+
+
+def test_a_hybrid_port_on_blocks_survives_link_bounces_under_load(veths, hybrid):
+    """Port 1's link goes down and up ten times while a sender keeps it on blocks: a link bounce
+    unlinks both of its sockets from the fanout group and relinks them, maybe in the other order, so
+    frames can go to the other ring without a switch (and its grace period). Every frame that comes out is
+    whole and in order, none twice; the switch keeps running and forwards afterwards."""
+    (s1, _), _ = veths
+    with running_switch(veths) as (sw, ports, tx, rx):
+        collector = Collector(rx)
+        number = send_until_on_blocks(ports, tx, 0, 1000)
+        stop, sent = threading.Event(), [number]
+
+        def send() -> None:
+            while not stop.is_set():
+                try:
+                    tx.send(tagged(FORWARD, 2, sent[0], size=1000))
+                except OSError:
+                    pass  # the link is down (ENOBUFS, ENETDOWN): this number is never sent
+                sent[0] += 1
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        try:
+            for _ in range(10):
+                time.sleep(0.02)
+                subprocess.run(["ip", "link", "set", s1, "down"], check=True)
+                subprocess.run(["ip", "link", "set", s1, "up"], check=True)
+            time.sleep(0.1)
+        finally:
+            stop.set()
+            sender.join()
+        time.sleep(0.05)
+        last = trickle(tx, sent[0])
+        collector.stop()
+        numbers = collector.numbers()
+        assert all(a < b for a, b in zip(numbers, numbers[1:])), "frames out of order or twice"
+        assert numbers[-len(last) :] == last  # forwarding again after the bounces
+        collector.check_whole(1000)
+        assert sw.stats["received"] == ports.port_stats(1).rx
+
+
+def test_a_hybrid_port_whose_block_ring_filled_up_loses_no_frame_and_repeats_none(veths, hybrid):
+    """Port 1 on blocks while the switch stops reading (paused): the ring fills (64 blocks), the kernel
+    drops and counts the rest. The switch then reads every block back, goes idle and moves back to slots:
+    the block the kernel has not opened again since still shows its earlier fill's header, and must not be
+    read as new frames. Every frame sent is forwarded once, in order, or counted as dropped."""
+    with running_switch(veths) as (sw, ports, tx, rx):
+        collector = Collector(rx)
+        number = send_until_on_blocks(ports, tx, 0, 1000)
+        ports.pause()
+        for _ in range(9000):  # more than 64 blocks of 128 KB hold at ~1 KB a frame
+            tx.send(tagged(FORWARD, 2, number, size=1000))
+            number += 1
+        ports.pause(False)
+        time.sleep(0.05)  # read back, idle, moved to slots
+        last = trickle(tx, number)
+        collector.stop()
+        numbers = collector.numbers()
+        stats = ports.port_stats(1)
+        assert all(a < b for a, b in zip(numbers, numbers[1:])), "frames out of order or twice"
+        assert numbers[-len(last) :] == last
+        assert stats.kernel_drops > 0 and stats.rx + stats.kernel_drops == last[-1] + 1
+        assert len(numbers) == stats.rx == sw.stats["received"]
+        collector.check_whole(1000)
+        assert not stats.on_blocks
