@@ -579,7 +579,7 @@ def test_a_hybrid_port_on_blocks_survives_link_bounces_under_load(veths, hybrid)
         last = trickle(tx, sent[0])
         collector.stop()
         numbers = collector.numbers()
-        assert all(a < b for a, b in zip(numbers, numbers[1:])), "frames out of order or twice"
+        assert numbers == sorted(set(numbers)), "frames out of order or twice"
         assert numbers[-len(last) :] == last  # forwarding again after the bounces
         collector.check_whole(1000)
         assert sw.stats["received"] == ports.port_stats(1).rx
@@ -603,7 +603,7 @@ def test_a_hybrid_port_whose_block_ring_filled_up_loses_no_frame_and_repeats_non
         collector.stop()
         numbers = collector.numbers()
         stats = ports.port_stats(1)
-        assert all(a < b for a, b in zip(numbers, numbers[1:])), "frames out of order or twice"
+        assert numbers == sorted(set(numbers)), "frames out of order or twice"
         assert numbers[-len(last) :] == last
         assert stats.kernel_drops > 0 and stats.rx + stats.kernel_drops == last[-1] + 1
         assert len(numbers) == stats.rx == sw.stats["received"]
