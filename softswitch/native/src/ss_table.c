@@ -327,6 +327,14 @@ ss_entry *ss_table_find_entry(ss_table *t, const uint8_t *spec, int64_t priority
     return table_find(t, spec, t->mode == SS_MODE_SCAN ? priority : 0);
 }
 
+/* The entry with this key (its priority counts in scan tables only) for a control call, or NULL with the
+ * error set ("no entry with this key", then `to`: what the call meant to do with it). */
+static ss_entry *existing_entry(ss_table *t, const uint8_t *spec, int64_t priority, const char *to) {
+    ss_entry *e = ss_table_find_entry(t, spec, priority);
+    if (!e) ss_set_error("table %s: no entry with this key%s", t->desc->name, to);
+    return e;
+}
+
 /* ------------------------------------------------------------------ data path */
 
 static inline int range_ok(const ss_table *t, const ss_entry *e, const uint8_t *key) {
@@ -524,11 +532,8 @@ SS_EXPORT int ss_ctl_table_put_group(ss_switch *sw, uint32_t table, const uint8_
     if (create) {
         rc = table_insert(t, spec, present, priority, SS_ACTION_GROUP, NULL, check_size, &e);
     } else {
-        e = table_find(t, spec, t->mode == SS_MODE_SCAN ? priority : 0);
-        if (!e) {
-            ss_set_error("table %s: no entry with this key to modify", t->desc->name);
-            rc = SS_E_NOT_FOUND;
-        }
+        e = existing_entry(t, spec, priority, " to modify");
+        if (!e) rc = SS_E_NOT_FOUND;
     }
     if (rc) {
         free(members);
@@ -554,10 +559,8 @@ SS_EXPORT int ss_ctl_table_modify(ss_switch *sw, uint32_t table, const uint8_t *
         goto out;
     }
     if ((rc = check_action(t, action))) goto out;
-    if (t->mode != SS_MODE_SCAN) priority = 0;
-    ss_entry *old = table_find(t, spec, priority);
+    ss_entry *old = existing_entry(t, spec, priority, " to modify");
     if (!old) {
-        ss_set_error("table %s: no entry with this key to modify", t->desc->name);
         rc = SS_E_NOT_FOUND;
         goto out;
     }
@@ -647,10 +650,8 @@ SS_EXPORT int ss_ctl_table_find(ss_switch *sw, uint32_t table, const uint8_t *sp
         rc = SS_E_INVALID;
         goto out;
     }
-    if (t->mode != SS_MODE_SCAN) priority = 0;
-    ss_entry *e = table_find(t, spec, priority);
+    ss_entry *e = existing_entry(t, spec, priority, "");
     if (!e) {
-        ss_set_error("table %s: no entry with this key", t->desc->name);
         rc = SS_E_NOT_FOUND;
         goto out;
     }
