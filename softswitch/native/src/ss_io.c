@@ -6,8 +6,8 @@
  * holds frames of other interfaces), promiscuous, and ignores the frames the host transmits itself
  * (PACKET_IGNORE_OUTGOING, and the thread drops frames whose sll_pkttype is PACKET_OUTGOING). Frames
  * arrive in a PACKET_MMAP receive ring (TPACKET_V2: no system call and no copy per frame; the pipeline
- * reads them in place), by default moved to a TPACKET_V3 block ring while the rate is high (the hybrid,
- * below), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
+ * reads them in place), with SOFTSWITCH_IO=hybrid moved to a TPACKET_V3 block ring while the rate is
+ * high (below), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
  * block ring) from each port whose ring has any (read in user space: no system call), runs them through
  * the pipeline holding the switch lock once per batch, sends each port's outputs of the sweep with one
  * system call, and pushes packet-ins, digests and log lines to the event queue Python drains. It sleeps
@@ -84,7 +84,8 @@
  * net/packet/af_packet.c) before setsockopt returns, and a frame's whole delivery (demux and copy into a
  * ring) runs inside the receive path's RCU read section: once the switch returns, every frame the old
  * program routed is in the old ring, and every later frame goes to the new one, each frame to one ring.
- * The thread drains the old ring completely before reading the new one, so each port's order holds.
+ * The thread drains the old ring completely before reading the new one, so each port's order holds; it
+ * reads a block only once the kernel has handed it over (receive_hybrid).
  * After a move back to slots, the next move to blocks waits SS_HYBRID_HOLD_NS, doubled (up to
  * SS_HYBRID_HOLD_MAX_NS) each time a stay on blocks ended before SS_HYBRID_STAY_BLOCKS full blocks:
  * traffic whose rate sits at the threshold, or a window-limited stream that stalls on a half-full block,
@@ -208,8 +209,8 @@ SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
-    /* frame slots by default: the hybrid (SOFTSWITCH_IO=hybrid) can read a block the kernel is still
-     * filling after a link bounce under load (softswitch/native/README.md) */
+    /* frame slots by default: the hybrid (SOFTSWITCH_IO=hybrid) was not cheaper per frame at the rates
+     * measured (softswitch/native/README.md) */
     io->rx_mode = !mode || !*mode || strcmp(mode, "ring") == 0 ? SS_RX_RING
                   : strcmp(mode, "hybrid") == 0                ? SS_RX_HYBRID
                   : strcmp(mode, "recvmmsg") == 0              ? SS_RX_RECVMMSG
