@@ -15,6 +15,8 @@ releases the GIL; the library's mutex serialises packet batches and control writ
 
 from __future__ import annotations
 
+import contextlib
+
 import array
 import ctypes
 import re
@@ -733,6 +735,17 @@ class NativeSwitch(ControllerSide):
     def _guard(self, generation=None):
         return NativeSwitch._Guarded(self, generation)
 
+    @contextlib.contextmanager
+    def _atomically(self):
+        """Control calls made inside reach packets all at once: the native switch's lock is held across
+        them (each call takes it again; it is recursive)."""
+        with self._guard() as api:
+            api.ss_ctl_hold(self._sw, 1)
+            try:
+                yield
+            finally:
+                api.ss_ctl_hold(self._sw, 0)
+
     def _configure(self):
         events = self._ports.events if self._ports is not None else None
         self._lib.api.ss_switch_configure(
@@ -784,7 +797,8 @@ class NativeSwitch(ControllerSide):
             self._counters = {c.name: NativeCounter(self, counters[c.name], c) for c in prog.info.counters}
             self._digests = {d.index: d for d in self._desc.digests}
             self._action_profiles = {
-                p.name: ActionProfileState(p, [self._tables[t] for t in p.tables]) for p in prog.info.action_profiles
+                p.name: ActionProfileState(p, [self._tables[t] for t in p.tables], self._atomically)
+                for p in prog.info.action_profiles
             }
             meters = {m.name: m for m in self._desc.meters}
             self._meters = {m.name: NativeMeter(self, meters[m.name], m) for m in prog.info.meters}

@@ -13,6 +13,8 @@ weights). A group without members runs the table's default action, as a miss.
 
 from __future__ import annotations
 
+import contextlib
+
 from .support import HASHES, bits_to_bytes
 from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
 
@@ -20,8 +22,11 @@ from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
 class ActionProfileState:
     """The members and groups of one action profile/selector, shared by the tables it implements."""
 
-    def __init__(self, info, tables: list) -> None:
+    def __init__(self, info, tables: list, atomically=contextlib.nullcontext) -> None:
         self.info = info
+        # the tables' rewrites after a change run inside atomically(): a packet sees a member's change on
+        # every entry that uses it or on none (BMv2 applies it to all at once)
+        self._atomically = atomically
         self.name = info.name
         self.tables = tables  # the TableStates it implements (their caches are invalidated on changes)
         self.members: dict[int, tuple[str, tuple[int, ...]]] = {}  # member id -> (action, data)
@@ -131,5 +136,6 @@ class ActionProfileState:
                     raise InUse(f"action profile {self.name}: {kind} {ident} is used by an entry of table {table.name}")
 
     def _changed(self) -> None:
-        for table in self.tables:
-            table._invalidate()
+        with self._atomically():
+            for table in self.tables:
+                table._invalidate()
