@@ -15,9 +15,8 @@ releases the GIL; the library's mutex serialises packet batches and control writ
 
 from __future__ import annotations
 
-import contextlib
-
 import array
+import contextlib
 import ctypes
 import re
 import struct
