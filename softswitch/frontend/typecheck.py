@@ -37,6 +37,7 @@ MismatchMessage = str | Callable[[ir.Type, ir.Type], str]  # "what" of a mismatc
 
 _HEADER_METHODS = ("isValid", "setValid", "setInvalid")
 _PARSER_ONLY_STACK_MEMBERS = ("next", "last", "lastIndex")
+_CONTROL_ONLY_STACK_METHODS = ("push_front", "pop_front")
 
 
 def is_writable(expr: ir.Expression) -> bool:
@@ -239,19 +240,25 @@ class ExpressionChecker:
             # P4_16 "Operations on header stacks": next, last and lastIndex name what the parser has
             # extracted so far; p4c refuses them anywhere else (a control, an action, a function)
             raise P4Error(position, f"'.{name}' of a header stack can only be used in a parser")
+        if name in _CONTROL_ONLY_STACK_METHODS and self.in_parser:
+            # the other way round: p4c's type checker refuses push_front and pop_front in a parser's text
+            # (a function that a parser state calls may use them: its body is not in the parser)
+            raise P4Error(position, f"'.{name}' of a header stack cannot be used in a parser")
+        if name == "nextIndex":
+            # the spec's pseudocode names the counter, but no P4_16 expression reads it (p4c: no such
+            # member); lastIndex, in a parser, is how a program sees it
+            raise P4Error(position, "'.nextIndex' of a header stack is not a P4_16 expression (use .lastIndex)")
         if name == "next":
             return ir.StackNext(type=t.element, stack=base, position=position)
         if name == "last":
             return ir.StackLast(type=t.element, stack=base, position=position)
         if name == "size":
             return ir.Constant(type=bit32, value=t.size, position=position)
-        if name == "nextIndex":
-            return ir.StackNextIndex(type=bit32, stack=base, position=position)
         if name == "lastIndex":
             next_index = ir.StackNextIndex(type=bit32, stack=base, position=position)
             one = ir.Constant(type=bit32, value=1, position=position)
             return ir.Binary(type=bit32, op="-", left=next_index, right=one, position=position)
-        if name in ("push_front", "pop_front"):
+        if name in _CONTROL_ONLY_STACK_METHODS:
             return MethodReference(base, name, position)
         raise P4Error(position, f"header stack has no member '{name}'")
 

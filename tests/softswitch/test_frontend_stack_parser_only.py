@@ -1,11 +1,17 @@
-"""`.next`, `.last` and `.lastIndex` of a header stack outside a parser are refused at their file:line:col.
+"""`.next`, `.last` and `.lastIndex` of a header stack outside a parser, `push_front`/`pop_front` inside one
+and `.nextIndex` anywhere are refused at their file:line:col.
 
 P4_16, "Operations on header stacks": these name the element the parser extracts next or extracted last,
 and can only be used in a parser; p4c refuses them in a control, an action or a function (wherever it is
 called from). softswitch ran such programs; now its front end refuses them, so the answer is the same on
 both back ends. Inside a parser they stay, also as arguments of a sub-parser or a function called there
 (tests/softswitch/programs/lang/next_last_arguments.p4). Each expected position below is the start of
-the member access in the program text (where its stack's expression starts, `hdr.s.last`: 1-based)."""
+the member access in the program text (where its stack's expression starts, `hdr.s.last`: 1-based).
+
+The same section's push_front and pop_front shift the stack; p4c's type checker refuses them in a parser's
+text ("'push_front' and 'pop_front' for stacks cannot be used in a parser"), not in a function a parser
+calls (next_last_arguments.p4 case 5). nextIndex is the counter of the spec's pseudocode, not a member a
+program can read (p4c: no such field); softswitch read it anywhere."""
 
 import pytest
 from softswitch_testlib import each_backend, source  # noqa: F401 (a fixture)
@@ -113,3 +119,35 @@ def test_in_a_parser_all_three_compile():
         "transition select(hdr.s.last.f) { 0: accept; default: start; } }"
     )
     assert source(program(states=states), "s.p4").fallback_reason is None
+
+
+# line 6 holds the parser: its state starts at column 95 (after "... standard_metadata_t sm) { "), the
+# `hdr.s.` after "state start { pkt.extract(hdr.s.next); " at 95 + 39 = 134
+SHIFT_IN_PARSER = "state start {{ pkt.extract(hdr.s.next); hdr.s.{method}(1); transition accept; }}"
+
+
+@pytest.mark.parametrize("method", ["push_front", "pop_front"])
+def test_push_and_pop_front_in_a_parser_are_refused(method):
+    message = error_of(program(states=SHIFT_IN_PARSER.format(method=method)))
+    assert message == f"s.p4:6:134: error: '.{method}' of a header stack cannot be used in a parser"
+
+
+def test_push_and_pop_front_still_compile_in_a_control_and_in_a_function_a_parser_calls():
+    ingress = "apply { hdr.s.push_front(2); hdr.s.pop_front(1); }"
+    functions = "void shift(inout elem_t[3] s) { s.push_front(1); }"
+    states = "state start { pkt.extract(hdr.s.next); shift(hdr.s); transition accept; }"
+    assert source(program(ingress, functions, states), "s.p4").fallback_reason is None
+
+
+NEXT_INDEX = "'.nextIndex' of a header stack is not a P4_16 expression (use .lastIndex)"
+
+
+def test_next_index_is_refused_in_a_control():
+    message = error_of(program("apply { meta.depth = hdr.s.nextIndex; }"))
+    assert message == f"s.p4:13:22: error: {NEXT_INDEX}"
+
+
+def test_next_index_is_refused_in_a_parser():
+    states = "state start { pkt.extract(hdr.s.next); meta.depth = hdr.s.nextIndex; transition accept; }"
+    # `hdr.s.nextIndex` 52 characters into the state: 95 + 52
+    assert error_of(program(states=states)) == f"s.p4:6:147: error: {NEXT_INDEX}"
