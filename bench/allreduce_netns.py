@@ -27,8 +27,9 @@ Every method first runs one untimed round at the smallest size measured (``--war
 first large round pays costs the later ones do not (the worker agents start a job's congestion window
 at 32 chunks and keep it for their life, gloo connects), and with a 64 KB warm-up the first 4 MB round
 on leaf_spine_100m at K = 1024 took 0.52-0.81 s where the third took 0.40-0.56 s (gloo: no trend).
-``--repeats N`` runs each case N times; the summary gives each case's median, ratio to the ideal and
-spread, all runs stay in the JSON.
+``--repeats N`` runs each case N times, the methods taking turns within a size (ina, gloo, ina, gloo,
+...: a slow spell of the machine falls on all of them); the summary gives each case's median, ratio to the
+ideal and spread, all runs stay in the JSON.
 
 The headline INA configuration is K = 256 (``--lanes 256``): a quarter of K = 64's packets, so far less of
 the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (README); K = 64 stays the
@@ -348,9 +349,11 @@ def _run_lab(
             # measured first, so a method's first timed run is not its first large one
             for method in methods:
                 bench.run(method, *bench.values_and_timeout(warmup_mb))
+            # repeats interleave the methods (a, b, a, b, not a, a, b, b), so a slow spell of the machine
+            # touches every method's median alike instead of one method's runs
             for mb in sizes_mb:
-                for method in methods:
-                    for _ in range(repeats):
+                for _ in range(repeats):
+                    for method in methods:
                         row = bench.run(method, *bench.values_and_timeout(mb))
                         report["runs"].append(row)
                         print(describe(row), flush=True)
@@ -436,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock", default=LOCK, help="lab lock file held per topology ('' for none)")
     ap.add_argument("--out", default=str(RESULTS / "allreduce_netns"), help="output path without extension")
     args = ap.parse_args(argv)
+    if args.warmup is not None and args.warmup <= 0:
+        ap.error(f"--warmup must be a positive number of MB per worker, got {args.warmup:g}")
     if os.geteuid() != 0:
         print("bench/allreduce_netns.py needs root (mininet)", file=sys.stderr)
         return 1
