@@ -11,7 +11,9 @@ short run on a busy machine can read 0 there).
 
 from __future__ import annotations
 
+import gzip
 import os
+import platform
 import time
 from pathlib import Path
 
@@ -93,6 +95,43 @@ def cpu_seconds_by_kind(cpu: int) -> dict[str, float]:
     user, nice, system, idle, iowait, irq, softirq, steal = _stat_ticks(f"cpu{cpu}")
     kinds = {"user": user + nice, "system": system, "softirq": softirq, "irq": irq, "idle": idle + iowait}
     return {kind: ticks / CLOCK_TICKS for kind, ticks in {**kinds, "steal": steal}.items()}
+
+
+def irq_time_accounting(configs: list[Path] | None = None) -> bool | None:
+    """Whether the kernel was built with CONFIG_IRQ_TIME_ACCOUNTING (the first readable of `configs`,
+    gzipped or not; by default /proc/config.gz, then /boot/config-<release>); None where none says. It
+    decides where softirq time lands: without it, a softirq's time counts in the CPU time of the task it
+    interrupted (scheduler runtime and ticks both), and on an idle CPU in no task's; with it, in no
+    task's at all (ksoftirqd's threads apart)."""
+    defaults = [Path("/proc/config.gz"), Path(f"/boot/config-{platform.release()}")]
+    for path in defaults if configs is None else configs:
+        try:
+            raw = path.read_bytes()
+            text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode(errors="replace")
+        except OSError:
+            continue
+        return "\nCONFIG_IRQ_TIME_ACCOUNTING=y" in f"\n{text}"
+    return None
+
+
+def softnet_counts() -> list[tuple[int, int]]:
+    """Per CPU: frames its receive softirq has taken off the backlog and frames dropped because the
+    backlog was full (netdev_max_backlog) so far (/proc/net/softnet_stat, first two columns)."""
+    rows = Path("/proc/net/softnet_stat").read_text().split("\n")
+    return [(int(r.split()[0], 16), int(r.split()[1], 16)) for r in rows if r.strip()]
+
+
+def ksoftirqd_seconds() -> float:
+    """CPU seconds of the kernel's softirq threads (ksoftirqd/N) so far: softirq work the kernel put off
+    to them (a busy CPU, or more than its budget at once) instead of running it where it was raised."""
+    total = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith("ksoftirqd/"):
+                total += process_cpu_seconds(int(comm.parent.name))
+        except OSError:
+            continue
+    return total
 
 
 def threads_by_name(pid: int) -> dict[str, tuple[float, int]]:

@@ -35,7 +35,9 @@ ipv4_lpm.
 * Baselines (--baselines, root): the router case's frames without the switch, in the same run and with
   the same senders: into a veth with nothing behind it (what a frame costs its sender before any switch
   reads it), and through the kernel as the router (a namespace forwarding between two veths, the same
-  receiving interface counting). They say what this machine allows whatever the switch does.
+  receiving interface counting), once without RPS (its forwarding on the sender's CPU alone: one CPU
+  against the switch's two) and once with RPS (on the other CPU too). They say what this machine allows
+  whatever the switch does.
 
 Prints a table (with progress lines as cases finish), the native/Python ratios and the machine's load,
 and saves bench/results/softswitch_pps.json and .png.
@@ -48,6 +50,7 @@ and saves bench/results/softswitch_pps.json and .png.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -67,7 +70,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.cpu_time import cpu_seconds_by_kind, machine_busy, process_cpu_seconds, threads_by_name  # noqa: E402
+from bench.cpu_time import (  # noqa: E402
+    cpu_seconds_by_kind,
+    irq_time_accounting,
+    ksoftirqd_seconds,
+    process_cpu_seconds,
+    softnet_counts,
+    threads_by_name,
+)
 
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
@@ -785,26 +795,6 @@ def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int],
     }
 
 
-def softnet_counts() -> list[tuple[int, int]]:
-    """Per CPU: frames its receive softirq has taken off the backlog and frames dropped because the
-    backlog was full (netdev_max_backlog) so far (/proc/net/softnet_stat, first two columns)."""
-    rows = Path("/proc/net/softnet_stat").read_text().split("\n")
-    return [(int(r.split()[0], 16), int(r.split()[1], 16)) for r in rows if r.strip()]
-
-
-def ksoftirqd_seconds() -> float:
-    """CPU seconds of the kernel's softirq threads (ksoftirqd/N) so far: softirq work the kernel put off
-    to them (a busy CPU, or more than its budget at once) instead of running it where it was raised."""
-    total = 0.0
-    for comm in Path("/proc").glob("[0-9]*/comm"):
-        try:
-            if comm.read_text().startswith("ksoftirqd/"):
-                total += process_cpu_seconds(int(comm.parent.name))
-        except OSError:
-            continue
-    return total
-
-
 class CpuSnapshot:
     """What the machine's CPUs, the switch's threads and the kernel's receive backlogs have done so far;
     two of them (before and after a case) say where the CPU time of the case went."""
@@ -815,13 +805,22 @@ class CpuSnapshot:
         self.softnet = softnet_counts()
         self.ksoftirqd = ksoftirqd_seconds()
 
-    def accounting(self, before: CpuSnapshot, frames: int, sender_cpu_seconds: float) -> dict:
-        """Per frame (µs, `frames` processed): the senders, each thread of the switch (by name), and
-        the rest of the machine (other processes and the senders' start-up); each CPU's share in user
-        code, the kernel for tasks, softirqs and idle; backlog drops; how often the switch's I/O thread
-        slept; and the rate the senders', the switch's and ksoftirqd's CPU per frame allow on these CPUs at best
-        (all of them busy with nothing else)."""
-        per = 1e6 / frames if frames else 0.0
+    def busy_pct(self, before: CpuSnapshot) -> float:
+        """How busy these CPUs were between `before` and this snapshot, in percent (all but idle)."""
+        spent = [now[kind] - before.cpus[cpu][kind] for cpu, now in self.cpus.items() for kind in now]
+        idle = sum(now["idle"] - before.cpus[cpu]["idle"] for cpu, now in self.cpus.items())
+        return 100.0 * (sum(spent) - idle) / max(1e-9, sum(spent))
+
+    def accounting(self, before: CpuSnapshot, processed: int, sent: int, sender_cpu_seconds: float) -> dict:
+        """Per frame (µs): the senders per frame they sent; each thread of the switch (by name), ksoftirqd
+        and the rest of the machine (other processes, the senders' start-up, and softirq work no task was
+        charged for: on an idle CPU, or all of it with IRQ_TIME_ACCOUNTING, see irq_time_accounting) per
+        frame the switch processed; each CPU's share in user code, the kernel for tasks, softirqs and idle;
+        backlog drops; how often the switch's I/O thread slept; and the rate the senders', the switch's and
+        ksoftirqd's CPU per frame allow on these CPUs at best (all of them busy with nothing else, no frame
+        lost)."""
+        per_processed = 1e6 / processed if processed else 0.0
+        per_sent = 1e6 / sent if sent else 0.0
         cpus = {}
         for cpu, now in self.cpus.items():
             spent = {kind: now[kind] - before.cpus[cpu][kind] for kind in now}
@@ -838,24 +837,27 @@ class CpuSnapshot:
         )
         io_sleeps = threads.get("softswitch-io", (0.0, 0))[1]
         deferred = self.ksoftirqd - before.ksoftirqd
-        cost = (sender_cpu_seconds + switch_seconds + deferred) * per
+        sender_us = sender_cpu_seconds * per_sent
+        cost = sender_us + (switch_seconds + deferred) * per_processed
         return {
-            "sender_us_per_frame": round(sender_cpu_seconds * per, 3),
+            "sender_us_per_frame": round(sender_us, 3),
             "switch_threads_us_per_frame": {
-                name: round(seconds * per, 3) for name, (seconds, _) in threads.items() if seconds * per >= 0.005
-            },  # fmt: skip
-            "ksoftirqd_us_per_frame": round(deferred * per, 3),
+                name: round(seconds * per_processed, 3)
+                for name, (seconds, _) in threads.items()
+                if seconds * per_processed >= 0.005
+            },
+            "ksoftirqd_us_per_frame": round(deferred * per_processed, 3),
             "rest_of_machine_us_per_frame": round(
-                max(0.0, busy - sender_cpu_seconds - switch_seconds - deferred) * per, 3
+                max(0.0, busy - sender_cpu_seconds - switch_seconds - deferred) * per_processed, 3
             ),
             "cpus": cpus,
             "backlog_drops": sum(n[1] - b[1] for n, b in zip(self.softnet, before.softnet, strict=True)),
             "backlog_frames_per_cpu": [n[0] - b[0] for n, b in zip(self.softnet, before.softnet, strict=True)],
-            "io_thread_sleeps_per_1000_frames": round(1000.0 * io_sleeps / frames, 2) if frames else None,
+            "io_thread_sleeps_per_1000_frames": round(1000.0 * io_sleeps / processed, 2) if processed else None,
             "bound_pps": round(len(self.cpus) * 1e6 / cost) if cost else None,
             # the senders' CPU alone (their core: their own sending and, on veth, the delivery into the
             # switch's ring in their softirq)
-            "sender_core_pps": round(1e6 / (sender_cpu_seconds * per)) if sender_cpu_seconds and per else None,
+            "sender_core_pps": round(1e6 / sender_us) if sender_us else None,
         }
 
 
@@ -867,7 +869,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     before = switch.counter_packets("InaIngress.ina_stats", list(case.counted_stats)) if case.counted_stats else {}
     delivered0 = _rx_packets(lab, OUT_PORT)
     switch_cpu0 = switch.cpu_seconds()
-    busy0, snapshot0 = machine_busy(), CpuSnapshot(switch.proc.pid)
+    snapshot0 = CpuSnapshot(switch.proc.pid)
     sent = run_senders(lab.sender_ns, case, seconds, seqs, sender_cpus, workdir, sender_mode, rate)
 
     def progress() -> int:  # the switch's counters, or what it delivers
@@ -877,12 +879,11 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         return _rx_packets(lab, OUT_PORT) - delivered0
 
     last, t_done = _settled(progress)  # wait until the switch has worked off what it received
-    busy1, snapshot1 = machine_busy(), CpuSnapshot(switch.proc.pid)
+    snapshot1 = CpuSnapshot(switch.proc.pid)
     switch_cpu = switch.cpu_seconds() - switch_cpu0
     delivered = _rx_packets(lab, OUT_PORT) - delivered0
     processed = last if case.counted_stats else delivered
     send_time = sent["t_end"] - sent["t_start"]
-    busy = (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1])
     row = {
         "backend": switch.running_backend(),
         "switch_tx": switch.tx if switch.running_backend() == "native" else None,
@@ -905,8 +906,8 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
         "input_loss_pct": 100.0 * (1 - processed / sent["sent"]) if sent["sent"] else 0.0,
         "switch_cpu_us_per_frame": 1e6 * switch_cpu / processed if processed else None,
         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
-        "machine_busy_pct": 100.0 * busy,
-        "cpu_accounting": snapshot1.accounting(snapshot0, processed, sent["cpu_seconds"]),
+        "machine_busy_pct": snapshot1.busy_pct(snapshot0),
+        "cpu_accounting": snapshot1.accounting(snapshot0, processed, sent["sent"], sent["cpu_seconds"]),
     }
     cpu_per_frame = row["switch_cpu_us_per_frame"]
     row["switch_core_pps"] = 1e6 / cpu_per_frame if cpu_per_frame else None  # one core at that CPU per frame
@@ -920,26 +921,32 @@ RPS_SETTINGS = ("off", "in")  # --rps: no RPS; the input port's receive work on 
 
 
 class ReceiveSteering:
-    """RPS on one interface for the length of a case (bench-side tuning, restored when it ends): the
-    kernel's receive work for its frames (the backlog, the packet taps that fill the switch's ring, the
-    stack) runs on `cpu` instead of the CPU that handed the frame over (veth: the sender's). `namespace`:
+    """RPS on one interface for the length of a case (bench-side tuning): with `cpu`, the kernel's receive
+    work for its frames (the backlog, the packet taps that fill the switch's ring, the stack) runs on that
+    CPU instead of the CPU that handed the frame over (veth: the sender's); with None, RPS is off (mask 0)
+    whatever it was before. The interface's previous mask is put back when the case ends. `namespace`:
     where the interface is (None: this one)."""
 
     def __init__(self, namespace: str | None, iface: str, cpu: int | None):
         self.inside = ["ip", "netns", "exec", namespace] if namespace else []
         self.file, self.cpu = f"/sys/class/net/{iface}/queues/rx-0/rps_cpus", cpu
+        self.previous: int | None = None
+
+    def read(self) -> int:
+        """The interface's RPS mask now (the file holds it in hex, 32-bit groups separated by commas)."""
+        return int(sh(*self.inside, "cat", self.file).stdout.strip().replace(",", ""), 16)
 
     def _write(self, mask: int) -> None:
         sh(*self.inside, "sh", "-c", f"echo {mask:x} > {self.file}")
 
     def __enter__(self) -> ReceiveSteering:
-        if self.cpu is not None:
-            self._write(1 << self.cpu)
+        self.previous = self.read()
+        self._write(0 if self.cpu is None else 1 << self.cpu)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.cpu is not None:
-            self._write(0)
+        if self.previous is not None:
+            self._write(self.previous)
 
 
 def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_counts: list[int], progress,
@@ -975,6 +982,8 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
                             # the first sender on the first CPU, a second one shares the switch's
                             sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
                             for steer in rps:
+                                if steer == "in" and switch_cpu is None:
+                                    raise BenchError("--rps in needs two CPUs: the switch's and the sender's")
                                 with ReceiveSteering(None, lab.ports[IN_PORT], switch_cpu if steer == "in" else None):
                                     row = run_veth_case(
                                         lab, switch, case, seconds, seqs, sender_cpus, Path(tmp), sender_mode, rate
@@ -988,6 +997,10 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
 
 
 # ------------------------------------------------------------------------ veth: what the machine allows
+
+
+KERNEL_ROUTER = "kernel router"  # RPS off: the forwarding runs in the senders' softirq, on their CPU
+KERNEL_ROUTER_RPS = "kernel router, rps in"  # its input's receive work on the other CPU: two CPUs, as the switch
 
 
 class KernelRouterLab:
@@ -1051,7 +1064,7 @@ def _settled(count, poll: float = 0.05) -> tuple[int, float]:
 
 
 def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], progress,
-                      sender_mode: str = "ring", rps: tuple[str, ...] = ("off",)) -> list[dict]:  # fmt: skip
+                      sender_mode: str = "ring") -> list[dict]:  # fmt: skip
     """The router case's frames without the switch, on the same machine in the same run: the senders
     alone into the switch-side veth with no switch behind it (the peer's stack drops every frame as not
     for the host: what a frame costs its sender before any switch reads it); the same with that veth
@@ -1062,8 +1075,9 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
     the receiver got (the router). Once per number of senders (the
     first on the first CPU, a second on the last, where the switch would run); the peer-down case
     always with sendmmsg (a transmit ring past the qdisc would see each frame refused), and so the
-    senders alone with sendmmsg too. The kernel router once per RPS setting in rps (in: its input's
-    receive work, the forwarding, on the last CPU, as the switch's with --rps in)."""
+    senders alone with sendmmsg too. The kernel router twice: RPS off (its forwarding in the senders'
+    softirq, on their CPU: one CPU, where the switch has two) and, with two CPUs, RPS in (its input's
+    receive work, the forwarding, on the last CPU, where the switch runs: two CPUs, as the switch)."""
     case = next(c for c in veth_cases(frames) if c.key == "ipv4_router_forward")
     cpus = sorted(os.sched_getaffinity(0))
     rows = []
@@ -1072,25 +1086,28 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
         if sender_mode != "sendmmsg":  # the peer-down case's sender, for the difference
             runs.append(("sender alone", "sendmmsg"))
         runs += [("sender alone, peer down", "sendmmsg")]
-        runs += [("kernel router" + (", rps in" if steer == "in" else ""), sender_mode) for steer in rps]
+        runs += [(KERNEL_ROUTER, sender_mode)] + ([(KERNEL_ROUTER_RPS, sender_mode)] if len(cpus) > 1 else [])
         for name, mode in runs:
-            router = name.startswith("kernel router")
+            router = name.startswith(KERNEL_ROUTER)
             lab = KernelRouterLab() if router else VethLab()
-            steer_cpu = cpus[-1] if name.endswith("rps in") and len(cpus) > 1 else None
-            with lab, ReceiveSteering(getattr(lab, "router_ns", None), "in0", steer_cpu):
+            steer_cpu = cpus[-1] if name == KERNEL_ROUTER_RPS else None
+            steering = ReceiveSteering(lab.router_ns, "in0", steer_cpu) if isinstance(lab, KernelRouterLab) else None
+            with lab, steering or contextlib.nullcontext():
                 if name.endswith("peer down"):
                     sh("ip", "link", "set", lab.ports[IN_PORT], "down")
                 for count in sender_counts:
                     sender_cpus = [cpus[i % len(cpus)] if len(cpus) > 1 else None for i in range(count)]
                     delivered0, drops0 = lab.delivered(), lab.link_drops() if not router else 0
-                    busy0, snapshot0 = machine_busy(), CpuSnapshot(None)
+                    snapshot0 = CpuSnapshot(None)
                     sent = run_senders(lab.sender_ns, case, seconds, [1, 1], sender_cpus, Path(tmp), mode)
                     delivered, t_done = _settled(lambda lab=lab, base=delivered0: lab.delivered() - base)
                     link_drops = lab.link_drops() - drops0 if not router else None
-                    busy1, snapshot1 = machine_busy(), CpuSnapshot(None)
+                    snapshot1 = CpuSnapshot(None)
                     send_time = sent["t_end"] - sent["t_start"]
                     row = {
                         "baseline": name,
+                        # how many CPUs the kernel router could forward on: 1 (RPS off: the senders'), 2 (RPS in)
+                        "router_cpus": (2 if steer_cpu is not None else 1) if router else None,
                         "senders": count,
                         "sender_cpus": sender_cpus,
                         "sender_path": sent["sender_path"],
@@ -1101,9 +1118,9 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
                         "delivered_pps": delivered / (t_done - sent["t_start"]) if delivered else None,
                         "link_drops": link_drops,
                         "sender_cpu_us_per_frame": 1e6 * sent["cpu_seconds"] / sent["sent"] if sent["sent"] else None,
-                        "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
+                        "machine_busy_pct": snapshot1.busy_pct(snapshot0),
                         "cpu_accounting": snapshot1.accounting(
-                            snapshot0, delivered or sent["sent"], sent["cpu_seconds"]
+                            snapshot0, delivered or sent["sent"], sent["sent"], sent["cpu_seconds"]
                         ),
                     }
                     rows.append(row)
@@ -1111,10 +1128,14 @@ def measure_baselines(frames: Frames, seconds: float, sender_counts: list[int], 
     return rows
 
 
+ROUTER_CPUS = {1: ", forwarding on the senders' CPU only", 2: ", forwarding on the other CPU too (RPS)"}
+
+
 def print_baseline_row(row: dict) -> None:
     delivered = f", delivered {row['delivered']:,} at {row['delivered_pps']:,.0f} pps" if row["delivered"] else ""
+    where = ROUTER_CPUS.get(row.get("router_cpus"), "")
     print(
-        f"  [baseline] {row['baseline']} ({row['senders']} sender(s), {row['sender_path']}): offered "
+        f"  [baseline] {row['baseline']} ({row['senders']} sender(s), {row['sender_path']}{where}): offered "
         f"{row['offered_pps']:,.0f} pps{delivered}; sender CPU {_fmt(row['sender_cpu_us_per_frame'], '.2f')} us per "
         f"frame; machine {row['machine_busy_pct']:.0f}% busy",
         flush=True,
@@ -1147,6 +1168,15 @@ def print_accounting(label: str, acct: dict) -> None:
         + f"; these CPU costs allow at most {_fmt(acct['bound_pps'])} frames/s on {len(acct['cpus'])} CPUs, the "
         f"senders' alone {_fmt(acct['sender_core_pps'])} per core"
     )
+
+
+# where softirq time lands, by irq_time_accounting() (CONFIG_IRQ_TIME_ACCOUNTING set, unset, unknown)
+SOFTIRQ_SHARE = {
+    False: "softirqs run in their context included (IRQ_TIME_ACCOUNTING unset; a softirq on an idle CPU lands "
+    "in the rest of the machine)",
+    True: "softirqs excluded (IRQ_TIME_ACCOUNTING set: all softirq time lands in the rest of the machine)",
+    None: "softirqs in their context included unless the kernel has IRQ_TIME_ACCOUNTING (its config unreadable)",
+}
 
 
 def print_in_process_row(row: dict) -> None:
@@ -1188,7 +1218,9 @@ def comparisons(result: dict) -> dict:
     tx_cpu: dict = {}
     rx_cpu: dict = {}  # the native switch's CPU per frame with the transmit ring, by receive ring
     rx_pps: dict = {}  # what each receive path processed, with the transmit ring
-    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default paths
+    for r in result["veth"]["cases"]:  # the best of the sender counts; native: its default paths; RPS off
+        if r.get("rps", "off") != "off":
+            continue
         if r.get("switch_tx") == "ring" and r["switch_cpu_us_per_frame"]:
             rx_cpu.setdefault((r.get("switch_rx") or "ring", r["kind"]), []).append(r["switch_cpu_us_per_frame"])
         if r.get("switch_tx") == "ring":
@@ -1228,6 +1260,13 @@ def comparisons(result: dict) -> dict:
         senders: alone[(senders, path, "sender alone")] - cpu
         for (senders, path, name), cpu in alone.items()
         if name.endswith("peer down") and (senders, path, "sender alone") in alone
+    }
+    # the native switch's router rate over the kernel router's, each way the kernel ran (one CPU, two)
+    routers = {b["baseline"]: b["delivered_pps"] for b in result["veth"].get("baselines", []) if b.get("router_cpus")}
+    out["veth_router_over_kernel_router"] = {
+        name: veth[("native", "ipv4_router_forward")] / pps
+        for name, pps in routers.items()
+        if pps and veth.get(("native", "ipv4_router_forward"))
     }
     for case in ("ipv4_router_forward", "grad_aggregation", "grad_passthrough"):
         if veth.get(("native", case)) and veth.get(("python", case)):
@@ -1293,9 +1332,10 @@ def print_tables(result: dict) -> None:
                 f"{row['machine_busy_pct']:>6.0f}"
             )
         print(
-            "Where the CPU went (per frame processed; senders and switch threads: their CPU time, softirqs run in "
-            "their context included; rest of the machine: every other busy CPU second; ksoftirqd: softirq work the kernel put off to its threads; "
-            "bound: CPUs / (sender + switch + ksoftirqd us per frame))"
+            "Where the CPU went (us per frame: the senders per frame sent, the rest per frame processed; senders "
+            f"and switch threads: their CPU time, {SOFTIRQ_SHARE[result['machine'].get('irq_time_accounting')]}; "
+            "rest of the machine: every other busy CPU second; ksoftirqd: softirq work the kernel put off to its "
+            "threads; bound: CPUs / (sender + switch + ksoftirqd us per frame))"
         )
         for row in veth["cases"]:
             if "cpu_accounting" in row:
@@ -1309,6 +1349,12 @@ def print_tables(result: dict) -> None:
             for row in veth["baselines"]:
                 if "cpu_accounting" in row:
                     print_accounting(f"{row['baseline']}, {row['senders']} sender(s)", row["cpu_accounting"])
+            for name, ratio in result["comparison"].get("veth_router_over_kernel_router", {}).items():
+                cpus = next(b["router_cpus"] for b in veth["baselines"] if b["baseline"] == name)
+                print(
+                    f"  native switch (two CPUs) / {name} ({'one CPU' if cpus == 1 else 'two CPUs'}), router "
+                    f"frames/s: {ratio:.2f}"
+                )
             for senders, cost in result["comparison"].get("sink_us_per_frame", {}).items():
                 print(
                     f"  delivering a frame into a host that drops it (sender alone, peer up minus peer down, "
@@ -1442,7 +1488,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--rps",
         default="off",
         help="RPS settings to run side by side: off (the default) and/or in (the receive work of the switch's input "
-        "port, and of the kernel router's, on the forwarding CPU instead of the sender's; restored after each case)",
+        "port on the switch's CPU instead of the sender's; the interface's setting is restored after each case; --baselines "
+        "runs the kernel router both ways whatever this says)",
     )
     p.add_argument(
         "--sender",
@@ -1490,6 +1537,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.rps = tuple(t.strip() for t in args.rps.split(",") if t.strip())
     if not args.rps or any(t not in RPS_SETTINGS for t in args.rps):
         p.error(f"--rps takes off and/or in, got {','.join(args.rps)}")
+    if "in" in args.rps and len(os.sched_getaffinity(0)) < 2:
+        p.error("--rps in moves the switch's input receive work to the switch's CPU, away from the sender's: it "
+                "needs two CPUs, and this process may use one")  # fmt: skip
     args.cases = tuple(c.strip() for c in (args.cases or ",".join(VETH_CASE_KEYS)).split(",") if c.strip())
     if not args.cases or any(c not in VETH_CASE_KEYS for c in args.cases):
         p.error(f"--cases takes some of {','.join(VETH_CASE_KEYS)}, got {','.join(args.cases)}")
@@ -1545,6 +1595,8 @@ def main(argv=None) -> int:
                 "python": platform.python_version(),
                 "platform": platform.platform(),
                 "load_average_at_start": os.getloadavg(),
+                # where softirq time lands in the CPU accounting (SOFTIRQ_SHARE)
+                "irq_time_accounting": irq_time_accounting(),
             },
             "git": _git_state(),
             "bmv2_reference_pps": BMV2_REFERENCE_PPS,
@@ -1585,7 +1637,7 @@ def main(argv=None) -> int:
                 print("[veth] baselines: the same frames without the switch ...", flush=True)
                 try:
                     result["veth"]["baselines"] = measure_baselines(
-                        frames, seconds, senders, print_baseline_row, args.sender, args.rps
+                        frames, seconds, senders, print_baseline_row, args.sender
                     )
                 except (BenchError, OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
                     print(f"[veth] baselines failed: {e}")

@@ -2,6 +2,7 @@
 millisecond (clock ticks would be off by up to 10 ms), counts a process's ended threads, reads another
 process's threads from /proc, and says 0 for a process that is gone."""
 
+import gzip
 import os
 import subprocess
 import sys
@@ -71,16 +72,36 @@ def test_the_machine_and_each_cpu_are_busy_at_most_all_the_time():
         cpu_time.machine_busy(4096)
 
 
-def test_each_cpus_time_is_split_by_kind_and_adds_up_to_its_total():
+def test_each_cpus_time_is_split_by_kind_and_a_spin_on_it_is_user_time():
     cpu = min(os.sched_getaffinity(0))
-    before = cpu_time.cpu_seconds_by_kind(cpu)
-    spin(0.05)
-    after = cpu_time.cpu_seconds_by_kind(cpu)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # this thread spins on the CPU read, nowhere else
+    try:
+        before, clock0 = cpu_time.cpu_seconds_by_kind(cpu), time.thread_time()
+        while time.thread_time() - clock0 < 0.3:  # spin in user code: a clock read (a system call) per ~5 ms
+            for _ in range(200_000):
+                pass
+        after, clock1 = cpu_time.cpu_seconds_by_kind(cpu), time.thread_time()
+    finally:
+        os.sched_setaffinity(0, allowed)
     assert set(after) == {"user", "system", "softirq", "irq", "idle", "steal"}
     assert all(after[k] >= before[k] for k in after)
+    # the spin ran on that CPU in user code (clock ticks: 10 ms each, a few lost at the ends or to interrupts)
+    assert after["user"] - before["user"] >= 0.9 * (clock1 - clock0) - 0.03
     busy, total = cpu_time.machine_busy(cpu)
     assert sum(after.values()) == pytest.approx(total, abs=0.05)  # read a moment apart
     assert sum(v for k, v in after.items() if k != "idle") == pytest.approx(busy, abs=0.05)
+
+
+def test_the_kernel_config_says_where_softirq_time_lands(tmp_path):
+    set_, unset, plain = tmp_path / "set.gz", tmp_path / "unset.gz", tmp_path / "config"
+    set_.write_bytes(gzip.compress(b"CONFIG_HZ=250\nCONFIG_IRQ_TIME_ACCOUNTING=y\n"))
+    unset.write_bytes(gzip.compress(b"# CONFIG_IRQ_TIME_ACCOUNTING is not set\nCONFIG_HAVE_IRQ_TIME_ACCOUNTING=y\n"))
+    plain.write_text("CONFIG_IRQ_TIME_ACCOUNTING=y\n")
+    assert cpu_time.irq_time_accounting([set_]) is True
+    assert cpu_time.irq_time_accounting([unset]) is False  # the HAVE_ option is not the option
+    assert cpu_time.irq_time_accounting([tmp_path / "missing", plain]) is True  # the first readable one
+    assert cpu_time.irq_time_accounting([tmp_path / "missing"]) is None
 
 
 def test_threads_are_summed_by_name_with_the_times_they_slept():
