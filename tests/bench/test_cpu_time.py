@@ -129,5 +129,9 @@ def test_threads_are_summed_by_name_with_the_times_they_slept():
     done.set()
     thread.join()
     assert after[0] - before[0] >= 0.09 and after[1] - before[1] >= 20
+    # an ended thread leaves /proc a moment after join() returns (the kernel clears its tid, then reaps it)
+    deadline = time.monotonic() + 2.0
+    while "cpu-time-probe" in cpu_time.threads_by_name(os.getpid()) and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert "cpu-time-probe" not in cpu_time.threads_by_name(os.getpid())
     assert cpu_time.threads_by_name(2**22 + 7) == {}  # no such process
