@@ -27,6 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from controller.options import DEFAULT_RESULT_MODE  # noqa: E402
 from controller.planner import PlanOptions  # noqa: E402
 from controller.topology import Topology  # noqa: E402
 from topologies.inprocess import InProcessNetwork  # noqa: E402
@@ -61,11 +62,12 @@ class Bench:
         from controller.resources import Resources
 
         resources, servers = Resources.for_topology(self.topo), {}
-        # INA with multicast results (one RESULT leaves the server) and with unicast reverse paths
+        # INA with the default result mode (DEFAULT_RESULT_MODE, multicast: one RESULT leaves the server) and
+        # with unicast reverse paths
         # (one RESULT per worker leaves the server: its downlink carries N copies); the parameter
         # server: the same protocol with no aggregating switch, unicast results
         options = {
-            "ina": PlanOptions(pool_size=64, result_mode="multicast"),
+            "ina": PlanOptions(pool_size=64, result_mode=DEFAULT_RESULT_MODE),
             "ina_unicast": PlanOptions(pool_size=64, result_mode="unicast"),
             "ps": parameter_server_options(PlanOptions(pool_size=64)),
         }

@@ -363,6 +363,7 @@ def spans_table(spans_s: list[float]) -> dict[str, float]:
 # -- the lab run --------------------------------------------------------------------------------------
 def run_lab(args: argparse.Namespace) -> dict:
     """Bring the lab up, run the ranks (capturing the switch ports), bring it down; the raw report."""
+    from controller.options import DEFAULT_RESULT_MODE
     from controller.planner import PlanOptions
     from topologies.lab_network import intf_name
     from topologies.lab_training import RankHost, rank_env
@@ -375,7 +376,7 @@ def run_lab(args: argparse.Namespace) -> dict:
         if message.startswith("[lab] ") and ("starting" in message or "network up" in message):
             print(message, flush=True)
 
-    options = PlanOptions(result_mode="multicast")
+    options = PlanOptions(result_mode=DEFAULT_RESULT_MODE)
     with lab_lock(args.lock):
         lab = MininetLab(
             str(ROOT / args.topology), program=PROGRAMS_BY_LANES[args.lanes], log=log, plan_options=options

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controller.jobservice import JobManager  # noqa: E402
-from controller.options import PlanOptions  # noqa: E402
+from controller.options import DEFAULT_RESULT_MODE, PlanOptions  # noqa: E402
 from controller.replan import FaultMonitor  # noqa: E402
 from controller.topology_yaml import load_topology  # noqa: E402
 from protocol import codec  # noqa: E402
@@ -349,7 +349,7 @@ def lab_rows(values: int) -> list[dict[str, Any]]:
             4,
             values=values,
             log=lambda m: None,
-            plan_options=PlanOptions(result_mode="multicast"),
+            plan_options=PlanOptions(result_mode=DEFAULT_RESULT_MODE),
             monitor_interval=0.2,
         )
         rows = []

@@ -245,13 +245,17 @@ class Installer:
         Examples
         --------
         >>> from controller.generators import star
-        >>> from controller.planner import plan_job
+        >>> from controller.planner import PlanOptions, plan_job
         >>> from softswitch.compiler import compile_program
         >>> from softswitch.p4info import build_p4info
         >>> topo = star(2)
         >>> inst = Installer(topo, p4info=build_p4info(compile_program("p4src/ina.p4").info))
-        >>> # ina_jobs, admission: 2 workers' GRAD ports, the server's RESULT port, 2 catch-alls
+        >>> # ina_jobs, admission: 2 workers' GRAD ports, the server's RESULT port, 2 catch-alls; the results'
+        >>> # multicast group (the default result mode), none with unicast results
         >>> {switch: (len(t), len(g)) for switch, (t, g) in inst.job_entries(plan_job(topo, ["h1", "h2"], ["h3"])).items()}
+        {'s1': (6, 1)}
+        >>> unicast = PlanOptions(result_mode="unicast")
+        >>> {switch: (len(t), len(g)) for switch, (t, g) in inst.job_entries(plan_job(topo, ["h1", "h2"], ["h3"], unicast)).items()}
         {'s1': (6, 0)}
         """
         out: dict[str, JobEntries] = {}
@@ -289,7 +293,7 @@ class Installer:
         Examples
         --------
         >>> from controller.generators import star
-        >>> from controller.planner import plan_job
+        >>> from controller.planner import PlanOptions, plan_job
         >>> from softswitch.compiler import compile_program
         >>> from softswitch.p4info import build_p4info
         >>> topo = star(2)

@@ -27,7 +27,10 @@ OPS = ("sum", "max")  # reductions the data plane performs
 DEFAULT_PLANNER = "multihop"
 DEFAULT_POLICY = "fewest_hops"
 DEFAULT_AGGREGATION = "merge"
-DEFAULT_RESULT_MODE = "unicast"
+# results down the tree: one multicast RESULT per chunk leaves the server, where unicast sends one per worker
+# along each reverse path. The default wherever a user does not choose: PlanOptions, inactl, the mininet
+# lab (class and command line), the in-process lab, the demo and the benches
+DEFAULT_RESULT_MODE = "multicast"
 DEFAULT_OP = "sum"
 # slots per job and tree at an aggregating switch (x2 cells for the shadow sets): the chunks a worker keeps
 # in flight per tree, which must cover rate x round trip (docs/agents.md, "Window")

@@ -31,10 +31,13 @@ from controller.options import (
     DEFAULT_PLANNER,
     DEFAULT_POLICY,
     DEFAULT_POOL_SIZE,
-    DEFAULT_RESULT_MODE,
     OPS,
     RESULT_MODES,
 )
+
+# a JobPlan built by hand (no planner, perhaps no switch: tests, benches of the agents) sends each worker its
+# results; the planner always sets result_mode from PlanOptions (DEFAULT_RESULT_MODE when nobody chose)
+HAND_BUILT_RESULT_MODE = "unicast"
 
 if TYPE_CHECKING:
     from protocol import codec
@@ -187,7 +190,7 @@ class JobPlan:
     plan_version: int = PLAN_VERSION  # format of this document
     value_count: int = VALUES_PER_PACKET
     pool_size: int = DEFAULT_POOL_SIZE
-    result_mode: str = DEFAULT_RESULT_MODE
+    result_mode: str = HAND_BUILT_RESULT_MODE
     op: str = DEFAULT_OP
     job_index: int = 0  # row of the switches' per-job counters
     topology: str = ""

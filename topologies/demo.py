@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
 from topologies.errors import USER_ERRORS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -182,9 +183,9 @@ def main(argv=None) -> int:
     ap.add_argument("--values", type=int, default=2048, help="int32 values per worker per round")
     ap.add_argument(
         "--results",
-        choices=("multicast", "unicast"),
-        default="multicast",
-        help="how sums come back: one multicast down the tree (default) or one unicast per worker",
+        choices=RESULT_MODES,
+        default=DEFAULT_RESULT_MODE,
+        help=f"how sums come back: one multicast down the tree or one unicast per worker (default {DEFAULT_RESULT_MODE})",
     )
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(

@@ -42,16 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
 from protocol.layouts import link_mtu
 from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_state import clean_stale
 from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, rank_env, run_ranks
 from worker.plan_updates import publish_failure, publish_plan
-
-# results down the tree: one multicast RESULT per chunk leaves the server, where unicast sends one per worker
-# along each reverse path. The lab's default, as a MininetLab and on the command line (--results)
-LAB_RESULT_MODE = "multicast"
 
 
 @dataclass
@@ -145,7 +142,7 @@ class MininetLab:
         program: str | None = None,
         values: int = 2048,
         log=print,
-        plan_options=None,  # controller's PlanOptions; None: its defaults with LAB_RESULT_MODE
+        plan_options=None,  # controller's PlanOptions; None: its defaults
         p4info: str | None = None,
         device_config: str | None = None,
         keep_logs: str | None = None,
@@ -246,7 +243,7 @@ class MininetLab:
     def _options(self, **changes):
         from controller.planner import PlanOptions
 
-        return dataclasses.replace(self.plan_options or PlanOptions(result_mode=LAB_RESULT_MODE), **changes)
+        return dataclasses.replace(self.plan_options or PlanOptions(), **changes)
 
     def _start_agents(self) -> None:
         py = sys.executable
@@ -874,9 +871,9 @@ def main(argv=None) -> int:
     ap.add_argument("--server", help="aggregation server host (default: role hint)")
     ap.add_argument(
         "--results",
-        choices=("unicast", "multicast"),
-        default=LAB_RESULT_MODE,
-        help=f"results down the tree by multicast or unicast per worker (default {LAB_RESULT_MODE})",
+        choices=RESULT_MODES,
+        default=DEFAULT_RESULT_MODE,
+        help=f"results down the tree by multicast or unicast per worker (default {DEFAULT_RESULT_MODE})",
     )
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
     ap.add_argument(

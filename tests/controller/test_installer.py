@@ -143,9 +143,10 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert (
-        code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 16 entries written" in out
-    )  # 3 ina_jobs, admission: l1 5, sp1 4, l3 4
-    assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, 1, 0]}  # the default pool
+        code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 19 entries written" in out
+    )  # 3 ina_jobs, admission: l1 5, sp1 4, l3 4; a multicast group for the results on each (the default mode)
+    # the default pool; the results' multicast group 1 (the default result mode)
+    assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, 1, 1]}
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out

@@ -10,11 +10,14 @@ STAR = os.path.join(REPO, "topologies", "star.yaml")
 
 def test_results_go_down_the_tree_by_multicast_by_default_in_the_class_and_on_the_command_line(monkeypatch):
     """One RESULT per chunk leaves the server by default, whichever way the lab was started; --results
-    unicast and an explicit PlanOptions still choose unicast."""
+    unicast and an explicit PlanOptions(result_mode="unicast") still choose unicast."""
     from controller.planner import PlanOptions
 
     lab = mininet_lab.MininetLab(STAR, 2, log=lambda m: None)  # nothing starts before start()
     assert lab._options().result_mode == "multicast"
+    # PlanOptions given without a result mode (as the benches give a pool size) keep the same default
+    given = mininet_lab.MininetLab(STAR, 2, log=lambda m: None, plan_options=PlanOptions(pool_size=32))
+    assert given._options().result_mode == "multicast"
     assert lab._options(pool_size=64).pool_size == 64
     explicit = mininet_lab.MininetLab(STAR, 2, log=lambda m: None, plan_options=PlanOptions(result_mode="unicast"))
     assert explicit._options().result_mode == "unicast"
@@ -33,3 +36,20 @@ def test_results_go_down_the_tree_by_multicast_by_default_in_the_class_and_on_th
     assert mininet_lab.main([STAR, "--batch"]) == 130
     assert mininet_lab.main([STAR, "--batch", "--results", "unicast"]) == 130
     assert [options.result_mode for options in seen] == ["multicast", "unicast"]
+
+
+def test_one_result_mode_default_for_the_controller_and_the_in_process_network():
+    """Where nobody chooses, the controller plans multicast results as the lab does: PlanOptions (the
+    in-process lab's and the benches' default), inactl and the in-process network service (their
+    default was unicast: they measured another system than the mininet lab)."""
+    import argparse
+
+    from controller.cli import build_parser
+    from controller.options import DEFAULT_RESULT_MODE, PlanOptions
+    from topologies.inprocess import serve
+
+    assert DEFAULT_RESULT_MODE == "multicast" and PlanOptions().result_mode == DEFAULT_RESULT_MODE
+    assert build_parser().parse_args(["plan", STAR, "--workers", "h1", "--servers", "h3"]).result_mode == "multicast"
+    service = argparse.ArgumentParser()
+    serve.add_arguments(service)
+    assert service.parse_args([STAR]).result_mode == "multicast"

@@ -43,6 +43,7 @@ import threading
 from pathlib import Path
 
 from controller.errors import InstallError
+from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
 from controller.programs import stat_counters
 from topologies.errors import LabError
 
@@ -273,7 +274,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--job-id", type=int, help="id of the job registered at start (default: lowest free)")
     p.add_argument("--no-job", action="store_true", help="register no job at start (RegisterJob later)")
     p.add_argument("--aggregation", default="merge", choices=("merge", "all", "none"))
-    p.add_argument("--result-mode", default="unicast", choices=("unicast", "multicast"))
+    p.add_argument("--result-mode", default=DEFAULT_RESULT_MODE, choices=RESULT_MODES)
     p.add_argument("--listen", default="127.0.0.1:0", help="job service address (port 0: any free port)")
     p.add_argument("--attach-ip", default="127.0.0.1", help="address of the attach endpoints")
     p.add_argument("--plan-out", help="also write the start job's plan JSON here")
