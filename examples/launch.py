@@ -153,6 +153,8 @@ def _run(args: argparse.Namespace, body: Body, name: str) -> int:
             )
         return 0
     except Exception as exc:  # one line for the user, not a traceback
-        lines = str(exc).strip().splitlines() or [type(exc).__name__]
+        # torch appends the Python frames of a failed Work callback after "At:": the cause comes before them
+        cause = str(exc).strip().split("\n\nAt:\n", 1)[0]
+        lines = cause.strip().splitlines() or [type(exc).__name__]
         print(f"{name}: error: {lines[-1]}", file=sys.stderr)
         return 1

@@ -57,3 +57,43 @@ def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
         assert spine not in failed.switch_counters  # dead: not read
     finally:
         lab.stop()
+
+
+def test_with_no_spine_left_the_ranks_fail_with_the_controllers_reason():
+    """The second spine dies once the ranks moved to it: no tree is left, the controller says why, the lab
+    writes it next to the plan file and every rank's collective fails with it, long before INA_TIMEOUT."""
+    import threading
+    import time
+
+    import pytest
+
+    from topologies.errors import TrainError
+    from topologies.mininet_lab import MininetLab
+
+    lines: list[str] = []
+    killed: list[tuple[str, float]] = []
+    lab = None
+
+    def kill(spine: str) -> None:
+        killed.append((spine, time.monotonic()))
+        threading.Thread(target=lab.kill_switch, args=(spine,)).start()  # not on the monitor's thread
+
+    def log(line: str) -> None:
+        lines.append(line)
+        if lab is None:
+            return
+        if not killed and line.startswith("[h1] epoch   1"):
+            kill("sp1")  # the tree's spine (leaf-spine's first, as the first test found)
+        elif len(killed) == 1 and line.startswith("[lab] training job") and "runs on plan version 2" in line:
+            kill("sp2")
+
+    lab = MininetLab(os.path.join(REPO, "topologies", "leaf_spine.yaml"), 4, log=log, monitor_interval=0.2)
+    try:
+        lab.start()
+        with pytest.raises(TrainError) as error:
+            lab.train(EPOCHS, "ina", seed=0)
+        assert [spine for spine, _ in killed] == ["sp1", "sp2"], "\n".join(lines[-30:])
+        assert time.monotonic() - killed[1][1] < 40  # INA_TIMEOUT is 60 s, the lab's grace 20 s
+        assert "around the failed switch sp2 failed" in str(error.value), str(error.value)
+    finally:
+        lab.stop()
