@@ -14,11 +14,12 @@ def _job(net, n_workers=None, **kwargs):
     return InProcessJob(net, workers, servers, **kwargs)
 
 
-MULTICAST_HEAVY_LOSS = pytest.mark.xfail(
-    strict=True,
-    reason="with multicast results, chunk 38 gets no RESULT within the 5 s budget (64 resends) at 30% loss with "
-    "duplication and reordering, where unicast results complete: not diagnosed yet",
-)
+# A chunk's last missing rank resends alone: its GRAD and the answer cross 8 links, so at 30 % loss per link
+# (5 % duplication) one round trip succeeds with p ~ 0.71**8 ~ 0.065 and 64 resends (the 5 s default budget
+# at the 80 ms resend cap) all fail with p ~ 0.935**64 ~ 1.3 %. A run has dozens of such lone stragglers, so
+# at the default budget 4 of 12 seeds failed with unicast results and 2 of 12 with multicast (seed 11 is one
+# of the latter): chance, not a protocol rule. 20 s of virtual time (250 resends) leaves p ~ 5e-8 a straggler.
+HEAVY_LOSS_BUDGET_S = 20.0
 
 
 @pytest.mark.parametrize(
@@ -27,7 +28,7 @@ MULTICAST_HEAVY_LOSS = pytest.mark.xfail(
         (0.2, "unicast"),
         (0.3, "unicast"),
         (0.2, "multicast"),
-        pytest.param(0.3, "multicast", marks=MULTICAST_HEAVY_LOSS),
+        (0.3, "multicast"),
     ],
 )
 def test_heavy_loss_with_duplication_and_reordering_gives_exact_sums(loss, result_mode):
@@ -37,7 +38,7 @@ def test_heavy_loss_with_duplication_and_reordering_gives_exact_sums(loss, resul
 
     net = network("leaf_spine", seed=11)
     net.set_impairments(loss=loss, duplicate=0.05, reorder=0.1, reorder_delay_s=0.002)
-    job = _job(net, 8, options=PlanOptions(result_mode=result_mode))
+    job = _job(net, 8, options=PlanOptions(result_mode=result_mode), give_up_after=HEAVY_LOSS_BUDGET_S)
     xs = int_inputs(8, 2560, seed=4)
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
