@@ -739,11 +739,14 @@ class NativeSwitch(ControllerSide):
         """Control calls made inside reach packets all at once: the native switch's lock is held across
         them (each call takes it again; it is recursive)."""
         with self._guard() as api:
-            api.ss_ctl_hold(self._sw, 1)
-            try:
+            held = False
+            try:  # taken inside the try: an interrupt right after it must not leave the data path stopped
+                api.ss_ctl_hold(self._sw, 1)
+                held = True
                 yield
             finally:
-                api.ss_ctl_hold(self._sw, 0)
+                if held:
+                    api.ss_ctl_hold(self._sw, 0)
 
     def _configure(self):
         events = self._ports.events if self._ports is not None else None
