@@ -924,7 +924,7 @@ static void hybrid_block_taken(ss_port *port, const struct tpacket_block_desc *b
  * bounce relinks the two sockets to the fanout group without a grace period (frames can go to the other
  * ring for a moment, or for good if the relink changed their order), and a slot frame waits while the
  * block being filled, opened before it arrived, may hold older frames (at most the block's timeout).
- * Returns the frames taken. */
+ * Returns the frames run (a frame cut to a block's size is taken but lost, counted in kernel_drops). */
 static int receive_hybrid(ss_io *io, ss_port *port) {
     int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
     if (state == SS_SWITCH_DONE) hybrid_switched(port);
@@ -969,6 +969,10 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
             status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
             if (!(status & TP_STATUS_USER)) h = NULL;
         }
+        /* The merge by timestamps assumes a frame's kernel timestamp is never earlier than the block's
+         * ts_first_pkt and that the clock runs forward: a frame whose skb->tstamp was set earlier (another
+         * socket enabled timestamping before this one) or a CLOCK_REALTIME step can order frames wrongly
+         * in the moment of a relink (outside it only one ring has frames). */
         if (b && (!h || kernel_ns(b->tp_sec, b->tp_nsec) <= kernel_ns(h->tp_sec, h->tp_nsec))) {
             n += block_to_batch(io, port, b, n);
             port->block_offset += b->tp_next_offset;
@@ -994,7 +998,7 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
         __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
         port->block_head = (port->block_head + 1) % SS_BLOCK_COUNT;
     }
-    if (moving) return (int)(from_blocks + from_slots);
+    if (moving) return n;
     /* frames only in the ring the program does not route to, SS_HYBRID_STRAYS in a row: a link bounce
      * relinked the sockets in the other order, so the program's member is the other socket now */
     uint32_t routed = port->on_blocks ? from_blocks : from_slots, strays = port->on_blocks ? from_slots : from_blocks;
@@ -1005,7 +1009,7 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
         port->strays = 0;
         port->window_start_ns = ss_now_ns();
         port->window_bytes = 0;
-        return (int)(from_blocks + from_slots);
+        return n;
     }
     uint64_t now = ss_now_ns();
     if (port->on_blocks) {
@@ -1027,7 +1031,7 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
         port->window_bytes += slot_bytes;
         if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
     }
-    return (int)(from_blocks + from_slots);
+    return n;
 }
 
 /* Whether the thread may sleep without watching a hybrid port's slots: they wait (and poll() would
@@ -1035,6 +1039,14 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
  * timeout hands it over (the block socket reports that). */
 static inline int hybrid_waits_for_block(const ss_port *port) {
     return port->block_ring && (port->waits_for_block || (port->draining && !port->on_blocks && !port->switch_state));
+}
+
+/* Whether a hybrid port's ring of blocks (1) or slots (0) is the one a pending move goes to: the thread
+ * reads it only once the switcher is done (it writes wake_fd then), so poll() must not watch its socket
+ * meanwhile, or frames arriving there would wake it at once, a spin for the whole move. */
+static inline int hybrid_move_target(const ss_port *port, int blocks) {
+    return port->block_ring && __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE) == SS_SWITCH_ASKED &&
+           port->on_blocks != blocks;
 }
 
 /* One batch with recvmmsg (ports without a ring). Returns the frames taken. */
@@ -1121,7 +1133,9 @@ static void *io_thread(void *arg) {
         for (uint32_t i = 0; i < n; i++) {
             if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state || by_index[i]->waits_for_block)
                 timeout = SS_HYBRID_IDLE_MS;
-            fds[slots_fd[i]].fd = hybrid_waits_for_block(by_index[i]) ? -1 : by_index[i]->fd; /* -1: not watched */
+            ss_port *port = by_index[i]; /* fd -1: not watched */
+            fds[slots_fd[i]].fd = hybrid_waits_for_block(port) || hybrid_move_target(port, 0) ? -1 : port->fd;
+            if (port->block_ring) fds[slots_fd[i] + 1].fd = hybrid_move_target(port, 1) ? -1 : port->block_fd;
         }
         __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
         int ready = poll(fds, n_fds + 1, timeout);
