@@ -62,10 +62,12 @@ def publish_failure(plan_path: str | Path, reason: str) -> None:
 
 
 class PlanFileWatch:
-    """A ``PlanSource`` over a plan file: yields the file's plan each time the file is replaced (the first
-    look yields the plan it holds; an agent ignores versions not newer than its own), and
-    ``(None, reason)`` once ``failure_path`` exists. A file that cannot be read or parsed at a look is
-    looked at again at the next one (``publish_plan`` replaces it whole, so that is a file being removed)."""
+    """A ``PlanSource`` over a plan file: yields each plan version of the job the file holds, once and in
+    order of version number (the first look yields the plan it holds), and ``(None, reason)`` once
+    ``failure_path`` exists. New is decided by the version, not by the file: a file replaced between two
+    reads, or replaced with a version already yielded, yields nothing more. A file that cannot be read or
+    parsed at a look is looked at again at the next one (``publish_plan`` replaces it whole, so that is a
+    file being removed)."""
 
     def __init__(self, path: str | Path, interval: float = PLAN_FILE_POLL_S):
         self.path, self.interval = Path(path), interval
@@ -74,23 +76,27 @@ class PlanFileWatch:
     def watch(self, job_id: int) -> Iterator[tuple[JobPlan | None, str]]:
         from controller.plan import JobPlan
 
-        seen: tuple[int, int, int] | None = None
+        seen: tuple[int, int, int] | None = None  # the file last read (a stat, cheaper than a parse)
+        version = 0  # the newest version yielded
         while not self._closed.is_set():
             try:
                 yield None, failure_path(self.path).read_text()
                 return
             except FileNotFoundError:
                 pass
+            plan = None
             try:
-                st = os.stat(self.path)
-                signature = (st.st_ino, st.st_mtime_ns, st.st_size)
-                if signature != seen:
-                    plan = JobPlan.from_json(self.path.read_text())
-                    seen = signature
-                    if plan.job_id == job_id:
-                        yield plan, ""
-            except (OSError, PlanFormatError):
+                with open(self.path, "rb") as f:  # stat and text of the same file, even if replaced meanwhile
+                    st = os.fstat(f.fileno())
+                    signature = (st.st_ino, st.st_mtime_ns, st.st_size)
+                    if signature != seen:
+                        plan = JobPlan.from_json(f.read().decode())
+                        seen = signature
+            except (OSError, UnicodeDecodeError, PlanFormatError):
                 pass
+            if plan is not None and plan.job_id == job_id and plan.version > version:
+                version = plan.version
+                yield plan, ""
             self._closed.wait(self.interval)
 
     def close(self) -> None:

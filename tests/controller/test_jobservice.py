@@ -117,7 +117,8 @@ def test_watching_an_unknown_job_is_refused(service):
 def test_a_plan_file_carries_each_new_version_then_the_reason_a_job_cannot_go_on(tmp_path):
     """The channel of ranks that cannot reach the job service (the mininet lab's): the lab replaces the
     plan file with each version (publish_plan) or says why the job cannot go on (publish_failure); the
-    follower hands the watcher the plan the file holds, each replacement, then the reason, and ends."""
+    follower hands the watcher the plan the file holds, each newer version once (a file replaced with a
+    version it had is not a new version), then the reason, and ends."""
     import dataclasses
     import queue
 
@@ -137,6 +138,9 @@ def test_a_plan_file_carries_each_new_version_then_the_reason_a_job_cannot_go_on
         second = dataclasses.replace(plan, version=2)
         publish_plan(path, second)
         assert got.get(timeout=10) == (second, "")
+        publish_plan(path, second)  # a new file, a version the watcher has: nothing to hand over
+        publish_plan(path, plan)  # an older version: nothing either
+        time.sleep(0.1)  # ten looks at the file
         publish_failure(path, "re-planning job 0 around the failed switch sp2 failed: no tree left")
         assert got.get(timeout=10) == (None, "re-planning job 0 around the failed switch sp2 failed: no tree left")
         follower.join(timeout=10)
