@@ -342,13 +342,19 @@ class MininetLab:
     def _plan_changed(self, job_id: int, plan, reason: str) -> None:
         """A job manager watcher: a new plan version goes to the server agent (which must know the new
         trees before chunks arrive on them), then to every worker; ``plan`` None fails the job's rounds
-        with ``reason``."""
+        with ``reason``, and so does a server agent that does not take the version. Raises nothing: the
+        job manager calls it while re-planning, and the other jobs must be re-planned too."""
         if plan is None:
             self.log(f"[lab] job {job_id} cannot go on: {reason}")
             for agent in self.agents.values():
                 agent.send({"cmd": "plan_failed", "job": job_id, "reason": reason})
             return
-        path = self._server_takes(job_id, plan)
+        try:
+            path = self._server_takes(job_id, plan)
+        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
+            self.failed = True
+            self._plan_changed(job_id, None, f"the server agent did not take plan version {plan.version}: {exc}")
+            return
         for agent in self.agents.values():
             agent.send({"cmd": "plan", "plan": str(path)})
         if job_id == self.plan.job_id:
@@ -369,12 +375,20 @@ class MininetLab:
     def _training_plan_changed(self, plan_path: Path, job_id: int, plan, reason: str) -> None:
         """A job manager watcher of a training job: the ranks follow the plan file they were started with
         (worker.plan_updates.PlanFileWatch), so a new version goes to the server agent, then replaces that
-        file; ``plan`` None makes the ranks' collectives fail with ``reason``."""
+        file; ``plan`` None makes the ranks' collectives fail with ``reason``, and so does a server agent that
+        does not take the version (as ``_plan_changed``, raises nothing)."""
         if plan is None:
             self.log(f"[lab] training job {job_id} cannot go on: {reason}")
             publish_failure(plan_path, reason)
             return
-        self._server_takes(job_id, plan)
+        try:
+            self._server_takes(job_id, plan)
+        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
+            self.failed = True
+            self._training_plan_changed(
+                plan_path, job_id, None, f"the server agent did not take plan version {plan.version}: {exc}"
+            )
+            return
         publish_plan(plan_path, plan)
         aggregating = sorted({c.switch for c in plan.switches if c.aggregates})
         self.log(
@@ -592,16 +606,25 @@ class MininetLab:
         bench/allreduce_latency.py): a job id never used before in this lab, its plan file written for
         INA_PLAN, served by the lab's server agent; yields (plan, plan file) and removes the job from
         server and switches afterwards."""
-        plan = self._training_job()
-        plan_path = self.workdir / f"train-job{plan.job_id}.json"
+        early: list[tuple[Any, str]] | None = []  # told before the server agent has the job (then None)
 
         def follow(new, reason: str) -> None:
-            self._training_plan_changed(plan_path, plan.job_id, new, reason)
+            if early is not None:
+                early.append((new, reason))
+            else:
+                self._training_plan_changed(plan_path, plan.job_id, new, reason)
 
+        with self.jobs.lock:  # a re-plan tells its watchers under this lock: none between register and watch
+            plan = self._training_job()
+            self.jobs.watch(plan.job_id, follow)
+        plan_path = self.workdir / f"train-job{plan.job_id}.json"
         try:
             publish_plan(plan_path, plan)
             self._server_call({"cmd": "add_job", "plan": str(plan_path)})
-            self.jobs.watch(plan.job_id, follow)
+            with self.jobs.lock:  # the fault monitor re-planned meanwhile: the server and ranks take the last word
+                told, early = early, None
+                if told:
+                    self._training_plan_changed(plan_path, plan.job_id, *told[-1])
             yield plan, plan_path
         finally:
             self.jobs.unwatch(plan.job_id, follow)

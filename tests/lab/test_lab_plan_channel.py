@@ -1,0 +1,109 @@
+"""How the lab hands a re-planned job to its server agent and ranks (no network: the controller's job
+manager without switches, agents that record what they are told)."""
+
+from pathlib import Path
+
+import pytest
+
+from controller.jobservice import JobManager
+from controller.plan import JobPlan
+from topologies.errors import LabJobError
+from topologies.mininet_lab import MininetLab
+from worker.baselines import parameter_server_options
+from worker.plan_updates import failure_path
+
+LEAF_SPINE = str(Path(__file__).resolve().parents[2] / "topologies" / "leaf_spine.yaml")
+NO_ANSWER = "server h9: no answer within 30 s"
+
+
+class RecordingAgent:
+    """A worker agent: keeps the commands it was sent."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+
+    def send(self, obj: dict) -> None:
+        self.sent.append(obj)
+
+
+class FakeServer:
+    """The server agent's side of MininetLab._server_call: records the commands; an ``update_job`` of a
+    job in ``refuse`` gets the error a hung agent gives; ``on_add`` runs while the agent adds a job."""
+
+    def __init__(self):
+        self.calls: list[dict] = []
+        self.refuse: set[int] = set()
+        self.on_add = lambda: None
+
+    def __call__(self, cmd: dict, answer: str = "job") -> dict:
+        self.calls.append(cmd)
+        if cmd["cmd"] == "add_job":
+            self.on_add()
+        if cmd["cmd"] == "update_job" and JobPlan.from_json(Path(cmd["plan"]).read_text()).job_id in self.refuse:
+            raise LabJobError(NO_ANSWER)
+        return {answer: True}
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A lab with its two jobs planned and watched, as after start(), but no network or agents."""
+    lab = MininetLab(LEAF_SPINE, 4, "h9", log=lambda m: None, monitor_interval=0)
+    lab.network.workdir = tmp_path
+    lab.jobs = JobManager(lab.topo)
+    lab.plan, _ = lab.jobs.register(lab.workers, [lab.server], lab._options())
+    lab.ps_plan, _ = lab.jobs.register(lab.workers, [lab.server], parameter_server_options(lab._options()))
+    lab.next_job_id = lab.ps_plan.job_id + 1
+    lab.agents = {w: RecordingAgent() for w in lab.workers}
+    lab._server_call = FakeServer()
+    lab._start_monitor()  # monitor_interval 0: the watchers only
+    return lab
+
+
+def spines(plan) -> set[str]:
+    """The spines where ``plan`` aggregates (the leaves cannot be routed around: their hosts hang off them)."""
+    return {c.switch for c in plan.switches if c.aggregates and c.switch.startswith("sp")}
+
+
+def test_a_server_agent_that_does_not_take_a_version_fails_that_job_and_the_others_are_re_planned(lab):
+    """The lab's job's new version is refused (the agent hangs): its workers are told the job cannot go
+    on and why, the manager is not interrupted, and the training job on the same spine moves on."""
+    lab._server_call.refuse = {lab.plan.job_id}
+    with lab.training_job() as (plan, plan_path):
+        spine = sorted(spines(plan) & spines(lab.plan))[0]
+        lab.jobs.switch_failed(spine, "probe failed")  # raises nothing
+        moved = JobPlan.from_json(plan_path.read_text())
+        assert moved.version == 2 and spine not in {c.switch for c in moved.switches}
+        assert not failure_path(plan_path).exists()
+    reason = f"the server agent did not take plan version 2: {NO_ANSWER}"
+    for agent in lab.agents.values():
+        assert agent.sent[0] == {"cmd": "plan_failed", "job": lab.plan.job_id, "reason": reason}
+        assert [m["plan"] for m in agent.sent[1:]] == [str(lab.workdir / f"plan-job{lab.ps_plan.job_id}-v2.json")]
+    assert lab.failed
+
+
+def test_a_training_job_whose_version_the_server_agent_does_not_take_fails_with_why(lab):
+    with lab.training_job() as (plan, plan_path):
+        lab._server_call.refuse = {plan.job_id}
+        lab.jobs.switch_failed(sorted(spines(plan))[0], "probe failed")
+        assert failure_path(plan_path).read_text() == f"the server agent did not take plan version 2: {NO_ANSWER}"
+        assert JobPlan.from_json(plan_path.read_text()).version == 1  # the ranks were not moved
+
+
+def test_a_re_plan_while_the_server_agent_adds_a_training_job_reaches_server_and_ranks(lab):
+    """The fault monitor re-plans the job between its registration and the server agent having it: the
+    lab hands that version over once the agent has the job (to the agent first, then the plan file)."""
+    dead = []
+
+    def monitor_strikes():
+        plan = lab.jobs.plan(lab.next_job_id - 1)
+        dead.append(sorted(spines(plan))[0])
+        lab.jobs.switch_failed(dead[0], "probe failed")
+
+    lab._server_call.on_add = monitor_strikes
+    with lab.training_job() as (plan, plan_path):
+        now = JobPlan.from_json(plan_path.read_text())
+        assert now.version == 2 and dead[0] not in {c.switch for c in now.switches}
+        commands = [(c["cmd"], Path(c["plan"]).name) for c in lab._server_call.calls if c.get("plan")]
+        training = [c for c in commands if c[1].startswith(("train-", f"plan-job{plan.job_id}-"))]
+        assert training == [("add_job", plan_path.name), ("update_job", f"plan-job{plan.job_id}-v2.json")]
+    assert lab._server_call.calls[-1] == {"cmd": "remove_job", "job": plan.job_id}  # released afterwards
