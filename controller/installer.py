@@ -106,8 +106,10 @@ class Installer:
         self.connect = connect or self._connect_grpc
         self.conns: dict[str, P4RuntimeClient] = {}
         self._names: P4Names | None = None
-        self._graph = topo.to_graph()
-        self._routes: dict[str, dict[str, str]] = {}  # host -> parent pointers toward it
+        self._graph = topo.to_graph()  # the whole topology: the ports of any link (a plan's, however old)
+        self._route_graph = self._graph  # what host-to-host routes go over: what survives (route_around)
+        self._routes: dict[str, dict[str, str]] = {}  # host -> parent pointers toward it in _route_graph
+        self._dead: tuple[frozenset[str], frozenset[tuple[str, str]]] = (frozenset(), frozenset())
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
@@ -206,7 +208,7 @@ class Installer:
 
     def _toward(self, host: str) -> dict[str, str]:
         if host not in self._routes:
-            self._routes[host] = path_tree(self._graph, host, "fewest_hops")
+            self._routes[host] = path_tree(self._route_graph, host, "fewest_hops")
         return self._routes[host]
 
     def install_topology(self, switches: list[str] | None = None) -> int:
@@ -230,13 +232,25 @@ class Installer:
     def route_around(self, dead_switches: Collection[str], dead_links: Collection[tuple[str, str]]) -> int:
         """Re-route the live switches' /32 routes over what survives of the topology (fewest hops, as at
         install), so that host-to-host traffic (a training job's TCP rendezvous and gloo connections) stops
-        crossing a dead switch or link; return the number of entries written. A host no longer reachable
-        from a switch keeps its old route there (nothing better exists)."""
+        crossing a dead switch or link; return the number of entries written. Only switches where a route
+        changes are written (nothing when the dead set is the one routed around last). A host no longer
+        reachable from a switch keeps its old route there (nothing better exists). The whole topology stays
+        what ports are read from (``admission_ports`` of a plan made before the failure)."""
         from controller.replan import surviving_graph
 
-        self._graph = surviving_graph(self.topo.to_graph(), dead_switches, dead_links)
-        self._routes.clear()
-        return self.install_topology([s.name for s in self.topo.switches if s.name in self._graph])
+        dead = (frozenset(dead_switches), frozenset(dead_links))
+        if dead == self._dead:
+            return 0
+        graph = surviving_graph(self._graph, *dead)
+        routes = {h.name: path_tree(graph, h.name, "fewest_hops") for h in self.topo.hosts}
+        changed = [
+            s.name
+            for s in self.topo.switches
+            if s.name in graph
+            and any(s.name in new and self._toward(host).get(s.name) != new[s.name] for host, new in routes.items())
+        ]
+        self._route_graph, self._routes, self._dead = graph, routes, dead
+        return self.install_topology(changed) if changed else 0
 
     # -- jobs --------------------------------------------------------------------------------------
     def job_entries(self, plan: JobPlan) -> dict[str, JobEntries]:

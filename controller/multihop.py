@@ -26,6 +26,9 @@ Adjacency = dict[str, list[tuple[str, dict[str, Any]]]]
 Label = tuple[float, ...]  # compared as a tuple: smaller is better
 
 
+ADJACENCY_CACHE = "_adj_by_eid"  # sorted_adjacency's key in graph.graph (a copy that drops nodes must drop it)
+
+
 def sorted_adjacency(graph: nx.Graph) -> Adjacency:
     """Neighbours of every node ordered by link id (cached on the graph), so searches break ties alike.
 
@@ -35,10 +38,10 @@ def sorted_adjacency(graph: nx.Graph) -> Adjacency:
     >>> [v for v, _ in sorted_adjacency(star(2).to_graph())["s1"]]
     ['h1', 'h2', 'h3']
     """
-    cached: Adjacency | None = graph.graph.get("_adj_by_eid")
+    cached: Adjacency | None = graph.graph.get(ADJACENCY_CACHE)
     if cached is None:
         cached = {u: sorted(nbrs.items(), key=lambda kv: kv[1]["eid"]) for u, nbrs in graph.adj.items()}
-        graph.graph["_adj_by_eid"] = cached
+        graph.graph[ADJACENCY_CACHE] = cached
     return cached
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 import networkx as nx
 
 from controller.errors import ControllerError, PlanError
+from controller.multihop import ADJACENCY_CACHE
 from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
@@ -53,6 +54,7 @@ def surviving_graph(
     (False, False, True)
     """
     out = graph.copy()
+    out.graph.pop(ADJACENCY_CACHE, None)  # the copy's attributes are the original's: its searches' neighbours too
     out.remove_nodes_from([s for s in dead_switches if s in out])
     out.remove_edges_from([link for link in dead_links if out.has_edge(*link)])
     return out

@@ -327,13 +327,15 @@ class MininetLab:
     def _replan(self, report, *args) -> None:
         """Run a failure report on the monitor's thread, then route host-to-host traffic around what died
         (training ranks talk TCP through the switches); what goes wrong is logged, the monitor goes on
-        (a job that cannot be re-planned was told why: its ranks fail with the reason)."""
-        for step in (lambda: report(*args), lambda: self.installer.route_around(*self._dead())):
-            try:
-                step()
-            except Exception as exc:
-                self.failed = True
-                self.log(f"[lab] {exc}")
+        (a job that cannot be re-planned was told why: its ranks fail with the reason). Both under the job
+        manager's lock: a job installed or removed meanwhile sees the installer's routes before or after."""
+        with self.jobs.lock:
+            for step in (lambda: report(*args), lambda: self.installer.route_around(*self._dead())):
+                try:
+                    step()
+                except Exception as exc:
+                    self.failed = True
+                    self.log(f"[lab] {exc}")
 
     def _dead(self) -> tuple[set[str], set[tuple[str, str]]]:
         """The switches and links the controller knows are dead."""

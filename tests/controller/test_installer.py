@@ -150,3 +150,34 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out
+
+
+def test_routing_around_a_dead_spine_rewrites_only_changed_routes_and_keeps_old_plans_readable():
+    """route_around (the lab's fault monitor, after a re-plan): the leaves whose routes crossed the dead
+    spine get new ones, nothing else is written, the same failure again writes nothing, and the ports of a
+    plan made before the failure (its entries are removed afterwards) are still read off the topology."""
+    from softswitch.compiler import compile_program
+    from softswitch.p4info import build_p4info
+
+    topo = leaf_spine()
+    inst = Installer(topo, p4info=build_p4info(compile_program(str(PROGRAM)).info))
+    written: dict[str, int] = {}
+
+    def upsert(switch, tables, groups=None):
+        written[switch] = len(tables)
+        return len(tables)
+
+    inst._upsert = upsert
+    plan = plan_job(topo, ["h1", "h3", "h5", "h7"], ["h9"], PlanOptions())
+    ports = inst.admission_ports(plan)
+    hosts = [h.name for h in topo.hosts]
+    before = {h: dict(inst._toward(h)) for h in hosts}
+    dead = "sp1"
+    crossed = {s for h in hosts for s, parent in before[h].items() if parent == dead and s != dead}
+    assert crossed  # fewest hops ties between the spines: some leaf routed over sp1
+    count = inst.route_around({dead}, set())
+    assert set(written) == crossed and count == sum(written.values())
+    assert all(inst._toward(h).get(s) not in (dead, None) for h in hosts for s in crossed if s != h)
+    written.clear()
+    assert inst.route_around({dead}, set()) == 0 and written == {}
+    assert inst.admission_ports(plan) == ports
