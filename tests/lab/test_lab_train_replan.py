@@ -59,7 +59,7 @@ def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
         lab.stop()
 
 
-def test_with_no_spine_left_the_ranks_fail_with_the_controllers_reason():
+def test_with_no_spine_left_the_ranks_fail_with_the_controllers_reason(tmp_path):
     """The second spine dies once the ranks moved to it: no tree is left, the controller says why, the lab
     writes it next to the plan file and every rank's collective fails with it, long before INA_TIMEOUT."""
     import threading
@@ -87,7 +87,11 @@ def test_with_no_spine_left_the_ranks_fail_with_the_controllers_reason():
         elif len(killed) == 1 and line.startswith("[lab] training job") and "runs on plan version 2" in line:
             kill("sp2")
 
-    lab = MininetLab(os.path.join(REPO, "topologies", "leaf_spine.yaml"), 4, log=log, monitor_interval=0.2)
+    # a failed run keeps its work directory in /tmp unless told where the logs go: keep them in tmp_path, so
+    # no directory of this process is left for the other lab tests' teardown checks
+    lab = MininetLab(
+        os.path.join(REPO, "topologies", "leaf_spine.yaml"), 4, log=log, monitor_interval=0.2, keep_logs=str(tmp_path)
+    )
     try:
         lab.start()
         with pytest.raises(TrainError) as error:
@@ -96,4 +100,7 @@ def test_with_no_spine_left_the_ranks_fail_with_the_controllers_reason():
         assert time.monotonic() - killed[1][1] < 40  # INA_TIMEOUT is 60 s, the lab's grace 20 s
         assert "around the failed switch sp2 failed" in str(error.value), str(error.value)
     finally:
+        workdir = lab.network.workdir
         lab.stop()
+    assert workdir is not None and not workdir.exists()  # the logs moved to tmp_path
+    assert (tmp_path / "plan.json").is_file()
