@@ -30,7 +30,7 @@ from .scopes import (
     TableSymbol,
     describe,
 )
-from .typecheck import ExpressionChecker, is_writable, packet_symbol
+from .typecheck import ExpressionChecker, is_writable, last_note, packet_symbol
 
 if TYPE_CHECKING:
     from .blocks import BlockElaborator
@@ -95,7 +95,8 @@ class CallChecker:
             e = self.expressions.value(a, scope)
             if direction in ("out", "inout"):
                 if not is_writable(e):
-                    raise P4Error(a.pos, f"argument '{pname}' of '{name}' is {direction}: it must be assignable")
+                    must = f"argument '{pname}' of '{name}' is {direction}: it must be assignable"
+                    raise P4Error(a.pos, must + last_note(e))
                 if not _fits(ptype, e.type) or not _fits(e.type, ptype):
                     if not isinstance(ptype, ir.TypeVariable):
                         raise P4Error(a.pos, f"argument '{pname}' of '{name}' must be {ptype}, got {e.type}")
@@ -262,7 +263,7 @@ class CallChecker:
                 return ir.IsValid(type=ir.BOOL, header=target, position=n.pos)
             statement_only(n, context, name)
             if not is_writable(target):
-                raise P4Error(n.pos, f"cannot call {name}() on a read-only header")
+                raise P4Error(n.pos, f"cannot call {name}() on a read-only header{last_note(target)}")
             statements: list[ir.Statement] = [ir.SetValidity(header=target, valid=name == "setValid", position=n.pos)]
             if name == "setValid":
                 statements += invalidate_union_siblings(target, n.pos)
@@ -270,10 +271,24 @@ class CallChecker:
         if isinstance(t, ir.HeaderStackType):
             statement_only(n, context, name)
             check_arity(n.pos, name, n.args, 1)
-            count = self.expressions.constant(n.args[0], scope, ir.INT_LITERAL)
-            assert isinstance(count, int)
+            if not is_writable(target):
+                raise P4Error(n.pos, f"cannot call {name}() on a read-only header stack")
+            count = self.stack_shift_count(n.args[0], name, scope)
             return [ir.StackShift(stack=target, operation=name, count=count, position=n.pos)]
         raise P4Error(n.pos, f"{t} has no method '{name}'")
+
+    def stack_shift_count(self, node: Node, name: str, scope: Scope) -> int:
+        """The count of push_front/pop_front: P4_16 ("Operations on header stacks") wants a compile-time
+        known positive integer; p4c types the parameter `int` and directionless, so a bit<W> or bool value
+        does not fit and a run-time value is refused."""
+        count = self.expressions.value(node, scope)
+        if not isinstance(count, ir.Constant):
+            raise P4Error(node.pos, f"the count of {name} must be a compile-time constant")
+        if not isinstance(count.type, ir.IntLiteralType):
+            raise P4Error(node.pos, f"the count of {name} must be an int (a number without a width), not {count.type}")
+        if count.value < 1:
+            raise P4Error(node.pos, f"the count of {name} must be a positive integer, not {count.value}")
+        return count.value
 
     def packet_in(self, n: Node, packet: ir.Variable, name: str, scope: Scope, context) -> CallResult:
         in_parser = (context is not None and context.kind == "parser") or (
@@ -290,7 +305,7 @@ class CallChecker:
             if not isinstance(header.type, ir.HeaderType):
                 raise P4Error(a.pos, f"extract expects a header, got {header.type}")
             if not is_writable(header):
-                raise P4Error(a.pos, "extract needs an assignable header")
+                raise P4Error(a.pos, f"extract needs an assignable header{last_note(header)}")
             if isinstance(header, ir.FieldAccess) and isinstance(header.base, (ir.StackNext, ir.StackLast)):
                 raise P4Error(a.pos, "extract into a member of a header-union stack's next/last is not supported")
             varbit_bits = None

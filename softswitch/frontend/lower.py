@@ -5,7 +5,8 @@ they come, blocks.py); the `main` package instance is bound to the architecture 
 arch/tna.py),
 which elaborates each parser and control instance (blocks.py, tables.py, statements.py, calls.py,
 typecheck.py, constfold.py); last, whole-program checks (every direct counter attached to a table) and
-the lowering of what back ends do not see (sub-parsers and function calls are inlined: inline.py).
+the lowering of what back ends do not see (sub-parsers and function calls are inlined: inline.py),
+and what p4c checks again once functions are inlined (stack_shifts.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .context import ProgramContext
 from .errors import P4Error
 from .inline import inline_functions, inline_subparsers
 from .resolve import Declarations
+from .stack_shifts import refuse_stack_shifts_in_parsers
 from .statements import StatementChecker
 from .tables import TableChecker
 from .typecheck import ExpressionChecker
@@ -78,6 +80,7 @@ def lower(declarations: list[Node], name: str) -> ir.Program:
     )
     inline_subparsers(program)
     inline_functions(program)
+    refuse_stack_shifts_in_parsers(program)
     if pipeline.architecture == "tna":
         tna.check_register_accesses(program)
     return program

@@ -10,7 +10,7 @@ from .calls import CallChecker, invalidate_union_siblings
 from .context import BlockContext
 from .errors import P4Error
 from .scopes import ConstantSymbol, Scope, VariableSymbol
-from .typecheck import ExpressionChecker, is_writable
+from .typecheck import ExpressionChecker, is_writable, last_note
 
 
 class StatementChecker:
@@ -227,7 +227,7 @@ class StatementChecker:
     def assign(self, s: Node, scope: Scope) -> ir.Assign:
         target = self.expressions.value(s.lhs, scope)
         if not is_writable(target):
-            raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)} (read-only)")
+            raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)}{last_note(target) or ' (read-only)'}")
         value = self.expressions.value(s.rhs, scope)
         value = self.expressions.coerce(
             value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"

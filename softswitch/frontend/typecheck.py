@@ -41,14 +41,23 @@ _CONTROL_ONLY_STACK_METHODS = ("push_front", "pop_front")
 
 
 def is_writable(expr: ir.Expression) -> bool:
-    """Whether expr denotes storage a statement may write (an l-value of a writable variable)."""
+    """Whether expr denotes storage a statement may write (an l-value of a writable variable). A stack's
+    `.last` never is (P4_16, "Operations on header stacks"; p4c: not a left-value), `.next` is."""
     if isinstance(expr, ir.VariableRef):
         return expr.variable.writable
     if isinstance(expr, (ir.FieldAccess, ir.Slice)):
         return is_writable(expr.base)
-    if isinstance(expr, (ir.StackElement, ir.StackNext, ir.StackLast)):
+    if isinstance(expr, (ir.StackElement, ir.StackNext)):
         return is_writable(expr.stack)
     return False
+
+
+def last_note(expr: ir.Expression) -> str:
+    """' (why)' when expr is not writable because it goes through a stack's `.last`, else '': the end of
+    an error message about a write."""
+    while isinstance(expr, (ir.FieldAccess, ir.Slice, ir.StackElement, ir.StackNext)):
+        expr = expr.base if isinstance(expr, (ir.FieldAccess, ir.Slice)) else expr.stack
+    return " ('.last' of a header stack is never an l-value)" if isinstance(expr, ir.StackLast) else ""
 
 
 class ExpressionChecker:

@@ -1,20 +1,23 @@
-/* `.next` and `.last` as out arguments are l-values evaluated once, before the call (P4_16 specification,
+/* `.next` as an out argument is an l-value evaluated once, before the call (P4_16 specification,
  * "Calling convention: call by copy in/copy out": arguments are evaluated left to right before the call,
  * out/inout values copied back in argument order when the callee returns). The sub-parsers below also
  * receive the stack inout and extract into it, which moves its nextIndex; the copy-back of the second
- * argument must still go to the element it named before the call. By ctl.op:
+ * argument must still go to the element it named before the call. `.last` is never an l-value (spec,
+ * "Operations on header stacks"; p4c refuses it as an out/inout argument): it goes in as an in argument,
+ * a copy of the element it names at the call. By ctl.op:
  *   1 push_make(hdr.s, hdr.s.next), nextIndex 0: the argument is s[0]. The callee extracts s[0] into its
  *     copy of the stack (nextIndex 1) and makes e = (e1, e2); s is copied back, then e into s[0].
- *   2 after one extract (nextIndex 1), push_make(hdr.s, hdr.s.last): the argument is s[0] again; the
- *     callee extracts s[1] (nextIndex 2); s copied back, then e into s[0], not into the new last s[1].
+ *   2 after one extract (nextIndex 1), push_read(hdr.s, hdr.s.last, hdr.ctl.x): first is a copy of s[0];
+ *     the callee extracts s[1] (nextIndex 2, its last now s[1]) and sets v = first.f, s[0]'s f, not s[1]'s.
  *   3 push_set(hdr.s, hdr.s.next.f), nextIndex 0: an out bit<8>; the callee extracts s[0] and sets
  *     v = 77; s copied back, then 77 into s[0].f.
  *   4 after three extracts (the stack is full), tail_make(hdr.tail, hdr.s.next): evaluating the second
  *     argument fails with error.StackOutOfBounds before the call, so the callee never runs and tail stays
  *     invalid (its byte is left as payload). Ingress writes what it sees into ctl.x.
- *   5 after one extract (nextIndex 1), the function shift_make(hdr.s, hdr.s.last): the argument is s[0];
- *     the function's push_front(1) moves s[0] to s[1] and makes nextIndex 2 (spec, "Operations on header
- *     stacks"); s is copied back, then e into s[0].
+ *   5 after one extract (nextIndex 1), the function overwrite_read(hdr.s, hdr.s.last, hdr.ctl.x): first
+ *     is a copy of s[0] taken at the call; the function writes s[0].f = 55 and then v = first.f, the old
+ *     value; s is copied back, then v into ctl.x. (A function a parser calls cannot move nextIndex:
+ *     push_front/pop_front are refused there, as p4c refuses them once it has inlined the function.)
  *   6 after one extract, count_make(hdr.ctl.x, hdr.s[hdr.ctl.x]) with x = 0: a computed index into a
  *     sub-parser's out argument, the same rule: the callee increments its i; i is copied back first
  *     (x = 1), then e into s[0], not s[1]. */
@@ -33,6 +36,14 @@ parser PushAndMake(packet_in pkt, inout elem_t[3] s, out elem_t e) {
         e.setValid();
         e.f = 0xe1;
         e.g = 0xe2;
+        transition accept;
+    }
+}
+
+parser PushAndRead(packet_in pkt, inout elem_t[3] s, in elem_t first, out bit<8> v) {
+    state start {
+        pkt.extract(s.next);
+        v = first.f;
         transition accept;
     }
 }
@@ -65,15 +76,14 @@ parser CountAndMake(packet_in pkt, inout bit<8> i, out elem_t e) {
     }
 }
 
-void shift_make(inout elem_t[3] s, out elem_t e) {
-    s.push_front(1);
-    e.setValid();
-    e.f = 0xe1;
-    e.g = 0xe2;
+void overwrite_read(inout elem_t[3] s, in elem_t first, out bit<8> v) {
+    s[0].f = 0x55;
+    v = first.f;
 }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     PushAndMake() push_make;
+    PushAndRead() push_read;
     PushAndSet() push_set;
     TailAndMake() tail_make;
     CountAndMake() count_make;
@@ -95,7 +105,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     }
     state last_object {
         pkt.extract(hdr.s.next);
-        push_make.apply(pkt, hdr.s, hdr.s.last);
+        push_read.apply(pkt, hdr.s, hdr.s.last, hdr.ctl.x);
         transition accept;
     }
     state next_field {
@@ -111,7 +121,7 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
     }
     state last_function {
         pkt.extract(hdr.s.next);
-        shift_make(hdr.s, hdr.s.last);
+        overwrite_read(hdr.s, hdr.s.last, hdr.ctl.x);
         transition accept;
     }
     state computed_index {
