@@ -323,8 +323,14 @@ static ss_entry *table_find(ss_table *t, const uint8_t *spec, int64_t priority) 
     return ss_map_get(&t->map, t->scratch, ss_hash_key(t->scratch, t->index_key_len));
 }
 
+/* The priority that is part of an entry's identity: its own in tables with ternary, range or optional
+ * fields (scan tables: P4Runtime orders and tells apart their entries by it), 0 in every other table. */
+static int64_t identity_priority(const ss_table *t, int64_t priority) {
+    return t->mode == SS_MODE_SCAN ? priority : 0;
+}
+
 ss_entry *ss_table_find_entry(ss_table *t, const uint8_t *spec, int64_t priority) {
-    return table_find(t, spec, t->mode == SS_MODE_SCAN ? priority : 0);
+    return table_find(t, spec, identity_priority(t, priority));
 }
 
 /* The entry with this key (its priority counts in scan tables only) for a control call, or NULL with the
@@ -438,7 +444,7 @@ static int check_action(const ss_table *t, uint32_t action) {
 /* Inserts an entry (the caller holds sw->lock and has checked the action); *out gets it. */
 static int table_insert(ss_table *t, const uint8_t *spec, const uint8_t *present, int64_t priority, uint32_t action,
                         const uint64_t *data, int check_size, ss_entry **out) {
-    if (t->mode != SS_MODE_SCAN) priority = 0;
+    priority = identity_priority(t, priority);
     if (table_find(t, spec, priority)) {
         ss_set_error("table %s: an entry with this key already exists", t->desc->name);
         return SS_E_EXISTS;
@@ -612,14 +618,12 @@ SS_EXPORT int ss_ctl_table_delete(ss_switch *sw, uint32_t table, const uint8_t *
         rc = SS_E_INVALID;
         goto out;
     }
-    if (t->mode != SS_MODE_SCAN) priority = 0;
-    make_index_key(t, spec, priority, t->scratch);
-    ss_entry *e = ss_map_remove(&t->map, t->scratch, ss_hash_key(t->scratch, t->index_key_len));
+    ss_entry *e = existing_entry(t, spec, priority, " to delete");
     if (!e) {
-        ss_set_error("table %s: no entry with this key to delete", t->desc->name);
         rc = SS_E_NOT_FOUND;
         goto out;
     }
+    ss_map_remove(&t->map, e->index_key, ss_hash_key(e->index_key, t->index_key_len));
     if (t->mode == SS_MODE_SCAN) {
         uint64_t pos = scan_position(t, e);
         memmove(t->sorted + pos, t->sorted + pos + 1, (t->count - pos - 1) * sizeof(ss_entry *));

@@ -3,6 +3,7 @@ kind, priorities and their ties, read-back, counters, defaults, const entries an
 
 from __future__ import annotations
 
+import ctypes
 import random
 import re
 from types import SimpleNamespace
@@ -10,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 from native_fixture import ACTIONS, DROP, LOOKUP, fixture_info, fixture_switch, make_frame, with_table
 
+from softswitch.native import library as L
 from softswitch.native.switch import NativeTable, ProgramMismatch
 from softswitch.program import ConstEntry
 from softswitch.runtime.tables import (
@@ -294,3 +296,41 @@ def test_a_program_from_generated_c_text():
     sw.table("Fixture.exact16").insert(TableEntry({"hdr.k16": Exact(3)}, "Fixture.fwd", {"port": 4}))
     assert sw.table("Fixture.exact16").lookup(3) == ("Fixture.fwd", (4,), True)
     sw.close()
+
+
+def test_the_priority_is_part_of_an_entrys_identity_only_in_scan_tables(switch):
+    """The C control API's one rule for every call that names an entry (insert, find, modify, delete):
+    in a table with ternary/range/optional keys the priority tells entries with the same key apart
+    (P4Runtime); elsewhere it is ignored (the Python layer refuses one, this calls the C API directly)."""
+    api, sw = switch._lib.api, switch._sw
+    counters = (ctypes.c_uint64 * 2)()
+    fwd = next(a for a in switch._desc.actions if a.name == "Fixture.fwd")
+
+    def data(port: int):
+        return (ctypes.c_uint64 * 2)(port, 0)
+
+    ternary = switch.table("Fixture.ternary")
+    ternary.clear()
+    key = ternary._spec(
+        ternary._key_of(TableEntry({"hdr.t16": Ternary(0x10, 0xF0), "hdr.e8": Exact(1)}, priority=1))[0]
+    )
+    present = b"\x01\x01"
+    for prio, port in ((5, 1), (9, 2)):
+        assert api.ss_ctl_table_insert(sw, ternary._index, key, present, prio, fwd.index, data(port), 1) == L.OK
+    assert api.ss_ctl_table_find(sw, ternary._index, key, 7, counters) == L.E_NOT_FOUND
+    assert api.ss_ctl_table_delete(sw, ternary._index, key, 7) == L.E_NOT_FOUND
+    assert api.ss_ctl_table_modify(sw, ternary._index, key, 9, fwd.index, data(3)) == L.OK
+    assert api.ss_ctl_table_delete(sw, ternary._index, key, 5) == L.OK
+    assert [(e.priority, e.args) for e in ternary.entries()] == [(9, {"port": 3})]
+    assert api.ss_ctl_table_delete(sw, ternary._index, key, 5) == L.E_NOT_FOUND
+
+    exact = switch.table("Fixture.exact16")
+    exact.clear()
+    key = (4).to_bytes(2, "big") + b"\xff\xff"
+    assert api.ss_ctl_table_insert(sw, exact._index, key, b"\x01", 3, fwd.index, data(1), 1) == L.OK
+    assert api.ss_ctl_table_insert(sw, exact._index, key, b"\x01", 4, fwd.index, data(1), 1) == L.E_EXISTS
+    assert api.ss_ctl_table_find(sw, exact._index, key, 8, counters) == L.OK
+    assert api.ss_ctl_table_modify(sw, exact._index, key, 9, fwd.index, data(2)) == L.OK
+    assert [(e.priority, e.args) for e in exact.entries()] == [(None, {"port": 2})]
+    assert api.ss_ctl_table_delete(sw, exact._index, key, 7) == L.OK
+    assert len(exact) == L.OK
