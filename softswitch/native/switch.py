@@ -16,7 +16,6 @@ releases the GIL; the library's mutex serialises packet batches and control writ
 from __future__ import annotations
 
 import array
-import contextlib
 import ctypes
 import re
 import struct
@@ -31,7 +30,6 @@ from softswitch.runtime.externs import TwoRateMeter, ValueSetState, check_index,
 from softswitch.runtime.pre import PRE
 from softswitch.runtime.tables import (
     GROUP,
-    MEMBER,
     EntryExists,
     EntryNotFound,
     Exact,
@@ -52,6 +50,7 @@ __all__ = ["FrameBatch", "NativeProgram", "NativeSwitch", "ProgramMismatch"]
 
 _RECORD = struct.Struct("<IiIIII")
 ACTION_GROUP = 0xFFFFFFFF  # SS_ACTION_GROUP: the action of a group entry (its members are elsewhere)
+ACTION_MEMBER = 0xFFFFFFFE  # SS_ACTION_MEMBER: ss_ctl_table_read's action of an entry that points at a member
 
 
 class ProgramMismatch(SwitchError, ValueError):
@@ -183,10 +182,6 @@ class NativeTable(TableSchema):
         self._action_by_index = switch._desc.actions
         max_words = max((sum(p.words for p in a.params) for a in switch._desc.actions), default=0)
         self._max_words = max(1, max_words)
-        # a table with an action profile/selector: what each stored entry points at, by (spec, priority):
-        # (MEMBER or GROUP, id, present). Native memory holds the member's action (a group's members in
-        # selection order); these are rewritten there whenever the profile changes (_invalidate).
-        self._indirect: dict[tuple[bytes, int], tuple[str, int, bytes]] = {}
         # the direct meter configuration of each entry as given (native memory holds the cells): by (spec, priority)
         self._meter_configs: dict[tuple[bytes, int], tuple] = {}
         self.reset_default()
@@ -282,57 +277,31 @@ class NativeTable(TableSchema):
             )
 
     def _put_indirect(self, spec, priority, present, kind, ident, create, check_size=True):
-        """Stores (create) or rewrites an entry that points at an action profile member (native memory
-        gets the member's action and data) or at a group (its members in selection order)."""
-        profile = self.profile
+        """Stores (create) or rewrites an entry that points at a member or group of the table's action
+        profile (NativeActionProfile): native memory resolves it at lookup."""
         sw = self._switch
-        if kind == MEMBER:
-            action, args = profile.members[ident]
-            index, data = self._action_desc[action].index, self._data(action, args)
-            with sw._guard(self._generation) as api:
-                if create:
-                    rc = api.ss_ctl_table_insert(
-                        sw._sw, self._index, spec, present, priority, index, data, int(check_size)
-                    )
-                else:
-                    rc = api.ss_ctl_table_modify(sw._sw, self._index, spec, priority, index, data)
-        else:
-            members = [profile.members[m] for m in profile.selection_order(ident)]
-            actions = (ctypes.c_uint32 * max(1, len(members)))(*[self._action_desc[a].index for a, _ in members])
-            words: list[int] = []
-            for action, args in members:
-                words.extend(self._data(action, args)[: sum(p.words for p in self._action_desc[action].params)])
-            data = (ctypes.c_uint64 * max(1, len(words)))(*words)
-            with sw._guard(self._generation) as api:
-                rc = api.ss_ctl_table_put_group(
+        with sw._guard(self._generation) as api:
+            self._call(
+                api.ss_ctl_table_put_ref(
                     sw._sw,
                     self._index,
                     spec,
                     present,
                     priority,
-                    len(members),
-                    actions,
-                    data,
+                    self.profile.index,
+                    int(kind == GROUP),
+                    ident,
                     int(create),
                     int(check_size),
                 )
-        self._call(rc)
-        self._indirect[(spec, priority)] = (kind, ident, present)
-
-    def _invalidate(self) -> None:
-        """The action profile changed (ActionProfileState calls this): every entry of the table is
-        rewritten with its member's or group's current actions."""
-        for (spec, priority), (kind, ident, present) in list(self._indirect.items()):
-            self._put_indirect(spec, priority, present, kind, ident, False)
+            )
 
     def modify(self, entry: TableEntry):
         self._check_mutable()
         key = self._key_of(entry)
         action, args = self._check_action(entry)
-        if self.info.implementation is not None:
-            stored = self._indirect.get((self._spec(key[0]), self._priority(key)))
-            present = stored[2] if stored else self._present(entry)
-            self._put_indirect(self._spec(key[0]), self._priority(key), present, action, args, False)
+        if self.info.implementation is not None:  # (the entry keeps the fields it gave when inserted)
+            self._put_indirect(self._spec(key[0]), self._priority(key), self._present(entry), action, args, False)
             return
         d = self._action_desc[action]
         with self._switch._guard(self._generation) as api:
@@ -353,14 +322,12 @@ class NativeTable(TableSchema):
         spec, priority = self._spec(key[0]), self._priority(key)
         with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_delete(self._switch._sw, self._index, spec, priority))
-        self._indirect.pop((spec, priority), None)
         self._meter_configs.pop((spec, priority), None)
 
     def clear(self):
         self._check_mutable()
         with self._switch._guard(self._generation) as api:
             self._call(api.ss_ctl_table_clear(self._switch._sw, self._index))
-        self._indirect.clear()
         self._meter_configs.clear()
 
     def __len__(self):
@@ -429,10 +396,11 @@ class NativeTable(TableSchema):
             spec = raw[off + 32 : off + 32 + 2 * kb]
             present = raw[off + 32 + 2 * kb : off + 32 + 2 * kb + len(self._nbytes)]
             data = struct.unpack_from(f"<{words}Q", raw, off + fixed)
+            if action in (ACTION_MEMBER, ACTION_GROUP):  # one word: the member's or group's id
+                (ident,) = struct.unpack_from("<q", raw, off + fixed)
             off += fixed + 8 * words
-            if self.info.implementation is not None:
-                kind, ident, _ = self._indirect[(spec, prio)]
-                member, group = (ident, None) if kind == MEMBER else (None, ident)
+            if action in (ACTION_MEMBER, ACTION_GROUP):
+                member, group = (ident, None) if action == ACTION_MEMBER else (None, ident)
                 matches = self._matches(spec, present, kb)
                 priority = prio if self._needs_priority else None
                 entry = TableEntry(matches, "", {}, priority, packets, nbytes, member=member, group=group)
@@ -492,6 +460,58 @@ class NativeTable(TableSchema):
             return GROUP, (), True
         d = self._action_by_index[action]
         return d.name, tuple(self._decode_args(d, data, 0).values()), bool(hit.value)
+
+
+class NativeActionProfile(ActionProfileState):
+    """An action profile/selector: the Python runtime's ActionProfileState (ids, BMv2's member handles,
+    weights, every check and its message), its members and groups also in native memory (ss_profile.c),
+    where the entries of its tables point at them: a change is one native write, whatever number of
+    entries use the member or group, and a packet sees it on all of them or on none."""
+
+    def __init__(self, switch: NativeSwitch, info, tables: list) -> None:
+        self._switch = switch
+        self._generation = switch._generation
+        with switch._guard(self._generation) as api:
+            index = api.ss_ctl_profile_add(switch._sw)
+        if index < 0:
+            raise MemoryError(switch._lib.last_error())
+        self.index = index
+        super().__init__(info, tables)
+
+    def _native(self, call, *args) -> None:
+        sw = self._switch
+        with sw._guard(self._generation) as api:
+            self.tables[0]._call(getattr(api, call)(sw._sw, self.index, *args))
+
+    @staticmethod
+    def _id(kind: str, ident: int) -> int:
+        if not -(1 << 63) <= ident < (1 << 63):
+            raise InvalidEntry(f"{kind} id {ident} does not fit 64 bits")
+        return ident
+
+    def _member_written(self, member_id, action, data):
+        table = self.tables[0]
+        index = table._action_desc[action].index
+        self._native("ss_ctl_profile_member_set", self._id("member", member_id), index, table._data(action, data))
+
+    def _member_deleted(self, member_id):
+        self._native("ss_ctl_profile_member_delete", member_id)
+
+    def _group_written(self, group_id, order):
+        members = (ctypes.c_int64 * max(1, len(order)))(*order)
+        self._native("ss_ctl_profile_group_set", self._id("group", group_id), len(order), members)
+
+    def _group_deleted(self, group_id):
+        self._native("ss_ctl_profile_group_delete", group_id)
+
+    def _check_unreferenced(self, kind: str, ident: int) -> None:
+        """Native memory counts the entries that point at a member or group; only when there are some
+        are the tables read, for the error's table name."""
+        sw = self._switch
+        with sw._guard(self._generation) as api:
+            entries = api.ss_ctl_profile_entries(sw._sw, self.index, int(kind == "group"), ident)
+        if entries:
+            super()._check_unreferenced(kind, ident)
 
 
 # ---------------------------------------------------------------------------- registers, counters
@@ -734,20 +754,6 @@ class NativeSwitch(ControllerSide):
     def _guard(self, generation=None):
         return NativeSwitch._Guarded(self, generation)
 
-    @contextlib.contextmanager
-    def _atomically(self):
-        """Control calls made inside reach packets all at once: the native switch's lock is held across
-        them (each call takes it again; it is recursive)."""
-        with self._guard() as api:
-            held = False
-            try:  # taken inside the try: an interrupt right after it must not leave the data path stopped
-                api.ss_ctl_hold(self._sw, 1)
-                held = True
-                yield
-            finally:
-                if held:
-                    api.ss_ctl_hold(self._sw, 0)
-
     def _configure(self):
         events = self._ports.events if self._ports is not None else None
         self._lib.api.ss_switch_configure(
@@ -799,7 +805,7 @@ class NativeSwitch(ControllerSide):
             self._counters = {c.name: NativeCounter(self, counters[c.name], c) for c in prog.info.counters}
             self._digests = {d.index: d for d in self._desc.digests}
             self._action_profiles = {
-                p.name: ActionProfileState(p, [self._tables[t] for t in p.tables], self._atomically)
+                p.name: NativeActionProfile(self, p, [self._tables[t] for t in p.tables])
                 for p in prog.info.action_profiles
             }
             meters = {m.name: m for m in self._desc.meters}

@@ -13,8 +13,6 @@ weights). A group without members runs the table's default action, as a miss.
 
 from __future__ import annotations
 
-import contextlib
-
 from .support import HASHES, bits_to_bytes
 from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
 
@@ -22,11 +20,8 @@ from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
 class ActionProfileState:
     """The members and groups of one action profile/selector, shared by the tables it implements."""
 
-    def __init__(self, info, tables: list, atomically=contextlib.nullcontext) -> None:
+    def __init__(self, info, tables: list) -> None:
         self.info = info
-        # the tables' rewrites after a change run inside atomically(): a packet sees a member's change on
-        # every entry that uses it or on none (BMv2 applies it to all at once)
-        self._atomically = atomically
         self.name = info.name
         self.tables = tables  # the TableStates it implements (their caches are invalidated on changes)
         self.members: dict[int, tuple[str, tuple[int, ...]]] = {}  # member id -> (action, data)
@@ -42,16 +37,18 @@ class ActionProfileState:
             raise EntryExists(f"action profile {self.name}: member {member_id} already exists")
         if len(self.members) >= self.info.size:
             raise TableFull(f"action profile {self.name} is full ({self.info.size} members)")
-        self.members[member_id] = self._checked(member_id, action, args)
+        checked = self._checked(member_id, action, args)
+        self._member_written(member_id, *checked)
+        self.members[member_id] = checked
         taken = set(self.handles.values())
         self.handles[member_id] = next(h for h in range(len(taken) + 1) if h not in taken)
-        self._changed()
 
     def modify_member(self, member_id: int, action: str, args: dict | None = None) -> None:
         if member_id not in self.members:
             raise EntryNotFound(f"action profile {self.name}: no member {member_id}")
-        self.members[member_id] = self._checked(member_id, action, args)
-        self._changed()
+        checked = self._checked(member_id, action, args)
+        self._member_written(member_id, *checked)
+        self.members[member_id] = checked
 
     def delete_member(self, member_id: int) -> None:
         if member_id not in self.members:
@@ -60,9 +57,9 @@ class ActionProfileState:
         if groups:
             raise InUse(f"action profile {self.name}: member {member_id} is in group(s) {groups}")
         self._check_unreferenced("member", member_id)
+        self._member_deleted(member_id)
         del self.members[member_id]
         del self.handles[member_id]
-        self._changed()
 
     def member(self, member_id: int) -> tuple[str, dict]:
         """(action, {param: value}) of a member."""
@@ -98,19 +95,21 @@ class ActionProfileState:
         limit = self.info.max_group_size
         if limit and sum(members.values()) > limit:
             raise TableFull(f"action profile {self.name}: group {group_id} is larger than @max_group_size({limit})")
+        self._group_written(group_id, self._selection_order(members))
         self.groups[group_id] = dict(members)
-        self._changed()
 
     def delete_group(self, group_id: int) -> None:
         if group_id not in self.groups:
             raise EntryNotFound(f"action profile {self.name}: no group {group_id}")
         self._check_unreferenced("group", group_id)
+        self._group_deleted(group_id)
         del self.groups[group_id]
-        self._changed()
 
     def selection_order(self, group_id: int) -> list[int]:
         """The member ids a group's hash indexes: by handle, each repeated by its weight."""
-        members = self.groups[group_id]
+        return self._selection_order(self.groups[group_id])
+
+    def _selection_order(self, members: dict[int, int]) -> list[int]:
         return [m for m in sorted(members, key=self.handles.__getitem__) for _ in range(members[m])]
 
     def hash(self, value: int, nbits: int) -> int:
@@ -123,10 +122,13 @@ class ActionProfileState:
         for table in self.tables:
             if len(table):
                 raise InUse(f"action profile {self.name}: table {table.name} still has entries")
-        self.groups.clear()
-        self.members.clear()
+        for group_id in list(self.groups):
+            self._group_deleted(group_id)
+            del self.groups[group_id]
+        for member_id in list(self.members):
+            self._member_deleted(member_id)
+            del self.members[member_id]
         self.handles.clear()
-        self._changed()
 
     # ------------------------------------------------------------------ helpers
     def _check_unreferenced(self, kind: str, ident: int) -> None:
@@ -135,7 +137,22 @@ class ActionProfileState:
                 if getattr(entry, kind) == ident:
                     raise InUse(f"action profile {self.name}: {kind} {ident} is used by an entry of table {table.name}")
 
+    # ------------------------------------------------------------------ what the back end keeps of them
+    # Called once a change is checked, before this object records it (a back end that refuses it raises).
+    # The Python back end's tables read members and groups here at lookup: their caches are dropped.
+    def _member_written(self, member_id: int, action: str, data: tuple[int, ...]) -> None:
+        self._changed()
+
+    def _member_deleted(self, member_id: int) -> None:
+        self._changed()
+
+    def _group_written(self, group_id: int, order: list[int]) -> None:
+        """`order`: the group's member ids in selection order."""
+        self._changed()
+
+    def _group_deleted(self, group_id: int) -> None:
+        self._changed()
+
     def _changed(self) -> None:
-        with self._atomically():
-            for table in self.tables:
-                table._invalidate()
+        for table in self.tables:
+            table._invalidate()

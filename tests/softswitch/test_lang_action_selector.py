@@ -132,9 +132,9 @@ def test_a_member_change_reaches_every_entry_that_uses_it_at_once():
     """A member used by 15 entries (the table holds 16) changes while another thread sends a packet to each entry in turn: a
     packet never sees the member older than a packet before it saw it (BMv2 changes a member for all its
     entries at once; rewriting entry by entry would show some entries changed and others not). Smoke
-    test: the race it guards against (the native I/O thread running a packet between two entries'
-    rewrites, git 9cb46aa) is not reproduced here: process() already holds the Python switch lock, so
-    this passed on the code before that fix."""
+    test: in process, process() already holds the Python switch lock, so this cannot catch a packet run
+    by the native I/O thread between two entries' rewrites; the native back end no longer rewrites
+    entries (they point at the member, ss_profile.c)."""
     sw = ecmp_switch()
     selector = sw.action_profile("I.ecmp_selector")
     table = sw.table("I.ecmp")

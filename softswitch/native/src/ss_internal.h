@@ -59,6 +59,40 @@ typedef struct ss_meter {
     uint32_t color;       /* direct meters: the colour the table's last lookup marked */
 } ss_meter;
 
+/* ------------------------------------------------------------------ action profiles (ss_profile.c)
+ * The members and groups of an action profile/selector. An entry of a table it implements points at a
+ * member's or a group's call (ss_entry.run), read at lookup as BMv2 resolves members at lookup: a
+ * change to a member or a group is one write under sw->lock, whatever number of entries use it. A member
+ * and a group keep their address while they exist (a modify swaps the member's data, a group's change
+ * its member array), and cannot be deleted while an entry (or, for a member, a group) points at it. */
+typedef struct ss_member {
+    ss_action_call call; /* action + data (call.data: an allocation of its own, swapped by a modify) */
+    uint32_t n_words;
+    uint64_t entries;    /* table entries that point at it */
+    uint64_t slots;      /* places in groups' member arrays that point at it */
+    uint8_t key[8];      /* the map key: the member id (int64, native byte order) */
+} ss_member;
+
+typedef struct ss_group {
+    ss_action_call call; /* action SS_ACTION_GROUP: what a lookup of an entry that points here returns */
+    uint32_t n;          /* members in selection order (a member of weight w w times) */
+    ss_member **members;
+    uint64_t entries;    /* table entries that point at it */
+    uint8_t key[8];      /* the map key: the group id */
+} ss_group;
+
+typedef struct ss_profile {
+    ss_map members, groups;
+} ss_profile;
+
+/* ss_ctl_table_read's action of an entry that points at a member (one that points at a group: SS_ACTION_GROUP) */
+#define SS_ACTION_MEMBER 0xFFFFFFFEu
+
+/* The member or group `id` of profile `profile` (the caller holds sw->lock), or NULL with the error set. */
+ss_member *ss_profile_member(ss_switch *sw, uint32_t profile, int64_t id);
+ss_group *ss_profile_group(ss_switch *sw, uint32_t profile, int64_t id);
+void ss_profiles_free(ss_switch *sw);
+
 /* ------------------------------------------------------------------ tables */
 typedef struct ss_entry {
     struct ss_entry *prev, *next; /* insertion order (read-back order, tie-break order) */
@@ -66,17 +100,15 @@ typedef struct ss_entry {
     int64_t priority;             /* 0 for exact/lpm tables */
     uint64_t packets, bytes;      /* direct counter */
     ss_action_call call;          /* action + data (call.data points into this block) */
+    const ss_action_call *run;    /* what a lookup returns: &call, or a profile member's or group's call */
+    ss_member *member;            /* a table with an action profile: the member or group `run` is of */
+    ss_group *group;
     uint8_t *spec;       /* 2 * key_bytes: values (low for range) then masks (high for range) */
     uint8_t *present;    /* n_keys bytes: 1 where the entry named the field */
     uint8_t *index_key;  /* the map key (see ss_table.c) */
     uint8_t *cmp_value;  /* scan tables: value & mask, range fields zero (cmp_bytes) */
     uint8_t *cmp_mask;
     uint32_t n_words;    /* action data words */
-    /* a group entry of a table with an action selector (call.action == SS_ACTION_GROUP): the group's
-     * members in selection order (a member of weight w repeated w times), their data after them in the
-     * same allocation; ss_group_select picks one per packet */
-    uint32_t n_members;
-    ss_action_call *members;
     ss_meter_cell *meter_cell; /* the table's direct meter cell of this entry (NULL: not configured) */
 } ss_entry;
 
@@ -266,6 +298,8 @@ struct ss_switch {
     ss_value_set *value_sets;
     ss_meter *meters;
     ss_pre *pre;
+    ss_profile **profiles;     /* action profiles, numbered by ss_ctl_profile_add */
+    uint32_t n_profiles;
     uint64_t stats[SS_STAT_COUNT];
     int32_t cpu_port;          /* -1: none */
     int packet_in_enabled;     /* outputs to cpu_port become packet-in records */

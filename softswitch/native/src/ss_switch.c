@@ -185,6 +185,7 @@ static void switch_free(ss_switch *sw) {
     if (sw->tables)
         for (uint32_t i = 0; i < sw->prog->n_tables; i++) ss_table_free(&sw->tables[i]);
     free(sw->tables);
+    ss_profiles_free(sw); /* after the tables: their entries point into the profiles */
     if (sw->registers)
         for (uint32_t i = 0; i < sw->prog->n_registers; i++)
             if (sw->registers[i].owns_data) free(sw->registers[i].data);
@@ -232,12 +233,7 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
     ss_switch *sw = calloc(1, sizeof *sw);
     if (!sw) goto nomem;
     sw->prog = prog;
-    /* recursive: ss_ctl_hold holds it across control calls that take it themselves */
-    pthread_mutexattr_t recursive;
-    pthread_mutexattr_init(&recursive);
-    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&sw->lock, &recursive);
-    pthread_mutexattr_destroy(&recursive);
+    pthread_mutex_init(&sw->lock, NULL);
     sw->cpu_port = -1;
     sw->t0_ns = ss_now_ns();
     sw->rng[0] = sw->t0_ns ^ 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)sw;
@@ -347,16 +343,6 @@ SS_EXPORT int ss_ctl_value_set_set(ss_switch *sw, uint32_t value_set, uint32_t n
 
 /* Frees the switch (its ports must be stopped first). */
 SS_EXPORT void ss_switch_destroy(ss_switch *sw) { switch_free(sw); }
-
-/* Holds (1) or releases (0) the switch's lock for the calling thread: the control calls it makes in
- * between (each takes the lock again) reach packets all at once, as an action profile member's change
- * reaches every entry that uses it at once in BMv2. */
-SS_EXPORT void ss_ctl_hold(ss_switch *sw, int hold) {
-    if (hold)
-        pthread_mutex_lock(&sw->lock);
-    else
-        pthread_mutex_unlock(&sw->lock);
-}
 
 SS_EXPORT void ss_switch_configure(ss_switch *sw, int32_t cpu_port, int packet_in_enabled, int log_enabled,
                                    ss_events *events) {

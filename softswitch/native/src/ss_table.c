@@ -184,8 +184,20 @@ int ss_table_init(ss_table *t, const ss_program *prog, const ss_table_desc *desc
     return ss_map_init(&t->map, t->index_key_len, entry_index_key);
 }
 
+/* Points an entry at a profile's member or group (both NULL: at its own call), releasing what it
+ * pointed at before. */
+static void entry_point_at(ss_entry *e, ss_member *member, ss_group *group) {
+    if (e->member) e->member->entries--;
+    if (e->group) e->group->entries--;
+    e->member = member;
+    e->group = group;
+    if (member) member->entries++;
+    if (group) group->entries++;
+    e->run = member ? &member->call : group ? &group->call : &e->call;
+}
+
 static void entry_free(ss_entry *e) {
-    free(e->members);
+    entry_point_at(e, NULL, NULL);
     free(e->meter_cell);
     free(e);
 }
@@ -303,6 +315,7 @@ static ss_entry *entry_new(const ss_table *t, const uint8_t *spec, const uint8_t
     e->call.action = action;
     e->call.hit = 1;
     e->call.data = d;
+    e->run = &e->call;
     make_index_key(t, spec, priority, e->index_key);
     if (t->mode == SS_MODE_SCAN) {
         for (size_t i = 0; i < kb; i++) {
@@ -412,13 +425,13 @@ const ss_action_call *ss_table_lookup(ss_packet *p, uint32_t table, const uint8_
         e->packets++;
         e->bytes += p->sm.packet_length;
     }
-    return &e->call;
+    return e->run;
 }
 
 const ss_action_call *ss_group_select(ss_packet *p, uint32_t table, const ss_action_call *group, uint64_t hash) {
-    const ss_entry *e = (const ss_entry *)((const uint8_t *)group - offsetof(ss_entry, call));
-    if (!e->n_members) return &p->sw->tables[table].default_call;
-    return &e->members[hash % e->n_members];
+    const ss_group *g = (const ss_group *)(const void *)((const uint8_t *)group - offsetof(ss_group, call));
+    if (!g->n) return &p->sw->tables[table].default_call;
+    return &g->members[hash % g->n]->call;
 }
 
 uint32_t ss_key_bytes(const ss_switch *sw, uint32_t table) { return sw->tables[table].key_bytes; }
@@ -501,38 +514,20 @@ SS_EXPORT int ss_ctl_table_insert(ss_switch *sw, uint32_t table, const uint8_t *
     return rc;
 }
 
-/* A group entry (tables with an action selector): inserts it (create) or replaces the entry with this
- * key by it, pointing at `n` members in selection order: member i runs actions[i] with its action data
- * at data (each member's words follow the previous member's). */
-SS_EXPORT int ss_ctl_table_put_group(ss_switch *sw, uint32_t table, const uint8_t *spec, const uint8_t *present,
-                                     int64_t priority, uint32_t n, const uint32_t *actions, const uint64_t *data,
-                                     int create, int check_size) {
+/* An entry of a table with an action profile: inserts it (create) or points the entry with this key at
+ * member (group = 0) or group (1) `id` of profile `profile` (ss_profile.c); a lookup runs what the member
+ * or group holds at the time. */
+SS_EXPORT int ss_ctl_table_put_ref(ss_switch *sw, uint32_t table, const uint8_t *spec, const uint8_t *present,
+                                   int64_t priority, uint32_t profile, int group, int64_t id, int create,
+                                   int check_size) {
     int rc = SS_OK;
     pthread_mutex_lock(&sw->lock);
     ss_table *t = table_of(sw, table);
-    if (!t) {
+    ss_member *m = t && !group ? ss_profile_member(sw, profile, id) : NULL;
+    ss_group *g = t && group ? ss_profile_group(sw, profile, id) : NULL;
+    if (!m && !g) {
         rc = SS_E_INVALID;
         goto out;
-    }
-    size_t words = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if ((rc = check_action(t, actions[i]))) goto out;
-        words += ss_action_words(t->prog, actions[i]);
-    }
-    ss_action_call *members = calloc(1, n * sizeof(ss_action_call) + words * 8 + 1);
-    if (!members) {
-        rc = SS_E_NOMEM;
-        goto out;
-    }
-    uint64_t *d = (uint64_t *)(members + n);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t w = ss_action_words(t->prog, actions[i]);
-        memcpy(d, data, w * 8);
-        members[i].action = actions[i];
-        members[i].hit = 1;
-        members[i].data = d;
-        d += w;
-        data += w;
     }
     ss_entry *e = NULL;
     if (create) {
@@ -541,15 +536,7 @@ SS_EXPORT int ss_ctl_table_put_group(ss_switch *sw, uint32_t table, const uint8_
         e = existing_entry(t, spec, priority, " to modify");
         if (!e) rc = SS_E_NOT_FOUND;
     }
-    if (rc) {
-        free(members);
-        goto out;
-    }
-    free(e->members);
-    e->members = members;
-    e->n_members = n;
-    e->call.action = SS_ACTION_GROUP;
-    e->n_words = 0;
+    if (!rc) entry_point_at(e, m, g);
 out:
     pthread_mutex_unlock(&sw->lock);
     return rc;
@@ -575,9 +562,7 @@ SS_EXPORT int ss_ctl_table_modify(ss_switch *sw, uint32_t table, const uint8_t *
         memcpy((uint64_t *)old->call.data, data, words * 8);
         old->call.action = action;
         old->n_words = words;
-        free(old->members); /* a group entry now points at one member */
-        old->members = NULL;
-        old->n_members = 0;
+        entry_point_at(old, NULL, NULL); /* runs its own action now */
         goto out;
     }
     ss_entry *e = entry_new(t, old->spec, old->present, old->priority, action, data);
@@ -685,6 +670,8 @@ SS_EXPORT uint64_t ss_ctl_table_count(ss_switch *sw, uint32_t table) {
 /* All entries in insertion order, written to buf (when it is large enough): per entry
  *   int64 priority, uint32 action, uint32 words, uint64 packets, uint64 bytes,
  *   spec (2 * key_bytes), present (n_keys), padding to 8, words * 8 bytes of action data.
+ * An entry that points at a profile's member or group gives action SS_ACTION_MEMBER or SS_ACTION_GROUP
+ * and one word: the member's or group's id (int64).
  * Returns the bytes needed (call again with a larger buffer when it exceeds cap). */
 SS_EXPORT uint64_t ss_ctl_table_read(ss_switch *sw, uint32_t table, uint8_t *buf, uint64_t cap) {
     pthread_mutex_lock(&sw->lock);
@@ -692,20 +679,26 @@ SS_EXPORT uint64_t ss_ctl_table_read(ss_switch *sw, uint32_t table, uint8_t *buf
     uint64_t need = 0;
     if (!t) goto out;
     uint64_t fixed = 32 + ((2 * (uint64_t)t->key_bytes + t->n_keys + 7) & ~7ull);
-    for (ss_entry *e = t->first; e; e = e->next) need += fixed + e->n_words * 8;
+    for (ss_entry *e = t->first; e; e = e->next) need += fixed + (e->member || e->group ? 1 : e->n_words) * 8;
     if (need > cap || !buf) goto out;
     uint8_t *p = buf;
     for (ss_entry *e = t->first; e; e = e->next) {
-        uint32_t words = e->n_words;
+        uint32_t words = e->n_words, action = e->call.action;
+        const void *data = e->call.data;
+        if (e->member || e->group) {
+            words = 1;
+            action = e->member ? SS_ACTION_MEMBER : SS_ACTION_GROUP;
+            data = e->member ? e->member->key : e->group->key;
+        }
         memcpy(p, &e->priority, 8);
-        memcpy(p + 8, &e->call.action, 4);
+        memcpy(p + 8, &action, 4);
         memcpy(p + 12, &words, 4);
         memcpy(p + 16, &e->packets, 8);
         memcpy(p + 24, &e->bytes, 8);
         memset(p + 32, 0, fixed - 32);
         memcpy(p + 32, e->spec, 2 * t->key_bytes);
         memcpy(p + 32 + 2 * t->key_bytes, e->present, t->n_keys);
-        memcpy(p + fixed, e->call.data, words * 8);
+        memcpy(p + fixed, data, words * 8);
         p += fixed + words * 8;
     }
 out:
@@ -752,7 +745,7 @@ SS_EXPORT int64_t ss_ctl_table_lookup(ss_switch *sw, uint32_t table, const uint8
     int64_t action = -1;
     if (t) {
         const ss_entry *e = table_match(t, key);
-        const ss_action_call *c = e ? &e->call : &t->default_call;
+        const ss_action_call *c = e ? e->run : &t->default_call;
         action = c->action;
         *hit = c->hit;
         memcpy(data, c->data, ss_action_words(t->prog, c->action) * 8);

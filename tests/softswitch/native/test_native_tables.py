@@ -15,6 +15,7 @@ from softswitch.native import library as L
 from softswitch.native.switch import NativeTable, ProgramMismatch
 from softswitch.program import ConstEntry
 from softswitch.runtime.tables import (
+    GROUP,
     ConstDefaultAction,
     EntryExists,
     EntryNotFound,
@@ -334,3 +335,44 @@ def test_the_priority_is_part_of_an_entrys_identity_only_in_scan_tables(switch):
     assert [(e.priority, e.args) for e in exact.entries()] == [(None, {"port": 2})]
     assert api.ss_ctl_table_delete(sw, exact._index, key, 7) == L.OK
     assert len(exact) == L.OK
+
+
+def test_entries_point_at_profile_members_and_groups_which_resolve_at_lookup():
+    """ss_profile.c through the C API: an entry points at an action profile member, so one write to the
+    member changes what the entry runs (the entry is not rewritten); a group entry's lookup gives
+    SS_ACTION_GROUP; read-back names the member or group; a member or group something points at cannot
+    be deleted (no dangling pointer), and neither can one the entries or groups still name."""
+    sw = fixture_switch()
+    api, s = sw._lib.api, sw._sw
+    table = sw.table("Fixture.exact16")
+    fwd = next(a for a in sw._desc.actions if a.name == "Fixture.fwd").index
+    profile = api.ss_ctl_profile_add(s)
+    key, frame = (5).to_bytes(2, "big") + b"\xff\xff", make_frame(LOOKUP, body=bytes([0, 5]))
+
+    def member(ident: int, port: int) -> None:
+        assert api.ss_ctl_profile_member_set(s, profile, ident, fwd, (ctypes.c_uint64 * 1)(port)) == L.OK
+
+    def point_at(group: int, ident: int, create: int) -> int:
+        return api.ss_ctl_table_put_ref(s, table._index, key, b"\x01", 0, profile, group, ident, create, 1)
+
+    member(1, 3)
+    assert point_at(0, 9, 1) == L.E_INVALID and "has no member 9" in sw._lib.last_error()
+    assert point_at(0, 1, 1) == L.OK
+    assert [p for p, _ in sw.process(1, frame)] == [3]
+    member(1, 6)
+    assert [p for p, _ in sw.process(1, frame)] == [6]
+    assert [(e.member, e.group) for e in table.entries()] == [(1, None)]
+    assert api.ss_ctl_profile_member_delete(s, profile, 1) == L.E_INVALID and "in use" in sw._lib.last_error()
+
+    member(2, 7)
+    assert api.ss_ctl_profile_group_set(s, profile, 10, 2, (ctypes.c_int64 * 2)(2, 1)) == L.OK
+    assert point_at(1, 10, 0) == L.OK  # the entry now points at the group
+    assert [api.ss_ctl_profile_entries(s, profile, g, i) for g, i in ((0, 1), (1, 10), (1, 11))] == [0, 1, -1]
+    assert table.lookup(5) == (GROUP, (), True)
+    assert [(e.member, e.group) for e in table.entries()] == [(None, 10)]
+    assert api.ss_ctl_profile_group_delete(s, profile, 10) == L.E_INVALID
+    assert api.ss_ctl_profile_member_delete(s, profile, 2) == L.E_INVALID  # in the group
+    table.clear()
+    assert api.ss_ctl_profile_group_delete(s, profile, 10) == L.OK
+    assert api.ss_ctl_profile_member_delete(s, profile, 2) == L.OK
+    assert api.ss_ctl_profile_member_delete(s, profile, 2) == L.E_NOT_FOUND
