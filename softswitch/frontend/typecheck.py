@@ -108,15 +108,9 @@ class ExpressionChecker:
         if isinstance(t, ir.ListType) and isinstance(e.type, ir.ListType):
             return e
         if isinstance(e, InvalidHeaderValue):
-            if not isinstance(t, ir.HeaderType):
-                raise P4Error(position, f"{{#}} is an invalid header; {t} is not a header type")
-            items = tuple(
-                ir.StructInitializer(type=f.type, items=(), valid=False)
-                if isinstance(f.type, ir.StructLikeType)
-                else ir.Constant(type=f.type, value=ir.wrap(0, f.type) if f.type != ir.BOOL else False)
-                for f in t.fields
-            )
-            return ir.StructInitializer(type=t, items=items, valid=False, position=e.position)
+            if not isinstance(t, (ir.HeaderType, ir.HeaderUnionType)):
+                raise P4Error(position, f"{{#}} is an invalid header or header union; {t} is neither")
+            return invalid_value(t, e.position)
         if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpression) and e.names is not None:
             given = dict(zip(e.names, e.items, strict=True))
             if set(given) != {f.name for f in t.fields}:
@@ -136,10 +130,13 @@ class ExpressionChecker:
         raise P4Error(position, message)
 
     def cast(self, e: ir.Expression, t: ir.Type, position: Pos | None) -> ir.Expression:
-        """An explicit cast `(t) e`: the conversions P4 allows between bit/int/bool/serializable enums."""
+        """An explicit cast `(t) e`: the conversions P4 allows between bit/int/bool/serializable enums, and a
+        list or `{#}` given the header, header union or struct type it stands for (`(HU){#}`)."""
         source = e.type
         if source == t:
             return e
+        if isinstance(e, ir.ListExpression) and isinstance(t, ir.StructLikeType):
+            return self.coerce(e, t, position, "cast")
         allowed = False
         if isinstance(t, ir.BitType):
             if isinstance(source, ir.BitType) and source.signed != t.signed and source.width != t.width:
@@ -373,11 +370,17 @@ class ExpressionChecker:
                 other = right if isinstance(left, InvalidHeaderValue) else left
                 if isinstance(other, InvalidHeaderValue):
                     raise P4Error(n.pos, "comparing {#} with {#}: no header type to compare as")
-                invalid = ir.IsValid(type=ir.BOOL, header=other, position=n.pos)
-                if not isinstance(other.type, ir.HeaderType):
-                    raise P4Error(n.pos, f"{{#}} is an invalid header; {other.type} is not a header type")
-                # a header equals {#} exactly when it is invalid
-                return invalid if op == "!=" else fold(ir.Unary(type=ir.BOOL, op="!", operand=invalid, position=n.pos))
+                if isinstance(other.type, ir.HeaderUnionType):
+                    # {#} as that union (no member valid): the union comparison below
+                    left, right = self.coerce(left, other.type, n.pos, op), self.coerce(right, other.type, n.pos, op)
+                else:
+                    invalid = ir.IsValid(type=ir.BOOL, header=other, position=n.pos)
+                    if not isinstance(other.type, ir.HeaderType):
+                        raise P4Error(n.pos, f"{{#}} is an invalid header or header union; {other.type} is neither")
+                    # a header equals {#} exactly when it is invalid
+                    return (
+                        invalid if op == "!=" else fold(ir.Unary(type=ir.BOOL, op="!", operand=invalid, position=n.pos))
+                    )
             if isinstance(left, ir.ListExpression) and isinstance(right.type, ir.StructLikeType):
                 left = self.coerce(left, right.type, n.pos, op)
             if isinstance(right, ir.ListExpression) and isinstance(left.type, ir.StructLikeType):
@@ -502,6 +505,21 @@ def packet_symbol(checked: Checked) -> PacketSymbol | None:
     if isinstance(checked, SymbolReference) and isinstance(checked.symbol, PacketSymbol):
         return checked.symbol
     return None
+
+
+def invalid_value(t: ir.HeaderType | ir.HeaderUnionType, position: Pos | None) -> ir.StructInitializer:
+    """`{#}` as a value of t: an invalid header (fields 0), or a header union with no valid member (P4_16,
+    "Header unions": `{#}` can be any header or header union type)."""
+    if isinstance(t, ir.HeaderUnionType):
+        members = tuple(invalid_value(f.type, position) for f in t.fields)
+        return ir.StructInitializer(type=t, items=members, position=position)
+    items = tuple(
+        ir.StructInitializer(type=f.type, items=(), valid=False)
+        if isinstance(f.type, ir.StructLikeType)
+        else ir.Constant(type=f.type, value=ir.wrap(0, f.type) if f.type != ir.BOOL else False)
+        for f in t.fields
+    )
+    return ir.StructInitializer(type=t, items=items, valid=False, position=position)
 
 
 class InvalidHeaderValue(ir.ListExpression):

@@ -61,6 +61,12 @@ CASES = [
     ("apply { bit<8> x = true; }", "t.p4:13:24: error: cannot initialize bit<8> 'x' with bool"),
     ("apply { hdr.w.a = (bit<8>)hdr.w; }", "t.p4:13:23: error: cannot cast header w_t to bit<8>"),
     ("apply { hdr.w.a = 1; } apply { }", "t.p4:13:28: error: control I has two apply blocks"),
+    # {#} is an invalid header or header union (P4_16, "Header unions"), nothing else
+    ("apply { meta = {#}; }", "t.p4:13:20: error: {#} is an invalid header or header union; struct meta_t is neither"),
+    (
+        "apply { if (meta == {#}) { } }",
+        "t.p4:13:22: error: {#} is an invalid header or header union; struct meta_t is neither",
+    ),
     (
         "apply { hash(hdr.w.a, HashAlgorithm.crc32_custom, 8w0, {hdr.w.b}, 16w10); }",
         "t.p4:13:27: error: hash algorithm crc32_custom is not supported by softswitch (supported:"
