@@ -28,7 +28,7 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
 PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20
-MAX_FRAME = 65535
+MAX_FRAME = 65536  # bytes of the longest frame a port takes (the native runtime's SS_IO_FRAME)
 READ_BATCH = 64  # frames taken from one port before the next ready port gets its turn
 # Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
 # a switch port should queue a burst rather than drop it, as a hardware switch's buffer would.
@@ -52,6 +52,7 @@ class PortStats:
     rx: int = 0
     tx: int = 0
     tx_errors: int = 0
+    rx_truncated: int = 0  # frames longer than the receive buffer (MAX_FRAME, a ring slot): dropped, never run cut
 
 
 class Port:
@@ -93,14 +94,15 @@ class Port:
             log.warning("port %d (%s): send failed: %s", self.number, self.iface, e)
 
     def receive(self, flags: int = 0) -> bytes | None:
-        """One frame from the wire, or None for a frame the host transmitted itself. With
+        """One frame from the wire, or None for a frame the host transmitted itself or one longer than
+        MAX_FRAME (dropped, counted in rx_truncated). With
         ``socket.MSG_DONTWAIT`` raises BlockingIOError when no frame is waiting."""
-        if self._kernel_ignores_outgoing:
-            data = self.sock.recv(MAX_FRAME, flags)
-        else:
-            data, addr = self.sock.recvfrom(MAX_FRAME, flags)
-            if addr[2] == PACKET_OUTGOING:
-                return None
+        data, _, msg_flags, addr = self.sock.recvmsg(MAX_FRAME, 0, flags)
+        if not self._kernel_ignores_outgoing and addr[2] == PACKET_OUTGOING:
+            return None
+        if msg_flags & socket.MSG_TRUNC:  # longer than MAX_FRAME: what was read is not the frame
+            self.stats.rx_truncated += 1
+            return None
         self.stats.rx += 1
         return data
 

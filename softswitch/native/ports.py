@@ -113,7 +113,7 @@ class NativePortSet:
 
     # ---------------------------------------------------------------- statistics
     def port_stats(self, number: int) -> NativePortStats:
-        out = (ctypes.c_uint64 * 11)()
+        out = (ctypes.c_uint64 * 12)()
         with self.switch._lock:
             if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
                 raise KeyError(f"no port {number}")
@@ -130,6 +130,7 @@ class NativePortSet:
             on_blocks=bool(out[8]),
             rx_switches=out[9],
             switch_ns=out[10],
+            rx_truncated=out[11],
         )
 
     def stats(self) -> IoStats:

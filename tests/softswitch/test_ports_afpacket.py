@@ -71,6 +71,29 @@ def test_frames_in_and_out_exactly_and_own_sends_ignored(veth):
     assert all(not t.is_alive() for t in ports.threads)
 
 
+def test_a_frame_longer_than_a_port_takes_is_dropped_and_counted_never_handled_cut(veth):
+    """At a veth's largest MTU (65535) a frame is up to 65549 bytes, more than MAX_FRAME (64 KB): such a
+    frame is dropped and counted in rx_truncated, never handed to the switch cut; the ones around it pass."""
+    switch_end, host_end = veth
+    for name in veth:
+        subprocess.run(["ip", "link", "set", name, "mtu", "65535"], check=True)
+    got = queue.Queue()
+    ports = PortSet(lambda port, data: got.put(data) if data[12:14] == ETHERTYPE else None)
+    ports.add(5, switch_end)
+    ports.start()
+    host = raw_socket(host_end)
+    try:
+        frames = [frame(b"before"), frame(b"long").ljust(65549, b"\x01"), frame(b"64k").ljust(65536, b"\x02")]
+        for f in frames + [frame(b"after")]:
+            host.send(f)
+        assert [got.get(timeout=2) for _ in range(3)] == [frames[0], frames[2], frame(b"after")]
+        assert got.empty()
+        assert (ports.ports[5].stats.rx_truncated, ports.ports[5].stats.rx) == (1, 3)
+    finally:
+        host.close()
+        ports.stop()
+
+
 def test_unknown_interface_is_a_clear_error():
     with pytest.raises(OSError, match="port 1: cannot use interface 'nosuchif0'"):
         PortSet(lambda p, d: None).add(1, "nosuchif0")

@@ -119,6 +119,13 @@
 #define SS_TX_DATA (TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)) /* where a slot's data begins */
 #define SS_TX_SKIP 0xFFFFu /* a virtio-net hdr_len longer than any frame: the kernel skips the slot */
 
+/* what run_batch does with a frame of the batch: runs it, or skips it as the host's own transmission, as
+ * cut (the kernel or the read kept only part of it: never run as if whole) or as lost (not read) */
+#define SS_RUN 0
+#define SS_SKIP_OUTGOING 1
+#define SS_SKIP_CUT 2
+#define SS_SKIP_LOST 3
+
 #define SS_SWITCH_NONE 0
 #define SS_SWITCH_ASKED 1
 #define SS_SWITCH_DONE 2
@@ -129,6 +136,7 @@ typedef struct ss_port {
     char iface[IFNAMSIZ];
     int kernel_ignores_outgoing;
     uint64_t rx, tx, tx_errors, rx_outgoing, kernel_drops;
+    uint64_t rx_truncated; /* frames longer than what received them (a slot, a block, SS_IO_FRAME): dropped */
     /* receive ring (NULL: recvmmsg); with blocks (rx_blocks), ring_slots and ring_head count blocks */
     uint8_t *ring;
     size_t ring_bytes;
@@ -189,7 +197,7 @@ typedef struct ss_io {
     /* the batch being processed: frames (in the ring or in rx_buf) */
     const uint8_t *batch_data[SS_IO_BATCH];
     uint32_t batch_len[SS_IO_BATCH];
-    uint8_t batch_outgoing[SS_IO_BATCH];
+    uint8_t batch_skip[SS_IO_BATCH]; /* SS_RUN, or why the frame is not run (counted in run_batch) */
     int rx_mode;
     int tx_ring_wanted; /* 0: SOFTSWITCH_IO_TX=sendmmsg */
     uint16_t pending[SS_MAX_PORTS]; /* ports with frames waiting to be sent, in first-output order */
@@ -678,8 +686,11 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
     pthread_mutex_lock(&sw->lock);
     ss_worker_clock(w);
     for (int i = 0; i < n; i++) {
-        if (io->batch_outgoing[i]) {
-            port->rx_outgoing++;
+        if (io->batch_skip[i]) {
+            uint64_t *count = io->batch_skip[i] == SS_SKIP_OUTGOING ? &port->rx_outgoing
+                              : io->batch_skip[i] == SS_SKIP_CUT   ? &port->rx_truncated
+                                                                   : &port->kernel_drops;
+            ++*count;
             continue;
         }
         port->rx++;
@@ -714,19 +725,19 @@ static void flush_outputs(ss_io *io) {
 static void slot_to_batch(ss_io *io, ss_port *port, const struct tpacket2_hdr *h, uint32_t status, int n) {
     const struct sockaddr_ll *sll =
         (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-    io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING; /* e.g. captured before the option took */
+    /* the host's own (e.g. captured before the option took) */
+    io->batch_skip[n] = sll->sll_pkttype == PACKET_OUTGOING ? SS_SKIP_OUTGOING : SS_RUN;
     if (status & TP_STATUS_COPY) { /* too long for a slot: the whole frame waits in the socket queue */
-        ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT);
-        if (len < 0) len = 0, io->batch_outgoing[n] = 1; /* lost: skip the slot */
+        /* MSG_TRUNC: the frame's length even when it is longer than the buffer (then it is cut) */
+        ssize_t len = recv(port->fd, io->rx_buf + (size_t)n * SS_IO_FRAME, SS_IO_FRAME, MSG_DONTWAIT | MSG_TRUNC);
+        if (len < 0) len = 0, io->batch_skip[n] = SS_SKIP_LOST; /* not queued after all: skip the slot */
+        if (len > SS_IO_FRAME) len = SS_IO_FRAME, io->batch_skip[n] = SS_SKIP_CUT;
         io->batch_data[n] = io->rx_buf + (size_t)n * SS_IO_FRAME;
         io->batch_len[n] = (uint32_t)len;
     } else {
         io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
         io->batch_len[n] = h->tp_snaplen;
-        if (h->tp_snaplen < h->tp_len) { /* cut, and no room to queue it whole: lost */
-            port->kernel_drops++;
-            io->batch_outgoing[n] = 1;
-        }
+        if (h->tp_snaplen < h->tp_len) io->batch_skip[n] = SS_SKIP_CUT; /* and no room to queue it whole */
     }
 }
 
@@ -768,15 +779,15 @@ static const struct tpacket3_hdr *block_frame(const struct tpacket_block_desc *b
     return h;
 }
 
-/* Puts a block's frame into the batch at `n`; 0 if it is lost instead (cut: longer than a block). */
+/* Puts a block's frame into the batch at `n`; 0 if it is dropped instead (cut: longer than a block). */
 static int block_to_batch(ss_io *io, ss_port *port, const struct tpacket3_hdr *h, int n) {
     if (h->tp_snaplen < h->tp_len) {
-        port->kernel_drops++;
+        port->rx_truncated++;
         return 0;
     }
     const struct sockaddr_ll *sll =
         (const struct sockaddr_ll *)(const void *)((const uint8_t *)h + TPACKET_ALIGN(sizeof *h));
-    io->batch_outgoing[n] = sll->sll_pkttype == PACKET_OUTGOING;
+    io->batch_skip[n] = sll->sll_pkttype == PACKET_OUTGOING ? SS_SKIP_OUTGOING : SS_RUN;
     io->batch_data[n] = (const uint8_t *)h + h->tp_mac;
     io->batch_len[n] = h->tp_snaplen;
     return 1;
@@ -784,8 +795,10 @@ static int block_to_batch(ss_io *io, ss_port *port, const struct tpacket3_hdr *h
 
 /* The next block of a block ring (SOFTSWITCH_IO=block), if the kernel has handed it over: its frames go
  * through the pipeline in batches of up to SS_IO_BATCH, read in place, then the block goes back to the
- * kernel (a broken frame header ends the block, its frames from there on counted in kernel_drops).
- * Returns the frames taken. */
+ * kernel (a broken frame header ends the block, its frames from there on counted in kernel_drops; a
+ * frame cut to the block's size is dropped, counted in rx_truncated). Returns the frames taken off the
+ * ring, run or not, at least 1 for a block handed over: the next block may be ready too, so the thread
+ * sweeps again before it sleeps (sweep_ports). */
 static int receive_block(ss_io *io, ss_port *port) {
     struct tpacket_block_desc *block = ring_block(port->ring, port->ring_head);
     if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) return 0;
@@ -806,7 +819,7 @@ static int receive_block(ss_io *io, ss_port *port) {
     }
     __atomic_store_n(&block->hdr.bh1.block_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
     port->ring_head = (port->ring_head + 1) % SS_BLOCK_COUNT;
-    return (int)frames;
+    return frames ? (int)frames : 1;
 }
 
 static inline int slot_ready(const ss_port *port) {
@@ -924,7 +937,8 @@ static void hybrid_block_taken(ss_port *port, const struct tpacket_block_desc *b
  * bounce relinks the two sockets to the fanout group without a grace period (frames can go to the other
  * ring for a moment, or for good if the relink changed their order), and a slot frame waits while the
  * block being filled, opened before it arrived, may hold older frames (at most the block's timeout).
- * Returns the frames run (a frame cut to a block's size is taken but lost, counted in kernel_drops). */
+ * Returns the frames put in the batch (a frame cut to a block's size is taken but dropped, counted in
+ * rx_truncated); it reads until both rings are empty or the batch is full, so 0 means nothing waits. */
 static int receive_hybrid(ss_io *io, ss_port *port) {
     int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
     if (state == SS_SWITCH_DONE) hybrid_switched(port);
@@ -1057,7 +1071,9 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
     for (int i = 0; i < got; i++) {
         io->batch_data[i] = io->rx_iov[i].iov_base;
         io->batch_len[i] = io->rx_msgs[i].msg_len;
-        io->batch_outgoing[i] = io->rx_addr[i].sll_pkttype == PACKET_OUTGOING;
+        io->batch_skip[i] = io->rx_addr[i].sll_pkttype == PACKET_OUTGOING ? SS_SKIP_OUTGOING
+                            : io->rx_msgs[i].msg_hdr.msg_flags & MSG_TRUNC ? SS_SKIP_CUT /* longer than SS_IO_FRAME */
+                                                                           : SS_RUN;
     }
     run_batch(io, port, got);
     return got;
@@ -1079,7 +1095,8 @@ static inline int port_has_input(const ss_port *port) {
 
 /* One batch (a block with the block ring) from each port with frames waiting, in port order: a port
  * that stays busy gets one batch per sweep like every other, so it starves none. Returns the frames
- * taken. */
+ * taken (skipped and dropped ones too): not 0 while a port may still hold frames, so the thread sleeps
+ * only after a sweep that found nothing. */
 static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
     int total = 0;
     for (uint32_t i = 0; i < n && !io->paused; i++) {
@@ -1261,7 +1278,7 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
  * (0: recvmmsg, 1: a ring of frame slots, 2: a ring of blocks, 3: hybrid), kernel drops (the socket's
  * or ring's), 1 when it sends through a ring (0: sendmmsg), frames sent with send() as too long for the
  * ring, and for a hybrid port: 1 when its frames go to blocks now, moves between the rings, nanoseconds
- * those moves took; -1 if no such port. */
+ * those moves took; then frames dropped as cut (rx_truncated); -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
     if (!port) return -1;
@@ -1282,6 +1299,7 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[8] = (uint64_t)port->on_blocks;
     out[9] = port->switches;
     out[10] = port->switch_ns;
+    out[11] = port->rx_truncated;
     return 0;
 }
 

@@ -79,7 +79,7 @@ def receive_tagged(sock: socket.socket, count: int, timeout: float = 20.0) -> li
     got, deadline = [], time.monotonic() + timeout
     while len(got) < count and time.monotonic() < deadline:
         try:
-            frame = sock.recv(65535)
+            frame = sock.recv(1 << 17)
         except TimeoutError:
             break
         if frame[16:22] == b"NATIVE":
@@ -212,6 +212,24 @@ def test_frames_longer_than_a_ring_slot_arrive_whole(veths, receive_path):
     with running_switch(veths) as (_, ports, tx, rx):
         assert_receive_path(ports, receive_path)
         forward_sizes_in_order(tx, rx, [100, 3000, 9000, 60, 2049, 2048, 5000])
+
+
+def test_a_frame_longer_than_its_receive_buffer_is_dropped_and_counted_never_run_cut(veths, receive_path):
+    """At a veth's largest MTU (65535) a frame is up to 65549 bytes: more than the 64 KB that a frame slot,
+    the long-frame read behind it or recvmmsg's buffer holds (a block holds it whole). Where it does not
+    fit it is dropped and counted (rx_truncated), never run through the pipeline cut; the frames before
+    and after it pass."""
+    set_mtu(veths, 65535)
+    with running_switch(veths) as (sw, ports, tx, rx):
+        assert_receive_path(ports, receive_path)
+        frames = [tagged(FORWARD, 2, i, size=size) for i, size in enumerate([100, 65549, 65536, 200])]
+        for f in frames:
+            tx.send(f)
+        whole = receive_path == "block"
+        passed = [f for f in frames if whole or len(f) <= 65536]
+        assert receive_tagged(rx, len(passed)) == [f[:12] + bytes([0, 2, 0, 0]) + f[16:] for f in passed]
+        assert settled(lambda: ports.port_stats(1).rx_truncated, 0 if whole else 1) == (0 if whole else 1)
+        assert sw.stats["received"] == ports.port_stats(1).rx == len(passed)
 
 
 def test_an_mtu_raised_after_the_ports_opened_still_passes_whole_frames(veths, receive_path):
