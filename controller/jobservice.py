@@ -156,7 +156,8 @@ class JobManager:
         Raises
         ------
         ReplanError
-            A job could not be re-planned (its watchers were told; the others were re-planned).
+            A job could not be re-planned (its watchers were told; the others were re-planned), or a
+            watcher raised (the other watchers and jobs were told all the same).
         """
         with self.lock:
             self.dead_switches.add(switch)
@@ -173,18 +174,20 @@ class JobManager:
             return self._replan_all(crosses, f"link {a}-{b}")
 
     def _replan_all(self, affected: Callable[[JobPlan], bool], what: str) -> list[JobPlan]:
+        """Re-plan every ``affected`` job, each whatever happened to the others (a job that cannot be
+        re-planned, a watcher that raised); then raise one ReplanError naming everything that went wrong."""
         out, errors = [], []
         for job_id in sorted(self.jobs):
             if affected(self.jobs[job_id][-1]):
                 try:
-                    out.append(self._replan(job_id, what))
+                    out.append(self._replan(job_id, what, errors))
                 except ControllerError as exc:
                     errors.append(str(exc))
         if errors:
             raise ReplanError("; ".join(errors))
         return out
 
-    def _replan(self, job_id: int, what: str) -> JobPlan:
+    def _replan(self, job_id: int, what: str, errors: list[str]) -> JobPlan:
         old = self.jobs[job_id][-1]
         graph = surviving_graph(self.graph, self.dead_switches, self.dead_links)
         try:
@@ -193,7 +196,7 @@ class JobManager:
                 self.installer.install_job(new)
         except ControllerError as exc:
             message = f"re-planning job {job_id} around the failed {what} failed: {exc}"
-            self._tell(job_id, None, message)
+            errors.extend(self._tell(job_id, None, message))
             raise ReplanError(message) from None
         if self.installer is not None:  # the old trees' entries, where a switch still answers
             try:
@@ -204,12 +207,20 @@ class JobManager:
             job_id, {t.tree_id for t in old.trees}, {c.result_group for c in old.switches if c.result_group}
         )
         self.jobs[job_id].append(new)
-        self._tell(job_id, new, "")
+        errors.extend(self._tell(job_id, new, ""))
         return new
 
-    def _tell(self, job_id: int, plan: JobPlan | None, reason: str) -> None:
+    def _tell(self, job_id: int, plan: JobPlan | None, reason: str) -> list[str]:
+        """Call every watcher of ``job_id``; return what the ones that raised said. One watcher's
+        exception (an agent's pipe that broke) must reach neither the others nor the re-planning."""
+        failures = []
         for callback in list(self.watchers.get(job_id, [])):
-            callback(plan, reason)
+            try:
+                callback(plan, reason)
+            except Exception as exc:
+                told = f"plan version {plan.version}" if plan is not None else "that it cannot go on"
+                failures.append(f"job {job_id}'s watcher failed on {told}: {type(exc).__name__}: {exc}")
+        return failures
 
     def plan(self, job_id: int, version: int = 0) -> JobPlan:
         """The plan of ``job_id``: its latest version (``version`` 0) or that version.

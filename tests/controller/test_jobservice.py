@@ -159,3 +159,29 @@ def test_closing_a_plan_file_watch_ends_the_follower(tmp_path):
     source.close()
     follower.join(timeout=5)
     assert not follower._thread.is_alive() and follower.versions_seen == 0
+
+
+def test_a_watcher_that_raises_keeps_neither_its_jobs_other_watchers_nor_other_jobs_from_their_new_plans():
+    """One job's broken watcher (an agent pipe that died, say) must not leave the other jobs of the same
+    failure on trees through the dead switch: every job is re-planned, every other watcher told, and the
+    failure report names the broken watcher."""
+    manager = JobManager(load_topology(ROOT / "topologies" / "leaf_spine.yaml"))
+    workers = [f"h{i}" for i in range(1, 9)]
+    first, _ = manager.register(workers, ["h9"], PlanOptions())
+    second, _ = manager.register(workers, ["h9"], PlanOptions())
+    spine = next(c.switch for c in first.switches if c.switch.startswith("sp"))
+    assert spine in {c.switch for c in second.switches}
+    told: list[tuple[int, int]] = []
+
+    def broken(plan, reason):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    manager.watch(first.job_id, broken)
+    for job in (first, second):
+        manager.watch(job.job_id, lambda plan, reason, job=job: told.append((job.job_id, plan.version)))
+    with pytest.raises(ReplanError, match=rf"job {first.job_id}'s watcher failed on plan version 2: .*Broken pipe"):
+        manager.switch_failed(spine, "probe failed")
+    assert sorted(told) == [(first.job_id, 2), (second.job_id, 2)]
+    for job in (first, second):
+        assert manager.plan(job.job_id).version == 2
+        assert spine not in {c.switch for c in manager.plan(job.job_id).switches}
