@@ -156,7 +156,7 @@ class Installer:
 
     # -- pipeline and topology-wide state ----------------------------------------------------------
     def push_pipeline(self, switches: list[str] | None = None) -> None:
-        """Load the P4Info and device config into ``switches`` (default: all).
+        """Load the P4Info and device config into ``switches`` (None: all; an empty list: none).
 
         Raises
         ------
@@ -165,7 +165,7 @@ class Installer:
         """
         if self.p4info is None or self.device_config is None:
             raise P4RuntimeError("pushing a pipeline needs both a P4Info and a device config")
-        for s in switches or [s.name for s in self.topo.switches]:
+        for s in self._or_all(switches):
             self.conn(s).set_pipeline(self.p4info, self.device_config)
 
     def topology_entries(self, switch: str) -> list[p4runtime_pb2.TableEntry]:
@@ -212,7 +212,8 @@ class Installer:
         return self._routes[host]
 
     def install_topology(self, switches: list[str] | None = None) -> int:
-        """Write the topology-wide entries of ``switches`` (default: all), inserting or modifying.
+        """Write the topology-wide entries of ``switches`` (None: all; an empty list: none), inserting or
+        modifying.
 
         Returns
         -------
@@ -224,10 +225,12 @@ class Installer:
         P4RuntimeError
             A switch refused an update or cannot be reached.
         """
-        count = 0
-        for s in switches or [s.name for s in self.topo.switches]:
-            count += self._upsert(s, self.topology_entries(s))
-        return count
+        return sum(self._upsert(s, self.topology_entries(s)) for s in self._or_all(switches))
+
+    def _or_all(self, switches: list[str] | None) -> list[str]:
+        """``switches``, or every switch of the topology for None (not for an empty list: a caller that
+        computed which switches need a write and found none means none)."""
+        return [s.name for s in self.topo.switches] if switches is None else switches
 
     def route_around(self, dead_switches: Collection[str], dead_links: Collection[tuple[str, str]]) -> int:
         """Re-route the live switches' /32 routes over what survives of the topology (fewest hops, as at
@@ -250,7 +253,7 @@ class Installer:
             and any(s.name in new and self._toward(host).get(s.name) != new[s.name] for host, new in routes.items())
         ]
         self._route_graph, self._routes, self._dead = graph, routes, dead
-        return self.install_topology(changed) if changed else 0
+        return self.install_topology(changed)
 
     # -- jobs --------------------------------------------------------------------------------------
     def job_entries(self, plan: JobPlan) -> dict[str, JobEntries]:

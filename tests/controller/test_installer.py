@@ -181,3 +181,24 @@ def test_routing_around_a_dead_spine_rewrites_only_changed_routes_and_keeps_old_
     written.clear()
     assert inst.route_around({dead}, set()) == 0 and written == {}
     assert inst.admission_ports(plan) == ports
+
+
+def test_an_empty_list_of_switches_writes_to_none():
+    """``install_topology([])`` / ``push_pipeline([])``: no switch (route_around with nothing changed);
+    None is what means every switch."""
+    from p4.config.v1 import p4info_pb2
+
+    topo = leaf_spine()
+    connected: list[str] = []
+
+    def connect(switch):
+        connected.append(switch)
+        raise P4RuntimeError(f"switch {switch}: not to be touched")
+
+    inst = Installer(topo, p4info_pb2.P4Info(), b"pipeline", connect=connect)
+    assert inst.install_topology([]) == 0
+    inst.push_pipeline([])
+    assert connected == []
+    with pytest.raises(P4RuntimeError, match="not to be touched"):
+        inst.push_pipeline()  # None: every switch, the first one first
+    assert connected == [topo.switches[0].name]
