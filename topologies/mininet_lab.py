@@ -344,12 +344,12 @@ class MininetLab:
     def _plan_changed(self, job_id: int, plan, reason: str) -> None:
         """A job manager watcher: a new plan version goes to the server agent (which must know the new
         trees before chunks arrive on them), then to every worker; ``plan`` None fails the job's rounds
-        with ``reason``, and so does a server agent that does not take the version. Raises nothing: the
-        job manager calls it while re-planning, and the other jobs must be re-planned too."""
+        with ``reason``, and so does an agent that does not take the version (a server agent that does
+        not answer, an agent whose pipe broke: it died). Raises nothing: the job manager calls it while
+        re-planning, and the other jobs must be re-planned too."""
         if plan is None:
             self.log(f"[lab] job {job_id} cannot go on: {reason}")
-            for agent in self.agents.values():
-                agent.send({"cmd": "plan_failed", "job": job_id, "reason": reason})
+            self._tell_workers({"cmd": "plan_failed", "job": job_id, "reason": reason})
             return
         try:
             path = self._server_takes(job_id, plan)
@@ -357,14 +357,36 @@ class MininetLab:
             self.failed = True
             self._plan_changed(job_id, None, f"the server agent did not take plan version {plan.version}: {exc}")
             return
-        for agent in self.agents.values():
-            agent.send({"cmd": "plan", "plan": str(path)})
+        refused = self._tell_workers({"cmd": "plan", "plan": str(path)})
+        if refused:
+            name, exc = refused[0]
+            self._plan_changed(job_id, None, f"the worker agent {name} did not take plan version {plan.version}: {exc}")
+            return
         if job_id == self.plan.job_id:
             self.plan = plan
         elif job_id == self.ps_plan.job_id:
             self.ps_plan = plan
-        spines = sorted({c.switch for c in plan.switches if c.aggregates})
-        self.log(f"[lab] job {job_id} runs on plan version {plan.version} (aggregating: {', '.join(spines) or 'none'})")
+        self._log_version("job", job_id, plan)
+
+    def _tell_workers(self, cmd: dict) -> list[tuple[str, OSError]]:
+        """Send ``cmd`` to every worker agent, even past one whose pipe broke; return the agents that
+        could not take it, with why."""
+        refused = []
+        for name, agent in self.agents.items():
+            try:
+                agent.send(cmd)
+            except OSError as exc:  # the agent's process died: BrokenPipeError
+                self.failed = True
+                refused.append((name, exc))
+        return refused
+
+    def _log_version(self, what: str, job_id: int, plan) -> None:
+        """The line saying a job runs on a new plan version, and where it aggregates (tests that kill an
+        aggregating switch wait for it)."""
+        aggregating = sorted({c.switch for c in plan.switches if c.aggregates})
+        self.log(
+            f"[lab] {what} {job_id} runs on plan version {plan.version} (aggregating: {', '.join(aggregating) or 'none'})"
+        )
 
     def _server_takes(self, job_id: int, plan) -> Path:
         """Give the server agent a job's new plan version (before any worker sends on its trees); return
@@ -392,11 +414,7 @@ class MininetLab:
             )
             return
         publish_plan(plan_path, plan)
-        aggregating = sorted({c.switch for c in plan.switches if c.aggregates})
-        self.log(
-            f"[lab] training job {job_id} runs on plan version {plan.version} "
-            f"(aggregating: {', '.join(aggregating) or 'none'})"
-        )
+        self._log_version("training job", job_id, plan)
 
     def kill_switch(self, switch: str) -> None:
         """Kill a switch's process (SIGKILL, as a crash): it stops forwarding and answering P4Runtime."""

@@ -107,3 +107,42 @@ def test_a_re_plan_while_the_server_agent_adds_a_training_job_reaches_server_and
         training = [c for c in commands if c[1].startswith(("train-", f"plan-job{plan.job_id}-"))]
         assert training == [("add_job", plan_path.name), ("update_job", f"plan-job{plan.job_id}-v2.json")]
     assert lab._server_call.calls[-1] == {"cmd": "remove_job", "job": plan.job_id}  # released afterwards
+
+
+class DeadAgent:
+    """A worker agent whose process died: its command pipe is broken."""
+
+    def send(self, obj: dict) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_worker_agent_that_died_fails_its_jobs_with_why_and_the_lab_goes_on(lab):
+    """A dead agent's broken pipe fails each re-planned job it is a worker of with a reason naming the agent
+    (its peers are told: their rounds end with it instead of a timeout); neither the lab's handler nor the
+    job manager's re-planning of the next job stops there."""
+    logged: list[str] = []
+    lab.log = logged.append
+    dead = lab.workers[1]
+    lab.agents[dead] = DeadAgent()
+    spine = sorted(spines(lab.plan) & {c.switch for c in lab.ps_plan.switches})[0]  # both jobs cross it
+    lab.jobs.switch_failed(spine, "probe failed")  # raises nothing: the lab's watchers do not raise
+    live = [agent for name, agent in lab.agents.items() if name != dead]
+    for job_id in (lab.plan.job_id, lab.ps_plan.job_id):
+        assert lab.jobs.plan(job_id).version == 2
+        reason = f"the worker agent {dead} did not take plan version 2: [Errno 32] Broken pipe"
+        for agent in live:
+            assert {"cmd": "plan_failed", "job": job_id, "reason": reason} in agent.sent
+        assert f"[lab] job {job_id} cannot go on: {reason}" in logged
+    assert lab.failed
+
+
+def test_the_lab_logs_which_switches_aggregate_each_new_version(lab):
+    logged: list[str] = []
+    lab.log = logged.append
+    with lab.training_job() as (plan, plan_path):
+        spine = sorted(spines(plan))[0]
+        lab.jobs.switch_failed(spine, "probe failed")
+        for job_id, what in ((lab.plan.job_id, "job"), (plan.job_id, "training job")):
+            new = lab.jobs.plan(job_id)
+            aggregating = ", ".join(sorted({c.switch for c in new.switches if c.aggregates}))
+            assert f"[lab] {what} {job_id} runs on plan version 2 (aggregating: {aggregating})" in logged
