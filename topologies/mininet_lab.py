@@ -384,9 +384,8 @@ class MininetLab:
         """The line saying a job runs on a new plan version, and where it aggregates (tests that kill an
         aggregating switch wait for it)."""
         aggregating = sorted({c.switch for c in plan.switches if c.aggregates})
-        self.log(
-            f"[lab] {what} {job_id} runs on plan version {plan.version} (aggregating: {', '.join(aggregating) or 'none'})"
-        )
+        where = ", ".join(aggregating) or "none"
+        self.log(f"[lab] {what} {job_id} runs on plan version {plan.version} (aggregating: {where})")
 
     def _server_takes(self, job_id: int, plan) -> Path:
         """Give the server agent a job's new plan version (before any worker sends on its trees); return
