@@ -47,8 +47,9 @@ RTO_S = 0.05  # kernel UDP through switches that forward in microseconds (BMv2, 
 RTO_PYTHON_SWITCHES_S = 0.2  # processes through Python softswitches (mininet lab, torch backend): ms per hop
 RTO_VIRTUAL_S = 0.005  # the in-process network's virtual clock: modelled links of ~0.1 ms, no CPU time
 # A chunk is resent (backoff doubling up to a cap) until it has gone this long without a result since its
-# first send; then the collective fails with AllreduceTimeout. Time, not a count of resends, bounds a job: a
-# link losing one packet in five needs many resends, a dead peer is given up after the same budget.
+# first send or its round's last new result, whichever is later; then the collective fails with
+# AllreduceTimeout. Time, not a count of resends, bounds a job: a link losing one packet in five needs many
+# resends, a dead peer is given up after the same budget.
 GIVE_UP_S = 30.0  # kernel UDP agents, the torch backend (its INA_TIMEOUT), the mininet lab
 GIVE_UP_VIRTUAL_S = 5.0  # the in-process network's virtual clock (round trips of ~1 ms)
 

@@ -289,7 +289,8 @@ class WorkerAgent:
     ``timeout`` is the first retransmission timeout in seconds of the transport's clock (the agent
     raises it to twice the measured round-trip time when that is larger); each resend doubles it, up
     to ``max_backoff`` times the base. A chunk is resent until it has gone ``give_up_after`` seconds
-    without a result since its first send (the collective's time budget); then the collective fails
+    without a result since its first send or its round's last new result, whichever is later (the
+    collective's time budget: a lossy path that still delivers is ridden out); then the collective fails
     with AllreduceTimeout naming the chunk, its path, what was heard last on each tree and the loss
     this agent measured. ``retries`` (default None: no count) also gives up after that many resends
     of one chunk.
@@ -553,13 +554,15 @@ class WorkerAgent:
         RTT samples so far came from the chunks fast enough to beat the timeout)."""
         self._backoff = min(2.0 * self._backoff, self.max_backoff)
 
-    def gives_up(self, attempts: np.ndarray, first_sent: np.ndarray, now: float) -> np.ndarray:
-        """Which chunks, due for a resend now, are given up instead (the retry count or time budget)."""
+    def gives_up(self, attempts: np.ndarray, waiting_since: np.ndarray, now: float) -> np.ndarray:
+        """Which chunks, due for a resend now, are given up instead: the retry count, or the time budget
+        counted from ``waiting_since`` (``Round.waiting_since``: the later of a chunk's first send and
+        its round's last new result)."""
         giving_up = np.zeros(len(attempts), dtype=bool)
         if self.retries is not None:
             giving_up |= attempts >= self.retries
         if self.give_up_after is not None:
-            giving_up |= now - first_sent >= self.give_up_after
+            giving_up |= now - waiting_since >= self.give_up_after
         return giving_up
 
     def rtt_samples(self, samples: np.ndarray) -> None:

@@ -339,6 +339,7 @@ class Round:
         self.finished = False
         self.counted = False  # in the agent's round counters (``_sent``)
         self.results_heard = 0
+        self.last_result_at = -np.inf  # when the round last got a result it did not have (its progress)
         self.duplicates = 0
         k = agent.values_per_packet
         self.width = w = span * k  # positions per chunk
@@ -506,7 +507,7 @@ class Round:
                 continue
             due = waiting[self.deadline[waiting] <= now]
             if due.size:
-                giving_up = agent.gives_up(self.attempts[due], self.sent_at[due], now)
+                giving_up = agent.gives_up(self.attempts[due], self.waiting_since(due), now)
                 if giving_up.any():
                     self._fail(self._timeout_message(int(due[giving_up][0])))
                     return
@@ -527,19 +528,60 @@ class Round:
         if earliest < np.inf:
             self._arm(earliest)
 
+    def waiting_since(self, chunks: np.ndarray) -> np.ndarray:
+        """Where the time budget of ``chunks`` counts from: the later of their first send and the round's
+        last new result. A path that loses most packets but still delivers keeps a round going; one that
+        delivers nothing ends it a budget after the last result."""
+        return np.maximum(self.sent_at[chunks], self.last_result_at)
+
     def _timeout_message(self, chunk: int) -> str:
         agent = self.agent
-        waited = agent.loop.now() - self.sent_at[chunk]
+        now = agent.loop.now()
+        waited = now - self.sent_at[chunk]
         heard_text = agent.silence_report()
         tree = int(self.tree_ids[chunk])
+        since_result = now - self.last_result_at
+        last_result = f", the last {since_result:.3g} s ago" if self.results_heard else ""
         return (
             f"job {agent.job_id} rank {agent.rank}: {self.label}: no result for chunk seq "
             f"{(self.first_seq + chunk) & SEQ_MASK} (chunk {chunk} of {self.chunks}, tree {tree}, path "
             f"{agent.path(tree)}, slot {self.slot[chunk]}, shadow {self.shadow[chunk]}) after "
             f"{self.attempts[chunk]} retransmissions over {waited:.3g} s; {self.results_heard} of {self.chunks} "
-            f"results of this round heard; {self.measured_loss()}; {heard_text}. "
-            f"A worker or the aggregation server is probably dead or unreachable."
+            f"results of this round heard{last_result}; {self.measured_loss()}; {heard_text}. "
+            f"{self._diagnosis(chunk)}"
         )
+
+    def _diagnosis(self, chunk: int) -> str:
+        """Why a chunk was given up, from what the round heard: results still coming when a resend count
+        gave up (a lossy path); results that stopped for a whole time budget (a path losing nearly
+        everything, or a peer that stopped); nothing at all (something dead)."""
+        agent = self.agent
+        now = agent.loop.now()
+        resends = int(self.attempts.sum())
+        answered = _count(self.done & (self.attempts > 0))  # a chunk resent and done: one resend answered
+        unanswered = f"{(resends - answered) / max(resends, 1):.0%} of this round's resends went unanswered"
+        since_result = now - self.last_result_at
+        if self.results_heard and self.last_result_at > self.sent_at[chunk] and since_result < self._budget():
+            return (
+                f"Results for other chunks arrived until {since_result:.3g} s ago: the path is losing packets "
+                f"({unanswered})."
+            )
+        if self.results_heard:
+            return (
+                f"Results for other chunks arrived until {since_result:.3g} s ago, none since ({unanswered}): "
+                "a path losing nearly every packet, or a worker or the server that stopped (a longer time budget, "
+                "give_up_after or INA_TIMEOUT, rides out heavier loss)."
+            )
+        heard = agent.last_heard
+        quiet = "nothing heard at all" if heard is None else f"the last packet heard {now - heard[0]:.3g} s ago"
+        return (
+            f"No result of this round yet, {quiet}: a worker, the aggregation server or a switch on the path is "
+            "dead or unreachable."
+        )
+
+    def _budget(self) -> float:
+        """The agent's time budget (infinite when only a resend count bounds it)."""
+        return np.inf if self.agent.give_up_after is None else self.agent.give_up_after
 
     def in_flight(self) -> int:
         """Chunks sent and not answered yet (the results this round still waits for from the network)."""
@@ -621,6 +663,7 @@ class Round:
         if _count(first_try):
             self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[where][first_try])
         self.results_heard += taken
+        self.last_result_at = self.agent.loop.now()
         self.remaining -= taken
         if self.remaining == 0:
             self._finish()

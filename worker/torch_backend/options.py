@@ -38,8 +38,9 @@ class InaOptions:
                  rank (torchrun).
     host:        this rank's host name in the plan; default: the plan's worker with this rank
                  (INA_HOST).
-    timeout:     seconds one switch allreduce may take before it fails (INA_TIMEOUT); also the time a
-                 chunk is resent for before the agent gives up on it.
+    timeout:     seconds a switch allreduce may go without a new result before it fails (INA_TIMEOUT):
+                 a chunk is resent until then (counted from its first send or the last result,
+                 whichever is later), so a lossy path that still delivers is ridden out.
     rto:         first retransmission timeout of a chunk, seconds (INA_RTO); the agent raises it
                  to twice the measured round trip and doubles it per resend.
     retries:     if set, also fail after this many resends of one chunk (INA_RETRIES; default: no
