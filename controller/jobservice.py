@@ -176,7 +176,8 @@ class JobManager:
     def _replan_all(self, affected: Callable[[JobPlan], bool], what: str) -> list[JobPlan]:
         """Re-plan every ``affected`` job, each whatever happened to the others (a job that cannot be
         re-planned, a watcher that raised); then raise one ReplanError naming everything that went wrong."""
-        out, errors = [], []
+        out: list[JobPlan] = []
+        errors: list[str] = []
         for job_id in sorted(self.jobs):
             if affected(self.jobs[job_id][-1]):
                 try:

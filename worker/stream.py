@@ -238,6 +238,8 @@ class RoundOwner(Protocol):
     cursors: list[TreeCursor]
     recovery: TreeCursor | None
     stats: collections.Counter[str]
+    give_up_after: float | None  # the time budget (None: only a resend count)
+    last_heard: tuple[float, str, str] | None  # (when, from, what) of the last packet heard
 
     def take_seqs(self, count: int) -> int:
         """Reserve ``count`` consecutive sequence numbers (mod 2^32); return the first."""
@@ -251,7 +253,7 @@ class RoundOwner(Protocol):
         """Chunks were resent (back off until a chunk sent once comes back)."""
         ...
 
-    def gives_up(self, attempts: np.ndarray, first_sent: np.ndarray, now: float) -> np.ndarray:
+    def gives_up(self, attempts: np.ndarray, waiting_since: np.ndarray, now: float) -> np.ndarray:
         """Which chunks due for a resend are given up instead."""
         ...
 
@@ -532,7 +534,8 @@ class Round:
         """Where the time budget of ``chunks`` counts from: the later of their first send and the round's
         last new result. A path that loses most packets but still delivers keeps a round going; one that
         delivers nothing ends it a budget after the last result."""
-        return np.maximum(self.sent_at[chunks], self.last_result_at)
+        since: np.ndarray = np.maximum(self.sent_at[chunks], self.last_result_at)
+        return since
 
     def _timeout_message(self, chunk: int) -> str:
         agent = self.agent
