@@ -194,9 +194,9 @@ def ddp_training(rank: int, world: int, backend: str, steps: int = 25, hook: boo
     if hook:
         import worker.torch_backend as ina
 
-        # job options may also come as pg_options (here: the all_reduce timeout)
+        # job options may also come as pg_options (here: the all_reduce timeout, the agent's time budget)
         group = dist.new_group(backend="ina", pg_options=ina.InaOptions(timeout=45.0))
-        assert group.channel.timeout == 45.0
+        assert group.channel.agent.give_up_after == 45.0
         ddp.register_comm_hook(state=group, hook=ina.ina_allreduce_hook)
     return {**train_shard(ddp, rank, world, steps), "backend": dist.get_backend()}
 
