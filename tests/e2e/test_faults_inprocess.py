@@ -21,8 +21,8 @@ def _job(net, n_workers=None, **kwargs):
 # cap) all fail with p ~ 1.3 %. A round has dozens of such stragglers: with the budget counted from a chunk's
 # first send, 4 of 12 seeds failed at the default budget with unicast results and 2 of 12 with multicast
 # (seeds 2 and 11 among them). Counted from the round's last result, a straggler has the whole budget once
-# the others are done: those seeds complete (1 of 12 unicast seeds still fails: a last straggler that missed
-# 64 times, the budget's chance, not a protocol rule).
+# the others are done: those seeds complete (of seeds 0-35, 13 unicast and 8 multicast failed before, 1 and 1
+# now: a last straggler that missed 64 times, the budget's chance, not a protocol rule).
 @pytest.mark.parametrize(
     "loss,result_mode,seed",
     [
