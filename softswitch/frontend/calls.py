@@ -115,6 +115,11 @@ class CallChecker:
         if isinstance(symbol, ActionSymbol):
             if context is None:
                 raise P4Error(n.pos, "an action call is a statement, not a value")
+            if context.kind in ("parser", "function"):
+                # P4_16 appendix "Restrictions on compile time and run time calls": no action from a parser
+                # state or a function (p4c: "Action calls are not allowed within parsers", "Functions
+                # cannot call actions")
+                raise P4Error(n.pos, f"an action cannot be called from a {context.kind}")
             action = symbol.action
             args = self.arguments(
                 action.qualified_name.rsplit(".", 1)[-1],

@@ -179,3 +179,16 @@ def test_default_parameter_values_are_for_functions_and_actions():
     assert msg == "t.p4:13:25: error: default value of parameter 'v' must be bit<8>, got bool"
     msg = error_of("action a(bit<8> u, bit<8> v = 1) { } apply { a(); }")
     assert msg == "t.p4:13:50: error: wrong number of arguments to 'a': expected 2, got 0"
+
+
+def test_actions_are_not_called_from_parser_states_or_functions():
+    """P4_16's table of calls ("Restrictions on compile time and run time calls") has no action call in a
+    parser state or a function; p4c refuses both ("Action calls are not allowed within parsers",
+    "Functions cannot call actions"). softswitch ran them."""
+    decls = HDR + " action bump() { }"
+    msg = error_of("apply { }", decls=decls, parser="state start { bump(); transition accept; }")
+    # the parser's text starts at column 5 of line 9, the call after "state start { "
+    assert msg == "t.p4:9:19: error: an action cannot be called from a parser"
+    # line 5 holds the declarations: HDR (35 characters), then " action bump() { } void f() { "
+    msg = error_of("apply { f(); }", decls=decls + " void f() { bump(); }")
+    assert msg == "t.p4:5:66: error: an action cannot be called from a function"
