@@ -21,6 +21,10 @@ third case measures the switch's own capacity:
 Prints a table with the machine's load and saves bench/results/native_io.json and .png.
 
     .venv/bin/python bench/native_io.py [--seconds 3] [--quick] [--out DIR]    (root: creates veth pairs)
+    .venv/bin/python bench/native_io.py --idle 15 [--trickle 100] [--rounds 2]
+
+--idle measures instead what the switch's native threads spend when frames are few: CPU seconds with no
+traffic and with a trickle, frame slots against the hybrid (SOFTSWITCH_IO=hybrid), alternating.
 """
 
 from __future__ import annotations
@@ -250,6 +254,79 @@ def measure_switch(lib, frame: bytes, size: int, seconds: float, pinned: bool, m
     return {"case": "switch", "rx": mode, "frame_bytes": size, **r}
 
 
+def trickle(iface: str, frame: bytes, rate: float, seconds: float) -> int:
+    """Sends `frame` on `iface` at `rate` frames/s for `seconds` (0: just waits), on a fixed schedule
+    (a late frame does not shift the next). Returns the frames sent."""
+    if rate <= 0:
+        time.sleep(seconds)
+        return 0
+    import socket
+
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
+        sock.bind((iface, 0))
+        start, sent = time.monotonic(), 0
+        while (due := start + sent / rate) < start + seconds:
+            time.sleep(max(0.0, due - time.monotonic()))
+            sock.send(frame)
+            sent += 1
+    return sent
+
+
+def measure_idle(mode: str, seconds: float, rate: float) -> dict:
+    """The CPU a switch spends when frames are few: its native threads' (the I/O thread and the
+    hybrid's switcher) CPU seconds over `seconds` with no traffic (rate 0) or a trickle of 100-byte
+    frames at `rate` frames/s through port 1 -> port 2. On 2 shared cores whatever an idle or
+    lightly used switch spins away, the lab's workers lose."""
+    frame = frame_of(100)
+    with VethPairs(2) as [(s1, h1), (s2, _h2)]:
+        sw, ports = forwarding_switch(s1, s2, mode)
+        try:
+            threads = ["softswitch-io"] + (["softswitch-sw"] if mode == "hybrid" else [])
+            tids = [t for name in threads for t in thread_ids(name)]
+            time.sleep(0.2)  # past the threads' start
+            cpu0, t0 = sum(thread_cpu_seconds(t) for t in tids), time.monotonic()
+            sent = trickle(h1, frame, rate, seconds)
+            elapsed = time.monotonic() - t0
+            cpu = sum(thread_cpu_seconds(t) for t in tids) - cpu0
+            deadline = time.monotonic() + 1.0  # the last frame may still be on its way through
+            while sw.stats["received"] < sent and time.monotonic() < deadline:
+                time.sleep(0.01)
+            stats = ports.port_stats(1)
+            row = {
+                "case": "idle" if rate <= 0 else "trickle",
+                "rx": mode,
+                "rate": rate,
+                "seconds": round(elapsed, 2),
+                "sent": sent,
+                "switch_received": sw.stats["received"],
+                "switch_cpu_s": round(cpu, 4),
+                "switch_cpu_share": round(cpu / elapsed, 5),
+                "sleeps": ports.stats().sleeps,
+                "moves": stats.rx_switches,
+            }
+        finally:
+            ports.stop()
+            sw.close()
+            os.environ.pop("SOFTSWITCH_IO", None)
+    per_frame = f", {row['switch_cpu_s'] / sent * 1e6:.1f} us per frame" if sent else ""
+    print(
+        f"  {row['case']:7} {mode:>6} {rate:6.0f}/s: switch threads {row['switch_cpu_s'] * 1000:8.1f} ms CPU in "
+        f"{elapsed:.1f} s ({row['switch_cpu_share']:.3%}{per_frame}; {row['sleeps']} sleeps, {row['moves']} moves)"
+    )
+    return row
+
+
+def measure_idle_cases(seconds: float, rate: float, rounds: int) -> list[dict]:
+    """Frame slots (ring) against the hybrid, idle and with a trickle, alternating (the order flips each
+    round) so a busy spell of the machine falls on both."""
+    rows = []
+    for i in range(rounds):
+        for mode in ("ring", "hybrid") if i % 2 == 0 else ("hybrid", "ring"):
+            for r in (0.0, rate):
+                rows.append(measure_idle(mode, seconds, r))
+    return rows
+
+
 BURST = 1024  # frames per burst: fits the ring (4096 slots) and the 4 MB socket buffer at 1514 bytes
 
 
@@ -372,20 +449,36 @@ def main(argv=None) -> int:
         action="store_true",
         help="let the scheduler place the threads (default: the switch thread alone on one CPU)",
     )
+    p.add_argument(
+        "--idle",
+        type=float,
+        metavar="SECONDS",
+        help="instead of the rates: the switch's CPU over SECONDS with no traffic and with a trickle "
+        "(--trickle), frame slots against the hybrid, alternating (--rounds)",
+    )
+    p.add_argument("--trickle", type=float, default=100.0, help="--idle: frames/s of the trickle (default 100)")
+    p.add_argument("--rounds", type=int, default=2, help="--idle: rounds of each receive path (default 2)")
     args = p.parse_args(argv)
+    if args.idle is not None and (args.idle <= 0 or args.trickle <= 0 or args.rounds < 1):
+        p.error("--idle and --trickle take positive numbers, --rounds at least 1")
     if os.geteuid() != 0:
         print("native_io: needs root to create veth pairs and raw sockets", file=sys.stderr)
         return 2
     seconds = 0.5 if args.quick else args.seconds
     sizes = (64,) if args.quick else args.sizes
     load_before = os.getloadavg()
-    print(f"native port I/O, {seconds} s per case, load average before: {load_before[0]:.2f}")
     pinned = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
-    rows = measure(seconds, sizes, pinned)
+    if args.idle is not None:
+        print(f"native port I/O at rest, {args.idle} s per case, load average before: {load_before[0]:.2f}")
+        rows = measure_idle_cases(args.idle, args.trickle, args.rounds)
+        seconds = args.idle
+    else:
+        print(f"native port I/O, {seconds} s per case, load average before: {load_before[0]:.2f}")
+        rows = measure(seconds, sizes, pinned)
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f} (1 min), {os.cpu_count()} cores")
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / "native_io.json"
+    out = args.out / ("native_io_idle.json" if args.idle is not None else "native_io.json")
     out.write_text(
         json.dumps(
             {
@@ -400,6 +493,9 @@ def main(argv=None) -> int:
             indent=2,
         )
     )
+    if args.idle is not None:
+        print(f"saved {out}")
+        return 0
     png = args.out / "native_io.png"
     plot(rows, png, f"softswitch native port I/O (fixture forwarding 1 -> 2), load {load_before[0]:.1f}")
     print(f"saved {out} and {png}")
