@@ -380,6 +380,8 @@ def cmd_run(args) -> int:
     )
     while not stop.wait(0.5):
         pass
+    for line in ports.summary():
+        print(f"softswitch: {line}", file=sys.stderr, flush=True)
     ports.stop()
     server.stop()
     print("softswitch: stopped", file=sys.stderr, flush=True)
@@ -427,6 +429,13 @@ class DevicePorts:
         if self.current is not None:
             return self.current.send(port, frame)
         return False
+
+    def summary(self) -> list[str]:
+        """Per port of a native switch, its receive path and counters (for the log at exit: which path
+        ran, and how often a hybrid port moved); nothing for Python ports."""
+        if self.switch is None or getattr(self.switch, "backend", "python") != "native" or self.current is None:
+            return []
+        return [f"port {n} ({iface}): {self.current.port_stats(n).summary()}" for n, iface in self.interfaces]
 
     def stop(self) -> None:
         if self.current is not None:

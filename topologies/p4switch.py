@@ -62,9 +62,9 @@ class Target:
 
 
 def softswitch_target() -> Target:
-    exe = Path(sys.executable).with_name("softswitch")
-    if exe.exists():
-        return Target("softswitch", (str(exe),), grpc_after_dashes=False)
+    """softswitch on this interpreter, so the switches run the lab's own checkout: the venv's
+    `softswitch` script names the venv's interpreter, whose checkout can be another one (a git worktree
+    sharing the venv ran the main checkout's switch)."""
     return Target("softswitch", (sys.executable, "-m", "softswitch"), grpc_after_dashes=False)
 
 

@@ -32,10 +32,22 @@ class NativePortStats(PortStats):
     kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
     tx_ring: bool = False  # frames leave through a PACKET_MMAP transmit ring (else sendmmsg)
     tx_long: int = 0  # frames sent with send() because they were too long for a ring slot or the MTU
-    hybrid: bool = False  # both rings, frames moved between them with the rate (the default; ss_io.c)
+    hybrid: bool = False  # both rings, frames moved between them with the rate (SOFTSWITCH_IO=hybrid; ss_io.c)
     on_blocks: bool = False  # ... its frames go to the block ring now
     rx_switches: int = 0  # ... moves between the two rings so far
     switch_ns: int = 0  # ... and the nanoseconds the I/O thread spent in them
+
+    def summary(self) -> str:
+        """One line a user reads in the switch's log: how the port received and what it counted."""
+        if self.hybrid:
+            path = f"hybrid ({self.rx_switches} moves between slots and blocks)"
+        elif self.rx_blocks:
+            path = "blocks"
+        else:
+            path = "frame slots" if self.ring else "recvmmsg"
+        return (
+            f"receive {path}, rx {self.rx}, tx {self.tx}, tx errors {self.tx_errors}, kernel drops {self.kernel_drops}"
+        )
 
 
 @dataclass
