@@ -24,7 +24,8 @@ Prints a table with the machine's load and saves bench/results/native_io.json an
     .venv/bin/python bench/native_io.py --idle 15 [--trickle 100] [--rounds 2]
 
 --idle measures instead what the switch's native threads spend when frames are few: CPU seconds with no
-traffic and with a trickle, frame slots against the hybrid (SOFTSWITCH_IO=hybrid), alternating.
+traffic and with a trickle (each frame's latency through the switch too), frame slots (SOFTSWITCH_IO=ring)
+against the hybrid (SOFTSWITCH_IO=hybrid), alternating.
 """
 
 from __future__ import annotations
@@ -254,40 +255,81 @@ def measure_switch(lib, frame: bytes, size: int, seconds: float, pinned: bool, m
     return {"case": "switch", "rx": mode, "frame_bytes": size, **r}
 
 
-def trickle(iface: str, frame: bytes, rate: float, seconds: float) -> int:
-    """Sends `frame` on `iface` at `rate` frames/s for `seconds` (0: just waits), on a fixed schedule
-    (a late frame does not shift the next). Returns the frames sent."""
+def trickle(send_iface: str, recv_iface: str, frame: bytes, rate: float, seconds: float) -> list[float]:
+    """Sends `frame` on `send_iface` at `rate` frames/s for `seconds` (0: just waits), on a fixed
+    schedule (a late frame does not shift the next), each with the next sequence number, and waits for
+    it on `recv_iface` (up to 50 ms). Returns each frame's time from send() to its arrival in
+    microseconds (None for one that did not come): a lone frame's latency through the switch, the
+    bench's Python included (about the same on every receive path)."""
     if rate <= 0:
         time.sleep(seconds)
-        return 0
+        return []
     import socket
 
-    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as sock:
-        sock.bind((iface, 0))
-        start, sent = time.monotonic(), 0
-        while (due := start + sent / rate) < start + seconds:
+    with (
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
+        socket.socket(
+            socket.AF_PACKET,
+            socket.SOCK_RAW,
+            socket.htons(0x0003),  # ETH_P_ALL
+        ) as rx,
+    ):
+        tx.bind((send_iface, 0))
+        rx.bind((recv_iface, 0))
+        rx.settimeout(0.05)
+        start, out = time.monotonic(), []
+        while (due := start + len(out) / rate) < start + seconds:
             time.sleep(max(0.0, due - time.monotonic()))
-            sock.send(frame)
-            sent += 1
-    return sent
+            seq = len(out).to_bytes(4, "big")
+            t0 = time.perf_counter_ns()
+            tx.send(frame[:SEQ_AT] + seq + frame[SEQ_AT + 4 :])
+            out.append(None)
+            try:
+                while True:
+                    got = rx.recv(2048)
+                    if got[TAG_AT:SEQ_AT] == TAG and got[SEQ_AT : SEQ_AT + 4] == seq:
+                        out[-1] = (time.perf_counter_ns() - t0) / 1000
+                        break
+            except TimeoutError:
+                pass
+    return out
+
+
+def timer_interrupts() -> tuple[int, int]:
+    """(local timer interrupts, HRTIMER softirqs) on every CPU so far: a TPACKET_V3 block ring's retire
+    timer fires every millisecond (tp_retire_blk_tov) whether frames come or not."""
+    local = 0
+    for line in Path("/proc/interrupts").read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0] == "LOC:":
+            local = sum(int(f) for f in fields[1:] if f.isdigit())
+    hrtimer = 0
+    for line in Path("/proc/softirqs").read_text().splitlines():
+        fields = line.split()
+        if fields and fields[0] == "HRTIMER:":
+            hrtimer = sum(int(f) for f in fields[1:])
+    return local, hrtimer
 
 
 def measure_idle(mode: str, seconds: float, rate: float) -> dict:
     """The CPU a switch spends when frames are few: its native threads' (the I/O thread and the
     hybrid's switcher) CPU seconds over `seconds` with no traffic (rate 0) or a trickle of 100-byte
-    frames at `rate` frames/s through port 1 -> port 2. On 2 shared cores whatever an idle or
-    lightly used switch spins away, the lab's workers lose."""
+    frames at `rate` frames/s through port 1 -> port 2, each timed from send to arrival. On 2 shared
+    cores whatever an idle or lightly used switch spins away, the lab's workers lose."""
     frame = frame_of(100)
-    with VethPairs(2) as [(s1, h1), (s2, _h2)]:
+    with VethPairs(2) as [(s1, h1), (s2, h2)]:
         sw, ports = forwarding_switch(s1, s2, mode)
         try:
             threads = ["softswitch-io"] + (["softswitch-sw"] if mode == "hybrid" else [])
             tids = [t for name in threads for t in thread_ids(name)]
             time.sleep(0.2)  # past the threads' start
             cpu0, t0 = sum(thread_cpu_seconds(t) for t in tids), time.monotonic()
-            sent = trickle(h1, frame, rate, seconds)
+            timers0 = timer_interrupts()
+            latencies = trickle(h1, h2, frame, rate, seconds)
+            sent = len(latencies)
             elapsed = time.monotonic() - t0
             cpu = sum(thread_cpu_seconds(t) for t in tids) - cpu0
+            timers = [round((b - a) / elapsed) for a, b in zip(timers0, timer_interrupts(), strict=True)]
             deadline = time.monotonic() + 1.0  # the last frame may still be on its way through
             while sw.stats["received"] < sent and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -303,15 +345,28 @@ def measure_idle(mode: str, seconds: float, rate: float) -> dict:
                 "switch_cpu_share": round(cpu / elapsed, 5),
                 "sleeps": ports.stats().sleeps,
                 "moves": stats.rx_switches,
+                "machine_timer_interrupts_per_s": timers[0],  # the whole machine's: compare side by side
+                "machine_hrtimer_softirqs_per_s": timers[1],
             }
+            arrived = sorted(t for t in latencies if t is not None)
+            if arrived:  # a lone frame's time through the switch, send() to arrival (the bench's Python included)
+                row["lost"] = sent - len(arrived)
+                for q in (10, 50, 90):
+                    row[f"latency_p{q}_us"] = round(arrived[min(len(arrived) - 1, len(arrived) * q // 100)], 1)
         finally:
             ports.stop()
             sw.close()
             os.environ.pop("SOFTSWITCH_IO", None)
     per_frame = f", {row['switch_cpu_s'] / sent * 1e6:.1f} us per frame" if sent else ""
+    if "latency_p50_us" in row:
+        per_frame += (
+            f"; latency p10/p50/p90 {row['latency_p10_us']:.0f}/{row['latency_p50_us']:.0f}/"
+            f"{row['latency_p90_us']:.0f} us, {row['lost']} lost"
+        )
     print(
         f"  {row['case']:7} {mode:>6} {rate:6.0f}/s: switch threads {row['switch_cpu_s'] * 1000:8.1f} ms CPU in "
-        f"{elapsed:.1f} s ({row['switch_cpu_share']:.3%}{per_frame}; {row['sleeps']} sleeps, {row['moves']} moves)"
+        f"{elapsed:.1f} s ({row['switch_cpu_share']:.3%}{per_frame}; {row['sleeps']} sleeps, {row['moves']} moves); "
+        f"machine: {timers[0]:,} timer interrupts/s, {timers[1]:,} HRTIMER softirqs/s"
     )
     return row
 
