@@ -954,7 +954,7 @@ def measure_veth(frames: Frames, backends: list[str], seconds: float, sender_cou
                  cases: tuple[str, ...] = (), native_rx: tuple[str, ...] = ("hybrid",),
                  rps: tuple[str, ...] = ("off",)) -> list[dict]:  # fmt: skip
     """Every case on every back end (the native one once per transmit path in native_tx, and once per
-    other receive path in native_rx: hybrid, the default; ring, frame slots; block, TPACKET_V3 blocks), once per number of
+    other receive path in native_rx: ring, frame slots, the default; hybrid; block, TPACKET_V3 blocks), once per number of
     senders in sender_counts (native back end; the Python back end with one sender: a second one only
     adds loss), once per RPS setting in rps (off; in: the switch's input port's receive work on the
     switch's CPU, see ReceiveSteering). cases: the keys of the cases to run (empty: all)."""
@@ -1189,7 +1189,7 @@ def print_in_process_row(row: dict) -> None:
 
 def _backend_label(row: dict) -> str:
     """native/ring, native/sendmmsg or python (native/ring/rx-block with the block receive ring, rx-ring with
-    frame slots only; no suffix: the default hybrid path)."""
+    the hybrid; no suffix: the default, frame slots)."""
     if not row.get("switch_tx"):
         return row["backend"]
     rx = f"/rx-{row['switch_rx']}" if row.get("switch_rx") not in (None, DEFAULT_RX) else ""
@@ -1480,9 +1480,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--native-rx",
         default=None,
-        help="the native back end's receive paths to run side by side: hybrid (the default path: frame slots, moved "
-        "to blocks while the rate fills them), ring (frame slots only, TPACKET_V2) and/or block (TPACKET_V3 blocks "
-        "handed over when full or after 1 ms) (default hybrid,ring,block; quick: hybrid)",
+        help="the native back end's receive paths to run side by side: hybrid (frame slots, moved to blocks while "
+        "the rate fills them), ring (frame slots only, TPACKET_V2: the default path) and/or block (TPACKET_V3 blocks "
+        "handed over when full or after 1 ms) (default hybrid,ring,block; quick: ring)",
     )
     p.add_argument(
         "--rps",

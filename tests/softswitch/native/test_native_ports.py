@@ -27,8 +27,8 @@ ETH_P_ALL = 0x0003
 
 @pytest.fixture(params=["hybrid", "ring", "block", "recvmmsg"])
 def receive_path(request, monkeypatch):
-    """How a test's ports receive: both rings with frames moved between them by rate (the default), a
-    ring of frame slots (TPACKET_V2, SOFTSWITCH_IO=ring), a ring of blocks (TPACKET_V3,
+    """How a test's ports receive: both rings with frames moved between them by rate (SOFTSWITCH_IO=hybrid),
+    a ring of frame slots (TPACKET_V2, the default, SOFTSWITCH_IO unset), a ring of blocks (TPACKET_V3,
     SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without rings gets;
     SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
     if request.param == "ring":
@@ -458,7 +458,7 @@ def hybrid(monkeypatch):
 
 
 def test_a_hybrid_port_moves_to_blocks_in_a_burst_and_back_in_a_trickle_losing_nothing(veths, hybrid):
-    """The default receive path: a burst moves port 1 to its block ring while frames keep coming (some
+    """The hybrid receive path: a burst moves port 1 to its block ring while frames keep coming (some
     of them on their way while the fanout's program is replaced), a trickle moves it back to frame
     slots; every frame arrives exactly once and in order across both moves."""
     with running_switch(veths) as (sw, ports, tx, rx):
