@@ -14,6 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "native_io.py"
 
 
+def run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
+
+
 def _has_compiler() -> bool:
     from native.build import CompilerMissing, compiler
 
@@ -27,13 +33,7 @@ def _has_compiler() -> bool:
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (veth pairs)")
 @pytest.mark.skipif(not _has_compiler(), reason="the native runtime needs a C compiler")
 def test_quick_run_saves_every_case(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "native_io.py"), "--quick", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=ROOT,
-    )
+    proc = run_bench("--quick", "--out", str(tmp_path), timeout=180)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "native_io.json").read_text())["rows"]
     cases = {(r["case"], r.get("rx")) for r in rows}
@@ -47,26 +47,14 @@ def test_quick_run_saves_every_case(tmp_path):
 
 
 def test_idle_refuses_a_non_positive_duration():
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), "--idle", "0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    proc = run_bench("--idle", "0", timeout=60)
     assert proc.returncode == 2 and "--idle and --trickle take positive numbers" in proc.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 (veth pairs)")
 @pytest.mark.skipif(not _has_compiler(), reason="the native runtime needs a C compiler")
 def test_idle_run_measures_both_receive_paths_at_rest_and_with_a_trickle(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), "--idle", "0.3", "--rounds", "1", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    proc = run_bench("--idle", "0.3", "--rounds", "1", "--out", str(tmp_path), timeout=120)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((tmp_path / "native_io_idle.json").read_text())["rows"]
     assert sorted((r["case"], r["rx"]) for r in rows) == [
