@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
 from protocol import constants as C  # noqa: E402
 from protocol.layouts import link_mtu  # noqa: E402
+from topologies.lab_drops import BacklogSampler, DropCounters, drop_total, drops_between, drops_line  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ps", "gloo")
@@ -116,6 +117,7 @@ class LabBench:
         topo = self.lab.topo
         hosts = {h.name for h in topo.hosts}
         ends = set(self.lab.workers) | {self.lab.server}
+        self.drops = DropCounters(self.lab.network)
         self.host_links = [i for i, link in enumerate(topo.links) if link.a in ends or link.b in ends]
         self.bandwidth_mbps = min(topo.links[i].bandwidth for i in self.host_links)
         self.link_names = [
@@ -155,9 +157,12 @@ class LabBench:
         links0, cpu0, busy0 = lab.link_bytes(), {k: process_cpu_seconds(p) for k, p in pids.items()}, machine_busy()
         switches0 = lab.switch_counters(plan) if method != "gloo" else {}
         server0 = lab.server_stats() if method != "gloo" else {}
+        drops0 = self.drops.read()
         wall0 = time.monotonic()
-        result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
+        with BacklogSampler(self.drops.switch_ends) as backlog:
+            result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
         wall = time.monotonic() - wall0
+        drops = drops_between(drops0, self.drops.read(), backlog.peak)
         busy1 = machine_busy()
         cpu = {k: process_cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
         links1 = lab.link_bytes()
@@ -190,6 +195,9 @@ class LabBench:
             # a switch every copy it handles, the server the chunk's sum), independent of the load
             "cpu_us_per_chunk_by_process": {k: 1e6 * v / -(-values // lab.plan.value_count) for k, v in cpu.items()},
             "machine_busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
+            # every packet lost during the round and where (topologies/lab_drops.py)
+            "drops": drops,
+            "drops_total": drop_total(drops),
         }
         if method != "gloo":
             switches1 = lab.switch_counters(plan)
@@ -235,6 +243,7 @@ def describe(row: dict) -> str:
     busiest = sorted(row["cpu_share"].items(), key=lambda kv: -kv[1])[:6]
     per_chunk = row["cpu_us_per_chunk_by_process"]
     cpu = ", ".join(f"{k} {100 * v:.0f}% ({per_chunk[k]:.1f} us/chunk)" for k, v in busiest)
+    text += f"\n{'':>13}{drops_line(row['drops'])}" if "drops" in row else ""
     return text + (
         f"\n{'':>13}CPU of one core: {cpu}; {row['cpu_us_per_chunk']:.0f} us of CPU per chunk of "
         f"{row['values_per_packet']} values in all; machine busy {100 * row['machine_busy']:.0f}%"
@@ -261,6 +270,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                 "max_s": times[-1],
                 "median_ratio_to_ideal": median / rows[0]["ideal_s"],
                 "retransmissions": [r["retransmissions"] for r in rows],
+                "drops": [r.get("drops_total", 0) for r in rows],
             }
         )
     return out

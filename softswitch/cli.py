@@ -1,7 +1,8 @@
 """The ``softswitch`` command: a v1model switch with simple_switch_grpc's flags, plus tools.
 
     softswitch [--device-id N] [-i PORT@IFACE ...] [--grpc-server-addr ADDR] [--cpu-port N]
-               [--log-console] [--thrift-port N] [--backend native|python] (--no-p4 | PROGRAM)
+               [--log-console] [--thrift-port N] [--backend native|python] [--stats-file PATH]
+               (--no-p4 | PROGRAM)
     softswitch compile PROGRAM [--p4runtime-files OUT.p4info.txtpb] [--device-config OUT.p4] [--emit-c OUT.c]
     softswitch stf [--backend native|python] PROGRAM TEST.stf
     softswitch dump --grpc-addr ADDR [--device-id N] [tables|counters|registers|all]
@@ -10,12 +11,18 @@ Back ends: "native" (the default where a C compiler is present: the program comp
 and the pipeline in native threads) or "python"; $SOFTSWITCH_BACKEND sets the default. A program the
 native back end cannot run runs on Python, with one line on stderr saying why.
 
+``--stats-file PATH``: on SIGUSR1 (and when it stops) the switch writes its ports' counters there as
+JSON, ``{"seq": N, "ports": {"PORT": {"iface", "rx", "tx", "tx_errors", "kernel_drops", "rx_truncated"}}}``
+(``seq`` counts the writes, so a reader that signalled knows when its answer is there): the frames the
+kernel dropped at a port (full receive ring or socket buffer) are not visible from outside the process.
+
 Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -117,6 +124,11 @@ def run_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="DIR",
         help="extra #include search directory for programs (also used for pipelines set over P4Runtime)",
+    )
+    p.add_argument(
+        "--stats-file",
+        metavar="PATH",
+        help="on SIGUSR1 and at exit, write the ports' counters (kernel drops included) to PATH as JSON",
     )
     _backend_option(p)
     return p
@@ -367,6 +379,14 @@ def cmd_run(args) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if args.stats_file:
+        stats_writes = [0]
+
+        def write_stats(*_):
+            stats_writes[0] += 1
+            write_port_stats(args.stats_file, stats_writes[0], ports.stats())
+
+        signal.signal(signal.SIGUSR1, write_stats)
     server.start()
     ports.start()
     if args.program:
@@ -380,6 +400,8 @@ def cmd_run(args) -> int:
     )
     while not stop.wait(0.5):
         pass
+    if args.stats_file:
+        write_stats()
     for line in ports.summary():
         print(f"softswitch: {line}", file=sys.stderr, flush=True)
     ports.stop()
@@ -437,10 +459,38 @@ class DevicePorts:
             return []
         return [f"port {n} ({iface}): {self.current.port_stats(n).summary()}" for n, iface in self.interfaces]
 
+    def stats(self) -> dict[int, dict]:
+        """Every port's counters now (none before a pipeline is loaded)."""
+        out: dict[int, dict] = {}
+        if self.current is None:
+            return out
+        for number, iface in self.interfaces:
+            try:
+                st = self.current.port_stats(number)
+            except KeyError:
+                continue
+            out[number] = {
+                "iface": iface,
+                "rx": st.rx,
+                "tx": st.tx,
+                "tx_errors": st.tx_errors,
+                "kernel_drops": st.kernel_drops,
+                "rx_truncated": st.rx_truncated,
+            }
+        return out
+
     def stop(self) -> None:
         if self.current is not None:
             self.current.stop()
             self.current = None
+
+
+def write_port_stats(path: str, seq: int, ports: dict[int, dict]) -> None:
+    """The --stats-file: written whole to a temporary file, then renamed, so a reader never sees half."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"seq": seq, "ports": {str(k): v for k, v in ports.items()}}, f)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:

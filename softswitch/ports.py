@@ -28,6 +28,7 @@ PACKET_ADD_MEMBERSHIP = 1
 PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
 PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20
+PACKET_STATISTICS = 6  # struct tpacket_stats {packets, drops} since the last read (linux/if_packet.h)
 MAX_FRAME = 65536  # bytes of the longest frame a port takes (the native runtime's SS_IO_FRAME)
 READ_BATCH = 64  # frames taken from one port before the next ready port gets its turn
 # Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
@@ -53,6 +54,7 @@ class PortStats:
     tx: int = 0
     tx_errors: int = 0
     rx_truncated: int = 0  # frames longer than the receive buffer (MAX_FRAME, a ring slot): dropped, never run cut
+    kernel_drops: int = 0  # frames the kernel dropped before the switch read them (full ring or socket buffer)
 
 
 class Port:
@@ -106,6 +108,15 @@ class Port:
         self.stats.rx += 1
         return data
 
+    def read_stats(self) -> PortStats:
+        """The port's counters, with the kernel's drops (PACKET_STATISTICS resets on read: summed here)."""
+        try:
+            _, drops = struct.unpack("II", self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8))
+            self.stats.kernel_drops += drops
+        except OSError:
+            pass
+        return self.stats
+
     def close(self) -> None:
         self.sock.close()
 
@@ -155,6 +166,12 @@ class PortSet:
             return False
         port.send(frame)
         return True
+
+    def port_stats(self, number: int) -> PortStats:
+        port = self.ports.get(number)
+        if port is None:
+            raise KeyError(f"no port {number}")
+        return port.read_stats()
 
     def _reader(self) -> None:
         poller = select.poll()

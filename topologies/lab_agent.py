@@ -3,14 +3,15 @@
 The launcher starts one per host (inside the host's namespace) and drives it with one JSON command
 per line on stdin; the agent answers with one JSON line on stdout per command. A worker keeps its
 WorkerAgent for the whole session, so sequence numbers keep growing across rounds (a switch would
-otherwise answer a restarted worker with a stored sum). Inputs and results go to ``--out`` as
-``.npy`` files so the launcher checks every sum against numpy on the hosts' own inputs.
+otherwise answer a restarted worker with a stored sum). A worker's input is made from the seed
+(``worker_input``), so the launcher makes every rank's input again and checks each result against
+numpy's sum by its digest (``result_digest``): no array leaves the agent, no file is written per round.
 
 Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} and
 {"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
 hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
 server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
-"input": path, "result": path, "stats": the agent's counters (cumulative; ``send_buffer_full``: sends
+"digest": the result's result_digest, "stats": the agent's counters (cumulative; ``send_buffer_full``: sends
 the kernel refused, lost packets)} or {"error": "one line"}. The server answers {"cmd": "stats"}
 with {"stats": ...}.
 
@@ -30,11 +31,12 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +48,19 @@ def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray
     """A worker's gradient for a round: int32 values whose sum over 8 ranks cannot overflow."""
     rng = np.random.default_rng([seed, round_no, rank])
     return rng.integers(-100_000, 100_000, size=values, dtype=np.int32)
+
+
+def expected_sum(seed: int, round_no: int, ranks: Iterable[int], values: int) -> np.ndarray:
+    """The sum of the ranks' inputs of a round, as int32 (the inputs cannot overflow it)."""
+    total = np.zeros(values, dtype=np.int64)
+    for rank in ranks:
+        total += worker_input(seed, round_no, rank, values)
+    return total.astype(np.int32)
+
+
+def result_digest(values: np.ndarray) -> str:
+    """SHA-256 of an allreduce result as int32 bytes: what a worker reports instead of the array."""
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).tobytes()).hexdigest()
 
 
 def reply(obj: dict) -> None:
@@ -98,7 +113,6 @@ def run_worker(args, plan) -> None:
     )
     agents = {"ina": agent}
     latest: dict = {}  # job id -> the newest plan version heard of (a baseline agent made later starts on it)
-    out = Path(args.out)
 
     def plan_update(cmd: dict) -> bool:
         """{"cmd": "plan", "plan": path} (a new version of a job) or {"cmd": "plan_failed", "job": id,
@@ -133,16 +147,13 @@ def run_worker(args, plan) -> None:
                 agents[mode] = _baseline_agent(mode, args, transport, latest)
             result = agents[mode].allreduce(data, "sum")
             elapsed = time.monotonic() - start
-            stem = out / f"{mode}-r{r}-rank{args.rank}"
-            np.save(f"{stem}-in.npy", data)
-            np.save(f"{stem}-out.npy", np.asarray(result))
             reply(
                 {
                     "round": r,
                     "mode": mode,
                     "elapsed": elapsed,
-                    "input": f"{stem}-in.npy",
-                    "result": f"{stem}-out.npy",
+                    "values": int(np.asarray(result).size),
+                    "digest": result_digest(np.asarray(result)),
                     "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
                     "rtt_ms": 1000 * (agents[mode].smoothed_rtt or 0.0),
                     "windows": [cursor.allowed() for cursor in agents[mode].cursors],
@@ -228,7 +239,6 @@ def main(argv=None) -> None:
     ap.add_argument("--plan", required=True, help="JobPlan JSON file")
     ap.add_argument("--rank", type=int, default=-1)
     ap.add_argument("--server", default="", help="server host name (role server)")
-    ap.add_argument("--out", default="/tmp")
     ap.add_argument("--timeout", type=float, default=RTO_PYTHON_SWITCHES_S, help="first retransmission timeout, s")
     ap.add_argument(
         "--give-up-after", type=float, default=GIVE_UP_S, help="seconds a chunk may go without a result (time budget)"

@@ -9,6 +9,7 @@ is stopped by its pid and never by name.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -45,12 +46,15 @@ class Target:
         cpu_port: int | None = None,
         log_console: bool = False,
         tls_args: tuple[str, ...] = (),
+        stats_file: Path | None = None,
     ) -> list[str]:
         argv = list(self.command) + ["--device-id", str(device_id)]
         for port, intf in sorted(ports.items()):
             argv += ["-i", f"{port}@{intf}"]
         if log_console:
             argv.append("--log-console")
+        if stats_file is not None and self.name == "softswitch":  # BMv2 has no such option
+            argv += ["--stats-file", str(stats_file)]
         argv.append(program if program else "--no-p4")
         target_opts = ["--grpc-server-addr", grpc_addr]
         if cpu_port is not None:
@@ -135,6 +139,8 @@ class P4Switch(Switch):
         self.proc: subprocess.Popen | None = None
         self.log_dir = Path(log_dir or LOG_DIR)  # the lab gives its run's work directory
         self.log_path = self.log_dir / f"{name}.log"
+        self.stats_path = self.log_dir / f"{name}.ports.json"  # softswitch writes it on SIGUSR1
+        self._stats_seq = 0
         self.tls_args = tuple(tls_args)
 
     def ports_by_number(self) -> dict[int, str]:
@@ -155,6 +161,7 @@ class P4Switch(Switch):
             self.cpu_port,
             self.log_console,
             self.tls_args,
+            self.stats_path,
         )
         with open(self.log_path, "wb") as log:
             log.write((" ".join(argv) + "\n").encode())
@@ -178,6 +185,25 @@ class P4Switch(Switch):
             raise SwitchStartError(
                 f"{self.name} ({self.target.name}): {exc}; log: {self.log_path}\n" + tail(self.log_path)
             ) from None
+
+    def port_stats(self, timeout: float = 5.0) -> dict[int, dict]:
+        """The switch's ports' counters now (rx, tx, tx_errors, kernel_drops: frames the kernel dropped
+        before the switch read them), asked of the process with SIGUSR1; {} for a target without them
+        (BMv2) or a switch that did not answer within ``timeout``."""
+        if self.target.name != "softswitch" or self.proc is None or self.proc.poll() is not None:
+            return {}
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                data = json.loads(self.stats_path.read_text())
+            except (OSError, ValueError):
+                data = {}
+            if data.get("seq", 0) > self._stats_seq:
+                self._stats_seq = data["seq"]
+                return {int(k): v for k, v in data["ports"].items()}
+            time.sleep(0.01)
+        return {}
 
     def stop_process(self) -> None:
         stop_process(self.proc)

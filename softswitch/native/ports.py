@@ -29,7 +29,6 @@ __all__ = ["IoStats", "NativePortSet", "NativePortStats"]
 class NativePortStats(PortStats):
     ring: bool = False  # frames arrive in a PACKET_MMAP ring (else recvmmsg)
     rx_blocks: bool = False  # ... only a ring of blocks (TPACKET_V3, SOFTSWITCH_IO=block)
-    kernel_drops: int = 0  # frames the kernel dropped (full ring or socket buffer)
     tx_ring: bool = False  # frames leave through a PACKET_MMAP transmit ring (else sendmmsg)
     tx_long: int = 0  # frames sent with send() because they were too long for a ring slot or the MTU
     hybrid: bool = False  # both rings, frames moved between them with the rate (SOFTSWITCH_IO=hybrid; ss_io.c)
