@@ -5,15 +5,18 @@ Topology (all addresses live inside the test's own namespaces):
     ns h2: h2-eth0 10.0.2.1/24 --veth-- sw port 2 (root ns)
 Hosts route via a gateway address whose MAC is a static neighbour entry; the program routes by LPM,
 rewrites MACs and decrements the TTL. Routes are installed over P4Runtime; then UDP datagrams must cross both
-ways, `softswitch dump` must show the counted packets, and SIGTERM must stop the process with status 0.
+ways, `softswitch dump` must show the counted packets, the --stats-file written on SIGUSR1 the ports'
+frames, and SIGTERM must stop the process with status 0.
 """
 
+import json
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -71,7 +74,7 @@ def namespaces():
 
 
 @pytest.fixture
-def switch_process(namespaces):
+def switch_process(namespaces, tmp_path):
     cmd = [
         sys.executable,
         "-m",
@@ -84,6 +87,8 @@ def switch_process(namespaces):
         "64",
         "--thrift-port",
         "9090",
+        "--stats-file",
+        str(tmp_path / "ports.json"),
     ]
     for _, sw_if, port, *_ in namespaces.values():
         cmd += ["-i", f"{port}@{sw_if}"]
@@ -99,6 +104,7 @@ def switch_process(namespaces):
         else:
             pytest.fail("softswitch did not start: " + "".join(lines))
         proc.startup = "".join(lines)
+        proc.stats_file = tmp_path / "ports.json"
         yield proc
     finally:
         if proc.poll() is None:
@@ -188,6 +194,17 @@ def test_udp_through_softswitch_process(switch_process):
     assert "  default -> MyIngress.drop()" in text
     assert "  [1] packets=3 bytes=147" in text and "  [2] packets=3 bytes=147" in text, text
     assert "  [1] = 0xa000101" in text and "  [2] = 0xa000201" in text, text
+
+    # the ports' counters, asked with SIGUSR1: each port took 3 frames from its host and sent it 3
+    switch_process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + 10
+    while not switch_process.stats_file.exists():
+        assert time.monotonic() < deadline, "no --stats-file written after SIGUSR1"
+        time.sleep(0.05)
+    stats = json.loads(switch_process.stats_file.read_text())
+    assert stats["seq"] == 1
+    for _, sw_if, port, *_ in HOSTS.values():
+        assert stats["ports"][str(port)] == {"iface": sw_if, "rx": 3, "tx": 3, "tx_errors": 0, "kernel_drops": 0}
 
     switch_process.send_signal(signal.SIGTERM)
     assert switch_process.wait(timeout=10) == 0
