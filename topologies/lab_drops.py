@@ -11,7 +11,9 @@ round, ``drops_line`` one line of it. Components (keys of a snapshot):
 - ``ring``: each switch port's frames the kernel dropped before the switch read them (a full receive
   ring or socket buffer; softswitch's ``--stats-file``, asked with SIGUSR1);
 - ``udp``: each host's UDP ``RcvbufErrors`` (a full socket receive buffer: an agent that did not keep up),
-  ``SndbufErrors`` and ``InErrors`` (/proc/PID/net/snmp of the host's namespace);
+  ``InErrors`` (those and other datagrams lost on receive) and ``SndbufErrors`` (sends the kernel
+  refused: the host's own qdisc dropped them, counted there too, or a full send buffer), from
+  /proc/PID/net/snmp of the host's namespace;
 - ``softnet``: the machine's per-CPU input backlog drops (/proc/net/softnet_stat, all namespaces).
 
 A root-namespace sampler (``BacklogSampler``) records the largest backlog of each switch-side qdisc
@@ -138,13 +140,14 @@ def drops_between(before: dict[str, dict], after: dict[str, dict], backlog_max: 
 
 
 def drop_total(delta: dict) -> int:
-    """Packets lost in all (a qdisc's overlimits and backlog are not losses)."""
+    """Packets lost in all (a qdisc's overlimits and backlog are not losses; a refused send is counted at
+    the qdisc that dropped it)."""
     return (
         sum(q.get("drops", 0) for q in delta["qdisc"].values())
         + sum(delta["veth"].values())
         + sum(delta["ring"].values())
         + sum(delta["softnet"].values())
-        + sum(r.get("RcvbufErrors", 0) + r.get("SndbufErrors", 0) for r in delta["udp"].values())
+        + sum(r.get("InErrors", 0) for r in delta["udp"].values())
     )
 
 
@@ -156,7 +159,10 @@ def drops_line(delta: dict) -> str:
     parts += [f"ring {port} {n}" for port, n in sorted(delta["ring"].items())]
     parts += [f"softnet {cpu} {n}" for cpu, n in sorted(delta["softnet"].items())]
     for host, row in sorted(delta["udp"].items()):
-        parts += [f"udp {host} {name} {n}" for name, n in row.items()]
+        other = row.get("InErrors", 0) - row.get("RcvbufErrors", 0)  # InErrors counts RcvbufErrors too
+        parts += [f"udp {host} RcvbufErrors {row['RcvbufErrors']}"] if row.get("RcvbufErrors") else []
+        parts += [f"udp {host} other InErrors {other}"] if other else []
+        parts += [f"udp {host} sends refused {row['SndbufErrors']}"] if row.get("SndbufErrors") else []
     return "drops: " + (", ".join(parts) if parts else "none")
 
 
