@@ -148,7 +148,7 @@ class LabBench:
         ideal = 4 * values * 8 / (self.bandwidth_mbps * 1e6)
         return values, max(120.0, 30 * ideal * len(self.lab.workers))
 
-    def run(self, method: str, values: int, timeout: float) -> dict:
+    def run(self, method: str, values: int, timeout: float, rto: float | None = None) -> dict:
         lab = self.lab
         if method == "gloo":
             lab.start_gloo()  # start-up (rendezvous, connections) is not part of the round
@@ -160,7 +160,7 @@ class LabBench:
         drops0 = self.drops.read()
         wall0 = time.monotonic()
         with BacklogSampler(self.drops.switch_ends) as backlog:
-            result = lab.allreduce(1, values, mode=method, timeout=timeout)[0]
+            result = lab.allreduce(1, values, mode=method, timeout=timeout, rto=rto)[0]
         wall = time.monotonic() - wall0
         drops = drops_between(drops0, self.drops.read(), backlog.peak)
         busy1 = machine_busy()
@@ -176,6 +176,7 @@ class LabBench:
             "values_per_packet": lab.plan.value_count,
             "mtu": lab.network.mtu,
             "bytes_per_worker": size,
+            "rto_s": rto,  # the worker agents' base retransmission timeout set for the round (None: theirs)
             "time_s": elapsed,
             "ideal_s": ideal,
             "ratio_to_ideal": elapsed / ideal,
@@ -287,10 +288,11 @@ def describe_summary(entry: dict) -> str:
 
 def label(row: dict) -> str:
     """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"; and a link MTU other than
-    1500: "ina K=1024 MTU 9000", "gloo MTU 9000"."""
+    1500: "ina K=1024 MTU 9000", "gloo MTU 9000"; a retransmission timeout set by --rto: "... RTO 0.5"."""
     text = row["method"] if row["method"] == "gloo" else f"{row['method']} K={row['values_per_packet']}"
     mtu = row.get("mtu", C.MTU_BYTES)
-    return text if mtu == C.MTU_BYTES else f"{text} MTU {mtu}"
+    text = text if mtu == C.MTU_BYTES else f"{text} MTU {mtu}"
+    return text if row.get("rto_s") is None else f"{text} RTO {row['rto_s']:g}"
 
 
 def run_topology(
@@ -302,6 +304,7 @@ def run_topology(
     pool_size: int,
     lanes: list[int] | None = None,
     warmup_mb: float | None = None,
+    rtos: list[float] | None = None,
 ) -> dict:
     """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
     report: dict = {"topology": topology, "runs": []}
@@ -314,7 +317,7 @@ def run_topology(
         gloo_mtus.add(mtu)
         part = _run_lab(
             topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k],
-            min(sizes_mb) if warmup_mb is None else warmup_mb,
+            min(sizes_mb) if warmup_mb is None else warmup_mb, rtos,
         )  # fmt: skip
         report["runs"] += part.pop("runs")
         report["uptime_after"] = part["uptime_after"]
@@ -329,7 +332,7 @@ def run_topology(
 
 def _run_lab(
     topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int,
-    program: str, warmup_mb: float,
+    program: str, warmup_mb: float, rtos: list[float] | None = None,
 ) -> dict:  # fmt: skip
     log_lines: list[str] = []
 
@@ -361,10 +364,12 @@ def _run_lab(
                 bench.run(method, *bench.values_and_timeout(warmup_mb))
             # repeats interleave the methods (a, b, a, b, not a, a, b, b), so a slow spell of the machine
             # touches every method's median alike instead of one method's runs
+            # --rto: the agents' methods run once per timeout in turn (gloo once), A/B on one network
+            cases = [(m, rto) for m in methods for rto in ([None] if m == "gloo" or not rtos else rtos)]
             for mb in sizes_mb:
                 for _ in range(repeats):
-                    for method in methods:
-                        row = bench.run(method, *bench.values_and_timeout(mb))
+                    for method, rto in cases:
+                        row = bench.run(method, *bench.values_and_timeout(mb), rto=rto)
                         report["runs"].append(row)
                         print(describe(row), flush=True)
             report["uptime_after"] = open("/proc/loadavg").read().split()[:3]
@@ -446,6 +451,13 @@ def main(argv: list[str] | None = None) -> int:
         "RTT through four processes on a busy 2-core machine reaches tens of ms (2048: a job takes all "
         "4096 slot cells of a switch)",
     )
+    ap.add_argument(
+        "--rto",
+        type=float,
+        nargs="+",
+        help="the worker agents' base retransmission timeout, s (default: topologies/lab_agent's): with several, "
+        "ina and ps run once per value in turn on the same network (an A/B of the timeout)",
+    )
     ap.add_argument("--lock", default=LOCK, help="lab lock file held per topology ('' for none)")
     ap.add_argument("--out", default=str(RESULTS / "allreduce_netns"), help="output path without extension")
     args = ap.parse_args(argv)
@@ -460,7 +472,15 @@ def main(argv: list[str] | None = None) -> int:
     for topology in args.topology:
         reports.append(
             run_topology(
-                topology, args.sizes, args.methods, args.repeats, args.lock, args.pool_size, args.lanes, args.warmup
+                topology,
+                args.sizes,
+                args.methods,
+                args.repeats,
+                args.lock,
+                args.pool_size,
+                args.lanes,
+                args.warmup,
+                args.rto,
             )
         )
         out.with_suffix(".json").write_text(json.dumps({"reports": reports}, indent=1))

@@ -7,7 +7,8 @@ otherwise answer a restarted worker with a stored sum). A worker's input is made
 (``worker_input``), so the launcher makes every rank's input again and checks each result against
 numpy's sum by its digest (``result_digest``): no array leaves the agent, no file is written per round.
 
-Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} and
+Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} (optional
+"rto": the agent's base retransmission timeout in seconds from this round on) and
 {"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
 hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
 server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
@@ -145,6 +146,8 @@ def run_worker(args, plan) -> None:
             start = time.monotonic()
             if mode not in agents:
                 agents[mode] = _baseline_agent(mode, args, transport, latest)
+            if "rto" in cmd:
+                agents[mode].timeout = float(cmd["rto"])
             result = agents[mode].allreduce(data, "sum")
             elapsed = time.monotonic() - start
             reply(

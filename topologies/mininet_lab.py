@@ -434,17 +434,25 @@ class MininetLab:
 
     # -- jobs ------------------------------------------------------------------------------------
     def allreduce(
-        self, rounds: int = 1, values: int | None = None, mode: str = "ina", timeout: float = 120.0
+        self,
+        rounds: int = 1,
+        values: int | None = None,
+        mode: str = "ina",
+        timeout: float = 120.0,
+        rto: float | None = None,
     ) -> list[RoundResult]:
-        """Run ``rounds`` allreduces on every worker at once and check each result exactly."""
+        """Run ``rounds`` allreduces on every worker at once and check each result exactly. ``rto``: the
+        worker agents' base retransmission timeout (seconds) from these rounds on (None: as it is)."""
         values = values or self.values
         try:
-            return self._allreduce(rounds, values, mode, timeout)
+            return self._allreduce(rounds, values, mode, timeout, rto)
         except LabJobError:
             self.failed = True
             raise
 
-    def _allreduce(self, rounds: int, values: int, mode: str, timeout: float) -> list[RoundResult]:
+    def _allreduce(
+        self, rounds: int, values: int, mode: str, timeout: float, rto: float | None = None
+    ) -> list[RoundResult]:
         if mode == "gloo":
             return [self._gloo_round(values, timeout) for _ in range(rounds)]
         out = []
@@ -452,7 +460,8 @@ class MininetLab:
             r = self.rounds_done
             self.rounds_done += 1
             for agent in self.agents.values():
-                agent.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed, "mode": mode})
+                cmd = {"cmd": "allreduce", "round": r, "values": values, "seed": self.seed, "mode": mode}
+                agent.send(cmd if rto is None else {**cmd, "rto": rto})
             replies, errors = {}, {}
             for name, agent in self.agents.items():  # every rank's answer, so none is left unread
                 msg = agent.read(timeout)
