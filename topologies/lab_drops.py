@@ -9,7 +9,8 @@ round, ``drops_line`` one line of it. Components (keys of a snapshot):
   to wait for tokens), ``backlog`` bytes now; both ends of every link, hosts' ends in their namespaces;
 - ``veth``: each interface's ``rx_dropped`` + ``tx_dropped`` (a veth whose peer's queue was full);
 - ``ring``: each switch port's frames the kernel dropped before the switch read them (a full receive
-  ring or socket buffer; softswitch's ``--stats-file``, asked with SIGUSR1);
+  ring or socket buffer), and those longer than what received them (``rx_truncated``); softswitch's
+  ``--stats-file``, asked with SIGUSR1;
 - ``udp``: each host's UDP ``RcvbufErrors`` (a full socket receive buffer: an agent that did not keep up),
   ``InErrors`` (those and other datagrams lost on receive) and ``SndbufErrors`` (sends the kernel
   refused: the host's own qdisc dropped them, counted there too, or a full send buffer), from
@@ -110,7 +111,7 @@ class DropCounters:
             snap["udp"][host] = udp_errors(Path(f"/proc/{pid}/net/snmp").read_text())
         for sw in net.switches:
             for port, row in sw.port_stats().items():
-                snap["ring"][f"{sw.name} port {port}"] = row["kernel_drops"]
+                snap["ring"][f"{sw.name} port {port}"] = row["kernel_drops"] + row.get("rx_truncated", 0)
         return snap
 
 

@@ -204,7 +204,14 @@ def test_udp_through_softswitch_process(switch_process):
     stats = json.loads(switch_process.stats_file.read_text())
     assert stats["seq"] == 1
     for _, sw_if, port, *_ in HOSTS.values():
-        assert stats["ports"][str(port)] == {"iface": sw_if, "rx": 3, "tx": 3, "tx_errors": 0, "kernel_drops": 0}
+        assert stats["ports"][str(port)] == {
+            "iface": sw_if,
+            "rx": 3,
+            "tx": 3,
+            "tx_errors": 0,
+            "kernel_drops": 0,
+            "rx_truncated": 0,
+        }
 
     switch_process.send_signal(signal.SIGTERM)
     assert switch_process.wait(timeout=10) == 0
