@@ -35,8 +35,8 @@ class RecordingBench:
     def values_and_timeout(self, mb):
         return mb, 1.0
 
-    def run(self, method, mb, timeout):
-        RecordingBench.calls.append((method, mb))
+    def run(self, method, mb, timeout, rto=None):
+        RecordingBench.calls.append((method, mb) if rto is None else (method, mb, rto))
         return {"method": method, "mb": mb}
 
 
@@ -59,6 +59,22 @@ def test_repeats_take_turns_between_methods_within_a_size(monkeypatch):
         ("gloo", 64),
     ]
     assert [(r["method"], r["mb"]) for r in report["runs"]] == timed
+
+
+def test_each_rto_takes_its_turn_for_the_agents_methods_and_gloo_runs_once(monkeypatch):
+    RecordingBench.calls = []
+    monkeypatch.setattr(bench, "LabBench", RecordingBench)
+    monkeypatch.setattr(bench, "lab_lock", lambda path: nullcontext())
+    monkeypatch.setattr(bench, "describe", lambda row: f"{row['method']} {row['mb']}")
+    bench._run_lab("star.yaml", [64], ["ina", "gloo"], 2, None, 2048, "v1model", 1.0, [0.2, 0.6])
+    assert RecordingBench.calls[2:] == [
+        ("ina", 64, 0.2),
+        ("ina", 64, 0.6),
+        ("gloo", 64),
+        ("ina", 64, 0.2),
+        ("ina", 64, 0.6),
+        ("gloo", 64),
+    ]
 
 
 @pytest.mark.parametrize("warmup", ["0", "-4"])
