@@ -67,7 +67,6 @@ typedef struct ss_meter {
  * its member array), and cannot be deleted while an entry (or, for a member, a group) points at it. */
 typedef struct ss_member {
     ss_action_call call; /* action + data (call.data: an allocation of its own, swapped by a modify) */
-    uint32_t n_words;
     uint64_t entries;    /* table entries that point at it */
     uint64_t slots;      /* places in groups' member arrays that point at it */
     uint8_t key[8];      /* the map key: the member id (int64, native byte order) */

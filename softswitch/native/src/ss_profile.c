@@ -126,12 +126,12 @@ SS_EXPORT int ss_ctl_profile_member_set(ss_switch *sw, uint32_t profile, int64_t
         goto out;
     }
     uint32_t words = ss_action_words(sw->prog, action);
-    uint64_t *copy = calloc(words + 1, 8);
+    uint64_t *copy = calloc((size_t)words + 1, 8);
     if (!copy) {
         rc = SS_E_NOMEM;
         goto out;
     }
-    memcpy(copy, data, words * 8);
+    if (words) memcpy(copy, data, (size_t)words * 8);
     ss_member *m = by_id_or_new(&p->members, id, sizeof *m, offsetof(ss_member, key));
     if (!m) {
         free(copy);
@@ -142,7 +142,6 @@ SS_EXPORT int ss_ctl_profile_member_set(ss_switch *sw, uint32_t profile, int64_t
     free((void *)m->call.data);
     m->call.data = copy;
     m->call.action = action;
-    m->n_words = words;
 out:
     pthread_mutex_unlock(&sw->lock);
     return rc;
@@ -178,7 +177,7 @@ SS_EXPORT int ss_ctl_profile_group_set(ss_switch *sw, uint32_t profile, int64_t 
         rc = SS_E_INVALID;
         goto out;
     }
-    ss_member **members = calloc(n + 1, sizeof *members);
+    ss_member **members = calloc((size_t)n + 1, sizeof *members);
     if (!members) {
         rc = SS_E_NOMEM;
         goto out;

@@ -748,7 +748,8 @@ SS_EXPORT int64_t ss_ctl_table_lookup(ss_switch *sw, uint32_t table, const uint8
         const ss_action_call *c = e ? e->run : &t->default_call;
         action = c->action;
         *hit = c->hit;
-        memcpy(data, c->data, ss_action_words(t->prog, c->action) * 8);
+        uint32_t words = ss_action_words(t->prog, c->action);
+        if (words) memcpy(data, c->data, words * 8); /* a group's call has no data (NULL) */
     }
     pthread_mutex_unlock(&sw->lock);
     return action;
