@@ -858,16 +858,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     Code.INVALID_ARGUMENT, f"action profile {name}: weight of member {m.member_id} must be >= 1"
                 )
             members[m.member_id] = m.weight
-        if profile.max_group_size and entry.max_size > profile.max_group_size:
-            raise P4RTError(
-                Code.INVALID_ARGUMENT,
-                f"action profile {name}: group max_size {entry.max_size} exceeds max_group_size {profile.max_group_size}",
-            )
-        if entry.max_size and sum(members.values()) > entry.max_size:
-            raise P4RTError(
-                Code.RESOURCE_EXHAUSTED, f"action profile {name}: group {entry.group_id} exceeds its max_size"
-            )
-        state.set_group(entry.group_id, members, create=update_type == U.INSERT)
+        # max_size 0 on a MODIFY: the group keeps the one it has (and is checked against it)
+        state.set_group(entry.group_id, members, create=update_type == U.INSERT, max_size=entry.max_size)
 
     # -- meters
 
@@ -1306,7 +1298,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             if query.group_id and query.group_id not in groups:
                 raise P4RTError(Code.NOT_FOUND, f"action profile {profile.preamble.name}: no group {query.group_id}")
             for group_id in [query.group_id] if query.group_id else sorted(groups):
-                msg = p4runtime_pb2.ActionProfileGroup(action_profile_id=profile.preamble.id, group_id=group_id)
+                msg = p4runtime_pb2.ActionProfileGroup(
+                    action_profile_id=profile.preamble.id,
+                    group_id=group_id,
+                    max_size=state.group_max_sizes.get(group_id, 0),
+                )
                 for member_id, weight in sorted(groups[group_id].items()):
                     msg.members.add(member_id=member_id, weight=weight)
                 yield p4runtime_pb2.Entity(action_profile_group=msg)

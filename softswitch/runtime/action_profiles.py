@@ -16,6 +16,12 @@ from __future__ import annotations
 from .support import HASHES, bits_to_bytes
 from .tables import EntryExists, EntryNotFound, InUse, InvalidEntry, TableFull
 
+# The member places (sum of weights) a group may have when the selector has no @max_group_size: every
+# place is an entry of the selection list here and in native memory, so an unbounded weight (1e9) would
+# build a list that size. (p4c's v1model P4Info leaves max_group_size 0 then; its Tofino BF-RT handler
+# uses 120. This limit is ours, high enough for any weighted ECMP the lab writes.)
+GROUP_SIZE_WITHOUT_ANNOTATION = 4096
+
 
 class ActionProfileState:
     """The members and groups of one action profile/selector, shared by the tables it implements."""
@@ -26,6 +32,7 @@ class ActionProfileState:
         self.tables = tables  # the TableStates it implements (their caches are invalidated on changes)
         self.members: dict[int, tuple[str, tuple[int, ...]]] = {}  # member id -> (action, data)
         self.groups: dict[int, dict[int, int]] = {}  # group id -> {member id: weight}
+        self.group_max_sizes: dict[int, int] = {}  # group id -> its max_size (P4Runtime's; 0: none)
         self.handles: dict[int, int] = {}  # member id -> BMv2's member handle (the order within groups)
         self._hash = HASHES[info.algorithm] if info.with_selector else None
         for table in tables:
@@ -75,8 +82,11 @@ class ActionProfileState:
         return checked[0]
 
     # ------------------------------------------------------------------ groups
-    def set_group(self, group_id: int, members: dict[int, int], create: bool = False) -> None:
-        """Creates (create=True) or replaces a group: {member id: weight}."""
+    def set_group(
+        self, group_id: int, members: dict[int, int], create: bool = False, max_size: int | None = None
+    ) -> None:
+        """Creates (create=True) or replaces a group: {member id: weight}. max_size (P4Runtime's): the most
+        member places the group may have from now on; None or 0 on a replace keeps the group's own."""
         if not self.info.with_selector:
             raise InvalidEntry(f"action profile {self.name} has no selector: it has no groups")
         if create and group_id in self.groups:
@@ -92,11 +102,26 @@ class ActionProfileState:
                 raise InvalidEntry(
                     f"action profile {self.name}: group {group_id}: weight {weight!r} of member {member_id} is not >= 1"
                 )
-        limit = self.info.max_group_size
-        if limit and sum(members.values()) > limit:
-            raise TableFull(f"action profile {self.name}: group {group_id} is larger than @max_group_size({limit})")
+        if not max_size:
+            max_size = 0 if create else self.group_max_sizes.get(group_id, 0)
+        if self.info.max_group_size and max_size > self.info.max_group_size:
+            raise InvalidEntry(
+                f"action profile {self.name}: group {group_id}: max_size {max_size} exceeds "
+                f"@max_group_size({self.info.max_group_size})"
+            )
+        limit, what = max_size, "its max_size"
+        if not limit:
+            limit, what = self.info.max_group_size, "@max_group_size"
+        if not limit:
+            limit, what = GROUP_SIZE_WITHOUT_ANNOTATION, "the limit for a selector without @max_group_size"
+        places = sum(members.values())
+        if places > limit:
+            raise TableFull(
+                f"action profile {self.name}: group {group_id} has {places} member places, more than {what} ({limit})"
+            )
         self._group_written(group_id, self._selection_order(members))
         self.groups[group_id] = dict(members)
+        self.group_max_sizes[group_id] = max_size
 
     def delete_group(self, group_id: int) -> None:
         if group_id not in self.groups:
@@ -104,6 +129,7 @@ class ActionProfileState:
         self._check_unreferenced("group", group_id)
         self._group_deleted(group_id)
         del self.groups[group_id]
+        del self.group_max_sizes[group_id]
 
     def selection_order(self, group_id: int) -> list[int]:
         """The member ids a group's hash indexes: by handle, each repeated by its weight."""
@@ -125,6 +151,7 @@ class ActionProfileState:
         for group_id in list(self.groups):
             self._group_deleted(group_id)
             del self.groups[group_id]
+        self.group_max_sizes.clear()
         for member_id in list(self.members):
             self._member_deleted(member_id)
             del self.members[member_id]

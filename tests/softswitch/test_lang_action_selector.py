@@ -304,7 +304,7 @@ def test_a_shared_selector_lists_its_tables_and_bounds_its_groups(tmp_path):
     selector = sw.action_profile("I.shared")
     for member in (1, 2, 3):
         selector.add_member(member, "I.set", {"v": member})
-    with pytest.raises(TableFull, match=r"group 7 is larger than @max_group_size\(2\)"):
+    with pytest.raises(TableFull, match=r"group 7 has 3 member places, more than @max_group_size \(2\)"):
         selector.set_group(7, {1: 1, 2: 1, 3: 1}, create=True)
     selector.set_group(7, {1: 1, 3: 1}, create=True)
     sw.table("I.zeta").insert(TableEntry(matches={"hdr.h.a": Exact(5)}, group=7))

@@ -111,6 +111,38 @@ def action_set(device, *hops):
     return msg
 
 
+def test_a_group_keeps_its_max_size_it_is_read_back_and_checked_on_a_later_modify(device):
+    assert device.write((U.INSERT, "action_profile_member", member(device, 1, *NEXT_HOPS[1]))) is None
+    assert device.write((U.INSERT, "action_profile_member", member(device, 2, *NEXT_HOPS[2]))) is None
+    sized = group(device, 10, {1: 1})
+    sized.max_size = 2
+    assert device.write((U.INSERT, "action_profile_group", sized)) is None
+    assert device.read("action_profile_group", group(device, 10, {})) == [sized]
+    errors = device.write((U.MODIFY, "action_profile_group", group(device, 10, {1: 2, 2: 1})))  # no max_size
+    assert errors == [
+        (
+            "RESOURCE_EXHAUSTED",
+            "action profile I.ecmp_selector: group 10 has 3 member places, more than its max_size (2)",
+        )
+    ]
+    assert device.write((U.MODIFY, "action_profile_group", group(device, 10, {1: 1, 2: 1}))) is None
+    sized.members.add(member_id=2, weight=1)
+    assert device.read("action_profile_group", group(device, 10, {})) == [sized]
+
+
+def test_a_group_of_a_selector_without_max_group_size_is_still_bounded(device):
+    assert device.write((U.INSERT, "action_profile_member", member(device, 1, *NEXT_HOPS[1]))) is None
+    errors = device.write((U.INSERT, "action_profile_group", group(device, 10, {1: 10**9})))
+    assert errors == [
+        (
+            "RESOURCE_EXHAUSTED",
+            "action profile I.ecmp_selector: group 10 has 1000000000 member places, more than the limit "
+            "for a selector without @max_group_size (4096)",
+        )
+    ]
+    assert device.read("action_profile_group", p4runtime_pb2.ActionProfileGroup()) == []
+
+
 def test_one_shot_action_sets_make_a_group_the_controller_does_not_see(device):
     entry = route(device, 0x0A000000, 8)
     entry.action.CopyFrom(action_set(device, NEXT_HOPS[2], NEXT_HOPS[3]))
