@@ -42,7 +42,8 @@ _CONTROL_ONLY_STACK_METHODS = ("push_front", "pop_front")
 
 def is_writable(expr: ir.Expression) -> bool:
     """Whether expr denotes storage a statement may write (an l-value of a writable variable). A stack's
-    `.last` never is (P4_16, "Operations on header stacks"; p4c: not a left-value), `.next` is."""
+    `.last` is not: the P4_16 spec's "L-values" section lists it (and `.next`), but p4c's type checker
+    (typeCheckExpr.cpp) marks only a `.next` Member a left-value, and our programs must compile with p4c."""
     if isinstance(expr, ir.VariableRef):
         return expr.variable.writable
     if isinstance(expr, (ir.FieldAccess, ir.Slice)):
@@ -57,7 +58,7 @@ def last_note(expr: ir.Expression) -> str:
     an error message about a write."""
     while isinstance(expr, (ir.FieldAccess, ir.Slice, ir.StackElement, ir.StackNext)):
         expr = expr.base if isinstance(expr, (ir.FieldAccess, ir.Slice)) else expr.stack
-    return " ('.last' of a header stack is never an l-value)" if isinstance(expr, ir.StackLast) else ""
+    return " ('.last' of a header stack is not an l-value for p4c)" if isinstance(expr, ir.StackLast) else ""
 
 
 class ExpressionChecker:

@@ -4,8 +4,9 @@ P4_16, "Operations on header stacks": `.next`, `.last` and `.lastIndex` name the
 extracts next or extracted last, and can only be used in a parser; p4c refuses them in a control, an
 action or a function (wherever it is called from). Inside a parser they stay, also as arguments of a
 sub-parser or a function called there (tests/softswitch/programs/lang/next_last_arguments.p4). `.last`
-is never an l-value (the spec says so; p4c's type checker marks only `.next` as a left-value): it cannot
-be assigned, extracted into, made valid or invalid, nor passed out or inout.
+is refused as an l-value: the spec's "L-values" section allows it, but p4c's type checker marks only
+`.next` as a left-value, and a program must compile with p4c. It cannot be assigned, extracted into,
+made valid or invalid, nor passed out or inout.
 
 The same section's push_front and pop_front shift the stack. p4c's type checker
 (frontends/p4/typeChecking/typeCheckExpr.cpp, the Member of a Type_Stack) refuses them wherever it finds
@@ -201,7 +202,7 @@ def test_shifting_a_read_only_stack_is_refused():
     assert message == "s.p4:10:30: error: cannot call push_front() on a read-only header stack"
 
 
-LAST = "('.last' of a header stack is never an l-value)"
+LAST = "('.last' of a header stack is not an l-value for p4c)"
 # the write comes after "state start { pkt.extract(hdr.s.next); " (column 95 + 39 = 134 of line 6)
 LAST_WRITES = [
     ("hdr.s.last.f = 1;", "", f"s.p4:6:134: error: cannot assign to hdr.s.last.f {LAST}"),

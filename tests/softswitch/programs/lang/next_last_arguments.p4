@@ -2,8 +2,8 @@
  * "Calling convention: call by copy in/copy out": arguments are evaluated left to right before the call,
  * out/inout values copied back in argument order when the callee returns). The sub-parsers below also
  * receive the stack inout and extract into it, which moves its nextIndex; the copy-back of the second
- * argument must still go to the element it named before the call. `.last` is never an l-value (spec,
- * "Operations on header stacks"; p4c refuses it as an out/inout argument): it goes in as an in argument,
+ * argument must still go to the element it named before the call. `.last` is not an l-value for p4c
+ * (the spec's "L-values" section allows it; p4c refuses it as an out/inout argument): it goes in as an in argument,
  * a copy of the element it names at the call. By ctl.op:
  *   1 push_make(hdr.s, hdr.s.next), nextIndex 0: the argument is s[0]. The callee extracts s[0] into its
  *     copy of the stack (nextIndex 1) and makes e = (e1, e2); s is copied back, then e into s[0].
