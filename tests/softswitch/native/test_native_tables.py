@@ -334,7 +334,7 @@ def test_the_priority_is_part_of_an_entrys_identity_only_in_scan_tables(switch):
     assert api.ss_ctl_table_modify(sw, exact._index, key, 9, fwd.index, data(2)) == L.OK
     assert [(e.priority, e.args) for e in exact.entries()] == [(None, {"port": 2})]
     assert api.ss_ctl_table_delete(sw, exact._index, key, 7) == L.OK
-    assert len(exact) == L.OK
+    assert len(exact) == 0
 
 
 def test_entries_point_at_profile_members_and_groups_which_resolve_at_lookup():
@@ -376,3 +376,37 @@ def test_entries_point_at_profile_members_and_groups_which_resolve_at_lookup():
     assert api.ss_ctl_profile_group_delete(s, profile, 10) == L.OK
     assert api.ss_ctl_profile_member_delete(s, profile, 2) == L.OK
     assert api.ss_ctl_profile_member_delete(s, profile, 2) == L.E_NOT_FOUND
+
+
+def test_a_member_change_reaches_all_its_entries_in_one_write_and_a_delete_releases_one_use():
+    """15 entries point at member 1: one ss_ctl_profile_member_set changes what every one of them runs
+    (BMv2 changes a member for all its entries at once; the entries are not rewritten one by one, so no
+    packet can see some changed and others not). Deleting an entry through ss_ctl_table_delete releases
+    its use of the member: the member can be deleted once no entry is left on it."""
+    sw = fixture_switch()
+    api, s = sw._lib.api, sw._sw
+    table = sw.table("Fixture.lpm")
+    fwd = next(a for a in sw._desc.actions if a.name == "Fixture.fwd").index
+    profile = api.ss_ctl_profile_add(s)
+    prefixes = [0x0A000000 + (i << 16) for i in range(15)]
+    keys = [table._spec(table._key_of(TableEntry({"meta.vrf": Exact(1), "hdr.dst": Lpm(p, 16)}))[0]) for p in prefixes]
+    assert api.ss_ctl_profile_member_set(s, profile, 1, fwd, (ctypes.c_uint64 * 1)(3)) == L.OK
+    for key in keys:
+        assert api.ss_ctl_table_put_ref(s, table._index, key, b"\x01\x01", 0, profile, 0, 1, 1, 1) == L.OK
+    assert api.ss_ctl_profile_member_set(s, profile, 1, fwd, (ctypes.c_uint64 * 1)(9)) == L.OK
+    hit, data = ctypes.c_uint32(), (ctypes.c_uint64 * 2)()
+    for prefix in prefixes:
+        data[0] = 0
+        packet_key = bytes([1]) + (prefix + 7).to_bytes(4, "big")
+        assert api.ss_ctl_table_lookup(s, table._index, packet_key, ctypes.byref(hit), data) == fwd
+        assert (hit.value, data[0]) == (1, 9)
+    assert api.ss_ctl_profile_entries(s, profile, 0, 1) == 15
+
+    assert api.ss_ctl_table_delete(s, table._index, keys[0], 0) == L.OK
+    assert api.ss_ctl_profile_entries(s, profile, 0, 1) == 14
+    assert api.ss_ctl_profile_member_delete(s, profile, 1) == L.E_INVALID
+    assert "in use (14 entries" in sw._lib.last_error()
+    for key in keys[1:]:
+        assert api.ss_ctl_table_delete(s, table._index, key, 0) == L.OK
+    assert api.ss_ctl_profile_entries(s, profile, 0, 1) == 0
+    assert api.ss_ctl_profile_member_delete(s, profile, 1) == L.OK
