@@ -109,17 +109,21 @@ out:
     return index;
 }
 
+/* Profile `profile` with sw->lock taken (the caller unlocks), or NULL (lock released, error set). */
+static ss_profile *locked_profile(ss_switch *sw, uint32_t profile) {
+    pthread_mutex_lock(&sw->lock);
+    ss_profile *p = profile_of(sw, profile);
+    if (!p) pthread_mutex_unlock(&sw->lock);
+    return p;
+}
+
 /* Creates member `id` or replaces its action and data (the words of `action`'s parameters at `data`):
  * entries and groups that point at it run the new action from the next packet on. */
 SS_EXPORT int ss_ctl_profile_member_set(ss_switch *sw, uint32_t profile, int64_t id, uint32_t action,
                                         const uint64_t *data) {
+    ss_profile *p = locked_profile(sw, profile);
+    if (!p) return SS_E_INVALID;
     int rc = SS_OK;
-    pthread_mutex_lock(&sw->lock);
-    ss_profile *p = profile_of(sw, profile);
-    if (!p) {
-        rc = SS_E_INVALID;
-        goto out;
-    }
     if (action >= sw->prog->n_actions) {
         ss_set_error("action profile %u: no action with index %u", profile, action);
         rc = SS_E_INVALID;
@@ -147,36 +151,46 @@ out:
     return rc;
 }
 
-/* Deletes member `id`: SS_E_INVALID while an entry or a group points at it. */
-SS_EXPORT int ss_ctl_profile_member_delete(ss_switch *sw, uint32_t profile, int64_t id) {
+/* The one sequence of both deletes, under sw->lock: find the member (group = 0) or group (1) `id`,
+ * refuse it while something points at it, take it out of its map and free it. */
+static int delete_one(ss_switch *sw, uint32_t profile, int group, int64_t id) {
     int rc = SS_OK;
     pthread_mutex_lock(&sw->lock);
-    ss_member *m = ss_profile_member(sw, profile, id);
-    if (!m) {
+    ss_member *m = group ? NULL : ss_profile_member(sw, profile, id);
+    ss_group *g = group ? ss_profile_group(sw, profile, id) : NULL;
+    if (!m && !g) {
         rc = profile < sw->n_profiles ? SS_E_NOT_FOUND : SS_E_INVALID;
-    } else if (m->entries || m->slots) {
+    } else if (m && (m->entries || m->slots)) {
         ss_set_error("action profile %u: member %lld is in use (%llu entries, %llu group places)", profile,
                      (long long)id, (unsigned long long)m->entries, (unsigned long long)m->slots);
         rc = SS_E_INVALID;
-    } else {
+    } else if (g && g->entries) {
+        ss_set_error("action profile %u: group %lld is used by %llu entries", profile, (long long)id,
+                     (unsigned long long)g->entries);
+        rc = SS_E_INVALID;
+    } else if (m) {
         ss_map_remove(&sw->profiles[profile]->members, m->key, ss_hash_key(m->key, 8));
         member_free(m);
+    } else {
+        ss_map_remove(&sw->profiles[profile]->groups, g->key, ss_hash_key(g->key, 8));
+        group_free(g);
     }
     pthread_mutex_unlock(&sw->lock);
     return rc;
+}
+
+/* Deletes member `id`: SS_E_INVALID while an entry or a group points at it. */
+SS_EXPORT int ss_ctl_profile_member_delete(ss_switch *sw, uint32_t profile, int64_t id) {
+    return delete_one(sw, profile, 0, id);
 }
 
 /* Creates group `id` or replaces its members by `n` member ids in selection order (BMv2's handle order,
  * a member of weight w w times): entries that point at it select among them from the next packet on. */
 SS_EXPORT int ss_ctl_profile_group_set(ss_switch *sw, uint32_t profile, int64_t id, uint32_t n,
                                        const int64_t *member_ids) {
+    ss_profile *p = locked_profile(sw, profile);
+    if (!p) return SS_E_INVALID;
     int rc = SS_OK;
-    pthread_mutex_lock(&sw->lock);
-    ss_profile *p = profile_of(sw, profile);
-    if (!p) {
-        rc = SS_E_INVALID;
-        goto out;
-    }
     ss_member **members = calloc((size_t)n + 1, sizeof *members);
     if (!members) {
         rc = SS_E_NOMEM;
@@ -208,21 +222,7 @@ out:
 
 /* Deletes group `id`: SS_E_INVALID while an entry points at it. */
 SS_EXPORT int ss_ctl_profile_group_delete(ss_switch *sw, uint32_t profile, int64_t id) {
-    int rc = SS_OK;
-    pthread_mutex_lock(&sw->lock);
-    ss_group *g = ss_profile_group(sw, profile, id);
-    if (!g) {
-        rc = profile < sw->n_profiles ? SS_E_NOT_FOUND : SS_E_INVALID;
-    } else if (g->entries) {
-        ss_set_error("action profile %u: group %lld is used by %llu entries", profile, (long long)id,
-                     (unsigned long long)g->entries);
-        rc = SS_E_INVALID;
-    } else {
-        ss_map_remove(&sw->profiles[profile]->groups, g->key, ss_hash_key(g->key, 8));
-        group_free(g);
-    }
-    pthread_mutex_unlock(&sw->lock);
-    return rc;
+    return delete_one(sw, profile, 1, id);
 }
 
 /* The table entries that point at member (group = 0) or group (1) `id`; -1 if there is no such one. */
