@@ -29,7 +29,7 @@ PACKET_MR_PROMISC = 1
 PACKET_OUTGOING = getattr(socket, "PACKET_OUTGOING", 4)
 PACKET_IGNORE_OUTGOING = 23  # Linux >= 4.20
 PACKET_STATISTICS = 6  # struct tpacket_stats {packets, drops} since the last read (linux/if_packet.h)
-MAX_FRAME = 65536  # bytes of the longest frame a port takes (the native runtime's SS_IO_FRAME)
+MAX_FRAME = 65536  # bytes of the longest frame a port takes (also the native runtime's SS_IO_FRAME: library.py)
 READ_BATCH = 64  # frames taken from one port before the next ready port gets its turn
 # Bursts of many hosts into one port overflow the kernel's default socket buffer (about 212 KB);
 # a switch port should queue a burst rather than drop it, as a hardware switch's buffer would.

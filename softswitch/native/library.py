@@ -23,13 +23,16 @@ from pathlib import Path
 
 from native.build import DEFAULT_CFLAGS, build_objects, load_library
 
+from ..ports import MAX_FRAME
+
 __all__ = ["INCLUDE_DIR", "RUNTIME_SOURCES", "NativeLibrary", "ProgramDescriptor", "build_library"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = PACKAGE_DIR / "include"
 SOURCE_DIR = PACKAGE_DIR / "src"
 RUNTIME_SOURCES = tuple(sorted(SOURCE_DIR.glob("*.c")))
-CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden")
+# SS_IO_FRAME (ss_io.c): the longest frame a port takes, one value for both back ends' ports
+CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden", f"-DSS_IO_FRAME={MAX_FRAME}")
 # a program's generated C: straight-line code over many fields and registers, where -O3 finds about an
 # eighth fewer instructions than -O2 (ina.p4) at the same compile time
 PROGRAM_CFLAGS = tuple("-O3" if flag == "-O2" else flag for flag in CFLAGS)

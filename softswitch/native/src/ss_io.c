@@ -56,7 +56,9 @@
 #include <sys/ioctl.h>
 
 #define SS_IO_BATCH 64
-#define SS_IO_FRAME 65536
+#ifndef SS_IO_FRAME /* the longest frame a port takes: softswitch/ports.py MAX_FRAME, passed by library.py */
+#error "SS_IO_FRAME is defined by the build (softswitch/native/library.py, from softswitch/ports.py MAX_FRAME)"
+#endif
 #define SS_IO_SOCKET_BUFFER (4 << 20)
 /* receive ring (TPACKET_V2): 4096 slots of 2 KB per port, on a jumbo MTU 64 blocks of slots that hold
  * one frame of the MTU (16 KB for 9000: 512 slots, slot_bytes); a longer frame (GSO) goes to the
@@ -120,7 +122,11 @@
 #define SS_TX_SKIP 0xFFFFu /* a virtio-net hdr_len longer than any frame: the kernel skips the slot */
 
 /* what run_batch does with a frame of the batch: runs it, or skips it as the host's own transmission, as
- * cut (the kernel or the read kept only part of it: never run as if whole) or as lost (not read) */
+ * cut (the kernel or the read kept only part of it: never run as if whole) or as lost (not read). A block
+ * ring's cut frame never gets a batch place (block_to_batch counts it in rx_truncated at once): its
+ * block goes back to the kernel whole, so nothing needs the place, which would only take room from the
+ * whole frames after it. A slot ring's cut frame keeps its place (the places are the ring's slots, given
+ * back by count: release_slots), as recvmmsg's does (the places are its messages). */
 #define SS_RUN 0
 #define SS_SKIP_OUTGOING 1
 #define SS_SKIP_CUT 2
