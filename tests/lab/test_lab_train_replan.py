@@ -14,6 +14,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = needs_mininet
 
 EPOCHS = 12  # 10 steps each with 4 ranks (a few tenths of a second): the spine dies after the first
+TRAIN_TIMEOUT_S = 120.0  # each run takes about 20 s on either back end; well inside pytest's 300 s, so a stall
+# ends in the lab's TrainError (which names the ranks still running and their last output), not pytest's kill
 
 
 def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
@@ -35,9 +37,14 @@ def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
     lab = MininetLab(os.path.join(REPO, "topologies", "leaf_spine.yaml"), 4, log=log, monitor_interval=0.2)
     try:
         lab.start()
-        clean = lab.train(EPOCHS, "ina", seed=0)
+        clean = lab.train(EPOCHS, "ina", seed=0, timeout=TRAIN_TIMEOUT_S)
         armed = True
-        failed = lab.train(EPOCHS, "ina", seed=0)
+        try:
+            failed = lab.train(EPOCHS, "ina", seed=0, timeout=TRAIN_TIMEOUT_S)
+        except BaseException:
+            # the lab's lines (plan versions, kills, epochs) live only here: show them with the failure
+            print("\n".join(lines[-80:]))
+            raise
         assert killed, "\n".join(lines[-30:])
         (spine,) = killed
         other = "sp2" if spine == "sp1" else "sp1"
