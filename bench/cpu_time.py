@@ -17,6 +17,8 @@ import platform
 import time
 from pathlib import Path
 
+from topologies.lab_drops import softnet_counts  # noqa: F401  (re-exported: the benches' one reader)
+
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _CPUCLOCK_SCHED = 2  # Linux's CPU-time clock ids: ~id << 3 | clock kind | 4 for one thread (posix-timers.h)
 _CPUCLOCK_PERTHREAD = 4
@@ -112,13 +114,6 @@ def irq_time_accounting(configs: list[Path] | None = None) -> bool | None:
             continue
         return "\nCONFIG_IRQ_TIME_ACCOUNTING=y" in f"\n{text}"
     return None
-
-
-def softnet_counts() -> list[tuple[int, int]]:
-    """Per CPU: frames its receive softirq has taken off the backlog and frames dropped because the
-    backlog was full (netdev_max_backlog) so far (/proc/net/softnet_stat, first two columns)."""
-    rows = Path("/proc/net/softnet_stat").read_text().split("\n")
-    return [(int(r.split()[0], 16), int(r.split()[1], 16)) for r in rows if r.strip()]
 
 
 def ksoftirqd_seconds() -> float:

@@ -72,10 +72,16 @@ def udp_errors(snmp: str) -> dict[str, int]:
     return {n: int(v) for n, v in zip(names, values, strict=False) if n in UDP_FIELDS}
 
 
+def softnet_counts() -> list[tuple[int, int]]:
+    """Per CPU: frames its receive softirq has taken off the backlog and frames dropped because the
+    backlog was full (netdev_max_backlog) so far (/proc/net/softnet_stat, first two columns)."""
+    rows = Path("/proc/net/softnet_stat").read_text().split("\n")
+    return [(int(r.split()[0], 16), int(r.split()[1], 16)) for r in rows if r.strip()]
+
+
 def softnet_drops() -> dict[str, int]:
-    """Each CPU's input backlog drops (second column of /proc/net/softnet_stat, hexadecimal)."""
-    lines = Path("/proc/net/softnet_stat").read_text().splitlines()
-    return {f"cpu{i}": int(line.split()[1], 16) for i, line in enumerate(lines)}
+    """Each CPU's input backlog drops so far."""
+    return {f"cpu{i}": dropped for i, (_, dropped) in enumerate(softnet_counts())}
 
 
 class DropCounters:
