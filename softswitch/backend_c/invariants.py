@@ -24,7 +24,7 @@ def written_roots(node: ir.Node) -> list[ir.Expression]:
         return [target.base if isinstance(target, ir.Slice) else target]
     if isinstance(node, (ir.ExternFunctionCall, ir.ExternMethodCall)):
         return [a.value for a in node.arguments if a.direction in ("out", "inout")]
-    if isinstance(node, ir.StackShift):
+    if isinstance(node, (ir.StackShift, ir.StackAdvance)):
         return [node.stack]
     if isinstance(node, ir.Extract):
         return [node.header]

@@ -347,6 +347,7 @@ _NOT_PROMOTABLE = (
     ir.ApplyResultMember,
     ir.ExternFunctionCall,
     ir.StackShift,
+    ir.StackAdvance,
     ir.Extract,
     ir.Emit,
     ir.SetValidity,

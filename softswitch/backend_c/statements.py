@@ -396,6 +396,9 @@ class StatementEmitter:
                         out.write(line)
                 out.write(f"{k}->ss_next = {k}->ss_next > {count} ? {k}->ss_next - {count} : 0;")
 
+    def _StackAdvance(self, out: CWriter, s: ir.StackAdvance, scope: Scope) -> None:
+        out.write(f"{self.x.place(s.stack, scope)}.ss_next++;")
+
     # ---------------------------------------------------------------- packets
     def _Extract(self, out: CWriter, s: ir.Extract, scope: Scope) -> None:
         header_type = s.header.type

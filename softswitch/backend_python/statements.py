@@ -284,6 +284,9 @@ class StatementEmitter:
     def _StackShift(self, out: SourceWriter, s: ir.StackShift, context: FunctionContext) -> None:
         out.write(f"{self.code(s.stack, context)}.{s.operation}({s.count})")
 
+    def _StackAdvance(self, out: SourceWriter, s: ir.StackAdvance, context: FunctionContext) -> None:
+        out.write(f"{self.code(s.stack, context)}.nextIndex += 1")
+
     # ------------------------------------------------------------------ packets
     def _Extract(self, out: SourceWriter, s: ir.Extract, context: FunctionContext) -> None:
         header_type = s.header.type

@@ -7,6 +7,7 @@ As a statement (a BlockContext given) a call checks to a list of IR statements; 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from .. import ir
@@ -30,7 +31,7 @@ from .scopes import (
     TableSymbol,
     describe,
 )
-from .typecheck import ExpressionChecker, is_writable, last_note, packet_symbol
+from .typecheck import ExpressionChecker, is_writable, last_note, next_element, packet_symbol
 
 if TYPE_CHECKING:
     from .blocks import BlockElaborator
@@ -311,8 +312,12 @@ class CallChecker:
                 raise P4Error(a.pos, f"extract expects a header, got {header.type}")
             if not is_writable(header):
                 raise P4Error(a.pos, f"extract needs an assignable header{last_note(header)}")
-            if isinstance(header, ir.FieldAccess) and isinstance(header.base, (ir.StackNext, ir.StackLast)):
-                raise P4Error(a.pos, "extract into a member of a header-union stack's next/last is not supported")
+            advance: list[ir.Statement] = []
+            if isinstance(header, ir.FieldAccess) and isinstance(header.base, ir.StackNext):
+                # `extract(hs.next.m)`, a stack of header unions (the spec's TCP options parser): member m
+                # of hs[nextIndex] is extracted, its siblings made invalid, then nextIndex counts it
+                advance.append(ir.StackAdvance(stack=header.base.stack, position=n.pos))
+                header = dataclasses.replace(header, base=next_element(header.base))
             varbit_bits = None
             if header.type.varbit_field is not None:
                 if len(n.args) != 2:
@@ -326,7 +331,7 @@ class CallChecker:
                     n.pos, f"extract(header, bits) needs a header with a varbit field; {header.type} has none"
                 )
             extract = ir.Extract(header=header, packet=packet, varbit_bits=varbit_bits, position=n.pos)
-            return [extract, *invalidate_union_siblings(header, n.pos)]
+            return [extract, *invalidate_union_siblings(header, n.pos), *advance]
         if name == "lookahead":
             if n.args or len(n.targs) != 1:
                 raise P4Error(n.pos, "lookahead takes one type argument and no arguments: lookahead<T>()")

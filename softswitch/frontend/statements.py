@@ -10,7 +10,7 @@ from .calls import CallChecker, invalidate_union_siblings
 from .context import BlockContext
 from .errors import P4Error
 from .scopes import ConstantSymbol, Scope, VariableSymbol
-from .typecheck import ExpressionChecker, is_writable, last_note
+from .typecheck import ExpressionChecker, is_writable, last_note, next_element
 
 
 class StatementChecker:
@@ -232,8 +232,8 @@ class StatementChecker:
         value = self.expressions.coerce(
             value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
         )
-        if isinstance(target, (ir.StackNext, ir.StackLast)):
-            raise P4Error(s.lhs.pos, "assigning a whole header to .next/.last is not supported")
+        if isinstance(target, ir.StackNext):  # an l-value for p4c; only extract moves nextIndex
+            target = next_element(target)
         return ir.Assign(target=target, value=value, position=s.pos)
 
     # ------------------------------------------------------------------ switch

@@ -61,6 +61,14 @@ def last_note(expr: ir.Expression) -> str:
     return " ('.last' of a header stack is not an l-value for p4c)" if isinstance(expr, ir.StackLast) else ""
 
 
+def next_element(place: ir.StackNext) -> ir.StackElement:
+    """`stack[nextIndex]`, the element `stack.next` names: where a statement writes through `.next` without
+    extracting (no nextIndex change). A computed index out of range in a parser is error.StackOutOfBounds,
+    what `.next` gives on a full stack (P4_16, "Header stacks")."""
+    index = ir.StackNextIndex(type=ir.BitType(32), stack=place.stack, position=place.position)
+    return ir.StackElement(type=place.type, stack=place.stack, index=index, position=place.position)
+
+
 class ExpressionChecker:
     def __init__(self, context: ProgramContext):
         self.context = context

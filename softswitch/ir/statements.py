@@ -124,6 +124,15 @@ class StackShift(Statement):
 
 
 @dataclass(eq=False, kw_only=True)
+class StackAdvance(Statement):
+    """nextIndex of a header stack grows by one (parsers). The front end writes an extract into a member of
+    the header union at `.next` (`extract(hs.next.m)`) as an Extract into `hs[nextIndex].m`, the other
+    members made invalid, then this: the element is found, filled and counted as BMv2 does it."""
+
+    stack: Expression
+
+
+@dataclass(eq=False, kw_only=True)
 class Extract(Statement):
     """`packet.extract(header)` (parsers): fills the header from the next header.width bits and makes it
     valid; error.PacketTooShort (header left as it was) when the packet is shorter. A StackNext target
