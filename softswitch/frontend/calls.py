@@ -29,8 +29,10 @@ from .scopes import (
     Scope,
     SymbolReference,
     TableSymbol,
+    TypeSymbol,
     describe,
 )
+from .type_sizes import SIZE_METHODS, size_of
 from .typecheck import ExpressionChecker, is_writable, last_note, next_element, packet_symbol
 
 if TYPE_CHECKING:
@@ -107,6 +109,9 @@ class CallChecker:
         return out
 
     def call(self, n: Node, scope: Scope, context: BlockContext | None) -> CallResult:
+        size = self.size_method(n, scope)
+        if size is not None:
+            return size if context is None else []  # p4c drops the call as a statement: it does nothing
         callee = self.expressions.check(n.func, scope)
         if isinstance(callee, MethodReference):
             return self.method(n, callee, scope, context)
@@ -148,6 +153,24 @@ class CallChecker:
                 raise P4Error(n.pos, f"function {function.name} returns no value")
             return call
         raise P4Error(n.pos, f"{describe(callee)} cannot be called")
+
+    def size_method(self, n: Node, scope: Scope) -> ir.Constant | None:
+        """`e.minSizeInBits()` and the like (type_sizes.py) on a value or a type name, else None. Checked
+        before the member: the method wins over a field of that name when called, as with p4c."""
+        func = n.func
+        if func.kind != "Member" or func.name not in SIZE_METHODS:
+            return None
+        receiver = self.expressions.check(func.expr, scope)
+        if isinstance(receiver, SymbolReference) and isinstance(receiver.symbol, TypeSymbol):
+            t = receiver.symbol.type
+        elif isinstance(receiver, ir.Expression):
+            t = receiver.type
+        else:
+            return None
+        if n.targs:
+            raise P4Error(n.pos, f"{func.name} takes no type arguments")
+        check_arity(n.pos, func.name, n.args, 0)
+        return size_of(func.name, t, n.pos)
 
     def type_arguments(self, n: Node, symbol: GenericFunctionSymbol, scope: Scope) -> list[ir.Type]:
         """The types a call binds a generic function's type parameters to: given (`f<bit<8>>(x)`) or taken

@@ -72,6 +72,19 @@ CASES = [
         "t.p4:13:27: error: hash algorithm crc32_custom is not supported by softswitch (supported:"
         " crc16, crc32, csum16, xor16, identity)",
     ),
+    # minSizeInBits() and the like: p4c's TypeMap::widthBits has no width for error, int, string, enum
+    (
+        "apply { hdr.w.a = (bit<8>)sm.parser_error.minSizeInBits(); }",
+        "t.p4:13:31: error: width not well-defined for values of type error",
+    ),
+    (
+        "apply { hdr.w.a = (bit<8>)hdr.w.maxSizeInBytes(1); }",
+        "t.p4:13:31: error: wrong number of arguments to 'maxSizeInBytes': expected 0, got 1",
+    ),
+    (
+        "apply { hdr.w.a = (bit<8>)hdr.w.minSizeInBits<bit<8>>(); }",
+        "t.p4:13:31: error: minSizeInBits takes no type arguments",
+    ),
 ]
 
 
