@@ -112,7 +112,7 @@ class BlockElaborator:
                     raise P4Error(s.pos, f"state '{s.name}' is predefined")
             if "start" not in names:
                 raise P4Error(d.pos, f"parser {d.name} has no 'start' state")
-            states = [self.state(s, scope, context, names) for s in d.states]
+            states = [self.state(s, scope, context, names, d.name) for s in d.states]
         finally:
             self.expressions.in_parser = outer_in_parser
         return ir.Parser(
@@ -150,12 +150,20 @@ class BlockElaborator:
         sub = self.parser(declaration, qualified_name(d.annos, prefix, d.name), d.args, scope)
         scope.add(d.name, ParserInstanceSymbol(sub, declaration), d.pos)
 
-    def state(self, s: Node, parser_scope: Scope, context: BlockContext, names: set[str]) -> ir.ParserState:
+    def state(
+        self, s: Node, parser_scope: Scope, context: BlockContext, names: set[str], parser: str
+    ) -> ir.ParserState:
         scope = Scope(parser_scope)
         statements: list[ir.Statement] = []
         for st in s.stmts:
             statements += self.statements.statement(st, scope, context)
-        return ir.ParserState(name=s.name, statements=statements, transition=self.transition(s, scope, names))
+        return ir.ParserState(
+            name=s.name,
+            statements=statements,
+            transition=self.transition(s, scope, names),
+            written_as=f"parser {parser}, state {s.name}",
+            position=s.pos,
+        )
 
     def transition(self, s: Node, scope: Scope, names: set[str]) -> ir.Transition:
         t = s.transition

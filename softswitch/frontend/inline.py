@@ -465,17 +465,30 @@ class SubParserInliner:
             copy = clone(declaration, variables)
             assert isinstance(copy, ir.VariableDeclaration)
             pre.append(self.hoisted(copy))
-        states = [ir.ParserState(name=state.name, statements=pre, transition=ir.Transition(next_state=f"{tag}_start"))]
+
+        def part(name: str, statements: list[ir.Statement], transition: ir.Transition) -> ir.ParserState:
+            """A part of the state being split: the user still knows it by the state's name."""
+            return ir.ParserState(
+                name=name,
+                statements=statements,
+                transition=transition,
+                written_as=state.written_as,
+                position=state.position,
+            )
+
+        states = [part(state.name, pre, ir.Transition(next_state=f"{tag}_start"))]
         for s in sub.states:
             states.append(
                 ir.ParserState(
                     name=f"{tag}_{s.name}",
                     statements=[clone(st, variables) for st in s.statements],  # type: ignore[misc]
                     transition=_renamed_transition(s.transition, variables, tag, after),
+                    written_as=s.written_as,
+                    position=s.position,
                 )
             )
         rest = [self.hoisted(s) for s in state.statements[index + 1 :]]
-        states.append(ir.ParserState(name=after, statements=copy_out + rest, transition=state.transition))
+        states.append(part(after, copy_out + rest, state.transition))
         return states
 
     def parser_local(self, value: ir.Expression, out: list[ir.Statement]) -> ir.VariableRef:

@@ -26,5 +26,5 @@ def refuse_stack_shifts_in_parsers(program: ir.Program) -> None:
                         raise P4Error(
                             node.position,
                             f"'.{node.operation}' of a header stack cannot be used in a parser, nor in a "
-                            f"function a parser calls (parser {block.name}, state {state.name})",
+                            f"function a parser calls ({state.written_as}, at {state.position})",
                         )

@@ -223,9 +223,15 @@ class Transition:
 
 @dataclass(eq=False, kw_only=True)
 class ParserState:
+    """`written_as` and `position`: the parser and state as the program names them, and where the state
+    is declared, for messages (an inlined sub-parser's states are renamed, a state split at a sub-parser's
+    apply is two states)."""
+
     name: str
     statements: list[Statement]
     transition: Transition  # a state without transition statement goes to "reject"
+    written_as: str = ""  # "parser Sub, state start"
+    position: Pos | None = None
 
 
 @dataclass(eq=False, kw_only=True)

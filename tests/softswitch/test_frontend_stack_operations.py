@@ -147,7 +147,8 @@ def test_push_and_pop_front_in_a_parser_are_refused(method):
 # line 10 holds the functions: `s.` after "void shift(inout elem_t[3] s) { " at column 33
 SHIFT_FUNCTION = "void shift(inout elem_t[3] s) {{ s.{method}(1); }}"
 CALLS_SHIFT = "state start { pkt.extract(hdr.s.next); shift(hdr.s); transition accept; }"
-INLINED = "cannot be used in a parser, nor in a function a parser calls (parser P, state start)"
+# the state the function's body was inlined into, as the program names it: `start` after "state " (95 + 6)
+INLINED = "cannot be used in a parser, nor in a function a parser calls (parser P, state start, at s.p4:6:101)"
 
 
 @pytest.mark.parametrize("method", ["push_front", "pop_front"])
@@ -170,6 +171,23 @@ def test_push_and_pop_front_still_compile_in_a_control_and_in_a_function_a_contr
     assert source(program(ingress, functions), "s.p4").fallback_reason is None
     ingress = "apply { hdr.s.push_front(N); hdr.s.pop_front(N - 1); hdr.s.push_front(7); }"
     assert source(program(ingress, functions), "s.p4").fallback_reason is None
+
+
+def test_a_shift_a_sub_parser_brings_in_is_refused_under_the_sub_parsers_own_names():
+    """A sub-parser's states are inlined into the caller under new names (P_sub_1_start): the message
+    names the sub-parser and its state as the program does, and where that state is declared."""
+    functions = SHIFT_FUNCTION.format(method="pop_front") + (
+        " parser Sub(packet_in pkt, inout elem_t[3] s) { state start { pkt.extract(s.next); shift(s); "
+        "transition accept; } }"
+    )
+    states = "Sub() sub; state start { sub.apply(pkt, hdr.s); transition accept; }"
+    # Sub's `start` on line 10, after "void shift(...) { s.pop_front(1); } parser Sub(...) { state ": column 104
+    where = "(parser Sub, state start, at s.p4:10:104)"
+    assert (
+        error_of(program(functions=functions, states=states))
+        == f"s.p4:10:33: error: '.pop_front' of a header stack cannot be used in a parser, nor in a function "
+        f"a parser calls {where}"
+    )
 
 
 # the count of `hdr.s.push_front(` starts at column 26 of line 13, pop_front's at 25
