@@ -357,6 +357,14 @@ class ExpressionEmitter:
             parts.append(f"{v}.ss_valid = 1;")
         return f"({{ {' '.join(parts)} {v}; }})"
 
+    def _StackInitializer(self, e: ir.StackInitializer, scope: Scope) -> str:
+        ctype = self.layout.type_name(e.type)
+        v = self.temp("init")
+        parts = [f"{ctype} {v};", f"memset(&{v}, 0, sizeof {v});"]
+        for i, item in enumerate(e.items):
+            parts.append(f"{v}.ss_e[{i}] = {self.object_value(item, scope)};")
+        return f"({{ {' '.join(parts)} {v}; }})"
+
     def _Lookahead(self, e: ir.Lookahead, scope: Scope) -> str:
         if not scope.in_parser:
             raise Unsupported("lookahead outside a parser", e.position)

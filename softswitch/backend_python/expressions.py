@@ -138,6 +138,9 @@ class ExpressionEmitter:
         valid = isinstance(t, ir.HeaderType) and e.valid
         return f"from_list({class_name(t)}(), {names!r}, ({values}), {valid})"
 
+    def _StackInitializer(self, e: ir.StackInitializer, frame: Frame) -> str:
+        return "stack_of((" + "".join(f"{self.copy_code(item, frame)}, " for item in e.items) + "))"
+
     # ------------------------------------------------------------------ headers, packets, tables
     def _IsValid(self, e: ir.IsValid, frame: Frame) -> str:
         return f"{self.code(e.header, frame)}._v"

@@ -120,6 +120,12 @@ class ExpressionChecker:
             if not isinstance(t, (ir.HeaderType, ir.HeaderUnionType)):
                 raise P4Error(position, f"{{#}} is an invalid header or header union; {t} is neither")
             return invalid_value(t, e.position)
+        if isinstance(t, ir.HeaderStackType) and isinstance(e, ir.ListExpression) and e.names is None:
+            # p4c (TypeInference::assignment): a list as a stack gives each element, as many as the size
+            if len(e.items) != t.size:
+                raise P4Error(position, f"a list of {len(e.items)} values cannot be a value of {t} ({t.size} elements)")
+            items = tuple(self.coerce(item, t.element, item.position or position, what) for item in e.items)
+            return ir.StackInitializer(type=t, items=items, position=e.position)
         if isinstance(t, ir.StructLikeType) and isinstance(e, ir.ListExpression) and e.names is not None:
             given = dict(zip(e.names, e.items, strict=True))
             if set(given) != {f.name for f in t.fields}:

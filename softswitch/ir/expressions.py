@@ -155,6 +155,15 @@ class StructInitializer(Expression):
 
 
 @dataclass(eq=False, kw_only=True)
+class StackInitializer(Expression):
+    """A new header stack value (type) from one value per element, in index order (`elem_t[2] s = {{1},
+    {2}}`: p4c's HeaderStackExpression), items copied; its nextIndex is 0. Assigned, it replaces the whole
+    stack (nextIndex too), as an assignment of any stack value does here."""
+
+    items: tuple[Expression, ...]
+
+
+@dataclass(eq=False, kw_only=True)
 class IsValid(Expression):
     """`header.isValid()`: bool."""
 

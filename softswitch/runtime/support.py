@@ -84,6 +84,15 @@ class Stack:
         return self.h[i]
 
 
+def stack_of(elements):
+    """A stack value made of these elements (a list as a stack: StackInitializer), nextIndex 0."""
+    s = Stack.__new__(Stack)
+    s.h = list(elements)
+    s.nextIndex = 0
+    s.size = len(s.h)
+    return s
+
+
 def stack_at(stack, i):
     """`stack[i]` with a computed index outside a parser: out of range, a fresh invalid element (reads
     give zeros, writes are lost), as BMv2 runs p4c's output."""

@@ -85,6 +85,20 @@ CASES = [
         "apply { hdr.w.a = (bit<8>)hdr.w.minSizeInBits<bit<8>>(); }",
         "t.p4:13:31: error: minSizeInBits takes no type arguments",
     ),
+    # a list as a header stack: one value per element (p4c: "destination type expects 2 elements")
+    (
+        "apply { w_t[2] x = { { 1, 2 } }; }",
+        "t.p4:13:24: error: a list of 1 values cannot be a value of w_t[2] (2 elements)",
+    ),
+    (
+        "apply { w_t[2] x; x = { {1, 2}, {3, 4}, {5, 6} }; }",
+        "t.p4:13:27: error: a list of 3 values cannot be a value of w_t[2] (2 elements)",
+    ),
+    # each element as in an assignment to the element type, at that element
+    (
+        "apply { w_t[2] x = { { 1, 2 }, { 3 } }; }",
+        "t.p4:13:36: error: a list of 1 values cannot be a header w_t value (2 fields)",
+    ),
 ]
 
 
