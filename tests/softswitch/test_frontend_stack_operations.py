@@ -29,6 +29,7 @@ import pytest
 from softswitch_testlib import each_backend, source  # noqa: F401 (a fixture)
 
 from softswitch.frontend.errors import P4Error
+from softswitch.switch import Switch
 
 pytestmark = pytest.mark.usefixtures("each_backend")
 
@@ -263,3 +264,31 @@ def test_next_index_is_refused_in_a_parser():
     states = "state start { pkt.extract(hdr.s.next); meta.depth = hdr.s.nextIndex; transition accept; }"
     # `hdr.s.nextIndex` 52 characters into the state: 95 + 52
     assert error_of(program(states=states)) == f"s.p4:6:147: error: {NEXT_INDEX}"
+
+
+# `.next` is an l-value for p4c's type checker (typeCheckExpr.cpp: a `.next` Member of a left-value is
+# one): `s.next = h` writes s[nextIndex], StackOutOfBounds when the stack is full (P4_16, "Header stacks":
+# evaluating `.next` then fails), and only an extract moves nextIndex. p4c's BMv2 back end has no
+# translation for a `.next` outside extract (it reads `hs.next` as a stack field named "next"), so these
+# programs stay here rather than under programs/. Ingress sends to port 2 on StackOutOfBounds, else 1;
+# the deparser emits the valid elements of s, then the bytes the parser left.
+NEXT_WRITES = [
+    # s[0] = 5a extracted; s.next = {77} writes s[1]; 5b 5c are payload
+    ("pkt.extract(hdr.s.next); hdr.s.next = {0x77};", "5a5b5c", (1, "5a775b5c")),
+    # the extract after the assignment fills s[1] again: nextIndex was still 1
+    ("pkt.extract(hdr.s.next); elem_t h = {0x77}; hdr.s.next = h; pkt.extract(hdr.s.next);", "5a5b5c", (1, "5a5b5c")),
+    # the stack is full after three extracts: the assignment is StackOutOfBounds, s stays as extracted
+    (
+        "pkt.extract(hdr.s.next); pkt.extract(hdr.s.next); pkt.extract(hdr.s.next); hdr.s.next = {0x77};",
+        "5a5b5c5d",
+        (2, "5a5b5c5d"),
+    ),
+]
+ROUTE_ON_ERROR = "apply { sm.egress_spec = sm.parser_error == error.StackOutOfBounds ? 9w2 : 9w1; }"
+
+
+@pytest.mark.parametrize("statements,frame,expected", NEXT_WRITES)
+def test_assigning_to_next_writes_the_element_without_moving_next_index(statements, frame, expected):
+    prog = source(program(ROUTE_ON_ERROR, states=f"state start {{ {statements} transition accept; }}"), "s.p4")
+    out = Switch(prog).process(0, bytes.fromhex(frame))
+    assert [(port, data.hex()) for port, data in out] == [expected]
