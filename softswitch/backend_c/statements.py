@@ -419,6 +419,11 @@ class StatementEmitter:
                 out.write(f"if ({k}->ss_next >= {stack_type.size}) {scope.fail(ERROR_STACK_OUT_OF_BOUNDS, '')}")
                 target = f"&{k}->ss_e[{k}->ss_next]"
                 after = f"{k}->ss_next++;"
+            elif _computed_index(s.header):
+                # the element is found (StackOutOfBounds) before the packet's length is checked, as the
+                # Python back end and BMv2 evaluate the argument before extracting
+                target, after = self.x.temp("h"), ""
+                out.write(f"{self.layout.type_name(header_type)} *{target} = &{self.x.place(s.header, scope)};")
             else:
                 target, after = f"&{self.x.place(s.header, scope)}", ""
             out.write(too_short)
@@ -505,3 +510,12 @@ def _has_computed_index(e: ir.Expression) -> bool:
             e = e.stack
         else:
             return False
+
+
+def _computed_index(place: ir.Expression) -> bool:
+    """Whether finding place reads a stack index when the packet runs (`s[i]`, `s[nextIndex].m`)."""
+    while isinstance(place, (ir.FieldAccess, ir.StackElement)):
+        if isinstance(place, ir.StackElement) and not isinstance(place.index, ir.Constant):
+            return True
+        place = place.base if isinstance(place, ir.FieldAccess) else place.stack
+    return False
