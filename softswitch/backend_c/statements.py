@@ -440,17 +440,23 @@ class StatementEmitter:
         self, out: CWriter, s: ir.Extract, header_type: ir.HeaderType, varbit: ir.Field, suffix: str, scope: Scope
     ) -> None:
         """extract(h, bits) of a header with a varbit field: HeaderTooShort when bits exceed the field's
-        maximum, PacketTooShort when the packet ends first (in that order, as the Python back end)."""
+        maximum, PacketTooShort when the packet ends first (in that order, as the Python back end); a stack
+        element with a computed index is found first (StackOutOfBounds), as the argument comes first."""
         if isinstance(s.header, ir.StackNext) or s.varbit_bits is None:
             raise Unsupported(f"this extract of header {header_type.name} with a varbit field", s.position)
         assert isinstance(varbit.type, ir.VarbitType)
         bits = self.x.temp("bits")
         with out.block(""):
+            target = f"&{self.x.place(s.header, scope)}"
+            if _computed_index(s.header):
+                h = self.x.temp("h")
+                out.write(f"{self.layout.type_name(header_type)} *{h} = {target};")
+                target = h
             value = convert(self.x.value(s.varbit_bits, scope), value_type(s.varbit_bits.type), U64)
             out.write(f"{U64} {bits} = {value};")
             out.write(f"if ({bits} > {varbit.type.max_width}) {scope.fail(ERROR_HEADER_TOO_SHORT, '')}")
             out.write(f"if (off + {header_type.width} + {bits} > nbits) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}")
-            out.write(f"extract_{suffix}(&{self.x.place(s.header, scope)}, data, off, (uint32_t){bits});")
+            out.write(f"extract_{suffix}({target}, data, off, (uint32_t){bits});")
             out.write(f"off += {header_type.width} + {bits};")
 
     def _Advance(self, out: CWriter, s: ir.Advance, scope: Scope) -> None:

@@ -1,7 +1,8 @@
 """Parsers: select on tuples/masks/ranges/default, header stacks (next, last, pop_front, push_front,
 indexing, size, lastIndex), lookahead, advance, verify, and v1model parser errors."""
 
-from softswitch_testlib import eth, v1
+import pytest
+from softswitch_testlib import each_backend, eth, v1  # noqa: F401 (a fixture)
 
 from softswitch.switch import Switch
 
@@ -196,3 +197,25 @@ def test_header_fields_at_byte_and_bit_offsets_extract_and_emit_the_same():
     # one byte short: PacketTooShort, f stays invalid (only eth and the unparsed bytes go out)
     short = eth(payload=f[:-1])
     assert sw.process(0, short) == [(1, short)]
+
+
+# extract(hdr.s[i]) with i out of range and too few bytes left: the argument is evaluated before the
+# extract (P4_16 calling convention), and a computed index out of range in a parser is StackOutOfBounds
+# (as BMv2 runs p4c's dereference_header_stack), so that error comes first, not PacketTooShort
+OUT_OF_RANGE_EXTRACTS = [
+    "pkt.extract(hdr.es[hdr.ctl.i]);",
+    "pkt.extract(hdr.vs[hdr.ctl.i], 16);",  # a header with a varbit field: its size given
+]
+
+
+@pytest.mark.usefixtures("each_backend")
+@pytest.mark.parametrize("extract", OUT_OF_RANGE_EXTRACTS)
+def test_an_out_of_range_index_is_found_before_the_packet_runs_short(extract):
+    sw = sw_for(
+        f"state start {{ pkt.extract(hdr.eth); pkt.extract(hdr.ctl); {extract} transition accept; }}",
+        "apply { sm.egress_spec = sm.parser_error == error.StackOutOfBounds ? 9w2 : 9w1; }",
+        "ctl_t ctl; e_t[2] es; v_t[2] vs;",
+        decls="header ctl_t { bit<8> i; } header e_t { bit<16> f; } header v_t { varbit<16> d; }",
+    )
+    frame = eth(payload=bytes([5, 0xAA]))  # i = 5; one byte where the element needs two
+    assert sw.process(0, frame) == [(2, frame)]
