@@ -419,7 +419,7 @@ class StatementEmitter:
                 out.write(f"if ({k}->ss_next >= {stack_type.size}) {scope.fail(ERROR_STACK_OUT_OF_BOUNDS, '')}")
                 target = f"&{k}->ss_e[{k}->ss_next]"
                 after = f"{k}->ss_next++;"
-            elif _computed_index(s.header):
+            elif _has_computed_index(s.header):
                 # the element is found (StackOutOfBounds) before the packet's length is checked, as the
                 # Python back end and BMv2 evaluate the argument before extracting
                 target, after = self.x.temp("h"), ""
@@ -448,7 +448,7 @@ class StatementEmitter:
         bits = self.x.temp("bits")
         with out.block(""):
             target = f"&{self.x.place(s.header, scope)}"
-            if _computed_index(s.header):
+            if _has_computed_index(s.header):
                 h = self.x.temp("h")
                 out.write(f"{self.layout.type_name(header_type)} *{h} = {target};")
                 target = h
@@ -503,6 +503,7 @@ def _literal(value: int, ctype: str) -> str:
 
 
 def _has_computed_index(e: ir.Expression) -> bool:
+    """Whether finding e reads a stack index when the packet runs (`s[i]`, `s[i].m`, `s[i].f[3:0]`)."""
     while True:
         if isinstance(e, ir.StackElement):
             if not isinstance(e.index, ir.Constant):
@@ -516,12 +517,3 @@ def _has_computed_index(e: ir.Expression) -> bool:
             e = e.stack
         else:
             return False
-
-
-def _computed_index(place: ir.Expression) -> bool:
-    """Whether finding place reads a stack index when the packet runs (`s[i]`, `s[nextIndex].m`)."""
-    while isinstance(place, (ir.FieldAccess, ir.StackElement)):
-        if isinstance(place, ir.StackElement) and not isinstance(place.index, ir.Constant):
-            return True
-        place = place.base if isinstance(place, ir.FieldAccess) else place.stack
-    return False
