@@ -148,7 +148,9 @@ class LabBench:
         ideal = 4 * values * 8 / (self.bandwidth_mbps * 1e6)
         return values, max(120.0, 30 * ideal * len(self.lab.workers))
 
-    def run(self, method: str, values: int, timeout: float, rto: float | None = None) -> dict:
+    def run(self, method: str, values: int, timeout: float, settings: dict | None = None) -> dict:
+        """One timed round of ``method``; ``settings``: the worker agents' for it (``agent_settings``)."""
+        settings = settings or {}
         lab = self.lab
         if method == "gloo":
             lab.start_gloo()  # start-up (rendezvous, connections) is not part of the round
@@ -160,7 +162,7 @@ class LabBench:
         drops0 = self.drops.read()
         wall0 = time.monotonic()
         with BacklogSampler(self.drops.switch_ends) as backlog:
-            result = lab.allreduce(1, values, mode=method, timeout=timeout, rto=rto)[0]
+            result = lab.allreduce(1, values, mode=method, timeout=timeout, **settings)[0]
         wall = time.monotonic() - wall0
         drops = drops_between(drops0, self.drops.read(), backlog.peak)
         busy1 = machine_busy()
@@ -176,7 +178,9 @@ class LabBench:
             "values_per_packet": lab.plan.value_count,
             "mtu": lab.network.mtu,
             "bytes_per_worker": size,
-            "rto_s": rto,  # the worker agents' base retransmission timeout set for the round (None: theirs)
+            "rto_s": settings.get("rto"),  # the worker agents' base retransmission timeout set for the round
+            # their detection of spurious timeouts, if set for the round (None: theirs, on)
+            "detect_spurious": settings.get("spurious"),
             "time_s": elapsed,
             "ideal_s": ideal,
             "ratio_to_ideal": elapsed / ideal,
@@ -184,6 +188,9 @@ class LabBench:
             "retransmissions": result.retransmissions,
             "agent_rtt_ms": result.rtt_ms,
             "agent_windows": result.windows,
+            "agent_min_rtt_ms": result.min_rtt_ms,
+            "agent_rto_ms": result.rto_ms,
+            "timer": result.timer,  # the workers' timer events (topologies/mininet_lab.TIMER_COUNTERS)
             "send_buffer_full": result.send_buffer_full,
             "link_bytes": link_bytes,
             "host_link_max_bytes": max(link_bytes[self.link_names[i]] for i in self.host_links),
@@ -234,6 +241,8 @@ def describe(row: dict) -> str:
         f"({row['ratio_to_ideal']:5.2f} x ideal {row['ideal_s']:.3f} s), busiest host link "
         f"{row['host_link_max_bytes'] / 2**20:7.1f} MB, retx {row['retransmissions']}"
     )
+    if row.get("timer"):
+        text += " (" + ", ".join(f"{k} {v}" for k, v in row["timer"].items()) + ")"
     if "worker_packets_per_s" in row:
         switch_rates = ", ".join(f"{n} {v['grad_per_s'] / 1e3:.0f}k GRAD/s" for n, v in row["switches"].items())
         text += (
@@ -288,11 +297,29 @@ def describe_summary(entry: dict) -> str:
 
 def label(row: dict) -> str:
     """The method and, for the agents' methods, K: "ina K=256", "ps K=64", "gloo"; and a link MTU other than
-    1500: "ina K=1024 MTU 9000", "gloo MTU 9000"; a retransmission timeout set by --rto: "... RTO 0.5"."""
+    1500: "ina K=1024 MTU 9000", "gloo MTU 9000"; a retransmission timeout set by --rto: "... RTO 0.5"; the
+    detection of spurious timeouts set by --spurious: "... spurious on"/"... spurious off"."""
     text = row["method"] if row["method"] == "gloo" else f"{row['method']} K={row['values_per_packet']}"
     mtu = row.get("mtu", C.MTU_BYTES)
     text = text if mtu == C.MTU_BYTES else f"{text} MTU {mtu}"
-    return text if row.get("rto_s") is None else f"{text} RTO {row['rto_s']:g}"
+    text = text if row.get("rto_s") is None else f"{text} RTO {row['rto_s']:g}"
+    spurious = row.get("detect_spurious")
+    return text if spurious is None else f"{text} spurious {'on' if spurious else 'off'}"
+
+
+def agent_settings(rtos: list[float] | None, spurious: list[str] | None) -> list[dict]:
+    """The worker agents' settings each agent method runs with in turn: every --rto with every --spurious.
+
+    Examples
+    --------
+    >>> agent_settings([0.2, 0.5], ["off", "on"])[:2], agent_settings(None, None)
+    ([{'rto': 0.2, 'spurious': False}, {'rto': 0.2, 'spurious': True}], [{}])
+    """
+    return [
+        {k: v for k, v in (("rto", rto), ("spurious", None if s is None else s == "on")) if v is not None}
+        for rto in (rtos or [None])
+        for s in (spurious or [None])
+    ]
 
 
 def run_topology(
@@ -304,7 +331,7 @@ def run_topology(
     pool_size: int,
     lanes: list[int] | None = None,
     warmup_mb: float | None = None,
-    rtos: list[float] | None = None,
+    settings: list[dict] | None = None,
 ) -> dict:
     """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
     report: dict = {"topology": topology, "runs": []}
@@ -317,7 +344,7 @@ def run_topology(
         gloo_mtus.add(mtu)
         part = _run_lab(
             topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k],
-            min(sizes_mb) if warmup_mb is None else warmup_mb, rtos,
+            min(sizes_mb) if warmup_mb is None else warmup_mb, settings,
         )  # fmt: skip
         report["runs"] += part.pop("runs")
         report["uptime_after"] = part["uptime_after"]
@@ -332,7 +359,7 @@ def run_topology(
 
 def _run_lab(
     topology: str, sizes_mb: list[float], methods: list[str], repeats: int, lock: str | None, pool_size: int,
-    program: str, warmup_mb: float, rtos: list[float] | None = None,
+    program: str, warmup_mb: float, settings: list[dict] | None = None,
 ) -> dict:  # fmt: skip
     log_lines: list[str] = []
 
@@ -364,12 +391,12 @@ def _run_lab(
                 bench.run(method, *bench.values_and_timeout(warmup_mb))
             # repeats interleave the methods (a, b, a, b, not a, a, b, b), so a slow spell of the machine
             # touches every method's median alike instead of one method's runs
-            # --rto: the agents' methods run once per timeout in turn (gloo once), A/B on one network
-            cases = [(m, rto) for m in methods for rto in ([None] if m == "gloo" or not rtos else rtos)]
+            # --rto, --spurious: the agents' methods run once per setting in turn (gloo once), A/B on one network
+            cases = [(m, s) for m in methods for s in ([{}] if m == "gloo" or not settings else settings)]
             for mb in sizes_mb:
                 for _ in range(repeats):
-                    for method, rto in cases:
-                        row = bench.run(method, *bench.values_and_timeout(mb), rto=rto)
+                    for method, setting in cases:
+                        row = bench.run(method, *bench.values_and_timeout(mb), setting)
                         report["runs"].append(row)
                         print(describe(row), flush=True)
             report["uptime_after"] = open("/proc/loadavg").read().split()[:3]
@@ -458,6 +485,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the worker agents' base retransmission timeout, s (default: topologies/lab_agent's): with several, "
         "ina and ps run once per value in turn on the same network (an A/B of the timeout)",
     )
+    ap.add_argument(
+        "--spurious",
+        choices=["on", "off"],
+        nargs="+",
+        help="the worker agents' detection of spurious timeouts (worker/stream.py, Round._spurious): with both, "
+        "ina and ps run once per value in turn on the same network (an A/B)",
+    )
     ap.add_argument("--lock", default=LOCK, help="lab lock file held per topology ('' for none)")
     ap.add_argument("--out", default=str(RESULTS / "allreduce_netns"), help="output path without extension")
     args = ap.parse_args(argv)
@@ -480,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.pool_size,
                 args.lanes,
                 args.warmup,
-                args.rto,
+                agent_settings(args.rto, args.spurious),
             )
         )
         out.with_suffix(".json").write_text(json.dumps({"reports": reports}, indent=1))

@@ -8,7 +8,8 @@ otherwise answer a restarted worker with a stored sum). A worker's input is made
 numpy's sum by its digest (``result_digest``): no array leaves the agent, no file is written per round.
 
 Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"|"ps"} (optional
-"rto": the agent's base retransmission timeout in seconds from this round on) and
+"rto": the agent's base retransmission timeout in seconds from this round on; "spurious": false turns off
+the agent's detection of spurious timeouts from this round on, true turns it on again) and
 {"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
 hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
 server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
@@ -148,6 +149,8 @@ def run_worker(args, plan) -> None:
                 agents[mode] = _baseline_agent(mode, args, transport, latest)
             if "rto" in cmd:
                 agents[mode].timeout = float(cmd["rto"])
+            if "spurious" in cmd:
+                agents[mode].detect_spurious = bool(cmd["spurious"])
             result = agents[mode].allreduce(data, "sum")
             elapsed = time.monotonic() - start
             reply(
@@ -159,6 +162,8 @@ def run_worker(args, plan) -> None:
                     "digest": result_digest(np.asarray(result)),
                     "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
                     "rtt_ms": 1000 * (agents[mode].smoothed_rtt or 0.0),
+                    "min_rtt_ms": 1000 * agents[mode].min_rtt(),
+                    "rto_ms": 1000 * float(agents[mode].rto(0)),
                     "windows": [cursor.allowed() for cursor in agents[mode].cursors],
                 }
             )

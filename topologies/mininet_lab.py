@@ -48,6 +48,10 @@ from topologies.lab_state import clean_stale
 from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, rank_env, run_ranks
 from worker.plan_updates import publish_failure, publish_plan
 
+# worker agents' counters of timer events (worker/stream.py): timer firings that resent, window halvings,
+# halvings taken back as spurious, chunks whose result answered the first send after a resend
+TIMER_COUNTERS = ("timeouts", "window_halvings", "window_halvings_undone", "spurious_resends")
+
 
 @dataclass
 class RoundResult:
@@ -61,6 +65,10 @@ class RoundResult:
     send_buffer_full: int = 0  # sends refused by a full socket buffer (workers + server): lost
     rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' smoothed RTT by rank (ina, ps)
     windows: dict[int, list[int]] = field(default_factory=dict)  # chunks in flight allowed per tree, by rank
+    min_rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' recent minimum RTT by rank
+    rto_ms: dict[int, float] = field(default_factory=dict)  # agents' base retransmission timeout by rank, at the end
+    # the workers' timer events in this round, summed over ranks: TIMER_COUNTERS
+    timer: dict[str, int] = field(default_factory=dict)
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"
@@ -440,18 +448,21 @@ class MininetLab:
         mode: str = "ina",
         timeout: float = 120.0,
         rto: float | None = None,
+        spurious: bool | None = None,
     ) -> list[RoundResult]:
         """Run ``rounds`` allreduces on every worker at once and check each result exactly. ``rto``: the
-        worker agents' base retransmission timeout (seconds) from these rounds on (None: as it is)."""
+        worker agents' base retransmission timeout (seconds) from these rounds on (None: as it is);
+        ``spurious``: their detection of spurious timeouts on or off from these rounds on (None: as it is)."""
         values = values or self.values
+        settings = {k: v for k, v in (("rto", rto), ("spurious", spurious)) if v is not None}
         try:
-            return self._allreduce(rounds, values, mode, timeout, rto)
+            return self._allreduce(rounds, values, mode, timeout, settings)
         except LabJobError:
             self.failed = True
             raise
 
     def _allreduce(
-        self, rounds: int, values: int, mode: str, timeout: float, rto: float | None = None
+        self, rounds: int, values: int, mode: str, timeout: float, settings: dict | None = None
     ) -> list[RoundResult]:
         if mode == "gloo":
             return [self._gloo_round(values, timeout) for _ in range(rounds)]
@@ -461,7 +472,7 @@ class MininetLab:
             self.rounds_done += 1
             for agent in self.agents.values():
                 cmd = {"cmd": "allreduce", "round": r, "values": values, "seed": self.seed, "mode": mode}
-                agent.send(cmd if rto is None else {**cmd, "rto": rto})
+                agent.send({**cmd, **(settings or {})})
             replies, errors = {}, {}
             for name, agent in self.agents.items():  # every rank's answer, so none is left unread
                 msg = agent.read(timeout)
@@ -487,9 +498,12 @@ class MininetLab:
             stats[(self.server, "server")] = self.server_stats()
             res.retransmissions = self._stats_delta(stats, "retransmissions")
             res.send_buffer_full = self._stats_delta(stats, "send_buffer_full")
+            res.timer = {key: self._stats_delta(stats, key) for key in TIMER_COUNTERS}
             for n, m in replies.items():
                 res.rtt_ms[self.plan.worker(n).rank] = float(m.get("rtt_ms", 0.0))
                 res.windows[self.plan.worker(n).rank] = list(m.get("windows", []))
+                res.min_rtt_ms[self.plan.worker(n).rank] = float(m.get("min_rtt_ms", 0.0))
+                res.rto_ms[self.plan.worker(n).rank] = float(m.get("rto_ms", 0.0))
             out.append(res)
             self.log(
                 f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "

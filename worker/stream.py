@@ -86,6 +86,8 @@ class TreeCursor:
     window: float = 0.0  # congestion window: slots in flight allowed (at most the pool); 0: the initial one
     threshold: float = 0.0  # slow start below, one more chunk per round trip above; 0: SLOW_START_BYTES
     last_shrink: float = float("-inf")  # when a timeout last halved the window
+    # the window and threshold before that halving, until it is undone (a spurious timeout) or superseded
+    before_shrink: tuple[float, float] | None = None
     templates: dict[str, PacketTemplate] = field(default_factory=dict)  # other layouts', made when first used
 
     def __post_init__(self) -> None:
@@ -141,14 +143,30 @@ class TreeCursor:
             self.window += results / self.window
         self.window = min(self.window, float(self.pool))
 
-    def shrink(self, now: float, round_trip: float) -> None:
+    def shrink(self, now: float, round_trip: float) -> bool:
         """A retransmission timeout: halve the window (the network is losing or queueing too much), once
-        per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving)."""
+        per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving).
+        Returns whether it halved."""
         if now - self.last_shrink < round_trip:
-            return
+            return False
         self.last_shrink = now
+        self.before_shrink = (self.window, self.threshold)
         self.threshold = max(self.window / 2, self.slots(MIN_WINDOW_BYTES))
         self.window = self.threshold
+        return True
+
+    def undo_shrink(self, resent_at: float) -> bool:
+        """A chunk resent at ``resent_at`` had its result answer the first send (the timeout was spurious:
+        the round trip grew, nothing was lost): take back the halving of that timeout, once. Returns
+        whether there was one to take back."""
+        if self.before_shrink is None or resent_at < self.last_shrink:
+            return False
+        window, threshold = self.before_shrink
+        self.before_shrink = None
+        self.window = max(self.window, window)
+        self.threshold = max(self.threshold, threshold)
+        self.last_shrink = float("-inf")  # a real loss right after still halves
+        return True
 
 
 @dataclass
@@ -239,6 +257,7 @@ class RoundOwner(Protocol):
     recovery: TreeCursor | None
     stats: collections.Counter[str]
     give_up_after: float | None  # the time budget (None: only a resend count)
+    detect_spurious: bool  # take back a spurious timeout's halving (Round._spurious)
     last_heard: tuple[float, str, str] | None  # (when, from, what) of the last packet heard
 
     def take_seqs(self, count: int) -> int:
@@ -259,6 +278,14 @@ class RoundOwner(Protocol):
 
     def rtt_samples(self, samples: np.ndarray) -> None:
         """Round-trip times of chunks answered at their first send."""
+        ...
+
+    def min_rtt(self) -> float:
+        """The path's recent minimum round trip (0 before the first sample)."""
+        ...
+
+    def spurious_timeout(self, samples: np.ndarray) -> None:
+        """Chunks resent by a timeout whose results answered their first sends (round trips ``samples``)."""
         ...
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
@@ -378,6 +405,7 @@ class Round:
         self.sent_at = np.zeros(m, dtype=np.float64)  # first send
         self.deadline = np.full(m, np.inf)
         self.attempts = np.zeros(m, dtype=np.int64)  # retransmissions so far
+        self.resent_at = np.zeros(m, dtype=np.float64)  # last resend
         self.done = np.zeros(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
         self.result = np.zeros((m, w), dtype=np.int32)
@@ -476,6 +504,7 @@ class Round:
                 agent.stats[ROUND_COUNTERS.get(self.op, "other_rounds")] += 1
             agent.stats["chunks_sent"] += len(chunks)
         if retransmission:
+            self.resent_at[chunks] = now
             deadlines = now + agent.rto(self.attempts[chunks])
             self.deadline[chunks] = deadlines
             self._arm(float(deadlines.min()))
@@ -515,7 +544,8 @@ class Round:
                     return
                 self.attempts[due] += 1
                 agent.stats["retransmissions"] += int(due.size)
-                window.cursor.shrink(now, float(agent.rto(0)))
+                if window.cursor.shrink(now, float(agent.rto(0))):
+                    agent.stats["window_halvings"] += 1
                 resent = True
                 if agent.recovery is not None:  # re-planned: a chunk stuck on its tree falls back
                     falling = due[(self.attempts[due] >= FALLBACK_RESENDS) & ~self.bypass[due]]
@@ -663,8 +693,11 @@ class Round:
         """Chunks just done: round-trip samples, the end of the round, or the windows moving on."""
         taken = len(chunk)
         first_try = self.attempts[where] == 0
-        if _count(first_try):
+        answered_first = _count(first_try)
+        if answered_first:
             self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[where][first_try])
+        if answered_first < taken and self.agent.detect_spurious:
+            self._spurious(chunk[self.attempts[chunk] == 1])
         self.results_heard += taken
         self.last_result_at = self.agent.loop.now()
         self.remaining -= taken
@@ -687,6 +720,23 @@ class Round:
             still_open = np.flatnonzero(~open_part)
             window.first_open += int(still_open[0]) if len(still_open) else len(open_part)
             self._fill_window(window)
+
+    def _spurious(self, resent: np.ndarray) -> None:
+        """Results of chunks resent once: those back sooner after the resend than the path's minimum round
+        trip answer the first send (Eifel, RFC 3522, with the resend time for a timestamp): the timeout
+        was spurious, the round trip had grown (a busy machine's workers wait for a core), nothing was
+        lost. Their trees' halvings are taken back, and their round trips go to the timer."""
+        agent = self.agent
+        now = agent.loop.now()
+        early = resent[now - self.resent_at[resent] < agent.min_rtt()]
+        if not early.size:
+            return
+        agent.stats["spurious_resends"] += int(early.size)
+        agent.spurious_timeout(now - self.sent_at[early])
+        trees = self.tree_of[early]
+        for t in np.unique(trees):
+            if self.windows[t].cursor.undo_shrink(float(self.resent_at[early[trees == t]].max())):
+                agent.stats["window_halvings_undone"] += 1
 
     # -- ending ------------------------------------------------------------------------------------
     def cancel(self) -> None:

@@ -331,6 +331,39 @@ def test_a_burst_of_losses_halves_the_window_once_per_round_trip():
     _finish(loop, transport, handle, answer)
 
 
+@pytest.mark.parametrize("detect", [True, False])
+@pytest.mark.parametrize("answered_after_resend", [0.0002, 0.002])
+def test_a_result_back_sooner_after_its_resend_than_the_minimum_round_trip_takes_back_the_halving(
+    answered_after_resend, detect
+):
+    loop, transport, agent, answer = _window_job(64, 512)
+    agent.detect_spurious = detect
+    handle = agent.allreduce_async(np.ones(400 * 64, dtype=np.int32))
+    loop.call_later(0.001, answer, transport.take())  # the path's round trip: 1 ms
+    loop.run_until(lambda: bool(transport.sent), 1.0)
+    assert len(transport.take()) == 64  # slow start, sent at 1 ms, then no result within the 10 ms timeout
+    loop.run_until(lambda: bool(transport.sent), 1.0)
+    resent = transport.take()
+    assert len(resent) == 64 and all(p.header.flags == C.FLAG_RETX for _, p in resent)
+    cursor = agent.cursors[0]
+    assert cursor.window == 32.0  # halved at the timeout
+    loop.call_later(answered_after_resend, answer, resent)
+    loop.run_until(lambda: bool(transport.sent), 1.0)
+    sent = [p.header.seq for _, p in transport.take()]
+    if answered_after_resend < 0.001 and detect:
+        # back 0.2 ms after the resend, 5x sooner than any round trip: the first sends' results (delayed,
+        # not lost): the halving is taken back (64 again, still in slow start: 128 after 64 results) and
+        # the timer stays at twice the first sends' round trip (sent at 1 ms, back at 11.2 ms)
+        assert sent == list(range(97, 97 + 128))
+        assert agent.stats["window_halvings_undone"] == 1 and agent.stats["spurious_resends"] == 64
+        assert float(agent.rto(0)) == pytest.approx(2 * 0.0102)
+    else:  # answered a round trip after the resend (lost), or no detection: halved, 32 + 64/32 chunks
+        assert sent == list(range(97, 97 + 34))
+        assert agent.stats["window_halvings_undone"] == 0 and agent.stats["spurious_resends"] == 0
+        assert float(agent.rto(0)) == 0.02  # Karn: doubled until a chunk sent once is answered
+    _finish(loop, transport, handle, answer)
+
+
 def _paced_datagrams(
     count: int, batch_wait: float, expected_rows: int = 64, burst: int = 8, gap: float = 0.0005
 ) -> tuple[list[int], UdpTransport]:
