@@ -60,10 +60,6 @@ if TYPE_CHECKING:
 # round trip of the last MIN_RTT_BATCHES batches of samples (which tracks queueing, not peers' losses).
 RTT_CAP_OVER_MIN = 8.0
 MIN_RTT_BATCHES = 64
-# A spurious timeout (worker/stream.py, Round._spurious) measured the first send's true round trip: for the
-# next MIN_RTT_BATCHES batches of samples the base timeout is at least this many times it, above the cap
-# (that sample came from this worker's own path, answered before its resend could be: no peer's resend in it).
-SPURIOUS_RTO_OVER_RTT = 2.0
 
 OPS = {"sum": C.OP_SUM, "max": C.OP_MAX}
 
@@ -343,9 +339,6 @@ class WorkerAgent:
         self._recent_min_rtt: collections.deque[float] = collections.deque(maxlen=MIN_RTT_BATCHES)
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
         self._backoff = 1.0
-        self._rtt_batches = 0  # batches of RTT samples so far
-        # (batch count, round trip) of the last spurious timeout: a floor of the timer (SPURIOUS_RTO_OVER_RTT)
-        self._spurious: tuple[int, float] | None = None
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[QueuedCollective] = collections.deque()
@@ -550,19 +543,12 @@ class WorkerAgent:
     def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
         """Retransmission timeout after ``attempts`` resends (a number or an array of them): twice the
         smoothed RTT (at least ``timeout``), doubled per resend of the chunk and per timeout since the
-        last fresh RTT sample (Karn), at most ``max_backoff`` times the base; after a spurious timeout at
-        least twice the round trip it measured, for a while."""
+        last fresh RTT sample (Karn), at most ``max_backoff`` times the base."""
         base = self.timeout
         if self._srtt is not None:
             # a result waits for the slowest worker's contribution, so a peer's resend inflates this
             # worker's samples; the cap on the recent minimum keeps that from feeding on itself
             base = max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * self._min_rtt))
-        if self._spurious is not None:
-            at, round_trip = self._spurious
-            if self._rtt_batches - at < MIN_RTT_BATCHES:
-                base = max(base, SPURIOUS_RTO_OVER_RTT * round_trip)
-            else:
-                self._spurious = None
         if isinstance(attempts, int):  # a chunk's first send (every batch of them): no array work
             return np.asarray(base * min(2.0**attempts * self._backoff, self.max_backoff))
         return np.asarray(base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff))
@@ -588,7 +574,6 @@ class WorkerAgent:
         """Fold a batch of round-trip samples into the smoothed RTT: as many EWMA steps as samples,
         each with the batch's mean (what one by one would give if they were equal)."""
         self._backoff = 1.0
-        self._rtt_batches += 1
         recent = self._recent_min_rtt
         smallest = float(samples.min())
         if len(recent) == recent.maxlen and recent[0] == self._min_rtt:
@@ -607,13 +592,6 @@ class WorkerAgent:
     def min_rtt(self) -> float:
         """The smallest round trip of the last MIN_RTT_BATCHES batches of samples (0 before the first)."""
         return 0.0 if self._min_rtt == float("inf") else self._min_rtt
-
-    def spurious_timeout(self, samples: np.ndarray) -> None:
-        """Results answered the first sends of chunks a timeout had resent, with round trips ``samples``
-        (worker/stream.py, Round._spurious): they are true samples (no resend in them), and the timer
-        stays above twice the largest for the next MIN_RTT_BATCHES batches."""
-        self.rtt_samples(samples)
-        self._spurious = (self._rtt_batches, float(samples.max()))
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
         """Send a batch of encoded packets (one per row) to ``dst_ip``'s INA port."""

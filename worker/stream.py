@@ -277,15 +277,11 @@ class RoundOwner(Protocol):
         ...
 
     def rtt_samples(self, samples: np.ndarray) -> None:
-        """Round-trip times of chunks answered at their first send."""
+        """Round-trip times of chunks answered at their first send (or a spurious timeout's resend)."""
         ...
 
     def min_rtt(self) -> float:
         """The path's recent minimum round trip (0 before the first sample)."""
-        ...
-
-    def spurious_timeout(self, samples: np.ndarray) -> None:
-        """Chunks resent by a timeout whose results answered their first sends (round trips ``samples``)."""
         ...
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
@@ -725,14 +721,15 @@ class Round:
         """Results of chunks resent once: those back sooner after the resend than the path's minimum round
         trip answer the first send (Eifel, RFC 3522, with the resend time for a timestamp): the timeout
         was spurious, the round trip had grown (a busy machine's workers wait for a core), nothing was
-        lost. Their trees' halvings are taken back, and their round trips go to the timer."""
+        lost. Their trees' halvings are taken back, and their first sends' round trips are RTT samples (the
+        answer came before the resend's could: no ambiguity, Karn's rule does not apply)."""
         agent = self.agent
         now = agent.loop.now()
         early = resent[now - self.resent_at[resent] < agent.min_rtt()]
         if not early.size:
             return
         agent.stats["spurious_resends"] += int(early.size)
-        agent.spurious_timeout(now - self.sent_at[early])
+        agent.rtt_samples(now - self.sent_at[early])
         trees = self.tree_of[early]
         for t in np.unique(trees):
             if self.windows[t].cursor.undo_shrink(float(self.resent_at[early[trees == t]].max())):
