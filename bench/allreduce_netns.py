@@ -188,7 +188,7 @@ class LabBench:
             "retransmissions": result.retransmissions,
             "agent_rtt_ms": result.rtt_ms,
             "agent_windows": result.windows,
-            "agent_min_rtt_ms": result.min_rtt_ms,
+            "agent_lowest_rtt_ms": result.lowest_rtt_ms,
             "agent_rto_ms": result.rto_ms,
             "timer": result.timer,  # the workers' timer events (topologies/mininet_lab.TIMER_COUNTERS)
             "send_buffer_full": result.send_buffer_full,

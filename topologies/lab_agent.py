@@ -162,7 +162,7 @@ def run_worker(args, plan) -> None:
                     "digest": result_digest(np.asarray(result)),
                     "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
                     "rtt_ms": 1000 * (agents[mode].smoothed_rtt or 0.0),
-                    "min_rtt_ms": 1000 * agents[mode].min_rtt(),
+                    "lowest_rtt_ms": 1000 * agents[mode].lowest_rtt(),
                     "rto_ms": 1000 * float(agents[mode].rto(0)),
                     "windows": [cursor.allowed() for cursor in agents[mode].cursors],
                 }

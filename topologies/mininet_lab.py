@@ -65,7 +65,7 @@ class RoundResult:
     send_buffer_full: int = 0  # sends refused by a full socket buffer (workers + server): lost
     rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' smoothed RTT by rank (ina, ps)
     windows: dict[int, list[int]] = field(default_factory=dict)  # chunks in flight allowed per tree, by rank
-    min_rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' recent minimum RTT by rank
+    lowest_rtt_ms: dict[int, float] = field(default_factory=dict)  # agents' lowest RTT measured, by rank
     rto_ms: dict[int, float] = field(default_factory=dict)  # agents' base retransmission timeout by rank, at the end
     # the workers' timer events in this round, summed over ranks: TIMER_COUNTERS
     timer: dict[str, int] = field(default_factory=dict)
@@ -502,7 +502,7 @@ class MininetLab:
             for n, m in replies.items():
                 res.rtt_ms[self.plan.worker(n).rank] = float(m.get("rtt_ms", 0.0))
                 res.windows[self.plan.worker(n).rank] = list(m.get("windows", []))
-                res.min_rtt_ms[self.plan.worker(n).rank] = float(m.get("min_rtt_ms", 0.0))
+                res.lowest_rtt_ms[self.plan.worker(n).rank] = float(m.get("lowest_rtt_ms", 0.0))
                 res.rto_ms[self.plan.worker(n).rank] = float(m.get("rto_ms", 0.0))
             out.append(res)
             self.log(

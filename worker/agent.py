@@ -338,6 +338,7 @@ class WorkerAgent:
         self._srtt: float | None = None
         self._recent_min_rtt: collections.deque[float] = collections.deque(maxlen=MIN_RTT_BATCHES)
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
+        self._lowest_rtt = float("inf")  # the path's round trip without queues: the smallest sample ever
         self._backoff = 1.0
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
@@ -576,6 +577,7 @@ class WorkerAgent:
         self._backoff = 1.0
         recent = self._recent_min_rtt
         smallest = float(samples.min())
+        self._lowest_rtt = min(self._lowest_rtt, smallest)
         if len(recent) == recent.maxlen and recent[0] == self._min_rtt:
             recent.append(smallest)  # the minimum drops out: find the new one
             self._min_rtt = min(recent)
@@ -589,9 +591,11 @@ class WorkerAgent:
             keep = (1.0 - RTT_GAIN) ** len(samples)
             self._srtt = keep * self._srtt + (1.0 - keep) * mean
 
-    def min_rtt(self) -> float:
-        """The smallest round trip of the last MIN_RTT_BATCHES batches of samples (0 before the first)."""
-        return 0.0 if self._min_rtt == float("inf") else self._min_rtt
+    def lowest_rtt(self) -> float:
+        """The smallest round trip the agent measured (0 before the first): the path's, without queues.
+        Not the recent minimum (the cap's): after a loss in a full queue the window stalls, the queue
+        drains, and the resend's round trip is shorter than any sample of the last batches."""
+        return 0.0 if self._lowest_rtt == float("inf") else self._lowest_rtt
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
         """Send a batch of encoded packets (one per row) to ``dst_ip``'s INA port."""

@@ -280,8 +280,8 @@ class RoundOwner(Protocol):
         """Round-trip times of chunks answered at their first send (or a spurious timeout's resend)."""
         ...
 
-    def min_rtt(self) -> float:
-        """The path's recent minimum round trip (0 before the first sample)."""
+    def lowest_rtt(self) -> float:
+        """The path's round trip without queues: the smallest sample (0 before the first)."""
         ...
 
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
@@ -718,14 +718,14 @@ class Round:
             self._fill_window(window)
 
     def _spurious(self, resent: np.ndarray) -> None:
-        """Results of chunks resent once: those back sooner after the resend than the path's minimum round
+        """Results of chunks resent once: those back sooner after the resend than the path's lowest round
         trip answer the first send (Eifel, RFC 3522, with the resend time for a timestamp): the timeout
         was spurious, the round trip had grown (a busy machine's workers wait for a core), nothing was
         lost. Their trees' halvings are taken back, and their first sends' round trips are RTT samples (the
         answer came before the resend's could: no ambiguity, Karn's rule does not apply)."""
         agent = self.agent
         now = agent.loop.now()
-        early = resent[now - self.resent_at[resent] < agent.min_rtt()]
+        early = resent[now - self.resent_at[resent] < agent.lowest_rtt()]
         if not early.size:
             return
         agent.stats["spurious_resends"] += int(early.size)
