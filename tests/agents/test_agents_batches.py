@@ -352,15 +352,13 @@ def test_a_result_back_sooner_after_its_resend_than_the_minimum_round_trip_takes
     sent = [p.header.seq for _, p in transport.take()]
     if answered_after_resend < 0.001 and detect:
         # back 0.2 ms after the resend, 5x sooner than any round trip: the first sends' results (delayed,
-        # not lost): the halving is taken back (64 again, still in slow start: 128 after 64 results), the
-        # first sends' round trips (sent at 1 ms, back at 11.2 ms) are samples and the Karn doubling ends
+        # not lost): the halving is taken back (64 again, still in slow start: 128 after 64 results)
         assert sent == list(range(97, 97 + 128))
         assert agent.stats["window_halvings_undone"] == 1 and agent.stats["spurious_resends"] == 64
-        assert float(agent.rto(0)) == 0.01 and agent.smoothed_rtt == pytest.approx(0.0102, rel=0.1)
     else:  # answered a round trip after the resend (lost), or no detection: halved, 32 + 64/32 chunks
         assert sent == list(range(97, 97 + 34))
         assert agent.stats["window_halvings_undone"] == 0 and agent.stats["spurious_resends"] == 0
-        assert float(agent.rto(0)) == 0.02  # Karn: doubled until a chunk sent once is answered
+    assert float(agent.rto(0)) == 0.02  # Karn: doubled until a chunk sent once is answered
     _finish(loop, transport, handle, answer)
 
 
