@@ -1,6 +1,7 @@
 """bench/allreduce_netns.py's run order and arguments: repeats take turns between the methods within a
 size (a slow spell of the machine does not fall on one method's median), the warm-up runs every method
-once at the warm-up size first, and a warm-up size that is not positive is refused with a clear error."""
+once at the warm-up size first, --rto and --spurious settings take turns, and a warm-up size that is not
+positive is refused with a clear error."""
 
 import sys
 from contextlib import nullcontext
@@ -35,8 +36,8 @@ class RecordingBench:
     def values_and_timeout(self, mb):
         return mb, 1.0
 
-    def run(self, method, mb, timeout, rto=None):
-        RecordingBench.calls.append((method, mb) if rto is None else (method, mb, rto))
+    def run(self, method, mb, timeout, settings=None):
+        RecordingBench.calls.append((method, mb, *settings.values()) if settings else (method, mb))
         return {"method": method, "mb": mb}
 
 
@@ -61,20 +62,21 @@ def test_repeats_take_turns_between_methods_within_a_size(monkeypatch):
     assert [(r["method"], r["mb"]) for r in report["runs"]] == timed
 
 
-def test_each_rto_takes_its_turn_for_the_agents_methods_and_gloo_runs_once(monkeypatch):
+def test_each_rto_and_spurious_setting_takes_its_turn_for_the_agents_methods_and_gloo_runs_once(monkeypatch):
     RecordingBench.calls = []
     monkeypatch.setattr(bench, "LabBench", RecordingBench)
     monkeypatch.setattr(bench, "lab_lock", lambda path: nullcontext())
     monkeypatch.setattr(bench, "describe", lambda row: f"{row['method']} {row['mb']}")
-    bench._run_lab("star.yaml", [64], ["ina", "gloo"], 2, None, 2048, "v1model", 1.0, [0.2, 0.6])
-    assert RecordingBench.calls[2:] == [
-        ("ina", 64, 0.2),
-        ("ina", 64, 0.6),
-        ("gloo", 64),
-        ("ina", 64, 0.2),
-        ("ina", 64, 0.6),
+    settings = bench.agent_settings([0.2, 0.6], ["off", "on"])
+    bench._run_lab("star.yaml", [64], ["ina", "gloo"], 2, None, 2048, "v1model", 1.0, settings)
+    one_repeat = [
+        ("ina", 64, 0.2, False),
+        ("ina", 64, 0.2, True),
+        ("ina", 64, 0.6, False),
+        ("ina", 64, 0.6, True),
         ("gloo", 64),
     ]
+    assert RecordingBench.calls[2:] == one_repeat * 2
 
 
 @pytest.mark.parametrize("warmup", ["0", "-4"])
