@@ -179,7 +179,7 @@ class LabBench:
             "mtu": lab.network.mtu,
             "bytes_per_worker": size,
             "rto_s": settings.get("rto"),  # the worker agents' base retransmission timeout set for the round
-            # their detection of spurious timeouts, if set for the round (None: theirs, on)
+            # their detection of spurious timeouts, if set for the round (None: the agent's default, off)
             "detect_spurious": settings.get("spurious"),
             "time_s": elapsed,
             "ideal_s": ideal,

@@ -307,7 +307,7 @@ class WorkerAgent:
         max_backoff: float = 16.0,
         give_up_after: float | None = GIVE_UP_S,
         first_seq: int = 1,
-        detect_spurious: bool = True,
+        detect_spurious: bool = False,
     ):
         if retries is None and give_up_after is None:
             raise AgentConfigError("retries=None needs a give_up_after time budget, or a lost peer would hang the job")
@@ -319,8 +319,9 @@ class WorkerAgent:
         self.retries = None if retries is None else int(retries)
         self.max_backoff = float(max_backoff)
         self.give_up_after = None if give_up_after is None else float(give_up_after)
-        # take back the window's halving and back the timer off when a result answers a first send sooner
-        # after its resend than the path's minimum round trip (False: every timeout halves; for an A/B)
+        # take back the window's halving when a result answers a first send sooner after its resend than
+        # the lowest round trip measured (Round._spurious). Off by default: no gain measured, and without
+        # the resend named in the RESULT it can take real losses for spurious ones (docs/agents.md)
         self.detect_spurious = bool(detect_spurious)
         me = plan.worker(rank)
         self.name = me.name
