@@ -32,6 +32,7 @@ import json
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -100,6 +101,7 @@ class AgentProcess:
     def __init__(self, proc, name: str):
         self.proc, self.name = proc, name
         self.lock = threading.Lock()  # the launcher and the fault monitor's thread both write commands
+        self.exited: str | None = None  # exit_reason, once the process has ended
 
     def send(self, obj: dict) -> None:
         with self.lock:
@@ -119,12 +121,24 @@ class AgentProcess:
                 continue
             line = self.proc.stdout.readline()
             if not line:
-                err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
-                raise LabJobError(f"{self.name}: agent exited ({err[-1] if err else 'no message'})")
+                raise LabJobError(f"{self.name}: agent exited ({self.exit_reason()})")
             try:
                 return json.loads(line)
             except json.JSONDecodeError:
                 continue  # stray output (a library warning): not a reply
+
+    def exit_reason(self) -> str:
+        """Why the agent's process ended, for a one-line error: its exit code and last line of stderr
+        (what it said as it stopped), or that it is still running with its input closed. Kept: stderr
+        can be read once."""
+        if self.exited is None:
+            try:
+                code = self.proc.wait(1)
+            except subprocess.TimeoutExpired:
+                return "still running, but its command pipe is closed"
+            err = self.proc.stderr.read().decode(errors="replace").strip().splitlines()
+            self.exited = f"exit code {code}: {err[-1] if err else 'no message'}"
+        return self.exited
 
     def stop(self) -> None:
         try:
@@ -359,7 +373,7 @@ class MininetLab:
             return
         try:
             path = self._server_takes(job_id, plan)
-        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
+        except LabJobError as exc:  # the old trees' entries are gone: the job cannot go on
             self.failed = True
             self._plan_changed(job_id, None, f"the server agent did not take plan version {plan.version}: {exc}")
             return
@@ -412,7 +426,7 @@ class MininetLab:
             return
         try:
             self._server_takes(job_id, plan)
-        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
+        except LabJobError as exc:  # the old trees' entries are gone: the job cannot go on
             self.failed = True
             self._training_plan_changed(
                 plan_path, job_id, None, f"the server agent did not take plan version {plan.version}: {exc}"
@@ -697,8 +711,18 @@ class MininetLab:
         return self._server_call({"cmd": "stats"}, "stats")["stats"]
 
     def _server_call(self, cmd: dict, answer: str = "job") -> dict:
+        """Send the server agent a command and return its answer; a dead agent (its pipe broke) or its
+        error reply raises LabJobError naming the server host, its address and why."""
         with self._server_lock:
-            self.server_agent.send(cmd)
+            try:
+                self.server_agent.send(cmd)
+            except OSError as exc:  # BrokenPipeError: the agent's process is gone
+                ip = self.spec.host(self.server).ip
+                raise LabJobError(
+                    f"{self.server_agent.name} at {ip}: its agent is not running "
+                    f"({self.server_agent.exit_reason()}), so it cannot take {cmd['cmd']} ({exc.strerror or exc}); "
+                    "its last line says why it stopped: start the lab again"
+                ) from exc
             while True:
                 msg = self.server_agent.read(30)
                 if "error" in msg:

@@ -1,6 +1,8 @@
 """How the lab hands a re-planned job to its server agent and ranks (no network: the controller's job
 manager without switches, agents that record what they are told)."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -8,7 +10,7 @@ import pytest
 from controller.jobservice import JobManager
 from controller.plan import JobPlan
 from topologies.errors import LabJobError
-from topologies.mininet_lab import MininetLab
+from topologies.mininet_lab import AgentProcess, MininetLab
 from worker.baselines import parameter_server_options
 from worker.plan_updates import failure_path
 
@@ -146,3 +148,25 @@ def test_the_lab_logs_which_switches_aggregate_each_new_version(lab):
             new = lab.jobs.plan(job_id)
             aggregating = ", ".join(sorted({c.switch for c in new.switches if c.aggregates}))
             assert f"[lab] {what} {job_id} runs on plan version 2 (aggregating: {aggregating})" in logged
+
+
+def test_a_training_job_for_a_server_agent_that_died_fails_in_one_line_naming_server_address_and_why(lab):
+    """The server agent's process exited before the training job is added: the launcher gets a LabError
+    (one line: which server, its address, the agent's last words), not the broken pipe's OSError."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stderr.write('MemoryError: out of memory\\n'); sys.exit(3)"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.wait(30)
+    del lab._server_call  # the lab's own call, to the real (dead) agent process
+    lab.server_agent = AgentProcess(proc, "server h9")
+    ip = lab.spec.host("h9").ip
+    with pytest.raises(LabJobError) as caught, lab.training_job():
+        pytest.fail("the training job was added to a dead server agent")
+    assert str(caught.value) == (
+        f"server h9 at {ip}: its agent is not running (exit code 3: MemoryError: out of memory), "
+        "so it cannot take add_job (Broken pipe); its last line says why it stopped: start the lab again"
+    )
+    assert "\n" not in str(caught.value)
