@@ -858,7 +858,7 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                     Code.INVALID_ARGUMENT, f"action profile {name}: weight of member {m.member_id} must be >= 1"
                 )
             members[m.member_id] = m.weight
-        # max_size 0 on a MODIFY: the group keeps the one it has (and is checked against it)
+        # a MODIFY must give the group's max_size again, 0 included (P4Runtime spec, ActionProfileGroup)
         state.set_group(entry.group_id, members, create=update_type == U.INSERT, max_size=entry.max_size)
 
     # -- meters

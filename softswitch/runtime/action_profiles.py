@@ -86,7 +86,9 @@ class ActionProfileState:
         self, group_id: int, members: dict[int, int], create: bool = False, max_size: int | None = None
     ) -> None:
         """Creates (create=True) or replaces a group: {member id: weight}. max_size (P4Runtime's): the most
-        member places the group may have from now on; None or 0 on a replace keeps the group's own."""
+        member places the group may have (0: no bound of its own). Only the create sets it: the P4Runtime
+        specification requires a MODIFY to give the same value (INVALID_ARGUMENT otherwise); None on a
+        replace (the Switch API's callers) keeps the group's own."""
         if not self.info.with_selector:
             raise InvalidEntry(f"action profile {self.name} has no selector: it has no groups")
         if create and group_id in self.groups:
@@ -102,8 +104,18 @@ class ActionProfileState:
                 raise InvalidEntry(
                     f"action profile {self.name}: group {group_id}: weight {weight!r} of member {member_id} is not >= 1"
                 )
-        if not max_size:
-            max_size = 0 if create else self.group_max_sizes.get(group_id, 0)
+        if not create:
+            own = self.group_max_sizes[group_id]
+            if max_size is not None and max_size != own:
+                raise InvalidEntry(
+                    f"action profile {self.name}: group {group_id}: max_size {max_size} differs from the {own} "
+                    "it was inserted with (only an INSERT sets a group's max_size)"
+                )
+            max_size = own
+        elif max_size is None:
+            max_size = 0
+        elif not isinstance(max_size, int) or max_size < 0:
+            raise InvalidEntry(f"action profile {self.name}: group {group_id}: max_size {max_size!r} is not >= 0")
         if self.info.max_group_size and max_size > self.info.max_group_size:
             raise InvalidEntry(
                 f"action profile {self.name}: group {group_id}: max_size {max_size} exceeds "

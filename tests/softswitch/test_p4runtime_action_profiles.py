@@ -111,22 +111,36 @@ def action_set(device, *hops):
     return msg
 
 
-def test_a_group_keeps_its_max_size_it_is_read_back_and_checked_on_a_later_modify(device):
+def test_a_group_keeps_its_max_size_it_is_read_back_and_a_modify_may_not_change_it(device):
+    """P4Runtime spec, ActionProfileGroup: max_size is set when the group is inserted; a MODIFY must give the
+    same value (leaving it out gives 0, a different value) or get INVALID_ARGUMENT, and the group is unchanged."""
     assert device.write((U.INSERT, "action_profile_member", member(device, 1, *NEXT_HOPS[1]))) is None
     assert device.write((U.INSERT, "action_profile_member", member(device, 2, *NEXT_HOPS[2]))) is None
     sized = group(device, 10, {1: 1})
     sized.max_size = 2
     assert device.write((U.INSERT, "action_profile_group", sized)) is None
     assert device.read("action_profile_group", group(device, 10, {})) == [sized]
-    errors = device.write((U.MODIFY, "action_profile_group", group(device, 10, {1: 2, 2: 1})))  # no max_size
-    assert errors == [
+    for new_size in (3, 0):
+        bigger = group(device, 10, {1: 2, 2: 1})
+        bigger.max_size = new_size
+        assert device.write((U.MODIFY, "action_profile_group", bigger)) == [
+            (
+                "INVALID_ARGUMENT",
+                f"action profile I.ecmp_selector: group 10: max_size {new_size} differs from the 2 it was inserted "
+                "with (only an INSERT sets a group's max_size)",
+            )
+        ]
+        assert device.read("action_profile_group", group(device, 10, {})) == [sized]
+    too_many = group(device, 10, {1: 2, 2: 1})
+    too_many.max_size = 2
+    assert device.write((U.MODIFY, "action_profile_group", too_many)) == [
         (
             "RESOURCE_EXHAUSTED",
             "action profile I.ecmp_selector: group 10 has 3 member places, more than its max_size (2)",
         )
     ]
-    assert device.write((U.MODIFY, "action_profile_group", group(device, 10, {1: 1, 2: 1}))) is None
     sized.members.add(member_id=2, weight=1)
+    assert device.write((U.MODIFY, "action_profile_group", sized)) is None
     assert device.read("action_profile_group", group(device, 10, {})) == [sized]
 
 
