@@ -121,6 +121,11 @@ class ActionProfileState:
                 f"action profile {self.name}: group {group_id}: max_size {max_size} exceeds "
                 f"@max_group_size({self.info.max_group_size})"
             )
+        if not self.info.max_group_size and max_size > GROUP_SIZE_WITHOUT_ANNOTATION:  # spec: at creation
+            raise TableFull(
+                f"action profile {self.name}: group {group_id}: max_size {max_size} is more than this switch "
+                f"supports for a selector without @max_group_size ({GROUP_SIZE_WITHOUT_ANNOTATION})"
+            )
         limit, what = max_size, "its max_size"
         if not limit:
             limit, what = self.info.max_group_size, "@max_group_size"

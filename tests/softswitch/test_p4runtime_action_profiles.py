@@ -157,6 +157,25 @@ def test_a_group_of_a_selector_without_max_group_size_is_still_bounded(device):
     assert device.read("action_profile_group", p4runtime_pb2.ActionProfileGroup()) == []
 
 
+def test_a_max_size_the_switch_cannot_give_is_refused_when_the_group_is_inserted(device):
+    """Spec, rules on setting max_size (selector without max_group_size): a nonzero value the target does not
+    support is RESOURCE_EXHAUSTED at group creation; max_size is a count, so a negative one is invalid."""
+    assert device.write((U.INSERT, "action_profile_member", member(device, 1, *NEXT_HOPS[1]))) is None
+    huge, negative = group(device, 10, {1: 1}), group(device, 10, {1: 1})
+    huge.max_size, negative.max_size = 10**6, -1
+    assert device.write((U.INSERT, "action_profile_group", huge)) == [
+        (
+            "RESOURCE_EXHAUSTED",
+            "action profile I.ecmp_selector: group 10: max_size 1000000 is more than this switch supports for "
+            "a selector without @max_group_size (4096)",
+        )
+    ]
+    assert device.write((U.INSERT, "action_profile_group", negative)) == [
+        ("INVALID_ARGUMENT", "action profile I.ecmp_selector: group 10: max_size -1 is not >= 0")
+    ]
+    assert device.read("action_profile_group", p4runtime_pb2.ActionProfileGroup()) == []
+
+
 def test_one_shot_action_sets_make_a_group_the_controller_does_not_see(device):
     entry = route(device, 0x0A000000, 8)
     entry.action.CopyFrom(action_set(device, NEXT_HOPS[2], NEXT_HOPS[3]))
