@@ -12,7 +12,8 @@ and the pipeline in native threads) or "python"; $SOFTSWITCH_BACKEND sets the de
 native back end cannot run runs on Python, with one line on stderr saying why.
 
 ``--stats-file PATH``: on SIGUSR1 (and when it stops) the switch writes its ports' counters there as
-JSON, ``{"seq": N, "ports": {"PORT": {"iface", "rx", "tx", "tx_errors", "kernel_drops", "rx_truncated"}}}``
+JSON, ``{"seq": N, "ports": {"PORT": {"iface", "rx", "tx", "tx_errors", "kernel_drops", "rx_truncated",
+"rx_outgoing"}}}`` (``rx_outgoing``: frames the host itself sent on the interface, seen and skipped)
 (``seq`` counts the writes, so a reader that signalled knows when its answer is there): the frames the
 kernel dropped at a port (full receive ring or socket buffer) are not visible from outside the process.
 
@@ -476,6 +477,7 @@ class DevicePorts:
                 "tx_errors": st.tx_errors,
                 "kernel_drops": st.kernel_drops,
                 "rx_truncated": st.rx_truncated,
+                "rx_outgoing": st.rx_outgoing,
             }
         return out
 

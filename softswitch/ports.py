@@ -55,6 +55,8 @@ class PortStats:
     tx_errors: int = 0
     rx_truncated: int = 0  # frames longer than the receive buffer (MAX_FRAME, a ring slot): dropped, never run cut
     kernel_drops: int = 0  # frames the kernel dropped before the switch read them (full ring or socket buffer)
+    rx_outgoing: int = 0  # frames the host itself sent on the interface, seen and skipped (a kernel that
+    # cannot leave them out: no PACKET_IGNORE_OUTGOING, or the native block ring before Linux 6.2)
 
 
 class Port:
@@ -101,6 +103,7 @@ class Port:
         ``socket.MSG_DONTWAIT`` raises BlockingIOError when no frame is waiting."""
         data, _, msg_flags, addr = self.sock.recvmsg(MAX_FRAME, 0, flags)
         if not self._kernel_ignores_outgoing and addr[2] == PACKET_OUTGOING:
+            self.stats.rx_outgoing += 1
             return None
         if msg_flags & socket.MSG_TRUNC:  # longer than MAX_FRAME: what was read is not the frame
             self.stats.rx_truncated += 1

@@ -45,7 +45,8 @@ class NativePortStats(PortStats):
         else:
             path = "frame slots" if self.ring else "recvmmsg"
         return (
-            f"receive {path}, rx {self.rx}, tx {self.tx}, tx errors {self.tx_errors}, kernel drops {self.kernel_drops}"
+            f"receive {path}, rx {self.rx}, tx {self.tx}, tx errors {self.tx_errors}, kernel drops {self.kernel_drops}, "
+            f"own sends skipped {self.rx_outgoing}"
         )
 
 
@@ -132,6 +133,7 @@ class NativePortSet:
             rx=out[0],
             tx=out[1],
             tx_errors=out[2],
+            rx_outgoing=out[3],
             ring=bool(out[4]),
             rx_blocks=out[4] == 2,
             kernel_drops=out[5],

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from softswitch.ports import PortSet, parse_port_spec
+from softswitch.ports import PACKET_IGNORE_OUTGOING, SOL_PACKET, PortSet, parse_port_spec
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2 to create a veth pair"
@@ -69,6 +69,34 @@ def test_frames_in_and_out_exactly_and_own_sends_ignored(veth):
         host.close()
         ports.stop()
     assert all(not t.is_alive() for t in ports.threads)
+
+
+def test_host_sends_a_kernel_still_delivers_are_skipped_and_counted_in_rx_outgoing(veth):
+    """A kernel without PACKET_IGNORE_OUTGOING (emulated: the option turned off) gives the port's socket the
+    frames the host sends on the switch's interface (PACKET_OUTGOING; the port's own sends never come back to
+    it): they never reach the switch and are counted in rx_outgoing."""
+    switch_end, host_end = veth
+    got = queue.Queue()
+    ports = PortSet(lambda port, data: got.put((port, data)) if data[12:14] == ETHERTYPE else None)
+    ports.add(5, switch_end)
+    ports.ports[5].sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 0)
+    ports.ports[5]._kernel_ignores_outgoing = False
+    ports.start()
+    host, on_switch_end = raw_socket(host_end), raw_socket(switch_end)
+    try:
+        assert ports.send(5, frame(b"reply")) is True
+        assert host.recv(2048) == frame(b"reply")
+        on_switch_end.send(frame(b"host's own"))
+        assert host.recv(2048) == frame(b"host's own")
+        host.send(frame(b"next"))
+        assert got.get(timeout=2) == (5, frame(b"next"))
+        assert got.empty()
+        stats = ports.port_stats(5)
+        assert (stats.rx_outgoing, stats.rx, stats.tx) == (1, 1, 1)
+    finally:
+        host.close()
+        on_switch_end.close()
+        ports.stop()
 
 
 def test_a_frame_longer_than_a_port_takes_is_dropped_and_counted_never_handled_cut(veth):
