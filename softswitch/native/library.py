@@ -320,7 +320,7 @@ _SIGNATURES = {
     "ss_ctl_table_find": (_int, [_P, _u32, ctypes.c_char_p, _i64, _U64P]),
     "ss_ctl_table_clear": (_int, [_P, _u32]),
     "ss_ctl_table_count": (_u64, [_P, _u32]),
-    "ss_ctl_table_read": (_u64, [_P, _u32, _P, _u64]),
+    "ss_ctl_table_read": (_i64, [_P, _u32, _P, _i64, _u64, _u32, _P, _u64]),
     "ss_ctl_table_set_default": (_int, [_P, _u32, _u32, _U64P]),
     "ss_ctl_table_get_default": (_i64, [_P, _u32, _U64P]),
     "ss_ctl_table_lookup": (_i64, [_P, _u32, ctypes.c_char_p, _U32P, _U64P]),

@@ -51,6 +51,8 @@ __all__ = ["FrameBatch", "NativeProgram", "NativeSwitch", "ProgramMismatch"]
 _RECORD = struct.Struct("<IiIIII")
 ACTION_GROUP = 0xFFFFFFFF  # SS_ACTION_GROUP: the action of a group entry (its members are elsewhere)
 ACTION_MEMBER = 0xFFFFFFFE  # SS_ACTION_MEMBER: ss_ctl_table_read's action of an entry that points at a member
+READ_PIECE_ENTRIES = 256  # table entries one ss_ctl_table_read call copies under the switch lock
+READ_BUFFER_BYTES = 64 * 1024  # its buffer (grown when one entry does not fit)
 
 
 class ProgramMismatch(SwitchError, ValueError):
@@ -377,46 +379,54 @@ class NativeTable(TableSchema):
     def entries(self):
         return [e for e, _, _ in self._read()]
 
-    def _read(self) -> list[tuple[TableEntry, bytes, int]]:
+    def _read(self, piece: int = READ_PIECE_ENTRIES, buffer_bytes: int = 0) -> list[tuple[TableEntry, bytes, int]]:
+        """Every entry in insertion order, with its spec and priority, read ``piece`` entries per native
+        call (at most what fits in ``buffer_bytes``, default READ_BUFFER_BYTES; the switch lock is released
+        between pieces: ss_ctl_table_read)."""
         sw = self._switch
-        size = 0
-        while True:
-            buf = ctypes.create_string_buffer(max(size, 1))
-            with sw._guard(self._generation) as api:
-                need = api.ss_ctl_table_read(sw._sw, self._index, buf, size)
-            if need <= size:
-                break
-            size = need
-        raw = buf.raw[:need]
         kb = sum(self._nbytes)
-        fixed = 32 + ((2 * kb + len(self._nbytes) + 7) & ~7)
-        out, off = [], 0
-        while off < need:
-            prio, action, words, packets, nbytes = struct.unpack_from("<qIIQQ", raw, off)
-            spec = raw[off + 32 : off + 32 + 2 * kb]
-            present = raw[off + 32 + 2 * kb : off + 32 + 2 * kb + len(self._nbytes)]
-            data = struct.unpack_from(f"<{words}Q", raw, off + fixed)
-            if action in (ACTION_MEMBER, ACTION_GROUP):  # one word: the member's or group's id
-                (ident,) = struct.unpack_from("<q", raw, off + fixed)
-            off += fixed + 8 * words
-            if action in (ACTION_MEMBER, ACTION_GROUP):
-                member, group = (ident, None) if action == ACTION_MEMBER else (None, ident)
-                matches = self._matches(spec, present, kb)
-                priority = prio if self._needs_priority else None
-                entry = TableEntry(matches, "", {}, priority, packets, nbytes, member=member, group=group)
-                out.append((entry, spec, prio))
+        fixed = 40 + ((2 * kb + len(self._nbytes) + 7) & ~7)
+        cap = buffer_bytes or READ_BUFFER_BYTES
+        buf = ctypes.create_string_buffer(cap)
+        out: list[tuple[TableEntry, bytes, int]] = []
+        after: tuple[bytes | None, int, int] = (None, 0, 0)  # the last entry read: spec, priority, seq
+        while True:
+            with sw._guard(self._generation) as api:
+                written = api.ss_ctl_table_read(sw._sw, self._index, *after, piece, buf, cap)
+            if written < 0:  # the next entry alone is larger than the buffer
+                cap = -written
+                buf = ctypes.create_string_buffer(cap)
                 continue
-            d = self._action_by_index[action]
-            entry = TableEntry(
-                self._matches(spec, present, kb),
-                d.name,
-                self._decode_args(d, data, 0),
-                prio if self._needs_priority else None,
-                packets,
-                nbytes,
-            )
-            out.append((entry, spec, prio))
-        return out
+            if written == 0:
+                return out
+            raw = buf.raw[:written]
+            off = 0
+            while off < written:
+                prio, action, words, packets, nbytes, seq = struct.unpack_from("<qIIQQQ", raw, off)
+                spec = raw[off + 40 : off + 40 + 2 * kb]
+                present = raw[off + 40 + 2 * kb : off + 40 + 2 * kb + len(self._nbytes)]
+                out.append(
+                    (
+                        self._record_entry(spec, present, prio, action, raw, off + fixed, words, packets, nbytes),
+                        spec,
+                        prio,
+                    )
+                )
+                off += fixed + 8 * words
+                after = (spec, prio, seq)
+
+    def _record_entry(self, spec, present, prio, action, raw, data_at, words, packets, nbytes) -> TableEntry:
+        """The TableEntry of one ss_ctl_table_read record (its action data at ``data_at``)."""
+        kb = sum(self._nbytes)
+        matches = self._matches(spec, present, kb)
+        priority = prio if self._needs_priority else None
+        if action in (ACTION_MEMBER, ACTION_GROUP):  # one word: the member's or group's id
+            (ident,) = struct.unpack_from("<q", raw, data_at)
+            member, group = (ident, None) if action == ACTION_MEMBER else (None, ident)
+            return TableEntry(matches, "", {}, priority, packets, nbytes, member=member, group=group)
+        d = self._action_by_index[action]
+        data = struct.unpack_from(f"<{words}Q", raw, data_at)
+        return TableEntry(matches, d.name, self._decode_args(d, data, 0), priority, packets, nbytes)
 
     def _matches(self, spec: bytes, present: bytes, kb: int) -> dict:
         matches, off = {}, 0

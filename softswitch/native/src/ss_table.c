@@ -667,22 +667,39 @@ SS_EXPORT uint64_t ss_ctl_table_count(ss_switch *sw, uint32_t table) {
     return n;
 }
 
-/* All entries in insertion order, written to buf (when it is large enough): per entry
- *   int64 priority, uint32 action, uint32 words, uint64 packets, uint64 bytes,
+/* The entry after the one a reader took last: by its key, or (deleted meanwhile, or deleted and added
+ * again: another seq) the first entry added after it, since the list is in insertion (seq) order. */
+static ss_entry *read_resume(ss_table *t, const uint8_t *after_spec, int64_t after_priority, uint64_t after_seq) {
+    if (!after_spec) return t->first;
+    ss_entry *e = ss_table_find_entry(t, after_spec, after_priority);
+    if (e && e->seq == after_seq) return e->next;
+    for (e = t->first; e && e->seq <= after_seq; e = e->next) {}
+    return e;
+}
+
+/* Entries in insertion order, a piece per call: the switch lock (which the data path takes per batch)
+ * is held for at most max_entries entries, so reading a large table never stops the ports for the whole
+ * copy. The call resumes after the entry the caller read last (after_*: its record's spec, priority and
+ * seq; after_spec NULL: from the first entry). Each entry is copied whole under the lock, so each
+ * record is the entry as it was at one moment; across pieces the result is not a snapshot: an entry
+ * added meanwhile after the cursor is read, one deleted before the cursor was reached is not. Per
+ * entry, written to buf:
+ *   int64 priority, uint32 action, uint32 words, uint64 packets, uint64 bytes, uint64 seq,
  *   spec (2 * key_bytes), present (n_keys), padding to 8, words * 8 bytes of action data.
  * An entry that points at a profile's member or group gives action SS_ACTION_MEMBER or SS_ACTION_GROUP
  * and one word: the member's or group's id (int64).
- * Returns the bytes needed (call again with a larger buffer when it exceeds cap). */
-SS_EXPORT uint64_t ss_ctl_table_read(ss_switch *sw, uint32_t table, uint8_t *buf, uint64_t cap) {
+ * Returns the bytes written (whole entries that fit in cap), 0 when no entry follows the cursor (or no
+ * such table), or minus the bytes the next entry needs when it alone does not fit in cap. */
+SS_EXPORT int64_t ss_ctl_table_read(ss_switch *sw, uint32_t table, const uint8_t *after_spec, int64_t after_priority,
+                                    uint64_t after_seq, uint32_t max_entries, uint8_t *buf, uint64_t cap) {
     pthread_mutex_lock(&sw->lock);
     ss_table *t = table_of(sw, table);
-    uint64_t need = 0;
+    int64_t written = 0;
     if (!t) goto out;
-    uint64_t fixed = 32 + ((2 * (uint64_t)t->key_bytes + t->n_keys + 7) & ~7ull);
-    for (ss_entry *e = t->first; e; e = e->next) need += fixed + (e->member || e->group ? 1 : e->n_words) * 8;
-    if (need > cap || !buf) goto out;
+    uint64_t fixed = 40 + ((2 * (uint64_t)t->key_bytes + t->n_keys + 7) & ~7ull);
     uint8_t *p = buf;
-    for (ss_entry *e = t->first; e; e = e->next) {
+    uint32_t n = 0;
+    for (ss_entry *e = read_resume(t, after_spec, after_priority, after_seq); e && n < max_entries; e = e->next, n++) {
         uint32_t words = e->n_words, action = e->call.action;
         const void *data = e->call.data;
         if (e->member || e->group) {
@@ -690,20 +707,27 @@ SS_EXPORT uint64_t ss_ctl_table_read(ss_switch *sw, uint32_t table, uint8_t *buf
             action = e->member ? SS_ACTION_MEMBER : SS_ACTION_GROUP;
             data = e->member ? e->member->key : e->group->key;
         }
+        uint64_t size = fixed + words * 8ull;
+        if ((uint64_t)written + size > cap) {
+            if (!written) written = -(int64_t)size;
+            break;
+        }
         memcpy(p, &e->priority, 8);
         memcpy(p + 8, &action, 4);
         memcpy(p + 12, &words, 4);
         memcpy(p + 16, &e->packets, 8);
         memcpy(p + 24, &e->bytes, 8);
-        memset(p + 32, 0, fixed - 32);
-        memcpy(p + 32, e->spec, 2 * t->key_bytes);
-        memcpy(p + 32 + 2 * t->key_bytes, e->present, t->n_keys);
+        memcpy(p + 32, &e->seq, 8);
+        memset(p + 40, 0, fixed - 40);
+        memcpy(p + 40, e->spec, 2 * t->key_bytes);
+        memcpy(p + 40 + 2 * t->key_bytes, e->present, t->n_keys);
         memcpy(p + fixed, data, words * 8);
-        p += fixed + words * 8;
+        p += size;
+        written += (int64_t)size;
     }
 out:
     pthread_mutex_unlock(&sw->lock);
-    return need;
+    return written;
 }
 
 SS_EXPORT int ss_ctl_table_set_default(ss_switch *sw, uint32_t table, uint32_t action, const uint64_t *data) {

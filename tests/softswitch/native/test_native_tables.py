@@ -410,3 +410,55 @@ def test_a_member_change_reaches_all_its_entries_in_one_write_and_a_delete_relea
         assert api.ss_ctl_table_delete(s, table._index, key, 0) == L.OK
     assert api.ss_ctl_profile_entries(s, profile, 0, 1) == 0
     assert api.ss_ctl_profile_member_delete(s, profile, 1) == L.OK
+
+
+READ_IN_PIECES = {  # table -> an entry of it for i (priority where the table needs one)
+    "Fixture.ternary": lambda i, port: TableEntry(
+        {"hdr.t16": Ternary(i, 0xFFFF), "hdr.e8": Exact(1)}, "Fixture.fwd", {"port": port}, 1
+    ),
+    "Fixture.lpm": lambda i, port: TableEntry(
+        {"meta.vrf": Exact(1), "hdr.dst": Lpm(i << 8, 24)}, "Fixture.fwd", {"port": port}
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(READ_IN_PIECES))
+def test_a_table_read_in_pieces_resumes_after_the_last_entry_read_whatever_changed_between(switch, name, monkeypatch):
+    """entries() copies a few entries per native call (the switch lock is free between calls, for the data
+    path). Between pieces the last entry read is modified, the next one deleted, one added; later the last
+    one read is deleted and added again (a new insertion, at the end): the read goes on after the entry it
+    read last, never repeats or skips an entry that stayed, and gives each entry whole, as it was when its
+    piece was copied. A buffer too small for one entry grows."""
+    from softswitch.native import switch as native_switch
+
+    make = READ_IN_PIECES[name]
+    table = switch.table(name)
+    table.clear()
+    for i in range(10):
+        table.insert(make(i, i))
+    between = {
+        1: lambda: (table.modify(make(2, 99)), table.delete(make(3, 3)), table.insert(make(10, 10))),
+        2: lambda: (table.delete(make(6, 6)), table.insert(make(6, 66))),
+    }
+    api = switch._lib.api
+    read, pieces = api.ss_ctl_table_read, []
+
+    def read_then_change(*args):
+        written = read(*args)
+        pieces.append(written)
+        change = between.pop(len(pieces), None)
+        if change:
+            change()
+        return written
+
+    monkeypatch.setattr(api, "ss_ctl_table_read", read_then_change)
+    got = [(e.matches, e.args["port"]) for e, _, _ in table._read(piece=3)]
+    copied = [(0, 0), (1, 1), (2, 2), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), (6, 66)]
+    assert got == [(make(i, p).matches, p) for i, p in copied]
+    assert len(pieces) == 5 and pieces[-1] == 0
+    now = [(make(i, p).matches, p) for i, p in ((0, 0), (1, 1), (2, 99), (4, 4), (5, 5), (7, 7), (8, 8))]
+    now += [(make(i, p).matches, p) for i, p in ((9, 9), (10, 10), (6, 66))]
+    pieces.clear()
+    monkeypatch.setattr(native_switch, "READ_BUFFER_BYTES", 8)
+    assert [(e.matches, e.args["port"]) for e in table.entries()] == now
+    assert pieces[0] < 0 and pieces[-1] == 0
