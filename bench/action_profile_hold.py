@@ -117,24 +117,31 @@ class Probe:
         return self._lib.probe_take_max()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--entries", type=int, default=10000)
-    parser.add_argument("--repeat", type=int, default=10)
-    args = parser.parse_args()
+def selector_switch(entries: int):
+    """A native switch running PROGRAM: members 1-3 of I.nhops, group 10 of all three, and ``entries``
+    entries of I.routes, half on member 1, half on group 10. Returns (switch, profile, table)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "hold.p4")
         with open(path, "w") as f:
-            f.write(PROGRAM % args.entries)
+            f.write(PROGRAM % entries)
         sw = Switch(compile_program(path, backend="native"))
     profile = sw.action_profile("I.nhops")
     for member in (1, 2, 3):
         profile.add_member(member, "I.set_nhop", {"dmac": member, "port": member})
     profile.set_group(10, {1: 1, 2: 1, 3: 1}, create=True)
     table = sw.table("I.routes")
-    for i in range(args.entries):
+    for i in range(entries):
         target = {"member": 1} if i % 2 else {"group": 10}
         table.insert(TableEntry(matches={"hdr.ethernet.dst": Exact(0x020000000000 + i)}, **target))
+    return sw, profile, table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=10)
+    args = parser.parse_args()
+    sw, profile, table = selector_switch(args.entries)
     changes = {
         "modify_member (used by half the entries, in the group the others use)": lambda v: profile.modify_member(
             1, "I.set_nhop", {"dmac": v, "port": 1}
