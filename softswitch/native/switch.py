@@ -398,7 +398,7 @@ class NativeTable(TableSchema):
                 buf = ctypes.create_string_buffer(cap)
                 continue
             if written == 0:
-                return out
+                return _newest_per_key(out)
             raw = buf.raw[:written]
             off = 0
             while off < written:
@@ -1093,3 +1093,14 @@ class NativeSwitch(ControllerSide):
 
             self._ports = NativePortSet(self)
         return self._ports
+
+
+def _newest_per_key(records: list[tuple[TableEntry, bytes, int]]) -> list[tuple[TableEntry, bytes, int]]:
+    """An entry deleted and added again while a table was read in pieces was read twice, the old one
+    first (insertion order): keep the newer record of each key (spec, priority), so a read never lists
+    a key twice, as a table never holds it twice."""
+    newest = {(spec, prio): i for i, (_, spec, prio) in enumerate(records)}
+    if len(newest) == len(records):
+        return records
+    keep = set(newest.values())
+    return [record for i, record in enumerate(records) if i in keep]

@@ -682,7 +682,8 @@ static ss_entry *read_resume(ss_table *t, const uint8_t *after_spec, int64_t aft
  * copy. The call resumes after the entry the caller read last (after_*: its record's spec, priority and
  * seq; after_spec NULL: from the first entry). Each entry is copied whole under the lock, so each
  * record is the entry as it was at one moment; across pieces the result is not a snapshot: an entry
- * added meanwhile after the cursor is read, one deleted before the cursor was reached is not. Per
+ * added meanwhile after the cursor is read, one deleted before the cursor was reached is not; a key
+ * deleted and added again after its record was copied is copied again (the caller keeps the newer). Per
  * entry, written to buf:
  *   int64 priority, uint32 action, uint32 words, uint64 packets, uint64 bytes, uint64 seq,
  *   spec (2 * key_bytes), present (n_keys), padding to 8, words * 8 bytes of action data.

@@ -427,8 +427,9 @@ def test_a_table_read_in_pieces_resumes_after_the_last_entry_read_whatever_chang
     """entries() copies a few entries per native call (the switch lock is free between calls, for the data
     path). Between pieces the last entry read is modified, the next one deleted, one added; later the last
     one read is deleted and added again (a new insertion, at the end): the read goes on after the entry it
-    read last, never repeats or skips an entry that stayed, and gives each entry whole, as it was when its
-    piece was copied. A buffer too small for one entry grows."""
+    read last, never repeats or skips an entry that stayed, gives each entry whole, as it was when its
+    piece was copied, and lists a key once (the re-added entry, not the deleted one it read first). A
+    buffer too small for one entry grows."""
     from softswitch.native import switch as native_switch
 
     make = READ_IN_PIECES[name]
@@ -453,7 +454,7 @@ def test_a_table_read_in_pieces_resumes_after_the_last_entry_read_whatever_chang
 
     monkeypatch.setattr(api, "ss_ctl_table_read", read_then_change)
     got = [(e.matches, e.args["port"]) for e, _, _ in table._read(piece=3)]
-    copied = [(0, 0), (1, 1), (2, 2), (4, 4), (5, 5), (6, 6), (7, 7), (8, 8), (9, 9), (10, 10), (6, 66)]
+    copied = [(0, 0), (1, 1), (2, 2), (4, 4), (5, 5), (7, 7), (8, 8), (9, 9), (10, 10), (6, 66)]
     assert got == [(make(i, p).matches, p) for i, p in copied]
     assert len(pieces) == 5 and pieces[-1] == 0
     now = [(make(i, p).matches, p) for i, p in ((0, 0), (1, 1), (2, 99), (4, 4), (5, 5), (7, 7), (8, 8))]
