@@ -373,7 +373,7 @@ class MininetLab:
             return
         try:
             path = self._server_takes(job_id, plan)
-        except LabJobError as exc:  # the old trees' entries are gone: the job cannot go on
+        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
             self.failed = True
             self._plan_changed(job_id, None, f"the server agent did not take plan version {plan.version}: {exc}")
             return
@@ -426,7 +426,7 @@ class MininetLab:
             return
         try:
             self._server_takes(job_id, plan)
-        except LabJobError as exc:  # the old trees' entries are gone: the job cannot go on
+        except (LabJobError, OSError) as exc:  # the old trees' entries are gone: the job cannot go on
             self.failed = True
             self._training_plan_changed(
                 plan_path, job_id, None, f"the server agent did not take plan version {plan.version}: {exc}"
