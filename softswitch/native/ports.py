@@ -35,11 +35,13 @@ class NativePortStats(PortStats):
     on_blocks: bool = False  # ... its frames go to the block ring now
     rx_switches: int = 0  # ... moves between the two rings so far
     switch_ns: int = 0  # ... and the nanoseconds the I/O thread spent in them
+    block_ring: bool = False  # ... it has its block ring now (opened on a move to blocks, closed when quiet)
+    block_rings: int = 0  # ... block rings it has opened so far
 
     def summary(self) -> str:
         """One line a user reads in the switch's log: how the port received and what it counted."""
         if self.hybrid:
-            path = f"hybrid ({self.rx_switches} moves between slots and blocks)"
+            path = f"hybrid ({self.rx_switches} moves between slots and blocks, {self.block_rings} block rings opened)"
         elif self.rx_blocks:
             path = "blocks"
         else:
@@ -125,7 +127,7 @@ class NativePortSet:
 
     # ---------------------------------------------------------------- statistics
     def port_stats(self, number: int) -> NativePortStats:
-        out = (ctypes.c_uint64 * 12)()
+        out = (ctypes.c_uint64 * 14)()
         with self.switch._lock:
             if self.io is None or self._lib.api.ss_io_port_stats(self.io, number, out) != 0:
                 raise KeyError(f"no port {number}")
@@ -144,6 +146,8 @@ class NativePortSet:
             rx_switches=out[9],
             switch_ns=out[10],
             rx_truncated=out[11],
+            block_ring=bool(out[12]),
+            block_rings=out[13],
         )
 
     def stats(self) -> IoStats:

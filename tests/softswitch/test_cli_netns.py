@@ -228,7 +228,7 @@ def test_udp_through_softswitch_process(switch_process):
 
 RECEIVE_PATH_LOGGED = {  # SOFTSWITCH_IO -> how the switch names it at exit (ss_io.c; ring: the default)
     "ring": "frame slots",
-    "hybrid": "hybrid (0 moves between slots and blocks)",
+    "hybrid": "hybrid (0 moves between slots and blocks, 0 block rings opened)",
     "block": "blocks",
     "recvmmsg": "recvmmsg",
 }

@@ -88,6 +88,15 @@
  * program routed is in the old ring, and every later frame goes to the new one, each frame to one ring.
  * The thread drains the old ring completely before reading the new one, so each port's order holds; it
  * reads a block only once the kernel has handed it over (receive_hybrid).
+ * The block ring is made lazily: a block ring's retire timer fires every SS_BLOCK_TIMEOUT_MS whether
+ * frames come or not (1,000 timer softirqs a second per port), so a port starts with its slot socket
+ * alone in the group and the switcher thread opens the block socket (ring, bind, join) on the port's
+ * first move to blocks; once the port has been back on slots for SS_HYBRID_RETIRE_NS with its block
+ * ring empty, the I/O thread hands the ring to the switcher, which closes it (timer and all). A member
+ * joins a fanout group at the end of its array and a leaving one is replaced by the last, so with the
+ * slot socket alone it is member 0 and the block socket that joins is member 1; the group's program is
+ * set to 0 before the join, so no frame reaches the new ring before the move asks for it. A port at rest
+ * therefore has no timer, as with frame slots alone.
  * After a move back to slots, the next move to blocks waits SS_HYBRID_HOLD_NS, doubled (up to
  * SS_HYBRID_HOLD_MAX_NS) each time a stay on blocks ended before SS_HYBRID_STAY_BLOCKS full blocks:
  * traffic whose rate sits at the threshold, or a window-limited stream that stalls on a half-full block,
@@ -99,6 +108,9 @@
 #define SS_HYBRID_HOLD_MAX_NS 1000000000ull
 #define SS_HYBRID_STAY_BLOCKS 16
 #define SS_HYBRID_STRAYS 64
+/* a port back on slots for this long closes its block ring (longer than SS_HYBRID_HOLD_MAX_NS: traffic
+ * that keeps coming back to the threshold keeps its ring) */
+#define SS_HYBRID_RETIRE_NS 2000000000ull
 /* the kernel packs a block's frames at multiples of 8 bytes (V3_ALIGNMENT in net/packet/af_packet.c) */
 #define SS_BLOCK_FRAME_ALIGN 8
 /* bytes a frame takes in a block beyond its own: the tpacket3 header and address, aligned */
@@ -136,6 +148,11 @@
 #define SS_SWITCH_ASKED 1
 #define SS_SWITCH_DONE 2
 
+/* what a hybrid port asks of the switcher thread (switch_target) */
+#define SS_TO_SLOTS 0
+#define SS_TO_BLOCKS 1   /* opening the block ring first if the port has none */
+#define SS_CLOSE_BLOCKS 2 /* close the block ring the I/O thread gave up (retired_fd, retired_ring) */
+
 typedef struct ss_port {
     int fd;
     uint16_t number;
@@ -164,10 +181,14 @@ typedef struct ss_port {
     uint32_t tx_frame;     /* bytes of a transmit slot: SS_TX_FRAME, more on a jumbo MTU (slot_bytes) */
     uint32_t tx_slots;     /* slots of the transmit ring: SS_TX_SLOTS, fewer of larger slots */
     uint64_t tx_long;      /* frames sent with send() because they were longer */
-    /* hybrid receive (block_ring != NULL): the block ring's socket, in fd's fanout group */
+    /* hybrid receive (hybrid: fd leads a fanout group): the block ring's socket, in that group, while the
+     * port has one (block_ring != NULL; opened and closed lazily, see the top) */
+    int hybrid;
+    unsigned ifindex;
+    int fanout_join;                        /* PACKET_FANOUT's argument that joins the group */
+    int program_member;                     /* the member the group's program returns (the switcher's) */
     int block_fd;
     uint8_t *block_ring;
-    size_t block_ring_bytes;
     uint32_t block_head;
     int on_blocks;  /* the group's program sends frames to the block ring */
     int blocks_member; /* the group's index of the block socket (1, until a link event relinks them) */
@@ -183,6 +204,13 @@ typedef struct ss_port {
     int switch_target, switch_failed;
     uint64_t switch_started_ns;
     uint64_t switches, switch_ns;           /* moves between the rings and the time they took */
+    uint64_t slots_since_ns;                /* when the port last moved back to slots */
+    uint64_t block_rings;                   /* block rings opened so far */
+    int opened_fd;                          /* a block ring the switcher opened, installed by hybrid_switched */
+    uint8_t *opened_ring;
+    int retired_fd;                         /* a block ring given up, for the switcher to close */
+    uint8_t *retired_ring;
+    uint64_t retired_drops;                 /* kernel drops counted by block rings already closed */
 } ss_port;
 
 typedef struct ss_io {
@@ -358,11 +386,36 @@ static int fanout_route(int fd, int to_blocks) {
     return setsockopt(fd, SOL_PACKET, PACKET_FANOUT_DATA, &prog, sizeof prog);
 }
 
-/* Adds the hybrid's block ring to a port whose slot socket is bound: a second socket with a block ring,
- * both joined in a new fanout group that routes every frame to the slots. The new socket drops
- * everything (a socket filter) from its bind until it has joined the group, so it never holds copies
- * of frames the slot ring also got. 0 on success; else the port stays on its slots alone. */
+/* Makes a port whose slot socket is bound a hybrid one: the slot socket creates a fanout group (the
+ * kernel picks a free id) and, its only member, gets every frame (no program needed yet); the block
+ * socket joins the group on the port's first move to blocks (block_ring_open). 0 on success; else the
+ * port stays on its slots alone. */
 static int hybrid_setup(ss_port *port, unsigned ifindex) {
+    int flags = PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+    int create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+    if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) {
+        flags = PACKET_FANOUT_CBPF; /* a kernel before 6.2: the thread skips outgoing frames itself */
+        create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
+        if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) return -1;
+    }
+    int group = 0;
+    socklen_t group_len = sizeof group;
+    if (getsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &group, &group_len)) return -1;
+    port->hybrid = 1;
+    port->ifindex = ifindex;
+    port->fanout_join = (group & 0xffff) | flags << 16;
+    port->hold_ns = SS_HYBRID_HOLD_NS;
+    port->blocks_member = 1;
+    return 0;
+}
+
+/* Opens a hybrid port's block ring (the switcher thread, on the port's first move to blocks): a second
+ * socket with a block ring joins the port's fanout group as member 1, after the group's program has been
+ * set to route every frame to member 0, the slots (a relink after a link bounce may have left it
+ * otherwise). The new socket drops everything (a socket filter) from its bind until it has joined the
+ * group, so it never holds copies of frames the slot ring also got. 0 on success, the socket and its
+ * mapping in *fd and *ring. */
+static int block_ring_open(ss_port *port, int *fd_out, uint8_t **ring_out) {
     int fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (fd < 0) return -1;
     struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
@@ -370,38 +423,31 @@ static int hybrid_setup(ss_port *port, unsigned ifindex) {
     struct sockaddr_ll addr = {0};
     addr.sll_family = AF_PACKET;
     addr.sll_protocol = htons(ETH_P_ALL);
-    addr.sll_ifindex = (int)ifindex;
+    addr.sll_ifindex = (int)port->ifindex;
+    int join = port->fanout_join, unused = 0;
     uint8_t *ring = block_ring_map(fd);
     if (!ring || setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &drop_all, sizeof drop_all) ||
         bind(fd, (struct sockaddr *)&addr, sizeof addr))
         goto fail;
     enlarge_buffers(fd);
-    /* the slot socket creates the group (the kernel picks a free id), the block socket joins it */
-    int flags = PACKET_FANOUT_CBPF | PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
-    int create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
-    if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) {
-        flags = PACKET_FANOUT_CBPF; /* a kernel before 6.2: the thread skips outgoing frames itself */
-        create = (flags | PACKET_FANOUT_FLAG_UNIQUEID) << 16;
-        if (setsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &create, sizeof create)) goto fail;
-    }
-    int group = 0;
-    socklen_t group_len = sizeof group;
-    if (getsockopt(port->fd, SOL_PACKET, PACKET_FANOUT, &group, &group_len)) goto fail;
-    int join = (group & 0xffff) | flags << 16, unused = 0;
-    if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &join, sizeof join) || fanout_route(port->fd, 0) ||
+    if (port->program_member && fanout_route(port->fd, 0)) goto fail;
+    port->program_member = 0;
+    if (setsockopt(fd, SOL_PACKET, PACKET_FANOUT, &join, sizeof join) ||
         setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused))
-        goto fail; /* the group sends everything to member 0, the slots, until a program says otherwise */
-    port->block_fd = fd;
-    port->block_ring = ring;
-    port->block_ring_bytes = (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT;
-    port->hold_ns = SS_HYBRID_HOLD_NS;
-    port->blocks_member = 1;
-    port->block_seq = ring_block(ring, 0)->hdr.bh1.seq_num; /* the kernel opened the first block */
+        goto fail;
+    *fd_out = fd;
+    *ring_out = ring;
     return 0;
 fail:
     if (ring) munmap(ring, (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT);
     close(fd);
     return -1;
+}
+
+/* Closes a block ring (its socket leaves the fanout group, the kernel stops its retire timer). */
+static void block_ring_close(int fd, uint8_t *ring) {
+    if (ring) munmap(ring, (size_t)SS_BLOCK_SIZE * SS_BLOCK_COUNT);
+    if (fd >= 0) close(fd);
 }
 
 static inline struct tpacket2_hdr *ring_slot(const ss_port *port, uint32_t i) {
@@ -510,7 +556,7 @@ SS_EXPORT int ss_io_add_port(ss_io *io, uint32_t number, const char *iface) {
     }
     port->fd = fd;
     snprintf(port->iface, sizeof port->iface, "%s", iface); /* ring_setup reads the interface's MTU */
-    port->block_fd = -1;
+    port->block_fd = port->opened_fd = port->retired_fd = -1;
     int slots = io->rx_mode == SS_RX_RING || io->rx_mode == SS_RX_HYBRID;
     if ((slots && ring_setup(port)) || (io->rx_mode == SS_RX_BLOCK && block_ring_setup(port))) {
         /* no ring on this kernel/socket: receive with recvmmsg; the ring options must go */
@@ -836,16 +882,18 @@ static inline int slot_ready(const ss_port *port) {
  * (0). Replacing the fanout's program waits for an RCU grace period (14 ms measured at load 7), so the
  * I/O thread does not make the call: it keeps reading the ring the frames went to until the switcher
  * is done, then drains it and reads the other. */
-static void hybrid_request(ss_io *io, ss_port *port, int to_blocks) {
+static void hybrid_request(ss_io *io, ss_port *port, int target) {
     pthread_mutex_lock(&io->switch_lock);
-    port->switch_target = to_blocks;
+    port->switch_target = target;
     port->switch_started_ns = ss_now_ns();
     __atomic_store_n(&port->switch_state, SS_SWITCH_ASKED, __ATOMIC_RELEASE);
     pthread_cond_signal(&io->switch_wanted);
     pthread_mutex_unlock(&io->switch_lock);
 }
 
-/* The switcher thread: replaces the fanout programs the I/O thread asks for, then wakes it. */
+/* The switcher thread: replaces the fanout programs the I/O thread asks for (opening a port's block
+ * ring first if it has none), closes the block rings it gives up, then wakes it. While a port's request
+ * is SS_SWITCH_ASKED the I/O thread leaves its block_ring, blocks_member and retired_* alone. */
 static void *switcher_thread(void *arg) {
     ss_io *io = arg;
     pthread_setname_np(pthread_self(), "softswitch-sw");
@@ -856,10 +904,25 @@ static void *switcher_thread(void *arg) {
             ss_port *port = io->ports[p];
             if (!port || __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE) != SS_SWITCH_ASKED) continue;
             any = 1;
-            int target = port->switch_target;
+            int target = port->switch_target, failed = 0, opened_fd = -1;
+            uint8_t *opened_ring = NULL;
             pthread_mutex_unlock(&io->switch_lock);
-            int failed = fanout_route(port->fd, target ? port->blocks_member : !port->blocks_member);
+            if (target == SS_CLOSE_BLOCKS) {
+                block_ring_close(port->retired_fd, port->retired_ring);
+            } else {
+                if (target == SS_TO_BLOCKS && !port->block_ring) failed = block_ring_open(port, &opened_fd, &opened_ring);
+                int member = target == SS_TO_BLOCKS ? port->blocks_member : !port->blocks_member;
+                if (!failed) failed = fanout_route(port->fd, member);
+                if (!failed) port->program_member = member;
+                if (failed && opened_ring) { /* the frames stay on slots: no ring (and timer) for nothing */
+                    block_ring_close(opened_fd, opened_ring);
+                    opened_fd = -1, opened_ring = NULL;
+                }
+            }
             pthread_mutex_lock(&io->switch_lock);
+            if (target == SS_CLOSE_BLOCKS) port->retired_fd = -1, port->retired_ring = NULL;
+            port->opened_fd = opened_fd;
+            port->opened_ring = opened_ring;
             port->switch_failed = failed;
             __atomic_store_n(&port->switch_state, SS_SWITCH_DONE, __ATOMIC_RELEASE);
             uint64_t one = 1;
@@ -872,12 +935,30 @@ static void *switcher_thread(void *arg) {
     return NULL;
 }
 
-/* The switcher has replaced the program: from now on frames go to the other ring, and the one they went
- * to is drained first. */
-static void hybrid_switched(ss_port *port) {
+/* The switcher has done what it was asked: a block ring it opened becomes the port's, and after a move
+ * frames go to the other ring from now on, the one they went to drained first. */
+static void hybrid_switched(ss_io *io, ss_port *port) {
     uint64_t now = ss_now_ns();
     __atomic_store_n(&port->switch_state, SS_SWITCH_NONE, __ATOMIC_RELEASE);
-    if (port->switch_failed) return; /* the frames go where they went */
+    if (port->switch_target == SS_CLOSE_BLOCKS) return;
+    if (port->opened_ring) {
+        pthread_mutex_lock(&io->switch_lock); /* ss_io_port_stats reads the block socket */
+        port->block_fd = port->opened_fd;
+        port->block_ring = port->opened_ring;
+        pthread_mutex_unlock(&io->switch_lock);
+        port->opened_fd = -1;
+        port->opened_ring = NULL;
+        port->block_head = port->block_done = port->block_offset = 0;
+        port->block_seq = ring_block(port->block_ring, 0)->hdr.bh1.seq_num; /* the kernel opened the first block */
+        port->block_rings++;
+    }
+    if (port->switch_failed) { /* the frames go where they went; a failed move to blocks is tried later */
+        if (port->switch_target == SS_TO_BLOCKS) {
+            port->hold_ns = port->hold_ns * 2 > SS_HYBRID_HOLD_MAX_NS ? SS_HYBRID_HOLD_MAX_NS : port->hold_ns * 2;
+            port->hold_until_ns = now + port->hold_ns;
+        }
+        return;
+    }
     port->switch_ns += now - port->switch_started_ns;
     port->switches++;
     port->on_blocks = port->switch_target;
@@ -895,8 +976,31 @@ static void hybrid_switched(ss_port *port) {
     else
         port->hold_ns = SS_HYBRID_HOLD_NS;
     port->hold_until_ns = now + port->hold_ns;
-    port->window_start_ns = now;
-    port->window_bytes = 0;
+    port->slots_since_ns = now;
+}
+
+/* Whether a hybrid port may give up its block ring: back on slots for SS_HYBRID_RETIRE_NS, no move
+ * asked, nothing left to read in the block ring (checked by the caller). */
+static inline int hybrid_may_retire(const ss_port *port, uint64_t now) {
+    return port->block_ring && !port->on_blocks && !port->draining && !port->switch_state && !port->waits_for_block &&
+           now - port->slots_since_ns >= SS_HYBRID_RETIRE_NS;
+}
+
+/* Gives the port's empty block ring to the switcher to close: the program has routed every frame to the
+ * slots since the move back (a grace period ago), so none can reach the ring any more. The next block
+ * socket joins as member 1 (the slot socket is the group's only member once this one has left). */
+static void hybrid_retire(ss_io *io, ss_port *port) {
+    struct tpacket_stats st = {0};
+    socklen_t len = sizeof st;
+    pthread_mutex_lock(&io->switch_lock);
+    if (getsockopt(port->block_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) port->retired_drops += st.tp_drops;
+    port->retired_fd = port->block_fd;
+    port->retired_ring = port->block_ring;
+    port->block_fd = -1;
+    port->block_ring = NULL;
+    pthread_mutex_unlock(&io->switch_lock);
+    port->blocks_member = 1;
+    hybrid_request(io, port, SS_CLOSE_BLOCKS);
 }
 
 /* A frame's or block's kernel timestamp (ns, CLOCK_REALTIME): orders frames across a port's two rings. */
@@ -921,6 +1025,7 @@ static int block_filling(const ss_port *port, uint32_t at, uint64_t *opened_ns) 
 /* Whether a hybrid port's block ring (1) or slots (0) hold frames the thread has not read. */
 static int hybrid_ring_has_frames(const ss_port *port, int blocks) {
     if (!blocks) return slot_ready(port);
+    if (!port->block_ring) return 0;
     const struct tpacket_block_desc *block = ring_block(port->block_ring, port->block_head);
     uint64_t opened_ns;
     return (__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER) ||
@@ -947,10 +1052,10 @@ static void hybrid_block_taken(ss_port *port, const struct tpacket_block_desc *b
  * rx_truncated); it reads until both rings are empty or the batch is full, so 0 means nothing waits. */
 static int receive_hybrid(ss_io *io, ss_port *port) {
     int state = __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE);
-    if (state == SS_SWITCH_DONE) hybrid_switched(port);
+    if (state == SS_SWITCH_DONE) hybrid_switched(io, port);
     int moving = state == SS_SWITCH_ASKED;
     if (port->draining && !hybrid_ring_has_frames(port, !port->on_blocks)) port->draining = 0;
-    int use_blocks = moving ? port->on_blocks : port->draining ? !port->on_blocks : 1;
+    int use_blocks = port->block_ring && (moving ? port->on_blocks : port->draining ? !port->on_blocks : 1);
     int use_slots = moving ? !port->on_blocks : port->draining ? port->on_blocks : 1;
     uint32_t finished = 0, slots = 0, from_blocks = 0, from_slots = 0;
     uint64_t slot_bytes = 0;
@@ -1027,11 +1132,15 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
         port->blocks_member = !port->blocks_member;
         port->on_blocks = !port->on_blocks;
         port->strays = 0;
-        port->window_start_ns = ss_now_ns();
+        port->window_start_ns = port->slots_since_ns = ss_now_ns();
         port->window_bytes = 0;
         return n;
     }
     uint64_t now = ss_now_ns();
+    if (hybrid_may_retire(port, now) && !hybrid_ring_has_frames(port, 1)) {
+        hybrid_retire(io, port);
+        return n;
+    }
     if (port->on_blocks) {
         /* The kernel's retire timer runs every millisecond whatever the rate, so even at full rate some
          * blocks are handed over part-full: a block's timeout is no sign of a low rate. The rate is: the
@@ -1039,7 +1148,7 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
          * the port to blocks (hysteresis) */
         if (finished && now - port->window_start_ns >= SS_HYBRID_DOWN_WINDOW_NS) {
             if (port->window_bytes < (uint64_t)SS_BLOCK_SIZE / 2 * (SS_HYBRID_DOWN_WINDOW_NS / SS_HYBRID_WINDOW_NS))
-                hybrid_request(io, port, 0);
+                hybrid_request(io, port, SS_TO_SLOTS);
             port->window_start_ns = now;
             port->window_bytes = 0;
         }
@@ -1049,7 +1158,7 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
             port->window_bytes = 0;
         }
         port->window_bytes += slot_bytes;
-        if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, 1);
+        if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, SS_TO_BLOCKS);
     }
     return n;
 }
@@ -1065,7 +1174,7 @@ static inline int hybrid_waits_for_block(const ss_port *port) {
  * reads it only once the switcher is done (it writes wake_fd then), so poll() must not watch its socket
  * meanwhile, or frames arriving there would wake it at once, a spin for the whole move. */
 static inline int hybrid_move_target(const ss_port *port, int blocks) {
-    return port->block_ring && __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE) == SS_SWITCH_ASKED &&
+    return port->hybrid && __atomic_load_n(&port->switch_state, __ATOMIC_ACQUIRE) == SS_SWITCH_ASKED &&
            port->on_blocks != blocks;
 }
 
@@ -1089,7 +1198,7 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
  * next slot or block. A port without a ring (recvmmsg) is read at every sweep (a read that finds
  * nothing costs a system call, as the poll() it replaces). */
 static inline int port_has_input(const ss_port *port) {
-    if (port->block_ring) return 1; /* receive_hybrid looks at both rings (a link event may swap them) */
+    if (port->hybrid) return 1; /* receive_hybrid looks at both rings (a link event may swap them) */
     if (port->rx_blocks) {
         const struct tpacket_block_desc *block =
             (const struct tpacket_block_desc *)(const void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
@@ -1108,7 +1217,7 @@ static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
     for (uint32_t i = 0; i < n && !io->paused; i++) {
         ss_port *port = ports[i];
         if (!port_has_input(port)) continue;
-        int got = port->block_ring ? receive_hybrid(io, port)
+        int got = port->hybrid      ? receive_hybrid(io, port)
                   : port->rx_blocks ? receive_block(io, port)
                   : port->ring      ? receive_ring(io, port)
                                     : receive_recvmmsg(io, port);
@@ -1132,8 +1241,8 @@ static void *io_thread(void *arg) {
             slots_fd[n] = n_fds;
             fds[n_fds].fd = io->ports[p]->fd;
             fds[n_fds++].events = POLLIN;
-            if (io->ports[p]->block_ring) {
-                fds[n_fds].fd = io->ports[p]->block_fd;
+            if (io->ports[p]->hybrid) { /* its block socket while it has one (set before each poll) */
+                fds[n_fds].fd = -1;
                 fds[n_fds++].events = POLLIN;
             }
             by_index[n++] = io->ports[p];
@@ -1153,12 +1262,19 @@ static void *io_thread(void *arg) {
         /* a hybrid port on blocks (or between rings) may hold a frame in a block the kernel has not
          * handed over yet: sleep at most SS_HYBRID_IDLE_MS, and an idle port goes back to slots */
         int timeout = -1;
+        uint64_t now = ss_now_ns();
         for (uint32_t i = 0; i < n; i++) {
-            if (by_index[i]->on_blocks || by_index[i]->draining || by_index[i]->switch_state || by_index[i]->waits_for_block)
-                timeout = SS_HYBRID_IDLE_MS;
             ss_port *port = by_index[i]; /* fd -1: not watched */
+            int ms = -1;
+            if (port->on_blocks || port->draining || port->switch_state || port->waits_for_block) {
+                ms = SS_HYBRID_IDLE_MS;
+            } else if (port->block_ring) { /* wake to close it (receive_hybrid); never sooner than the idle wait */
+                uint64_t since = now - port->slots_since_ns;
+                ms = (int)((since >= SS_HYBRID_RETIRE_NS ? 0 : SS_HYBRID_RETIRE_NS - since) / 1000000) + SS_HYBRID_IDLE_MS;
+            }
+            if (ms >= 0 && (timeout < 0 || ms < timeout)) timeout = ms;
             fds[slots_fd[i]].fd = hybrid_waits_for_block(port) || hybrid_move_target(port, 0) ? -1 : port->fd;
-            if (port->block_ring) fds[slots_fd[i] + 1].fd = hybrid_move_target(port, 1) ? -1 : port->block_fd;
+            if (port->hybrid) fds[slots_fd[i] + 1].fd = port->block_ring && !hybrid_move_target(port, 1) ? port->block_fd : -1;
         }
         __atomic_add_fetch(&io->sleeps, 1, __ATOMIC_RELAXED);
         int ready = poll(fds, n_fds + 1, timeout);
@@ -1166,7 +1282,7 @@ static void *io_thread(void *arg) {
         if (ready == 0)
             for (uint32_t i = 0; i < n; i++)
                 if (by_index[i]->on_blocks && !by_index[i]->draining && !by_index[i]->switch_state)
-                    hybrid_request(io, by_index[i], 0);
+                    hybrid_request(io, by_index[i], SS_TO_SLOTS);
         if (fds[n_fds].revents & POLLIN) {
             uint64_t value;
             ssize_t ignored = read(io->wake_fd, &value, sizeof value);
@@ -1192,7 +1308,7 @@ SS_EXPORT int ss_io_start(ss_io *io) {
     if (io->running) return SS_OK;
     io->stopping = 0;
     int hybrid = 0;
-    for (uint32_t p = 0; p < SS_MAX_PORTS; p++) hybrid |= io->ports[p] && io->ports[p]->block_ring;
+    for (uint32_t p = 0; p < SS_MAX_PORTS; p++) hybrid |= io->ports[p] && io->ports[p]->hybrid;
     if (hybrid && !io->switcher_running) {
         io->switcher_stopping = 0;
         if (pthread_create(&io->switcher, NULL, switcher_thread, io)) {
@@ -1243,10 +1359,9 @@ SS_EXPORT void ss_io_stop(ss_io *io) {
         if (!port) continue;
         if (port->ring) munmap(port->ring, port->ring_bytes);
         close(port->fd);
-        if (port->block_ring) {
-            munmap(port->block_ring, port->block_ring_bytes);
-            close(port->block_fd);
-        }
+        block_ring_close(port->block_fd, port->block_ring); /* and the ones between the threads */
+        block_ring_close(port->opened_fd, port->opened_ring);
+        block_ring_close(port->retired_fd, port->retired_ring);
         if (port->tx_ring) munmap(port->tx_ring, port->tx_ring_bytes);
         if (port->tx_fd >= 0) close(port->tx_fd);
         ss_bytes_free(&port->tx_data);
@@ -1284,7 +1399,8 @@ SS_EXPORT int ss_io_send(ss_io *io, uint32_t number, const uint8_t *data, uint32
  * (0: recvmmsg, 1: a ring of frame slots, 2: a ring of blocks, 3: hybrid), kernel drops (the socket's
  * or ring's), 1 when it sends through a ring (0: sendmmsg), frames sent with send() as too long for the
  * ring, and for a hybrid port: 1 when its frames go to blocks now, moves between the rings, nanoseconds
- * those moves took; then frames dropped as cut (rx_truncated); -1 if no such port. */
+ * those moves took; then frames dropped as cut (rx_truncated), 1 when a hybrid port has its block ring now
+ * and the block rings it has opened; -1 if no such port. */
 SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     ss_port *port = number < SS_MAX_PORTS ? io->ports[number] : NULL;
     if (!port) return -1;
@@ -1292,20 +1408,26 @@ SS_EXPORT int ss_io_port_stats(ss_io *io, uint32_t number, uint64_t *out) {
     out[1] = port->tx;
     out[2] = port->tx_errors;
     out[3] = port->rx_outgoing;
-    out[4] = port->block_ring ? 3 : port->rx_blocks ? 2 : port->ring != NULL;
+    out[4] = port->hybrid ? 3 : port->rx_blocks ? 2 : port->ring != NULL;
     out[6] = port->tx_ring != NULL;
     out[7] = port->tx_long;
     struct tpacket_stats st = {0};
     socklen_t len = sizeof st;
     if (getsockopt(port->fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0) port->kernel_drops += st.tp_drops;
     len = sizeof st;
+    pthread_mutex_lock(&io->switch_lock); /* the block socket comes and goes (hybrid_switched, hybrid_retire) */
     if (port->block_ring && getsockopt(port->block_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
         port->kernel_drops += st.tp_drops;
+    port->kernel_drops += port->retired_drops;
+    port->retired_drops = 0;
+    out[12] = port->block_ring != NULL;
+    pthread_mutex_unlock(&io->switch_lock);
     out[5] = port->kernel_drops;
     out[8] = (uint64_t)port->on_blocks;
     out[9] = port->switches;
     out[10] = port->switch_ns;
     out[11] = port->rx_truncated;
+    out[13] = port->block_rings;
     return 0;
 }
 

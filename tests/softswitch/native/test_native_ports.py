@@ -563,6 +563,46 @@ def trickle(tx, first: int, count: int = 20, size: int = 1000) -> list[int]:
     return list(range(first, first + count))
 
 
+def all_protocol_sockets(iface: str) -> int:
+    """AF_PACKET sockets bound to `iface` for all protocols, as the kernel lists them (/proc/net/packet:
+    Proto in hex, Iface the interface's index): a hybrid port's slot socket, and its block socket while
+    it has one (its transmit socket is bound for no protocol)."""
+    ifindex = socket.if_nametoindex(iface)
+    with open("/proc/net/packet") as f:
+        rows = [line.split() for line in f.read().splitlines()[1:]]
+    return sum(1 for row in rows if int(row[3], 16) == ETH_P_ALL and int(row[4]) == ifindex)
+
+
+def test_a_quiet_hybrid_port_has_no_block_ring_until_a_burst_and_closes_it_when_quiet_again(veths, hybrid):
+    """A hybrid port opens its block ring (whose retire timer fires every millisecond, traffic or not) only
+    on its first move to blocks, and closes it once it has been back on slots for 2 s (ss_io.c
+    SS_HYBRID_RETIRE_NS); a second burst opens a new one. Every frame crosses the switch once, in order,
+    across the openings, moves and closing."""
+    (s1, _), _ = veths
+    with running_switch(veths) as (sw, ports, tx, rx):
+        time.sleep(0.1)  # a frame or two of the kernel's own (none expected: IPv6 is off) would not move it
+        assert all_protocol_sockets(s1) == 1  # the kernel's view: the slot socket alone
+        stats = ports.port_stats(1)
+        assert stats.hybrid and not stats.block_ring and stats.block_rings == 0
+        collector = Collector(rx)
+        number = send_until_on_blocks(ports, tx, 0, 1000)
+        assert all_protocol_sockets(s1) == 2 and ports.port_stats(1).block_ring
+        last = trickle(tx, number)  # back to slots
+        assert not settled(lambda: ports.port_stats(1).on_blocks, False)
+        assert ports.port_stats(1).block_ring  # kept a while: traffic may come back
+        assert settled(lambda: all_protocol_sockets(s1), 1, timeout=5) == 1
+        stats = ports.port_stats(1)
+        assert not stats.block_ring and stats.block_rings == 1
+        number = send_until_on_blocks(ports, tx, last[-1] + 1, 1000)
+        last = trickle(tx, number)
+        collector.stop()
+        stats = ports.port_stats(1)
+        assert stats.block_rings == 2 and stats.rx_switches >= 4
+        assert collector.numbers() == list(range(last[-1] + 1))  # each exactly once, in order
+        collector.check_whole(1000)
+        assert stats.rx == last[-1] + 1 and stats.kernel_drops == 0
+
+
 def test_a_hybrid_port_on_blocks_survives_link_bounces_under_load(veths, hybrid):
     """Smoke test: port 1's link goes down and up ten times while a sender keeps it on blocks: a link
     bounce unlinks both of its sockets from the fanout group and relinks them, maybe in the other order,
