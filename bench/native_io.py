@@ -345,6 +345,7 @@ def measure_idle(mode: str, seconds: float, rate: float) -> dict:
                 "switch_cpu_share": round(cpu / elapsed, 5),
                 "sleeps": ports.stats().sleeps,
                 "moves": stats.rx_switches,
+                "block_rings_opened": stats.block_rings,  # the hybrid opens one on a move to blocks only
                 "machine_timer_interrupts_per_s": timers[0],  # the whole machine's: compare side by side
                 "machine_hrtimer_softirqs_per_s": timers[1],
             }
@@ -365,7 +366,8 @@ def measure_idle(mode: str, seconds: float, rate: float) -> dict:
         )
     print(
         f"  {row['case']:7} {mode:>6} {rate:6.0f}/s: switch threads {row['switch_cpu_s'] * 1000:8.1f} ms CPU in "
-        f"{elapsed:.1f} s ({row['switch_cpu_share']:.3%}{per_frame}; {row['sleeps']} sleeps, {row['moves']} moves); "
+        f"{elapsed:.1f} s ({row['switch_cpu_share']:.3%}{per_frame}; {row['sleeps']} sleeps, {row['moves']} moves, "
+        f"{row['block_rings_opened']} block rings opened); "
         f"machine: {timers[0]:,} timer interrupts/s, {timers[1]:,} HRTIMER softirqs/s"
     )
     return row

@@ -1041,6 +1041,17 @@ static void hybrid_block_taken(ss_port *port, const struct tpacket_block_desc *b
     port->window_bytes += block->hdr.bh1.blk_len;
 }
 
+/* The rate of a hybrid port on slots (`bytes` read at `now`, a block's frame overhead counted): a
+ * block's worth within SS_HYBRID_WINDOW_NS moves it to blocks, unless a hold is on. */
+static void hybrid_slot_rate(ss_io *io, ss_port *port, uint64_t bytes, uint64_t now) {
+    if (now - port->window_start_ns >= SS_HYBRID_WINDOW_NS) {
+        port->window_start_ns = now;
+        port->window_bytes = 0;
+    }
+    port->window_bytes += bytes;
+    if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, SS_TO_BLOCKS);
+}
+
 /* One batch from a hybrid port. Frames are read only once the kernel has handed them over (a slot, or a
  * block with TP_STATUS_USER), never in the block it is filling. While a move is asked, the ring the
  * frames went to is read; after it, that ring until it is empty (the grace period put all its frames
@@ -1153,13 +1164,18 @@ static int receive_hybrid(ss_io *io, ss_port *port) {
             port->window_bytes = 0;
         }
     } else if (from_slots) {
-        if (now - port->window_start_ns >= SS_HYBRID_WINDOW_NS) {
-            port->window_start_ns = now;
-            port->window_bytes = 0;
-        }
-        port->window_bytes += slot_bytes;
-        if (port->window_bytes >= SS_BLOCK_SIZE && now >= port->hold_until_ns) hybrid_request(io, port, SS_TO_BLOCKS);
+        hybrid_slot_rate(io, port, slot_bytes, now);
     }
+    return n;
+}
+
+/* One batch from a hybrid port that has no block ring and no move pending: its slots as receive_ring
+ * reads them (the cost of frame slots alone), and the rate that moves it to blocks. */
+static int receive_hybrid_slots(ss_io *io, ss_port *port) {
+    int n = receive_ring(io, port);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; i++) bytes += io->batch_len[i] + SS_BLOCK_FRAME_OVERHEAD;
+    if (n) hybrid_slot_rate(io, port, bytes, ss_now_ns());
     return n;
 }
 
@@ -1198,7 +1214,8 @@ static int receive_recvmmsg(ss_io *io, ss_port *port) {
  * next slot or block. A port without a ring (recvmmsg) is read at every sweep (a read that finds
  * nothing costs a system call, as the poll() it replaces). */
 static inline int port_has_input(const ss_port *port) {
-    if (port->hybrid) return 1; /* receive_hybrid looks at both rings (a link event may swap them) */
+    /* receive_hybrid looks at both rings (a link event may swap them) and at the switcher's answer */
+    if (port->hybrid && (port->block_ring || port->switch_state)) return 1;
     if (port->rx_blocks) {
         const struct tpacket_block_desc *block =
             (const struct tpacket_block_desc *)(const void *)(port->ring + (size_t)port->ring_head * SS_BLOCK_SIZE);
@@ -1217,7 +1234,8 @@ static int sweep_ports(ss_io *io, ss_port **ports, uint32_t n) {
     for (uint32_t i = 0; i < n && !io->paused; i++) {
         ss_port *port = ports[i];
         if (!port_has_input(port)) continue;
-        int got = port->hybrid      ? receive_hybrid(io, port)
+        int got = port->hybrid      ? (port->block_ring || port->switch_state ? receive_hybrid(io, port)
+                                                                               : receive_hybrid_slots(io, port))
                   : port->rx_blocks ? receive_block(io, port)
                   : port->ring      ? receive_ring(io, port)
                                     : receive_recvmmsg(io, port);
