@@ -989,7 +989,10 @@ static inline int hybrid_may_retire(const ss_port *port, uint64_t now) {
 
 /* Gives the port's empty block ring to the switcher to close: the program has routed every frame to the
  * slots since the move back (a grace period ago), so none can reach the ring any more. The next block
- * socket joins as member 1 (the slot socket is the group's only member once this one has left). */
+ * socket joins as member 1 (the slot socket is the group's only member once this one has left). Not
+ * covered: a link bounce whose relink swaps the members (this kernel keeps their order) between the
+ * check that the ring is empty and the close would send the frames of that moment to the closing ring,
+ * lost as frames on a bouncing link may be. */
 static void hybrid_retire(ss_io *io, ss_port *port) {
     struct tpacket_stats st = {0};
     socklen_t len = sizeof st;
