@@ -46,6 +46,12 @@ import numpy as np
 from controller.options import GIVE_UP_S, RTO_PYTHON_SWITCHES_S
 
 
+# Where a profile of an agent's Python goes (cProfile, one file per agent: rank0.prof, server.prof) when
+# set, and which agents are profiled (comma-separated "rankN"/"server"; default: rank 0 and the server).
+PROFILE_DIR_ENV = "INA_AGENT_PROFILE_DIR"
+PROFILE_WHO_ENV = "INA_AGENT_PROFILE"
+
+
 def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:
     """A worker's gradient for a round: int32 values whose sum over 8 ranks cannot overflow."""
     rng = np.random.default_rng([seed, round_no, rank])
@@ -62,7 +68,7 @@ def expected_sum(seed: int, round_no: int, ranks: Iterable[int], values: int) ->
 
 def result_digest(values: np.ndarray) -> str:
     """SHA-256 of an allreduce result as int32 bytes: what a worker reports instead of the array."""
-    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).tobytes()).hexdigest()
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32)).hexdigest()  # no copy: its buffer
 
 
 def reply(obj: dict) -> None:
@@ -257,10 +263,19 @@ def main(argv=None) -> None:
     from controller.plan import JobPlan
 
     plan = JobPlan.from_json(Path(args.plan).read_text())
-    if args.role == "worker":
-        run_worker(args, plan)
-    else:
-        run_server(args, plan)
+    run = run_worker if args.role == "worker" else run_server
+    who = f"rank{args.rank}" if args.role == "worker" else "server"
+    profile_dir, profiled = os.environ.get(PROFILE_DIR_ENV), os.environ.get(PROFILE_WHO_ENV, "rank0,server")
+    if not profile_dir or who not in profiled.split(","):
+        run(args, plan)
+        return
+    import cProfile
+
+    with cProfile.Profile(time.thread_time) as profile:  # CPU time: a wall clock counts other processes' turns
+        try:
+            run(args, plan)
+        finally:
+            profile.dump_stats(str(Path(profile_dir) / f"{who}.prof"))
 
 
 if __name__ == "__main__":
