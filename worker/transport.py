@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from native import udp
+from native import heap, udp
 from protocol import codec
 from protocol.constants import INA_UDP_PORT
 from worker.loop import EventLoop, RealTimeLoop
@@ -310,6 +310,7 @@ class UdpTransport(Transport):
         batch_wait: float = BATCH_WAIT_S,
     ):
         super().__init__()
+        heap.keep_freed_memory()  # per-batch temporaries reuse the heap instead of fresh zeroed pages
         self.loop: RealTimeLoop = loop or RealTimeLoop()
         self.batch_wait = float(batch_wait)
         self.held_batches = 0  # times a streaming port was left unread for batch_wait
