@@ -259,7 +259,7 @@ class _Collective:
         if overflow:
             self._overflow(overflow, "int")
             return
-        self._complete(values.astype(self.dtype))
+        self._complete(values.astype(self.dtype, copy=False))  # the round's own array: no copy for int32
 
     def _overflow(self, report: OverflowReport, kind: str) -> None:
         self._fail(
