@@ -45,11 +45,19 @@ import numpy as np
 
 from controller.options import GIVE_UP_S, RTO_PYTHON_SWITCHES_S
 
-
 # Where a profile of an agent's Python goes (cProfile, one file per agent: rank0.prof, server.prof) when
 # set, and which agents are profiled (comma-separated "rankN"/"server"; default: rank 0 and the server).
 PROFILE_DIR_ENV = "INA_AGENT_PROFILE_DIR"
 PROFILE_WHO_ENV = "INA_AGENT_PROFILE"
+# The agents' receive hold (worker/transport.py BATCH_WAIT_S), in seconds, when set: a bench A/B of it
+BATCH_WAIT_ENV = "INA_AGENT_BATCH_WAIT"
+
+
+def agent_transport(ip: str):
+    """The agent's kernel-UDP transport (with the receive hold BATCH_WAIT_ENV asks for, if set)."""
+    from worker.transport import BATCH_WAIT_S, UdpTransport
+
+    return UdpTransport(ip=ip, batch_wait=float(os.environ.get(BATCH_WAIT_ENV) or BATCH_WAIT_S))
 
 
 def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:
@@ -112,10 +120,9 @@ class CommandLines:
 
 def run_worker(args, plan) -> None:
     from worker.agent import WorkerAgent
-    from worker.transport import UdpTransport
 
     me = plan.worker(args.rank)
-    transport = UdpTransport(ip=me.ip)
+    transport = agent_transport(me.ip)
     agent = WorkerAgent(
         plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
     )
@@ -200,10 +207,9 @@ def run_server(args, plan) -> None:
     """Serve the job until "quit" or end of input on stdin (the launcher closing the pipe)."""
     from controller.plan import JobPlan
     from server.agent import ServerAgent
-    from worker.transport import UdpTransport
 
     me = next(s for s in plan.servers if s.name == args.server)
-    transport = UdpTransport(ip=me.ip)
+    transport = agent_transport(me.ip)
     agent = ServerAgent(transport, me.name)
     agent.add_job(plan)
     if args.ps_plan:  # the parameter-server baseline's job: same agent, same port
