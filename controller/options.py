@@ -52,6 +52,10 @@ RTO_VIRTUAL_S = 0.005  # the in-process network's virtual clock: modelled links 
 # resends, a dead peer is given up after the same budget.
 GIVE_UP_S = 30.0  # kernel UDP agents, the torch backend (its INA_TIMEOUT), the mininet lab
 GIVE_UP_VIRTUAL_S = 5.0  # the in-process network's virtual clock (round trips of ~1 ms)
+# The backstop behind the budget: a worker agent that sees no progress at all (no new result in any round, no
+# round started, no plan version) for this many budgets fails its collectives with AllreduceStalled. The budget
+# ends a stall it sees within one budget and a resend backoff; this ends the ones it cannot see.
+STALL_BUDGETS = 2.0
 
 
 @dataclass

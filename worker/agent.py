@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from controller.options import GIVE_UP_S, RTO_S
+from controller.options import GIVE_UP_S, RTO_S, STALL_BUDGETS
 from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol import layouts as L
@@ -40,6 +40,7 @@ from worker.stream import (
     RTT_GAIN,
     SEQ_MASK,
     AllreduceError,
+    AllreduceStalled,
     AllreduceTimeout,
     InputRangeError,
     NonFiniteInputError,
@@ -68,6 +69,7 @@ __all__ = [
     "AllreduceHandle",
     "AllreduceError",
     "AllreduceTimeout",
+    "AllreduceStalled",
     "InputRangeError",
     "NonFiniteInputError",
 ]
@@ -120,7 +122,7 @@ class AllreduceHandle:
             Not done after ``timeout``.
         """
         if not self._done:
-            finished = self.agent.loop.run_until(self.done, timeout)
+            finished = self._run(timeout)
             if not finished and not self._done:
                 if timeout is not None:
                     raise TimeoutError(
@@ -134,6 +136,30 @@ class AllreduceHandle:
             raise self._error
         assert self._result is not None  # done without an error: the result is set
         return self._result
+
+    def _run(self, timeout: float | None) -> bool:
+        """Drive the loop until done (True) or ``timeout`` passed or the loop ran out of events (False). The
+        agent's stall limit ends the wait too: with no progress for that long the agent gives up on its
+        collectives (``WorkerAgent.check_stalled``), which finishes this handle with AllreduceStalled."""
+        agent, loop = self.agent, self.agent.loop
+        deadline = None if timeout is None else loop.now() + timeout
+        while True:
+            limit = agent.stall_after
+            if limit is None:
+                left = None if deadline is None else deadline - loop.now()
+                return loop.run_until(self.done, left)
+            until = agent.last_progress + limit
+            if deadline is not None:
+                until = min(until, deadline)
+            if loop.run_until(self.done, max(0.0, until - loop.now())) or self._done:
+                return True
+            now = loop.now()
+            if now < until or (deadline is not None and now >= deadline):
+                return False  # out of events (a virtual loop), stopped, or the caller's timeout
+            if now < agent.last_progress + limit:
+                continue  # progress meanwhile: the limit moved on
+            agent.check_stalled()
+            return self._done
 
 
 class QueuedCollective(Protocol):
@@ -294,6 +320,12 @@ class WorkerAgent:
     with AllreduceTimeout naming the chunk, its path, what was heard last on each tree and the loss
     this agent measured. ``retries`` (default None: no count) also gives up after that many resends
     of one chunk.
+
+    ``stall_after``, ``stall_budgets`` (default STALL_BUDGETS; None: none) times ``give_up_after`` plus one
+    capped resend period, is the backstop behind that budget: a wait that sees no progress (no new result in any round, no round started, no new
+    plan version) for that long fails every unfinished collective with AllreduceStalled, saying what
+    the agent last heard; the agent is then broken (its peers' sequence numbers are out of step).
+    The budget ends every stall it can see first; this one ends those it cannot (a round nobody drives).
     """
 
     def __init__(
@@ -308,6 +340,7 @@ class WorkerAgent:
         give_up_after: float | None = GIVE_UP_S,
         first_seq: int = 1,
         detect_spurious: bool = False,
+        stall_budgets: float | None = STALL_BUDGETS,
     ):
         if retries is None and give_up_after is None:
             raise AgentConfigError("retries=None needs a give_up_after time budget, or a lost peer would hang the job")
@@ -323,6 +356,12 @@ class WorkerAgent:
         # the lowest round trip measured (Round._spurious). Off by default: no gain measured, and without
         # the resend named in the RESULT it can take real losses for spurious ones (docs/agents.md)
         self.detect_spurious = bool(detect_spurious)
+        self.stall_budgets = stall_budgets
+        self.stall_after: float | None = None  # seconds without progress that end a wait (None: never)
+        if self.give_up_after is not None and stall_budgets is not None:
+            # the budget is checked when a chunk is due for a resend: up to one capped backoff after it ran out
+            self.stall_after = stall_budgets * self.give_up_after + self.max_backoff * self.timeout
+        self.last_progress = self.loop.now()  # a new result, round or plan version (``stall_after``)
         me = plan.worker(rank)
         self.name = me.name
         self.job_id = plan.job_id
@@ -394,6 +433,7 @@ class WorkerAgent:
         self.plan = plan
         self._take_trees(plan)
         self.stats["plan_updates"] += 1
+        self.last_progress = self.loop.now()
         if self._round is not None and not self._round.finished:
             self._round.trees_changed({t.tree_id for t in plan.trees if t.weight > 0})
 
@@ -473,10 +513,15 @@ class WorkerAgent:
             )
             return handle
         coll = _Collective(self, handle)
+        self._enqueue(coll)
+        return handle
+
+    def _enqueue(self, coll: QueuedCollective) -> None:
+        """Queue ``coll`` behind the unfinished collectives (it starts now if there are none)."""
         self._pending.append(coll)
         if len(self._pending) == 1:
+            self.last_progress = self.loop.now()  # the stall limit counts from the oldest unfinished one
             coll.start()
-        return handle
 
     @property
     def smoothed_rtt(self) -> float | None:
@@ -511,9 +556,7 @@ class WorkerAgent:
             handle._set_error(AllreduceError(f"job {self.job_id} rank {self.rank}: an earlier allreduce failed"))
             return handle
         coll = SparseCollective(self, handle, indices.copy(), values.copy())
-        self._pending.append(coll)
-        if len(self._pending) == 1:
-            coll.start()
+        self._enqueue(coll)
         return handle
 
     def close(self) -> None:
@@ -530,6 +573,34 @@ class WorkerAgent:
                     AllreduceError(f"worker agent of job {self.job_id} rank {self.rank} closed during the allreduce")
                 )
         self._pending.clear()
+
+    def check_stalled(self) -> None:
+        """The backstop (``stall_after``): with no progress for that long, fail every unfinished collective
+        with AllreduceStalled and break the agent. Nothing happens while the agent progresses."""
+        if self.stall_after is None or not self._pending:
+            return
+        quiet = self.loop.now() - self.last_progress
+        if quiet < self.stall_after:
+            return
+        round_ = self._round
+        if round_ is not None and not round_.finished:
+            doing = f"{round_.label}: {round_.results_heard} of {round_.chunks} results of its round heard"
+            round_.cancel()
+        else:
+            doing = "no round running (the collective was never driven)"
+        error = AllreduceStalled(
+            f"job {self.job_id} rank {self.rank}: {doing}; no progress (no new result, no new round, no new "
+            f"plan version) for {quiet:.3g} s, the stall limit ({self.stall_budgets:g} x the time budget of "
+            f"{self.give_up_after:g} s, INA_TIMEOUT, and one capped resend period); on plan version "
+            f"{self.plan.version}, {len(self._pending)} collective(s) unfinished; {self.silence_report()}. "
+            "The worker agent did not end this collective itself: the agent is broken, later collectives fail."
+        )
+        self._broken = error
+        self._round = None
+        pending, self._pending = list(self._pending), collections.deque()
+        for coll in pending:
+            if not coll.handle.done():
+                coll.handle._set_error(error)
 
     # -- the RoundOwner interface (worker/stream.py), used by this agent's rounds --------------------
     def take_seqs(self, count: int) -> int:
@@ -647,6 +718,7 @@ class WorkerAgent:
     def start_prepared_round(self, prepared: Round) -> None:
         """Run a round made by a collective (a Round or a subclass: worker/sparse_round.py)."""
         self._round = prepared
+        self.last_progress = self.loop.now()
         prepared.start()
 
     # -- events --------------------------------------------------------------------------------------
@@ -684,7 +756,10 @@ class WorkerAgent:
         taken = 0
         round_ = self._round
         if round_ is not None and not round_.finished:
+            heard = round_.results_heard
             taken = round_.on_results(seq, tree_id, flags, values, span)
+            if round_.results_heard != heard:
+                self.last_progress = now
             # results come back in batches of a quarter of the chunks in flight at most: a longer wait for
             # them would hold back the window (worker/transport.py, "Receive coalescing")
             self.transport.expect_batches(C.INA_UDP_PORT, round_.in_flight() // 4)
@@ -697,6 +772,7 @@ class WorkerAgent:
         self._pending.popleft()
         self._round = None
         if self._pending:
+            self.last_progress = self.loop.now()
             self._pending[0].start()
 
     def collective_failed(self, coll: QueuedCollective, error: BaseException, in_step: bool) -> None:
@@ -707,6 +783,7 @@ class WorkerAgent:
         if in_step:
             # every worker saw the same markers or flagged results: sequence numbers stay in step
             if self._pending:
+                self.last_progress = self.loop.now()
                 self._pending[0].start()
             return
         self._broken = error

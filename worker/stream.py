@@ -63,6 +63,11 @@ class AllreduceTimeout(AllreduceError):
     """No result for a chunk after the configured timeout and retries."""
 
 
+class AllreduceStalled(AllreduceTimeout):
+    """No progress at all (no result, round or plan version) for the agent's stall limit, which backs up
+    the time budget: a stall the budget did not end (``WorkerAgent.stall_after``)."""
+
+
 class NonFiniteInputError(AgentError, ValueError):
     """Some rank's float input holds a NaN or inf: every rank raises it in the same collective."""
 

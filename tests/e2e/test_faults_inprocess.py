@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from inprocess_jobs import int_inputs, network, workers_and_servers
+from inprocess_jobs import int_inputs, network, star_topology, workers_and_servers
 
 
 def _job(net, n_workers=None, **kwargs):
@@ -138,3 +138,52 @@ def test_a_long_round_under_loss_does_not_stall_on_peers_resends():
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
     assert net.loop.now() < 5.0
+
+
+def test_a_round_nobody_drives_fails_with_the_stall_error_within_the_limit(monkeypatch):
+    """The backstop behind the time budget: a round whose resend timer never fires (a stall the budget
+    cannot see) while a peer has stopped ends at the agent's stall limit, not never; the error names the
+    rank, the round, what was heard, and later collectives on the broken agent fail at once."""
+    from worker.agent import AllreduceError, AllreduceStalled
+    from worker.stream import Round
+
+    net = network("star", seed=2)
+    job = _job(net, 2, give_up_after=0.3)
+    xs = int_inputs(2, 640, seed=1)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    monkeypatch.setattr(Round, "_on_timer", lambda self: None)  # nobody drives the round any more
+    net.kill_host(job.plan.workers[1].name)
+    start = net.loop.now()
+
+    def tick(until: float) -> None:  # other events on the loop (a real one never runs out of them)
+        if net.loop.now() < until:
+            net.loop.call_later(0.01, tick, until)
+
+    tick(start + 5.0)
+    handle = job.agents[0].allreduce_async(xs[0])
+    with pytest.raises(AllreduceStalled) as caught:
+        handle.wait()
+    limit = 2 * 0.3 + 16 * 0.005  # STALL_BUDGETS budgets and one capped resend period
+    assert job.agents[0].stall_after == pytest.approx(limit)
+    assert limit <= net.loop.now() - start < limit + 0.01
+    message = str(caught.value)
+    assert message.startswith(f"job {job.plan.job_id} rank 0: int sum allreduce: 0 of 10 results of its round heard; ")
+    assert "no progress (no new result, no new round, no new plan version) for 0.68 s" in message
+    assert "2 x the time budget of 0.3 s" in message and "on plan version 1, 1 collective(s) unfinished" in message
+    assert "tree 0 (h1 -> s1 -> h5): last result" in message
+    with pytest.raises(AllreduceError, match="an earlier allreduce failed .job 1 rank 0: int sum allreduce: 0 of 10"):
+        job.agents[0].allreduce(xs[0])
+
+
+def test_a_slow_collective_that_keeps_progressing_outlasts_the_stall_limit():
+    """The stall limit counts from the last progress, not from the call: an all-reduce through slow links
+    that takes several times the limit in all, results arriving all along, completes with exact sums."""
+    net = network(star_topology(2, bandwidth=5.0))  # 5 Mbit/s: a chunk of 64 values is ~0.5 ms a link
+    job = _job(net, 2, give_up_after=0.05)
+    limit = job.agents[0].stall_after
+    xs = int_inputs(2, 64 * 1200, seed=1)
+    start = net.loop.now()
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert net.loop.now() - start > 3 * limit
