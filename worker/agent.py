@@ -590,8 +590,8 @@ class WorkerAgent:
             doing = "no round running (the collective was never driven)"
         error = AllreduceStalled(
             f"job {self.job_id} rank {self.rank}: {doing}; no progress (no new result, no new round, no new "
-            f"plan version) for {quiet:.3g} s, the stall limit ({self.stall_budgets:g} x the time budget of "
-            f"{self.give_up_after:g} s, INA_TIMEOUT, and one capped resend period); on plan version "
+            f"plan version) for {quiet:.3g} s, past the stall limit of {self.stall_after:.3g} s ({self.stall_budgets:g} x "
+            f"the time budget of {self.give_up_after:g} s, INA_TIMEOUT, and one capped resend period); on plan version "
             f"{self.plan.version}, {len(self._pending)} collective(s) unfinished; {self.silence_report()}. "
             "The worker agent did not end this collective itself: the agent is broken, later collectives fail."
         )

@@ -240,6 +240,22 @@ def wait_timeout(rank: int, world: int) -> str:
     return "idle"
 
 
+def stalled_all_reduce(rank: int, world: int) -> tuple[str, float]:
+    """One all_reduce on every rank; then rank 0 issues another that the last rank never joins, with its
+    round's resend timer switched off (a stall its agent's time budget cannot see): the backstop must
+    end it. Rank 0 returns the error and the seconds it took; the others leave at once."""
+    init("ina", rank, world, timeout=datetime.timedelta(seconds=60))
+    dist.all_reduce(torch.ones(4))
+    if rank != 0:
+        return "left", 0.0
+    from worker.stream import Round
+
+    Round._on_timer = lambda self: None  # type: ignore[method-assign]
+    start = time.monotonic()
+    error = _catch(lambda: dist.all_reduce(torch.ones(4)))
+    return error, time.monotonic() - start
+
+
 def small_sums(rank: int, world: int) -> tuple:
     init("ina", rank, world)
     f = torch.full((130,), 0.25 * (rank + 1))

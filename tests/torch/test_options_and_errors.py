@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
-from ina_jobs import ina_job
-from rank_bodies import wait_timeout
+from ina_jobs import ina_job, server_only_job
+from rank_bodies import stalled_all_reduce, wait_timeout
 from torch_ranks import run_ranks
 
 from worker.torch_backend import InaConfigError, InaOptions, InaUnsupportedError
@@ -86,6 +86,22 @@ def test_work_wait_times_out_instead_of_hanging(tmp_path):
     with ina_job(2, tmp_path) as job:
         out = run_ranks(wait_timeout, 2, env=lambda r: dict(job.worker_env(r), INA_TIMEOUT="3"))
     assert out[0].startswith("TimeoutError: ina all_reduce did not complete within 0.5 s"), out[0]
+
+
+def test_an_all_reduce_that_stalls_unseen_by_the_time_budget_fails_at_the_stall_limit(tmp_path):
+    """The torch channel's backstop: no progress for 2 x INA_TIMEOUT plus one capped resend period
+    (16 x INA_RTO) fails the all_reduce with an error naming the rank, the round and what was heard."""
+    with server_only_job(2, tmp_path) as env:
+        out = run_ranks(stalled_all_reduce, 2, env=lambda r: dict(env(r), INA_TIMEOUT="1", INA_RTO="0.05"))
+    error, took = out[0]
+    limit = 2 * 1.0 + 16 * 0.05
+    assert limit <= took < limit + 2.0, (took, error)
+    assert error.startswith("RuntimeError: ina all_reduce failed: job 11 rank 0: "), error
+    assert "no progress (no new result, no new round, no new plan version) for " in error, error
+    assert (
+        f"past the stall limit of {limit:.3g} s (2 x the time budget of 1 s, INA_TIMEOUT" in error
+        and "tree 0 (w0 -> ps): last result" in error
+    ), error
 
 
 def test_the_job_token_reaches_the_job_service():
