@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -29,8 +30,12 @@ from pathlib import Path
 
 from topologies.errors import TrainError
 from topologies.p4switch import stop_process
+from worker.stacks import STACKS_SIGNAL_ENV
 
 REPO = Path(__file__).resolve().parents[1]
+# an ina rank writes every thread's stack to its log on this signal (worker/stacks.py)
+STACKS_SIGNAL = signal.SIGUSR1
+STACKS_WAIT_S = 1.0  # for the dump to reach the log
 EXAMPLES = {"digits": REPO / "examples" / "train_digits.py", "recsys": REPO / "examples" / "train_recsys.py"}
 BACKENDS = ("ina", "gloo")
 # figures of the recsys example's summary shown after its line (fraction or bytes per worker and iteration)
@@ -122,6 +127,7 @@ def rank_env(host: RankHost, plan_path: str | None) -> dict[str, str]:
     )  # gloo would otherwise pick the root's hostname address
     if plan_path:
         env.update(INA_PLAN=plan_path, INA_TRANSPORT="udp", INA_HOST=host.name)
+        env[STACKS_SIGNAL_ENV] = STACKS_SIGNAL.name.removeprefix("SIG")  # the deadline's stack dump (_wait)
     return env
 
 
@@ -255,7 +261,7 @@ def run_ranks(
                     cwd=str(REPO),
                 )
             ranks.append(_Rank(rank, host, proc, log_path))
-        late = _wait(ranks, summary, start + timeout, timeout, grace, log)
+        late = _wait(ranks, summary, start + timeout, timeout, grace, log, stacks=backend == "ina")
     finally:
         for r in ranks:
             stop_process(r.proc)
@@ -303,12 +309,16 @@ def _stream(rank: _Rank, log) -> None:
             log(f"[{rank.host.name}] {line}")
 
 
-def _wait(ranks: list[_Rank], summary: Path, deadline: float, timeout: float, grace: float, log) -> list[_Rank]:
+def _wait(
+    ranks: list[_Rank], summary: Path, deadline: float, timeout: float, grace: float, log, stacks: bool = False
+) -> list[_Rank]:
     """Until every rank has exited. The first rank to fail is the cause (the others then lose their
     peers): after it, the rest get ``grace`` seconds before the run is stopped. Rank 0 writes the
     summary only after an all_gather of every rank's parameters, so a rank failing once it exists
     failed on the way out (torch/gloo teardown), with training done: such ranks, and ranks still
-    running ``grace`` seconds after the summary (stopped by the caller), are returned, not raised."""
+    running ``grace`` seconds after the summary (stopped by the caller), are returned, not raised.
+    ``stacks``: the ranks dump their stacks on STACKS_SIGNAL; the deadline's error shows those of the
+    ranks still running."""
     failed: _Rank | None = None
     late: list[tuple[_Rank, str]] = []
     finished_at: float | None = None
@@ -340,6 +350,29 @@ def _wait(ranks: list[_Rank], summary: Path, deadline: float, timeout: float, gr
             raise TrainError(
                 f"training did not finish within {timeout:.0f} s: still running on "
                 f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
-                f"{slow.tail()}"
+                f"{slow.tail()}" + (_stacks(running) if stacks else "")
             )
         time.sleep(0.25)
+
+
+def _stacks(running: list[_Rank]) -> str:
+    """Every thread's stack of each rank in ``running``, as each wrote it to its log on STACKS_SIGNAL."""
+    sizes = {}
+    for r in running:
+        try:
+            sizes[r.rank] = r.log_path.stat().st_size
+            os.kill(r.proc.pid, STACKS_SIGNAL)
+        except OSError:
+            pass
+    time.sleep(STACKS_WAIT_S)
+    text = ""
+    for r in running:
+        try:
+            with open(r.log_path, "rb") as f:
+                f.seek(sizes.get(r.rank, 0))
+                dump = f.read().decode(errors="replace").strip()
+        except OSError:
+            dump = ""
+        dump = "\n".join("    " + line for line in dump.splitlines()) or "    (no stack dump)"
+        text += f"\nstacks of {r.label}:\n{dump}"
+    return text

@@ -86,6 +86,24 @@ def test_the_deadline_names_every_rank_still_running(tmp_path):
         )
 
 
+def test_the_deadline_shows_the_stacks_of_ina_ranks_still_running(tmp_path):
+    """ina ranks dump their stacks on the lab's signal (INA_STACKS_SIGNAL, set by the launcher): the
+    deadline's error shows where each rank still running sits."""
+    waits = (
+        "from worker.stacks import dump_stacks_on_signal; dump_stacks_on_signal()\n"
+        "import time\ndef waiting_for_peers():\n    time.sleep(60)\nprint('waiting', flush=True); waiting_for_peers()"
+    )
+    net = ScriptedNetwork({"h1": waits, "h2": waits})
+    with pytest.raises(TrainError) as err:
+        run_ranks(net, HOSTS, "ina", 1, 0, tmp_path, plan_path="plan.json", timeout=3, log=lambda m: None)
+    assert all(p.poll() is not None for p in net.started)
+    message = str(err.value)
+    assert message.startswith("training did not finish within 3 s: still running on h1 (rank 0), h2 (rank 1)")
+    for rank in ("h1 (rank 0)", "h2 (rank 1)"):
+        stacks = message.split(f"stacks of {rank}:\n")[1].split("stacks of")[0]
+        assert 'File "<string>", line 4 in waiting_for_peers' in stacks, message
+
+
 def test_a_rank_crashing_on_the_way_out_after_the_summary_is_a_note(tmp_path):
     """torch/gloo can abort a process at exit ("terminate called without an active exception")
     after training finished on every rank: the run's result stands, the crash is reported."""

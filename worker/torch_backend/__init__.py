@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch.distributed as dist
 
+from worker.stacks import dump_stacks_on_signal
 from worker.torch_backend.hook import ina_allreduce_hook
 from worker.torch_backend.options import InaConfigError, InaOptions
 from worker.torch_backend.process_group import BACKEND_NAME, InaProcessGroup
@@ -58,3 +59,7 @@ def register() -> None:
 
 
 register()
+try:
+    dump_stacks_on_signal()  # INA_STACKS_SIGNAL (worker/stacks.py)
+except ValueError as exc:
+    raise InaConfigError(str(exc)) from None
