@@ -321,11 +321,12 @@ class WorkerAgent:
     this agent measured. ``retries`` (default None: no count) also gives up after that many resends
     of one chunk.
 
-    ``stall_after``, ``stall_budgets`` (default STALL_BUDGETS; None: none) times ``give_up_after`` plus one
-    capped resend period, is the backstop behind that budget: a wait that sees no progress (no new result in any round, no round started, no new
-    plan version) for that long fails every unfinished collective with AllreduceStalled, saying what
-    the agent last heard; the agent is then broken (its peers' sequence numbers are out of step).
-    The budget ends every stall it can see first; this one ends those it cannot (a round nobody drives).
+    ``stall_after`` (``stall_budgets``, default STALL_BUDGETS, None: none, times ``give_up_after``, plus
+    one capped resend period) is the backstop behind that budget: a wait that sees no progress (no new
+    result in any round, no round started, no new plan version) for that long fails every unfinished
+    collective with AllreduceStalled, saying what the agent last heard; the agent is then broken (its
+    peers' sequence numbers are out of step). The budget ends every stall it can see first; this one
+    ends those it cannot (a round nobody drives).
     """
 
     def __init__(
@@ -590,10 +591,11 @@ class WorkerAgent:
             doing = "no round running (the collective was never driven)"
         error = AllreduceStalled(
             f"job {self.job_id} rank {self.rank}: {doing}; no progress (no new result, no new round, no new "
-            f"plan version) for {quiet:.3g} s, past the stall limit of {self.stall_after:.3g} s ({self.stall_budgets:g} x "
-            f"the time budget of {self.give_up_after:g} s, INA_TIMEOUT, and one capped resend period); on plan version "
-            f"{self.plan.version}, {len(self._pending)} collective(s) unfinished; {self.silence_report()}. "
-            "The worker agent did not end this collective itself: the agent is broken, later collectives fail."
+            f"plan version) for {quiet:.3g} s, past the stall limit of {self.stall_after:.3g} s "
+            f"({self.stall_budgets:g} x the time budget of {self.give_up_after:g} s, INA_TIMEOUT, and one "
+            f"capped resend period); on plan version {self.plan.version}, {len(self._pending)} collective(s) "
+            f"unfinished; {self.silence_report()}. The worker agent did not end this collective itself: the "
+            "agent is broken, later collectives fail."
         )
         self._broken = error
         self._round = None
