@@ -220,7 +220,7 @@ class _Collective:
 
     def _send_ints(self) -> None:
         self.agent.start_round(
-            self.flat.astype(np.int32, copy=False),  # the handle's own copy; a Round never writes its values
+            self.flat.astype(np.int32, copy=False),  # the handle's own copy: a dense Round writes its sums over it
             OPS[self.op],
             None,
             self._ints_reduced,
@@ -358,10 +358,6 @@ class WorkerAgent:
         # the resend named in the RESULT it can take real losses for spurious ones (docs/agents.md)
         self.detect_spurious = bool(detect_spurious)
         self.stall_budgets = stall_budgets
-        self.stall_after: float | None = None  # seconds without progress that end a wait (None: never)
-        if self.give_up_after is not None and stall_budgets is not None:
-            # the budget is checked when a chunk is due for a resend: up to one capped backoff after it ran out
-            self.stall_after = stall_budgets * self.give_up_after + self.max_backoff * self.timeout
         self.last_progress = self.loop.now()  # a new result, round or plan version (``stall_after``)
         me = plan.worker(rank)
         self.name = me.name
@@ -578,10 +574,11 @@ class WorkerAgent:
     def check_stalled(self) -> None:
         """The backstop (``stall_after``): with no progress for that long, fail every unfinished collective
         with AllreduceStalled and break the agent. Nothing happens while the agent progresses."""
-        if self.stall_after is None or not self._pending:
+        limit = self.stall_after
+        if limit is None or not self._pending:
             return
         quiet = self.loop.now() - self.last_progress
-        if quiet < self.stall_after:
+        if quiet < limit:
             return
         round_ = self._round
         if round_ is not None and not round_.finished:
@@ -591,7 +588,7 @@ class WorkerAgent:
             doing = "no round running (the collective was never driven)"
         error = AllreduceStalled(
             f"job {self.job_id} rank {self.rank}: {doing}; no progress (no new result, no new round, no new "
-            f"plan version) for {quiet:.3g} s, past the stall limit of {self.stall_after:.3g} s "
+            f"plan version) for {quiet:.3g} s, past the stall limit of {limit:.3g} s "
             f"({self.stall_budgets:g} x the time budget of {self.give_up_after:g} s, INA_TIMEOUT, and one "
             f"capped resend period); on plan version {self.plan.version}, {len(self._pending)} collective(s) "
             f"unfinished; {self.silence_report()}. The worker agent did not end this collective itself: the "
@@ -615,15 +612,30 @@ class WorkerAgent:
         """The cursor (window, template, chunk count) of tree ``tree_id``."""
         return self._cursor_by_tree[tree_id]
 
+    @property
+    def stall_after(self) -> float | None:
+        """Seconds without progress that end a wait (None: never): ``stall_budgets`` budgets plus one capped
+        resend period at the current timer base, since the budget is checked only when a chunk is due for
+        a resend, up to that long after it ran out (from ``timeout`` alone, a loaded path whose base grew
+        to 2x its smoothed RTT could be cut while a resend was still on its way)."""
+        if self.give_up_after is None or self.stall_budgets is None:
+            return None
+        return self.stall_budgets * self.give_up_after + self.max_backoff * self._rto_base()
+
+    def _rto_base(self) -> float:
+        """A first send's retransmission timeout before Karn's backoff: twice the smoothed RTT, at least
+        ``timeout``."""
+        if self._srtt is None:
+            return self.timeout
+        # a result waits for the slowest worker's contribution, so a peer's resend inflates this
+        # worker's samples; the cap on the recent minimum keeps that from feeding on itself
+        return max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * self._min_rtt))
+
     def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
         """Retransmission timeout after ``attempts`` resends (a number or an array of them): twice the
         smoothed RTT (at least ``timeout``), doubled per resend of the chunk and per timeout since the
         last fresh RTT sample (Karn), at most ``max_backoff`` times the base."""
-        base = self.timeout
-        if self._srtt is not None:
-            # a result waits for the slowest worker's contribution, so a peer's resend inflates this
-            # worker's samples; the cap on the recent minimum keeps that from feeding on itself
-            base = max(self.timeout, min(2.0 * self._srtt, RTT_CAP_OVER_MIN * self._min_rtt))
+        base = self._rto_base()
         if isinstance(attempts, int):  # a chunk's first send (every batch of them): no array work
             return np.asarray(base * min(2.0**attempts * self._backoff, self.max_backoff))
         return np.asarray(base * np.minimum(np.exp2(attempts) * self._backoff, self.max_backoff))

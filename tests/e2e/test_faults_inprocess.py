@@ -190,3 +190,9 @@ def test_a_slow_collective_that_keeps_progressing_outlasts_the_stall_limit():
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
     assert net.loop.now() - start > 3 * limit
+    # the limit follows the resend timer: the queues of these links raised its base above `timeout`, so a
+    # resend may come that much later, and the limit with it
+    agent = job.agents[0]
+    assert float(agent.rto(0)) > agent.timeout
+    assert agent.stall_after == pytest.approx(2 * 0.05 + agent.max_backoff * float(agent.rto(0)))
+    assert agent.stall_after > limit
