@@ -8,7 +8,8 @@ and once the heap holds one, each such page fault zeroes 2 MB. In the lab (leaf_
 64 MB per worker) a worker spent 22% of its CPU time in those page faults, in the middle of a round.
 With fixed thresholds the freed memory stays in the heap (up to TRIM_THRESHOLD bytes of it) and the
 next batch reuses it; only arrays of MMAP_THRESHOLD or more (a round's whole vector) are mapped and
-returned each time.
+returned each time. The setting is the whole process's (a training rank's too: it may keep up to
+TRIM_THRESHOLD of freed memory); ``INA_KEEP_FREED_MEMORY=0`` leaves glibc's defaults.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 
 M_TRIM_THRESHOLD = -1  # mallopt parameters (malloc.h)
 M_MMAP_THRESHOLD = -3
@@ -25,7 +27,10 @@ MMAP_THRESHOLD = 32 << 20  # allocations this large are mapped (glibc's largest 
 
 @functools.cache
 def keep_freed_memory() -> bool:
-    """Fix the process's malloc thresholds (once); False where the C library has no mallopt (not glibc)."""
+    """Fix the process's malloc thresholds (once); False where the C library has no mallopt (not glibc) or
+    the environment says ``INA_KEEP_FREED_MEMORY=0``."""
+    if os.environ.get("INA_KEEP_FREED_MEMORY", "1").strip() == "0":
+        return False
     name = ctypes.util.find_library("c")
     try:
         mallopt = ctypes.CDLL(name).mallopt
