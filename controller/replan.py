@@ -162,8 +162,12 @@ class FaultMonitor:
             self._timer = None
 
     def _tick(self) -> None:
-        self.check()
-        self._timer = self.loop.call_later(self.interval, self._tick)
+        """One check, then the next one armed even when this one raised (a bug: its traceback goes to
+        the loop's caller), so one bad probe does not end the watch over every switch."""
+        try:
+            self.check()
+        finally:
+            self._timer = self.loop.call_later(self.interval, self._tick)
 
     def check(self) -> None:
         """One round of probes (what every tick does)."""
