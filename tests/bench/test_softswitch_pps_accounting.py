@@ -50,7 +50,8 @@ def test_senders_per_frame_sent_switch_per_frame_processed():
 
 def veth_row(backend: str, kind: str, pps_: float, rps: str, cpu_us: float) -> dict:
     return {"backend": backend, "kind": kind, "processed_pps": pps_, "rps": rps, "switch_cpu_us_per_frame": cpu_us,
-            "switch_tx": "ring" if backend == "native" else None, "switch_rx": "ring" if backend == "native" else None}  # fmt: skip
+            "switch_tx": "ring" if backend == "native" else None,
+            "switch_rx": pps.DEFAULT_RX if backend == "native" else None}  # fmt: skip
 
 
 def test_comparisons_leave_the_rps_in_rows_out():
@@ -70,7 +71,7 @@ def test_comparisons_leave_the_rps_in_rows_out():
     ]  # fmt: skip
     out = pps.comparisons({"in_process": [], "veth": {"cases": cases, "baselines": baselines}})
     assert out["veth"]["ipv4_router_forward"] == 10.0
-    assert out["veth_ring_rx_pps"] == {"ipv4_router_forward": 600_000}
+    assert out[f"veth_{pps.DEFAULT_RX}_rx_pps"] == {"ipv4_router_forward": 600_000}  # the native default path
     assert out["targets"]["veth_router_pps"] == 600_000
     assert out["veth_router_over_kernel_router"] == {pps.KERNEL_ROUTER: 1.2, pps.KERNEL_ROUTER_RPS: 0.75}
 
