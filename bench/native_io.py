@@ -10,7 +10,7 @@ Cases, per frame size (64, 330 = an ina.p4 GRAD with 64 values, 1514 bytes):
   * in process: process_batch on packed frames, no ports (the orchestration's own cost);
   * harness: sender -> one veth pair -> receiver, no switch (the ceiling of the measuring setup);
   * switch:  sender -> veth -> native switch (port 1 -> port 2) -> veth -> receiver, once with the
-    ports receiving from a PACKET_MMAP ring of frame slots (SOFTSWITCH_IO=ring) and once with recvmmsg.
+    ports receiving from a PACKET_MMAP ring (the runtime's default) and once with recvmmsg.
 By default the switch's thread runs alone on one CPU and the sender and receiver share another, and
 the switch CPU's busy time is measured. The sender on one shared core cannot saturate the switch, so a
 third case measures the switch's own capacity:
@@ -25,7 +25,7 @@ Prints a table with the machine's load and saves bench/results/native_io.json an
 
 --idle measures instead what the switch's native threads spend when frames are few: CPU seconds with no
 traffic and with a trickle (each frame's latency through the switch too), frame slots (SOFTSWITCH_IO=ring)
-against the hybrid (SOFTSWITCH_IO=hybrid, the runtime's default), alternating.
+against the hybrid (SOFTSWITCH_IO=hybrid), alternating.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ ipv4_lpm.
   (--native-tx: its PACKET_MMAP ring, and sendmmsg as before, side by side); "sw/core" is what one core
   would sustain at the switch's measured CPU per frame (1 / CPU per frame: on 2 shared CPUs the
   senders and the kernel's veth delivery take the rest, so the measured rate stays below it).
-  --native-rx picks the native switch's receive paths: hybrid (the default: frame slots at low rates,
-  TPACKET_V3 blocks while a block's worth arrives within a millisecond), ring (frame slots only,
-  SOFTSWITCH_IO=ring) and block (blocks only), side by side. Each case also says where its CPU time went (per
+  --native-rx picks the native switch's receive paths: hybrid (SOFTSWITCH_IO=hybrid: frame slots at low
+  rates, TPACKET_V3 blocks while a block's worth arrives within a millisecond), ring (frame slots only,
+  the default) and block (blocks only), side by side. Each case also says where its CPU time went (per
   frame: the senders, each switch thread, ksoftirqd, the rest of the machine; each CPU's user/system/softirq/idle
   share; backlog drops; the I/O thread's sleeps; the rate those costs allow), and --rps off,in runs it
   again with the switch's input port's receive work on the switch's CPU (RPS, restored after the case).
@@ -916,7 +916,7 @@ def run_veth_case(lab: VethLab, switch: SoftswitchProcess, case: VethCase, secon
     return row
 
 
-DEFAULT_RX = "hybrid"  # the native back end's default receive path (SOFTSWITCH_IO unset)
+DEFAULT_RX = "ring"  # the native back end's default receive path (SOFTSWITCH_IO unset)
 RPS_SETTINGS = ("off", "in")  # --rps: no RPS; the input port's receive work on the forwarding CPU
 
 
@@ -1480,8 +1480,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--native-rx",
         default=None,
-        help="the native back end's receive paths to run side by side: hybrid (the default path: frame slots, moved "
-        "to blocks while the rate fills them), ring (frame slots only, TPACKET_V2) and/or block (TPACKET_V3 blocks "
+        help="the native back end's receive paths to run side by side: hybrid (frame slots, moved to blocks while "
+        "the rate fills them), ring (frame slots only, TPACKET_V2: the default path) and/or block (TPACKET_V3 blocks "
         "handed over when full or after 1 ms) (default hybrid,ring,block; quick: ring)",
     )
     p.add_argument(

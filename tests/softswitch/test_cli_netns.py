@@ -218,7 +218,7 @@ def test_udp_through_softswitch_process(switch_process):
     assert switch_process.wait(timeout=10) == 0
     if "on the native back end" in switch_process.startup:  # each port says how it received, at exit
         log = switch_process.stderr.read()
-        path = RECEIVE_PATH_LOGGED[os.environ.get("SOFTSWITCH_IO") or "hybrid"]
+        path = RECEIVE_PATH_LOGGED[os.environ.get("SOFTSWITCH_IO") or "ring"]
         for _, sw_if, port, *_ in HOSTS.values():  # 3 datagrams each way, nothing else sent to the switch
             assert (
                 f"port {port} ({sw_if}): receive {path}, rx 3, tx 3, tx errors 0, kernel drops 0, "
@@ -226,7 +226,7 @@ def test_udp_through_softswitch_process(switch_process):
             ), log
 
 
-RECEIVE_PATH_LOGGED = {  # SOFTSWITCH_IO -> how the switch names it at exit (ss_io.c; hybrid: the default)
+RECEIVE_PATH_LOGGED = {  # SOFTSWITCH_IO -> how the switch names it at exit (ss_io.c; ring: the default)
     "ring": "frame slots",
     "hybrid": "hybrid (0 moves between slots and blocks, 0 block rings opened)",
     "block": "blocks",

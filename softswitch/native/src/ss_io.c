@@ -6,8 +6,8 @@
  * holds frames of other interfaces), promiscuous, and ignores the frames the host transmits itself
  * (PACKET_IGNORE_OUTGOING, and the thread drops frames whose sll_pkttype is PACKET_OUTGOING). Frames
  * arrive in a PACKET_MMAP receive ring (TPACKET_V2: no system call and no copy per frame; the pipeline
- * reads them in place), moved to a TPACKET_V3 block ring while the rate is high (the hybrid, the
- * default; SOFTSWITCH_IO=ring keeps frame slots only; below), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
+ * reads them in place), with SOFTSWITCH_IO=hybrid moved to a TPACKET_V3 block ring while the rate is
+ * high (below), or with recvmmsg where a ring cannot be set up or SOFTSWITCH_IO=recvmmsg asks for it. The thread sweeps the ports in turn, taking up to SS_IO_BATCH waiting frames (a block with the
  * block ring) from each port whose ring has any (read in user space: no system call), runs them through
  * the pipeline holding the switch lock once per batch, sends each port's outputs of the sweep with one
  * system call, and pushes packet-ins, digests and log lines to the event queue Python drains. It sleeps
@@ -67,8 +67,8 @@
 #define SS_RING_BLOCK (128 << 10)
 #define SS_RING_BLOCKS 64
 
-/* how ports receive: a PACKET_MMAP ring of frame slots (SOFTSWITCH_IO=ring), both rings switching with
- * the rate (the default, SOFTSWITCH_IO=hybrid, below), a ring of blocks (SOFTSWITCH_IO=block) or
+/* how ports receive: a PACKET_MMAP ring of frame slots (the default, SOFTSWITCH_IO=ring), both rings
+ * switching with the rate (SOFTSWITCH_IO=hybrid, below), a ring of blocks (SOFTSWITCH_IO=block) or
  * recvmmsg (SOFTSWITCH_IO=recvmmsg) */
 #define SS_RX_RING 0
 #define SS_RX_RECVMMSG 1
@@ -251,16 +251,15 @@ SS_EXPORT ss_io *ss_io_create(void) {
     ss_io *io = calloc(1, sizeof *io);
     if (!io) return NULL;
     const char *mode = getenv("SOFTSWITCH_IO");
-    /* the hybrid by default: a port on it at rest or at low rates has frame slots alone (its block ring
-     * is opened on its first move to blocks and closed when it is quiet again), at high rates blocks
-     * (softswitch/native/README.md, "Eighth pass"); SOFTSWITCH_IO=ring keeps every port on slots */
-    io->rx_mode = !mode || !*mode || strcmp(mode, "hybrid") == 0 ? SS_RX_HYBRID
-                  : strcmp(mode, "ring") == 0                  ? SS_RX_RING
+    /* frame slots by default: the hybrid (SOFTSWITCH_IO=hybrid) was not cheaper per frame at the rates
+     * measured (softswitch/native/README.md) */
+    io->rx_mode = !mode || !*mode || strcmp(mode, "ring") == 0 ? SS_RX_RING
+                  : strcmp(mode, "hybrid") == 0                ? SS_RX_HYBRID
                   : strcmp(mode, "recvmmsg") == 0              ? SS_RX_RECVMMSG
                   : strcmp(mode, "block") == 0                 ? SS_RX_BLOCK
                                                                : -1;
     if (io->rx_mode < 0) {
-        ss_set_error("SOFTSWITCH_IO=%s: expected hybrid (the default), ring, block or recvmmsg", mode);
+        ss_set_error("SOFTSWITCH_IO=%s: expected ring (the default), hybrid, block or recvmmsg", mode);
         free(io);
         return NULL;
     }

@@ -27,11 +27,11 @@ ETH_P_ALL = 0x0003
 
 @pytest.fixture(params=["hybrid", "ring", "block", "recvmmsg"])
 def receive_path(request, monkeypatch):
-    """How a test's ports receive: both rings with frames moved between them by rate (the hybrid, the
-    default: SOFTSWITCH_IO unset), a ring of frame slots only (TPACKET_V2, SOFTSWITCH_IO=ring), a ring of
-    blocks (TPACKET_V3, SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel
-    without rings gets; SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
-    if request.param == "hybrid":
+    """How a test's ports receive: both rings with frames moved between them by rate (SOFTSWITCH_IO=hybrid),
+    a ring of frame slots (TPACKET_V2, the default, SOFTSWITCH_IO unset), a ring of blocks (TPACKET_V3,
+    SOFTSWITCH_IO=block), or no ring at all (recvmmsg on the socket, what a kernel without rings gets;
+    SOFTSWITCH_IO=recvmmsg). Read by the runtime when the ports are set up."""
+    if request.param == "ring":
         monkeypatch.delenv("SOFTSWITCH_IO", raising=False)
     else:
         monkeypatch.setenv("SOFTSWITCH_IO", request.param)
@@ -453,7 +453,7 @@ def burst_to_blocks(ports, tx, count: int, first: int = 0) -> list[bytes]:
 
 @pytest.fixture
 def hybrid(monkeypatch):
-    """The hybrid receive path (the default; named, so these tests hold whatever the default)."""
+    """The hybrid receive path (opt-in: SOFTSWITCH_IO=hybrid)."""
     monkeypatch.setenv("SOFTSWITCH_IO", "hybrid")
 
 
