@@ -17,7 +17,6 @@ import platform
 import time
 from pathlib import Path
 
-from topologies.lab_drops import softnet_counts  # noqa: F401  (re-exported: the benches' one reader)
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _CPUCLOCK_SCHED = 2  # Linux's CPU-time clock ids: ~id << 3 | clock kind | 4 for one thread (posix-timers.h)
@@ -148,3 +147,13 @@ def threads_by_name(pid: int) -> dict[str, tuple[float, int]]:
         seconds, count = out.get(name, (0.0, 0))
         out[name] = (seconds + cpu, count + sleeps)
     return out
+
+
+def softnet_counts() -> list[tuple[int, int]]:
+    """Per CPU, the frames the kernel's backlog took and dropped (/proc/net/softnet_stat): the lab's one
+    reader, ``topologies.lab_drops.softnet_counts``, imported when called, so that importing this module
+    imports none of the agents' packages (bench/agent_pps runs the agents of another commit: its roles
+    import them from that commit's copy, which a package already imported from here would shadow)."""
+    from topologies.lab_drops import softnet_counts as read
+
+    return read()
