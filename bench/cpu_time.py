@@ -17,7 +17,6 @@ import platform
 import time
 from pathlib import Path
 
-
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _CPUCLOCK_SCHED = 2  # Linux's CPU-time clock ids: ~id << 3 | clock kind | 4 for one thread (posix-timers.h)
 _CPUCLOCK_PERTHREAD = 4
