@@ -373,6 +373,8 @@ def _stacks(running: list[_Rank]) -> str:
                 dump = f.read().decode(errors="replace").strip()
         except OSError:
             dump = ""
+        if not dump and r.proc.poll() == -STACKS_SIGNAL:  # no handler yet: the signal's default action
+            dump = f"(no stack dump: {STACKS_SIGNAL.name} ended it before the ina backend, which writes it, was loaded)"
         dump = "\n".join("    " + line for line in dump.splitlines()) or "    (no stack dump)"
         text += f"\nstacks of {r.label}:\n{dump}"
     return text

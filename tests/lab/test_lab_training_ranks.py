@@ -104,6 +104,16 @@ def test_the_deadline_shows_the_stacks_of_ina_ranks_still_running(tmp_path):
         assert 'File "<string>", line 4 in waiting_for_peers' in stacks, message
 
 
+def test_a_rank_without_the_stack_handler_is_named_as_ended_by_the_signal(tmp_path):
+    """A rank that has not loaded the ina backend yet (still importing, or in its rendezvous) has no
+    handler: the signal ends it, and the error says so instead of a bare "no stack dump"."""
+    net = ScriptedNetwork({"h1": "import time; time.sleep(60)", "h2": "import time; time.sleep(60)"})
+    with pytest.raises(TrainError) as err:
+        run_ranks(net, HOSTS, "ina", 1, 0, tmp_path, plan_path="plan.json", timeout=2, log=lambda m: None)
+    message = str(err.value)
+    assert "stacks of h1 (rank 0):\n    (no stack dump: SIGUSR1 ended it before the ina backend" in message, message
+
+
 def test_a_rank_crashing_on_the_way_out_after_the_summary_is_a_note(tmp_path):
     """torch/gloo can abort a process at exit ("terminate called without an active exception")
     after training finished on every rank: the run's result stands, the crash is reported."""
