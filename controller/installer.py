@@ -19,7 +19,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.errors import P4RuntimeError
+from controller.errors import P4RuntimeError, PlanError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
@@ -362,11 +362,22 @@ class Installer:
 
         Raises
         ------
+        PlanError
+            The plan's chunks are not the switches' K (their packets would be dropped as malformed).
         P4RuntimeError
             A switch refused an update or cannot be reached.
         """
+        entries = self.job_entries(plan)
+        if entries:  # the switches run one program (one P4Info): a dense packet carries exactly its K lanes
+            switch = next(iter(entries))
+            k = self.values_per_packet(switch)
+            if plan.value_count != k:
+                raise PlanError(
+                    f"job {plan.job_id} is planned with {plan.value_count} values per packet but {switch} runs a "
+                    f"program built with K = {k}: plan it with the switches' K (PlanOptions.value_count None)"
+                )
         count = 0
-        for switch, (tables, groups) in self.job_entries(plan).items():
+        for switch, (tables, groups) in entries.items():
             count += self._upsert(switch, tables, groups)
         return count
 
