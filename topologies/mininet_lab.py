@@ -931,7 +931,8 @@ def compare_line(gloo: TrainResult, ina: TrainResult) -> str:
         f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration"
         f"{gloo.steady_text()}, ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration"
         f"{ina.steady_text()} "
-        f"(accuracy difference {diff:+.2f} points)"
+        f"(ina/gloo {ina.ms_per_iteration / gloo.ms_per_iteration:.2f} per iteration, accuracy difference "
+        f"{diff:+.2f} points)"
     )
 
 
@@ -951,9 +952,10 @@ def main(argv=None) -> int:
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(
         "--program",
-        help="P4 program (softswitch): v1model (p4src/ina.p4, the default), v1model-k256 (the same with 256 values "
-        "per packet, p4src/ina_k256.p4), v1model-k1024 (1024 values per packet, p4src/ina_k1024.p4: the lab's "
-        "links then take a 9000-byte MTU), tna (p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
+        help="P4 program (softswitch; default: the largest K the topology's links carry, v1model-k256 at a "
+        "1500-byte MTU, v1model-k1024 where every link has mtu 9000): v1model (p4src/ina.p4, K = 64), v1model-k256 "
+        "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4: the lab's links then take a 9000-byte MTU), tna "
+        "(p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
