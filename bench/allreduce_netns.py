@@ -164,7 +164,10 @@ class LabBench:
         link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
         elapsed = result.elapsed
         size = 4 * values
-        host_cpu = sum(v for k, v in cpu.items() if not k.startswith("switch "))
+        # the hosts' CPU in the collective itself: each worker's (or gloo rank's) own figure for the
+        # all_reduce call, which leaves out the harness's making of inputs and checking of sums, plus
+        # the server agent's process, which does nothing else
+        host_cpu = sum(result.cpu_s.values()) + sum(v for k, v in cpu.items() if k.startswith("server "))
         thousands = values * len(lab.workers) / 1024
         ideal = size * 8 / (self.bandwidth_mbps * 1e6)
         row = {
@@ -189,6 +192,7 @@ class LabBench:
             "send_buffer_full": result.send_buffer_full,
             "link_bytes": link_bytes,
             "host_link_max_bytes": max(link_bytes[self.link_names[i]] for i in self.host_links),
+            "collective_cpu_s": {str(rank): v for rank, v in result.cpu_s.items()},
             "cpu_share": {k: v / wall for k, v in cpu.items()},
             "cpu_s": cpu,
             # CPU of every process of the method per chunk of K values (gloo: per as many values), all
@@ -200,7 +204,9 @@ class LabBench:
             # CPU per 1,024 values a worker contributes, split between the hosts (workers, server, or gloo's
             # ranks: what a real deployment pays) and the switches (software here, hardware in a real one)
             "host_cpu_us_per_1024_values": 1e6 * host_cpu / thousands,
-            "switch_cpu_us_per_1024_values": 1e6 * (sum(cpu.values()) - host_cpu) / thousands,
+            "switch_cpu_us_per_1024_values": 1e6
+            * sum(v for k, v in cpu.items() if k.startswith("switch "))
+            / thousands,
             "machine_busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
             # every packet lost during the round and where (topologies/lab_drops.py)
             "drops": drops,

@@ -70,6 +70,9 @@ class RoundResult:
     rto_ms: dict[int, float] = field(default_factory=dict)  # agents' base retransmission timeout by rank, at the end
     # the workers' timer events in this round, summed over ranks: TIMER_COUNTERS
     timer: dict[str, int] = field(default_factory=dict)
+    # CPU seconds each rank's process spent in the collective itself (all its threads), by rank: not the
+    # harness's making of inputs and checking of sums
+    cpu_s: dict[int, float] = field(default_factory=dict)
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"
@@ -518,6 +521,7 @@ class MininetLab:
                 res.windows[self.plan.worker(n).rank] = list(m.get("windows", []))
                 res.lowest_rtt_ms[self.plan.worker(n).rank] = float(m.get("lowest_rtt_ms", 0.0))
                 res.rto_ms[self.plan.worker(n).rank] = float(m.get("rto_ms", 0.0))
+                res.cpu_s[self.plan.worker(n).rank] = float(m.get("cpu_s", 0.0))
             out.append(res)
             self.log(
                 f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
@@ -533,13 +537,14 @@ class MininetLab:
         self.rounds_done += 1
         for rank in self.gloo_ranks.values():
             rank.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed})
-        elapsed = {}
+        elapsed, cpu = {}, {}
         for name, rank in self.gloo_ranks.items():
             msg = rank.read(timeout)
             if "error" in msg:
                 raise LabJobError(f"round {r}: {rank.name}: {msg['error']}")
             elapsed[self.plan.worker(name).rank] = msg["elapsed"]
-        res = RoundResult(r, "gloo", values, max(elapsed.values()), elapsed, verified=True)
+            cpu[self.plan.worker(name).rank] = float(msg.get("cpu_s", 0.0))
+        res = RoundResult(r, "gloo", values, max(elapsed.values()), elapsed, verified=True, cpu_s=cpu)
         self.log(
             f"[lab] round {r} (gloo, {values} values x {len(elapsed)} workers): {res.elapsed * 1000:.0f} ms, sums verified"
         )
