@@ -80,6 +80,9 @@ def run_demo(args) -> int:
         print(f"demo: the switches run {_relative(program_file(args.program))} ({why})")
     elif args.program:
         print(f"demo: the switches run {_relative(program_file(args.program))}")
+    elif not args.device_config:
+        name = default_program(topo.smallest_mtu(), "bmv2")
+        print(f"demo: BMv2 runs {_relative(program_file(name))}, compiled by p4c-bm2-ss into build/bmv2/")
     step(f"planning: {args.workers} workers, 1 server on {topo.name}")
     backend = make_backend(use_mininet, args)
     failed = True
@@ -205,7 +208,7 @@ def main(argv=None) -> int:
         help="what the switches start with (default on softswitch: the largest K the links' MTU carries, "
         "v1model-k256 at 1500 bytes, v1model-k1024 on jumbo links): v1model (p4src/ina.p4, K = 64), v1model-k256 "
         "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4), tna (p4src/tna/ina_tna.p4, softswitch only) or a "
-        "path (--no-p4 by default on bmv2)",
+        "path (on bmv2, without --device-config: the same default, compiled by p4c-bm2-ss into build/bmv2/)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")

@@ -214,6 +214,7 @@ class MininetLab:
 
     # -- bring-up --------------------------------------------------------------------------------
     def start(self) -> MininetLab:
+        self._compile_for_bmv2()
         t0 = time.monotonic()
         self.log(
             f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
@@ -232,6 +233,19 @@ class MininetLab:
             self.stop(failed=not isinstance(exc, KeyboardInterrupt))
             raise
         return self
+
+    def _compile_for_bmv2(self) -> None:
+        """BMv2 started with no program and no pipeline given gets the default program (the largest K the
+        links carry), compiled by p4c-bm2-ss (topologies/bmv2_build.py), pushed like --device-config."""
+        if self.network.target.name != "bmv2" or self.network.program is not None or self.device_config:
+            return
+        from controller.programs import default_program
+        from topologies.bmv2_build import compiled
+
+        name = default_program(self.topo.smallest_mtu(), "bmv2")
+        self.log(f"[lab] BMv2 runs {name}: compiling it with p4c-bm2-ss (once; kept in build/bmv2/)")
+        json_path, p4info_path = compiled(name)
+        self.device_config, self.p4info = str(json_path), str(p4info_path)
 
     def _install(self) -> None:
         """Routes, then the job (planned and installed by the controller's job manager) over
