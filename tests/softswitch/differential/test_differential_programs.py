@@ -43,14 +43,21 @@ def plain_frames(rng: random.Random) -> list[bytes]:
         frames.append(
             codec.build_udp_frame(rng.randbytes(20), "02:00:00:00:00:01", "02:00:00:00:00:02", "10.9.9.9", dst)
         )
-    for ether_type in (0x0806, 0x86DD, 0x8100, 0x88B5):
+    for ether_type in (0x0806, 0x86DD, 0x8100, 0x88B5, 0x88B6):  # 0x88B5/6: the TNA programs' own headers
         frames.append(bytes(12) + ether_type.to_bytes(2, "big") + rng.randbytes(40))
     return frames
 
 
 def test_every_test_program_is_covered():
     names = {p.name for p in PROGRAMS}
-    assert names >= {"ipv4_router.p4", "compat_preserve_data.p4", "l2l3.p4", "functions.p4", "tna_probe.p4"}
+    assert names >= {
+        "ipv4_router.p4",
+        "compat_preserve_data.p4",
+        "l2l3.p4",
+        "functions.p4",
+        "tna_probe.p4",
+        "tna_corners.p4",
+    }
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
