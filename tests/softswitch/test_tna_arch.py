@@ -213,3 +213,21 @@ def test_a_register_accessed_twice_in_one_action_is_a_compile_error():
 def test_exclusive_accesses_compile(body):
     program = compile_source(access_program(body), "once.p4")
     assert program.info.arch == "tna"
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_random_gives_values_of_its_width_that_vary(backend):
+    """Random<bit<4>>.get(): each value below 16 (no two back ends share a generator, so the values
+    themselves are not compared); 200 packets see more than a few of the 16."""
+    random_program = access_program(
+        "hdr.eth.type = (bit<16>)rnd.get(); ig_tm_md.ucast_egress_port = 1;", "Random<bit<4>>() rnd;"
+    )
+    sw = Switch(compile_source(random_program, "random.p4", backend=backend))
+    assert sw.backend == backend
+    values = []
+    for _ in range(200):
+        [(port, data)] = sw.process(7, DST + SRC + b"\xff\xff" + b"payload")
+        assert port == 1
+        values.append(int.from_bytes(data[12:14], "big"))
+    assert max(values) < 16
+    assert len(set(values)) > 8
