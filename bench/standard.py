@@ -280,6 +280,20 @@ def lab_lock(take: bool):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def earlier_steps(path: Path, manifest: dict, rerun: set[str]) -> dict[str, dict]:
+    """With --only: the other steps of an earlier run of the same mode at the same commit, kept as they
+    were (so one failed step can be run again); nothing when there is no such run."""
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    same = all(earlier.get(k) == manifest[k] for k in ("mode", "commit", "dirty"))
+    if not same:
+        return {}
+    manifest["date"] = earlier["date"]  # the run the kept steps belong to
+    return {s["name"]: s for s in earlier["steps"] if s["name"] not in rerun}
+
+
 def _clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m // 60}:{m % 60:02d}:{s:02d}"
@@ -290,7 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats: about 10 minutes")
     group.add_argument("--tiny", action="store_true", help="toy sizes, to check the plumbing only")
-    ap.add_argument("--only", nargs="+", choices=STEP_NAMES, help="run these steps only (default: all)")
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        choices=STEP_NAMES,
+        help="run these steps only (default: all); the other steps of an earlier run of the same mode at the "
+        "same commit stay in the results",
+    )
     ap.add_argument("--results", type=Path, default=RESULTS, help="directory for the JSON, logs and manifest")
     ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where results.md and its images go")
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md", help="README whose results table to update")
@@ -307,10 +327,14 @@ def main(argv: list[str] | None = None) -> int:
         **commit(),
         "steps": [],
     }
+    kept = earlier_steps(args.results / "manifest.json", manifest, {s.name for s in steps}) if args.only else {}
     started = time.monotonic()
     print(f"bench ({mode}): {len(steps)} steps, results in {args.results}", flush=True)
+    done: dict[str, dict] = {}
     for i, step in enumerate(steps, 1):
-        manifest["steps"].append(run_step(step, mode, args.results, i, len(steps), started))
+        done[step.name] = run_step(step, mode, args.results, i, len(steps), started)
+        order = {**kept, **done}
+        manifest["steps"] = [order[s.name] for s in STEPS if s.name in order]
         (args.results / "manifest.json").write_text(json.dumps(manifest, indent=1))
     manifest["seconds"] = round(time.monotonic() - started, 1)
     (args.results / "manifest.json").write_text(json.dumps(manifest, indent=1))

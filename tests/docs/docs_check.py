@@ -20,7 +20,7 @@ TOP_FOLDERS += ("examples", "scripts", "docs", "native")
 GENERATED = ("bench/results/", "build/")
 PATH_RE = re.compile(r"(?<![\w/.<-])((?:" + "|".join(TOP_FOLDERS) + r")/[A-Za-z0-9_./*-]*[A-Za-z0-9_*/])")
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
-CODE_RE = re.compile(r"```.*?```|`[^`\n]+`", re.S)
+CODE_RE = re.compile(r"```.*?```|`[^`]{1,400}`", re.S)
 MODULE_RE = re.compile(r"python -m ([A-Za-z_][\w.]*)((?: [a-z][a-z_-]*(?![\w/.-]))?)")
 MAKE_RE = re.compile(r"(?<![\w-])make ([a-z][\w-]*)")
 CLI_RE = re.compile(r"(?<![\w-])(inactl|softswitch) ([a-z][a-z-]+)")
@@ -44,8 +44,13 @@ def _rel(root: Path, page: Path) -> str:
 
 
 def _code(text: str) -> str:
-    """The text of a page's code spans and blocks (where commands are)."""
-    return "\n".join(m.group(0).strip("`") for m in CODE_RE.finditer(text))
+    """The text of a page's code blocks and spans (where commands are), a span on one line even when the
+    page wraps it."""
+    parts = []
+    for m in CODE_RE.finditer(text):
+        code = m.group(0)
+        parts.append(code.strip("`") if code.startswith("```") else " ".join(code.strip("`").split()))
+    return "\n".join(parts)
 
 
 def _exists(root: Path, ref: str) -> bool:

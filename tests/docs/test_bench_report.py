@@ -123,3 +123,17 @@ def test_runner_on_tiny_sizes(tmp_path):
     # the steps not run leave their sections saying so, and the README says there is no allreduce yet
     assert page.count("- not run") == 5
     assert "(no allreduce results yet: `make bench` as root)" in readme.read_text()
+
+
+def test_only_keeps_the_other_steps_of_the_same_run(tmp_path):
+    """--only runs one step again; the others stay when the earlier run had the same mode and commit."""
+    earlier = {"mode": "quick", "commit": "abc", "dirty": False, "date": "then", "steps": []}
+    earlier["steps"] = [{"name": n, "status": "ok"} for n in ("allreduce_100m", "plan_scale", "faults")]
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(earlier))
+    now = {"mode": "quick", "commit": "abc", "dirty": False, "date": "now"}
+    kept = standard.earlier_steps(path, now, {"plan_scale"})
+    assert sorted(kept) == ["allreduce_100m", "faults"] and now["date"] == "then"
+    for other in ({"commit": "def"}, {"mode": "full"}, {"dirty": True}):
+        assert standard.earlier_steps(path, {**now, **other}, {"plan_scale"}) == {}
+    assert standard.earlier_steps(tmp_path / "none.json", dict(now), {"plan_scale"}) == {}
