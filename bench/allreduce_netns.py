@@ -32,7 +32,7 @@ on leaf_spine_100m at K = 1024 took 0.52-0.81 s where the third took 0.40-0.56 s
 ideal and spread, all runs stay in the JSON.
 
 The headline INA configuration is K = 256 (``--lanes 256``): a quarter of K = 64's packets, so far less of
-the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (README); K = 64 stays the
+the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (docs/design-decisions.md); K = 64 stays the
 program's default (Tofino: docs/design-decisions.md, "K = 256 as a build variant"). Issue 10's figures:
 
     .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml topologies/leaf_spine_100m.yaml \

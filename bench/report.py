@@ -126,6 +126,7 @@ def allreduce_table(rows: list[dict]) -> list[str]:
             str(r["workers"]),
             f"{r['mbps']:g} Mbit/s",
             mb(r["bytes_per_worker"]),
+            r["k"],
         ]
         for method in METHOD_COLUMNS:
             e = r["methods"].get(method)
@@ -138,12 +139,13 @@ def allreduce_table(rows: list[dict]) -> list[str]:
         "workers",
         "host links",
         "MB per worker",
+        "K",
         "INA s (x ideal)",
         "parameter server s (x ideal)",
         "gloo s (x ideal)",
         "gloo / INA",
     ]
-    return table(header, out, right={1, 3, 4, 5, 6, 7})
+    return table(header, out, right={1, 3, 4, 5, 6, 7, 8})
 
 
 def allreduce_plot(rows: list[dict], path: Path) -> None:
@@ -181,8 +183,9 @@ def allreduce_section(manifest: dict, images: Path) -> list[str]:
         "",
         "One lab network per topology (namespaces, veth links shaped by tc to the file's bandwidths, a softswitch "
         "process per switch); every method sums the same int32 gradient of S bytes per worker and every sum is "
-        "checked. Time: the slowest worker's, median of the runs; x ideal: over S/B, the time a host link of B "
-        "bit/s needs to carry S each way. gloo / INA above 1: INA is faster.",
+        "checked. K: values per packet of the switches' program (INA and the parameter server). Time: the slowest "
+        "worker's, median of the runs; x ideal: over S/B, the time a host link of B bit/s needs to carry S each "
+        "way. gloo / INA above 1: INA is faster.",
         "",
     ]
     out += _commands(steps)

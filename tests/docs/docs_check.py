@@ -124,8 +124,20 @@ def commands(root: Path) -> dict[tuple[str, ...], str]:
     return found
 
 
+def _module_file(root: Path, module: str) -> Path | None:
+    """The checkout's file of a module run with -m (a package runs its __main__), or None. Looked up in the
+    checkout itself: an installed copy of the project (pip install -e) would answer for a file removed here."""
+    base = root.joinpath(*module.split("."))
+    for path in (base / "__main__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
 @cache
 def _help_ok(root: Path, argv: tuple[str, ...]) -> tuple[bool, str]:
+    if argv[0] == "-m" and _module_file(root, argv[1]) is None:
+        return False, f"no module {argv[1]} in the checkout"
     env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
     proc = subprocess.run(
         [sys.executable, *argv, "--help"], cwd=root, env=env, capture_output=True, text=True, timeout=120
