@@ -1522,19 +1522,21 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def _bind_failure(address: str) -> OSError:
-    """Why gRPC could not listen on ``address``: the port is in use, or something else."""
+def port_in_use(address: str) -> OSError | None:
+    """An OSError naming ``address`` when another socket listens there (None: free, or not a host:port).
+    Checked before gRPC binds, which would log a line of its own and say only that it failed."""
     host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or int(port) == 0:
+        return None
     try:
-        with socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET) as probe:
-            probe.bind((host.strip("[]"), int(port)))
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed socket's TIME_WAIT is no user
+            probe.bind((host, int(port)))
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             return OSError(f"address {address} is in use")
-        return OSError(f"cannot listen on {address}: {exc.strerror}")
-    except ValueError:
-        pass
-    return OSError(f"cannot listen on {address} for gRPC")
+    return None
 
 
 class P4RuntimeServer:
@@ -1571,6 +1573,9 @@ class P4RuntimeServer:
                 f"can program the switch (--grpc-server-ssl with a certificate and key)",
                 file=sys.stderr,
             )
+        in_use = port_in_use(address)
+        if in_use is not None:
+            raise in_use
         try:
             if credentials is not None:
                 self.port = self.server.add_secure_port(address, credentials)
@@ -1579,7 +1584,7 @@ class P4RuntimeServer:
         except RuntimeError:
             self.port = 0
         if self.port == 0:
-            raise _bind_failure(address)
+            raise port_in_use(address) or OSError(f"cannot listen on {address} for gRPC")
         self.address = f"{host}:{self.port}"
 
     def start(self):
