@@ -408,6 +408,11 @@ def cmd_run(args) -> int:
     check_tls_flags(args)
     if args.stats_file:
         check_stats_file(args.stats_file)
+    from softswitch.p4runtime_server import port_in_use
+
+    in_use = port_in_use(args.grpc_server_addr)  # now, not after the program's compile
+    if in_use is not None:
+        raise CliError(str(in_use))
     from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService, server_credentials
     from softswitch.switch import Switch
 
