@@ -594,6 +594,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         U = p4runtime_pb2.Update
         if update.type == U.UNSPECIFIED:
             raise P4RTError(Code.INVALID_ARGUMENT, "update type is UNSPECIFIED")
+        if update.type not in (U.INSERT, U.MODIFY, U.DELETE):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"unknown update type {update.type}")
         kind = update.entity.WhichOneof("entity")
         entity = getattr(update.entity, kind) if kind else None
         if kind == "table_entry":

@@ -282,6 +282,20 @@ def test_malformed_requests_get_a_status_code_never_unknown(device, router_p4inf
         grpc.StatusCode.INVALID_ARGUMENT,
         "unsupported action 42",
     )
+    table = next(t for t in router_p4info.tables if t.preamble.name.endswith("ipv4_lpm"))
+    write = p4runtime_pb2.WriteRequest(device_id=0)
+    write.election_id.low = 1
+    entity = _route(1)
+    entity.table_entry.table_id = table.preamble.id
+    entity.table_entry.match[0].field_id = table.match_fields[0].id
+    write.updates.add(type=99, entity=entity)
+    with pytest.raises(grpc.RpcError) as err:  # a per-update error: the batch's status is UNKNOWN by the spec
+        device.stub.Write(write)
+    [raw] = [v for k, v in err.value.trailing_metadata() if k == "grpc-status-details-bin"]
+    [detail] = status_pb2.Status.FromString(raw).details
+    error = p4runtime_pb2.Error()
+    assert detail.Unpack(error)
+    assert (error.canonical_code, error.message) == (code_pb2.INVALID_ARGUMENT, "unknown update type 99")
     write = p4runtime_pb2.WriteRequest(device_id=0, atomicity=7)
     write.election_id.low = 1
     assert rpc_error(device.stub.Write, write)[0] == grpc.StatusCode.UNIMPLEMENTED
