@@ -62,14 +62,6 @@ def _endpoint(text: str) -> str:
     return text
 
 
-def _load(path: str) -> Topology:
-    """``load_topology``, with a file that is not UTF-8 text as a one-line error."""
-    try:
-        return load_topology(path)
-    except UnicodeDecodeError:
-        raise CliError(f"topology {path} is not UTF-8 text") from None
-
-
 def _client_tls(args: argparse.Namespace) -> TlsFiles | None:
     """The client TLS files of ``--tls``: a CA, certificate, key or server name without ``--tls``, or a
     certificate without its key, is an error naming what is missing (never a silent plaintext channel)."""
@@ -208,7 +200,7 @@ def _job_hosts(topo: Topology, args: argparse.Namespace) -> tuple[list[str], lis
 
 
 def _plan(args: argparse.Namespace) -> tuple[Topology, JobPlan]:
-    topo = _load(args.file)
+    topo = load_topology(args.file)
     workers, servers = _job_hosts(topo, args)
     return topo, plan_job(topo, workers, servers, _options(args))
 
@@ -276,7 +268,7 @@ def format_plan(plan: JobPlan) -> str:
 
 def cmd_topo(args: argparse.Namespace) -> int:
     """``inactl topo validate|show|draw FILE``: check, list or draw a topology."""
-    topo = _load(args.file)
+    topo = load_topology(args.file)
     if args.action == "validate":
         print(f"{args.file}: ok ({len(topo.hosts)} hosts, {len(topo.switches)} switches, {len(topo.links)} links)")
     elif args.action == "show":
@@ -364,7 +356,7 @@ def _read_token(path: str | None) -> str | None:
 
 def cmd_install(args: argparse.Namespace) -> int:
     """``inactl install FILE``: push the pipeline (optional), the topology's entries and a job's."""
-    topo = _load(args.file)
+    topo = load_topology(args.file)
     with _installer(args, topo) as inst:
         if args.p4info:
             inst.push_pipeline()
@@ -384,7 +376,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """``inactl serve FILE``: run the job service until interrupted."""
     from controller.jobservice import JobManager, JobServer
 
-    topo = _load(args.file)
+    topo = load_topology(args.file)
     tls = _server_tls(args)
     if address_in_use(args.listen):  # before the switches are touched
         raise CliError(f"address {args.listen} is in use")
@@ -458,7 +450,7 @@ def cmd_counters(args: argparse.Namespace) -> int:
     """``inactl counters FILE``: ina_stats and drop_stats of a job's counter row, by name."""
     from controller.limits import NUM_STATS
 
-    topo = _load(args.file)
+    topo = load_topology(args.file)
     switches = [args.switch] if args.switch else [s.name for s in topo.switches]
     for s in switches:
         topo.switch(s)

@@ -16,10 +16,11 @@ from controller import jobservice
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
 from controller.cli import main
-from controller.errors import JobServiceError
+from controller.errors import JobServiceError, TopologyError
 from controller.generators import star
 from controller.jobservice import JobClient, JobManager, JobServer
 from controller.tls import TlsFiles, make_certificates
+from controller.topology_yaml import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 STAR = ROOT / "topologies" / "star.yaml"
@@ -117,7 +118,11 @@ def test_the_server_certificate_is_not_accepted_as_a_client_certificate(certs):
 def test_a_topology_that_is_not_utf8_is_one_line(capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_bytes(b"name: \xff\xfe\n")
-    assert run(capsys, "topo", "validate", bad) == (1, "", f"inactl: error: topology {bad} is not UTF-8 text\n")
+    expected = f"inactl: error: topology {bad} is not UTF-8 text (byte 6 is 0xff)\n"
+    assert run(capsys, "topo", "validate", bad) == (1, "", expected)
+    # every loader says so, not inactl alone: the lab, the demo and the benches load topologies the same way
+    with pytest.raises(TopologyError, match=r"is not UTF-8 text \(byte 6 is 0xff\)"):
+        load_topology(bad)
 
 
 def test_draw_to_an_unknown_picture_format_is_one_line(capsys, tmp_path):
