@@ -474,12 +474,13 @@ class WorkerAgent:
         >>> import numpy as np
         >>> from controller.generators import star
         >>> from controller.options import RTO_VIRTUAL_S
-        >>> from controller.planner import plan_job
+        >>> from controller.planner import PlanOptions, plan_job
         >>> from server.agent import ServerAgent
         >>> from topologies.inprocess import InProcessNetwork
         >>> net = InProcessNetwork(star(2))
         >>> net.install_routes()
-        >>> plan = plan_job(net.topo, ["h1", "h2"], ["h3"])
+        >>> k = net.installer.values_per_packet()  # the switches' K: plans carry chunks of exactly K values
+        >>> plan = plan_job(net.topo, ["h1", "h2"], ["h3"], PlanOptions(value_count=k))
         >>> net.install_job(plan)
         >>> ServerAgent(net.transport("h3"), "h3").add_job(plan)
         >>> agents = [WorkerAgent(plan, w.rank, net.transport(w.name), timeout=RTO_VIRTUAL_S) for w in plan.workers]
