@@ -4,8 +4,9 @@
  * INA_FOR_EACH_LANE(X) expands to X(0) X(1) ... X(K-1). It is used for the value header's fields,
  * the per-lane slot registers and the lane arithmetic, so each of those is written once (ina.p4).
  * INA_LANES_n is defined for every n in 1..MAX_VALUES_PER_PACKET, each as INA_LANES_(n-1) plus X(n-1);
- * INA_PAIRS_n for every even n up to 256, each as INA_PAIRS_(n-2) plus X(n/2 - 1, n - 2, n - 1) (pairs
- * serve the wide layouts and the TNA program, neither of which exists above K = 64).
+ * INA_PAIRS_n for every even n up to 256, each as INA_PAIRS_(n-2) plus X(n/2 - 1, n - 2, n - 1) (the TNA
+ * program's lane pairs); INA_GROUPS_OF_n for every multiple of 4 up to MASKED_2OF4_MAX_POSITIONS: the groups
+ * of four positions of a MASKED chunk of n positions.
  */
 #ifndef INA_LANES_P4
 #define INA_LANES_P4
@@ -18,20 +19,40 @@
 
 /*
  * INA_FOR_EACH_PAIR(X) (K even) expands to X(0, 0, 1) X(1, 2, 3) ... X(K/2 - 1, K - 2, K - 1): a pair's
- * index and its two lanes. ina.p4 uses it for the 2:4 groups (group g's kept values are lanes 2g and
- * 2g+1); the TNA program keeps lanes 2g and 2g+1 in one 64-bit register entry.
+ * index and its two lanes. The TNA program keeps lanes 2g and 2g+1 in one 64-bit register entry.
  */
 #define INA_FOR_EACH_PAIR(X) INA_CAT(INA_PAIRS_, VALUES_PER_PACKET)(X)
 
 /*
- * The wide and MASKED layouts (docs/protocol.md, "Layouts") need K % 4 == 0 (a 2:4 packet's K/2 masks of
- * 4 bits fill whole bytes) and K <= MAX_WIDE_VALUES_PER_PACKET (a 1:4 chunk's sum travels as 4K values,
- * which must fit a 1500-byte MTU). With another K they are compiled out, and such packets are malformed.
+ * The MASKED layouts (docs/protocol.md, "Layouts") exist for K % 8 == 0 (a chunk's group masks of 4 bits
+ * fill whole bytes). A 2:4 chunk covers INA_2OF4_POSITIONS = min(K, MASKED_2OF4_MAX_POSITIONS) positions
+ * and a 1:4 chunk INA_1OF4_POSITIONS = min(K, MASKED_1OF4_MAX_POSITIONS): the dense sum an aggregating
+ * switch writes into the packet fits the program's K lanes and grows the packet by at most
+ * PACKET_GROWTH_LIMIT_BYTES (ina_constants.p4). With another K they are compiled out: such packets are
+ * malformed.
  */
-#if VALUES_PER_PACKET % 4 == 0 && VALUES_PER_PACKET <= MAX_WIDE_VALUES_PER_PACKET
-#define INA_WIDE_LAYOUTS 1
+#if VALUES_PER_PACKET % 8 == 0
+#define INA_MASKED_LAYOUTS 1
+#if VALUES_PER_PACKET >= MASKED_2OF4_MAX_POSITIONS
+#define INA_2OF4_POSITIONS MASKED_2OF4_MAX_POSITIONS
 #else
-#define INA_WIDE_LAYOUTS 0
+#define INA_2OF4_POSITIONS VALUES_PER_PACKET
+#endif
+#if VALUES_PER_PACKET >= MASKED_1OF4_MAX_POSITIONS
+#define INA_1OF4_POSITIONS MASKED_1OF4_MAX_POSITIONS
+#else
+#define INA_1OF4_POSITIONS VALUES_PER_PACKET
+#endif
+#if INA_2OF4_POSITIONS * 15 / 8 > PACKET_GROWTH_LIMIT_BYTES || INA_1OF4_POSITIONS * 23 / 8 > PACKET_GROWTH_LIMIT_BYTES
+#error "a MASKED chunk's dense sum would grow its packet past PACKET_GROWTH_LIMIT_BYTES"
+#endif
+/* INA_FOR_EACH_GROUP_OF_n(X), n = positions: X(g, 2g, 2g+1, 4g, 4g+1, 4g+2, 4g+3) for each group g < n / 4 */
+#define INA_FOR_EACH_2OF4_GROUP(X) INA_CAT(INA_GROUPS_OF_, INA_2OF4_POSITIONS)(X)
+#define INA_FOR_EACH_1OF4_GROUP(X) INA_CAT(INA_GROUPS_OF_, INA_1OF4_POSITIONS)(X)
+#define INA_FOR_EACH_2OF4_LANE(X) INA_CAT(INA_LANES_, INA_2OF4_POSITIONS)(X)
+#define INA_FOR_EACH_1OF4_LANE(X) INA_CAT(INA_LANES_, INA_1OF4_POSITIONS)(X)
+#else
+#define INA_MASKED_LAYOUTS 0
 #endif
 
 /*
@@ -1201,5 +1222,74 @@
 #define INA_PAIRS_252(X) INA_PAIRS_250(X) X(125, 250, 251)
 #define INA_PAIRS_254(X) INA_PAIRS_252(X) X(126, 252, 253)
 #define INA_PAIRS_256(X) INA_PAIRS_254(X) X(127, 254, 255)
+
+#define INA_GROUPS_OF_4(X) X(0, 0, 1, 0, 1, 2, 3)
+#define INA_GROUPS_OF_8(X) INA_GROUPS_OF_4(X) X(1, 2, 3, 4, 5, 6, 7)
+#define INA_GROUPS_OF_12(X) INA_GROUPS_OF_8(X) X(2, 4, 5, 8, 9, 10, 11)
+#define INA_GROUPS_OF_16(X) INA_GROUPS_OF_12(X) X(3, 6, 7, 12, 13, 14, 15)
+#define INA_GROUPS_OF_20(X) INA_GROUPS_OF_16(X) X(4, 8, 9, 16, 17, 18, 19)
+#define INA_GROUPS_OF_24(X) INA_GROUPS_OF_20(X) X(5, 10, 11, 20, 21, 22, 23)
+#define INA_GROUPS_OF_28(X) INA_GROUPS_OF_24(X) X(6, 12, 13, 24, 25, 26, 27)
+#define INA_GROUPS_OF_32(X) INA_GROUPS_OF_28(X) X(7, 14, 15, 28, 29, 30, 31)
+#define INA_GROUPS_OF_36(X) INA_GROUPS_OF_32(X) X(8, 16, 17, 32, 33, 34, 35)
+#define INA_GROUPS_OF_40(X) INA_GROUPS_OF_36(X) X(9, 18, 19, 36, 37, 38, 39)
+#define INA_GROUPS_OF_44(X) INA_GROUPS_OF_40(X) X(10, 20, 21, 40, 41, 42, 43)
+#define INA_GROUPS_OF_48(X) INA_GROUPS_OF_44(X) X(11, 22, 23, 44, 45, 46, 47)
+#define INA_GROUPS_OF_52(X) INA_GROUPS_OF_48(X) X(12, 24, 25, 48, 49, 50, 51)
+#define INA_GROUPS_OF_56(X) INA_GROUPS_OF_52(X) X(13, 26, 27, 52, 53, 54, 55)
+#define INA_GROUPS_OF_60(X) INA_GROUPS_OF_56(X) X(14, 28, 29, 56, 57, 58, 59)
+#define INA_GROUPS_OF_64(X) INA_GROUPS_OF_60(X) X(15, 30, 31, 60, 61, 62, 63)
+#define INA_GROUPS_OF_68(X) INA_GROUPS_OF_64(X) X(16, 32, 33, 64, 65, 66, 67)
+#define INA_GROUPS_OF_72(X) INA_GROUPS_OF_68(X) X(17, 34, 35, 68, 69, 70, 71)
+#define INA_GROUPS_OF_76(X) INA_GROUPS_OF_72(X) X(18, 36, 37, 72, 73, 74, 75)
+#define INA_GROUPS_OF_80(X) INA_GROUPS_OF_76(X) X(19, 38, 39, 76, 77, 78, 79)
+#define INA_GROUPS_OF_84(X) INA_GROUPS_OF_80(X) X(20, 40, 41, 80, 81, 82, 83)
+#define INA_GROUPS_OF_88(X) INA_GROUPS_OF_84(X) X(21, 42, 43, 84, 85, 86, 87)
+#define INA_GROUPS_OF_92(X) INA_GROUPS_OF_88(X) X(22, 44, 45, 88, 89, 90, 91)
+#define INA_GROUPS_OF_96(X) INA_GROUPS_OF_92(X) X(23, 46, 47, 92, 93, 94, 95)
+#define INA_GROUPS_OF_100(X) INA_GROUPS_OF_96(X) X(24, 48, 49, 96, 97, 98, 99)
+#define INA_GROUPS_OF_104(X) INA_GROUPS_OF_100(X) X(25, 50, 51, 100, 101, 102, 103)
+#define INA_GROUPS_OF_108(X) INA_GROUPS_OF_104(X) X(26, 52, 53, 104, 105, 106, 107)
+#define INA_GROUPS_OF_112(X) INA_GROUPS_OF_108(X) X(27, 54, 55, 108, 109, 110, 111)
+#define INA_GROUPS_OF_116(X) INA_GROUPS_OF_112(X) X(28, 56, 57, 112, 113, 114, 115)
+#define INA_GROUPS_OF_120(X) INA_GROUPS_OF_116(X) X(29, 58, 59, 116, 117, 118, 119)
+#define INA_GROUPS_OF_124(X) INA_GROUPS_OF_120(X) X(30, 60, 61, 120, 121, 122, 123)
+#define INA_GROUPS_OF_128(X) INA_GROUPS_OF_124(X) X(31, 62, 63, 124, 125, 126, 127)
+#define INA_GROUPS_OF_132(X) INA_GROUPS_OF_128(X) X(32, 64, 65, 128, 129, 130, 131)
+#define INA_GROUPS_OF_136(X) INA_GROUPS_OF_132(X) X(33, 66, 67, 132, 133, 134, 135)
+#define INA_GROUPS_OF_140(X) INA_GROUPS_OF_136(X) X(34, 68, 69, 136, 137, 138, 139)
+#define INA_GROUPS_OF_144(X) INA_GROUPS_OF_140(X) X(35, 70, 71, 140, 141, 142, 143)
+#define INA_GROUPS_OF_148(X) INA_GROUPS_OF_144(X) X(36, 72, 73, 144, 145, 146, 147)
+#define INA_GROUPS_OF_152(X) INA_GROUPS_OF_148(X) X(37, 74, 75, 148, 149, 150, 151)
+#define INA_GROUPS_OF_156(X) INA_GROUPS_OF_152(X) X(38, 76, 77, 152, 153, 154, 155)
+#define INA_GROUPS_OF_160(X) INA_GROUPS_OF_156(X) X(39, 78, 79, 156, 157, 158, 159)
+#define INA_GROUPS_OF_164(X) INA_GROUPS_OF_160(X) X(40, 80, 81, 160, 161, 162, 163)
+#define INA_GROUPS_OF_168(X) INA_GROUPS_OF_164(X) X(41, 82, 83, 164, 165, 166, 167)
+#define INA_GROUPS_OF_172(X) INA_GROUPS_OF_168(X) X(42, 84, 85, 168, 169, 170, 171)
+#define INA_GROUPS_OF_176(X) INA_GROUPS_OF_172(X) X(43, 86, 87, 172, 173, 174, 175)
+#define INA_GROUPS_OF_180(X) INA_GROUPS_OF_176(X) X(44, 88, 89, 176, 177, 178, 179)
+#define INA_GROUPS_OF_184(X) INA_GROUPS_OF_180(X) X(45, 90, 91, 180, 181, 182, 183)
+#define INA_GROUPS_OF_188(X) INA_GROUPS_OF_184(X) X(46, 92, 93, 184, 185, 186, 187)
+#define INA_GROUPS_OF_192(X) INA_GROUPS_OF_188(X) X(47, 94, 95, 188, 189, 190, 191)
+#define INA_GROUPS_OF_196(X) INA_GROUPS_OF_192(X) X(48, 96, 97, 192, 193, 194, 195)
+#define INA_GROUPS_OF_200(X) INA_GROUPS_OF_196(X) X(49, 98, 99, 196, 197, 198, 199)
+#define INA_GROUPS_OF_204(X) INA_GROUPS_OF_200(X) X(50, 100, 101, 200, 201, 202, 203)
+#define INA_GROUPS_OF_208(X) INA_GROUPS_OF_204(X) X(51, 102, 103, 204, 205, 206, 207)
+#define INA_GROUPS_OF_212(X) INA_GROUPS_OF_208(X) X(52, 104, 105, 208, 209, 210, 211)
+#define INA_GROUPS_OF_216(X) INA_GROUPS_OF_212(X) X(53, 106, 107, 212, 213, 214, 215)
+#define INA_GROUPS_OF_220(X) INA_GROUPS_OF_216(X) X(54, 108, 109, 216, 217, 218, 219)
+#define INA_GROUPS_OF_224(X) INA_GROUPS_OF_220(X) X(55, 110, 111, 220, 221, 222, 223)
+#define INA_GROUPS_OF_228(X) INA_GROUPS_OF_224(X) X(56, 112, 113, 224, 225, 226, 227)
+#define INA_GROUPS_OF_232(X) INA_GROUPS_OF_228(X) X(57, 114, 115, 228, 229, 230, 231)
+#define INA_GROUPS_OF_236(X) INA_GROUPS_OF_232(X) X(58, 116, 117, 232, 233, 234, 235)
+#define INA_GROUPS_OF_240(X) INA_GROUPS_OF_236(X) X(59, 118, 119, 236, 237, 238, 239)
+#define INA_GROUPS_OF_244(X) INA_GROUPS_OF_240(X) X(60, 120, 121, 240, 241, 242, 243)
+#define INA_GROUPS_OF_248(X) INA_GROUPS_OF_244(X) X(61, 122, 123, 244, 245, 246, 247)
+#define INA_GROUPS_OF_252(X) INA_GROUPS_OF_248(X) X(62, 124, 125, 248, 249, 250, 251)
+#define INA_GROUPS_OF_256(X) INA_GROUPS_OF_252(X) X(63, 126, 127, 252, 253, 254, 255)
+#define INA_GROUPS_OF_260(X) INA_GROUPS_OF_256(X) X(64, 128, 129, 256, 257, 258, 259)
+#define INA_GROUPS_OF_264(X) INA_GROUPS_OF_260(X) X(65, 130, 131, 260, 261, 262, 263)
+#define INA_GROUPS_OF_268(X) INA_GROUPS_OF_264(X) X(66, 132, 133, 264, 265, 266, 267)
+#define INA_GROUPS_OF_272(X) INA_GROUPS_OF_268(X) X(67, 134, 135, 268, 269, 270, 271)
 
 #endif /* INA_LANES_P4 */
