@@ -112,6 +112,6 @@
 #define DROP_TTL_EXPIRED            15  /* ordinary IPv4: TTL would reach 0 */
 #define DROP_NOT_IPV4               16  /* a frame that is not IPv4 (the network is static: no ARP) */
 #define DROP_NOT_ADMITTED           17  /* a guarded job's packet on a port its plan does not give it (ina_admission) */
-#define DROP_BAD_MASK               18  /* a MASKED packet's group mask has not exactly 4 / span bits set */
+#define DROP_BAD_MASK               18  /* a MASKED packet's group mask has not exactly 2 (2:4) or 1 (1:4) bits set */
 
 #endif /* INA_CONSTANTS_P4 */

@@ -57,7 +57,7 @@
 
 /*
  * value_count has 8 bits (1..MAX_VALUE_COUNT, 0 = 256). A dense chunk of K <= 256 counts its lanes; above
- * 256 (ina_k1024.p4) it counts groups of four lanes, as the wide layouts do, so K must be a multiple of 4
+ * 256 (ina_k1024.p4) it counts groups of four lanes, as 2:4 and 1:4 chunks do, so K must be a multiple of 4
  * (docs/protocol.md, "value_count"). meaningful = value_count << INA_DENSE_COUNT_SHIFT.
  */
 #if VALUES_PER_PACKET > MAX_VALUE_COUNT
