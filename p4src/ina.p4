@@ -27,26 +27,22 @@
 #define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
 /*
- * One lane of a slot action: read the cell's lane, combine (sum with signed-overflow detection, or
+ * One lane of the slot action: read the cell's lane, combine (sum with signed-overflow detection, or
  * signed max), write it back unconditionally, and put the slot's value into the packet when the packet
- * leaves carrying the sum. BLOCK is the packet's value header of that block, CELL its register cell,
- * POSITION the lane's position in the chunk: overflow counts only for meaningful positions.
+ * leaves carrying the sum. Lane i is position i of the chunk: overflow counts only for meaningful
+ * positions. A 2:4 or 1:4 chunk's packet carries only its positions' lane headers (ina_lanes.p4); the
+ * lanes past them are computed from headers the packet does not carry and never read for this chunk.
  */
-#define INA_BLOCK_LANE_UPDATE(BLOCK, CELL, POSITION, i)                                            \
-    slot_lane_##i.read(lane_old, CELL);                                                             \
-    lane_sum = lane_old + hdr.BLOCK.v##i;                                                           \
-    lane_ovf = (lane_old ^ lane_sum) & (hdr.BLOCK.v##i ^ lane_sum);                                \
+#define INA_LANE_UPDATE(i)                                                                         \
+    slot_lane_##i.read(lane_old, meta.slot_index);                                                  \
+    lane_sum = lane_old + INA_VALUE(i);                                                             \
+    lane_ovf = (lane_old ^ lane_sum) & (INA_VALUE(i) ^ lane_sum);                                   \
     meta.lane_overflow = meta.lane_overflow |                                                      \
-        ((meta.meaningful > (POSITION)) ? lane_ovf[31:31] : 1w0);                                   \
-    lane_max = ((lane_old ^ SIGN_BIT) > (hdr.BLOCK.v##i ^ SIGN_BIT)) ? lane_old : hdr.BLOCK.v##i;   \
-    lane_new = fresh ? hdr.BLOCK.v##i : (add ? (is_max ? lane_max : lane_sum) : lane_old);         \
-    slot_lane_##i.write(CELL, lane_new);                                                            \
-    hdr.BLOCK.v##i = emit ? lane_new : hdr.BLOCK.v##i;
-
-/* Lane i is position i: of a dense chunk (K lanes), or of a 2:4 (1:4) chunk's dense sum. */
-#define INA_LANE_UPDATE(i) INA_BLOCK_LANE_UPDATE(values, meta.slot_index, i, i)
-#define INA_2OF4_LANE_UPDATE(i) INA_BLOCK_LANE_UPDATE(sum_2of4, meta.slot_index, i, i)
-#define INA_1OF4_LANE_UPDATE(i) INA_BLOCK_LANE_UPDATE(sum_1of4, meta.slot_index, i, i)
+        ((meta.meaningful > (i)) ? lane_ovf[31:31] : 1w0);                                          \
+    lane_max = ((lane_old ^ SIGN_BIT) > (INA_VALUE(i) ^ SIGN_BIT)) ? lane_old : INA_VALUE(i);       \
+    lane_new = fresh ? INA_VALUE(i) : (add ? (is_max ? lane_max : lane_sum) : lane_old);            \
+    slot_lane_##i.write(meta.slot_index, lane_new);                                                 \
+    INA_VALUE(i) = emit ? lane_new : INA_VALUE(i);
 
 /* The locals of a slot action. */
 #define INA_SLOT_LOCALS                                                                            \
@@ -123,20 +119,20 @@
     kept_second = hdr.kept_2of4.v##b;                                                               \
     meta.bad_mask = meta.bad_mask | ((mask == 3 || mask == 5 || mask == 6 || mask == 9              \
                                       || mask == 10 || mask == 12) ? 1w0 : 1w1);                    \
-    hdr.sum_2of4.v##p0 = (mask[0:0] == 1) ? kept_first : 32w0;                                      \
-    hdr.sum_2of4.v##p1 = (mask[1:1] == 1) ? ((mask[0:0] == 1) ? kept_second : kept_first) : 32w0;   \
-    hdr.sum_2of4.v##p2 = (mask[2:2] == 1) ? ((mask[1:0] != 0) ? kept_second : kept_first) : 32w0;   \
-    hdr.sum_2of4.v##p3 = (mask[3:3] == 1) ? kept_second : 32w0;
+    INA_VALUE(p0) = (mask[0:0] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p1) = (mask[1:1] == 1) ? ((mask[0:0] == 1) ? kept_second : kept_first) : 32w0;        \
+    INA_VALUE(p2) = (mask[2:2] == 1) ? ((mask[1:0] != 0) ? kept_second : kept_first) : 32w0;        \
+    INA_VALUE(p3) = (mask[3:3] == 1) ? kept_second : 32w0;
 
 /* A 1:4 group g to dense lanes: its kept value is v(g), its positions 4g..4g+3. */
 #define INA_EXPAND_1OF4(g, a, b, p0, p1, p2, p3)                                                   \
     mask = hdr.masks_1of4.m##g;                                                                     \
     kept_first = hdr.kept_1of4.v##g;                                                                \
     meta.bad_mask = meta.bad_mask | ((mask == 1 || mask == 2 || mask == 4 || mask == 8) ? 1w0 : 1w1); \
-    hdr.sum_1of4.v##p0 = (mask[0:0] == 1) ? kept_first : 32w0;                                      \
-    hdr.sum_1of4.v##p1 = (mask[1:1] == 1) ? kept_first : 32w0;                                      \
-    hdr.sum_1of4.v##p2 = (mask[2:2] == 1) ? kept_first : 32w0;                                      \
-    hdr.sum_1of4.v##p3 = (mask[3:3] == 1) ? kept_first : 32w0;
+    INA_VALUE(p0) = (mask[0:0] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p1) = (mask[1:1] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p2) = (mask[2:2] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p3) = (mask[3:3] == 1) ? kept_first : 32w0;
 
 /* Bytes a MASKED packet grows by when expanded: its dense sum minus its masks and kept values (at most
    PACKET_GROWTH_LIMIT_BYTES, checked in ina_lanes.p4). */
@@ -261,7 +257,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         meta.meaningful = meta.chunk == 0 ? meta.value_count << INA_DENSE_COUNT_SHIFT : meta.value_count << 2;
     }
 
-    /* S3.3 (+ S3.4's sum): the whole slot state machine of a dense GRAD at an aggregating hop, one action. */
+    /* S3.3 (+ S3.4's sum): the whole slot state machine of a GRAD at an aggregating hop, one action: the
+       lanes of a dense chunk, or of a 2:4 or 1:4 chunk's sum (a MASKED packet expanded first). */
     action aggregate_into_slot() {
         INA_SLOT_LOCALS
         INA_SLOT_DECIDE
@@ -270,30 +267,17 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
     }
 
 #if INA_MASKED_LAYOUTS
-    /* The same for a 2:4 chunk's dense sum (lanes 0 .. INA_2OF4_POSITIONS - 1 of the cell). */
-    action aggregate_2of4_into_slot() {
-        INA_SLOT_LOCALS
-        INA_SLOT_DECIDE
-        INA_FOR_EACH_2OF4_LANE(INA_2OF4_LANE_UPDATE)
-        INA_SLOT_COMMIT
-    }
-
-    /* The same for a 1:4 chunk's dense sum. */
-    action aggregate_1of4_into_slot() {
-        INA_SLOT_LOCALS
-        INA_SLOT_DECIDE
-        INA_FOR_EACH_1OF4_LANE(INA_1OF4_LANE_UPDATE)
-        INA_SLOT_COMMIT
-    }
-
-    /* S3.3 for a MASKED 2:4 packet: its kept values to the dense lanes their masks name (no register: the
-       slot action that follows adds them like a sum's); the packet becomes the chunk's dense sum. */
+    /* S3.3 for a MASKED 2:4 packet: its kept values to the lanes their masks name (no register: the slot
+       action that follows adds them like a sum's); the packet becomes the chunk's dense sum. */
     action expand_2of4() {
         bit<4>  mask;
         bit<32> kept_first;
         bit<32> kept_second;
         meta.bad_mask = 0;
-        hdr.sum_2of4.setValid();
+        hdr.values_a.setValid();
+#if INA_LANES_B
+        hdr.values_b.setValid();
+#endif
         INA_FOR_EACH_2OF4_GROUP(INA_EXPAND_2OF4)
         hdr.masks_2of4.setInvalid();
         hdr.kept_2of4.setInvalid();
@@ -308,7 +292,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         bit<4>  mask;
         bit<32> kept_first;
         meta.bad_mask = 0;
-        hdr.sum_1of4.setValid();
+        hdr.values_a.setValid();
         INA_FOR_EACH_1OF4_GROUP(INA_EXPAND_1OF4)
         hdr.masks_1of4.setInvalid();
         hdr.kept_1of4.setInvalid();
@@ -412,15 +396,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                             meta.drop_reason = DROP_BAD_MASK;
                         } else {
                             /* S3.1 aggregate -> S3.3: add into the slot, count the child */
-                            if (meta.chunk == 0) {
-                                aggregate_into_slot();
-#if INA_MASKED_LAYOUTS
-                            } else if (meta.chunk == 1) {
-                                aggregate_2of4_into_slot();
-                            } else {
-                                aggregate_1of4_into_slot();
-#endif
-                            }
+                            aggregate_into_slot();
                             if (meta.verdict == VERDICT_COMPLETED) {
                                 /* S3.4 count == fan-in -> S3.5: sum in the packet, hop deleted, forwarded */
                                 ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);

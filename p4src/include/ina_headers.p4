@@ -64,17 +64,28 @@ header ina_hop_t {
     bit<16> egress_port;
 }
 
-/* The K int32 lanes (two's complement, carried as bit<32>): fields v0 .. v(K-1). */
+/* The K int32 lanes (two's complement, carried as bit<32>): fields v0 .. v(K-1), in three headers
+   (ina_lanes.p4: values_a, values_b, values_c; a 1:4 chunk's sum is values_a, a 2:4 chunk's a and b). */
 #define INA_VALUE_FIELD(i) bit<32> v##i;
-header ina_values_t {
-    INA_FOR_EACH_LANE(INA_VALUE_FIELD)
+header ina_values_a_t {
+    INA_FOR_EACH_LANE_A(INA_VALUE_FIELD)
 }
+#if INA_LANES_B
+header ina_values_b_t {
+    INA_FOR_EACH_LANE_B(INA_VALUE_FIELD)
+}
+#endif
+#if INA_LANES_C
+header ina_values_c_t {
+    INA_FOR_EACH_LANE_C(INA_VALUE_FIELD)
+}
+#endif
 
 #if INA_MASKED_LAYOUTS
 /*
  * A MASKED chunk (docs/protocol.md, "Layouts"): the masks of its groups of four positions (4 bits per group,
  * bit p set = position p of the group is kept), then its kept values; 2:4: group g's kept values are v(2g)
- * and v(2g+1), 1:4: group g's kept value is v(g). Its dense sum: one lane per position.
+ * and v(2g+1), 1:4: group g's kept value is v(g).
  */
 #define INA_GROUP_MASK_FIELD(g, a, b, p0, p1, p2, p3) bit<4> m##g;
 #define INA_2OF4_KEPT_FIELDS(g, a, b, p0, p1, p2, p3) bit<32> v##a; bit<32> v##b;
@@ -85,17 +96,11 @@ header ina_masks_2of4_t {
 header ina_kept_2of4_t {
     INA_FOR_EACH_2OF4_GROUP(INA_2OF4_KEPT_FIELDS)
 }
-header ina_sum_2of4_t {
-    INA_FOR_EACH_2OF4_LANE(INA_VALUE_FIELD)
-}
 header ina_masks_1of4_t {
     INA_FOR_EACH_1OF4_GROUP(INA_GROUP_MASK_FIELD)
 }
 header ina_kept_1of4_t {
     INA_FOR_EACH_1OF4_GROUP(INA_1OF4_KEPT_FIELD)
-}
-header ina_sum_1of4_t {
-    INA_FOR_EACH_1OF4_LANE(INA_VALUE_FIELD)
 }
 #endif
 
@@ -105,14 +110,18 @@ struct headers_t {
     udp_t               udp;
     ina_t               ina;
     ina_hop_t[MAX_HOPS] hops;
-    ina_values_t        values;         /* a dense chunk's K lanes */
 #if INA_MASKED_LAYOUTS
     ina_masks_2of4_t    masks_2of4;     /* a MASKED 2:4 chunk: masks, then kept values */
     ina_kept_2of4_t     kept_2of4;
-    ina_sum_2of4_t      sum_2of4;       /* a 2:4 chunk's dense sum (or what expand_2of4 made of its kept values) */
     ina_masks_1of4_t    masks_1of4;     /* the same for 1:4 */
     ina_kept_1of4_t     kept_1of4;
-    ina_sum_1of4_t      sum_1of4;
+#endif
+    ina_values_a_t      values_a;       /* lanes: a dense chunk's K (a, b, c), a 2:4 chunk's sum (a, b), a 1:4 one's (a) */
+#if INA_LANES_B
+    ina_values_b_t      values_b;
+#endif
+#if INA_LANES_C
+    ina_values_c_t      values_c;
 #endif
 }
 

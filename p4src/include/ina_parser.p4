@@ -77,18 +77,28 @@ parser InaParser(packet_in packet, out headers_t hdr, inout ina_metadata_t meta,
     state parse_values {
         meta.payload_bytes = VALUES_PER_PACKET * VALUE_BYTES;
         meta.max_value_count = VALUES_PER_PACKET >> INA_DENSE_COUNT_SHIFT;
-        packet.extract(hdr.values);
+        packet.extract(hdr.values_a);
+#if INA_LANES_B
+        packet.extract(hdr.values_b);
+#endif
+#if INA_LANES_C
+        packet.extract(hdr.values_c);
+#endif
         meta.payload_parsed = 1;
         transition accept;
     }
 #if INA_MASKED_LAYOUTS
 
-    /* a 2:4 (1:4) chunk's dense sum: one lane per position; value_count counts groups of four positions */
+    /* a 2:4 (1:4) chunk's dense sum: one lane per position (values_a and b, or values_a); value_count counts
+       groups of four positions */
     state parse_sum_2of4 {
         meta.chunk = 1;
         meta.payload_bytes = INA_2OF4_POSITIONS * VALUE_BYTES;
         meta.max_value_count = INA_2OF4_POSITIONS / 4;
-        packet.extract(hdr.sum_2of4);
+        packet.extract(hdr.values_a);
+#if INA_LANES_B
+        packet.extract(hdr.values_b);
+#endif
         meta.payload_parsed = 1;
         transition accept;
     }
@@ -97,7 +107,7 @@ parser InaParser(packet_in packet, out headers_t hdr, inout ina_metadata_t meta,
         meta.chunk = 2;
         meta.payload_bytes = INA_1OF4_POSITIONS * VALUE_BYTES;
         meta.max_value_count = INA_1OF4_POSITIONS / 4;
-        packet.extract(hdr.sum_1of4);
+        packet.extract(hdr.values_a);
         meta.payload_parsed = 1;
         transition accept;
     }
@@ -146,14 +156,18 @@ control InaDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.ina);
         packet.emit(hdr.hops);
-        packet.emit(hdr.values);
 #if INA_MASKED_LAYOUTS
         packet.emit(hdr.masks_2of4);
         packet.emit(hdr.kept_2of4);
-        packet.emit(hdr.sum_2of4);
         packet.emit(hdr.masks_1of4);
         packet.emit(hdr.kept_1of4);
-        packet.emit(hdr.sum_1of4);
+#endif
+        packet.emit(hdr.values_a);
+#if INA_LANES_B
+        packet.emit(hdr.values_b);
+#endif
+#if INA_LANES_C
+        packet.emit(hdr.values_c);
 #endif
     }
 }
