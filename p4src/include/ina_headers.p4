@@ -67,6 +67,9 @@ header ina_hop_t {
 /* The K int32 lanes (two's complement, carried as bit<32>): fields v0 .. v(K-1), in three headers
    (ina_lanes.p4: values_a, values_b, values_c; a 1:4 chunk's sum is values_a, a 2:4 chunk's a and b). */
 #define INA_VALUE_FIELD(i) bit<32> v##i;
+header ina_values_t {           /* the K lanes as one header: the TNA program's (dense layout only) */
+    INA_FOR_EACH_LANE(INA_VALUE_FIELD)
+}
 header ina_values_a_t {
     INA_FOR_EACH_LANE_A(INA_VALUE_FIELD)
 }
