@@ -12,10 +12,10 @@ Packets are taken in batches (``Transport.bind_batch``): a batch is decoded at o
 (``protocol.batch``), and each tree keeps its chunks in numpy arrays indexed by ``seq`` modulo a ring
 size, so contributions are added, bitmaps set and results encoded for many chunks per numpy call.
 
-Chunks of 2K or 4K positions (2:4 and 1:4 chunks: docs/protocol.md, "Layouts") arrive wide (summed by a
-switch) or MASKED (from workers whose path has no aggregating switch); the decoder gives both as their
-positions, and a tree keeps them in a ring of their own width (made when the first one arrives), whose
-RESULTs go down wide.
+2:4 and 1:4 chunks (docs/protocol.md, "Layouts") arrive as their dense sum (summed by a switch) or
+MASKED (from workers whose path has no aggregating switch); the decoder gives both as their positions,
+and a tree keeps them in a ring of their own width (made when the first one arrives), whose RESULTs go
+down as the chunk's dense sum.
 """
 
 from __future__ import annotations
@@ -43,18 +43,18 @@ RING_MAX = 1 << 15  # chunks a tree remembers at most
 
 
 class _TreeState:
-    """One tree of one job at this server, for chunks of one span (K positions, or 2K/4K): the recent
-    chunks, in arrays indexed by seq mod ring size."""
+    """One tree of one job at this server, for chunks of one code (dense: K positions; 2:4 or 1:4: their
+    layout's positions): the recent chunks, in arrays indexed by seq mod ring size."""
 
-    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int, span: int = 1):
+    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int, chunk: int = 0):
         self.job = job
         self.tree_id = tree.tree_id
         self.recovery = tree.weight <= 0  # a re-planned job's recovery tree: chunks moved off dead trees
         self.fan_in = tree.server.fan_in
         self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
         self.values_per_packet = values_per_packet
-        self.span = span
-        self.width = k = span * values_per_packet  # positions of a chunk
+        layout = L.chunk_sum_layout(chunk)
+        self.width = k = layout.positions(values_per_packet)  # positions of a chunk
         self.ring = ring
         self.seq = np.full(ring, -1, dtype=np.int64)  # the chunk each cell holds (-1: none yet)
         self.entry_fan_in = np.zeros(ring, dtype=np.int64)
@@ -70,7 +70,7 @@ class _TreeState:
             "values_per_packet": values_per_packet,
             "contributor": job.node_id,
             "tree_id": tree.tree_id,
-            "layout": L.wide_layout(span),
+            "layout": layout,
         }
         self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
         self.unicast_templates = {
@@ -93,7 +93,7 @@ class _JobState:
     worker_ips: dict[int, str]
     trees: dict[int, _TreeState]  # tree_id -> its dense chunks
     plan_trees: dict[int, tuple[TreePlan, int]]  # tree_id -> the plan's tree rooted here, and its ring size
-    wide: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, span): 2K or 4K chunks
+    compressed: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, chunk code): 2:4, 1:4
     sparse: dict[int, SparseChunks] = field(default_factory=dict)  # tree_id -> its SPARSE chunks
 
 
@@ -189,7 +189,7 @@ class ServerAgent:
             if job is None:
                 self.stats["unknown_job"] += _count(rows)
                 continue
-            tree_ids, spans = packets.tree_id, packets.span
+            tree_ids, codes = packets.tree_id, packets.chunk
             sparse = (packets.flags & C.FLAG_SPARSE) != 0
             if _count(sparse & rows):
                 self._take_sparse(job, packets, np.flatnonzero(rows & sparse))
@@ -199,11 +199,11 @@ class ServerAgent:
                 if tree_id not in job.plan_trees:
                     self.stats["unknown_tree"] += _count(tree_rows)
                     continue
-                for span in _distinct(spans[tree_rows]):
-                    span_rows = tree_rows & (spans == span) if span != 1 or _count(spans != 1) else tree_rows
-                    picked = np.flatnonzero(span_rows)
+                for code in _distinct(codes[tree_rows]):
+                    code_rows = tree_rows & (codes == code) if code != 0 or _count(codes != 0) else tree_rows
+                    picked = np.flatnonzero(code_rows)
                     # every row (the usual batch: one job's one tree): views of the batch's columns
-                    self._take(self._tree(job, tree_id, span), packets, slice(None) if len(picked) == n else picked)
+                    self._take(self._tree(job, tree_id, code), packets, slice(None) if len(picked) == n else picked)
 
     def _take_sparse(self, job: _JobState, packets: PacketBatch, rows: np.ndarray) -> None:
         """SPARSE GRADs ((index, value) pairs, server/sparse_sums.py), tree by tree."""
@@ -215,7 +215,7 @@ class ServerAgent:
                 self.stats["unknown_tree"] += len(mine)
                 continue
             good = (packets.hop_count[mine] == 1) & (packets.hop_switch_id[mine, 0] == job.node_id)
-            good &= (packets.hop_child[mine, 0] < packets.hop_fan_in[mine, 0]) & (packets.span[mine] == 1)
+            good &= (packets.hop_child[mine, 0] < packets.hop_fan_in[mine, 0]) & (packets.chunk[mine] == 0)
             if _count(good) < len(mine):
                 self.stats["bad_terminal_hop"] += len(mine) - _count(good)
                 mine = mine[good]
@@ -240,14 +240,14 @@ class ServerAgent:
                 send,
             )
 
-    def _tree(self, job: _JobState, tree_id: int, span: int) -> _TreeState:
-        """The tree's state for chunks of ``span`` blocks (made when the first such chunk arrives)."""
-        if span == 1:
+    def _tree(self, job: _JobState, tree_id: int, chunk: int) -> _TreeState:
+        """The tree's state for chunks of code ``chunk`` (a 2:4 or 1:4 one made when its first chunk arrives)."""
+        if chunk == 0:
             return job.trees[tree_id]
-        tree = job.wide.get((tree_id, span))
+        tree = job.compressed.get((tree_id, chunk))
         if tree is None:
             plan_tree, ring = job.plan_trees[tree_id]
-            tree = job.wide[(tree_id, span)] = _TreeState(job, plan_tree, ring, job.plan.value_count, span)
+            tree = job.compressed[(tree_id, chunk)] = _TreeState(job, plan_tree, ring, job.plan.value_count, chunk)
         return tree
 
     def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:

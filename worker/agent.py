@@ -16,8 +16,9 @@ Every worker of a job must issue the same collectives with the same sizes in the
 
 ``sparsity`` "2:4" ("1:4") sums, at every position, the values each rank keeps: in every group of four
 consecutive values its two (one) of largest magnitude (worker/compression/structured.py). They travel
-as MASKED packets of K kept values for 2K (4K) positions, which the switches sum (docs/compression.md);
-a float array agrees on one scale per chunk of 2K (4K) positions.
+as MASKED packets of their kept values, one chunk of the layout's positions each (at most K, sized by
+the switches' headroom: docs/protocol.md, "Layouts"), which the switches sum (docs/compression.md); a
+float array agrees on one scale per chunk.
 """
 
 from __future__ import annotations
@@ -186,7 +187,7 @@ class _Collective:
         self.is_float = arr.dtype.kind == "f"
         self.layout = handle.layout
         # a MASKED round: which values each rank sends (the others are zero in the exchange); floats
-        # agree on one scale per chunk of span * K positions, dense rounds on one per K values
+        # agree on one scale per chunk (K positions dense, the layout's positions for 2:4 and 1:4)
         self.keep = keep_mask(self.flat, self.layout.keep) if self.layout.masked else None
         self.block = self.layout.positions(agent.values_per_packet)
 
@@ -195,17 +196,6 @@ class _Collective:
         if self.flat.size == 0:
             self._complete(self.flat.copy())
             return
-        for cursor in agent.cursors:
-            if cursor.pool % self.layout.span:
-                self._fail(
-                    AllreduceError(
-                        f"job {agent.job_id}: a {self.layout.name} allreduce needs slot pools that are a multiple of "
-                        f"{self.layout.span} (its chunks take {self.layout.span} slots); tree {cursor.tree_id} has "
-                        f"{cursor.pool}"
-                    ),
-                    in_step=True,
-                )
-                return
         if self.is_float:
             sent = self.flat if self.keep is None else np.where(self.keep, self.flat, 0)
             exps = Q.block_exponents(sent, self.block, agent.rank)
@@ -756,10 +746,12 @@ class WorkerAgent:
             self.stats["ignored"] += n - malformed - count
             if not count:
                 return
-        seq, tree_id, flags, values, span = packets.seq, packets.tree_id, packets.flags, packets.values, packets.span
+        seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
+        chunk_code = packets.chunk
         contributor = packets.contributor
         if count < n:
-            seq, tree_id, flags, values, span = seq[ours], tree_id[ours], flags[ours], values[ours], span[ours]
+            seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
+            chunk_code = chunk_code[ours]
             contributor = contributor[ours]
         now = self.loop.now()
         if len(self.cursors) == 1:
@@ -772,7 +764,7 @@ class WorkerAgent:
         round_ = self._round
         if round_ is not None and not round_.finished:
             heard = round_.results_heard
-            taken = round_.on_results(seq, tree_id, flags, values, span)
+            taken = round_.on_results(seq, tree_id, flags, values, chunk_code)
             if round_.results_heard != heard:
                 self.last_progress = now
             # results come back in batches of a quarter of the chunks in flight at most: a longer wait for

@@ -1,16 +1,15 @@
 """Chunk streaming: one round of int32 chunks through the job's slots, windowed and retransmitted.
 
-A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of 2K (4K) positions
-that travel as MASKED packets of K kept values (docs/protocol.md, "Layouts"). Chunk i gets the next
-sequence number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a
-tree and that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool)
-mod 2). A chunk of span s takes s consecutive indices (s slots of one shadow set), the first a multiple
-of s. Every worker computes the same assignment because it depends only on the plan and on how many
-chunks came before.
+A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of the layout's
+chunk positions (at most K, sized so that a switch's expansion stays within its headroom) that travel
+as MASKED packets of their kept values (docs/protocol.md, "Layouts"). Chunk i gets the next sequence
+number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a tree and
+that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2).
+Every worker computes the same assignment because it depends only on the plan and on how many chunks
+came before.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
-once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool
-(a round of span s: pool / s chunks).
+once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
 A chunk without result after its retransmission timeout is resent with RETX, the timeout doubling
 each time up to a cap; the round gives up on a chunk once the agent's ``give_up_after`` budget has
 passed since its first send (or after ``retries`` resends, if the agent counts them), with an error
@@ -115,10 +114,9 @@ class TreeCursor:
         """
         return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * self.values_per_packet)))
 
-    def allowed(self, span: int = 1) -> int:
-        """Chunks in flight allowed now: the congestion window, never more than the pool (a chunk of
-        span s takes s slots)."""
-        return max(1, min(self.pool, int(self.window)) // span)
+    def allowed(self) -> int:
+        """Chunks in flight allowed now: the congestion window, never more than the pool."""
+        return max(1, min(self.pool, int(self.window)))
 
     def template_for(self, layout: L.Layout) -> PacketTemplate:
         """This worker's GRADs of ``layout`` on this tree (the dense template's hops and fields)."""
@@ -344,7 +342,7 @@ def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
 class Round:
     """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``.
 
-    ``layout`` MASKED (2:4, 1:4): chunks of span * K positions, of which ``keep`` (a boolean per value,
+    ``layout`` MASKED (2:4, 1:4): chunks of ``layout.positions(K)`` positions, of which ``keep`` (a boolean per value,
     ``layout.keep`` or fewer per group of four) names those sent; the result holds every position."""
 
     def __init__(
@@ -365,14 +363,13 @@ class Round:
         self.on_done = on_done
         self.on_error = on_error
         self.layout = layout
-        self.span = span = layout.span
         self.finished = False
         self.counted = False  # in the agent's round counters (``_sent``)
         self.results_heard = 0
         self.last_result_at = -np.inf  # when the round last got a result it did not have (its progress)
         self.duplicates = 0
         k = agent.values_per_packet
-        self.width = w = span * k  # positions per chunk
+        self.width = w = layout.positions(k)  # positions per chunk
         self.n = n = values.size
         self.chunks = m = (n + w - 1) // w
         self.first_seq = agent.take_seqs(m)
@@ -383,10 +380,10 @@ class Round:
         self.windows: list[_TreeWindow] = []
         for t, cursor in enumerate(cursors):
             order = np.flatnonzero(self.tree_of == t) if len(cursors) > 1 else np.arange(m)
-            first = -(-cursor.next_index // span) * span  # a span-s chunk starts on a multiple of s
-            tree_index[order] = first + span * np.arange(len(order))
+            first = cursor.next_index
+            tree_index[order] = first + np.arange(len(order))
             pool[order] = cursor.pool
-            cursor.next_index = first + span * len(order)
+            cursor.next_index = first + len(order)
             self.windows.append(_TreeWindow(cursor, order))
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool
@@ -429,7 +426,7 @@ class Round:
 
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, window: _TreeWindow) -> None:
-        end = min(len(window.order), window.first_open + window.cursor.allowed(self.span))
+        end = min(len(window.order), window.first_open + window.cursor.allowed())
         start = window.next_to_send
         if end <= start:
             return
@@ -636,15 +633,15 @@ class Round:
 
     # -- receiving ---------------------------------------------------------------------------------
     def on_results(
-        self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray, span: np.ndarray
+        self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray, chunk_code: np.ndarray
     ) -> int:
         """Take a batch of RESULTs of the agent's job (columns, one entry per packet: ``values`` the
-        positions, ``span`` the layout's); returns how many were this round's (the others are stale: an
+        positions, ``chunk_code`` the layout's chunk code); returns how many were this round's (the others are stale: an
         earlier round's late duplicates)."""
         if self.finished:
             return 0
         chunk = (seq - self.first_seq) & SEQ_MASK
-        ours = (chunk < self.chunks) & (span == self.span)
+        ours = (chunk < self.chunks) & (chunk_code == self.layout.chunk)
         if _count(ours) < len(chunk):
             chunk, tree_id, flags, values = chunk[ours], tree_id[ours], flags[ours], values[ours]
         if self.replanned:
@@ -709,13 +706,13 @@ class Round:
             self._finish()
             return
         if len(self.windows) == 1:
-            self.windows[0].cursor.grow(taken * self.span)
+            self.windows[0].cursor.grow(taken)
             touched = self.windows
         else:
             per_tree = np.bincount(self.tree_of[chunk], minlength=len(self.windows))
             touched = [self.windows[t] for t in np.flatnonzero(per_tree)]
             for window in touched:
-                window.cursor.grow(int(per_tree[self.windows.index(window)]) * self.span)
+                window.cursor.grow(int(per_tree[self.windows.index(window)]))
         for window in touched:
             if len(self.windows) == 1:  # one tree: its order is every chunk in turn
                 open_part = self.done[window.first_open : window.next_to_send]

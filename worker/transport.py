@@ -38,9 +38,7 @@ SOCKET_BUFFER = 4 << 20  # bytes asked for each way (the kernel caps it at net.c
 # segment datagrams for this socket or route (the transport then sends them one by one)
 SEND_BUGS = {errno.EBADF, errno.EFAULT, errno.ENOTSOCK, errno.EDESTADDRREQ, errno.EMSGSIZE}
 SEGMENTATION_REFUSED = {errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOTSUPP}
-RECEIVE_ROW_BYTES = (
-    4352  # larger than any INA payload (dense K = 1024: 16 + 8 * 8 + 4 * 1024 = 4176; wide x4 K = 64: 1104)
-)
+RECEIVE_ROW_BYTES = 4352  # larger than any INA payload (dense K = 1024: 16 + 8 * 8 + 4 * 1024 = 4176)
 RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # Receive coalescing: a port that took at least STREAM_PACKETS datagrams within STREAM_SPAN_S streams;
 # after each batch it is left unread (until a wait gathers nothing) for as long as BATCH_ROWS datagrams
