@@ -19,6 +19,7 @@ from .writer import Unsupported, member, string_literal
 ERROR_PACKET_TOO_SHORT = 1
 ERROR_STACK_OUT_OF_BOUNDS = 3
 ERROR_HEADER_TOO_SHORT = 4
+ERROR_PARSER_INVALID_ARGUMENT = 6
 
 
 @dataclass

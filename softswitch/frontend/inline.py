@@ -132,7 +132,11 @@ class FunctionInliner:
             arguments = self.arguments(s.call.arguments, out)  # type: ignore[attr-defined]
             out.append(dataclasses.replace(s, call=dataclasses.replace(s.call, arguments=arguments)))
         elif isinstance(s, ir.Assign):
+            # the l-value is evaluated before the value (P4_16, "Assignment statement"): a call in the
+            # value that moves an index of the target does not move where the value is written
             target = self.place(s.target, out)
+            if contains_call(s.value):
+                target = bind_computed_indices(target, self.holder(out))
             out.append(dataclasses.replace(s, target=target, value=self.expression(s.value, out)))
         elif isinstance(s, ir.VariableDeclaration):
             assert s.initializer is not None

@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 from .. import ir
+from ..ir.aliasing import bind_computed_indices
 from .ast import Node, expr_text
 from .calls import CallChecker, invalidate_union_siblings
 from .context import BlockContext
 from .errors import P4Error
+from .inline import contains_call
 from .scopes import ConstantSymbol, Scope, VariableSymbol
 from .typecheck import ExpressionChecker, is_writable, last_note, next_element
 
@@ -225,16 +227,33 @@ class StatementChecker:
         scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)  # type: ignore[arg-type]
 
     def assign(self, s: Node, scope: Scope) -> ir.Assign:
+        """`lhs = rhs`, or `lhs op= rhs` (`op` set): the l-value is evaluated once, before rhs (P4_16,
+        "Assignment statement"); a compound assignment whose l-value or rhs calls a function first holds
+        the l-value's computed stack indices in temporaries (declared before the statement), so that the
+        read and the write of `a[f(x)] |= v` name the same element and f runs once."""
         target = self.expressions.value(s.lhs, scope)
         if not is_writable(target):
             raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)}{last_note(target) or ' (read-only)'}")
-        value = self.expressions.value(s.rhs, scope)
+        rhs = s.rhs
+        if s.get("op") is not None:
+            right = self.expressions.value(s.rhs, scope)
+            if contains_call(target) or contains_call(right):
+                target = bind_computed_indices(target, self._hold_index)
+            current = Node("Checked", s.lhs.pos, expr=target)
+            rhs = Node("Binary", s.oppos, op=s.op, left=current, right=Node("Checked", s.rhs.pos, expr=right))
+        value = self.expressions.value(rhs, scope)
         value = self.expressions.coerce(
-            value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
+            value, target.type, rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
         )
         if isinstance(target, ir.StackNext):  # an l-value for p4c; only extract moves nextIndex
             target = next_element(target)
         return ir.Assign(target=target, value=value, position=s.pos)
+
+    def _hold_index(self, index: ir.Expression) -> ir.Expression:
+        """index evaluated once into a new temporary declared before the statement being checked."""
+        variable = ir.Variable(name="lvalue_index", type=index.type, kind=ir.VariableKind.LOCAL)
+        self.calls.scratch.append(ir.VariableDeclaration(variable=variable, initializer=index, position=index.position))
+        return ir.VariableRef(type=index.type, variable=variable, position=index.position)
 
     # ------------------------------------------------------------------ switch
     def switch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:

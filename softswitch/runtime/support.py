@@ -193,6 +193,16 @@ def identity(data: bytes) -> int:
 HASHES = {"crc16": crc16, "crc32": crc32, "csum16": csum16, "xor16": xor16, "identity": identity}
 
 
+def concat_bits(parts) -> tuple[int, int]:
+    """(bits, number of bits) of (value, width) pairs concatenated MSB first: a field list whose varbit
+    fields make its width known only when the packet runs."""
+    value = nbits = 0
+    for v, w in parts:
+        value = (value << w) | v
+        nbits += w
+    return value, nbits
+
+
 def bits_to_bytes(value: int, nbits: int) -> bytes:
     """A field list's concatenated bits as bytes, zero bits appended up to a byte boundary."""
     pad = (-nbits) & 7

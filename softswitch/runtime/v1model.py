@@ -92,6 +92,8 @@ class Runtime:
     def advance(data, off, nbits):
         from .support import ParserError
 
+        if nbits % 8:  # BMv2 advances whole bytes only: error.ParserInvalidArgument
+            raise ParserError(6)
         if off + nbits > len(data) * 8:
             raise ParserError(1)
         return off + nbits
