@@ -66,6 +66,9 @@ class BlockElaborator:
         check_arity(position, d.name, args, len(d.ctor_params))
         for p, a in zip(d.ctor_params, args, strict=True):
             t = self.types.resolve(p.type, caller)
+            if isinstance(t, ir.BlockType) and t.kind in ("control", "parser"):
+                scope.add(p.name, self.instance_argument(d, p, t, a, caller), p.pos)
+                continue
             checked = self.expressions.check(a, caller)
             if not isinstance(checked, ir.Constant):
                 raise P4Error(
@@ -73,6 +76,32 @@ class BlockElaborator:
                 )
             value = self.expressions.constant(a, caller, t)
             scope.add(p.name, ConstantSymbol(t, value), p.pos)
+
+    def instance_argument(
+        self, d: Node, p: Node, t: ir.BlockType, a: Node, caller: Scope
+    ) -> ControlInstanceSymbol | ParserInstanceSymbol:
+        """A control or parser instance passed as a constructor argument (`C2(c1) c2;` for `control
+        C2(...)(C1_t c)`): the parameter names that same instance, so every block it is given to applies
+        one instance with one state (its tables and externs), as in p4c."""
+        symbol = caller.lookup(a.name) if a.kind == "Name" else None
+        if not isinstance(symbol, (ControlInstanceSymbol, ParserInstanceSymbol)):
+            raise P4Error(a.pos, f"constructor argument '{p.name}' of {d.name} must name a {t.kind} instance")
+        given = symbol.declaration
+        if given.kind.lower() != t.kind:
+            raise P4Error(
+                a.pos,
+                f"constructor argument '{p.name}' of {d.name} must be a {t.kind}, not {given.kind.lower()} {given.name}",
+            )
+        wanted = caller.lookup(t.name)
+        declared = wanted.declaration if isinstance(wanted, (BlockSymbol, TypeSymbol)) else None
+        if declared is not None:
+            signature = [(q.direction, self.types.resolve(q.type, caller)) for q in declared.params]
+            if [(q.direction, self.types.resolve(q.type, caller)) for q in given.params] != signature:
+                raise P4Error(
+                    a.pos,
+                    f"constructor argument '{p.name}' of {d.name}: {t.kind} {given.name}'s parameters differ from {t.name}'s",
+                )
+        return symbol
 
     def parser(
         self, d: Node, prefix: str | None = None, args: list[Node] | None = None, caller: Scope | None = None
