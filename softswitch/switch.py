@@ -45,6 +45,7 @@ STAT_KEYS = (
     "from_cpu",
     "digests",
     "loop_limit_drops",
+    "buffer_limit_drops",
 )
 
 

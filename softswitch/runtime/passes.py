@@ -22,6 +22,8 @@ def run_passes(
         if passes > MAX_PASSES:
             stats["loop_limit_drops"] += 1
             stats["dropped"] += 1
+            if log:
+                log(f"packet dropped: more than {MAX_PASSES} passes through ingress (a resubmit/recirculate loop)")
             continue
         try:
             run_pass(*job)

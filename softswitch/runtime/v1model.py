@@ -18,6 +18,11 @@ from .passes import run_passes
 from .support import ExitCtl
 from .tables import TableState
 
+# BMv2's simple_switch gives a received frame a packet buffer of its length + 512 bytes
+# (targets/simple_switch/simple_switch.cpp, receive_), which its recirculations, resubmissions and copies
+# keep (bm_sim/packet_buffer.h's clone): a deparser may grow the frame by at most this much, or BMv2 fails
+# (an assertion in PacketBuffer::push). The native back end's SS_BMV2_HEADROOM is the same figure.
+BMV2_PACKET_HEADROOM = 512
 DROP_PORT = 511
 PKT_NORMAL, PKT_INGRESS_CLONE, PKT_EGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT = 0, 1, 2, 4, 5, 6
 
@@ -125,6 +130,7 @@ class Pipeline:
         self.pre = pre
         self.stats = stats
         self.digests = []  # (name, values) produced by the last process() call
+        self.buffer_limit = BMV2_PACKET_HEADROOM  # the longest frame the packet being processed may become
         self.t0 = time.monotonic()
         self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
         self.parser, self.verify, self.ingress = blocks["parser"], blocks["verify"], blocks["ingress"]
@@ -157,6 +163,7 @@ class Pipeline:
 
     def process(self, port, data):
         out = []
+        self.buffer_limit = len(data) + BMV2_PACKET_HEADROOM
         self.digests = []
         jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
         run_passes(jobs, lambda *job: self._ingress(*job, jobs, out), self.stats, self.rt.log)
@@ -277,6 +284,16 @@ class Pipeline:
             pass
         parts.append(payload)
         frame = b"".join(parts)
+        if len(frame) > self.buffer_limit:  # BMv2's deparser would write past its packet buffer
+            self.stats["buffer_limit_drops"] += 1
+            self.stats["dropped"] += 1
+            if self.rt.log:
+                received = self.buffer_limit - BMV2_PACKET_HEADROOM
+                self.rt.log(
+                    f"packet dropped: the deparser made a {len(frame)}-byte frame, past BMv2's packet buffer "
+                    f"(the received {received} bytes + {BMV2_PACKET_HEADROOM})"
+                )
+            return
         if recirc is not None:
             self.stats["recirculated"] += 1
             jobs.append((frame, sm.ingress_port, PKT_RECIRC, self._preserve(meta, recirc)))

@@ -225,6 +225,7 @@ enum {
     SS_STAT_FROM_CPU,
     SS_STAT_DIGESTS,
     SS_STAT_LOOP_LIMIT_DROPS,
+    SS_STAT_BUFFER_LIMIT_DROPS,
     SS_STAT_COUNT
 };
 
@@ -263,6 +264,7 @@ struct ss_worker {
     const char *fail_message;
     uint64_t outputs;    /* frames emitted since the last reset */
     uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
+    uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (SS_BMV2_HEADROOM) */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);

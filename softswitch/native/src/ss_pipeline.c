@@ -194,6 +194,13 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     if ((uint64_t)n + p->payload_len > w->deparse_cap) ss_packet_fail(p, "deparsed frame too long");
     memcpy(w->deparse_buf + n, p->payload, p->payload_len);
     uint32_t len = n + p->payload_len;
+    if (len > w->buffer_limit) { /* BMv2's deparser would write past its packet buffer */
+        sw->stats[SS_STAT_BUFFER_LIMIT_DROPS]++;
+        sw->stats[SS_STAT_DROPPED]++;
+        ss_log_line(w, "packet dropped: the deparser made a %" PRIu32 "-byte frame, past BMv2's packet buffer "
+                    "(the received %" PRIu32 " bytes + %d)", len, w->buffer_limit - SS_BMV2_HEADROOM, SS_BMV2_HEADROOM);
+        return;
+    }
     if (p->recirculate_set) {
         sw->stats[SS_STAT_RECIRCULATED]++;
         uint8_t *copy = malloc(len ? len : 1);
@@ -289,11 +296,14 @@ void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_RECEIVED]++;
     w->n_jobs = 0;
+    w->buffer_limit = len + SS_BMV2_HEADROOM;
     add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
     for (uint32_t i = 0; i < w->n_jobs; i++) {
         if (i + 1 > SS_MAX_PASSES) {
             sw->stats[SS_STAT_LOOP_LIMIT_DROPS]++;
             sw->stats[SS_STAT_DROPPED]++;
+            ss_log_line(w, "packet dropped: more than %d passes through ingress (a resubmit/recirculate loop)",
+                        SS_MAX_PASSES);
             continue;
         }
         ss_job job = w->jobs[i]; /* the array may grow while this job runs */

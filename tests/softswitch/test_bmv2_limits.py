@@ -1,0 +1,56 @@
+"""softswitch holds programs to BMv2's limits: a packet BMv2 could not process is dropped and counted,
+with a log line naming the limit, on both back ends (the figures: docs/softswitch-internals.md)."""
+
+import os
+
+import pytest
+from softswitch_testlib import PROGRAMS, skip_without_c_compiler
+
+from softswitch.compiler import compile_program, compile_source
+from softswitch.runtime.passes import MAX_PASSES
+from softswitch.runtime.v1model import BMV2_PACKET_HEADROOM
+from softswitch.switch import Switch
+
+LIMIT_PROGRAM = os.path.join(PROGRAMS, "lang", "bmv2_buffer_limit.p4")
+PAD = bytes(64)
+
+
+def switch_on(backend):
+    if backend == "native":
+        skip_without_c_compiler("the packet-buffer limit on the native back end")
+    prog = compile_program(LIMIT_PROGRAM, backend=backend)
+    assert (prog.backend, prog.fallback_reason) == (backend, None)
+    lines = []
+    return Switch(prog, log=lines.append), lines
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_frame_grown_past_bmv2s_packet_buffer_is_dropped_counted_and_logged(backend):
+    sw, lines = switch_on(backend)
+    payload = b"\xa1\xa2\xa3\xa4"
+    # 8 pads: the frame grows by exactly the headroom (6 -> 518 bytes): forwarded
+    assert sw.process(0, bytes([8, 0]) + payload) == [(1, bytes([8, 0]) + PAD * 8 + payload)]
+    assert BMV2_PACKET_HEADROOM == 8 * len(PAD)
+    # 9 pads: 582 bytes > 6 + 512: dropped, counted, logged
+    assert sw.process(0, bytes([9, 0]) + payload) == []
+    assert sw.stats["buffer_limit_drops"] == 1
+    assert any("582-byte frame, past BMv2's packet buffer (the received 6 bytes + 512)" in line for line in lines)
+    # recirculated once: the second pass keeps the first frame's buffer (518 bytes) and makes 1030
+    assert sw.process(0, bytes([8, 1]) + payload) == []
+    assert sw.stats["buffer_limit_drops"] == 2
+    assert sw.stats["recirculated"] == 1
+    assert any("1030-byte frame" in line for line in lines)
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_recirculation_loop_is_cut_counted_and_logged(backend):
+    """BMv2 sets no limit (the loop never ends there); softswitch cuts it after MAX_PASSES passes."""
+    if backend == "native":
+        skip_without_c_compiler("the pass limit on the native back end")
+    with open(LIMIT_PROGRAM) as f:
+        looping = f.read().replace("hdr.ctl.recirc == 1 && sm.instance_type == 0", "hdr.ctl.recirc == 1")
+    lines = []
+    sw = Switch(compile_source(looping, "loop.p4", backend=backend), log=lines.append)
+    assert sw.process(0, bytes([0, 1])) == []
+    assert (sw.stats["loop_limit_drops"], sw.stats["recirculated"]) == (1, MAX_PASSES)
+    assert f"packet dropped: more than {MAX_PASSES} passes through ingress (a resubmit/recirculate loop)" in lines
