@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from .limits import packet_headroom
 from .runtime.pre import PRE
 from .runtime.tables import (  # noqa: F401
     ConstDefaultAction,
@@ -103,8 +104,9 @@ class Switch(ControllerSide):
             return NativeSwitch(prog, *args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None, limits=None):
         self.device_id = device_id
+        self.headroom = packet_headroom(limits)  # limits.py: BMv2's packet buffer, or None
         self.cpu_port = cpu_port
         self.name = name
         self.log = log
@@ -131,6 +133,7 @@ class Switch(ControllerSide):
                 self.pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
             else:
                 self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+                self.pipeline.headroom = self.headroom
 
     def process(self, port, frame):
         """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""

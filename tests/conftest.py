@@ -31,6 +31,16 @@ INA_K1024_P4 = REPO / "p4src" / "ina_k1024.p4"
 INA_TNA_P4 = REPO / "p4src" / "tna" / "ina_tna.p4"
 
 
+@pytest.fixture
+def beyond_bmv2(monkeypatch):
+    """Lifts softswitch's BMv2 limits (SOFTSWITCH_LIMITS=none) for the switches the test makes next: call it
+    in a test that runs ina.p4's 1:4 masked layout, whose results outgrow BMv2's packet buffer (received
+    frame + 512 bytes; docs/softswitch-internals.md, "BMv2's limits") until that layout is redesigned;
+    with the limits, softswitch drops those results as BMv2 cannot run them
+    (tests/dataplane/test_dataplane_stf.py checks that)."""
+    return lambda: monkeypatch.setenv("SOFTSWITCH_LIMITS", "none")
+
+
 @pytest.fixture(scope="session")
 def ina_program():
     """p4src/ina.p4 compiled by softswitch, once per session."""

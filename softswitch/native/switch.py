@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 
 from softswitch.errors import SwitchError
+from softswitch.limits import packet_headroom
 from softswitch.program import ProgramInfo
 from softswitch.runtime.action_profiles import ActionProfileState
 from softswitch.runtime.externs import TwoRateMeter, ValueSetState, check_index, check_register_value
@@ -722,8 +723,9 @@ class NativeSwitch(ControllerSide):
 
     backend = "native"
 
-    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None, limits=None):
         self.device_id = device_id
+        self.headroom = packet_headroom(limits)  # softswitch/limits.py: BMv2's packet buffer, or None
         self.cpu_port = cpu_port
         self.name = name
         self.log = log
@@ -807,6 +809,7 @@ class NativeSwitch(ControllerSide):
             self.native_program = prog
             self._generation += 1
             self._configure()
+            lib.api.ss_switch_set_headroom(sw, 0xFFFFFFFF if self.headroom is None else self.headroom)
             tables = {t.name: t for t in self._desc.tables}
             self._tables = {t.name: NativeTable(self, tables[t.name], t, prog.info.actions) for t in prog.info.tables}
             regs = {r.name: r for r in self._desc.registers}

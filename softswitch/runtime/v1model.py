@@ -12,17 +12,13 @@ import random as _random
 import time
 from time import monotonic
 
+from ..limits import BMV2_PACKET_HEADROOM
 from .action_profiles import ActionProfileState
 from .externs import CounterState, MeterState, RegisterState, ValueSetState
 from .passes import run_passes
 from .support import ExitCtl
 from .tables import TableState
 
-# BMv2's simple_switch gives a received frame a packet buffer of its length + 512 bytes
-# (targets/simple_switch/simple_switch.cpp, receive_), which its recirculations, resubmissions and copies
-# keep (bm_sim/packet_buffer.h's clone): a deparser may grow the frame by at most this much, or BMv2 fails
-# (an assertion in PacketBuffer::push). The native back end's SS_BMV2_HEADROOM is the same figure.
-BMV2_PACKET_HEADROOM = 512
 DROP_PORT = 511
 PKT_NORMAL, PKT_INGRESS_CLONE, PKT_EGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT = 0, 1, 2, 4, 5, 6
 
@@ -130,6 +126,7 @@ class Pipeline:
         self.pre = pre
         self.stats = stats
         self.digests = []  # (name, values) produced by the last process() call
+        self.headroom: int | None = BMV2_PACKET_HEADROOM  # bytes a deparser may add (None: no limit)
         self.buffer_limit = BMV2_PACKET_HEADROOM  # the longest frame the packet being processed may become
         self.t0 = time.monotonic()
         self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
@@ -163,7 +160,7 @@ class Pipeline:
 
     def process(self, port, data):
         out = []
-        self.buffer_limit = len(data) + BMV2_PACKET_HEADROOM
+        self.buffer_limit = len(data) + self.headroom if self.headroom is not None else 1 << 62
         self.digests = []
         jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
         run_passes(jobs, lambda *job: self._ingress(*job, jobs, out), self.stats, self.rt.log)
@@ -284,14 +281,15 @@ class Pipeline:
             pass
         parts.append(payload)
         frame = b"".join(parts)
-        if len(frame) > self.buffer_limit:  # BMv2's deparser would write past its packet buffer
+        if len(frame) > self.buffer_limit:  # BMv2's deparser would write past its packet buffer (limits.py)
             self.stats["buffer_limit_drops"] += 1
             self.stats["dropped"] += 1
             if self.rt.log:
-                received = self.buffer_limit - BMV2_PACKET_HEADROOM
+                room = self.headroom
+                assert room is not None
                 self.rt.log(
                     f"packet dropped: the deparser made a {len(frame)}-byte frame, past BMv2's packet buffer "
-                    f"(the received {received} bytes + {BMV2_PACKET_HEADROOM})"
+                    f"(the received {self.buffer_limit - room} bytes + {room})"
                 )
             return
         if recirc is not None:

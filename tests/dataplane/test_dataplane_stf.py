@@ -47,9 +47,27 @@ def test_generator_reproduces_committed_files():
             assert path.read_text() == rendered[path.name], f"{variant}/{path.name} is stale: run the generator"
 
 
-@pytest.mark.parametrize("path", STF_FILES, ids=lambda p: p.stem)
+# scenarios in which ina.p4 grows a masked (compressed) packet into a result longer than the received
+# frame + 512 bytes, BMv2's packet buffer: BMv2 cannot run them (it aborts), so softswitch drops those
+# results and counts buffer_limit_drops (docs/softswitch-internals.md, "BMv2's limits") until the masked
+# layout keeps results within that room (issue 27)
+BEYOND_BMV2 = {"masked_1of4_mixed", "masked_overflow_and_stale"}
+
+
+@pytest.mark.parametrize("path", [p for p in STF_FILES if p.stem not in BEYOND_BMV2], ids=lambda p: p.stem)
 def test_stf_scenario(path, ina_program):
     _run_and_check(INA_P4, Switch(ina_program, name=path.stem), path)
+
+
+@pytest.mark.parametrize("path", [p for p in STF_FILES if p.stem in BEYOND_BMV2], ids=lambda p: p.stem)
+def test_stf_scenario_beyond_bmv2s_packet_buffer(path, ina_program):
+    """Only the results that outgrow BMv2's packet buffer are missing: each is dropped and counted."""
+    lines = []
+    sw = Switch(ina_program, name=path.stem, log=lines.append)
+    result = run_stf(INA_P4, path, switch=sw)
+    assert not result.ok and all("missing packet" in failure for failure in result.failures), str(result)
+    assert sw.stats["buffer_limit_drops"] == len(result.failures) > 0
+    assert sum("past BMv2's packet buffer" in line for line in lines) == len(result.failures)
 
 
 @pytest.mark.parametrize("path", K256_STF_FILES, ids=lambda p: p.stem)

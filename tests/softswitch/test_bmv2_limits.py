@@ -7,8 +7,8 @@ import pytest
 from softswitch_testlib import PROGRAMS, skip_without_c_compiler
 
 from softswitch.compiler import compile_program, compile_source
+from softswitch.limits import BMV2_PACKET_HEADROOM, UnknownLimits
 from softswitch.runtime.passes import MAX_PASSES
-from softswitch.runtime.v1model import BMV2_PACKET_HEADROOM
 from softswitch.switch import Switch
 
 LIMIT_PROGRAM = os.path.join(PROGRAMS, "lang", "bmv2_buffer_limit.p4")
@@ -54,3 +54,22 @@ def test_a_recirculation_loop_is_cut_counted_and_logged(backend):
     assert sw.process(0, bytes([0, 1])) == []
     assert (sw.stats["loop_limit_drops"], sw.stats["recirculated"]) == (1, MAX_PASSES)
     assert f"packet dropped: more than {MAX_PASSES} passes through ingress (a resubmit/recirculate loop)" in lines
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_limits_none_lifts_the_packet_buffer_limit(backend, monkeypatch):
+    """For a program known not to fit BMv2: Switch(limits="none") or SOFTSWITCH_LIMITS=none."""
+    if backend == "native":
+        skip_without_c_compiler("limits on the native back end")
+    prog = compile_program(LIMIT_PROGRAM, backend=backend)
+    frame = bytes([9, 0]) + b"\xa1"
+    assert Switch(prog, limits="none").process(0, frame) == [(1, bytes([9, 0]) + PAD * 9 + b"\xa1")]
+    monkeypatch.setenv("SOFTSWITCH_LIMITS", "none")
+    assert Switch(prog).process(0, frame) == [(1, bytes([9, 0]) + PAD * 9 + b"\xa1")]
+    monkeypatch.setenv("SOFTSWITCH_LIMITS", "bmv2")
+    assert Switch(prog).process(0, frame) == []
+
+
+def test_unknown_limits_are_refused():
+    with pytest.raises(UnknownLimits, match="unknown softswitch limits 'tofino' \\(known: bmv2, none\\)"):
+        Switch(compile_program(LIMIT_PROGRAM, backend="python"), limits="tofino")

@@ -14,7 +14,8 @@ def _identical(runs):
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_sparse24_hook_through_the_switches(tmp_path, world):
+def test_sparse24_hook_through_the_switches(tmp_path, world, beyond_bmv2):
+    beyond_bmv2()  # 1:4 in the schedule; the served network's process inherits the setting
     schedule = [(0, "dense"), (5, "2:4"), (20, "1:4")]
     with ina_job(world, tmp_path) as job:
         runs = run_ranks(hooked_training, world, "ina", "sparse24", 30, {"schedule": schedule}, env=job.worker_env)

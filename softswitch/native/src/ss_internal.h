@@ -305,6 +305,7 @@ struct ss_switch {
     int32_t cpu_port;          /* -1: none */
     int packet_in_enabled;     /* outputs to cpu_port become packet-in records */
     int log_enabled;
+    uint32_t headroom; /* bytes a deparser may add to a received frame (ss_switch_set_headroom) */
     uint64_t assert_failures;
     uint64_t t0_ns;
     int meter_clock_set;       /* 1: meters read meter_clock (tests) instead of the monotonic clock */

@@ -198,7 +198,7 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
         sw->stats[SS_STAT_BUFFER_LIMIT_DROPS]++;
         sw->stats[SS_STAT_DROPPED]++;
         ss_log_line(w, "packet dropped: the deparser made a %" PRIu32 "-byte frame, past BMv2's packet buffer "
-                    "(the received %" PRIu32 " bytes + %d)", len, w->buffer_limit - SS_BMV2_HEADROOM, SS_BMV2_HEADROOM);
+                    "(the received %" PRIu32 " bytes + %" PRIu32 ")", len, w->buffer_limit - sw->headroom, sw->headroom);
         return;
     }
     if (p->recirculate_set) {
@@ -296,7 +296,8 @@ void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_RECEIVED]++;
     w->n_jobs = 0;
-    w->buffer_limit = len + SS_BMV2_HEADROOM;
+    uint64_t limit = (uint64_t)len + sw->headroom;
+    w->buffer_limit = limit > UINT32_MAX ? UINT32_MAX : (uint32_t)limit;
     add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
     for (uint32_t i = 0; i < w->n_jobs; i++) {
         if (i + 1 > SS_MAX_PASSES) {
