@@ -43,7 +43,7 @@ from softswitch.runtime.tables import (
     TableSchema,
     Ternary,
 )
-from softswitch.switch import STAT_KEYS, ControllerSide, _by_name, _Locked
+from softswitch.switch import STAT_KEYS, Locked, Switch, by_name
 
 from . import library as L
 
@@ -718,7 +718,7 @@ class FrameBatch:
 # ---------------------------------------------------------------------------- the switch
 
 
-class NativeSwitch(ControllerSide):
+class NativeSwitch(Switch):
     """One running v1model device on the native back end (see the module docstring)."""
 
     backend = "native"
@@ -843,16 +843,7 @@ class NativeSwitch(ControllerSide):
         except Exception:
             pass
 
-    def process(self, port, frame):
-        """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
-        try:
-            data = bytes(frame)
-        except Exception:
-            self.stats["malformed"] += 1
-            return []
-        if not isinstance(port, int) or not 0 <= port < 512:
-            self.stats["malformed"] += 1
-            return []
+    def run(self, port, data):
         records = self._records
         with self._lock:
             if self._sw is None:
@@ -958,7 +949,7 @@ class NativeSwitch(ControllerSide):
             for name, values in digests:
                 self._callback(on_dg, name, values)
 
-    def _count_from_cpu(self) -> None:
+    def count_from_cpu(self) -> None:
         with self._guard() as api:
             api.ss_stat_add(self._sw, STAT_KEYS.index("from_cpu"), 1)
 
@@ -969,7 +960,7 @@ class NativeSwitch(ControllerSide):
 
     # ---------------------------------------------------------------- tables
     def table(self, name):
-        return _by_name(self._tables, name, "table")
+        return by_name(self._tables, name, "table")
 
     def tables(self):
         return list(self._tables.values())
@@ -977,23 +968,23 @@ class NativeSwitch(ControllerSide):
     def action_profile(self, name):
         """An action profile/selector: .add_member(id, action, args), .modify_member, .delete_member(id),
         .set_group(id, {member: weight}, create), .delete_group(id), .members, .groups (as Switch's)."""
-        return _Locked(_by_name(self._action_profiles, name, "action profile"), self._lock)
+        return Locked(by_name(self._action_profiles, name, "action profile"), self._lock)
 
     def direct_counter_of(self, table, entry):
-        t = _by_name(self._tables, table, "table") if isinstance(table, str) else table
+        t = by_name(self._tables, table, "table") if isinstance(table, str) else table
         return t.counters_of(entry)
 
     # ---------------------------------------------------------------- externs
     def register(self, name):
-        return _by_name(self._registers, name, "register")
+        return by_name(self._registers, name, "register")
 
     def counter(self, name):
-        return _by_name(self._counters, name, "counter")
+        return by_name(self._counters, name, "counter")
 
     def meter(self, name):
         """An indexed meter: .set_config(index, cir, cburst, pir, pburst) (rates per second, bursts in the
         meter's units), .clear_config(index), .config(index)."""
-        return _Locked(_by_name(self._meters, name, "meter"), self._lock)
+        return Locked(by_name(self._meters, name, "meter"), self._lock)
 
     def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
         """Configures the direct meter cell of a table entry (the table's `meters`)."""
@@ -1009,7 +1000,7 @@ class NativeSwitch(ControllerSide):
         return self._direct_metered(table).meter_config_of(entry)
 
     def _direct_metered(self, table) -> NativeTable:
-        t = _by_name(self._tables, table, "table")
+        t = by_name(self._tables, table, "table")
         if t.info.direct_meter is None:
             raise KeyError(f"table {t.name} has no direct meter")
         return t
@@ -1029,7 +1020,7 @@ class NativeSwitch(ControllerSide):
 
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""
-        return _by_name(self._value_sets, name, "value set")
+        return by_name(self._value_sets, name, "value set")
 
     # ---------------------------------------------------------------- packet replication engine
     @staticmethod
