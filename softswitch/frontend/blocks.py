@@ -7,8 +7,8 @@ import re
 
 from .. import ir
 from ..arch import tna, v1model
+from .arguments import check_arity
 from .ast import Node, ir_annotations
-from .calls import check_arity
 from .context import BlockContext, DirectCounterUse, ProgramContext
 from .errors import P4Error
 from .resolve import qualified_name

@@ -7,9 +7,10 @@ import dataclasses
 from .. import ir
 from ..ir.aliasing import bind_computed_indices
 from .ast import Node, expr_text
-from .calls import CallChecker, invalidate_union_siblings
+from .calls import CallChecker
 from .context import BlockContext
 from .errors import P4Error
+from .header_lowering import invalidate_union_siblings
 from .inline import contains_call
 from .scopes import ConstantSymbol, Scope, VariableSymbol
 from .typecheck import ExpressionChecker, is_writable, last_note, next_element
