@@ -162,11 +162,13 @@ class PythonSwitch(Switch):
             self.runtime = Runtime(prog.info, self.log)
             self.pre = PRE()
             blocks = prog.build(self.runtime)
+            pipeline: Pipeline | TnaPipeline
             if prog.info.arch == "tna":
-                self.pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
+                pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
             else:
-                self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
-                self.pipeline.headroom = self.headroom
+                pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+                pipeline.headroom = self.headroom
+            self.pipeline = pipeline
 
     def run(self, port, data):
         with self._lock:
@@ -177,11 +179,10 @@ class PythonSwitch(Switch):
             pipeline.digests = []
             if digests:
                 stats["digests"] += len(digests)
-            if cpu is None:
-                result, to_cpu = out, ()
-            else:
+            result: list[tuple[int, bytes]] = out
+            to_cpu: list[bytes] = []
+            if cpu is not None:
                 result = []
-                to_cpu = []
                 for p, f in out:
                     if p == cpu and self.on_packet_in is not None:
                         to_cpu.append(f)
@@ -191,8 +192,9 @@ class PythonSwitch(Switch):
                         stats["to_cpu"] += 1
             stats["transmitted"] += len(out)
             on_pi, on_dg = self.on_packet_in, self.on_digest
-        for f in to_cpu:
-            self._callback(on_pi, f)
+        if on_pi is not None:
+            for f in to_cpu:
+                self._callback(on_pi, f)
         if on_dg is not None:
             for name, values in digests:
                 self._callback(on_dg, name, values)

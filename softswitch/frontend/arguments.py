@@ -3,12 +3,14 @@ may be omitted, and the messages of a mismatch. Shared by every call, method and
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sized
+
 from .. import ir
 from .ast import Node
 from .errors import P4Error, Pos
 
 
-def check_arity(position: Pos | None, name: str, args: list, expected: int) -> None:
+def check_arity(position: Pos | None, name: str, args: Sized, expected: int) -> None:
     """The one 'wrong number of arguments' error of every call, method and instantiation."""
     if len(args) != expected:
         raise P4Error(position, f"wrong number of arguments to '{name}': expected {expected}, got {len(args)}")
@@ -31,7 +33,7 @@ def fits(value_type: ir.Type, target: ir.Type) -> bool:
     return isinstance(value_type, ir.IntLiteralType) and isinstance(target, (ir.BitType, ir.IntLiteralType))
 
 
-def argument_mismatch(parameter: str, function: str):
+def argument_mismatch(parameter: str, function: str) -> Callable[[ir.Type, ir.Type], str]:
     """The message of an argument of the wrong type: (got, want) -> text."""
 
     def message(got: ir.Type, want: ir.Type) -> str:
@@ -51,7 +53,7 @@ def positional(
     omitted one that has a default)."""
     named = [a for a in args if a.kind == "NamedArg"]
     if not named:
-        return args
+        return list(args)
     if len(named) != len(args):
         raise P4Error(position, f"call of '{function}': use either positional or named arguments, not both")
     by_name = {}

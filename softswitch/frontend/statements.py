@@ -225,7 +225,7 @@ class StatementChecker:
 
     def constant(self, s: Node, scope: Scope) -> None:
         t = self.types.resolve(s.type, scope)
-        scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)  # type: ignore[arg-type]
+        scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)
 
     def assign(self, s: Node, scope: Scope) -> ir.Assign:
         """`lhs = rhs`, or `lhs op= rhs` (`op` set): the l-value is evaluated once, before rhs (P4_16,

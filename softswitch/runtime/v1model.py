@@ -159,11 +159,16 @@ class Pipeline:
                 setattr(obj, last, v.copy() if hasattr(v, "copy") else v)
 
     def process(self, port, data):
-        out = []
+        out: list[tuple[int, bytes]] = []
         self.buffer_limit = len(data) + self.headroom if self.headroom is not None else 1 << 62
         self.digests = []
         jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
-        run_passes(jobs, lambda *job: self._ingress(*job, jobs, out), self.stats, self.rt.log)
+        run_passes(
+            jobs,
+            lambda data, port, itype, kept: self._ingress(data, port, itype, kept, jobs, out),
+            self.stats,
+            self.rt.log,
+        )
         return out
 
     def _parse(self, data, port, itype):
@@ -274,7 +279,7 @@ class Pipeline:
             self.compute(hdr, meta)
         except ExitCtl:
             pass
-        parts = []
+        parts: list[bytes] = []
         try:
             self.deparser(parts, hdr)
         except ExitCtl:
