@@ -130,11 +130,10 @@ class FunctionInliner:
             arguments = self.arguments(s.call.arguments, out)  # type: ignore[attr-defined]
             out.append(dataclasses.replace(s, call=dataclasses.replace(s.call, arguments=arguments)))
         elif isinstance(s, ir.Assign):
-            # the l-value is evaluated before the value (P4_16, "Assignment statement"): a call in the
-            # value that moves an index of the target does not move where the value is written
+            # the target's index calls first, then the value's calls, then the target's other indices: P4_16
+            # evaluates the l-value before the value ("Assignment statement"), but p4c (1.2.5) evaluates a
+            # call in the value first, so `a[i] = f(i)` writes a[i] with the i f left, as BMv2 does
             target = self.place(s.target, out)
-            if contains_call(s.value):
-                target = bind_computed_indices(target, self.holder(out))
             out.append(dataclasses.replace(s, target=target, value=self.expression(s.value, out)))
         elif isinstance(s, ir.VariableDeclaration):
             assert s.initializer is not None

@@ -228,18 +228,22 @@ class StatementChecker:
         scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)
 
     def assign(self, s: Node, scope: Scope) -> ir.Assign:
-        """`lhs = rhs`, or `lhs op= rhs` (`op` set): the l-value is evaluated once, before rhs (P4_16,
-        "Assignment statement"); a compound assignment whose l-value or rhs calls a function first holds
-        the l-value's computed stack indices in temporaries (declared before the statement), so that the
-        read and the write of `a[f(x)] |= v` name the same element and f runs once."""
+        """`lhs = rhs`, or `lhs op= rhs` (`op` set): `lhs = lhs op rhs` with lhs evaluated once. A compound
+        assignment whose l-value's indices call a function holds those indices in temporaries (declared
+        before the statement), so that the read and the write of `a[f(x)] |= v` name the same element and
+        f runs once. Where P4_16 and p4c differ, softswitch does as p4c and BMv2: a call in rhs runs before
+        the l-value is read (its value held in a temporary), so `a[i] += f(i)` with f incrementing i
+        updates a[i + 1]; P4_16 evaluates the l-value first."""
         target = self.expressions.value(s.lhs, scope)
         if not is_writable(target):
             raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)}{last_note(target) or ' (read-only)'}")
         rhs = s.rhs
         if s.get("op") is not None:
             right = self.expressions.value(s.rhs, scope)
-            if contains_call(target) or contains_call(right):
-                target = bind_computed_indices(target, self._hold_index)
+            if contains_call(target):
+                target = bind_computed_indices(target, self._hold)
+            if contains_call(right):
+                right = self._hold(right)
             current = Node("Checked", s.lhs.pos, expr=target)
             rhs = Node("Binary", s.oppos, op=s.op, left=current, right=Node("Checked", s.rhs.pos, expr=right))
         value = self.expressions.value(rhs, scope)
@@ -250,11 +254,11 @@ class StatementChecker:
             target = next_element(target)
         return ir.Assign(target=target, value=value, position=s.pos)
 
-    def _hold_index(self, index: ir.Expression) -> ir.Expression:
-        """index evaluated once into a new temporary declared before the statement being checked."""
-        variable = ir.Variable(name="lvalue_index", type=index.type, kind=ir.VariableKind.LOCAL)
-        self.calls.scratch.append(ir.VariableDeclaration(variable=variable, initializer=index, position=index.position))
-        return ir.VariableRef(type=index.type, variable=variable, position=index.position)
+    def _hold(self, value: ir.Expression) -> ir.Expression:
+        """value evaluated once, into a new temporary declared before the statement being checked."""
+        variable = ir.Variable(name="held", type=value.type, kind=ir.VariableKind.LOCAL)
+        self.calls.scratch.append(ir.VariableDeclaration(variable=variable, initializer=value, position=value.position))
+        return ir.VariableRef(type=value.type, variable=variable, position=value.position)
 
     # ------------------------------------------------------------------ switch
     def switch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:

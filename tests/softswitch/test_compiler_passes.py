@@ -31,12 +31,19 @@ def test_list_passes_names_the_pipeline_in_order(capsys):
 
 
 def test_dump_ir_shows_what_each_pass_left():
-    """After elaborate the l-value's call is there once, held in a temporary; after inline-functions the
-    call is gone, its body in place, and the held index names both the read and the write."""
+    """After elaborate the l-value's call is there once, held in a temporary, and a compound assignment's
+    right-side call is held before the l-value is read; after inline-functions the calls are gone, their
+    bodies in place."""
     elaborated = dump_ir(LVALUE_ONCE, "elaborate")
     assert elaborated.startswith("// softswitch IR after pass elaborate\n")
-    assert "bit<8> lvalue_index = next_index(inout hdr.ctl.i);" in elaborated
-    assert "hdr.s[lvalue_index].f = (hdr.s[lvalue_index].f | 128:bit<8>);" in elaborated
+    assert (
+        "bit<8> held = next_index(inout hdr.ctl.i);\n        hdr.s[held].f = (hdr.s[held].f | 128:bit<8>);"
+        in elaborated
+    )
+    assert (
+        "bit<8> held = next_index(inout hdr.ctl.k);\n        hdr.s[hdr.ctl.k].f = (hdr.s[hdr.ctl.k].f + held);"
+        in elaborated
+    )
     inlined = dump_ir(LVALUE_ONCE, "inline-functions")
     assert "next_index(" not in inlined
     assert "next_index_1_x = (next_index_1_x + 1:bit<8>);" in inlined

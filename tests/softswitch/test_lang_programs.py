@@ -58,7 +58,7 @@ BOTH_BACK_ENDS = {
     "instance_arguments": 2,  # a control and a parser instance as constructor arguments, one state
     "ipv4_options_checksum": 4,  # a varbit field (IPv4 options) in verify/update_checksum's field list
     "local_initializers": 3,  # block variables initialized in order by calls with inout arguments
-    "lvalue_once": 2,  # an l-value with a call in its index evaluated once, before the right side
+    "lvalue_once": 2,  # an l-value with a call in its index evaluated once (and p4c's order otherwise)
     "varbit_lengths": 7,  # ParserInvalidArgument, PacketTooShort, HeaderTooShort in BMv2's order
 }
 

@@ -17,11 +17,22 @@ control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
     apply {
         sm.egress_spec = 1;
-        for (bit<8> i = 0; i < 16; i = i + 1) {
-            if (i < hdr.ctl.n) {
-                hdr.pads[i] = { 0, 0, 0, 0, 0, 0, 0, 0 };
-            }
-        }
+        if (hdr.ctl.n > 0) { hdr.pads[0] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 1) { hdr.pads[1] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 2) { hdr.pads[2] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 3) { hdr.pads[3] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 4) { hdr.pads[4] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 5) { hdr.pads[5] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 6) { hdr.pads[6] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 7) { hdr.pads[7] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 8) { hdr.pads[8] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 9) { hdr.pads[9] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 10) { hdr.pads[10] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 11) { hdr.pads[11] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 12) { hdr.pads[12] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 13) { hdr.pads[13] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 14) { hdr.pads[14] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
+        if (hdr.ctl.n > 15) { hdr.pads[15] = { 0, 0, 0, 0, 0, 0, 0, 0 }; }
     }
 }
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {

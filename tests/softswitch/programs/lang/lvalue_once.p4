@@ -1,9 +1,11 @@
-/* Each l-value is evaluated once, before the right side (P4_16, "Assignment statement"; a compound
- * assignment `lhs op= rhs` is `lhs = lhs op rhs` with lhs evaluated once). next_index increments its
- * inout argument and returns the new value. Packet: ctl i j k, then s[0..3].f.
+/* Each l-value is evaluated once: `lhs op= rhs` is `lhs = lhs op rhs` with lhs evaluated once. next_index
+ * increments its inout argument and returns the new value. Packet: ctl i j k, then s[0..3].f.
  *   s[next_index(i)].f |= 0x80: i becomes i + 1 once; s[i + 1] is read and written.
- *   s[j].f = next_index(j): the target is s[old j], written with j + 1.
- *   s[k].f += next_index(k): the target is s[old k], read before the call: s[old k].f + k + 1. */
+ *   s[j].f = next_index(j) and s[k].f += next_index(k): P4_16 evaluates the l-value before the right
+ *     side ("Assignment statement"); p4c (1.2.5) runs the right side's call first, so BMv2 writes
+ *     s[j + 1] and updates s[k + 1]. softswitch does as p4c and BMv2; the packets below are BMv2's.
+ *   add_seven(s[next_index(k)].f): an inout argument whose index calls a function: the call runs once,
+ *     before the action, and the action's result is written back to that element. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -29,11 +31,13 @@ parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_met
 }
 control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
 control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    action add_seven(inout bit<8> v) { v = v + 7; }
     apply {
         sm.egress_spec = 1;
         hdr.s[next_index(hdr.ctl.i)].f |= 0x80;
         hdr.s[hdr.ctl.j].f = next_index(hdr.ctl.j);
         hdr.s[hdr.ctl.k].f += next_index(hdr.ctl.k);
+        add_seven(hdr.s[next_index(hdr.ctl.k)].f);
     }
 }
 control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) { apply { } }
