@@ -153,7 +153,9 @@ def compile_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--dump-ir",
         metavar="PASS",
-        help="print the program's IR after the front end pass PASS (see --list-passes) and stop",
+        nargs="?",
+        const="",
+        help="print the program's IR after the front end pass PASS and stop; without PASS, list the passes",
     )
     p.add_argument("--list-passes", action="store_true", help="list the front end's passes, in order, and stop")
     p.add_argument(
@@ -268,7 +270,7 @@ def device_config_of(program, path, include_dirs=()) -> bytes:
 def cmd_compile(args) -> int:
     from softswitch.p4info import build_p4info, write_text
 
-    if args.list_passes:
+    if args.list_passes or args.dump_ir == "":
         from softswitch.frontend.pass_manager import front_end
 
         for p in front_end().passes:

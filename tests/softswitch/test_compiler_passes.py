@@ -23,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LVALUE_ONCE = os.path.join(PROGRAMS, "lang", "lvalue_once.p4")
 
 
-def test_list_passes_names_the_pipeline_in_order(capsys):
-    assert cli.main(["compile", "--list-passes"]) == 0
+@pytest.mark.parametrize("flag", ["--list-passes", "--dump-ir"])
+def test_list_passes_names_the_pipeline_in_order(capsys, flag):
+    assert cli.main(["compile", flag]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert listed == front_end().names()
     assert listed[:2] == ["declare", "elaborate"] and "inline-functions" in listed
