@@ -61,14 +61,22 @@ class BlockElaborator:
         )
 
     # ------------------------------------------------------------------ parsers
-    def constructor_arguments(self, d: Node, args: list[Node], caller: Scope, scope: Scope, position) -> None:
+    def constructor_arguments(
+        self, d: Node, args: list[Node], caller: Scope, scope: Scope, position, prefix: str
+    ) -> list[ir.Control]:
         """A parser's or control's constructor parameters bound to the instantiation's arguments: each
-        enters scope as a compile-time constant."""
+        enters scope as a compile-time constant, or as the control or parser instance it is given. Returns
+        the controls instantiated in the arguments themselves (`C2(C1()) c2;`: named `<prefix>.<parameter>`),
+        which the instance made here declares."""
         check_arity(position, d.name, args, len(d.ctor_params))
+        made: list[ir.Control] = []
         for p, a in zip(d.ctor_params, args, strict=True):
             t = self.types.resolve(p.type, caller)
             if isinstance(t, ir.BlockType) and t.kind in ("control", "parser"):
-                scope.add(p.name, self.instance_argument(d, p, t, a, caller), p.pos)
+                symbol = self.instance_argument(d, p, t, a, caller, f"{prefix}.{p.name}")
+                if isinstance(symbol, ControlInstanceSymbol) and a.kind == "Call":
+                    made.append(symbol.control)
+                scope.add(p.name, symbol, p.pos)
                 continue
             checked = self.expressions.check(a, caller)
             if not isinstance(checked, ir.Constant):
@@ -77,16 +85,25 @@ class BlockElaborator:
                 )
             value = self.expressions.constant(a, caller, t)
             scope.add(p.name, ConstantSymbol(t, value), p.pos)
+        return made
 
     def instance_argument(
-        self, d: Node, p: Node, t: ir.BlockType, a: Node, caller: Scope
+        self, d: Node, p: Node, t: ir.BlockType, a: Node, caller: Scope, name: str
     ) -> ControlInstanceSymbol | ParserInstanceSymbol:
         """A control or parser instance passed as a constructor argument (`C2(c1) c2;` for `control
         C2(...)(C1_t c)`): the parameter names that same instance, so every block it is given to applies
-        one instance with one state (its tables and externs), as in p4c."""
-        symbol = caller.lookup(a.name) if a.kind == "Name" else None
+        one instance with one state (its tables and externs), as in p4c. An instance made in the argument
+        (`C2(C1()) c2;`) is elaborated here, named `name`."""
+        symbol: object = caller.lookup(a.name) if a.kind == "Name" else None
+        if a.kind == "Call" and a.func.kind == "Name":
+            block = caller.lookup(a.func.name)
+            declaration = block.declaration if isinstance(block, (BlockSymbol, TypeSymbol)) else None
+            if declaration is not None and declaration.kind == "Control":
+                symbol = ControlInstanceSymbol(self.control(declaration, name, a.args, caller), declaration)
+            elif declaration is not None and declaration.kind == "Parser":
+                symbol = ParserInstanceSymbol(self.parser(declaration, name, a.args, caller), declaration)
         if not isinstance(symbol, (ControlInstanceSymbol, ParserInstanceSymbol)):
-            raise P4Error(a.pos, f"constructor argument '{p.name}' of {d.name} must name a {t.kind} instance")
+            raise P4Error(a.pos, f"constructor argument '{p.name}' of {d.name} must be a {t.kind} instance")
         given = symbol.declaration
         if given.kind.lower() != t.kind:
             raise P4Error(
@@ -109,7 +126,7 @@ class BlockElaborator:
     ) -> ir.Parser:
         """The parser instance named prefix (the declaration's name for the architecture's parser)."""
         scope = Scope(self.context.global_scope)
-        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
+        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos, prefix or d.name)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction != "in")
@@ -249,7 +266,7 @@ class BlockElaborator:
     def control(self, d: Node, prefix: str, args: list[Node] | None = None, caller: Scope | None = None) -> ir.Control:
         """The control instance named prefix (its tables, actions and externs are prefix.<name>)."""
         scope = Scope(self.context.global_scope)
-        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
+        made = self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos, prefix)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction in ("out", "inout"))
@@ -262,7 +279,7 @@ class BlockElaborator:
                 raise P4Error(p.pos, "packet_in is only available in parsers")
             scope.add(p.name, VariableSymbol(variable), p.pos)
         context = BlockContext("control", control=prefix)
-        locals_: list[ir.ControlLocal | ir.Control] = []
+        locals_: list[ir.ControlLocal | ir.Control] = list(made)
         for ld in d.locals:
             kind = ld.kind
             if kind == "Const":
