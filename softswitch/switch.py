@@ -48,6 +48,7 @@ STAT_KEYS = (
     "digests",
     "loop_limit_drops",
     "buffer_limit_drops",
+    "stack_index_drops",
 )
 
 

@@ -73,3 +73,44 @@ def test_limits_none_lifts_the_packet_buffer_limit(backend, monkeypatch):
 def test_unknown_limits_are_refused():
     with pytest.raises(UnknownLimits, match="unknown softswitch limits 'tofino' \\(known: bmv2, none\\)"):
         Switch(compile_program(LIMIT_PROGRAM, backend="python"), limits="tofino")
+
+
+STACK_INDEX = """#include <core.p4>
+#include <v1model.p4>
+header ctl_t { bit<8> i; bit<8> r; }
+header e_t { bit<8> f; }
+struct headers_t { ctl_t ctl; e_t[2] s; }
+struct meta_t { }
+parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.ctl); pkt.extract(hdr.s.next); pkt.extract(hdr.s.next); transition accept; }
+}
+control VC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { sm.egress_spec = 1; hdr.ctl.r = hdr.s[hdr.ctl.i].f; }
+}
+control E(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
+    apply { hdr.s[hdr.ctl.r].f = 0xee; }
+}
+control CC(inout headers_t hdr, inout meta_t meta) { apply { } }
+control D(packet_out pkt, in headers_t hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), VC(), I(), E(), CC(), D()) main;
+"""
+
+
+@pytest.mark.parametrize("backend", ["python", "native"])
+def test_a_stack_index_out_of_range_outside_a_parser_drops_the_packet(backend):
+    """BMv2 aborts on it (std::vector::at throws): softswitch drops the packet, counts and logs it, and goes on."""
+    if backend == "native":
+        skip_without_c_compiler("stack indices on the native back end")
+    lines = []
+    sw = Switch(compile_source(STACK_INDEX, "stack_index.p4", backend=backend), log=lines.append)
+    # i = 1: r = s[1].f = 01; egress writes s[1].f = ee
+    assert sw.process(0, bytes([1, 0, 0x0A, 0x01])) == [(1, bytes([1, 1, 0x0A, 0xEE]))]
+    assert sw.process(0, bytes([2, 0, 0x0A, 0x0B])) == []  # ingress reads s[2]
+    assert sw.process(0, bytes([0, 0, 0x07, 0x0B])) == []  # r = 07: egress writes s[7]
+    assert (sw.stats["stack_index_drops"], sw.stats["dropped"], sw.stats["errors"]) == (2, 2, 0)
+    assert lines == [
+        "packet dropped: header stack index 2 out of range 0..1 outside a parser (BMv2 aborts)",
+        "packet dropped: header stack index 7 out of range 0..1 outside a parser (BMv2 aborts)",
+    ]
+    assert sw.process(0, bytes([0, 0, 0x00, 0x0B])) == [(1, bytes([0, 0, 0xEE, 0x0B]))]

@@ -324,6 +324,8 @@ int ss_log_enabled(const ss_packet *p);
 
 /* A fatal error: drop the packet, count "errors", log `message`. Does not return. */
 __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message);
+/* a header stack index out of range outside a parser: BMv2 aborts there, softswitch drops the packet */
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size);
 
 /* Hashes and checksums. A field list is serialised MSB first, zero-padded at the end to whole bytes
  * (ss_bits_put helps); a checksum "with payload" continues over p->payload. */

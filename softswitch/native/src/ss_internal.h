@@ -226,6 +226,7 @@ enum {
     SS_STAT_DIGESTS,
     SS_STAT_LOOP_LIMIT_DROPS,
     SS_STAT_BUFFER_LIMIT_DROPS,
+    SS_STAT_STACK_INDEX_DROPS,
     SS_STAT_COUNT
 };
 
@@ -262,6 +263,8 @@ struct ss_worker {
     void *emit_ctx;
     jmp_buf *fail_jmp;
     const char *fail_message;
+    uint32_t fail_stat;  /* nonzero: the failure is a BMv2 limit, counted in this stat (fail_text says which) */
+    char fail_text[128];
     uint64_t outputs;    /* frames emitted since the last reset */
     uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
     uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (SS_BMV2_HEADROOM) */

@@ -48,6 +48,16 @@ __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message)
     longjmp(*w->fail_jmp, 1);
 }
 
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size) {
+    ss_worker *w = p->worker;
+    snprintf(w->fail_text, sizeof w->fail_text,
+             "header stack index %" PRIu64 " out of range 0..%" PRIu32 " outside a parser (BMv2 aborts)", index,
+             size - 1);
+    w->fail_message = w->fail_text;
+    w->fail_stat = SS_STAT_STACK_INDEX_DROPS;
+    longjmp(*w->fail_jmp, 1);
+}
+
 static ss_packet *ctx_push(ss_worker *w) {
     if (w->ctx_top >= SS_MAX_CONTEXTS) {
         w->fail_message = "too many packet copies in flight";
@@ -311,8 +321,14 @@ void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_
         jmp_buf on_fail;
         w->ctx_top = 0;
         w->fail_jmp = &on_fail;
+        w->fail_stat = 0;
         if (setjmp(on_fail) == 0) {
             run_ingress(w, &job);
+        } else if (w->fail_stat) { /* a BMv2 limit: its own counter, and the limit in the log line */
+            sw->stats[w->fail_stat]++;
+            sw->stats[SS_STAT_DROPPED]++;
+            w->digests.len = 0;
+            ss_log_line(w, "packet dropped: %s", w->fail_message);
         } else {
             sw->stats[SS_STAT_ERRORS]++;
             sw->stats[SS_STAT_DROPPED]++;
