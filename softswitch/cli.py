@@ -167,7 +167,15 @@ def compile_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"{PROG} compile", description="Compile a P4_16 v1model program and write its P4Info."
     )
-    p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
+    p.add_argument("program", metavar="PROGRAM", nargs="?", help="the P4_16 source file")
+    p.add_argument(
+        "--dump-ir",
+        metavar="PASS",
+        nargs="?",
+        const="",
+        help="print the program's IR after the front end pass PASS and stop; without PASS, list the passes",
+    )
+    p.add_argument("--list-passes", action="store_true", help="list the front end's passes, in order, and stop")
     p.add_argument(
         "--p4runtime-files",
         metavar="OUT",
@@ -308,8 +316,21 @@ def device_config_of(program, path, include_dirs=()) -> bytes:
 def cmd_compile(args) -> int:
     from softswitch.p4info import build_p4info, write_text
 
+    if args.list_passes or args.dump_ir == "":
+        from softswitch.frontend.pass_manager import front_end
+
+        for p in front_end().passes:
+            print(f"{p.name:24} {p.summary}")
+        return 0
+    if args.program is None:
+        raise CliError("no program given")
+    if args.dump_ir:
+        from softswitch.compiler import dump_ir
+
+        sys.stdout.write(dump_ir(args.program, args.dump_ir, include_dirs=args.include_dir))
+        return 0
     if not (args.p4runtime_files or args.device_config or args.emit_c):
-        raise CliError("nothing to write: give --p4runtime-files, --device-config and/or --emit-c")
+        raise CliError("nothing to write: give --p4runtime-files, --device-config, --emit-c or --dump-ir")
     program = _compile(args.program, args.include_dir, backend="python")
     c_source = None
     if args.emit_c:

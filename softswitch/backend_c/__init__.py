@@ -152,36 +152,19 @@ def _first_use_of_uncompiled_types(program: ir.Program) -> object:
 
 
 def _parser_may_leave_bytes(program: ir.Program) -> bool:
-    """Whether some advance() or extract(h, bits) of a header with a varbit field may move the parser off
-    a byte boundary (fixed headers are whole bytes). P4_16 lets a target refuse a varbit length that is
-    not a multiple of 8 (error.ParserInvalidArgument) but does not require it: softswitch, as its Python
-    back end, extracts any length and reads what follows from that bit on."""
+    """Whether some extract(h, bits) of a header with a varbit field may move the parser off a byte
+    boundary: only a header whose fixed fields are not whole bytes can, since an advance() or a varbit
+    length that is not a multiple of 8 fails with error.ParserInvalidArgument, as in BMv2."""
     for block in program.blocks():
         if isinstance(block, ir.Parser):
             for state in block.states:
                 for statement in state.statements:
                     for node in walk(statement):
-                        if isinstance(node, ir.Advance) and not _whole_bytes(node.bits):
-                            return True
                         if isinstance(node, ir.Extract) and node.varbit_bits is not None:
                             header_type = node.header.type
                             assert isinstance(header_type, ir.HeaderType)
-                            if header_type.width % 8 or not _whole_bytes(node.varbit_bits):
+                            if header_type.width % 8:
                                 return True
-    return False
-
-
-def _whole_bytes(bits: ir.Expression) -> bool:
-    """Whether a bit count is a multiple of 8 whatever the packet: a constant, a product with such a
-    constant or a shift left by at least 3 (through casts to at least 3 bits, which keep it so)."""
-    if isinstance(bits, ir.Constant):
-        return int(bits.value) % 8 == 0
-    if isinstance(bits, ir.Cast):
-        return isinstance(bits.type, ir.BitType) and bits.type.width >= 3 and _whole_bytes(bits.operand)
-    if isinstance(bits, ir.Binary) and bits.op == "*":
-        return _whole_bytes(bits.left) or _whole_bytes(bits.right)
-    if isinstance(bits, ir.Binary) and bits.op == "<<" and isinstance(bits.right, ir.Constant):
-        return int(bits.right.value) >= 3 or _whole_bytes(bits.left)
     return False
 
 

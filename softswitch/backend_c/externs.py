@@ -284,14 +284,40 @@ class ExternEmitter:
             return "SS_NO_FIELD_LIST"
         return str(self.names.field_list_ids[call.field_list])
 
-    def serialise(self, out: CWriter, data: ir.Expression, scope: Scope) -> tuple[str, int]:
-        """A byte buffer holding a field list (MSB first, zero bits up to a byte); (name, length)."""
-        items = flatten_field_list(data, lambda e: self.value(e, scope))
+    def serialise(self, out: CWriter, data: ir.Expression, scope: Scope) -> tuple[str, int | str]:
+        """A byte buffer holding a field list (MSB first, zero bits up to a byte); (name, length: a
+        number, or the name of a variable holding it when a varbit field makes it vary)."""
+        items = flatten_field_list(data, lambda e: self.value(e, scope), varbits=True)
+        if any(w < 0 for _, w in items):
+            return self.serialise_varying(out, items)
         buffer = self.x.temp("buf")
         total_bits = sum(w for _, w in items)
         nbytes = (total_bits + 7) // 8
         out.write(f"uint8_t {buffer}[{max(nbytes, 1)}];")
         pack_items(out, buffer, items)
+        return buffer, nbytes
+
+    def serialise_varying(self, out: CWriter, items: list[tuple[str, int]]) -> tuple[str, str]:
+        """serialise() of a field list with varbit fields (width -N for varbit<N>): each field put at a
+        bit position counted as the varbit fields' current widths add up."""
+        buffer, position, nbytes = self.x.temp("buf"), self.x.temp("pos"), self.x.temp("nbytes")
+        most = sum(abs(w) for _, w in items)
+        out.write(f"uint8_t {buffer}[{max((most + 7) // 8, 1)}] = {{0}};")
+        out.write(f"uint64_t {position} = 0;")
+        for code, width in items:
+            if width >= 0:
+                put = "ss_bits_put128" if width > 64 else "ss_bits_put"
+                out.write(f"{put}({buffer}, {position}, {width}, {code});")
+                out.write(f"{position} += {width};")
+                continue
+            v, i = self.x.temp("vb"), self.x.temp("i")
+            with out.block(""):
+                out.write(f"const {self.layout.varbit_type(ir.VarbitType(-width))} {v} = {code};")
+                with out.block(f"for (uint32_t {i} = 0; {i} < {v}.width; {i} += 8)"):
+                    take = f"({v}.width - {i} < 8 ? {v}.width - {i} : 8)"
+                    out.write(f"ss_bits_put({buffer}, {position} + {i}, {take}, {v}.bits[{i} >> 3] >> (8 - {take}));")
+                out.write(f"{position} += {v}.width;")
+        out.write(f"const uint32_t {nbytes} = (uint32_t)(({position} + 7) >> 3);")
         return buffer, nbytes
 
     @EXTERNS.function("c", "hash")

@@ -337,9 +337,10 @@ def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]], items_of
     return (position - items_offset + 7) // 8
 
 
-def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:
+def flatten_field_list(e: ir.Expression, value_of, varbits: bool = False) -> list[tuple[str, int]]:
     """(code, width) of each field of a field list, header, struct or single value, in order: what
-    hash(), checksums and the like serialise (a header's validity is not part of it)."""
+    hash(), checksums and the like serialise (a header's validity is not part of it). With varbits, a
+    varbit field is allowed and comes as (code of its struct, -its maximum width)."""
     items: list[tuple[str, int]] = []
 
     def add(x: ir.Expression) -> None:
@@ -352,6 +353,8 @@ def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:
                 add(ir.FieldAccess(base=x, field_name=f.name, type=f.type, position=x.position))
         elif isinstance(t, (ir.BitType, ir.BoolType)) or (isinstance(t, ir.EnumType) and t.underlying is not None):
             items.append((value_of(x), width_of(t)))
+        elif isinstance(t, ir.VarbitType) and varbits:
+            items.append((value_of(x), -t.max_width))
         else:
             raise Unsupported(f"a field list item of type {t}", x.position)
 

@@ -112,7 +112,7 @@ class ExternEmitter:
             return
         instance = call.instance
         (width,) = (t.width for t in instance.type.type_arguments[:1])  # type: ignore[attr-defined]
-        bits, data_width = self.field_list(call.arguments[0].value, frame)
+        bits, data_width = self.field_list(call.arguments[0].value, frame, out)
         name = TNA_HASH_ALGORITHMS[_enum_name(instance.constructor_arguments[0])]
         out.write(f"{result} = compute_hash({name!r}, {bits}, {data_width}, 0, 0, {width})")
 
@@ -129,7 +129,7 @@ class ExternEmitter:
         result = _result(call, args)
         if result is None:
             return
-        bits, data_width = self.field_list(call.arguments[0].value, frame)
+        bits, data_width = self.field_list(call.arguments[0].value, frame, out)
         out.write(f"{result} = csum16_bits({bits}, {data_width})")
         if len(call.arguments) == 3:
             out.write(f"if {result} == 0 and {args[1]}: {result} = 0xFFFF")
@@ -187,7 +187,7 @@ class ExternEmitter:
     def hash(self, out: SourceWriter, call: ir.ExternFunctionCall, frame: Frame) -> None:
         result, algorithm, base, data, maximum = (a.value for a in call.arguments)
         assert isinstance(result.type, ir.BitType)
-        bits, width = self.field_list(data, frame)
+        bits, width = self.field_list(data, frame, out)
         code = self.code
         out.write(
             f"{code(result, frame)} = compute_hash({_enum_name(algorithm)!r}, {bits}, {width}, "
@@ -250,7 +250,7 @@ class ExternEmitter:
     def checksum(self, out: SourceWriter, call: ir.ExternFunctionCall, frame: Frame) -> None:
         condition, data, checksum, algorithm = (a.value for a in call.arguments)
         assert isinstance(checksum.type, ir.BitType)
-        bits, width = self.field_list(data, frame)
+        bits, width = self.field_list(data, frame, out)
         algorithm_name = _enum_name(algorithm)
         checksum_mask = mask(checksum.type.width)
         if call.function.endswith("_with_payload"):
@@ -279,13 +279,16 @@ class ExternEmitter:
         fields = ", ".join(f"{f.name!r}: {v}" for f, v in zip(t.fields, values, strict=True))
         out.write(f"PS.digests.append(({t.name!r}, {{{fields}}}))")
 
-    def field_list(self, e: ir.Expression, frame: Frame) -> tuple[str, int]:
+    def field_list(self, e: ir.Expression, frame: Frame, out: SourceWriter) -> tuple[str, int | str]:
         """(code of an int holding the bits, number of bits) of a field list, header, struct or field:
-        the fields' bits concatenated MSB first (int<W> as two's complement, bool as one bit)."""
-        parts: list[tuple[str, int]] = []
+        the fields' bits concatenated MSB first (int<W> as two's complement, bool as one bit, a varbit
+        field as its current bits). With a varbit field, both are variables assigned in out."""
+        parts: list[tuple[str, int | str]] = []
 
         def add(code: str, t: ir.Type, item: ir.Expression | None) -> None:
-            if isinstance(t, ir.BitType):
+            if isinstance(t, ir.VarbitType):  # (width, bits)
+                parts.append((f"{code}[1]", f"{code}[0]"))
+            elif isinstance(t, ir.BitType):
                 parts.append((f"({code} & {t.mask})" if t.signed else code, t.width))
             elif isinstance(t, ir.BoolType):
                 parts.append((f"(1 if {code} else 0)", 1))
@@ -303,10 +306,15 @@ class ExternEmitter:
             add("", e.type, e)
         else:
             add(self.expressions.code(e, frame), e.type, e)
-        total = sum(w for _, w in parts)
+        if any(isinstance(w, str) for _, w in parts):
+            bits, width = self.fresh("bits"), self.fresh("nbits")
+            out.write(f"{bits}, {width} = concat_bits(({''.join(f'({c}, {w}), ' for c, w in parts)}))")
+            return bits, width
+        total = sum(w for _, w in parts if isinstance(w, int))
         shift = total
         codes = []
         for code, w in parts:
+            assert isinstance(w, int)
             shift -= w
             codes.append(f"({code} << {shift})" if shift else code)
         return ("(" + " | ".join(codes) + ")" if codes else "0"), total

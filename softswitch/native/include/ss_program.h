@@ -36,6 +36,10 @@
 #define SS_MAX_PORTS 512
 #define SS_MAX_PASSES 17 /* a received frame may go through ingress at most this often */
 #define SS_MAX_FRAME 65535
+/* BMv2's simple_switch gives a received frame a packet buffer of its length + 512 bytes, which its
+ * recirculations, resubmissions and copies keep: a deparser may grow the frame by at most this much
+ * (softswitch/runtime/v1model.py's BMV2_PACKET_HEADROOM) */
+#define SS_BMV2_HEADROOM 512
 
 /* standard_metadata.instance_type, BMv2's numbers */
 #define SS_PKT_NORMAL 0
@@ -352,6 +356,8 @@ int ss_log_enabled(const ss_packet *p);
 
 /* A fatal error: drop the packet, count "errors", log `message`. Does not return. */
 __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message);
+/* a header stack index out of range outside a parser: BMv2 aborts there, softswitch drops the packet */
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size);
 
 /* Hashes and checksums. A field list is serialised MSB first, zero-padded at the end to whole bytes
  * (ss_bits_put helps); a checksum "with payload" continues over p->payload. */

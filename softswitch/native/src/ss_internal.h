@@ -225,6 +225,8 @@ enum {
     SS_STAT_FROM_CPU,
     SS_STAT_DIGESTS,
     SS_STAT_LOOP_LIMIT_DROPS,
+    SS_STAT_BUFFER_LIMIT_DROPS,
+    SS_STAT_STACK_INDEX_DROPS,
     SS_STAT_COUNT
 };
 
@@ -261,12 +263,16 @@ struct ss_worker {
     void *emit_ctx;
     jmp_buf *fail_jmp;
     const char *fail_message;
+    uint32_t fail_stat;  /* nonzero: the failure is a BMv2 limit, counted in this stat (fail_text says which) */
+    char fail_text[128];
     uint64_t outputs;    /* frames emitted since the last reset */
     uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
     uint64_t now_ns;     /* the same in ns (TNA's timestamps) */
     uint8_t *tna_in;     /* TNA: intrinsic metadata + the received frame, as the ingress parser reads it */
     uint8_t *tna_frame;  /* TNA: the frame the ingress deparser made (the traffic manager's copies share it) */
     uint8_t *tna_egress_in; /* TNA: intrinsic metadata + a copy's frame, as the egress parser reads it */
+
+    uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (SS_BMV2_HEADROOM) */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);
@@ -317,6 +323,7 @@ struct ss_switch {
     int32_t cpu_port;          /* -1: none */
     int packet_in_enabled;     /* outputs to cpu_port become packet-in records */
     int log_enabled;
+    uint32_t headroom; /* bytes a deparser may add to a received frame (ss_switch_set_headroom) */
     uint64_t assert_failures;
     uint64_t t0_ns;
     int meter_clock_set;       /* 1: meters read meter_clock (tests) instead of the monotonic clock */

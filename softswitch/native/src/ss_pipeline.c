@@ -50,6 +50,16 @@ __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message)
     longjmp(*w->fail_jmp, 1);
 }
 
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size) {
+    ss_worker *w = p->worker;
+    snprintf(w->fail_text, sizeof w->fail_text,
+             "header stack index %" PRIu64 " out of range 0..%" PRIu32 " outside a parser (BMv2 aborts)", index,
+             size - 1);
+    w->fail_message = w->fail_text;
+    w->fail_stat = SS_STAT_STACK_INDEX_DROPS;
+    longjmp(*w->fail_jmp, 1);
+}
+
 ss_packet *ss_ctx_push(ss_worker *w) {
     if (w->ctx_top >= SS_MAX_CONTEXTS) {
         w->fail_message = "too many packet copies in flight";
@@ -196,6 +206,13 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     if ((uint64_t)n + p->payload_len > w->deparse_cap) ss_packet_fail(p, "deparsed frame too long");
     memcpy(w->deparse_buf + n, p->payload, p->payload_len);
     uint32_t len = n + p->payload_len;
+    if (len > w->buffer_limit) { /* BMv2's deparser would write past its packet buffer */
+        sw->stats[SS_STAT_BUFFER_LIMIT_DROPS]++;
+        sw->stats[SS_STAT_DROPPED]++;
+        ss_log_line(w, "packet dropped: the deparser made a %" PRIu32 "-byte frame, past BMv2's packet buffer "
+                    "(the received %" PRIu32 " bytes + %" PRIu32 ")", len, w->buffer_limit - sw->headroom, sw->headroom);
+        return;
+    }
     if (p->recirculate_set) {
         sw->stats[SS_STAT_RECIRCULATED]++;
         uint8_t *copy = malloc(len ? len : 1);
@@ -294,22 +311,32 @@ void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_RECEIVED]++;
     w->n_jobs = 0;
+    uint64_t limit = (uint64_t)len + sw->headroom;
+    w->buffer_limit = limit > UINT32_MAX ? UINT32_MAX : (uint32_t)limit;
     ss_add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
     for (uint32_t i = 0; i < w->n_jobs; i++) {
         if (i + 1 > SS_MAX_PASSES) {
             sw->stats[SS_STAT_LOOP_LIMIT_DROPS]++;
             sw->stats[SS_STAT_DROPPED]++;
+            ss_log_line(w, "packet dropped: more than %d passes through ingress (a resubmit/recirculate loop)",
+                        SS_MAX_PASSES);
             continue;
         }
         ss_job job = w->jobs[i]; /* the array may grow while this job runs */
         jmp_buf on_fail;
         w->ctx_top = 0;
         w->fail_jmp = &on_fail;
+        w->fail_stat = 0;
         if (setjmp(on_fail) == 0) {
             if (sw->prog->arch == SS_ARCH_TNA)
                 ss_tna_run_pass(w, &job);
             else
                 run_ingress(w, &job);
+        } else if (w->fail_stat) { /* a BMv2 limit: its own counter, and the limit in the log line */
+            sw->stats[w->fail_stat]++;
+            sw->stats[SS_STAT_DROPPED]++;
+            w->digests.len = 0;
+            ss_log_line(w, "packet dropped: %s", w->fail_message);
         } else {
             sw->stats[SS_STAT_ERRORS]++;
             sw->stats[SS_STAT_DROPPED]++;
