@@ -840,6 +840,11 @@ class NativeSwitch(ControllerSide):
         except Exception:
             pass
 
+    def set_queue_depth(self, port, packets):
+        sw = self._sw
+        if sw is not None and 0 <= port < 512:
+            self._lib.api.ss_port_queue_depth(sw, port, max(0, min(int(packets), 0xFFFFFFFF)))
+
     def process(self, port, frame):
         """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
         try:
