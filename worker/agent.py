@@ -36,6 +36,7 @@ from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
 from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
+from worker.pacing import PACING_HEADROOM
 from worker.stream import (
     RTT_GAIN,
     SEQ_MASK,
@@ -383,6 +384,7 @@ class WorkerAgent:
         self._round: Round | None = None
         self._broken: BaseException | None = None
         self._closed = False
+        transport.ecn = C.ECN_ECT0  # switches mark CE on a deep queue instead of dropping (worker/pacing.py)
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     def _take_trees(self, plan: JobPlan) -> None:
@@ -405,7 +407,15 @@ class WorkerAgent:
                 tree_id=t.tree_id,
             )
             pool = pools.get(t.tree_id, plan.pool_size)
-            cursor = TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template)
+            cursor = TreeCursor(
+                t.tree_id,
+                t.weight,
+                pool,
+                hops,
+                servers[t.root].ip,
+                template=template,
+                send_rate=t.send_rate * 1e6 / 8 * PACING_HEADROOM,  # Mbit/s of the plan -> bytes/s
+            )
             self._cursor_by_tree[t.tree_id] = cursor
             if t.weight > 0:
                 self.cursors.append(cursor)
@@ -757,9 +767,11 @@ class WorkerAgent:
                 return
         seq, tree_id, flags, values, span = packets.seq, packets.tree_id, packets.flags, packets.values, packets.span
         contributor = packets.contributor
+        marked = None if batch.ecn is None else (batch.ecn[:n] & C.ECN_MASK) == C.ECN_CE
         if count < n:
             seq, tree_id, flags, values, span = seq[ours], tree_id[ours], flags[ours], values[ours], span[ours]
             contributor = contributor[ours]
+            marked = None if marked is None else marked[ours]
         now = self.loop.now()
         if len(self.cursors) == 1:
             self.heard_on_tree[int(tree_id[-1])] = (now, int(contributor[-1]))
@@ -771,7 +783,7 @@ class WorkerAgent:
         round_ = self._round
         if round_ is not None and not round_.finished:
             heard = round_.results_heard
-            taken = round_.on_results(seq, tree_id, flags, values, span)
+            taken = round_.on_results(seq, tree_id, flags, values, span, marked)
             if round_.results_heard != heard:
                 self.last_progress = now
             # results come back in batches of a quarter of the chunks in flight at most: a longer wait for
