@@ -23,7 +23,7 @@ ECN_NOT_ECT = 0x00
 ECN_ECT1 = 0x01
 ECN_ECT0 = 0x02
 ECN_CE = 0x03
-ECN_MARK_QDEPTH = 32  # packets in an egress port's queue from which the switch marks CE
+ECN_MARK_QDEPTH = 96  # packets in an egress port's queue from which the switch marks CE (above a 64-frame batch)
 
 # ina.flags bits
 FLAG_RETX = 0x01

@@ -378,6 +378,9 @@ class WorkerAgent:
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
         self._lowest_rtt = float("inf")  # the path's round trip without queues: the smallest sample ever
         self._backoff = 1.0
+        # results came back ECN-capable (ECT or CE): congestion shows as marks, and the round trip, which
+        # also holds the wait for the slowest peer, is no signal (worker/pacing.py)
+        self.ecn_path = False
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[QueuedCollective] = collections.deque()
@@ -767,7 +770,12 @@ class WorkerAgent:
                 return
         seq, tree_id, flags, values, span = packets.seq, packets.tree_id, packets.flags, packets.values, packets.span
         contributor = packets.contributor
-        marked = None if batch.ecn is None else (batch.ecn[:n] & C.ECN_MASK) == C.ECN_CE
+        marked = None
+        if batch.ecn is not None:
+            codepoints = batch.ecn[:n] & C.ECN_MASK
+            marked = codepoints == C.ECN_CE
+            if not self.ecn_path and np.count_nonzero(codepoints[ours]):
+                self.ecn_path = True  # results arrive ECN-capable: switches can mark (worker/pacing.py)
         if count < n:
             seq, tree_id, flags, values, span = seq[ours], tree_id[ours], flags[ours], values[ours], span[ours]
             contributor = contributor[ours]

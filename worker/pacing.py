@@ -11,8 +11,8 @@ marked ECN CE by a switch whose egress queue was deep (the server echoes a mark 
 or, where no switch marks, answered later than the path's lowest round trip plus a delay target. As in
 DCTCP, ``alpha`` is a moving average of ``F`` (gain ALPHA_GAIN); an epoch with a congested result cuts the
 rate by ``alpha / 2``; an epoch without adds INCREASE_SHARE of the share back (additive increase). A
-retransmission timeout (loss) halves the rate. The rate stays between MIN_RATE_SHARE of the share and the
-share. docs/design-decisions.md, "Congestion control", says why.
+retransmission timeout (loss) halves the rate (the window too, once the rate is at its floor). The rate
+stays between MIN_RATE_SHARE of the share and the share. docs/design-decisions.md, "Congestion control", says why.
 """
 
 from __future__ import annotations
@@ -25,7 +25,11 @@ BURST_S = 0.004  # the bucket holds this long at the rate: the largest burst (we
 MIN_BURST_PACKETS = 4  # but at least this many packets
 ALPHA_GAIN = 1.0 / 16  # weight of one epoch's congested share in alpha (DCTCP's g)
 INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's rate
-MIN_RATE_SHARE = 1.0 / 64  # the rate never falls below this share of the plan's rate
+# the rate never falls below this share of the plan's rate: the plan gave the job its links, and traffic from
+# outside the job (a TCP flow on a worker's link) takes at most the rest of them (about a fair share with one
+# flow); below it a job slowed by a lagging peer (whose wait its round trips and timeouts also show) would
+# spiral down with no congestion left to cure
+MIN_RATE_SHARE = 0.55
 MIN_WAIT_S = 0.00005  # the shortest wait for tokens (a wake-up costs more than it saves below this)
 MIN_EPOCH_S = 0.001  # an epoch lasts one smoothed round trip, at least this
 DELAY_TARGET_S = 0.005  # a result later than the lowest round trip by more than this (and more than that
@@ -96,10 +100,13 @@ class Pacer:
         self._bound()
         self.epoch_start, self.epoch_results, self.epoch_congested = now, 0, 0
 
-    def on_loss(self) -> None:
-        """A retransmission timeout: the rate was above what the path carries."""
+    def on_loss(self) -> bool:
+        """A retransmission timeout: the rate was above what the path carries. Returns whether the rate fell
+        (False: it was at its floor already)."""
+        before = self.rate
         self.rate /= 2.0
         self._bound()
+        return self.rate < before
 
     def _bound(self) -> None:
         self.rate = float(np.clip(self.rate, MIN_RATE_SHARE * self.ceiling, self.ceiling))

@@ -161,12 +161,13 @@ class TreeCursor:
     def shrink(self, now: float, round_trip: float) -> bool:
         """A retransmission timeout: halve the window (the network is losing or queueing too much), once
         per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving).
-        Returns whether it halved."""
+        A paced tree halves its rate instead, and its window only once the rate is at its floor (a target
+        slower than the plan knows, which drops instead of marking). Returns whether it halved."""
         if now - self.last_shrink < round_trip:
             return False
         self.last_shrink = now
-        if self.pacer is not None:
-            self.pacer.on_loss()
+        if self.pacer is not None and self.pacer.on_loss():
+            return True  # paced: the rate halved; the window shrinks only once the rate is at its floor
         self.before_shrink = (self.window, self.threshold)
         self.threshold = max(self.window / 2, self.slots(MIN_WINDOW_BYTES))
         self.window = self.threshold
@@ -276,6 +277,7 @@ class RoundOwner(Protocol):
     give_up_after: float | None  # the time budget (None: only a resend count)
     detect_spurious: bool  # take back a spurious timeout's halving (Round._spurious)
     last_heard: tuple[float, str, str] | None  # (when, from, what) of the last packet heard
+    ecn_path: bool  # results arrive ECN-capable: marks, not round trips, say congestion
 
     def take_seqs(self, count: int) -> int:
         """Reserve ``count`` consecutive sequence numbers (mod 2^32); return the first."""
@@ -754,7 +756,7 @@ class Round:
         round_trip = self.agent.smoothed_rtt or 0.0
         lowest = self.agent.lowest_rtt()
         congested = np.zeros(len(chunk), dtype=bool)
-        if samples is not None:
+        if samples is not None and not self.agent.ecn_path:  # delay only where no switch can mark
             congested[np.flatnonzero(first_try)] = late(samples, lowest)
         if marked is not None:
             congested |= marked

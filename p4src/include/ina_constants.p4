@@ -29,7 +29,8 @@
 #define ECN_ECT0                0x02    /* ECN-capable transport (0): what INA agents send */
 #define ECN_CE                  0x03    /* congestion experienced */
 #ifndef ECN_MARK_QDEPTH
-#define ECN_MARK_QDEPTH         32      /* egress marks CE when the port's queue holds at least this many packets */
+#define ECN_MARK_QDEPTH         96      /* egress marks CE when the port's queue holds at least this many packets (above the 64
+                                           frames a software switch may hand its port at once) */
 #endif
 
 /* ---- ina.flags bits ---- */

@@ -29,13 +29,13 @@ def test_marked_epochs_cut_by_alpha_half_and_clean_ones_add_back():
     pacer.on_results(0.002, results=10, congested=0, round_trip=0.002)  # 20 results, 10 congested
     assert pacer.alpha == pytest.approx(P.ALPHA_GAIN * 0.5)
     assert pacer.rate == pytest.approx(1e6 * (1 - P.ALPHA_GAIN * 0.5 / 2))
-    alpha = pacer.alpha
+    alpha, rate = pacer.alpha, pacer.rate
     for step in range(10):  # every result congested: alpha grows toward 1, each epoch cuts deeper
         pacer.on_results(0.005 + 0.003 * step, results=20, congested=20, round_trip=0.002)
-        assert pacer.alpha > alpha
-        alpha = pacer.alpha
+        assert pacer.alpha > alpha and (pacer.rate < rate or pacer.rate == P.MIN_RATE_SHARE * 1e6)
+        alpha, rate = pacer.alpha, pacer.rate
     cut = pacer.rate
-    assert cut < 0.5e6
+    assert cut == P.MIN_RATE_SHARE * 1e6  # the floor: half the plan's rate
     pacer.on_results(0.040, results=20, congested=0, round_trip=0.002)
     assert pacer.rate == pytest.approx(cut + P.INCREASE_SHARE * 1e6)
     for step in range(100):  # never above the plan's rate
@@ -46,10 +46,10 @@ def test_marked_epochs_cut_by_alpha_half_and_clean_ones_add_back():
 
 def test_loss_halves_down_to_the_floor():
     pacer = P.Pacer(ceiling=1e6, now=0.0)
-    pacer.on_loss()
-    assert pacer.rate == 5e5
-    for _ in range(20):
-        pacer.on_loss()
+    assert pacer.on_loss() and pacer.rate == max(5e5, P.MIN_RATE_SHARE * 1e6)
+    while pacer.on_loss():
+        pass
+    assert not pacer.on_loss()  # at the floor: the caller halves the window instead
     assert pacer.rate == P.MIN_RATE_SHARE * 1e6
 
 
