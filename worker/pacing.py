@@ -29,7 +29,7 @@ INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's 
 # outside the job (a TCP flow on a worker's link) takes at most the rest of them (about a fair share with one
 # flow); below it a job slowed by a lagging peer (whose wait its round trips and timeouts also show) would
 # spiral down with no congestion left to cure
-MIN_RATE_SHARE = 0.55
+MIN_RATE_SHARE = 0.6
 MIN_WAIT_S = 0.00005  # the shortest wait for tokens (a wake-up costs more than it saves below this)
 MIN_EPOCH_S = 0.001  # an epoch lasts one smoothed round trip, at least this
 DELAY_TARGET_S = 0.005  # a result later than the lowest round trip by more than this (and more than that

@@ -104,10 +104,11 @@ class TreeCursor:
         if self.template is not None:
             self.values_per_packet = self.template.values_per_packet
         if self.send_rate > 0 and self.pacer is None:
-            # paced: the rate governs, the window only bounds the slots in flight (no slow start)
+            # paced: the rate keeps the link's pace from the first chunk; the window, past slow start from the
+            # start, bounds what waits in queues no switch marks (a busy switch's receive ring) and halves on loss
             self.pacer = Pacer(self.send_rate, now=0.0)
-            self.window = self.window or float(self.pool)
-            self.threshold = self.threshold or float(self.pool)
+            self.window = self.window or min(float(self.pool), self.slots(SLOW_START_BYTES))
+            self.threshold = self.threshold or self.window
         if not self.window:
             self.window = float(INITIAL_WINDOW)
         if not self.threshold:
@@ -161,13 +162,12 @@ class TreeCursor:
     def shrink(self, now: float, round_trip: float) -> bool:
         """A retransmission timeout: halve the window (the network is losing or queueing too much), once
         per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving).
-        A paced tree halves its rate instead, and its window only once the rate is at its floor (a target
-        slower than the plan knows, which drops instead of marking). Returns whether it halved."""
+        A paced tree halves its rate too (down to its floor). Returns whether it halved."""
         if now - self.last_shrink < round_trip:
             return False
         self.last_shrink = now
-        if self.pacer is not None and self.pacer.on_loss():
-            return True  # paced: the rate halved; the window shrinks only once the rate is at its floor
+        if self.pacer is not None:
+            self.pacer.on_loss()
         self.before_shrink = (self.window, self.threshold)
         self.threshold = max(self.window / 2, self.slots(MIN_WINDOW_BYTES))
         self.window = self.threshold
