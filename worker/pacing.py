@@ -21,8 +21,10 @@ import numpy as np
 
 FRAME_OVERHEAD_BYTES = 14 + 20 + 8  # Ethernet, IPv4 and UDP headers around a payload, as a link counts it
 PACING_HEADROOM = 0.97  # pace to this share of the plan's rate (a link shaper's own rounding)
-BURST_S = 0.004  # the bucket holds this long at the rate: the largest burst (well under a queue's hold)
+BURST_S = 0.010  # the bucket holds this long at the rate: the largest burst (well under a queue's hold; a loop
+# woken late on a busy machine loses less than this of its rate)
 MIN_BURST_PACKETS = 4  # but at least this many packets
+WAKE_S = 0.002  # a sender waiting for tokens wakes when this long of them has come (the batch it sends then)
 ALPHA_GAIN = 1.0 / 16  # weight of one epoch's congested share in alpha (DCTCP's g)
 INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's rate
 # the rate never falls below this share of the plan's rate: the plan gave the job its links, and traffic from
@@ -41,11 +43,13 @@ class Pacer:
 
     Examples
     --------
-    >>> pacer = Pacer(ceiling=1e6, now=0.0)  # 1 MB/s, 4 kB bucket
-    >>> pacer.take(0.0, packets=10, frame_bytes=1000)  # a full bucket: four frames now
-    4
-    >>> round(pacer.wait(2, frame_bytes=1000), 6)  # two more frames' tokens after 2 ms
+    >>> pacer = Pacer(ceiling=1e6, now=0.0)  # 1 MB/s, 10 kB bucket
+    >>> pacer.take(0.0, packets=20, frame_bytes=1000)  # it starts empty: no burst into an idle link
+    0
+    >>> round(pacer.wait(2, frame_bytes=1000), 6)  # two frames' tokens after 2 ms
     0.002
+    >>> pacer.take(0.002, packets=20, frame_bytes=1000), pacer.take(1.0, packets=20, frame_bytes=1000)
+    (2, 10)
     """
 
     def __init__(self, ceiling: float, now: float):
@@ -53,7 +57,12 @@ class Pacer:
         self.rate = self.ceiling
         self.alpha = 0.0
         self.stamp = now
-        self.tokens = self._depth(0)
+        self.tokens = 0.0
+        # the last take wanted more than the bucket held: a backlogged sender keeps up to the whole bucket (a
+        # late wake-up loses no rate); one that waited for results or sat idle keeps only MIN_BURST_PACKETS,
+        # so a new round or window does not start with a burst that stands in the queue (at 97% of the
+        # link's rate a queue drains at 3% of it)
+        self.backlogged = False
         self.epoch_start = now
         self.epoch_results = 0
         self.epoch_congested = 0
@@ -63,7 +72,8 @@ class Pacer:
         return max(self.rate * BURST_S, MIN_BURST_PACKETS * max(frame_bytes, 1))
 
     def _refill(self, now: float, frame_bytes: int) -> None:
-        self.tokens = min(self._depth(frame_bytes), self.tokens + self.rate * max(0.0, now - self.stamp))
+        cap = self._depth(frame_bytes) if self.backlogged else MIN_BURST_PACKETS * max(frame_bytes, 1)
+        self.tokens = min(cap, self.tokens + self.rate * max(0.0, now - self.stamp))
         self.stamp = now
 
     def take(self, now: float, packets: int, frame_bytes: int) -> int:
@@ -71,6 +81,7 @@ class Pacer:
         self._refill(now, frame_bytes)
         allowed = min(packets, max(0, int((self.tokens + 1e-6) // frame_bytes)))
         self.tokens -= allowed * frame_bytes
+        self.backlogged = allowed < packets
         return allowed
 
     def spend(self, now: float, packets: int, frame_bytes: int) -> None:
@@ -79,8 +90,8 @@ class Pacer:
         self.tokens -= packets * frame_bytes
 
     def wait(self, packets: int, frame_bytes: int) -> float:
-        """Seconds until ``packets`` frames (at most half a bucket) have their tokens."""
-        want = min(packets * frame_bytes, self._depth(frame_bytes) / 2)
+        """Seconds until ``packets`` frames (at most WAKE_S of the rate) have their tokens."""
+        want = min(packets * frame_bytes, self.rate * WAKE_S)
         return max(MIN_WAIT_S, (max(want, frame_bytes) - self.tokens) / self.rate)
 
     def on_results(self, now: float, results: int, congested: int, round_trip: float) -> None:

@@ -12,13 +12,16 @@ TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
 
 def test_bucket_releases_its_depth_then_the_rate():
-    pacer = P.Pacer(ceiling=1e6, now=0.0)  # 1 MB/s: a 4 kB bucket (BURST_S)
-    assert pacer.take(0.0, packets=100, frame_bytes=500) == 8
-    assert pacer.take(0.0, packets=100, frame_bytes=500) == 0
+    pacer = P.Pacer(ceiling=1e6, now=0.0)  # 1 MB/s: a bucket of BURST_S at that rate
+    bucket = int(1e6 * P.BURST_S) // 500
+    assert pacer.take(0.0, packets=100, frame_bytes=500) == 0  # it starts empty
     assert pacer.take(0.001, packets=100, frame_bytes=500) == 2  # 1 ms refills 1 kB
-    assert pacer.take(10.0, packets=100, frame_bytes=500) == 8  # never more than the bucket holds
-    pacer.spend(10.0, packets=4, frame_bytes=500)  # retransmissions: later sends wait for them
-    assert pacer.take(10.001, packets=100, frame_bytes=500) == 0
+    assert pacer.take(10.0, packets=100, frame_bytes=500) == bucket  # backlogged: at most the whole bucket
+    assert pacer.take(10.0, packets=1, frame_bytes=500) == 0
+    assert pacer.take(10.1, packets=1, frame_bytes=500) == 1  # it got all it asked for: no longer backlogged
+    assert pacer.take(20.0, packets=100, frame_bytes=500) == P.MIN_BURST_PACKETS  # after idling: a small burst
+    pacer.spend(20.0, packets=4, frame_bytes=500)  # retransmissions: later sends wait for them
+    assert pacer.take(20.001, packets=100, frame_bytes=500) == 0
     assert pacer.wait(1, frame_bytes=500) == pytest.approx(0.0015)  # 1 kB owed, then one frame
 
 

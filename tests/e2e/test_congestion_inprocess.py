@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 from inprocess_jobs import int_inputs, network, star_topology, workers_and_servers
 
-QUEUE_BYTES = 64 * 1024  # a short drop-tail queue on every link direction (5 ms at 100 Mbit/s)
+QUEUE_BYTES = 160 * 1024  # a short drop-tail queue on every link direction (13 ms at 100 Mbit/s)
 
 
 def _job(net, plan=None):
