@@ -464,7 +464,9 @@ class UdpTransport(Transport):
             if count:
                 taken += count
                 ecn = (io.tos[:count] & ECN_MASK) if io.has_tos else None
-                self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count], ecn))
+                self._deliver_batch(
+                    port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count], ecn)
+                )
             if count < io.capacity - udp.GRO_SEGMENTS_MAX:
                 break  # drained (a full batch may have more behind it)
         if self.batch_wait > 0 and self._streaming(port, taken, resumed):
