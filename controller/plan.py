@@ -147,6 +147,9 @@ class TreePlan:
     server: ServerView
     host_parent: dict[str, str | None]  # host-level tree (no in-switch aggregation)
     host_children: dict[str, list[str]]
+    # Mbit/s each worker sends on this tree: its share of the path's bottleneck (controller/pacing.py); agents
+    # pace to it. 0: not known (a hand-built plan, or one written before the field): agents do not pace.
+    send_rate: float = 0.0
 
 
 @dataclass

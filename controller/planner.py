@@ -12,6 +12,7 @@ from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
 from controller.limits import VALUES_PER_PACKET
 from controller.options import PlanOptions
+from controller.pacing import set_send_rates
 from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
@@ -136,6 +137,7 @@ def plan_job(
                 trees, reserved = multitree.plan_trees(ctx, options)
                 if not replanning:
                     resources.reserve(grant, reserved)
+            set_send_rates(trees, ctx.graph, options.result_mode)
             return JobPlan(
                 job_id=grant.job_id,
                 workers=worker_refs,

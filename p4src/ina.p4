@@ -50,6 +50,7 @@
     bit<32> bitmap;                                                                                 \
     bit<8>  count;                                                                                  \
     bit<1>  ovf;                                                                                    \
+    bit<1>  ce;                                                                                     \
     bit<32> lane_old;                                                                               \
     bit<32> lane_sum;                                                                               \
     bit<32> lane_ovf;                                                                               \
@@ -66,6 +67,8 @@
     slot_bitmap.read(bitmap, meta.slot_index);                                                      \
     slot_count.read(count, meta.slot_index);                                                        \
     slot_overflow.read(ovf, meta.slot_index);                                                       \
+    slot_ce.read(ce, meta.slot_index);                                                              \
+    bit<1> pkt_ce = (hdr.ipv4.diffserv & ECN_MASK) == ECN_CE ? 1w1 : 1w0;                           \
     bit<48> key = hdr.ina.job_id ++ hdr.ina.seq;                                                    \
     bit<32> seq_diff = hdr.ina.seq - owner[31:0];                                                   \
     bit<32> child_bit = 32w1 << hdr.hops[0].child;                                                  \
@@ -86,6 +89,8 @@
  * The chunk's state after its lanes: written to its (first) cell, the verdict for the control flow and
  * the packet's flags. A sum completed here is new data even if a retransmission completed it: RETX
  * cleared. RETX alone = a contribution passed up raw; STORED|RETX = a stored sum answered again.
+ * A congestion mark (ECN CE) on any contribution is kept in the cell and carried by the completed sum
+ * (if that packet is ECN-capable: RFC 3168 marks only ECT packets).
  */
 #define INA_SLOT_COMMIT                                                                            \
     bit<1> new_ovf = fresh ? 1w0 : ((add && !is_max) ? (ovf | meta.lane_overflow) : ovf);          \
@@ -93,6 +98,10 @@
     slot_bitmap.write(meta.slot_index, fresh ? child_bit : (add ? (bitmap | child_bit) : bitmap));  \
     slot_count.write(meta.slot_index, new_count);                                                   \
     slot_overflow.write(meta.slot_index, new_ovf);                                                  \
+    bit<1> new_ce = fresh ? pkt_ce : (add ? (ce | pkt_ce) : ce);                                    \
+    slot_ce.write(meta.slot_index, new_ce);                                                         \
+    hdr.ipv4.diffserv = (completes && new_ce == 1 && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT) \
+                        ? (hdr.ipv4.diffserv | ECN_CE) : hdr.ipv4.diffserv;                         \
     meta.slot_overflow = new_ovf;                                                                   \
     meta.evicted = (fresh && count != 0) ? 1w1 : 1w0;                                               \
     meta.verdict = completes ? (bit<8>)VERDICT_COMPLETED :                                          \
@@ -148,6 +157,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
     register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_bitmap;    /* children heard, bit = child index */
     register<bit<8>, bit<32>>(SLOT_REGISTER_SIZE)  slot_count;     /* children heard; 0 = free / released */
     register<bit<1>, bit<32>>(SLOT_REGISTER_SIZE)  slot_overflow;  /* a lane's sum overflowed */
+    register<bit<1>, bit<32>>(SLOT_REGISTER_SIZE)  slot_ce;        /* a contribution arrived marked ECN CE */
     INA_FOR_EACH_LANE(INA_LANE_REGISTER)
 
     counter<bit<32>>(MAX_JOBS * NUM_STATS, CounterType.packets_and_bytes) ina_stats;
@@ -522,6 +532,13 @@ control InaEgress(inout headers_t hdr, inout ina_metadata_t meta,
         if (hdr.ina.isValid() && hdr.ina.pkt_type == PKT_TYPE_RESULT
             && (hdr.ina.flags & FLAG_MCAST) != 0) {
             result_rewrite.apply();
+        }
+        /* Congestion mark before loss (RFC 3168): an ECN-capable packet leaving by a port whose queue holds
+           ECN_MARK_QDEPTH packets or more gets CE; TCP and INA senders slow down on it (docs/protocol.md,
+           "Congestion marks"). */
+        if (hdr.ipv4.isValid() && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT
+            && standard_metadata.enq_qdepth >= ECN_MARK_QDEPTH) {
+            hdr.ipv4.diffserv = hdr.ipv4.diffserv | ECN_CE;
         }
     }
 }

@@ -135,6 +135,7 @@ class FrameInfo:
     src_port: int = C.INA_UDP_PORT
     dst_port: int = C.INA_UDP_PORT
     ttl: int = 64
+    tos: int = 0  # IPv4 diffserv/TOS byte; its low 2 bits are the ECN field (C.ECN_*)
 
 
 def _check_range(name: str, value: int, bits: int, signed: bool = False) -> None:
@@ -436,13 +437,15 @@ def build_udp_frame(
     dst_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
     ident: int = 0,
+    tos: int = 0,
 ) -> bytes:
-    """Ethernet/IPv4/UDP around ``payload``: IPv4 checksum computed, UDP checksum 0 (none)."""
+    """Ethernet/IPv4/UDP around ``payload``: IPv4 checksum computed, UDP checksum 0 (none); ``tos`` the
+    diffserv/TOS byte (its low 2 bits the ECN codepoint)."""
     udp_len = C.UDP_HEADER_BYTES + len(payload)
     total_len = C.IPV4_HEADER_BYTES + udp_len
     if total_len > 0xFFFF:
         raise ProtocolError(f"IPv4 packet of {total_len} bytes is too long")
-    ip = bytearray(_IPV4.pack(0x45, 0, total_len, ident, 0, ttl, IP_PROTO_UDP, 0, ip_bytes(src_ip), ip_bytes(dst_ip)))
+    ip = bytearray(_IPV4.pack(0x45, tos, total_len, ident, 0, ttl, IP_PROTO_UDP, 0, ip_bytes(src_ip), ip_bytes(dst_ip)))
     struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
     return (
         _ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), ETHERTYPE_IPV4)
@@ -461,10 +464,11 @@ def build_frame(
     src_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
     values_per_packet: int = C.VALUES_PER_PACKET,
+    tos: int = 0,
 ) -> bytes:
-    """A whole Ethernet frame carrying ``packet`` to UDP port INA_UDP_PORT."""
+    """A whole Ethernet frame carrying ``packet`` to UDP port INA_UDP_PORT (``tos``: the IPv4 TOS byte)."""
     return build_udp_frame(
-        encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip, src_port=src_port, ttl=ttl
+        encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip, src_port=src_port, ttl=ttl, tos=tos
     )
 
 
@@ -478,7 +482,7 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
     if ethertype != ETHERTYPE_IPV4:
         raise ProtocolError(f"not IPv4: ethertype 0x{ethertype:04x}")
     ip_at = C.ETHERNET_HEADER_BYTES
-    ver_ihl, _tos, total_len, _ident, _frag, ttl, proto, _csum, sip, dip = _IPV4.unpack_from(frame, ip_at)
+    ver_ihl, tos, total_len, _ident, _frag, ttl, proto, _csum, sip, dip = _IPV4.unpack_from(frame, ip_at)
     if ver_ihl >> 4 != 4:
         raise ProtocolError(f"bad IP version {ver_ihl >> 4}")
     ihl = (ver_ihl & 0xF) * 4
@@ -502,6 +506,7 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
         sport,
         dport,
         ttl,
+        tos,
     )
     return info, frame[udp_at + C.UDP_HEADER_BYTES : udp_at + udp_len]
 

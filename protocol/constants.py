@@ -17,6 +17,14 @@ PKT_TYPE_RESULT = 2
 OP_SUM = 0
 OP_MAX = 1
 
+# ECN (RFC 3168): the low 2 bits of IPv4 diffserv/TOS
+ECN_MASK = 0x03
+ECN_NOT_ECT = 0x00
+ECN_ECT1 = 0x01
+ECN_ECT0 = 0x02
+ECN_CE = 0x03
+ECN_MARK_QDEPTH = 96  # packets in an egress port's queue from which the switch marks CE (above a 64-frame batch)
+
 # ina.flags bits
 FLAG_RETX = 0x01
 FLAG_OVERFLOW = 0x02

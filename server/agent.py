@@ -62,6 +62,7 @@ class _TreeState:
         self.bitmap = np.zeros(ring, dtype=np.int64)
         self.heard = np.zeros(ring, dtype=np.int64)
         self.overflow = np.zeros(ring, dtype=bool)
+        self.ce = np.zeros(ring, dtype=bool)  # a contribution arrived marked ECN CE: its RESULT echoes it
         self.done = np.zeros(ring, dtype=bool)
         self.acc = np.zeros((ring, k), dtype=np.int64)
         self.answer = np.zeros((ring, k), dtype=np.int32)
@@ -115,6 +116,8 @@ class ServerAgent:
         self.stats: collections.Counter[str] = collections.Counter()
         self.node_id: int | None = None
         self._values_per_packet: int | None = None
+        self._batch_ce: np.ndarray | None = None  # which rows of the batch being taken arrived marked CE
+        transport.ecn = C.ECN_ECT0  # results are ECN-capable: switches on the way down mark them too
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- jobs --------------------------------------------------------------------------------------
@@ -175,6 +178,7 @@ class ServerAgent:
         n = len(packets)
         if not n:
             return
+        self._batch_ce = None if batch.ecn is None else (batch.ecn[:n] & C.ECN_MASK) == C.ECN_CE
         keep = packets.ok
         if _count(keep) < n:
             self.stats["malformed"] += n - _count(keep)
@@ -277,7 +281,7 @@ class ServerAgent:
                 count = len(fan_in)
         if not count:
             return
-        columns = _GradColumns(packets, rows, fan_in, child, tree.width)
+        columns = _GradColumns(packets, rows, fan_in, child, tree.width, self._batch_ce)
         if tree.recovery:
             left = self._answer_from_other_trees(tree, columns)
             if left is None:
@@ -309,7 +313,7 @@ class ServerAgent:
                 cell = position[i : i + 1]
                 ranks = tree.ranks_of_child.get(int(rows.child[i])) or sorted(tree.job.worker_ips)
                 flags = np.where(other.overflow[cell], C.FLAG_OVERFLOW, 0)
-                self._send(tree, other.header[cell], other.answer[cell], flags, ranks)
+                self._send(tree, other.header[cell], other.answer[cell], flags, ranks, other.ce[cell])
             answered |= hit
         count = _count(answered)
         if not count:
@@ -380,7 +384,8 @@ class ServerAgent:
         tree.answer[cells] = rows.values
         flags = rows.flags & C.FLAG_OVERFLOW
         tree.overflow[cells] = flags != 0
-        self._send(tree, rows.header, rows.values, flags, ranks=None)
+        tree.ce[cells] = rows.ce
+        self._send(tree, rows.header, rows.values, flags, None, rows.ce)
 
     def _add(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray) -> None:
         """Add contributions (no duplicates; rows of one cell adjacent) and send what completes."""
@@ -405,6 +410,8 @@ class ServerAgent:
         flagged = (rows.flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             tree.overflow[position[flagged]] = True
+        if _count(rows.ce):
+            tree.ce[position[rows.ce]] = True
         is_max = op == C.OP_MAX
         if _count(is_max):
             tree.acc[cells[is_max]] = np.maximum(tree.acc[cells[is_max]], values[is_max])
@@ -439,6 +446,7 @@ class ServerAgent:
         tree.bitmap[cells] = 0
         tree.heard[cells] = 0
         tree.overflow[cells] = False
+        tree.ce[cells] = False
         tree.done[cells] = False
         tree.acc[cells] = np.where(rows.op[source] == C.OP_MAX, INT32_MIN, 0)[:, np.newaxis]
 
@@ -457,44 +465,58 @@ class ServerAgent:
     def _send_results(self, tree: _TreeState, cells: np.ndarray, ranks: list[int] | None) -> None:
         """Send the results of finished chunks (cells of the tree's ring)."""
         flags = np.where(tree.overflow[cells], C.FLAG_OVERFLOW, 0)
-        self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks)
+        self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks, tree.ce[cells])
 
     def _send(
-        self, tree: _TreeState, headers: np.ndarray, answers: np.ndarray, flags: np.ndarray, ranks: list[int] | None
+        self,
+        tree: _TreeState,
+        headers: np.ndarray,
+        answers: np.ndarray,
+        flags: np.ndarray,
+        ranks: list[int] | None,
+        ce: np.ndarray,
     ) -> None:
-        """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default)."""
+        """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default);
+        those whose chunk arrived marked ECN CE (``ce``) leave marked, so the workers see the congestion of
+        the whole round trip (docs/protocol.md, "Congestion marks")."""
         job = tree.job
+        ecn = np.where(ce, C.ECN_CE, self.transport.ecn).astype(np.uint8) if _count(ce) else None
+        if ecn is not None:
+            self.stats["results_marked"] += _count(ce)
         if job.multicast:
             rows = tree.multicast_template.encode(
                 answers, check=False, chunk_headers=headers, flags=flags | C.FLAG_MCAST
             )
-            self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT)
+            self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT, ecn)
             self.stats["results_sent"] += len(rows)
             return
         if ranks is not None:  # answers to retransmissions: the ranks behind one child
             for rank in ranks:
                 rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
-                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
                 self.stats["results_sent"] += len(rows)
             return
         for group in tree.unicast_groups:
             templates = [tree.unicast_templates[rank] for rank in group]
             copies = encode_per_hop_list(templates, answers, check=False, chunk_headers=headers, flags=flags)
             for rank, rows in zip(group, copies, strict=True):
-                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
             self.stats["results_sent"] += copies.shape[0] * copies.shape[1]
 
 
 class _GradColumns:
     """The columns of a tree's GRAD rows that the server uses, selected once."""
 
-    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values")
+    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values", "ce")
 
-    def __init__(self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int):
+    def __init__(
+        self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int, ce: np.ndarray | None = None
+    ):
         if packets is None:
             return
         self.seq, self.fan_in, self.child = packets.seq[rows], fan_in, child
         self.op, self.flags = packets.op[rows], packets.flags[rows]
+        self.ce = np.zeros(len(self.seq), dtype=bool) if ce is None else ce[rows]
         self.header = packets.headers(rows)
         self.values = packets.values[rows, :k]
 

@@ -40,6 +40,8 @@ import threading
 from softswitch.errors import SwitchError
 from softswitch.p4runtime_server import DEFAULT_ADDRESS
 from softswitch.ports import parse_port_spec
+from softswitch.qdisc_depth import DEFAULT_INTERVAL_S as DEFAULT_QDEPTH_INTERVAL_S
+from softswitch.qdisc_depth import QdiscDepthPoller
 
 SUBCOMMANDS = ("compile", "stf", "dump")
 PROG = "softswitch"
@@ -148,6 +150,14 @@ def run_parser() -> argparse.ArgumentParser:
         "--stats-file",
         metavar="PATH",
         help="on SIGUSR1 and at exit, write the ports' counters (kernel drops included) to PATH as JSON",
+    )
+    p.add_argument(
+        "--queue-depth-ms",
+        type=float,
+        default=DEFAULT_QDEPTH_INTERVAL_S * 1e3,
+        metavar="MS",
+        help="read the ports' qdisc lengths this often: egress sees them as standard_metadata.enq_qdepth/"
+        f"deq_qdepth (0: never, depths stay 0; default {DEFAULT_QDEPTH_INTERVAL_S * 1e3:g})",
     )
     _backend_option(p)
     return p
@@ -506,6 +516,13 @@ def cmd_run(args) -> int:
         signal.signal(signal.SIGUSR1, write_stats)
     server.start()
     ports.start()
+    depths = None
+    if args.interface and args.queue_depth_ms > 0:
+        try:
+            depths = QdiscDepthPoller(args.interface, lambda: ports.switch, args.queue_depth_ms / 1e3)
+            depths.start()
+        except OSError as e:
+            print(f"softswitch: queue depths not read ({e}): enq_qdepth stays 0", file=sys.stderr, flush=True)
     if args.program:
         state = f"running {args.program} on the {switch.backend} back end"
     else:
@@ -521,6 +538,8 @@ def cmd_run(args) -> int:
         write_stats()
     for line in ports.summary():
         print(f"softswitch: {line}", file=sys.stderr, flush=True)
+    if depths is not None:
+        depths.stop()
     ports.stop()
     server.stop()
     print("softswitch: stopped", file=sys.stderr, flush=True)

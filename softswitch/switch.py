@@ -32,6 +32,7 @@ from .runtime.tables import (  # noqa: F401
 from .runtime.tna import TnaPipeline
 from .runtime.v1model import Pipeline, Runtime
 
+QDEPTH_MAX = 0x7FFFF  # standard_metadata.enq_qdepth / deq_qdepth are bit<19>
 STAT_KEYS = (
     "received",
     "transmitted",
@@ -101,6 +102,12 @@ class Switch:
         """process() of a checked frame: the implementation's pipeline."""
         raise NotImplementedError
 
+    def set_queue_depth(self, port: int, packets: int) -> None:
+        """How many packets the real queue behind egress ``port`` holds now (the kernel qdisc in front of
+        its veth, or a modelled link's queue): egress reads it as standard_metadata.enq_qdepth and
+        deq_qdepth, as BMv2 reports its own queues' depth (softswitch-internals.md, "Queue depth")."""
+        raise NotImplementedError
+
     def count_from_cpu(self) -> None:
         raise NotImplementedError
 
@@ -151,6 +158,11 @@ class PythonSwitch(Switch):
         self.stats = {k: 0 for k in STAT_KEYS}
         self.pre = PRE()
         self.load(prog)
+
+    def set_queue_depth(self, port, packets):
+        depths = getattr(self.pipeline, "queue_depth", None)  # v1model (TNA has no such metadata here)
+        if depths is not None:
+            depths[int(port)] = max(0, min(int(packets), QDEPTH_MAX))
 
     # ------------------------------------------------------------------ pipeline
     def load(self, prog):

@@ -37,6 +37,7 @@ from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
 from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
+from worker.pacing import PACING_HEADROOM
 from worker.stream import (
     RTT_GAIN,
     SEQ_MASK,
@@ -367,12 +368,16 @@ class WorkerAgent:
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
         self._lowest_rtt = float("inf")  # the path's round trip without queues: the smallest sample ever
         self._backoff = 1.0
+        # results came back ECN-capable (ECT or CE): congestion shows as marks, and the round trip, which
+        # also holds the wait for the slowest peer, is no signal (worker/pacing.py)
+        self.ecn_path = False
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[QueuedCollective] = collections.deque()
         self._round: Round | None = None
         self._broken: BaseException | None = None
         self._closed = False
+        transport.ecn = C.ECN_ECT0  # switches mark CE on a deep queue instead of dropping (worker/pacing.py)
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     def _take_trees(self, plan: JobPlan) -> None:
@@ -395,7 +400,15 @@ class WorkerAgent:
                 tree_id=t.tree_id,
             )
             pool = pools.get(t.tree_id, plan.pool_size)
-            cursor = TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template)
+            cursor = TreeCursor(
+                t.tree_id,
+                t.weight,
+                pool,
+                hops,
+                servers[t.root].ip,
+                template=template,
+                send_rate=t.send_rate * 1e6 / 8 * PACING_HEADROOM,  # Mbit/s of the plan -> bytes/s
+            )
             self._cursor_by_tree[t.tree_id] = cursor
             if t.weight > 0:
                 self.cursors.append(cursor)
@@ -749,10 +762,17 @@ class WorkerAgent:
         seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
         chunk_code = packets.chunk
         contributor = packets.contributor
+        marked = None
+        if batch.ecn is not None:
+            codepoints = batch.ecn[:n] & C.ECN_MASK
+            marked = codepoints == C.ECN_CE
+            if not self.ecn_path and np.count_nonzero(codepoints[ours]):
+                self.ecn_path = True  # results arrive ECN-capable: switches can mark (worker/pacing.py)
         if count < n:
             seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
             chunk_code = chunk_code[ours]
             contributor = contributor[ours]
+            marked = None if marked is None else marked[ours]
         now = self.loop.now()
         if len(self.cursors) == 1:
             self.heard_on_tree[int(tree_id[-1])] = (now, int(contributor[-1]))
@@ -764,7 +784,7 @@ class WorkerAgent:
         round_ = self._round
         if round_ is not None and not round_.finished:
             heard = round_.results_heard
-            taken = round_.on_results(seq, tree_id, flags, values, chunk_code)
+            taken = round_.on_results(seq, tree_id, flags, values, chunk_code, marked)
             if round_.results_heard != heard:
                 self.last_progress = now
             # results come back in batches of a quarter of the chunks in flight at most: a longer wait for

@@ -22,6 +22,17 @@
 #define OP_SUM                  0       /* int32 sum per lane, signed overflow flagged */
 #define OP_MAX                  1       /* signed int32 maximum per lane */
 
+/* ---- ECN (RFC 3168: the low 2 bits of IPv4 diffserv/TOS; docs/protocol.md, "Congestion marks") ---- */
+#define ECN_MASK                0x03    /* the ECN field inside diffserv */
+#define ECN_NOT_ECT             0x00    /* not ECN-capable: never marked */
+#define ECN_ECT1                0x01    /* ECN-capable transport (1) */
+#define ECN_ECT0                0x02    /* ECN-capable transport (0): what INA agents send */
+#define ECN_CE                  0x03    /* congestion experienced */
+#ifndef ECN_MARK_QDEPTH
+#define ECN_MARK_QDEPTH         96      /* egress marks CE when the port's queue holds at least this many packets (above the 64
+                                           frames a software switch may hand its port at once) */
+#endif
+
 /* ---- ina.flags bits ---- */
 #define FLAG_RETX               0x01    /* retransmission */
 #define FLAG_OVERFLOW           0x02    /* an int32 sum overflowed somewhere on the way */

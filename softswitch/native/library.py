@@ -297,6 +297,7 @@ _SIGNATURES = {
     "ss_switch_destroy": (None, [_P]),
     "ss_switch_configure": (None, [_P, _i32, _int, _int, _P]),
     "ss_switch_set_headroom": (None, [_P, _u32]),
+    "ss_port_queue_depth": (None, [_P, _u32, _u32]),
     "ss_stat_count": (_u32, []),
     "ss_stats_read": (None, [_P, _U64P]),
     "ss_stat_add": (None, [_P, _u32, _i64]),

@@ -843,6 +843,11 @@ class NativeSwitch(Switch):
         except Exception:
             pass
 
+    def set_queue_depth(self, port, packets):
+        sw = self._sw
+        if sw is not None and 0 <= port < 512:
+            self._lib.api.ss_port_queue_depth(sw, port, max(0, min(int(packets), 0xFFFFFFFF)))
+
     def run(self, port, data):
         records = self._records
         with self._lock:

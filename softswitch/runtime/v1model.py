@@ -129,6 +129,7 @@ class Pipeline:
         self.headroom: int | None = BMV2_PACKET_HEADROOM  # bytes a deparser may add (None: no limit)
         self.buffer_limit = BMV2_PACKET_HEADROOM  # the longest frame the packet being processed may become
         self.t0 = time.monotonic()
+        self.queue_depth = {}  # port -> packets its real queue holds (Switch.set_queue_depth)
         self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
         self.parser, self.verify, self.ingress = blocks["parser"], blocks["verify"], blocks["ingress"]
         self.egress, self.compute, self.deparser = blocks["egress"], blocks["compute"], blocks["deparser"]
@@ -249,6 +250,7 @@ class Pipeline:
         sm.egress_port = port
         sm.egress_rid = rid
         sm.egress_global_timestamp = int((monotonic() - self.t0) * 1e6)
+        sm.enq_qdepth = sm.deq_qdepth = self.queue_depth.get(port, 0)
         PS.sm = sm
         PS.clone = PS.recirculate = PS.truncate = None
         PS.payload = payload

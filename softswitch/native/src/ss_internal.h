@@ -332,6 +332,9 @@ struct ss_switch {
     ss_worker sync;            /* the worker of calls from Python */
     ss_worker io_worker;       /* the worker of the port I/O thread */
     ss_events *events;         /* packet-ins, digests and log lines of the I/O thread (may be NULL) */
+    /* packets queued behind each egress port (what its real queue holds: the kernel qdisc in front of a
+       veth, a modelled link), set from outside; egress reads it as enq_qdepth / deq_qdepth */
+    uint32_t queue_depth[SS_MAX_PORTS];
 };
 
 uint64_t ss_now_ns(void);

@@ -168,6 +168,9 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     p->sm.egress_port = port;
     p->sm.egress_rid = rid;
     p->sm.egress_global_timestamp = now_us(w);
+    /* the port's real queue (bit<19>): the packet joins it behind this many */
+    uint32_t queued = port < SS_MAX_PORTS ? __atomic_load_n(&sw->queue_depth[port], __ATOMIC_RELAXED) : 0;
+    p->sm.enq_qdepth = p->sm.deq_qdepth = queued > 0x7FFFF ? 0x7FFFF : queued;
     p->clone_set = p->recirculate_set = 0;
     p->truncate = 0;
     set_stage(p, STAGE_EGRESS);

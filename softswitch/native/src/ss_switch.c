@@ -365,6 +365,11 @@ SS_EXPORT void ss_switch_set_headroom(ss_switch *sw, uint32_t headroom) {
     pthread_mutex_unlock(&sw->lock);
 }
 
+/* A port's queue depth in packets (relaxed: egress reads the latest value it sees, without the lock). */
+SS_EXPORT void ss_port_queue_depth(ss_switch *sw, uint32_t port, uint32_t packets) {
+    if (port < SS_MAX_PORTS) __atomic_store_n(&sw->queue_depth[port], packets, __ATOMIC_RELAXED);
+}
+
 /* ------------------------------------------------------------------ statistics */
 
 SS_EXPORT uint32_t ss_stat_count(void) { return SS_STAT_COUNT; }
