@@ -31,13 +31,18 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
 
 from controller.errors import PlanError
 from controller.limits import MAX_HOPS
-from controller.multihop import Adjacency, sorted_adjacency
+from controller.multihop import links_in_order
 from controller.options import PlanOptions
 from controller.plan import TreePlan
-from controller.tree_plan import JobContext, build_tree, prune, tree_height
+from controller.tree_plan import JobContext, build_tree, edges_up, prune, tree_height
+
+Adjacency = dict[str, list[tuple[str, dict[str, Any]]]]  # node -> (neighbour, link attributes), by link id
 
 HEIGHT_SEARCH_STEPS = 8
 START_ATTEMPTS = 8  # start nodes tried before concluding that no tree can be found
@@ -107,7 +112,7 @@ def _grow(
 def _find_trees(
     ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None, seed: int
 ) -> list[FoundTree]:
-    adj = sorted_adjacency(ctx.graph)
+    adj = {node: links_in_order(ctx.graph, node) for node in ctx.graph}
     job_hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
     allowed = {n for n, k in ctx.graph.nodes(data="kind") if k == "switch"} | set(job_hosts)
     starts = sorted(allowed)
@@ -123,20 +128,8 @@ def _find_trees(
         else:
             break
         root = ctx.servers[len(found) % len(ctx.servers)].name
-        tree_adj: dict[str, list[str]] = {}
-        for v, (u, _, _) in up.items():
-            tree_adj.setdefault(u, []).append(v)
-            tree_adj.setdefault(v, []).append(u)
-        parent: dict[str, str] = {}
-        queue = [root]
-        seen = {root}
-        for node in queue:
-            for nb in tree_adj.get(node, ()):
-                if nb not in seen:
-                    seen.add(nb)
-                    parent[nb] = node
-                    queue.append(nb)
-        parent = prune(parent, [w.name for w in ctx.workers])
+        grown = nx.Graph([(u, v) for v, (u, _, _) in up.items()])
+        parent = prune(dict(nx.bfs_predecessors(grown, root)), [w.name for w in ctx.workers])
         links = [ctx.graph.adj[c][p]["eid"] for c, p in parent.items()]
         rate = min(residual[eid] for eid in links)
         if rate_cap is not None:
@@ -148,12 +141,10 @@ def _find_trees(
 
 
 def _too_long(ctx: JobContext, tree: FoundTree) -> str | None:
+    """The first worker whose path in ``tree`` crosses more switches than a hop list holds, if any."""
     for w in ctx.workers:
-        hops, node = 0, tree.parent[w.name]
-        while node != tree.root:
-            hops += 1
-            node = tree.parent[node]
-        if hops > MAX_HOPS - 1:
+        switches = sum(1 for _ in edges_up(tree.parent, w.name)) - 1
+        if switches > MAX_HOPS - 1:
             return w.name
     return None
 

@@ -10,12 +10,12 @@ import networkx as nx
 
 from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
-from controller.limits import VALUES_PER_PACKET
+from controller.limits import MAX_TREE_ID, VALUES_PER_PACKET
 from controller.options import PlanOptions
 from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
-from controller.tree_plan import JobContext, build_tree
+from controller.tree_plan import JobContext, build_tree, prune
 
 __all__ = ["PlanOptions", "plan_job"]  # PlanOptions is controller.options'; importable from here too
 
@@ -124,7 +124,7 @@ def plan_job(
 
         def roll_back() -> None:
             if replanning:  # give back this call's trees only: the job keeps its id and older trees
-                resources.free_trees(grant.job_id, range(first_tree_id, 256), grant.groups[groups_before:])
+                resources.free_trees(grant.job_id, range(first_tree_id, MAX_TREE_ID + 1), grant.groups[groups_before:])
                 del grant.groups[groups_before:]
             else:
                 resources.roll_back(grant)
@@ -169,16 +169,7 @@ def _multihop_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
         for w in ctx.workers:
             if w.name not in parent:
                 raise PlanError(f"worker {w.name} not connected to server {server.name}")
-        used = _tree_links(ctx.graph, parent, [w.name for w in ctx.workers])
+        used = prune(parent, [w.name for w in ctx.workers]).items()
         rate = min(ctx.graph.edges[e]["bandwidth"] for e in used)
         trees.append(build_tree(ctx, tree_id, server.name, parent, rate, weight))
     return trees
-
-
-def _tree_links(graph: nx.Graph, parent: dict[str, str], leaves: list[str]) -> set[tuple[str, str]]:
-    used: set[tuple[str, str]] = set()
-    for node in leaves:
-        while node in parent and (node, parent[node]) not in used:
-            used.add((node, parent[node]))
-            node = parent[node]
-    return used
