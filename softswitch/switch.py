@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from protocol.p4names import find_named
+
 from .runtime.pre import PRE
 from .runtime.tables import (  # noqa: F401
     ConstDefaultAction,
@@ -49,13 +51,7 @@ STAT_KEYS = (
 
 
 def _by_name(items: dict, name: str, kind: str):
-    if name in items:
-        return items[name]
-    short = [v for k, v in items.items() if k.rsplit(".", 1)[-1] == name]
-    if len(short) == 1:
-        return short[0]
-    known = ", ".join(sorted(items)) or "none"
-    raise KeyError(f"no {kind} named {name!r} (known: {known})")
+    return find_named(items, name, kind)
 
 
 class ControllerSide:
