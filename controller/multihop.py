@@ -60,9 +60,11 @@ def fewest_hops_tree(graph: nx.Graph, root: str) -> dict[str, str]:
 
     Examples
     --------
-    >>> from controller.generators import star
-    >>> fewest_hops_tree(star(2).to_graph(), "h3")
-    {'s1': 'h3', 'h1': 's1', 'h2': 's1'}
+    >>> from controller.topology_yaml import load_topology
+    >>> from controller.tree_plan import edges_up
+    >>> mesh = load_topology("topologies/hetero_mesh.yaml").to_graph()
+    >>> [up for _, up in edges_up(fewest_hops_tree(mesh, "h6"), "h1")]  # h1's path to the server
+    ['s1', 's5', 'h6']
     """
     _check_root(graph, root)
     crosses = _crosses(graph, root)
@@ -86,9 +88,11 @@ def lowest_delay_tree(graph: nx.Graph, root: str) -> dict[str, str]:
 
     Examples
     --------
-    >>> from controller.generators import leaf_spine
-    >>> lowest_delay_tree(leaf_spine().to_graph(), "h9")["l1"]
-    'sp1'
+    >>> from controller.topology_yaml import load_topology
+    >>> from controller.tree_plan import edges_up
+    >>> mesh = load_topology("topologies/hetero_mesh.yaml").to_graph()
+    >>> [up for _, up in edges_up(lowest_delay_tree(mesh, "h6"), "h1")]  # h1's path to the server
+    ['s1', 's2', 's4', 's5', 'h6']
     """
     _check_root(graph, root)
     crosses = _crosses(graph, root)
@@ -115,9 +119,11 @@ def widest_tree(graph: nx.Graph, root: str) -> dict[str, str]:
 
     Examples
     --------
-    >>> from controller.generators import star
-    >>> widest_tree(star(2).to_graph(), "h3")
-    {'s1': 'h3', 'h1': 's1', 'h2': 's1'}
+    >>> from controller.topology_yaml import load_topology
+    >>> from controller.tree_plan import edges_up
+    >>> mesh = load_topology("topologies/hetero_mesh.yaml").to_graph()
+    >>> [up for _, up in edges_up(widest_tree(mesh, "h6"), "h1")]  # h1's path to the server
+    ['s1', 's2', 's3', 's4', 's5', 'h6']
     """
     _check_root(graph, root)
     crosses = _crosses(graph, root)

@@ -2,10 +2,13 @@
 
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from controller.errors import PlanError
 from controller.generators import fat_tree
+from controller.multihop import path_tree
+from controller.options import POLICIES
 from controller.plan import Hop, JobPlan
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
@@ -291,3 +294,22 @@ def test_a_plan_that_fails_late_gives_back_everything_it_took():
     plan = plan_job(t, workers, ["h9"], opts, res)
     assert (plan.job_id, plan.job_index) == (1, 0)
     assert {c.result_group for c in plan.switches} == {1}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_unknown_root_is_networkx_node_not_found_naming_it(policy):
+    with pytest.raises(nx.NodeNotFound, match="nope"):
+        path_tree(topo("star").to_graph(), "nope", policy)
+
+
+def test_planning_leaves_the_graph_as_it_was():
+    """The searches keep nothing on the graph, so a copy that drops nodes needs no clean-up (re-planning)."""
+    mesh = topo("hetero_mesh")
+    graph = mesh.to_graph()
+    before = (dict(graph.graph), nx.to_dict_of_dicts(graph))
+    for options in [PlanOptions(policy=p) for p in POLICIES] + [PlanOptions(planner="multitree")]:
+        plan_job(mesh, ["h1", "h2", "h3", "h4", "h5"], ["h6"], options, graph=graph)
+    assert (graph.graph, nx.to_dict_of_dicts(graph)) == before
+    without_s2 = graph.copy()
+    without_s2.remove_node("s2")
+    assert "s2" not in path_tree(without_s2, "h6", "fewest_hops").values()
