@@ -3,8 +3,9 @@
 A refactoring of the planners must not change a plan: run this before and after and compare the outputs
 (``python scripts/plan_snapshot.py > before.jsonl``, change the code, ``... > after.jsonl``,
 ``cmp before.jsonl after.jsonl``). Failed plans are recorded by their error message, so a changed message
-shows too. Plans keep their own order; path trees are sorted (their order is not used). Besides topologies/*.yaml it plans on the generators' topologies (the benchmark's fat-tree)
-and re-plans every job around each switch of its first tree (controller/replan.py).
+shows too. Plans keep their own order; path trees are sorted (their order is not used). Besides
+topologies/*.yaml it plans on the generators' topologies (the benchmark's fat-tree) and re-plans every
+job of the small topologies around each switch of its first tree (controller/replan.py).
 """
 
 from __future__ import annotations
