@@ -53,7 +53,7 @@ def measure(paths: list[Path]) -> Iterator[tuple[str, int]]:
             if path.name.endswith(GENERATED):
                 continue
             tree = ast.parse(path.read_text(), filename=str(path))
-            rel = path.resolve().relative_to(ROOT).as_posix()
+            rel = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else str(path)
             for name, node in functions(tree):
                 yield f"{rel}:{name}", length(node)
 
@@ -73,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     too_long = [(name, lines) for name, lines in sizes.items() if lines > MAX_LINES and name not in ALLOWED]
     for name, lines in too_long:
         print(f"{name}: {lines} lines (limit {MAX_LINES}): split it into named phases or allow it in {__file__}")
-    stale = [name for name in ALLOWED if name not in sizes or sizes[name] <= MAX_LINES]
+    stale = [name for name in ALLOWED if name in sizes and sizes[name] <= MAX_LINES]
+    if args.paths == [ROOT / p for p in CHECKED]:  # the whole check: an allowed function that is gone is stale too
+        stale += [name for name in ALLOWED if name not in sizes]
     for name in stale:
         print(f"{name}: allowed to be long in {Path(__file__).name} but is not (any more): remove it there")
     return 1 if too_long or stale else 0
