@@ -141,11 +141,7 @@ def _find_trees(
         grown = nx.Graph([(u, v) for v, (u, _, _) in up.items()])
         parent = prune(dict(nx.bfs_predecessors(grown, root)), [w.name for w in ctx.workers])
         links = [ctx.graph.adj[c][p]["eid"] for c, p in parent.items()]
-        rate = min(residual[eid] for eid in links)
-        if rate_cap is not None:
-            rate = min(rate, rate_cap)
-        for eid in links:
-            residual[eid] -= rate
+        rate = _take_rate(residual, links, rate_cap)
         found.append(FoundTree([(u, v) for v, (u, _, _) in up.items()], parent, root, links, rate))
     return found
 
@@ -268,15 +264,17 @@ def _widest_usable(ctx: JobContext, trees: list[FoundTree], k: int) -> list[Foun
 def _allocate(trees: list[FoundTree], capacity: dict[int, float], rate_cap: float | None) -> list[float]:
     """Step 6's rates: each tree in turn takes the smallest residual along its links (at most ``rate_cap``)."""
     residual = dict(capacity)
-    rates = []
-    for t in trees:
-        rate = min(residual[eid] for eid in t.links)
-        if rate_cap is not None:
-            rate = min(rate, rate_cap)
-        for eid in t.links:
-            residual[eid] -= rate
-        rates.append(rate)
-    return rates
+    return [_take_rate(residual, t.links, rate_cap) for t in trees]
+
+
+def _take_rate(residual: dict[int, float], links: list[int], rate_cap: float | None) -> float:
+    """The rate of a tree over ``links``: their smallest residual (at most ``rate_cap``), taken off each of them."""
+    rate = min(residual[eid] for eid in links)
+    if rate_cap is not None:
+        rate = min(rate, rate_cap)
+    for eid in links:
+        residual[eid] -= rate
+    return rate
 
 
 def _height_of(ctx: JobContext, tree: FoundTree) -> float:
