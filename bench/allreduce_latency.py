@@ -30,7 +30,7 @@ after. It prints the mean of every stage per size (the means add up to the mean 
 medians, and saves JSON (means, medians, 10th and 90th percentiles) and a PNG (stacked bars of the
 means, gloo beside them).
 
-    .venv/bin/python bench/allreduce_latency.py                      # star_100m, K = 256, 2,410 / 10k / 100k floats
+    .venv/bin/python bench/allreduce_latency.py                      # star_100m, its default program, 2,410 / 10k / 100k floats
     .venv/bin/python bench/allreduce_latency.py --sizes 2410 --iterations 400 --no-capture
 
 Needs root and Debian's mininet; takes /tmp/ina-lab.lock for the lab's run. Saves
@@ -379,7 +379,10 @@ def run_lab(args: argparse.Namespace) -> dict:
     options = PlanOptions(result_mode=DEFAULT_RESULT_MODE)
     with lab_lock(args.lock):
         lab = MininetLab(
-            str(ROOT / args.topology), program=PROGRAMS_BY_LANES[args.lanes], log=log, plan_options=options
+            str(ROOT / args.topology),
+            program=PROGRAMS_BY_LANES[args.lanes] if args.lanes else None,  # None: the lab's default program
+            log=log,
+            plan_options=options,
         )
         lab.start()
         try:
@@ -578,7 +581,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="floats per all_reduce")
     ap.add_argument("--iterations", type=int, default=200, help="timed calls per size and backend")
     ap.add_argument("--warmup", type=int, default=20, help="untimed calls per size and backend first")
-    ap.add_argument("--lanes", type=int, choices=sorted(PROGRAMS_BY_LANES), default=256, help="K values per packet")
+    ap.add_argument(
+        "--lanes",
+        type=int,
+        choices=sorted(PROGRAMS_BY_LANES),
+        help="K values per packet (default: the program the lab runs by default, the largest K the links carry)",
+    )
     ap.add_argument("--no-capture", dest="capture", action="store_false", help="no packet sockets on the switch ports")
     ap.add_argument("--lock", default=LOCK, help="lab lock file ('' for none)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds the ranks may take")

@@ -1,7 +1,7 @@
 """Allreduce on a real network: INA, the parameter server and gloo, side by side in the mininet lab.
 
 Each topology file becomes the lab's network (network namespaces, veth links shaped by tc to the
-file's bandwidths, one softswitch process per switch running p4src/ina.p4, entries written by the
+file's bandwidths, one softswitch process per switch running the P4 program, entries written by the
 controller over P4Runtime). On that one network, for every size (MB of int32 gradient per worker),
 it runs in turn:
 
@@ -10,39 +10,30 @@ it runs in turn:
 - ``gloo``: torch.distributed's gloo all_reduce between the worker hosts (TCP through the switches'
   IPv4 routes).
 
-``--lanes 64 256`` runs ina and ps once per build of the switches' program: K = 64 values per packet
-(p4src/ina.p4) and K = 256 (p4src/ina_k256.p4), each on a lab of its own (gloo runs on the first), so
-one run compares K = 64, K = 256, the parameter server and gloo side by side.
+With no options it measures what a user who names nothing runs: star_100m and star (1 Gbit/s), 4 and 64 MB
+per worker, 3 runs of each method taking turns, on the switches' default program (the largest K the
+topology's links carry: K = 256 at a 1500-byte MTU, K = 1024 on jumbo links; controller.programs.default_program).
+``--lanes 64 256 1024`` runs ina and ps once per build of the switches' program instead, each on a lab of its
+own (gloo runs again where the links' MTU changes).
 
 Every sum is checked (the lab against numpy, gloo's ranks against the inputs made again from the
 seed). For each run it records the completion time (slowest worker), the ratio to the ideal S/B (S
 bytes per worker over the host links' bandwidth B: a worker must at least send S and receive S),
-the bytes every link carried, and what each component did per second: packets the worker agents
-sent, packets the server agent took in, GRADs the switches aggregated or passed and RESULTs they
-forwarded (P4 counters), and the CPU each process used (share of one core), so a figure can be
-explained by the component that limited it. Mininet runs take /tmp/ina-lab.lock for one lab's run
-at a time (other lab users wait, and so does this).
+the bytes every link carried, chunks resent, packets dropped anywhere (topologies/lab_drops.py), what each
+component did per second (packets the worker agents sent, packets the server agent took in, GRADs the
+switches aggregated or passed and RESULTs they forwarded: P4 counters), and the CPU each process used:
+per 1,024 values a worker contributes, the hosts' (workers and server, or gloo's ranks) apart from the
+switches' (software here, hardware in a deployment). The summary gives each case's median, its ratio to
+gloo's median at the same size and to the ideal, resends, drops and host CPU against gloo's. Mininet runs
+take /tmp/ina-lab.lock for one lab's run at a time (other lab users wait, and so does this).
 
 Every method first runs one untimed round at the smallest size measured (``--warmup``): a method's
-first large round pays costs the later ones do not (the worker agents start a job's congestion window
-at 32 chunks and keep it for their life, gloo connects), and with a 64 KB warm-up the first 4 MB round
-on leaf_spine_100m at K = 1024 took 0.52-0.81 s where the third took 0.40-0.56 s (gloo: no trend).
-``--repeats N`` runs each case N times, the methods taking turns within a size (ina, gloo, ina, gloo,
-...: a slow spell of the machine falls on all of them); the summary gives each case's median, ratio to the
-ideal and spread, all runs stay in the JSON.
+first large round pays costs the later ones do not (gloo connects, the switches' slot cells fault in).
+Repeats interleave the methods (ina, ps, gloo, ina, ...), so a slow spell of the machine falls on all of them.
 
-The headline INA configuration is K = 256 (``--lanes 256``): a quarter of K = 64's packets, so far less of
-the agents' and switches' work per byte; with it INA beat gloo on star_100m at 4 and 64 MB (README); K = 64 stays the
-program's default (Tofino: docs/design-decisions.md, "K = 256 as a build variant"). Issue 10's figures:
-
-    .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml topologies/leaf_spine_100m.yaml \
-        topologies/star.yaml topologies/leaf_spine.yaml --sizes 4 64 --lanes 256 --methods ina gloo
-
-Other runs:
-
-    .venv/bin/python bench/allreduce_netns.py                       # star at 100 Mbit/s and 1 Gbit/s
-    .venv/bin/python bench/allreduce_netns.py --topology topologies/leaf_spine_100m.yaml --sizes 4 64
-    .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml --sizes 4 64 --lanes 64 256
+    .venv/bin/python bench/allreduce_netns.py                       # the default story (about 10 minutes)
+    .venv/bin/python bench/allreduce_netns.py --topology topologies/leaf_spine_100m.yaml topologies/leaf_spine.yaml
+    .venv/bin/python bench/allreduce_netns.py --topology topologies/star_100m.yaml --lanes 64 256 --repeats 1
 
 Needs root and Debian's mininet. Saves bench/results/allreduce_netns.json and .png.
 """
@@ -62,6 +53,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
+from controller.programs import declared_values_per_packet, default_program, program_file  # noqa: E402
+from controller.topology_yaml import load_topology  # noqa: E402
 from protocol import constants as C  # noqa: E402
 from protocol.layouts import link_mtu  # noqa: E402
 from topologies.lab_drops import BacklogSampler, DropCounters, drop_total, drops_between, drops_line  # noqa: E402
@@ -171,6 +164,11 @@ class LabBench:
         link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
         elapsed = result.elapsed
         size = 4 * values
+        # the hosts' CPU in the collective itself: each worker's (or gloo rank's) own figure for the
+        # all_reduce call, which leaves out the harness's making of inputs and checking of sums, plus
+        # the server agent's process, which does nothing else
+        host_cpu = sum(result.cpu_s.values()) + sum(v for k, v in cpu.items() if k.startswith("server "))
+        thousands = values * len(lab.workers) / 1024
         ideal = size * 8 / (self.bandwidth_mbps * 1e6)
         row = {
             "method": method,
@@ -194,6 +192,7 @@ class LabBench:
             "send_buffer_full": result.send_buffer_full,
             "link_bytes": link_bytes,
             "host_link_max_bytes": max(link_bytes[self.link_names[i]] for i in self.host_links),
+            "collective_cpu_s": {str(rank): v for rank, v in result.cpu_s.items()},
             "cpu_share": {k: v / wall for k, v in cpu.items()},
             "cpu_s": cpu,
             # CPU of every process of the method per chunk of K values (gloo: per as many values), all
@@ -202,6 +201,12 @@ class LabBench:
             # the same per process: what one component spends on one chunk (a worker its GRAD and RESULT,
             # a switch every copy it handles, the server the chunk's sum), independent of the load
             "cpu_us_per_chunk_by_process": {k: 1e6 * v / -(-values // lab.plan.value_count) for k, v in cpu.items()},
+            # CPU per 1,024 values a worker contributes, split between the hosts (workers, server, or gloo's
+            # ranks: what a real deployment pays) and the switches (software here, hardware in a real one)
+            "host_cpu_us_per_1024_values": 1e6 * host_cpu / thousands,
+            "switch_cpu_us_per_1024_values": 1e6
+            * sum(v for k, v in cpu.items() if k.startswith("switch "))
+            / thousands,
             "machine_busy": (busy1[0] - busy0[0]) / max(1e-9, busy1[1] - busy0[1]),
             # every packet lost during the round and where (topologies/lab_drops.py)
             "drops": drops,
@@ -257,6 +262,8 @@ def describe(row: dict) -> str:
     return text + (
         f"\n{'':>13}CPU of one core: {cpu}; {row['cpu_us_per_chunk']:.0f} us of CPU per chunk of "
         f"{row['values_per_packet']} values in all; machine busy {100 * row['machine_busy']:.0f}%"
+        f"\n{'':>13}CPU per 1,024 values: hosts {row['host_cpu_us_per_1024_values']:.1f} us, switches "
+        f"{row['switch_cpu_us_per_1024_values']:.1f} us"
     )
 
 
@@ -281,6 +288,12 @@ def summarize(runs: list[dict]) -> list[dict]:
                 "median_ratio_to_ideal": median / rows[0]["ideal_s"],
                 "retransmissions": [r["retransmissions"] for r in rows],
                 "drops": [r.get("drops_total", 0) for r in rows],
+                "host_cpu_us_per_1024_values": [
+                    r["host_cpu_us_per_1024_values"] for r in rows if "host_cpu_us_per_1024_values" in r
+                ],
+                "switch_cpu_us_per_1024_values": [
+                    r["switch_cpu_us_per_1024_values"] for r in rows if "switch_cpu_us_per_1024_values" in r
+                ],
             }
         )
     return out
@@ -336,14 +349,16 @@ def run_topology(
     """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
     report: dict = {"topology": topology, "runs": []}
     gloo_mtus: set[int] = set()
-    for k in lanes or [64]:
+    links_mtu = load_topology(ROOT / topology).smallest_mtu()
+    for program in programs_for(lanes, links_mtu):
         # gloo does not depend on the switches' program, but on the links' MTU (jumbo frames for K = 1024
         # carry TCP's segments too): it runs on the first lab of each MTU, so gloo and INA share a network
-        mtu = link_mtu(k)
+        k = declared_values_per_packet(program_file(program)) or C.VALUES_PER_PACKET
+        mtu = max(links_mtu, link_mtu(k))
         lab_methods = [m for m in methods if m != "gloo" or mtu not in gloo_mtus]
         gloo_mtus.add(mtu)
         part = _run_lab(
-            topology, sizes_mb, lab_methods, repeats, lock, pool_size, PROGRAMS_BY_LANES[k],
+            topology, sizes_mb, lab_methods, repeats, lock, pool_size, program,
             min(sizes_mb) if warmup_mb is None else warmup_mb, settings,
         )  # fmt: skip
         report["runs"] += part.pop("runs")
@@ -351,10 +366,76 @@ def run_topology(
         for key, value in part.items():  # the first lab's load before, the topology's facts
             report.setdefault(key, value)
     report["summary"] = summarize(report["runs"])
+    report["against_gloo"] = against_gloo(report["summary"])
     print(f"{topology}: medians and spreads", flush=True)
     for entry in report["summary"]:
         print(describe_summary(entry), flush=True)
+    for entry in report["against_gloo"]:
+        print(describe_against_gloo(entry), flush=True)
     return report
+
+
+def programs_for(lanes: list[int] | None, links_mtu: int) -> list[str]:
+    """The switches' programs to measure: one per K in ``lanes``, or the default program of links with that
+    MTU (controller.programs.default_program), which is what a user who names none runs.
+
+    Examples
+    --------
+    >>> programs_for(None, 1500), programs_for(None, 9000), programs_for([64, 256], 1500)
+    (['v1model-k256'], ['v1model-k1024'], ['v1model', 'v1model-k256'])
+    """
+    if not lanes:
+        return [default_program(links_mtu)]
+    return [PROGRAMS_BY_LANES[k] for k in lanes]
+
+
+def against_gloo(summary: list[dict]) -> list[dict]:
+    """Every agent method's median over gloo's at the same size (gloo on the links' own MTU): below 1, faster.
+
+    Examples
+    --------
+    >>> rows = [{"label": "gloo", "bytes_per_worker": 4, "median_s": 2.0, "median_ratio_to_ideal": 1.25,
+    ...          "retransmissions": [0], "drops": [0], "host_cpu_us_per_1024_values": [40.0]},
+    ...         {"label": "ina K=256", "bytes_per_worker": 4, "median_s": 1.5, "median_ratio_to_ideal": 0.9,
+    ...          "retransmissions": [2], "drops": [0], "host_cpu_us_per_1024_values": [20.0]}]
+    >>> against_gloo(rows)[0]["time_over_gloo"], against_gloo(rows)[0]["host_cpu_over_gloo"]
+    (0.75, 0.5)
+    """
+    gloo = {e["bytes_per_worker"]: e for e in summary if e["label"].startswith("gloo")}
+    out = []
+    for entry in summary:
+        base = gloo.get(entry["bytes_per_worker"])
+        if entry["label"].startswith("gloo") or base is None:
+            continue
+        cpu, base_cpu = entry.get("host_cpu_us_per_1024_values"), base.get("host_cpu_us_per_1024_values")
+        out.append(
+            {
+                "label": entry["label"],
+                "bytes_per_worker": entry["bytes_per_worker"],
+                "median_s": entry["median_s"],
+                "gloo_median_s": base["median_s"],
+                "time_over_gloo": entry["median_s"] / base["median_s"],
+                "ratio_to_ideal": entry["median_ratio_to_ideal"],
+                "gloo_ratio_to_ideal": base["median_ratio_to_ideal"],
+                "retransmissions": entry["retransmissions"],
+                "drops": entry["drops"],
+                "host_cpu_over_gloo": statistics.median(cpu) / statistics.median(base_cpu)
+                if cpu and base_cpu
+                else None,
+            }
+        )
+    return out
+
+
+def describe_against_gloo(entry: dict) -> str:
+    """One line per agent method and size: its median against gloo's, x ideal, resends, drops, host CPU."""
+    cpu = entry["host_cpu_over_gloo"]
+    return (
+        f"{entry['bytes_per_worker'] / 2**20:>5.0f} MB {entry['label']:>10} / gloo: {entry['time_over_gloo']:.2f} "
+        f"({entry['median_s']:.3f} / {entry['gloo_median_s']:.3f} s; x ideal {entry['ratio_to_ideal']:.2f} / "
+        f"{entry['gloo_ratio_to_ideal']:.2f}); resent {entry['retransmissions']}, dropped {entry['drops']}"
+        + ("" if cpu is None else f"; host CPU per value {cpu:.2f}x gloo's")
+    )
 
 
 def _run_lab(
@@ -450,10 +531,10 @@ def plot(reports: list[dict], path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--topology", nargs="+", default=list(DEFAULT_TOPOLOGIES), help="lab topology files")
-    ap.add_argument("--sizes", type=float, nargs="+", default=[1, 4, 16, 64], help="MB per worker")
+    ap.add_argument("--sizes", type=float, nargs="+", default=[4, 64], help="MB per worker")
     ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     ap.add_argument(
-        "--repeats", type=int, default=1, help="timed runs per method and size (median and spread reported)"
+        "--repeats", type=int, default=3, help="timed runs per method and size (median and spread reported)"
     )
     ap.add_argument(
         "--warmup",
@@ -466,9 +547,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         nargs="+",
         choices=sorted(PROGRAMS_BY_LANES),
-        default=[64],
         help="K values per packet: ina and ps run on a lab per K (64: p4src/ina.p4, 256: p4src/ina_k256.p4, "
-        "1024: p4src/ina_k1024.p4 on links with a 9000-byte MTU, where gloo runs again)",
+        "1024: p4src/ina_k1024.p4 on links with a 9000-byte MTU, where gloo runs again); default: the program a "
+        "user who names none runs, the largest K the topology's links carry (K = 256 at MTU 1500)",
     )
     ap.add_argument(
         "--pool-size",

@@ -19,7 +19,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.errors import P4RuntimeError
+from controller.errors import P4RuntimeError, PlanError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
@@ -362,10 +362,21 @@ class Installer:
 
         Raises
         ------
+        PlanError
+            The plan's chunks are not the switches' K (their packets would be dropped as malformed).
         P4RuntimeError
             A switch refused an update or cannot be reached.
         """
-        return self._write_each_switch(plan, self._upsert)
+        entries = self.job_entries(plan)
+        if entries:  # the switches run one program (one P4Info): a dense packet carries exactly its K lanes
+            switch = next(iter(entries))
+            k = self.values_per_packet(switch)
+            if plan.value_count != k:
+                raise PlanError(
+                    f"job {plan.job_id} is planned with {plan.value_count} values per packet but {switch} runs a "
+                    f"program built with K = {k}: plan it with the switches' K (PlanOptions.value_count None)"
+                )
+        return self._write_each_switch(entries, self._upsert)
 
     def remove_job(self, plan: JobPlan, skip: Collection[str] = ()) -> int:
         """Delete the job's entries and groups (those still present); return how many.
@@ -377,20 +388,16 @@ class Installer:
         P4RuntimeError
             A switch refused an update or cannot be reached.
         """
-        return self._write_each_switch(plan, self._delete_present, skip)
+        return self._write_each_switch(self.job_entries(plan), self._delete_present, skip)
 
     def _write_each_switch(
         self,
-        plan: JobPlan,
+        entries: dict[str, JobEntries],
         write: Callable[[str, list[p4runtime_pb2.TableEntry], list[p4runtime_pb2.MulticastGroupEntry]], int],
         skip: Collection[str] = (),
     ) -> int:
-        """``write`` each switch's entries and groups of ``plan`` (but ``skip``'s); the number of updates."""
-        return sum(
-            write(switch, tables, groups)
-            for switch, (tables, groups) in self.job_entries(plan).items()
-            if switch not in skip
-        )
+        """``write`` each switch's ``entries`` (a job's: ``job_entries``) but ``skip``'s; the number of updates."""
+        return sum(write(switch, tables, groups) for switch, (tables, groups) in entries.items() if switch not in skip)
 
     def _delete_present(
         self, switch: str, tables: list[p4runtime_pb2.TableEntry], groups: list[p4runtime_pb2.MulticastGroupEntry]

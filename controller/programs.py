@@ -19,15 +19,25 @@ from pathlib import Path
 
 from p4.config.v1 import p4info_pb2
 
-from controller.errors import P4RuntimeError
+from controller.errors import P4RuntimeError, PlanError
 from protocol.constants import VALUES_PER_PACKET
+from protocol.layouts import largest_packet_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM_FILES = {"v1model": REPO / "p4src" / "ina.p4", "tna": REPO / "p4src" / "tna" / "ina_tna.p4"}
 # build variants a --program option may name: the same program with another K (docs/design-decisions.md)
 VARIANT_FILES = {"v1model-k256": REPO / "p4src" / "ina_k256.p4", "v1model-k1024": REPO / "p4src" / "ina_k1024.p4"}
+# the v1model builds by K, the largest first: the default is the first whose packets fit the links
+V1MODEL_BUILDS = {1024: "v1model-k1024", 256: "v1model-k256", VALUES_PER_PACKET: "v1model"}
+TARGETS = ("softswitch", "bmv2", "tofino")
 STATS = "InaIngress.ina_stats"
 DROPS = "InaIngress.drop_stats"
+
+
+class ProgramChoiceError(PlanError):
+    """No program suits the target and the links (controller.programs.default_program)."""
+
+
 _LANE_REGISTER = re.compile(r"InaIngress\.slot_lane_\d+")
 _LANE_PAIR_REGISTER = re.compile(r"InaIngress\.lane_pair_\d+\.lanes")
 TNA_STAT_COUNTERS = (STATS, "InaIngress.ina_stats_slot", "InaIngress.ina_stats_evicted", "InaIngress.ina_stats_end")
@@ -124,3 +134,47 @@ def program_file(name_or_path: str | Path) -> Path:
     """
     text = str(name_or_path)
     return {**PROGRAM_FILES, **VARIANT_FILES}.get(text, Path(text))
+
+
+def default_program(mtu: int, target: str = "softswitch") -> str:
+    """The program a switch runs when nobody names one: the fastest the target and the links allow.
+
+    On softswitch and BMv2 that is the v1model build with the largest K whose packets (a dense chunk with
+    MAX_HOPS hop entries) fit ``mtu``: K = 256 at a 1500-byte MTU, K = 1024 on jumbo links (9000). Fewer,
+    larger packets cost the hosts and the switches less per value (docs/design-decisions.md, "Fast
+    defaults"). A Tofino runs the TNA program, whose K its pipeline fixes.
+
+    Parameters
+    ----------
+    mtu : int
+        The smallest MTU of the links the job's packets may cross (``Topology.smallest_mtu()``), bytes.
+    target : str
+        "softswitch", "bmv2" or "tofino".
+
+    Returns
+    -------
+    str
+        A name ``program_file`` resolves: "v1model-k1024", "v1model-k256", "v1model" or "tna".
+
+    Raises
+    ------
+    ProgramChoiceError
+        An unknown target, or links too small for any build.
+
+    Examples
+    --------
+    >>> default_program(1500), default_program(9000), default_program(1000), default_program(1500, "tofino")
+    ('v1model-k256', 'v1model-k1024', 'v1model', 'tna')
+    """
+    if target not in TARGETS:
+        raise ProgramChoiceError(f"unknown target {target!r} (choose {', '.join(TARGETS)})")
+    if target == "tofino":
+        return "tna"
+    for k, name in V1MODEL_BUILDS.items():
+        if largest_packet_bytes(k) <= mtu:
+            return name
+    smallest = min(V1MODEL_BUILDS)
+    raise ProgramChoiceError(
+        f"links with an MTU of {mtu} bytes carry no build of the program: K = {smallest} needs "
+        f"{largest_packet_bytes(smallest)} bytes"
+    )

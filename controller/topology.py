@@ -15,7 +15,7 @@ from typing import NamedTuple
 import networkx as nx
 
 from controller.errors import TopologyError
-from controller.limits import MAX_SWITCH_ID, SLOT_REGISTER_SIZE, host_node_id
+from controller.limits import DEFAULT_MTU, MAX_MTU, MAX_SWITCH_ID, MIN_MTU, SLOT_REGISTER_SIZE, host_node_id
 
 DEFAULT_SLOTS = SLOT_REGISTER_SIZE  # slot entries of a switch's registers unless the topology says otherwise
 ROLES = ("worker", "server")
@@ -60,6 +60,7 @@ class Link:
     delay: float  # ms
     loss: float = 0.0  # %
     id: int = 0  # stable edge id: position in the link list
+    mtu: int = DEFAULT_MTU  # bytes: the largest IPv4 packet the link carries (the default program's K follows it)
 
     def other(self, node: str) -> str:
         """The node at the other end of this link from ``node``.
@@ -167,7 +168,15 @@ class Topology:
         return s
 
     def add_link(
-        self, a: str, a_port: int, b: str, b_port: int, bandwidth: float, delay: float, loss: float = 0.0
+        self,
+        a: str,
+        a_port: int,
+        b: str,
+        b_port: int,
+        bandwidth: float,
+        delay: float,
+        loss: float = 0.0,
+        mtu: int = DEFAULT_MTU,
     ) -> Link:
         """Connect ``a``'s port ``a_port`` to ``b``'s port ``b_port``.
 
@@ -182,6 +191,8 @@ class Topology:
             Milliseconds, one way.
         loss : float
             Percent of packets lost (the lab and the in-process network model it).
+        mtu : int
+            Bytes: the largest IPv4 packet the link carries (9000 for jumbo frames).
 
         Returns
         -------
@@ -196,7 +207,7 @@ class Topology:
         >>> topo.add_link("h1", 0, "s1", 1, bandwidth=1000.0, delay=0.1).label
         'h1-s1'
         """
-        link = Link(a, a_port, b, b_port, bandwidth, delay, loss, id=len(self.links))
+        link = Link(a, a_port, b, b_port, bandwidth, delay, loss, id=len(self.links), mtu=mtu)
         self.links.append(link)
         self._index = None
         return link
@@ -433,7 +444,19 @@ class Topology:
                 )
             pairs[pair] = i
             _check_link_numbers(link)
+            _check_mtu(link)
         return host_links
+
+    def smallest_mtu(self) -> int:
+        """The smallest MTU of any link: what a packet that may cross any link must fit.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> star(2).smallest_mtu()
+        1500
+        """
+        return min((link.mtu for link in self.links), default=DEFAULT_MTU)
 
     def _check_roles(self) -> None:
         """Every host hinted as worker must reach every host hinted as server through switches."""
@@ -537,3 +560,10 @@ def check_reachable(graph: nx.Graph, worker: str, server: str) -> None:
     if nx.has_path(through_switches, worker, server):
         return
     raise TopologyError(f"worker {worker} not connected to server {server}")
+
+
+def _check_mtu(link: Link) -> None:
+    """A link's MTU is a whole number of bytes that IPv4 allows (68..65535)."""
+    mtu = link.mtu
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or not MIN_MTU <= mtu <= MAX_MTU:
+        raise TopologyError(f"bad mtu {mtu!r} on link {link.label} (bytes, an integer in {MIN_MTU}..{MAX_MTU})")

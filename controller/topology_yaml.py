@@ -8,7 +8,11 @@ Format::
     switches:
       - {name: s1, device_id: 1, grpc: "127.0.0.1:50001", slots: 4096}     # grpc, slots optional
     links:
-      - {ends: [h1, "s1:1"], bandwidth: 1000, delay: 0.1, loss: 0}         # Mbit/s, ms, %
+      - {ends: [h1, "s1:1"], bandwidth: 1000, delay: 0.1, loss: 0, mtu: 1500}  # Mbit/s, ms, %, bytes
+
+``loss`` (default 0) and ``mtu`` (default 1500; 9000 for jumbo frames) are optional. The links' MTU decides
+the program a switch runs by default (``controller.programs.default_program``): the largest K whose
+packets fit every link.
 
 An endpoint is ``node:port``; a host endpoint may omit the port (its interface is port 0).
 Every problem is reported as TopologyError with a one-line message naming it.
@@ -22,11 +26,12 @@ from typing import Any
 import yaml
 
 from controller.errors import TopologyError
+from controller.limits import DEFAULT_MTU
 from controller.topology import DEFAULT_SLOTS, Host, Link, Switch, Topology
 
 _HOST_KEYS = {"name", "ip", "mac", "role"}
 _SWITCH_KEYS = {"name", "device_id", "grpc", "slots"}
-_LINK_KEYS = {"ends", "bandwidth", "delay", "loss"}
+_LINK_KEYS = {"ends", "bandwidth", "delay", "loss", "mtu"}
 
 
 def load_topology(path: str | Path) -> Topology:
@@ -118,7 +123,19 @@ def topology_from_dict(data: Any, default_name: str = "topology") -> Topology:
         for key in ("bandwidth", "delay"):
             if entry.get(key) is None:
                 raise TopologyError(f"missing {key} on link {label}")
-        topo.links.append(Link(a, a_port, b, b_port, entry["bandwidth"], entry["delay"], entry.get("loss", 0.0), id=i))
+        topo.links.append(
+            Link(
+                a,
+                a_port,
+                b,
+                b_port,
+                entry["bandwidth"],
+                entry["delay"],
+                entry.get("loss", 0.0),
+                id=i,
+                mtu=entry.get("mtu", DEFAULT_MTU),
+            )
+        )
     return topo.validate()
 
 
@@ -158,6 +175,8 @@ def topology_to_dict(topo: Topology) -> dict[str, Any]:
         }
         if link.loss:
             item["loss"] = link.loss
+        if link.mtu != DEFAULT_MTU:
+            item["mtu"] = link.mtu
         links.append(item)
     return {"name": topo.name, "hosts": hosts, "switches": switches, "links": links}
 

@@ -41,6 +41,7 @@ __all__ = [
     "deinterleave",
     "expand_masked",
     "interleave",
+    "largest_packet_bytes",
     "layout_of",
     "layout_named",
     "mask_bits_ok",
@@ -121,6 +122,17 @@ class Layout:
             )
 
 
+def largest_packet_bytes(k: int) -> int:
+    """Bytes of the largest IPv4 packet a program with K lanes sends: a dense chunk with MAX_HOPS hop entries.
+    A link carries the program's packets when its MTU is at least this.
+
+    >>> largest_packet_bytes(64), largest_packet_bytes(256), largest_packet_bytes(1024)
+    (364, 1132, 4204)
+    """
+    headers = C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + C.INA_HEADER_BYTES + C.MAX_HOPS * C.HOP_BYTES
+    return headers + DENSE.payload_bytes(k)
+
+
 def link_mtu(k: int) -> int:
     """The IPv4 MTU the links of a program with K lanes need: 1500 while a dense packet with MAX_HOPS hop
     entries fits it (K <= 256 and then some), else JUMBO_MTU_BYTES (ina_k1024.p4's 4,204-byte packets).
@@ -128,8 +140,7 @@ def link_mtu(k: int) -> int:
     >>> link_mtu(256), link_mtu(1024)
     (1500, 9000)
     """
-    largest = C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + C.INA_HEADER_BYTES + C.MAX_HOPS * C.HOP_BYTES
-    largest += DENSE.payload_bytes(k)
+    largest = largest_packet_bytes(k)
     if largest > C.JUMBO_MTU_BYTES:
         raise ProtocolLayoutError(f"a dense packet of K={k} ({largest} bytes) fits no MTU up to {C.JUMBO_MTU_BYTES}")
     return C.MTU_BYTES if largest <= C.MTU_BYTES else C.JUMBO_MTU_BYTES

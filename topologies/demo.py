@@ -60,7 +60,7 @@ class Step:
 
 
 def run_demo(args) -> int:
-    from controller.programs import program_file
+    from controller.programs import default_program, program_file
     from controller.topology_yaml import load_topology
     from topologies import report
 
@@ -74,8 +74,15 @@ def run_demo(args) -> int:
     else:
         print(f"demo: {why}: running the same job on the in-process network (virtual clock) instead of mininet")
 
-    if args.program:
-        print(f"demo: the switches run {program_file(args.program)}")
+    if args.program is None and (args.target == "softswitch" or not use_mininet):
+        args.program = default_program(topo.smallest_mtu())
+        why = f"the largest K whose packets fit the links' {topo.smallest_mtu()}-byte MTU; --program changes it"
+        print(f"demo: the switches run {_relative(program_file(args.program))} ({why})")
+    elif args.program:
+        print(f"demo: the switches run {_relative(program_file(args.program))}")
+    elif not args.device_config:
+        name = default_program(topo.smallest_mtu(), "bmv2")
+        print(f"demo: BMv2 runs {_relative(program_file(name))}, compiled by p4c-bm2-ss into build/bmv2/")
     step(f"planning: {args.workers} workers, 1 server on {topo.name}")
     backend = make_backend(use_mininet, args)
     failed = True
@@ -140,6 +147,14 @@ def run_demo(args) -> int:
     return 0
 
 
+def _relative(path: Path) -> str:
+    """A path inside the checkout as the README names it (p4src/ina_k256.p4)."""
+    try:
+        return str(path.resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
 def _ms(seconds: float) -> str:
     ms = seconds * 1000
     return f"{ms:.0f}" if ms >= 10 else f"{ms:.2f}"
@@ -190,9 +205,10 @@ def main(argv=None) -> int:
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(
         "--program",
-        help="what the switches start with: v1model (p4src/ina.p4, the default on softswitch), v1model-k256 "
-        "(p4src/ina_k256.p4: 256 values per packet), v1model-k1024 (p4src/ina_k1024.p4: 1024, jumbo frames), tna (p4src/tna/ina_tna.p4, softswitch only) or a path "
-        "(--no-p4 by default on bmv2)",
+        help="what the switches start with (default on softswitch: the largest K the links' MTU carries, "
+        "v1model-k256 at 1500 bytes, v1model-k1024 on jumbo links): v1model (p4src/ina.p4, K = 64), v1model-k256 "
+        "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4), tna (p4src/tna/ina_tna.p4, softswitch only) or a "
+        "path (on bmv2, without --device-config: the same default, compiled by p4c-bm2-ss into build/bmv2/)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")

@@ -1,7 +1,7 @@
 """The demo's network without root: the same topology, switches, plan and agents in one process.
 
-The in-process network (``topologies.inprocess.fabric``) runs a softswitch ``Switch`` with
-p4src/ina.p4 per switch and moves frames over modelled links on a virtual clock (times are those of
+The in-process network (``topologies.inprocess.fabric``) runs a softswitch ``Switch`` with the
+default program (the largest K the topology's links carry: ``controller.programs.default_program``) per switch and moves frames over modelled links on a virtual clock (times are those of
 the topology's bandwidths and delays, not of this CPU). Same interface as ``MininetLab``: ``start``,
 ``allreduce``, ``link_bytes``, ``stop``. The parameter-server baseline (mode "ps") is a second job
 on the same hosts planned with no aggregating switch (``worker.baselines.parameter_server_options``).
@@ -9,12 +9,13 @@ on the same hosts planned with no aggregating switch (``worker.baselines.paramet
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from topologies.errors import LabJobError
 from topologies.lab_agent import worker_input
 from topologies.mininet_lab import RoundResult, pick_hosts
-from topologies.p4switch import DEFAULT_PROGRAM
 from worker.errors import AgentError
 
 
@@ -28,11 +29,12 @@ class InProcessLab:
         plan_options=None,
         seed: int = 7,
     ):
+        from controller.programs import default_program
         from controller.topology_yaml import load_topology
 
         self.topo = load_topology(topology_path)
         self.workers, self.server = pick_hosts(self.topo, workers, server)
-        self.program = program or str(DEFAULT_PROGRAM)
+        self.program = program or default_program(self.topo.smallest_mtu())  # the fastest the links carry
         self.plan_options = plan_options
         self.seed = seed
         self.plan = None
@@ -48,6 +50,8 @@ class InProcessLab:
         self.loop = self.net.loop
         resources = Resources.for_topology(self.topo)
         options = self.plan_options or PlanOptions()
+        if options.value_count is None:  # K of the switches' program, from its P4Info (as the lab's job manager)
+            options = dataclasses.replace(options, value_count=self.net.installer.values_per_packet())
         self.plan = plan_job(self.topo, self.workers, [self.server], options, resources)
         self.ps_plan = plan_job(self.topo, self.workers, [self.server], parameter_server_options(options), resources)
         self.net.install_routes()

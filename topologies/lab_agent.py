@@ -157,20 +157,21 @@ def run_worker(args, plan) -> None:
         try:
             r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
             data = worker_input(int(cmd["seed"]), r, args.rank, n)
-            start = time.monotonic()
             if mode not in agents:
                 agents[mode] = _baseline_agent(mode, args, transport, latest)
             if "rto" in cmd:
                 agents[mode].timeout = float(cmd["rto"])
             if "spurious" in cmd:
                 agents[mode].detect_spurious = bool(cmd["spurious"])
+            start, cpu_start = time.monotonic(), time.process_time()
             result = agents[mode].allreduce(data, "sum")
-            elapsed = time.monotonic() - start
+            elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
             reply(
                 {
                     "round": r,
                     "mode": mode,
                     "elapsed": elapsed,
+                    "cpu_s": cpu,  # the process's CPU in the collective (every thread), not the harness's
                     "values": int(np.asarray(result).size),
                     "digest": result_digest(np.asarray(result)),
                     "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},

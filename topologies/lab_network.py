@@ -17,13 +17,13 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controller.programs import PROGRAM_FILES, declared_values_per_packet, program_file
+from controller.programs import PROGRAM_FILES, declared_values_per_packet, default_program, program_file
 from controller.tls import Certificates, TlsFiles, make_certificates
 from protocol.constants import MTU_BYTES
 from protocol.layouts import link_mtu
 from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
-from topologies.p4switch import DEFAULT_PROGRAM, P4Switch, Target, prepare_interface, resolve_target
+from topologies.p4switch import P4Switch, Target, prepare_interface, resolve_target
 
 
 def _link_classes():
@@ -66,6 +66,7 @@ class LabLink:
     bw_mbps: float | None = None
     delay_ms: float | None = None
     loss_pct: float | None = None
+    mtu: int = MTU_BYTES  # bytes (the topology file's link mtu)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class LabSpec:
                     link.bandwidth or None,
                     link.delay or None,
                     link.loss or None,
+                    link.mtu,
                 )
                 for link in topo.links
             ],
@@ -178,16 +180,18 @@ class LabNetwork:
         self.tls = tls
         self.certificates: Certificates | None = None  # made at start with tls, in the work directory
         self.target = resolve_target(target) if isinstance(target, str) else target
-        if program is None and self.target.name == "softswitch":
-            program = str(DEFAULT_PROGRAM)
+        if program is None and self.target.name == "softswitch":  # the fastest build the links carry
+            program = default_program(min((link.mtu for link in spec.links), default=MTU_BYTES))
         if program is not None:  # "v1model" / "tna": the repository's programs (controller/programs.py)
             program = str(program_file(program))
             if self.target.name == "bmv2" and program == str(PROGRAM_FILES["tna"]):
                 raise LabError("the TNA program runs on softswitch (or a Tofino), not on BMv2: use --target softswitch")
         self.program = program
-        # the links' MTU: 9000 where the program's packets need it (K = 1024: docs/design-decisions.md)
+        # each link's MTU: the file's, raised to 9000 where a named program's packets need it (K = 1024)
         k = declared_values_per_packet(program) if program is not None else None
-        self.mtu = link_mtu(k) if k else MTU_BYTES
+        needed = link_mtu(k) if k else MTU_BYTES
+        self.link_mtus = [max(link.mtu, needed) for link in spec.links]
+        self.mtu = min(self.link_mtus, default=needed)  # what every link carries
         self.grpc_base = grpc_base
         self.queue_ms = queue_ms
         self._ports: dict[str, int] = {}
@@ -326,7 +330,7 @@ class LabNetwork:
             # root-namespace ends (switch side) are what must be deleted if the run dies
             self.resources.add_interfaces([n for n, node in ((n1, link.a), (n2, link.b)) if node not in host_names])
         self.net.build()
-        if self.mtu != MTU_BYTES:
+        if any(mtu != MTU_BYTES for mtu in self.link_mtus):
             self._set_mtu()
         for h in self.net.hosts:
             self.resources.add_process(h.pid, f"host {h.name}")
@@ -335,15 +339,17 @@ class LabNetwork:
         self._configure_hosts()
 
     def _set_mtu(self) -> None:
-        """Both ends of every link (hosts' ends in their namespaces) take the program's MTU, before the
+        """Both ends of every link (hosts' ends in their namespaces) take the link's MTU, before the
         switches open their ports (softswitch reads a port's MTU then). tbf's burst (15,000 bytes) holds
         a jumbo frame of K = 1024 (4,218 bytes)."""
-        for link in self.spec.links:
+        for link, mtu in zip(self.spec.links, self.link_mtus, strict=True):
             for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
-                out = self.net[node].cmd(f"ip link set dev {intf_name(node, port)} mtu {self.mtu} 2>&1")
+                out = self.net[node].cmd(f"ip link set dev {intf_name(node, port)} mtu {mtu} 2>&1")
                 if out.strip():
-                    raise LabError(f"cannot set the MTU of {intf_name(node, port)} to {self.mtu}: {out.strip()}")
-        self.log(f"[lab] links' MTU {self.mtu} (the program's packets need it)")
+                    raise LabError(f"cannot set the MTU of {intf_name(node, port)} to {mtu}: {out.strip()}")
+        raised = sum(1 for link, mtu in zip(self.spec.links, self.link_mtus, strict=True) if mtu > link.mtu)
+        why = f" ({raised} raised: the program's packets need it)" if raised else ""
+        self.log(f"[lab] links' MTU {sorted(set(self.link_mtus))}{why}")
 
     def _host_mac(self, node: str) -> str | None:
         for h in self.spec.hosts:

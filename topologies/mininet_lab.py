@@ -70,6 +70,9 @@ class RoundResult:
     rto_ms: dict[int, float] = field(default_factory=dict)  # agents' base retransmission timeout by rank, at the end
     # the workers' timer events in this round, summed over ranks: TIMER_COUNTERS
     timer: dict[str, int] = field(default_factory=dict)
+    # CPU seconds each rank's process spent in the collective itself (all its threads), by rank: not the
+    # harness's making of inputs and checking of sums
+    cpu_s: dict[int, float] = field(default_factory=dict)
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"
@@ -211,6 +214,7 @@ class MininetLab:
 
     # -- bring-up --------------------------------------------------------------------------------
     def start(self) -> MininetLab:
+        self._compile_for_bmv2()
         t0 = time.monotonic()
         self.log(
             f"[lab] starting {len(self.spec.switches)} {self.network.target.name} switches, "
@@ -229,6 +233,19 @@ class MininetLab:
             self.stop(failed=not isinstance(exc, KeyboardInterrupt))
             raise
         return self
+
+    def _compile_for_bmv2(self) -> None:
+        """BMv2 started with no program and no pipeline given gets the default program (the largest K the
+        links carry), compiled by p4c-bm2-ss (topologies/bmv2_build.py), pushed like --device-config."""
+        if self.network.target.name != "bmv2" or self.network.program is not None or self.device_config:
+            return
+        from controller.programs import default_program
+        from topologies.bmv2_build import compiled
+
+        name = default_program(self.topo.smallest_mtu(), "bmv2")
+        self.log(f"[lab] BMv2 runs {name}: compiling it with p4c-bm2-ss (once; kept in build/bmv2/)")
+        json_path, p4info_path = compiled(name)
+        self.device_config, self.p4info = str(json_path), str(p4info_path)
 
     def _install(self) -> None:
         """Routes, then the job (planned and installed by the controller's job manager) over
@@ -518,6 +535,7 @@ class MininetLab:
                 res.windows[self.plan.worker(n).rank] = list(m.get("windows", []))
                 res.lowest_rtt_ms[self.plan.worker(n).rank] = float(m.get("lowest_rtt_ms", 0.0))
                 res.rto_ms[self.plan.worker(n).rank] = float(m.get("rto_ms", 0.0))
+                res.cpu_s[self.plan.worker(n).rank] = float(m.get("cpu_s", 0.0))
             out.append(res)
             self.log(
                 f"[lab] round {r} ({mode}, {values} values x {len(self.agents)} workers): "
@@ -533,13 +551,14 @@ class MininetLab:
         self.rounds_done += 1
         for rank in self.gloo_ranks.values():
             rank.send({"cmd": "allreduce", "round": r, "values": values, "seed": self.seed})
-        elapsed = {}
+        elapsed, cpu = {}, {}
         for name, rank in self.gloo_ranks.items():
             msg = rank.read(timeout)
             if "error" in msg:
                 raise LabJobError(f"round {r}: {rank.name}: {msg['error']}")
             elapsed[self.plan.worker(name).rank] = msg["elapsed"]
-        res = RoundResult(r, "gloo", values, max(elapsed.values()), elapsed, verified=True)
+            cpu[self.plan.worker(name).rank] = float(msg.get("cpu_s", 0.0))
+        res = RoundResult(r, "gloo", values, max(elapsed.values()), elapsed, verified=True, cpu_s=cpu)
         self.log(
             f"[lab] round {r} (gloo, {values} values x {len(elapsed)} workers): {res.elapsed * 1000:.0f} ms, sums verified"
         )
@@ -931,7 +950,8 @@ def compare_line(gloo: TrainResult, ina: TrainResult) -> str:
         f"same seed {ina.seed}: gloo {100 * gloo.test_accuracy:.2f} % at {gloo.ms_per_iteration:.1f} ms/iteration"
         f"{gloo.steady_text()}, ina {100 * ina.test_accuracy:.2f} % at {ina.ms_per_iteration:.1f} ms/iteration"
         f"{ina.steady_text()} "
-        f"(accuracy difference {diff:+.2f} points)"
+        f"(ina/gloo {ina.ms_per_iteration / gloo.ms_per_iteration:.2f} per iteration, accuracy difference "
+        f"{diff:+.2f} points)"
     )
 
 
@@ -951,9 +971,10 @@ def main(argv=None) -> int:
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
     ap.add_argument(
         "--program",
-        help="P4 program (softswitch): v1model (p4src/ina.p4, the default), v1model-k256 (the same with 256 values "
-        "per packet, p4src/ina_k256.p4), v1model-k1024 (1024 values per packet, p4src/ina_k1024.p4: the lab's "
-        "links then take a 9000-byte MTU), tna (p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
+        help="P4 program (softswitch; default: the largest K the topology's links carry, v1model-k256 at a "
+        "1500-byte MTU, v1model-k1024 where every link has mtu 9000): v1model (p4src/ina.p4, K = 64), v1model-k256 "
+        "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4: the lab's links then take a 9000-byte MTU), tna "
+        "(p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
     )
     ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")

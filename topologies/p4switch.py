@@ -25,7 +25,6 @@ from mininet.node import Switch
 from topologies.errors import SwitchStartError
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_PROGRAM = REPO / "p4src" / "ina.p4"
 LOG_DIR = Path(os.environ.get("INA_LAB_LOG_DIR", "/tmp/ina-lab"))
 
 

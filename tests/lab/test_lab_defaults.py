@@ -53,3 +53,23 @@ def test_one_result_mode_default_for_the_controller_and_the_in_process_network()
     service = argparse.ArgumentParser()
     serve.add_arguments(service)
     assert service.parse_args([STAR]).result_mode == "multicast"
+
+
+def test_the_lab_runs_the_largest_k_its_links_carry_unless_told(tmp_path):
+    """No --program: K = 256 on the shipped 1500-byte links, K = 1024 where every link has mtu 9000; a named
+    program still wins, and the links take the MTU its packets need."""
+    from controller.topology_yaml import load_topology, save_topology
+
+    lab = mininet_lab.MininetLab(STAR, 2, log=lambda m: None)  # nothing starts before start()
+    assert os.path.basename(lab.network.program) == "ina_k256.p4" and lab.network.mtu == 1500
+    topo = load_topology(STAR)
+    for link in topo.links:
+        link.mtu = 9000
+    jumbo = tmp_path / "star_jumbo.yaml"
+    save_topology(topo, jumbo)
+    lab = mininet_lab.MininetLab(str(jumbo), 2, log=lambda m: None)
+    assert os.path.basename(lab.network.program) == "ina_k1024.p4" and lab.network.link_mtus == [9000] * 5
+    named = mininet_lab.MininetLab(STAR, 2, program="v1model", log=lambda m: None)
+    assert os.path.basename(named.network.program) == "ina.p4"
+    raised = mininet_lab.MininetLab(STAR, 2, program="v1model-k1024", log=lambda m: None)
+    assert raised.network.mtu == 9000
