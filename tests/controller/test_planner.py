@@ -6,13 +6,14 @@ import networkx as nx
 import pytest
 
 from controller.errors import PlanError
-from controller.generators import fat_tree
-from controller.multihop import path_tree
+from controller.generators import fat_tree, leaf_spine
+from controller.multihop import fewest_hops_tree, path_tree
 from controller.options import POLICIES
 from controller.plan import Hop, JobPlan
-from controller.planner import PlanOptions, plan_job
+from controller.planner import PlanOptions, check_request, plan_job
 from controller.resources import Resources
 from controller.topology_yaml import load_topology
+from controller.tree_plan import JobContext, hop_lists, place_aggregation, tree_shape
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 H = 0x8000
@@ -313,3 +314,29 @@ def test_planning_leaves_the_graph_as_it_was():
     without_s2 = graph.copy()
     without_s2.remove_node("s2")
     assert "s2" not in path_tree(without_s2, "h6", "fewest_hops").values()
+
+
+def test_build_tree_phases_on_leaf_spine_by_hand():
+    """The phases of build_tree one by one: h4 (rank 0) hangs alone under l2, h1 and h2 share l1, and the
+    fewest-hops tree toward h9 meets at sp1 (the lower link id of l1/l2's two spines) above l3."""
+    spine_leaf = leaf_spine()
+    graph = spine_leaf.to_graph()
+    workers, servers = check_request(spine_leaf, ["h4", "h1", "h2"], ["h9"], PlanOptions())
+    resources = Resources.for_topology(spine_leaf)
+    ctx = JobContext(spine_leaf, graph, workers, servers, resources, resources.open_job(None), pool_size=4)
+
+    shape = tree_shape(ctx, 0, "h9", fewest_hops_tree(graph, "h9"))
+    assert shape.order == ["h9", "l3", "sp1", "l2", "l1", "h4", "h1", "h2"]
+    assert shape.kids["sp1"] == ["l2", "l1"]  # the subtree holding rank 0 first
+
+    agg = place_aggregation(ctx, 0, shape)  # merge: where two or more flows meet
+    assert agg.aggregates == {"l1": True, "l2": False, "sp1": True, "l3": False}
+    assert agg.flows_in["sp1"] == ["h4", "l1"] and agg.flows_in["h9"] == ["sp1"]
+
+    grad_hops, _ = hop_lists(ctx, 0, shape, agg)
+    assert [(h.name, h.aggregate, h.fan_in, h.child) for h in grad_hops["h2"]] == [
+        ("l1", True, 2, 1),
+        ("sp1", True, 2, 1),
+        ("l3", False, 0, 0),
+        ("h9", True, 1, 0),
+    ]
