@@ -7,9 +7,11 @@ from typing import Any
 
 import networkx as nx
 
+from controller.errors import ControllerError
 from controller.plan import JobPlan
 from controller.topology import Topology
 
+PICTURE_FORMATS = (".png", ".svg", ".pdf")  # what the picture's file name may end with
 TREE_COLOURS = ("tab:red", "tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:brown")
 
 
@@ -53,14 +55,27 @@ def layered_layout(g: nx.Graph) -> dict[str, tuple[float, float]]:
     return pos
 
 
+class DrawError(ControllerError, ValueError):
+    """A picture that cannot be made: its file name asks for a format that is not drawn."""
+
+
 def draw_topology(topo: Topology, plan: JobPlan | None = None, output: str | Path = "topology.png") -> None:
-    """Save a PNG of ``topo`` to ``output``; with ``plan``, its trees coloured and aggregation points marked.
+    """Save a picture of ``topo`` to ``output``; with ``plan``, its trees coloured and aggregation points
+    marked. The format comes from the suffix (``PICTURE_FORMATS``).
 
     Raises
     ------
+    DrawError
+        ``output``'s suffix is not a picture format.
     OSError
         ``output`` cannot be written.
     """
+    suffix = Path(output).suffix.lower()
+    if suffix not in PICTURE_FORMATS:
+        raise DrawError(
+            f"cannot draw {output}: unknown picture format {suffix or 'without a suffix'!r} "
+            f"(use {', '.join(PICTURE_FORMATS[:-1])} or {PICTURE_FORMATS[-1]})"
+        )
     import matplotlib
 
     matplotlib.use("Agg")

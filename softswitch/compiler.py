@@ -220,8 +220,8 @@ def _file_tokens(path, defines, include_dirs):
     return toks, _tokens_hash(toks) + "|" + os.path.abspath(path)
 
 
-def _text_tokens(text, filename, defines, include_dirs):
-    toks = Preprocessor(defines, include_dirs).run_text(text, filename)
+def _text_tokens(text, filename, defines, include_dirs, confined=False):
+    toks = Preprocessor(defines, include_dirs, confined).run_text(text, filename)
     return toks, _tokens_hash(toks) + "|" + filename
 
 
@@ -233,10 +233,16 @@ def compile_program(path, defines=None, include_dirs=(), backend: str | None = N
 
 
 def compile_source(
-    text: str, filename="<string>.p4", defines=None, include_dirs=(), backend: str | None = None
+    text: str,
+    filename="<string>.p4",
+    defines=None,
+    include_dirs=(),
+    backend: str | None = None,
+    confined_includes: bool = False,
 ) -> CompiledProgram:
-    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs."""
-    toks, key = _text_tokens(text, filename, defines, include_dirs)
+    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs.
+    ``confined_includes``: text from someone else (frontend.preprocess.Preprocessor's ``confined``)."""
+    toks, key = _text_tokens(text, filename, defines, include_dirs, confined_includes)
     return _compile(toks, filename, key, backend)
 
 

@@ -202,8 +202,16 @@ class StatementEmitter:
             bits = convert(f"(({value}) & {mask_code(width)})", value_type(target.type), base_ctype)
             shifted = f"({bits} << {target.low})" if target.low else bits
             out.write(f"{place} = ({old} & {_literal(keep, base_ctype)}) | {shifted};")
+            self._set_write_flag(out, target.base, scope)
             return
         out.write(f"{self.x.place(target, scope)} = {value};")
+        self._set_write_flag(out, target, scope)
+
+    def _set_write_flag(self, out: CWriter, target: ir.Expression, scope: Scope) -> None:
+        flag = self.layout.write_flag(target)
+        if flag is not None:
+            assert isinstance(target, ir.FieldAccess)
+            out.write(f"{self.x.place(target.base, scope)}.{flag} = 1;")
 
     # ---------------------------------------------------------------- calls
     def _CallStatement(self, out: CWriter, s: ir.CallStatement, scope: Scope) -> None:

@@ -1,4 +1,4 @@
-"""NativeSwitch: a v1model device whose state and pipeline live in native code, with the control API of
+"""NativeSwitch: a v1model or TNA device whose state and pipeline live in native code, with the control API of
 softswitch.switch.Switch (tables by P4 name, registers, counters, multicast groups, clone sessions,
 packet-in/out, digests, stats), so the P4Runtime server, the STF runner, `softswitch dump` and the
 in-process network use either class unchanged.
@@ -718,7 +718,7 @@ class FrameBatch:
 
 
 class NativeSwitch(ControllerSide):
-    """One running v1model device on the native back end (see the module docstring)."""
+    """One running v1model or TNA device on the native back end (see the module docstring)."""
 
     backend = "native"
 

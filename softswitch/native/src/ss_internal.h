@@ -263,6 +263,10 @@ struct ss_worker {
     const char *fail_message;
     uint64_t outputs;    /* frames emitted since the last reset */
     uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
+    uint64_t now_ns;     /* the same in ns (TNA's timestamps) */
+    uint8_t *tna_in;     /* TNA: intrinsic metadata + the received frame, as the ingress parser reads it */
+    uint8_t *tna_frame;  /* TNA: the frame the ingress deparser made (the traffic manager's copies share it) */
+    uint8_t *tna_egress_in; /* TNA: intrinsic metadata + a copy's frame, as the egress parser reads it */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);
@@ -271,6 +275,16 @@ void ss_worker_free(ss_worker *w);
 void ss_worker_clock(ss_worker *w);
 /* runs one received frame through the pipeline (the caller holds sw->lock) */
 void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+/* the pipeline's pieces ss_tna.c shares with the v1model pipeline of ss_pipeline.c */
+ss_packet *ss_ctx_push(ss_worker *w);
+void ss_ctx_pop(ss_worker *w);
+int ss_add_job(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t port, uint8_t itype, int32_t list,
+               const void *meta);
+void ss_emit(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+/* TNA (ss_tna.c): the buffers of a worker, and one pass of a job through the six blocks */
+int ss_tna_worker_init(ss_worker *w);
+void ss_tna_worker_free(ss_worker *w);
+void ss_tna_run_pass(ss_worker *w, const ss_job *job);
 int ss_record_add(ss_bytes *out, uint32_t kind, int32_t port, uint32_t aux, uint32_t input, const void *data,
                   uint32_t len);
 

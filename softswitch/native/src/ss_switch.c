@@ -291,6 +291,8 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
         } else {
             r->data = sw->registers[i - d->group_offset].data + (size_t)d->group_offset * r->elem_bytes;
         }
+        if (d->initial)
+            for (uint64_t j = 0; j < d->size; j++) ss_register_write(r, j, d->initial);
     }
     for (uint32_t i = 0; i < prog->n_counters; i++) {
         ss_counter *c = &sw->counters[i];
