@@ -22,6 +22,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(PY) scripts/function_length.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -11,7 +11,6 @@ service's) travels as ``authorization: Bearer <token>`` call metadata (``token_m
 from __future__ import annotations
 
 import errno
-import ipaddress
 import shutil
 import socket
 import subprocess
@@ -22,6 +21,7 @@ from pathlib import Path
 import grpc
 
 from controller.errors import ControllerError
+from protocol.addresses import is_loopback
 
 TOKEN_HEADER = "authorization"
 
@@ -86,23 +86,6 @@ class TlsFiles:
             private_key=_read(self.key, "TLS key"),
             certificate_chain=_read(self.cert, "TLS certificate"),
         )
-
-
-def is_loopback(address: str) -> bool:
-    """Whether a ``host:port`` listens on loopback only.
-
-    Examples
-    --------
-    >>> is_loopback("127.0.0.1:9559"), is_loopback("localhost:1"), is_loopback("0.0.0.0:9559")
-    (True, True, False)
-    """
-    host = address.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def address_in_use(address: str) -> bool:

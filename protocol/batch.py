@@ -171,7 +171,7 @@ class PacketTemplate:
         self.row = np.frombuffer(raw, dtype=np.uint8)
         self.dtype = layout_dtype(self.hop_count, values_per_packet, None, layout)
 
-    def encode(
+    def encode(  # noqa: C901 (the wire format's field checks and writes in header order (docs/protocol.md), over a batch)
         self,
         values: np.ndarray,
         out: np.ndarray | None = None,
@@ -533,7 +533,7 @@ class PacketBatch:
         return InaPacket(header, hops, kept, L.unpack_masks(packed[np.newaxis, :])[0])
 
 
-def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int | None = None) -> PacketBatch:
+def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int | None = None) -> PacketBatch:  # noqa: C901 (codec.decode's checks in the same order, over a batch)
     """Decode the INA payloads in ``rows`` (``(n, stride)`` uint8, C-contiguous; row i holds
     ``lengths[i]`` bytes, and a length above stride marks a datagram that did not fit). The checks
     are ``codec.decode``'s: K is checked if given, else taken from each payload's length and layout."""

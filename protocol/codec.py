@@ -167,7 +167,7 @@ def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, l
     return C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES + layout.payload_bytes(values_per_packet)
 
 
-def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:
+def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:  # noqa: C901 (one check per header field, in header order (docs/protocol.md))
     """The UDP payload of ``packet``; values are padded with zeros to K lanes."""
     h, hops = packet.header, packet.hops
     if not 1 <= values_per_packet <= C.MAX_VALUES_PER_PACKET:
@@ -282,7 +282,7 @@ def check_masks(masks: np.ndarray, layout: L.Layout) -> None:
         )
 
 
-def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
+def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:  # noqa: C901 (one check per header field, in header order (docs/protocol.md))
     """Parse an INA UDP payload. K is checked if given, else taken from the payload length."""
     data = bytes(data)
     if len(data) < C.INA_HEADER_BYTES:

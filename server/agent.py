@@ -254,7 +254,7 @@ class ServerAgent:
             tree = job.compressed[(tree_id, chunk)] = _TreeState(job, plan_tree, ring, job.plan.value_count, chunk)
         return tree
 
-    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:
+    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:  # noqa: C901 (the server's per-batch receive path: one vectorised pass over the rows)
         """Check the rows' terminal hop and K, then add them to the tree's chunks (``rows``: indices
         into the batch, or ``slice(None)`` for all of them)."""
         terminal = packets.hop_count[rows] == 1
@@ -322,7 +322,7 @@ class ServerAgent:
         left = np.flatnonzero(~answered)
         return rows.select(left) if len(left) else None
 
-    def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:
+    def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:  # noqa: C901 (the server's per-batch receive path: one vectorised pass over the rows)
         """Add GRAD rows (no two of them for different chunks in one cell) to the tree's chunks."""
         position = rows.seq & (tree.ring - 1)
         held = tree.seq[position]

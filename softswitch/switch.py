@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, MutableMapping
 
+from protocol.p4names import find_named
+
 from .limits import packet_headroom
 from .runtime.pre import PRE
 from .runtime.tables import (  # noqa: F401
@@ -54,14 +56,8 @@ STAT_KEYS = (
 
 
 def by_name(items: dict, name: str, kind: str):
-    """items[name], or the one item whose last dotted component is name (`t` for `Ingress.t`)."""
-    if name in items:
-        return items[name]
-    short = [v for k, v in items.items() if k.rsplit(".", 1)[-1] == name]
-    if len(short) == 1:
-        return short[0]
-    known = ", ".join(sorted(items)) or "none"
-    raise KeyError(f"no {kind} named {name!r} (known: {known})")
+    """items[name], or the one item whose last dotted component is name (protocol/p4names.py's rule)."""
+    return find_named(items, name, kind)
 
 
 class Switch:

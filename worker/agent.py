@@ -740,7 +740,7 @@ class WorkerAgent:
         prepared.start()
 
     # -- events --------------------------------------------------------------------------------------
-    def _on_batch(self, batch: ReceivedBatch) -> None:
+    def _on_batch(self, batch: ReceivedBatch) -> None:  # noqa: C901 (the worker's per-batch receive path: one pass over a decoded batch)
         packets = decode_batch(batch.rows, batch.lengths, self.values_per_packet)
         n = len(packets)
         if not n:

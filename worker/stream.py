@@ -563,7 +563,7 @@ class Round:
         self._timer_at = when
         self._timer = self.agent.loop.call_at(when, self._on_timer)
 
-    def _on_timer(self) -> None:
+    def _on_timer(self) -> None:  # noqa: C901 (the retransmission timer: resend, give up or fall back in one pass over the chunks in flight)
         """Resend every chunk in flight whose deadline passed (or give up), then re-arm."""
         self._timer, self._timer_at = None, float("inf")
         if self.finished:
