@@ -30,7 +30,6 @@ during a push, and the new one replaces it at once.
 from __future__ import annotations
 
 import errno
-import ipaddress
 import itertools
 import logging
 import queue
@@ -47,6 +46,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
+from protocol.addresses import is_loopback_host
 from softswitch.errors import SwitchError
 from softswitch.p4info import MATCH_KIND_OF, P4InfoError, P4InfoIndex, build_p4info
 
@@ -1514,16 +1514,6 @@ def server_credentials(cert: str, key: str, ca: str | None = None, client_auth: 
     return grpc.ssl_server_credentials([pair], root_certificates=root, require_client_auth=client_auth)
 
 
-def _loopback(host: str) -> bool:
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def port_in_use(address: str) -> OSError | None:
     """An OSError naming ``address`` when another socket listens there (None: free, or not a host:port).
     Checked before gRPC binds, which would log a line of its own and say only that it failed."""
@@ -1563,7 +1553,7 @@ class P4RuntimeServer:
         )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.server)
         host = address.rsplit(":", 1)[0]
-        if credentials is None and not _loopback(host):
+        if credentials is None and not is_loopback_host(host):
             if not allow_plaintext:
                 raise ValueError(
                     f"refusing to serve P4Runtime on {address} without TLS: anyone who reaches it could program "
