@@ -486,7 +486,7 @@ def main() -> int:
     load = os.getloadavg()[0]
     print(f"fault campaign on {TOPOLOGY.name}: {args.values} values per worker, {args.seeds} seed(s); load {load:.1f}")
     wall = time.perf_counter()
-    rows = sweep(args.seeds, args.values, args.losses) + fault_rows(1, args.values * 4)
+    rows = sweep(args.seeds, args.values, args.losses) + fault_rows(1, args.values * 16)
     if args.lab:
         rows += lab_rows(args.lab_values)
     summary = {

@@ -10,6 +10,7 @@ job of the small topologies around each switch of its first tree (controller/rep
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import sys
@@ -111,8 +112,9 @@ def topologies() -> Iterator[Topology]:
     yield fat_tree(8, bandwidth=10000.0, host_bandwidth=40000.0, delay=0.01)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Print the snapshot to stdout: one JSON line per plan or path tree, so a diff names what changed."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # --help says what it does
     for topo in topologies():
         replan = len(topo.hosts) <= REPLAN_MAX_HOSTS
         for workers, servers in host_sets(topo):

@@ -37,7 +37,8 @@ def program_info(program: ir.Program) -> ProgramInfo:
         if annotation and annotation.arguments:
             fields = tuple(FieldInfo(f.name, ir.field_width(f.type)) for f in t.fields)
             info.controller_headers.append(ControllerHeaderInfo(annotation.arguments[0], fields))
-    actions: dict[str, ActionInfo] = {}
+    declared: list[ir.Action] = []  # p4c lists the actions a table names or code calls, as declared
+    used: set[str] = set()
     digests: dict[str, DigestInfo] = {}
     profiles: dict[str, tuple[ir.ExternInstance, list[str]]] = {}
     for item in _declarations(program):
@@ -46,13 +47,16 @@ def program_info(program: ir.Program) -> ProgramInfo:
             if item.implementation is not None:
                 profile = item.implementation
                 profiles.setdefault(profile.qualified_name, (profile, []))[1].append(item.qualified_name)
-            for action in _table_actions(item):
-                actions.setdefault(action.qualified_name, _action_info(action))
+            used.update(action.qualified_name for action in _table_actions(item))
         elif isinstance(item, ir.ExternInstance):
             _add_extern(info, item)
         else:
+            if isinstance(item, ir.Action):
+                declared.append(item)
             for node in block_nodes(item) if isinstance(item, (ir.Action, ir.Parser)) else walk(item):
-                if isinstance(node, ir.ExternFunctionCall) and node.function == "digest":
+                if isinstance(node, ir.ActionCall):
+                    used.add(node.action.qualified_name)
+                elif isinstance(node, ir.ExternFunctionCall) and node.function == "digest":
                     digest_type = node.type_arguments[0]
                     assert isinstance(digest_type, ir.StructType)
                     fields = tuple(FieldInfo(f.name, ir.field_width(f.type)) for f in digest_type.fields)
@@ -62,7 +66,7 @@ def program_info(program: ir.Program) -> ProgramInfo:
             for vs in block.value_sets:
                 width = vs.type.width  # type: ignore[attr-defined]
                 info.value_sets.append(ValueSetInfo(vs.qualified_name, width, vs.size, _p4_id(vs.annotations)))
-    info.actions = list(actions.values())
+    info.actions = [_action_info(a) for a in declared if a.qualified_name in used]
     info.action_profiles = [_action_profile_info(p, tables) for p, tables in profiles.values()]
     info.digests = list(digests.values())
     return info

@@ -33,7 +33,6 @@ extern packet_out {
 extern void verify(in bool check, in error toSignal);
 
 /* The action that does nothing; the default of tables without a default_action. */
-@corelib
 @noWarn("unused")
 action NoAction() {}
 

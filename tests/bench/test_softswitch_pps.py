@@ -22,6 +22,8 @@ KINDS = {
     "grad_passthrough",
     "grad_aggregation_k256",
     "result_release_k256",
+    "grad_aggregation_tna",
+    "result_release_tna",
 }
 
 

@@ -24,9 +24,9 @@ def network(name: str, seed: int = 0, program: str = "v1model", **kwargs):
     return net
 
 
-def star_topology(n_workers: int, bandwidth: float = 1000.0):
+def star_topology(n_workers: int, bandwidth: float = 1000.0, delay: float = 0.05):
     """One switch, n workers and a server (for up to 16 workers behind one aggregating switch); links of
-    ``bandwidth`` Mbit/s."""
+    ``bandwidth`` Mbit/s and ``delay`` ms."""
     from controller.topology import Topology
 
     topo = Topology(name=f"star{n_workers}")
@@ -36,7 +36,7 @@ def star_topology(n_workers: int, bandwidth: float = 1000.0):
         topo.add_host(
             name, f"10.0.0.{i + 1}", f"02:00:00:00:00:{i + 1:02x}", role="server" if i == n_workers else "worker"
         )
-        topo.add_link(name, 0, "s1", i + 1, bandwidth=bandwidth, delay=0.05)
+        topo.add_link(name, 0, "s1", i + 1, bandwidth=bandwidth, delay=delay)
     return topo.validate() or topo
 
 

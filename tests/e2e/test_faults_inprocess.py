@@ -182,7 +182,8 @@ def test_a_round_nobody_drives_fails_with_the_stall_error_within_the_limit(monke
 def test_a_slow_collective_that_keeps_progressing_outlasts_the_stall_limit():
     """The stall limit counts from the last progress, not from the call: an all-reduce through slow links
     that takes several times the limit in all, results arriving all along, completes with exact sums."""
-    net = network(star_topology(2, bandwidth=5.0))  # 5 Mbit/s: a chunk of 64 values is ~0.5 ms a link
+    # 5 Mbit/s and 2 ms a link: a chunk of 64 values is ~0.5 ms on the wire, a round trip over 8 ms
+    net = network(star_topology(2, bandwidth=5.0, delay=2.0))
     job = _job(net, 2, give_up_after=0.05)
     limit = job.agents[0].stall_after
     xs = int_inputs(2, 64 * 1200, seed=1)
@@ -190,8 +191,8 @@ def test_a_slow_collective_that_keeps_progressing_outlasts_the_stall_limit():
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))
     assert net.loop.now() - start > 3 * limit
-    # the limit follows the resend timer: the queues of these links raised its base above `timeout`, so a
-    # resend may come that much later, and the limit with it
+    # the limit follows the resend timer: these links' round trip raised its base above `timeout`, so a
+    # resend may come that much later, and the limit with it (the agents pace to the links: no queue adds to it)
     agent = job.agents[0]
     assert float(agent.rto(0)) > agent.timeout
     assert agent.stall_after == pytest.approx(2 * 0.05 + agent.max_backoff * float(agent.rto(0)))

@@ -54,7 +54,7 @@ def test_star_allreduce_parameter_server_and_gloo_at_100_mbit_then_clean_teardow
         # s1 adds the 4 flows: the server's link carries one stream, not four
         assert 0 < server < 1.5 * min(per_worker)
         # read over P4Runtime: s1 added every worker's chunk once and completed each chunk once
-        chunks = 2 * 5  # 2 rounds x ceil(300 / 64)
+        chunks = 2 * -(-300 // lab.plan.value_count)  # 2 rounds of 300 values in chunks of the switches' K
         s1 = lab.switch_counters()["s1"]
         assert (s1["grad_aggregated"], s1["grad_completed"]) == (4 * chunks, chunks)
         # the parameter-server job (same protocol, no aggregating switch): the server gets every

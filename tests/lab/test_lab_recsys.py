@@ -40,8 +40,8 @@ def test_recsys_trains_on_ina_with_all_to_all_across_the_switch(lab):
     for host in lab.workers:
         carried = sum(after[link.id] - before[link.id] for link in lab.topo.links_of(host))
         assert carried > f["alltoall_bytes_per_iteration"] * result.iterations
-    # the dense gradients (1,273 values in 20 blocks, one DDP bucket per iteration) in one round trip per
-    # call (21 chunks: values and a lane per block), summed by s1, 2 workers' packets into each chunk
+    # the dense gradients (1,273 values, one DDP bucket per iteration) in one round trip per call (values
+    # and a lane per block of K, the switches' K), summed by s1, 2 workers' packets into each chunk
     chunks = assert_float_sums_took_one_round_per_call(result.switch_rounds, result.iterations, 1273)
     s1 = result.switch_counters["s1"]
     assert (s1["grad_completed"], s1["grad_aggregated"]) == (chunks, 2 * chunks), s1

@@ -67,13 +67,18 @@ def test_gloo_and_ina_reach_the_same_accuracy_and_ina_is_summed_by_the_switch(la
     assert abs(ina.test_accuracy - gloo.test_accuracy) <= 0.01
 
     # read over P4Runtime: s1 completed every chunk the float sums sent (worker/torch_backend/scales.py:
-    # agreement rounds of block exponents, values rounds of 64-value blocks plus one lane per block) and
-    # added each of the 2 workers' packets into it; after the first step, a step is about one values round
+    # agreement rounds of block exponents, values rounds of the blocks plus one lane per block, in chunks
+    # of K values, K the switches' program's) and added each of the 2 workers' packets into it; after the
+    # first step, a step is about one values round
     rounds = ina.switch_rounds
+    k = rounds["values_per_packet"]
+    assert k == lab.plan.value_count == 256  # the lab's default program on star.yaml's 1500-byte links
     assert rounds["value_rounds"] >= ina.iterations and rounds["agreements"] >= 1
     assert rounds["agreements"] + rounds["value_rounds"] < 1.5 * ina.iterations
-    blocks = math.ceil(params / 64)
-    assert rounds["chunks"] >= ina.iterations * math.ceil((params + blocks) / 64)  # a full values round a step
+    block = rounds["scale_block"]
+    blocks = math.ceil(params / block)
+    # a full values round a step: the values in whole blocks, then one lane per block
+    assert rounds["chunks"] >= ina.iterations * math.ceil((blocks * block + blocks) / k)
     s1 = ina.switch_counters["s1"]
     assert (s1["grad_completed"], s1["grad_aggregated"]) == (rounds["chunks"], 2 * rounds["chunks"]), s1
     # the training job is gone from the controller again; the lab's own job stays

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from protocol.constants import MASKED_1OF4_MAX_POSITIONS, MASKED_2OF4_MAX_POSITIONS
 from softswitch.backend_c import generate_c
 from softswitch.compiler import lower_program
 
@@ -73,12 +74,33 @@ def test_the_headers_fields_run_is_also_an_array(lane_runs_c):
     )
 
 
-@pytest.mark.parametrize("program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256)])
+def ina_lane_headers(lanes: int) -> list[tuple[str, int, int]]:
+    """ina_lanes.p4's value headers for K lanes as (name, first lane, lane count): cut where a 1:4 and a 2:4
+    chunk end (docs/protocol.md, "Layouts"), a header only where K reaches past its first lane."""
+    cuts = [0] + [cut for cut in (MASKED_1OF4_MAX_POSITIONS, MASKED_2OF4_MAX_POSITIONS) if cut < lanes] + [lanes]
+    spans = zip(cuts, cuts[1:], strict=False)
+    return [(f"values_{name}", lo, hi - lo) for name, (lo, hi) in zip("abc", spans, strict=False)]
+
+
+@pytest.mark.parametrize("program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256), ("ina_k1024.p4", 1024)])
 def test_ina_aggregation_is_one_loop_over_its_lanes(program, lanes):
+    """The aggregation's K lane statements are one loop per lane header (its lanes, and the slot's registers
+    from its first lane on), none left unrolled; each lane header is parsed and emitted by one loop."""
     c_source = generate_c(lower_program(str(ROOT / "p4src" / program)))
     body = functions(c_source)["action InaIngress.aggregate_into_slot"]
-    assert [count for _, count in LOOP.findall(body)] == [str(lanes)]
-    assert f"for (uint32_t i = 0; i < {lanes}; i++)" in c_source.split("emit_ina_values_t(")[1]
+    headers = ina_lane_headers(lanes)
+    loops = list(LOOP.finditer(body))
+    assert [int(loop.group(2)) for loop in loops] == [count for _, _, count in headers]
+    for loop, (header, first, _) in zip(loops, headers, strict=True):
+        lane = loop.group(1)
+        in_loop = body[loop.start() : body.index("\n        }\n", loop.start())]
+        assert f"{header}.ss_lanes_v{first}[(0ULL + {lane} * 1ULL)]" in in_loop
+        assert re.search(rf"register_\d+\[i_\d+ \* {lanes} \+ \({first}ULL \+ {lane} \* 1ULL\)\]", in_loop)
+    # no lane is left as its own statement: the lane fields are reached only through the headers' arrays
+    assert not re.search(r"values_[a-c]\.v\d+", body)
+    for header, _, count in headers:
+        for io in (f"extract_ina_{header}_t(", f"emit_ina_{header}_t("):
+            assert f"for (uint32_t i = 0; i < {count}; i++)" in c_source.split(io)[1].split("\n}\n")[0], io
 
 
 def test_a_register_read_into_a_slice_inside_a_run_is_one_loop_and_written_back():

@@ -1,5 +1,13 @@
 """softswitch's P4Info of the repository's programs against the checked-in P4Info p4c's BMv2 back end
-generates for them (tests/softswitch/p4info/*.p4info.txtpb, read with the p4info_pb2 definitions)."""
+generates for them (tests/softswitch/p4info/*.p4info.txtpb, read with the p4info_pb2 definitions).
+
+The expected files are p4c-bm2-ss's output, unedited; after a change to a program, from the repository root:
+
+    p4c-bm2-ss --arch v1model -I p4src -o /tmp/ina.json --p4runtime-files tests/softswitch/p4info/ina.p4info.txtpb \
+        p4src/ina.p4
+    p4c-bm2-ss --arch v1model -o /tmp/ipv4_router.json \
+        --p4runtime-files tests/softswitch/p4info/ipv4_router.p4info.txtpb tests/softswitch/programs/ipv4_router.p4
+"""
 
 import os
 

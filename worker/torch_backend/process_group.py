@@ -109,13 +109,21 @@ class InaProcessGroup(dist.ProcessGroup):
     def switch_counts(self) -> dict[str, int]:
         """What this rank's worker agent has sent through the switches so far (counted where it sends,
         worker/stream.py): ``agreements``, the MAX rounds (the scale agreements of float sums, and any
-        MAX/MIN or int64 range round), ``value_rounds``, the SUM rounds, and ``chunks``, the packets of K
-        values sent once each (retransmissions not counted). Shared by the groups of one job (session.py).
-        Empty when the channel has no agent."""
-        stats = getattr(getattr(self._channel, "agent", None), "stats", None)
+        MAX/MIN or int64 range round), ``value_rounds``, the SUM rounds, ``chunks``, the packets of K
+        values sent once each (retransmissions not counted), ``values_per_packet``, that K (the switches'
+        program's), and ``scale_block``, the values that share one scale in a float sum. Shared by the groups
+        of one job (session.py). Empty when the channel has no agent."""
+        agent = getattr(self._channel, "agent", None)
+        stats = getattr(agent, "stats", None)
         if stats is None:
             return {}
-        return {"agreements": stats["max_rounds"], "value_rounds": stats["sum_rounds"], "chunks": stats["chunks_sent"]}
+        return {
+            "agreements": stats["max_rounds"],
+            "value_rounds": stats["sum_rounds"],
+            "chunks": stats["chunks_sent"],
+            "values_per_packet": agent.values_per_packet,
+            "scale_block": self.scales.block,
+        }
 
     # -- reductions through the switches ---------------------------------------------------------
     def allreduce(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
