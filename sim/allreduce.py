@@ -193,5 +193,17 @@ def run_ps(net: SimNetwork, workers: list[str], server: str, nbytes: int, until_
     return _finish(net, "ps", workers, nbytes, until_s, t0)
 
 
+def run_transfer(
+    net: SimNetwork, src: str, dst: str, packets: int, payload: int = BASELINE_PAYLOAD, until_s: float | None = None
+) -> RunResult:
+    """One bulk transfer: ``packets`` UDP frames from ``src`` to ``dst``, all offered at time 0."""
+    t0 = time.perf_counter()
+    refs = {h.name: _ref(h) for h in net.topo.hosts}
+    net.core.set_layout(core_layout(net.installer.values_per_packet()))
+    net.core.sender(net.node[src], plain_frame(refs[src], refs[dst], payload, BASELINE_PORT), packets)
+    net.core.sink(net.node[dst], packets)
+    return _finish(net, "transfer", [dst], packets * payload, until_s, t0)
+
+
 def _ref(host: Host) -> HostRef:
     return HostRef(host.name, host.ip, host.mac, host.node_id, host.index)

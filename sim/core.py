@@ -81,6 +81,8 @@ def library() -> ctypes.CDLL:
         ),
         "sim_ps_worker": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64]),
         "sim_ps_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_sender": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_sink": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_uint64]),
         "sim_start": (None, [_P]),
         "sim_run": (ctypes.c_uint64, [_P, ctypes.c_int64]),
         "sim_host_stats": (None, [_P, ctypes.c_uint32, _P]),
@@ -194,6 +196,12 @@ class SimCore:
         self._check(
             self.lib.sim_ps_server(self._sim, node, b"".join(templates), size, len(templates), packets), "PS server"
         )
+
+    def sender(self, node: int, template: bytes, packets: int) -> None:
+        self._check(self.lib.sim_sender(self._sim, node, template, len(template), packets), "sender")
+
+    def sink(self, node: int, packets: int) -> None:
+        self._check(self.lib.sim_sink(self._sim, node, packets), "sink")
 
     def start(self) -> None:
         self.lib.sim_start(self._sim)

@@ -22,7 +22,7 @@ typedef void (*free_fn)(void *p);
 
 enum { EV_FRAME = 0, EV_TIMER = 1 };
 enum { NODE_SWITCH = 0, NODE_HOST = 1 };
-enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER };
+enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER, HOST_SENDER, HOST_SINK };
 
 typedef struct {
     int64_t t;
@@ -437,7 +437,8 @@ static void deliver(sim *s, event *e) {
     case HOST_INA_WORKER: ina_worker_receive(s, e->node, e->frame, e->len); break;
     case HOST_INA_SERVER: ina_server_receive(s, e->node, e->frame, e->len); break;
     case HOST_RING: ring_receive(s, e->node); break;
-    case HOST_PS_WORKER: ps_worker_receive(s, e->node); break;
+    case HOST_PS_WORKER:
+    case HOST_SINK: ps_worker_receive(s, e->node); break;
     case HOST_PS_SERVER: ps_server_receive(s, e->node, e->frame, e->len); break;
     default: break;
     }
@@ -615,6 +616,27 @@ EXPORT int sim_ps_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, 
     return 0;
 }
 
+/* A bulk transfer: the sender puts `packets` frames on its link at the start; the sink finishes when
+ * it has received `packets` frames. */
+EXPORT int sim_sender(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len)) return -1;
+    h->kind = HOST_SENDER;
+    h->total_send = packets;
+    return 0;
+}
+
+EXPORT int sim_sink(sim *s, uint32_t n, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (!packets) return -1;
+    h->kind = HOST_SINK;
+    h->total_recv = packets;
+    s->hosts_pending++;
+    return 0;
+}
+
 /* tmpls: n_workers frames of `len` bytes, one to each worker */
 EXPORT int sim_ps_server(sim *s, uint32_t n, const uint8_t *tmpls, uint32_t len, uint32_t n_workers, uint64_t packets) {
     host *h = &s->nodes[n].h;
@@ -635,7 +657,8 @@ EXPORT void sim_start(sim *s) {
         switch (s->nodes[n].h.kind) {
         case HOST_INA_WORKER: ina_fill_window(s, n); break;
         case HOST_RING: ring_pump(s, n); break;
-        case HOST_PS_WORKER: ps_worker_start(s, n); break;
+        case HOST_PS_WORKER:
+        case HOST_SENDER: ps_worker_start(s, n); break;
         default: break;
         }
     }
