@@ -74,14 +74,20 @@ class SimNetwork:
             s.name: Switch(self.program, device_id=s.device_id, name=s.name)  # type: ignore[no-untyped-call]
             for s in topo.switches
         }
-        entries = {name: _native_entry(sw) for name, sw in self.switches.items()}
-        _, process, free = next(iter(entries.values()))
-        self.core = SimCore(seed, process, free)
+        self._entries = {name: _native_entry(sw) for name, sw in self.switches.items()}
+        self.links = links
+        self.core = self._build_core(seed)
+        self._installer: Installer | None = None
+
+    def _build_core(self, seed: int) -> SimCore:
+        _, process, free = next(iter(self._entries.values()))
+        core = SimCore(seed, process, free)
+        topo, links = self.topo, self.links
         self.node: dict[str, int] = {}
-        for name, (pointer, _, _) in entries.items():
-            self.node[name] = self.core.add_node(NODE_SWITCH, pointer)
+        for name, (pointer, _, _) in self._entries.items():
+            self.node[name] = core.add_node(NODE_SWITCH, pointer)
         for h in topo.hosts:
-            self.node[h.name] = self.core.add_node(NODE_HOST, None)
+            self.node[h.name] = core.add_node(NODE_HOST, None)
         self.directions: dict[tuple[str, str], int] = {}
         self.link_params: dict[tuple[str, str], tuple[float, float]] = {}
         for link in topo.links:
@@ -91,11 +97,17 @@ class SimNetwork:
             a_port = HOST_PORT if topo.is_host(link.a) else link.a_port
             b_port = HOST_PORT if topo.is_host(link.b) else link.b_port
             for src, sp, dst, dp in ((link.a, a_port, link.b, b_port), (link.b, b_port, link.a, a_port)):
-                self.directions[(src, dst)] = self.core.add_link(
+                self.directions[(src, dst)] = core.add_link(
                     self.node[src], sp, self.node[dst], dp, bandwidth, delay, links.queue_bytes, loss
                 )
                 self.link_params[(src, dst)] = (bandwidth, delay)
-        self._installer: Installer | None = None
+        return core
+
+    def fresh_core(self, seed: int = 0) -> None:
+        """A new simulation (clock at 0, empty links, no agents) over the same switches and their
+        entries: several runs share one installation (installing a big fabric's routes takes long)."""
+        self.core.close()
+        self.core = self._build_core(seed)
 
     @property
     def installer(self) -> Installer:

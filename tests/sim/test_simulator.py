@@ -18,10 +18,10 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc
 K = 256  # the default program at a 1500-byte MTU (v1model-k256)
 
 
-def _fat_tree_job(links: LinkModel = LinkModel(), seed: int = 0):
+def _fat_tree_job(links: LinkModel | None = None, seed: int = 0):
     topo = fat_tree(4)
     hosts = [h.name for h in topo.hosts]
-    net = SimNetwork(topo, links=links, seed=seed)
+    net = SimNetwork(topo, links=links or LinkModel(), seed=seed)
     net.install_routes()
     plan = plan_ina(net, hosts[:-1], hosts[-1])
     return net, plan
