@@ -48,16 +48,22 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
     t0 = time.perf_counter()
     net = SimNetwork(topo, seed=args.seed)
     build_s = time.perf_counter() - t0
+    baselines = [m for m in args.methods if m != "ina" and len(workers) <= args.baseline_max_workers]
     t0 = time.perf_counter()
-    net.install_routes()
+    entries = net.install_routes(routes=bool(baselines))  # /32 routes only for the baselines' IPv4 traffic
     routes_s = time.perf_counter() - t0
+    print(
+        f"{name}: {len(topo.switches)} switches built in {build_s:.1f} s, {entries:,d} topology entries in "
+        f"{routes_s:.1f} s",
+        flush=True,
+    )
     rows = []
     for method in args.methods:
         if method != "ina" and len(workers) > args.baseline_max_workers:
             print(f"{name}: {method} skipped above {args.baseline_max_workers} workers", flush=True)
             continue
         net.fresh_core(args.seed)
-        setup = {"build_s": build_s, "routes_s": routes_s}
+        setup = {"build_s": build_s, "topology_entries_s": routes_s}
         if method == "ina":
             t0 = time.perf_counter()
             plan = plan_ina(net, workers, server)
@@ -69,13 +75,14 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             result = run_ring(net, workers, n_values * 4)
         else:
             result = run_ps(net, workers, server, n_values * 4)
-        row = {"topology": name, "program": net.program_name, "switches": len(topo.switches), **setup}
+        row = {"topology": name, "program": net.program_name, "switches": len(topo.switches), "entries": entries}
+        row.update(setup)
         row.update(result.as_dict())
         rows.append(row)
         print(
             f"{name:>18} {method:>4} workers {result.workers:5d}: {result.completion_s * 1e3:9.3f} ms modelled "
             f"({result.x_ideal:6.2f} x ideal), {result.events:11,d} events in {result.wall_s:7.1f} s "
-            f"({row['events_per_s']:,.0f}/s), finished {result.finished}, mismatches {result.mismatches}, "
+            f"({row['events_per_s']:,.0f}/s; CPU {result.cpu_s:.1f} s), finished {result.finished}, mismatches {result.mismatches}, "
             f"set-up {sum(setup.values()):.1f} s",
             flush=True,
         )

@@ -72,6 +72,7 @@ class RunResult:
     ideal_s: float  # bytes / the slowest host link's bandwidth
     events: int
     wall_s: float
+    cpu_s: float  # this process's CPU time over the run (the machine is shared: wall time is the load's too)
     finished: int
     mismatches: int = 0
     resends: int = 0
@@ -85,6 +86,7 @@ class RunResult:
         d: dict[str, object] = dict(self.__dict__)
         d["x_ideal"] = self.x_ideal
         d["events_per_s"] = self.events / self.wall_s if self.wall_s > 0 else 0.0
+        d["events_per_cpu_s"] = self.events / self.cpu_s if self.cpu_s > 0 else 0.0
         return d
 
 
@@ -93,10 +95,13 @@ def _host_bandwidth(net: SimNetwork, hosts: list[str]) -> float:
     return min(bw)
 
 
-def _finish(net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s: float | None, t0: float) -> RunResult:
+def _finish(
+    net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s: float | None, t0: float, c0: float
+) -> RunResult:
     net.core.start()
     net.core.run(until_s)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     stats = [net.core.host_stats(net.node[h]) for h in hosts]
     done = [s["done_s"] for s in stats if s["done_s"] >= 0]
     busiest_name, busiest = net.busiest_direction()
@@ -108,6 +113,7 @@ def _finish(net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s
         ideal_s=nbytes * 8 / _host_bandwidth(net, hosts),
         events=int(net.core.state()["events"]),
         wall_s=wall,
+        cpu_s=cpu,
         finished=len(done),
         mismatches=int(sum(s["mismatches"] for s in stats)),
         resends=int(sum(s["resends"] for s in stats)),
@@ -136,7 +142,7 @@ def run_ina(
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
     (default: ``values.total()``)."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if len(plan.trees) != 1 or len(plan.servers) != 1:
         raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
     k = plan.value_count
@@ -161,13 +167,13 @@ def run_ina(
             timeout_s,
             int(values.coeffs[w.rank]),
         )
-    return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0)
+    return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)
 
 
 def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:
     """gloo's ring all-reduce (reduce-scatter then all-gather, 2(N-1) steps of nbytes/N to the next
     rank), pipelined per packet; routed by the P4 program's IPv4 tables."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n = len(workers)
     refs = {h.name: h for h in net.topo.hosts}
     per_step = max(1, -(-nbytes // n // BASELINE_PAYLOAD))
@@ -176,13 +182,13 @@ def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | 
         nxt = workers[(i + 1) % n]
         frame = plain_frame(_ref(refs[w]), _ref(refs[nxt]), BASELINE_PAYLOAD, BASELINE_PORT)
         net.core.ring_worker(net.node[w], frame, per_step, 2 * (n - 1))
-    return _finish(net, "ring", workers, nbytes, until_s, t0)
+    return _finish(net, "ring", workers, nbytes, until_s, t0, c0)
 
 
 def run_ps(net: SimNetwork, workers: list[str], server: str, nbytes: int, until_s: float | None = None) -> RunResult:
     """A parameter server: every worker sends its nbytes to the server, which sends each packet's sum
     to every worker once all contributions of it arrived."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     refs = {h.name: _ref(h) for h in net.topo.hosts}
     packets = max(1, -(-nbytes // BASELINE_PAYLOAD))
     net.core.set_layout(core_layout(net.installer.values_per_packet()))
@@ -190,19 +196,19 @@ def run_ps(net: SimNetwork, workers: list[str], server: str, nbytes: int, until_
         net.core.ps_worker(net.node[w], plain_frame(refs[w], refs[server], BASELINE_PAYLOAD, BASELINE_PORT), packets)
     down = [plain_frame(refs[server], refs[w], BASELINE_PAYLOAD, BASELINE_PORT) for w in workers]
     net.core.ps_server(net.node[server], down, packets)
-    return _finish(net, "ps", workers, nbytes, until_s, t0)
+    return _finish(net, "ps", workers, nbytes, until_s, t0, c0)
 
 
 def run_transfer(
     net: SimNetwork, src: str, dst: str, packets: int, payload: int = BASELINE_PAYLOAD, until_s: float | None = None
 ) -> RunResult:
     """One bulk transfer: ``packets`` UDP frames from ``src`` to ``dst``, all offered at time 0."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     refs = {h.name: _ref(h) for h in net.topo.hosts}
     net.core.set_layout(core_layout(net.installer.values_per_packet()))
     net.core.sender(net.node[src], plain_frame(refs[src], refs[dst], payload, BASELINE_PORT), packets)
     net.core.sink(net.node[dst], packets)
-    return _finish(net, "transfer", [dst], packets * payload, until_s, t0)
+    return _finish(net, "transfer", [dst], packets * payload, until_s, t0, c0)
 
 
 def _ref(host: Host) -> HostRef:

@@ -23,9 +23,7 @@ from controller.programs import default_program, program_file
 from controller.topology import Topology
 from sim.core import NODE_HOST, NODE_SWITCH, SimCore
 from sim.errors import SimError
-from softswitch.p4info import build_p4info
-from softswitch.p4runtime_server import P4RuntimeService
-from topologies.inprocess.install import InProcessClient
+from sim.install import install_fabric, sim_installer
 
 HOST_PORT = 0  # a host's one port
 
@@ -113,17 +111,12 @@ class SimNetwork:
     def installer(self) -> Installer:
         """The controller's installer over these switches (in-process P4Runtime clients)."""
         if self._installer is None:
-            p4info = build_p4info(self.program.info)
-
-            def connect(name: str) -> InProcessClient:
-                service = P4RuntimeService(switch=self.switches[name], device_id=self.topo.switch(name).device_id)
-                return InProcessClient(name, service, p4info)
-
-            self._installer = Installer(self.topo, p4info=p4info, connect=connect)
+            self._installer = sim_installer(self.topo, self.switches, self.program.info)
         return self._installer
 
-    def install_routes(self) -> None:
-        self.installer.install_topology()
+    def install_routes(self, routes: bool = True) -> int:
+        """The topology-wide entries (identity, /32 routes unless ``routes`` is False, result rewrites)."""
+        return install_fabric(self.installer, self.topo, routes=routes)
 
     def install_job(self, plan: Any) -> None:
         self.installer.install_job(plan)
