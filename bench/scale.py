@@ -127,11 +127,14 @@ def main() -> int:
     p.add_argument("--window", type=int, default=None, help="INA chunks in flight per worker (default: the pool)")
     p.add_argument("--baseline-max-workers", type=int, default=256, help="skip ring/PS above this many workers")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--include", type=Path, nargs="*", default=[], help="earlier JSON files whose rows join the plot")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     args = p.parse_args()
     rows: list[dict[str, Any]] = []
     for name, topo in topologies(args):
         rows.extend(run_size(name, topo, args))
+    for path in args.include:
+        rows.extend(r for r in json.loads(path.read_text())["rows"] if r not in rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"mb_per_worker": args.mb, "argv": sys.argv[1:]}
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=float) + "\n")
