@@ -121,7 +121,7 @@ def main() -> int:
     p.add_argument("--fat-tree", type=int, nargs="*", default=[4, 6, 8], help="fat-tree arities k (k^3/4 hosts)")
     p.add_argument("--leaf-spine", type=int, nargs="*", default=[], help="leaf counts of leaf-spines")
     p.add_argument("--spines", type=int, default=4)
-    p.add_argument("--per-leaf", type=int, default=16, help="workers per leaf")
+    p.add_argument("--per-leaf", type=int, default=8, help="workers per leaf (at most 9: uplinks start at port 11)")
     p.add_argument("--mb", type=float, default=1.0, help="MB of int32 values per worker")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     p.add_argument("--window", type=int, default=None, help="INA chunks in flight per worker (default: the pool)")
