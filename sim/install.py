@@ -18,7 +18,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.errors import P4RuntimeError
-from controller.installer import T_ROUTES, Installer
+from controller.installer import Installer
 from controller.topology import Topology
 from softswitch.p4info import P4InfoIndex, build_p4info
 from softswitch.p4runtime_server import P4RuntimeService, Pipeline
@@ -69,11 +69,9 @@ def install_fabric(installer: Installer, topo: Topology, *, routes: bool = True)
     how many were written."""
     if routes:
         return installer.install_topology()
-    assert installer.p4info is not None, "the simulator's installer is made with the program's P4Info"
-    route_table = next(t.preamble.id for t in installer.p4info.tables if t.preamble.name == T_ROUTES)
     written = 0
     for s in topo.switches:
-        entries = [e for e in installer.topology_entries(s.name) if e.table_id != route_table]
+        entries = installer.topology_entries(s.name, routes=False)
         updates = [
             (
                 p4runtime_pb2.Update.MODIFY if e.is_default_action else p4runtime_pb2.Update.INSERT,
