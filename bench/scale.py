@@ -43,7 +43,12 @@ def topologies(args: argparse.Namespace) -> list[tuple[str, Topology]]:
 
 def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[str, Any]]:
     hosts = [h.name for h in topo.hosts]
-    workers, server = hosts[:-1], hosts[-1]
+    if (
+        args.worker_stride > 1
+    ):  # every n-th host from the second on, the server the first (bench/plan_scale.py's choice)
+        workers, server = hosts[1 :: args.worker_stride], hosts[0]
+    else:
+        workers, server = hosts[:-1], hosts[-1]
     n_values = int(args.mb * 2**20 / 4)
     t0 = time.perf_counter()
     net = SimNetwork(topo, seed=args.seed)
@@ -124,6 +129,7 @@ def main() -> int:
     p.add_argument("--per-leaf", type=int, default=8, help="workers per leaf (at most 9: uplinks start at port 11)")
     p.add_argument("--mb", type=float, default=1.0, help="MB of int32 values per worker")
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--worker-stride", type=int, default=1, help="workers: every n-th host (1: all but the server)")
     p.add_argument("--window", type=int, default=None, help="INA chunks in flight per worker (default: the pool)")
     p.add_argument("--baseline-max-workers", type=int, default=256, help="skip ring/PS above this many workers")
     p.add_argument("--seed", type=int, default=0)
