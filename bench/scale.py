@@ -112,6 +112,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
             if pts:
                 ax.plot(*zip(*pts, strict=True), marker="o", label=f"{method} ({family})")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set_xlabel("workers")
     ax.set_ylabel("completion time / ideal (bytes / host link bandwidth)")
     ax.set_title("All-reduce in the packet-level simulator")
