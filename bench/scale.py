@@ -23,9 +23,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from controller.errors import ControllerError  # noqa: E402
 from controller.generators import fat_tree, leaf_spine  # noqa: E402
 from controller.topology import Topology  # noqa: E402
 from sim.allreduce import RunResult, WorkerValues, plan_ina, run_ina, run_ps, run_ring  # noqa: E402
+from sim.errors import SimError  # noqa: E402
 from sim.network import SimNetwork  # noqa: E402
 
 METHODS = ("ina", "ring", "ps")
@@ -138,8 +140,12 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     args = p.parse_args()
     rows: list[dict[str, Any]] = []
-    for name, topo in topologies(args):
-        rows.extend(run_size(name, topo, args))
+    try:
+        for name, topo in topologies(args):
+            rows.extend(run_size(name, topo, args))
+    except (SimError, ControllerError) as exc:
+        print(f"scale: {exc}", file=sys.stderr)
+        return 2
     for path in args.include:
         rows.extend(r for r in json.loads(path.read_text())["rows"] if r not in rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from native.build import load_library
+from sim.errors import SimError
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "sim_core.c"
 PS_PER_S = 10**12
@@ -149,7 +150,7 @@ class SimCore:
             )
         )
         if index < 0:
-            raise ValueError(f"link {src}:{src_port} -> {dst}:{dst_port} refused (port >= 512 or bandwidth <= 0)")
+            raise SimError(f"link {src}:{src_port} -> {dst}:{dst_port} refused (port >= 512 or bandwidth <= 0)")
         return index
 
     def set_link_up(self, link: int, up: bool) -> None:
@@ -172,7 +173,7 @@ class SimCore:
 
     def _check(self, rc: int, what: str) -> None:
         if rc != 0:
-            raise ValueError(f"{what}: refused by the core (out of memory, or sizes beyond the values given)")
+            raise SimError(f"{what}: refused by the core (out of memory, or sizes beyond the values given)")
 
     def ina_worker(
         self, node: int, template: bytes, n_chunks: int, pool: int, window: int, timeout_s: float, coeff: int

@@ -10,6 +10,7 @@ import pytest
 
 from controller.generators import fat_tree, star
 from sim.allreduce import BASELINE_PAYLOAD, WorkerValues, plan_ina, run_ina, run_ps, run_ring, run_transfer
+from sim.errors import SimError
 from sim.frames import UDP_PAYLOAD
 from sim.network import LinkModel, SimNetwork
 
@@ -48,6 +49,13 @@ def test_a_wrong_expected_sum_is_reported_by_every_worker():
     result = run_ina(net, plan, values, expected=expected)
     assert result.finished == len(plan.workers)
     assert result.mismatches == len(plan.workers)  # each worker: one chunk
+    net.close()
+
+
+def test_values_that_are_not_whole_chunks_are_refused_with_the_reason():
+    net, plan = _fat_tree_job()
+    with pytest.raises(SimError, match=r"100 values are not a whole number of 256-value chunks"):
+        run_ina(net, plan, WorkerValues.random(len(plan.workers), 100))
     net.close()
 
 
