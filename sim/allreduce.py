@@ -27,6 +27,7 @@ from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_fr
 from sim.network import SimNetwork
 
 BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
+MAX_RESENDS = 20  # resends of one chunk before a worker gives up
 BASELINE_PAYLOAD = 1400  # bytes of gradient per baseline packet (a 1500-byte MTU)
 
 
@@ -138,10 +139,12 @@ def run_ina(
     expected: np.ndarray | None = None,
     window: int | None = None,
     timeout_s: float = RTO_VIRTUAL_S,
+    max_resends: int = MAX_RESENDS,
     until_s: float | None = None,
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
-    (default: ``values.total()``)."""
+    (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
+    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished."""
     t0, c0 = time.perf_counter(), time.process_time()
     if len(plan.trees) != 1 or len(plan.servers) != 1:
         raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
@@ -165,6 +168,7 @@ def run_ina(
             plan.pool_size,
             window or plan.pool_size,
             timeout_s,
+            max_resends,
             int(values.coeffs[w.rank]),
         )
     return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)

@@ -72,6 +72,7 @@ def library() -> ctypes.CDLL:
                 ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_int64,
+                ctypes.c_uint32,
                 ctypes.c_int32,
             ],
         ),
@@ -176,10 +177,27 @@ class SimCore:
             raise SimError(f"{what}: refused by the core (out of memory, or sizes beyond the values given)")
 
     def ina_worker(
-        self, node: int, template: bytes, n_chunks: int, pool: int, window: int, timeout_s: float, coeff: int
+        self,
+        node: int,
+        template: bytes,
+        n_chunks: int,
+        pool: int,
+        window: int,
+        timeout_s: float,
+        max_resends: int,
+        coeff: int,
     ) -> None:
         rc = self.lib.sim_ina_worker(
-            self._sim, node, template, len(template), n_chunks, pool, window, round(timeout_s * PS_PER_S), coeff
+            self._sim,
+            node,
+            template,
+            len(template),
+            n_chunks,
+            pool,
+            window,
+            round(timeout_s * PS_PER_S),
+            max_resends,
+            coeff,
         )
         self._check(rc, "INA worker")
 

@@ -61,7 +61,8 @@ struct host {
     uint8_t *done;
     int64_t *sent_at;
     uint32_t *attempts;
-    int timer_pending;
+    int timer_pending, gave_up;
+    uint32_t max_resends; /* resends of one chunk before the worker gives up (no lost packet hangs a run) */
     uint64_t resends, results, mismatches, duplicates;
     int32_t coeff; /* this worker's values: a[i] + coeff * b[i] */
     /* INA server */
@@ -270,6 +271,11 @@ static void ina_worker_timer(sim *s, uint32_t n) {
     h->timer_pending = 0;
     for (uint32_t j = h->lowest; j < h->next; j++) {
         if (h->done[j] || ina_deadline(h, j) > s->now) continue;
+        if (h->attempts[j] >= h->max_resends) { /* give up: the run goes on without this worker */
+            h->gave_up = 1;
+            s->hosts_pending--;
+            return;
+        }
         h->attempts[j]++;
         h->resends++;
         ina_send_chunk(s, n, j, 1);
@@ -280,6 +286,7 @@ static void ina_worker_timer(sim *s, uint32_t n) {
 static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
     host *h = &s->nodes[n].h;
     const ina_layout *L = &s->lay;
+    if (h->gave_up) return;
     if (len < L->header_end + 4 * L->k || (f[L->b0] & 0x0F) != L->pkt_result) return;
     uint32_t seq = get_be32(f + L->seq);
     if (seq == 0 || seq > h->n_chunks) return;
@@ -566,13 +573,13 @@ static int set_template(host *h, const uint8_t *tmpl, uint32_t len) {
 }
 
 EXPORT int sim_ina_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t n_chunks, uint32_t pool,
-                          uint32_t window, int64_t timeout_ps, int32_t coeff) {
+                          uint32_t window, int64_t timeout_ps, uint32_t max_resends, int32_t coeff) {
     host *h = &s->nodes[n].h;
     host_free(h);
     if (set_template(h, tmpl, len) || (uint64_t)n_chunks * s->lay.k > s->n_values || !pool || !window) return -1;
     h->kind = HOST_INA_WORKER;
     h->n_chunks = n_chunks, h->pool = pool, h->window = window < pool ? window : pool;
-    h->timeout_ps = timeout_ps, h->coeff = coeff;
+    h->timeout_ps = timeout_ps, h->coeff = coeff, h->max_resends = max_resends;
     h->done = calloc(n_chunks + 1, 1);
     h->sent_at = calloc(n_chunks + 1, sizeof *h->sent_at);
     h->attempts = calloc(n_chunks + 1, sizeof *h->attempts);

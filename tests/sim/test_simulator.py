@@ -69,6 +69,17 @@ def test_lost_packets_are_resent_and_sums_stay_exact():
     net.close()
 
 
+def test_a_cut_link_ends_the_run_with_the_workers_given_up_not_hung():
+    net, plan = _fat_tree_job()
+    server = plan.servers[0].name
+    net.cut(server, next(link.other(server) for link in net.topo.links_of(server)))
+    result = run_ina(net, plan, WorkerValues.random(len(plan.workers), 4 * K), max_resends=3)
+    assert result.finished == 0 and result.completion_s == -1.0
+    # each worker resent its 4 chunks 3 times, then gave up on the first
+    assert result.resends == 3 * 4 * len(plan.workers)
+    net.close()
+
+
 def test_a_full_queue_drops_what_does_not_fit_its_byte_limit():
     frame = UDP_PAYLOAD + BASELINE_PAYLOAD
     net = SimNetwork(star(2), links=LinkModel(queue_bytes=3 * frame + 10))
