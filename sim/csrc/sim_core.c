@@ -171,6 +171,12 @@ static event pop(sim *s) {
     return top;
 }
 
+/* Bytes offered to a link direction and not yet sent (the frame on the wire counts its remaining bytes). */
+static int64_t link_waiting(const sim *s, const link_dir *l) {
+    int64_t backlog_ps = l->busy_until > s->now ? l->busy_until - s->now : 0;
+    return (int64_t)((double)backlog_ps * l->bandwidth_bps / 8e12);
+}
+
 /* Hands a frame (owned by the callee from now on) to the link direction on node's port. */
 static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t len) {
     node *nd = &s->nodes[n];
@@ -186,8 +192,7 @@ static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t
         free(frame);
         return;
     }
-    int64_t backlog_ps = l->busy_until > s->now ? l->busy_until - s->now : 0;
-    int64_t waiting = (int64_t)((double)backlog_ps * l->bandwidth_bps / 8e12); /* bytes not yet sent */
+    int64_t waiting = link_waiting(s, l); /* bytes not yet sent */
     if (l->queue_bytes >= 0 && waiting + (int64_t)len > l->queue_bytes) {
         l->queue_drops++;
         free(frame);
@@ -366,9 +371,32 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
  * once). PS: every worker sends `per_step` packets to the server; the server sends packet p to every
  * worker once all N contributions of p arrived. Payload bytes are the templates' (sums not modelled). */
 
+/* A bulk sender's pacing: like a socket over a qdisc, it writes while fewer than PACE_BYTES wait in its
+ * link's transmit queue, else it waits (a host timer) until they would fit, so a sender's memory stays
+ * bounded whatever it has to send. */
+#define PACE_BYTES (64 * 1024)
+
+/* 1 when the host may put a frame of len bytes on its link now; else arms its pacing timer, returns 0 */
+static int paced(sim *s, uint32_t n, uint32_t len) {
+    node *nd = &s->nodes[n];
+    int32_t li = nd->port_link[0];
+    if (li < 0) return 1;
+    const link_dir *l = &s->links[li];
+    int64_t waiting = link_waiting(s, l);
+    if (waiting + (int64_t)len <= PACE_BYTES) return 1;
+    if (!nd->h.timer_pending) {
+        int64_t excess = waiting + (int64_t)len - PACE_BYTES;
+        int64_t t = s->now + (int64_t)((double)excess * 8e12 / l->bandwidth_bps) + 1;
+        nd->h.timer_pending = 1;
+        timer_at(s, n, t);
+    }
+    return 0;
+}
+
 static void ring_pump(sim *s, uint32_t n) {
     host *h = &s->nodes[n].h;
     while (h->sent < h->total_send && (h->sent < h->per_step || h->received + h->per_step > h->sent)) {
+        if (!paced(s, n, h->tmpl_len)) return;
         send_copy(s, n, h->tmpl, h->tmpl_len);
         h->sent++;
     }
@@ -404,12 +432,25 @@ static void ps_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len
 
 static void ps_worker_start(sim *s, uint32_t n) {
     host *h = &s->nodes[n].h;
-    for (uint64_t p = 0; p < h->total_send; p++) {
+    while (h->sent < h->total_send) {
+        if (!paced(s, n, h->tmpl_len)) return;
         uint8_t *f = malloc(h->tmpl_len);
         if (!f) return;
         memcpy(f, h->tmpl, h->tmpl_len);
-        put_be32(f + s->lay.udp_payload, (uint32_t)p);
+        put_be32(f + s->lay.udp_payload, (uint32_t)h->sent);
         transmit(s, n, 0, f, h->tmpl_len);
+        h->sent++;
+    }
+}
+
+static void host_timer(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    switch (h->kind) {
+    case HOST_INA_WORKER: ina_worker_timer(s, n); break;
+    case HOST_RING: h->timer_pending = 0, ring_pump(s, n); break;
+    case HOST_PS_WORKER:
+    case HOST_SENDER: h->timer_pending = 0, ps_worker_start(s, n); break;
+    default: break;
     }
 }
 
@@ -462,8 +503,8 @@ EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
         ran++;
         if (e.kind == EV_FRAME) {
             deliver(s, &e);
-        } else if (s->nodes[e.node].h.kind == HOST_INA_WORKER) {
-            ina_worker_timer(s, e.node);
+        } else {
+            host_timer(s, e.node);
         }
     }
     s->events += ran;
