@@ -13,15 +13,16 @@ run: setup
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# the standard benchmark set (bench/standard.py): JSON under bench/results/standard/, then docs/results.md,
+# its plots and README.md's results table (bench/report.py); QUICK=1: smaller sizes, about 10 minutes
 bench: setup
-	$(PY) bench/softswitch_pps.py
-	$(PY) bench/plan_scale.py
-	$(PY) bench/allreduce.py
+	$(PY) bench/standard.py $(if $(QUICK),--quick)
 
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(PY) scripts/function_length.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -19,7 +19,7 @@ too, wall clock: 4 workers on leaf-spine, softswitch in every switch; a clean ro
 during which the aggregating spine's switch process is killed (then one during which the other spine
 dies: no tree left), and, in a second lab, a round during which ``link l1 spN down`` cuts a link.
 
-    .venv/bin/python bench/faults.py [--seeds 3] [--values 2560] [--quick] [--lab]
+    .venv/bin/python bench/faults.py [--seeds 3] [--values 10240] [--quick] [--lab]
 """
 
 from __future__ import annotations
@@ -289,7 +289,7 @@ def forgeries(plan, chunks: int) -> list[tuple[str, bytes, str]]:
     of its workers, with the job's own hop lists, seqs and slots."""
     tree = plan.trees[0]
     neighbour = dict(zip(VICTIM, BYSTANDER, strict=True))
-    junk = np.full(C.VALUES_PER_PACKET, 1_000_000, dtype=np.int32)
+    junk = np.full(plan.value_count, 1_000_000, dtype=np.int32)  # well-formed for the switches' K
     out = []
     for w in plan.workers:
         grad_hops = [h.to_codec() for h in tree.grad_hops[w.name]]
@@ -299,15 +299,19 @@ def forgeries(plan, chunks: int) -> list[tuple[str, bytes, str]]:
             out.append(
                 (
                     neighbour[w.name],
-                    codec.encode(codec.grad(plan.job_id, seq, grad_hops, junk, **common)),
+                    codec.encode(codec.grad(plan.job_id, seq, grad_hops, junk, **common), plan.value_count),
                     plan.servers[0].ip,
                 )
             )
             out.append(
-                (neighbour[w.name], codec.encode(codec.result(plan.job_id, seq, result_hops, junk, **common)), w.ip)
+                (
+                    neighbour[w.name],
+                    codec.encode(codec.result(plan.job_id, seq, result_hops, junk, **common), plan.value_count),
+                    w.ip,
+                )
             )
             mcast = codec.result(plan.job_id, seq, [], junk, flags=C.FLAG_MCAST, **common)
-            out.append((neighbour[w.name], codec.encode(mcast), w.ip))
+            out.append((neighbour[w.name], codec.encode(mcast, plan.value_count), w.ip))
     return out
 
 
@@ -466,15 +470,17 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3, help="runs per impairment row")
-    ap.add_argument("--values", type=int, default=2560, help="int32 values per worker")
+    ap.add_argument(
+        "--values", type=int, default=10_240, help="int32 values per worker (40 chunks at the default K = 256)"
+    )
     ap.add_argument("--losses", type=float, nargs="+", default=[0.0, 0.05, 0.1, 0.2, 0.3])
-    ap.add_argument("--quick", action="store_true", help="one seed, 640 values, losses 0 and 20%%")
+    ap.add_argument("--quick", action="store_true", help="one seed, 2,560 values, losses 0 and 20%%")
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--lab", action="store_true", help="also the mininet lab's rows (root, mininet; wall clock)")
     ap.add_argument("--lab-values", type=int, default=192_000, help="int32 values per worker in the lab rows")
     args = ap.parse_args()
     if args.quick:
-        args.seeds, args.values, args.losses = 1, 640, [0.0, 0.2]
+        args.seeds, args.values, args.losses = 1, 2560, [0.0, 0.2]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]

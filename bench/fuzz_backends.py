@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "dataplane"))  # the ina.p4 scenarios in
 
 import ina_traffic  # noqa: E402
 from backend_pair import EXPECTED_FALLBACKS, BackendMismatch, BackendPair, mutations, populate  # noqa: E402
-from test_differential_programs import NO_FUZZ  # noqa: E402
+from test_differential_programs import MAIN, NO_FUZZ  # noqa: E402
 
 from protocol import codec  # noqa: E402
 
@@ -42,7 +42,7 @@ def test_programs() -> list[Path]:
         p
         for d in PROGRAM_DIRS
         for p in d.rglob("*.p4")
-        if "V1Switch(" in p.read_text() and p.name not in EXPECTED_FALLBACKS and p.name not in NO_FUZZ
+        if MAIN.search(p.read_text()) and p.name not in EXPECTED_FALLBACKS and p.name not in NO_FUZZ
     )
 
 

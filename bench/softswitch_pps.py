@@ -4,7 +4,8 @@ Two programs: a plain IPv4 router (tests/softswitch/programs/ipv4_router.p4: LPM
 checksum check and update) and p4src/ina.p4 with K = 64 values per packet. ina.p4 runs one job with
 fan-in 4 at one switch: per chunk 3 GRADs are absorbed, the 4th completes the sum and leaves, then 4
 unicast RESULTs release the slot and go down; also GRADs on a pass-through hop and plain UDP on its
-ipv4_lpm.
+ipv4_lpm. In process, the same chunks also run on ina_k256.p4 (K = 256) and on the TNA program
+p4src/tna/ina_tna.p4 (the same frames and entries).
 
 * In process, per back end: the Python back end runs `Switch.process` on each frame (each call
   timed); the native back end runs `process_batch` on batches of prepared frames (64 chunks of 4 GRADs,
@@ -82,6 +83,7 @@ from bench.cpu_time import (  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
 INA_K256_P4 = ROOT / "p4src" / "ina_k256.p4"  # the same program with K = 256 (the allreduce's build)
+INA_TNA_P4 = ROOT / "p4src" / "tna" / "ina_tna.p4"  # the Tofino program (K = 64, the same entries)
 WIDE_K = 256
 ROUTER_P4 = ROOT / "tests" / "softswitch" / "programs" / "ipv4_router.p4"
 BACKENDS = ("native", "python")
@@ -469,6 +471,8 @@ KIND_LABELS = {
     "grad_passthrough": "GRAD pass-through hop (ina.p4)",
     "grad_aggregation_k256": f"GRAD aggregation, per GRAD (K = {WIDE_K})",
     "result_release_k256": f"RESULT release + forward (K = {WIDE_K})",
+    "grad_aggregation_tna": "GRAD aggregation, per GRAD (ina_tna.p4)",
+    "result_release_tna": "RESULT release + forward (ina_tna.p4)",
 }
 KIND_FRAMES = {
     "ipv4_router_forward": "plain",
@@ -480,10 +484,16 @@ KIND_FRAMES = {
     "grad_passthrough": "passthrough",
     "grad_aggregation_k256": "grad",
     "result_release_k256": "result",
+    "grad_aggregation_tna": "grad",
+    "result_release_tna": "result",
 }
 WIDE_KINDS = {  # K = 256 kinds: what a round of ina_k256.p4's workload counts into them
     "grad_aggregation_k256": ("grad_absorbed", "grad_completing"),
     "result_release_k256": ("result_release",),
+}
+TNA_KINDS = {  # kinds of the TNA program (p4src/tna/ina_tna.p4) on ina.p4's frames and entries
+    "grad_aggregation_tna": ("grad_absorbed", "grad_completing"),
+    "result_release_tna": ("result_release",),
 }
 CHUNKS_PER_ROUND = POOL  # chunks aggregated together: each its own slot
 
@@ -607,10 +617,11 @@ def measure_in_process(
 ) -> list[dict]:
     """Per kind, `reps` rates (frames / time spent in the switch), each from about seconds / reps of
     work; the native back end warms up its library first (compilation is not timed). The K = 256 kinds
-    run the same rounds on ina_k256.p4 (`wide_frames`)."""
+    run the same rounds on ina_k256.p4 (`wide_frames`), the TNA kinds on ina_tna.p4."""
     timer = _time_native if backend == "native" else _time_python
     router, ina, wide = router_switch(backend), ina_switch(backend), ina_switch(backend, INA_K256_P4)
-    work, wide_work = Workload(frames), Workload(wide_frames)
+    tna = ina_switch(backend, INA_TNA_P4)
+    work, wide_work, tna_work = Workload(frames), Workload(wide_frames), Workload(frames)
     rates: dict[str, list[float]] = {k: [] for k in KIND_LABELS}
     for rep in range(reps + 1):  # round 0 warms up
         spent = {k: [0, 0.0] for k in KIND_LABELS}
@@ -628,6 +639,12 @@ def measure_in_process(
                     port, batch, expected = wide_round[kind]
                     spent[wide_kind][0] += len(batch)
                     spent[wide_kind][1] += timer(wide, port, batch, expected)
+            tna_round = tna_work.round()
+            for tna_kind, kinds in TNA_KINDS.items():
+                for kind in kinds:
+                    port, batch, expected = tna_round[kind]
+                    spent[tna_kind][0] += len(batch)
+                    spent[tna_kind][1] += timer(tna, port, batch, expected)
             if time.monotonic() >= t_end:
                 break
         if rep == 0:
@@ -639,10 +656,12 @@ def measure_in_process(
             rates[kind].append(count / secs)
     work.check_one_chunk(ina)
     wide_work.check_one_chunk(wide)
+    tna_work.check_one_chunk(tna)
     if backend == "native":
         router.close()
         ina.close()
         wide.close()
+        tna.close()
     rows = []
     for kind, values in rates.items():
         median = statistics.median(values)

@@ -8,7 +8,9 @@
     inactl jobs [list|show ID|release ID] --controller ADDR
     inactl counters FILE [--switch S] [--job-index N]          ina_stats / drop_stats by name
 
-Errors are one line on stderr and a non-zero exit status.
+Errors are one line on stderr: exit status 1, or 2 for a malformed argument (after argparse's usage
+line). TLS flags are all or nothing: a CA, certificate or key without ``--tls`` (or the job service's
+``--serve-tls-*`` without both certificate and key) is an error, never a plaintext connection.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from controller.options import (
 )
 from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
-from controller.tls import TlsFiles
+from controller.tls import TlsFiles, address_in_use
 from controller.topology import Topology
 from controller.topology_yaml import load_topology
 
@@ -44,6 +46,55 @@ if TYPE_CHECKING:
     from controller.installer import Installer
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
+
+
+def _endpoint(text: str) -> str:
+    """A HOST:PORT argument (argparse type): without a port, gRPC would dial its default or pick one.
+
+    Examples
+    --------
+    >>> _endpoint("127.0.0.1:50050")
+    '127.0.0.1:50050'
+    """
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535 or (":" in host and not host.startswith("[")):
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return text
+
+
+def _client_tls(args: argparse.Namespace) -> TlsFiles | None:
+    """The client TLS files of ``--tls``: a CA, certificate, key or server name without ``--tls``, or a
+    certificate without its key, is an error naming what is missing (never a silent plaintext channel)."""
+    given = [
+        flag
+        for flag, value in (
+            ("--tls-ca", args.tls_ca),
+            ("--tls-cert", args.tls_cert),
+            ("--tls-key", args.tls_key),
+            ("--tls-server-name", args.tls_server_name),
+        )
+        if value
+    ]
+    if not args.tls:
+        if given:
+            raise CliError(f"TLS flags without --tls: {', '.join(given)} (give --tls, or drop them)")
+        return None
+    if bool(args.tls_cert) != bool(args.tls_key):
+        raise CliError("--tls-cert needs --tls-key" if args.tls_cert else "--tls-key needs --tls-cert")
+    return TlsFiles(args.tls_cert, args.tls_key, args.tls_ca, server_name=args.tls_server_name)
+
+
+def _server_tls(args: argparse.Namespace) -> TlsFiles | None:
+    """The job service's TLS files: none of ``--serve-tls-*``, or a certificate and its key (and a CA to
+    require client certificates)."""
+    cert, key, ca = args.serve_tls_cert, args.serve_tls_key, args.serve_tls_ca
+    if not (cert or key or ca):
+        return None
+    if ca and not (cert and key):
+        raise CliError("--serve-tls-ca needs --serve-tls-cert and --serve-tls-key")
+    if not (cert and key):
+        raise CliError("--serve-tls-cert needs --serve-tls-key" if cert else "--serve-tls-key needs --serve-tls-cert")
+    return TlsFiles(cert, key, ca, client_auth=bool(ca))
 
 
 def _write_text(path: str, text: str) -> None:
@@ -267,13 +318,26 @@ def _installer(args: argparse.Namespace, topo: Topology) -> Installer:
     addresses = {}
     for item in args.address or []:
         name, sep, addr = item.partition("=")
+        try:
+            _endpoint(addr)
+        except argparse.ArgumentTypeError:
+            sep = ""
         if not sep:
             raise CliError(f"--address {item!r}: expected SWITCH=HOST:PORT")
         topo.switch(name)
         addresses[name] = addr
+    for sw in topo.switches:
+        address = addresses.get(sw.name) or sw.grpc
+        try:
+            if address:
+                _endpoint(address)
+        except argparse.ArgumentTypeError:
+            raise CliError(
+                f"switch {sw.name}'s P4Runtime address {address!r} has no port (expected HOST:PORT)"
+            ) from None
     if bool(args.p4info) != bool(args.device_config):
         raise CliError("give both --p4info and --device-config to push a pipeline (or neither)")
-    tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_ca, server_name=args.tls_server_name) if args.tls else None
+    tls = _client_tls(args)
     return Installer(topo, args.p4info, args.device_config, addresses, timeout=args.timeout, tls=tls)
 
 
@@ -313,15 +377,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from controller.jobservice import JobManager, JobServer
 
     topo = load_topology(args.file)
+    tls = _server_tls(args)
+    if address_in_use(args.listen):  # before the switches are touched
+        raise CliError(f"address {args.listen} is in use")
     installer = None
     if args.install:
         installer = _installer(args, topo)
         if args.p4info:
             installer.push_pipeline()
         installer.install_topology()
-    tls = None
-    if args.serve_tls_cert or args.serve_tls_key:
-        tls = TlsFiles(args.serve_tls_cert, args.serve_tls_key, args.serve_tls_ca, client_auth=bool(args.serve_tls_ca))
     token = _read_token(args.token_file)
     server = JobServer(JobManager(topo, installer), args.listen, tls=tls, token=token).start()
     print(f"job service for {topo.name} on {server.address}", flush=True)
@@ -339,7 +403,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     """``inactl jobs list|show ID|release ID``: ask a running job service."""
     from controller.jobservice import JobClient
 
-    tls = TlsFiles(args.tls_cert, args.tls_key, args.tls_ca, server_name=args.tls_server_name) if args.tls else None
+    tls = _client_tls(args)
     client = JobClient(args.controller, timeout=args.timeout, tls=tls, token=_read_token(args.token_file))
     try:
         if args.action == "list":
@@ -477,7 +541,14 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the job service", description="Serve plans to agents over gRPC until interrupted."
     )
     s.add_argument("file")
-    s.add_argument("--listen", default=DEFAULT_CONTROLLER, help=f"address (default {DEFAULT_CONTROLLER})")
+    s.add_argument(
+        "--listen",
+        default=DEFAULT_CONTROLLER,
+        type=_endpoint,
+        metavar="HOST:PORT",
+        help=f"address (default {DEFAULT_CONTROLLER}, loopback only; agents on other machines need another "
+        "address, with --serve-tls-cert/-key and --token-file: docs/security.md)",
+    )
     s.add_argument("--install", action="store_true", help="install topology entries and every job over P4Runtime")
     s.add_argument("--serve-tls-cert", metavar="PEM", help="serve over TLS with this certificate")
     s.add_argument("--serve-tls-key", metavar="PEM", help="the job service's private key")
@@ -495,7 +566,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     j.add_argument("action", nargs="?", default="list", choices=("list", "show", "release"))
     j.add_argument("job", nargs="?", type=int)
-    j.add_argument("--controller", default=DEFAULT_CONTROLLER, help=f"job service (default {DEFAULT_CONTROLLER})")
+    j.add_argument(
+        "--controller",
+        default=DEFAULT_CONTROLLER,
+        type=_endpoint,
+        metavar="HOST:PORT",
+        help=f"job service (default {DEFAULT_CONTROLLER})",
+    )
     j.add_argument("--json", action="store_true")
     j.add_argument("--timeout", type=float, default=10.0)
     j.add_argument("--token-file", metavar="FILE", help="the service's (or the job's) token")

@@ -377,10 +377,7 @@ class Installer:
                     f"job {plan.job_id} is planned with {plan.value_count} values per packet but {switch} runs a "
                     f"program built with K = {k}: plan it with the switches' K (PlanOptions.value_count None)"
                 )
-        count = 0
-        for switch, (tables, groups) in entries.items():
-            count += self._upsert(switch, tables, groups)
-        return count
+        return self._write_each_switch(entries, self._upsert)
 
     def remove_job(self, plan: JobPlan, skip: Collection[str] = ()) -> int:
         """Delete the job's entries and groups (those still present); return how many.
@@ -392,29 +389,35 @@ class Installer:
         P4RuntimeError
             A switch refused an update or cannot be reached.
         """
-        count = 0
-        for switch, (tables, groups) in self.job_entries(plan).items():
-            if switch in skip:
-                continue
-            conn = self.conn(switch)
-            have = self._existing(conn, {e.table_id for e in tables}, bool(groups))
-            updates = []
-            for e in tables:
-                if _key(e) in have:
-                    gone = p4runtime_pb2.TableEntry(table_id=e.table_id, priority=e.priority)
-                    gone.match.extend(e.match)
-                    updates.append((DELETE, _entity(table_entry=gone)))
-            for g in groups:
-                if ("group", g.multicast_group_id) in have:
-                    updates.append(
-                        (
-                            DELETE,
-                            _entity(group=p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g.multicast_group_id)),
-                        )
-                    )
-            conn.write(updates)
-            count += len(updates)
-        return count
+        return self._write_each_switch(self.job_entries(plan), self._delete_present, skip)
+
+    def _write_each_switch(
+        self,
+        entries: dict[str, JobEntries],
+        write: Callable[[str, list[p4runtime_pb2.TableEntry], list[p4runtime_pb2.MulticastGroupEntry]], int],
+        skip: Collection[str] = (),
+    ) -> int:
+        """``write`` each switch's ``entries`` (a job's: ``job_entries``) but ``skip``'s; the number of updates."""
+        return sum(write(switch, tables, groups) for switch, (tables, groups) in entries.items() if switch not in skip)
+
+    def _delete_present(
+        self, switch: str, tables: list[p4runtime_pb2.TableEntry], groups: list[p4runtime_pb2.MulticastGroupEntry]
+    ) -> int:
+        """Delete those of ``tables`` and ``groups`` that ``switch`` holds; the number of deletes."""
+        conn = self.conn(switch)
+        have = self._existing(conn, {e.table_id for e in tables}, bool(groups))
+        updates = []
+        for e in tables:
+            if _key(e) in have:
+                gone = p4runtime_pb2.TableEntry(table_id=e.table_id, priority=e.priority)
+                gone.match.extend(e.match)
+                updates.append((DELETE, _entity(table_entry=gone)))
+        for g in groups:
+            if ("group", g.multicast_group_id) in have:
+                group = p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g.multicast_group_id)
+                updates.append((DELETE, _entity(group=group)))
+        conn.write(updates)
+        return len(updates)
 
     def probe(self, switch: str) -> str | None:
         """None when ``switch`` answers a P4Runtime read (of its identity table), else the reason."""

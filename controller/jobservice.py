@@ -26,7 +26,7 @@ from controller.plan import JobPlan
 from controller.planner import plan_job
 from controller.replan import plan_around, surviving_graph
 from controller.resources import Resources
-from controller.tls import TlsFiles, listen, presented_token, token_metadata
+from controller.tls import SERVER_OPTIONS, TlsFiles, address_in_use, listen, presented_token, token_metadata
 from controller.tls import channel as tls_channel
 from controller.topology import Topology
 
@@ -47,6 +47,9 @@ class JobInstaller(Protocol):
         """K of the program the switches run (controller/programs.py): every plan's value_count."""
         ...
 
+
+MAX_WATCHERS = 48  # WatchPlan streams at once (one per agent of the running jobs); more: RESOURCE_EXHAUSTED
+UNARY_WORKERS = 16  # threads for every other call, which WatchPlan streams never take
 
 PlanWatcher = Callable[[JobPlan | None, str], object]  # (new plan version, "") or (None, why the job cannot go on)
 
@@ -311,10 +314,13 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
     gets a token of its own (in RegisterJob's reply): fetching, watching or releasing a job needs the
     service's token or that job's, so an agent of one job cannot touch another."""
 
-    def __init__(self, manager: JobManager, token: str | None = None):
+    def __init__(self, manager: JobManager, token: str | None = None, max_watchers: int = MAX_WATCHERS):
         self.manager = manager
         self.token = token or ""
         self.job_tokens: dict[int, str] = {}
+        self.max_watchers = max_watchers
+        self.watching = 0  # open WatchPlan streams
+        self.watching_lock = threading.Lock()
 
     def _authorize(self, context: grpc.ServicerContext, job_id: int | None = None) -> None:
         if not self.token:
@@ -393,6 +399,22 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         """gRPC: stream every new plan version of a job (NOT_FOUND for an unknown job); a reply with an
         error ends the stream (the job could not be re-planned)."""
         self._authorize(context, request.job_id)
+        with self.watching_lock:
+            full = self.watching >= self.max_watchers
+            if not full:
+                self.watching += 1
+        if full:
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many WatchPlan streams: this service takes {self.max_watchers}",
+            )
+        try:
+            yield from self._watch(request, context)
+        finally:
+            with self.watching_lock:
+                self.watching -= 1
+
+    def _watch(self, request: pb.WatchPlanRequest, context: grpc.ServicerContext) -> Iterator[pb.WatchPlanReply]:
         updates: queue.Queue[tuple[JobPlan | None, str] | None] = queue.Queue()
 
         def push(plan: JobPlan | None, reason: str) -> None:
@@ -420,23 +442,35 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
 
 class JobServer:
     """A gRPC server for one JobManager; ``address`` may use port 0 (see ``.address``). Each agent that
-    watches its job's plan (``WatchPlan``) holds one of the ``workers`` threads while it watches.
-    ``tls``: serve over TLS; ``token``: the service's token (JobServicer). Plaintext on an address
-    other than loopback prints a warning."""
+    watches its job's plan (``WatchPlan``) holds a thread while it watches: at most ``max_watchers`` at
+    once (more are answered RESOURCE_EXHAUSTED), and the other calls have threads of their own, so idle
+    watchers cannot starve them. ``tls``: serve over TLS; ``token``: the service's token (JobServicer).
+    Plaintext on an address other than loopback prints a warning.
+
+    Raises
+    ------
+    JobServiceError
+        The address is in use by another process, or cannot be listened on.
+    """
 
     def __init__(
         self,
         manager: JobManager,
         address: str = "127.0.0.1:0",
-        workers: int = 64,
+        max_watchers: int = MAX_WATCHERS,
         tls: TlsFiles | None = None,
         token: str | None = None,
     ):
         self.manager = manager
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="jobs"))
-        pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager, token), self.server)
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_watchers + UNARY_WORKERS, thread_name_prefix="jobs"),
+            options=SERVER_OPTIONS,
+        )
+        pb_grpc.add_JobServiceServicer_to_server(JobServicer(manager, token, max_watchers), self.server)
         port = listen(self.server, address, tls, "the job service")
         if port == 0:
+            if address_in_use(address):
+                raise JobServiceError(f"address {address} is in use")
             raise JobServiceError(f"cannot listen on {address}")
         self.address = f"{address.rsplit(':', 1)[0]}:{port}"
 

@@ -16,6 +16,7 @@ MAX_JOB_INDEX = wire.MAX_JOBS - 1  # bit<8> job_index (counter rows)
 SLOT_REGISTER_SIZE = wire.SLOT_REGISTER_SIZE  # slot entries per switch
 NUM_STATS = wire.NUM_STATS
 MAX_GROUP_ID = 0xFFFF  # bit<16> result_group
+MAX_TREE_ID = 0xFF  # bit<8> tree_id
 DEFAULT_MTU = wire.MTU_BYTES  # a link's MTU unless the topology file says otherwise (bytes of IPv4 packet)
 MIN_MTU, MAX_MTU = 68, 65535  # what IPv4 allows a link's MTU to be (RFC 791's minimum, the 16-bit total length)
 

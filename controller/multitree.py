@@ -31,13 +31,18 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
 
 from controller.errors import PlanError
 from controller.limits import MAX_HOPS
-from controller.multihop import Adjacency, sorted_adjacency
+from controller.multihop import links_in_order
 from controller.options import PlanOptions
 from controller.plan import TreePlan
-from controller.tree_plan import JobContext, build_tree, prune, tree_height
+from controller.tree_plan import JobContext, build_tree, edges_up, prune, tree_height
+
+Adjacency = dict[str, list[tuple[str, dict[str, Any]]]]  # node -> (neighbour, link attributes), by link id
 
 HEIGHT_SEARCH_STEPS = 8
 START_ATTEMPTS = 8  # start nodes tried before concluding that no tree can be found
@@ -53,61 +58,71 @@ class FoundTree:
     rate: float
 
 
+@dataclass
+class _GrowingTree:
+    """A tree being grown: each node's growth parent, delay from the start and depth in links."""
+
+    up: dict[str, tuple[str, float, int]]  # node -> (growth parent, link delay, link id)
+    depth: dict[str, float]
+    level: dict[str, int]
+
+    def distance(self, x: str, y: str) -> float:
+        """Delay between two nodes of the tree (through their lowest common ancestor)."""
+        dx, dy = self.depth[x], self.depth[y]
+        while self.level[x] > self.level[y]:
+            x = self.up[x][0]
+        while self.level[y] > self.level[x]:
+            y = self.up[y][0]
+        while x != y:
+            x, y = self.up[x][0], self.up[y][0]
+        return dx + dy - 2 * self.depth[x]
+
+    def add(self, u: str, v: str, delay: float, eid: int) -> None:
+        """Hang ``v`` under ``u`` over link ``eid``."""
+        self.up[v] = (u, delay, eid)
+        self.depth[v] = self.depth[u] + delay
+        self.level[v] = self.level[u] + 1
+
+
 def _grow(
     ctx: JobContext, adj: Adjacency, allowed: set[str], residual: dict[int, float], r: float, limit: float, start: str
 ) -> dict[str, tuple[str, float, int]]:
     """Grow one tree from ``start``; return node -> (growth parent, delay, link id) for every node it
     reached (the caller checks that the job's hosts are among them)."""
     kinds = ctx.graph.nodes
-    up: dict[str, tuple[str, float, int]] = {}
-    depth = {start: 0.0}
-    level = {start: 0}
-    a = b = start
+    tree = _GrowingTree({}, {start: 0.0}, {start: 0})
+    a = b = start  # the ends of the tree's diameter
     diameter = 0.0
-
-    def dist(x: str, y: str) -> float:
-        dx, dy = depth[x], depth[y]
-        while level[x] > level[y]:
-            x = up[x][0]
-        while level[y] > level[x]:
-            y = up[y][0]
-        while x != y:
-            x, y = up[x][0], up[y][0]
-        return dx + dy - 2 * depth[x]
-
     heap: list[tuple[float, int, str, str, float]] = []
 
     def push_from(u: str) -> None:
+        """Offer ``u``'s links to allowed nodes outside the tree with residual >= r, widest first."""
         for v, e in adj[u]:
-            if v not in depth and v in allowed:
-                res = residual[e["eid"]]
-                if res >= r:
-                    heapq.heappush(heap, (-res, e["eid"], u, v, e["delay"]))
+            if v not in tree.depth and v in allowed and residual[e["eid"]] >= r:
+                heapq.heappush(heap, (-residual[e["eid"]], e["eid"], u, v, e["delay"]))
 
     push_from(start)
     while heap:
         _, eid, u, v, d = heapq.heappop(heap)
-        if v in depth:
+        if v in tree.depth:
             continue
-        da, db = dist(u, a) + d, dist(u, b) + d
+        da, db = tree.distance(u, a) + d, tree.distance(u, b) + d
         if max(da, db) > limit:
             continue
-        up[v] = (u, d, eid)
-        depth[v] = depth[u] + d
-        level[v] = level[u] + 1
+        tree.add(u, v, d, eid)
         if da >= db and da > diameter:
             b, diameter = v, da
         elif db > diameter:
             a, diameter = v, db
         if kinds[v]["kind"] != "host":
             push_from(v)
-    return up
+    return tree.up
 
 
 def _find_trees(
     ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None, seed: int
 ) -> list[FoundTree]:
-    adj = sorted_adjacency(ctx.graph)
+    adj = {node: links_in_order(ctx.graph, node) for node in ctx.graph}
     job_hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
     allowed = {n for n, k in ctx.graph.nodes(data="kind") if k == "switch"} | set(job_hosts)
     starts = sorted(allowed)
@@ -123,37 +138,19 @@ def _find_trees(
         else:
             break
         root = ctx.servers[len(found) % len(ctx.servers)].name
-        tree_adj: dict[str, list[str]] = {}
-        for v, (u, _, _) in up.items():
-            tree_adj.setdefault(u, []).append(v)
-            tree_adj.setdefault(v, []).append(u)
-        parent: dict[str, str] = {}
-        queue = [root]
-        seen = {root}
-        for node in queue:
-            for nb in tree_adj.get(node, ()):
-                if nb not in seen:
-                    seen.add(nb)
-                    parent[nb] = node
-                    queue.append(nb)
-        parent = prune(parent, [w.name for w in ctx.workers])
+        grown = nx.Graph([(u, v) for v, (u, _, _) in up.items()])
+        parent = prune(dict(nx.bfs_predecessors(grown, root)), [w.name for w in ctx.workers])
         links = [ctx.graph.adj[c][p]["eid"] for c, p in parent.items()]
-        rate = min(residual[eid] for eid in links)
-        if rate_cap is not None:
-            rate = min(rate, rate_cap)
-        for eid in links:
-            residual[eid] -= rate
+        rate = _take_rate(residual, links, rate_cap)
         found.append(FoundTree([(u, v) for v, (u, _, _) in up.items()], parent, root, links, rate))
     return found
 
 
 def _too_long(ctx: JobContext, tree: FoundTree) -> str | None:
+    """The first worker whose path in ``tree`` crosses more switches than a hop list holds, if any."""
     for w in ctx.workers:
-        hops, node = 0, tree.parent[w.name]
-        while node != tree.root:
-            hops += 1
-            node = tree.parent[node]
-        if hops > MAX_HOPS - 1:
+        switches = sum(1 for _ in edges_up(tree.parent, w.name)) - 1
+        if switches > MAX_HOPS - 1:
             return w.name
     return None
 
@@ -190,12 +187,30 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
     """
     reserved = ctx.resources.reserved()
     capacity = {link.id: link.bandwidth - reserved.get(link.id, 0.0) for link in ctx.topo.links}
+    trees = _lowest_trees(ctx, capacity, options)
+    kept = _widest_usable(ctx, trees, options.trees)
+    rates = _allocate(kept, capacity, options.tree_rate)
+    whole = sum(rates)
+    reserve: dict[int, float] = {}
+    plans = []
+    for i, (t, rate) in enumerate(zip(kept, rates, strict=True)):
+        for eid in t.links:
+            reserve[eid] = reserve.get(eid, 0.0) + rate
+        plans.append(build_tree(ctx, ctx.first_tree_id + i, t.root, t.parent, rate, rate / whole))
+    return plans, reserve
+
+
+def _lowest_trees(ctx: JobContext, capacity: dict[int, float], options: PlanOptions) -> list[FoundTree]:
+    """Steps 2-5: the trees under the height bound, then under the lowest bound the binary search finds
+    that keeps (1 - loss_bound) of their total rate.
+
+    Raises
+    ------
+    PlanError
+        No tree under the bounds.
+    """
     r = options.min_bw
     limit = 2 * options.height if options.height is not None else math.inf
-
-    def total(trees: list[FoundTree]) -> float:
-        return sum(t.rate for t in trees)
-
     trees = _find_trees(ctx, capacity, r, limit, options.tree_rate, options.seed)
     if not trees:
         bound = f" and height <= {options.height} ms" if options.height is not None else ""
@@ -203,17 +218,31 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
             f"no tree spans all {len(ctx.workers) + len(ctx.servers)} hosts of the job with "
             f"residual bandwidth >= {r} Mbit/s{bound}"
         )
-    target = (1.0 - options.loss_bound) * total(trees)
+    target = (1.0 - options.loss_bound) * _total_rate(trees)
     hi = max(_height_of(ctx, t) for t in trees)
     lo = 0.0
     for _ in range(HEIGHT_SEARCH_STEPS):
         mid = (lo + hi) / 2
         lower = _find_trees(ctx, capacity, r, 2 * mid, options.tree_rate, options.seed)
-        if lower and total(lower) >= target:
+        if lower and _total_rate(lower) >= target:
             trees, hi = lower, mid
         else:
             lo = mid
+    return trees
 
+
+def _total_rate(trees: list[FoundTree]) -> float:
+    return sum(t.rate for t in trees)
+
+
+def _widest_usable(ctx: JobContext, trees: list[FoundTree], k: int) -> list[FoundTree]:
+    """Step 6's choice: the ``k`` widest trees whose paths fit a hop list, in the order they were found.
+
+    Raises
+    ------
+    PlanError
+        Every tree has a path longer than a hop list holds.
+    """
     usable = []
     for t in trees:
         worker = _too_long(ctx, t)
@@ -225,29 +254,27 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
             usable.append(t)
     if not usable:
         raise PlanError(f"every tree found has a path longer than {MAX_HOPS - 1} switches")
-    kept_ids = {id(t) for t in sorted(usable, key=lambda t: -t.rate)[: options.trees]}
+    kept_ids = {id(t) for t in sorted(usable, key=lambda t: -t.rate)[:k]}
     kept = [t for t in usable if id(t) in kept_ids]
     if len(usable) > len(kept):
-        ctx.warnings.append(f"{len(usable)} trees found, kept the {len(kept)} widest (K={options.trees})")
+        ctx.warnings.append(f"{len(usable)} trees found, kept the {len(kept)} widest (K={k})")
+    return kept
 
+
+def _allocate(trees: list[FoundTree], capacity: dict[int, float], rate_cap: float | None) -> list[float]:
+    """Step 6's rates: each tree in turn takes the smallest residual along its links (at most ``rate_cap``)."""
     residual = dict(capacity)
-    rates = []
-    for t in kept:
-        rate = min(residual[eid] for eid in t.links)
-        if options.tree_rate is not None:
-            rate = min(rate, options.tree_rate)
-        for eid in t.links:
-            residual[eid] -= rate
-        rates.append(rate)
-    whole = sum(rates)
-    reserve: dict[int, float] = {}
-    plans = []
-    for i, (t, rate) in enumerate(zip(kept, rates, strict=True)):
-        tree_id = ctx.first_tree_id + i
-        for eid in t.links:
-            reserve[eid] = reserve.get(eid, 0.0) + rate
-        plans.append(build_tree(ctx, tree_id, t.root, t.parent, rate, rate / whole))
-    return plans, reserve
+    return [_take_rate(residual, t.links, rate_cap) for t in trees]
+
+
+def _take_rate(residual: dict[int, float], links: list[int], rate_cap: float | None) -> float:
+    """The rate of a tree over ``links``: their smallest residual (at most ``rate_cap``), taken off each of them."""
+    rate = min(residual[eid] for eid in links)
+    if rate_cap is not None:
+        rate = min(rate, rate_cap)
+    for eid in links:
+        residual[eid] -= rate
+    return rate
 
 
 def _height_of(ctx: JobContext, tree: FoundTree) -> float:

@@ -22,6 +22,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from controller.errors import P4RuntimeError
 from controller.tls import TlsFiles
 from controller.tls import channel as tls_channel
+from protocol.p4names import P4NameError, find_named
 
 # seconds a switch may take to load a pipeline: it compiles the program first (see set_pipeline)
 PIPELINE_PUSH_TIMEOUT = 180.0
@@ -92,17 +93,16 @@ _Named = TypeVar("_Named")
 
 
 def _named(by_name: Mapping[str, _Named], kind: str, name: str) -> _Named:
-    """``by_name[name]``, or a P4RuntimeError that says the program has no such ``kind`` (table, action...)."""
+    """The ``kind`` (table, action...) called ``name`` (full, or a short name one object has: protocol/p4names.py),
+    or a P4RuntimeError that says the program has none, or which ones share the short name."""
     try:
-        return by_name[name]
-    except KeyError:
+        return find_named(by_name, name, kind)
+    except P4NameError as exc:
+        if exc.candidates:
+            raise P4RuntimeError(
+                f"the P4 program's {kind} name {name} is ambiguous: {', '.join(exc.candidates)}"
+            ) from None
         raise P4RuntimeError(f"the P4 program has no {kind} {name}") from None
-
-
-def _add_short_names(by_name: dict[str, _Named]) -> None:
-    """``InaIngress.ina_jobs`` is also ``ina_jobs`` (unless another object has that short name)."""
-    for name in list(by_name):
-        by_name.setdefault(name.rsplit(".", 1)[-1], by_name[name])
 
 
 class P4Names:
@@ -122,9 +122,6 @@ class P4Names:
             a.preamble.name: (a.preamble.id, {p.name: (p.id, p.bitwidth) for p in a.params}) for a in info.actions
         }
         self.counters = {c.preamble.name: (c.preamble.id, c.size) for c in info.counters}
-        _add_short_names(self.tables)  # also reachable by the short name
-        _add_short_names(self.actions)
-        _add_short_names(self.counters)
 
     def table(self, name: str) -> _Table:
         """The table called ``name`` (full ``InaIngress.ina_jobs`` or short ``ina_jobs``): id, keys, actions.

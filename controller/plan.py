@@ -21,6 +21,7 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,9 @@ class TreePlan:
     server: ServerView
     host_parent: dict[str, str | None]  # host-level tree (no in-switch aggregation)
     host_children: dict[str, list[str]]
+    # Mbit/s each worker sends on this tree: its share of the path's bottleneck (controller/pacing.py); agents
+    # pace to it. 0: not known (a hand-built plan, or one written before the field): agents do not pace.
+    send_rate: float = 0.0
 
 
 @dataclass
@@ -314,6 +318,22 @@ class JobPlan:
             An unknown result mode or op, K out of range, ranks not 0..n-1, tree weights not summing to 1,
             a hop list missing, too long, not ending at its server or with a child index outside its fan-in.
         """
+        self._check_settings()
+        server_ids = {s.name: s.node_id for s in self.servers}
+        for t in self.trees:
+            if t.root not in server_ids:
+                raise PlanFormatError(f"tree {t.tree_id} is rooted at {t.root}, not a server of the job")
+            for w in self.workers:
+                _check_grad_hops(t, w.name, server_ids[t.root])
+                if w.name not in t.result_hops:
+                    raise PlanFormatError(f"tree {t.tree_id} has no result hop list for {w.name}")
+            if t.server.fan_in != len(t.server.children):
+                raise PlanFormatError(
+                    f"tree {t.tree_id}: server fan-in {t.server.fan_in} but {len(t.server.children)} children listed"
+                )
+
+    def _check_settings(self) -> None:
+        """The job-wide fields: modes, K, pool size, trees, ranks 0..n-1, weights summing to 1."""
         if self.result_mode not in RESULT_MODES:
             raise PlanFormatError(f"result_mode {self.result_mode!r} is not one of {RESULT_MODES}")
         if self.op not in OPS:
@@ -330,36 +350,27 @@ class JobPlan:
         total = sum(t.weight for t in self.trees)
         if abs(total - 1.0) > 1e-6:
             raise PlanFormatError(f"tree weights sum to {total}, not 1")
-        server_ids = {s.name: s.node_id for s in self.servers}
-        for t in self.trees:
-            if t.root not in server_ids:
-                raise PlanFormatError(f"tree {t.tree_id} is rooted at {t.root}, not a server of the job")
-            for w in self.workers:
-                hops = t.grad_hops.get(w.name)
-                if not hops:
-                    raise PlanFormatError(f"tree {t.tree_id} has no hop list for worker {w.name}")
-                if len(hops) > MAX_HOPS:
-                    raise PlanFormatError(
-                        f"tree {t.tree_id}: hop list of {w.name} has {len(hops)} entries, more than MAX_HOPS={MAX_HOPS}"
-                    )
-                last = hops[-1]
-                if last.switch_id != server_ids[t.root] or not last.aggregate or last.egress_port:
-                    raise PlanFormatError(
-                        f"tree {t.tree_id}: hop list of {w.name} does not end with "
-                        f"the terminal entry of server {t.root}"
-                    )
-                for h in hops:
-                    if h.aggregate and not 0 <= h.child < min(h.fan_in, MAX_CHILDREN):
-                        raise PlanFormatError(
-                            f"tree {t.tree_id}: {w.name} has child index {h.child} "
-                            f"at {h.name or h.switch_id} with fan-in {h.fan_in}"
-                        )
-                if w.name not in t.result_hops:
-                    raise PlanFormatError(f"tree {t.tree_id} has no result hop list for {w.name}")
-            if t.server.fan_in != len(t.server.children):
-                raise PlanFormatError(
-                    f"tree {t.tree_id}: server fan-in {t.server.fan_in} but {len(t.server.children)} children listed"
-                )
+
+
+def _check_grad_hops(t: TreePlan, worker: str, server_id: int) -> None:
+    """``worker``'s hop list in tree ``t`` exists, fits a packet, ends at the server, has child indices in range."""
+    hops = t.grad_hops.get(worker)
+    if not hops:
+        raise PlanFormatError(f"tree {t.tree_id} has no hop list for worker {worker}")
+    if len(hops) > MAX_HOPS:
+        raise PlanFormatError(
+            f"tree {t.tree_id}: hop list of {worker} has {len(hops)} entries, more than MAX_HOPS={MAX_HOPS}"
+        )
+    last = hops[-1]
+    if last.switch_id != server_id or not last.aggregate or last.egress_port:
+        raise PlanFormatError(
+            f"tree {t.tree_id}: hop list of {worker} does not end with the terminal entry of server {t.root}"
+        )
+    for h in hops:
+        if h.aggregate and not 0 <= h.child < min(h.fan_in, MAX_CHILDREN):
+            raise PlanFormatError(
+                f"tree {t.tree_id}: {worker} has child index {h.child} at {h.name or h.switch_id} with fan-in {h.fan_in}"
+            )
 
 
 # -- generic dataclass loading -------------------------------------------------------------------
@@ -369,16 +380,7 @@ def _build(tp: Any, value: Any, where: str) -> Any:
     """Convert JSON data into the annotated type ``tp``, naming the field path on failure."""
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(value, dict):
-            raise PlanFormatError(f"{where}: expected an object")
-        hints = typing.get_type_hints(tp)
-        kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in value:
-                kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise PlanFormatError(f"{where}: missing field {f.name!r}")
-        return tp(**kwargs)
+        return _build_dataclass(tp, value, where)
     if origin in (typing.Union, types.UnionType):
         args = typing.get_args(tp)
         if value is None and type(None) in args:
@@ -395,20 +397,37 @@ def _build(tp: Any, value: Any, where: str) -> Any:
             raise PlanFormatError(f"{where}: expected an object")
         _, item = typing.get_args(tp)
         return {str(k): _build(item, v, f"{where}.{k}") for k, v in value.items()}
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise PlanFormatError(f"{where}: expected true/false, got {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise PlanFormatError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise PlanFormatError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise PlanFormatError(f"{where}: expected a string, got {value!r}")
-        return value
+    if tp in _SCALARS:
+        return _build_scalar(tp, value, where)
     return value
+
+
+def _build_dataclass(tp: type, value: Any, where: str) -> Any:
+    """An instance of dataclass ``tp`` from a JSON object: every field without a default must be there."""
+    if not isinstance(value, dict):
+        raise PlanFormatError(f"{where}: expected an object")
+    hints = typing.get_type_hints(tp)
+    kwargs = {}
+    for f in dataclasses.fields(tp):
+        if f.name in value:
+            kwargs[f.name] = _build(hints[f.name], value[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise PlanFormatError(f"{where}: missing field {f.name!r}")
+    return tp(**kwargs)
+
+
+# scalar type -> (accepts a JSON value, what the error says was expected); bool is an int to Python but not here
+_SCALARS: dict[type, tuple[Callable[[Any], bool], str]] = {
+    bool: (lambda v: isinstance(v, bool), "true/false"),
+    int: (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
+    float: (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool), "a number"),
+    str: (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def _build_scalar(tp: type, value: Any, where: str) -> Any:
+    """``value`` if it is a JSON ``tp`` (a float from an integer too), else a PlanFormatError naming ``where``."""
+    accepts, expected = _SCALARS[tp]
+    if not accepts(value):
+        raise PlanFormatError(f"{where}: expected {expected}, got {value!r}")
+    return float(value) if tp is float else value

@@ -10,12 +10,13 @@ import networkx as nx
 
 from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
-from controller.limits import VALUES_PER_PACKET
+from controller.limits import MAX_TREE_ID, VALUES_PER_PACKET
 from controller.options import PlanOptions
+from controller.pacing import set_send_rates
 from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
-from controller.tree_plan import JobContext, build_tree
+from controller.tree_plan import JobContext, build_tree, prune
 
 __all__ = ["PlanOptions", "plan_job"]  # PlanOptions is controller.options'; importable from here too
 
@@ -87,27 +88,14 @@ def plan_job(
     [('s1', True, 2), ('h3', True, 1)]
     """
     options = options or PlanOptions()
-    options.check()
-    if not workers:
-        raise PlanError("a job needs at least one worker")
-    if not servers:
-        raise PlanError("a job needs at least one server")
-    worker_refs = _host_refs(topo, list(workers), "worker", ranked=True)
-    server_refs = _host_refs(topo, list(servers), "server", ranked=False)
-    both = {w.name for w in worker_refs} & {s.name for s in server_refs}
-    if both:
-        raise PlanError(f"{sorted(both)[0]} is both a worker and a server")
+    worker_refs, server_refs = check_request(topo, workers, servers, options)
     if graph is None:
         graph = topo.to_graph()
     resources = resources or Resources.for_topology(topo)
-
     with resources.lock:
         replanning = grant is not None
         if grant is None:
-            try:
-                grant = resources.open_job(options.job_id)
-            except ResourceError as exc:
-                raise PlanError(str(exc)) from None
+            grant = _open_job(resources, options.job_id)
         groups_before = len(grant.groups)
         ctx = JobContext(
             topo,
@@ -121,43 +109,90 @@ def plan_job(
             options.result_mode,
             first_tree_id=first_tree_id,
         )
-
-        def roll_back() -> None:
-            if replanning:  # give back this call's trees only: the job keeps its id and older trees
-                resources.free_trees(grant.job_id, range(first_tree_id, 256), grant.groups[groups_before:])
-                del grant.groups[groups_before:]
-            else:
-                resources.roll_back(grant)
-
         try:
-            if options.planner == "multihop":
-                trees = _multihop_trees(ctx, options)
-            else:
-                trees, reserved = multitree.plan_trees(ctx, options)
-                if not replanning:
-                    resources.reserve(grant, reserved)
-            return JobPlan(
-                job_id=grant.job_id,
-                workers=worker_refs,
-                servers=server_refs,
-                trees=trees,
-                switches=ctx.switch_configs,
-                planner=options.planner,
-                policy=options.policy if options.planner == "multihop" else "widest_tree",
-                value_count=options.value_count or VALUES_PER_PACKET,
-                pool_size=options.pool_size,
-                result_mode=options.result_mode,
-                op=options.op,
-                job_index=grant.job_index,
-                topology=topo.name,
-                warnings=ctx.warnings,
-            )
+            trees = _plan_trees(ctx, options, reserve_bandwidth=not replanning)
+            return _job_plan(ctx, options, trees)
         except (PlanError, TopologyError, ResourceError) as exc:
-            roll_back()
+            _give_back(ctx, replanning, groups_before)
             raise PlanError(str(exc)) from None
         except BaseException:
-            roll_back()
+            _give_back(ctx, replanning, groups_before)
             raise
+
+
+def check_request(
+    topo: Topology, workers: list[str], servers: list[str], options: PlanOptions
+) -> tuple[list[HostRef], list[HostRef]]:
+    """The job's workers (ranked in order) and servers, once the options and hosts are checked.
+
+    Raises
+    ------
+    PlanError
+        Bad options, no worker or server, an unknown or repeated host, a host both worker and server.
+    """
+    options.check()
+    if not workers:
+        raise PlanError("a job needs at least one worker")
+    if not servers:
+        raise PlanError("a job needs at least one server")
+    worker_refs = _host_refs(topo, list(workers), "worker", ranked=True)
+    server_refs = _host_refs(topo, list(servers), "server", ranked=False)
+    both = {w.name for w in worker_refs} & {s.name for s in server_refs}
+    if both:
+        raise PlanError(f"{sorted(both)[0]} is both a worker and a server")
+    return worker_refs, server_refs
+
+
+def _open_job(resources: Resources, job_id: int | None) -> JobGrant:
+    """A new job's id and counter row; a ``PlanError`` when none is left."""
+    try:
+        return resources.open_job(job_id)
+    except ResourceError as exc:
+        raise PlanError(str(exc)) from None
+
+
+def _plan_trees(ctx: JobContext, options: PlanOptions, reserve_bandwidth: bool) -> list[TreePlan]:
+    """The job's trees from the chosen planner, each with its workers' send rate (controller/pacing.py);
+    multi-tree's bandwidth reserved unless re-planning."""
+    if options.planner == "multihop":
+        trees = _multihop_trees(ctx, options)
+    else:
+        trees, reserved = multitree.plan_trees(ctx, options)
+        if reserve_bandwidth:
+            ctx.resources.reserve(ctx.grant, reserved)
+    set_send_rates(trees, ctx.graph, options.result_mode)
+    return trees
+
+
+def _job_plan(ctx: JobContext, options: PlanOptions, trees: list[TreePlan]) -> JobPlan:
+    """The plan document of the job planned in ``ctx``."""
+    return JobPlan(
+        job_id=ctx.grant.job_id,
+        workers=ctx.workers,
+        servers=ctx.servers,
+        trees=trees,
+        switches=ctx.switch_configs,
+        planner=options.planner,
+        policy=options.policy if options.planner == "multihop" else "widest_tree",
+        value_count=options.value_count or VALUES_PER_PACKET,
+        pool_size=options.pool_size,
+        result_mode=options.result_mode,
+        op=options.op,
+        job_index=ctx.grant.job_index,
+        topology=ctx.topo.name,
+        warnings=ctx.warnings,
+    )
+
+
+def _give_back(ctx: JobContext, replanning: bool, groups_before: int) -> None:
+    """Undo a failed ``plan_job``: a re-plan gives back this call's trees only (the job keeps its id and
+    older trees), a new job everything."""
+    grant = ctx.grant
+    if replanning:
+        ctx.resources.free_trees(grant.job_id, range(ctx.first_tree_id, MAX_TREE_ID + 1), grant.groups[groups_before:])
+        del grant.groups[groups_before:]
+    else:
+        ctx.resources.roll_back(grant)
 
 
 def _multihop_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
@@ -169,16 +204,7 @@ def _multihop_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
         for w in ctx.workers:
             if w.name not in parent:
                 raise PlanError(f"worker {w.name} not connected to server {server.name}")
-        used = _tree_links(ctx.graph, parent, [w.name for w in ctx.workers])
+        used = prune(parent, [w.name for w in ctx.workers]).items()
         rate = min(ctx.graph.edges[e]["bandwidth"] for e in used)
         trees.append(build_tree(ctx, tree_id, server.name, parent, rate, weight))
     return trees
-
-
-def _tree_links(graph: nx.Graph, parent: dict[str, str], leaves: list[str]) -> set[tuple[str, str]]:
-    used: set[tuple[str, str]] = set()
-    for node in leaves:
-        while node in parent and (node, parent[node]) not in used:
-            used.add((node, parent[node]))
-            node = parent[node]
-    return used

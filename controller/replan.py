@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 import networkx as nx
 
 from controller.errors import ControllerError, PlanError
-from controller.multihop import ADJACENCY_CACHE
+from controller.limits import MAX_TREE_ID
 from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
@@ -36,8 +36,6 @@ from controller.topology import Topology
 
 if TYPE_CHECKING:
     from worker.loop import EventLoop, Timer
-
-MAX_TREE_ID = 0xFF  # tree_id is 8 bits on the wire
 
 
 def surviving_graph(
@@ -54,7 +52,6 @@ def surviving_graph(
     (False, False, True)
     """
     out = graph.copy()
-    out.graph.pop(ADJACENCY_CACHE, None)  # the copy's attributes are the original's: its searches' neighbours too
     out.remove_nodes_from([s for s in dead_switches if s in out])
     out.remove_edges_from([link for link in dead_links if out.has_edge(*link)])
     return out

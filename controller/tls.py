@@ -10,8 +10,9 @@ service's) travels as ``authorization: Bearer <token>`` call metadata (``token_m
 
 from __future__ import annotations
 
-import ipaddress
+import errno
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from pathlib import Path
 import grpc
 
 from controller.errors import ControllerError
+from protocol.addresses import is_loopback
 
 TOKEN_HEADER = "authorization"
 
@@ -86,36 +88,51 @@ class TlsFiles:
         )
 
 
-def is_loopback(address: str) -> bool:
-    """Whether a ``host:port`` listens on loopback only.
+def address_in_use(address: str) -> bool:
+    """Whether another socket listens on ``address`` (a ``host:port``; port 0 is never in use). Checked
+    before gRPC binds: with SO_REUSEPORT off (``SERVER_OPTIONS``) gRPC would fail with no reason given.
 
     Examples
     --------
-    >>> is_loopback("127.0.0.1:9559"), is_loopback("localhost:1"), is_loopback("0.0.0.0:9559")
-    (True, True, False)
+    >>> address_in_use("127.0.0.1:0")
+    False
     """
-    host = address.rsplit(":", 1)[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not port.isdigit() or int(port) == 0:
         return False
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of a closed one is no user
+            probe.bind((host, int(port)))
+    except OSError as exc:
+        return exc.errno == errno.EADDRINUSE
+    return False
+
+
+# gRPC sets SO_REUSEPORT by default: a second server on a port in use started, and clients reached either.
+SERVER_OPTIONS = [("grpc.so_reuseport", 0)]
 
 
 def listen(server: grpc.Server, address: str, tls: TlsFiles | None, what: str) -> int:
-    """Add ``address`` to ``server``, with TLS when ``tls`` is given; return the port (0: failed).
+    """Add ``address`` to ``server`` (made with ``SERVER_OPTIONS``), with TLS when ``tls`` is given; return
+    the port (0: failed; ``address_in_use`` tells whether that was the reason).
 
     A plaintext server on an address other than loopback prints one warning line on stderr."""
-    if tls is not None:
-        return int(server.add_secure_port(address, tls.server_credentials()))
-    if not is_loopback(address):
-        print(
-            f"warning: {what} listens on {address} without TLS: anyone who reaches it can use it "
-            f"(give it a certificate and key)",
-            file=sys.stderr,
-        )
-    return int(server.add_insecure_port(address))
+    if address_in_use(address):
+        return 0
+    try:
+        if tls is not None:
+            return int(server.add_secure_port(address, tls.server_credentials()))
+        if not is_loopback(address):
+            print(
+                f"warning: {what} listens on {address} without TLS: anyone who reaches it can use it "
+                f"(give it a certificate and key)",
+                file=sys.stderr,
+            )
+        return int(server.add_insecure_port(address))
+    except RuntimeError:  # grpc's "failed to bind"
+        return 0
 
 
 # Each channel gets its own connections. gRPC otherwise shares them between channels to the same address
@@ -161,9 +178,20 @@ class Certificates:
         return TlsFiles(cert=self.client_cert, key=self.client_key, ca=self.ca)
 
 
+# Key usage and extended key usage of each certificate: a server certificate is no client certificate (a
+# server that checks clients must not take it), nor the reverse.
+CERTIFICATE_EXTENSIONS = {
+    "server": "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+    "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth",
+    "client": "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+    "extendedKeyUsage=clientAuth",
+}
+
+
 def make_certificates(directory: str | Path, days: int = 2) -> Certificates:
     """A CA and a server and a client certificate signed by it, made by openssl in ``directory`` (for the
-    lab and tests: loopback servers, short-lived).
+    lab and tests: loopback servers, short-lived), with key usage and extended key usage
+    (``CERTIFICATE_EXTENSIONS``), checked by ``openssl verify``: each is fit for its purpose and not the other.
 
     Raises
     ------
@@ -194,11 +222,12 @@ def make_certificates(directory: str | Path, days: int = 2) -> Certificates:
         str(days),
         "-subj",
         "/CN=ina private CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
     )
-    for name, ext in (
-        ("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"),
-        ("client", "extendedKeyUsage=clientAuth"),
-    ):
+    for name, ext in CERTIFICATE_EXTENSIONS.items():
         run(
             "req",
             "-newkey",
@@ -229,4 +258,12 @@ def make_certificates(directory: str | Path, days: int = 2) -> Certificates:
             "-extfile",
             f"{name}.ext",
         )
+    for name, purpose in (("server", "sslserver"), ("client", "sslclient")):  # each fit for its own use only
+        run("verify", "-CAfile", "ca.pem", "-purpose", purpose, f"{name}.pem")
+        other = "sslclient" if purpose == "sslserver" else "sslserver"
+        wrong = subprocess.run(
+            ["openssl", "verify", "-CAfile", "ca.pem", "-purpose", other, f"{name}.pem"], cwd=d, capture_output=True
+        )
+        if wrong.returncode == 0:
+            raise TlsError(f"openssl made a {name} certificate that is also fit for {other}")
     return Certificates(*(str(d / f) for f in ("ca.pem", "server.pem", "server.key", "client.pem", "client.key")))

@@ -352,6 +352,19 @@ class Topology:
         ...
         controller.errors.TopologyError: host h1 has no link
         """
+        names = self._check_names()
+        self._check_hosts()
+        self._check_switches()
+        host_links = self._check_links(names)
+        for h in self.hosts:
+            if h.name not in host_links:
+                raise TopologyError(f"host {h.name} has no link")
+        self._index = None
+        self._check_roles()
+        return self
+
+    def _check_names(self) -> dict[str, str]:
+        """Every node has a name of its own; return name -> "host" or "switch"."""
         names: dict[str, str] = {}
         for kind, items in (("host", self.hosts), ("switch", self.switches)):
             for item in items:
@@ -360,6 +373,10 @@ class Topology:
                 if item.name in names:
                     raise TopologyError(f"duplicate node name '{item.name}'")
                 names[item.name] = kind
+        return names
+
+    def _check_hosts(self) -> None:
+        """Number the hosts; check their addresses (valid, each once) and role hints."""
         ips: dict[str, str] = {}
         macs: dict[str, str] = {}
         for i, h in enumerate(self.hosts):
@@ -378,6 +395,9 @@ class Topology:
                 raise TopologyError(f"host {h.name} has role {h.role!r}; roles are {', '.join(ROLES)}")
             ips[h.ip] = h.name
             macs[h.mac.lower()] = h.name
+
+    def _check_switches(self) -> None:
+        """Device ids in range and each once; slot counts >= 0."""
         ids: dict[int, str] = {}
         for s in self.switches:
             if (
@@ -393,18 +413,15 @@ class Topology:
             ids[s.device_id] = s.name
             if not isinstance(s.slots, int) or s.slots < 0:
                 raise TopologyError(f"switch {s.name} has slots {s.slots!r}; it must be a count >= 0")
+
+    def _check_links(self, names: dict[str, str]) -> dict[str, int]:
+        """Number the links; check their ends, ports and numbers; return host -> its one link."""
         ports: dict[tuple[str, int], int] = {}
         pairs: dict[frozenset[str], int] = {}
         host_links: dict[str, int] = {}
         for i, link in enumerate(self.links):
             link.id = i
-            for node in (link.a, link.b):
-                if node not in names:
-                    raise TopologyError(f"unknown node '{node}' in link {i}")
-            if link.a == link.b:
-                raise TopologyError(f"link {i} connects {link.a} to itself")
-            if names[link.a] == "host" and names[link.b] == "host":
-                raise TopologyError(f"link {i} connects two hosts ({link.label}); hosts attach to switches")
+            _check_link_ends(link, names)
             for node, port in ((link.a, link.a_port), (link.b, link.b_port)):
                 if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port < 511:
                     raise TopologyError(
@@ -426,30 +443,9 @@ class Topology:
                     f"parallel links between {link.a} and {link.b} (links {pairs[pair]} and {i}) are not supported"
                 )
             pairs[pair] = i
-            for attr, unit in (("bandwidth", "Mbit/s"), ("delay", "ms")):
-                value = getattr(link, attr)
-                if value is None:
-                    raise TopologyError(f"missing {attr} on link {link.label}")
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, (int, float))
-                    or value < 0
-                    or (attr == "bandwidth" and value == 0)
-                ):
-                    raise TopologyError(
-                        f"bad {attr} {value!r} on link {link.label} "
-                        f"(a {'positive' if attr == 'bandwidth' else 'non-negative'} "
-                        f"number of {unit})"
-                    )
-            if isinstance(link.loss, bool) or not isinstance(link.loss, (int, float)) or not 0 <= link.loss <= 100:
-                raise TopologyError(f"bad loss {link.loss!r} on link {link.label} (a percentage 0..100)")
+            _check_link_numbers(link)
             _check_mtu(link)
-        for h in self.hosts:
-            if h.name not in host_links:
-                raise TopologyError(f"host {h.name} has no link")
-        self._index = None
-        self._check_roles()
-        return self
+        return host_links
 
     def smallest_mtu(self) -> int:
         """The smallest MTU of any link: what a packet that may cross any link must fit.
@@ -507,6 +503,38 @@ class Topology:
         return g
 
 
+def _check_link_ends(link: Link, names: dict[str, str]) -> None:
+    """Both ends are known nodes, not the same one, not two hosts."""
+    for node in (link.a, link.b):
+        if node not in names:
+            raise TopologyError(f"unknown node '{node}' in link {link.id}")
+    if link.a == link.b:
+        raise TopologyError(f"link {link.id} connects {link.a} to itself")
+    if names[link.a] == "host" and names[link.b] == "host":
+        raise TopologyError(f"link {link.id} connects two hosts ({link.label}); hosts attach to switches")
+
+
+def _check_link_numbers(link: Link) -> None:
+    """Bandwidth positive, delay non-negative, loss a percentage."""
+    for attr, unit in (("bandwidth", "Mbit/s"), ("delay", "ms")):
+        value = getattr(link, attr)
+        if value is None:
+            raise TopologyError(f"missing {attr} on link {link.label}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or value < 0
+            or (attr == "bandwidth" and value == 0)
+        ):
+            raise TopologyError(
+                f"bad {attr} {value!r} on link {link.label} "
+                f"(a {'positive' if attr == 'bandwidth' else 'non-negative'} "
+                f"number of {unit})"
+            )
+    if isinstance(link.loss, bool) or not isinstance(link.loss, (int, float)) or not 0 <= link.loss <= 100:
+        raise TopologyError(f"bad loss {link.loss!r} on link {link.label} (a percentage 0..100)")
+
+
 def check_reachable(graph: nx.Graph, worker: str, server: str) -> None:
     """Raise unless ``worker`` reaches ``server`` without crossing another host.
 
@@ -527,20 +555,10 @@ def check_reachable(graph: nx.Graph, worker: str, server: str) -> None:
     >>> from controller.generators import star
     >>> check_reachable(star(2).to_graph(), "h1", "h3")  # nothing to say: connected
     """
-    seen = {worker}
-    frontier = [worker]
-    while frontier:
-        nxt = []
-        for node in frontier:
-            if node == server:
-                return
-            if node != worker and graph.nodes[node]["kind"] == "host":
-                continue
-            for nb in graph.adj[node]:
-                if nb not in seen:
-                    seen.add(nb)
-                    nxt.append(nb)
-        frontier = nxt
+    ends = (worker, server)
+    through_switches = nx.subgraph_view(graph, filter_node=lambda n: n in ends or graph.nodes[n]["kind"] != "host")
+    if nx.has_path(through_switches, worker, server):
+        return
     raise TopologyError(f"worker {worker} not connected to server {server}")
 
 

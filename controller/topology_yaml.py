@@ -59,9 +59,13 @@ def load_topology(path: str | Path) -> Topology:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TopologyError(f"cannot read topology {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TopologyError(
+            f"topology {path} is not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x})"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

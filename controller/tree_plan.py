@@ -10,6 +10,7 @@ the server's view, the multicast groups and the host-level tree.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -47,6 +48,19 @@ class JobContext:
         return self.grant.job_id
 
 
+def edges_up(parent: dict[str, str], node: str) -> Iterator[tuple[str, str]]:
+    """The links from ``node`` up to the root of a parent-pointer tree, as (child, parent), nearest first.
+
+    Examples
+    --------
+    >>> list(edges_up({"a": "b", "b": "c"}, "a"))
+    [('a', 'b'), ('b', 'c')]
+    """
+    while node in parent:
+        yield node, parent[node]
+        node = parent[node]
+
+
 def prune(parent: dict[str, str], keep: list[str]) -> dict[str, str]:
     """The part of a parent-pointer tree on the paths from ``keep`` nodes to the root.
 
@@ -57,14 +71,18 @@ def prune(parent: dict[str, str], keep: list[str]) -> dict[str, str]:
     """
     pruned: dict[str, str] = {}
     for node in keep:
-        while node in parent and node not in pruned:
-            pruned[node] = parent[node]
-            node = parent[node]
+        for child, par in edges_up(parent, node):
+            if child in pruned:
+                break  # the rest of the way up is in already
+            pruned[child] = par
     return pruned
 
 
 def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
     """Half the delay diameter of the tree: its height when hung from its centre (ms).
+
+    The diameter of a tree is the distance from the node farthest from any node to the node farthest
+    from that one (two searches).
 
     Parameters
     ----------
@@ -81,29 +99,52 @@ def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
     >>> tree_height(g, path_tree(g, "h3"))
     0.1
     """
-    adj: dict[str, list[tuple[str, float]]] = {}
-    for child, par in parent.items():
-        d = graph.edges[child, par]["delay"]
-        adj.setdefault(child, []).append((par, d))
-        adj.setdefault(par, []).append((child, d))
-    if not adj:
+    tree = nx.Graph()
+    tree.add_weighted_edges_from(
+        ((child, par, graph.edges[child, par]["delay"]) for child, par in parent.items()), weight="delay"
+    )
+    if not tree:
         return 0.0
 
     def farthest(src: str) -> tuple[str, float]:
-        dist = {src: 0.0}
-        stack = [src]
-        while stack:
-            u = stack.pop()
-            for v, d in adj[u]:
-                if v not in dist:
-                    dist[v] = dist[u] + d
-                    stack.append(v)
+        dist = nx.single_source_dijkstra_path_length(tree, src, weight="delay")
         far = max(dist, key=dist.__getitem__)
         return far, dist[far]
 
-    end, _ = farthest(next(iter(adj)))
+    end, _ = farthest(next(iter(tree)))
     _, diameter = farthest(end)
     return diameter / 2.0
+
+
+@dataclass
+class TreeShape:
+    """A tree pruned to its workers' paths, in the orders every phase of ``build_tree`` walks it."""
+
+    root: str
+    parent: dict[str, str]  # child -> parent, only nodes on a worker's path
+    kids: dict[str, list[str]]  # node -> children, lowest-ranked worker below first
+    order: list[str]  # nodes from the root down (breadth-first): reversed, children come before parents
+    rank: dict[str, int]  # worker -> rank
+    min_rank: dict[str, int]  # node -> the lowest rank at or below it
+
+    def ranks_under(self, node: str) -> list[int]:
+        """The ranks of the workers at or below ``node``, sorted."""
+        if node in self.rank:
+            return [self.rank[node]]
+        return sorted(r for c in self.kids[node] for r in self.ranks_under(c))
+
+
+@dataclass
+class Aggregation:
+    """Where one tree aggregates: what flows reach each node and which switches sum them."""
+
+    flows_in: dict[str, list[str]]  # node -> the flows arriving there (a worker or an aggregating switch)
+    aggregates: dict[str, bool]  # switch -> whether it sums its flows
+    slot_base: dict[str, int]  # aggregating switch -> its first slot
+
+    def child_index(self, node: str, flow: str) -> int:
+        """The index ``node`` knows ``flow`` by."""
+        return self.flows_in[node].index(flow)
 
 
 def build_tree(
@@ -143,175 +184,230 @@ def build_tree(
     ResourceError
         No multicast group left (multicast results).
     """
-    topo, graph = ctx.topo, ctx.graph
+    shape = tree_shape(ctx, tree_id, root, parent)
+    agg = place_aggregation(ctx, tree_id, shape)
+    check_server_fan_in(ctx, tree_id, shape, agg)
+    grad_hops, result_hops = hop_lists(ctx, tree_id, shape, agg)
+    server = server_view(ctx, shape, agg)
+    ctx.switch_configs.extend(switch_configs(ctx, tree_id, shape, agg))
+    host_parent, host_children = host_tree(shape)
+    return TreePlan(
+        tree_id=tree_id,
+        root=root,
+        rate=float(rate),
+        weight=float(weight),
+        height=tree_height(ctx.graph, shape.parent) if height is None else float(height),
+        edges=[[c, p] for c, p in shape.parent.items()],
+        aggregation_points=[n for n in shape.order if agg.aggregates.get(n)],
+        grad_hops=grad_hops,
+        result_hops=result_hops,
+        server=server,
+        host_parent=host_parent,
+        host_children=host_children,
+    )
+
+
+def tree_shape(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str]) -> TreeShape:
+    """``parent`` pruned to the workers' paths, its nodes from the root down, children by lowest rank.
+
+    Raises
+    ------
+    PlanError
+        A worker that ``parent`` does not lead to ``root``.
+    """
     rank = {w.name: w.rank for w in ctx.workers}
     parent = prune(parent, [w.name for w in ctx.workers])
     for w in ctx.workers:
         if w.name not in parent:
             raise PlanError(f"tree {tree_id}: worker {w.name} has no path to server {root}")
-    kids: dict[str, list[str]] = {}
-    for child, par in parent.items():
-        kids.setdefault(par, []).append(child)
-
-    # Nodes from the root down (BFS), so reversed order visits children before parents.
-    order = [root]
-    for node in order:
-        order.extend(kids.get(node, ()))
+    down = nx.DiGraph()
+    down.add_node(root)
+    down.add_edges_from((par, child) for child, par in parent.items())
+    order = [root, *(child for _, child in nx.bfs_edges(down, root))]
+    kids = {node: list(down.successors(node)) for node in order if down.out_degree(node)}
     min_rank: dict[str, int] = {}
     for node in reversed(order):
-        if node in rank:
-            min_rank[node] = rank[node]
-        elif node in kids:
-            min_rank[node] = min(min_rank[c] for c in kids[node])
-    for node in kids:
-        kids[node].sort(key=min_rank.__getitem__)
+        min_rank[node] = rank[node] if node in rank else min(min_rank[c] for c in kids[node])
+    for children in kids.values():
+        children.sort(key=min_rank.__getitem__)
+    return TreeShape(root, parent, kids, order, rank, min_rank)
 
-    # Bottom-up: the flows reaching each node, whether it aggregates, its slots.
-    flows_in: dict[str, list[str]] = {}
+
+def place_aggregation(ctx: JobContext, tree_id: int, shape: TreeShape) -> Aggregation:
+    """Bottom-up: the flows reaching each node, whether it aggregates (``ctx.aggregation``), its slots.
+
+    A switch whose fan-in is above ``MAX_CHILDREN`` or that has no free slots forwards its flows (a warning
+    says so): the next aggregation point or the server completes the sums.
+    """
     flows_out: dict[str, list[str]] = {}
-    aggregates: dict[str, bool] = {}
-    slot_base: dict[str, int] = {}
-    for node in reversed(order):
-        if node in rank:
+    agg = Aggregation({}, {}, {})
+    for node in reversed(shape.order):
+        if node in shape.rank:
             flows_out[node] = [node]
             continue
-        incoming = [f for c in kids.get(node, ()) for f in flows_out[c]]
-        incoming.sort(key=min_rank.__getitem__)
-        flows_in[node] = incoming
-        if node == root:
+        incoming = sorted((f for c in shape.kids.get(node, ()) for f in flows_out[c]), key=shape.min_rank.__getitem__)
+        agg.flows_in[node] = incoming
+        if node == shape.root:
             continue
-        want = ctx.aggregation != "none" and len(incoming) >= (2 if ctx.aggregation == "merge" else 1)
-        agg = False
-        if want and len(incoming) > MAX_CHILDREN:
-            ctx.warnings.append(
-                f"{node} would need fan-in {len(incoming)} > {MAX_CHILDREN}: it forwards "
-                f"tree {tree_id} without aggregating"
-            )
-        elif want:
-            base = ctx.resources.take_slots(ctx.grant, node, tree_id, 2 * ctx.pool_size)
-            if base is None:
-                ctx.warnings.append(
-                    f"{node} has no free slots (needs {2 * ctx.pool_size}, "
-                    f"{ctx.resources.slots.free(node)} free): the next aggregation point "
-                    f"or server {root} completes those sums (tree {tree_id})"
-                )
-            else:
-                agg = True
-                slot_base[node] = base
-        aggregates[node] = agg
-        flows_out[node] = [node] if agg else incoming
+        aggregates = _take_aggregation_slots(ctx, tree_id, shape.root, node, len(incoming), agg)
+        agg.aggregates[node] = aggregates
+        flows_out[node] = [node] if aggregates else incoming
+    return agg
 
-    server_flows = flows_in[root]
-    if len(server_flows) > MAX_SERVER_FAN_IN:
+
+def _take_aggregation_slots(ctx: JobContext, tree_id: int, root: str, node: str, fan_in: int, agg: Aggregation) -> bool:
+    """Whether switch ``node`` aggregates ``fan_in`` flows: wanted by ``ctx.aggregation`` and slots taken."""
+    minimum = 2 if ctx.aggregation == "merge" else 1
+    if ctx.aggregation == "none" or fan_in < minimum:
+        return False
+    if fan_in > MAX_CHILDREN:
+        ctx.warnings.append(
+            f"{node} would need fan-in {fan_in} > {MAX_CHILDREN}: it forwards tree {tree_id} without aggregating"
+        )
+        return False
+    base = ctx.resources.take_slots(ctx.grant, node, tree_id, 2 * ctx.pool_size)
+    if base is None:
+        ctx.warnings.append(
+            f"{node} has no free slots (needs {2 * ctx.pool_size}, "
+            f"{ctx.resources.slots.free(node)} free): the next aggregation point "
+            f"or server {root} completes those sums (tree {tree_id})"
+        )
+        return False
+    agg.slot_base[node] = base
+    return True
+
+
+def check_server_fan_in(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation) -> None:
+    """Raise above what a hop's child field holds; warn above what a switch could take.
+
+    Raises
+    ------
+    PlanError
+        The server would receive more than ``MAX_SERVER_FAN_IN`` flows.
+    """
+    root, fan_in = shape.root, len(agg.flows_in[shape.root])
+    if fan_in > MAX_SERVER_FAN_IN:
         raise PlanError(
-            f"server {root} would need fan-in {len(server_flows)} > {MAX_SERVER_FAN_IN} "
+            f"server {root} would need fan-in {fan_in} > {MAX_SERVER_FAN_IN} "
             f"(tree {tree_id}); add switch slots or servers"
         )
-    if len(server_flows) > MAX_CHILDREN:
-        ctx.warnings.append(f"server {root} has fan-in {len(server_flows)} > {MAX_CHILDREN} in tree {tree_id}")
-    child_index = {node: {f: i for i, f in enumerate(flows)} for node, flows in flows_in.items()}
+    if fan_in > MAX_CHILDREN:
+        ctx.warnings.append(f"server {root} has fan-in {fan_in} > {MAX_CHILDREN} in tree {tree_id}")
 
-    def port(u: str, v: str) -> int:
-        return int(graph.adj[u][v]["ports"][u])
 
-    def ranks_under(node: str) -> list[int]:
-        if node in rank:
-            return [rank[node]]
-        return sorted(r for c in kids[node] for r in ranks_under(c))
+def _port(graph: nx.Graph, u: str, v: str) -> int:
+    """``u``'s port toward its neighbour ``v``."""
+    return int(graph.adj[u][v]["ports"][u])
 
+
+def hop_lists(
+    ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation
+) -> tuple[dict[str, list[Hop]], dict[str, list[Hop]]]:
+    """Every worker's gradient hops (up to and including the server) and result hops (back down).
+
+    Raises
+    ------
+    PlanError
+        A path with more hops than a hop list holds.
+    """
+    topo, root = ctx.topo, shape.root
     grad_hops: dict[str, list[Hop]] = {}
     result_hops: dict[str, list[Hop]] = {}
     for w in ctx.workers:
         hops: list[Hop] = []
-        path: list[str] = []
+        path = [par for _, par in edges_up(shape.parent, w.name)][:-1]  # the switches, without the server
         flow = w.name
-        node = parent[w.name]
-        while node != root:
-            path.append(node)
-            dev = topo.switch(node).device_id
-            if aggregates[node]:
-                hops.append(
-                    Hop(dev, True, len(flows_in[node]), child_index[node][flow], port(node, parent[node]), node)
-                )
+        for node in path:
+            dev, out = topo.switch(node).device_id, _port(ctx.graph, node, shape.parent[node])
+            if agg.aggregates[node]:
+                hops.append(Hop(dev, True, len(agg.flows_in[node]), agg.child_index(node, flow), out, node))
                 flow = node
             else:
-                hops.append(Hop(dev, False, 0, 0, port(node, parent[node]), node))
-            node = parent[node]
+                hops.append(Hop(dev, False, 0, 0, out, node))
         server = topo.host(root)
-        hops.append(Hop(server.node_id, True, len(server_flows), child_index[root][flow], 0, root))
+        hops.append(Hop(server.node_id, True, len(agg.flows_in[root]), agg.child_index(root, flow), 0, root))
         if len(hops) > MAX_HOPS:
             raise PlanError(
                 f"tree {tree_id}: the path of {w.name} to {root} crosses {len(path)} switches; "
                 f"a hop list holds at most {MAX_HOPS - 1} plus the server"
             )
         grad_hops[w.name] = hops
-        below = [w.name] + path
+        below = [w.name, *path]
         result_hops[w.name] = [
-            Hop(topo.switch(s).device_id, aggregates[s], 0, 0, port(s, below[i]), s)
+            Hop(topo.switch(s).device_id, agg.aggregates[s], 0, 0, _port(ctx.graph, s, below[i]), s)
             for i, s in reversed(list(enumerate(path)))
         ]
+    return grad_hops, result_hops
 
-    children = []
-    for i, f in enumerate(server_flows):
-        kind = "worker" if f in rank else "switch"
-        children.append(ChildInfo(i, f, topo.node_id(f), kind, ranks_under(f)))
-    first = kids[root][0]
-    server_view = ServerView(
-        root, topo.host(root).node_id, len(server_flows), children, first_switch=first, first_port=port(first, root)
+
+def server_view(ctx: JobContext, shape: TreeShape, agg: Aggregation) -> ServerView:
+    """What the server expects: its fan-in and which child index is which flow."""
+    root, flows = shape.root, agg.flows_in[shape.root]
+    children = [
+        ChildInfo(i, f, ctx.topo.node_id(f), "worker" if f in shape.rank else "switch", shape.ranks_under(f))
+        for i, f in enumerate(flows)
+    ]
+    first = shape.kids[root][0]
+    return ServerView(
+        root,
+        ctx.topo.host(root).node_id,
+        len(flows),
+        children,
+        first_switch=first,
+        first_port=_port(ctx.graph, first, root),
     )
 
-    group = 0
-    if ctx.result_mode == "multicast":
-        group = ctx.resources.take_group(ctx.grant)
-    for node in order:
-        if node == root or node in rank:
+
+def switch_configs(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation) -> list[SwitchJobConfig]:
+    """Every switch's entries for this tree, from the root down; takes a multicast group for multicast results.
+
+    Raises
+    ------
+    ResourceError
+        No multicast group left.
+    """
+    topo = ctx.topo
+    group = ctx.resources.take_group(ctx.grant) if ctx.result_mode == "multicast" else 0
+    configs = []
+    for node in shape.order:
+        if node == shape.root or node in shape.rank:
             continue
         members = []
         if group:
-            for c in kids[node]:
+            for c in shape.kids[node]:
                 rid = topo.host(c).index if topo.is_host(c) else 0
-                members.append(McastMember(port(node, c), rid, c))
-        agg = aggregates[node]
-        ctx.switch_configs.append(
+                members.append(McastMember(_port(ctx.graph, node, c), rid, c))
+        aggregates = agg.aggregates[node]
+        configs.append(
             SwitchJobConfig(
                 switch=node,
                 device_id=topo.switch(node).device_id,
                 tree_id=tree_id,
                 job_index=ctx.grant.job_index,
-                aggregates=agg,
-                slot_base=slot_base.get(node, 0),
+                aggregates=aggregates,
+                slot_base=agg.slot_base.get(node, 0),
                 pool_size=ctx.pool_size,
-                max_fan_in=len(flows_in[node]) if agg else 0,
+                max_fan_in=len(agg.flows_in[node]) if aggregates else 0,
                 result_group=group,
                 members=members,
             )
         )
+    return configs
 
-    # Host-level tree: each switch is represented by the lowest-ranked worker below it.
+
+def host_tree(shape: TreeShape) -> tuple[dict[str, str | None], dict[str, list[str]]]:
+    """The tree between hosts: each switch is represented by the lowest-ranked worker below it."""
+    root = shape.root
     rep = {root: root}
-    for node in reversed(order):
+    for node in reversed(shape.order):
         if node != root:
-            rep[node] = node if node in rank else rep[kids[node][0]]
+            rep[node] = node if node in shape.rank else rep[shape.kids[node][0]]
     host_parent: dict[str, str | None] = {root: None}
     host_children: dict[str, list[str]] = {root: []}
-    for node in order[1:]:
+    for node in shape.order[1:]:
         host_children.setdefault(rep[node], [])
-        r, rp = rep[node], rep[parent[node]]
+        r, rp = rep[node], rep[shape.parent[node]]
         if r != rp and r not in host_parent:
             host_parent[r] = rp
             host_children.setdefault(rp, []).append(r)
-
-    return TreePlan(
-        tree_id=tree_id,
-        root=root,
-        rate=float(rate),
-        weight=float(weight),
-        height=tree_height(graph, parent) if height is None else float(height),
-        edges=[[c, p] for c, p in parent.items()],
-        aggregation_points=[n for n in order if aggregates.get(n)],
-        grad_hops=grad_hops,
-        result_hops=result_hops,
-        server=server_view,
-        host_parent=host_parent,
-        host_children=host_children,
-    )
+    return host_parent, host_children

@@ -107,7 +107,7 @@ def native_library() -> ctypes.CDLL | None:
         i32p,
     ]
     lib.ina_udp_send_segments.restype = ctypes.c_int
-    lib.ina_udp_recv.argtypes = [ctypes.c_int, _u8p, ctypes.c_size_t, ctypes.c_int, _u8p, _u8p, _u8p, _u8p, i32p]
+    lib.ina_udp_recv.argtypes = [ctypes.c_int, _u8p, ctypes.c_size_t, ctypes.c_int, _u8p, _u8p, _u8p, _u8p, _u8p, i32p]
     lib.ina_udp_recv.restype = ctypes.c_int
     lib.ina_udp_gro_scratch_bytes.restype = ctypes.c_int
     _library = lib
@@ -127,6 +127,8 @@ class BatchSocket:
         self.lengths = np.zeros(rows, dtype=np.uint32)
         self.source_ips = np.zeros(rows, dtype=np.uint32)
         self.source_ports = np.zeros(rows, dtype=np.uint16)
+        self.tos = np.zeros(rows, dtype=np.uint8)  # each datagram's IPv4 TOS byte, where ``has_tos``
+        self.has_tos = False
 
     def send(
         self,
@@ -167,6 +169,7 @@ class NativeBatchSocket(BatchSocket):
         self._error = ctypes.c_int(0)
         self._error_ref = ctypes.byref(self._error)
         self._scratch = np.zeros(lib.ina_udp_gro_scratch_bytes(), dtype=np.uint8) if gro else None
+        self.has_tos = True  # the kernel's IP_TOS message (a socket with IP_RECVTOS), else 0
         self._receive_args = (
             self._fd,
             self.rows.ctypes.data,
@@ -175,6 +178,7 @@ class NativeBatchSocket(BatchSocket):
             self.lengths.ctypes.data,
             self.source_ips.ctypes.data,
             self.source_ports.ctypes.data,
+            self.tos.ctypes.data,
             None if self._scratch is None else self._scratch.ctypes.data,
             self._error_ref,
         )

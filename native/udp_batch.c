@@ -6,7 +6,8 @@
  *   ina_udp_send          sendmmsg of n rows, per-row or common destination
  *   ina_udp_send_segments one UDP_SEGMENT (GSO) send per group of equal-size rows to one destination:
  *                         the kernel cuts it into datagrams, so the stack is crossed once per group
- *   ina_udp_recv          recvmmsg into n rows, with lengths and source addresses; a datagram the
+ *   ina_udp_recv          recvmmsg into n rows, with lengths, source addresses and TOS bytes (the ECN
+ *                         codepoint, with IP_RECVTOS on the socket); a datagram the
  *                         kernel coalesced (UDP_GRO on the socket) is split back into its segments,
  *                         and the segments the rows left cannot hold wait in the scratch buffer for
  *                         the next call (nothing is dropped)
@@ -53,6 +54,7 @@ typedef struct {
     uint32_t size;    /* the datagram's bytes */
     uint32_t segment; /* bytes per segment (0: not coalesced) */
     struct sockaddr_in source;
+    uint8_t tos; /* its IPv4 TOS byte (the kernel coalesces only datagrams of one TOS) */
 } gro_waiting;
 
 typedef struct {
@@ -198,8 +200,8 @@ int ina_udp_send_segments(int fd, const uint8_t *buf, uint32_t length, int n, ui
 /* Copy one received datagram (possibly several coalesced segments of `segment` bytes) into rows
  * row..n-1. Returns the rows filled; *used gets the bytes of `data` they took. */
 static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uint8_t *buf, size_t stride, int row,
-                           int n, uint32_t *lens, uint32_t *ips, uint16_t *ports, const struct sockaddr_in *src,
-                           size_t *used) {
+                           int n, uint32_t *lens, uint32_t *ips, uint16_t *ports, uint8_t *tos,
+                           const struct sockaddr_in *src, uint8_t tos_byte, size_t *used) {
     if (segment == 0 || segment >= size)
         segment = size;
     int stored = 0;
@@ -212,6 +214,7 @@ static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uin
         lens[r] = part <= stride ? (uint32_t)part : (uint32_t)stride + 1;
         ips[r] = src->sin_addr.s_addr;
         ports[r] = src->sin_port;
+        if (tos) tos[r] = tos_byte;
         stored++;
     }
     *used = at < size ? at : size;
@@ -220,13 +223,13 @@ static int split_into_rows(const uint8_t *data, size_t size, size_t segment, uin
 
 /* Hands out the waiting segments into rows row..n-1 (in arrival order); returns the rows filled. */
 static int drain_carry(gro_carry *carry, const uint8_t *scratch, uint8_t *buf, size_t stride, int row, int n,
-                       uint32_t *lens, uint32_t *ips, uint16_t *ports) {
+                       uint32_t *lens, uint32_t *ips, uint16_t *ports, uint8_t *tos) {
     int stored = 0;
     while (carry->first < carry->count && row + stored < n) {
         gro_waiting *w = &carry->waiting[carry->first];
         size_t used;
         stored += split_into_rows(scratch + (size_t)w->slot * GRO_MESSAGE_BYTES + w->at, w->size - w->at, w->segment,
-                                  buf, stride, row + stored, n, lens, ips, ports, &w->source, &used);
+                                  buf, stride, row + stored, n, lens, ips, ports, tos, &w->source, w->tos, &used);
         w->at += (uint32_t)used;
         if (w->at < w->size)
             break;
@@ -239,16 +242,16 @@ static int drain_carry(gro_carry *carry, const uint8_t *scratch, uint8_t *buf, s
 
 /* Receive up to n waiting datagrams into rows of buf (stride bytes each) without waiting. lens[i]
  * is the datagram's length (stride + 1: it was longer than a row and was cut), ips/ports its
- * source. `scratch` (ina_udp_gro_scratch_bytes(), zeroed before the first call, kept with the socket)
+ * source, tos[i] (when tos is not NULL) its IPv4 TOS byte (0 unless the socket has IP_RECVTOS). `scratch` (ina_udp_gro_scratch_bytes(), zeroed before the first call, kept with the socket)
  * is needed only on a socket with UDP_GRO, whose coalesced datagrams are split back into segments; the
  * segments that do not fit in the rows left wait in it and come first on the next call. Pass NULL
  * otherwise. */
 int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uint32_t *ips, uint16_t *ports,
-                 uint8_t *scratch, int *error) {
+                 uint8_t *tos, uint8_t *scratch, int *error) {
     struct mmsghdr msgs[CALL_MAX];
     struct iovec iovs[CALL_MAX];
     struct sockaddr_in addrs[CALL_MAX];
-    char controls[GRO_MESSAGES_MAX][CMSG_SPACE(sizeof(int))];
+    char controls[CALL_MAX][2 * CMSG_SPACE(sizeof(int))]; /* UDP_GRO's segment size, IP_TOS */
     int got = 0;
     *error = 0;
     if (scratch && n < GRO_SEGMENTS_MAX) {
@@ -257,7 +260,7 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
     }
     gro_carry *carry = scratch ? (gro_carry *)(void *)(scratch + (size_t)GRO_MESSAGES_MAX * GRO_MESSAGE_BYTES) : NULL;
     if (carry && carry->count) {
-        got = drain_carry(carry, scratch, buf, stride, 0, n, lens, ips, ports);
+        got = drain_carry(carry, scratch, buf, stride, 0, n, lens, ips, ports, tos);
         if (carry->count)
             return got; /* the rows are full: the socket's datagrams wait behind the carried segments */
     }
@@ -280,12 +283,12 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
             if (scratch) {
                 iovs[i].iov_base = scratch + (size_t)i * GRO_MESSAGE_BYTES;
                 iovs[i].iov_len = GRO_MESSAGE_BYTES;
-                msgs[i].msg_hdr.msg_control = controls[i];
-                msgs[i].msg_hdr.msg_controllen = sizeof controls[i];
             } else {
                 iovs[i].iov_base = buf + (size_t)(got + i) * stride;
                 iovs[i].iov_len = stride;
             }
+            msgs[i].msg_hdr.msg_control = controls[i];
+            msgs[i].msg_hdr.msg_controllen = sizeof controls[i];
             msgs[i].msg_hdr.msg_name = &addrs[i];
             msgs[i].msg_hdr.msg_namelen = sizeof addrs[i];
             msgs[i].msg_hdr.msg_iov = &iovs[i];
@@ -303,27 +306,31 @@ int ina_udp_recv(int fd, uint8_t *buf, size_t stride, int n, uint32_t *lens, uin
             break;
         }
         for (int i = 0; i < r; i++) {
+            size_t segment = 0;
+            uint8_t tos_byte = 0;
+            for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {
+                if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+                    int value;
+                    memcpy(&value, CMSG_DATA(cm), sizeof value);
+                    segment = (size_t)value;
+                } else if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS) {
+                    tos_byte = *(const uint8_t *)CMSG_DATA(cm);
+                }
+            }
             if (scratch) {
-                size_t segment = 0;
-                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm;
-                     cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm))
-                    if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
-                        int value;
-                        memcpy(&value, CMSG_DATA(cm), sizeof value);
-                        segment = (size_t)value;
-                    }
                 size_t used = 0;
                 if (!carry->count) /* else an earlier message of this call already waits: keep the order */
                     got += split_into_rows(iovs[i].iov_base, msgs[i].msg_len, segment, buf, stride, got, n, lens,
-                                           ips, ports, &addrs[i], &used);
+                                           ips, ports, tos, &addrs[i], tos_byte, &used);
                 if (used < msgs[i].msg_len) /* no rows left for (the rest of) it: it waits for the next call */
                     carry->waiting[carry->count++] = (gro_waiting){(uint32_t)i, (uint32_t)used, msgs[i].msg_len,
-                                                                   (uint32_t)segment, addrs[i]};
+                                                                   (uint32_t)segment, addrs[i], tos_byte};
             } else {
                 /* with MSG_TRUNC, msg_len is the datagram's real length */
                 lens[got] = msgs[i].msg_len <= stride ? msgs[i].msg_len : (uint32_t)stride + 1;
                 ips[got] = addrs[i].sin_addr.s_addr;
                 ports[got] = addrs[i].sin_port;
+                if (tos) tos[got] = tos_byte;
                 got++;
             }
         }

@@ -27,33 +27,22 @@
 #define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
 /*
- * One lane of a slot action: read the cell's lane, combine (sum with signed-overflow detection, or
+ * One lane of the slot action: read the cell's lane, combine (sum with signed-overflow detection, or
  * signed max), write it back unconditionally, and put the slot's value into the packet when the packet
- * leaves carrying the sum. BLOCK is the packet's value header of that block, CELL its register cell,
- * POSITION the lane's position in the chunk: overflow counts only for meaningful positions.
+ * leaves carrying the sum. Lane i is position i of the chunk: overflow counts only for meaningful
+ * positions. A 2:4 or 1:4 chunk's packet carries only its positions' lane headers (ina_lanes.p4); the
+ * lanes past them are computed from headers the packet does not carry and never read for this chunk.
  */
-#define INA_BLOCK_LANE_UPDATE(BLOCK, CELL, POSITION, i)                                            \
-    slot_lane_##i.read(lane_old, CELL);                                                             \
-    lane_sum = lane_old + hdr.BLOCK.v##i;                                                           \
-    lane_ovf = (lane_old ^ lane_sum) & (hdr.BLOCK.v##i ^ lane_sum);                                \
+#define INA_LANE_UPDATE(i)                                                                         \
+    slot_lane_##i.read(lane_old, meta.slot_index);                                                  \
+    lane_sum = lane_old + INA_VALUE(i);                                                             \
+    lane_ovf = (lane_old ^ lane_sum) & (INA_VALUE(i) ^ lane_sum);                                   \
     meta.lane_overflow = meta.lane_overflow |                                                      \
-        ((meta.meaningful > (POSITION)) ? lane_ovf[31:31] : 1w0);                                   \
-    lane_max = ((lane_old ^ SIGN_BIT) > (hdr.BLOCK.v##i ^ SIGN_BIT)) ? lane_old : hdr.BLOCK.v##i;   \
-    lane_new = fresh ? hdr.BLOCK.v##i : (add ? (is_max ? lane_max : lane_sum) : lane_old);         \
-    slot_lane_##i.write(CELL, lane_new);                                                            \
-    hdr.BLOCK.v##i = emit ? lane_new : hdr.BLOCK.v##i;
-
-/* Dense: lane i is position i. Wide (docs/protocol.md, "Layouts"): position span*i + b is lane i of block b,
-   kept in the cell of slot + b (cells 2 apart: the shadow bit sits between). */
-#define INA_LANE_UPDATE(i) INA_BLOCK_LANE_UPDATE(values, meta.slot_index, i, i)
-#define INA_LANE_UPDATE_X2(i)                                                                      \
-    INA_BLOCK_LANE_UPDATE(values, meta.slot_index, 2 * i, i)                                        \
-    INA_BLOCK_LANE_UPDATE(values_1, cell_1, 2 * i + 1, i)
-#define INA_LANE_UPDATE_X4(i)                                                                      \
-    INA_BLOCK_LANE_UPDATE(values, meta.slot_index, 4 * i, i)                                        \
-    INA_BLOCK_LANE_UPDATE(values_1, cell_1, 4 * i + 1, i)                                           \
-    INA_BLOCK_LANE_UPDATE(values_2, cell_2, 4 * i + 2, i)                                           \
-    INA_BLOCK_LANE_UPDATE(values_3, cell_3, 4 * i + 3, i)
+        ((meta.meaningful > (i)) ? lane_ovf[31:31] : 1w0);                                          \
+    lane_max = ((lane_old ^ SIGN_BIT) > (INA_VALUE(i) ^ SIGN_BIT)) ? lane_old : INA_VALUE(i);       \
+    lane_new = fresh ? INA_VALUE(i) : (add ? (is_max ? lane_max : lane_sum) : lane_old);            \
+    slot_lane_##i.write(meta.slot_index, lane_new);                                                 \
+    INA_VALUE(i) = emit ? lane_new : INA_VALUE(i);
 
 /* The locals of a slot action. */
 #define INA_SLOT_LOCALS                                                                            \
@@ -61,6 +50,7 @@
     bit<32> bitmap;                                                                                 \
     bit<8>  count;                                                                                  \
     bit<1>  ovf;                                                                                    \
+    bit<1>  ce;                                                                                     \
     bit<32> lane_old;                                                                               \
     bit<32> lane_sum;                                                                               \
     bit<32> lane_ovf;                                                                               \
@@ -77,6 +67,8 @@
     slot_bitmap.read(bitmap, meta.slot_index);                                                      \
     slot_count.read(count, meta.slot_index);                                                        \
     slot_overflow.read(ovf, meta.slot_index);                                                       \
+    slot_ce.read(ce, meta.slot_index);                                                              \
+    bit<1> pkt_ce = (hdr.ipv4.diffserv & ECN_MASK) == ECN_CE ? 1w1 : 1w0;                           \
     bit<48> key = hdr.ina.job_id ++ hdr.ina.seq;                                                    \
     bit<32> seq_diff = hdr.ina.seq - owner[31:0];                                                   \
     bit<32> child_bit = 32w1 << hdr.hops[0].child;                                                  \
@@ -97,6 +89,8 @@
  * The chunk's state after its lanes: written to its (first) cell, the verdict for the control flow and
  * the packet's flags. A sum completed here is new data even if a retransmission completed it: RETX
  * cleared. RETX alone = a contribution passed up raw; STORED|RETX = a stored sum answered again.
+ * A congestion mark (ECN CE) on any contribution is kept in the cell and carried by the completed sum
+ * (if that packet is ECN-capable: RFC 3168 marks only ECT packets).
  */
 #define INA_SLOT_COMMIT                                                                            \
     bit<1> new_ovf = fresh ? 1w0 : ((add && !is_max) ? (ovf | meta.lane_overflow) : ovf);          \
@@ -104,6 +98,10 @@
     slot_bitmap.write(meta.slot_index, fresh ? child_bit : (add ? (bitmap | child_bit) : bitmap));  \
     slot_count.write(meta.slot_index, new_count);                                                   \
     slot_overflow.write(meta.slot_index, new_ovf);                                                  \
+    bit<1> new_ce = fresh ? pkt_ce : (add ? (ce | pkt_ce) : ce);                                    \
+    slot_ce.write(meta.slot_index, new_ce);                                                         \
+    hdr.ipv4.diffserv = (completes && new_ce == 1 && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT) \
+                        ? (hdr.ipv4.diffserv | ECN_CE) : hdr.ipv4.diffserv;                         \
     meta.slot_overflow = new_ovf;                                                                   \
     meta.evicted = (fresh && count != 0) ? 1w1 : 1w0;                                               \
     meta.verdict = completes ? (bit<8>)VERDICT_COMPLETED :                                          \
@@ -118,52 +116,37 @@
                     | ((emit && new_ovf == 1) ? (bit<8>)FLAG_OVERFLOW : 8w0);                       \
     hdr.ina.contributor = emit ? meta.my_id : hdr.ina.contributor;
 
+#if INA_MASKED_LAYOUTS
 /*
- * A wide chunk's further cells (blocks 1..span-1) hold only lanes; a fresh start also marks them as the
- * chunk's (owner = job ++ seq, nothing heard), so a late packet of the chunk that had the cell before is
- * stale there, never added into lanes that are no longer its own.
+ * A 2:4 group g to dense lanes (docs/protocol.md, "Layouts"): its kept values are v(a = 2g) and v(b = 2g+1),
+ * its positions p0..p3 = 4g..4g+3. With exactly two mask bits set, the lower set bit takes the first kept
+ * value and the higher the second.
  */
-#define INA_FURTHER_LOCALS                                                                         \
-    bit<48> further_owner;                                                                          \
-    bit<32> further_bitmap;                                                                         \
-    bit<8>  further_count;                                                                          \
-    bit<1>  further_ovf;
-#define INA_FURTHER_CELL(CELL)                                                                     \
-    slot_owner.read(further_owner, CELL);                                                           \
-    slot_bitmap.read(further_bitmap, CELL);                                                         \
-    slot_count.read(further_count, CELL);                                                           \
-    slot_overflow.read(further_ovf, CELL);                                                          \
-    slot_owner.write(CELL, fresh ? key : further_owner);                                            \
-    slot_bitmap.write(CELL, fresh ? 32w0 : further_bitmap);                                         \
-    slot_count.write(CELL, fresh ? 8w0 : further_count);                                            \
-    slot_overflow.write(CELL, fresh ? 1w0 : further_ovf);
-
-#if INA_WIDE_LAYOUTS
-/*
- * A 2:4 group g to dense lanes (docs/protocol.md, "Layouts"): its kept values are lanes a = 2g and
- * b = 2g+1; its positions 4g, 4g+1 are lane a of blocks 0, 1 and 4g+2, 4g+3 lane b of blocks 0, 1. With
- * exactly two mask bits set, the lower set bit takes the first kept value and the higher the second.
- */
-#define INA_EXPAND_2OF4(g, a, b)                                                                   \
+#define INA_EXPAND_2OF4(g, a, b, p0, p1, p2, p3)                                                   \
     mask = hdr.masks_2of4.m##g;                                                                     \
-    kept_first = hdr.values.v##a;                                                                   \
-    kept_second = hdr.values.v##b;                                                                  \
+    kept_first = hdr.kept_2of4.v##a;                                                                \
+    kept_second = hdr.kept_2of4.v##b;                                                               \
     meta.bad_mask = meta.bad_mask | ((mask == 3 || mask == 5 || mask == 6 || mask == 9              \
                                       || mask == 10 || mask == 12) ? 1w0 : 1w1);                    \
-    hdr.values.v##a = (mask[0:0] == 1) ? kept_first : 32w0;                                         \
-    hdr.values_1.v##a = (mask[1:1] == 1) ? ((mask[0:0] == 1) ? kept_second : kept_first) : 32w0;    \
-    hdr.values.v##b = (mask[2:2] == 1) ? ((mask[1:0] != 0) ? kept_second : kept_first) : 32w0;      \
-    hdr.values_1.v##b = (mask[3:3] == 1) ? kept_second : 32w0;
+    INA_VALUE(p0) = (mask[0:0] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p1) = (mask[1:1] == 1) ? ((mask[0:0] == 1) ? kept_second : kept_first) : 32w0;        \
+    INA_VALUE(p2) = (mask[2:2] == 1) ? ((mask[1:0] != 0) ? kept_second : kept_first) : 32w0;        \
+    INA_VALUE(p3) = (mask[3:3] == 1) ? kept_second : 32w0;
 
-/* A 1:4 group i to dense lanes: its kept value is lane i, its positions 4i..4i+3 lane i of blocks 0..3. */
-#define INA_EXPAND_1OF4(i)                                                                         \
-    mask = hdr.masks_1of4.m##i;                                                                     \
-    kept_first = hdr.values.v##i;                                                                   \
+/* A 1:4 group g to dense lanes: its kept value is v(g), its positions 4g..4g+3. */
+#define INA_EXPAND_1OF4(g, a, b, p0, p1, p2, p3)                                                   \
+    mask = hdr.masks_1of4.m##g;                                                                     \
+    kept_first = hdr.kept_1of4.v##g;                                                                \
     meta.bad_mask = meta.bad_mask | ((mask == 1 || mask == 2 || mask == 4 || mask == 8) ? 1w0 : 1w1); \
-    hdr.values.v##i = (mask[0:0] == 1) ? kept_first : 32w0;                                         \
-    hdr.values_1.v##i = (mask[1:1] == 1) ? kept_first : 32w0;                                       \
-    hdr.values_2.v##i = (mask[2:2] == 1) ? kept_first : 32w0;                                       \
-    hdr.values_3.v##i = (mask[3:3] == 1) ? kept_first : 32w0;
+    INA_VALUE(p0) = (mask[0:0] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p1) = (mask[1:1] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p2) = (mask[2:2] == 1) ? kept_first : 32w0;                                           \
+    INA_VALUE(p3) = (mask[3:3] == 1) ? kept_first : 32w0;
+
+/* Bytes a MASKED packet grows by when expanded: its dense sum minus its masks and kept values (at most
+   PACKET_GROWTH_LIMIT_BYTES, checked in ina_lanes.p4). */
+#define INA_2OF4_GROWTH (INA_2OF4_POSITIONS * VALUE_BYTES - INA_2OF4_POSITIONS / 8 - INA_2OF4_POSITIONS / 2 * VALUE_BYTES)
+#define INA_1OF4_GROWTH (INA_1OF4_POSITIONS * VALUE_BYTES - INA_1OF4_POSITIONS / 8 - INA_1OF4_POSITIONS / 4 * VALUE_BYTES)
 #endif
 
 control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
@@ -174,6 +157,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
     register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_bitmap;    /* children heard, bit = child index */
     register<bit<8>, bit<32>>(SLOT_REGISTER_SIZE)  slot_count;     /* children heard; 0 = free / released */
     register<bit<1>, bit<32>>(SLOT_REGISTER_SIZE)  slot_overflow;  /* a lane's sum overflowed */
+    register<bit<1>, bit<32>>(SLOT_REGISTER_SIZE)  slot_ce;        /* a contribution arrived marked ECN CE */
     INA_FOR_EACH_LANE(INA_LANE_REGISTER)
 
     counter<bit<32>>(MAX_JOBS * NUM_STATS, CounterType.packets_and_bytes) ina_stats;
@@ -273,17 +257,18 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         hdr.udp.checksum = 0;
     }
 
-    /* The job's (first) cell for this packet, and whether the chunk's span of slots lies inside the job's
-       pool and its cells inside the registers; which positions are meaningful (overflow). */
+    /* The job's cell for this packet, and whether the slot lies inside the job's pool and the cell inside
+       the registers; which positions are meaningful (overflow). */
     action locate_slot() {
         meta.slot_index = meta.slot_base + (((bit<32>)hdr.ina.slot) << 1) + (bit<32>)hdr.ina.shadow;
-        meta.slot_ok = (((bit<16>)hdr.ina.slot) + meta.span <= meta.pool_size
+        meta.slot_ok = (((bit<16>)hdr.ina.slot) < meta.pool_size
                         && meta.slot_base < SLOT_REGISTER_SIZE
-                        && meta.slot_index + (((bit<32>)meta.span - 1) << 1) < SLOT_REGISTER_SIZE) ? 1w1 : 1w0;
-        meta.meaningful = meta.span == 1 ? meta.value_count << INA_DENSE_COUNT_SHIFT : meta.value_count << 2;
+                        && meta.slot_index < SLOT_REGISTER_SIZE) ? 1w1 : 1w0;
+        meta.meaningful = meta.chunk == 0 ? meta.value_count << INA_DENSE_COUNT_SHIFT : meta.value_count << 2;
     }
 
-    /* S3.3 (+ S3.4's sum): the whole slot state machine of a dense GRAD at an aggregating hop, one action. */
+    /* S3.3 (+ S3.4's sum): the whole slot state machine of a GRAD at an aggregating hop, one action: the
+       lanes of a dense chunk, or of a 2:4 or 1:4 chunk's sum (a MASKED packet expanded first). */
     action aggregate_into_slot() {
         INA_SLOT_LOCALS
         INA_SLOT_DECIDE
@@ -291,62 +276,39 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         INA_SLOT_COMMIT
     }
 
-#if INA_WIDE_LAYOUTS
-    /* The same for a chunk of 2K positions (a 2:4 chunk, or its sum): the cells of slots slot, slot + 1. */
-    action aggregate_into_slot_x2() {
-        INA_SLOT_LOCALS
-        INA_FURTHER_LOCALS
-        bit<32> cell_1 = meta.slot_index + 2;
-        INA_SLOT_DECIDE
-        INA_FOR_EACH_LANE(INA_LANE_UPDATE_X2)
-        INA_FURTHER_CELL(cell_1)
-        INA_SLOT_COMMIT
-    }
-
-    /* The same for a chunk of 4K positions (a 1:4 chunk, or its sum): the cells of slots slot .. slot + 3. */
-    action aggregate_into_slot_x4() {
-        INA_SLOT_LOCALS
-        INA_FURTHER_LOCALS
-        bit<32> cell_1 = meta.slot_index + 2;
-        bit<32> cell_2 = meta.slot_index + 4;
-        bit<32> cell_3 = meta.slot_index + 6;
-        INA_SLOT_DECIDE
-        INA_FOR_EACH_LANE(INA_LANE_UPDATE_X4)
-        INA_FURTHER_CELL(cell_1)
-        INA_FURTHER_CELL(cell_2)
-        INA_FURTHER_CELL(cell_3)
-        INA_SLOT_COMMIT
-    }
-
-    /* S3.3 for a 2:4 packet: its K kept values to the 2K dense lanes their masks name (no register: the
-       slot action that follows adds them like a wide packet's); the packet becomes wide (not MASKED). */
+#if INA_MASKED_LAYOUTS
+    /* S3.3 for a MASKED 2:4 packet: its kept values to the lanes their masks name (no register: the slot
+       action that follows adds them like a sum's); the packet becomes the chunk's dense sum. */
     action expand_2of4() {
         bit<4>  mask;
         bit<32> kept_first;
         bit<32> kept_second;
         meta.bad_mask = 0;
-        hdr.values_1.setValid();
-        INA_FOR_EACH_PAIR(INA_EXPAND_2OF4)
+        hdr.values_a.setValid();
+#if INA_LANES_B
+        hdr.values_b.setValid();
+#endif
+        INA_FOR_EACH_2OF4_GROUP(INA_EXPAND_2OF4)
         hdr.masks_2of4.setInvalid();
+        hdr.kept_2of4.setInvalid();
         hdr.ina.flags = hdr.ina.flags & ~((bit<8>)FLAG_MASKED);
-        hdr.ipv4.total_len = hdr.ipv4.total_len + (VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 4);
-        hdr.udp.length = hdr.udp.length + (VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 4);
+        hdr.ipv4.total_len = hdr.ipv4.total_len + INA_2OF4_GROWTH;
+        hdr.udp.length = hdr.udp.length + INA_2OF4_GROWTH;
         hdr.udp.checksum = 0;
     }
 
-    /* The same for a 1:4 packet: K kept values to 4K dense lanes. */
+    /* The same for a MASKED 1:4 packet. */
     action expand_1of4() {
         bit<4>  mask;
         bit<32> kept_first;
         meta.bad_mask = 0;
-        hdr.values_1.setValid();
-        hdr.values_2.setValid();
-        hdr.values_3.setValid();
-        INA_FOR_EACH_LANE(INA_EXPAND_1OF4)
+        hdr.values_a.setValid();
+        INA_FOR_EACH_1OF4_GROUP(INA_EXPAND_1OF4)
         hdr.masks_1of4.setInvalid();
+        hdr.kept_1of4.setInvalid();
         hdr.ina.flags = hdr.ina.flags & ~((bit<8>)FLAG_MASKED);
-        hdr.ipv4.total_len = hdr.ipv4.total_len + (3 * VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 2);
-        hdr.udp.length = hdr.udp.length + (3 * VALUES_PER_PACKET * VALUE_BYTES - VALUES_PER_PACKET / 2);
+        hdr.ipv4.total_len = hdr.ipv4.total_len + INA_1OF4_GROWTH;
+        hdr.udp.length = hdr.udp.length + INA_1OF4_GROWTH;
         hdr.udp.checksum = 0;
     }
 #endif
@@ -383,7 +345,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
             if (meta.configured == 0) {
                 meta.drop_reason = DROP_NOT_CONFIGURED;
             } else if (standard_metadata.parser_error != error.NoError
-                       || !hdr.ina.isValid() || !hdr.values.isValid()
+                       || !hdr.ina.isValid() || meta.payload_parsed == 0
                        || hdr.ina.version != INA_VERSION
                        || (hdr.ina.pkt_type != PKT_TYPE_GRAD && hdr.ina.pkt_type != PKT_TYPE_RESULT)
                        || hdr.ina.op > OP_MAX
@@ -430,7 +392,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                     if (meta.slot_ok == 0) {
                         meta.drop_reason = DROP_BAD_SLOT;
                     } else {
-#if INA_WIDE_LAYOUTS
+#if INA_MASKED_LAYOUTS
                         /* a MASKED packet's kept values to the dense lanes their masks name, first */
                         if (hdr.masks_2of4.isValid()) {
                             expand_2of4();
@@ -443,16 +405,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                         if (meta.bad_mask == 1) {
                             meta.drop_reason = DROP_BAD_MASK;
                         } else {
-                            /* S3.1 aggregate -> S3.3: add into the slot (cells of span slots), count the child */
-                            if (meta.span == 1) {
-                                aggregate_into_slot();
-#if INA_WIDE_LAYOUTS
-                            } else if (meta.span == 2) {
-                                aggregate_into_slot_x2();
-                            } else {
-                                aggregate_into_slot_x4();
-#endif
-                            }
+                            /* S3.1 aggregate -> S3.3: add into the slot, count the child */
+                            aggregate_into_slot();
                             if (meta.verdict == VERDICT_COMPLETED) {
                                 /* S3.4 count == fan-in -> S3.5: sum in the packet, hop deleted, forwarded */
                                 ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
@@ -578,6 +532,13 @@ control InaEgress(inout headers_t hdr, inout ina_metadata_t meta,
         if (hdr.ina.isValid() && hdr.ina.pkt_type == PKT_TYPE_RESULT
             && (hdr.ina.flags & FLAG_MCAST) != 0) {
             result_rewrite.apply();
+        }
+        /* Congestion mark before loss (RFC 3168): an ECN-capable packet leaving by a port whose queue holds
+           ECN_MARK_QDEPTH packets or more gets CE; TCP and INA senders slow down on it (docs/protocol.md,
+           "Congestion marks"). */
+        if (hdr.ipv4.isValid() && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT
+            && standard_metadata.enq_qdepth >= ECN_MARK_QDEPTH) {
+            hdr.ipv4.diffserv = hdr.ipv4.diffserv | ECN_CE;
         }
     }
 }

@@ -77,7 +77,7 @@ def layout_dtype(
 ) -> np.dtype:
     """The structured dtype of an INA payload with ``hop_count`` hops and K lanes: big-endian fields at
     their wire offsets, ``hops`` (hop_count entries), ``masks`` (the packed group masks of a MASKED
-    layout, bytes) and ``values`` (K >i4, or span * K wire lanes of a wide layout). ``itemsize`` larger
+    layout, bytes) and ``values`` (the layout's wire lanes as >i4: K dense). ``itemsize`` larger
     than the packet describes rows of a receive buffer; ``values_per_packet`` None leaves the payload out."""
     names: list[str] = []
     formats: list[Any] = []
@@ -97,7 +97,7 @@ def layout_dtype(
             formats.append(("u1", (layout.mask_bytes(values_per_packet),)))
             offsets.append(size)
             size += layout.mask_bytes(values_per_packet)
-        lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
+        lanes = layout.lanes(values_per_packet)
         names.append("values")
         formats.append((">i4", (lanes,)))
         offsets.append(size)
@@ -171,7 +171,7 @@ class PacketTemplate:
         self.row = np.frombuffer(raw, dtype=np.uint8)
         self.dtype = layout_dtype(self.hop_count, values_per_packet, None, layout)
 
-    def encode(
+    def encode(  # noqa: C901 (the wire format's field checks and writes in header order (docs/protocol.md), over a batch)
         self,
         values: np.ndarray,
         out: np.ndarray | None = None,
@@ -184,8 +184,7 @@ class PacketTemplate:
         """``(n, size)`` uint8 rows, one packet each, byte for byte what ``codec.encode`` makes.
 
         ``values``: ``(n, w)`` integers with w <= K (lanes w..K-1 are zero; a 1-D array is one packet);
-        for a wide layout w <= span * K positions in order (interleaved into blocks here), for a MASKED one
-        the kept values, with ``masks`` ``(n, groups)`` (4 bits each, exactly ``layout.keep`` set).
+        for a 2:4 or 1:4 sum layout w <= its positions, for a MASKED one the kept values, with ``masks`` ``(n, groups)`` (4 bits each, exactly ``layout.keep`` set).
         ``fields``: header fields (``seq``, ``slot``, ``shadow``, ``flags``, ``scale_exp``, ``value_count``,
         ``op``, ``pkt_type``, ``job_id``, ``contributor``, ``tree_id``, ``version``), each one value for
         every packet or an array of n; the others keep the template's values. ``value_count`` defaults
@@ -199,7 +198,7 @@ class PacketTemplate:
         if values.ndim == 1:
             values = values[np.newaxis, :]
         layout = self.layout
-        lanes = self.values_per_packet if layout.masked else self.positions
+        lanes = layout.lanes(self.values_per_packet)
         if values.ndim != 2 or values.shape[1] > lanes:
             raise ProtocolError(f"values must be rows of at most {codec.lanes_text(layout, self.values_per_packet)}")
         n, width = values.shape
@@ -271,11 +270,6 @@ class PacketTemplate:
         if packed_masks is not None:
             packets["masks"] = packed_masks
         if width:
-            if layout.span > 1 and not layout.masked:
-                if width < lanes:
-                    values = np.pad(values, ((0, 0), (0, lanes - width)))
-                values = L.interleave(values, layout.span)
-                width = lanes
             packets["values"][:, :width] = values
         return out
 
@@ -353,8 +347,8 @@ _B0_OK = _byte_table(lambda b: b >> 4 == C.INA_VERSION and b & 0xF in (C.PKT_TYP
 _B1_OK = _byte_table(lambda b: b >> 4 in (C.OP_SUM, C.OP_MAX) and b & 0xF <= C.MAX_HOPS)
 _FLAGS_OK = _byte_table(lambda b: _layout_or_none(b) is not None)
 _MASKED = _byte_table(lambda b: b & C.FLAG_MASKED)
-# span per flags byte (0: no layout)
-_SPAN = np.array([(lambda x: 0 if x is None else x.span)(_layout_or_none(b)) for b in range(256)], dtype=np.int64)
+# chunk code per flags byte (-1: no layout)
+_CHUNK = np.array([(lambda x: -1 if x is None else x.chunk)(_layout_or_none(b)) for b in range(256)], dtype=np.int64)
 _LAYOUT_INDEX = np.array(
     [(lambda x: -1 if x is None else L.LAYOUTS.index(x))(_layout_or_none(b)) for b in range(256)], dtype=np.int64
 )
@@ -423,11 +417,11 @@ class PacketBatch:
     entries for rows that are not ok are meaningless.
 
     Header columns (int64): ``version pkt_type op hop_count flags value_count job_id seq slot shadow
-    contributor scale_exp tree_id``, ``span`` (blocks of K positions the layout covers), ``lanes`` (K of
-    each row) and ``positions`` (span * K). Hops: ``hop_switch_id hop_aggregate hop_fan_in hop_child
+    contributor scale_exp tree_id``, ``chunk`` (the layout's chunk code: 0 dense, 1 a 2:4 chunk, 2 a 1:4
+    chunk), ``lanes`` (K of each row) and ``positions`` (the chunk's positions). Hops: ``hop_switch_id hop_aggregate hop_fan_in hop_child
     hop_egress_port``, ``(n, H)`` with H the largest hop_count (zeros past a row's own). ``values``:
-    ``(n, W)`` int32, the chunk's positions in order (a wide payload de-interleaved, a MASKED one
-    expanded: zeros where nothing was kept), W the largest ``positions`` (zeros past a row's own)."""
+    ``(n, W)`` int32, the chunk's positions in order (a MASKED payload expanded: zeros where nothing
+    was kept), W the largest ``positions`` (zeros past a row's own)."""
 
     HEADER_COLUMNS = (
         "version",
@@ -460,7 +454,7 @@ class PacketBatch:
         "contributor": lambda head: head["contributor"],
         "scale_exp": lambda head: head["scale_exp"],
         "tree_id": lambda head: head["tree_id"],
-        "span": lambda head: _SPAN[head["flags"]],
+        "chunk": lambda head: _CHUNK[head["flags"]],
     }
 
     def __init__(
@@ -534,11 +528,12 @@ class PacketBatch:
         at = C.INA_HEADER_BYTES + C.HOP_BYTES * len(hops)
         assert self._rows is not None, "a decoded batch keeps its rows"
         packed = self._rows[i, at : at + layout.mask_bytes(k)]
-        kept = self._rows[i, at + len(packed) : at + len(packed) + k * C.VALUE_BYTES].view(">i4").astype(np.int32)
+        end = at + len(packed) + layout.lanes(k) * C.VALUE_BYTES
+        kept = self._rows[i, at + len(packed) : end].view(">i4").astype(np.int32)
         return InaPacket(header, hops, kept, L.unpack_masks(packed[np.newaxis, :])[0])
 
 
-def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int | None = None) -> PacketBatch:
+def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int | None = None) -> PacketBatch:  # noqa: C901 (codec.decode's checks in the same order, over a batch)
     """Decode the INA payloads in ``rows`` (``(n, stride)`` uint8, C-contiguous; row i holds
     ``lengths[i]`` bytes, and a length above stride marks a datagram that did not fit). The checks
     are ``codec.decode``'s: K is checked if given, else taken from each payload's length and layout."""
@@ -592,7 +587,7 @@ def decode_batch(rows: np.ndarray, lengths: np.ndarray, values_per_packet: int |
             last = hop_count.astype(np.int64)[:, np.newaxis] - 1
             ok &= ~np.any((position <= last) & ((bos != 0) != (position == last)), axis=1)
     lanes = np.where(ok, lanes, 0)
-    positions = _SPAN[flags] * lanes
+    positions = _positions_table()[_LAYOUT_INDEX[flags], lanes]
     values = _payload_values(rows, ok, header_bytes, flags, lanes, positions, uniform and bool(ok.all()))
     batch = PacketBatch(head, hops, ok, np.where(ok, lanes, 0), rows, np.where(ok, positions, 0))
     batch._uniform_hops = uniform
@@ -631,11 +626,9 @@ def _decode_uniform(rows: np.ndarray, lengths: np.ndarray, values_per_packet: in
     lanes = np.full(n, values_per_packet, dtype=np.int64)
     head = rows.view(layout_dtype(0, None, stride))[:, 0]
     hops = rows.view(layout_dtype(hop_count, None, stride))[:, 0]["hops"] if hop_count else None
-    batch = PacketBatch(
-        head, hops, np.ones(n, dtype=bool), lanes, rows, lanes if width == values_per_packet else lanes * layout.span
-    )
+    batch = PacketBatch(head, hops, np.ones(n, dtype=bool), lanes, rows, np.full(n, width, dtype=np.int64))
     batch._uniform_hops = True
-    batch.values = wire if layout.span == 1 else np.ascontiguousarray(L.deinterleave(wire, layout.span))
+    batch.values = wire
     same = np.full(n, 0, dtype=np.int64)  # the columns every row shares
     for name, value in (
         ("version", first[0] >> 4),
@@ -643,7 +636,7 @@ def _decode_uniform(rows: np.ndarray, lengths: np.ndarray, values_per_packet: in
         ("op", first[1] >> 4),
         ("hop_count", hop_count),
         ("flags", flags),
-        ("span", layout.span),
+        ("chunk", layout.chunk),
     ):
         column = same.copy()
         column[:] = value
@@ -658,11 +651,31 @@ def _count_false(mask: np.ndarray) -> int:
 
 def _k_from_lengths(rest: np.ndarray, layout_index: np.ndarray) -> np.ndarray:
     """K of each row from its bytes after the hops and its layout (0 where none fits, or where the layout
-    does not exist for that K: Layout.check_k)."""
-    per4 = np.array([layout.payload_bytes(4) for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
-    k = np.where((rest > 0) & (4 * rest % per4 == 0), 4 * rest // per4, 0)
+    does not exist for that K: Layout.check_k); a 2:4 or 1:4 chunk at its cap: the smallest K (codec's
+    _k_from_length)."""
+    per8 = np.array([layout.payload_bytes(8) for layout in L.LAYOUTS] + [1], dtype=np.int64)[layout_index]
+    k = np.where((rest > 0) & (8 * rest % per8 == 0), 8 * rest // per8, 0)
     k = np.where(k <= C.MAX_VALUES_PER_PACKET, k, 0)
+    k = np.where(_payload_table()[layout_index, k] == rest, k, 0)
     return np.where(_max_value_counts()[layout_index, k] > 0, k, 0)
+
+
+@functools.cache
+def _payload_table() -> np.ndarray:
+    """``[layout index, K]`` -> Layout.payload_bytes (-1 in the last row: no layout)."""
+    table = np.full((len(L.LAYOUTS) + 1, C.MAX_VALUES_PER_PACKET + 1), -1, dtype=np.int64)
+    for index, layout in enumerate(L.LAYOUTS):
+        table[index, 1:] = [layout.payload_bytes(k) for k in range(1, C.MAX_VALUES_PER_PACKET + 1)]
+    return table
+
+
+@functools.cache
+def _positions_table() -> np.ndarray:
+    """``[layout index, K]`` -> Layout.positions (0 in the last row: no layout, and for K = 0)."""
+    table = np.zeros((len(L.LAYOUTS) + 1, C.MAX_VALUES_PER_PACKET + 1), dtype=np.int64)
+    for index, layout in enumerate(L.LAYOUTS):
+        table[index, 1:] = [layout.positions(k) for k in range(1, C.MAX_VALUES_PER_PACKET + 1)]
+    return table
 
 
 @functools.cache
@@ -690,7 +703,7 @@ def _payload_values(
     positions: np.ndarray,
     one_shape: bool,
 ) -> np.ndarray:
-    """The positions of every ok row as native int32 (wide payloads de-interleaved, MASKED ones expanded);
+    """The positions of every ok row as native int32 (MASKED payloads expanded);
     a MASKED row whose masks are wrong is marked not ok (``ok`` is updated). Rows are taken a group of
     (offset, layout, K) at a time; ``one_shape``: every row is ok with the same hop count."""
     n = len(rows)
@@ -712,7 +725,11 @@ def _payload_values(
         if layout.masked:
             mask_bytes = layout.mask_bytes(k)
             masks = L.unpack_masks(part[:, at : at + mask_bytes])
-            kept = part[:, at + mask_bytes : at + mask_bytes + k * C.VALUE_BYTES].view(">i4").astype(np.int32)
+            kept = (
+                part[:, at + mask_bytes : at + mask_bytes + layout.lanes(k) * C.VALUE_BYTES]
+                .view(">i4")
+                .astype(np.int32)
+            )
             good = L.mask_bits_ok(masks, layout)
             if not good.all():
                 bad = np.flatnonzero(~good) if members is None else members[~good]
@@ -720,8 +737,7 @@ def _payload_values(
                 masks[~good] = (1 << layout.keep) - 1  # any valid mask: the row is refused anyway
             chunk = L.expand_masked(masks, kept, layout)
         else:
-            wire = part[:, at : at + layout.positions(k) * C.VALUE_BYTES].view(">i4").astype(np.int32)
-            chunk = L.deinterleave(wire, layout.span)
+            chunk = part[:, at : at + layout.positions(k) * C.VALUE_BYTES].view(">i4").astype(np.int32)
         if members is None:
             return np.ascontiguousarray(chunk)
         if values is None:

@@ -7,12 +7,11 @@ lays the same format out over numpy arrays for whole windows of packets (the age
 is tested against this module, which stays the reference.
 
 Layout of the UDP payload: INA header (16 bytes) | hop_count hop entries (8 bytes each) | the payload
-of the flags' layout (``protocol/layouts.py``): K int32 values (big-endian) for a dense packet, 2 or 4
-blocks of K for a wide one, group masks and K kept values for a MASKED (2:4, 1:4) one. ``hop_count``
-and the hops' ``bos`` bits are derived from the hop list when encoding and checked when decoding, so a
-packet built here is always consistent. ``InaPacket.values`` holds a dense or wide chunk's positions in
-order (span * K of them; the codec interleaves them into blocks) and a MASKED packet's K kept values,
-its ``masks`` the group masks.
+of the flags' layout (``protocol/layouts.py``): K int32 values (big-endian) for a dense packet, one per
+position for a 2:4 or 1:4 chunk's sum, group masks and the kept values for a MASKED (2:4, 1:4) one.
+``hop_count`` and the hops' ``bos`` bits are derived from the hop list when encoding and checked when
+decoding, so a packet built here is always consistent. ``InaPacket.values`` holds an unmasked chunk's
+positions in order and a MASKED packet's kept values, its ``masks`` the group masks.
 """
 
 from __future__ import annotations
@@ -92,8 +91,8 @@ class Hop:
 
 @dataclass(eq=False)
 class InaPacket:
-    """A decoded UDP payload: header, hop list (first hop first), the values as int32 (a dense or wide
-    chunk's span * K positions in order, or a MASKED packet's K kept values) and a MASKED packet's group
+    """A decoded UDP payload: header, hop list (first hop first), the values as int32 (an unmasked
+    chunk's positions in order, or a MASKED packet's kept values) and a MASKED packet's group
     masks (4 bits each; empty otherwise)."""
 
     header: InaHeader
@@ -116,7 +115,7 @@ class InaPacket:
         )
 
     def positions(self) -> np.ndarray:
-        """The chunk's span * K positions as int32: a MASKED packet's kept values where its masks put them."""
+        """The chunk's positions as int32: a MASKED packet's kept values where its masks put them."""
         layout = self.header.layout
         if not layout.masked:
             return np.asarray(self.values, dtype=np.int32)
@@ -136,6 +135,7 @@ class FrameInfo:
     src_port: int = C.INA_UDP_PORT
     dst_port: int = C.INA_UDP_PORT
     ttl: int = 64
+    tos: int = 0  # IPv4 diffserv/TOS byte; its low 2 bits are the ECN field (C.ECN_*)
 
 
 def _check_range(name: str, value: int, bits: int, signed: bool = False) -> None:
@@ -167,7 +167,7 @@ def payload_size(hop_count: int, values_per_packet: int = C.VALUES_PER_PACKET, l
     return C.INA_HEADER_BYTES + hop_count * C.HOP_BYTES + layout.payload_bytes(values_per_packet)
 
 
-def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:
+def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> bytes:  # noqa: C901 (one check per header field, in header order (docs/protocol.md))
     """The UDP payload of ``packet``; values are padded with zeros to K lanes."""
     h, hops = packet.header, packet.hops
     if not 1 <= values_per_packet <= C.MAX_VALUES_PER_PACKET:
@@ -195,7 +195,7 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
     if h.value_count > most:
         raise ProtocolError(f"value_count={h.value_count} exceeds {value_count_limit(layout, values_per_packet)}")
     values = np.asarray(packet.values)
-    lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
+    lanes = layout.lanes(values_per_packet)
     if values.ndim != 1 or len(values) > lanes:
         raise ProtocolError(f"values must be a flat sequence of at most {lanes_text(layout, values_per_packet)}")
     if h.value_count == packet.counted_without_k and layout.count_unit(values_per_packet) != 1:
@@ -238,8 +238,6 @@ def encode(packet: InaPacket, values_per_packet: int = C.VALUES_PER_PACKET) -> b
         out += L.pack_masks(masks.astype(np.uint8)).tobytes()
     wire = np.zeros(lanes, dtype=_BIG_INT32)
     wire[: len(values)] = values
-    if layout.span > 1 and not layout.masked:
-        wire = L.interleave(wire[np.newaxis, :], layout.span)[0]
     out += wire.tobytes()
     return bytes(out)
 
@@ -261,8 +259,8 @@ def _checked_layout(h: InaHeader, values_per_packet: int) -> L.Layout:
 def lanes_text(layout: L.Layout, k: int) -> str:
     """How many values a packet of this layout holds, for error messages."""
     if layout.masked:
-        return f"K={k} kept int32 ({layout.name})"
-    if layout.span == 1:
+        return f"{layout.lanes(k)} kept int32 ({layout.name}, K={k})"
+    if layout.chunk == 0:
         return f"K={k} int32"
     return f"{layout.positions(k)} int32 positions ({layout.name}, K={k})"
 
@@ -270,7 +268,7 @@ def lanes_text(layout: L.Layout, k: int) -> str:
 def value_count_limit(layout: L.Layout, k: int) -> str:
     if layout.count_unit(k) == 1:
         return f"K={k}"
-    if layout.span == 1:
+    if layout.chunk == 0:
         return f"{layout.max_value_count(k)} (groups of 4 lanes of a dense chunk, K={k})"
     return f"{layout.max_value_count(k)} (groups of 4 positions of a {layout.name} chunk, K={k})"
 
@@ -284,7 +282,7 @@ def check_masks(masks: np.ndarray, layout: L.Layout) -> None:
         )
 
 
-def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
+def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:  # noqa: C901 (one check per header field, in header order (docs/protocol.md))
     """Parse an INA UDP payload. K is checked if given, else taken from the payload length."""
     data = bytes(data)
     if len(data) < C.INA_HEADER_BYTES:
@@ -347,16 +345,16 @@ def decode(data: bytes, values_per_packet: int | None = None) -> InaPacket:
         masks = L.unpack_masks(packed[np.newaxis, :])[0]
         check_masks(masks, layout)
         values_at += len(packed)
-    lanes = values_per_packet if layout.masked else layout.positions(values_per_packet)
+    lanes = layout.lanes(values_per_packet)
     values = np.frombuffer(data, dtype=_BIG_INT32, count=lanes, offset=values_at).astype(np.int32)
-    if layout.span > 1 and not layout.masked:
-        values = L.deinterleave(values[np.newaxis, :], layout.span)[0]
     return InaPacket(header, hops, values, masks)
 
 
 def _k_from_length(rest: int, layout: L.Layout) -> int:
-    """K from the bytes after the hops (decode without a given K)."""
-    per_k = layout.payload_bytes(4) / 4  # bytes per lane of K: 4 dense, 8/16 wide, 4.25/4.5 MASKED
+    """K from the bytes after the hops (decode without a given K). A 2:4 or 1:4 chunk's size stops
+    growing with K at its cap: the smallest K that gives its positions stands for all (the positions are
+    what a packet carries)."""
+    per_k = layout.payload_bytes(8) / 8  # bytes per lane of K below the cap: 4 dense and sums, 2.125/1.125 MASKED
     k = int(round(rest / per_k)) if rest > 0 else 0
     if k <= 0 or layout.payload_bytes(k) != rest:
         if layout is L.DENSE:
@@ -439,13 +437,15 @@ def build_udp_frame(
     dst_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
     ident: int = 0,
+    tos: int = 0,
 ) -> bytes:
-    """Ethernet/IPv4/UDP around ``payload``: IPv4 checksum computed, UDP checksum 0 (none)."""
+    """Ethernet/IPv4/UDP around ``payload``: IPv4 checksum computed, UDP checksum 0 (none); ``tos`` the
+    diffserv/TOS byte (its low 2 bits the ECN codepoint)."""
     udp_len = C.UDP_HEADER_BYTES + len(payload)
     total_len = C.IPV4_HEADER_BYTES + udp_len
     if total_len > 0xFFFF:
         raise ProtocolError(f"IPv4 packet of {total_len} bytes is too long")
-    ip = bytearray(_IPV4.pack(0x45, 0, total_len, ident, 0, ttl, IP_PROTO_UDP, 0, ip_bytes(src_ip), ip_bytes(dst_ip)))
+    ip = bytearray(_IPV4.pack(0x45, tos, total_len, ident, 0, ttl, IP_PROTO_UDP, 0, ip_bytes(src_ip), ip_bytes(dst_ip)))
     struct.pack_into("!H", ip, 10, ipv4_checksum(bytes(ip)))
     return (
         _ETH.pack(mac_bytes(dst_mac), mac_bytes(src_mac), ETHERTYPE_IPV4)
@@ -464,10 +464,11 @@ def build_frame(
     src_port: int = C.INA_UDP_PORT,
     ttl: int = 64,
     values_per_packet: int = C.VALUES_PER_PACKET,
+    tos: int = 0,
 ) -> bytes:
-    """A whole Ethernet frame carrying ``packet`` to UDP port INA_UDP_PORT."""
+    """A whole Ethernet frame carrying ``packet`` to UDP port INA_UDP_PORT (``tos``: the IPv4 TOS byte)."""
     return build_udp_frame(
-        encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip, src_port=src_port, ttl=ttl
+        encode(packet, values_per_packet), src_mac, dst_mac, src_ip, dst_ip, src_port=src_port, ttl=ttl, tos=tos
     )
 
 
@@ -481,7 +482,7 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
     if ethertype != ETHERTYPE_IPV4:
         raise ProtocolError(f"not IPv4: ethertype 0x{ethertype:04x}")
     ip_at = C.ETHERNET_HEADER_BYTES
-    ver_ihl, _tos, total_len, _ident, _frag, ttl, proto, _csum, sip, dip = _IPV4.unpack_from(frame, ip_at)
+    ver_ihl, tos, total_len, _ident, _frag, ttl, proto, _csum, sip, dip = _IPV4.unpack_from(frame, ip_at)
     if ver_ihl >> 4 != 4:
         raise ProtocolError(f"bad IP version {ver_ihl >> 4}")
     ihl = (ver_ihl & 0xF) * 4
@@ -505,6 +506,7 @@ def split_udp_frame(frame: bytes) -> tuple[FrameInfo, bytes]:
         sport,
         dport,
         ttl,
+        tos,
     )
     return info, frame[udp_at + C.UDP_HEADER_BYTES : udp_at + udp_len]
 
@@ -536,7 +538,7 @@ def grad(
 ) -> InaPacket:
     """Convenience constructor of a GRAD packet; ``masks`` for a MASKED layout. value_count defaults to
     what covers every position the values (or masks) cover at K = ``values_per_packet`` (Layout.
-    value_count_for: positions, or groups of four of them for a wide layout and a dense K above 256).
+    value_count_for: positions, or groups of four of them for a 2:4 or 1:4 chunk and a dense K above 256).
     Without K it is taken from the values: groups of four above 256 positions, else positions, which is
     wrong for a short chunk of a dense K above 256: ``encode`` refuses such a packet at a K above 256 while
     its header still says the value_count counted here, so that chunk needs ``values_per_packet``, value_count,
@@ -592,7 +594,7 @@ def result(
     values_per_packet: int | None = None,
 ) -> InaPacket:
     """Convenience constructor of a RESULT packet (unicast reverse path unless flags has FLAG_MCAST); a
-    wide layout in ``flags`` carries span * K positions. value_count as ``grad``'s."""
+    2:4 or 1:4 sum layout in ``flags`` carries that chunk's positions. value_count as ``grad``'s."""
     pkt = grad(
         job_id,
         seq,

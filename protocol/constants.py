@@ -17,15 +17,23 @@ PKT_TYPE_RESULT = 2
 OP_SUM = 0
 OP_MAX = 1
 
+# ECN (RFC 3168): the low 2 bits of IPv4 diffserv/TOS
+ECN_MASK = 0x03
+ECN_NOT_ECT = 0x00
+ECN_ECT1 = 0x01
+ECN_ECT0 = 0x02
+ECN_CE = 0x03
+ECN_MARK_QDEPTH = 96  # packets in an egress port's queue from which the switch marks CE (above a 64-frame batch)
+
 # ina.flags bits
 FLAG_RETX = 0x01
 FLAG_OVERFLOW = 0x02
 FLAG_SPARSE = 0x04
 FLAG_MCAST = 0x08
 FLAG_STORED = 0x10
-FLAG_SPAN_MASK = 0x60
-FLAG_SPAN_2 = 0x20
-FLAG_SPAN_4 = 0x40
+FLAG_CHUNK_MASK = 0x60
+FLAG_CHUNK_2OF4 = 0x20
+FLAG_CHUNK_1OF4 = 0x40
 FLAG_MASKED = 0x80
 FLAG_LAYOUT_MASK = 0xE0
 
@@ -33,7 +41,9 @@ FLAG_LAYOUT_MASK = 0xE0
 VALUES_PER_PACKET = 64  # K, the default; a program built with -DVALUES_PER_PACKET=k uses k
 MAX_VALUES_PER_PACKET = 1024
 MAX_VALUE_COUNT = 256  # value_count's 8 bits say 1..256 (0 = 256); a dense K above it counts groups of 4 lanes
-MAX_WIDE_VALUES_PER_PACKET = 64
+PACKET_GROWTH_LIMIT_BYTES = 512  # BMv2 simple_switch's headroom: PacketBuffer(len + 512)
+MASKED_2OF4_MAX_POSITIONS = 272  # largest multiple of 8 with a 2:4 chunk's growth 15P/8 <= 512
+MASKED_1OF4_MAX_POSITIONS = 176  # the same for 1:4: 23P/8 <= 512
 MTU_BYTES = 1500
 JUMBO_MTU_BYTES = 9000  # the links of a K above 256 (p4src/ina_k1024.p4)
 MAX_HOPS = 8

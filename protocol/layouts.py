@@ -1,24 +1,27 @@
-"""The payload layouts of INA packets (docs/protocol.md, "Layouts"): dense, wide and MASKED (N:4).
+"""The payload layouts of INA packets (docs/protocol.md, "Layouts"): dense, and the 2:4 / 1:4 chunks,
+MASKED (what a worker sends) or as their dense sum (what a switch or the server sends on).
 
-The flags byte's layout bits (``FLAG_LAYOUT_MASK``: MASKED and the 2-bit span code) say what follows the
-hop entries. A chunk covers ``span * K`` positions:
+The flags byte's layout bits (``FLAG_LAYOUT_MASK``: MASKED and the 2-bit chunk code) say what follows the
+hop entries. P24 = min(K, MASKED_2OF4_MAX_POSITIONS) and P14 = min(K, MASKED_1OF4_MAX_POSITIONS):
 
-========  ======  =======  ===========================================  ==========================
-layout    span    MASKED   payload after the hops                        value_count counts
-========  ======  =======  ===========================================  ==========================
-dense     1       no       K int32 (position i in lane i)                positions (<= K); groups of
-                                                                           4 above K = 256 (jumbo)
-wide2     2       no       2 blocks of K int32                           groups of 4 positions
-wide4     4       no       4 blocks of K int32                           groups of 4 positions
-2:4       2       yes      K/2 masks of 4 bits, K kept int32             groups of 4 positions
-1:4       4       yes      K masks of 4 bits, K kept int32               groups of 4 positions
-========  ======  =======  ===========================================  ==========================
+==========  =====  =======  ===========================================  ==========================
+layout      code   MASKED   payload after the hops                        value_count counts
+==========  =====  =======  ===========================================  ==========================
+dense       0      no       K int32 (position i in lane i)                positions (<= K); groups of
+                                                                            4 above K = 256 (jumbo)
+2:4 sum     1      no       P24 int32 (position i in lane i)              groups of 4 positions
+1:4 sum     2      no       P14 int32                                     groups of 4 positions
+2:4         1      yes      P24/4 masks of 4 bits, P24/2 kept int32       groups of 4 positions
+1:4         2      yes      P14/4 masks of 4 bits, P14/4 kept int32       groups of 4 positions
+==========  =====  =======  ===========================================  ==========================
 
-Wide: position ``span * i + b`` is lane i of block b (so a switch keeps block b in the cell of slot
-``slot + b``). MASKED: group g covers positions 4g..4g+3; bit p of its mask (bit 0 = the lowest position)
-says position 4g+p is kept; a 2:4 mask has exactly two bits set, its kept values are lanes 2g (lower
-position) and 2g+1 (higher); a 1:4 mask one bit, its kept value is lane g. Masks are packed two to a
-byte, the lower-numbered group in the high nibble.
+The 2:4 and 1:4 layouts exist for K % 8 == 0. Their chunk sizes come from the switch's headroom: an
+aggregating switch turns a MASKED packet into its chunk's dense sum, which grows it by
+``Layout.growth(K)`` bytes, at most ``PACKET_GROWTH_LIMIT_BYTES`` (BMv2's 512). MASKED: group g covers
+positions 4g..4g+3; bit p of its mask (bit 0 = the lowest position) says position 4g+p is kept; a 2:4
+mask has exactly two bits set, its kept values are lanes 2g (lower position) and 2g+1 (higher); a 1:4
+mask one bit, its kept value is lane g. Masks are packed two to a byte, the lower-numbered group in the
+high nibble.
 
 Everything here works on rows (one packet per row) with numpy, for the codecs (``codec``, ``batch``)
 and the agents; nothing here chooses which values to keep (that is the worker's compression).
@@ -36,11 +39,14 @@ from protocol import constants as C
 __all__ = [
     "DENSE",
     "LAYOUTS",
+    "ONE_OF_FOUR",
+    "SUM_1OF4",
+    "SUM_2OF4",
+    "TWO_OF_FOUR",
     "Layout",
     "ProtocolLayoutError",
-    "deinterleave",
+    "chunk_sum_layout",
     "expand_masked",
-    "interleave",
     "largest_packet_bytes",
     "layout_of",
     "layout_named",
@@ -55,44 +61,72 @@ class ProtocolLayoutError(ValueError):
     """Flags naming no layout, or masks and values that do not fit one (codec re-raises as ProtocolError)."""
 
 
+# positions of a chunk of each code, before the cap by K
+_CHUNK_CAP = {0: C.MAX_VALUES_PER_PACKET, 1: C.MASKED_2OF4_MAX_POSITIONS, 2: C.MASKED_1OF4_MAX_POSITIONS}
+
+
 @dataclass(frozen=True)
 class Layout:
-    """One payload layout: how many blocks of K positions a chunk covers and whether it is MASKED."""
+    """One payload layout: which chunk it carries (its code: dense, a 2:4 or a 1:4 chunk) and whether
+    MASKED (masks and kept values) or dense (one lane per position). Every chunk takes one slot."""
 
     name: str
-    span: int
+    chunk: int  # the flags' chunk code: 0 dense, 1 a 2:4 chunk, 2 a 1:4 chunk
     masked: bool
-    flags: int  # the layout bits (FLAG_SPAN_*, FLAG_MASKED) in the flags byte
+    flags: int  # the layout bits (FLAG_CHUNK_*, FLAG_MASKED) in the flags byte
 
     @property
     def keep(self) -> int:
-        """Values kept per group of four positions (MASKED layouts): 2 for 2:4, 1 for 1:4."""
-        return 4 // self.span
+        """Values kept per group of four positions: 2 for a 2:4 chunk, 1 for 1:4 (4 for dense)."""
+        return {0: 4, 1: 2, 2: 1}[self.chunk]
+
+    @property
+    def sum_layout(self) -> Layout:
+        """The unmasked layout of this layout's chunk (what its sum travels as)."""
+        return chunk_sum_layout(self.chunk)
 
     def positions(self, k: int) -> int:
-        """Positions a chunk of this layout covers with K lanes."""
-        return self.span * k
+        """Positions a chunk of this layout covers with K lanes: K (dense), min(K, the cap) for 2:4, 1:4.
+
+        >>> TWO_OF_FOUR.positions(64), TWO_OF_FOUR.positions(256), TWO_OF_FOUR.positions(1024)
+        (64, 256, 272)
+        >>> ONE_OF_FOUR.positions(256), ONE_OF_FOUR.positions(1024)
+        (176, 176)
+        """
+        return min(k, _CHUNK_CAP[self.chunk])
 
     def groups(self, k: int) -> int:
-        """Groups of four positions: the masks of a MASKED packet, the unit of value_count when span > 1."""
-        return self.span * k // 4
+        """Groups of four positions: the masks of a MASKED packet, the unit of value_count off dense."""
+        return self.positions(k) // 4
 
     def mask_bytes(self, k: int) -> int:
         return self.groups(k) // 2 if self.masked else 0
 
+    def lanes(self, k: int) -> int:
+        """int32 values on the wire: one per position, or the kept ones of a MASKED packet."""
+        return self.positions(k) * self.keep // 4 if self.masked else self.positions(k)
+
     def payload_bytes(self, k: int) -> int:
         """Bytes after the hop entries."""
-        lanes = k if self.masked else self.span * k
-        return self.mask_bytes(k) + lanes * C.VALUE_BYTES
+        return self.mask_bytes(k) + self.lanes(k) * C.VALUE_BYTES
+
+    def growth(self, k: int) -> int:
+        """Bytes a switch adds when it turns a packet of this layout into its chunk's dense sum (0 unmasked).
+
+        >>> TWO_OF_FOUR.growth(256), ONE_OF_FOUR.growth(256), TWO_OF_FOUR.growth(1024)
+        (480, 506, 510)
+        """
+        return self.sum_layout.payload_bytes(k) - self.payload_bytes(k)
 
     def count_unit(self, k: int) -> int:
-        """Positions per unit of value_count: 1 for a dense chunk of K <= 256, else a group of 4 (the wide
-        layouts, and dense above K = 256 where 8 bits cannot count lanes: ina_lanes.p4's INA_DENSE_COUNT_SHIFT).
+        """Positions per unit of value_count: 1 for a dense chunk of K <= 256, else a group of 4 (2:4 and
+        1:4 chunks, and dense above K = 256 where 8 bits cannot count lanes: ina_lanes.p4's
+        INA_DENSE_COUNT_SHIFT).
 
-        >>> DENSE.count_unit(256), DENSE.count_unit(1024), WIDE2.count_unit(64)
+        >>> DENSE.count_unit(256), DENSE.count_unit(1024), SUM_2OF4.count_unit(64)
         (1, 4, 4)
         """
-        return 1 if self.span == 1 and k <= C.MAX_VALUE_COUNT else 4
+        return 1 if self.chunk == 0 and k <= C.MAX_VALUE_COUNT else 4
 
     def max_value_count(self, k: int) -> int:
         return self.positions(k) // self.count_unit(k)
@@ -107,18 +141,15 @@ class Layout:
         return (positions + unit - 1) // unit
 
     def check_k(self, k: int) -> None:
-        """Refuse a K this layout does not exist for (ina_lanes.p4's INA_WIDE_LAYOUTS, the same rule)."""
+        """Refuse a K this layout does not exist for (ina_lanes.p4's INA_MASKED_LAYOUTS, the same rule)."""
         if not 1 <= k <= C.MAX_VALUES_PER_PACKET or (k > C.MAX_VALUE_COUNT and k % 4):
             raise ProtocolLayoutError(
                 f"K={k} is not a K of the program: 1..{C.MAX_VALUE_COUNT}, or a multiple of 4 up to "
                 f"{C.MAX_VALUES_PER_PACKET} (value_count then counts groups of 4 lanes)"
             )
-        if self.span > 1 and k % 4:
-            raise ProtocolLayoutError(f"the {self.name} layout needs K a multiple of 4, not {k}")
-        if self.span > 1 and k > C.MAX_WIDE_VALUES_PER_PACKET:
+        if self.chunk and k % 8:
             raise ProtocolLayoutError(
-                f"the {self.name} layout needs K <= {C.MAX_WIDE_VALUES_PER_PACKET}, not {k} "
-                f"(a chunk's sum of {4 * k} values would not fit a {C.MTU_BYTES}-byte MTU)"
+                f"the {self.name} layout needs K a multiple of 8 (its masks fill whole bytes), not {k}"
             )
 
 
@@ -146,22 +177,22 @@ def link_mtu(k: int) -> int:
     return C.MTU_BYTES if largest <= C.MTU_BYTES else C.JUMBO_MTU_BYTES
 
 
-DENSE = Layout("dense", 1, False, 0)
-WIDE2 = Layout("wide2", 2, False, C.FLAG_SPAN_2)
-WIDE4 = Layout("wide4", 4, False, C.FLAG_SPAN_4)
-TWO_OF_FOUR = Layout("2:4", 2, True, C.FLAG_MASKED | C.FLAG_SPAN_2)
-ONE_OF_FOUR = Layout("1:4", 4, True, C.FLAG_MASKED | C.FLAG_SPAN_4)
-LAYOUTS = (DENSE, WIDE2, WIDE4, TWO_OF_FOUR, ONE_OF_FOUR)
+DENSE = Layout("dense", 0, False, 0)
+SUM_2OF4 = Layout("2:4 sum", 1, False, C.FLAG_CHUNK_2OF4)
+SUM_1OF4 = Layout("1:4 sum", 2, False, C.FLAG_CHUNK_1OF4)
+TWO_OF_FOUR = Layout("2:4", 1, True, C.FLAG_MASKED | C.FLAG_CHUNK_2OF4)
+ONE_OF_FOUR = Layout("1:4", 2, True, C.FLAG_MASKED | C.FLAG_CHUNK_1OF4)
+LAYOUTS = (DENSE, SUM_2OF4, SUM_1OF4, TWO_OF_FOUR, ONE_OF_FOUR)
 _BY_FLAGS = {layout.flags: layout for layout in LAYOUTS}
 _BY_NAME = {layout.name: layout for layout in LAYOUTS}
 
 
 def layout_of(flags: int) -> Layout:
-    """The layout the flags byte names; ProtocolLayoutError for span code 3 or MASKED with span 1."""
+    """The layout the flags byte names; ProtocolLayoutError for chunk code 3 or MASKED with code 0."""
     layout = _BY_FLAGS.get(flags & C.FLAG_LAYOUT_MASK)
     if layout is None:
-        span_code = (flags & C.FLAG_SPAN_MASK) >> 5
-        what = "span code 3" if span_code == 3 else "MASKED with span 1"
+        code = (flags & C.FLAG_CHUNK_MASK) >> 5
+        what = "chunk code 3" if code == 3 else "MASKED with chunk code 0"
         raise ProtocolLayoutError(f"flags 0x{flags:02x} name no payload layout ({what})")
     return layout
 
@@ -173,9 +204,9 @@ def layout_named(name: str) -> Layout:
         raise ProtocolLayoutError(f"unknown layout {name!r} (known: {', '.join(_BY_NAME)})") from None
 
 
-def wide_layout(span: int) -> Layout:
-    """The unmasked layout of a chunk of ``span`` blocks (what a MASKED chunk's sum travels as)."""
-    return {1: DENSE, 2: WIDE2, 4: WIDE4}[span]
+def chunk_sum_layout(chunk: int) -> Layout:
+    """The unmasked layout of a chunk code (what a MASKED chunk's sum travels as)."""
+    return {0: DENSE, 1: SUM_2OF4, 2: SUM_1OF4}[chunk]
 
 
 @functools.cache
@@ -206,27 +237,9 @@ def unpack_masks(packed: np.ndarray) -> np.ndarray:
     return out
 
 
-def interleave(positions: np.ndarray, span: int) -> np.ndarray:
-    """(n, span*K) positions -> (n, span*K) wire lanes: block b lane i = position span*i + b."""
-    positions = np.asarray(positions)
-    if span == 1:
-        return positions
-    n, width = positions.shape
-    return positions.reshape(n, width // span, span).transpose(0, 2, 1).reshape(n, width)
-
-
-def deinterleave(wire: np.ndarray, span: int) -> np.ndarray:
-    """The inverse of :func:`interleave`: wire lanes -> positions."""
-    wire = np.asarray(wire)
-    if span == 1:
-        return wire
-    n, width = wire.shape
-    return wire.reshape(n, span, width // span).transpose(0, 2, 1).reshape(n, width)
-
-
 def pack_masked(positions: np.ndarray, keep: np.ndarray, layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of ``span*K`` positions and the boolean ``keep`` of each (exactly ``layout.keep`` per group of
-    four) -> (masks (n, groups), kept values (n, K)): the kept values in position order."""
+    """Rows of a chunk's positions and the boolean ``keep`` of each (exactly ``layout.keep`` per group of
+    four) -> (masks (n, groups), kept values (n, lanes)): the kept values in position order."""
     positions = np.asarray(positions)
     keep = np.asarray(keep, dtype=bool)
     n, width = positions.shape
@@ -238,12 +251,12 @@ def pack_masked(positions: np.ndarray, keep: np.ndarray, layout: Layout) -> tupl
             f"{layout.name}: group {group} of row {row} keeps {counts[row, group]} positions, exactly {layout.keep} needed"
         )
     masks = (groups * np.array([1, 2, 4, 8], dtype=np.uint8)).sum(axis=2).astype(np.uint8)
-    kept = positions.reshape(n, width)[keep].reshape(n, width // layout.span)
+    kept = positions.reshape(n, width)[keep].reshape(n, width * layout.keep // 4)
     return masks, kept
 
 
 def expand_masked(masks: np.ndarray, kept: np.ndarray, layout: Layout) -> np.ndarray:
-    """(masks (n, groups), kept (n, K)) -> (n, span*K) positions, zero where nothing was kept (masks must
+    """(masks (n, groups), kept (n, lanes)) -> (n, 4 * groups) positions, zero where nothing was kept (masks must
     have exactly ``layout.keep`` bits each: :func:`mask_bits_ok`)."""
     masks = np.asarray(masks, dtype=np.uint8)
     kept = np.asarray(kept)

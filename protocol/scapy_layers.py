@@ -3,8 +3,8 @@
 ``Ether()/IP()/UDP(dport=INA_UDP_PORT)/INA(...)/InaHop(...)/.../InaValues(values=[...])``. The INA layer
 is bound to UDP destination port INA_UDP_PORT; it is followed by ``hop_count`` InaHop layers, an
 InaMasks layer when the flags say MASKED (the group masks, 4 bits each), and one InaValues layer holding
-every lane as it is on the wire (a wide packet's blocks one after the other). Field names match
-protocol.codec and the P4 header fields; the flags' layout bits are the flag names SPAN2, SPAN4, MASKED.
+every lane as it is on the wire. Field names match protocol.codec and the P4 header fields; the flags'
+layout bits are the flag names CHUNK_2OF4, CHUNK_1OF4, MASKED.
 These classes are a second, independent reading of docs/protocol.md: the golden vectors in
 tests/protocol/ are checked against both this module and protocol.codec.
 """
@@ -27,7 +27,7 @@ from scapy.packet import Packet, bind_layers
 
 from protocol import constants as C
 
-_FLAG_NAMES = ["RETX", "OVERFLOW", "SPARSE", "MCAST", "STORED", "SPAN2", "SPAN4", "MASKED"]
+_FLAG_NAMES = ["RETX", "OVERFLOW", "SPARSE", "MCAST", "STORED", "CHUNK_2OF4", "CHUNK_1OF4", "MASKED"]
 
 
 class ValueCountField(ByteField):
@@ -93,7 +93,8 @@ class InaHop(Packet):
 
 class _MaskListField(Field[list[int], list[int]]):
     """The group masks, two to a byte (the lower group in the high nibble). Dissected from the bytes
-    after the hops: K/4 mask bytes per 17K/4 bytes (2:4: K/2 masks and K kept int32), K/2 per 9K/2 (1:4)."""
+    after the hops: P/8 mask bytes per 17P/8 bytes (a 2:4 chunk of P positions: P/4 masks and P/2 kept
+    int32), P/8 per 9P/8 (1:4: P/4 kept int32)."""
 
     islist = 1
 
@@ -102,7 +103,7 @@ class _MaskListField(Field[list[int], list[int]]):
 
     def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[int]]:
         ina = _ina_layer(pkt)
-        one_of_four = ina is not None and (int(ina.flags) & C.FLAG_SPAN_MASK) == C.FLAG_SPAN_4
+        one_of_four = ina is not None and (int(ina.flags) & C.FLAG_CHUNK_MASK) == C.FLAG_CHUNK_1OF4
         count = len(s) // 9 if one_of_four else len(s) // 17
         masks = [nibble for byte in s[:count] for nibble in (byte >> 4, byte & 0xF)]
         return s[count:], masks
@@ -127,7 +128,7 @@ class InaMasks(Packet):
 
 class InaValues(Packet):
     """Every lane, big-endian int32, in wire order (taken from the remaining length when dissecting): K
-    values, a wide packet's blocks of K one after the other, or a MASKED packet's K kept values."""
+    values, a 2:4 or 1:4 chunk's sum (one per position), or a MASKED packet's kept values."""
 
     name = "InaValues"
     fields_desc = [

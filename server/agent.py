@@ -12,10 +12,10 @@ Packets are taken in batches (``Transport.bind_batch``): a batch is decoded at o
 (``protocol.batch``), and each tree keeps its chunks in numpy arrays indexed by ``seq`` modulo a ring
 size, so contributions are added, bitmaps set and results encoded for many chunks per numpy call.
 
-Chunks of 2K or 4K positions (2:4 and 1:4 chunks: docs/protocol.md, "Layouts") arrive wide (summed by a
-switch) or MASKED (from workers whose path has no aggregating switch); the decoder gives both as their
-positions, and a tree keeps them in a ring of their own width (made when the first one arrives), whose
-RESULTs go down wide.
+2:4 and 1:4 chunks (docs/protocol.md, "Layouts") arrive as their dense sum (summed by a switch) or
+MASKED (from workers whose path has no aggregating switch); the decoder gives both as their positions,
+and a tree keeps them in a ring of their own width (made when the first one arrives), whose RESULTs go
+down as the chunk's dense sum.
 """
 
 from __future__ import annotations
@@ -43,18 +43,18 @@ RING_MAX = 1 << 15  # chunks a tree remembers at most
 
 
 class _TreeState:
-    """One tree of one job at this server, for chunks of one span (K positions, or 2K/4K): the recent
-    chunks, in arrays indexed by seq mod ring size."""
+    """One tree of one job at this server, for chunks of one code (dense: K positions; 2:4 or 1:4: their
+    layout's positions): the recent chunks, in arrays indexed by seq mod ring size."""
 
-    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int, span: int = 1):
+    def __init__(self, job: _JobState, tree: TreePlan, ring: int, values_per_packet: int, chunk: int = 0):
         self.job = job
         self.tree_id = tree.tree_id
         self.recovery = tree.weight <= 0  # a re-planned job's recovery tree: chunks moved off dead trees
         self.fan_in = tree.server.fan_in
         self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
         self.values_per_packet = values_per_packet
-        self.span = span
-        self.width = k = span * values_per_packet  # positions of a chunk
+        layout = L.chunk_sum_layout(chunk)
+        self.width = k = layout.positions(values_per_packet)  # positions of a chunk
         self.ring = ring
         self.seq = np.full(ring, -1, dtype=np.int64)  # the chunk each cell holds (-1: none yet)
         self.entry_fan_in = np.zeros(ring, dtype=np.int64)
@@ -62,6 +62,7 @@ class _TreeState:
         self.bitmap = np.zeros(ring, dtype=np.int64)
         self.heard = np.zeros(ring, dtype=np.int64)
         self.overflow = np.zeros(ring, dtype=bool)
+        self.ce = np.zeros(ring, dtype=bool)  # a contribution arrived marked ECN CE: its RESULT echoes it
         self.done = np.zeros(ring, dtype=bool)
         self.acc = np.zeros((ring, k), dtype=np.int64)
         self.answer = np.zeros((ring, k), dtype=np.int32)
@@ -70,7 +71,7 @@ class _TreeState:
             "values_per_packet": values_per_packet,
             "contributor": job.node_id,
             "tree_id": tree.tree_id,
-            "layout": L.wide_layout(span),
+            "layout": layout,
         }
         self.multicast_template = PacketTemplate(C.PKT_TYPE_RESULT, flags=C.FLAG_MCAST, **common)
         self.unicast_templates = {
@@ -93,7 +94,7 @@ class _JobState:
     worker_ips: dict[int, str]
     trees: dict[int, _TreeState]  # tree_id -> its dense chunks
     plan_trees: dict[int, tuple[TreePlan, int]]  # tree_id -> the plan's tree rooted here, and its ring size
-    wide: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, span): 2K or 4K chunks
+    compressed: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, chunk code): 2:4, 1:4
     sparse: dict[int, SparseChunks] = field(default_factory=dict)  # tree_id -> its SPARSE chunks
 
 
@@ -115,6 +116,8 @@ class ServerAgent:
         self.stats: collections.Counter[str] = collections.Counter()
         self.node_id: int | None = None
         self._values_per_packet: int | None = None
+        self._batch_ce: np.ndarray | None = None  # which rows of the batch being taken arrived marked CE
+        transport.ecn = C.ECN_ECT0  # results are ECN-capable: switches on the way down mark them too
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     # -- jobs --------------------------------------------------------------------------------------
@@ -175,6 +178,7 @@ class ServerAgent:
         n = len(packets)
         if not n:
             return
+        self._batch_ce = None if batch.ecn is None else (batch.ecn[:n] & C.ECN_MASK) == C.ECN_CE
         keep = packets.ok
         if _count(keep) < n:
             self.stats["malformed"] += n - _count(keep)
@@ -189,7 +193,7 @@ class ServerAgent:
             if job is None:
                 self.stats["unknown_job"] += _count(rows)
                 continue
-            tree_ids, spans = packets.tree_id, packets.span
+            tree_ids, codes = packets.tree_id, packets.chunk
             sparse = (packets.flags & C.FLAG_SPARSE) != 0
             if _count(sparse & rows):
                 self._take_sparse(job, packets, np.flatnonzero(rows & sparse))
@@ -199,11 +203,11 @@ class ServerAgent:
                 if tree_id not in job.plan_trees:
                     self.stats["unknown_tree"] += _count(tree_rows)
                     continue
-                for span in _distinct(spans[tree_rows]):
-                    span_rows = tree_rows & (spans == span) if span != 1 or _count(spans != 1) else tree_rows
-                    picked = np.flatnonzero(span_rows)
+                for code in _distinct(codes[tree_rows]):
+                    code_rows = tree_rows & (codes == code) if code != 0 or _count(codes != 0) else tree_rows
+                    picked = np.flatnonzero(code_rows)
                     # every row (the usual batch: one job's one tree): views of the batch's columns
-                    self._take(self._tree(job, tree_id, span), packets, slice(None) if len(picked) == n else picked)
+                    self._take(self._tree(job, tree_id, code), packets, slice(None) if len(picked) == n else picked)
 
     def _take_sparse(self, job: _JobState, packets: PacketBatch, rows: np.ndarray) -> None:
         """SPARSE GRADs ((index, value) pairs, server/sparse_sums.py), tree by tree."""
@@ -215,7 +219,7 @@ class ServerAgent:
                 self.stats["unknown_tree"] += len(mine)
                 continue
             good = (packets.hop_count[mine] == 1) & (packets.hop_switch_id[mine, 0] == job.node_id)
-            good &= (packets.hop_child[mine, 0] < packets.hop_fan_in[mine, 0]) & (packets.span[mine] == 1)
+            good &= (packets.hop_child[mine, 0] < packets.hop_fan_in[mine, 0]) & (packets.chunk[mine] == 0)
             if _count(good) < len(mine):
                 self.stats["bad_terminal_hop"] += len(mine) - _count(good)
                 mine = mine[good]
@@ -240,17 +244,17 @@ class ServerAgent:
                 send,
             )
 
-    def _tree(self, job: _JobState, tree_id: int, span: int) -> _TreeState:
-        """The tree's state for chunks of ``span`` blocks (made when the first such chunk arrives)."""
-        if span == 1:
+    def _tree(self, job: _JobState, tree_id: int, chunk: int) -> _TreeState:
+        """The tree's state for chunks of code ``chunk`` (a 2:4 or 1:4 one made when its first chunk arrives)."""
+        if chunk == 0:
             return job.trees[tree_id]
-        tree = job.wide.get((tree_id, span))
+        tree = job.compressed.get((tree_id, chunk))
         if tree is None:
             plan_tree, ring = job.plan_trees[tree_id]
-            tree = job.wide[(tree_id, span)] = _TreeState(job, plan_tree, ring, job.plan.value_count, span)
+            tree = job.compressed[(tree_id, chunk)] = _TreeState(job, plan_tree, ring, job.plan.value_count, chunk)
         return tree
 
-    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:
+    def _take(self, tree: _TreeState, packets: PacketBatch, rows: np.ndarray | slice) -> None:  # noqa: C901 (the server's per-batch receive path: one vectorised pass over the rows)
         """Check the rows' terminal hop and K, then add them to the tree's chunks (``rows``: indices
         into the batch, or ``slice(None)`` for all of them)."""
         terminal = packets.hop_count[rows] == 1
@@ -277,7 +281,7 @@ class ServerAgent:
                 count = len(fan_in)
         if not count:
             return
-        columns = _GradColumns(packets, rows, fan_in, child, tree.width)
+        columns = _GradColumns(packets, rows, fan_in, child, tree.width, self._batch_ce)
         if tree.recovery:
             left = self._answer_from_other_trees(tree, columns)
             if left is None:
@@ -309,7 +313,7 @@ class ServerAgent:
                 cell = position[i : i + 1]
                 ranks = tree.ranks_of_child.get(int(rows.child[i])) or sorted(tree.job.worker_ips)
                 flags = np.where(other.overflow[cell], C.FLAG_OVERFLOW, 0)
-                self._send(tree, other.header[cell], other.answer[cell], flags, ranks)
+                self._send(tree, other.header[cell], other.answer[cell], flags, ranks, other.ce[cell])
             answered |= hit
         count = _count(answered)
         if not count:
@@ -318,7 +322,7 @@ class ServerAgent:
         left = np.flatnonzero(~answered)
         return rows.select(left) if len(left) else None
 
-    def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:
+    def _absorb(self, tree: _TreeState, rows: _GradColumns) -> None:  # noqa: C901 (the server's per-batch receive path: one vectorised pass over the rows)
         """Add GRAD rows (no two of them for different chunks in one cell) to the tree's chunks."""
         position = rows.seq & (tree.ring - 1)
         held = tree.seq[position]
@@ -380,7 +384,8 @@ class ServerAgent:
         tree.answer[cells] = rows.values
         flags = rows.flags & C.FLAG_OVERFLOW
         tree.overflow[cells] = flags != 0
-        self._send(tree, rows.header, rows.values, flags, ranks=None)
+        tree.ce[cells] = rows.ce
+        self._send(tree, rows.header, rows.values, flags, None, rows.ce)
 
     def _add(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray) -> None:
         """Add contributions (no duplicates; rows of one cell adjacent) and send what completes."""
@@ -405,6 +410,8 @@ class ServerAgent:
         flagged = (rows.flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             tree.overflow[position[flagged]] = True
+        if _count(rows.ce):
+            tree.ce[position[rows.ce]] = True
         is_max = op == C.OP_MAX
         if _count(is_max):
             tree.acc[cells[is_max]] = np.maximum(tree.acc[cells[is_max]], values[is_max])
@@ -439,6 +446,7 @@ class ServerAgent:
         tree.bitmap[cells] = 0
         tree.heard[cells] = 0
         tree.overflow[cells] = False
+        tree.ce[cells] = False
         tree.done[cells] = False
         tree.acc[cells] = np.where(rows.op[source] == C.OP_MAX, INT32_MIN, 0)[:, np.newaxis]
 
@@ -457,44 +465,58 @@ class ServerAgent:
     def _send_results(self, tree: _TreeState, cells: np.ndarray, ranks: list[int] | None) -> None:
         """Send the results of finished chunks (cells of the tree's ring)."""
         flags = np.where(tree.overflow[cells], C.FLAG_OVERFLOW, 0)
-        self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks)
+        self._send(tree, tree.header[cells], tree.answer[cells], flags, ranks, tree.ce[cells])
 
     def _send(
-        self, tree: _TreeState, headers: np.ndarray, answers: np.ndarray, flags: np.ndarray, ranks: list[int] | None
+        self,
+        tree: _TreeState,
+        headers: np.ndarray,
+        answers: np.ndarray,
+        flags: np.ndarray,
+        ranks: list[int] | None,
+        ce: np.ndarray,
     ) -> None:
-        """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default)."""
+        """RESULTs for chunks with these GRAD headers: one multicast, or one per rank (all by default);
+        those whose chunk arrived marked ECN CE (``ce``) leave marked, so the workers see the congestion of
+        the whole round trip (docs/protocol.md, "Congestion marks")."""
         job = tree.job
+        ecn = np.where(ce, C.ECN_CE, self.transport.ecn).astype(np.uint8) if _count(ce) else None
+        if ecn is not None:
+            self.stats["results_marked"] += _count(ce)
         if job.multicast:
             rows = tree.multicast_template.encode(
                 answers, check=False, chunk_headers=headers, flags=flags | C.FLAG_MCAST
             )
-            self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT)
+            self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT, ecn)
             self.stats["results_sent"] += len(rows)
             return
         if ranks is not None:  # answers to retransmissions: the ranks behind one child
             for rank in ranks:
                 rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
-                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
                 self.stats["results_sent"] += len(rows)
             return
         for group in tree.unicast_groups:
             templates = [tree.unicast_templates[rank] for rank in group]
             copies = encode_per_hop_list(templates, answers, check=False, chunk_headers=headers, flags=flags)
             for rank, rows in zip(group, copies, strict=True):
-                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
             self.stats["results_sent"] += copies.shape[0] * copies.shape[1]
 
 
 class _GradColumns:
     """The columns of a tree's GRAD rows that the server uses, selected once."""
 
-    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values")
+    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values", "ce")
 
-    def __init__(self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int):
+    def __init__(
+        self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int, ce: np.ndarray | None = None
+    ):
         if packets is None:
             return
         self.seq, self.fan_in, self.child = packets.seq[rows], fan_in, child
         self.op, self.flags = packets.op[rows], packets.flags[rows]
+        self.ce = np.zeros(len(self.seq), dtype=bool) if ce is None else ce[rows]
         self.header = packets.headers(rows)
         self.values = packets.values[rows, :k]
 

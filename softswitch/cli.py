@@ -1,6 +1,7 @@
 """The ``softswitch`` command: a v1model switch with simple_switch_grpc's flags, plus tools.
 
     softswitch [--device-id N] [-i PORT@IFACE ...] [--grpc-server-addr ADDR] [--cpu-port N]
+               [--grpc-server-ssl --grpc-server-cert PEM --grpc-server-key PEM | --grpc-server-insecure]
                [--log-console] [--thrift-port N] [--backend native|python] [--stats-file PATH]
                (--no-p4 | PROGRAM)
     softswitch compile PROGRAM [--p4runtime-files OUT.p4info.txtpb] [--device-config OUT.p4] [--emit-c OUT.c]
@@ -17,7 +18,12 @@ JSON, ``{"seq": N, "ports": {"PORT": {"iface", "rx", "tx", "tx_errors", "kernel_
 (``seq`` counts the writes, so a reader that signalled knows when its answer is there): the frames the
 kernel dropped at a port (full receive ring or socket buffer) are not visible from outside the process.
 
-Errors are one line on stderr (``softswitch: error: ...``) with a non-zero exit status.
+The P4Runtime server listens on loopback (127.0.0.1:9559) unless told otherwise; another address needs
+TLS (``--grpc-server-ssl``) or ``--grpc-server-insecure``, which accepts that anyone who reaches it can
+program the switch (docs/security.md).
+
+Errors are one line on stderr (``softswitch: error: ...``) with exit status 1, or 2 for a malformed
+argument (after argparse's usage line).
 """
 
 from __future__ import annotations
@@ -32,11 +38,17 @@ import sys
 import threading
 
 from softswitch.errors import SwitchError
+from softswitch.p4runtime_server import DEFAULT_ADDRESS
 from softswitch.ports import parse_port_spec
+from softswitch.qdisc_depth import DEFAULT_INTERVAL_S as DEFAULT_QDEPTH_INTERVAL_S
+from softswitch.qdisc_depth import QdiscDepthPoller
 
 SUBCOMMANDS = ("compile", "stf", "dump")
 PROG = "softswitch"
 BACKEND_CHOICES = ("native", "python")
+MAX_DEVICE_ID = 2**64 - 1  # P4Runtime's device_id is a uint64
+MAX_PORT = 511  # v1model's and TNA's ports are 9 bits
+TLS_FILE_FLAGS = ("--grpc-server-cert", "--grpc-server-key", "--grpc-server-cacert", "--grpc-server-with-client-auth")
 
 
 class CliError(SwitchError):
@@ -74,15 +86,23 @@ def run_parser() -> argparse.ArgumentParser:
         type=_port_spec,
         help="attach switch port PORT to Linux interface IFACE (repeatable)",
     )
-    p.add_argument("--device-id", type=int, default=0, metavar="N", help="the P4Runtime device id (default 0)")
+    p.add_argument("--device-id", type=_device_id, default=0, metavar="N", help="the P4Runtime device id (default 0)")
     p.add_argument(
         "--grpc-server-addr",
-        default="0.0.0.0:9559",
-        metavar="ADDR",
-        help="address the P4Runtime server listens on (default 0.0.0.0:9559; port 0 picks one)",
+        default=DEFAULT_ADDRESS,
+        type=_endpoint,
+        metavar="HOST:PORT",
+        help=f"address the P4Runtime server listens on (default {DEFAULT_ADDRESS}, loopback only; port 0 picks "
+        "one); another address needs --grpc-server-ssl or --grpc-server-insecure",
     )
     p.add_argument(
         "--grpc-server-ssl", action="store_true", help="serve P4Runtime over TLS (needs --grpc-server-cert/-key)"
+    )
+    p.add_argument(
+        "--grpc-server-insecure",
+        action="store_true",
+        help="allow plaintext P4Runtime on an address other than loopback: anyone who reaches it can become "
+        "primary (the highest election id wins) and program the switch; for isolated test networks only",
     )
     p.add_argument("--grpc-server-cert", metavar="PEM", help="the P4Runtime server's TLS certificate")
     p.add_argument("--grpc-server-key", metavar="PEM", help="the P4Runtime server's TLS private key")
@@ -96,7 +116,7 @@ def run_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--cpu-port",
-        type=int,
+        type=_port_number,
         default=None,
         metavar="N",
         help="the port connected to the controller: packets the program sends there become "
@@ -131,6 +151,14 @@ def run_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="on SIGUSR1 and at exit, write the ports' counters (kernel drops included) to PATH as JSON",
     )
+    p.add_argument(
+        "--queue-depth-ms",
+        type=float,
+        default=DEFAULT_QDEPTH_INTERVAL_S * 1e3,
+        metavar="MS",
+        help="read the ports' qdisc lengths this often: egress sees them as standard_metadata.enq_qdepth/"
+        f"deq_qdepth (0: never, depths stay 0; default {DEFAULT_QDEPTH_INTERVAL_S * 1e3:g})",
+    )
     _backend_option(p)
     return p
 
@@ -149,7 +177,15 @@ def compile_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=f"{PROG} compile", description="Compile a P4_16 v1model program and write its P4Info."
     )
-    p.add_argument("program", metavar="PROGRAM", help="the P4_16 source file")
+    p.add_argument("program", metavar="PROGRAM", nargs="?", help="the P4_16 source file")
+    p.add_argument(
+        "--dump-ir",
+        metavar="PASS",
+        nargs="?",
+        const="",
+        help="print the program's IR after the front end pass PASS and stop; without PASS, list the passes",
+    )
+    p.add_argument("--list-passes", action="store_true", help="list the front end's passes, in order, and stop")
     p.add_argument(
         "--p4runtime-files",
         metavar="OUT",
@@ -191,8 +227,10 @@ def dump_parser() -> argparse.ArgumentParser:
         description="Print a running switch's tables, counters and registers by name "
         "(a read-only P4Runtime client: it needs no primary role).",
     )
-    p.add_argument("--grpc-addr", required=True, metavar="ADDR", help="the switch's P4Runtime address")
-    p.add_argument("--device-id", type=int, default=0, metavar="N", help="the P4Runtime device id (default 0)")
+    p.add_argument(
+        "--grpc-addr", required=True, type=_endpoint, metavar="HOST:PORT", help="the switch's P4Runtime address"
+    )
+    p.add_argument("--device-id", type=_device_id, default=0, metavar="N", help="the P4Runtime device id (default 0)")
     p.add_argument(
         "what",
         nargs="?",
@@ -201,6 +239,32 @@ def dump_parser() -> argparse.ArgumentParser:
         help="what to print (default all)",
     )
     return p
+
+
+def _bounded_int(text: str, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text} is not a number from 0 to {high}")
+    return value
+
+
+def _device_id(text: str) -> int:
+    return _bounded_int(text, MAX_DEVICE_ID)
+
+
+def _port_number(text: str) -> int:
+    return _bounded_int(text, MAX_PORT)
+
+
+def _endpoint(text: str) -> str:
+    """A HOST:PORT (IPv6 in brackets): without a port, gRPC would pick one or dial its default."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535 or (":" in host and not host.startswith("[")):
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return text
 
 
 def _port_spec(text):
@@ -262,8 +326,21 @@ def device_config_of(program, path, include_dirs=()) -> bytes:
 def cmd_compile(args) -> int:
     from softswitch.p4info import build_p4info, write_text
 
+    if args.list_passes or args.dump_ir == "":
+        from softswitch.frontend.pass_manager import front_end
+
+        for p in front_end().passes:
+            print(f"{p.name:24} {p.summary}")
+        return 0
+    if args.program is None:
+        raise CliError("no program given")
+    if args.dump_ir:
+        from softswitch.compiler import dump_ir
+
+        sys.stdout.write(dump_ir(args.program, args.dump_ir, include_dirs=args.include_dir))
+        return 0
     if not (args.p4runtime_files or args.device_config or args.emit_c):
-        raise CliError("nothing to write: give --p4runtime-files, --device-config and/or --emit-c")
+        raise CliError("nothing to write: give --p4runtime-files, --device-config, --emit-c or --dump-ir")
     program = _compile(args.program, args.include_dir, backend="python")
     c_source = None
     if args.emit_c:
@@ -313,11 +390,60 @@ def cmd_dump(args) -> int:
     return dump(args.grpc_addr, args.device_id, args.what, sys.stdout)
 
 
+def check_tls_flags(args) -> None:
+    """An incomplete or contradictory set of TLS flags is an error naming what is missing: a certificate
+    given without --grpc-server-ssl would otherwise be ignored, and the switch served in plaintext."""
+    given = [
+        flag
+        for flag, value in zip(
+            TLS_FILE_FLAGS,
+            (args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert, args.grpc_server_with_client_auth),
+            strict=True,
+        )
+        if value
+    ]
+    if args.grpc_server_ssl and args.grpc_server_insecure:
+        raise CliError("give --grpc-server-ssl or --grpc-server-insecure, not both")
+    if given and not args.grpc_server_ssl:
+        raise CliError(
+            f"TLS flags without --grpc-server-ssl: {', '.join(given)} (give --grpc-server-ssl, or drop them)"
+        )
+    if args.grpc_server_ssl:
+        missing = [
+            f
+            for f, v in (("--grpc-server-cert", args.grpc_server_cert), ("--grpc-server-key", args.grpc_server_key))
+            if not v
+        ]
+        if missing:
+            raise CliError(f"--grpc-server-ssl needs {' and '.join(missing)}")
+        if args.grpc_server_with_client_auth and not args.grpc_server_cacert:
+            raise CliError(
+                "--grpc-server-with-client-auth needs --grpc-server-cacert (the CA of the clients' certificates)"
+            )
+
+
+def check_stats_file(path: str) -> None:
+    """The --stats-file's directory must exist and be writable now, not when the switch stops."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise CliError(f"--stats-file {path}: no such directory {directory}")
+    if not os.access(directory, os.W_OK):
+        raise CliError(f"--stats-file {path}: cannot write in {directory}")
+
+
 def cmd_run(args) -> int:
     if args.no_p4 and args.program:
         raise CliError("give either PROGRAM or --no-p4, not both")
     if not args.no_p4 and not args.program:
         raise CliError("no program given (give PROGRAM, or --no-p4 to wait for one over P4Runtime)")
+    check_tls_flags(args)
+    if args.stats_file:
+        check_stats_file(args.stats_file)
+    from softswitch.p4runtime_server import port_in_use
+
+    in_use = port_in_use(args.grpc_server_addr)  # now, not after the program's compile
+    if in_use is not None:
+        raise CliError(str(in_use))
     from softswitch.p4runtime_server import P4RuntimeServer, P4RuntimeService, server_credentials
     from softswitch.switch import Switch
 
@@ -367,12 +493,12 @@ def cmd_run(args) -> int:
         ports.service = service
         credentials = None
         if args.grpc_server_ssl:
-            if not args.grpc_server_cert or not args.grpc_server_key:
-                raise ValueError("--grpc-server-ssl needs --grpc-server-cert and --grpc-server-key")
             credentials = server_credentials(
                 args.grpc_server_cert, args.grpc_server_key, args.grpc_server_cacert, args.grpc_server_with_client_auth
             )
-        server = P4RuntimeServer(service, args.grpc_server_addr, credentials=credentials)
+        server = P4RuntimeServer(
+            service, args.grpc_server_addr, credentials=credentials, allow_plaintext=args.grpc_server_insecure
+        )
     except (OSError, ValueError, RuntimeError) as e:
         ports.stop()
         raise CliError(str(e)) from None
@@ -390,6 +516,13 @@ def cmd_run(args) -> int:
         signal.signal(signal.SIGUSR1, write_stats)
     server.start()
     ports.start()
+    depths = None
+    if args.interface and args.queue_depth_ms > 0:
+        try:
+            depths = QdiscDepthPoller(args.interface, lambda: ports.switch, args.queue_depth_ms / 1e3)
+            depths.start()
+        except OSError as e:
+            print(f"softswitch: queue depths not read ({e}): enq_qdepth stays 0", file=sys.stderr, flush=True)
     if args.program:
         state = f"running {args.program} on the {switch.backend} back end"
     else:
@@ -405,6 +538,8 @@ def cmd_run(args) -> int:
         write_stats()
     for line in ports.summary():
         print(f"softswitch: {line}", file=sys.stderr, flush=True)
+    if depths is not None:
+        depths.stop()
     ports.stop()
     server.stop()
     print("softswitch: stopped", file=sys.stderr, flush=True)

@@ -32,6 +32,7 @@ from .frontend.lower import lower
 from .frontend.parser import parse
 from .frontend.preprocess import Preprocessor
 from .frontend.program_info import program_info
+from .ir.printer import program_text
 from .program import ProgramInfo
 
 
@@ -220,8 +221,8 @@ def _file_tokens(path, defines, include_dirs):
     return toks, _tokens_hash(toks) + "|" + os.path.abspath(path)
 
 
-def _text_tokens(text, filename, defines, include_dirs):
-    toks = Preprocessor(defines, include_dirs).run_text(text, filename)
+def _text_tokens(text, filename, defines, include_dirs, confined=False):
+    toks = Preprocessor(defines, include_dirs, confined).run_text(text, filename)
     return toks, _tokens_hash(toks) + "|" + filename
 
 
@@ -233,10 +234,16 @@ def compile_program(path, defines=None, include_dirs=(), backend: str | None = N
 
 
 def compile_source(
-    text: str, filename="<string>.p4", defines=None, include_dirs=(), backend: str | None = None
+    text: str,
+    filename="<string>.p4",
+    defines=None,
+    include_dirs=(),
+    backend: str | None = None,
+    confined_includes: bool = False,
 ) -> CompiledProgram:
-    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs."""
-    toks, key = _text_tokens(text, filename, defines, include_dirs)
+    """As compile_program, from a string (tests, tools); "x.p4" includes resolve against include_dirs.
+    ``confined_includes``: text from someone else (frontend.preprocess.Preprocessor's ``confined``)."""
+    toks, key = _text_tokens(text, filename, defines, include_dirs, confined_includes)
     return _compile(toks, filename, key, backend)
 
 
@@ -244,6 +251,25 @@ def lower_program(path, defines=None, include_dirs=()) -> ir.Program:
     """The front end only: the program's typed, resolved IR (what a back end compiles)."""
     toks, key = _file_tokens(path, defines, include_dirs)
     return _lower(toks, path, key)[0]
+
+
+def dump_ir(path, after: str, defines=None, include_dirs=()) -> str:
+    """The program's IR as text (ir/printer.py) after the front end pass named `after` (the passes:
+    frontend.pass_manager.front_end().names()); before the IR exists, the names the program declared."""
+    toks, _ = _file_tokens(path, defines, include_dirs)
+    name = os.path.splitext(os.path.basename(path))[0]
+    texts: list[str] = []
+
+    def dump(pass_name: str, compilation) -> None:
+        header = f"// softswitch IR after pass {pass_name}\n"
+        if compilation.program is None:
+            names = ", ".join(sorted(compilation.context.global_scope.names))
+            texts.append(f"{header}// no IR yet; declared: {names}\n")
+        else:
+            texts.append(header + program_text(compilation.program))
+
+    lower(parse(toks), name, dump_after=after, dump=dump)
+    return texts[0]
 
 
 def lower_source(text: str, filename="<string>.p4", defines=None, include_dirs=()) -> ir.Program:

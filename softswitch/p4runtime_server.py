@@ -15,18 +15,26 @@ election ID (else PERMISSION_DENIED); reads do not. Role configs are not support
 Write follows the P4Runtime error convention: request-level problems (device id, election id, no
 pipeline, atomicity) are the RPC's status; per-update problems make the RPC fail with UNKNOWN and a
 ``google.rpc.Status`` whose details hold one ``p4.v1.Error`` per update (OK for those that were applied).
-Only CONTINUE_ON_ERROR atomicity is supported.
+That report travels in the call's trailing metadata, which a client with gRPC's default limits reads up
+to 8-16 KB: a report bigger than ``ERROR_REPORT_BUDGET`` is sent as runs instead, one ``p4.v1.Error``
+per run of consecutive updates with the same outcome, its ``space`` ``UPDATE_RUNS_SPACE`` and its
+``code`` the number of updates it stands for (docs/security.md). Only CONTINUE_ON_ERROR atomicity is
+supported.
+
+Limits against clients that hold resources (docs/security.md): at most ``MAX_STREAMS`` StreamChannels
+at once (more are answered RESOURCE_EXHAUSTED), and their threads are apart from the ones that answer
+the other calls. A pipeline is compiled outside the service's lock: writes to the running pipeline go on
+during a push, and the new one replaces it at once.
 """
 
 from __future__ import annotations
 
-import ipaddress
+import errno
 import itertools
 import logging
-import os
 import queue
+import socket
 import sys
-import tempfile
 import threading
 import time
 from concurrent import futures
@@ -38,12 +46,20 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, status_pb2
 from p4.v1 import p4data_pb2, p4runtime_pb2, p4runtime_pb2_grpc
 
+from protocol.addresses import is_loopback_host
 from softswitch.errors import SwitchError
 from softswitch.p4info import MATCH_KIND_OF, P4InfoError, P4InfoIndex, build_p4info
 
 log = logging.getLogger("softswitch.p4runtime")
 P4RUNTIME_VERSION = metadata.version("p4runtime")
 Code = grpc.StatusCode
+
+DEFAULT_ADDRESS = "127.0.0.1:9559"  # loopback: P4Runtime trusts the highest election id, TLS is the only guard
+MAX_STREAMS = 16  # StreamChannels at once; each holds a server thread while it is open
+UNARY_WORKERS = 8  # threads for every other call, which StreamChannels never take
+ERROR_REPORT_BUDGET = 6000  # bytes of a Write's error report: below gRPC's default 8 KB metadata limit
+UPDATE_RUNS_SPACE = "softswitch.update-runs"  # p4.v1.Error.space of a run: its code = updates in the run
+DEVICE_CONFIG_NAME = "p4_device_config.p4"  # the file name a pushed program's messages carry
 
 
 class P4RTError(SwitchError):
@@ -164,7 +180,9 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.include_dirs = tuple(include_dirs)
         self.make_switch = make_switch  # program -> Switch, for a device started with --no-p4
         self.transmit = transmit or (lambda port, frame: None)
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # state the calls share; never held through a compile
+        self.push_lock = threading.Lock()  # one SetForwardingPipelineConfig at a time
+        self.max_streams = MAX_STREAMS
         self.clients: list[StreamClient] = []
         self.saved: Pipeline | None = None  # VERIFY_AND_SAVE
         self.pipeline: Pipeline | None = None
@@ -354,7 +372,13 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     def StreamChannel(self, request_iterator, context):
         client = StreamClient(context.peer())
         with self.lock:
-            self.clients.append(client)
+            full = len(self.clients) >= self.max_streams
+            if not full:
+                self.clients.append(client)
+        if full:
+            context.abort(
+                Code.RESOURCE_EXHAUSTED, f"too many StreamChannel connections: this switch takes {self.max_streams}"
+            )
 
         def read_requests():
             try:
@@ -404,8 +428,11 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
     # ------------------------------------------------------------ pipeline config
 
     def _compile(self, device_config: bytes):
-        """Compile a device config (the program source); raise INVALID_ARGUMENT with the compiler's message."""
-        from softswitch.compiler import compile_program
+        """Compile a device config (the program source); raise INVALID_ARGUMENT with the compiler's message.
+
+        Its ``#include``s reach only the include directories (confined: no absolute path, no ``..``), and
+        it compiles under one fixed name, so pushing the same program again is a compile-cache hit."""
+        from softswitch.compiler import compile_source
 
         try:
             source = device_config.decode("utf-8")
@@ -413,14 +440,12 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
             raise P4RTError(
                 Code.INVALID_ARGUMENT, "p4_device_config must be the P4 program source (UTF-8 text)"
             ) from None
-        with tempfile.TemporaryDirectory(prefix="softswitch-") as tmp:
-            path = os.path.join(tmp, "program.p4")
-            with open(path, "w") as f:
-                f.write(source)
-            try:
-                return compile_program(path, include_dirs=self.include_dirs, backend=self.backend)
-            except Exception as e:
-                raise P4RTError(Code.INVALID_ARGUMENT, f"cannot compile p4_device_config: {e}") from None
+        try:
+            return compile_source(
+                source, DEVICE_CONFIG_NAME, include_dirs=self.include_dirs, backend=self.backend, confined_includes=True
+            )
+        except Exception as e:
+            raise P4RTError(Code.INVALID_ARGUMENT, f"cannot compile p4_device_config: {e}") from None
 
     def _verify(self, config, need_program: bool) -> Pipeline:
         try:
@@ -463,47 +488,57 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         self.digest_configs.clear()
 
     def SetForwardingPipelineConfig(self, request, context):
-        A = p4runtime_pb2.SetForwardingPipelineConfigRequest
         try:
-            self._check_primary(request.device_id, request.role, request.election_id)
-            with self.lock:
-                action = request.action
-                if action == A.VERIFY:
-                    self._verify(request.config, need_program=False)
-                elif action == A.VERIFY_AND_SAVE:
-                    self.saved = self._verify(request.config, need_program=True)
-                elif action == A.VERIFY_AND_COMMIT:
-                    self._commit(self._verify(request.config, need_program=True))
-                elif action == A.COMMIT:
-                    if self.saved is None:
-                        raise P4RTError(Code.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE")
-                    self._commit(self.saved)
-                    self.saved = None
-                elif action == A.RECONCILE_AND_COMMIT:
-                    pipeline = self._verify(request.config, need_program=True)
-                    current = self.pipeline
-                    if (
-                        current is None
-                        or current.program is None
-                        or pipeline.program.source_hash != current.program.source_hash
-                    ):
-                        raise P4RTError(
-                            Code.UNIMPLEMENTED,
-                            "RECONCILE_AND_COMMIT only accepts the running program (state cannot "
-                            "be carried over to a different one); use VERIFY_AND_COMMIT",
-                        )
-                    pipeline.program = current.program
-                    self.pipeline = pipeline  # same program: keep all state, adopt the new P4Info/cookie
-                else:
-                    raise P4RTError(Code.INVALID_ARGUMENT, f"unsupported action {A.Action.Name(action)}")
+            with self.push_lock:
+                self._set_pipeline(request)
         except P4RTError as e:
             context.abort(e.code, e.message)
         return p4runtime_pb2.SetForwardingPipelineConfigResponse()
+
+    def _set_pipeline(self, request) -> None:
+        """One push: verify (compile) without the service's lock, then change what runs under it, the
+        primary checked again (it may have changed during the compile)."""
+        A = p4runtime_pb2.SetForwardingPipelineConfigRequest
+        action = request.action
+        if action not in (A.VERIFY, A.VERIFY_AND_SAVE, A.VERIFY_AND_COMMIT, A.COMMIT, A.RECONCILE_AND_COMMIT):
+            name = A.Action.Name(action) if action in A.Action.values() else str(action)
+            raise P4RTError(Code.INVALID_ARGUMENT, f"unsupported action {name}")
+        self._check_primary(request.device_id, request.role, request.election_id)
+        pipeline = None
+        if action != A.COMMIT:
+            pipeline = self._verify(request.config, need_program=action != A.VERIFY)
+        with self.lock:
+            self._check_primary(request.device_id, request.role, request.election_id)
+            if action == A.VERIFY_AND_SAVE:
+                self.saved = pipeline
+            elif action == A.VERIFY_AND_COMMIT:
+                self._commit(pipeline)
+            elif action == A.COMMIT:
+                if self.saved is None:
+                    raise P4RTError(Code.FAILED_PRECONDITION, "COMMIT without a config saved by VERIFY_AND_SAVE")
+                self._commit(self.saved)
+                self.saved = None
+            elif action == A.RECONCILE_AND_COMMIT:
+                current = self.pipeline
+                if (
+                    current is None
+                    or current.program is None
+                    or pipeline.program.source_hash != current.program.source_hash
+                ):
+                    raise P4RTError(
+                        Code.UNIMPLEMENTED,
+                        "RECONCILE_AND_COMMIT only accepts the running program (state cannot "
+                        "be carried over to a different one); use VERIFY_AND_COMMIT",
+                    )
+                pipeline.program = current.program
+                self.pipeline = pipeline  # same program: keep all state, adopt the new P4Info/cookie
 
     def GetForwardingPipelineConfig(self, request, context):
         R = p4runtime_pb2.GetForwardingPipelineConfigRequest
         if request.device_id != self.device_id:
             context.abort(Code.NOT_FOUND, f"device id {request.device_id} does not exist")
+        if request.response_type not in R.ResponseType.values():
+            context.abort(Code.INVALID_ARGUMENT, f"unknown response_type {request.response_type}")
         pipeline = self.pipeline
         if pipeline is None:
             context.abort(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
@@ -531,16 +566,10 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 raise P4RTError(Code.FAILED_PRECONDITION, "no forwarding pipeline config set")
         except P4RTError as e:
             context.abort(e.code, e.message)
-        errors = self.write_updates(request.updates)
+        with self.lock:  # a pipeline commit swaps the switch between batches, never inside one
+            errors = self.write_updates(request.updates)
         if any(errors):
-            status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
-            for e in errors:
-                error = p4runtime_pb2.Error(
-                    canonical_code=code_pb2.OK if e is None else e.code.value[0], message="" if e is None else e.message
-                )
-                detail = any_pb2.Any()
-                detail.Pack(error)
-                status.details.append(detail)
+            status = error_report(errors)
             context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
             context.abort(Code.UNKNOWN, "Write failure.")
         return p4runtime_pb2.WriteResponse()
@@ -565,6 +594,8 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
         U = p4runtime_pb2.Update
         if update.type == U.UNSPECIFIED:
             raise P4RTError(Code.INVALID_ARGUMENT, "update type is UNSPECIFIED")
+        if update.type not in (U.INSERT, U.MODIFY, U.DELETE):
+            raise P4RTError(Code.INVALID_ARGUMENT, f"unknown update type {update.type}")
         kind = update.entity.WhichOneof("entity")
         entity = getattr(update.entity, kind) if kind else None
         if kind == "table_entry":
@@ -1404,6 +1435,59 @@ class P4RuntimeService(p4runtime_pb2_grpc.P4RuntimeServicer):
                 yield p4runtime_pb2.Entity(digest_entry=msg)
 
 
+def _packed(error: p4runtime_pb2.Error) -> any_pb2.Any:
+    detail = any_pb2.Any()
+    detail.Pack(error)
+    return detail
+
+
+def error_report(errors: list[P4RTError | None], budget: int = ERROR_REPORT_BUDGET) -> status_pb2.Status:
+    """A failed Write's ``google.rpc.Status``: one ``p4.v1.Error`` per update when that fits in ``budget``
+    bytes, else one per run of consecutive updates with the same outcome (``UPDATE_RUNS_SPACE``, ``code``
+    = the run's length), messages shortened, and if even that does not fit, a last run saying the outcome
+    of the remaining updates was left out (read them back). The runs always cover every update."""
+
+    def outcome(e: P4RTError | None) -> tuple[int, str]:
+        return (code_pb2.OK, "") if e is None else (e.code.value[0], e.message)
+
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+    for e in errors:
+        code, message = outcome(e)
+        status.details.append(_packed(p4runtime_pb2.Error(canonical_code=code, message=message)))
+    if status.ByteSize() <= budget:
+        return status
+    runs: list[list] = []
+    for e in errors:
+        code, message = outcome(e)
+        if runs and runs[-1][:2] == [code, message]:
+            runs[-1][2] += 1
+        else:
+            runs.append([code, message, 1])
+    status = status_pb2.Status(code=code_pb2.UNKNOWN, message="Write failure.")
+    reported = 0
+    for code, message, count in runs:
+        detail = _packed(
+            p4runtime_pb2.Error(canonical_code=code, message=message[:120], space=UPDATE_RUNS_SPACE, code=count)
+        )
+        if status.ByteSize() + detail.ByteSize() + 200 > budget:  # room for the closing run
+            rest = len(errors) - reported
+            status.details.append(
+                _packed(
+                    p4runtime_pb2.Error(
+                        canonical_code=code_pb2.UNKNOWN,
+                        message=f"the outcome of the last {rest} updates does not fit in the error report: "
+                        "read the entities back",
+                        space=UPDATE_RUNS_SPACE,
+                        code=rest,
+                    )
+                )
+            )
+            break
+        status.details.append(detail)
+        reported += count
+    return status
+
+
 def server_credentials(cert: str, key: str, ca: str | None = None, client_auth: bool = False):
     """TLS credentials of the P4Runtime server from PEM files (simple_switch_grpc's --grpc-server-cert,
     --grpc-server-key, --grpc-server-cacert, --grpc-server-with-client-auth).
@@ -1430,37 +1514,69 @@ def server_credentials(cert: str, key: str, ca: str | None = None, client_auth: 
     return grpc.ssl_server_credentials([pair], root_certificates=root, require_client_auth=client_auth)
 
 
-def _loopback(host: str) -> bool:
+def port_in_use(address: str) -> OSError | None:
+    """An OSError naming ``address`` when another socket listens there (None: free, or not a host:port).
+    Checked before gRPC binds, which would log a line of its own and say only that it failed."""
+    host, _, port = address.rpartition(":")
     host = host.strip("[]")
-    if host == "localhost":
-        return True
+    if not port.isdigit() or int(port) == 0:
+        return None
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed socket's TIME_WAIT is no user
+            probe.bind((host, int(port)))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return OSError(f"address {address} is in use")
+    return None
 
 
 class P4RuntimeServer:
     """A gRPC server running one P4RuntimeService; TLS with ``credentials`` (``server_credentials``).
-    Plaintext on an address other than loopback prints a warning on stderr."""
 
-    def __init__(self, service: P4RuntimeService, address: str = "0.0.0.0:9559", workers: int = 16, credentials=None):
+    Plaintext on an address other than loopback is refused (ValueError) unless ``allow_plaintext``, and
+    then prints a warning on stderr. A port another process listens on is an OSError ("address ... is in
+    use"): gRPC's SO_REUSEPORT, which would let two switches share it, is off."""
+
+    def __init__(
+        self,
+        service: P4RuntimeService,
+        address: str = DEFAULT_ADDRESS,
+        credentials=None,
+        allow_plaintext: bool = False,
+    ):
         self.service = service
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"))
+        workers = service.max_streams + UNARY_WORKERS
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="p4rt"),
+            options=[("grpc.so_reuseport", 0)],
+        )
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(service, self.server)
-        if credentials is not None:
-            self.port = self.server.add_secure_port(address, credentials)
-        else:
-            if not _loopback(address.rsplit(":", 1)[0]):
-                print(
-                    f"warning: the P4Runtime server listens on {address} without TLS: anyone who reaches it "
-                    f"can program the switch (--grpc-server-ssl with a certificate and key)",
-                    file=sys.stderr,
-                )
-            self.port = self.server.add_insecure_port(address)
-        if self.port == 0:
-            raise OSError(f"cannot listen on {address} for gRPC")
         host = address.rsplit(":", 1)[0]
+        if credentials is None and not is_loopback_host(host):
+            if not allow_plaintext:
+                raise ValueError(
+                    f"refusing to serve P4Runtime on {address} without TLS: anyone who reaches it could program "
+                    "the switch (give --grpc-server-ssl with a certificate and key, or --grpc-server-insecure "
+                    "to accept that)"
+                )
+            print(
+                f"warning: the P4Runtime server listens on {address} without TLS: anyone who reaches it "
+                f"can program the switch (--grpc-server-ssl with a certificate and key)",
+                file=sys.stderr,
+            )
+        in_use = port_in_use(address)
+        if in_use is not None:
+            raise in_use
+        try:
+            if credentials is not None:
+                self.port = self.server.add_secure_port(address, credentials)
+            else:
+                self.port = self.server.add_insecure_port(address)
+        except RuntimeError:
+            self.port = 0
+        if self.port == 0:
+            raise port_in_use(address) or OSError(f"cannot listen on {address} for gRPC")
         self.address = f"{host}:{self.port}"
 
     def start(self):

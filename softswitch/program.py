@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from protocol.p4names import find_named
+
 
 @dataclass(frozen=True)
 class ParamInfo:
@@ -200,12 +202,4 @@ class ProgramInfo:
 
 
 def _by_name(items, name, kind):
-    for item in items:
-        if item.name == name:
-            return item
-    # p4runtime-shell style: allow the short name when it is unambiguous
-    short = [i for i in items if i.name.rsplit(".", 1)[-1] == name]
-    if len(short) == 1:
-        return short[0]
-    known = ", ".join(sorted(i.name for i in items)) or "none"
-    raise KeyError(f"no {kind} named {name!r} (known: {known})")
+    return find_named({item.name: item for item in items}, name, kind)

@@ -1,17 +1,21 @@
 """Switch: one running v1model or TNA device executing a compiled program, with its control API (by P4 name).
 
-`Switch(prog)` runs `prog` on the back end it was compiled for: a program compiled by the native back
-end gives a softswitch.native.switch.NativeSwitch (same control API, pipeline and state in native
-code); otherwise this class, the Python runtime. One lock serialises packet processing and
-control-plane writes. Callbacks (packet-in, digests, transmit) run after the lock is released, so they
-may call back into the switch.
+`Switch` is the base class of the two implementations: `PythonSwitch` (here: the Python runtime) and
+softswitch.native.switch.NativeSwitch (pipeline and state in native code), with the same control API.
+`switch_class(prog)` chooses the one for the back end `prog` was compiled for, and `Switch(prog, ...)`
+constructs that one (so `isinstance(Switch(prog), Switch)` holds for both). One lock serialises packet
+processing and control-plane writes. Callbacks (packet-in, digests, transmit) run after the lock is
+released, so they may call back into the switch.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 
+from protocol.p4names import find_named
+
+from .limits import packet_headroom
 from .runtime.pre import PRE
 from .runtime.tables import (  # noqa: F401
     ConstDefaultAction,
@@ -30,6 +34,7 @@ from .runtime.tables import (  # noqa: F401
 from .runtime.tna import TnaPipeline
 from .runtime.v1model import Pipeline, Runtime
 
+QDEPTH_MAX = 0x7FFFF  # standard_metadata.enq_qdepth / deq_qdepth are bit<19>
 STAT_KEYS = (
     "received",
     "transmitted",
@@ -45,32 +50,61 @@ STAT_KEYS = (
     "from_cpu",
     "digests",
     "loop_limit_drops",
+    "buffer_limit_drops",
+    "stack_index_drops",
 )
 
 
-def _by_name(items: dict, name: str, kind: str):
-    if name in items:
-        return items[name]
-    short = [v for k, v in items.items() if k.rsplit(".", 1)[-1] == name]
-    if len(short) == 1:
-        return short[0]
-    known = ", ".join(sorted(items)) or "none"
-    raise KeyError(f"no {kind} named {name!r} (known: {known})")
+def by_name(items: dict, name: str, kind: str):
+    """items[name], or the one item whose last dotted component is name (protocol/p4names.py's rule)."""
+    return find_named(items, name, kind)
 
 
-class ControllerSide:
-    """What both switches (this one and softswitch.native.switch.NativeSwitch) do for their controller:
-    run its callbacks without letting a broken one kill the packet path, and inject its packet-outs."""
+class Switch:
+    """The base of both implementations: what every switch does for its controller (callbacks that cannot
+    kill the packet path, packet-outs) and the checks at the start of process(). `Switch(prog, ...)`
+    constructs the implementation switch_class(prog) names."""
 
+    backend: str
     name: str
     log: Callable[[str], None] | None
     cpu_port: int | None
     on_transmit: Callable[[int, bytes], None] | None
+    stats: MutableMapping[str, int]
+
+    def __new__(cls, prog=None, *args, **kwargs):
+        if cls is Switch:
+            cls = switch_class(prog)
+        return super().__new__(cls)
 
     def process(self, port: int, frame: bytes) -> list[tuple[int, bytes]]:
+        """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
+        data = self.received(port, frame)
+        return [] if data is None else self.run(port, data)
+
+    def received(self, port: object, frame: object) -> bytes | None:
+        """frame as bytes, or None (counted as malformed) when it is not bytes or port is not 0..511."""
+        try:
+            data = bytes(frame)  # type: ignore[call-overload]
+        except Exception:
+            self.stats["malformed"] += 1
+            return None
+        if not isinstance(port, int) or not 0 <= port < 512:
+            self.stats["malformed"] += 1
+            return None
+        return data
+
+    def run(self, port: int, data: bytes) -> list[tuple[int, bytes]]:
+        """process() of a checked frame: the implementation's pipeline."""
         raise NotImplementedError
 
-    def _count_from_cpu(self) -> None:
+    def set_queue_depth(self, port: int, packets: int) -> None:
+        """How many packets the real queue behind egress ``port`` holds now (the kernel qdisc in front of
+        its veth, or a modelled link's queue): egress reads it as standard_metadata.enq_qdepth and
+        deq_qdepth, as BMv2 reports its own queues' depth (softswitch-internals.md, "Queue depth")."""
+        raise NotImplementedError
+
+    def count_from_cpu(self) -> None:
         raise NotImplementedError
 
     def _callback(self, fn: Callable[..., object], *args: object) -> None:
@@ -84,7 +118,7 @@ class ControllerSide:
         """Injects a frame from the controller on cpu_port; returns and (if set) transmits the outputs."""
         if self.cpu_port is None:
             raise RuntimeError(f"{self.name}: packet_out needs a cpu_port")
-        self._count_from_cpu()
+        self.count_from_cpu()
         out = self.process(self.cpu_port, frame)
         if self.on_transmit is not None:
             for p, f in out:
@@ -92,18 +126,24 @@ class ControllerSide:
         return out
 
 
-class Switch(ControllerSide):
+def switch_class(prog) -> type[Switch]:
+    """The implementation that runs prog: NativeSwitch for a program the native back end compiled,
+    PythonSwitch otherwise."""
+    if getattr(prog, "backend", "python") == "native":
+        from .native.switch import NativeSwitch
+
+        return NativeSwitch
+    return PythonSwitch
+
+
+class PythonSwitch(Switch):
+    """A switch running the Python back end's generated code on softswitch.runtime."""
+
     backend = "python"
 
-    def __new__(cls, prog=None, *args, **kwargs):
-        if cls is Switch and getattr(prog, "backend", "python") == "native":
-            from .native.switch import NativeSwitch
-
-            return NativeSwitch(prog, *args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None, limits=None):
         self.device_id = device_id
+        self.headroom = packet_headroom(limits)  # limits.py: BMv2's packet buffer, or None
         self.cpu_port = cpu_port
         self.name = name
         self.log = log
@@ -114,6 +154,11 @@ class Switch(ControllerSide):
         self.stats = {k: 0 for k in STAT_KEYS}
         self.pre = PRE()
         self.load(prog)
+
+    def set_queue_depth(self, port, packets):
+        depths = getattr(self.pipeline, "queue_depth", None)  # v1model (TNA has no such metadata here)
+        if depths is not None:
+            depths[int(port)] = max(0, min(int(packets), QDEPTH_MAX))
 
     # ------------------------------------------------------------------ pipeline
     def load(self, prog):
@@ -126,21 +171,15 @@ class Switch(ControllerSide):
             self.runtime = Runtime(prog.info, self.log)
             self.pre = PRE()
             blocks = prog.build(self.runtime)
+            pipeline: Pipeline | TnaPipeline
             if prog.info.arch == "tna":
-                self.pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
+                pipeline = TnaPipeline(blocks, self.runtime, self.pre, self.stats)
             else:
-                self.pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+                pipeline = Pipeline(blocks, self.runtime, self.pre, self.stats)
+                pipeline.headroom = self.headroom
+            self.pipeline = pipeline
 
-    def process(self, port, frame):
-        """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
-        try:
-            data = bytes(frame)
-        except Exception:
-            self.stats["malformed"] += 1
-            return []
-        if not isinstance(port, int) or not 0 <= port < 512:
-            self.stats["malformed"] += 1
-            return []
+    def run(self, port, data):
         with self._lock:
             stats, pipeline, cpu = self.stats, self.pipeline, self.cpu_port
             stats["received"] += 1
@@ -149,11 +188,10 @@ class Switch(ControllerSide):
             pipeline.digests = []
             if digests:
                 stats["digests"] += len(digests)
-            if cpu is None:
-                result, to_cpu = out, ()
-            else:
+            result: list[tuple[int, bytes]] = out
+            to_cpu: list[bytes] = []
+            if cpu is not None:
                 result = []
-                to_cpu = []
                 for p, f in out:
                     if p == cpu and self.on_packet_in is not None:
                         to_cpu.append(f)
@@ -163,26 +201,27 @@ class Switch(ControllerSide):
                         stats["to_cpu"] += 1
             stats["transmitted"] += len(out)
             on_pi, on_dg = self.on_packet_in, self.on_digest
-        for f in to_cpu:
-            self._callback(on_pi, f)
+        if on_pi is not None:
+            for f in to_cpu:
+                self._callback(on_pi, f)
         if on_dg is not None:
             for name, values in digests:
                 self._callback(on_dg, name, values)
         return result
 
-    def _count_from_cpu(self) -> None:
+    def count_from_cpu(self) -> None:
         self.stats["from_cpu"] += 1
 
     # ------------------------------------------------------------------ tables
     def table(self, name):
-        return _LockedTable(_by_name(self.runtime.tables, name, "table"), self._lock)
+        return _LockedTable(by_name(self.runtime.tables, name, "table"), self._lock)
 
     def tables(self):
         return [self.table(n) for n in self.runtime.tables]
 
     def direct_counter_of(self, table, entry):
         with self._lock:
-            t = _by_name(self.runtime.tables, table, "table") if isinstance(table, str) else table._t
+            t = by_name(self.runtime.tables, table, "table") if isinstance(table, str) else table._t
             e = t.find(entry)
             if e is None:
                 raise EntryNotFound(f"table {t.name}: no entry with this key")
@@ -190,15 +229,15 @@ class Switch(ControllerSide):
 
     # ------------------------------------------------------------------ externs
     def register(self, name):
-        return _Locked(_by_name(self.runtime.registers, name, "register"), self._lock)
+        return Locked(by_name(self.runtime.registers, name, "register"), self._lock)
 
     def counter(self, name):
-        return _Locked(_by_name(self.runtime.counters, name, "counter"), self._lock)
+        return Locked(by_name(self.runtime.counters, name, "counter"), self._lock)
 
     def meter(self, name):
         """An indexed meter: .set_config(index, cir, cburst, pir, pburst) (rates per second, bursts in the
         meter's units), .clear_config(index), .config(index)."""
-        return _Locked(_by_name(self.runtime.meters, name, "meter"), self._lock)
+        return Locked(by_name(self.runtime.meters, name, "meter"), self._lock)
 
     def set_meter_clock(self, clock) -> None:
         """Meters read clock() (seconds) instead of time.monotonic (tests make marking deterministic with
@@ -212,7 +251,7 @@ class Switch(ControllerSide):
     def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
         """Configures the direct meter cell of a table entry (the table's `meters`)."""
         with self._lock:
-            t = _by_name(self.runtime.tables, table, "table")
+            t = by_name(self.runtime.tables, table, "table")
             meter = t.info.direct_meter
             if meter is None:
                 raise KeyError(f"table {t.name} has no direct meter")
@@ -234,7 +273,7 @@ class Switch(ControllerSide):
             return meter.config(id(stored))
 
     def _direct_meter_cell(self, table, entry):
-        t = _by_name(self.runtime.tables, table, "table")
+        t = by_name(self.runtime.tables, table, "table")
         if t.info.direct_meter is None:
             raise KeyError(f"table {t.name} has no direct meter")
         stored = t.find(entry)
@@ -246,11 +285,11 @@ class Switch(ControllerSide):
         """An action profile/selector: .add_member(id, action, args), .modify_member, .delete_member(id),
         .member(id), .members; .set_group(id, {member: weight}, create=True), .delete_group(id), .groups.
         Entries of its tables give TableEntry(member=id) or TableEntry(group=id) instead of an action."""
-        return _Locked(_by_name(self.runtime.action_profiles, name, "action profile"), self._lock)
+        return Locked(by_name(self.runtime.action_profiles, name, "action profile"), self._lock)
 
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""
-        return _Locked(_by_name(self.runtime.value_sets, name, "value set"), self._lock)
+        return Locked(by_name(self.runtime.value_sets, name, "value set"), self._lock)
 
     # ------------------------------------------------------------------ packet replication engine
     def set_multicast_group(self, group_id, replicas):
@@ -278,7 +317,7 @@ class Switch(ControllerSide):
             return {s: (list(r), t) for s, (r, t) in self.pre.sessions.items()}
 
 
-class _Locked:
+class Locked:
     """Wraps a register/counter state so each call holds the switch's lock."""
 
     def __init__(self, obj, lock):
@@ -308,7 +347,7 @@ class _Locked:
         return locked
 
 
-class _LockedTable(_Locked):
+class _LockedTable(Locked):
     @property
     def _t(self):
         return self._o

@@ -189,13 +189,24 @@ def make_backend(use_mininet: bool, args):
     return InProcessLab(str(args.topology), workers, args.server, program=args.program, plan_options=options)
 
 
+def _positive(text: str) -> int:
+    """A count of workers, rounds or values: zero or fewer would verify nothing."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive whole number")
+    return value
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
     ap.add_argument("--topology", default=str(DEFAULT_TOPOLOGY))
-    ap.add_argument("--workers", type=int, default=8, help="worker hosts (4..8 on leaf_spine)")
+    ap.add_argument("--workers", type=_positive, default=8, help="worker hosts (4..8 on leaf_spine)")
     ap.add_argument("--server", default=None)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--values", type=int, default=2048, help="int32 values per worker per round")
+    ap.add_argument("--rounds", type=_positive, default=3)
+    ap.add_argument("--values", type=_positive, default=2048, help="int32 values per worker per round")
     ap.add_argument(
         "--results",
         choices=RESULT_MODES,
@@ -216,6 +227,8 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="4 workers, 2 rounds of 256 values")
     ap.add_argument("--picture", default=str(DEFAULT_PICTURE), help="where to save the PNG")
     args = ap.parse_args(argv)
+    if args.inprocess and args.target != "softswitch":
+        ap.error(f"--inprocess runs the switches on softswitch in this process: --target {args.target} needs mininet")
     if args.quick:
         args.workers, args.rounds, args.values = 4, 2, 256
     from topologies.mininet_lab import install_signal_handlers

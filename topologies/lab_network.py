@@ -373,6 +373,9 @@ class LabNetwork:
             node = self.net[spec.name]
             intf = intf_name(spec.name, spec.port)
             node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1")
+            # TCP negotiates ECN, so the switches' CE marks (p4src/ina.p4 egress) slow a TCP flow at the same
+            # queue depth as an INA job sharing its link (docs/design-decisions.md, "Congestion control")
+            node.cmd("sysctl -qw net.ipv4.tcp_ecn=1")
             prepare_interface(node, intf)
             # receive offload back on at the host's end: frames up the host's own stack only (never to a
             # switch), so the switch still sees whole frames with their checksums; GRO coalesces what a

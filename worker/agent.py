@@ -16,8 +16,9 @@ Every worker of a job must issue the same collectives with the same sizes in the
 
 ``sparsity`` "2:4" ("1:4") sums, at every position, the values each rank keeps: in every group of four
 consecutive values its two (one) of largest magnitude (worker/compression/structured.py). They travel
-as MASKED packets of K kept values for 2K (4K) positions, which the switches sum (docs/compression.md);
-a float array agrees on one scale per chunk of 2K (4K) positions.
+as MASKED packets of their kept values, one chunk of the layout's positions each (at most K, sized by
+the switches' headroom: docs/protocol.md, "Layouts"), which the switches sum (docs/compression.md); a
+float array agrees on one scale per chunk.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from protocol.batch import PacketTemplate, decode_batch
 from worker import quantize as Q
 from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
+from worker.pacing import PACING_HEADROOM
 from worker.stream import (
     RTT_GAIN,
     SEQ_MASK,
@@ -186,7 +188,7 @@ class _Collective:
         self.is_float = arr.dtype.kind == "f"
         self.layout = handle.layout
         # a MASKED round: which values each rank sends (the others are zero in the exchange); floats
-        # agree on one scale per chunk of span * K positions, dense rounds on one per K values
+        # agree on one scale per chunk (K positions dense, the layout's positions for 2:4 and 1:4)
         self.keep = keep_mask(self.flat, self.layout.keep) if self.layout.masked else None
         self.block = self.layout.positions(agent.values_per_packet)
 
@@ -195,17 +197,6 @@ class _Collective:
         if self.flat.size == 0:
             self._complete(self.flat.copy())
             return
-        for cursor in agent.cursors:
-            if cursor.pool % self.layout.span:
-                self._fail(
-                    AllreduceError(
-                        f"job {agent.job_id}: a {self.layout.name} allreduce needs slot pools that are a multiple of "
-                        f"{self.layout.span} (its chunks take {self.layout.span} slots); tree {cursor.tree_id} has "
-                        f"{cursor.pool}"
-                    ),
-                    in_step=True,
-                )
-                return
         if self.is_float:
             sent = self.flat if self.keep is None else np.where(self.keep, self.flat, 0)
             exps = Q.block_exponents(sent, self.block, agent.rank)
@@ -377,12 +368,16 @@ class WorkerAgent:
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
         self._lowest_rtt = float("inf")  # the path's round trip without queues: the smallest sample ever
         self._backoff = 1.0
+        # results came back ECN-capable (ECT or CE): congestion shows as marks, and the round trip, which
+        # also holds the wait for the slowest peer, is no signal (worker/pacing.py)
+        self.ecn_path = False
         self.last_heard: tuple[float, str, str] | None = None
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[QueuedCollective] = collections.deque()
         self._round: Round | None = None
         self._broken: BaseException | None = None
         self._closed = False
+        transport.ecn = C.ECN_ECT0  # switches mark CE on a deep queue instead of dropping (worker/pacing.py)
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     def _take_trees(self, plan: JobPlan) -> None:
@@ -405,7 +400,15 @@ class WorkerAgent:
                 tree_id=t.tree_id,
             )
             pool = pools.get(t.tree_id, plan.pool_size)
-            cursor = TreeCursor(t.tree_id, t.weight, pool, hops, servers[t.root].ip, template=template)
+            cursor = TreeCursor(
+                t.tree_id,
+                t.weight,
+                pool,
+                hops,
+                servers[t.root].ip,
+                template=template,
+                send_rate=t.send_rate * 1e6 / 8 * PACING_HEADROOM,  # Mbit/s of the plan -> bytes/s
+            )
             self._cursor_by_tree[t.tree_id] = cursor
             if t.weight > 0:
                 self.cursors.append(cursor)
@@ -474,12 +477,13 @@ class WorkerAgent:
         >>> import numpy as np
         >>> from controller.generators import star
         >>> from controller.options import RTO_VIRTUAL_S
-        >>> from controller.planner import plan_job
+        >>> from controller.planner import PlanOptions, plan_job
         >>> from server.agent import ServerAgent
         >>> from topologies.inprocess import InProcessNetwork
         >>> net = InProcessNetwork(star(2))
         >>> net.install_routes()
-        >>> plan = plan_job(net.topo, ["h1", "h2"], ["h3"])
+        >>> k = net.installer.values_per_packet()  # the switches' K: plans carry chunks of exactly K values
+        >>> plan = plan_job(net.topo, ["h1", "h2"], ["h3"], PlanOptions(value_count=k))
         >>> net.install_job(plan)
         >>> ServerAgent(net.transport("h3"), "h3").add_job(plan)
         >>> agents = [WorkerAgent(plan, w.rank, net.transport(w.name), timeout=RTO_VIRTUAL_S) for w in plan.workers]
@@ -736,7 +740,7 @@ class WorkerAgent:
         prepared.start()
 
     # -- events --------------------------------------------------------------------------------------
-    def _on_batch(self, batch: ReceivedBatch) -> None:
+    def _on_batch(self, batch: ReceivedBatch) -> None:  # noqa: C901 (the worker's per-batch receive path: one pass over a decoded batch)
         packets = decode_batch(batch.rows, batch.lengths, self.values_per_packet)
         n = len(packets)
         if not n:
@@ -755,11 +759,20 @@ class WorkerAgent:
             self.stats["ignored"] += n - malformed - count
             if not count:
                 return
-        seq, tree_id, flags, values, span = packets.seq, packets.tree_id, packets.flags, packets.values, packets.span
+        seq, tree_id, flags, values = packets.seq, packets.tree_id, packets.flags, packets.values
+        chunk_code = packets.chunk
         contributor = packets.contributor
+        marked = None
+        if batch.ecn is not None:
+            codepoints = batch.ecn[:n] & C.ECN_MASK
+            marked = codepoints == C.ECN_CE
+            if not self.ecn_path and np.count_nonzero(codepoints[ours]):
+                self.ecn_path = True  # results arrive ECN-capable: switches can mark (worker/pacing.py)
         if count < n:
-            seq, tree_id, flags, values, span = seq[ours], tree_id[ours], flags[ours], values[ours], span[ours]
+            seq, tree_id, flags, values = seq[ours], tree_id[ours], flags[ours], values[ours]
+            chunk_code = chunk_code[ours]
             contributor = contributor[ours]
+            marked = None if marked is None else marked[ours]
         now = self.loop.now()
         if len(self.cursors) == 1:
             self.heard_on_tree[int(tree_id[-1])] = (now, int(contributor[-1]))
@@ -771,7 +784,7 @@ class WorkerAgent:
         round_ = self._round
         if round_ is not None and not round_.finished:
             heard = round_.results_heard
-            taken = round_.on_results(seq, tree_id, flags, values, span)
+            taken = round_.on_results(seq, tree_id, flags, values, chunk_code, marked)
             if round_.results_heard != heard:
                 self.last_progress = now
             # results come back in batches of a quarter of the chunks in flight at most: a longer wait for

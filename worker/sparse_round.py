@@ -80,9 +80,10 @@ class SparseRound(Round):
         )
 
     def _accept(
-        self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray | slice] | None:
-        """Keep each part once; chunks whose parts are all in are done."""
+        self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray, marked: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | slice, np.ndarray | None] | None:
+        """Keep each part once; chunks whose parts are all in are done (their marks not counted: a SPARSE
+        chunk is several packets)."""
         sparse = (flags & C.FLAG_SPARSE) != 0
         completed = []
         for i in np.flatnonzero(sparse & ~self.done[chunk]):
@@ -101,7 +102,7 @@ class SparseRound(Round):
         if not completed:
             return None
         done = np.array(sorted(completed), dtype=np.int64)
-        return done, done
+        return done, done, None
 
     def _finish(self) -> None:
         self._cleanup()

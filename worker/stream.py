@@ -1,16 +1,15 @@
 """Chunk streaming: one round of int32 chunks through the job's slots, windowed and retransmitted.
 
-A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of 2K (4K) positions
-that travel as MASKED packets of K kept values (docs/protocol.md, "Layouts"). Chunk i gets the next
-sequence number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a
-tree and that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool)
-mod 2). A chunk of span s takes s consecutive indices (s slots of one shadow set), the first a multiple
-of s. Every worker computes the same assignment because it depends only on the plan and on how many
-chunks came before.
+A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of the layout's
+chunk positions (at most K, sized so that a switch's expansion stays within its headroom) that travel
+as MASKED packets of their kept values (docs/protocol.md, "Layouts"). Chunk i gets the next sequence
+number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a tree and
+that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2).
+Every worker computes the same assignment because it depends only on the plan and on how many chunks
+came before.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
-once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool
-(a round of span s: pool / s chunks).
+once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
 A chunk without result after its retransmission timeout is resent with RETX, the timeout doubling
 each time up to a cap; the round gives up on a chunk once the agent's ``give_up_after`` budget has
 passed since its first send (or after ``retries`` resends, if the agent counts them), with an error
@@ -40,6 +39,7 @@ from protocol import layouts as L
 from protocol.batch import PacketTemplate
 from worker.errors import AgentError
 from worker.loop import EventLoop, Timer
+from worker.pacing import FRAME_OVERHEAD_BYTES, Pacer, late
 
 SEQ_MASK = 0xFFFFFFFF
 RTT_GAIN = 0.125  # weight of a new round-trip sample in the smoothed RTT (as TCP's SRTT)
@@ -94,10 +94,20 @@ class TreeCursor:
     # the window and threshold before that halving, until it is undone (a spurious timeout) or superseded
     before_shrink: tuple[float, float] | None = None
     templates: dict[str, PacketTemplate] = field(default_factory=dict)  # other layouts', made when first used
+    # bytes per second of frames this worker may send on the tree (the plan's share of the bottleneck,
+    # worker/pacing.py); 0: not paced (the window alone, from INITIAL_WINDOW in slow start)
+    send_rate: float = 0.0
+    pacer: Pacer | None = None
 
     def __post_init__(self) -> None:
         if self.template is not None:
             self.values_per_packet = self.template.values_per_packet
+        if self.send_rate > 0 and self.pacer is None:
+            # paced: the rate keeps the link's pace from the first chunk; the window, past slow start from the
+            # start, bounds what waits in queues no switch marks (a busy switch's receive ring) and halves on loss
+            self.pacer = Pacer(self.send_rate, now=0.0)
+            self.window = self.window or min(float(self.pool), self.slots(SLOW_START_BYTES))
+            self.threshold = self.threshold or self.window
         if not self.window:
             self.window = float(INITIAL_WINDOW)
         if not self.threshold:
@@ -115,10 +125,9 @@ class TreeCursor:
         """
         return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * self.values_per_packet)))
 
-    def allowed(self, span: int = 1) -> int:
-        """Chunks in flight allowed now: the congestion window, never more than the pool (a chunk of
-        span s takes s slots)."""
-        return max(1, min(self.pool, int(self.window)) // span)
+    def allowed(self) -> int:
+        """Chunks in flight allowed now: the congestion window, never more than the pool."""
+        return max(1, min(self.pool, int(self.window)))
 
     def template_for(self, layout: L.Layout) -> PacketTemplate:
         """This worker's GRADs of ``layout`` on this tree (the dense template's hops and fields)."""
@@ -151,10 +160,12 @@ class TreeCursor:
     def shrink(self, now: float, round_trip: float) -> bool:
         """A retransmission timeout: halve the window (the network is losing or queueing too much), once
         per ``round_trip`` (the chunks of one loss burst time out one batch after another: one halving).
-        Returns whether it halved."""
+        A paced tree halves its rate too (down to its floor). Returns whether it halved."""
         if now - self.last_shrink < round_trip:
             return False
         self.last_shrink = now
+        if self.pacer is not None:
+            self.pacer.on_loss()
         self.before_shrink = (self.window, self.threshold)
         self.threshold = max(self.window / 2, self.slots(MIN_WINDOW_BYTES))
         self.window = self.threshold
@@ -264,6 +275,7 @@ class RoundOwner(Protocol):
     give_up_after: float | None  # the time budget (None: only a resend count)
     detect_spurious: bool  # take back a spurious timeout's halving (Round._spurious)
     last_heard: tuple[float, str, str] | None  # (when, from, what) of the last packet heard
+    ecn_path: bool  # results arrive ECN-capable: marks, not round trips, say congestion
 
     def take_seqs(self, count: int) -> int:
         """Reserve ``count`` consecutive sequence numbers (mod 2^32); return the first."""
@@ -289,6 +301,11 @@ class RoundOwner(Protocol):
         """The path's round trip without queues: the smallest sample (0 before the first)."""
         ...
 
+    @property
+    def smoothed_rtt(self) -> float | None:
+        """The smoothed round-trip time (None before the first sample)."""
+        ...
+
     def send_rows(self, rows: np.ndarray, dst_ip: str) -> None:
         """Send a batch of encoded packets (one per row) to ``dst_ip``."""
         ...
@@ -312,7 +329,7 @@ ENCODE_BLOCK = 256  # a window's first sends are encoded this many chunks at a t
 class _TreeWindow:
     """One tree's chunks of this round, in tree order, and its send window over them."""
 
-    __slots__ = ("cursor", "order", "next_to_send", "first_open", "moved", "block_start", "block")
+    __slots__ = ("cursor", "order", "next_to_send", "first_open", "moved", "block_start", "block", "pace_timer")
 
     def __init__(self, cursor: TreeCursor, order: np.ndarray):
         self.cursor = cursor
@@ -324,6 +341,7 @@ class _TreeWindow:
         # ENCODE_BLOCK chunks instead of one per batch of results)
         self.block_start = 0
         self.block: np.ndarray | None = None
+        self.pace_timer: Timer | None = None  # the pacer's wake-up for the window's next sends
 
 
 def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
@@ -344,7 +362,7 @@ def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
 class Round:
     """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``.
 
-    ``layout`` MASKED (2:4, 1:4): chunks of span * K positions, of which ``keep`` (a boolean per value,
+    ``layout`` MASKED (2:4, 1:4): chunks of ``layout.positions(K)`` positions, of which ``keep`` (a boolean per value,
     ``layout.keep`` or fewer per group of four) names those sent; the result holds every position."""
 
     def __init__(
@@ -365,14 +383,13 @@ class Round:
         self.on_done = on_done
         self.on_error = on_error
         self.layout = layout
-        self.span = span = layout.span
         self.finished = False
         self.counted = False  # in the agent's round counters (``_sent``)
         self.results_heard = 0
         self.last_result_at = -np.inf  # when the round last got a result it did not have (its progress)
         self.duplicates = 0
         k = agent.values_per_packet
-        self.width = w = span * k  # positions per chunk
+        self.width = w = layout.positions(k)  # positions per chunk
         self.n = n = values.size
         self.chunks = m = (n + w - 1) // w
         self.first_seq = agent.take_seqs(m)
@@ -383,10 +400,10 @@ class Round:
         self.windows: list[_TreeWindow] = []
         for t, cursor in enumerate(cursors):
             order = np.flatnonzero(self.tree_of == t) if len(cursors) > 1 else np.arange(m)
-            first = -(-cursor.next_index // span) * span  # a span-s chunk starts on a multiple of s
-            tree_index[order] = first + span * np.arange(len(order))
+            first = cursor.next_index
+            tree_index[order] = first + np.arange(len(order))
             pool[order] = cursor.pool
-            cursor.next_index = first + span * len(order)
+            cursor.next_index = first + len(order)
             self.windows.append(_TreeWindow(cursor, order))
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool
@@ -429,10 +446,20 @@ class Round:
 
     # -- sending -----------------------------------------------------------------------------------
     def _fill_window(self, window: _TreeWindow) -> None:
-        end = min(len(window.order), window.first_open + window.cursor.allowed(self.span))
+        end = min(len(window.order), window.first_open + window.cursor.allowed())
         start = window.next_to_send
         if end <= start:
             return
+        pacer = window.cursor.pacer
+        if pacer is not None:  # as many as the bucket holds tokens for; the rest when it has refilled
+            frame = self._frame_bytes(window.cursor)
+            paced = pacer.take(self.agent.loop.now(), end - start, frame)
+            if paced < end - start and window.pace_timer is None:
+                delay = pacer.wait(end - start - paced, frame)
+                window.pace_timer = self.agent.loop.call_later(delay, self._paced, window)
+            if not paced:
+                return
+            end = start + paced
         chunks = window.order[start:end]
         window.next_to_send = end
         if window.moved:
@@ -446,6 +473,16 @@ class Round:
         at = start - window.block_start
         self.agent.send_rows(block[at : at + end - start], window.cursor.server_ip)
         self._sent(chunks, retransmission=False)
+
+    def _paced(self, window: _TreeWindow) -> None:
+        """The pacer's bucket has refilled: send what the window allows."""
+        window.pace_timer = None
+        if not self.finished:
+            self._fill_window(window)
+
+    def _frame_bytes(self, cursor: TreeCursor) -> int:
+        """Bytes one of this round's packets on ``cursor``'s tree takes on a link."""
+        return cursor.template_for(self.layout).size + FRAME_OVERHEAD_BYTES
 
     def _send_chunks(self, window: _TreeWindow, chunks: np.ndarray, retransmission: bool) -> None:
         """Send chunks of a window over its tree, those marked ``bypass`` over the recovery tree."""
@@ -526,7 +563,7 @@ class Round:
         self._timer_at = when
         self._timer = self.agent.loop.call_at(when, self._on_timer)
 
-    def _on_timer(self) -> None:
+    def _on_timer(self) -> None:  # noqa: C901 (the retransmission timer: resend, give up or fall back in one pass over the chunks in flight)
         """Resend every chunk in flight whose deadline passed (or give up), then re-arm."""
         self._timer, self._timer_at = None, float("inf")
         if self.finished:
@@ -550,6 +587,8 @@ class Round:
                 agent.stats["retransmissions"] += int(due.size)
                 if window.cursor.shrink(now, float(agent.rto(0))):
                     agent.stats["window_halvings"] += 1
+                if window.cursor.pacer is not None:
+                    window.cursor.pacer.spend(now, int(due.size), self._frame_bytes(window.cursor))
                 resent = True
                 if agent.recovery is not None:  # re-planned: a chunk stuck on its tree falls back
                     falling = due[(self.attempts[due] >= FALLBACK_RESENDS) & ~self.bypass[due]]
@@ -636,38 +675,43 @@ class Round:
 
     # -- receiving ---------------------------------------------------------------------------------
     def on_results(
-        self, seq: np.ndarray, tree_id: np.ndarray, flags: np.ndarray, values: np.ndarray, span: np.ndarray
+        self,
+        seq: np.ndarray,
+        tree_id: np.ndarray,
+        flags: np.ndarray,
+        values: np.ndarray,
+        chunk_code: np.ndarray,
+        marked: np.ndarray | None = None,
     ) -> int:
         """Take a batch of RESULTs of the agent's job (columns, one entry per packet: ``values`` the
-        positions, ``span`` the layout's); returns how many were this round's (the others are stale: an
-        earlier round's late duplicates)."""
+        positions, ``chunk_code`` the layout's chunk code, ``marked`` whether it arrived with ECN CE, None:
+        not known); returns how many were this round's (the others are stale: an earlier round's late
+        duplicates)."""
         if self.finished:
             return 0
         chunk = (seq - self.first_seq) & SEQ_MASK
-        ours = (chunk < self.chunks) & (span == self.span)
-        if _count(ours) < len(chunk):
-            chunk, tree_id, flags, values = chunk[ours], tree_id[ours], flags[ours], values[ours]
+        ours = (chunk < self.chunks) & (chunk_code == self.layout.chunk)
         if self.replanned:
             pass  # a chunk's result may come over its tree or the recovery tree: the seq names it
         elif len(self.windows) > 1:
-            ours = self.tree_ids[chunk] == tree_id
-            if _count(ours) < len(chunk):
-                chunk, flags, values = chunk[ours], flags[ours], values[ours]
+            ours &= self.tree_ids[np.minimum(chunk, self.chunks - 1)] == tree_id
         elif _count(tree_id != self.windows[0].cursor.tree_id):
-            ours = tree_id == self.windows[0].cursor.tree_id
+            ours &= tree_id == self.windows[0].cursor.tree_id
+        if _count(ours) < len(chunk):
             chunk, flags, values = chunk[ours], flags[ours], values[ours]
+            marked = None if marked is None else marked[ours]
         count = len(chunk)
         if count:
-            accepted = self._accept(chunk, flags, values)
+            accepted = self._accept(chunk, flags, values, marked)
             if accepted is not None:
                 self._progress(*accepted)
         return count
 
     def _accept(
-        self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray | slice] | None:
+        self, chunk: np.ndarray, flags: np.ndarray, values: np.ndarray, marked: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | slice, np.ndarray | None] | None:
         """Store the results of chunks not done yet; returns (the chunks done now, where: the same as a
-        slice or an index array), or None when every row was a duplicate."""
+        slice or an index array, which of them arrived marked), or None when every row was a duplicate."""
         count = len(chunk)
         fresh = ~self.done[chunk]
         in_disorder = count > 1 and _count(chunk[1:] <= chunk[:-1]) > 0
@@ -682,6 +726,7 @@ class Round:
             if not taken:
                 return None
             chunk, flags, values = chunk[fresh], flags[fresh], values[fresh]
+            marked = None if marked is None else marked[fresh]
         first_chunk, last_chunk = int(chunk[0]), int(chunk[-1])
         # results in order for consecutive chunks (the usual batch): slices instead of scattered indices
         consecutive = last_chunk - first_chunk == taken - 1 and not in_disorder
@@ -691,15 +736,50 @@ class Round:
         flagged = (flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):
             self.overflow[chunk[flagged]] = True
-        return chunk, where
+        return chunk, where, marked
 
-    def _progress(self, chunk: np.ndarray, where: np.ndarray | slice) -> None:
+    def _adapt(
+        self,
+        chunk: np.ndarray,
+        where: np.ndarray | slice,
+        first_try: np.ndarray,
+        samples: np.ndarray | None,
+        marked: np.ndarray | None,
+    ) -> None:
+        """Feed the paced trees' rate law: per tree, its results, and how many came back congested (marked
+        ECN CE, or answered late: worker/pacing.py)."""
+        if all(w.cursor.pacer is None for w in self.windows):
+            return
+        now = self.agent.loop.now()
+        round_trip = self.agent.smoothed_rtt or 0.0
+        lowest = self.agent.lowest_rtt()
+        congested = np.zeros(len(chunk), dtype=bool)
+        if samples is not None and not self.agent.ecn_path:  # delay only where no switch can mark
+            congested[np.flatnonzero(first_try)] = late(samples, lowest)
+        if marked is not None:
+            congested |= marked
+        trees = self.tree_of[where] if len(self.windows) > 1 else np.zeros(len(chunk), dtype=np.int64)
+        for t in np.unique(trees) if len(self.windows) > 1 else (0,):
+            pacer = self.windows[int(t)].cursor.pacer
+            if pacer is None:
+                continue
+            mine = trees == t
+            before = pacer.cuts
+            pacer.on_results(now, _count(mine), _count(congested & mine), round_trip)
+            if pacer.cuts > before:
+                self.agent.stats["rate_cuts"] += 1
+        self.agent.stats["congested_results"] += _count(congested)
+
+    def _progress(self, chunk: np.ndarray, where: np.ndarray | slice, marked: np.ndarray | None = None) -> None:
         """Chunks just done: round-trip samples, the end of the round, or the windows moving on."""
         taken = len(chunk)
         first_try = self.attempts[where] == 0
         answered_first = _count(first_try)
+        samples = None
         if answered_first:
-            self.agent.rtt_samples(self.agent.loop.now() - self.sent_at[where][first_try])
+            samples = self.agent.loop.now() - self.sent_at[where][first_try]
+            self.agent.rtt_samples(samples)
+        self._adapt(chunk, where, first_try, samples, marked)
         if answered_first < taken and self.agent.detect_spurious:
             self._spurious(chunk[self.attempts[chunk] == 1])
         self.results_heard += taken
@@ -709,13 +789,13 @@ class Round:
             self._finish()
             return
         if len(self.windows) == 1:
-            self.windows[0].cursor.grow(taken * self.span)
+            self.windows[0].cursor.grow(taken)
             touched = self.windows
         else:
             per_tree = np.bincount(self.tree_of[chunk], minlength=len(self.windows))
             touched = [self.windows[t] for t in np.flatnonzero(per_tree)]
             for window in touched:
-                window.cursor.grow(int(per_tree[self.windows.index(window)]) * self.span)
+                window.cursor.grow(int(per_tree[self.windows.index(window)]))
         for window in touched:
             if len(self.windows) == 1:  # one tree: its order is every chunk in turn
                 open_part = self.done[window.first_open : window.next_to_send]
@@ -755,6 +835,10 @@ class Round:
 
     def _cleanup(self) -> None:
         self.finished = True
+        for window in self.windows:
+            if window.pace_timer is not None:
+                window.pace_timer.cancel()
+                window.pace_timer = None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -27,20 +27,19 @@ import numpy as np
 
 from native import heap, udp
 from protocol import codec
-from protocol.constants import INA_UDP_PORT
+from protocol.constants import ECN_MASK, ECN_NOT_ECT, INA_UDP_PORT
 from worker.loop import EventLoop, RealTimeLoop
 from worker.timeline import Timeline
 
 BROADCAST_MAC = "ff:ff:ff:ff:ff:ff"
 SO_NO_CHECK = getattr(socket, "SO_NO_CHECK", 11)  # Linux
+IP_RECVTOS = getattr(socket, "IP_RECVTOS", 13)  # Linux
 SOCKET_BUFFER = 4 << 20  # bytes asked for each way (the kernel caps it at net.core.[rw]mem_max)
 # errors of a send that say the call itself is wrong (raised), and those that say the kernel cannot
 # segment datagrams for this socket or route (the transport then sends them one by one)
 SEND_BUGS = {errno.EBADF, errno.EFAULT, errno.ENOTSOCK, errno.EDESTADDRREQ, errno.EMSGSIZE}
 SEGMENTATION_REFUSED = {errno.EINVAL, errno.EIO, errno.ENOPROTOOPT, errno.EOPNOTSUPP}
-RECEIVE_ROW_BYTES = (
-    4352  # larger than any INA payload (dense K = 1024: 16 + 8 * 8 + 4 * 1024 = 4176; wide x4 K = 64: 1104)
-)
+RECEIVE_ROW_BYTES = 4352  # larger than any INA payload (dense K = 1024: 16 + 8 * 8 + 4 * 1024 = 4176)
 RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # Receive coalescing: a port that took at least STREAM_PACKETS datagrams within STREAM_SPAN_S streams;
 # after each batch it is left unread (until a wait gathers nothing) for as long as BATCH_ROWS datagrams
@@ -73,22 +72,26 @@ STREAM_SPAN_S = 0.02
 class ReceivedBatch:
     """Datagrams received together: ``rows[i, :lengths[i]]`` is payload i (``(n, stride)`` uint8; a
     length above stride marks one that did not fit a row), ``source_ips[i]`` its source as
-    ``native.udp.ip_number``. The rows may be reused once the handler returns: copy what you keep."""
+    ``native.udp.ip_number``, ``ecn[i]`` the ECN codepoint its IPv4 header arrived with (``protocol.constants``
+    ECN_*; None: the transport cannot tell). The rows may be reused once the handler returns: copy what you
+    keep."""
 
-    __slots__ = ("rows", "lengths", "source_ips")
+    __slots__ = ("rows", "lengths", "source_ips", "ecn")
 
-    def __init__(self, rows: np.ndarray, lengths: np.ndarray, source_ips: np.ndarray):
+    def __init__(self, rows: np.ndarray, lengths: np.ndarray, source_ips: np.ndarray, ecn: np.ndarray | None = None):
         self.rows = rows
         self.lengths = lengths
         self.source_ips = source_ips
+        self.ecn = ecn
 
     @classmethod
-    def single(cls, payload: bytes, src_ip: str) -> ReceivedBatch:
+    def single(cls, payload: bytes, src_ip: str, ecn: int | None = None) -> ReceivedBatch:
         """A batch of one datagram (what one-at-a-time transports deliver)."""
         return cls(
             np.frombuffer(payload, dtype=np.uint8).reshape(1, len(payload)),
             np.array([len(payload)], dtype=np.uint32),
             np.array([udp.ip_number(src_ip)], dtype=np.uint32),
+            None if ecn is None else np.array([ecn], dtype=np.uint8),
         )
 
     def __len__(self) -> int:
@@ -124,6 +127,21 @@ class Transport:
         self.received_packets = 0
         self.malformed = 0
         self.timeline: Timeline | None = None  # stamps of sends and receives (worker/timeline.py), when attached
+        self._ecn = ECN_NOT_ECT
+
+    @property
+    def ecn(self) -> int:
+        """The ECN codepoint of the datagrams this transport sends (agents send ECT(0): switches may mark
+        them CE instead of dropping them when a queue grows, docs/protocol.md, "Congestion marks")."""
+        return self._ecn
+
+    @ecn.setter
+    def ecn(self, codepoint: int) -> None:
+        self._ecn = int(codepoint) & ECN_MASK
+        self._apply_ecn()
+
+    def _apply_ecn(self) -> None:
+        """The sending codepoint changed (transports whose kernel sockets hold it set it there)."""
 
     def bind(self, port: int, handler: Handler) -> None:
         """Deliver payloads to ``port`` to ``handler`` (several agents of different jobs may share a
@@ -151,9 +169,24 @@ class Transport:
         """Send one UDP payload to ``dst_ip:port``."""
         raise NotImplementedError
 
-    def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
+    def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT, ecn: np.ndarray | None = None) -> int:
         """Send each row of ``rows`` (``(n, size)`` uint8) as one datagram to ``dst_ip``; returns how
-        many left (the rest found the socket buffer full: lost, as a lost packet is)."""
+        many left (the rest found the socket buffer full: lost, as a lost packet is). ``ecn``: each row's
+        ECN codepoint, when they differ from ``self.ecn`` (the server echoing a congestion mark); rows of
+        one codepoint leave together."""
+        if ecn is None or not np.any(ecn != self._ecn):
+            return self._send_rows(rows, dst_ip, port)
+        base, sent = self._ecn, 0
+        try:
+            for codepoint in np.unique(ecn).tolist():
+                self.ecn = codepoint
+                sent += self._send_rows(rows[ecn == codepoint], dst_ip, port)
+        finally:
+            self.ecn = base
+        return sent
+
+    def _send_rows(self, rows: np.ndarray, dst_ip: str, port: int) -> int:
+        """``send_rows`` at the transport's codepoint."""
         for row in rows:
             self.sendto(row.tobytes(), dst_ip, port)
         self._stamp_send()
@@ -171,7 +204,7 @@ class Transport:
             self.timeline.first("first_receive")
             self.timeline.last("last_receive")
 
-    def _deliver(self, port: int, payload: bytes, src_ip: str) -> None:
+    def _deliver(self, port: int, payload: bytes, src_ip: str, ecn: int | None = None) -> None:
         handlers = self._handlers.get(port)
         batch_handlers = self._batch_handlers.get(port)
         if handlers or batch_handlers:
@@ -180,7 +213,7 @@ class Transport:
             for handler in list(handlers or ()):
                 handler(payload, src_ip)
             if batch_handlers:
-                batch = ReceivedBatch.single(payload, src_ip)
+                batch = ReceivedBatch.single(payload, src_ip, ecn)
                 for batch_handler in list(batch_handlers):
                     batch_handler(batch)
 
@@ -215,7 +248,14 @@ class FrameTransport(Transport):
     def sendto(self, payload: bytes, dst_ip: str, port: int = INA_UDP_PORT) -> None:
         """Wrap ``payload`` in an Ethernet/IPv4/UDP frame to the neighbour ``dst_ip`` and send it."""
         frame = codec.build_udp_frame(
-            payload, self.mac, self.neighbours.get(dst_ip, BROADCAST_MAC), self.ip, dst_ip, src_port=port, dst_port=port
+            payload,
+            self.mac,
+            self.neighbours.get(dst_ip, BROADCAST_MAC),
+            self.ip,
+            dst_ip,
+            src_port=port,
+            dst_port=port,
+            tos=self._ecn,
         )
         self.sent_packets += 1
         self.sent_bytes += len(frame)
@@ -234,7 +274,7 @@ class FrameTransport(Transport):
             return
         if info.dst_ip != self.ip:
             return
-        self._deliver(info.dst_port, payload, info.src_ip)
+        self._deliver(info.dst_port, payload, info.src_ip, info.tos & ECN_MASK)
 
 
 class AttachTransport(FrameTransport):
@@ -326,6 +366,10 @@ class UdpTransport(Transport):
         self._socks: dict[int, socket.socket] = {}
         self._io: dict[int, udp.BatchSocket] = {}
 
+    def _apply_ecn(self) -> None:
+        for sock in self._socks.values():
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._ecn)
+
     def _socket(self, port: int) -> socket.socket:
         sock = self._socks.get(port)
         if sock is None:
@@ -336,6 +380,8 @@ class UdpTransport(Transport):
             # send that finds the buffer full is a lost packet (the kernel's default is ~208 KiB, and
             # a network namespace cannot raise net.core.wmem_default)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._ecn)  # the ECN codepoint it sends
+            sock.setsockopt(socket.IPPROTO_IP, IP_RECVTOS, 1)  # and each datagram's, received (ReceivedBatch.ecn)
             if not self.segmentation:
                 try:  # no UDP checksum: switches rewrite payloads (sums, popped hops) and zero it anyway
                     sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
@@ -373,7 +419,7 @@ class UdpTransport(Transport):
         except (BlockingIOError, InterruptedError):
             self.send_buffer_full += 1  # a lost packet: retransmission recovers it
 
-    def send_rows(self, rows: np.ndarray, dst_ip: str, port: int = INA_UDP_PORT) -> int:
+    def _send_rows(self, rows: np.ndarray, dst_ip: str, port: int) -> int:
         """Send ``rows`` (one datagram each) to ``dst_ip:port`` in batches; return how many the kernel took."""
         n = len(rows)
         if n == 0:
@@ -415,7 +461,10 @@ class UdpTransport(Transport):
             count = io.receive()
             if count:
                 taken += count
-                self._deliver_batch(port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count]))
+                ecn = (io.tos[:count] & ECN_MASK) if io.has_tos else None
+                self._deliver_batch(
+                    port, ReceivedBatch(io.rows[:count], io.lengths[:count], io.source_ips[:count], ecn)
+                )
             if count < io.capacity - udp.GRO_SEGMENTS_MAX:
                 break  # drained (a full batch may have more behind it)
         if self.batch_wait > 0 and self._streaming(port, taken, resumed):

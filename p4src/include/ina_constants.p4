@@ -22,17 +22,28 @@
 #define OP_SUM                  0       /* int32 sum per lane, signed overflow flagged */
 #define OP_MAX                  1       /* signed int32 maximum per lane */
 
+/* ---- ECN (RFC 3168: the low 2 bits of IPv4 diffserv/TOS; docs/protocol.md, "Congestion marks") ---- */
+#define ECN_MASK                0x03    /* the ECN field inside diffserv */
+#define ECN_NOT_ECT             0x00    /* not ECN-capable: never marked */
+#define ECN_ECT1                0x01    /* ECN-capable transport (1) */
+#define ECN_ECT0                0x02    /* ECN-capable transport (0): what INA agents send */
+#define ECN_CE                  0x03    /* congestion experienced */
+#ifndef ECN_MARK_QDEPTH
+#define ECN_MARK_QDEPTH         96      /* egress marks CE when the port's queue holds at least this many packets (above the 64
+                                           frames a software switch may hand its port at once) */
+#endif
+
 /* ---- ina.flags bits ---- */
 #define FLAG_RETX               0x01    /* retransmission */
 #define FLAG_OVERFLOW           0x02    /* an int32 sum overflowed somewhere on the way */
 #define FLAG_SPARSE             0x04    /* compressed payload: switches pass it through, never aggregate */
 #define FLAG_MCAST              0x08    /* RESULT delivered by multicast down the tree */
 #define FLAG_STORED             0x10    /* a switch answered a retransmission with its stored sum */
-#define FLAG_SPAN_MASK          0x60    /* span code, bits 6..5: the chunk covers 1, 2 or 4 blocks of K positions */
-#define FLAG_SPAN_2             0x20    /* span code 1: 2K positions (a 2:4 chunk, or its dense sum) */
-#define FLAG_SPAN_4             0x40    /* span code 2: 4K positions (a 1:4 chunk, or its dense sum); code 3 is malformed */
-#define FLAG_MASKED             0x80    /* payload = group masks + K kept values (2:4 with span 2, 1:4 with span 4) */
-#define FLAG_LAYOUT_MASK        0xE0    /* MASKED + span: the payload's layout (docs/protocol.md, "Layouts") */
+#define FLAG_CHUNK_MASK         0x60    /* chunk code, bits 6..5: which chunk the payload covers; code 3 is malformed */
+#define FLAG_CHUNK_2OF4         0x20    /* code 1: a 2:4 chunk of MASKED_2OF4_POSITIONS (masked, or its dense sum) */
+#define FLAG_CHUNK_1OF4         0x40    /* code 2: a 1:4 chunk of MASKED_1OF4_POSITIONS (masked, or its dense sum) */
+#define FLAG_MASKED             0x80    /* payload = group masks + the kept values of a 2:4 or 1:4 chunk */
+#define FLAG_LAYOUT_MASK        0xE0    /* MASKED + chunk code: the payload's layout (docs/protocol.md, "Layouts") */
 
 /* ---- sizes ---- */
 #ifndef VALUES_PER_PACKET
@@ -40,7 +51,17 @@
 #endif
 #define MAX_VALUES_PER_PACKET   1024    /* the largest K: the lane macros (ina_lanes.p4) */
 #define MAX_VALUE_COUNT         256     /* value_count is 1..256 in 8 bits (0 = 256); a dense K above it counts groups of 4 lanes */
-#define MAX_WIDE_VALUES_PER_PACKET 64   /* the largest K with the wide and MASKED layouts (4K values fit a 1500-byte MTU) */
+/*
+ * The most a switch may grow a packet: an aggregating hop expands a MASKED packet into its chunk's dense
+ * sum. BMv2's simple_switch gives every received packet a buffer of its length + 512 bytes
+ * (SimpleSwitch::receive_: PacketBuffer(len + 512, ...)); emitting more than 512 bytes beyond what the
+ * parser extracted fails PacketBuffer::push's assertion and aborts the switch. The MASKED layouts are
+ * sized so that growth = dense sum - masks - kept values stays within this (docs/design-decisions.md,
+ * "MASKED chunks sized by the switch's headroom").
+ */
+#define PACKET_GROWTH_LIMIT_BYTES 512
+#define MASKED_2OF4_MAX_POSITIONS 272   /* largest multiple of 8 with growth 4P - P/8 - 2P = 15P/8 <= 512 */
+#define MASKED_1OF4_MAX_POSITIONS 176   /* largest multiple of 8 with growth 4P - P/8 - P = 23P/8 <= 512 */
 #define MTU_BYTES               1500    /* the largest IPv4 packet a K <= 256 must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
 #define JUMBO_MTU_BYTES         9000    /* the MTU the links of a K above 256 need (ina_k1024.p4: 4,204-byte packets) */
 #define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
@@ -102,6 +123,6 @@
 #define DROP_TTL_EXPIRED            15  /* ordinary IPv4: TTL would reach 0 */
 #define DROP_NOT_IPV4               16  /* a frame that is not IPv4 (the network is static: no ARP) */
 #define DROP_NOT_ADMITTED           17  /* a guarded job's packet on a port its plan does not give it (ina_admission) */
-#define DROP_BAD_MASK               18  /* a MASKED packet's group mask has not exactly 4 / span bits set */
+#define DROP_BAD_MASK               18  /* a MASKED packet's group mask has not exactly 2 (2:4) or 1 (1:4) bits set */
 
 #endif /* INA_CONSTANTS_P4 */

@@ -64,26 +64,46 @@ header ina_hop_t {
     bit<16> egress_port;
 }
 
-/* The K int32 lanes (two's complement, carried as bit<32>): fields v0 .. v(K-1). */
+/* The K int32 lanes (two's complement, carried as bit<32>): fields v0 .. v(K-1), in three headers
+   (ina_lanes.p4: values_a, values_b, values_c; a 1:4 chunk's sum is values_a, a 2:4 chunk's a and b). */
 #define INA_VALUE_FIELD(i) bit<32> v##i;
-header ina_values_t {
+header ina_values_t {           /* the K lanes as one header: the TNA program's (dense layout only) */
     INA_FOR_EACH_LANE(INA_VALUE_FIELD)
 }
-
-#if INA_WIDE_LAYOUTS
-/*
- * The group masks of a MASKED packet (docs/protocol.md, "Layouts"): 4 bits per group of four positions,
- * bit p set = position p of the group is kept. 2:4: K/2 groups, group g's kept values are lanes 2g, 2g+1.
- * 1:4: K groups, group g's kept value is lane g.
- */
-#define INA_PAIR_MASK_FIELD(g, a, b) bit<4> m##g;
-header ina_masks_2of4_t {
-    INA_FOR_EACH_PAIR(INA_PAIR_MASK_FIELD)
+header ina_values_a_t {
+    INA_FOR_EACH_LANE_A(INA_VALUE_FIELD)
 }
+#if INA_LANES_B
+header ina_values_b_t {
+    INA_FOR_EACH_LANE_B(INA_VALUE_FIELD)
+}
+#endif
+#if INA_LANES_C
+header ina_values_c_t {
+    INA_FOR_EACH_LANE_C(INA_VALUE_FIELD)
+}
+#endif
 
-#define INA_LANE_MASK_FIELD(i) bit<4> m##i;
+#if INA_MASKED_LAYOUTS
+/*
+ * A MASKED chunk (docs/protocol.md, "Layouts"): the masks of its groups of four positions (4 bits per group,
+ * bit p set = position p of the group is kept), then its kept values; 2:4: group g's kept values are v(2g)
+ * and v(2g+1), 1:4: group g's kept value is v(g).
+ */
+#define INA_GROUP_MASK_FIELD(g, a, b, p0, p1, p2, p3) bit<4> m##g;
+#define INA_2OF4_KEPT_FIELDS(g, a, b, p0, p1, p2, p3) bit<32> v##a; bit<32> v##b;
+#define INA_1OF4_KEPT_FIELD(g, a, b, p0, p1, p2, p3) bit<32> v##g;
+header ina_masks_2of4_t {
+    INA_FOR_EACH_2OF4_GROUP(INA_GROUP_MASK_FIELD)
+}
+header ina_kept_2of4_t {
+    INA_FOR_EACH_2OF4_GROUP(INA_2OF4_KEPT_FIELDS)
+}
 header ina_masks_1of4_t {
-    INA_FOR_EACH_LANE(INA_LANE_MASK_FIELD)
+    INA_FOR_EACH_1OF4_GROUP(INA_GROUP_MASK_FIELD)
+}
+header ina_kept_1of4_t {
+    INA_FOR_EACH_1OF4_GROUP(INA_1OF4_KEPT_FIELD)
 }
 #endif
 
@@ -93,15 +113,18 @@ struct headers_t {
     udp_t               udp;
     ina_t               ina;
     ina_hop_t[MAX_HOPS] hops;
-#if INA_WIDE_LAYOUTS
-    ina_masks_2of4_t    masks_2of4;     /* MASKED, span 2 */
-    ina_masks_1of4_t    masks_1of4;     /* MASKED, span 4 */
+#if INA_MASKED_LAYOUTS
+    ina_masks_2of4_t    masks_2of4;     /* a MASKED 2:4 chunk: masks, then kept values */
+    ina_kept_2of4_t     kept_2of4;
+    ina_masks_1of4_t    masks_1of4;     /* the same for 1:4 */
+    ina_kept_1of4_t     kept_1of4;
 #endif
-    ina_values_t        values;         /* block 0 (dense, wide), or the K kept values (MASKED) */
-#if INA_WIDE_LAYOUTS
-    ina_values_t        values_1;       /* blocks 1..3 of a wide packet: position span*i + b in lane i of block b */
-    ina_values_t        values_2;
-    ina_values_t        values_3;
+    ina_values_a_t      values_a;       /* lanes: a dense chunk's K (a, b, c), a 2:4 chunk's sum (a, b), a 1:4 one's (a) */
+#if INA_LANES_B
+    ina_values_b_t      values_b;
+#endif
+#if INA_LANES_C
+    ina_values_c_t      values_c;
 #endif
 }
 
@@ -135,13 +158,14 @@ struct ina_metadata_t {
     bit<1>  evicted;            /* a newer chunk took over a slot that still held another chunk */
     bit<1>  released;           /* release_slot found the slot owned by this (job, seq) */
     bit<9>  admit_hop;          /* ina_admission key: a GRAD's first hop as aggregate ++ child; 0 on RESULTs */
-    bit<16> span;               /* blocks of K positions the chunk covers: 1, 2 or 4 (flags' span code) */
+    bit<1>  payload_parsed;     /* the parser extracted a payload of a layout this program knows */
+    bit<2>  chunk;              /* the flags' chunk code: 0 dense (K positions), 1 a 2:4 chunk, 2 a 1:4 chunk */
     bit<16> payload_bytes;      /* bytes after the hop entries the layout requires (set by the parser) */
     bit<16> value_count;        /* hdr.ina.value_count read as 1..256 (0 stands for 256) */
     bit<16> max_value_count;    /* K (dense, K <= 256), else the groups of four positions the chunk covers */
-    bit<16> meaningful;         /* positions < this are meaningful: value_count, or 4 * value_count (wide, or
-                                   dense above K = 256) */
-    bit<1>  bad_mask;           /* expand_*: a group mask without exactly 4 / span bits set */
+    bit<16> meaningful;         /* positions < this are meaningful: value_count, or 4 * value_count (2:4 and
+                                   1:4 chunks, or dense above K = 256) */
+    bit<1>  bad_mask;           /* expand_*: a group mask without exactly 2 (2:4) or 1 (1:4) bits set */
 }
 
 #endif /* INA_HEADERS_P4 */

@@ -4,8 +4,10 @@
  * INA_FOR_EACH_LANE(X) expands to X(0) X(1) ... X(K-1). It is used for the value header's fields,
  * the per-lane slot registers and the lane arithmetic, so each of those is written once (ina.p4).
  * INA_LANES_n is defined for every n in 1..MAX_VALUES_PER_PACKET, each as INA_LANES_(n-1) plus X(n-1);
- * INA_PAIRS_n for every even n up to 256, each as INA_PAIRS_(n-2) plus X(n/2 - 1, n - 2, n - 1) (pairs
- * serve the wide layouts and the TNA program, neither of which exists above K = 64).
+ * INA_PAIRS_n for every even n up to 256, each as INA_PAIRS_(n-2) plus X(n/2 - 1, n - 2, n - 1) (the TNA
+ * program's lane pairs); INA_GROUPS_OF_n for every multiple of 4 up to MASKED_2OF4_MAX_POSITIONS: the groups
+ * of four positions of a MASKED chunk of n positions; INA_LANES_FROM_176_n and INA_LANES_FROM_272_n the
+ * lanes from 176 (272) to n - 1, and INA_VALUE_HEADER_i the lane header that holds lane i (see below).
  */
 #ifndef INA_LANES_P4
 #define INA_LANES_P4
@@ -18,25 +20,60 @@
 
 /*
  * INA_FOR_EACH_PAIR(X) (K even) expands to X(0, 0, 1) X(1, 2, 3) ... X(K/2 - 1, K - 2, K - 1): a pair's
- * index and its two lanes. ina.p4 uses it for the 2:4 groups (group g's kept values are lanes 2g and
- * 2g+1); the TNA program keeps lanes 2g and 2g+1 in one 64-bit register entry.
+ * index and its two lanes. The TNA program keeps lanes 2g and 2g+1 in one 64-bit register entry.
  */
 #define INA_FOR_EACH_PAIR(X) INA_CAT(INA_PAIRS_, VALUES_PER_PACKET)(X)
 
 /*
- * The wide and MASKED layouts (docs/protocol.md, "Layouts") need K % 4 == 0 (a 2:4 packet's K/2 masks of
- * 4 bits fill whole bytes) and K <= MAX_WIDE_VALUES_PER_PACKET (a 1:4 chunk's sum travels as 4K values,
- * which must fit a 1500-byte MTU). With another K they are compiled out, and such packets are malformed.
+ * The MASKED layouts (docs/protocol.md, "Layouts") exist for K % 8 == 0 (a chunk's group masks of 4 bits
+ * fill whole bytes). A 2:4 chunk covers INA_2OF4_POSITIONS = min(K, MASKED_2OF4_MAX_POSITIONS) positions
+ * and a 1:4 chunk INA_1OF4_POSITIONS = min(K, MASKED_1OF4_MAX_POSITIONS): the dense sum an aggregating
+ * switch writes into the packet fits the program's K lanes and grows the packet by at most
+ * PACKET_GROWTH_LIMIT_BYTES (ina_constants.p4). With another K they are compiled out: such packets are
+ * malformed.
  */
-#if VALUES_PER_PACKET % 4 == 0 && VALUES_PER_PACKET <= MAX_WIDE_VALUES_PER_PACKET
-#define INA_WIDE_LAYOUTS 1
+#if VALUES_PER_PACKET % 8 == 0
+#define INA_MASKED_LAYOUTS 1
 #else
-#define INA_WIDE_LAYOUTS 0
+#define INA_MASKED_LAYOUTS 0
 #endif
 
 /*
+ * The K value lanes are three headers, cut where the chunks end: values_a holds lanes 0 ..
+ * min(K, MASKED_1OF4_MAX_POSITIONS) - 1 (a 1:4 chunk's sum), values_b the lanes up to
+ * min(K, MASKED_2OF4_MAX_POSITIONS) - 1 (with values_a: a 2:4 chunk's sum), values_c the rest (a dense
+ * chunk: all three). So one aggregation action, over K lanes, serves every chunk: the lanes past a chunk's
+ * own belong to headers its packet does not carry. INA_VALUE(i) is lane i's field.
+ */
+#if MASKED_1OF4_MAX_POSITIONS != 176 || MASKED_2OF4_MAX_POSITIONS != 272
+#error "ina_lanes.p4's lane headers are cut at 176 and 272: regenerate them for the new chunk sizes"
+#endif
+#if VALUES_PER_PACKET >= MASKED_1OF4_MAX_POSITIONS
+#define INA_1OF4_POSITIONS MASKED_1OF4_MAX_POSITIONS
+#else
+#define INA_1OF4_POSITIONS VALUES_PER_PACKET
+#endif
+#if VALUES_PER_PACKET >= MASKED_2OF4_MAX_POSITIONS
+#define INA_2OF4_POSITIONS MASKED_2OF4_MAX_POSITIONS
+#else
+#define INA_2OF4_POSITIONS VALUES_PER_PACKET
+#endif
+#define INA_LANES_B (VALUES_PER_PACKET > MASKED_1OF4_MAX_POSITIONS)  /* values_b exists */
+#define INA_LANES_C (VALUES_PER_PACKET > MASKED_2OF4_MAX_POSITIONS)  /* values_c exists */
+#if INA_MASKED_LAYOUTS && (INA_2OF4_POSITIONS * 15 / 8 > PACKET_GROWTH_LIMIT_BYTES || INA_1OF4_POSITIONS * 23 / 8 > PACKET_GROWTH_LIMIT_BYTES)
+#error "a MASKED chunk's dense sum would grow its packet past PACKET_GROWTH_LIMIT_BYTES"
+#endif
+#define INA_FOR_EACH_LANE_A(X) INA_CAT(INA_LANES_, INA_1OF4_POSITIONS)(X)
+#define INA_FOR_EACH_LANE_B(X) INA_CAT(INA_LANES_FROM_176_, INA_2OF4_POSITIONS)(X)
+#define INA_FOR_EACH_LANE_C(X) INA_CAT(INA_LANES_FROM_272_, VALUES_PER_PACKET)(X)
+#define INA_VALUE(i) hdr.INA_VALUE_HEADER_##i.v##i
+/* INA_FOR_EACH_GROUP_OF_n(X), n = positions: X(g, 2g, 2g+1, 4g, 4g+1, 4g+2, 4g+3) for each group g < n / 4 */
+#define INA_FOR_EACH_2OF4_GROUP(X) INA_CAT(INA_GROUPS_OF_, INA_2OF4_POSITIONS)(X)
+#define INA_FOR_EACH_1OF4_GROUP(X) INA_CAT(INA_GROUPS_OF_, INA_1OF4_POSITIONS)(X)
+
+/*
  * value_count has 8 bits (1..MAX_VALUE_COUNT, 0 = 256). A dense chunk of K <= 256 counts its lanes; above
- * 256 (ina_k1024.p4) it counts groups of four lanes, as the wide layouts do, so K must be a multiple of 4
+ * 256 (ina_k1024.p4) it counts groups of four lanes, as 2:4 and 1:4 chunks do, so K must be a multiple of 4
  * (docs/protocol.md, "value_count"). meaningful = value_count << INA_DENSE_COUNT_SHIFT.
  */
 #if VALUES_PER_PACKET > MAX_VALUE_COUNT
@@ -1201,5 +1238,1947 @@
 #define INA_PAIRS_252(X) INA_PAIRS_250(X) X(125, 250, 251)
 #define INA_PAIRS_254(X) INA_PAIRS_252(X) X(126, 252, 253)
 #define INA_PAIRS_256(X) INA_PAIRS_254(X) X(127, 254, 255)
+
+#define INA_GROUPS_OF_4(X) X(0, 0, 1, 0, 1, 2, 3)
+#define INA_GROUPS_OF_8(X) INA_GROUPS_OF_4(X) X(1, 2, 3, 4, 5, 6, 7)
+#define INA_GROUPS_OF_12(X) INA_GROUPS_OF_8(X) X(2, 4, 5, 8, 9, 10, 11)
+#define INA_GROUPS_OF_16(X) INA_GROUPS_OF_12(X) X(3, 6, 7, 12, 13, 14, 15)
+#define INA_GROUPS_OF_20(X) INA_GROUPS_OF_16(X) X(4, 8, 9, 16, 17, 18, 19)
+#define INA_GROUPS_OF_24(X) INA_GROUPS_OF_20(X) X(5, 10, 11, 20, 21, 22, 23)
+#define INA_GROUPS_OF_28(X) INA_GROUPS_OF_24(X) X(6, 12, 13, 24, 25, 26, 27)
+#define INA_GROUPS_OF_32(X) INA_GROUPS_OF_28(X) X(7, 14, 15, 28, 29, 30, 31)
+#define INA_GROUPS_OF_36(X) INA_GROUPS_OF_32(X) X(8, 16, 17, 32, 33, 34, 35)
+#define INA_GROUPS_OF_40(X) INA_GROUPS_OF_36(X) X(9, 18, 19, 36, 37, 38, 39)
+#define INA_GROUPS_OF_44(X) INA_GROUPS_OF_40(X) X(10, 20, 21, 40, 41, 42, 43)
+#define INA_GROUPS_OF_48(X) INA_GROUPS_OF_44(X) X(11, 22, 23, 44, 45, 46, 47)
+#define INA_GROUPS_OF_52(X) INA_GROUPS_OF_48(X) X(12, 24, 25, 48, 49, 50, 51)
+#define INA_GROUPS_OF_56(X) INA_GROUPS_OF_52(X) X(13, 26, 27, 52, 53, 54, 55)
+#define INA_GROUPS_OF_60(X) INA_GROUPS_OF_56(X) X(14, 28, 29, 56, 57, 58, 59)
+#define INA_GROUPS_OF_64(X) INA_GROUPS_OF_60(X) X(15, 30, 31, 60, 61, 62, 63)
+#define INA_GROUPS_OF_68(X) INA_GROUPS_OF_64(X) X(16, 32, 33, 64, 65, 66, 67)
+#define INA_GROUPS_OF_72(X) INA_GROUPS_OF_68(X) X(17, 34, 35, 68, 69, 70, 71)
+#define INA_GROUPS_OF_76(X) INA_GROUPS_OF_72(X) X(18, 36, 37, 72, 73, 74, 75)
+#define INA_GROUPS_OF_80(X) INA_GROUPS_OF_76(X) X(19, 38, 39, 76, 77, 78, 79)
+#define INA_GROUPS_OF_84(X) INA_GROUPS_OF_80(X) X(20, 40, 41, 80, 81, 82, 83)
+#define INA_GROUPS_OF_88(X) INA_GROUPS_OF_84(X) X(21, 42, 43, 84, 85, 86, 87)
+#define INA_GROUPS_OF_92(X) INA_GROUPS_OF_88(X) X(22, 44, 45, 88, 89, 90, 91)
+#define INA_GROUPS_OF_96(X) INA_GROUPS_OF_92(X) X(23, 46, 47, 92, 93, 94, 95)
+#define INA_GROUPS_OF_100(X) INA_GROUPS_OF_96(X) X(24, 48, 49, 96, 97, 98, 99)
+#define INA_GROUPS_OF_104(X) INA_GROUPS_OF_100(X) X(25, 50, 51, 100, 101, 102, 103)
+#define INA_GROUPS_OF_108(X) INA_GROUPS_OF_104(X) X(26, 52, 53, 104, 105, 106, 107)
+#define INA_GROUPS_OF_112(X) INA_GROUPS_OF_108(X) X(27, 54, 55, 108, 109, 110, 111)
+#define INA_GROUPS_OF_116(X) INA_GROUPS_OF_112(X) X(28, 56, 57, 112, 113, 114, 115)
+#define INA_GROUPS_OF_120(X) INA_GROUPS_OF_116(X) X(29, 58, 59, 116, 117, 118, 119)
+#define INA_GROUPS_OF_124(X) INA_GROUPS_OF_120(X) X(30, 60, 61, 120, 121, 122, 123)
+#define INA_GROUPS_OF_128(X) INA_GROUPS_OF_124(X) X(31, 62, 63, 124, 125, 126, 127)
+#define INA_GROUPS_OF_132(X) INA_GROUPS_OF_128(X) X(32, 64, 65, 128, 129, 130, 131)
+#define INA_GROUPS_OF_136(X) INA_GROUPS_OF_132(X) X(33, 66, 67, 132, 133, 134, 135)
+#define INA_GROUPS_OF_140(X) INA_GROUPS_OF_136(X) X(34, 68, 69, 136, 137, 138, 139)
+#define INA_GROUPS_OF_144(X) INA_GROUPS_OF_140(X) X(35, 70, 71, 140, 141, 142, 143)
+#define INA_GROUPS_OF_148(X) INA_GROUPS_OF_144(X) X(36, 72, 73, 144, 145, 146, 147)
+#define INA_GROUPS_OF_152(X) INA_GROUPS_OF_148(X) X(37, 74, 75, 148, 149, 150, 151)
+#define INA_GROUPS_OF_156(X) INA_GROUPS_OF_152(X) X(38, 76, 77, 152, 153, 154, 155)
+#define INA_GROUPS_OF_160(X) INA_GROUPS_OF_156(X) X(39, 78, 79, 156, 157, 158, 159)
+#define INA_GROUPS_OF_164(X) INA_GROUPS_OF_160(X) X(40, 80, 81, 160, 161, 162, 163)
+#define INA_GROUPS_OF_168(X) INA_GROUPS_OF_164(X) X(41, 82, 83, 164, 165, 166, 167)
+#define INA_GROUPS_OF_172(X) INA_GROUPS_OF_168(X) X(42, 84, 85, 168, 169, 170, 171)
+#define INA_GROUPS_OF_176(X) INA_GROUPS_OF_172(X) X(43, 86, 87, 172, 173, 174, 175)
+#define INA_GROUPS_OF_180(X) INA_GROUPS_OF_176(X) X(44, 88, 89, 176, 177, 178, 179)
+#define INA_GROUPS_OF_184(X) INA_GROUPS_OF_180(X) X(45, 90, 91, 180, 181, 182, 183)
+#define INA_GROUPS_OF_188(X) INA_GROUPS_OF_184(X) X(46, 92, 93, 184, 185, 186, 187)
+#define INA_GROUPS_OF_192(X) INA_GROUPS_OF_188(X) X(47, 94, 95, 188, 189, 190, 191)
+#define INA_GROUPS_OF_196(X) INA_GROUPS_OF_192(X) X(48, 96, 97, 192, 193, 194, 195)
+#define INA_GROUPS_OF_200(X) INA_GROUPS_OF_196(X) X(49, 98, 99, 196, 197, 198, 199)
+#define INA_GROUPS_OF_204(X) INA_GROUPS_OF_200(X) X(50, 100, 101, 200, 201, 202, 203)
+#define INA_GROUPS_OF_208(X) INA_GROUPS_OF_204(X) X(51, 102, 103, 204, 205, 206, 207)
+#define INA_GROUPS_OF_212(X) INA_GROUPS_OF_208(X) X(52, 104, 105, 208, 209, 210, 211)
+#define INA_GROUPS_OF_216(X) INA_GROUPS_OF_212(X) X(53, 106, 107, 212, 213, 214, 215)
+#define INA_GROUPS_OF_220(X) INA_GROUPS_OF_216(X) X(54, 108, 109, 216, 217, 218, 219)
+#define INA_GROUPS_OF_224(X) INA_GROUPS_OF_220(X) X(55, 110, 111, 220, 221, 222, 223)
+#define INA_GROUPS_OF_228(X) INA_GROUPS_OF_224(X) X(56, 112, 113, 224, 225, 226, 227)
+#define INA_GROUPS_OF_232(X) INA_GROUPS_OF_228(X) X(57, 114, 115, 228, 229, 230, 231)
+#define INA_GROUPS_OF_236(X) INA_GROUPS_OF_232(X) X(58, 116, 117, 232, 233, 234, 235)
+#define INA_GROUPS_OF_240(X) INA_GROUPS_OF_236(X) X(59, 118, 119, 236, 237, 238, 239)
+#define INA_GROUPS_OF_244(X) INA_GROUPS_OF_240(X) X(60, 120, 121, 240, 241, 242, 243)
+#define INA_GROUPS_OF_248(X) INA_GROUPS_OF_244(X) X(61, 122, 123, 244, 245, 246, 247)
+#define INA_GROUPS_OF_252(X) INA_GROUPS_OF_248(X) X(62, 124, 125, 248, 249, 250, 251)
+#define INA_GROUPS_OF_256(X) INA_GROUPS_OF_252(X) X(63, 126, 127, 252, 253, 254, 255)
+#define INA_GROUPS_OF_260(X) INA_GROUPS_OF_256(X) X(64, 128, 129, 256, 257, 258, 259)
+#define INA_GROUPS_OF_264(X) INA_GROUPS_OF_260(X) X(65, 130, 131, 260, 261, 262, 263)
+#define INA_GROUPS_OF_268(X) INA_GROUPS_OF_264(X) X(66, 132, 133, 264, 265, 266, 267)
+#define INA_GROUPS_OF_272(X) INA_GROUPS_OF_268(X) X(67, 134, 135, 268, 269, 270, 271)
+
+#define INA_VALUE_HEADER_0 values_a
+#define INA_VALUE_HEADER_1 values_a
+#define INA_VALUE_HEADER_2 values_a
+#define INA_VALUE_HEADER_3 values_a
+#define INA_VALUE_HEADER_4 values_a
+#define INA_VALUE_HEADER_5 values_a
+#define INA_VALUE_HEADER_6 values_a
+#define INA_VALUE_HEADER_7 values_a
+#define INA_VALUE_HEADER_8 values_a
+#define INA_VALUE_HEADER_9 values_a
+#define INA_VALUE_HEADER_10 values_a
+#define INA_VALUE_HEADER_11 values_a
+#define INA_VALUE_HEADER_12 values_a
+#define INA_VALUE_HEADER_13 values_a
+#define INA_VALUE_HEADER_14 values_a
+#define INA_VALUE_HEADER_15 values_a
+#define INA_VALUE_HEADER_16 values_a
+#define INA_VALUE_HEADER_17 values_a
+#define INA_VALUE_HEADER_18 values_a
+#define INA_VALUE_HEADER_19 values_a
+#define INA_VALUE_HEADER_20 values_a
+#define INA_VALUE_HEADER_21 values_a
+#define INA_VALUE_HEADER_22 values_a
+#define INA_VALUE_HEADER_23 values_a
+#define INA_VALUE_HEADER_24 values_a
+#define INA_VALUE_HEADER_25 values_a
+#define INA_VALUE_HEADER_26 values_a
+#define INA_VALUE_HEADER_27 values_a
+#define INA_VALUE_HEADER_28 values_a
+#define INA_VALUE_HEADER_29 values_a
+#define INA_VALUE_HEADER_30 values_a
+#define INA_VALUE_HEADER_31 values_a
+#define INA_VALUE_HEADER_32 values_a
+#define INA_VALUE_HEADER_33 values_a
+#define INA_VALUE_HEADER_34 values_a
+#define INA_VALUE_HEADER_35 values_a
+#define INA_VALUE_HEADER_36 values_a
+#define INA_VALUE_HEADER_37 values_a
+#define INA_VALUE_HEADER_38 values_a
+#define INA_VALUE_HEADER_39 values_a
+#define INA_VALUE_HEADER_40 values_a
+#define INA_VALUE_HEADER_41 values_a
+#define INA_VALUE_HEADER_42 values_a
+#define INA_VALUE_HEADER_43 values_a
+#define INA_VALUE_HEADER_44 values_a
+#define INA_VALUE_HEADER_45 values_a
+#define INA_VALUE_HEADER_46 values_a
+#define INA_VALUE_HEADER_47 values_a
+#define INA_VALUE_HEADER_48 values_a
+#define INA_VALUE_HEADER_49 values_a
+#define INA_VALUE_HEADER_50 values_a
+#define INA_VALUE_HEADER_51 values_a
+#define INA_VALUE_HEADER_52 values_a
+#define INA_VALUE_HEADER_53 values_a
+#define INA_VALUE_HEADER_54 values_a
+#define INA_VALUE_HEADER_55 values_a
+#define INA_VALUE_HEADER_56 values_a
+#define INA_VALUE_HEADER_57 values_a
+#define INA_VALUE_HEADER_58 values_a
+#define INA_VALUE_HEADER_59 values_a
+#define INA_VALUE_HEADER_60 values_a
+#define INA_VALUE_HEADER_61 values_a
+#define INA_VALUE_HEADER_62 values_a
+#define INA_VALUE_HEADER_63 values_a
+#define INA_VALUE_HEADER_64 values_a
+#define INA_VALUE_HEADER_65 values_a
+#define INA_VALUE_HEADER_66 values_a
+#define INA_VALUE_HEADER_67 values_a
+#define INA_VALUE_HEADER_68 values_a
+#define INA_VALUE_HEADER_69 values_a
+#define INA_VALUE_HEADER_70 values_a
+#define INA_VALUE_HEADER_71 values_a
+#define INA_VALUE_HEADER_72 values_a
+#define INA_VALUE_HEADER_73 values_a
+#define INA_VALUE_HEADER_74 values_a
+#define INA_VALUE_HEADER_75 values_a
+#define INA_VALUE_HEADER_76 values_a
+#define INA_VALUE_HEADER_77 values_a
+#define INA_VALUE_HEADER_78 values_a
+#define INA_VALUE_HEADER_79 values_a
+#define INA_VALUE_HEADER_80 values_a
+#define INA_VALUE_HEADER_81 values_a
+#define INA_VALUE_HEADER_82 values_a
+#define INA_VALUE_HEADER_83 values_a
+#define INA_VALUE_HEADER_84 values_a
+#define INA_VALUE_HEADER_85 values_a
+#define INA_VALUE_HEADER_86 values_a
+#define INA_VALUE_HEADER_87 values_a
+#define INA_VALUE_HEADER_88 values_a
+#define INA_VALUE_HEADER_89 values_a
+#define INA_VALUE_HEADER_90 values_a
+#define INA_VALUE_HEADER_91 values_a
+#define INA_VALUE_HEADER_92 values_a
+#define INA_VALUE_HEADER_93 values_a
+#define INA_VALUE_HEADER_94 values_a
+#define INA_VALUE_HEADER_95 values_a
+#define INA_VALUE_HEADER_96 values_a
+#define INA_VALUE_HEADER_97 values_a
+#define INA_VALUE_HEADER_98 values_a
+#define INA_VALUE_HEADER_99 values_a
+#define INA_VALUE_HEADER_100 values_a
+#define INA_VALUE_HEADER_101 values_a
+#define INA_VALUE_HEADER_102 values_a
+#define INA_VALUE_HEADER_103 values_a
+#define INA_VALUE_HEADER_104 values_a
+#define INA_VALUE_HEADER_105 values_a
+#define INA_VALUE_HEADER_106 values_a
+#define INA_VALUE_HEADER_107 values_a
+#define INA_VALUE_HEADER_108 values_a
+#define INA_VALUE_HEADER_109 values_a
+#define INA_VALUE_HEADER_110 values_a
+#define INA_VALUE_HEADER_111 values_a
+#define INA_VALUE_HEADER_112 values_a
+#define INA_VALUE_HEADER_113 values_a
+#define INA_VALUE_HEADER_114 values_a
+#define INA_VALUE_HEADER_115 values_a
+#define INA_VALUE_HEADER_116 values_a
+#define INA_VALUE_HEADER_117 values_a
+#define INA_VALUE_HEADER_118 values_a
+#define INA_VALUE_HEADER_119 values_a
+#define INA_VALUE_HEADER_120 values_a
+#define INA_VALUE_HEADER_121 values_a
+#define INA_VALUE_HEADER_122 values_a
+#define INA_VALUE_HEADER_123 values_a
+#define INA_VALUE_HEADER_124 values_a
+#define INA_VALUE_HEADER_125 values_a
+#define INA_VALUE_HEADER_126 values_a
+#define INA_VALUE_HEADER_127 values_a
+#define INA_VALUE_HEADER_128 values_a
+#define INA_VALUE_HEADER_129 values_a
+#define INA_VALUE_HEADER_130 values_a
+#define INA_VALUE_HEADER_131 values_a
+#define INA_VALUE_HEADER_132 values_a
+#define INA_VALUE_HEADER_133 values_a
+#define INA_VALUE_HEADER_134 values_a
+#define INA_VALUE_HEADER_135 values_a
+#define INA_VALUE_HEADER_136 values_a
+#define INA_VALUE_HEADER_137 values_a
+#define INA_VALUE_HEADER_138 values_a
+#define INA_VALUE_HEADER_139 values_a
+#define INA_VALUE_HEADER_140 values_a
+#define INA_VALUE_HEADER_141 values_a
+#define INA_VALUE_HEADER_142 values_a
+#define INA_VALUE_HEADER_143 values_a
+#define INA_VALUE_HEADER_144 values_a
+#define INA_VALUE_HEADER_145 values_a
+#define INA_VALUE_HEADER_146 values_a
+#define INA_VALUE_HEADER_147 values_a
+#define INA_VALUE_HEADER_148 values_a
+#define INA_VALUE_HEADER_149 values_a
+#define INA_VALUE_HEADER_150 values_a
+#define INA_VALUE_HEADER_151 values_a
+#define INA_VALUE_HEADER_152 values_a
+#define INA_VALUE_HEADER_153 values_a
+#define INA_VALUE_HEADER_154 values_a
+#define INA_VALUE_HEADER_155 values_a
+#define INA_VALUE_HEADER_156 values_a
+#define INA_VALUE_HEADER_157 values_a
+#define INA_VALUE_HEADER_158 values_a
+#define INA_VALUE_HEADER_159 values_a
+#define INA_VALUE_HEADER_160 values_a
+#define INA_VALUE_HEADER_161 values_a
+#define INA_VALUE_HEADER_162 values_a
+#define INA_VALUE_HEADER_163 values_a
+#define INA_VALUE_HEADER_164 values_a
+#define INA_VALUE_HEADER_165 values_a
+#define INA_VALUE_HEADER_166 values_a
+#define INA_VALUE_HEADER_167 values_a
+#define INA_VALUE_HEADER_168 values_a
+#define INA_VALUE_HEADER_169 values_a
+#define INA_VALUE_HEADER_170 values_a
+#define INA_VALUE_HEADER_171 values_a
+#define INA_VALUE_HEADER_172 values_a
+#define INA_VALUE_HEADER_173 values_a
+#define INA_VALUE_HEADER_174 values_a
+#define INA_VALUE_HEADER_175 values_a
+#define INA_VALUE_HEADER_176 values_b
+#define INA_VALUE_HEADER_177 values_b
+#define INA_VALUE_HEADER_178 values_b
+#define INA_VALUE_HEADER_179 values_b
+#define INA_VALUE_HEADER_180 values_b
+#define INA_VALUE_HEADER_181 values_b
+#define INA_VALUE_HEADER_182 values_b
+#define INA_VALUE_HEADER_183 values_b
+#define INA_VALUE_HEADER_184 values_b
+#define INA_VALUE_HEADER_185 values_b
+#define INA_VALUE_HEADER_186 values_b
+#define INA_VALUE_HEADER_187 values_b
+#define INA_VALUE_HEADER_188 values_b
+#define INA_VALUE_HEADER_189 values_b
+#define INA_VALUE_HEADER_190 values_b
+#define INA_VALUE_HEADER_191 values_b
+#define INA_VALUE_HEADER_192 values_b
+#define INA_VALUE_HEADER_193 values_b
+#define INA_VALUE_HEADER_194 values_b
+#define INA_VALUE_HEADER_195 values_b
+#define INA_VALUE_HEADER_196 values_b
+#define INA_VALUE_HEADER_197 values_b
+#define INA_VALUE_HEADER_198 values_b
+#define INA_VALUE_HEADER_199 values_b
+#define INA_VALUE_HEADER_200 values_b
+#define INA_VALUE_HEADER_201 values_b
+#define INA_VALUE_HEADER_202 values_b
+#define INA_VALUE_HEADER_203 values_b
+#define INA_VALUE_HEADER_204 values_b
+#define INA_VALUE_HEADER_205 values_b
+#define INA_VALUE_HEADER_206 values_b
+#define INA_VALUE_HEADER_207 values_b
+#define INA_VALUE_HEADER_208 values_b
+#define INA_VALUE_HEADER_209 values_b
+#define INA_VALUE_HEADER_210 values_b
+#define INA_VALUE_HEADER_211 values_b
+#define INA_VALUE_HEADER_212 values_b
+#define INA_VALUE_HEADER_213 values_b
+#define INA_VALUE_HEADER_214 values_b
+#define INA_VALUE_HEADER_215 values_b
+#define INA_VALUE_HEADER_216 values_b
+#define INA_VALUE_HEADER_217 values_b
+#define INA_VALUE_HEADER_218 values_b
+#define INA_VALUE_HEADER_219 values_b
+#define INA_VALUE_HEADER_220 values_b
+#define INA_VALUE_HEADER_221 values_b
+#define INA_VALUE_HEADER_222 values_b
+#define INA_VALUE_HEADER_223 values_b
+#define INA_VALUE_HEADER_224 values_b
+#define INA_VALUE_HEADER_225 values_b
+#define INA_VALUE_HEADER_226 values_b
+#define INA_VALUE_HEADER_227 values_b
+#define INA_VALUE_HEADER_228 values_b
+#define INA_VALUE_HEADER_229 values_b
+#define INA_VALUE_HEADER_230 values_b
+#define INA_VALUE_HEADER_231 values_b
+#define INA_VALUE_HEADER_232 values_b
+#define INA_VALUE_HEADER_233 values_b
+#define INA_VALUE_HEADER_234 values_b
+#define INA_VALUE_HEADER_235 values_b
+#define INA_VALUE_HEADER_236 values_b
+#define INA_VALUE_HEADER_237 values_b
+#define INA_VALUE_HEADER_238 values_b
+#define INA_VALUE_HEADER_239 values_b
+#define INA_VALUE_HEADER_240 values_b
+#define INA_VALUE_HEADER_241 values_b
+#define INA_VALUE_HEADER_242 values_b
+#define INA_VALUE_HEADER_243 values_b
+#define INA_VALUE_HEADER_244 values_b
+#define INA_VALUE_HEADER_245 values_b
+#define INA_VALUE_HEADER_246 values_b
+#define INA_VALUE_HEADER_247 values_b
+#define INA_VALUE_HEADER_248 values_b
+#define INA_VALUE_HEADER_249 values_b
+#define INA_VALUE_HEADER_250 values_b
+#define INA_VALUE_HEADER_251 values_b
+#define INA_VALUE_HEADER_252 values_b
+#define INA_VALUE_HEADER_253 values_b
+#define INA_VALUE_HEADER_254 values_b
+#define INA_VALUE_HEADER_255 values_b
+#define INA_VALUE_HEADER_256 values_b
+#define INA_VALUE_HEADER_257 values_b
+#define INA_VALUE_HEADER_258 values_b
+#define INA_VALUE_HEADER_259 values_b
+#define INA_VALUE_HEADER_260 values_b
+#define INA_VALUE_HEADER_261 values_b
+#define INA_VALUE_HEADER_262 values_b
+#define INA_VALUE_HEADER_263 values_b
+#define INA_VALUE_HEADER_264 values_b
+#define INA_VALUE_HEADER_265 values_b
+#define INA_VALUE_HEADER_266 values_b
+#define INA_VALUE_HEADER_267 values_b
+#define INA_VALUE_HEADER_268 values_b
+#define INA_VALUE_HEADER_269 values_b
+#define INA_VALUE_HEADER_270 values_b
+#define INA_VALUE_HEADER_271 values_b
+#define INA_VALUE_HEADER_272 values_c
+#define INA_VALUE_HEADER_273 values_c
+#define INA_VALUE_HEADER_274 values_c
+#define INA_VALUE_HEADER_275 values_c
+#define INA_VALUE_HEADER_276 values_c
+#define INA_VALUE_HEADER_277 values_c
+#define INA_VALUE_HEADER_278 values_c
+#define INA_VALUE_HEADER_279 values_c
+#define INA_VALUE_HEADER_280 values_c
+#define INA_VALUE_HEADER_281 values_c
+#define INA_VALUE_HEADER_282 values_c
+#define INA_VALUE_HEADER_283 values_c
+#define INA_VALUE_HEADER_284 values_c
+#define INA_VALUE_HEADER_285 values_c
+#define INA_VALUE_HEADER_286 values_c
+#define INA_VALUE_HEADER_287 values_c
+#define INA_VALUE_HEADER_288 values_c
+#define INA_VALUE_HEADER_289 values_c
+#define INA_VALUE_HEADER_290 values_c
+#define INA_VALUE_HEADER_291 values_c
+#define INA_VALUE_HEADER_292 values_c
+#define INA_VALUE_HEADER_293 values_c
+#define INA_VALUE_HEADER_294 values_c
+#define INA_VALUE_HEADER_295 values_c
+#define INA_VALUE_HEADER_296 values_c
+#define INA_VALUE_HEADER_297 values_c
+#define INA_VALUE_HEADER_298 values_c
+#define INA_VALUE_HEADER_299 values_c
+#define INA_VALUE_HEADER_300 values_c
+#define INA_VALUE_HEADER_301 values_c
+#define INA_VALUE_HEADER_302 values_c
+#define INA_VALUE_HEADER_303 values_c
+#define INA_VALUE_HEADER_304 values_c
+#define INA_VALUE_HEADER_305 values_c
+#define INA_VALUE_HEADER_306 values_c
+#define INA_VALUE_HEADER_307 values_c
+#define INA_VALUE_HEADER_308 values_c
+#define INA_VALUE_HEADER_309 values_c
+#define INA_VALUE_HEADER_310 values_c
+#define INA_VALUE_HEADER_311 values_c
+#define INA_VALUE_HEADER_312 values_c
+#define INA_VALUE_HEADER_313 values_c
+#define INA_VALUE_HEADER_314 values_c
+#define INA_VALUE_HEADER_315 values_c
+#define INA_VALUE_HEADER_316 values_c
+#define INA_VALUE_HEADER_317 values_c
+#define INA_VALUE_HEADER_318 values_c
+#define INA_VALUE_HEADER_319 values_c
+#define INA_VALUE_HEADER_320 values_c
+#define INA_VALUE_HEADER_321 values_c
+#define INA_VALUE_HEADER_322 values_c
+#define INA_VALUE_HEADER_323 values_c
+#define INA_VALUE_HEADER_324 values_c
+#define INA_VALUE_HEADER_325 values_c
+#define INA_VALUE_HEADER_326 values_c
+#define INA_VALUE_HEADER_327 values_c
+#define INA_VALUE_HEADER_328 values_c
+#define INA_VALUE_HEADER_329 values_c
+#define INA_VALUE_HEADER_330 values_c
+#define INA_VALUE_HEADER_331 values_c
+#define INA_VALUE_HEADER_332 values_c
+#define INA_VALUE_HEADER_333 values_c
+#define INA_VALUE_HEADER_334 values_c
+#define INA_VALUE_HEADER_335 values_c
+#define INA_VALUE_HEADER_336 values_c
+#define INA_VALUE_HEADER_337 values_c
+#define INA_VALUE_HEADER_338 values_c
+#define INA_VALUE_HEADER_339 values_c
+#define INA_VALUE_HEADER_340 values_c
+#define INA_VALUE_HEADER_341 values_c
+#define INA_VALUE_HEADER_342 values_c
+#define INA_VALUE_HEADER_343 values_c
+#define INA_VALUE_HEADER_344 values_c
+#define INA_VALUE_HEADER_345 values_c
+#define INA_VALUE_HEADER_346 values_c
+#define INA_VALUE_HEADER_347 values_c
+#define INA_VALUE_HEADER_348 values_c
+#define INA_VALUE_HEADER_349 values_c
+#define INA_VALUE_HEADER_350 values_c
+#define INA_VALUE_HEADER_351 values_c
+#define INA_VALUE_HEADER_352 values_c
+#define INA_VALUE_HEADER_353 values_c
+#define INA_VALUE_HEADER_354 values_c
+#define INA_VALUE_HEADER_355 values_c
+#define INA_VALUE_HEADER_356 values_c
+#define INA_VALUE_HEADER_357 values_c
+#define INA_VALUE_HEADER_358 values_c
+#define INA_VALUE_HEADER_359 values_c
+#define INA_VALUE_HEADER_360 values_c
+#define INA_VALUE_HEADER_361 values_c
+#define INA_VALUE_HEADER_362 values_c
+#define INA_VALUE_HEADER_363 values_c
+#define INA_VALUE_HEADER_364 values_c
+#define INA_VALUE_HEADER_365 values_c
+#define INA_VALUE_HEADER_366 values_c
+#define INA_VALUE_HEADER_367 values_c
+#define INA_VALUE_HEADER_368 values_c
+#define INA_VALUE_HEADER_369 values_c
+#define INA_VALUE_HEADER_370 values_c
+#define INA_VALUE_HEADER_371 values_c
+#define INA_VALUE_HEADER_372 values_c
+#define INA_VALUE_HEADER_373 values_c
+#define INA_VALUE_HEADER_374 values_c
+#define INA_VALUE_HEADER_375 values_c
+#define INA_VALUE_HEADER_376 values_c
+#define INA_VALUE_HEADER_377 values_c
+#define INA_VALUE_HEADER_378 values_c
+#define INA_VALUE_HEADER_379 values_c
+#define INA_VALUE_HEADER_380 values_c
+#define INA_VALUE_HEADER_381 values_c
+#define INA_VALUE_HEADER_382 values_c
+#define INA_VALUE_HEADER_383 values_c
+#define INA_VALUE_HEADER_384 values_c
+#define INA_VALUE_HEADER_385 values_c
+#define INA_VALUE_HEADER_386 values_c
+#define INA_VALUE_HEADER_387 values_c
+#define INA_VALUE_HEADER_388 values_c
+#define INA_VALUE_HEADER_389 values_c
+#define INA_VALUE_HEADER_390 values_c
+#define INA_VALUE_HEADER_391 values_c
+#define INA_VALUE_HEADER_392 values_c
+#define INA_VALUE_HEADER_393 values_c
+#define INA_VALUE_HEADER_394 values_c
+#define INA_VALUE_HEADER_395 values_c
+#define INA_VALUE_HEADER_396 values_c
+#define INA_VALUE_HEADER_397 values_c
+#define INA_VALUE_HEADER_398 values_c
+#define INA_VALUE_HEADER_399 values_c
+#define INA_VALUE_HEADER_400 values_c
+#define INA_VALUE_HEADER_401 values_c
+#define INA_VALUE_HEADER_402 values_c
+#define INA_VALUE_HEADER_403 values_c
+#define INA_VALUE_HEADER_404 values_c
+#define INA_VALUE_HEADER_405 values_c
+#define INA_VALUE_HEADER_406 values_c
+#define INA_VALUE_HEADER_407 values_c
+#define INA_VALUE_HEADER_408 values_c
+#define INA_VALUE_HEADER_409 values_c
+#define INA_VALUE_HEADER_410 values_c
+#define INA_VALUE_HEADER_411 values_c
+#define INA_VALUE_HEADER_412 values_c
+#define INA_VALUE_HEADER_413 values_c
+#define INA_VALUE_HEADER_414 values_c
+#define INA_VALUE_HEADER_415 values_c
+#define INA_VALUE_HEADER_416 values_c
+#define INA_VALUE_HEADER_417 values_c
+#define INA_VALUE_HEADER_418 values_c
+#define INA_VALUE_HEADER_419 values_c
+#define INA_VALUE_HEADER_420 values_c
+#define INA_VALUE_HEADER_421 values_c
+#define INA_VALUE_HEADER_422 values_c
+#define INA_VALUE_HEADER_423 values_c
+#define INA_VALUE_HEADER_424 values_c
+#define INA_VALUE_HEADER_425 values_c
+#define INA_VALUE_HEADER_426 values_c
+#define INA_VALUE_HEADER_427 values_c
+#define INA_VALUE_HEADER_428 values_c
+#define INA_VALUE_HEADER_429 values_c
+#define INA_VALUE_HEADER_430 values_c
+#define INA_VALUE_HEADER_431 values_c
+#define INA_VALUE_HEADER_432 values_c
+#define INA_VALUE_HEADER_433 values_c
+#define INA_VALUE_HEADER_434 values_c
+#define INA_VALUE_HEADER_435 values_c
+#define INA_VALUE_HEADER_436 values_c
+#define INA_VALUE_HEADER_437 values_c
+#define INA_VALUE_HEADER_438 values_c
+#define INA_VALUE_HEADER_439 values_c
+#define INA_VALUE_HEADER_440 values_c
+#define INA_VALUE_HEADER_441 values_c
+#define INA_VALUE_HEADER_442 values_c
+#define INA_VALUE_HEADER_443 values_c
+#define INA_VALUE_HEADER_444 values_c
+#define INA_VALUE_HEADER_445 values_c
+#define INA_VALUE_HEADER_446 values_c
+#define INA_VALUE_HEADER_447 values_c
+#define INA_VALUE_HEADER_448 values_c
+#define INA_VALUE_HEADER_449 values_c
+#define INA_VALUE_HEADER_450 values_c
+#define INA_VALUE_HEADER_451 values_c
+#define INA_VALUE_HEADER_452 values_c
+#define INA_VALUE_HEADER_453 values_c
+#define INA_VALUE_HEADER_454 values_c
+#define INA_VALUE_HEADER_455 values_c
+#define INA_VALUE_HEADER_456 values_c
+#define INA_VALUE_HEADER_457 values_c
+#define INA_VALUE_HEADER_458 values_c
+#define INA_VALUE_HEADER_459 values_c
+#define INA_VALUE_HEADER_460 values_c
+#define INA_VALUE_HEADER_461 values_c
+#define INA_VALUE_HEADER_462 values_c
+#define INA_VALUE_HEADER_463 values_c
+#define INA_VALUE_HEADER_464 values_c
+#define INA_VALUE_HEADER_465 values_c
+#define INA_VALUE_HEADER_466 values_c
+#define INA_VALUE_HEADER_467 values_c
+#define INA_VALUE_HEADER_468 values_c
+#define INA_VALUE_HEADER_469 values_c
+#define INA_VALUE_HEADER_470 values_c
+#define INA_VALUE_HEADER_471 values_c
+#define INA_VALUE_HEADER_472 values_c
+#define INA_VALUE_HEADER_473 values_c
+#define INA_VALUE_HEADER_474 values_c
+#define INA_VALUE_HEADER_475 values_c
+#define INA_VALUE_HEADER_476 values_c
+#define INA_VALUE_HEADER_477 values_c
+#define INA_VALUE_HEADER_478 values_c
+#define INA_VALUE_HEADER_479 values_c
+#define INA_VALUE_HEADER_480 values_c
+#define INA_VALUE_HEADER_481 values_c
+#define INA_VALUE_HEADER_482 values_c
+#define INA_VALUE_HEADER_483 values_c
+#define INA_VALUE_HEADER_484 values_c
+#define INA_VALUE_HEADER_485 values_c
+#define INA_VALUE_HEADER_486 values_c
+#define INA_VALUE_HEADER_487 values_c
+#define INA_VALUE_HEADER_488 values_c
+#define INA_VALUE_HEADER_489 values_c
+#define INA_VALUE_HEADER_490 values_c
+#define INA_VALUE_HEADER_491 values_c
+#define INA_VALUE_HEADER_492 values_c
+#define INA_VALUE_HEADER_493 values_c
+#define INA_VALUE_HEADER_494 values_c
+#define INA_VALUE_HEADER_495 values_c
+#define INA_VALUE_HEADER_496 values_c
+#define INA_VALUE_HEADER_497 values_c
+#define INA_VALUE_HEADER_498 values_c
+#define INA_VALUE_HEADER_499 values_c
+#define INA_VALUE_HEADER_500 values_c
+#define INA_VALUE_HEADER_501 values_c
+#define INA_VALUE_HEADER_502 values_c
+#define INA_VALUE_HEADER_503 values_c
+#define INA_VALUE_HEADER_504 values_c
+#define INA_VALUE_HEADER_505 values_c
+#define INA_VALUE_HEADER_506 values_c
+#define INA_VALUE_HEADER_507 values_c
+#define INA_VALUE_HEADER_508 values_c
+#define INA_VALUE_HEADER_509 values_c
+#define INA_VALUE_HEADER_510 values_c
+#define INA_VALUE_HEADER_511 values_c
+#define INA_VALUE_HEADER_512 values_c
+#define INA_VALUE_HEADER_513 values_c
+#define INA_VALUE_HEADER_514 values_c
+#define INA_VALUE_HEADER_515 values_c
+#define INA_VALUE_HEADER_516 values_c
+#define INA_VALUE_HEADER_517 values_c
+#define INA_VALUE_HEADER_518 values_c
+#define INA_VALUE_HEADER_519 values_c
+#define INA_VALUE_HEADER_520 values_c
+#define INA_VALUE_HEADER_521 values_c
+#define INA_VALUE_HEADER_522 values_c
+#define INA_VALUE_HEADER_523 values_c
+#define INA_VALUE_HEADER_524 values_c
+#define INA_VALUE_HEADER_525 values_c
+#define INA_VALUE_HEADER_526 values_c
+#define INA_VALUE_HEADER_527 values_c
+#define INA_VALUE_HEADER_528 values_c
+#define INA_VALUE_HEADER_529 values_c
+#define INA_VALUE_HEADER_530 values_c
+#define INA_VALUE_HEADER_531 values_c
+#define INA_VALUE_HEADER_532 values_c
+#define INA_VALUE_HEADER_533 values_c
+#define INA_VALUE_HEADER_534 values_c
+#define INA_VALUE_HEADER_535 values_c
+#define INA_VALUE_HEADER_536 values_c
+#define INA_VALUE_HEADER_537 values_c
+#define INA_VALUE_HEADER_538 values_c
+#define INA_VALUE_HEADER_539 values_c
+#define INA_VALUE_HEADER_540 values_c
+#define INA_VALUE_HEADER_541 values_c
+#define INA_VALUE_HEADER_542 values_c
+#define INA_VALUE_HEADER_543 values_c
+#define INA_VALUE_HEADER_544 values_c
+#define INA_VALUE_HEADER_545 values_c
+#define INA_VALUE_HEADER_546 values_c
+#define INA_VALUE_HEADER_547 values_c
+#define INA_VALUE_HEADER_548 values_c
+#define INA_VALUE_HEADER_549 values_c
+#define INA_VALUE_HEADER_550 values_c
+#define INA_VALUE_HEADER_551 values_c
+#define INA_VALUE_HEADER_552 values_c
+#define INA_VALUE_HEADER_553 values_c
+#define INA_VALUE_HEADER_554 values_c
+#define INA_VALUE_HEADER_555 values_c
+#define INA_VALUE_HEADER_556 values_c
+#define INA_VALUE_HEADER_557 values_c
+#define INA_VALUE_HEADER_558 values_c
+#define INA_VALUE_HEADER_559 values_c
+#define INA_VALUE_HEADER_560 values_c
+#define INA_VALUE_HEADER_561 values_c
+#define INA_VALUE_HEADER_562 values_c
+#define INA_VALUE_HEADER_563 values_c
+#define INA_VALUE_HEADER_564 values_c
+#define INA_VALUE_HEADER_565 values_c
+#define INA_VALUE_HEADER_566 values_c
+#define INA_VALUE_HEADER_567 values_c
+#define INA_VALUE_HEADER_568 values_c
+#define INA_VALUE_HEADER_569 values_c
+#define INA_VALUE_HEADER_570 values_c
+#define INA_VALUE_HEADER_571 values_c
+#define INA_VALUE_HEADER_572 values_c
+#define INA_VALUE_HEADER_573 values_c
+#define INA_VALUE_HEADER_574 values_c
+#define INA_VALUE_HEADER_575 values_c
+#define INA_VALUE_HEADER_576 values_c
+#define INA_VALUE_HEADER_577 values_c
+#define INA_VALUE_HEADER_578 values_c
+#define INA_VALUE_HEADER_579 values_c
+#define INA_VALUE_HEADER_580 values_c
+#define INA_VALUE_HEADER_581 values_c
+#define INA_VALUE_HEADER_582 values_c
+#define INA_VALUE_HEADER_583 values_c
+#define INA_VALUE_HEADER_584 values_c
+#define INA_VALUE_HEADER_585 values_c
+#define INA_VALUE_HEADER_586 values_c
+#define INA_VALUE_HEADER_587 values_c
+#define INA_VALUE_HEADER_588 values_c
+#define INA_VALUE_HEADER_589 values_c
+#define INA_VALUE_HEADER_590 values_c
+#define INA_VALUE_HEADER_591 values_c
+#define INA_VALUE_HEADER_592 values_c
+#define INA_VALUE_HEADER_593 values_c
+#define INA_VALUE_HEADER_594 values_c
+#define INA_VALUE_HEADER_595 values_c
+#define INA_VALUE_HEADER_596 values_c
+#define INA_VALUE_HEADER_597 values_c
+#define INA_VALUE_HEADER_598 values_c
+#define INA_VALUE_HEADER_599 values_c
+#define INA_VALUE_HEADER_600 values_c
+#define INA_VALUE_HEADER_601 values_c
+#define INA_VALUE_HEADER_602 values_c
+#define INA_VALUE_HEADER_603 values_c
+#define INA_VALUE_HEADER_604 values_c
+#define INA_VALUE_HEADER_605 values_c
+#define INA_VALUE_HEADER_606 values_c
+#define INA_VALUE_HEADER_607 values_c
+#define INA_VALUE_HEADER_608 values_c
+#define INA_VALUE_HEADER_609 values_c
+#define INA_VALUE_HEADER_610 values_c
+#define INA_VALUE_HEADER_611 values_c
+#define INA_VALUE_HEADER_612 values_c
+#define INA_VALUE_HEADER_613 values_c
+#define INA_VALUE_HEADER_614 values_c
+#define INA_VALUE_HEADER_615 values_c
+#define INA_VALUE_HEADER_616 values_c
+#define INA_VALUE_HEADER_617 values_c
+#define INA_VALUE_HEADER_618 values_c
+#define INA_VALUE_HEADER_619 values_c
+#define INA_VALUE_HEADER_620 values_c
+#define INA_VALUE_HEADER_621 values_c
+#define INA_VALUE_HEADER_622 values_c
+#define INA_VALUE_HEADER_623 values_c
+#define INA_VALUE_HEADER_624 values_c
+#define INA_VALUE_HEADER_625 values_c
+#define INA_VALUE_HEADER_626 values_c
+#define INA_VALUE_HEADER_627 values_c
+#define INA_VALUE_HEADER_628 values_c
+#define INA_VALUE_HEADER_629 values_c
+#define INA_VALUE_HEADER_630 values_c
+#define INA_VALUE_HEADER_631 values_c
+#define INA_VALUE_HEADER_632 values_c
+#define INA_VALUE_HEADER_633 values_c
+#define INA_VALUE_HEADER_634 values_c
+#define INA_VALUE_HEADER_635 values_c
+#define INA_VALUE_HEADER_636 values_c
+#define INA_VALUE_HEADER_637 values_c
+#define INA_VALUE_HEADER_638 values_c
+#define INA_VALUE_HEADER_639 values_c
+#define INA_VALUE_HEADER_640 values_c
+#define INA_VALUE_HEADER_641 values_c
+#define INA_VALUE_HEADER_642 values_c
+#define INA_VALUE_HEADER_643 values_c
+#define INA_VALUE_HEADER_644 values_c
+#define INA_VALUE_HEADER_645 values_c
+#define INA_VALUE_HEADER_646 values_c
+#define INA_VALUE_HEADER_647 values_c
+#define INA_VALUE_HEADER_648 values_c
+#define INA_VALUE_HEADER_649 values_c
+#define INA_VALUE_HEADER_650 values_c
+#define INA_VALUE_HEADER_651 values_c
+#define INA_VALUE_HEADER_652 values_c
+#define INA_VALUE_HEADER_653 values_c
+#define INA_VALUE_HEADER_654 values_c
+#define INA_VALUE_HEADER_655 values_c
+#define INA_VALUE_HEADER_656 values_c
+#define INA_VALUE_HEADER_657 values_c
+#define INA_VALUE_HEADER_658 values_c
+#define INA_VALUE_HEADER_659 values_c
+#define INA_VALUE_HEADER_660 values_c
+#define INA_VALUE_HEADER_661 values_c
+#define INA_VALUE_HEADER_662 values_c
+#define INA_VALUE_HEADER_663 values_c
+#define INA_VALUE_HEADER_664 values_c
+#define INA_VALUE_HEADER_665 values_c
+#define INA_VALUE_HEADER_666 values_c
+#define INA_VALUE_HEADER_667 values_c
+#define INA_VALUE_HEADER_668 values_c
+#define INA_VALUE_HEADER_669 values_c
+#define INA_VALUE_HEADER_670 values_c
+#define INA_VALUE_HEADER_671 values_c
+#define INA_VALUE_HEADER_672 values_c
+#define INA_VALUE_HEADER_673 values_c
+#define INA_VALUE_HEADER_674 values_c
+#define INA_VALUE_HEADER_675 values_c
+#define INA_VALUE_HEADER_676 values_c
+#define INA_VALUE_HEADER_677 values_c
+#define INA_VALUE_HEADER_678 values_c
+#define INA_VALUE_HEADER_679 values_c
+#define INA_VALUE_HEADER_680 values_c
+#define INA_VALUE_HEADER_681 values_c
+#define INA_VALUE_HEADER_682 values_c
+#define INA_VALUE_HEADER_683 values_c
+#define INA_VALUE_HEADER_684 values_c
+#define INA_VALUE_HEADER_685 values_c
+#define INA_VALUE_HEADER_686 values_c
+#define INA_VALUE_HEADER_687 values_c
+#define INA_VALUE_HEADER_688 values_c
+#define INA_VALUE_HEADER_689 values_c
+#define INA_VALUE_HEADER_690 values_c
+#define INA_VALUE_HEADER_691 values_c
+#define INA_VALUE_HEADER_692 values_c
+#define INA_VALUE_HEADER_693 values_c
+#define INA_VALUE_HEADER_694 values_c
+#define INA_VALUE_HEADER_695 values_c
+#define INA_VALUE_HEADER_696 values_c
+#define INA_VALUE_HEADER_697 values_c
+#define INA_VALUE_HEADER_698 values_c
+#define INA_VALUE_HEADER_699 values_c
+#define INA_VALUE_HEADER_700 values_c
+#define INA_VALUE_HEADER_701 values_c
+#define INA_VALUE_HEADER_702 values_c
+#define INA_VALUE_HEADER_703 values_c
+#define INA_VALUE_HEADER_704 values_c
+#define INA_VALUE_HEADER_705 values_c
+#define INA_VALUE_HEADER_706 values_c
+#define INA_VALUE_HEADER_707 values_c
+#define INA_VALUE_HEADER_708 values_c
+#define INA_VALUE_HEADER_709 values_c
+#define INA_VALUE_HEADER_710 values_c
+#define INA_VALUE_HEADER_711 values_c
+#define INA_VALUE_HEADER_712 values_c
+#define INA_VALUE_HEADER_713 values_c
+#define INA_VALUE_HEADER_714 values_c
+#define INA_VALUE_HEADER_715 values_c
+#define INA_VALUE_HEADER_716 values_c
+#define INA_VALUE_HEADER_717 values_c
+#define INA_VALUE_HEADER_718 values_c
+#define INA_VALUE_HEADER_719 values_c
+#define INA_VALUE_HEADER_720 values_c
+#define INA_VALUE_HEADER_721 values_c
+#define INA_VALUE_HEADER_722 values_c
+#define INA_VALUE_HEADER_723 values_c
+#define INA_VALUE_HEADER_724 values_c
+#define INA_VALUE_HEADER_725 values_c
+#define INA_VALUE_HEADER_726 values_c
+#define INA_VALUE_HEADER_727 values_c
+#define INA_VALUE_HEADER_728 values_c
+#define INA_VALUE_HEADER_729 values_c
+#define INA_VALUE_HEADER_730 values_c
+#define INA_VALUE_HEADER_731 values_c
+#define INA_VALUE_HEADER_732 values_c
+#define INA_VALUE_HEADER_733 values_c
+#define INA_VALUE_HEADER_734 values_c
+#define INA_VALUE_HEADER_735 values_c
+#define INA_VALUE_HEADER_736 values_c
+#define INA_VALUE_HEADER_737 values_c
+#define INA_VALUE_HEADER_738 values_c
+#define INA_VALUE_HEADER_739 values_c
+#define INA_VALUE_HEADER_740 values_c
+#define INA_VALUE_HEADER_741 values_c
+#define INA_VALUE_HEADER_742 values_c
+#define INA_VALUE_HEADER_743 values_c
+#define INA_VALUE_HEADER_744 values_c
+#define INA_VALUE_HEADER_745 values_c
+#define INA_VALUE_HEADER_746 values_c
+#define INA_VALUE_HEADER_747 values_c
+#define INA_VALUE_HEADER_748 values_c
+#define INA_VALUE_HEADER_749 values_c
+#define INA_VALUE_HEADER_750 values_c
+#define INA_VALUE_HEADER_751 values_c
+#define INA_VALUE_HEADER_752 values_c
+#define INA_VALUE_HEADER_753 values_c
+#define INA_VALUE_HEADER_754 values_c
+#define INA_VALUE_HEADER_755 values_c
+#define INA_VALUE_HEADER_756 values_c
+#define INA_VALUE_HEADER_757 values_c
+#define INA_VALUE_HEADER_758 values_c
+#define INA_VALUE_HEADER_759 values_c
+#define INA_VALUE_HEADER_760 values_c
+#define INA_VALUE_HEADER_761 values_c
+#define INA_VALUE_HEADER_762 values_c
+#define INA_VALUE_HEADER_763 values_c
+#define INA_VALUE_HEADER_764 values_c
+#define INA_VALUE_HEADER_765 values_c
+#define INA_VALUE_HEADER_766 values_c
+#define INA_VALUE_HEADER_767 values_c
+#define INA_VALUE_HEADER_768 values_c
+#define INA_VALUE_HEADER_769 values_c
+#define INA_VALUE_HEADER_770 values_c
+#define INA_VALUE_HEADER_771 values_c
+#define INA_VALUE_HEADER_772 values_c
+#define INA_VALUE_HEADER_773 values_c
+#define INA_VALUE_HEADER_774 values_c
+#define INA_VALUE_HEADER_775 values_c
+#define INA_VALUE_HEADER_776 values_c
+#define INA_VALUE_HEADER_777 values_c
+#define INA_VALUE_HEADER_778 values_c
+#define INA_VALUE_HEADER_779 values_c
+#define INA_VALUE_HEADER_780 values_c
+#define INA_VALUE_HEADER_781 values_c
+#define INA_VALUE_HEADER_782 values_c
+#define INA_VALUE_HEADER_783 values_c
+#define INA_VALUE_HEADER_784 values_c
+#define INA_VALUE_HEADER_785 values_c
+#define INA_VALUE_HEADER_786 values_c
+#define INA_VALUE_HEADER_787 values_c
+#define INA_VALUE_HEADER_788 values_c
+#define INA_VALUE_HEADER_789 values_c
+#define INA_VALUE_HEADER_790 values_c
+#define INA_VALUE_HEADER_791 values_c
+#define INA_VALUE_HEADER_792 values_c
+#define INA_VALUE_HEADER_793 values_c
+#define INA_VALUE_HEADER_794 values_c
+#define INA_VALUE_HEADER_795 values_c
+#define INA_VALUE_HEADER_796 values_c
+#define INA_VALUE_HEADER_797 values_c
+#define INA_VALUE_HEADER_798 values_c
+#define INA_VALUE_HEADER_799 values_c
+#define INA_VALUE_HEADER_800 values_c
+#define INA_VALUE_HEADER_801 values_c
+#define INA_VALUE_HEADER_802 values_c
+#define INA_VALUE_HEADER_803 values_c
+#define INA_VALUE_HEADER_804 values_c
+#define INA_VALUE_HEADER_805 values_c
+#define INA_VALUE_HEADER_806 values_c
+#define INA_VALUE_HEADER_807 values_c
+#define INA_VALUE_HEADER_808 values_c
+#define INA_VALUE_HEADER_809 values_c
+#define INA_VALUE_HEADER_810 values_c
+#define INA_VALUE_HEADER_811 values_c
+#define INA_VALUE_HEADER_812 values_c
+#define INA_VALUE_HEADER_813 values_c
+#define INA_VALUE_HEADER_814 values_c
+#define INA_VALUE_HEADER_815 values_c
+#define INA_VALUE_HEADER_816 values_c
+#define INA_VALUE_HEADER_817 values_c
+#define INA_VALUE_HEADER_818 values_c
+#define INA_VALUE_HEADER_819 values_c
+#define INA_VALUE_HEADER_820 values_c
+#define INA_VALUE_HEADER_821 values_c
+#define INA_VALUE_HEADER_822 values_c
+#define INA_VALUE_HEADER_823 values_c
+#define INA_VALUE_HEADER_824 values_c
+#define INA_VALUE_HEADER_825 values_c
+#define INA_VALUE_HEADER_826 values_c
+#define INA_VALUE_HEADER_827 values_c
+#define INA_VALUE_HEADER_828 values_c
+#define INA_VALUE_HEADER_829 values_c
+#define INA_VALUE_HEADER_830 values_c
+#define INA_VALUE_HEADER_831 values_c
+#define INA_VALUE_HEADER_832 values_c
+#define INA_VALUE_HEADER_833 values_c
+#define INA_VALUE_HEADER_834 values_c
+#define INA_VALUE_HEADER_835 values_c
+#define INA_VALUE_HEADER_836 values_c
+#define INA_VALUE_HEADER_837 values_c
+#define INA_VALUE_HEADER_838 values_c
+#define INA_VALUE_HEADER_839 values_c
+#define INA_VALUE_HEADER_840 values_c
+#define INA_VALUE_HEADER_841 values_c
+#define INA_VALUE_HEADER_842 values_c
+#define INA_VALUE_HEADER_843 values_c
+#define INA_VALUE_HEADER_844 values_c
+#define INA_VALUE_HEADER_845 values_c
+#define INA_VALUE_HEADER_846 values_c
+#define INA_VALUE_HEADER_847 values_c
+#define INA_VALUE_HEADER_848 values_c
+#define INA_VALUE_HEADER_849 values_c
+#define INA_VALUE_HEADER_850 values_c
+#define INA_VALUE_HEADER_851 values_c
+#define INA_VALUE_HEADER_852 values_c
+#define INA_VALUE_HEADER_853 values_c
+#define INA_VALUE_HEADER_854 values_c
+#define INA_VALUE_HEADER_855 values_c
+#define INA_VALUE_HEADER_856 values_c
+#define INA_VALUE_HEADER_857 values_c
+#define INA_VALUE_HEADER_858 values_c
+#define INA_VALUE_HEADER_859 values_c
+#define INA_VALUE_HEADER_860 values_c
+#define INA_VALUE_HEADER_861 values_c
+#define INA_VALUE_HEADER_862 values_c
+#define INA_VALUE_HEADER_863 values_c
+#define INA_VALUE_HEADER_864 values_c
+#define INA_VALUE_HEADER_865 values_c
+#define INA_VALUE_HEADER_866 values_c
+#define INA_VALUE_HEADER_867 values_c
+#define INA_VALUE_HEADER_868 values_c
+#define INA_VALUE_HEADER_869 values_c
+#define INA_VALUE_HEADER_870 values_c
+#define INA_VALUE_HEADER_871 values_c
+#define INA_VALUE_HEADER_872 values_c
+#define INA_VALUE_HEADER_873 values_c
+#define INA_VALUE_HEADER_874 values_c
+#define INA_VALUE_HEADER_875 values_c
+#define INA_VALUE_HEADER_876 values_c
+#define INA_VALUE_HEADER_877 values_c
+#define INA_VALUE_HEADER_878 values_c
+#define INA_VALUE_HEADER_879 values_c
+#define INA_VALUE_HEADER_880 values_c
+#define INA_VALUE_HEADER_881 values_c
+#define INA_VALUE_HEADER_882 values_c
+#define INA_VALUE_HEADER_883 values_c
+#define INA_VALUE_HEADER_884 values_c
+#define INA_VALUE_HEADER_885 values_c
+#define INA_VALUE_HEADER_886 values_c
+#define INA_VALUE_HEADER_887 values_c
+#define INA_VALUE_HEADER_888 values_c
+#define INA_VALUE_HEADER_889 values_c
+#define INA_VALUE_HEADER_890 values_c
+#define INA_VALUE_HEADER_891 values_c
+#define INA_VALUE_HEADER_892 values_c
+#define INA_VALUE_HEADER_893 values_c
+#define INA_VALUE_HEADER_894 values_c
+#define INA_VALUE_HEADER_895 values_c
+#define INA_VALUE_HEADER_896 values_c
+#define INA_VALUE_HEADER_897 values_c
+#define INA_VALUE_HEADER_898 values_c
+#define INA_VALUE_HEADER_899 values_c
+#define INA_VALUE_HEADER_900 values_c
+#define INA_VALUE_HEADER_901 values_c
+#define INA_VALUE_HEADER_902 values_c
+#define INA_VALUE_HEADER_903 values_c
+#define INA_VALUE_HEADER_904 values_c
+#define INA_VALUE_HEADER_905 values_c
+#define INA_VALUE_HEADER_906 values_c
+#define INA_VALUE_HEADER_907 values_c
+#define INA_VALUE_HEADER_908 values_c
+#define INA_VALUE_HEADER_909 values_c
+#define INA_VALUE_HEADER_910 values_c
+#define INA_VALUE_HEADER_911 values_c
+#define INA_VALUE_HEADER_912 values_c
+#define INA_VALUE_HEADER_913 values_c
+#define INA_VALUE_HEADER_914 values_c
+#define INA_VALUE_HEADER_915 values_c
+#define INA_VALUE_HEADER_916 values_c
+#define INA_VALUE_HEADER_917 values_c
+#define INA_VALUE_HEADER_918 values_c
+#define INA_VALUE_HEADER_919 values_c
+#define INA_VALUE_HEADER_920 values_c
+#define INA_VALUE_HEADER_921 values_c
+#define INA_VALUE_HEADER_922 values_c
+#define INA_VALUE_HEADER_923 values_c
+#define INA_VALUE_HEADER_924 values_c
+#define INA_VALUE_HEADER_925 values_c
+#define INA_VALUE_HEADER_926 values_c
+#define INA_VALUE_HEADER_927 values_c
+#define INA_VALUE_HEADER_928 values_c
+#define INA_VALUE_HEADER_929 values_c
+#define INA_VALUE_HEADER_930 values_c
+#define INA_VALUE_HEADER_931 values_c
+#define INA_VALUE_HEADER_932 values_c
+#define INA_VALUE_HEADER_933 values_c
+#define INA_VALUE_HEADER_934 values_c
+#define INA_VALUE_HEADER_935 values_c
+#define INA_VALUE_HEADER_936 values_c
+#define INA_VALUE_HEADER_937 values_c
+#define INA_VALUE_HEADER_938 values_c
+#define INA_VALUE_HEADER_939 values_c
+#define INA_VALUE_HEADER_940 values_c
+#define INA_VALUE_HEADER_941 values_c
+#define INA_VALUE_HEADER_942 values_c
+#define INA_VALUE_HEADER_943 values_c
+#define INA_VALUE_HEADER_944 values_c
+#define INA_VALUE_HEADER_945 values_c
+#define INA_VALUE_HEADER_946 values_c
+#define INA_VALUE_HEADER_947 values_c
+#define INA_VALUE_HEADER_948 values_c
+#define INA_VALUE_HEADER_949 values_c
+#define INA_VALUE_HEADER_950 values_c
+#define INA_VALUE_HEADER_951 values_c
+#define INA_VALUE_HEADER_952 values_c
+#define INA_VALUE_HEADER_953 values_c
+#define INA_VALUE_HEADER_954 values_c
+#define INA_VALUE_HEADER_955 values_c
+#define INA_VALUE_HEADER_956 values_c
+#define INA_VALUE_HEADER_957 values_c
+#define INA_VALUE_HEADER_958 values_c
+#define INA_VALUE_HEADER_959 values_c
+#define INA_VALUE_HEADER_960 values_c
+#define INA_VALUE_HEADER_961 values_c
+#define INA_VALUE_HEADER_962 values_c
+#define INA_VALUE_HEADER_963 values_c
+#define INA_VALUE_HEADER_964 values_c
+#define INA_VALUE_HEADER_965 values_c
+#define INA_VALUE_HEADER_966 values_c
+#define INA_VALUE_HEADER_967 values_c
+#define INA_VALUE_HEADER_968 values_c
+#define INA_VALUE_HEADER_969 values_c
+#define INA_VALUE_HEADER_970 values_c
+#define INA_VALUE_HEADER_971 values_c
+#define INA_VALUE_HEADER_972 values_c
+#define INA_VALUE_HEADER_973 values_c
+#define INA_VALUE_HEADER_974 values_c
+#define INA_VALUE_HEADER_975 values_c
+#define INA_VALUE_HEADER_976 values_c
+#define INA_VALUE_HEADER_977 values_c
+#define INA_VALUE_HEADER_978 values_c
+#define INA_VALUE_HEADER_979 values_c
+#define INA_VALUE_HEADER_980 values_c
+#define INA_VALUE_HEADER_981 values_c
+#define INA_VALUE_HEADER_982 values_c
+#define INA_VALUE_HEADER_983 values_c
+#define INA_VALUE_HEADER_984 values_c
+#define INA_VALUE_HEADER_985 values_c
+#define INA_VALUE_HEADER_986 values_c
+#define INA_VALUE_HEADER_987 values_c
+#define INA_VALUE_HEADER_988 values_c
+#define INA_VALUE_HEADER_989 values_c
+#define INA_VALUE_HEADER_990 values_c
+#define INA_VALUE_HEADER_991 values_c
+#define INA_VALUE_HEADER_992 values_c
+#define INA_VALUE_HEADER_993 values_c
+#define INA_VALUE_HEADER_994 values_c
+#define INA_VALUE_HEADER_995 values_c
+#define INA_VALUE_HEADER_996 values_c
+#define INA_VALUE_HEADER_997 values_c
+#define INA_VALUE_HEADER_998 values_c
+#define INA_VALUE_HEADER_999 values_c
+#define INA_VALUE_HEADER_1000 values_c
+#define INA_VALUE_HEADER_1001 values_c
+#define INA_VALUE_HEADER_1002 values_c
+#define INA_VALUE_HEADER_1003 values_c
+#define INA_VALUE_HEADER_1004 values_c
+#define INA_VALUE_HEADER_1005 values_c
+#define INA_VALUE_HEADER_1006 values_c
+#define INA_VALUE_HEADER_1007 values_c
+#define INA_VALUE_HEADER_1008 values_c
+#define INA_VALUE_HEADER_1009 values_c
+#define INA_VALUE_HEADER_1010 values_c
+#define INA_VALUE_HEADER_1011 values_c
+#define INA_VALUE_HEADER_1012 values_c
+#define INA_VALUE_HEADER_1013 values_c
+#define INA_VALUE_HEADER_1014 values_c
+#define INA_VALUE_HEADER_1015 values_c
+#define INA_VALUE_HEADER_1016 values_c
+#define INA_VALUE_HEADER_1017 values_c
+#define INA_VALUE_HEADER_1018 values_c
+#define INA_VALUE_HEADER_1019 values_c
+#define INA_VALUE_HEADER_1020 values_c
+#define INA_VALUE_HEADER_1021 values_c
+#define INA_VALUE_HEADER_1022 values_c
+#define INA_VALUE_HEADER_1023 values_c
+#define INA_LANES_FROM_176_177(X) X(176)
+#define INA_LANES_FROM_176_178(X) INA_LANES_FROM_176_177(X) X(177)
+#define INA_LANES_FROM_176_179(X) INA_LANES_FROM_176_178(X) X(178)
+#define INA_LANES_FROM_176_180(X) INA_LANES_FROM_176_179(X) X(179)
+#define INA_LANES_FROM_176_181(X) INA_LANES_FROM_176_180(X) X(180)
+#define INA_LANES_FROM_176_182(X) INA_LANES_FROM_176_181(X) X(181)
+#define INA_LANES_FROM_176_183(X) INA_LANES_FROM_176_182(X) X(182)
+#define INA_LANES_FROM_176_184(X) INA_LANES_FROM_176_183(X) X(183)
+#define INA_LANES_FROM_176_185(X) INA_LANES_FROM_176_184(X) X(184)
+#define INA_LANES_FROM_176_186(X) INA_LANES_FROM_176_185(X) X(185)
+#define INA_LANES_FROM_176_187(X) INA_LANES_FROM_176_186(X) X(186)
+#define INA_LANES_FROM_176_188(X) INA_LANES_FROM_176_187(X) X(187)
+#define INA_LANES_FROM_176_189(X) INA_LANES_FROM_176_188(X) X(188)
+#define INA_LANES_FROM_176_190(X) INA_LANES_FROM_176_189(X) X(189)
+#define INA_LANES_FROM_176_191(X) INA_LANES_FROM_176_190(X) X(190)
+#define INA_LANES_FROM_176_192(X) INA_LANES_FROM_176_191(X) X(191)
+#define INA_LANES_FROM_176_193(X) INA_LANES_FROM_176_192(X) X(192)
+#define INA_LANES_FROM_176_194(X) INA_LANES_FROM_176_193(X) X(193)
+#define INA_LANES_FROM_176_195(X) INA_LANES_FROM_176_194(X) X(194)
+#define INA_LANES_FROM_176_196(X) INA_LANES_FROM_176_195(X) X(195)
+#define INA_LANES_FROM_176_197(X) INA_LANES_FROM_176_196(X) X(196)
+#define INA_LANES_FROM_176_198(X) INA_LANES_FROM_176_197(X) X(197)
+#define INA_LANES_FROM_176_199(X) INA_LANES_FROM_176_198(X) X(198)
+#define INA_LANES_FROM_176_200(X) INA_LANES_FROM_176_199(X) X(199)
+#define INA_LANES_FROM_176_201(X) INA_LANES_FROM_176_200(X) X(200)
+#define INA_LANES_FROM_176_202(X) INA_LANES_FROM_176_201(X) X(201)
+#define INA_LANES_FROM_176_203(X) INA_LANES_FROM_176_202(X) X(202)
+#define INA_LANES_FROM_176_204(X) INA_LANES_FROM_176_203(X) X(203)
+#define INA_LANES_FROM_176_205(X) INA_LANES_FROM_176_204(X) X(204)
+#define INA_LANES_FROM_176_206(X) INA_LANES_FROM_176_205(X) X(205)
+#define INA_LANES_FROM_176_207(X) INA_LANES_FROM_176_206(X) X(206)
+#define INA_LANES_FROM_176_208(X) INA_LANES_FROM_176_207(X) X(207)
+#define INA_LANES_FROM_176_209(X) INA_LANES_FROM_176_208(X) X(208)
+#define INA_LANES_FROM_176_210(X) INA_LANES_FROM_176_209(X) X(209)
+#define INA_LANES_FROM_176_211(X) INA_LANES_FROM_176_210(X) X(210)
+#define INA_LANES_FROM_176_212(X) INA_LANES_FROM_176_211(X) X(211)
+#define INA_LANES_FROM_176_213(X) INA_LANES_FROM_176_212(X) X(212)
+#define INA_LANES_FROM_176_214(X) INA_LANES_FROM_176_213(X) X(213)
+#define INA_LANES_FROM_176_215(X) INA_LANES_FROM_176_214(X) X(214)
+#define INA_LANES_FROM_176_216(X) INA_LANES_FROM_176_215(X) X(215)
+#define INA_LANES_FROM_176_217(X) INA_LANES_FROM_176_216(X) X(216)
+#define INA_LANES_FROM_176_218(X) INA_LANES_FROM_176_217(X) X(217)
+#define INA_LANES_FROM_176_219(X) INA_LANES_FROM_176_218(X) X(218)
+#define INA_LANES_FROM_176_220(X) INA_LANES_FROM_176_219(X) X(219)
+#define INA_LANES_FROM_176_221(X) INA_LANES_FROM_176_220(X) X(220)
+#define INA_LANES_FROM_176_222(X) INA_LANES_FROM_176_221(X) X(221)
+#define INA_LANES_FROM_176_223(X) INA_LANES_FROM_176_222(X) X(222)
+#define INA_LANES_FROM_176_224(X) INA_LANES_FROM_176_223(X) X(223)
+#define INA_LANES_FROM_176_225(X) INA_LANES_FROM_176_224(X) X(224)
+#define INA_LANES_FROM_176_226(X) INA_LANES_FROM_176_225(X) X(225)
+#define INA_LANES_FROM_176_227(X) INA_LANES_FROM_176_226(X) X(226)
+#define INA_LANES_FROM_176_228(X) INA_LANES_FROM_176_227(X) X(227)
+#define INA_LANES_FROM_176_229(X) INA_LANES_FROM_176_228(X) X(228)
+#define INA_LANES_FROM_176_230(X) INA_LANES_FROM_176_229(X) X(229)
+#define INA_LANES_FROM_176_231(X) INA_LANES_FROM_176_230(X) X(230)
+#define INA_LANES_FROM_176_232(X) INA_LANES_FROM_176_231(X) X(231)
+#define INA_LANES_FROM_176_233(X) INA_LANES_FROM_176_232(X) X(232)
+#define INA_LANES_FROM_176_234(X) INA_LANES_FROM_176_233(X) X(233)
+#define INA_LANES_FROM_176_235(X) INA_LANES_FROM_176_234(X) X(234)
+#define INA_LANES_FROM_176_236(X) INA_LANES_FROM_176_235(X) X(235)
+#define INA_LANES_FROM_176_237(X) INA_LANES_FROM_176_236(X) X(236)
+#define INA_LANES_FROM_176_238(X) INA_LANES_FROM_176_237(X) X(237)
+#define INA_LANES_FROM_176_239(X) INA_LANES_FROM_176_238(X) X(238)
+#define INA_LANES_FROM_176_240(X) INA_LANES_FROM_176_239(X) X(239)
+#define INA_LANES_FROM_176_241(X) INA_LANES_FROM_176_240(X) X(240)
+#define INA_LANES_FROM_176_242(X) INA_LANES_FROM_176_241(X) X(241)
+#define INA_LANES_FROM_176_243(X) INA_LANES_FROM_176_242(X) X(242)
+#define INA_LANES_FROM_176_244(X) INA_LANES_FROM_176_243(X) X(243)
+#define INA_LANES_FROM_176_245(X) INA_LANES_FROM_176_244(X) X(244)
+#define INA_LANES_FROM_176_246(X) INA_LANES_FROM_176_245(X) X(245)
+#define INA_LANES_FROM_176_247(X) INA_LANES_FROM_176_246(X) X(246)
+#define INA_LANES_FROM_176_248(X) INA_LANES_FROM_176_247(X) X(247)
+#define INA_LANES_FROM_176_249(X) INA_LANES_FROM_176_248(X) X(248)
+#define INA_LANES_FROM_176_250(X) INA_LANES_FROM_176_249(X) X(249)
+#define INA_LANES_FROM_176_251(X) INA_LANES_FROM_176_250(X) X(250)
+#define INA_LANES_FROM_176_252(X) INA_LANES_FROM_176_251(X) X(251)
+#define INA_LANES_FROM_176_253(X) INA_LANES_FROM_176_252(X) X(252)
+#define INA_LANES_FROM_176_254(X) INA_LANES_FROM_176_253(X) X(253)
+#define INA_LANES_FROM_176_255(X) INA_LANES_FROM_176_254(X) X(254)
+#define INA_LANES_FROM_176_256(X) INA_LANES_FROM_176_255(X) X(255)
+#define INA_LANES_FROM_176_257(X) INA_LANES_FROM_176_256(X) X(256)
+#define INA_LANES_FROM_176_258(X) INA_LANES_FROM_176_257(X) X(257)
+#define INA_LANES_FROM_176_259(X) INA_LANES_FROM_176_258(X) X(258)
+#define INA_LANES_FROM_176_260(X) INA_LANES_FROM_176_259(X) X(259)
+#define INA_LANES_FROM_176_261(X) INA_LANES_FROM_176_260(X) X(260)
+#define INA_LANES_FROM_176_262(X) INA_LANES_FROM_176_261(X) X(261)
+#define INA_LANES_FROM_176_263(X) INA_LANES_FROM_176_262(X) X(262)
+#define INA_LANES_FROM_176_264(X) INA_LANES_FROM_176_263(X) X(263)
+#define INA_LANES_FROM_176_265(X) INA_LANES_FROM_176_264(X) X(264)
+#define INA_LANES_FROM_176_266(X) INA_LANES_FROM_176_265(X) X(265)
+#define INA_LANES_FROM_176_267(X) INA_LANES_FROM_176_266(X) X(266)
+#define INA_LANES_FROM_176_268(X) INA_LANES_FROM_176_267(X) X(267)
+#define INA_LANES_FROM_176_269(X) INA_LANES_FROM_176_268(X) X(268)
+#define INA_LANES_FROM_176_270(X) INA_LANES_FROM_176_269(X) X(269)
+#define INA_LANES_FROM_176_271(X) INA_LANES_FROM_176_270(X) X(270)
+#define INA_LANES_FROM_176_272(X) INA_LANES_FROM_176_271(X) X(271)
+#define INA_LANES_FROM_272_273(X) X(272)
+#define INA_LANES_FROM_272_274(X) INA_LANES_FROM_272_273(X) X(273)
+#define INA_LANES_FROM_272_275(X) INA_LANES_FROM_272_274(X) X(274)
+#define INA_LANES_FROM_272_276(X) INA_LANES_FROM_272_275(X) X(275)
+#define INA_LANES_FROM_272_277(X) INA_LANES_FROM_272_276(X) X(276)
+#define INA_LANES_FROM_272_278(X) INA_LANES_FROM_272_277(X) X(277)
+#define INA_LANES_FROM_272_279(X) INA_LANES_FROM_272_278(X) X(278)
+#define INA_LANES_FROM_272_280(X) INA_LANES_FROM_272_279(X) X(279)
+#define INA_LANES_FROM_272_281(X) INA_LANES_FROM_272_280(X) X(280)
+#define INA_LANES_FROM_272_282(X) INA_LANES_FROM_272_281(X) X(281)
+#define INA_LANES_FROM_272_283(X) INA_LANES_FROM_272_282(X) X(282)
+#define INA_LANES_FROM_272_284(X) INA_LANES_FROM_272_283(X) X(283)
+#define INA_LANES_FROM_272_285(X) INA_LANES_FROM_272_284(X) X(284)
+#define INA_LANES_FROM_272_286(X) INA_LANES_FROM_272_285(X) X(285)
+#define INA_LANES_FROM_272_287(X) INA_LANES_FROM_272_286(X) X(286)
+#define INA_LANES_FROM_272_288(X) INA_LANES_FROM_272_287(X) X(287)
+#define INA_LANES_FROM_272_289(X) INA_LANES_FROM_272_288(X) X(288)
+#define INA_LANES_FROM_272_290(X) INA_LANES_FROM_272_289(X) X(289)
+#define INA_LANES_FROM_272_291(X) INA_LANES_FROM_272_290(X) X(290)
+#define INA_LANES_FROM_272_292(X) INA_LANES_FROM_272_291(X) X(291)
+#define INA_LANES_FROM_272_293(X) INA_LANES_FROM_272_292(X) X(292)
+#define INA_LANES_FROM_272_294(X) INA_LANES_FROM_272_293(X) X(293)
+#define INA_LANES_FROM_272_295(X) INA_LANES_FROM_272_294(X) X(294)
+#define INA_LANES_FROM_272_296(X) INA_LANES_FROM_272_295(X) X(295)
+#define INA_LANES_FROM_272_297(X) INA_LANES_FROM_272_296(X) X(296)
+#define INA_LANES_FROM_272_298(X) INA_LANES_FROM_272_297(X) X(297)
+#define INA_LANES_FROM_272_299(X) INA_LANES_FROM_272_298(X) X(298)
+#define INA_LANES_FROM_272_300(X) INA_LANES_FROM_272_299(X) X(299)
+#define INA_LANES_FROM_272_301(X) INA_LANES_FROM_272_300(X) X(300)
+#define INA_LANES_FROM_272_302(X) INA_LANES_FROM_272_301(X) X(301)
+#define INA_LANES_FROM_272_303(X) INA_LANES_FROM_272_302(X) X(302)
+#define INA_LANES_FROM_272_304(X) INA_LANES_FROM_272_303(X) X(303)
+#define INA_LANES_FROM_272_305(X) INA_LANES_FROM_272_304(X) X(304)
+#define INA_LANES_FROM_272_306(X) INA_LANES_FROM_272_305(X) X(305)
+#define INA_LANES_FROM_272_307(X) INA_LANES_FROM_272_306(X) X(306)
+#define INA_LANES_FROM_272_308(X) INA_LANES_FROM_272_307(X) X(307)
+#define INA_LANES_FROM_272_309(X) INA_LANES_FROM_272_308(X) X(308)
+#define INA_LANES_FROM_272_310(X) INA_LANES_FROM_272_309(X) X(309)
+#define INA_LANES_FROM_272_311(X) INA_LANES_FROM_272_310(X) X(310)
+#define INA_LANES_FROM_272_312(X) INA_LANES_FROM_272_311(X) X(311)
+#define INA_LANES_FROM_272_313(X) INA_LANES_FROM_272_312(X) X(312)
+#define INA_LANES_FROM_272_314(X) INA_LANES_FROM_272_313(X) X(313)
+#define INA_LANES_FROM_272_315(X) INA_LANES_FROM_272_314(X) X(314)
+#define INA_LANES_FROM_272_316(X) INA_LANES_FROM_272_315(X) X(315)
+#define INA_LANES_FROM_272_317(X) INA_LANES_FROM_272_316(X) X(316)
+#define INA_LANES_FROM_272_318(X) INA_LANES_FROM_272_317(X) X(317)
+#define INA_LANES_FROM_272_319(X) INA_LANES_FROM_272_318(X) X(318)
+#define INA_LANES_FROM_272_320(X) INA_LANES_FROM_272_319(X) X(319)
+#define INA_LANES_FROM_272_321(X) INA_LANES_FROM_272_320(X) X(320)
+#define INA_LANES_FROM_272_322(X) INA_LANES_FROM_272_321(X) X(321)
+#define INA_LANES_FROM_272_323(X) INA_LANES_FROM_272_322(X) X(322)
+#define INA_LANES_FROM_272_324(X) INA_LANES_FROM_272_323(X) X(323)
+#define INA_LANES_FROM_272_325(X) INA_LANES_FROM_272_324(X) X(324)
+#define INA_LANES_FROM_272_326(X) INA_LANES_FROM_272_325(X) X(325)
+#define INA_LANES_FROM_272_327(X) INA_LANES_FROM_272_326(X) X(326)
+#define INA_LANES_FROM_272_328(X) INA_LANES_FROM_272_327(X) X(327)
+#define INA_LANES_FROM_272_329(X) INA_LANES_FROM_272_328(X) X(328)
+#define INA_LANES_FROM_272_330(X) INA_LANES_FROM_272_329(X) X(329)
+#define INA_LANES_FROM_272_331(X) INA_LANES_FROM_272_330(X) X(330)
+#define INA_LANES_FROM_272_332(X) INA_LANES_FROM_272_331(X) X(331)
+#define INA_LANES_FROM_272_333(X) INA_LANES_FROM_272_332(X) X(332)
+#define INA_LANES_FROM_272_334(X) INA_LANES_FROM_272_333(X) X(333)
+#define INA_LANES_FROM_272_335(X) INA_LANES_FROM_272_334(X) X(334)
+#define INA_LANES_FROM_272_336(X) INA_LANES_FROM_272_335(X) X(335)
+#define INA_LANES_FROM_272_337(X) INA_LANES_FROM_272_336(X) X(336)
+#define INA_LANES_FROM_272_338(X) INA_LANES_FROM_272_337(X) X(337)
+#define INA_LANES_FROM_272_339(X) INA_LANES_FROM_272_338(X) X(338)
+#define INA_LANES_FROM_272_340(X) INA_LANES_FROM_272_339(X) X(339)
+#define INA_LANES_FROM_272_341(X) INA_LANES_FROM_272_340(X) X(340)
+#define INA_LANES_FROM_272_342(X) INA_LANES_FROM_272_341(X) X(341)
+#define INA_LANES_FROM_272_343(X) INA_LANES_FROM_272_342(X) X(342)
+#define INA_LANES_FROM_272_344(X) INA_LANES_FROM_272_343(X) X(343)
+#define INA_LANES_FROM_272_345(X) INA_LANES_FROM_272_344(X) X(344)
+#define INA_LANES_FROM_272_346(X) INA_LANES_FROM_272_345(X) X(345)
+#define INA_LANES_FROM_272_347(X) INA_LANES_FROM_272_346(X) X(346)
+#define INA_LANES_FROM_272_348(X) INA_LANES_FROM_272_347(X) X(347)
+#define INA_LANES_FROM_272_349(X) INA_LANES_FROM_272_348(X) X(348)
+#define INA_LANES_FROM_272_350(X) INA_LANES_FROM_272_349(X) X(349)
+#define INA_LANES_FROM_272_351(X) INA_LANES_FROM_272_350(X) X(350)
+#define INA_LANES_FROM_272_352(X) INA_LANES_FROM_272_351(X) X(351)
+#define INA_LANES_FROM_272_353(X) INA_LANES_FROM_272_352(X) X(352)
+#define INA_LANES_FROM_272_354(X) INA_LANES_FROM_272_353(X) X(353)
+#define INA_LANES_FROM_272_355(X) INA_LANES_FROM_272_354(X) X(354)
+#define INA_LANES_FROM_272_356(X) INA_LANES_FROM_272_355(X) X(355)
+#define INA_LANES_FROM_272_357(X) INA_LANES_FROM_272_356(X) X(356)
+#define INA_LANES_FROM_272_358(X) INA_LANES_FROM_272_357(X) X(357)
+#define INA_LANES_FROM_272_359(X) INA_LANES_FROM_272_358(X) X(358)
+#define INA_LANES_FROM_272_360(X) INA_LANES_FROM_272_359(X) X(359)
+#define INA_LANES_FROM_272_361(X) INA_LANES_FROM_272_360(X) X(360)
+#define INA_LANES_FROM_272_362(X) INA_LANES_FROM_272_361(X) X(361)
+#define INA_LANES_FROM_272_363(X) INA_LANES_FROM_272_362(X) X(362)
+#define INA_LANES_FROM_272_364(X) INA_LANES_FROM_272_363(X) X(363)
+#define INA_LANES_FROM_272_365(X) INA_LANES_FROM_272_364(X) X(364)
+#define INA_LANES_FROM_272_366(X) INA_LANES_FROM_272_365(X) X(365)
+#define INA_LANES_FROM_272_367(X) INA_LANES_FROM_272_366(X) X(366)
+#define INA_LANES_FROM_272_368(X) INA_LANES_FROM_272_367(X) X(367)
+#define INA_LANES_FROM_272_369(X) INA_LANES_FROM_272_368(X) X(368)
+#define INA_LANES_FROM_272_370(X) INA_LANES_FROM_272_369(X) X(369)
+#define INA_LANES_FROM_272_371(X) INA_LANES_FROM_272_370(X) X(370)
+#define INA_LANES_FROM_272_372(X) INA_LANES_FROM_272_371(X) X(371)
+#define INA_LANES_FROM_272_373(X) INA_LANES_FROM_272_372(X) X(372)
+#define INA_LANES_FROM_272_374(X) INA_LANES_FROM_272_373(X) X(373)
+#define INA_LANES_FROM_272_375(X) INA_LANES_FROM_272_374(X) X(374)
+#define INA_LANES_FROM_272_376(X) INA_LANES_FROM_272_375(X) X(375)
+#define INA_LANES_FROM_272_377(X) INA_LANES_FROM_272_376(X) X(376)
+#define INA_LANES_FROM_272_378(X) INA_LANES_FROM_272_377(X) X(377)
+#define INA_LANES_FROM_272_379(X) INA_LANES_FROM_272_378(X) X(378)
+#define INA_LANES_FROM_272_380(X) INA_LANES_FROM_272_379(X) X(379)
+#define INA_LANES_FROM_272_381(X) INA_LANES_FROM_272_380(X) X(380)
+#define INA_LANES_FROM_272_382(X) INA_LANES_FROM_272_381(X) X(381)
+#define INA_LANES_FROM_272_383(X) INA_LANES_FROM_272_382(X) X(382)
+#define INA_LANES_FROM_272_384(X) INA_LANES_FROM_272_383(X) X(383)
+#define INA_LANES_FROM_272_385(X) INA_LANES_FROM_272_384(X) X(384)
+#define INA_LANES_FROM_272_386(X) INA_LANES_FROM_272_385(X) X(385)
+#define INA_LANES_FROM_272_387(X) INA_LANES_FROM_272_386(X) X(386)
+#define INA_LANES_FROM_272_388(X) INA_LANES_FROM_272_387(X) X(387)
+#define INA_LANES_FROM_272_389(X) INA_LANES_FROM_272_388(X) X(388)
+#define INA_LANES_FROM_272_390(X) INA_LANES_FROM_272_389(X) X(389)
+#define INA_LANES_FROM_272_391(X) INA_LANES_FROM_272_390(X) X(390)
+#define INA_LANES_FROM_272_392(X) INA_LANES_FROM_272_391(X) X(391)
+#define INA_LANES_FROM_272_393(X) INA_LANES_FROM_272_392(X) X(392)
+#define INA_LANES_FROM_272_394(X) INA_LANES_FROM_272_393(X) X(393)
+#define INA_LANES_FROM_272_395(X) INA_LANES_FROM_272_394(X) X(394)
+#define INA_LANES_FROM_272_396(X) INA_LANES_FROM_272_395(X) X(395)
+#define INA_LANES_FROM_272_397(X) INA_LANES_FROM_272_396(X) X(396)
+#define INA_LANES_FROM_272_398(X) INA_LANES_FROM_272_397(X) X(397)
+#define INA_LANES_FROM_272_399(X) INA_LANES_FROM_272_398(X) X(398)
+#define INA_LANES_FROM_272_400(X) INA_LANES_FROM_272_399(X) X(399)
+#define INA_LANES_FROM_272_401(X) INA_LANES_FROM_272_400(X) X(400)
+#define INA_LANES_FROM_272_402(X) INA_LANES_FROM_272_401(X) X(401)
+#define INA_LANES_FROM_272_403(X) INA_LANES_FROM_272_402(X) X(402)
+#define INA_LANES_FROM_272_404(X) INA_LANES_FROM_272_403(X) X(403)
+#define INA_LANES_FROM_272_405(X) INA_LANES_FROM_272_404(X) X(404)
+#define INA_LANES_FROM_272_406(X) INA_LANES_FROM_272_405(X) X(405)
+#define INA_LANES_FROM_272_407(X) INA_LANES_FROM_272_406(X) X(406)
+#define INA_LANES_FROM_272_408(X) INA_LANES_FROM_272_407(X) X(407)
+#define INA_LANES_FROM_272_409(X) INA_LANES_FROM_272_408(X) X(408)
+#define INA_LANES_FROM_272_410(X) INA_LANES_FROM_272_409(X) X(409)
+#define INA_LANES_FROM_272_411(X) INA_LANES_FROM_272_410(X) X(410)
+#define INA_LANES_FROM_272_412(X) INA_LANES_FROM_272_411(X) X(411)
+#define INA_LANES_FROM_272_413(X) INA_LANES_FROM_272_412(X) X(412)
+#define INA_LANES_FROM_272_414(X) INA_LANES_FROM_272_413(X) X(413)
+#define INA_LANES_FROM_272_415(X) INA_LANES_FROM_272_414(X) X(414)
+#define INA_LANES_FROM_272_416(X) INA_LANES_FROM_272_415(X) X(415)
+#define INA_LANES_FROM_272_417(X) INA_LANES_FROM_272_416(X) X(416)
+#define INA_LANES_FROM_272_418(X) INA_LANES_FROM_272_417(X) X(417)
+#define INA_LANES_FROM_272_419(X) INA_LANES_FROM_272_418(X) X(418)
+#define INA_LANES_FROM_272_420(X) INA_LANES_FROM_272_419(X) X(419)
+#define INA_LANES_FROM_272_421(X) INA_LANES_FROM_272_420(X) X(420)
+#define INA_LANES_FROM_272_422(X) INA_LANES_FROM_272_421(X) X(421)
+#define INA_LANES_FROM_272_423(X) INA_LANES_FROM_272_422(X) X(422)
+#define INA_LANES_FROM_272_424(X) INA_LANES_FROM_272_423(X) X(423)
+#define INA_LANES_FROM_272_425(X) INA_LANES_FROM_272_424(X) X(424)
+#define INA_LANES_FROM_272_426(X) INA_LANES_FROM_272_425(X) X(425)
+#define INA_LANES_FROM_272_427(X) INA_LANES_FROM_272_426(X) X(426)
+#define INA_LANES_FROM_272_428(X) INA_LANES_FROM_272_427(X) X(427)
+#define INA_LANES_FROM_272_429(X) INA_LANES_FROM_272_428(X) X(428)
+#define INA_LANES_FROM_272_430(X) INA_LANES_FROM_272_429(X) X(429)
+#define INA_LANES_FROM_272_431(X) INA_LANES_FROM_272_430(X) X(430)
+#define INA_LANES_FROM_272_432(X) INA_LANES_FROM_272_431(X) X(431)
+#define INA_LANES_FROM_272_433(X) INA_LANES_FROM_272_432(X) X(432)
+#define INA_LANES_FROM_272_434(X) INA_LANES_FROM_272_433(X) X(433)
+#define INA_LANES_FROM_272_435(X) INA_LANES_FROM_272_434(X) X(434)
+#define INA_LANES_FROM_272_436(X) INA_LANES_FROM_272_435(X) X(435)
+#define INA_LANES_FROM_272_437(X) INA_LANES_FROM_272_436(X) X(436)
+#define INA_LANES_FROM_272_438(X) INA_LANES_FROM_272_437(X) X(437)
+#define INA_LANES_FROM_272_439(X) INA_LANES_FROM_272_438(X) X(438)
+#define INA_LANES_FROM_272_440(X) INA_LANES_FROM_272_439(X) X(439)
+#define INA_LANES_FROM_272_441(X) INA_LANES_FROM_272_440(X) X(440)
+#define INA_LANES_FROM_272_442(X) INA_LANES_FROM_272_441(X) X(441)
+#define INA_LANES_FROM_272_443(X) INA_LANES_FROM_272_442(X) X(442)
+#define INA_LANES_FROM_272_444(X) INA_LANES_FROM_272_443(X) X(443)
+#define INA_LANES_FROM_272_445(X) INA_LANES_FROM_272_444(X) X(444)
+#define INA_LANES_FROM_272_446(X) INA_LANES_FROM_272_445(X) X(445)
+#define INA_LANES_FROM_272_447(X) INA_LANES_FROM_272_446(X) X(446)
+#define INA_LANES_FROM_272_448(X) INA_LANES_FROM_272_447(X) X(447)
+#define INA_LANES_FROM_272_449(X) INA_LANES_FROM_272_448(X) X(448)
+#define INA_LANES_FROM_272_450(X) INA_LANES_FROM_272_449(X) X(449)
+#define INA_LANES_FROM_272_451(X) INA_LANES_FROM_272_450(X) X(450)
+#define INA_LANES_FROM_272_452(X) INA_LANES_FROM_272_451(X) X(451)
+#define INA_LANES_FROM_272_453(X) INA_LANES_FROM_272_452(X) X(452)
+#define INA_LANES_FROM_272_454(X) INA_LANES_FROM_272_453(X) X(453)
+#define INA_LANES_FROM_272_455(X) INA_LANES_FROM_272_454(X) X(454)
+#define INA_LANES_FROM_272_456(X) INA_LANES_FROM_272_455(X) X(455)
+#define INA_LANES_FROM_272_457(X) INA_LANES_FROM_272_456(X) X(456)
+#define INA_LANES_FROM_272_458(X) INA_LANES_FROM_272_457(X) X(457)
+#define INA_LANES_FROM_272_459(X) INA_LANES_FROM_272_458(X) X(458)
+#define INA_LANES_FROM_272_460(X) INA_LANES_FROM_272_459(X) X(459)
+#define INA_LANES_FROM_272_461(X) INA_LANES_FROM_272_460(X) X(460)
+#define INA_LANES_FROM_272_462(X) INA_LANES_FROM_272_461(X) X(461)
+#define INA_LANES_FROM_272_463(X) INA_LANES_FROM_272_462(X) X(462)
+#define INA_LANES_FROM_272_464(X) INA_LANES_FROM_272_463(X) X(463)
+#define INA_LANES_FROM_272_465(X) INA_LANES_FROM_272_464(X) X(464)
+#define INA_LANES_FROM_272_466(X) INA_LANES_FROM_272_465(X) X(465)
+#define INA_LANES_FROM_272_467(X) INA_LANES_FROM_272_466(X) X(466)
+#define INA_LANES_FROM_272_468(X) INA_LANES_FROM_272_467(X) X(467)
+#define INA_LANES_FROM_272_469(X) INA_LANES_FROM_272_468(X) X(468)
+#define INA_LANES_FROM_272_470(X) INA_LANES_FROM_272_469(X) X(469)
+#define INA_LANES_FROM_272_471(X) INA_LANES_FROM_272_470(X) X(470)
+#define INA_LANES_FROM_272_472(X) INA_LANES_FROM_272_471(X) X(471)
+#define INA_LANES_FROM_272_473(X) INA_LANES_FROM_272_472(X) X(472)
+#define INA_LANES_FROM_272_474(X) INA_LANES_FROM_272_473(X) X(473)
+#define INA_LANES_FROM_272_475(X) INA_LANES_FROM_272_474(X) X(474)
+#define INA_LANES_FROM_272_476(X) INA_LANES_FROM_272_475(X) X(475)
+#define INA_LANES_FROM_272_477(X) INA_LANES_FROM_272_476(X) X(476)
+#define INA_LANES_FROM_272_478(X) INA_LANES_FROM_272_477(X) X(477)
+#define INA_LANES_FROM_272_479(X) INA_LANES_FROM_272_478(X) X(478)
+#define INA_LANES_FROM_272_480(X) INA_LANES_FROM_272_479(X) X(479)
+#define INA_LANES_FROM_272_481(X) INA_LANES_FROM_272_480(X) X(480)
+#define INA_LANES_FROM_272_482(X) INA_LANES_FROM_272_481(X) X(481)
+#define INA_LANES_FROM_272_483(X) INA_LANES_FROM_272_482(X) X(482)
+#define INA_LANES_FROM_272_484(X) INA_LANES_FROM_272_483(X) X(483)
+#define INA_LANES_FROM_272_485(X) INA_LANES_FROM_272_484(X) X(484)
+#define INA_LANES_FROM_272_486(X) INA_LANES_FROM_272_485(X) X(485)
+#define INA_LANES_FROM_272_487(X) INA_LANES_FROM_272_486(X) X(486)
+#define INA_LANES_FROM_272_488(X) INA_LANES_FROM_272_487(X) X(487)
+#define INA_LANES_FROM_272_489(X) INA_LANES_FROM_272_488(X) X(488)
+#define INA_LANES_FROM_272_490(X) INA_LANES_FROM_272_489(X) X(489)
+#define INA_LANES_FROM_272_491(X) INA_LANES_FROM_272_490(X) X(490)
+#define INA_LANES_FROM_272_492(X) INA_LANES_FROM_272_491(X) X(491)
+#define INA_LANES_FROM_272_493(X) INA_LANES_FROM_272_492(X) X(492)
+#define INA_LANES_FROM_272_494(X) INA_LANES_FROM_272_493(X) X(493)
+#define INA_LANES_FROM_272_495(X) INA_LANES_FROM_272_494(X) X(494)
+#define INA_LANES_FROM_272_496(X) INA_LANES_FROM_272_495(X) X(495)
+#define INA_LANES_FROM_272_497(X) INA_LANES_FROM_272_496(X) X(496)
+#define INA_LANES_FROM_272_498(X) INA_LANES_FROM_272_497(X) X(497)
+#define INA_LANES_FROM_272_499(X) INA_LANES_FROM_272_498(X) X(498)
+#define INA_LANES_FROM_272_500(X) INA_LANES_FROM_272_499(X) X(499)
+#define INA_LANES_FROM_272_501(X) INA_LANES_FROM_272_500(X) X(500)
+#define INA_LANES_FROM_272_502(X) INA_LANES_FROM_272_501(X) X(501)
+#define INA_LANES_FROM_272_503(X) INA_LANES_FROM_272_502(X) X(502)
+#define INA_LANES_FROM_272_504(X) INA_LANES_FROM_272_503(X) X(503)
+#define INA_LANES_FROM_272_505(X) INA_LANES_FROM_272_504(X) X(504)
+#define INA_LANES_FROM_272_506(X) INA_LANES_FROM_272_505(X) X(505)
+#define INA_LANES_FROM_272_507(X) INA_LANES_FROM_272_506(X) X(506)
+#define INA_LANES_FROM_272_508(X) INA_LANES_FROM_272_507(X) X(507)
+#define INA_LANES_FROM_272_509(X) INA_LANES_FROM_272_508(X) X(508)
+#define INA_LANES_FROM_272_510(X) INA_LANES_FROM_272_509(X) X(509)
+#define INA_LANES_FROM_272_511(X) INA_LANES_FROM_272_510(X) X(510)
+#define INA_LANES_FROM_272_512(X) INA_LANES_FROM_272_511(X) X(511)
+#define INA_LANES_FROM_272_513(X) INA_LANES_FROM_272_512(X) X(512)
+#define INA_LANES_FROM_272_514(X) INA_LANES_FROM_272_513(X) X(513)
+#define INA_LANES_FROM_272_515(X) INA_LANES_FROM_272_514(X) X(514)
+#define INA_LANES_FROM_272_516(X) INA_LANES_FROM_272_515(X) X(515)
+#define INA_LANES_FROM_272_517(X) INA_LANES_FROM_272_516(X) X(516)
+#define INA_LANES_FROM_272_518(X) INA_LANES_FROM_272_517(X) X(517)
+#define INA_LANES_FROM_272_519(X) INA_LANES_FROM_272_518(X) X(518)
+#define INA_LANES_FROM_272_520(X) INA_LANES_FROM_272_519(X) X(519)
+#define INA_LANES_FROM_272_521(X) INA_LANES_FROM_272_520(X) X(520)
+#define INA_LANES_FROM_272_522(X) INA_LANES_FROM_272_521(X) X(521)
+#define INA_LANES_FROM_272_523(X) INA_LANES_FROM_272_522(X) X(522)
+#define INA_LANES_FROM_272_524(X) INA_LANES_FROM_272_523(X) X(523)
+#define INA_LANES_FROM_272_525(X) INA_LANES_FROM_272_524(X) X(524)
+#define INA_LANES_FROM_272_526(X) INA_LANES_FROM_272_525(X) X(525)
+#define INA_LANES_FROM_272_527(X) INA_LANES_FROM_272_526(X) X(526)
+#define INA_LANES_FROM_272_528(X) INA_LANES_FROM_272_527(X) X(527)
+#define INA_LANES_FROM_272_529(X) INA_LANES_FROM_272_528(X) X(528)
+#define INA_LANES_FROM_272_530(X) INA_LANES_FROM_272_529(X) X(529)
+#define INA_LANES_FROM_272_531(X) INA_LANES_FROM_272_530(X) X(530)
+#define INA_LANES_FROM_272_532(X) INA_LANES_FROM_272_531(X) X(531)
+#define INA_LANES_FROM_272_533(X) INA_LANES_FROM_272_532(X) X(532)
+#define INA_LANES_FROM_272_534(X) INA_LANES_FROM_272_533(X) X(533)
+#define INA_LANES_FROM_272_535(X) INA_LANES_FROM_272_534(X) X(534)
+#define INA_LANES_FROM_272_536(X) INA_LANES_FROM_272_535(X) X(535)
+#define INA_LANES_FROM_272_537(X) INA_LANES_FROM_272_536(X) X(536)
+#define INA_LANES_FROM_272_538(X) INA_LANES_FROM_272_537(X) X(537)
+#define INA_LANES_FROM_272_539(X) INA_LANES_FROM_272_538(X) X(538)
+#define INA_LANES_FROM_272_540(X) INA_LANES_FROM_272_539(X) X(539)
+#define INA_LANES_FROM_272_541(X) INA_LANES_FROM_272_540(X) X(540)
+#define INA_LANES_FROM_272_542(X) INA_LANES_FROM_272_541(X) X(541)
+#define INA_LANES_FROM_272_543(X) INA_LANES_FROM_272_542(X) X(542)
+#define INA_LANES_FROM_272_544(X) INA_LANES_FROM_272_543(X) X(543)
+#define INA_LANES_FROM_272_545(X) INA_LANES_FROM_272_544(X) X(544)
+#define INA_LANES_FROM_272_546(X) INA_LANES_FROM_272_545(X) X(545)
+#define INA_LANES_FROM_272_547(X) INA_LANES_FROM_272_546(X) X(546)
+#define INA_LANES_FROM_272_548(X) INA_LANES_FROM_272_547(X) X(547)
+#define INA_LANES_FROM_272_549(X) INA_LANES_FROM_272_548(X) X(548)
+#define INA_LANES_FROM_272_550(X) INA_LANES_FROM_272_549(X) X(549)
+#define INA_LANES_FROM_272_551(X) INA_LANES_FROM_272_550(X) X(550)
+#define INA_LANES_FROM_272_552(X) INA_LANES_FROM_272_551(X) X(551)
+#define INA_LANES_FROM_272_553(X) INA_LANES_FROM_272_552(X) X(552)
+#define INA_LANES_FROM_272_554(X) INA_LANES_FROM_272_553(X) X(553)
+#define INA_LANES_FROM_272_555(X) INA_LANES_FROM_272_554(X) X(554)
+#define INA_LANES_FROM_272_556(X) INA_LANES_FROM_272_555(X) X(555)
+#define INA_LANES_FROM_272_557(X) INA_LANES_FROM_272_556(X) X(556)
+#define INA_LANES_FROM_272_558(X) INA_LANES_FROM_272_557(X) X(557)
+#define INA_LANES_FROM_272_559(X) INA_LANES_FROM_272_558(X) X(558)
+#define INA_LANES_FROM_272_560(X) INA_LANES_FROM_272_559(X) X(559)
+#define INA_LANES_FROM_272_561(X) INA_LANES_FROM_272_560(X) X(560)
+#define INA_LANES_FROM_272_562(X) INA_LANES_FROM_272_561(X) X(561)
+#define INA_LANES_FROM_272_563(X) INA_LANES_FROM_272_562(X) X(562)
+#define INA_LANES_FROM_272_564(X) INA_LANES_FROM_272_563(X) X(563)
+#define INA_LANES_FROM_272_565(X) INA_LANES_FROM_272_564(X) X(564)
+#define INA_LANES_FROM_272_566(X) INA_LANES_FROM_272_565(X) X(565)
+#define INA_LANES_FROM_272_567(X) INA_LANES_FROM_272_566(X) X(566)
+#define INA_LANES_FROM_272_568(X) INA_LANES_FROM_272_567(X) X(567)
+#define INA_LANES_FROM_272_569(X) INA_LANES_FROM_272_568(X) X(568)
+#define INA_LANES_FROM_272_570(X) INA_LANES_FROM_272_569(X) X(569)
+#define INA_LANES_FROM_272_571(X) INA_LANES_FROM_272_570(X) X(570)
+#define INA_LANES_FROM_272_572(X) INA_LANES_FROM_272_571(X) X(571)
+#define INA_LANES_FROM_272_573(X) INA_LANES_FROM_272_572(X) X(572)
+#define INA_LANES_FROM_272_574(X) INA_LANES_FROM_272_573(X) X(573)
+#define INA_LANES_FROM_272_575(X) INA_LANES_FROM_272_574(X) X(574)
+#define INA_LANES_FROM_272_576(X) INA_LANES_FROM_272_575(X) X(575)
+#define INA_LANES_FROM_272_577(X) INA_LANES_FROM_272_576(X) X(576)
+#define INA_LANES_FROM_272_578(X) INA_LANES_FROM_272_577(X) X(577)
+#define INA_LANES_FROM_272_579(X) INA_LANES_FROM_272_578(X) X(578)
+#define INA_LANES_FROM_272_580(X) INA_LANES_FROM_272_579(X) X(579)
+#define INA_LANES_FROM_272_581(X) INA_LANES_FROM_272_580(X) X(580)
+#define INA_LANES_FROM_272_582(X) INA_LANES_FROM_272_581(X) X(581)
+#define INA_LANES_FROM_272_583(X) INA_LANES_FROM_272_582(X) X(582)
+#define INA_LANES_FROM_272_584(X) INA_LANES_FROM_272_583(X) X(583)
+#define INA_LANES_FROM_272_585(X) INA_LANES_FROM_272_584(X) X(584)
+#define INA_LANES_FROM_272_586(X) INA_LANES_FROM_272_585(X) X(585)
+#define INA_LANES_FROM_272_587(X) INA_LANES_FROM_272_586(X) X(586)
+#define INA_LANES_FROM_272_588(X) INA_LANES_FROM_272_587(X) X(587)
+#define INA_LANES_FROM_272_589(X) INA_LANES_FROM_272_588(X) X(588)
+#define INA_LANES_FROM_272_590(X) INA_LANES_FROM_272_589(X) X(589)
+#define INA_LANES_FROM_272_591(X) INA_LANES_FROM_272_590(X) X(590)
+#define INA_LANES_FROM_272_592(X) INA_LANES_FROM_272_591(X) X(591)
+#define INA_LANES_FROM_272_593(X) INA_LANES_FROM_272_592(X) X(592)
+#define INA_LANES_FROM_272_594(X) INA_LANES_FROM_272_593(X) X(593)
+#define INA_LANES_FROM_272_595(X) INA_LANES_FROM_272_594(X) X(594)
+#define INA_LANES_FROM_272_596(X) INA_LANES_FROM_272_595(X) X(595)
+#define INA_LANES_FROM_272_597(X) INA_LANES_FROM_272_596(X) X(596)
+#define INA_LANES_FROM_272_598(X) INA_LANES_FROM_272_597(X) X(597)
+#define INA_LANES_FROM_272_599(X) INA_LANES_FROM_272_598(X) X(598)
+#define INA_LANES_FROM_272_600(X) INA_LANES_FROM_272_599(X) X(599)
+#define INA_LANES_FROM_272_601(X) INA_LANES_FROM_272_600(X) X(600)
+#define INA_LANES_FROM_272_602(X) INA_LANES_FROM_272_601(X) X(601)
+#define INA_LANES_FROM_272_603(X) INA_LANES_FROM_272_602(X) X(602)
+#define INA_LANES_FROM_272_604(X) INA_LANES_FROM_272_603(X) X(603)
+#define INA_LANES_FROM_272_605(X) INA_LANES_FROM_272_604(X) X(604)
+#define INA_LANES_FROM_272_606(X) INA_LANES_FROM_272_605(X) X(605)
+#define INA_LANES_FROM_272_607(X) INA_LANES_FROM_272_606(X) X(606)
+#define INA_LANES_FROM_272_608(X) INA_LANES_FROM_272_607(X) X(607)
+#define INA_LANES_FROM_272_609(X) INA_LANES_FROM_272_608(X) X(608)
+#define INA_LANES_FROM_272_610(X) INA_LANES_FROM_272_609(X) X(609)
+#define INA_LANES_FROM_272_611(X) INA_LANES_FROM_272_610(X) X(610)
+#define INA_LANES_FROM_272_612(X) INA_LANES_FROM_272_611(X) X(611)
+#define INA_LANES_FROM_272_613(X) INA_LANES_FROM_272_612(X) X(612)
+#define INA_LANES_FROM_272_614(X) INA_LANES_FROM_272_613(X) X(613)
+#define INA_LANES_FROM_272_615(X) INA_LANES_FROM_272_614(X) X(614)
+#define INA_LANES_FROM_272_616(X) INA_LANES_FROM_272_615(X) X(615)
+#define INA_LANES_FROM_272_617(X) INA_LANES_FROM_272_616(X) X(616)
+#define INA_LANES_FROM_272_618(X) INA_LANES_FROM_272_617(X) X(617)
+#define INA_LANES_FROM_272_619(X) INA_LANES_FROM_272_618(X) X(618)
+#define INA_LANES_FROM_272_620(X) INA_LANES_FROM_272_619(X) X(619)
+#define INA_LANES_FROM_272_621(X) INA_LANES_FROM_272_620(X) X(620)
+#define INA_LANES_FROM_272_622(X) INA_LANES_FROM_272_621(X) X(621)
+#define INA_LANES_FROM_272_623(X) INA_LANES_FROM_272_622(X) X(622)
+#define INA_LANES_FROM_272_624(X) INA_LANES_FROM_272_623(X) X(623)
+#define INA_LANES_FROM_272_625(X) INA_LANES_FROM_272_624(X) X(624)
+#define INA_LANES_FROM_272_626(X) INA_LANES_FROM_272_625(X) X(625)
+#define INA_LANES_FROM_272_627(X) INA_LANES_FROM_272_626(X) X(626)
+#define INA_LANES_FROM_272_628(X) INA_LANES_FROM_272_627(X) X(627)
+#define INA_LANES_FROM_272_629(X) INA_LANES_FROM_272_628(X) X(628)
+#define INA_LANES_FROM_272_630(X) INA_LANES_FROM_272_629(X) X(629)
+#define INA_LANES_FROM_272_631(X) INA_LANES_FROM_272_630(X) X(630)
+#define INA_LANES_FROM_272_632(X) INA_LANES_FROM_272_631(X) X(631)
+#define INA_LANES_FROM_272_633(X) INA_LANES_FROM_272_632(X) X(632)
+#define INA_LANES_FROM_272_634(X) INA_LANES_FROM_272_633(X) X(633)
+#define INA_LANES_FROM_272_635(X) INA_LANES_FROM_272_634(X) X(634)
+#define INA_LANES_FROM_272_636(X) INA_LANES_FROM_272_635(X) X(635)
+#define INA_LANES_FROM_272_637(X) INA_LANES_FROM_272_636(X) X(636)
+#define INA_LANES_FROM_272_638(X) INA_LANES_FROM_272_637(X) X(637)
+#define INA_LANES_FROM_272_639(X) INA_LANES_FROM_272_638(X) X(638)
+#define INA_LANES_FROM_272_640(X) INA_LANES_FROM_272_639(X) X(639)
+#define INA_LANES_FROM_272_641(X) INA_LANES_FROM_272_640(X) X(640)
+#define INA_LANES_FROM_272_642(X) INA_LANES_FROM_272_641(X) X(641)
+#define INA_LANES_FROM_272_643(X) INA_LANES_FROM_272_642(X) X(642)
+#define INA_LANES_FROM_272_644(X) INA_LANES_FROM_272_643(X) X(643)
+#define INA_LANES_FROM_272_645(X) INA_LANES_FROM_272_644(X) X(644)
+#define INA_LANES_FROM_272_646(X) INA_LANES_FROM_272_645(X) X(645)
+#define INA_LANES_FROM_272_647(X) INA_LANES_FROM_272_646(X) X(646)
+#define INA_LANES_FROM_272_648(X) INA_LANES_FROM_272_647(X) X(647)
+#define INA_LANES_FROM_272_649(X) INA_LANES_FROM_272_648(X) X(648)
+#define INA_LANES_FROM_272_650(X) INA_LANES_FROM_272_649(X) X(649)
+#define INA_LANES_FROM_272_651(X) INA_LANES_FROM_272_650(X) X(650)
+#define INA_LANES_FROM_272_652(X) INA_LANES_FROM_272_651(X) X(651)
+#define INA_LANES_FROM_272_653(X) INA_LANES_FROM_272_652(X) X(652)
+#define INA_LANES_FROM_272_654(X) INA_LANES_FROM_272_653(X) X(653)
+#define INA_LANES_FROM_272_655(X) INA_LANES_FROM_272_654(X) X(654)
+#define INA_LANES_FROM_272_656(X) INA_LANES_FROM_272_655(X) X(655)
+#define INA_LANES_FROM_272_657(X) INA_LANES_FROM_272_656(X) X(656)
+#define INA_LANES_FROM_272_658(X) INA_LANES_FROM_272_657(X) X(657)
+#define INA_LANES_FROM_272_659(X) INA_LANES_FROM_272_658(X) X(658)
+#define INA_LANES_FROM_272_660(X) INA_LANES_FROM_272_659(X) X(659)
+#define INA_LANES_FROM_272_661(X) INA_LANES_FROM_272_660(X) X(660)
+#define INA_LANES_FROM_272_662(X) INA_LANES_FROM_272_661(X) X(661)
+#define INA_LANES_FROM_272_663(X) INA_LANES_FROM_272_662(X) X(662)
+#define INA_LANES_FROM_272_664(X) INA_LANES_FROM_272_663(X) X(663)
+#define INA_LANES_FROM_272_665(X) INA_LANES_FROM_272_664(X) X(664)
+#define INA_LANES_FROM_272_666(X) INA_LANES_FROM_272_665(X) X(665)
+#define INA_LANES_FROM_272_667(X) INA_LANES_FROM_272_666(X) X(666)
+#define INA_LANES_FROM_272_668(X) INA_LANES_FROM_272_667(X) X(667)
+#define INA_LANES_FROM_272_669(X) INA_LANES_FROM_272_668(X) X(668)
+#define INA_LANES_FROM_272_670(X) INA_LANES_FROM_272_669(X) X(669)
+#define INA_LANES_FROM_272_671(X) INA_LANES_FROM_272_670(X) X(670)
+#define INA_LANES_FROM_272_672(X) INA_LANES_FROM_272_671(X) X(671)
+#define INA_LANES_FROM_272_673(X) INA_LANES_FROM_272_672(X) X(672)
+#define INA_LANES_FROM_272_674(X) INA_LANES_FROM_272_673(X) X(673)
+#define INA_LANES_FROM_272_675(X) INA_LANES_FROM_272_674(X) X(674)
+#define INA_LANES_FROM_272_676(X) INA_LANES_FROM_272_675(X) X(675)
+#define INA_LANES_FROM_272_677(X) INA_LANES_FROM_272_676(X) X(676)
+#define INA_LANES_FROM_272_678(X) INA_LANES_FROM_272_677(X) X(677)
+#define INA_LANES_FROM_272_679(X) INA_LANES_FROM_272_678(X) X(678)
+#define INA_LANES_FROM_272_680(X) INA_LANES_FROM_272_679(X) X(679)
+#define INA_LANES_FROM_272_681(X) INA_LANES_FROM_272_680(X) X(680)
+#define INA_LANES_FROM_272_682(X) INA_LANES_FROM_272_681(X) X(681)
+#define INA_LANES_FROM_272_683(X) INA_LANES_FROM_272_682(X) X(682)
+#define INA_LANES_FROM_272_684(X) INA_LANES_FROM_272_683(X) X(683)
+#define INA_LANES_FROM_272_685(X) INA_LANES_FROM_272_684(X) X(684)
+#define INA_LANES_FROM_272_686(X) INA_LANES_FROM_272_685(X) X(685)
+#define INA_LANES_FROM_272_687(X) INA_LANES_FROM_272_686(X) X(686)
+#define INA_LANES_FROM_272_688(X) INA_LANES_FROM_272_687(X) X(687)
+#define INA_LANES_FROM_272_689(X) INA_LANES_FROM_272_688(X) X(688)
+#define INA_LANES_FROM_272_690(X) INA_LANES_FROM_272_689(X) X(689)
+#define INA_LANES_FROM_272_691(X) INA_LANES_FROM_272_690(X) X(690)
+#define INA_LANES_FROM_272_692(X) INA_LANES_FROM_272_691(X) X(691)
+#define INA_LANES_FROM_272_693(X) INA_LANES_FROM_272_692(X) X(692)
+#define INA_LANES_FROM_272_694(X) INA_LANES_FROM_272_693(X) X(693)
+#define INA_LANES_FROM_272_695(X) INA_LANES_FROM_272_694(X) X(694)
+#define INA_LANES_FROM_272_696(X) INA_LANES_FROM_272_695(X) X(695)
+#define INA_LANES_FROM_272_697(X) INA_LANES_FROM_272_696(X) X(696)
+#define INA_LANES_FROM_272_698(X) INA_LANES_FROM_272_697(X) X(697)
+#define INA_LANES_FROM_272_699(X) INA_LANES_FROM_272_698(X) X(698)
+#define INA_LANES_FROM_272_700(X) INA_LANES_FROM_272_699(X) X(699)
+#define INA_LANES_FROM_272_701(X) INA_LANES_FROM_272_700(X) X(700)
+#define INA_LANES_FROM_272_702(X) INA_LANES_FROM_272_701(X) X(701)
+#define INA_LANES_FROM_272_703(X) INA_LANES_FROM_272_702(X) X(702)
+#define INA_LANES_FROM_272_704(X) INA_LANES_FROM_272_703(X) X(703)
+#define INA_LANES_FROM_272_705(X) INA_LANES_FROM_272_704(X) X(704)
+#define INA_LANES_FROM_272_706(X) INA_LANES_FROM_272_705(X) X(705)
+#define INA_LANES_FROM_272_707(X) INA_LANES_FROM_272_706(X) X(706)
+#define INA_LANES_FROM_272_708(X) INA_LANES_FROM_272_707(X) X(707)
+#define INA_LANES_FROM_272_709(X) INA_LANES_FROM_272_708(X) X(708)
+#define INA_LANES_FROM_272_710(X) INA_LANES_FROM_272_709(X) X(709)
+#define INA_LANES_FROM_272_711(X) INA_LANES_FROM_272_710(X) X(710)
+#define INA_LANES_FROM_272_712(X) INA_LANES_FROM_272_711(X) X(711)
+#define INA_LANES_FROM_272_713(X) INA_LANES_FROM_272_712(X) X(712)
+#define INA_LANES_FROM_272_714(X) INA_LANES_FROM_272_713(X) X(713)
+#define INA_LANES_FROM_272_715(X) INA_LANES_FROM_272_714(X) X(714)
+#define INA_LANES_FROM_272_716(X) INA_LANES_FROM_272_715(X) X(715)
+#define INA_LANES_FROM_272_717(X) INA_LANES_FROM_272_716(X) X(716)
+#define INA_LANES_FROM_272_718(X) INA_LANES_FROM_272_717(X) X(717)
+#define INA_LANES_FROM_272_719(X) INA_LANES_FROM_272_718(X) X(718)
+#define INA_LANES_FROM_272_720(X) INA_LANES_FROM_272_719(X) X(719)
+#define INA_LANES_FROM_272_721(X) INA_LANES_FROM_272_720(X) X(720)
+#define INA_LANES_FROM_272_722(X) INA_LANES_FROM_272_721(X) X(721)
+#define INA_LANES_FROM_272_723(X) INA_LANES_FROM_272_722(X) X(722)
+#define INA_LANES_FROM_272_724(X) INA_LANES_FROM_272_723(X) X(723)
+#define INA_LANES_FROM_272_725(X) INA_LANES_FROM_272_724(X) X(724)
+#define INA_LANES_FROM_272_726(X) INA_LANES_FROM_272_725(X) X(725)
+#define INA_LANES_FROM_272_727(X) INA_LANES_FROM_272_726(X) X(726)
+#define INA_LANES_FROM_272_728(X) INA_LANES_FROM_272_727(X) X(727)
+#define INA_LANES_FROM_272_729(X) INA_LANES_FROM_272_728(X) X(728)
+#define INA_LANES_FROM_272_730(X) INA_LANES_FROM_272_729(X) X(729)
+#define INA_LANES_FROM_272_731(X) INA_LANES_FROM_272_730(X) X(730)
+#define INA_LANES_FROM_272_732(X) INA_LANES_FROM_272_731(X) X(731)
+#define INA_LANES_FROM_272_733(X) INA_LANES_FROM_272_732(X) X(732)
+#define INA_LANES_FROM_272_734(X) INA_LANES_FROM_272_733(X) X(733)
+#define INA_LANES_FROM_272_735(X) INA_LANES_FROM_272_734(X) X(734)
+#define INA_LANES_FROM_272_736(X) INA_LANES_FROM_272_735(X) X(735)
+#define INA_LANES_FROM_272_737(X) INA_LANES_FROM_272_736(X) X(736)
+#define INA_LANES_FROM_272_738(X) INA_LANES_FROM_272_737(X) X(737)
+#define INA_LANES_FROM_272_739(X) INA_LANES_FROM_272_738(X) X(738)
+#define INA_LANES_FROM_272_740(X) INA_LANES_FROM_272_739(X) X(739)
+#define INA_LANES_FROM_272_741(X) INA_LANES_FROM_272_740(X) X(740)
+#define INA_LANES_FROM_272_742(X) INA_LANES_FROM_272_741(X) X(741)
+#define INA_LANES_FROM_272_743(X) INA_LANES_FROM_272_742(X) X(742)
+#define INA_LANES_FROM_272_744(X) INA_LANES_FROM_272_743(X) X(743)
+#define INA_LANES_FROM_272_745(X) INA_LANES_FROM_272_744(X) X(744)
+#define INA_LANES_FROM_272_746(X) INA_LANES_FROM_272_745(X) X(745)
+#define INA_LANES_FROM_272_747(X) INA_LANES_FROM_272_746(X) X(746)
+#define INA_LANES_FROM_272_748(X) INA_LANES_FROM_272_747(X) X(747)
+#define INA_LANES_FROM_272_749(X) INA_LANES_FROM_272_748(X) X(748)
+#define INA_LANES_FROM_272_750(X) INA_LANES_FROM_272_749(X) X(749)
+#define INA_LANES_FROM_272_751(X) INA_LANES_FROM_272_750(X) X(750)
+#define INA_LANES_FROM_272_752(X) INA_LANES_FROM_272_751(X) X(751)
+#define INA_LANES_FROM_272_753(X) INA_LANES_FROM_272_752(X) X(752)
+#define INA_LANES_FROM_272_754(X) INA_LANES_FROM_272_753(X) X(753)
+#define INA_LANES_FROM_272_755(X) INA_LANES_FROM_272_754(X) X(754)
+#define INA_LANES_FROM_272_756(X) INA_LANES_FROM_272_755(X) X(755)
+#define INA_LANES_FROM_272_757(X) INA_LANES_FROM_272_756(X) X(756)
+#define INA_LANES_FROM_272_758(X) INA_LANES_FROM_272_757(X) X(757)
+#define INA_LANES_FROM_272_759(X) INA_LANES_FROM_272_758(X) X(758)
+#define INA_LANES_FROM_272_760(X) INA_LANES_FROM_272_759(X) X(759)
+#define INA_LANES_FROM_272_761(X) INA_LANES_FROM_272_760(X) X(760)
+#define INA_LANES_FROM_272_762(X) INA_LANES_FROM_272_761(X) X(761)
+#define INA_LANES_FROM_272_763(X) INA_LANES_FROM_272_762(X) X(762)
+#define INA_LANES_FROM_272_764(X) INA_LANES_FROM_272_763(X) X(763)
+#define INA_LANES_FROM_272_765(X) INA_LANES_FROM_272_764(X) X(764)
+#define INA_LANES_FROM_272_766(X) INA_LANES_FROM_272_765(X) X(765)
+#define INA_LANES_FROM_272_767(X) INA_LANES_FROM_272_766(X) X(766)
+#define INA_LANES_FROM_272_768(X) INA_LANES_FROM_272_767(X) X(767)
+#define INA_LANES_FROM_272_769(X) INA_LANES_FROM_272_768(X) X(768)
+#define INA_LANES_FROM_272_770(X) INA_LANES_FROM_272_769(X) X(769)
+#define INA_LANES_FROM_272_771(X) INA_LANES_FROM_272_770(X) X(770)
+#define INA_LANES_FROM_272_772(X) INA_LANES_FROM_272_771(X) X(771)
+#define INA_LANES_FROM_272_773(X) INA_LANES_FROM_272_772(X) X(772)
+#define INA_LANES_FROM_272_774(X) INA_LANES_FROM_272_773(X) X(773)
+#define INA_LANES_FROM_272_775(X) INA_LANES_FROM_272_774(X) X(774)
+#define INA_LANES_FROM_272_776(X) INA_LANES_FROM_272_775(X) X(775)
+#define INA_LANES_FROM_272_777(X) INA_LANES_FROM_272_776(X) X(776)
+#define INA_LANES_FROM_272_778(X) INA_LANES_FROM_272_777(X) X(777)
+#define INA_LANES_FROM_272_779(X) INA_LANES_FROM_272_778(X) X(778)
+#define INA_LANES_FROM_272_780(X) INA_LANES_FROM_272_779(X) X(779)
+#define INA_LANES_FROM_272_781(X) INA_LANES_FROM_272_780(X) X(780)
+#define INA_LANES_FROM_272_782(X) INA_LANES_FROM_272_781(X) X(781)
+#define INA_LANES_FROM_272_783(X) INA_LANES_FROM_272_782(X) X(782)
+#define INA_LANES_FROM_272_784(X) INA_LANES_FROM_272_783(X) X(783)
+#define INA_LANES_FROM_272_785(X) INA_LANES_FROM_272_784(X) X(784)
+#define INA_LANES_FROM_272_786(X) INA_LANES_FROM_272_785(X) X(785)
+#define INA_LANES_FROM_272_787(X) INA_LANES_FROM_272_786(X) X(786)
+#define INA_LANES_FROM_272_788(X) INA_LANES_FROM_272_787(X) X(787)
+#define INA_LANES_FROM_272_789(X) INA_LANES_FROM_272_788(X) X(788)
+#define INA_LANES_FROM_272_790(X) INA_LANES_FROM_272_789(X) X(789)
+#define INA_LANES_FROM_272_791(X) INA_LANES_FROM_272_790(X) X(790)
+#define INA_LANES_FROM_272_792(X) INA_LANES_FROM_272_791(X) X(791)
+#define INA_LANES_FROM_272_793(X) INA_LANES_FROM_272_792(X) X(792)
+#define INA_LANES_FROM_272_794(X) INA_LANES_FROM_272_793(X) X(793)
+#define INA_LANES_FROM_272_795(X) INA_LANES_FROM_272_794(X) X(794)
+#define INA_LANES_FROM_272_796(X) INA_LANES_FROM_272_795(X) X(795)
+#define INA_LANES_FROM_272_797(X) INA_LANES_FROM_272_796(X) X(796)
+#define INA_LANES_FROM_272_798(X) INA_LANES_FROM_272_797(X) X(797)
+#define INA_LANES_FROM_272_799(X) INA_LANES_FROM_272_798(X) X(798)
+#define INA_LANES_FROM_272_800(X) INA_LANES_FROM_272_799(X) X(799)
+#define INA_LANES_FROM_272_801(X) INA_LANES_FROM_272_800(X) X(800)
+#define INA_LANES_FROM_272_802(X) INA_LANES_FROM_272_801(X) X(801)
+#define INA_LANES_FROM_272_803(X) INA_LANES_FROM_272_802(X) X(802)
+#define INA_LANES_FROM_272_804(X) INA_LANES_FROM_272_803(X) X(803)
+#define INA_LANES_FROM_272_805(X) INA_LANES_FROM_272_804(X) X(804)
+#define INA_LANES_FROM_272_806(X) INA_LANES_FROM_272_805(X) X(805)
+#define INA_LANES_FROM_272_807(X) INA_LANES_FROM_272_806(X) X(806)
+#define INA_LANES_FROM_272_808(X) INA_LANES_FROM_272_807(X) X(807)
+#define INA_LANES_FROM_272_809(X) INA_LANES_FROM_272_808(X) X(808)
+#define INA_LANES_FROM_272_810(X) INA_LANES_FROM_272_809(X) X(809)
+#define INA_LANES_FROM_272_811(X) INA_LANES_FROM_272_810(X) X(810)
+#define INA_LANES_FROM_272_812(X) INA_LANES_FROM_272_811(X) X(811)
+#define INA_LANES_FROM_272_813(X) INA_LANES_FROM_272_812(X) X(812)
+#define INA_LANES_FROM_272_814(X) INA_LANES_FROM_272_813(X) X(813)
+#define INA_LANES_FROM_272_815(X) INA_LANES_FROM_272_814(X) X(814)
+#define INA_LANES_FROM_272_816(X) INA_LANES_FROM_272_815(X) X(815)
+#define INA_LANES_FROM_272_817(X) INA_LANES_FROM_272_816(X) X(816)
+#define INA_LANES_FROM_272_818(X) INA_LANES_FROM_272_817(X) X(817)
+#define INA_LANES_FROM_272_819(X) INA_LANES_FROM_272_818(X) X(818)
+#define INA_LANES_FROM_272_820(X) INA_LANES_FROM_272_819(X) X(819)
+#define INA_LANES_FROM_272_821(X) INA_LANES_FROM_272_820(X) X(820)
+#define INA_LANES_FROM_272_822(X) INA_LANES_FROM_272_821(X) X(821)
+#define INA_LANES_FROM_272_823(X) INA_LANES_FROM_272_822(X) X(822)
+#define INA_LANES_FROM_272_824(X) INA_LANES_FROM_272_823(X) X(823)
+#define INA_LANES_FROM_272_825(X) INA_LANES_FROM_272_824(X) X(824)
+#define INA_LANES_FROM_272_826(X) INA_LANES_FROM_272_825(X) X(825)
+#define INA_LANES_FROM_272_827(X) INA_LANES_FROM_272_826(X) X(826)
+#define INA_LANES_FROM_272_828(X) INA_LANES_FROM_272_827(X) X(827)
+#define INA_LANES_FROM_272_829(X) INA_LANES_FROM_272_828(X) X(828)
+#define INA_LANES_FROM_272_830(X) INA_LANES_FROM_272_829(X) X(829)
+#define INA_LANES_FROM_272_831(X) INA_LANES_FROM_272_830(X) X(830)
+#define INA_LANES_FROM_272_832(X) INA_LANES_FROM_272_831(X) X(831)
+#define INA_LANES_FROM_272_833(X) INA_LANES_FROM_272_832(X) X(832)
+#define INA_LANES_FROM_272_834(X) INA_LANES_FROM_272_833(X) X(833)
+#define INA_LANES_FROM_272_835(X) INA_LANES_FROM_272_834(X) X(834)
+#define INA_LANES_FROM_272_836(X) INA_LANES_FROM_272_835(X) X(835)
+#define INA_LANES_FROM_272_837(X) INA_LANES_FROM_272_836(X) X(836)
+#define INA_LANES_FROM_272_838(X) INA_LANES_FROM_272_837(X) X(837)
+#define INA_LANES_FROM_272_839(X) INA_LANES_FROM_272_838(X) X(838)
+#define INA_LANES_FROM_272_840(X) INA_LANES_FROM_272_839(X) X(839)
+#define INA_LANES_FROM_272_841(X) INA_LANES_FROM_272_840(X) X(840)
+#define INA_LANES_FROM_272_842(X) INA_LANES_FROM_272_841(X) X(841)
+#define INA_LANES_FROM_272_843(X) INA_LANES_FROM_272_842(X) X(842)
+#define INA_LANES_FROM_272_844(X) INA_LANES_FROM_272_843(X) X(843)
+#define INA_LANES_FROM_272_845(X) INA_LANES_FROM_272_844(X) X(844)
+#define INA_LANES_FROM_272_846(X) INA_LANES_FROM_272_845(X) X(845)
+#define INA_LANES_FROM_272_847(X) INA_LANES_FROM_272_846(X) X(846)
+#define INA_LANES_FROM_272_848(X) INA_LANES_FROM_272_847(X) X(847)
+#define INA_LANES_FROM_272_849(X) INA_LANES_FROM_272_848(X) X(848)
+#define INA_LANES_FROM_272_850(X) INA_LANES_FROM_272_849(X) X(849)
+#define INA_LANES_FROM_272_851(X) INA_LANES_FROM_272_850(X) X(850)
+#define INA_LANES_FROM_272_852(X) INA_LANES_FROM_272_851(X) X(851)
+#define INA_LANES_FROM_272_853(X) INA_LANES_FROM_272_852(X) X(852)
+#define INA_LANES_FROM_272_854(X) INA_LANES_FROM_272_853(X) X(853)
+#define INA_LANES_FROM_272_855(X) INA_LANES_FROM_272_854(X) X(854)
+#define INA_LANES_FROM_272_856(X) INA_LANES_FROM_272_855(X) X(855)
+#define INA_LANES_FROM_272_857(X) INA_LANES_FROM_272_856(X) X(856)
+#define INA_LANES_FROM_272_858(X) INA_LANES_FROM_272_857(X) X(857)
+#define INA_LANES_FROM_272_859(X) INA_LANES_FROM_272_858(X) X(858)
+#define INA_LANES_FROM_272_860(X) INA_LANES_FROM_272_859(X) X(859)
+#define INA_LANES_FROM_272_861(X) INA_LANES_FROM_272_860(X) X(860)
+#define INA_LANES_FROM_272_862(X) INA_LANES_FROM_272_861(X) X(861)
+#define INA_LANES_FROM_272_863(X) INA_LANES_FROM_272_862(X) X(862)
+#define INA_LANES_FROM_272_864(X) INA_LANES_FROM_272_863(X) X(863)
+#define INA_LANES_FROM_272_865(X) INA_LANES_FROM_272_864(X) X(864)
+#define INA_LANES_FROM_272_866(X) INA_LANES_FROM_272_865(X) X(865)
+#define INA_LANES_FROM_272_867(X) INA_LANES_FROM_272_866(X) X(866)
+#define INA_LANES_FROM_272_868(X) INA_LANES_FROM_272_867(X) X(867)
+#define INA_LANES_FROM_272_869(X) INA_LANES_FROM_272_868(X) X(868)
+#define INA_LANES_FROM_272_870(X) INA_LANES_FROM_272_869(X) X(869)
+#define INA_LANES_FROM_272_871(X) INA_LANES_FROM_272_870(X) X(870)
+#define INA_LANES_FROM_272_872(X) INA_LANES_FROM_272_871(X) X(871)
+#define INA_LANES_FROM_272_873(X) INA_LANES_FROM_272_872(X) X(872)
+#define INA_LANES_FROM_272_874(X) INA_LANES_FROM_272_873(X) X(873)
+#define INA_LANES_FROM_272_875(X) INA_LANES_FROM_272_874(X) X(874)
+#define INA_LANES_FROM_272_876(X) INA_LANES_FROM_272_875(X) X(875)
+#define INA_LANES_FROM_272_877(X) INA_LANES_FROM_272_876(X) X(876)
+#define INA_LANES_FROM_272_878(X) INA_LANES_FROM_272_877(X) X(877)
+#define INA_LANES_FROM_272_879(X) INA_LANES_FROM_272_878(X) X(878)
+#define INA_LANES_FROM_272_880(X) INA_LANES_FROM_272_879(X) X(879)
+#define INA_LANES_FROM_272_881(X) INA_LANES_FROM_272_880(X) X(880)
+#define INA_LANES_FROM_272_882(X) INA_LANES_FROM_272_881(X) X(881)
+#define INA_LANES_FROM_272_883(X) INA_LANES_FROM_272_882(X) X(882)
+#define INA_LANES_FROM_272_884(X) INA_LANES_FROM_272_883(X) X(883)
+#define INA_LANES_FROM_272_885(X) INA_LANES_FROM_272_884(X) X(884)
+#define INA_LANES_FROM_272_886(X) INA_LANES_FROM_272_885(X) X(885)
+#define INA_LANES_FROM_272_887(X) INA_LANES_FROM_272_886(X) X(886)
+#define INA_LANES_FROM_272_888(X) INA_LANES_FROM_272_887(X) X(887)
+#define INA_LANES_FROM_272_889(X) INA_LANES_FROM_272_888(X) X(888)
+#define INA_LANES_FROM_272_890(X) INA_LANES_FROM_272_889(X) X(889)
+#define INA_LANES_FROM_272_891(X) INA_LANES_FROM_272_890(X) X(890)
+#define INA_LANES_FROM_272_892(X) INA_LANES_FROM_272_891(X) X(891)
+#define INA_LANES_FROM_272_893(X) INA_LANES_FROM_272_892(X) X(892)
+#define INA_LANES_FROM_272_894(X) INA_LANES_FROM_272_893(X) X(893)
+#define INA_LANES_FROM_272_895(X) INA_LANES_FROM_272_894(X) X(894)
+#define INA_LANES_FROM_272_896(X) INA_LANES_FROM_272_895(X) X(895)
+#define INA_LANES_FROM_272_897(X) INA_LANES_FROM_272_896(X) X(896)
+#define INA_LANES_FROM_272_898(X) INA_LANES_FROM_272_897(X) X(897)
+#define INA_LANES_FROM_272_899(X) INA_LANES_FROM_272_898(X) X(898)
+#define INA_LANES_FROM_272_900(X) INA_LANES_FROM_272_899(X) X(899)
+#define INA_LANES_FROM_272_901(X) INA_LANES_FROM_272_900(X) X(900)
+#define INA_LANES_FROM_272_902(X) INA_LANES_FROM_272_901(X) X(901)
+#define INA_LANES_FROM_272_903(X) INA_LANES_FROM_272_902(X) X(902)
+#define INA_LANES_FROM_272_904(X) INA_LANES_FROM_272_903(X) X(903)
+#define INA_LANES_FROM_272_905(X) INA_LANES_FROM_272_904(X) X(904)
+#define INA_LANES_FROM_272_906(X) INA_LANES_FROM_272_905(X) X(905)
+#define INA_LANES_FROM_272_907(X) INA_LANES_FROM_272_906(X) X(906)
+#define INA_LANES_FROM_272_908(X) INA_LANES_FROM_272_907(X) X(907)
+#define INA_LANES_FROM_272_909(X) INA_LANES_FROM_272_908(X) X(908)
+#define INA_LANES_FROM_272_910(X) INA_LANES_FROM_272_909(X) X(909)
+#define INA_LANES_FROM_272_911(X) INA_LANES_FROM_272_910(X) X(910)
+#define INA_LANES_FROM_272_912(X) INA_LANES_FROM_272_911(X) X(911)
+#define INA_LANES_FROM_272_913(X) INA_LANES_FROM_272_912(X) X(912)
+#define INA_LANES_FROM_272_914(X) INA_LANES_FROM_272_913(X) X(913)
+#define INA_LANES_FROM_272_915(X) INA_LANES_FROM_272_914(X) X(914)
+#define INA_LANES_FROM_272_916(X) INA_LANES_FROM_272_915(X) X(915)
+#define INA_LANES_FROM_272_917(X) INA_LANES_FROM_272_916(X) X(916)
+#define INA_LANES_FROM_272_918(X) INA_LANES_FROM_272_917(X) X(917)
+#define INA_LANES_FROM_272_919(X) INA_LANES_FROM_272_918(X) X(918)
+#define INA_LANES_FROM_272_920(X) INA_LANES_FROM_272_919(X) X(919)
+#define INA_LANES_FROM_272_921(X) INA_LANES_FROM_272_920(X) X(920)
+#define INA_LANES_FROM_272_922(X) INA_LANES_FROM_272_921(X) X(921)
+#define INA_LANES_FROM_272_923(X) INA_LANES_FROM_272_922(X) X(922)
+#define INA_LANES_FROM_272_924(X) INA_LANES_FROM_272_923(X) X(923)
+#define INA_LANES_FROM_272_925(X) INA_LANES_FROM_272_924(X) X(924)
+#define INA_LANES_FROM_272_926(X) INA_LANES_FROM_272_925(X) X(925)
+#define INA_LANES_FROM_272_927(X) INA_LANES_FROM_272_926(X) X(926)
+#define INA_LANES_FROM_272_928(X) INA_LANES_FROM_272_927(X) X(927)
+#define INA_LANES_FROM_272_929(X) INA_LANES_FROM_272_928(X) X(928)
+#define INA_LANES_FROM_272_930(X) INA_LANES_FROM_272_929(X) X(929)
+#define INA_LANES_FROM_272_931(X) INA_LANES_FROM_272_930(X) X(930)
+#define INA_LANES_FROM_272_932(X) INA_LANES_FROM_272_931(X) X(931)
+#define INA_LANES_FROM_272_933(X) INA_LANES_FROM_272_932(X) X(932)
+#define INA_LANES_FROM_272_934(X) INA_LANES_FROM_272_933(X) X(933)
+#define INA_LANES_FROM_272_935(X) INA_LANES_FROM_272_934(X) X(934)
+#define INA_LANES_FROM_272_936(X) INA_LANES_FROM_272_935(X) X(935)
+#define INA_LANES_FROM_272_937(X) INA_LANES_FROM_272_936(X) X(936)
+#define INA_LANES_FROM_272_938(X) INA_LANES_FROM_272_937(X) X(937)
+#define INA_LANES_FROM_272_939(X) INA_LANES_FROM_272_938(X) X(938)
+#define INA_LANES_FROM_272_940(X) INA_LANES_FROM_272_939(X) X(939)
+#define INA_LANES_FROM_272_941(X) INA_LANES_FROM_272_940(X) X(940)
+#define INA_LANES_FROM_272_942(X) INA_LANES_FROM_272_941(X) X(941)
+#define INA_LANES_FROM_272_943(X) INA_LANES_FROM_272_942(X) X(942)
+#define INA_LANES_FROM_272_944(X) INA_LANES_FROM_272_943(X) X(943)
+#define INA_LANES_FROM_272_945(X) INA_LANES_FROM_272_944(X) X(944)
+#define INA_LANES_FROM_272_946(X) INA_LANES_FROM_272_945(X) X(945)
+#define INA_LANES_FROM_272_947(X) INA_LANES_FROM_272_946(X) X(946)
+#define INA_LANES_FROM_272_948(X) INA_LANES_FROM_272_947(X) X(947)
+#define INA_LANES_FROM_272_949(X) INA_LANES_FROM_272_948(X) X(948)
+#define INA_LANES_FROM_272_950(X) INA_LANES_FROM_272_949(X) X(949)
+#define INA_LANES_FROM_272_951(X) INA_LANES_FROM_272_950(X) X(950)
+#define INA_LANES_FROM_272_952(X) INA_LANES_FROM_272_951(X) X(951)
+#define INA_LANES_FROM_272_953(X) INA_LANES_FROM_272_952(X) X(952)
+#define INA_LANES_FROM_272_954(X) INA_LANES_FROM_272_953(X) X(953)
+#define INA_LANES_FROM_272_955(X) INA_LANES_FROM_272_954(X) X(954)
+#define INA_LANES_FROM_272_956(X) INA_LANES_FROM_272_955(X) X(955)
+#define INA_LANES_FROM_272_957(X) INA_LANES_FROM_272_956(X) X(956)
+#define INA_LANES_FROM_272_958(X) INA_LANES_FROM_272_957(X) X(957)
+#define INA_LANES_FROM_272_959(X) INA_LANES_FROM_272_958(X) X(958)
+#define INA_LANES_FROM_272_960(X) INA_LANES_FROM_272_959(X) X(959)
+#define INA_LANES_FROM_272_961(X) INA_LANES_FROM_272_960(X) X(960)
+#define INA_LANES_FROM_272_962(X) INA_LANES_FROM_272_961(X) X(961)
+#define INA_LANES_FROM_272_963(X) INA_LANES_FROM_272_962(X) X(962)
+#define INA_LANES_FROM_272_964(X) INA_LANES_FROM_272_963(X) X(963)
+#define INA_LANES_FROM_272_965(X) INA_LANES_FROM_272_964(X) X(964)
+#define INA_LANES_FROM_272_966(X) INA_LANES_FROM_272_965(X) X(965)
+#define INA_LANES_FROM_272_967(X) INA_LANES_FROM_272_966(X) X(966)
+#define INA_LANES_FROM_272_968(X) INA_LANES_FROM_272_967(X) X(967)
+#define INA_LANES_FROM_272_969(X) INA_LANES_FROM_272_968(X) X(968)
+#define INA_LANES_FROM_272_970(X) INA_LANES_FROM_272_969(X) X(969)
+#define INA_LANES_FROM_272_971(X) INA_LANES_FROM_272_970(X) X(970)
+#define INA_LANES_FROM_272_972(X) INA_LANES_FROM_272_971(X) X(971)
+#define INA_LANES_FROM_272_973(X) INA_LANES_FROM_272_972(X) X(972)
+#define INA_LANES_FROM_272_974(X) INA_LANES_FROM_272_973(X) X(973)
+#define INA_LANES_FROM_272_975(X) INA_LANES_FROM_272_974(X) X(974)
+#define INA_LANES_FROM_272_976(X) INA_LANES_FROM_272_975(X) X(975)
+#define INA_LANES_FROM_272_977(X) INA_LANES_FROM_272_976(X) X(976)
+#define INA_LANES_FROM_272_978(X) INA_LANES_FROM_272_977(X) X(977)
+#define INA_LANES_FROM_272_979(X) INA_LANES_FROM_272_978(X) X(978)
+#define INA_LANES_FROM_272_980(X) INA_LANES_FROM_272_979(X) X(979)
+#define INA_LANES_FROM_272_981(X) INA_LANES_FROM_272_980(X) X(980)
+#define INA_LANES_FROM_272_982(X) INA_LANES_FROM_272_981(X) X(981)
+#define INA_LANES_FROM_272_983(X) INA_LANES_FROM_272_982(X) X(982)
+#define INA_LANES_FROM_272_984(X) INA_LANES_FROM_272_983(X) X(983)
+#define INA_LANES_FROM_272_985(X) INA_LANES_FROM_272_984(X) X(984)
+#define INA_LANES_FROM_272_986(X) INA_LANES_FROM_272_985(X) X(985)
+#define INA_LANES_FROM_272_987(X) INA_LANES_FROM_272_986(X) X(986)
+#define INA_LANES_FROM_272_988(X) INA_LANES_FROM_272_987(X) X(987)
+#define INA_LANES_FROM_272_989(X) INA_LANES_FROM_272_988(X) X(988)
+#define INA_LANES_FROM_272_990(X) INA_LANES_FROM_272_989(X) X(989)
+#define INA_LANES_FROM_272_991(X) INA_LANES_FROM_272_990(X) X(990)
+#define INA_LANES_FROM_272_992(X) INA_LANES_FROM_272_991(X) X(991)
+#define INA_LANES_FROM_272_993(X) INA_LANES_FROM_272_992(X) X(992)
+#define INA_LANES_FROM_272_994(X) INA_LANES_FROM_272_993(X) X(993)
+#define INA_LANES_FROM_272_995(X) INA_LANES_FROM_272_994(X) X(994)
+#define INA_LANES_FROM_272_996(X) INA_LANES_FROM_272_995(X) X(995)
+#define INA_LANES_FROM_272_997(X) INA_LANES_FROM_272_996(X) X(996)
+#define INA_LANES_FROM_272_998(X) INA_LANES_FROM_272_997(X) X(997)
+#define INA_LANES_FROM_272_999(X) INA_LANES_FROM_272_998(X) X(998)
+#define INA_LANES_FROM_272_1000(X) INA_LANES_FROM_272_999(X) X(999)
+#define INA_LANES_FROM_272_1001(X) INA_LANES_FROM_272_1000(X) X(1000)
+#define INA_LANES_FROM_272_1002(X) INA_LANES_FROM_272_1001(X) X(1001)
+#define INA_LANES_FROM_272_1003(X) INA_LANES_FROM_272_1002(X) X(1002)
+#define INA_LANES_FROM_272_1004(X) INA_LANES_FROM_272_1003(X) X(1003)
+#define INA_LANES_FROM_272_1005(X) INA_LANES_FROM_272_1004(X) X(1004)
+#define INA_LANES_FROM_272_1006(X) INA_LANES_FROM_272_1005(X) X(1005)
+#define INA_LANES_FROM_272_1007(X) INA_LANES_FROM_272_1006(X) X(1006)
+#define INA_LANES_FROM_272_1008(X) INA_LANES_FROM_272_1007(X) X(1007)
+#define INA_LANES_FROM_272_1009(X) INA_LANES_FROM_272_1008(X) X(1008)
+#define INA_LANES_FROM_272_1010(X) INA_LANES_FROM_272_1009(X) X(1009)
+#define INA_LANES_FROM_272_1011(X) INA_LANES_FROM_272_1010(X) X(1010)
+#define INA_LANES_FROM_272_1012(X) INA_LANES_FROM_272_1011(X) X(1011)
+#define INA_LANES_FROM_272_1013(X) INA_LANES_FROM_272_1012(X) X(1012)
+#define INA_LANES_FROM_272_1014(X) INA_LANES_FROM_272_1013(X) X(1013)
+#define INA_LANES_FROM_272_1015(X) INA_LANES_FROM_272_1014(X) X(1014)
+#define INA_LANES_FROM_272_1016(X) INA_LANES_FROM_272_1015(X) X(1015)
+#define INA_LANES_FROM_272_1017(X) INA_LANES_FROM_272_1016(X) X(1016)
+#define INA_LANES_FROM_272_1018(X) INA_LANES_FROM_272_1017(X) X(1017)
+#define INA_LANES_FROM_272_1019(X) INA_LANES_FROM_272_1018(X) X(1018)
+#define INA_LANES_FROM_272_1020(X) INA_LANES_FROM_272_1019(X) X(1019)
+#define INA_LANES_FROM_272_1021(X) INA_LANES_FROM_272_1020(X) X(1020)
+#define INA_LANES_FROM_272_1022(X) INA_LANES_FROM_272_1021(X) X(1021)
+#define INA_LANES_FROM_272_1023(X) INA_LANES_FROM_272_1022(X) X(1022)
+#define INA_LANES_FROM_272_1024(X) INA_LANES_FROM_272_1023(X) X(1023)
 
 #endif /* INA_LANES_P4 */

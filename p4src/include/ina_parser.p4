@@ -3,7 +3,7 @@
  *
  * Ethernet / IPv4 (no options, not a later fragment) / UDP to INA_UDP_PORT / INA header / hop stack
  * (until the entry with bos = 1) / the payload of the flags' layout (docs/protocol.md, "Layouts"): K values
- * (dense), 2 or 4 blocks of K values (wide), or group masks and K kept values (MASKED). Anything shorter
+ * (dense), a 2:4 or 1:4 chunk's dense sum, or its group masks and kept values (MASKED). Anything shorter
  * stops with a parser error; v1model then runs ingress with standard_metadata.parser_error set, and
  * ingress drops and counts the packet. A layout this program does not know leaves the values unparsed
  * (malformed). The payload's size and the largest value_count are noted for ingress's checks.
@@ -60,64 +60,76 @@ parser InaParser(packet_in packet, out headers_t hdr, inout ina_metadata_t meta,
     }
 
     state parse_payload {
+        meta.payload_parsed = 0;
+        meta.chunk = 0;
         transition select(hdr.ina.flags) {
             0 &&& FLAG_LAYOUT_MASK: parse_values;
-#if INA_WIDE_LAYOUTS
-            FLAG_SPAN_2 &&& FLAG_LAYOUT_MASK: parse_values_x2;
-            FLAG_SPAN_4 &&& FLAG_LAYOUT_MASK: parse_values_x4;
-            (FLAG_MASKED | FLAG_SPAN_2) &&& FLAG_LAYOUT_MASK: parse_masks_2of4;
-            (FLAG_MASKED | FLAG_SPAN_4) &&& FLAG_LAYOUT_MASK: parse_masks_1of4;
+#if INA_MASKED_LAYOUTS
+            FLAG_CHUNK_2OF4 &&& FLAG_LAYOUT_MASK: parse_sum_2of4;
+            FLAG_CHUNK_1OF4 &&& FLAG_LAYOUT_MASK: parse_sum_1of4;
+            (FLAG_MASKED | FLAG_CHUNK_2OF4) &&& FLAG_LAYOUT_MASK: parse_masked_2of4;
+            (FLAG_MASKED | FLAG_CHUNK_1OF4) &&& FLAG_LAYOUT_MASK: parse_masked_1of4;
 #endif
             default: accept;
         }
     }
 
     state parse_values {
-        meta.span = 1;
         meta.payload_bytes = VALUES_PER_PACKET * VALUE_BYTES;
         meta.max_value_count = VALUES_PER_PACKET >> INA_DENSE_COUNT_SHIFT;
-        packet.extract(hdr.values);
+        packet.extract(hdr.values_a);
+#if INA_LANES_B
+        packet.extract(hdr.values_b);
+#endif
+#if INA_LANES_C
+        packet.extract(hdr.values_c);
+#endif
+        meta.payload_parsed = 1;
         transition accept;
     }
-#if INA_WIDE_LAYOUTS
+#if INA_MASKED_LAYOUTS
 
-    /* wide: 2K (4K) positions, value_count counts groups of four of them */
-    state parse_values_x2 {
-        meta.span = 2;
-        meta.payload_bytes = 2 * VALUES_PER_PACKET * VALUE_BYTES;
-        meta.max_value_count = VALUES_PER_PACKET / 2;
-        packet.extract(hdr.values);
-        packet.extract(hdr.values_1);
+    /* a 2:4 (1:4) chunk's dense sum: one lane per position (values_a and b, or values_a); value_count counts
+       groups of four positions */
+    state parse_sum_2of4 {
+        meta.chunk = 1;
+        meta.payload_bytes = INA_2OF4_POSITIONS * VALUE_BYTES;
+        meta.max_value_count = INA_2OF4_POSITIONS / 4;
+        packet.extract(hdr.values_a);
+#if INA_LANES_B
+        packet.extract(hdr.values_b);
+#endif
+        meta.payload_parsed = 1;
         transition accept;
     }
 
-    state parse_values_x4 {
-        meta.span = 4;
-        meta.payload_bytes = 4 * VALUES_PER_PACKET * VALUE_BYTES;
-        meta.max_value_count = VALUES_PER_PACKET;
-        packet.extract(hdr.values);
-        packet.extract(hdr.values_1);
-        packet.extract(hdr.values_2);
-        packet.extract(hdr.values_3);
+    state parse_sum_1of4 {
+        meta.chunk = 2;
+        meta.payload_bytes = INA_1OF4_POSITIONS * VALUE_BYTES;
+        meta.max_value_count = INA_1OF4_POSITIONS / 4;
+        packet.extract(hdr.values_a);
+        meta.payload_parsed = 1;
         transition accept;
     }
 
-    /* MASKED: 2:4 (K/2 masks of 4 bits) or 1:4 (K masks), then the K kept values */
-    state parse_masks_2of4 {
-        meta.span = 2;
-        meta.payload_bytes = VALUES_PER_PACKET / 4 + VALUES_PER_PACKET * VALUE_BYTES;
-        meta.max_value_count = VALUES_PER_PACKET / 2;
+    /* MASKED: a mask of 4 bits per group of four positions, then the kept values (2 or 1 per group) */
+    state parse_masked_2of4 {
+        meta.chunk = 1;
+        meta.payload_bytes = INA_2OF4_POSITIONS / 8 + INA_2OF4_POSITIONS / 2 * VALUE_BYTES;
+        meta.max_value_count = INA_2OF4_POSITIONS / 4;
         packet.extract(hdr.masks_2of4);
-        packet.extract(hdr.values);
+        packet.extract(hdr.kept_2of4);
+        meta.payload_parsed = 1;
         transition accept;
     }
 
-    state parse_masks_1of4 {
-        meta.span = 4;
-        meta.payload_bytes = VALUES_PER_PACKET / 2 + VALUES_PER_PACKET * VALUE_BYTES;
-        meta.max_value_count = VALUES_PER_PACKET;
+    state parse_masked_1of4 {
+        meta.chunk = 2;
+        meta.payload_bytes = INA_1OF4_POSITIONS / 8 + INA_1OF4_POSITIONS / 4 * VALUE_BYTES;
+        meta.max_value_count = INA_1OF4_POSITIONS / 4;
         packet.extract(hdr.masks_1of4);
-        packet.extract(hdr.values);
+        packet.extract(hdr.kept_1of4);
+        meta.payload_parsed = 1;
         transition accept;
     }
 #endif
@@ -144,15 +156,18 @@ control InaDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.udp);
         packet.emit(hdr.ina);
         packet.emit(hdr.hops);
-#if INA_WIDE_LAYOUTS
+#if INA_MASKED_LAYOUTS
         packet.emit(hdr.masks_2of4);
+        packet.emit(hdr.kept_2of4);
         packet.emit(hdr.masks_1of4);
+        packet.emit(hdr.kept_1of4);
 #endif
-        packet.emit(hdr.values);
-#if INA_WIDE_LAYOUTS
-        packet.emit(hdr.values_1);
-        packet.emit(hdr.values_2);
-        packet.emit(hdr.values_3);
+        packet.emit(hdr.values_a);
+#if INA_LANES_B
+        packet.emit(hdr.values_b);
+#endif
+#if INA_LANES_C
+        packet.emit(hdr.values_c);
 #endif
     }
 }

@@ -2,8 +2,9 @@
 to its six blocks, TNA's extern types and functions, and the rule of the hardware that a register is
 read-modify-written at most once per packet pass (check_register_accesses).
 
-What the pipeline does with the blocks (traffic manager, recirculation) is the runtime's part
-(softswitch/runtime/tna.py); the externs' code is the Python back end's (backend_python/externs.py).
+What the pipeline does with the blocks (traffic manager, recirculation) is the runtimes' part
+(softswitch/runtime/tna.py, softswitch/native/src/ss_tna.c); the externs' code is the back ends'
+(backend_python/externs.py, backend_c/externs.py).
 docs/softswitch-internals.md, "TNA", lists what softswitch implements and what it refuses.
 """
 
@@ -229,6 +230,24 @@ def register_element_check(element: ir.Type, position: Pos | None) -> None:
     raise P4Error(
         position, f"a Tofino register element must be bit<W>, int<W> or a struct of two equal halves, not {element}"
     )
+
+
+def register_initial_word(instance: ir.ExternInstance) -> int:
+    """A Register's constant initial value (its second constructor argument; 0 without one) as the
+    element word ProgramInfo describes: bit<W> as its W-bit pattern, a struct's fields packed, the first
+    one high."""
+    if len(instance.constructor_arguments) < 2:
+        return 0
+    e = instance.constructor_arguments[1]
+    if isinstance(e, ir.Constant):
+        assert isinstance(e.type, ir.BitType) and isinstance(e.value, int)
+        return e.value & e.type.mask
+    assert isinstance(e, (ir.ListExpression, ir.StructInitializer))
+    word = 0
+    for item in e.items:
+        assert isinstance(item, ir.Constant) and isinstance(item.type, ir.BitType) and isinstance(item.value, int)
+        word = (word << item.type.width) | (item.value & item.type.mask)
+    return word
 
 
 # ---------------------------------------------------------------------------------------------- one access

@@ -183,10 +183,13 @@ def enum_member(e: ir.Expression, enum_name: str, position: Pos | None, what: st
 
 def check_field_list(e: ir.Expression, position: Pos | None) -> None:
     """A hash/checksum field list: fields with a width (bit/int, bool, serializable enums), lists of
-    them, or headers/structs of them (serialized field by field, MSB first)."""
+    them, or headers/structs of them (serialized field by field, MSB first; a varbit field as the bits it
+    holds, as BMv2 serializes it)."""
 
     def check_type(t: ir.Type) -> None:
-        if isinstance(t, (ir.BitType, ir.BoolType)) or (isinstance(t, ir.EnumType) and t.underlying is not None):
+        if isinstance(t, (ir.BitType, ir.BoolType, ir.VarbitType)):
+            return
+        if isinstance(t, ir.EnumType) and t.underlying is not None:
             return
         if isinstance(t, ir.StructLikeType):
             for f in t.fields:

@@ -46,6 +46,15 @@ ROLE_PARAMETERS = {  # what each v1model block's parameters are, in order
 }
 
 
+def controls_with_subcontrols(control: ir.Control) -> list[ir.Control]:
+    """A control and its sub-control instances, sub-controls first (their frames come first)."""
+    out: list[ir.Control] = []
+    for sub in control.sub_controls:
+        out += controls_with_subcontrols(sub)
+    out.append(control)
+    return out
+
+
 class BlockEmitter:
     def __init__(self, program: ir.Program, layout: TypeLayout, names: GeneratedNames, allocator: NameAllocator):
         self.program = program
@@ -290,39 +299,54 @@ class BlockEmitter:
             out.write("return 0;")
 
     def control_entry(self, role: str, control: ir.Control, packet_types: dict[str, str]) -> str:
-        """`static void <role>_entry(ss_packet *p)` (deparser: `uint32_t deparse_entry(p, out)`)."""
+        """`static void <role>_entry(ss_packet *p)` (deparser: `uint32_t deparse_entry(p, out)`) of a
+        v1model block."""
+        bindings = [packet_types[what] if what != "packet" else None for what in ROLE_PARAMETERS[role]]
+        return self.bound_control_entry(f"{role}_entry", control, bindings, deparser=role == "deparser")
+
+    def bound_control_entry(
+        self, name: str, control: ir.Control, bindings: list[str | None], deparser: bool, epilogue: tuple[str, ...] = ()
+    ) -> str:
+        """An entry function running `control` with its parameters bound to `bindings` (C pointers; None:
+        the packet_out); `epilogue` runs after it. A deparser's returns the bytes it wrote to `out`."""
         frame_type = self.names.frames[control]
-        name = f"{role}_entry"
         out = self.bodies
         opening = (
-            f"static uint32_t {name}(ss_packet *p, uint8_t *out)"
-            if role == "deparser"
-            else f"static void {name}(ss_packet *p)"
+            f"static uint32_t {name}(ss_packet *p, uint8_t *out)" if deparser else f"static void {name}(ss_packet *p)"
         )
         with out.block(opening):
             out.write(f"{frame_type} frame;")
-            if role == "deparser":
+            if deparser:
                 out.write("ss_out_cursor cursor = {out, 0};")
-            for parameter, what in zip(control.parameters, ROLE_PARAMETERS[role], strict=True):
+            for parameter, binding in zip(control.parameters, bindings, strict=True):
                 slot = f"frame.{parameter_member(parameter)}"
-                out.write(f"{slot} = {packet_types[what]};" if what != "packet" else f"{slot} = &cursor;")
+                out.write(f"{slot} = {binding};" if binding is not None else f"{slot} = &cursor;")
             out.write(f"(void){self.names.functions[control]}(p, &frame);")
-            if role == "deparser":
+            for line in epilogue:
+                out.write(line)
+            if deparser:
                 out.write("return cursor.len;")
         out.write("")
         return name
 
     # ---------------------------------------------------------------- the parser
     def parser(self, parser: ir.Parser, packet_types: dict[str, str], unaligned: bool) -> str:
+        """The parser of a v1model program."""
+        bindings = [packet_types[what] if what != "packet" else None for what in ROLE_PARAMETERS["parser"]]
+        return self.bound_parser(parser, bindings, unaligned)
+
+    def bound_parser(self, parser: ir.Parser, bindings: list[str | None], unaligned: bool) -> str:
+        """`uint32_t parse_<P>(ss_packet *p)` with the parameters bound to `bindings` (C pointers; None: the
+        packet_in)."""
         name = self.allocator.fresh("parse_" + parser.qualified_name)
         scope = Scope(in_parser=True, unaligned=unaligned)
         labels = {s.name: self.allocator.fresh("state_" + s.name) for s in parser.states}
         with self.function(f"parser {parser.qualified_name}", f"static uint32_t {name}(ss_packet *p)", scope) as out:
-            for parameter, what in zip(parser.parameters, ROLE_PARAMETERS["parser"], strict=True):
-                if what == "packet":
+            for parameter, binding in zip(parser.parameters, bindings, strict=True):
+                if binding is None:
                     continue
                 local = self.allocator.fresh("v_" + parameter.name)
-                out.write(f"{self.layout.type_name(parameter.type)} *{local} = {packet_types[what]};")
+                out.write(f"{self.layout.type_name(parameter.type)} *{local} = {binding};")
                 scope.variables[parameter] = f"(*{local})"
             out.write("const uint8_t *data = p->data;")
             out.write("const uint64_t nbits = (uint64_t)p->len * 8;")

@@ -7,7 +7,7 @@ indices generated code uses agree by construction."""
 from __future__ import annotations
 
 from ..program import ProgramInfo, RegisterInfo
-from .values import element_bytes
+from .values import element_bytes, literal
 from .writer import CWriter, string_literal
 
 MATCH_KINDS = {"exact": "SS_MATCH_EXACT", "lpm": "SS_MATCH_LPM", "ternary": "SS_MATCH_TERNARY",
@@ -36,9 +36,16 @@ def register_groups(registers: list[RegisterInfo]) -> list[tuple[int, int]]:
     return groups
 
 
-def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], sizes: dict[str, str]) -> None:
+def write_descriptor(
+    out: CWriter,
+    info: ProgramInfo,
+    blocks: dict[str, str],
+    sizes: dict[str, str],
+    register_initial: dict[str, int] | None = None,
+) -> None:
     """`blocks`: descriptor field -> C function (parse, ingress, ...); `sizes`: hdr_size, meta_size,
-    max_deparsed as C expressions."""
+    max_deparsed as C expressions; `register_initial`: registers' initial element words by name (others 0)."""
+    initial = register_initial or {}
     out.write("/* ---------------------------------------------------------------- program descriptor */")
     actions = []
     for i, action in enumerate(info.actions):
@@ -56,7 +63,8 @@ def write_descriptor(out: CWriter, info: ProgramInfo, blocks: dict[str, str], si
         tables.append(f"{{{string_literal(table.name)}, {len(table.keys)}, {keys}, {table.size}, {counted}}}")
     _array(out, "ss_table_desc", "tables", tables)
     registers = [
-        f"{{{string_literal(r.name)}, {r.bitwidth}, {r.size}, {int(r.signed)}, {offset}, {count}}}"
+        f"{{{string_literal(r.name)}, {r.bitwidth}, {r.size}, {int(r.signed)}, {offset}, {count}, "
+        f"{literal(initial.get(r.name, 0))}}}"
         for r, (offset, count) in zip(info.registers, register_groups(list(info.registers)), strict=True)
     ]
     _array(out, "ss_register_desc", "registers", registers)

@@ -19,6 +19,7 @@ from .writer import Unsupported, member, string_literal
 ERROR_PACKET_TOO_SHORT = 1
 ERROR_STACK_OUT_OF_BOUNDS = 3
 ERROR_HEADER_TOO_SHORT = 4
+ERROR_PARSER_INVALID_ARGUMENT = 6
 
 
 @dataclass
@@ -173,8 +174,8 @@ class ExpressionEmitter:
         return code if storage in (U64, U128) else f"(({U64}){code})"
 
     def _element(self, e: ir.StackElement, scope: Scope) -> str:
-        """stack[index]. A computed index out of range: in a parser error.StackOutOfBounds; elsewhere a
-        fresh all-zero invalid element of the function's own (reads give zeros, writes are lost)."""
+        """stack[index]. A computed index out of range: in a parser error.StackOutOfBounds; elsewhere the
+        packet is dropped (ss_stack_index_fail: BMv2 aborts there)."""
         stack_type = e.stack.type
         assert isinstance(stack_type, ir.HeaderStackType)
         base = self.place(e.stack, scope)
@@ -183,16 +184,13 @@ class ExpressionEmitter:
         index = self.value(e.index, scope)
         if value_type(e.index.type) == U128:
             index = f"({U64})(({index}) > {stack_type.size} ? {stack_type.size} : ({index}))"
-        element = self.layout.type_name(stack_type.element)
         i, k = self.temp("i"), self.temp("stack")
         head = f"{self.layout.type_name(stack_type)} *{k} = &{base}; {U64} {i} = {index};"
         if scope.in_parser:
             fail = scope.fail(ERROR_STACK_OUT_OF_BOUNDS, "")
             return f"(*({{ {head} if ({i} >= {stack_type.size}) {fail} &{k}->ss_e[{i}]; }}))"
-        scratch = self.temp("out_of_range")
-        scope.function_locals.append(f"{element} {scratch};")
-        fresh = f"(memset(&{scratch}, 0, sizeof {scratch}), &{scratch})"
-        return f"(*({{ {head} {i} < {stack_type.size} ? &{k}->ss_e[{i}] : {fresh}; }}))"
+        fail = f"ss_stack_index_fail(p, {i}, {stack_type.size});"
+        return f"(*({{ {head} if ({i} >= {stack_type.size}) {fail} &{k}->ss_e[{i}]; }}))"
 
     def _StackElement(self, e: ir.StackElement, scope: Scope) -> str:
         return self.object_value(e, scope)

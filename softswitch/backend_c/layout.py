@@ -28,8 +28,17 @@ class TypeLayout:
     """The C type of every P4 type the program uses; declarations in `types`, header functions in
     `functions` (both written on first use, dependencies first)."""
 
-    def __init__(self, program: ir.Program, names: NameAllocator, unaligned_parsing: bool):
+    def __init__(
+        self,
+        program: ir.Program,
+        names: NameAllocator,
+        unaligned_parsing: bool,
+        write_flags: dict[tuple[str, str], str] | None = None,
+    ):
         self.program = program
+        # (struct type name, field) -> a hidden uint8_t member of the struct set to 1 when the field is
+        # written (TNA: whether ingress chose a unicast port; statements.store sets it)
+        self.write_flags = write_flags or {}
         self.names = names
         self.unaligned_parsing = unaligned_parsing
         self.types = CWriter()
@@ -55,7 +64,8 @@ class TypeLayout:
             self._struct(name, [("uint16_t", "ss_valid")] + self._field_members(t))
         elif isinstance(t, ir.StructType):
             name = self.names.fresh("S_" + t.name)
-            self._struct(name, self._field_members(t))
+            flags = [("uint8_t", flag) for (struct, _), flag in self.write_flags.items() if struct == t.name]
+            self._struct(name, self._field_members(t) + flags)
         elif isinstance(t, ir.HeaderUnionType):  # a struct of headers (the front end keeps one valid)
             name = self.names.fresh("U_" + t.name)
             self._struct(name, self._members(t))
@@ -97,6 +107,15 @@ class TypeLayout:
                 out += run
             start = end
         return out
+
+    def write_flag(self, target: ir.Expression) -> str | None:
+        """The hidden member a write of `target` (a field of a struct with write_flags) sets, if any."""
+        if not self.write_flags or not isinstance(target, ir.FieldAccess):
+            return None
+        base_type = target.base.type
+        if not isinstance(base_type, ir.StructType):
+            return None
+        return self.write_flags.get((base_type.name, target.field_name))
 
     def field_array(self, t: ir.StructLikeType, field_name: str) -> tuple[str, int] | None:
         """(array member, index) aliasing a field of a header or struct type, if it is in such a run."""
@@ -318,9 +337,10 @@ def pack_items(out: CWriter, buffer: str, items: list[tuple[str, int]], items_of
     return (position - items_offset + 7) // 8
 
 
-def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:
+def flatten_field_list(e: ir.Expression, value_of, varbits: bool = False) -> list[tuple[str, int]]:
     """(code, width) of each field of a field list, header, struct or single value, in order: what
-    hash(), checksums and the like serialise (a header's validity is not part of it)."""
+    hash(), checksums and the like serialise (a header's validity is not part of it). With varbits, a
+    varbit field is allowed and comes as (code of its struct, -its maximum width)."""
     items: list[tuple[str, int]] = []
 
     def add(x: ir.Expression) -> None:
@@ -333,6 +353,8 @@ def flatten_field_list(e: ir.Expression, value_of) -> list[tuple[str, int]]:
                 add(ir.FieldAccess(base=x, field_name=f.name, type=f.type, position=x.position))
         elif isinstance(t, (ir.BitType, ir.BoolType)) or (isinstance(t, ir.EnumType) and t.underlying is not None):
             items.append((value_of(x), width_of(t)))
+        elif isinstance(t, ir.VarbitType) and varbits:
+            items.append((value_of(x), -t.max_width))
         else:
             raise Unsupported(f"a field list item of type {t}", x.position)
 

@@ -21,6 +21,7 @@ from ..ir.aliasing import bind_computed_indices, copied_arguments
 from .expressions import (
     ERROR_HEADER_TOO_SHORT,
     ERROR_PACKET_TOO_SHORT,
+    ERROR_PARSER_INVALID_ARGUMENT,
     ERROR_STACK_OUT_OF_BOUNDS,
     ExpressionEmitter,
     Scope,
@@ -202,8 +203,16 @@ class StatementEmitter:
             bits = convert(f"(({value}) & {mask_code(width)})", value_type(target.type), base_ctype)
             shifted = f"({bits} << {target.low})" if target.low else bits
             out.write(f"{place} = ({old} & {_literal(keep, base_ctype)}) | {shifted};")
+            self._set_write_flag(out, target.base, scope)
             return
         out.write(f"{self.x.place(target, scope)} = {value};")
+        self._set_write_flag(out, target, scope)
+
+    def _set_write_flag(self, out: CWriter, target: ir.Expression, scope: Scope) -> None:
+        flag = self.layout.write_flag(target)
+        if flag is not None:
+            assert isinstance(target, ir.FieldAccess)
+            out.write(f"{self.x.place(target.base, scope)}.{flag} = 1;")
 
     # ---------------------------------------------------------------- calls
     def _CallStatement(self, out: CWriter, s: ir.CallStatement, scope: Scope) -> None:
@@ -439,9 +448,10 @@ class StatementEmitter:
     def _extract_varbit(
         self, out: CWriter, s: ir.Extract, header_type: ir.HeaderType, varbit: ir.Field, suffix: str, scope: Scope
     ) -> None:
-        """extract(h, bits) of a header with a varbit field: HeaderTooShort when bits exceed the field's
-        maximum, PacketTooShort when the packet ends first (in that order, as the Python back end); a stack
-        element with a computed index is found first (StackOutOfBounds), as the argument comes first."""
+        """extract(h, bits) of a header with a varbit field, failing as BMv2 does (bm_sim/parser.cpp):
+        ParserInvalidArgument when bits is not whole bytes, then PacketTooShort when the packet ends
+        first, then HeaderTooShort when bits exceed the field's maximum; a stack element with a computed
+        index is found first (StackOutOfBounds), as the argument comes first."""
         if isinstance(s.header, ir.StackNext) or s.varbit_bits is None:
             raise Unsupported(f"this extract of header {header_type.name} with a varbit field", s.position)
         assert isinstance(varbit.type, ir.VarbitType)
@@ -454,8 +464,9 @@ class StatementEmitter:
                 target = h
             value = convert(self.x.value(s.varbit_bits, scope), value_type(s.varbit_bits.type), U64)
             out.write(f"{U64} {bits} = {value};")
-            out.write(f"if ({bits} > {varbit.type.max_width}) {scope.fail(ERROR_HEADER_TOO_SHORT, '')}")
+            out.write(f"if ({bits} & 7) {scope.fail(ERROR_PARSER_INVALID_ARGUMENT, '')}")
             out.write(f"if (off + {header_type.width} + {bits} > nbits) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}")
+            out.write(f"if ({bits} > {varbit.type.max_width}) {scope.fail(ERROR_HEADER_TOO_SHORT, '')}")
             out.write(f"extract_{suffix}({target}, data, off, (uint32_t){bits});")
             out.write(f"off += {header_type.width} + {bits};")
 
@@ -463,6 +474,7 @@ class StatementEmitter:
         bits = self.x.temp("bits")
         with out.block(""):
             out.write(f"{U64} {bits} = {convert(self.x.value(s.bits, scope), value_type(s.bits.type), U64)};")
+            out.write(f"if ({bits} & 7) {scope.fail(ERROR_PARSER_INVALID_ARGUMENT, '')}")
             out.write(f"if ({bits} > nbits - off) {scope.fail(ERROR_PACKET_TOO_SHORT, '')}")
             out.write(f"off += {bits};")
 

@@ -21,7 +21,7 @@ HEADER = [
     "from struct import Struct",
     "from softswitch.runtime.support import (ParserError, ExitCtl, Stack, stack_next, stack_last, stack_at,",
     "    stack_at_in_parser, stack_of,",
-    "    compute_hash, bits_to_bytes, csum16_bits, HASHES, from_list)",
+    "    compute_hash, bits_to_bytes, csum16_bits, concat_bits, HASHES, from_list)",
     "ONE_PASS = (None,)  # the one-pass inner loop of a P4 for loop (its body; `continue` leaves it)",
     "",
 ]

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from .. import ir
+from ..arch.tna import register_initial_word
 from ..ir.aliasing import copied_arguments
 from .expressions import ExpressionEmitter, GeneratedNames
 from .frames import Frame, ObjectKey
@@ -220,10 +221,9 @@ class BlockEmitter:
         elif instance.kind == "Register":  # TNA: entries as RegisterInfo words (struct halves packed)
             state = self.fresh("R_" + fq)
             self.build.write(f"{state} = RT.register_values({fq!r})")
-            if len(instance.constructor_arguments) == 2:
-                initial = register_word(instance.constructor_arguments[1])
-                if initial:
-                    self.build.write(f"{state}[:] = [{initial}] * len({state})")
+            initial = register_initial_word(instance)
+            if initial:
+                self.build.write(f"{state}[:] = [{initial}] * len({state})")
         else:
             return  # a direct counter is counted by its table
         self.names.externs[instance] = state
@@ -299,18 +299,3 @@ def _goto(state: str, states: dict[str, int]) -> str:
     if state in ("accept", "reject"):
         return "return off, 0"
     return f"st = {states[state]}; continue"
-
-
-def register_word(e: ir.Expression) -> int:
-    """A TNA register's constant initial value as the word RegisterState holds (struct fields packed,
-    the first one high)."""
-    if isinstance(e, ir.Constant):
-        assert isinstance(e.type, ir.BitType) and isinstance(e.value, int)
-        return e.value & e.type.mask
-    assert isinstance(e, (ir.ListExpression, ir.StructInitializer))
-    items = e.items
-    word = 0
-    for item in items:
-        assert isinstance(item, ir.Constant) and isinstance(item.type, ir.BitType) and isinstance(item.value, int)
-        word = (word << item.type.width) | (item.value & item.type.mask)
-    return word

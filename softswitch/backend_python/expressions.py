@@ -4,7 +4,7 @@ enums and errors as their numbers; every operation reduces its result to its typ
 from __future__ import annotations
 
 from .. import ir
-from ..errors import UnsupportedConstruct
+from ..ir.visitor import Visitor
 from .frames import Frame
 from .writer import class_name, field_attribute, mask, wrap_code
 
@@ -17,15 +17,14 @@ class GeneratedNames:
         self.externs: dict[ir.ExternInstance, str] = {}  # register values / counter state
 
 
-class ExpressionEmitter:
+class ExpressionEmitter(Visitor):
+    what = "the Python back end"
+
     def __init__(self, names: GeneratedNames):
         self.names = names
 
     def code(self, e: ir.Expression, frame: Frame) -> str:
-        method = getattr(self, "_" + type(e).__name__, None)
-        if method is None:
-            raise UnsupportedConstruct(f"the Python back end has no code for {type(e).__name__}")
-        return method(e, frame)
+        return self.visit(e, frame)
 
     def copy_code(self, e: ir.Expression, frame: Frame) -> str:
         """e's code, copied when it is a header, struct or stack (assignment and copy-in semantics)."""

@@ -92,12 +92,16 @@ def _write_varbit_header_io(out: SourceWriter, t: ir.HeaderType) -> None:
     fixed = t.width
     out.write(f"def X_{t.name}(h, data, off, bits):")
     with out.indented():
-        out.write(f"if bits > {varbit.type.max_width}:")
-        out.write("    raise ParserError(4)")  # HeaderTooShort: more bits than the varbit field holds
+        # BMv2's order (bm_sim/parser.cpp, extract_VL): a length that is not whole bytes is
+        # ParserInvalidArgument, then PacketTooShort, then HeaderTooShort (more than the field holds)
+        out.write("if bits & 7:")
+        out.write("    raise ParserError(6)")
         out.write(f"total = {fixed} + bits")
         out.write("end = off + total")
         out.write("if end > len(data) << 3:")
         out.write("    raise ParserError(1)")
+        out.write(f"if bits > {varbit.type.max_width}:")
+        out.write("    raise ParserError(4)")
         out.write("last = (end + 7) >> 3")
         out.write("v = (int.from_bytes(data[off >> 3:last], 'big') >> ((last << 3) - end)) & ((1 << total) - 1)")
         out.write("shift = total")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import ir
 from ..ir.aliasing import bind_computed_indices, copied_arguments
+from ..ir.visitor import Visitor
 from .expressions import ExpressionEmitter, GeneratedNames
 from .externs import ExternEmitter
 from .frames import Frame
@@ -33,7 +35,9 @@ class FunctionContext:
     loops: list[str] = field(default_factory=list)  # the enclosing for loops' break flags, innermost last
 
 
-class StatementEmitter:
+class StatementEmitter(Visitor):
+    what = "the Python back end"
+
     def __init__(self, expressions: ExpressionEmitter, names: GeneratedNames, fresh: NameAllocator):
         self.expressions = expressions
         self.names = names
@@ -48,8 +52,15 @@ class StatementEmitter:
         out.ensure_body(mark)
 
     def statement(self, out: SourceWriter, s: ir.Statement, context: FunctionContext) -> None:
-        method = getattr(self, "_" + type(s).__name__)
-        method(out, s, context)
+        self.visit(s, out, context)
+
+    def visit(self, node: object, *args: Any) -> Any:
+        """Visitor.visit with the statement first: `_<Statement>(out, s, context)`."""
+        out, context = args
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            return self.unknown(node)
+        return method(out, node, context)
 
     def code(self, e: ir.Expression, context: FunctionContext) -> str:
         return self.expressions.code(e, context.frame)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 
 from .. import ir
-from ..arch import tna, v1model
+from ..arch import tna
+from .arguments import check_arity
 from .ast import Node, ir_annotations
-from .calls import check_arity
 from .context import BlockContext, DirectCounterUse, ProgramContext
 from .errors import P4Error
+from .extern_instances import tna_arguments, v1model_arguments
 from .resolve import qualified_name
 from .scopes import (
     ActionSymbol,
@@ -60,12 +61,23 @@ class BlockElaborator:
         )
 
     # ------------------------------------------------------------------ parsers
-    def constructor_arguments(self, d: Node, args: list[Node], caller: Scope, scope: Scope, position) -> None:
+    def constructor_arguments(
+        self, d: Node, args: list[Node], caller: Scope, scope: Scope, position, prefix: str
+    ) -> list[ir.Control]:
         """A parser's or control's constructor parameters bound to the instantiation's arguments: each
-        enters scope as a compile-time constant."""
+        enters scope as a compile-time constant, or as the control or parser instance it is given. Returns
+        the controls instantiated in the arguments themselves (`C2(C1()) c2;`: named `<prefix>.<parameter>`),
+        which the instance made here declares."""
         check_arity(position, d.name, args, len(d.ctor_params))
+        made: list[ir.Control] = []
         for p, a in zip(d.ctor_params, args, strict=True):
             t = self.types.resolve(p.type, caller)
+            if isinstance(t, ir.BlockType) and t.kind in ("control", "parser"):
+                symbol = self.instance_argument(d, p, t, a, caller, f"{prefix}.{p.name}")
+                if isinstance(symbol, ControlInstanceSymbol) and a.kind == "Call":
+                    made.append(symbol.control)
+                scope.add(p.name, symbol, p.pos)
+                continue
             checked = self.expressions.check(a, caller)
             if not isinstance(checked, ir.Constant):
                 raise P4Error(
@@ -73,13 +85,48 @@ class BlockElaborator:
                 )
             value = self.expressions.constant(a, caller, t)
             scope.add(p.name, ConstantSymbol(t, value), p.pos)
+        return made
+
+    def instance_argument(
+        self, d: Node, p: Node, t: ir.BlockType, a: Node, caller: Scope, name: str
+    ) -> ControlInstanceSymbol | ParserInstanceSymbol:
+        """A control or parser instance passed as a constructor argument (`C2(c1) c2;` for `control
+        C2(...)(C1_t c)`): the parameter names that same instance, so every block it is given to applies
+        one instance with one state (its tables and externs), as in p4c. An instance made in the argument
+        (`C2(C1()) c2;`) is elaborated here, named `name`."""
+        symbol: object = caller.lookup(a.name) if a.kind == "Name" else None
+        if a.kind == "Call" and a.func.kind == "Name":
+            block = caller.lookup(a.func.name)
+            declaration = block.declaration if isinstance(block, (BlockSymbol, TypeSymbol)) else None
+            if declaration is not None and declaration.kind == "Control":
+                symbol = ControlInstanceSymbol(self.control(declaration, name, a.args, caller), declaration)
+            elif declaration is not None and declaration.kind == "Parser":
+                symbol = ParserInstanceSymbol(self.parser(declaration, name, a.args, caller), declaration)
+        if not isinstance(symbol, (ControlInstanceSymbol, ParserInstanceSymbol)):
+            raise P4Error(a.pos, f"constructor argument '{p.name}' of {d.name} must be a {t.kind} instance")
+        given = symbol.declaration
+        if given.kind.lower() != t.kind:
+            raise P4Error(
+                a.pos,
+                f"constructor argument '{p.name}' of {d.name} must be a {t.kind}, not {given.kind.lower()} {given.name}",
+            )
+        wanted = caller.lookup(t.name)
+        declared = wanted.declaration if isinstance(wanted, (BlockSymbol, TypeSymbol)) else None
+        if declared is not None:
+            signature = [(q.direction, self.types.resolve(q.type, caller)) for q in declared.params]
+            if [(q.direction, self.types.resolve(q.type, caller)) for q in given.params] != signature:
+                raise P4Error(
+                    a.pos,
+                    f"constructor argument '{p.name}' of {d.name}: {t.kind} {given.name}'s parameters differ from {t.name}'s",
+                )
+        return symbol
 
     def parser(
         self, d: Node, prefix: str | None = None, args: list[Node] | None = None, caller: Scope | None = None
     ) -> ir.Parser:
         """The parser instance named prefix (the declaration's name for the architecture's parser)."""
         scope = Scope(self.context.global_scope)
-        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
+        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos, prefix or d.name)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction != "in")
@@ -219,7 +266,7 @@ class BlockElaborator:
     def control(self, d: Node, prefix: str, args: list[Node] | None = None, caller: Scope | None = None) -> ir.Control:
         """The control instance named prefix (its tables, actions and externs are prefix.<name>)."""
         scope = Scope(self.context.global_scope)
-        self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos)
+        made = self.constructor_arguments(d, args or [], caller or self.context.global_scope, scope, d.pos, prefix)
         parameters = []
         for p in d.params:
             variable = self.parameter(p, scope, writable=p.direction in ("out", "inout"))
@@ -232,7 +279,7 @@ class BlockElaborator:
                 raise P4Error(p.pos, "packet_in is only available in parsers")
             scope.add(p.name, VariableSymbol(variable), p.pos)
         context = BlockContext("control", control=prefix)
-        locals_: list[ir.ControlLocal | ir.Control] = []
+        locals_: list[ir.ControlLocal | ir.Control] = list(made)
         for ld in d.locals:
             kind = ld.kind
             if kind == "Const":
@@ -405,7 +452,7 @@ class BlockElaborator:
                 f"with `this`) is not supported by softswitch: only TNA's RegisterAction has one (v1model declares "
                 f"no extern with abstract methods)",
             )
-        arguments = self.extern_arguments(d, t, scope)
+        arguments = v1model_arguments(self.expressions, d, t, scope)
         instance = ir.ExternInstance(
             name=d.name,
             qualified_name=fq,
@@ -421,88 +468,13 @@ class BlockElaborator:
         return instance
 
     def tna_instance(self, d: Node, t: ir.ExternType, scope: Scope, prefix: str, fq: str) -> ir.ExternInstance:
-        """An instance of one of TNA's externs (arch/tna.py): arguments checked, a RegisterAction's
-        register found and its apply method elaborated as an action of the enclosing control."""
-        bit32 = ir.BitType(32)
+        """An instance of one of TNA's externs (arch/tna.py): arguments checked (extern_instances.py), a
+        RegisterAction's apply method elaborated as an action of the enclosing control."""
         kind = tna.EXTERN_KINDS[t.name]
-        args = d.args
-        arguments: tuple[ir.Expression, ...] = ()
-        register = None
-        apply_action = None
-
-        def constant(node: Node, want: ir.Type) -> ir.Constant:
-            value = self.expressions.constant(node, scope, want)
-            return ir.Constant(type=want, value=value, position=node.pos)
-
-        def enum_argument(node: Node, enum: str, what: str) -> ir.Expression:
-            e = self.expressions.check(node, scope)
-            if not isinstance(e, ir.Expression):
-                raise P4Error(node.pos, f"{what} must be a constant {enum} member")
-            tna.enum_member(e, enum, node.pos, what)
-            return e
-
-        if d.methods and kind != "RegisterAction":
-            raise P4Error(d.pos, f"extern {t.name} has no abstract methods to implement")
-        if kind == "Register":
-            if len(args) not in (1, 2):
-                raise P4Error(d.pos, f"wrong number of arguments to 'Register': expected 1 or 2, got {len(args)}")
-            element = t.type_arguments[0]
-            tna.register_element_check(element, d.pos)
-            size = constant(args[0], bit32)
-            if size.value <= 0:  # type: ignore[operator]
-                raise P4Error(args[0].pos, "register size must be positive")
-            arguments = (size,)
-            if len(args) == 2:
-                initial = self.expressions.value(args[1], scope)
-                initial = self.expressions.coerce(initial, element, args[1].pos, lambda g, w: f"initial value {g}: {w}")
-                if not isinstance(initial, (ir.Constant, ir.ListExpression, ir.StructInitializer)):
-                    raise P4Error(args[1].pos, "a register's initial value must be a compile-time constant")
-                arguments = (size, initial)
-        elif kind == "RegisterAction":
-            check_arity(d.pos, "RegisterAction", args, 1)
-            target = self.expressions.check(args[0], scope)
-            symbol = getattr(target, "symbol", None)
-            if not isinstance(symbol, ExternInstanceSymbol) or symbol.instance.kind != "Register":
-                raise P4Error(args[0].pos, "a RegisterAction's argument must be a Register of the same control")
-            register = symbol.instance
-            value_type, _, result_type = (*t.type_arguments, None, None, None)[:3]
-            if register.type.type_arguments[0] != value_type:
-                raise P4Error(
-                    d.pos,
-                    f"RegisterAction on {value_type} for register {register.name} of {register.type.type_arguments[0]}",
-                )
-            applies = [m for m in d.methods if m.name == "apply"]
-            if len(applies) != 1 or len(d.methods) != 1:
-                raise P4Error(d.pos, "a RegisterAction implements exactly one method: void apply(inout T value, ...)")
-            apply = applies[0]
-            params = self.types.parameter_types(apply.params, scope, {})
-            directions = [direction for _, direction, _ in params]
-            if directions not in (["inout"], ["inout", "out"]) or params[0][2] != value_type:
-                raise P4Error(apply.pos, f"RegisterAction apply must be (inout {value_type} value[, out U rv])")
-            if len(params) == 2 and params[1][2] != result_type:
-                raise P4Error(apply.pos, f"the result of apply must be {result_type} (RegisterAction's U)")
-            node = Node("Action", apply.pos, name=d.name + "_apply", params=apply.params, body=apply.body, annos=[])
-            apply_action = self.action(node, Scope(scope), prefix)
-        elif kind == "counter":
-            check_arity(d.pos, "Counter", args, 2)
-            arguments = (constant(args[0], bit32), enum_argument(args[1], "CounterType_t", "the counter type"))
-        elif kind == "direct_counter":
-            check_arity(d.pos, "DirectCounter", args, 1)
-            arguments = (enum_argument(args[0], "CounterType_t", "the counter type"),)
-        elif kind == "Hash":
-            if len(args) != 1:
-                raise P4Error(d.pos, "softswitch supports Hash(algorithm) (no CRCPolynomial)")
-            algorithm = enum_argument(args[0], "HashAlgorithm_t", "the hash algorithm")
-            name = tna.enum_member(algorithm, "HashAlgorithm_t", args[0].pos, "the hash algorithm")
-            if name not in tna.HASH_ALGORITHMS:
-                raise P4Error(
-                    args[0].pos,
-                    f"hash algorithm {name} is not supported by softswitch "
-                    f"(supported: {', '.join(tna.HASH_ALGORITHMS)})",
-                )
-            arguments = (algorithm,)
-        else:  # Random, Checksum
-            check_arity(d.pos, t.name, args, 0)
+        checked = tna_arguments(self.expressions, d, t, scope)
+        arguments, register, apply_action = checked.arguments, checked.register, None
+        if checked.apply is not None:
+            apply_action = self.action(checked.apply, Scope(scope), prefix)
         instance = ir.ExternInstance(
             name=d.name,
             qualified_name=fq,
@@ -519,66 +491,6 @@ class BlockElaborator:
         assert isinstance(extern, TypeSymbol) and extern.declaration is not None
         scope.add(d.name, ExternInstanceSymbol(instance, extern.declaration), d.pos)
         return instance
-
-    def extern_arguments(self, d: Node, t: ir.ExternType, scope: Scope) -> tuple[ir.Expression, ...]:
-        """The constructor arguments of a v1model extern instance, checked and folded."""
-        bit32 = ir.BitType(32)
-
-        def size(node: Node, what: str) -> ir.Constant:
-            value = self.expressions.constant(node, scope, bit32)
-            if what and value <= 0:  # type: ignore[operator]
-                raise P4Error(node.pos, f"{what} size must be positive")
-            return ir.Constant(type=bit32, value=value, position=node.pos)
-
-        def enum_argument(node: Node, enum: str, what: str) -> ir.Expression:
-            e = self.expressions.check(node, scope)
-            if not isinstance(e, ir.Expression):
-                raise P4Error(node.pos, f"{what} must be a constant {enum} member")
-            v1model.enum_member(e, enum, node.pos, what)
-            return e
-
-        def counter_type(node: Node) -> ir.Expression:
-            return enum_argument(node, "CounterType", "the counter type")
-
-        def meter_type(node: Node) -> ir.Expression:
-            return enum_argument(node, "MeterType", "the meter type")
-
-        if t.name == "register":
-            check_arity(d.pos, "register", d.args, 1)
-            if not t.type_arguments:
-                raise P4Error(d.pos, "register needs its element type: register<bit<W>>(size)")
-            element = t.type_arguments[0]
-            if not isinstance(element, ir.BitType):
-                raise P4Error(d.pos, f"register elements must be bit<W> or int<W>, not {element}")
-            return (size(d.args[0], "register"),)
-        if t.name == "counter":
-            check_arity(d.pos, "counter", d.args, 2)
-            return size(d.args[0], ""), counter_type(d.args[1])
-        if t.name == "direct_counter":
-            check_arity(d.pos, "direct_counter", d.args, 1)
-            return (counter_type(d.args[0]),)
-
-        if t.name == "meter":
-            check_arity(d.pos, "meter", d.args, 2)
-            return size(d.args[0], "meter"), meter_type(d.args[1])
-        if t.name == "direct_meter":
-            check_arity(d.pos, "direct_meter", d.args, 1)
-            return (meter_type(d.args[0]),)
-        if t.name == "action_profile":
-            check_arity(d.pos, "action_profile", d.args, 1)
-            return (size(d.args[0], "action_profile"),)
-        if t.name == "action_selector":
-            check_arity(d.pos, "action_selector", d.args, 3)
-            algorithm = enum_argument(d.args[0], "HashAlgorithm", "the selector's hash algorithm")
-            name = v1model.enum_member(algorithm, "HashAlgorithm", d.args[0].pos, "the selector's hash algorithm")
-            if name not in v1model.SUPPORTED_HASHES:
-                raise P4Error(
-                    d.args[0].pos,
-                    f"hash algorithm {name} is not supported by softswitch "
-                    f"(supported: {', '.join(v1model.SUPPORTED_HASHES)})",
-                )
-            return algorithm, size(d.args[1], "action_selector"), size(d.args[2], "")
-        raise P4Error(d.pos, f"extern {t.name} is not supported by softswitch")
 
 
 def _state_name(name: str, names: set[str], position) -> str:

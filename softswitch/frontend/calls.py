@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 from .. import ir
 from ..arch import tna, v1model
+from .arguments import argument_mismatch, check_arity, fits, positional, required_count
 from .ast import Node
 from .context import BlockContext, ProgramContext
-from .errors import P4Error, Pos
+from .errors import P4Error
+from .header_lowering import emits, invalidate_union_siblings, union_is_valid
 from .scopes import (
     ActionSymbol,
     BlockSymbol,
@@ -40,12 +42,6 @@ if TYPE_CHECKING:
 
 Parameters = list[tuple[str, str | None, ir.Type]]  # (name, direction, type)
 CallResult = ir.Expression | list[ir.Statement]
-
-
-def check_arity(position: Pos | None, name: str, args: list, expected: int) -> None:
-    """The one 'wrong number of arguments' error of every call, method and instantiation."""
-    if len(args) != expected:
-        raise P4Error(position, f"wrong number of arguments to '{name}': expected {expected}, got {len(args)}")
 
 
 def statement_only(n: Node, context: BlockContext | None, what: str) -> None:
@@ -100,7 +96,7 @@ class CallChecker:
                 if not is_writable(e):
                     must = f"argument '{pname}' of '{name}' is {direction}: it must be assignable"
                     raise P4Error(a.pos, must + last_note(e))
-                if not _fits(ptype, e.type) or not _fits(e.type, ptype):
+                if not fits(ptype, e.type) or not fits(e.type, ptype):
                     if not isinstance(ptype, ir.TypeVariable):
                         raise P4Error(a.pos, f"argument '{pname}' of '{name}' must be {ptype}, got {e.type}")
             else:
@@ -384,7 +380,7 @@ class CallChecker:
             raise P4Error(n.pos, f"extern {instance.kind} has no method '{name}'")
         # an overload taking this many arguments (trailing @optional parameters may be left out)
         method = next(
-            (m for m in methods if _required(m.params) <= len(n.args) <= len(m.params)),
+            (m for m in methods if required_count(m.params) <= len(n.args) <= len(m.params)),
             methods[0],
         )
         type_arguments = instance.type.type_arguments
@@ -395,7 +391,7 @@ class CallChecker:
         for tp in method.tparams:
             type_variables[tp] = ir.TypeVariable(tp)
         params = self.types.parameter_types(method.params, self.context.global_scope, type_variables)
-        if len(n.args) < len(params) and len(n.args) >= _required(method.params):
+        if len(n.args) < len(params) and len(n.args) >= required_count(method.params):
             params = params[: len(n.args)]  # leave out the trailing @optional parameters
         args = self.arguments(name, params, n.args, scope, n.pos)
         if instance.kind in tna.METHODS and instance.kind_alias is not None:
@@ -461,107 +457,3 @@ class CallChecker:
             return [ir.Verify(condition=args[0].value, error=args[1].value, position=n.pos)]
         call = v1model.check_extern_function(self.context, self.expressions, n, name, args, tuple(type_arguments))
         return [ir.CallStatement(call=call, position=n.pos)]
-
-
-def _required(params: list[Node]) -> int:
-    """How many parameters a call must give: all but the trailing @optional ones."""
-    count = len(params)
-    while count and any(a.name == "optional" for a in params[count - 1].annos or ()):
-        count -= 1
-    return count
-
-
-def union_is_valid(union: ir.Expression, position: Pos | None) -> ir.Expression:
-    """`u.isValid()` of a header_union: whether any member is valid."""
-    t = union.type
-    assert isinstance(t, ir.HeaderUnionType)
-    result: ir.Expression = ir.Constant(type=ir.BOOL, value=False, position=position)
-    for i, f in enumerate(t.fields):
-        member = ir.FieldAccess(type=f.type, base=union, field_name=f.name, position=position)
-        valid = ir.IsValid(type=ir.BOOL, header=member, position=position)
-        result = valid if i == 0 else ir.Binary(type=ir.BOOL, op="||", left=result, right=valid, position=position)
-    return result
-
-
-def invalidate_union_siblings(header: ir.Expression, position: Pos | None) -> list[ir.Statement]:
-    """When header is a member of a header_union: the statements making the other members invalid (a
-    union has at most one valid member)."""
-    if not isinstance(header, ir.FieldAccess) or not isinstance(header.base.type, ir.HeaderUnionType):
-        return []
-    return [
-        ir.SetValidity(
-            header=ir.FieldAccess(type=f.type, base=header.base, field_name=f.name, position=position),
-            valid=False,
-            position=position,
-        )
-        for f in header.base.type.fields
-        if f.name != header.field_name
-    ]
-
-
-def emits(packet: ir.Variable, value: ir.Expression, position: Pos | None) -> list[ir.Statement]:
-    """`emit(value)` as one Emit per header or header stack: a struct or header_union is emitted field by
-    field, a stack of unions element by element."""
-    t = value.type
-    if isinstance(t, ir.HeaderStackType) and isinstance(t.element, ir.HeaderUnionType):
-        out: list[ir.Statement] = []
-        for i in range(t.size):
-            index = ir.Constant(type=ir.BitType(32), value=i, position=position)
-            out += emits(packet, ir.StackElement(type=t.element, stack=value, index=index, position=position), position)
-        return out
-    if isinstance(t, (ir.HeaderType, ir.HeaderStackType)):
-        return [ir.Emit(value=value, packet=packet, position=position)]
-    if isinstance(t, (ir.StructType, ir.HeaderUnionType)):
-        out = []
-        for f in t.fields:
-            out += emits(
-                packet, ir.FieldAccess(type=f.type, base=value, field_name=f.name, position=position), position
-            )
-        return out
-    raise P4Error(position, f"emit expects a header, header stack or struct of headers, got {t}")
-
-
-def _fits(value_type: ir.Type, target: ir.Type) -> bool:
-    """Whether a value of value_type may be used where target is expected without a cast."""
-    if value_type == target:
-        return True
-    if isinstance(target, ir.TypeVariable) or isinstance(value_type, ir.TypeVariable):
-        return True
-    return isinstance(value_type, ir.IntLiteralType) and isinstance(target, (ir.BitType, ir.IntLiteralType))
-
-
-def argument_mismatch(parameter: str, function: str):
-    """The message of an argument of the wrong type: (got, want) -> text."""
-
-    def message(got: ir.Type, want: ir.Type) -> str:
-        return f"argument '{parameter}' of '{function}' must be {want}, got {got}"
-
-    return message
-
-
-def positional(
-    function: str,
-    names: list[str],
-    args: list[Node],
-    position: Pos | None,
-    defaults: list[ir.Expression | None] | None = None,
-) -> list[Node | None]:
-    """Arguments in parameter order: all positional, or all named (`f(b = 1, a = 2)`; None for an
-    omitted one that has a default)."""
-    named = [a for a in args if a.kind == "NamedArg"]
-    if not named:
-        return args
-    if len(named) != len(args):
-        raise P4Error(position, f"call of '{function}': use either positional or named arguments, not both")
-    by_name = {}
-    for a in named:
-        if a.name not in names:
-            raise P4Error(a.pos, f"'{function}' has no parameter named '{a.name}'")
-        if a.name in by_name:
-            raise P4Error(a.pos, f"argument '{a.name}' of '{function}' is given twice")
-        by_name[a.name] = a.value
-    has_default = {n for n, d in zip(names, defaults or [None] * len(names), strict=True) if d is not None}
-    missing = [n for n in names if n not in by_name and n not in has_default]
-    if missing:
-        raise P4Error(position, f"call of '{function}' has no argument for {', '.join(repr(m) for m in missing)}")
-    return [by_name.get(n) for n in names]

@@ -63,9 +63,8 @@ class FunctionInliner:
 
     # ------------------------------------------------------------------ declarations
     def parser(self, parser: ir.Parser) -> None:
-        for declaration in parser.locals:
-            if contains_call(declaration):
-                raise P4Error(declaration.position, "a parser variable's initializer cannot call a function")
+        start = next(state for state in parser.states if state.name == "start")
+        start.statements = _initialized_first(parser.locals, start.statements)
         for state in parser.states:
             statements = self.statements(state.statements)
             keys = []
@@ -85,9 +84,8 @@ class FunctionInliner:
                 for ref in local.actions:
                     if contains_call(ref.bound_arguments):
                         raise P4Error(None, f"table {local.qualified_name}: a bound action argument calls a function")
-            elif isinstance(local, ir.VariableDeclaration) and contains_call(local):
-                raise P4Error(local.position, "a control variable's initializer cannot call a function")
-        control.body = self.block(control.body)
+        body = _initialized_first(control.locals, control.body.statements)
+        control.body = self.block(dataclasses.replace(control.body, statements=body))
 
     # ------------------------------------------------------------------ statements
     def block(self, block: ir.Block) -> ir.Block:
@@ -132,6 +130,9 @@ class FunctionInliner:
             arguments = self.arguments(s.call.arguments, out)  # type: ignore[attr-defined]
             out.append(dataclasses.replace(s, call=dataclasses.replace(s.call, arguments=arguments)))
         elif isinstance(s, ir.Assign):
+            # the target's index calls first, then the value's calls, then the target's other indices: P4_16
+            # evaluates the l-value before the value ("Assignment statement"), but p4c (1.2.5) evaluates a
+            # call in the value first, so `a[i] = f(i)` writes a[i] with the i f left, as BMv2 does
             target = self.place(s.target, out)
             out.append(dataclasses.replace(s, target=target, value=self.expression(s.value, out)))
         elif isinstance(s, ir.VariableDeclaration):
@@ -266,6 +267,22 @@ class FunctionInliner:
         variable = ir.Variable(name=name, type=t, kind=ir.VariableKind.LOCAL)
         out.append(ir.VariableDeclaration(variable=variable, initializer=initializer))
         return variable
+
+
+def _initialized_first(locals_: list, body: list[ir.Statement]) -> list[ir.Statement]:
+    """body with the initializers of a block's variables from the first that calls a function on put
+    before it as assignments, in declaration order (P4_16 initializes a block's locals in order, each
+    time it runs; a call's inlined statements need a place to go). The declarations keep no initializer."""
+    moved: list[ir.Statement] = []
+    for i, local in enumerate(locals_):
+        if not isinstance(local, ir.VariableDeclaration) or local.initializer is None:
+            continue
+        if not moved and not contains_call(local.initializer):
+            continue
+        target = _ref(local.variable)
+        moved.append(ir.Assign(target=target, value=local.initializer, position=local.position))
+        locals_[i] = dataclasses.replace(local, initializer=None)
+    return [*moved, *body] if moved else body
 
 
 def _ref(variable: ir.Variable) -> ir.VariableRef:

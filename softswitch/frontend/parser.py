@@ -770,7 +770,7 @@ class Parser:
         compound = self._compound_assignment()
         if compound is not None:
             rhs = self.expression()
-            return Node("Assign", t.pos, lhs=e, rhs=Node("Binary", compound.pos, op=compound.text, left=e, right=rhs))
+            return Node("Assign", t.pos, lhs=e, rhs=rhs, op=compound.text, oppos=compound.pos)
         if e.kind != "Call":
             self.error("syntax error: an expression statement must be a call or an assignment", t)
         return Node("CallStmt", t.pos, call=e)
@@ -828,8 +828,7 @@ class Parser:
 
     def _compound_assignment(self):
         """`lhs op= rhs` (P4_16 1.2.4): the operator token (text without '='), consumed; None otherwise.
-        The statement is `lhs = lhs op rhs` (the l-value's index expressions are evaluated twice, which
-        only matters if they call something with side effects: P4 forbids that in an l-value)."""
+        The statement is `lhs = lhs op rhs` with lhs evaluated once (the Assign node's `op`)."""
         t = self.tok
         if t.kind == "op" and t.text in _COMPOUND_ASSIGNMENTS:
             self.next()

@@ -15,6 +15,11 @@ STD_INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_
 _DIRECTIVE = re.compile(r"\s*([A-Za-z_]+)\s*(.*)$", re.S)
 
 
+def _inside(path: str, root: str) -> bool:
+    """Whether the real path ``path`` is ``root`` or under it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
 class Macro:
     __slots__ = ("name", "params", "body", "pos")
 
@@ -23,9 +28,15 @@ class Macro:
 
 
 class Preprocessor:
-    def __init__(self, defines=None, include_dirs=()):
+    """``confined``: the text comes from someone else (a pipeline pushed over P4Runtime), so ``#include``
+    may only name files under ``include_dirs`` and the compiler's own include directory: no absolute
+    path, no ``..``, nothing resolved relative to the process (a pushed program must not read the
+    switch host's files, nor have an error message quote one)."""
+
+    def __init__(self, defines=None, include_dirs=(), confined: bool = False):
         self.macros: dict[str, Macro] = {}
         self.include_dirs = [os.path.abspath(d) for d in include_dirs]
+        self.confined = confined
         self.files: list[str] = []  # every file read, for the source hash
         self.texts: list[str] = []
         self.depth = 0
@@ -54,6 +65,8 @@ class Preprocessor:
         return out
 
     def _find_include(self, name: str, angle: bool, including: str, pos: Pos) -> str:
+        if self.confined:
+            return self._find_confined_include(name, angle, including, pos)
         dirs = []
         if not angle:
             dirs.append(os.path.dirname(including))
@@ -63,6 +76,22 @@ class Preprocessor:
             p = os.path.join(d, name)
             if os.path.isfile(p):
                 return p
+        raise P4Error(pos, f"cannot find include file '{name}'")
+
+    def _find_confined_include(self, name: str, angle: bool, including: str, pos: Pos) -> str:
+        if os.path.isabs(name) or name.startswith("~") or "\\" in name:
+            raise P4Error(pos, f"#include '{name}': only relative paths under the include directories are allowed")
+        if ".." in name.split("/"):
+            raise P4Error(pos, f"#include '{name}': '..' is not allowed in a pushed program")
+        roots = [os.path.realpath(d) for d in (*self.include_dirs, STD_INCLUDE_DIR)]
+        dirs = []
+        here = os.path.realpath(os.path.dirname(including)) if os.path.isabs(including) else None
+        if not angle and here is not None and any(_inside(here, r) for r in roots):
+            dirs.append(here)  # a file of an include directory including its neighbour
+        for d in dirs + roots:
+            found = os.path.realpath(os.path.join(d, name))
+            if os.path.isfile(found) and any(_inside(found, r) for r in roots):
+                return found
         raise P4Error(pos, f"cannot find include file '{name}'")
 
     # ------------------------------------------------------------------ directives

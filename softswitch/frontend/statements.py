@@ -5,10 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from .. import ir
+from ..ir.aliasing import bind_computed_indices
 from .ast import Node, expr_text
-from .calls import CallChecker, invalidate_union_siblings
+from .calls import CallChecker
 from .context import BlockContext
 from .errors import P4Error
+from .header_lowering import invalidate_union_siblings
+from .inline import contains_call
 from .scopes import ConstantSymbol, Scope, VariableSymbol
 from .typecheck import ExpressionChecker, is_writable, last_note, next_element
 
@@ -222,19 +225,40 @@ class StatementChecker:
 
     def constant(self, s: Node, scope: Scope) -> None:
         t = self.types.resolve(s.type, scope)
-        scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)  # type: ignore[arg-type]
+        scope.add(s.name, ConstantSymbol(t, self.expressions.constant(s.value, scope, t)), s.pos)
 
     def assign(self, s: Node, scope: Scope) -> ir.Assign:
+        """`lhs = rhs`, or `lhs op= rhs` (`op` set): `lhs = lhs op rhs` with lhs evaluated once. A compound
+        assignment whose l-value's indices call a function holds those indices in temporaries (declared
+        before the statement), so that the read and the write of `a[f(x)] |= v` name the same element and
+        f runs once. Where P4_16 and p4c differ, softswitch does as p4c and BMv2: a call in rhs runs before
+        the l-value is read (its value held in a temporary), so `a[i] += f(i)` with f incrementing i
+        updates a[i + 1]; P4_16 evaluates the l-value first."""
         target = self.expressions.value(s.lhs, scope)
         if not is_writable(target):
             raise P4Error(s.lhs.pos, f"cannot assign to {expr_text(s.lhs)}{last_note(target) or ' (read-only)'}")
-        value = self.expressions.value(s.rhs, scope)
+        rhs = s.rhs
+        if s.get("op") is not None:
+            right = self.expressions.value(s.rhs, scope)
+            if contains_call(target):
+                target = bind_computed_indices(target, self._hold)
+            if contains_call(right):
+                right = self._hold(right)
+            current = Node("Checked", s.lhs.pos, expr=target)
+            rhs = Node("Binary", s.oppos, op=s.op, left=current, right=Node("Checked", s.rhs.pos, expr=right))
+        value = self.expressions.value(rhs, scope)
         value = self.expressions.coerce(
-            value, target.type, s.rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
+            value, target.type, rhs.pos, lambda got, want: f"cannot assign {got} to {want} without a cast"
         )
         if isinstance(target, ir.StackNext):  # an l-value for p4c; only extract moves nextIndex
             target = next_element(target)
         return ir.Assign(target=target, value=value, position=s.pos)
+
+    def _hold(self, value: ir.Expression) -> ir.Expression:
+        """value evaluated once, into a new temporary declared before the statement being checked."""
+        variable = ir.Variable(name="held", type=value.type, kind=ir.VariableKind.LOCAL)
+        self.calls.scratch.append(ir.VariableDeclaration(variable=variable, initializer=value, position=value.position))
+        return ir.VariableRef(type=value.type, variable=variable, position=value.position)
 
     # ------------------------------------------------------------------ switch
     def switch(self, s: Node, scope: Scope, context: BlockContext) -> ir.Statement:

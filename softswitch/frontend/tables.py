@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import ir
+from .arguments import argument_mismatch
 from .ast import Node, expr_text, find_annotation, ir_annotations
-from .calls import CallChecker, action_parameters, argument_mismatch
+from .calls import CallChecker, action_parameters
 from .context import SUPPORTED_MATCH_KINDS, ProgramContext
 from .errors import P4Error
 from .resolve import qualified_name

@@ -510,6 +510,10 @@ class ExpressionChecker:
             ir.Conditional(type=t, condition=condition, when_true=when_true, when_false=when_false, position=n.pos)
         )
 
+    def _check_Checked(self, n: Node, scope: Scope) -> Checked:
+        """An operand checked already (a compound assignment's l-value and right side, each once)."""
+        return n.expr
+
     def _check_Call(self, n: Node, scope: Scope) -> Checked:
         result = self.calls.call(n, scope, None)
         assert isinstance(result, ir.Expression)

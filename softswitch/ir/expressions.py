@@ -57,8 +57,8 @@ class FieldAccess(Expression):
 @dataclass(eq=False, kw_only=True)
 class StackElement(Expression):
     """`stack[index]`; a constant index was checked against the size, a computed one is checked when
-    the packet runs: out of range in a parser, error.StackOutOfBounds; elsewhere a read gives an invalid
-    header with zero fields and a write is lost (what BMv2 does with p4c's output)."""
+    the packet runs: out of range in a parser, error.StackOutOfBounds; elsewhere the packet is dropped
+    (stack_index_drops: BMv2 aborts there, its header stack's std::vector::at throwing out_of_range)."""
 
     stack: Expression
     index: Expression

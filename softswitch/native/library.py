@@ -36,7 +36,7 @@ CFLAGS = (*DEFAULT_CFLAGS, "-pthread", "-fvisibility=hidden", f"-DSS_IO_FRAME={M
 # a program's generated C: straight-line code over many fields and registers, where -O3 finds about an
 # eighth fewer instructions than -O2 (ina.p4) at the same compile time
 PROGRAM_CFLAGS = tuple("-O3" if flag == "-O2" else flag for flag in CFLAGS)
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 MATCH_KINDS = ("exact", "lpm", "ternary", "range", "optional")
 COUNTER_UNITS = ("packets", "bytes", "packets_and_bytes")
@@ -80,6 +80,7 @@ class _RegisterDesc(ctypes.Structure):
         ("is_signed", ctypes.c_uint32),
         ("group_offset", ctypes.c_uint32),
         ("group_count", ctypes.c_uint32),
+        ("initial", ctypes.c_uint64),
     ]
 
 
@@ -295,6 +296,8 @@ _SIGNATURES = {
     "ss_switch_create": (_P, [_P]),
     "ss_switch_destroy": (None, [_P]),
     "ss_switch_configure": (None, [_P, _i32, _int, _int, _P]),
+    "ss_switch_set_headroom": (None, [_P, _u32]),
+    "ss_port_queue_depth": (None, [_P, _u32, _u32]),
     "ss_stat_count": (_u32, []),
     "ss_stats_read": (None, [_P, _U64P]),
     "ss_stat_add": (None, [_P, _u32, _i64]),

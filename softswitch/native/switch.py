@@ -1,4 +1,4 @@
-"""NativeSwitch: a v1model device whose state and pipeline live in native code, with the control API of
+"""NativeSwitch: a v1model or TNA device whose state and pipeline live in native code, with the control API of
 softswitch.switch.Switch (tables by P4 name, registers, counters, multicast groups, clone sessions,
 packet-in/out, digests, stats), so the P4Runtime server, the STF runner, `softswitch dump` and the
 in-process network use either class unchanged.
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 
 from softswitch.errors import SwitchError
+from softswitch.limits import packet_headroom
 from softswitch.program import ProgramInfo
 from softswitch.runtime.action_profiles import ActionProfileState
 from softswitch.runtime.externs import TwoRateMeter, ValueSetState, check_index, check_register_value
@@ -42,7 +43,7 @@ from softswitch.runtime.tables import (
     TableSchema,
     Ternary,
 )
-from softswitch.switch import STAT_KEYS, ControllerSide, _by_name, _Locked
+from softswitch.switch import STAT_KEYS, Locked, Switch, by_name
 
 from . import library as L
 
@@ -717,13 +718,14 @@ class FrameBatch:
 # ---------------------------------------------------------------------------- the switch
 
 
-class NativeSwitch(ControllerSide):
-    """One running v1model device on the native back end (see the module docstring)."""
+class NativeSwitch(Switch):
+    """One running v1model or TNA device on the native back end (see the module docstring)."""
 
     backend = "native"
 
-    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None):
+    def __init__(self, prog, device_id=0, cpu_port=None, name="s1", log=None, limits=None):
         self.device_id = device_id
+        self.headroom = packet_headroom(limits)  # softswitch/limits.py: BMv2's packet buffer, or None
         self.cpu_port = cpu_port
         self.name = name
         self.log = log
@@ -807,6 +809,7 @@ class NativeSwitch(ControllerSide):
             self.native_program = prog
             self._generation += 1
             self._configure()
+            lib.api.ss_switch_set_headroom(sw, 0xFFFFFFFF if self.headroom is None else self.headroom)
             tables = {t.name: t for t in self._desc.tables}
             self._tables = {t.name: NativeTable(self, tables[t.name], t, prog.info.actions) for t in prog.info.tables}
             regs = {r.name: r for r in self._desc.registers}
@@ -840,16 +843,12 @@ class NativeSwitch(ControllerSide):
         except Exception:
             pass
 
-    def process(self, port, frame):
-        """Runs one received frame; returns [(egress_port, bytes)] in emission order (never raises)."""
-        try:
-            data = bytes(frame)
-        except Exception:
-            self.stats["malformed"] += 1
-            return []
-        if not isinstance(port, int) or not 0 <= port < 512:
-            self.stats["malformed"] += 1
-            return []
+    def set_queue_depth(self, port, packets):
+        sw = self._sw
+        if sw is not None and 0 <= port < 512:
+            self._lib.api.ss_port_queue_depth(sw, port, max(0, min(int(packets), 0xFFFFFFFF)))
+
+    def run(self, port, data):
         records = self._records
         with self._lock:
             if self._sw is None:
@@ -955,7 +954,7 @@ class NativeSwitch(ControllerSide):
             for name, values in digests:
                 self._callback(on_dg, name, values)
 
-    def _count_from_cpu(self) -> None:
+    def count_from_cpu(self) -> None:
         with self._guard() as api:
             api.ss_stat_add(self._sw, STAT_KEYS.index("from_cpu"), 1)
 
@@ -966,7 +965,7 @@ class NativeSwitch(ControllerSide):
 
     # ---------------------------------------------------------------- tables
     def table(self, name):
-        return _by_name(self._tables, name, "table")
+        return by_name(self._tables, name, "table")
 
     def tables(self):
         return list(self._tables.values())
@@ -974,23 +973,23 @@ class NativeSwitch(ControllerSide):
     def action_profile(self, name):
         """An action profile/selector: .add_member(id, action, args), .modify_member, .delete_member(id),
         .set_group(id, {member: weight}, create), .delete_group(id), .members, .groups (as Switch's)."""
-        return _Locked(_by_name(self._action_profiles, name, "action profile"), self._lock)
+        return Locked(by_name(self._action_profiles, name, "action profile"), self._lock)
 
     def direct_counter_of(self, table, entry):
-        t = _by_name(self._tables, table, "table") if isinstance(table, str) else table
+        t = by_name(self._tables, table, "table") if isinstance(table, str) else table
         return t.counters_of(entry)
 
     # ---------------------------------------------------------------- externs
     def register(self, name):
-        return _by_name(self._registers, name, "register")
+        return by_name(self._registers, name, "register")
 
     def counter(self, name):
-        return _by_name(self._counters, name, "counter")
+        return by_name(self._counters, name, "counter")
 
     def meter(self, name):
         """An indexed meter: .set_config(index, cir, cburst, pir, pburst) (rates per second, bursts in the
         meter's units), .clear_config(index), .config(index)."""
-        return _Locked(_by_name(self._meters, name, "meter"), self._lock)
+        return Locked(by_name(self._meters, name, "meter"), self._lock)
 
     def direct_meter_config(self, table, entry, cir, cburst, pir, pburst):
         """Configures the direct meter cell of a table entry (the table's `meters`)."""
@@ -1006,7 +1005,7 @@ class NativeSwitch(ControllerSide):
         return self._direct_metered(table).meter_config_of(entry)
 
     def _direct_metered(self, table) -> NativeTable:
-        t = _by_name(self._tables, table, "table")
+        t = by_name(self._tables, table, "table")
         if t.info.direct_meter is None:
             raise KeyError(f"table {t.name} has no direct meter")
         return t
@@ -1026,7 +1025,7 @@ class NativeSwitch(ControllerSide):
 
     def value_set(self, name):
         """A parser value set: .add(value, mask=None), .clear(), .members."""
-        return _by_name(self._value_sets, name, "value set")
+        return by_name(self._value_sets, name, "value set")
 
     # ---------------------------------------------------------------- packet replication engine
     @staticmethod

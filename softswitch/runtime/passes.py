@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from .support import BeyondBmv2
+
 MAX_PASSES = 17  # a received packet may go through ingress at most this often (resubmit/recirculate)
 
 
@@ -22,9 +24,16 @@ def run_passes(
         if passes > MAX_PASSES:
             stats["loop_limit_drops"] += 1
             stats["dropped"] += 1
+            if log:
+                log(f"packet dropped: more than {MAX_PASSES} passes through ingress (a resubmit/recirculate loop)")
             continue
         try:
             run_pass(*job)
+        except BeyondBmv2 as e:  # what BMv2 could not run (limits.py): drop, count, say which limit
+            stats[e.stat] += 1
+            stats["dropped"] += 1
+            if log:
+                log(f"packet dropped: {e}")
         except Exception as e:  # a bug or an unsupported corner: drop, count, go on
             stats["errors"] += 1
             stats["dropped"] += 1

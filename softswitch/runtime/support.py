@@ -93,13 +93,22 @@ def stack_of(elements):
     return s
 
 
+class BeyondBmv2(Exception):
+    """A packet BMv2 could not process (softswitch/limits.py): dropped and counted in `stat`."""
+
+    def __init__(self, stat: str, message: str):
+        super().__init__(message)
+        self.stat = stat
+
+
 def stack_at(stack, i):
-    """`stack[i]` with a computed index outside a parser: out of range, a fresh invalid element (reads
-    give zeros, writes are lost), as BMv2 runs p4c's output."""
-    h = stack.h
+    """`stack[i]` with a computed index outside a parser. Out of range, BMv2 aborts (std::vector::at
+    throws out_of_range in the header stack): the packet is dropped (stack_index_drops)."""
     if 0 <= i < stack.size:
-        return h[i]
-    return type(h[0])()
+        return stack.h[i]
+    raise BeyondBmv2(
+        "stack_index_drops", f"header stack index {i} out of range 0..{stack.size - 1} outside a parser (BMv2 aborts)"
+    )
 
 
 def stack_at_in_parser(stack, i):
@@ -191,6 +200,16 @@ def identity(data: bytes) -> int:
 
 
 HASHES = {"crc16": crc16, "crc32": crc32, "csum16": csum16, "xor16": xor16, "identity": identity}
+
+
+def concat_bits(parts) -> tuple[int, int]:
+    """(bits, number of bits) of (value, width) pairs concatenated MSB first: a field list whose varbit
+    fields make its width known only when the packet runs."""
+    value = nbits = 0
+    for v, w in parts:
+        value = (value << w) | v
+        nbits += w
+    return value, nbits
 
 
 def bits_to_bytes(value: int, nbits: int) -> bytes:

@@ -12,6 +12,7 @@ import random as _random
 import time
 from time import monotonic
 
+from ..limits import BMV2_PACKET_HEADROOM
 from .action_profiles import ActionProfileState
 from .externs import CounterState, MeterState, RegisterState, ValueSetState
 from .passes import run_passes
@@ -92,6 +93,8 @@ class Runtime:
     def advance(data, off, nbits):
         from .support import ParserError
 
+        if nbits % 8:  # BMv2 advances whole bytes only: error.ParserInvalidArgument
+            raise ParserError(6)
         if off + nbits > len(data) * 8:
             raise ParserError(1)
         return off + nbits
@@ -123,7 +126,10 @@ class Pipeline:
         self.pre = pre
         self.stats = stats
         self.digests = []  # (name, values) produced by the last process() call
+        self.headroom: int | None = BMV2_PACKET_HEADROOM  # bytes a deparser may add (None: no limit)
+        self.buffer_limit = BMV2_PACKET_HEADROOM  # the longest frame the packet being processed may become
         self.t0 = time.monotonic()
+        self.queue_depth = {}  # port -> packets its real queue holds (Switch.set_queue_depth)
         self.new_hdr, self.new_meta, self.new_sm = blocks["new_hdr"], blocks["new_meta"], blocks["new_sm"]
         self.parser, self.verify, self.ingress = blocks["parser"], blocks["verify"], blocks["ingress"]
         self.egress, self.compute, self.deparser = blocks["egress"], blocks["compute"], blocks["deparser"]
@@ -154,10 +160,16 @@ class Pipeline:
                 setattr(obj, last, v.copy() if hasattr(v, "copy") else v)
 
     def process(self, port, data):
-        out = []
+        out: list[tuple[int, bytes]] = []
+        self.buffer_limit = len(data) + self.headroom if self.headroom is not None else 1 << 62
         self.digests = []
         jobs = [(data, port, PKT_NORMAL, None)]  # first in, first out: _ingress/_egress append to it
-        run_passes(jobs, lambda *job: self._ingress(*job, jobs, out), self.stats, self.rt.log)
+        run_passes(
+            jobs,
+            lambda data, port, itype, kept: self._ingress(data, port, itype, kept, jobs, out),
+            self.stats,
+            self.rt.log,
+        )
         return out
 
     def _parse(self, data, port, itype):
@@ -238,6 +250,7 @@ class Pipeline:
         sm.egress_port = port
         sm.egress_rid = rid
         sm.egress_global_timestamp = int((monotonic() - self.t0) * 1e6)
+        sm.enq_qdepth = sm.deq_qdepth = self.queue_depth.get(port, 0)
         PS.sm = sm
         PS.clone = PS.recirculate = PS.truncate = None
         PS.payload = payload
@@ -268,13 +281,24 @@ class Pipeline:
             self.compute(hdr, meta)
         except ExitCtl:
             pass
-        parts = []
+        parts: list[bytes] = []
         try:
             self.deparser(parts, hdr)
         except ExitCtl:
             pass
         parts.append(payload)
         frame = b"".join(parts)
+        if len(frame) > self.buffer_limit:  # BMv2's deparser would write past its packet buffer (limits.py)
+            self.stats["buffer_limit_drops"] += 1
+            self.stats["dropped"] += 1
+            if self.rt.log:
+                room = self.headroom
+                assert room is not None
+                self.rt.log(
+                    f"packet dropped: the deparser made a {len(frame)}-byte frame, past BMv2's packet buffer "
+                    f"(the received {self.buffer_limit - room} bytes + {room})"
+                )
+            return
         if recirc is not None:
             self.stats["recirculated"] += 1
             jobs.append((frame, sm.ingress_port, PKT_RECIRC, self._preserve(meta, recirc)))

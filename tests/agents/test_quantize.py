@@ -53,3 +53,29 @@ def test_block_exponents_mark_zero_and_non_finite_blocks():
         -1,  # 0.25 < 2^-1
     ]
     assert Q.block_exponents(np.zeros(0, dtype=np.float32), 64).size == 0
+
+
+@pytest.mark.parametrize("low", [-126, -96, -30, 0])  # factors down to float32's smallest normal power
+def test_float32_sums_dequantize_as_float64_rounds_them(low):
+    """int32 sums back to float32 are the exact values q * 2^-shift rounded once to float32 (computed in
+    float32 where every result stays normal, through float64 elsewhere): sums above 2^24 need rounding,
+    halves included, and shifts at and past both ends of float32's range."""
+    rng = np.random.default_rng(low + 500)
+    q = rng.integers(Q.INT32_MIN + 1, Q.INT32_MAX, 64 * 6, dtype=np.int64)
+    q[:4] = [2**24 + 1, -(2**24 + 3), 2**30 + 64, 1]  # ties to even, and the smallest nonzero sum
+    q = q.astype(np.int32)
+    shift = np.array([-low, 126, -96, 127, -97, 40])  # 127 and -97: past the float32 range, float64 path
+    got = Q.dequantize(q, shift, 64, np.float32)
+    exact = np.ldexp(q.astype(np.float64), -np.repeat(shift, 64).astype(np.int32)).astype(np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, exact)
+
+
+def test_float32_values_quantize_as_exact_rounding_even_tiny_and_subnormal_ones():
+    """float32 values with shifts near float32's largest normal power: the products of tiny and subnormal
+    values round to 0 or to exactly what Python's exact arithmetic gives."""
+    x = np.array([1.5 * 2.0**-120, 2.0**-149, -(2.0**-130), 3 * 2.0**-126, 0.0, 2.0**-98], dtype=np.float32)
+    shift = Q.shifts(Q.block_exponents(x, 6), 4, "sum")
+    assert Q.FLOAT32_UP[0] <= shift[0] <= Q.FLOAT32_UP[1]  # the float32 path
+    q = Q.quantize(x, shift, 6)
+    assert q.tolist() == [round(float(v) * 2.0 ** int(shift[0])) for v in x]

@@ -23,14 +23,14 @@ def test_a_short_last_group_is_padded_with_zeros_that_never_win():
     assert sparsify(x, 2).dtype == np.int32
 
 
+@pytest.mark.parametrize("k", [64, 256, 1024])
 @pytest.mark.parametrize("layout", [L.TWO_OF_FOUR, L.ONE_OF_FOUR], ids=lambda x: x.name)
-def test_selection_packing_and_restoration_are_exact(layout):
+def test_selection_packing_and_restoration_are_exact(layout, k):
     rng = np.random.default_rng(1)
-    k = 64
     chunks = rng.integers(-(2**31), 2**31, size=(20, layout.positions(k)), dtype=np.int64).astype(np.int32)
     keep = np.stack([keep_mask(row, layout.keep) for row in chunks])
     masks, kept = L.pack_masked(chunks, keep, layout)
-    assert masks.shape == (20, layout.groups(k)) and kept.shape == (20, k)
+    assert masks.shape == (20, layout.groups(k)) and kept.shape == (20, layout.lanes(k))
     assert L.mask_bits_ok(masks, layout).all()
     restored = restore(masks, kept, layout)
     np.testing.assert_array_equal(restored, np.stack([sparsify(row, layout.keep) for row in chunks]))

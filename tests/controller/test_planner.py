@@ -2,14 +2,18 @@
 
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from controller.errors import PlanError
-from controller.generators import fat_tree
+from controller.generators import fat_tree, leaf_spine
+from controller.multihop import fewest_hops_tree, path_tree
+from controller.options import POLICIES
 from controller.plan import Hop, JobPlan
-from controller.planner import PlanOptions, plan_job
+from controller.planner import PlanOptions, check_request, plan_job
 from controller.resources import Resources
 from controller.topology_yaml import load_topology
+from controller.tree_plan import JobContext, hop_lists, place_aggregation, tree_shape
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 H = 0x8000
@@ -291,3 +295,48 @@ def test_a_plan_that_fails_late_gives_back_everything_it_took():
     plan = plan_job(t, workers, ["h9"], opts, res)
     assert (plan.job_id, plan.job_index) == (1, 0)
     assert {c.result_group for c in plan.switches} == {1}
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_unknown_root_is_networkx_node_not_found_naming_it(policy):
+    with pytest.raises(nx.NodeNotFound, match="nope"):
+        path_tree(topo("star").to_graph(), "nope", policy)
+
+
+def test_planning_leaves_the_graph_as_it_was():
+    """The searches keep nothing on the graph, so a copy that drops nodes needs no clean-up (re-planning)."""
+    mesh = topo("hetero_mesh")
+    graph = mesh.to_graph()
+    before = (dict(graph.graph), nx.to_dict_of_dicts(graph))
+    for options in [PlanOptions(policy=p) for p in POLICIES] + [PlanOptions(planner="multitree")]:
+        plan_job(mesh, ["h1", "h2", "h3", "h4", "h5"], ["h6"], options, graph=graph)
+    assert (graph.graph, nx.to_dict_of_dicts(graph)) == before
+    without_s2 = graph.copy()
+    without_s2.remove_node("s2")
+    assert "s2" not in path_tree(without_s2, "h6", "fewest_hops").values()
+
+
+def test_build_tree_phases_on_leaf_spine_by_hand():
+    """The phases of build_tree one by one: h4 (rank 0) hangs alone under l2, h1 and h2 share l1, and the
+    fewest-hops tree toward h9 meets at sp1 (the lower link id of l1/l2's two spines) above l3."""
+    spine_leaf = leaf_spine()
+    graph = spine_leaf.to_graph()
+    workers, servers = check_request(spine_leaf, ["h4", "h1", "h2"], ["h9"], PlanOptions())
+    resources = Resources.for_topology(spine_leaf)
+    ctx = JobContext(spine_leaf, graph, workers, servers, resources, resources.open_job(None), pool_size=4)
+
+    shape = tree_shape(ctx, 0, "h9", fewest_hops_tree(graph, "h9"))
+    assert shape.order == ["h9", "l3", "sp1", "l2", "l1", "h4", "h1", "h2"]
+    assert shape.kids["sp1"] == ["l2", "l1"]  # the subtree holding rank 0 first
+
+    agg = place_aggregation(ctx, 0, shape)  # merge: where two or more flows meet
+    assert agg.aggregates == {"l1": True, "l2": False, "sp1": True, "l3": False}
+    assert agg.flows_in["sp1"] == ["h4", "l1"] and agg.flows_in["h9"] == ["sp1"]
+
+    grad_hops, _ = hop_lists(ctx, 0, shape, agg)
+    assert [(h.name, h.aggregate, h.fan_in, h.child) for h in grad_hops["h2"]] == [
+        ("l1", True, 2, 1),
+        ("sp1", True, 2, 1),
+        ("l3", False, 0, 0),
+        ("h9", True, 1, 0),
+    ]

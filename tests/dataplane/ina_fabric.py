@@ -10,7 +10,7 @@ Frames move by a FIFO delivery loop over a port map; a ``tap`` sees every transm
 duplicate it. The hosts' side (sending GRADs, the server turning one packet per chunk into results,
 workers retransmitting) is scripted by the tests; all switch behaviour comes from the P4 program. The
 workers send dense chunks, or MASKED ones (2:4, 1:4: a chunk's positions with exactly N non-zero values
-per group of four), whose sums and results travel wide (docs/protocol.md, "Layouts").
+per group of four), whose sums and results travel as the chunk's dense sum (docs/protocol.md, "Layouts").
 """
 
 from __future__ import annotations
@@ -49,11 +49,9 @@ LINKS = {
 }
 
 
-def slot_of(seq: int, span: int = 1) -> tuple[int, int]:
-    """(slot, shadow) of a chunk: slots cycle through the pool (span slots a chunk), the shadow bit
-    alternates per round."""
-    index = seq * span
-    return index % POOL, (index // POOL) % 2
+def slot_of(seq: int) -> tuple[int, int]:
+    """(slot, shadow) of a chunk: slots cycle through the pool, the shadow bit alternates per round."""
+    return seq % POOL, (seq // POOL) % 2
 
 
 def grad_hops(worker: int) -> list[Hop]:
@@ -140,7 +138,7 @@ class Fabric:
 def worker_frame(worker: int, seq: int, values: np.ndarray, retx: bool = False, layout: L.Layout = L.DENSE) -> bytes:
     """A worker's GRAD of chunk ``seq``; for a MASKED layout ``values`` are the chunk's positions, of which
     the non-zero ones are kept (all-zero places of a group filled up from its first positions)."""
-    slot, shadow = slot_of(seq, layout.span)
+    slot, shadow = slot_of(seq)
     flags = (C.FLAG_RETX if retx else 0) | layout.flags
     masks = None
     if layout.masked:
@@ -157,8 +155,8 @@ def worker_frame(worker: int, seq: int, values: np.ndarray, retx: bool = False, 
     return codec.build_frame(pkt, WORKERS[worker][0], SERVER_ADDR[0], WORKERS[worker][1], SERVER_ADDR[1])
 
 
-def result_frame(worker: int, seq: int, values: np.ndarray, span: int = 1) -> bytes:
-    slot, shadow = slot_of(seq, span)
+def result_frame(worker: int, seq: int, values: np.ndarray, layout: L.Layout = L.DENSE) -> bytes:
+    slot, shadow = slot_of(seq)
     pkt = codec.result(
         JOB,
         seq,
@@ -167,7 +165,7 @@ def result_frame(worker: int, seq: int, values: np.ndarray, span: int = 1) -> by
         slot=slot,
         shadow=shadow,
         contributor=SERVER_NODE,
-        flags=L.wide_layout(span).flags,
+        flags=layout.sum_layout.flags,
     )
     return codec.build_frame(pkt, SERVER_ADDR[0], WORKERS[worker][0], SERVER_ADDR[1], WORKERS[worker][1])
 
@@ -200,14 +198,14 @@ class Hosts:
             seq = pkt.header.seq
             self.server_packets[seq] = self.server_packets.get(seq, 0) + 1
             assert [h.switch_id for h in pkt.hops] == [SERVER_NODE], "switches popped their hops"
-            assert pkt.header.layout is L.wide_layout(self.layout.span), "sums travel dense or wide, never MASKED"
+            assert pkt.header.layout is self.layout.sum_layout, "sums travel dense, never MASKED"
             if seq not in self.server_sums:
                 assert not pkt.header.has(C.FLAG_RETX) or pkt.header.has(C.FLAG_STORED), (
                     "a first arrival is a complete sum, never a raw contribution passed up"
                 )
                 self.server_sums[seq] = pkt.values.copy()
             for worker in range(4):
-                self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq], self.layout.span))
+                self.fabric.send(("S", 3), result_frame(worker, seq, self.server_sums[seq], self.layout))
             self.collect()
 
     def collect(self):

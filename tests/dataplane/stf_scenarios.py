@@ -13,6 +13,7 @@ Every scenario uses switch id 1 and the addresses below (workers on ports 1-3, t
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +148,7 @@ class Scenario:
 
 
 def lanes(values, k: int = K) -> np.ndarray:
-    """Values padded with zeros to K lanes (a wide chunk's span * K positions are left as they are)."""
+    """Values padded with zeros to K lanes (more than K are left as they are, for a test's malformed packet)."""
     out = np.zeros(max(k, len(values)), dtype=np.int64)
     out[: len(values)] = values
     return out
@@ -194,49 +195,6 @@ def result_frame(worker: int, job: dict, seq: int, values, hops: list[Hop], **he
     )
     mac, ip = WORKERS[worker]
     return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip, values_per_packet=k)
-
-
-def masked_chunk(rng: np.random.Generator, layout: L.Layout, magnitude: int = 2**28) -> np.ndarray:
-    """A chunk's span * K positions with exactly ``layout.keep`` non-zero values in every group of four."""
-    groups = layout.groups(K)
-    values = np.zeros((groups, 4), dtype=np.int64)
-    for g in range(groups):
-        kept = rng.choice(4, size=layout.keep, replace=False)
-        values[g, kept] = rng.integers(1, magnitude, size=layout.keep) * rng.choice([-1, 1], size=layout.keep)
-    return values.reshape(-1)
-
-
-def masked_frame(worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], **header) -> bytes:
-    """A worker's MASKED GRAD for these positions: the non-zero ones are kept (``keep`` forces others)."""
-    positions = np.asarray(positions, dtype=np.int64)
-    keep = header.pop("keep", positions != 0)
-    masks, kept = L.pack_masked(positions[np.newaxis, :], np.asarray(keep)[np.newaxis, :], layout)
-    header.setdefault("contributor", worker)
-    pkt = codec.grad(
-        job["job_id"],
-        seq,
-        hops,
-        kept[0],
-        masks=masks[0],
-        tree_id=job["tree_id"],
-        flags=layout.flags | header.pop("flags", 0),
-        **header,
-    )
-    mac, ip = WORKERS[worker]
-    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1])
-
-
-def wide_frame(worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], **header) -> bytes:
-    """A wide GRAD (a chunk's sum going up) carrying these positions."""
-    flags = L.wide_layout(layout.span).flags | header.pop("flags", 0)
-    header.setdefault("value_count", len(positions) // 4)
-    return grad_frame(worker, job, seq, np.asarray(positions, dtype=np.int64), hops, flags=flags, **header)
-
-
-def wide_result_frame(worker: int, job: dict, seq: int, span: int, positions, hops: list[Hop], **header) -> bytes:
-    flags = L.wide_layout(span).flags | header.pop("flags", 0)
-    header.setdefault("value_count", len(positions) // 4)
-    return result_frame(worker, job, seq, np.asarray(positions, dtype=np.int64), hops, flags=flags, **header)
 
 
 def server_hop(fan_in: int = 1, child: int = 0) -> list[Hop]:
@@ -697,132 +655,198 @@ def malformed() -> Scenario:
     return s
 
 
-# ---------------------------------------------------------------- wide and MASKED chunks (docs/protocol.md "Layouts")
+# ---------------------------------------------------------------- 2:4 and 1:4 chunks (docs/protocol.md "Layouts")
+#
+# Each scenario takes K: ina.p4's (64) in stf/, ina_k256.p4's in stf/k256/, ina_k1024.p4's in stf/k1024/. A
+# chunk covers Layout.positions(K) positions (at most K, capped so that a switch's expansion grows a packet
+# by at most PACKET_GROWTH_LIMIT_BYTES), all kept in the lanes of one cell.
 
 
-def masked_2of4() -> Scenario:
-    s = Scenario("masked_2of4", "2:4 packets are expanded and summed over two cells; the sum goes up wide x2")
+def masked_chunk(rng: np.random.Generator, layout: L.Layout, k: int = K, magnitude: int = 2**28) -> np.ndarray:
+    """A chunk's positions with exactly ``layout.keep`` non-zero values in every group of four."""
+    groups = layout.groups(k)
+    values = np.zeros((groups, 4), dtype=np.int64)
+    for g in range(groups):
+        kept = rng.choice(4, size=layout.keep, replace=False)
+        values[g, kept] = rng.integers(1, magnitude, size=layout.keep) * rng.choice([-1, 1], size=layout.keep)
+    return values.reshape(-1)
+
+
+def masked_frame(
+    worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], k: int = K, **header
+) -> bytes:
+    """A worker's MASKED GRAD for these positions: the non-zero ones are kept (``keep`` forces others)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    keep = header.pop("keep", positions != 0)
+    masks, kept = L.pack_masked(positions[np.newaxis, :], np.asarray(keep)[np.newaxis, :], layout)
+    header.setdefault("contributor", worker)
+    pkt = codec.grad(
+        job["job_id"],
+        seq,
+        hops,
+        kept[0],
+        masks=masks[0],
+        tree_id=job["tree_id"],
+        flags=layout.flags | header.pop("flags", 0),
+        values_per_packet=k,
+        **header,
+    )
+    mac, ip = WORKERS[worker]
+    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1], values_per_packet=k)
+
+
+def sum_frame(
+    worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], k: int = K, **header
+) -> bytes:
+    """A GRAD carrying a 2:4 or 1:4 chunk's dense sum (a switch sends it on up)."""
+    return _sum_frame(codec.grad, worker, job, seq, layout, positions, hops, k, header)
+
+
+def sum_result_frame(
+    worker: int, job: dict, seq: int, layout: L.Layout, positions, hops: list[Hop], k: int = K, **header
+) -> bytes:
+    """The server's RESULT of a 2:4 or 1:4 chunk: its dense sum."""
+    return _sum_frame(codec.result, worker, job, seq, layout, positions, hops, k, header)
+
+
+def _sum_frame(make, worker: int, job: dict, seq: int, layout: L.Layout, positions, hops, k: int, header) -> bytes:
+    header.setdefault("contributor", worker)
+    header.setdefault("value_count", len(positions) // 4)
+    flags = layout.sum_layout.flags | header.pop("flags", 0)
+    pkt = make(
+        job["job_id"], seq, hops, np.asarray(positions, dtype=np.int64), tree_id=job["tree_id"], flags=flags,
+        values_per_packet=k, **header,
+    )  # fmt: skip
+    mac, ip = WORKERS[worker]
+    if make is codec.result:
+        return codec.build_frame(pkt, SERVER[0], mac, SERVER[1], ip, values_per_packet=k)
+    return codec.build_frame(pkt, mac, SERVER[0], ip, SERVER[1], values_per_packet=k)
+
+
+def _named(name: str, k: int) -> str:
+    """ina.p4's scenarios keep their names; another K's carry it (its files sit in stf/k<K>/)."""
+    return name if k == K else f"{name}_k{k}"
+
+
+def masked_2of4(k: int = K) -> Scenario:
+    p = L.TWO_OF_FOUR.positions(k)
+    s = Scenario(
+        _named("masked_2of4", k),
+        f"2:4 packets ({p} positions) are expanded and summed in one cell; the chunk's dense sum goes up",
+    )
     standard_setup(s)
     rng = np.random.default_rng(24)
-    parts = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
+    parts = [masked_chunk(rng, L.TWO_OF_FOUR, k) for _ in range(2)]
     total = parts[0] + parts[1]
-    s.comment("two workers' 2:4 contributions to slots 1-2 (span 2): the first is held, the second completes")
-    s.packet(1, masked_frame(0, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[0], grad_hops(child=0), slot=1))
-    s.packet(2, masked_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[1], grad_hops(child=1), slot=1))
+    s.comment(f"two workers' 2:4 contributions to slot 1: the first is held, the second completes and grows by "
+              f"{L.TWO_OF_FOUR.growth(k)} bytes")  # fmt: skip
+    s.packet(1, masked_frame(0, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[0], grad_hops(child=0), k, slot=1))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, parts[1], grad_hops(child=1), k, slot=1))
     s.expect(
-        SERVER_PORT, wide_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, total, server_hop(), slot=1, contributor=SWITCH_ID)
+        SERVER_PORT, sum_frame(1, JOB_UNICAST, 3, L.TWO_OF_FOUR, total, server_hop(), k, slot=1, contributor=SWITCH_ID)
     )
     s.comment("a partial chunk: value_count 5 groups (20 meaningful positions), the rest zero")
-    part = masked_chunk(rng, L.TWO_OF_FOUR)
+    part = masked_chunk(rng, L.TWO_OF_FOUR, k)
     part[20:] = 0
     keep = part != 0
     keep.reshape(-1, 4)[5:] = [True, True, False, False]  # any two of an all-zero group
     s.packet(
         1,
         masked_frame(
-            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, grad_hops(fan_in=1), slot=2, shadow=1, keep=keep, value_count=5
+            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, grad_hops(fan_in=1), k, slot=2, shadow=1, keep=keep, value_count=5
         ),
     )
     s.expect(
         SERVER_PORT,
-        wide_frame(
-            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, server_hop(), slot=2, shadow=1, value_count=5, contributor=SWITCH_ID
+        sum_frame(
+            0, JOB_UNICAST, 4, L.TWO_OF_FOUR, part, server_hop(), k, slot=2, shadow=1, value_count=5,
+            contributor=SWITCH_ID,
         ),
-    )
+    )  # fmt: skip
     s.check_stats(JOB_UNICAST, {C.STAT_GRAD_MASKED: 3, C.STAT_GRAD_COMPLETED: 2})
     s.check_drop(C.DROP_ABSORBED, 1)
-    s.comment("block 0 (positions 0, 2, 4, ...) in the cell of slot 1, block 1 (positions 1, 3, ...) in slot 2's")
-    for lane in (0, 5, K - 1):
-        for block in (0, 1):
-            s.check_register(
-                f"InaIngress.slot_lane_{lane}", cell(JOB_UNICAST, 1 + block), int(total[2 * lane + block]) & 0xFFFFFFFF
-            )
+    s.comment("position i of the chunk in lane i of slot 1's cell")
+    for lane in (0, 5, p - 1):
+        s.check_register(f"InaIngress.slot_lane_{lane}", cell(JOB_UNICAST, 1), int(total[lane]) & 0xFFFFFFFF)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 2)
     s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 1), 0b11)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 3)
-    s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 2), (7 << 32) | 3)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 2), 0)
     return s
 
 
-def masked_1of4_mixed() -> Scenario:
-    s = Scenario("masked_1of4_mixed", "1:4 packets and a lower switch's wide x4 sum add up in one slot of span 4")
+def masked_1of4_mixed(k: int = K) -> Scenario:
+    s = Scenario(
+        _named("masked_1of4_mixed", k),
+        f"1:4 packets ({L.ONE_OF_FOUR.positions(k)} positions) and a lower switch's 1:4 sum add up in one slot",
+    )
     standard_setup(s)
     rng = np.random.default_rng(14)
-    parts = [masked_chunk(rng, L.ONE_OF_FOUR) for _ in range(3)]
-    below = parts[2] + masked_chunk(rng, L.ONE_OF_FOUR)  # a lower switch's sum of two: wide, not masked
+    parts = [masked_chunk(rng, L.ONE_OF_FOUR, k) for _ in range(3)]
+    below = parts[2] + masked_chunk(rng, L.ONE_OF_FOUR, k)  # a lower switch's sum of two: dense, not masked
     total = parts[0] + parts[1] + below
-    s.packet(3, wide_frame(2, JOB_UNICAST, 8, L.ONE_OF_FOUR, below, grad_hops(fan_in=3, child=2), contributor=9))
-    s.packet(1, masked_frame(0, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[0], grad_hops(fan_in=3, child=0)))
-    s.packet(2, masked_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[1], grad_hops(fan_in=3, child=1)))
-    s.expect(SERVER_PORT, wide_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, total, server_hop(), contributor=SWITCH_ID))
+    s.packet(3, sum_frame(2, JOB_UNICAST, 8, L.ONE_OF_FOUR, below, grad_hops(fan_in=3, child=2), k, contributor=9))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[0], grad_hops(fan_in=3, child=0), k))
+    s.comment(f"the completing 1:4 packet grows by {L.ONE_OF_FOUR.growth(k)} bytes into the chunk's sum")
+    s.packet(2, masked_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, parts[1], grad_hops(fan_in=3, child=1), k))
+    s.expect(SERVER_PORT, sum_frame(1, JOB_UNICAST, 8, L.ONE_OF_FOUR, total, server_hop(), k, contributor=SWITCH_ID))
     s.check_stats(JOB_UNICAST, {C.STAT_GRAD_MASKED: 2, C.STAT_GRAD_AGGREGATED: 3})
-    for block in range(4):
-        s.check_register("InaIngress.slot_lane_7", cell(JOB_UNICAST, block), int(total[4 * 7 + block]) & 0xFFFFFFFF)
+    for lane in (7, L.ONE_OF_FOUR.positions(k) - 1):
+        s.check_register(f"InaIngress.slot_lane_{lane}", cell(JOB_UNICAST, 0), int(total[lane]) & 0xFFFFFFFF)
     s.check_register("InaIngress.slot_bitmap", cell(JOB_UNICAST, 0), 0b111)
-    for block in (1, 2, 3):
-        s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, block), (7 << 32) | 8)
     return s
 
 
-def masked_retransmissions() -> Scenario:
-    s = Scenario("masked_retransmissions", "2:4 duplicates, stored answers and released slots work as for dense chunks")
+def masked_retransmissions(k: int = K) -> Scenario:
+    s = Scenario(
+        _named("masked_retransmissions", k),
+        "2:4 duplicates, stored answers and released slots work as for dense chunks",
+    )
     standard_setup(s)
     rng = np.random.default_rng(5)
-    parts = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
+    parts = [masked_chunk(rng, L.TWO_OF_FOUR, k) for _ in range(2)]
     total = parts[0] + parts[1]
+    two = L.TWO_OF_FOUR
     s.comment("worker 0 twice (the copy is a duplicate), then worker 1 completes")
-    s.packet(1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1))
-    s.packet(
-        1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1, flags=C.FLAG_RETX)
-    )
-    s.packet(2, masked_frame(1, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[1], grad_hops(child=1), slot=2, shadow=1))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, two, parts[0], grad_hops(), k, slot=2, shadow=1))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, two, parts[0], grad_hops(), k, slot=2, shadow=1, flags=C.FLAG_RETX))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 6, two, parts[1], grad_hops(child=1), k, slot=2, shadow=1))
     s.expect(
         SERVER_PORT,
-        wide_frame(1, JOB_UNICAST, 6, L.TWO_OF_FOUR, total, server_hop(), slot=2, shadow=1, contributor=SWITCH_ID),
+        sum_frame(1, JOB_UNICAST, 6, two, total, server_hop(), k, slot=2, shadow=1, contributor=SWITCH_ID),
     )
-    s.comment("the sum was lost upstream: worker 0's retransmission is answered with the stored wide sum")
-    s.packet(
-        1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1, flags=C.FLAG_RETX)
-    )
+    s.comment("the sum was lost upstream: worker 0's retransmission is answered with the stored sum")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, two, parts[0], grad_hops(), k, slot=2, shadow=1, flags=C.FLAG_RETX))
     s.expect(
         SERVER_PORT,
-        wide_frame(
-            0,
-            JOB_UNICAST,
-            6,
-            L.TWO_OF_FOUR,
-            total,
-            server_hop(),
-            slot=2,
-            shadow=1,
-            contributor=SWITCH_ID,
+        sum_frame(
+            0, JOB_UNICAST, 6, two, total, server_hop(), k, slot=2, shadow=1, contributor=SWITCH_ID,
             flags=C.FLAG_RETX | C.FLAG_STORED,
         ),
-    )
-    s.comment("the other shadow set of the same slots holds another chunk meanwhile")
-    other = masked_chunk(rng, L.TWO_OF_FOUR)
-    s.packet(2, masked_frame(1, JOB_UNICAST, 5, L.TWO_OF_FOUR, other, grad_hops(fan_in=1), slot=2, shadow=0))
+    )  # fmt: skip
+    s.comment("the other shadow set of the same slot holds another chunk meanwhile")
+    other = masked_chunk(rng, two, k)
+    s.packet(2, masked_frame(1, JOB_UNICAST, 5, two, other, grad_hops(fan_in=1), k, slot=2, shadow=0))
     s.expect(
         SERVER_PORT,
-        wide_frame(1, JOB_UNICAST, 5, L.TWO_OF_FOUR, other, server_hop(), slot=2, shadow=0, contributor=SWITCH_ID),
+        sum_frame(1, JOB_UNICAST, 5, two, other, server_hop(), k, slot=2, shadow=0, contributor=SWITCH_ID),
     )
-    s.comment("the wide results release the slot (unicast, release here), one per worker")
+    s.comment("the results (the chunk's dense sum) release the slot (unicast, release here), one per worker")
     for worker in (0, 1):
         down = [Hop(SWITCH_ID, True, 2, worker, WORKER_PORTS[worker])]
         s.packet(
             SERVER_PORT,
-            wide_result_frame(worker, JOB_UNICAST, 6, 2, total, down, slot=2, shadow=1, contributor=SERVER_NODE),
+            sum_result_frame(worker, JOB_UNICAST, 6, two, total, down, k, slot=2, shadow=1, contributor=SERVER_NODE),
         )
         s.expect(
             WORKER_PORTS[worker],
-            wide_result_frame(worker, JOB_UNICAST, 6, 2, total, [], slot=2, shadow=1, contributor=SERVER_NODE),
+            sum_result_frame(worker, JOB_UNICAST, 6, two, total, [], k, slot=2, shadow=1, contributor=SERVER_NODE),
         )
-    s.comment("a late retransmission to the released slot goes up with RETX: its own values, expanded (wide)")
-    s.packet(1, masked_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], grad_hops(), slot=2, shadow=1))
+    s.comment("a late retransmission to the released slot goes up with RETX: its own values, expanded")
+    s.packet(1, masked_frame(0, JOB_UNICAST, 6, two, parts[0], grad_hops(), k, slot=2, shadow=1))
     s.expect(
         SERVER_PORT,
-        wide_frame(0, JOB_UNICAST, 6, L.TWO_OF_FOUR, parts[0], server_hop(), slot=2, shadow=1, flags=C.FLAG_RETX),
+        sum_frame(0, JOB_UNICAST, 6, two, parts[0], server_hop(), k, slot=2, shadow=1, flags=C.FLAG_RETX),
     )
     s.check_drop(C.DROP_DUPLICATE, 1)
     s.check_stats(
@@ -839,156 +863,135 @@ def masked_retransmissions() -> Scenario:
     return s
 
 
-def masked_overflow_and_stale() -> Scenario:
+def masked_overflow_and_stale(k: int = K) -> Scenario:
     s = Scenario(
-        "masked_overflow_and_stale",
-        "wide sums flag overflow in meaningful positions only; a fresh wide chunk makes its further cells its own",
+        _named("masked_overflow_and_stale", k),
+        "2:4 and 1:4 sums flag overflow in meaningful positions only; a newer chunk takes a slot over",
     )
     standard_setup(s)
+    two, one = L.TWO_OF_FOUR, L.ONE_OF_FOUR
+    p2, p1 = two.positions(k), one.positions(k)
     big, low = 2**31 - 1, -(2**31)
-    a = np.zeros(2 * K, dtype=np.int64)
-    b = np.zeros(2 * K, dtype=np.int64)
+    a = np.zeros(p2, dtype=np.int64)
+    b = np.zeros(p2, dtype=np.int64)
     a[[0, 1, 9, 11]], b[[0, 1, 9, 11]] = [big, 5, low, 1], [1, 6, -1, 2]
-    keep = np.zeros(2 * K, dtype=bool)
+    keep = np.zeros(p2, dtype=bool)
     keep.reshape(-1, 4)[:, :2] = True
     keep[[0, 1, 9, 11]] = True
     keep[[8, 10]] = False
     s.comment("position 0 overflows (meaningful: value_count 1 = positions 0-3)")
-    s.packet(1, masked_frame(0, JOB_UNICAST, 1, L.TWO_OF_FOUR, a, grad_hops(), keep=keep, value_count=1))
-    s.packet(2, masked_frame(1, JOB_UNICAST, 1, L.TWO_OF_FOUR, b, grad_hops(child=1), keep=keep, value_count=1))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 1, two, a, grad_hops(), k, keep=keep, value_count=1))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 1, two, b, grad_hops(child=1), k, keep=keep, value_count=1))
     wrapped = (a + b + 2**31) % 2**32 - 2**31
     s.expect(
         SERVER_PORT,
-        wide_frame(
-            1,
-            JOB_UNICAST,
-            1,
-            L.TWO_OF_FOUR,
-            wrapped,
-            server_hop(),
-            value_count=1,
-            contributor=SWITCH_ID,
+        sum_frame(
+            1, JOB_UNICAST, 1, two, wrapped, server_hop(), k, value_count=1, contributor=SWITCH_ID,
             flags=C.FLAG_OVERFLOW,
         ),
-    )
+    )  # fmt: skip
     s.comment("position 9 overflows but only positions 0-7 are meaningful (value_count 2): no flag")
     a2, b2 = a.copy(), b.copy()
     a2[0], b2[0] = 1, 1
-    s.packet(1, masked_frame(0, JOB_UNICAST, 2, L.TWO_OF_FOUR, a2, grad_hops(), slot=2, keep=keep, value_count=2))
-    s.packet(
-        2, masked_frame(1, JOB_UNICAST, 2, L.TWO_OF_FOUR, b2, grad_hops(child=1), slot=2, keep=keep, value_count=2)
-    )
+    s.packet(1, masked_frame(0, JOB_UNICAST, 2, two, a2, grad_hops(), k, slot=2, keep=keep, value_count=2))
+    s.packet(2, masked_frame(1, JOB_UNICAST, 2, two, b2, grad_hops(child=1), k, slot=2, keep=keep, value_count=2))
     s.expect(
         SERVER_PORT,
-        wide_frame(
-            1,
-            JOB_UNICAST,
-            2,
-            L.TWO_OF_FOUR,
-            (a2 + b2 + 2**31) % 2**32 - 2**31,
-            server_hop(),
-            slot=2,
-            value_count=2,
+        sum_frame(
+            1, JOB_UNICAST, 2, two, (a2 + b2 + 2**31) % 2**32 - 2**31, server_hop(), k, slot=2, value_count=2,
             contributor=SWITCH_ID,
         ),
-    )
-    s.comment("a dense chunk (seq 3) waits in slot 1, then a 2:4 chunk (seq 4) starts in slots 0-1: slot 1 is now its")
-    s.packet(1, grad_frame(0, JOB_UNICAST, 3, [100], grad_hops(), slot=1))
-    fresh = masked_chunk(np.random.default_rng(1), L.TWO_OF_FOUR)
-    s.packet(2, masked_frame(1, JOB_UNICAST, 4, L.TWO_OF_FOUR, fresh, grad_hops(child=1), slot=0))
-    s.comment("so the dense chunk's second half is stale there (never added into the 2:4 chunk's lanes)")
-    s.packet(2, grad_frame(1, JOB_UNICAST, 3, [1], grad_hops(child=1), slot=1))
-    s.packet(1, masked_frame(0, JOB_UNICAST, 4, L.TWO_OF_FOUR, fresh, grad_hops(), slot=0))
-    s.expect(
-        SERVER_PORT,
-        wide_frame(0, JOB_UNICAST, 4, L.TWO_OF_FOUR, 2 * fresh, server_hop(), slot=0, contributor=SWITCH_ID),
-    )
+    )  # fmt: skip
+    s.comment("a dense chunk (seq 3) waits in slot 1, then a 2:4 chunk (seq 4) takes slot 1 over (evicted)")
+    s.packet(1, grad_frame(0, JOB_UNICAST, 3, [100], grad_hops(), slot=1, values_per_packet=k))
+    fresh = masked_chunk(np.random.default_rng(1), two, k)
+    s.packet(2, masked_frame(1, JOB_UNICAST, 4, two, fresh, grad_hops(child=1), k, slot=1))
+    s.comment("so the dense chunk's second contribution is stale there (never added into the 2:4 chunk's lanes)")
+    s.packet(2, grad_frame(1, JOB_UNICAST, 3, [1], grad_hops(child=1), slot=1, values_per_packet=k))
+    s.packet(1, masked_frame(0, JOB_UNICAST, 4, two, fresh, grad_hops(), k, slot=1))
+    s.expect(SERVER_PORT, sum_frame(0, JOB_UNICAST, 4, two, 2 * fresh, server_hop(), k, slot=1, contributor=SWITCH_ID))
     s.comment("fan-in 3, 1:4: the second contribution overflows, the third completes: the sum still carries the flag")
-    c = np.zeros((3, 4 * K), dtype=np.int64)
+    c = np.zeros((3, p1), dtype=np.int64)
     c[:, 4] = [big, 1, 0]
-    keep4 = np.zeros(4 * K, dtype=bool)
+    keep4 = np.zeros(p1, dtype=bool)
     keep4[::4] = True
     keep4[4], keep4[5] = True, False
     for worker in (0, 1, 2):
         s.packet(
             WORKER_PORTS[worker],
             masked_frame(
-                worker,
-                JOB_UNICAST,
-                5,
-                L.ONE_OF_FOUR,
-                c[worker],
-                grad_hops(fan_in=3, child=worker),
-                keep=keep4,
-                shadow=1,
+                worker, JOB_UNICAST, 5, one, c[worker], grad_hops(fan_in=3, child=worker), k, keep=keep4, shadow=1
             ),
         )
     s.expect(
         SERVER_PORT,
-        wide_frame(
-            2,
-            JOB_UNICAST,
-            5,
-            L.ONE_OF_FOUR,
-            (c.sum(axis=0) + 2**31) % 2**32 - 2**31,
-            server_hop(),
-            shadow=1,
-            contributor=SWITCH_ID,
-            flags=C.FLAG_OVERFLOW,
+        sum_frame(
+            2, JOB_UNICAST, 5, one, (c.sum(axis=0) + 2**31) % 2**32 - 2**31, server_hop(), k, shadow=1,
+            contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW,
         ),
-    )
-    s.check_stats(JOB_UNICAST, {C.STAT_OVERFLOW: 2, C.STAT_GRAD_STALE: 1})
-    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 0)
+    )  # fmt: skip
+    s.check_stats(JOB_UNICAST, {C.STAT_OVERFLOW: 2, C.STAT_GRAD_STALE: 1, C.STAT_SLOT_EVICTED: 1})
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0), 1)
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
     s.check_register("InaIngress.slot_owner", cell(JOB_UNICAST, 1), (7 << 32) | 4)
+    s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 1), 0)
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 0, 1), 1)
     return s
 
 
-def wide_multicast_result() -> Scenario:
-    s = Scenario("wide_multicast_result", "a wide MCAST RESULT releases the chunk's first cell and is replicated")
+def masked_sum_multicast_result(k: int = K) -> Scenario:
+    s = Scenario(
+        _named("masked_sum_multicast_result", k),
+        "a 2:4 chunk's sum as an MCAST RESULT releases its cell and is replicated",
+    )
     standard_setup(s, JOB_MCAST)
     s.multicast_group(5, [(0, 1), (1, 2)])
     s.result_rewrite(1, *WORKERS[0])
     s.result_rewrite(2, *WORKERS[1])
     rng = np.random.default_rng(3)
-    s.comment("a job with a pool of 2: a span-4 chunk does not fit (slot 0 + 4 > 2)")
-    s.packet(1, masked_frame(0, JOB_MCAST, 1, L.ONE_OF_FOUR, masked_chunk(rng, L.ONE_OF_FOUR), grad_hops()))
-    s.comment("a span-2 chunk fits in slots 0-1")
-    two = [masked_chunk(rng, L.TWO_OF_FOUR) for _ in range(2)]
-    s.packet(1, masked_frame(0, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0], grad_hops()))
-    s.packet(2, masked_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[1], grad_hops(child=1)))
+    s.comment("a job with a pool of 2: slot 2 lies outside it")
+    chunk = masked_chunk(rng, L.ONE_OF_FOUR, k)
+    s.packet(1, masked_frame(0, JOB_MCAST, 1, L.ONE_OF_FOUR, chunk, grad_hops(), k, slot=2))
+    s.comment("a 2:4 chunk in slot 1")
+    two = [masked_chunk(rng, L.TWO_OF_FOUR, k) for _ in range(2)]
+    s.packet(1, masked_frame(0, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0], grad_hops(), k, slot=1))
+    s.packet(2, masked_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[1], grad_hops(child=1), k, slot=1))
     s.expect(
-        SERVER_PORT, wide_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0] + two[1], server_hop(), contributor=SWITCH_ID)
+        SERVER_PORT,
+        sum_frame(1, JOB_MCAST, 2, L.TWO_OF_FOUR, two[0] + two[1], server_hop(), k, slot=1, contributor=SWITCH_ID),
     )
     pkt = codec.result(
         JOB_MCAST["job_id"],
         2,
         [],
         two[0] + two[1],
+        slot=1,
         tree_id=JOB_MCAST["tree_id"],
-        flags=C.FLAG_MCAST | C.FLAG_SPAN_2,
+        flags=C.FLAG_MCAST | L.SUM_2OF4.flags,
         contributor=SERVER_NODE,
+        values_per_packet=k,
     )
     group_mac, group_ip = "02:00:00:00:00:ff", "10.0.0.255"
-    s.packet(SERVER_PORT, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip))
+    s.packet(SERVER_PORT, codec.build_frame(pkt, SERVER[0], group_mac, SERVER[1], group_ip, values_per_packet=k))
     for worker in (0, 1):
         s.expect(
-            WORKER_PORTS[worker], codec.build_frame(pkt, SERVER[0], WORKERS[worker][0], SERVER[1], WORKERS[worker][1])
+            WORKER_PORTS[worker],
+            codec.build_frame(pkt, SERVER[0], WORKERS[worker][0], SERVER[1], WORKERS[worker][1], values_per_packet=k),
         )
     s.check_drop(C.DROP_BAD_SLOT, 1)
     s.check_stats(JOB_MCAST, {C.STAT_RESULT_RELEASED: 1, C.STAT_RESULT_MULTICAST: 1})
-    s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 0), 0)
+    s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 1), 0)
     return s
 
 
-def masked_malformed() -> Scenario:
-    s = Scenario("masked_malformed", "wrong masks, MASKED results or maxima and unknown layouts are dropped")
+def masked_malformed(k: int = K) -> Scenario:
+    s = Scenario(_named("masked_malformed", k), "wrong masks, MASKED results or maxima and unknown layouts are dropped")
     standard_setup(s, JOB_UNICAST, JOB_PASS)
     rng = np.random.default_rng(9)
-    chunk = masked_chunk(rng, L.TWO_OF_FOUR)
-    masks, kept = L.pack_masked(chunk[np.newaxis, :], (chunk != 0)[np.newaxis, :], L.TWO_OF_FOUR)
-    good = codec.encode(codec.grad(7, 1, grad_hops(), kept[0], masks=masks[0], flags=L.TWO_OF_FOUR.flags))
+    two = L.TWO_OF_FOUR
+    chunk = masked_chunk(rng, two, k)
+    masks, kept = L.pack_masked(chunk[np.newaxis, :], (chunk != 0)[np.newaxis, :], two)
+    good = codec.encode(codec.grad(7, 1, grad_hops(), kept[0], masks=masks[0], flags=two.flags, values_per_packet=k), k)
     mac, ip = WORKERS[0]
 
     def send(payload: bytes, port: int = 1) -> None:
@@ -1002,24 +1005,24 @@ def masked_malformed() -> Scenario:
     s.comment(
         "the same packet at a hop that only passes it on goes through untouched (switches read masks only to add)"
     )
-    passing_pkt = codec.decode(good)
+    passing_pkt = codec.decode(good, k)
     passing_pkt.header.job_id = JOB_PASS["job_id"]
     passing_pkt.hops[0].aggregate = False
-    raw = bytearray(codec.encode(passing_pkt))
+    raw = bytearray(codec.encode(passing_pkt, k))
     raw[masks_at] = (raw[masks_at] & 0xF0) | 0x7
     send(bytes(raw))
     popped = raw[:1] + bytes([raw[1] - 1]) + raw[2:16] + raw[24:]
     s.expect(SERVER_PORT, codec.build_udp_frame(bytes(popped), mac, SERVER[0], ip, SERVER[1]))
-    s.comment("MASKED on a RESULT; MASKED with OP_MAX; span code 3; MASKED with span code 0; cut short")
+    s.comment("MASKED on a RESULT; MASKED with OP_MAX; chunk code 3; MASKED with chunk code 0; cut short")
     send(bytes([good[0] & 0xF0 | C.PKT_TYPE_RESULT]) + good[1:], port=SERVER_PORT)
     send(good[:1] + bytes([(C.OP_MAX << 4) | 2]) + good[2:])
-    send(good[:2] + bytes([C.FLAG_SPAN_MASK]) + good[3:])
+    send(good[:2] + bytes([C.FLAG_CHUNK_MASK]) + good[3:])
     send(good[:2] + bytes([C.FLAG_MASKED]) + good[3:])
     send(good[:-4])
-    s.comment("value_count above the 2:4 limit (K/2 groups)")
-    send(good[:3] + bytes([K // 2 + 1]) + good[4:])
-    s.comment("a wide x2 packet carrying only K values")
-    send(good[:2] + bytes([C.FLAG_SPAN_2]) + good[3:masks_at] + good[masks_at + K // 4 :])
+    s.comment("value_count above the 2:4 limit (its groups of four positions)")
+    send(good[:3] + bytes([two.groups(k) + 1]) + good[4:])
+    s.comment("a 2:4 sum carrying only the masked packet's kept values")
+    send(good[:2] + bytes([L.SUM_2OF4.flags]) + good[3:masks_at] + good[masks_at + two.mask_bytes(k) :])
     s.comment("the intact packet still works (held: fan-in 2)")
     send(good)
     s.check_drop(C.DROP_BAD_MASK, 1)
@@ -1028,6 +1031,16 @@ def masked_malformed() -> Scenario:
     s.check_stat(JOB_UNICAST, C.STAT_GRAD_MASKED, 2)
     s.check_stat(JOB_PASS, C.STAT_GRAD_PASSED, 1)
     return s
+
+
+MASKED_SCENARIOS = [
+    masked_2of4,
+    masked_1of4_mixed,
+    masked_retransmissions,
+    masked_overflow_and_stale,
+    masked_sum_multicast_result,
+    masked_malformed,
+]
 
 
 def sparse_results() -> Scenario:
@@ -1066,7 +1079,8 @@ def sparse_results() -> Scenario:
 
 def k256_dense() -> Scenario:
     """p4src/ina_k256.p4 (K = 256): whole 256-lane chunks summed, value_count 256 (the byte 0) makes lane 255
-    meaningful, a RESULT releases the slot; a K = 64 packet is malformed there, and so is a 2:4 one."""
+    meaningful, a RESULT releases the slot; a K = 64 packet is malformed there, and so is a 2:4 one of
+    K = 64's chunk size."""
     s = Scenario("k256_dense", "K = 256: 256 lanes summed, value_count 256 written as 0, overflow in lane 255")
     standard_setup(s)
     k = K256
@@ -1098,7 +1112,7 @@ def k256_dense() -> Scenario:
     down = [Hop(SWITCH_ID, True, 2, 0, WORKER_PORTS[0])]
     s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, wrapped, down, slot=1, values_per_packet=k))
     s.expect(WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, wrapped, [], slot=1, values_per_packet=k))
-    s.comment("a packet of K = 64 lanes, and a 2:4 packet (no wide layouts at K = 256), are malformed here")
+    s.comment("a packet of K = 64 lanes, and a 2:4 packet of K = 64's 64 positions, are malformed here")
     s.packet(1, grad_frame(0, JOB_UNICAST, 3, [1, 2, 3], grad_hops(), slot=3))
     masked_k64 = masked_frame(
         0, JOB_UNICAST, 4, L.TWO_OF_FOUR, masked_chunk(np.random.default_rng(1), L.TWO_OF_FOUR), grad_hops()
@@ -1118,7 +1132,7 @@ def k1024_dense() -> Scenario:
     value_count 256 (the byte 0: all 1,024 lanes) and not under 255 (1,020 lanes); a chunk of 18 values says
     5 groups, so its lane 17 counts for overflow and lane 20 does not; a RESULT releases a slot. Every byte
     is a valid value_count at this K (256 groups = 1,024 lanes), so the malformed packets are those of other
-    K (64, 256), a 2:4 one (no wide layouts above K = 64) and a K = 1024 frame one lane short."""
+    K (64, 256), a 2:4 one of K = 64's chunk size and a K = 1024 frame one lane short."""
     s = Scenario("k1024_dense", "K = 1024: value_count in groups of 4, overflow in lane 1023, partial last group")
     standard_setup(s)
     k = K1024
@@ -1201,7 +1215,7 @@ def k1024_dense() -> Scenario:
             contributor=SWITCH_ID, value_count=5, values_per_packet=k,
         ),
     )  # fmt: skip
-    s.comment("malformed here: packets of K = 64 and K = 256, a 2:4 packet, a K = 1024 frame one lane short")
+    s.comment("malformed here: packets of K = 64 and K = 256, a K = 64 2:4 packet, a K = 1024 frame one lane short")
     s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2))
     s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2, values_per_packet=K256))
     masked_k64 = masked_frame(
@@ -1253,12 +1267,7 @@ SCENARIOS = [
     multicast_result,
     ipv4_forwarding,
     malformed,
-    masked_2of4,
-    masked_1of4_mixed,
-    masked_retransmissions,
-    masked_overflow_and_stale,
-    wide_multicast_result,
-    masked_malformed,
+    *MASKED_SCENARIOS,
     sparse_results,
 ]
 
@@ -1266,9 +1275,9 @@ SCENARIOS = [
 # scenarios of p4src/ina_k256.p4 (K = 256), in stf/k256/, and of p4src/ina_k1024.p4 (K = 1024), in
 # stf/k1024/: each runs on that program only
 K256 = 256
-K256_SCENARIOS = [k256_dense]
+K256_SCENARIOS = [k256_dense, *(functools.partial(make, K256) for make in MASKED_SCENARIOS)]
 K1024 = 1024
-K1024_SCENARIOS = [k1024_dense]
+K1024_SCENARIOS = [k1024_dense, *(functools.partial(make, K1024) for make in MASKED_SCENARIOS)]
 
 
 def render_all() -> dict[str, str]:
@@ -1280,14 +1289,14 @@ def render_all() -> dict[str, str]:
     return out
 
 
-# scenarios of the wide and MASKED layouts (2:4, 1:4): the TNA program carries the dense layout only and
-# drops these packets as malformed (docs/protocol.md "Layouts", docs/compression.md "On Tofino")
+# scenarios of the 2:4 and 1:4 layouts: the TNA program carries the dense layout only and drops these
+# packets as malformed (docs/protocol.md "Layouts", docs/compression.md "On Tofino")
 V1MODEL_ONLY = {
     "masked_2of4.stf",
     "masked_1of4_mixed.stf",
     "masked_retransmissions.stf",
     "masked_overflow_and_stale.stf",
-    "wide_multicast_result.stf",
+    "masked_sum_multicast_result.stf",
     "masked_malformed.stf",
     # the TNA program does not look at SPARSE on RESULTs: it handles them as dense results (here it drops
     # the multicast one, whose slot it cannot locate; docs/protocol.md)

@@ -3,8 +3,8 @@
 Two leaves each aggregate two workers, the spine aggregates the leaves, the server receives one packet per
 chunk holding the four-way sum, and the results flowing back release every slot. Then every single
 packet of a chunk is lost, or duplicated, in turn, and the worker orders are permuted: the sums stay exact
-and the slots end free. The same for MASKED chunks (2:4, 1:4): the leaves expand them, every switch sums
-wide, and the sum equals the dense sum of the workers' restored vectors.
+and the slots end free. The same for MASKED chunks (2:4, 1:4): the leaves expand them, their sums go
+up as the chunk's dense sum, and the sum equals the dense sum of the workers' restored vectors.
 """
 
 import itertools
@@ -49,7 +49,7 @@ def assert_exact_and_free(hosts: Hosts, fabric: Fabric):
 @pytest.mark.parametrize("layout", MASKED, ids=lambda x: x.name)
 def test_two_level_masked_clean(ina_program, layout):
     fabric = Fabric(ina_program)
-    chunks = make_chunks(2 * POOL // layout.span + 1, layout=layout)  # slots reused across both shadow sets
+    chunks = make_chunks(2 * POOL + 1, layout=layout)  # slots reused across both shadow sets
     hosts = Hosts(fabric, chunks, layout).run()
     assert_exact_and_free(hosts, fabric)
     assert all(n == 1 for n in hosts.server_packets.values()), "one packet per chunk reaches the server"
@@ -57,11 +57,11 @@ def test_two_level_masked_clean(ina_program, layout):
         stats = fabric.switches[name].counter("InaIngress.ina_stats")
         assert stats.read(C.NUM_STATS + C.STAT_GRAD_MASKED)[0] == expanded * len(chunks)
         assert stats.read(C.NUM_STATS + C.STAT_GRAD_COMPLETED)[0] == len(chunks)
-    # MASKED on the workers' links, wide from the leaves up
+    # MASKED on the workers' links, the chunk's dense sum from the leaves up
     worker_links = [h.layout for src, dst, h in fabric.transmissions if src == ("host",) and dst[0] != "S"]
     leaf_links = [h.layout for src, dst, h in fabric.transmissions if src[0] in ("L1", "L2") and dst[0] == "S"]
     assert worker_links == [layout] * 4 * len(chunks)
-    assert leaf_links == [L.wide_layout(layout.span)] * 2 * len(chunks)
+    assert leaf_links == [layout.sum_layout] * 2 * len(chunks)
 
 
 def test_two_level_clean(ina_program):
@@ -132,7 +132,7 @@ def test_every_worker_order(ina_program, layout):
 def test_interleaved_chunks_and_worker_reordering(ina_program, layout):
     """Chunks in flight at once: worker 3 sends all its chunks first, then the others, in reverse."""
     fabric = Fabric(ina_program)
-    chunks = POOL // layout.span
+    chunks = POOL
     hosts = Hosts(fabric, make_chunks(chunks, layout=layout), layout)
     hosts.send_grads([3])
     for seq in reversed(range(chunks)):

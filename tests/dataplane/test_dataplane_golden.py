@@ -1,9 +1,16 @@
-"""The P4 program reads and writes the golden vectors' layout byte for byte (built with K = 4, and the K = 256
-variant p4src/ina_k256.p4 for the vector of that K)."""
+"""The P4 program reads and writes the golden vectors' layout byte for byte (built with the vectors' K: 4 for
+dense ones, 8 and 16 for the 2:4 and 1:4 ones, and the K = 256 variant p4src/ina_k256.p4 for that K's)."""
+
+from pathlib import Path
+
+import pytest
 
 from protocol import codec
 from protocol import constants as C
+from softswitch.compiler import compile_program
 from softswitch.switch import Exact, Switch, TableEntry
+
+INA_P4 = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
 
 MACS = ("02:00:00:00:00:01", "02:00:00:00:00:02")
 IPS = ("10.0.0.1", "10.0.0.2")
@@ -57,34 +64,45 @@ def test_golden_multicast_result_replicated(ina_program_k4, golden_vectors):
     assert all(frame == _frame(vector["bytes"]) for _, frame in out)
 
 
-def test_golden_2of4_expanded_and_sent_up_wide(ina_program_k4, golden_vectors):
+@pytest.fixture(scope="module")
+def ina_program_k8():
+    """ina.p4 built with K = 8: the size of the golden 2:4 vectors (a 2:4 chunk of 8 positions)."""
+    return compile_program(str(INA_P4), defines={"VALUES_PER_PACKET": "8"})
+
+
+@pytest.fixture(scope="module")
+def ina_program_k16():
+    """ina.p4 built with K = 16: the size of the golden 1:4 vectors (a 1:4 chunk of 16 positions)."""
+    return compile_program(str(INA_P4), defines={"VALUES_PER_PACKET": "16"})
+
+
+def test_golden_2of4_expanded_and_sent_up_as_its_sum(ina_program_k8, golden_vectors):
     """The 2:4 vector behind a hop of switch 7 (aggregate, fan-in 1): the switch sends the chunk's positions
-    up as wide x2 (block 0 = positions 0, 2, 4, 6; block 1 = positions 1, 3, 5, 7), MASKED cleared."""
+    up in order (its dense sum: flags 0x20, MASKED cleared), 8 * 4 - 1 - 4 * 4 = 15 bytes longer."""
     vector = golden_vectors["grad_2of4_masked"]
-    sw = _switch(ina_program_k4, 7, 3, 0)
+    sw = _switch(ina_program_k8, 7, 3, 0)
     golden = vector["bytes"]
     hop = bytes.fromhex("0007 80 01 00 00 0003")  # switch 7, aggregate, fan-in 1, child 0, egress port 3
     payload = golden[:1] + b"\x02" + golden[2:16] + hop + golden[16:]
     out = sw.process(1, _frame(payload))
     assert len(out) == 1 and out[0][0] == 3
-    positions = vector["positions"]
-    wide = [positions[i] for i in range(0, 8, 2)] + [positions[i] for i in range(1, 8, 2)]
-    lanes = b"".join((v & 0xFFFFFFFF).to_bytes(4, "big") for v in wide)
-    # flags 0x20 (span 2, not MASKED), contributor = switch 7, the server's hop, the wide lanes
+    lanes = b"".join((v & 0xFFFFFFFF).to_bytes(4, "big") for v in vector["positions"])
+    # flags 0x20 (a 2:4 chunk, not MASKED), contributor = switch 7, the server's hop, the positions in order
     expected = golden[:2] + b"\x20" + golden[3:12] + b"\x00\x07" + golden[14:16] + golden[16:24] + lanes
     assert out[0][1] == _frame(expected)
+    assert len(out[0][1]) - len(_frame(payload)) == 15 - C.HOP_BYTES  # grown by 15, one hop popped
     assert sw.counter("InaIngress.ina_stats").read(C.STAT_GRAD_MASKED)[0] == 1
 
 
-def test_golden_wide_results_pass_and_replicate(ina_program_k4, golden_vectors):
-    vector = golden_vectors["result_wide2_multicast"]
-    sw = _switch(ina_program_k4, 1, 3, 0, group=9)
+def test_golden_sum_results_pass_and_replicate(ina_program_k8, ina_program_k16, golden_vectors):
+    vector = golden_vectors["result_2of4_sum_multicast"]
+    sw = _switch(ina_program_k8, 1, 3, 0, group=9)
     sw.set_multicast_group(9, [(4, 0), (5, 1)])
     out = sw.process(1, _frame(vector["bytes"]))
     assert sorted(port for port, _ in out) == [4, 5]
     assert all(frame == _frame(vector["bytes"]) for _, frame in out)
-    unicast = golden_vectors["result_wide4_unicast_overflow"]
-    sw = _switch(ina_program_k4, 5, 3, 1)
+    unicast = golden_vectors["result_1of4_sum_unicast_overflow"]
+    sw = _switch(ina_program_k16, 5, 3, 1)
     out = sw.process(1, _frame(unicast["bytes"]))
     golden = unicast["bytes"]
     assert out == [(9, _frame(golden[:1] + b"\x00" + golden[2:16] + golden[24:]))]  # hop popped, values as they were

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 from inprocess_jobs import float_inputs, int_inputs, network, workers_and_servers
 
+from protocol import codec
 from protocol import constants as C
+from protocol import layouts as L
 from worker.compression.structured import sparsify
 
 KEEP = {"2:4": 2, "1:4": 1}
@@ -96,18 +98,52 @@ def test_float_sums_of_kept_values():
         assert np.abs(out.astype(np.float64) - exact).max() <= 1e-6 * np.abs(exact).max()
 
 
-def test_a_worker_sends_about_half_the_bytes_with_2_of_4():
-    """Each worker's uplink: 2:4 at most 55 % of dense (docs/compression.md), 1:4 at most 30 %."""
-    net = network("leaf_spine")
+@pytest.mark.parametrize("program, k", [("v1model", 64), ("v1model-k256", 256)])
+def test_a_workers_uplink_carries_one_packet_of_its_layout_per_chunk(program, k):
+    """Each worker's uplink: one packet per chunk of the layout's positions, of the layout's size (no loss:
+    no resend). 2:4 and 1:4 chunks are sized by the switches' headroom (docs/protocol.md, "Layouts"), so
+    2:4 takes at most 66 % of dense's bytes, 1:4 at most 48 % (docs/compression.md)."""
+    net = network("leaf_spine", program=program)
     job = _job(net, 8)
-    xs = int_inputs(8, 64 * 200, seed=1)
+    n = 64 * 200 + 3
+    xs = int_inputs(8, n, seed=1)
+    worker = job.plan.workers[0].name
+    hops = job.agents[0].cursors[0].template.hop_count
     uplink = {}
-    for sparsity in (None, "2:4", "1:4"):
+    for sparsity, layout in ((None, L.DENSE), ("2:4", L.TWO_OF_FOUR), ("1:4", L.ONE_OF_FOUR)):
         net.reset_stats()
         _allreduce(job, xs, sparsity)
-        uplink[sparsity] = sum(net.direction(h.name, "l1").bytes for h in job.plan.workers[:2])
-    assert uplink["2:4"] <= 0.55 * uplink[None]
-    assert uplink["1:4"] <= 0.30 * uplink[None]
+        frame = C.ETHERNET_HEADER_BYTES + C.IPV4_HEADER_BYTES + C.UDP_HEADER_BYTES + codec.payload_size(hops, k, layout)
+        uplink[sparsity] = net.direction(worker, "l1").bytes
+        assert uplink[sparsity] == -(-n // layout.positions(k)) * frame, sparsity
+    assert uplink["2:4"] <= 0.66 * uplink[None]
+    assert uplink["1:4"] <= 0.48 * uplink[None]
+
+
+@pytest.mark.parametrize("variant, k", [("v1model-k256", 256), ("v1model-k1024", 1024)])
+def test_masked_sums_on_the_larger_k_programs_are_exact(variant, k):
+    """ina_k256.p4 and ina_k1024.p4 (jumbo frames) sum 2:4 and 1:4 chunks (at most K positions, sized by the
+    switches' headroom) exactly through a two-level fabric that loses packets, for integers (a last chunk
+    partly filled) and floats, and through a parameter server (no aggregating switch)."""
+    net = network("leaf_spine", seed=4, program=variant)
+    net.set_impairments(loss=0.02)
+    job = _job(net, 8)
+    xs = int_inputs(8, 3 * k + 17, seed=11)
+    fs = float_inputs(8, k + 5, seed=12)
+    for sparsity in ("2:4", "1:4"):
+        expected = _expected(xs, sparsity)
+        for out in _allreduce(job, xs, sparsity):
+            np.testing.assert_array_equal(out, expected)
+        exact = sum(sparsify(x, KEEP[sparsity]).astype(np.float64) for x in fs)
+        for out in _allreduce(job, fs, sparsity):
+            assert np.abs(out.astype(np.float64) - exact).max() <= 1e-6 * np.abs(exact).max()
+    from worker.baselines import parameter_server_options
+
+    ps = _job(network("star", program=variant), 3, options=parameter_server_options())
+    ys = int_inputs(3, 2 * k + 1, seed=2)
+    for sparsity in ("2:4", "1:4"):
+        for out in _allreduce(ps, ys, sparsity):
+            np.testing.assert_array_equal(out, _expected(ys, sparsity))
 
 
 def test_overflow_of_kept_values_is_reported():

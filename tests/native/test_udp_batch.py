@@ -179,3 +179,31 @@ def test_without_a_compiler_the_python_fallback_is_used_and_announced_once(monke
     finally:
         sender.close()
         receiver.close()
+
+
+@pytest.mark.parametrize("gro", [False, True])
+def test_each_datagram_keeps_the_ecn_codepoint_it_arrived_with(gro):
+    """With IP_RECVTOS on the socket, every row gets its datagram's TOS byte (RFC 3168's ECN field in its
+    low bits), coalesced segments included: the agents read congestion marks from it."""
+    if udp.native_library() is None:
+        pytest.skip("no C compiler: the native helper cannot be built")
+    sender, receiver = _socket(checksum=True), _socket()
+    try:
+        receiver.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        out = udp.open_batch_socket(sender, native=True)
+        into = udp.open_batch_socket(receiver, native=True, row_bytes=512, rows=256, gro=gro)
+        port = receiver.getsockname()[1]
+        codepoints = [0b10, 0b11, 0b10, 0b01]  # ECT(0), CE, ECT(0), ECT(1)
+        for code in codepoints:
+            sender.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, code)
+            assert out.send_segments(_rows(10, 200, seed=code), udp.ip_number("127.0.0.1"), port) == (10, 0)
+        seen: list[int] = []
+        deadline = time.monotonic() + 5.0
+        while len(seen) < 40 and time.monotonic() < deadline:
+            count = into.receive()
+            seen += into.tos[:count].tolist()
+        assert into.has_tos
+        assert seen == [code for code in codepoints for _ in range(10)]
+    finally:
+        sender.close()
+        receiver.close()

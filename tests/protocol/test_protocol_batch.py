@@ -25,8 +25,8 @@ def _receive_buffer(payloads: list[bytes], stride: int = STRIDE) -> tuple[np.nda
 
 
 def _random_layout(rng: np.random.Generator, k: int) -> L.Layout:
-    """Dense half of the time; with K a multiple of 4 a wide or MASKED layout otherwise."""
-    if k % 4 or k > C.MAX_WIDE_VALUES_PER_PACKET or rng.integers(0, 2) == 0:
+    """Dense half of the time; with K a multiple of 8 a 2:4 / 1:4 layout (sum or MASKED) otherwise."""
+    if k % 8 or rng.integers(0, 2) == 0:
         return L.DENSE
     return L.LAYOUTS[int(rng.integers(1, len(L.LAYOUTS)))]
 
@@ -64,7 +64,7 @@ def _random_packet(
         scale_exp=int(rng.integers(-128, 128)),
         tree_id=int(rng.integers(0, 256)),
     )
-    lanes = k if layout.masked else layout.positions(k)
+    lanes = layout.lanes(k)
     values = rng.integers(-(2**31), 2**31, size=lanes, dtype=np.int64).astype(np.int32)
     if layout.masked:
         return InaPacket(header, hops, values, _random_masks(rng, layout, k))
@@ -230,28 +230,49 @@ def test_mask_errors_are_refused_like_the_scalar_codec_and_spare_their_neighbour
 
 
 def test_masked_templates_need_valid_masks_and_keep_their_layout_bits():
-    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4, layout=L.TWO_OF_FOUR)
+    template = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=8, layout=L.TWO_OF_FOUR)
     with pytest.raises(ProtocolError, match="needs masks"):
         template.encode(np.zeros((1, 4), dtype=np.int32))
     with pytest.raises(ProtocolError, match="mask of group 0 is 0x1"):
         template.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[1, 3]]))
     with pytest.raises(ProtocolError, match=r"masks must be \(1, 2\)"):
         template.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[3, 3, 3]]))
-    rows = template.encode(np.array([[1, 2, 3, 4]]), masks=np.array([[3, 12]]), flags=C.FLAG_RETX | C.FLAG_SPAN_4)
-    back = codec.decode(rows[0].tobytes(), 4)
-    assert back.header.flags == C.FLAG_RETX | C.FLAG_MASKED | C.FLAG_SPAN_2
+    rows = template.encode(np.array([[1, 2, 3, 4]]), masks=np.array([[3, 12]]), flags=C.FLAG_RETX | C.FLAG_CHUNK_1OF4)
+    back = codec.decode(rows[0].tobytes(), 8)
+    assert back.header.flags == C.FLAG_RETX | C.FLAG_MASKED | C.FLAG_CHUNK_2OF4
     assert back.positions().tolist() == [1, 2, 0, 0, 0, 0, 3, 4]
     dense = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4)
     with pytest.raises(ProtocolError, match="masks given for a dense template"):
         dense.encode(np.zeros((1, 4), dtype=np.int32), masks=np.array([[3, 3]]))
 
 
-def test_wide_templates_interleave_positions_into_blocks():
-    template = batch.PacketTemplate(C.PKT_TYPE_RESULT, job_id=1, values_per_packet=4, layout=L.WIDE2)
+def test_sum_templates_carry_a_chunks_positions_in_order():
+    template = batch.PacketTemplate(C.PKT_TYPE_RESULT, job_id=1, values_per_packet=8, layout=L.SUM_2OF4)
     rows = template.encode(np.arange(1, 7, dtype=np.int32))  # 6 of 8 positions: the rest zero
     at = C.INA_HEADER_BYTES
-    assert rows[0, at:].view(">i4").tolist() == [1, 3, 5, 0, 2, 4, 6, 0]
-    assert codec.decode(rows[0].tobytes(), 4).header.value_count == 2  # groups of four positions
+    assert rows[0, at:].view(">i4").tolist() == [1, 2, 3, 4, 5, 6, 0, 0]
+    assert codec.decode(rows[0].tobytes(), 8).header.value_count == 2  # groups of four positions
+
+
+@pytest.mark.parametrize("k", [8, 64, 256, 1024])
+def test_masked_chunks_grow_by_at_most_the_switch_headroom_and_their_sums_fit_k_lanes(k):
+    """A switch expands a MASKED packet into its chunk's dense sum: never more than
+    PACKET_GROWTH_LIMIT_BYTES (BMv2's 512) larger, never more lanes than K."""
+    for layout in (L.TWO_OF_FOUR, L.ONE_OF_FOUR):
+        masked = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=k, layout=layout)
+        summed = batch.PacketTemplate(C.PKT_TYPE_GRAD, job_id=1, values_per_packet=k, layout=layout.sum_layout)
+        assert 0 < summed.size - masked.size == layout.growth(k) <= C.PACKET_GROWTH_LIMIT_BYTES
+        assert layout.positions(k) <= k and summed.size <= codec.payload_size(0, k)
+
+
+def test_masked_chunk_caps_are_the_largest_the_headroom_allows():
+    """MASKED_*_MAX_POSITIONS: the largest multiple of 8 whose expansion stays within the headroom."""
+    for layout, cap in ((L.TWO_OF_FOUR, C.MASKED_2OF4_MAX_POSITIONS), (L.ONE_OF_FOUR, C.MASKED_1OF4_MAX_POSITIONS)):
+        k = C.MAX_VALUES_PER_PACKET
+        assert layout.positions(k) == cap and layout.growth(k) <= C.PACKET_GROWTH_LIMIT_BYTES
+        bigger = cap + 8  # what one more byte of masks would cover
+        growth = 4 * bigger - bigger // 8 - bigger * layout.keep  # dense sum - masks - kept values
+        assert growth > C.PACKET_GROWTH_LIMIT_BYTES
 
 
 def test_a_datagram_longer_than_its_row_is_refused():
@@ -269,13 +290,14 @@ def test_a_datagram_longer_than_its_row_is_refused():
         (dict(slot=np.array([C.SLOT_MAX + 1, 0])), "slot=32768"),
         (dict(scale_exp=np.array([0, -129])), "scale_exp=-129 does not fit in int<8>"),
         (dict(value_count=5), "value_count=5 exceeds K=4"),
-        (dict(value_count=3, layout=L.WIDE2), "value_count=3 exceeds 2 \\(groups of 4 positions of a wide2 chunk"),
+        (dict(value_count=3, layout=L.SUM_2OF4), "value_count=3 exceeds 2 \\(groups of 4 positions of a 2:4 sum chunk"),
         (dict(shadow=np.array([0, 1, 0])), "one value or one per packet"),
     ],
 )
 def test_encode_refuses_columns_that_do_not_fit(fields, message):
+    layout = fields.pop("layout", L.DENSE)
     template = batch.PacketTemplate(
-        C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4, layout=fields.pop("layout", L.DENSE)
+        C.PKT_TYPE_GRAD, job_id=1, values_per_packet=4 if layout is L.DENSE else 8, layout=layout
     )
     with pytest.raises(ProtocolError, match=message):
         template.encode(np.zeros((2, 4), dtype=np.int32), **fields)

@@ -91,3 +91,32 @@ def test_backend_flag_and_emitted_c(tmp_path):
         assert result.returncode == 0 and "Python back end" not in result.stderr, result.stderr
     result = softswitch("stf", "--backend", "fpga", str(L2L3), str(ROUTER_STF))
     assert result.returncode == 2 and "invalid choice: 'fpga'" in result.stderr
+
+
+def test_switch_is_the_base_of_both_implementations_chosen_by_switch_class():
+    """Switch(prog) constructs switch_class(prog): PythonSwitch or NativeSwitch, both Switch instances,
+    each initialised once, with the same malformed-frame checks from the base class."""
+    from softswitch.native.switch import NativeSwitch
+    from softswitch.switch import PythonSwitch, switch_class
+
+    source = """#include <core.p4>
+#include <v1model.p4>
+struct h_t { } struct m_t { }
+parser P(packet_in p, out h_t h, inout m_t m, inout standard_metadata_t sm) { state start { transition accept; } }
+control N(inout h_t h, inout m_t m) { apply { } }
+control I(inout h_t h, inout m_t m, inout standard_metadata_t sm) { apply { sm.egress_spec = 2; } }
+control E(inout h_t h, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control D(packet_out p, in h_t h) { apply { } }
+V1Switch(P(), N(), I(), E(), N(), D()) main;
+"""
+    expected = {"python": PythonSwitch, "native": NativeSwitch}
+    for backend in ("python", "native"):
+        if backend == "native":
+            skip_without_c_compiler("the native switch")
+        prog = compile_source(source, "factory.p4", backend=backend)
+        assert switch_class(prog) is expected[backend]
+        sw = Switch(prog, name="f")
+        assert type(sw) is expected[backend] and isinstance(sw, Switch) and sw.backend == backend
+        assert sw.process(3, b"\x01\x02") == [(2, b"\x01\x02")]
+        assert sw.process(512, b"x") == [] and sw.process(1, None) == []
+        assert (sw.stats["received"], sw.stats["malformed"]) == (1, 2)

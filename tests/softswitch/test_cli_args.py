@@ -25,7 +25,7 @@ def test_help_documents_every_flag_and_the_subcommands():
         "--thrift-port",
         "--no-p4",
         "PROGRAM",
-        "0.0.0.0:9559",
+        "127.0.0.1:9559",
         "ignored",
     ):
         assert flag in result.stdout, flag
@@ -53,7 +53,7 @@ def test_run_arguments_have_simple_switch_grpc_meanings():
     )
     assert args.interface == [(1, "veth0"), (2, "veth2")]
     assert (args.device_id, args.cpu_port, args.thrift_port, args.program) == (4, 64, 9090, "prog.p4")
-    assert args.grpc_server_addr == "0.0.0.0:9559" and not args.no_p4 and not args.log_console
+    assert args.grpc_server_addr == "127.0.0.1:9559" and not args.no_p4 and not args.log_console
 
 
 @pytest.mark.parametrize(

@@ -96,11 +96,12 @@ class SwitchJob:
 
 
 @contextlib.contextmanager
-def switch_job(n_workers: int, tmp_path: Path | None = None):
-    """Yields a SwitchJob on ``python -m topologies.inprocess serve topologies/star.yaml``."""
+def switch_job(n_workers: int, tmp_path: Path | None = None, program: str = "v1model"):
+    """Yields a SwitchJob on ``python -m topologies.inprocess serve topologies/star.yaml`` (switches running
+    ``program``: v1model, v1model-k256, ...)."""
     from topologies.inprocess.serve import ServedNetwork
 
-    with ServedNetwork(STAR, "--workers", str(n_workers)) as served:
+    with ServedNetwork(STAR, "--workers", str(n_workers), "--program", program) as served:
         yield SwitchJob(served)
 
 

@@ -7,25 +7,31 @@ from compression_ranks import hooked_training, initial_full_loss
 from ina_jobs import ina_job
 from torch_ranks import run_ranks
 
+from protocol import layouts as L
+
 
 def _identical(runs):
     for run in runs[1:]:
         np.testing.assert_array_equal(run["params"], runs[0]["params"])
 
 
-@pytest.mark.parametrize("world", [2, 4])
-def test_sparse24_hook_through_the_switches(tmp_path, world):
+@pytest.mark.parametrize(
+    "world, program, k", [(2, "v1model", 64), (4, "v1model", 64), (2, "v1model-k256", 256), (2, "v1model-k1024", 1024)]
+)
+def test_sparse24_hook_through_the_switches(tmp_path, world, program, k):
+    """ina.p4 and the larger-K programs: 2:4 and 1:4 chunks of their layout's positions (docs/protocol.md,
+    "Layouts"), summed by the switch, train as gloo does."""
     schedule = [(0, "dense"), (5, "2:4"), (20, "1:4")]
-    with ina_job(world, tmp_path) as job:
+    with ina_job(world, tmp_path, program=program) as job:
         runs = run_ranks(hooked_training, world, "ina", "sparse24", 30, {"schedule": schedule}, env=job.worker_env)
     _identical(runs)
     # the schedule, one bucket (all 771 values) per iteration: 0-4 dense, 5-19 2:4, 20-29 1:4
     counts = runs[0]["allreduces"]
     assert counts == {"dense": 5, "2:4": 15, "1:4": 10}
     assert runs[0]["full_loss"] < 0.6 * initial_full_loss()
-    # the switch expanded every rank's MASKED packets: 7 chunks of 128 positions (2:4), 4 of 256 (1:4);
-    # a retransmission (a loaded machine) is expanded again
-    masked = world * (15 * -(-771 // 128) + 10 * -(-771 // 256))
+    # the switch expanded every rank's MASKED packets: chunks of the layouts' positions (K = 64: 13 and 13,
+    # K = 256: 4 and 5); a retransmission (a loaded machine) is expanded again
+    masked = world * (15 * -(-771 // L.TWO_OF_FOUR.positions(k)) + 10 * -(-771 // L.ONE_OF_FOUR.positions(k)))
     assert job.switch_counters["s1"]["grad_masked"] >= masked
     gloo = run_ranks(hooked_training, world, "gloo", "sparse24", 30, {"schedule": schedule})
     _identical(gloo)

@@ -1,4 +1,5 @@
-"""The in-process network built from a controller Topology: softswitch switches running p4src/ina.p4,
+"""The in-process network built from a controller Topology: softswitch switches running the default program
+(the largest K the topology's links carry, ``controller.programs.default_program``) or the one given,
 hosts with transports, modelled links, per-link counters, and an attach endpoint for other processes.
 
     net = InProcessNetwork(load_topology("topologies/star.yaml"))      # virtual clock by default
@@ -16,7 +17,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from controller.programs import program_file
+from controller.programs import default_program, program_file
 from topologies.errors import LabError
 from topologies.inprocess.network import HostNode, LinkParams, Network
 from worker.loop import EventLoop, RealTimeLoop, VirtualLoop
@@ -25,8 +26,6 @@ from worker.transport import FrameTransport
 if TYPE_CHECKING:
     from controller.installer import Installer
     from controller.plan import JobPlan
-
-DEFAULT_PROGRAM = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
 
 
 class InProcessTransport(FrameTransport):
@@ -54,7 +53,7 @@ class InProcessNetwork:
         topo,
         *,
         loop: EventLoop | None = None,
-        program: str | Path = DEFAULT_PROGRAM,
+        program: str | Path | None = None,
         seed: int = 0,
         processing_s: float = 0.0,
         bandwidth_mbps: float | None = None,
@@ -67,6 +66,8 @@ class InProcessNetwork:
         self.topo = topo
         self.loop = loop or VirtualLoop()
         self.net = Network(self.loop, seed)
+        if program is None:  # what a user who names none runs: the largest K the topology's links carry
+            program = default_program(topo.smallest_mtu())
         self.program = compile_program(str(program_file(program)))  # a path, or "v1model" / "tna"
         self.switches = {}
         for s in topo.switches:

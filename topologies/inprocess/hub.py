@@ -64,6 +64,6 @@ class HubTransport(Transport):
         self.sent_bytes += len(payload)
         self.hub.carry(payload, self.ip, dst_ip, port)
 
-    def _deliver(self, port: int, payload: bytes, src_ip: str) -> None:
+    def _deliver(self, port: int, payload: bytes, src_ip: str, ecn: int | None = None) -> None:
         if self.alive:
-            super()._deliver(port, payload, src_ip)
+            super()._deliver(port, payload, src_ip, ecn)

@@ -9,6 +9,7 @@ configurable per-packet time (a single FIFO processor per switch).
 
 from __future__ import annotations
 
+import collections
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class Channel:
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
         self.stats = DirectionStats()
         self._busy_until = 0.0
+        self._finishes: collections.deque[float] = collections.deque()  # when each queued frame is sent
         self.enabled = True
 
     @property
@@ -102,6 +104,7 @@ class Channel:
         for _ in range(copies):
             start = max(now, self._busy_until)
             self._busy_until = start + len(frame) * 8 / p.bandwidth_bps
+            self._finishes.append(self._busy_until)
             self.stats.packets += 1
             self.stats.bytes += len(frame)
             if p.loss and self.rng.random() < p.loss:
@@ -113,6 +116,13 @@ class Channel:
                 self.stats.reordered += 1
             self.loop.call_at(arrival, self.dst.receive, self.dst_port, frame)
 
+    def queued(self, now: float) -> int:
+        """Frames waiting in (or being sent from) this direction's transmit queue at ``now``."""
+        finishes = self._finishes
+        while finishes and finishes[0] <= now:
+            finishes.popleft()
+        return len(finishes)
+
 
 class SwitchNode(Node):
     """A softswitch ``Switch`` placed in the network."""
@@ -123,6 +133,7 @@ class SwitchNode(Node):
         self.loop = loop
         self.processing_s = processing_s
         self._busy_until = 0.0
+        self._depths: dict[int, int] = {}  # the queue depth last told to the switch, per port
         self.processed = 0
         self.alive = True
 
@@ -138,6 +149,14 @@ class SwitchNode(Node):
 
     def _process(self, port: int, frame: bytes) -> None:
         self.processed += 1
+        # the switch's egress sees its links' queues as standard_metadata.enq_qdepth (ECN marks)
+        now = self.loop.now()
+        depths = self._depths
+        for p, channel in self.ports.items():
+            queued = channel.queued(now)
+            if depths.get(p) != queued:
+                depths[p] = queued
+                self.switch.set_queue_depth(p, queued)
         for egress, out in self.switch.process(port, frame):
             self.transmit(egress, out)
 

@@ -287,8 +287,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--program",
-        default="v1model",
-        help="the switches' program: v1model (p4src/ina.p4), v1model-k256 (256 values per packet), v1model-k1024 "
+        help="the switches' program (default: the largest K the topology's links carry, v1model-k256 at a "
+        "1500-byte MTU): v1model (p4src/ina.p4, K = 64), v1model-k256 (256 values per packet), v1model-k1024 "
         "(1024), tna (its TNA version) or a path",
     )
 

@@ -77,7 +77,7 @@ def describe_problem(tables: Sequence[EmbeddingTable], rank: int, problem: Probl
     return EmbeddingInputError(f"{where}rank {rank} {reasons.get(code, f'reported problem code {code}')}")
 
 
-def _prepare_one(index: int, table: EmbeddingTable, value: Any) -> tuple[TableBatch | None, Problem | None]:
+def _prepare_one(index: int, table: EmbeddingTable, value: Any) -> tuple[TableBatch | None, Problem | None]:  # noqa: C901 (one input's checks in order, each giving its own problem code)
     offsets = None
     if table.pooling == "none":
         if not isinstance(value, torch.Tensor):

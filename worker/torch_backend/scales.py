@@ -196,7 +196,11 @@ class ScaleMemory:
         shifts = Q.shifts(known, world, "sum")
         size = rows.size  # the values, then one lane per block
         sent = np.empty(size + len(rows), dtype=np.int32)
-        scaled = Q.scale_by_powers_of_two(rows.reshape(-1), shifts, k)
+        flat = rows.reshape(-1)
+        if Q.upscale_exact_in_float32(flat, shifts):
+            scaled = Q.scale_float32(flat, shifts, k)  # a block that does not fit may be inf here: zeroed below
+        else:
+            scaled = Q.scale_by_powers_of_two(flat, shifts, k)
         if not fits.all():
             scaled.reshape(rows.shape)[~fits] = 0  # zeros where a block won't fit (and for a NaN or inf)
         np.rint(scaled, out=scaled)

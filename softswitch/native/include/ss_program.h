@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SS_ABI_VERSION 4
+#define SS_ABI_VERSION 5
 
 /* ------------------------------------------------------------------ constants */
 
@@ -36,6 +36,10 @@
 #define SS_MAX_PORTS 512
 #define SS_MAX_PASSES 17 /* a received frame may go through ingress at most this often */
 #define SS_MAX_FRAME 65535
+/* BMv2's simple_switch gives a received frame a packet buffer of its length + 512 bytes, which its
+ * recirculations, resubmissions and copies keep: a deparser may grow the frame by at most this much
+ * (softswitch/runtime/v1model.py's BMV2_PACKET_HEADROOM) */
+#define SS_BMV2_HEADROOM 512
 
 /* standard_metadata.instance_type, BMv2's numbers */
 #define SS_PKT_NORMAL 0
@@ -110,6 +114,22 @@ typedef struct ss_standard_metadata {
     uint64_t egress_global_timestamp;  /* bit<48> */
 } ss_standard_metadata;
 
+/* architectures (ss_program.arch) */
+#define SS_ARCH_V1MODEL 0
+#define SS_ARCH_TNA 1
+
+/* TNA: what the traffic manager and the deparsers are told by a pass's intrinsic metadata (the generated
+ * ingress deparser entry fills tm_*, each deparser entry drop_ctl, from the program's own structs) */
+#define SS_TNA_RECIRCULATION_LOCAL_PORT 68 /* local port 68 of a pipe recirculates (68, 196, 324, 452) */
+#define SS_TNA_LOCAL_PORT_MASK 0x7F
+typedef struct ss_tna_result {
+    uint16_t ucast_egress_port; /* ingress_intrinsic_metadata_for_tm_t.ucast_egress_port */
+    uint8_t ucast_valid;        /* 1: ingress wrote ucast_egress_port (unwritten: no unicast copy) */
+    uint8_t bypass_egress;
+    uint16_t mcast_grp_a, mcast_grp_b;
+    uint8_t drop_ctl;           /* the deparser metadata's drop_ctl of the pass that ran last */
+} ss_tna_result;
+
 /* ------------------------------------------------------------------ the packet being processed */
 typedef struct ss_switch ss_switch; /* opaque: one running device */
 typedef struct ss_worker ss_worker; /* opaque: one pipeline thread's scratch */
@@ -133,6 +153,7 @@ typedef struct ss_packet {
     ss_worker *worker;
     struct ss_register *registers; /* the switch's registers, by descriptor index (generated code reads
                                       and writes their elements directly) */
+    ss_tna_result tna; /* TNA programs: set by the deparser entries */
 } ss_packet;
 
 /* ------------------------------------------------------------------ the program descriptor */
@@ -172,6 +193,8 @@ typedef struct ss_register_desc {
      * lanes) touches a few cache lines instead of one per register */
     uint32_t group_offset;
     uint32_t group_count;
+    uint64_t initial; /* every element's value when the switch is created or loaded (TNA's Register(size,
+                         initial)); reset() sets 0, as the Python runtime does */
 } ss_register_desc;
 
 typedef struct ss_counter_desc {
@@ -232,6 +255,19 @@ typedef struct ss_program {
     const ss_value_set_desc *value_sets; /* value set ids are indices here */
     uint32_t n_meters;
     const ss_meter_desc *meters; /* meter ids are indices here (indexed meters, then direct meters) */
+
+    /* The architecture: SS_ARCH_V1MODEL (the fields above) or SS_ARCH_TNA. A TNA program's hdr is its
+     * ingress context (ingress headers, metadata and intrinsic metadata), meta its egress context;
+     * parse/ingress/deparse are the ingress parser, control and deparser, egress_parse/egress/
+     * egress_deparse the egress ones; verify_checksum, compute_checksum and copy_field_list are NULL.
+     * A parser reads `tna_ingress_prefix` (`tna_egress_prefix`) bytes of intrinsic metadata before the
+     * frame, which write_tna_prefix writes from p->sm (ingress: ingress_port, ingress_global_timestamp
+     * in ns; egress: egress_port, egress_rid, packet_length); the deparser entries set p->tna. */
+    uint32_t arch;
+    uint32_t tna_ingress_prefix, tna_egress_prefix;
+    void (*write_tna_prefix)(const ss_packet *p, uint32_t egress, uint8_t *out);
+    uint32_t (*egress_parse)(ss_packet *p);
+    uint32_t (*egress_deparse)(ss_packet *p, uint8_t *out);
 } ss_program;
 
 /* ------------------------------------------------------------------ state the generated code reads */
@@ -320,6 +356,8 @@ int ss_log_enabled(const ss_packet *p);
 
 /* A fatal error: drop the packet, count "errors", log `message`. Does not return. */
 __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message);
+/* a header stack index out of range outside a parser: BMv2 aborts there, softswitch drops the packet */
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size);
 
 /* Hashes and checksums. A field list is serialised MSB first, zero-padded at the end to whole bytes
  * (ss_bits_put helps); a checksum "with payload" continues over p->payload. */

@@ -225,6 +225,8 @@ enum {
     SS_STAT_FROM_CPU,
     SS_STAT_DIGESTS,
     SS_STAT_LOOP_LIMIT_DROPS,
+    SS_STAT_BUFFER_LIMIT_DROPS,
+    SS_STAT_STACK_INDEX_DROPS,
     SS_STAT_COUNT
 };
 
@@ -261,8 +263,16 @@ struct ss_worker {
     void *emit_ctx;
     jmp_buf *fail_jmp;
     const char *fail_message;
+    uint32_t fail_stat;  /* nonzero: the failure is a BMv2 limit, counted in this stat (fail_text says which) */
+    char fail_text[128];
     uint64_t outputs;    /* frames emitted since the last reset */
     uint64_t now_us;     /* the timestamp of the frame being processed (µs since the switch started) */
+    uint64_t now_ns;     /* the same in ns (TNA's timestamps) */
+    uint8_t *tna_in;     /* TNA: intrinsic metadata + the received frame, as the ingress parser reads it */
+    uint8_t *tna_frame;  /* TNA: the frame the ingress deparser made (the traffic manager's copies share it) */
+    uint8_t *tna_egress_in; /* TNA: intrinsic metadata + a copy's frame, as the egress parser reads it */
+
+    uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (SS_BMV2_HEADROOM) */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);
@@ -271,6 +281,16 @@ void ss_worker_free(ss_worker *w);
 void ss_worker_clock(ss_worker *w);
 /* runs one received frame through the pipeline (the caller holds sw->lock) */
 void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+/* the pipeline's pieces ss_tna.c shares with the v1model pipeline of ss_pipeline.c */
+ss_packet *ss_ctx_push(ss_worker *w);
+void ss_ctx_pop(ss_worker *w);
+int ss_add_job(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t port, uint8_t itype, int32_t list,
+               const void *meta);
+void ss_emit(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len);
+/* TNA (ss_tna.c): the buffers of a worker, and one pass of a job through the six blocks */
+int ss_tna_worker_init(ss_worker *w);
+void ss_tna_worker_free(ss_worker *w);
+void ss_tna_run_pass(ss_worker *w, const ss_job *job);
 int ss_record_add(ss_bytes *out, uint32_t kind, int32_t port, uint32_t aux, uint32_t input, const void *data,
                   uint32_t len);
 
@@ -303,6 +323,7 @@ struct ss_switch {
     int32_t cpu_port;          /* -1: none */
     int packet_in_enabled;     /* outputs to cpu_port become packet-in records */
     int log_enabled;
+    uint32_t headroom; /* bytes a deparser may add to a received frame (ss_switch_set_headroom) */
     uint64_t assert_failures;
     uint64_t t0_ns;
     int meter_clock_set;       /* 1: meters read meter_clock (tests) instead of the monotonic clock */
@@ -311,6 +332,9 @@ struct ss_switch {
     ss_worker sync;            /* the worker of calls from Python */
     ss_worker io_worker;       /* the worker of the port I/O thread */
     ss_events *events;         /* packet-ins, digests and log lines of the I/O thread (may be NULL) */
+    /* packets queued behind each egress port (what its real queue holds: the kernel qdisc in front of a
+       veth, a modelled link), set from outside; egress reads it as enq_qdepth / deq_qdepth */
+    uint32_t queue_depth[SS_MAX_PORTS];
 };
 
 uint64_t ss_now_ns(void);

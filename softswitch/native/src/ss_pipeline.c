@@ -1,4 +1,5 @@
-/* The v1model architecture as BMv2's simple_switch runs it, around a program's generated blocks:
+/* The v1model architecture as BMv2's simple_switch runs it, around a program's generated blocks
+ * (a TNA program's passes run in ss_tna.c instead):
  * parser -> verifyChecksum -> ingress -> I2E clone -> resubmit -> multicast -> drop -> unicast ->
  * egress -> E2E clone -> drop -> computeChecksum -> deparser -> recirculate or output.
  * Mirrors softswitch/runtime/v1model.py step by step (same counters, same order of outputs). */
@@ -30,13 +31,14 @@ int ss_worker_init(ss_worker *w, ss_switch *sw) {
     w->cap_jobs = 32;
     w->jobs = malloc(w->cap_jobs * sizeof(ss_job));
     if (!w->contexts || !w->deparse_buf || !w->jobs) return SS_E_NOMEM;
-    return SS_OK;
+    return prog->arch == SS_ARCH_TNA ? ss_tna_worker_init(w) : SS_OK;
 }
 
 void ss_worker_free(ss_worker *w) {
     free(w->contexts);
     free(w->deparse_buf);
     free(w->jobs);
+    ss_tna_worker_free(w);
     ss_bytes_free(&w->out);
     ss_bytes_free(&w->digests);
     w->contexts = NULL;
@@ -48,7 +50,17 @@ __attribute__((noreturn)) void ss_packet_fail(ss_packet *p, const char *message)
     longjmp(*w->fail_jmp, 1);
 }
 
-static ss_packet *ctx_push(ss_worker *w) {
+__attribute__((noreturn)) void ss_stack_index_fail(ss_packet *p, uint64_t index, uint32_t size) {
+    ss_worker *w = p->worker;
+    snprintf(w->fail_text, sizeof w->fail_text,
+             "header stack index %" PRIu64 " out of range 0..%" PRIu32 " outside a parser (BMv2 aborts)", index,
+             size - 1);
+    w->fail_message = w->fail_text;
+    w->fail_stat = SS_STAT_STACK_INDEX_DROPS;
+    longjmp(*w->fail_jmp, 1);
+}
+
+ss_packet *ss_ctx_push(ss_worker *w) {
     if (w->ctx_top >= SS_MAX_CONTEXTS) {
         w->fail_message = "too many packet copies in flight";
         longjmp(*w->fail_jmp, 1);
@@ -64,7 +76,7 @@ static ss_packet *ctx_push(ss_worker *w) {
     return p;
 }
 
-static inline void ctx_pop(ss_worker *w) { w->ctx_top--; }
+void ss_ctx_pop(ss_worker *w) { w->ctx_top--; }
 
 /* One clock read per batch of received frames (ss_worker_clock: up to 64 frames taken from a port
  * together, or one process_batch call): the frames of a batch arrived together, and their passes and
@@ -82,7 +94,7 @@ static inline void set_stage(ss_packet *p, uint8_t stage) { ((ctx_header *)(void
 static ss_packet *parse(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t port, uint32_t itype) {
     ss_switch *sw = w->sw;
     const ss_program *prog = sw->prog;
-    ss_packet *p = ctx_push(w);
+    ss_packet *p = ss_ctx_push(w);
     memset(p->hdr, 0, prog->hdr_size);
     memset(p->meta, 0, prog->meta_size);
     memset(&p->sm, 0, sizeof p->sm);
@@ -105,7 +117,7 @@ static ss_packet *parse(ss_worker *w, const uint8_t *data, uint32_t len, uint16_
     return p;
 }
 
-static int add_job(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t port, uint8_t itype, int32_t list,
+int ss_add_job(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t port, uint8_t itype, int32_t list,
                    const void *meta) {
     if (w->n_jobs == w->cap_jobs) {
         uint32_t cap = w->cap_jobs * 2;
@@ -132,7 +144,7 @@ static int add_job(ss_worker *w, const uint8_t *data, uint32_t len, uint16_t por
     return SS_OK;
 }
 
-static void emit(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len) {
+void ss_emit(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len) {
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_TRANSMITTED]++;
     w->outputs++;
@@ -156,6 +168,9 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     p->sm.egress_port = port;
     p->sm.egress_rid = rid;
     p->sm.egress_global_timestamp = now_us(w);
+    /* the port's real queue (bit<19>): the packet joins it behind this many */
+    uint32_t queued = port < SS_MAX_PORTS ? __atomic_load_n(&sw->queue_depth[port], __ATOMIC_RELAXED) : 0;
+    p->sm.enq_qdepth = p->sm.deq_qdepth = queued > 0x7FFFF ? 0x7FFFF : queued;
     p->clone_set = p->recirculate_set = 0;
     p->truncate = 0;
     set_stage(p, STAGE_EGRESS);
@@ -164,7 +179,7 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
         const ss_replica_list *sess = ss_pre_session(sw->pre, p->clone_session);
         if (sess) {
             for (uint32_t i = 0; i < sess->n; i++) {
-                ss_packet *q = ctx_push(w);
+                ss_packet *q = ss_ctx_push(w);
                 memcpy(q->hdr, p->hdr, prog->hdr_size); /* headers as egress left them */
                 memset(q->meta, 0, prog->meta_size);
                 if (p->clone_list != SS_NO_FIELD_LIST && prog->copy_field_list)
@@ -181,7 +196,7 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
                 reset_effects(q);
                 sw->stats[SS_STAT_CLONED]++;
                 run_egress(w, q, sess->r[i].port, sess->r[i].rid, depth + 1, sess->truncate);
-                ctx_pop(w);
+                ss_ctx_pop(w);
             }
         }
     }
@@ -194,12 +209,19 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     if ((uint64_t)n + p->payload_len > w->deparse_cap) ss_packet_fail(p, "deparsed frame too long");
     memcpy(w->deparse_buf + n, p->payload, p->payload_len);
     uint32_t len = n + p->payload_len;
+    if (len > w->buffer_limit) { /* BMv2's deparser would write past its packet buffer */
+        sw->stats[SS_STAT_BUFFER_LIMIT_DROPS]++;
+        sw->stats[SS_STAT_DROPPED]++;
+        ss_log_line(w, "packet dropped: the deparser made a %" PRIu32 "-byte frame, past BMv2's packet buffer "
+                    "(the received %" PRIu32 " bytes + %" PRIu32 ")", len, w->buffer_limit - sw->headroom, sw->headroom);
+        return;
+    }
     if (p->recirculate_set) {
         sw->stats[SS_STAT_RECIRCULATED]++;
         uint8_t *copy = malloc(len ? len : 1);
         if (!copy) ss_packet_fail(p, "out of memory");
         memcpy(copy, w->deparse_buf, len);
-        if (add_job(w, copy, len, p->sm.ingress_port, SS_PKT_RECIRC, p->recirculate_list, p->meta)) {
+        if (ss_add_job(w, copy, len, p->sm.ingress_port, SS_PKT_RECIRC, p->recirculate_list, p->meta)) {
             free(copy);
             ss_packet_fail(p, "out of memory");
         }
@@ -208,7 +230,7 @@ static void run_egress(ss_worker *w, ss_packet *p, uint16_t port, uint16_t rid, 
     }
     if (p->truncate && p->truncate < len) len = p->truncate;
     if (clone_truncate && clone_truncate < len) len = clone_truncate;
-    emit(w, port, w->deparse_buf, len);
+    ss_emit(w, port, w->deparse_buf, len);
 }
 
 static void clone_i2e(ss_worker *w, const ss_job *job, ss_packet *orig) {
@@ -223,7 +245,7 @@ static void clone_i2e(ss_worker *w, const ss_job *job, ss_packet *orig) {
             prog->copy_field_list(orig->clone_list, q->meta, orig->meta);
         sw->stats[SS_STAT_CLONED]++;
         run_egress(w, q, sess->r[i].port, sess->r[i].rid, 1, sess->truncate);
-        ctx_pop(w);
+        ss_ctx_pop(w);
     }
 }
 
@@ -246,7 +268,7 @@ static void run_ingress(ss_worker *w, const ss_job *job) {
     if (p->clone_set && p->clone_type == SS_CLONE_I2E) clone_i2e(w, job, p);
     if (p->resubmit_set) {
         sw->stats[SS_STAT_RESUBMITTED]++;
-        if (add_job(w, job->data, job->len, job->port, SS_PKT_RESUBMIT, p->resubmit_list, p->meta))
+        if (ss_add_job(w, job->data, job->len, job->port, SS_PKT_RESUBMIT, p->resubmit_list, p->meta))
             ss_packet_fail(p, "out of memory");
         return;
     }
@@ -261,7 +283,7 @@ static void run_ingress(ss_worker *w, const ss_job *job) {
             ss_packet *q = p;
             int copy = i + 1 < reps->n;
             if (copy) {
-                q = ctx_push(w);
+                q = ss_ctx_push(w);
                 void *hdr = q->hdr, *meta = q->meta;
                 *q = *p;
                 q->hdr = hdr;
@@ -272,7 +294,7 @@ static void run_ingress(ss_worker *w, const ss_job *job) {
             q->sm.instance_type = SS_PKT_REPLICATION;
             sw->stats[SS_STAT_REPLICATED]++;
             run_egress(w, q, reps->r[i].port, reps->r[i].rid, 0, 0);
-            if (copy) ctx_pop(w);
+            if (copy) ss_ctx_pop(w);
         }
         return;
     }
@@ -283,25 +305,41 @@ static void run_ingress(ss_worker *w, const ss_job *job) {
     run_egress(w, p, p->sm.egress_spec, 0, 0, 0);
 }
 
-void ss_worker_clock(ss_worker *w) { w->now_us = (ss_now_ns() - w->sw->t0_ns) / 1000; }
+void ss_worker_clock(ss_worker *w) {
+    w->now_ns = ss_now_ns() - w->sw->t0_ns;
+    w->now_us = w->now_ns / 1000;
+}
 
 void ss_worker_process(ss_worker *w, uint16_t port, const uint8_t *data, uint32_t len) {
     ss_switch *sw = w->sw;
     sw->stats[SS_STAT_RECEIVED]++;
     w->n_jobs = 0;
-    add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
+    uint64_t limit = (uint64_t)len + sw->headroom;
+    w->buffer_limit = limit > UINT32_MAX ? UINT32_MAX : (uint32_t)limit;
+    ss_add_job(w, data, len, port, SS_PKT_NORMAL, SS_NO_FIELD_LIST, NULL);
     for (uint32_t i = 0; i < w->n_jobs; i++) {
         if (i + 1 > SS_MAX_PASSES) {
             sw->stats[SS_STAT_LOOP_LIMIT_DROPS]++;
             sw->stats[SS_STAT_DROPPED]++;
+            ss_log_line(w, "packet dropped: more than %d passes through ingress (a resubmit/recirculate loop)",
+                        SS_MAX_PASSES);
             continue;
         }
         ss_job job = w->jobs[i]; /* the array may grow while this job runs */
         jmp_buf on_fail;
         w->ctx_top = 0;
         w->fail_jmp = &on_fail;
+        w->fail_stat = 0;
         if (setjmp(on_fail) == 0) {
-            run_ingress(w, &job);
+            if (sw->prog->arch == SS_ARCH_TNA)
+                ss_tna_run_pass(w, &job);
+            else
+                run_ingress(w, &job);
+        } else if (w->fail_stat) { /* a BMv2 limit: its own counter, and the limit in the log line */
+            sw->stats[w->fail_stat]++;
+            sw->stats[SS_STAT_DROPPED]++;
+            w->digests.len = 0;
+            ss_log_line(w, "packet dropped: %s", w->fail_message);
         } else {
             sw->stats[SS_STAT_ERRORS]++;
             sw->stats[SS_STAT_DROPPED]++;

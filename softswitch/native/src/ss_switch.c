@@ -235,6 +235,7 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
     sw->prog = prog;
     pthread_mutex_init(&sw->lock, NULL);
     sw->cpu_port = -1;
+    sw->headroom = SS_BMV2_HEADROOM;
     sw->t0_ns = ss_now_ns();
     sw->rng[0] = sw->t0_ns ^ 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)sw;
     sw->rng[1] = 0xBF58476D1CE4E5B9ull;
@@ -291,6 +292,8 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
         } else {
             r->data = sw->registers[i - d->group_offset].data + (size_t)d->group_offset * r->elem_bytes;
         }
+        if (d->initial)
+            for (uint64_t j = 0; j < d->size; j++) ss_register_write(r, j, d->initial);
     }
     for (uint32_t i = 0; i < prog->n_counters; i++) {
         ss_counter *c = &sw->counters[i];
@@ -352,6 +355,19 @@ SS_EXPORT void ss_switch_configure(ss_switch *sw, int32_t cpu_port, int packet_i
     sw->packet_in_enabled = packet_in_enabled;
     sw->log_enabled = log_enabled;
     pthread_mutex_unlock(&sw->lock);
+}
+
+/* How many bytes a deparser may add to a received frame (its copies and recirculations keep the room):
+ * SS_BMV2_HEADROOM by default; UINT32_MAX for no limit. */
+SS_EXPORT void ss_switch_set_headroom(ss_switch *sw, uint32_t headroom) {
+    pthread_mutex_lock(&sw->lock);
+    sw->headroom = headroom;
+    pthread_mutex_unlock(&sw->lock);
+}
+
+/* A port's queue depth in packets (relaxed: egress reads the latest value it sees, without the lock). */
+SS_EXPORT void ss_port_queue_depth(ss_switch *sw, uint32_t port, uint32_t packets) {
+    if (port < SS_MAX_PORTS) __atomic_store_n(&sw->queue_depth[port], packets, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ statistics */

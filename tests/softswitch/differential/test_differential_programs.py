@@ -1,8 +1,9 @@
-"""Every test program on both back ends: random table entries, multicast groups and clone sessions,
+"""Every test program (v1model and TNA) on both back ends: random table entries, multicast groups and clone sessions,
 then mutated and random frames (seeded); outputs, packet-ins, digests, registers, counters, direct
 counters and statistics must be identical (backend_pair.py compares them)."""
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,8 @@ pytestmark = NEEDS_NATIVE
 
 ROOT = Path(__file__).resolve().parents[3]
 PROGRAM_DIRS = (ROOT / "tests" / "softswitch" / "programs", ROOT / "tests" / "softswitch" / "stf")
-PROGRAMS = sorted(p for d in PROGRAM_DIRS for p in d.rglob("*.p4") if "V1Switch(" in p.read_text())  # not includes
+MAIN = re.compile(r"\b(V1Switch|Switch)\s*\(", re.M)  # a program's package instance (not an include file)
+PROGRAMS = sorted(p for d in PROGRAM_DIRS for p in d.rglob("*.p4") if MAIN.search(p.read_text()))
 DEFINES = {"preproc.p4": {}}  # programs that need -D to compile: none so far
 FRAMES_PER_PROGRAM = 2000
 # programs some frames send into an endless loop (on BMv2 too): only their STF packets, unmutated
@@ -41,13 +43,21 @@ def plain_frames(rng: random.Random) -> list[bytes]:
         frames.append(
             codec.build_udp_frame(rng.randbytes(20), "02:00:00:00:00:01", "02:00:00:00:00:02", "10.9.9.9", dst)
         )
-    for ether_type in (0x0806, 0x86DD, 0x8100, 0x88B5):
+    for ether_type in (0x0806, 0x86DD, 0x8100, 0x88B5, 0x88B6):  # 0x88B5/6: the TNA programs' own headers
         frames.append(bytes(12) + ether_type.to_bytes(2, "big") + rng.randbytes(40))
     return frames
 
 
 def test_every_test_program_is_covered():
-    assert {p.name for p in PROGRAMS} >= {"ipv4_router.p4", "compat_preserve_data.p4", "l2l3.p4", "functions.p4"}
+    names = {p.name for p in PROGRAMS}
+    assert names >= {
+        "ipv4_router.p4",
+        "compat_preserve_data.p4",
+        "l2l3.p4",
+        "functions.p4",
+        "tna_probe.p4",
+        "tna_corners.p4",
+    }
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)

@@ -1,0 +1,494 @@
+"""docs/results.md, its plots and the README's results table, from the standard bench's JSON alone.
+
+``bench/standard.py`` (``make bench``) saves each step's JSON and a ``manifest.json`` (machine, date,
+commit, every step's command and outcome) under bench/results/standard/; this script reads only those
+files and writes:
+
+- ``docs/results.md``: a header (machine, date, commit, mode), then one section per step with its
+  table and the command that reproduces it (a step that was skipped or failed says so and why);
+- ``docs/images/results/*.png``: the plots the page shows;
+- README.md's results table, between the markers ``<!-- results:begin -->`` and ``<!-- results:end -->``
+  (the same rows as the page's headline table, so every figure in it comes from docs/results.md).
+
+    .venv/bin/python bench/report.py            # after make bench (which runs it at the end)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "standard"
+README_BEGIN = "<!-- results:begin -->"
+README_END = "<!-- results:end -->"
+IMAGES = "images/results"  # under docs/
+HEADLINE_PLOT = "allreduce.png"
+ALLREDUCE_STEPS = ("allreduce_100m", "allreduce_1g")
+METHOD_COLUMNS = ("ina", "ps", "gloo")
+METHOD_NAMES = {"ina": "INA", "ps": "parameter server", "gloo": "gloo"}
+
+
+class ReportError(Exception):
+    """The results directory cannot make a report (no manifest, unreadable JSON)."""
+
+
+# -- reading -----------------------------------------------------------------------------------------
+
+
+def load(results: Path) -> dict:
+    """The manifest, each step's entry carrying its JSON files' contents under ``data`` (by file name)."""
+    path = results / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text())
+    except OSError:
+        raise ReportError(f"no {path}: run the bench first (make bench, or bench/standard.py)") from None
+    except ValueError as exc:
+        raise ReportError(f"{path} is not JSON: {exc}") from None
+    for step in manifest["steps"]:
+        step["data"] = {}
+        for name in step.get("outputs", []):
+            try:
+                step["data"][Path(name).name] = json.loads((results / name).read_text())
+            except (OSError, ValueError) as exc:
+                raise ReportError(f"{results / name}: {exc}") from None
+    return manifest
+
+
+# -- formatting --------------------------------------------------------------------------------------
+
+
+def table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> list[str]:
+    """A Markdown table; columns in ``right`` are right-aligned."""
+    right = right or set()
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("| " + " | ".join("---:" if i in right else "---" for i in range(len(header))) + " |")
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def seconds(s: float) -> str:
+    return f"{s:.3f}" if s < 10 else f"{s:.2f}"
+
+
+def mb(n_bytes: int) -> str:
+    value = n_bytes / 2**20
+    return f"{value:g}"
+
+
+# -- allreduce ---------------------------------------------------------------------------------------
+
+
+def allreduce_rows(manifest: dict) -> list[dict]:
+    """One row per topology and size: each method's median time, its ratio to the ideal, and how many runs."""
+    rows = []
+    for step in manifest["steps"]:
+        if step["name"] not in ALLREDUCE_STEPS:
+            continue
+        for report in step["data"].get("allreduce_netns.json", {}).get("reports", []):
+            by_size: dict[int, dict] = {}
+            for entry in report.get("summary", []):
+                method = entry["label"].split()[0]
+                # the default program only: a K or MTU other than the first lab's is a variant
+                cell = by_size.setdefault(entry["bytes_per_worker"], {})
+                if method in METHOD_COLUMNS and method not in cell:
+                    cell[method] = entry
+            for size, cell in sorted(by_size.items()):
+                rows.append(
+                    {
+                        "topology": Path(report["topology"]).stem,
+                        "workers": report["workers"],
+                        "mbps": report["host_link_mbps"],
+                        "bytes_per_worker": size,
+                        "methods": cell,
+                        "k": _k(cell),
+                    }
+                )
+    return rows
+
+
+def _k(cell: dict) -> str:
+    for method in ("ina", "ps"):
+        if method in cell:
+            return cell[method]["label"].split("K=")[1].split()[0]
+    return "-"
+
+
+def allreduce_table(rows: list[dict]) -> list[str]:
+    """The headline table: the same rows go into README.md."""
+    out = []
+    for r in rows:
+        cells = [
+            r["topology"],
+            str(r["workers"]),
+            f"{r['mbps']:g} Mbit/s",
+            mb(r["bytes_per_worker"]),
+            r["k"],
+        ]
+        for method in METHOD_COLUMNS:
+            e = r["methods"].get(method)
+            cells.append("-" if e is None else f"{seconds(e['median_s'])} ({e['median_ratio_to_ideal']:.2f}x)")
+        ina, gloo = r["methods"].get("ina"), r["methods"].get("gloo")
+        cells.append("-" if not (ina and gloo) else f"{gloo['median_s'] / ina['median_s']:.2f}")
+        out.append(cells)
+    header = [
+        "topology",
+        "workers",
+        "host links",
+        "MB per worker",
+        "K",
+        "INA s (x ideal)",
+        "parameter server s (x ideal)",
+        "gloo s (x ideal)",
+        "gloo / INA",
+    ]
+    return table(header, out, right={1, 3, 4, 5, 6, 7, 8})
+
+
+def allreduce_plot(rows: list[dict], path: Path) -> None:
+    """Completion time over the ideal S/B, per topology and size, one bar per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{r['topology']}\n{mb(r['bytes_per_worker'])} MB" for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.3 * len(rows) + 2), 4.2))
+    width = 0.8 / len(METHOD_COLUMNS)
+    for i, method in enumerate(METHOD_COLUMNS):
+        xs = [j + (i - 1) * width for j, r in enumerate(rows) if method in r["methods"]]
+        ys = [r["methods"][method]["median_ratio_to_ideal"] for r in rows if method in r["methods"]]
+        ax.bar(xs, ys, width, label=METHOD_NAMES[method])
+    ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="ideal S/B")
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("completion time / ideal (lower is better)")
+    ax.set_title("Allreduce in the mininet lab, median of the runs")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def allreduce_section(manifest: dict, images: Path) -> list[str]:
+    rows = allreduce_rows(manifest)
+    steps = [s for s in manifest["steps"] if s["name"] in ALLREDUCE_STEPS]
+    out = [
+        "## Allreduce: INA, the parameter server and gloo",
+        "",
+        "One lab network per topology (namespaces, veth links shaped by tc to the file's bandwidths, a softswitch "
+        "process per switch); every method sums the same int32 gradient of S bytes per worker and every sum is "
+        "checked. K: values per packet of the switches' program (INA and the parameter server). Time: the slowest "
+        "worker's, median of the runs; x ideal: over S/B, the time a host link of B bit/s needs to carry S each "
+        "way. gloo / INA above 1: INA is faster.",
+        "",
+    ]
+    out += _commands(steps)
+    if rows:
+        out += [""] + allreduce_table(rows)
+        allreduce_plot(rows, images / HEADLINE_PLOT)
+        out += ["", f"![Allreduce time over the ideal per method]({IMAGES}/{HEADLINE_PLOT})"]
+    return out
+
+
+# -- the other steps ---------------------------------------------------------------------------------
+
+
+def training_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"].startswith("train_")]
+    out = [
+        "## Training in the lab: gloo against ina",
+        "",
+        "examples/train_digits.py (MLP 64-32-10) with one process per worker host, gloo then ina with the same "
+        "seed; ms per iteration over the whole run.",
+        "",
+    ]
+    out += _commands(steps)
+    rows = []
+    for step in steps:
+        runs = {r["backend"]: r for r in step["data"].get("training.json", {}).get("runs", [])}
+        if not runs:
+            continue
+        topology = step["name"].removeprefix("train_")
+        gloo, ina = runs.get("gloo"), runs.get("ina")
+        any_run = gloo or ina
+        assert any_run is not None
+        rows.append(
+            [
+                topology,
+                str(any_run["workers"]),
+                str(any_run["epochs"]),
+                *(f"{100 * r['test_accuracy']:.2f} %" if r else "-" for r in (gloo, ina)),
+                *(f"{r['ms_per_iteration']:.1f}" if r else "-" for r in (gloo, ina)),
+                "yes" if all(r["ranks_in_sync"] for r in runs.values()) else "NO",
+            ]
+        )
+    if rows:
+        header = [
+            "topology",
+            "workers",
+            "epochs",
+            "gloo accuracy",
+            "ina accuracy",
+            "gloo ms/iteration",
+            "ina ms/iteration",
+            "parameters equal on all ranks",
+        ]
+        out += [""] + table(header, rows, right={1, 2, 3, 4, 5, 6})
+    return out
+
+
+def softswitch_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "softswitch_pps"]
+    out = [
+        "## softswitch packet rates",
+        "",
+        "Frames per second of ina.p4 and a plain IPv4 router on both back ends.",
+        "",
+    ]
+    out += _commands(steps)
+    data = steps[0]["data"].get("softswitch_pps.json") if steps else None
+    if not data:
+        return out
+    rows = [
+        [r["backend"], r["label"], f"{r['pps_median']:,.0f}"]
+        for r in sorted(data.get("in_process", []), key=lambda r: (r["kind"], r["backend"]))
+    ]
+    if rows:
+        out += ["", "In process, one core (the pipeline alone):", ""]
+        out += table(["back end", "case", "frames/s (median)"], rows, right={2})
+    best: dict[tuple[str, str, str, str], float] = {}
+    for r in data.get("veth", {}).get("cases", []):
+        if r.get("rps", "off") != "off":
+            continue
+        key = (r["case"], r["backend"], r.get("switch_rx") or "-", r.get("switch_tx") or "-")
+        best[key] = max(best.get(key, 0.0), r["processed_pps"])
+    if best:
+        out += ["", "Through veth (a switch process, senders in other processes; the best of the sender counts):", ""]
+        vrows = [[c, b, rx, tx, f"{v:,.0f}"] for (c, b, rx, tx), v in sorted(best.items())]
+        out += table(["case", "back end", "receive path", "transmit path", "frames/s processed"], vrows, right={4})
+    return out
+
+
+def agent_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "agent_pps"]
+    out = [
+        "## Agent packet rates",
+        "",
+        "The worker and server agents on kernel UDP over veth, no switch between them: the batch path against "
+        'the scalar path of an earlier revision (docs/agents.md, "Figures").',
+        "",
+    ]
+    out += _commands(steps)
+    data = steps[0]["data"].get("agent_pps.json") if steps else None
+    if not data:
+        return out
+    rows = []
+    for name, paths in data.get("readings", {}).items():
+        for path, r in paths.items():
+            rows.append(
+                [
+                    name,
+                    path,
+                    f"{r['grads_per_s']:,.0f}",
+                    f"{r['worker_cpu_us_per_packet']:.2f}",
+                    f"{r['server_cpu_us_per_packet']:.2f}",
+                    str(r["retransmissions"]),
+                ]
+            )
+    if rows:
+        header = ["reading", "path", "GRADs/s", "worker CPU us/packet", "server CPU us/packet", "resends"]
+        out += [""] + table(header, rows, right={2, 3, 4, 5})
+    return out
+
+
+def plan_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "plan_scale"]
+    out = ["## Planning time", "", "The controller's planners on k-ary fat-trees (workers: every second host).", ""]
+    out += _commands(steps)
+    data = steps[0]["data"].get("plan_scale.json") if steps else None
+    if not data:
+        return out
+    rows = [
+        [
+            str(r["k"]),
+            r["planner"],
+            f"{r['hosts']:,}",
+            f"{r['workers']:,}",
+            str(r["trees"]),
+            f"{r['aggregation_points']:,}",
+            f"{1e3 * r['plan_s']:,.1f}",
+            f"{r['json_bytes'] / 2**20:.2f}",
+        ]
+        for r in data
+    ]
+    header = ["k", "planner", "hosts", "workers", "trees", "aggregation points", "plan ms", "plan JSON MB"]
+    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7})
+
+
+def compression_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "compression"]
+    out = [
+        "## Gradient compression",
+        "",
+        "Dense ina, 2:4 and 1:4 summed by the switches, DLGS, and gloo on an in-process star (docs/compression.md).",
+        "",
+    ]
+    out += _commands(steps)
+    data = steps[0]["data"].get("compression.json") if steps else None
+    if not data:
+        return out
+    rows = []
+    for r in data.get("runs", []):
+        server = r.get("server_link_bytes_per_iteration")
+        rows.append(
+            [
+                r["model"],
+                r["method"],
+                f"{r['worker_uplink_bytes_per_iteration']:,.0f}",
+                "-" if server is None else f"{server:,.0f}",
+                f"{r['ms_per_iteration']:.1f}",
+                f"{100 * r['test_accuracy']:.2f} %",
+            ]
+        )
+    header = [
+        "model",
+        "method",
+        "worker uplink bytes/iteration",
+        "server link bytes/iteration",
+        "ms/iteration",
+        "accuracy",
+    ]
+    return out + [""] + table(header, rows, right={2, 3, 4, 5})
+
+
+def faults_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "faults"]
+    out = [
+        "## Faults",
+        "",
+        "The fault campaign on the in-process leaf-spine (virtual clock): impairments, a dead switch, a cut link, "
+        "dead peers, forged packets; each row passes when its sums are exact or its ranks fail as expected.",
+        "",
+    ]
+    out += _commands(steps)
+    data = steps[0]["data"].get("faults.json") if steps else None
+    if not data:
+        return out
+    rows = []
+    for r in data.get("rows", []):
+        if r["kind"] == "impairment":
+            outcome = f"exact {r['exact_runs']}/{r['runs']}, resent {100 * r['resent_share']:.0f}%"
+        else:
+            outcome = f"victim {_ranks(r['victim'])}, bystander {_ranks(r['bystander'])}"
+        rows.append([r["row"], outcome, f"{1e3 * r['time_s']:.1f}", "ok" if r["ok"] else "FAILED"])
+    return out + [""] + table(["row", "outcome", "time ms (virtual)", "verdict"], rows, right={2})
+
+
+def _ranks(side: dict) -> str:
+    if side.get("errors"):
+        return f"error on {side['errors']}/{side['ranks']}"
+    return f"exact {side['exact']}/{side['ranks']}"
+
+
+def _commands(steps: list[dict]) -> list[str]:
+    """The commands that reproduce a section, and what happened to each."""
+    out = []
+    for s in steps:
+        status = "" if s["status"] == "ok" else f" **{s['status']}: {s.get('reason', '')}**"
+        out.append(f"- `{s['command']}`{status}")
+    return out or ["- not run"]
+
+
+SECTIONS: tuple[Callable[[dict, Path], list[str]], ...] = (
+    allreduce_section,
+    training_section,
+    softswitch_section,
+    agent_section,
+    plan_section,
+    compression_section,
+    faults_section,
+)
+
+
+# -- writing -----------------------------------------------------------------------------------------
+
+
+def header(manifest: dict) -> list[str]:
+    m = manifest["machine"]
+    dirty = " with uncommitted changes" if manifest.get("dirty") else ""
+    mode = {"full": "make bench", "quick": "make bench QUICK=1", "tiny": "bench/standard.py --tiny"}[manifest["mode"]]
+    lines = [
+        "# Results",
+        "",
+        "Generated by `bench/report.py` from the JSON of the standard bench (`make bench`, bench/standard.py); "
+        "do not edit by hand, run the bench again.",
+        "",
+        f"- run: `{mode}`, {manifest['date']}, commit {manifest['commit']}{dirty}",
+        f"- machine: {m['cpu']}, {m['cpus']} CPUs, {m['memory_gb']} GB, Linux {m['kernel']}, Python {m['python']}; "
+        f"load average at the start {' '.join(str(x) for x in manifest.get('load_at_start', []))}",
+    ]
+    if manifest["mode"] != "full":
+        lines.append("- smaller sizes and fewer runs than `make bench`: figures to check the setup, not to quote")
+    return lines + [""]
+
+
+def render(manifest: dict, docs: Path) -> str:
+    images = docs / IMAGES
+    lines = header(manifest)
+    for section in SECTIONS:
+        lines += section(manifest, images) + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def readme_block(manifest: dict) -> list[str]:
+    """The README's results table: the headline rows of docs/results.md, and the plot."""
+    rows = allreduce_rows(manifest)
+    lines = [README_BEGIN]
+    if rows:
+        lines += allreduce_table(rows)
+        commands = [s["command"] for s in manifest["steps"] if s["name"] in ALLREDUCE_STEPS and s["status"] == "ok"]
+        lines += ["", "Measured with " + " and ".join(f"`{c}`" for c in commands) + "."]
+        lines += ["", f"![Allreduce time over the ideal per method](docs/{IMAGES}/{HEADLINE_PLOT})"]
+    else:
+        lines.append("(no allreduce results yet: `make bench` as root)")
+    return lines + [README_END]
+
+
+def update_readme(readme: Path, manifest: dict) -> bool:
+    """Replace the block between the markers; False when the README has no markers."""
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(head + "\n".join(readme_block(manifest)) + tail)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", type=Path, default=RESULTS, help="the standard bench's results directory")
+    ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where results.md and images/results/ go")
+    ap.add_argument("--readme", type=Path, default=ROOT / "README.md", help="README whose results table to update")
+    args = ap.parse_args(argv)
+    try:
+        manifest = load(args.results)
+    except ReportError as exc:
+        print(f"bench/report.py: error: {exc}", file=sys.stderr)
+        return 1
+    args.docs.mkdir(parents=True, exist_ok=True)
+    (args.docs / "results.md").write_text(render(manifest, args.docs))
+    print(f"wrote {args.docs / 'results.md'}")
+    if args.readme.exists() and update_readme(args.readme, manifest):
+        print(f"updated the results table of {args.readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

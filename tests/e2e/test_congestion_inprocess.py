@@ -1,0 +1,74 @@
+"""Congestion control on the in-process network (virtual clock; docs/design-decisions.md, "Congestion
+control"): workers paced to the plan's share of the bottleneck cross links with short queues without a
+drop, and a bottleneck slower than the plan knows is found through the switches' ECN marks, which the
+server echoes. Sums stay exact; no assertion is about time."""
+
+import dataclasses
+
+import numpy as np
+from inprocess_jobs import int_inputs, network, star_topology, workers_and_servers
+
+QUEUE_BYTES = 160 * 1024  # a short drop-tail queue on every link direction (13 ms at 100 Mbit/s)
+
+
+def _job(net, plan=None):
+    from topologies.inprocess.jobs import InProcessJob
+
+    workers, servers = workers_and_servers(net.topo)
+    return InProcessJob(net, workers, servers, plan=plan)
+
+
+def _short_queues(net) -> None:
+    for channel in net.net.channels:
+        channel.params = dataclasses.replace(channel.params, queue_bytes=QUEUE_BYTES)
+
+
+def _queue_drops(net) -> int:
+    return sum(channel.stats.queue_drops for channel in net.net.channels)
+
+
+def test_paced_workers_fill_short_queues_without_a_drop():
+    net = network(star_topology(4, bandwidth=100.0))
+    _short_queues(net)
+    job = _job(net)
+    assert [t.send_rate for t in job.plan.trees] == [100.0]  # aggregated, multicast: the whole link each
+    xs = int_inputs(4, 64 * 1024, seed=1)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert _queue_drops(net) == 0
+    assert sum(a.stats["retransmissions"] for a in job.agents) == 0
+
+
+def test_without_pacing_the_same_queues_drop():
+    """The same job on a plan without send rates (a plan written before them): the window's bursts overflow
+    the queues (so the test above can fail), and the sums are still exact."""
+    net = network(star_topology(4, bandwidth=100.0))
+    _short_queues(net)
+    from controller.planner import PlanOptions, plan_job
+
+    workers, servers = workers_and_servers(net.topo)
+    plan = plan_job(net.topo, workers, servers, PlanOptions(value_count=net.installer.values_per_packet()))
+    for tree in plan.trees:
+        tree.send_rate = 0.0
+    job = _job(net, plan)
+    xs = int_inputs(4, 64 * 1024, seed=1)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert _queue_drops(net) > 0
+
+
+def test_a_bottleneck_the_plan_does_not_know_is_found_by_ecn_marks():
+    """The server's link carries half the rate the plan paces to: the switch's queue towards the server
+    grows past the marking threshold, the sums leave marked, the server echoes the marks on the results,
+    and the workers cut their rates, with the sums exact."""
+    net = network(star_topology(4, bandwidth=100.0))
+    job = _job(net)
+    to_server = net.net.channel("s1", "h5")
+    to_server.params = dataclasses.replace(to_server.params, bandwidth_bps=50e6)
+    xs = int_inputs(4, 64 * 1024, seed=2)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert job.server_agents["h5"].stats["results_marked"] > 0
+    for agent in job.agents:
+        assert agent.stats["rate_cuts"] > 0
+        assert agent.cursors[0].pacer.rate < agent.cursors[0].pacer.ceiling

@@ -1,0 +1,28 @@
+"""The demo refuses runs that would verify nothing or not run what was asked: one usage line, exit 2,
+before any network starts."""
+
+import pytest
+
+from topologies.demo import main
+
+
+@pytest.mark.parametrize(
+    "argv, last_line",
+    [
+        (["--values", "-5"], "argument --values: -5 is not a positive whole number"),
+        (["--values", "0"], "argument --values: 0 is not a positive whole number"),
+        (["--rounds", "0"], "argument --rounds: 0 is not a positive whole number"),
+        (["--rounds", "-1"], "argument --rounds: -1 is not a positive whole number"),
+        (["--workers", "0"], "argument --workers: 0 is not a positive whole number"),
+        (
+            ["--target", "bmv2", "--inprocess"],
+            "--inprocess runs the switches on softswitch in this process: --target bmv2 needs mininet",
+        ),
+    ],
+)
+def test_runs_that_would_verify_nothing_are_refused(capsys, argv, last_line):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out = capsys.readouterr()
+    assert exit_.value.code == 2 and out.out == ""
+    assert out.err.splitlines()[-1] == f"python -m topologies.demo: error: {last_line}"
