@@ -168,9 +168,10 @@ class Installer:
         for s in self._or_all(switches):
             self.conn(s).set_pipeline(self.p4info, self.device_config)
 
-    def topology_entries(self, switch: str) -> list[p4runtime_pb2.TableEntry]:
-        """The topology-wide entries of ``switch``: identity default action, a /32 route to every host,
-        result_rewrite for host-facing ports.
+    def topology_entries(self, switch: str, *, routes: bool = True) -> list[p4runtime_pb2.TableEntry]:
+        """The topology-wide entries of ``switch``: identity default action, a /32 route to every host
+        (unless ``routes`` is False: INA's own packets never use them, and computing them for thousands
+        of hosts takes minutes), result_rewrite for host-facing ports.
 
         Examples
         --------
@@ -184,7 +185,7 @@ class Installer:
         n = self.names(switch)
         sw = self.topo.switch(switch)
         entries = [n.table_entry(T_IDENTITY, None, A_IDENTITY, {"switch_id": sw.device_id}, default=True)]
-        for h in self.topo.hosts:
+        for h in self.topo.hosts if routes else ():
             parent = self._toward(h.name)
             if switch not in parent:
                 continue

@@ -1,0 +1,219 @@
+"""One all-reduce on a simulated network: INA through the P4 program, gloo's ring, a parameter server.
+
+INA: the job is planned by ``controller.planner.plan_job`` and installed by the controller's
+``Installer``; each worker streams its chunks of K int32 values over the job's slots (chunk j: slot
+j mod pool, shadow (j div pool) mod 2, seq j + 1, the worker agent's assignment, worker/stream.py) with a
+fixed window of chunks in flight, resends a chunk with RETX after its timeout (doubling, capped), and
+takes the server's multicast RESULT; the server adds the partial sums its children send and multicasts
+the chunk's result. Every result is compared in C, lane by lane, with the expected sum.
+
+Worker values: worker of rank r holds ``a + c[r] * b`` (int32 arrays a, b, one integer c[r] per rank), so
+that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is ``n * a + sum(c) * b``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from controller.options import RTO_VIRTUAL_S, PlanOptions
+from controller.plan import HostRef, JobPlan
+from controller.planner import plan_job
+from controller.topology import Host
+from sim.errors import SimError
+from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
+from sim.network import SimNetwork
+
+BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
+MAX_RESENDS = 20  # resends of one chunk before a worker gives up
+BASELINE_PAYLOAD = 1400  # bytes of gradient per baseline packet (a 1500-byte MTU)
+
+
+@dataclass
+class WorkerValues:
+    """The workers' int32 vectors as ``a + c[rank] * b``."""
+
+    a: np.ndarray
+    b: np.ndarray
+    coeffs: np.ndarray
+
+    @classmethod
+    def random(cls, n_workers: int, n_values: int, seed: int = 0) -> WorkerValues:
+        """Values small enough that no partial sum of ``n_workers`` overflows int32."""
+        rng = np.random.default_rng(seed)
+        bound = max(1, (2**30) // max(1, n_workers) // 64)
+        a = rng.integers(-bound, bound, n_values, dtype=np.int32)
+        b = rng.integers(-bound, bound, n_values, dtype=np.int32)
+        coeffs = rng.integers(-32, 33, n_workers, dtype=np.int32)
+        return cls(a, b, coeffs)
+
+    def of(self, rank: int) -> np.ndarray:
+        return (self.a.astype(np.int64) + int(self.coeffs[rank]) * self.b.astype(np.int64)).astype(np.int32)
+
+    def total(self) -> np.ndarray:
+        """The exact sum over the workers (numpy, int64, checked to fit int32)."""
+        s = len(self.coeffs) * self.a.astype(np.int64) + int(self.coeffs.astype(np.int64).sum()) * self.b.astype(
+            np.int64
+        )
+        if s.size and (s.max() > 2**31 - 1 or s.min() < -(2**31)):
+            raise SimError("the workers' sum overflows int32: use smaller values")
+        return s.astype(np.int32)
+
+
+@dataclass
+class RunResult:
+    """What a simulated all-reduce measured."""
+
+    method: str
+    workers: int
+    bytes_per_worker: int
+    completion_s: float  # modelled time until the last worker finished (-1: not all finished)
+    ideal_s: float  # bytes / the slowest host link's bandwidth
+    events: int
+    wall_s: float
+    cpu_s: float  # this process's CPU time over the run (the machine is shared: wall time is the load's too)
+    finished: int
+    mismatches: int = 0
+    resends: int = 0
+    busiest: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def x_ideal(self) -> float:
+        return self.completion_s / self.ideal_s if self.completion_s > 0 and self.ideal_s > 0 else float("nan")
+
+    def as_dict(self) -> dict[str, object]:
+        d: dict[str, object] = dict(self.__dict__)
+        d["x_ideal"] = self.x_ideal
+        d["events_per_s"] = self.events / self.wall_s if self.wall_s > 0 else 0.0
+        d["events_per_cpu_s"] = self.events / self.cpu_s if self.cpu_s > 0 else 0.0
+        return d
+
+
+def _host_bandwidth(net: SimNetwork, hosts: list[str]) -> float:
+    bw = [bw for (src, _), (bw, _) in net.link_params.items() if src in hosts]
+    return min(bw)
+
+
+def _finish(
+    net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s: float | None, t0: float, c0: float
+) -> RunResult:
+    net.core.start()
+    net.core.run(until_s)
+    wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    stats = [net.core.host_stats(net.node[h]) for h in hosts]
+    done = [s["done_s"] for s in stats if s["done_s"] >= 0]
+    busiest_name, busiest = net.busiest_direction()
+    return RunResult(
+        method=method,
+        workers=len(hosts),
+        bytes_per_worker=nbytes,
+        completion_s=max(done) if len(done) == len(hosts) else -1.0,
+        ideal_s=nbytes * 8 / _host_bandwidth(net, hosts),
+        events=int(net.core.state()["events"]),
+        wall_s=wall,
+        cpu_s=cpu,
+        finished=len(done),
+        mismatches=int(sum(s["mismatches"] for s in stats)),
+        resends=int(sum(s["resends"] for s in stats)),
+        busiest={"direction": busiest_name, **busiest},
+    )
+
+
+def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
+    """The controller's plan for the job (multicast results, K of the switches' program), installed."""
+    k = net.installer.values_per_packet()
+    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
+    plan = plan_job(net.topo, workers, [server], opts)
+    net.install_job(plan)
+    return plan
+
+
+def run_ina(
+    net: SimNetwork,
+    plan: JobPlan,
+    values: WorkerValues,
+    *,
+    expected: np.ndarray | None = None,
+    window: int | None = None,
+    timeout_s: float = RTO_VIRTUAL_S,
+    max_resends: int = MAX_RESENDS,
+    until_s: float | None = None,
+) -> RunResult:
+    """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
+    (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
+    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    if len(plan.trees) != 1 or len(plan.servers) != 1:
+        raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
+    k = plan.value_count
+    n_values = len(values.a)
+    if n_values % k:
+        raise SimError(f"{n_values} values are not a whole number of {k}-value chunks")
+    tree, server = plan.trees[0], plan.servers[0]
+    net.core.set_layout(core_layout(k))
+    net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
+    first = min(plan.workers, key=lambda w: w.rank)
+    net.core.ina_server(
+        net.node[server.name], multicast_result_frame(plan.job_id, tree.tree_id, server, first, k), 4 * plan.pool_size
+    )
+    for w in plan.workers:
+        frame = grad_frame(plan.job_id, tree.tree_id, tree.grad_hops[w.name], w, server, k)
+        net.core.ina_worker(
+            net.node[w.name],
+            frame,
+            n_values // k,
+            plan.pool_size,
+            window or plan.pool_size,
+            timeout_s,
+            max_resends,
+            int(values.coeffs[w.rank]),
+        )
+    return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)
+
+
+def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:
+    """gloo's ring all-reduce (reduce-scatter then all-gather, 2(N-1) steps of nbytes/N to the next
+    rank), pipelined per packet; routed by the P4 program's IPv4 tables."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    n = len(workers)
+    refs = {h.name: h for h in net.topo.hosts}
+    per_step = max(1, -(-nbytes // n // BASELINE_PAYLOAD))
+    net.core.set_layout(core_layout(net.installer.values_per_packet()))
+    for i, w in enumerate(workers):
+        nxt = workers[(i + 1) % n]
+        frame = plain_frame(_ref(refs[w]), _ref(refs[nxt]), BASELINE_PAYLOAD, BASELINE_PORT)
+        net.core.ring_worker(net.node[w], frame, per_step, 2 * (n - 1))
+    return _finish(net, "ring", workers, nbytes, until_s, t0, c0)
+
+
+def run_ps(net: SimNetwork, workers: list[str], server: str, nbytes: int, until_s: float | None = None) -> RunResult:
+    """A parameter server: every worker sends its nbytes to the server, which sends each packet's sum
+    to every worker once all contributions of it arrived."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    refs = {h.name: _ref(h) for h in net.topo.hosts}
+    packets = max(1, -(-nbytes // BASELINE_PAYLOAD))
+    net.core.set_layout(core_layout(net.installer.values_per_packet()))
+    for w in workers:
+        net.core.ps_worker(net.node[w], plain_frame(refs[w], refs[server], BASELINE_PAYLOAD, BASELINE_PORT), packets)
+    down = [plain_frame(refs[server], refs[w], BASELINE_PAYLOAD, BASELINE_PORT) for w in workers]
+    net.core.ps_server(net.node[server], down, packets)
+    return _finish(net, "ps", workers, nbytes, until_s, t0, c0)
+
+
+def run_transfer(
+    net: SimNetwork, src: str, dst: str, packets: int, payload: int = BASELINE_PAYLOAD, until_s: float | None = None
+) -> RunResult:
+    """One bulk transfer: ``packets`` UDP frames from ``src`` to ``dst``, all offered at time 0."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    refs = {h.name: _ref(h) for h in net.topo.hosts}
+    net.core.set_layout(core_layout(net.installer.values_per_packet()))
+    net.core.sender(net.node[src], plain_frame(refs[src], refs[dst], payload, BASELINE_PORT), packets)
+    net.core.sink(net.node[dst], packets)
+    return _finish(net, "transfer", [dst], packets * payload, until_s, t0, c0)
+
+
+def _ref(host: Host) -> HostRef:
+    return HostRef(host.name, host.ip, host.mac, host.node_id, host.index)

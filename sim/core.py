@@ -1,0 +1,243 @@
+"""The native event core (``sim/csrc/sim_core.c``), built and loaded through ``native/build.py``.
+
+``SimCore`` owns one C simulation: nodes (switches, hosts), link directions, the hosts' agents, the
+run loop. Everything per packet happens in C; Python only builds it and reads its counters.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from pathlib import Path
+
+import numpy as np
+
+from native.build import load_library
+from sim.errors import SimError
+
+SOURCE = Path(__file__).resolve().parent / "csrc" / "sim_core.c"
+PS_PER_S = 10**12
+NODE_SWITCH, NODE_HOST = 0, 1
+_LAYOUT_FIELDS = (
+    "b0",
+    "flags",
+    "seq",
+    "slot_word",
+    "hop0_fan_in",
+    "hop0_child",
+    "header_end",
+    "k",
+    "pkt_grad",
+    "pkt_result",
+    "flag_retx",
+    "udp_payload",
+)
+_P, _U8P = ctypes.c_void_p, ctypes.c_char_p
+
+
+@functools.cache
+def library() -> ctypes.CDLL:
+    """The core's shared library (compiled once per source and compiler, then cached)."""
+    lib = load_library("sim_core", [SOURCE], cflags=("-O2", "-fPIC", "-shared", "-std=gnu11", "-Wall"))
+    sigs = {
+        "sim_create": (_P, [ctypes.c_uint64, _P, _P]),
+        "sim_destroy": (None, [_P]),
+        "sim_add_node": (ctypes.c_int64, [_P, ctypes.c_uint32, _P]),
+        "sim_add_link": (
+            ctypes.c_int64,
+            [
+                _P,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_double,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_double,
+            ],
+        ),
+        "sim_set_link_up": (None, [_P, ctypes.c_uint32, ctypes.c_int]),
+        "sim_link_stats": (None, [_P, ctypes.c_uint32, _P]),
+        "sim_set_layout": (None, [_P, _P]),
+        "sim_set_values": (None, [_P, _P, _P, _P, ctypes.c_uint64]),
+        "sim_ina_worker": (
+            ctypes.c_int,
+            [
+                _P,
+                ctypes.c_uint32,
+                _U8P,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_uint32,
+                ctypes.c_int64,
+                ctypes.c_uint32,
+                ctypes.c_int32,
+            ],
+        ),
+        "sim_ina_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32]),
+        "sim_ring_worker": (
+            ctypes.c_int,
+            [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32],
+        ),
+        "sim_ps_worker": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_ps_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_sender": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_sink": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_uint64]),
+        "sim_start": (None, [_P]),
+        "sim_run": (ctypes.c_uint64, [_P, ctypes.c_int64]),
+        "sim_host_stats": (None, [_P, ctypes.c_uint32, _P]),
+        "sim_state": (None, [_P, _P]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+def _ptr(a: np.ndarray) -> int:
+    return int(a.ctypes.data)
+
+
+class SimCore:
+    """One simulation in native memory. ``process`` and ``free_records`` are the addresses of the
+    native runtime's ``ss_process_one`` and ``ss_free`` (one program library serves every switch)."""
+
+    def __init__(self, seed: int, process: int | None, free_records: int | None):
+        self.lib = library()
+        self._sim = self.lib.sim_create(seed, process, free_records)
+        if not self._sim:
+            raise MemoryError("sim_create failed")
+        self._keep: list[object] = []  # arrays C points into
+
+    def close(self) -> None:
+        if self._sim:
+            self.lib.sim_destroy(self._sim)
+            self._sim = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def add_node(self, kind: int, switch: int | None = None) -> int:
+        index = int(self.lib.sim_add_node(self._sim, kind, switch))
+        if index < 0:
+            raise MemoryError("sim_add_node failed")
+        return index
+
+    def add_link(
+        self,
+        src: int,
+        src_port: int,
+        dst: int,
+        dst_port: int,
+        bandwidth_bps: float,
+        delay_s: float,
+        queue_bytes: int | None,
+        loss: float,
+    ) -> int:
+        index = int(
+            self.lib.sim_add_link(
+                self._sim,
+                src,
+                src_port,
+                dst,
+                dst_port,
+                bandwidth_bps,
+                round(delay_s * PS_PER_S),
+                -1 if queue_bytes is None else queue_bytes,
+                loss,
+            )
+        )
+        if index < 0:
+            raise SimError(f"link {src}:{src_port} -> {dst}:{dst_port} refused (port >= 512 or bandwidth <= 0)")
+        return index
+
+    def set_link_up(self, link: int, up: bool) -> None:
+        self.lib.sim_set_link_up(self._sim, link, int(up))
+
+    def link_stats(self, link: int) -> dict[str, int]:
+        out = np.zeros(5, dtype=np.uint64)
+        self.lib.sim_link_stats(self._sim, link, _ptr(out))
+        return dict(zip(("packets", "bytes", "lost", "queue_drops", "max_queue_bytes"), map(int, out), strict=True))
+
+    def set_layout(self, fields: dict[str, int]) -> None:
+        arr = np.array([fields[name] for name in _LAYOUT_FIELDS], dtype=np.uint32)
+        self._keep.append(arr)
+        self.lib.sim_set_layout(self._sim, _ptr(arr))
+
+    def set_values(self, a: np.ndarray, b: np.ndarray, expected: np.ndarray) -> None:
+        arrays = [np.ascontiguousarray(x, dtype=np.int32) for x in (a, b, expected)]
+        self._keep.extend(arrays)
+        self.lib.sim_set_values(self._sim, *(_ptr(x) for x in arrays), len(arrays[0]))
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise SimError(f"{what}: refused by the core (out of memory, or sizes beyond the values given)")
+
+    def ina_worker(
+        self,
+        node: int,
+        template: bytes,
+        n_chunks: int,
+        pool: int,
+        window: int,
+        timeout_s: float,
+        max_resends: int,
+        coeff: int,
+    ) -> None:
+        rc = self.lib.sim_ina_worker(
+            self._sim,
+            node,
+            template,
+            len(template),
+            n_chunks,
+            pool,
+            window,
+            round(timeout_s * PS_PER_S),
+            max_resends,
+            coeff,
+        )
+        self._check(rc, "INA worker")
+
+    def ina_server(self, node: int, template: bytes, ring: int) -> None:
+        self._check(self.lib.sim_ina_server(self._sim, node, template, len(template), ring), "INA server")
+
+    def ring_worker(self, node: int, template: bytes, per_step: int, steps: int) -> None:
+        self._check(self.lib.sim_ring_worker(self._sim, node, template, len(template), per_step, steps), "ring worker")
+
+    def ps_worker(self, node: int, template: bytes, packets: int) -> None:
+        self._check(self.lib.sim_ps_worker(self._sim, node, template, len(template), packets), "PS worker")
+
+    def ps_server(self, node: int, templates: list[bytes], packets: int) -> None:
+        size = len(templates[0])
+        self._check(
+            self.lib.sim_ps_server(self._sim, node, b"".join(templates), size, len(templates), packets), "PS server"
+        )
+
+    def sender(self, node: int, template: bytes, packets: int) -> None:
+        self._check(self.lib.sim_sender(self._sim, node, template, len(template), packets), "sender")
+
+    def sink(self, node: int, packets: int) -> None:
+        self._check(self.lib.sim_sink(self._sim, node, packets), "sink")
+
+    def start(self) -> None:
+        self.lib.sim_start(self._sim)
+
+    def run(self, until_s: float | None = None) -> int:
+        until = 2**62 if until_s is None else round(until_s * PS_PER_S)
+        return int(self.lib.sim_run(self._sim, until))
+
+    def host_stats(self, node: int) -> dict[str, float]:
+        out = np.zeros(8, dtype=np.int64)
+        self.lib.sim_host_stats(self._sim, node, _ptr(out))
+        keys = ("done_s", "results", "mismatches", "resends", "duplicates", "grads", "answers", "frames_in")
+        stats: dict[str, float] = dict(zip(keys, map(int, out), strict=True))
+        stats["done_s"] = out[0] / PS_PER_S if out[0] >= 0 else -1.0
+        return stats
+
+    def state(self) -> dict[str, float]:
+        out = np.zeros(4, dtype=np.int64)
+        self.lib.sim_state(self._sim, _ptr(out))
+        return {"now_s": out[0] / PS_PER_S, "events": int(out[1]), "queued": int(out[2]), "pending_hosts": int(out[3])}

@@ -1,0 +1,729 @@
+/* The scale simulator's native core: a discrete-event loop, link directions and the hosts' agents.
+ *
+ * Time is in integer picoseconds (no rounding drift over millions of events). One event is one frame
+ * arriving at a node's port, or one host timer. A link direction serialises frames FIFO at its
+ * bandwidth behind a drop-tail queue of a byte limit, loses frames with a probability, and delivers
+ * them after its delay. A switch node runs the P4 program's compiled pipeline through the native
+ * runtime's C entry point (ss_process_one, softswitch/native/src/ss_pipeline.c), given to us as a
+ * function pointer with the switch, so no Python runs per packet. Hosts run the agents modelled here
+ * (INA worker and server, ring worker, parameter-server worker and server). Frames are built by Python
+ * from the wire codec (protocol/) as templates; this file only writes the per-packet fields at the
+ * byte offsets Python read off the codec's layout.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MAX_PORTS 512
+
+typedef int64_t (*process_fn)(void *sw, uint32_t port, const uint8_t *data, uint32_t len, uint8_t **records);
+typedef void (*free_fn)(void *p);
+
+enum { EV_FRAME = 0, EV_TIMER = 1 };
+enum { NODE_SWITCH = 0, NODE_HOST = 1 };
+enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER, HOST_SENDER, HOST_SINK };
+
+typedef struct {
+    int64_t t;
+    uint64_t order;
+    uint32_t kind, node, port, len;
+    uint8_t *frame;
+} event;
+
+typedef struct {
+    uint32_t dst_node, dst_port;
+    double bandwidth_bps;
+    int64_t delay_ps;
+    int64_t queue_bytes; /* drop-tail limit of bytes waiting (not yet on the wire); < 0: none */
+    double loss;
+    int64_t busy_until; /* when the last accepted frame leaves the transmitter */
+    int up;
+    /* counters */
+    uint64_t packets, bytes, lost, queue_drops, max_queue;
+} link_dir;
+
+/* offsets (bytes from the frame's start) of the fields the agents write and read, from protocol/ */
+typedef struct {
+    uint32_t b0, flags, seq, slot_word, hop0_fan_in, hop0_child, header_end, k; /* values: the last 4k bytes */
+    uint32_t pkt_grad, pkt_result, flag_retx; /* b0's low nibble values and the RETX bit */
+    uint32_t udp_payload; /* where a UDP payload starts (the baselines' packet index) */
+} ina_layout;
+
+typedef struct host host;
+struct host {
+    uint32_t kind;
+    uint8_t *tmpl; /* frame template(s) */
+    uint32_t tmpl_len;
+    /* INA worker */
+    uint32_t rank, n_chunks, pool, window, next, lowest;
+    int64_t timeout_ps, done_at;
+    uint8_t *done;
+    int64_t *sent_at;
+    uint32_t *attempts;
+    int timer_pending, gave_up;
+    uint32_t max_resends; /* resends of one chunk before the worker gives up (no lost packet hangs a run) */
+    uint64_t resends, results, mismatches, duplicates;
+    int32_t coeff; /* this worker's values: a[i] + coeff * b[i] */
+    /* INA server */
+    uint32_t ring;
+    int64_t *cell_seq;
+    uint32_t *cell_heard;
+    uint8_t *cell_done;
+    int32_t *cell_acc;
+    uint64_t grads, answers;
+    /* ring / parameter server */
+    uint64_t sent, received, total_send, total_recv, per_step;
+    uint32_t n_peers;
+    uint32_t *ps_count; /* server: contributions heard per packet index */
+    uint8_t *ps_tmpls;  /* server: one template per worker */
+};
+
+typedef struct {
+    uint32_t kind;
+    void *sw;
+    uint32_t n_ports;
+    int32_t port_link[MAX_PORTS]; /* egress link direction per port, -1 none */
+    host h;
+    uint64_t processed, unconnected;
+} node;
+
+typedef struct sim {
+    event *heap;
+    uint64_t heap_len, heap_cap, order, events;
+    int64_t now;
+    node *nodes;
+    uint32_t n_nodes, cap_nodes;
+    link_dir *links;
+    uint32_t n_links, cap_links;
+    process_fn process;
+    free_fn free_records;
+    uint64_t rng[2];
+    ina_layout lay;
+    const int32_t *val_a, *val_b, *expected; /* INA values and their expected sum */
+    uint64_t n_values;
+    uint32_t hosts_pending; /* hosts with work that have not finished */
+    int64_t finished_at;
+} sim;
+
+/* ------------------------------------------------------------------ helpers */
+
+static uint64_t rng_next(sim *s) { /* xorshift128+ */
+    uint64_t a = s->rng[0];
+    const uint64_t b = s->rng[1];
+    s->rng[0] = b;
+    a ^= a << 23;
+    s->rng[1] = a ^ b ^ (a >> 17) ^ (b >> 26);
+    return s->rng[1] + b;
+}
+
+static double rng_unit(sim *s) { return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static inline uint32_t get_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline void put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+static inline void put_be16(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+static inline uint32_t get_be16(const uint8_t *p) { return ((uint32_t)p[0] << 8) | p[1]; }
+
+static int ev_less(const event *a, const event *b) { return a->t < b->t || (a->t == b->t && a->order < b->order); }
+
+static int push(sim *s, event e) {
+    if (s->heap_len == s->heap_cap) {
+        uint64_t cap = s->heap_cap ? s->heap_cap * 2 : 1024;
+        event *h = realloc(s->heap, cap * sizeof *h);
+        if (!h) return -1;
+        s->heap = h;
+        s->heap_cap = cap;
+    }
+    e.order = s->order++;
+    uint64_t i = s->heap_len++;
+    while (i) {
+        uint64_t parent = (i - 1) / 2;
+        if (!ev_less(&e, &s->heap[parent])) break;
+        s->heap[i] = s->heap[parent];
+        i = parent;
+    }
+    s->heap[i] = e;
+    return 0;
+}
+
+static event pop(sim *s) {
+    event top = s->heap[0], last = s->heap[--s->heap_len];
+    uint64_t i = 0, n = s->heap_len;
+    for (;;) {
+        uint64_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && ev_less(&s->heap[c + 1], &s->heap[c])) c++;
+        if (!ev_less(&s->heap[c], &last)) break;
+        s->heap[i] = s->heap[c];
+        i = c;
+    }
+    if (n) s->heap[i] = last;
+    return top;
+}
+
+/* Bytes offered to a link direction and not yet sent (the frame on the wire counts its remaining bytes). */
+static int64_t link_waiting(const sim *s, const link_dir *l) {
+    int64_t backlog_ps = l->busy_until > s->now ? l->busy_until - s->now : 0;
+    return (int64_t)((double)backlog_ps * l->bandwidth_bps / 8e12);
+}
+
+/* Hands a frame (owned by the callee from now on) to the link direction on node's port. */
+static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t len) {
+    node *nd = &s->nodes[n];
+    int32_t li = port < MAX_PORTS ? nd->port_link[port] : -1;
+    if (li < 0) {
+        nd->unconnected++;
+        free(frame);
+        return;
+    }
+    link_dir *l = &s->links[li];
+    if (!l->up) {
+        l->lost++;
+        free(frame);
+        return;
+    }
+    int64_t waiting = link_waiting(s, l); /* bytes not yet sent */
+    if (l->queue_bytes >= 0 && waiting + (int64_t)len > l->queue_bytes) {
+        l->queue_drops++;
+        free(frame);
+        return;
+    }
+    if ((uint64_t)waiting + len > l->max_queue) l->max_queue = (uint64_t)waiting + len;
+    int64_t start = l->busy_until > s->now ? l->busy_until : s->now;
+    l->busy_until = start + (int64_t)((double)len * 8e12 / l->bandwidth_bps + 0.5);
+    l->packets++;
+    l->bytes += len;
+    if (l->loss > 0 && rng_unit(s) < l->loss) {
+        l->lost++;
+        free(frame);
+        return;
+    }
+    event e = {l->busy_until + l->delay_ps, 0, EV_FRAME, l->dst_node, l->dst_port, len, frame};
+    if (push(s, e)) free(frame);
+}
+
+static void send_copy(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len) {
+    uint8_t *f = malloc(len);
+    if (!f) return;
+    memcpy(f, tmpl, len);
+    transmit(s, n, 0, f, len);
+}
+
+static void timer_at(sim *s, uint32_t n, int64_t t) {
+    event e = {t, 0, EV_TIMER, n, 0, 0, NULL};
+    push(s, e);
+}
+
+/* ------------------------------------------------------------------ INA worker */
+
+static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
+    host *h = &s->nodes[n].h;
+    const ina_layout *L = &s->lay;
+    uint8_t *f = malloc(h->tmpl_len);
+    if (!f) return;
+    memcpy(f, h->tmpl, h->tmpl_len);
+    uint32_t seq = j + 1, slot = j % h->pool, shadow = (j / h->pool) & 1;
+    put_be32(f + L->seq, seq);
+    put_be16(f + L->slot_word, (shadow << 15) | slot);
+    if (retx) f[L->flags] |= (uint8_t)L->flag_retx;
+    uint8_t *v = f + h->tmpl_len - 4 * L->k;
+    uint64_t base = (uint64_t)j * L->k;
+    for (uint32_t i = 0; i < L->k; i++) {
+        uint32_t x = (uint32_t)s->val_a[base + i] + (uint32_t)h->coeff * (uint32_t)s->val_b[base + i];
+        put_be32(v + 4 * i, x);
+    }
+    h->sent_at[j] = s->now;
+    transmit(s, n, 0, f, h->tmpl_len);
+}
+
+static int64_t ina_deadline(const host *h, uint32_t j) {
+    uint32_t a = h->attempts[j] < 6 ? h->attempts[j] : 6;
+    return h->sent_at[j] + (h->timeout_ps << a);
+}
+
+static void ina_arm(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    if (h->timer_pending || h->lowest >= h->n_chunks) return;
+    int64_t first = INT64_MAX;
+    for (uint32_t j = h->lowest; j < h->next; j++)
+        if (!h->done[j] && ina_deadline(h, j) < first) first = ina_deadline(h, j);
+    if (first == INT64_MAX) return;
+    h->timer_pending = 1;
+    timer_at(s, n, first);
+}
+
+static void ina_fill_window(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    while (h->next < h->n_chunks && h->next < h->lowest + h->window) {
+        ina_send_chunk(s, n, h->next, 0);
+        h->next++;
+    }
+    ina_arm(s, n);
+}
+
+static void ina_worker_timer(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    h->timer_pending = 0;
+    for (uint32_t j = h->lowest; j < h->next; j++) {
+        if (h->done[j] || ina_deadline(h, j) > s->now) continue;
+        if (h->attempts[j] >= h->max_resends) { /* give up: the run goes on without this worker */
+            h->gave_up = 1;
+            s->hosts_pending--;
+            return;
+        }
+        h->attempts[j]++;
+        h->resends++;
+        ina_send_chunk(s, n, j, 1);
+    }
+    ina_arm(s, n);
+}
+
+static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
+    host *h = &s->nodes[n].h;
+    const ina_layout *L = &s->lay;
+    if (h->gave_up) return;
+    if (len < L->header_end + 4 * L->k || (f[L->b0] & 0x0F) != L->pkt_result) return;
+    uint32_t seq = get_be32(f + L->seq);
+    if (seq == 0 || seq > h->n_chunks) return;
+    uint32_t j = seq - 1;
+    if (h->done[j]) {
+        h->duplicates++;
+        return;
+    }
+    const uint8_t *v = f + len - 4 * L->k;
+    const int32_t *want = s->expected + (uint64_t)j * L->k;
+    for (uint32_t i = 0; i < L->k; i++)
+        if ((int32_t)get_be32(v + 4 * i) != want[i]) {
+            h->mismatches++;
+            break;
+        }
+    h->done[j] = 1;
+    h->results++;
+    while (h->lowest < h->n_chunks && h->done[h->lowest]) h->lowest++;
+    if (h->lowest == h->n_chunks) {
+        h->done_at = s->now;
+        s->hosts_pending--;
+        return;
+    }
+    ina_fill_window(s, n);
+}
+
+/* ------------------------------------------------------------------ INA server */
+
+static void ina_server_send(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uint32_t slot_word) {
+    host *h = &s->nodes[n].h;
+    const ina_layout *L = &s->lay;
+    uint8_t *f = malloc(h->tmpl_len);
+    if (!f) return;
+    memcpy(f, h->tmpl, h->tmpl_len);
+    put_be32(f + L->seq, seq);
+    put_be16(f + L->slot_word, slot_word);
+    const int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
+    for (uint32_t i = 0; i < L->k; i++) put_be32(f + h->tmpl_len - 4 * L->k + 4 * i, (uint32_t)acc[i]);
+    transmit(s, n, 0, f, h->tmpl_len);
+}
+
+static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
+    host *h = &s->nodes[n].h;
+    const ina_layout *L = &s->lay;
+    /* a GRAD that reached the server carries one hop entry: the server's own (fan-in, child) */
+    if (len < L->header_end + 8 + 4 * L->k || (f[L->b0] & 0x0F) != L->pkt_grad) return;
+    h->grads++;
+    uint32_t seq = get_be32(f + L->seq), slot_word = get_be16(f + L->slot_word);
+    uint32_t fan_in = f[L->hop0_fan_in], child = f[L->hop0_child];
+    if (child >= 32 || fan_in == 0 || fan_in > 32) return;
+    uint32_t cell = seq % h->ring;
+    int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
+    if (h->cell_seq[cell] != (int64_t)seq) {
+        h->cell_seq[cell] = seq;
+        h->cell_heard[cell] = 0;
+        h->cell_done[cell] = 0;
+        memset(acc, 0, sizeof(int32_t) * L->k);
+    }
+    if (h->cell_done[cell]) { /* a retransmission of a finished chunk: the result again */
+        h->answers++;
+        ina_server_send(s, n, cell, seq, slot_word);
+        return;
+    }
+    if (h->cell_heard[cell] & (1u << child)) return;
+    h->cell_heard[cell] |= 1u << child;
+    const uint8_t *v = f + len - 4 * L->k;
+    for (uint32_t i = 0; i < L->k; i++) acc[i] = (int32_t)((uint32_t)acc[i] + get_be32(v + 4 * i));
+    if ((uint32_t)__builtin_popcount(h->cell_heard[cell]) == fan_in) {
+        h->cell_done[cell] = 1;
+        ina_server_send(s, n, cell, seq, slot_word);
+    }
+}
+
+/* ------------------------------------------------------------------ ring and parameter server
+ * Ring (gloo's ring all-reduce, pipelined per packet): 2(N-1) steps of `per_step` packets to the next
+ * rank; packet p of step k leaves once packet p of step k-1 arrived from the previous rank (step 0 at
+ * once). PS: every worker sends `per_step` packets to the server; the server sends packet p to every
+ * worker once all N contributions of p arrived. Payload bytes are the templates' (sums not modelled). */
+
+/* A bulk sender's pacing: like a socket over a qdisc, it writes while fewer than PACE_BYTES wait in its
+ * link's transmit queue, else it waits (a host timer) until they would fit, so a sender's memory stays
+ * bounded whatever it has to send. */
+#define PACE_BYTES (64 * 1024)
+
+/* 1 when the host may put a frame of len bytes on its link now; else arms its pacing timer, returns 0 */
+static int paced(sim *s, uint32_t n, uint32_t len) {
+    node *nd = &s->nodes[n];
+    int32_t li = nd->port_link[0];
+    if (li < 0) return 1;
+    const link_dir *l = &s->links[li];
+    int64_t waiting = link_waiting(s, l);
+    if (waiting + (int64_t)len <= PACE_BYTES) return 1;
+    if (!nd->h.timer_pending) {
+        int64_t excess = waiting + (int64_t)len - PACE_BYTES;
+        int64_t t = s->now + (int64_t)((double)excess * 8e12 / l->bandwidth_bps) + 1;
+        nd->h.timer_pending = 1;
+        timer_at(s, n, t);
+    }
+    return 0;
+}
+
+static void ring_pump(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    while (h->sent < h->total_send && (h->sent < h->per_step || h->received + h->per_step > h->sent)) {
+        if (!paced(s, n, h->tmpl_len)) return;
+        send_copy(s, n, h->tmpl, h->tmpl_len);
+        h->sent++;
+    }
+}
+
+static void ring_receive(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    h->received++;
+    if (h->received == h->total_recv) {
+        h->done_at = s->now;
+        s->hosts_pending--;
+    }
+    ring_pump(s, n);
+}
+
+static void ps_worker_receive(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    if (++h->received == h->total_recv) {
+        h->done_at = s->now;
+        s->hosts_pending--;
+    }
+}
+
+static void ps_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
+    host *h = &s->nodes[n].h;
+    /* the packet index rides in the first 4 bytes of the UDP payload */
+    if (len < s->lay.udp_payload + 4) return;
+    uint32_t p = get_be32(f + s->lay.udp_payload);
+    if (p >= h->per_step) return;
+    if (++h->ps_count[p] == h->n_peers)
+        for (uint32_t w = 0; w < h->n_peers; w++) send_copy(s, n, h->ps_tmpls + (uint64_t)w * h->tmpl_len, h->tmpl_len);
+}
+
+static void ps_worker_start(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    while (h->sent < h->total_send) {
+        if (!paced(s, n, h->tmpl_len)) return;
+        uint8_t *f = malloc(h->tmpl_len);
+        if (!f) return;
+        memcpy(f, h->tmpl, h->tmpl_len);
+        put_be32(f + s->lay.udp_payload, (uint32_t)h->sent);
+        transmit(s, n, 0, f, h->tmpl_len);
+        h->sent++;
+    }
+}
+
+static void host_timer(sim *s, uint32_t n) {
+    host *h = &s->nodes[n].h;
+    switch (h->kind) {
+    case HOST_INA_WORKER: ina_worker_timer(s, n); break;
+    case HOST_RING: h->timer_pending = 0, ring_pump(s, n); break;
+    case HOST_PS_WORKER:
+    case HOST_SENDER: h->timer_pending = 0, ps_worker_start(s, n); break;
+    default: break;
+    }
+}
+
+/* ------------------------------------------------------------------ the loop */
+
+static void deliver(sim *s, event *e) {
+    node *nd = &s->nodes[e->node];
+    nd->processed++;
+    if (nd->kind == NODE_SWITCH) {
+        uint8_t *rec = NULL;
+        int64_t size = nd->sw ? s->process(nd->sw, e->port, e->frame, e->len, &rec) : 0;
+        free(e->frame);
+        int64_t off = 0;
+        while (off + 24 <= size) {
+            const uint32_t *hdr = (const uint32_t *)(rec + off);
+            uint32_t kind = hdr[0], len = hdr[2];
+            int32_t port = (int32_t)hdr[1];
+            if (kind == 1 && port >= 0) { /* SS_REC_FRAME */
+                uint8_t *f = malloc(len ? len : 1);
+                if (f) {
+                    memcpy(f, rec + off + 24, len);
+                    transmit(s, e->node, (uint32_t)port, f, len);
+                }
+            }
+            off += 24 + ((len + 7) & ~7u);
+        }
+        if (rec) s->free_records(rec);
+        return;
+    }
+    host *h = &nd->h;
+    switch (h->kind) {
+    case HOST_INA_WORKER: ina_worker_receive(s, e->node, e->frame, e->len); break;
+    case HOST_INA_SERVER: ina_server_receive(s, e->node, e->frame, e->len); break;
+    case HOST_RING: ring_receive(s, e->node); break;
+    case HOST_PS_WORKER:
+    case HOST_SINK: ps_worker_receive(s, e->node); break;
+    case HOST_PS_SERVER: ps_server_receive(s, e->node, e->frame, e->len); break;
+    default: break;
+    }
+    free(e->frame);
+}
+
+/* Runs until every host with work finished, no event is left, or `until_ps` passed. Returns events run. */
+EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
+    uint64_t ran = 0;
+    while (s->heap_len && s->hosts_pending) {
+        if (s->heap[0].t > until_ps) break;
+        event e = pop(s);
+        s->now = e.t;
+        ran++;
+        if (e.kind == EV_FRAME) {
+            deliver(s, &e);
+        } else {
+            host_timer(s, e.node);
+        }
+    }
+    s->events += ran;
+    if (!s->hosts_pending && !s->finished_at) s->finished_at = s->now;
+    return ran;
+}
+
+/* ------------------------------------------------------------------ construction (from Python) */
+
+EXPORT sim *sim_create(uint64_t seed, void *process, void *free_records) {
+    sim *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->process = (process_fn)process;
+    s->free_records = (free_fn)free_records;
+    s->rng[0] = seed * 0x9E3779B97F4A7C15ull + 1;
+    s->rng[1] = (seed ^ 0xD1B54A32D192ED03ull) | 1;
+    return s;
+}
+
+static void host_free(host *h) {
+    free(h->tmpl);
+    free(h->done);
+    free(h->sent_at);
+    free(h->attempts);
+    free(h->cell_seq);
+    free(h->cell_heard);
+    free(h->cell_done);
+    free(h->cell_acc);
+    free(h->ps_count);
+    free(h->ps_tmpls);
+    memset(h, 0, sizeof *h);
+}
+
+EXPORT void sim_destroy(sim *s) {
+    if (!s) return;
+    for (uint64_t i = 0; i < s->heap_len; i++) free(s->heap[i].frame);
+    for (uint32_t i = 0; i < s->n_nodes; i++) host_free(&s->nodes[i].h);
+    free(s->heap);
+    free(s->nodes);
+    free(s->links);
+    free(s);
+}
+
+EXPORT int64_t sim_add_node(sim *s, uint32_t kind, void *sw) {
+    if (s->n_nodes == s->cap_nodes) {
+        uint32_t cap = s->cap_nodes ? s->cap_nodes * 2 : 64;
+        node *nn = realloc(s->nodes, cap * sizeof *nn);
+        if (!nn) return -1;
+        s->nodes = nn;
+        s->cap_nodes = cap;
+    }
+    node *nd = &s->nodes[s->n_nodes];
+    memset(nd, 0, sizeof *nd);
+    nd->kind = kind;
+    nd->sw = sw;
+    for (int i = 0; i < MAX_PORTS; i++) nd->port_link[i] = -1;
+    return s->n_nodes++;
+}
+
+/* One direction src:src_port -> dst:dst_port. queue_bytes < 0: unbounded. Returns its index. */
+EXPORT int64_t sim_add_link(sim *s, uint32_t src, uint32_t src_port, uint32_t dst, uint32_t dst_port, double bandwidth_bps,
+                            int64_t delay_ps, int64_t queue_bytes, double loss) {
+    if (src >= s->n_nodes || dst >= s->n_nodes || src_port >= MAX_PORTS || bandwidth_bps <= 0) return -1;
+    if (s->n_links == s->cap_links) {
+        uint32_t cap = s->cap_links ? s->cap_links * 2 : 128;
+        link_dir *nl = realloc(s->links, cap * sizeof *nl);
+        if (!nl) return -1;
+        s->links = nl;
+        s->cap_links = cap;
+    }
+    link_dir *l = &s->links[s->n_links];
+    memset(l, 0, sizeof *l);
+    l->dst_node = dst;
+    l->dst_port = dst_port;
+    l->bandwidth_bps = bandwidth_bps;
+    l->delay_ps = delay_ps;
+    l->queue_bytes = queue_bytes;
+    l->loss = loss;
+    l->up = 1;
+    s->nodes[src].port_link[src_port] = (int32_t)s->n_links;
+    return s->n_links++;
+}
+
+EXPORT void sim_set_link_up(sim *s, uint32_t link, int up) {
+    if (link < s->n_links) s->links[link].up = up;
+}
+
+/* packets, bytes, lost, queue_drops, max_queue */
+EXPORT void sim_link_stats(sim *s, uint32_t link, uint64_t *out) {
+    link_dir *l = &s->links[link];
+    out[0] = l->packets, out[1] = l->bytes, out[2] = l->lost, out[3] = l->queue_drops, out[4] = l->max_queue;
+}
+
+EXPORT void sim_set_layout(sim *s, const uint32_t *fields) { memcpy(&s->lay, fields, sizeof s->lay); }
+
+EXPORT void sim_set_values(sim *s, const int32_t *a, const int32_t *b, const int32_t *expected, uint64_t n_values) {
+    s->val_a = a, s->val_b = b, s->expected = expected, s->n_values = n_values;
+}
+
+static int set_template(host *h, const uint8_t *tmpl, uint32_t len) {
+    free(h->tmpl);
+    h->tmpl = malloc(len);
+    if (!h->tmpl) return -1;
+    memcpy(h->tmpl, tmpl, len);
+    h->tmpl_len = len;
+    return 0;
+}
+
+EXPORT int sim_ina_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t n_chunks, uint32_t pool,
+                          uint32_t window, int64_t timeout_ps, uint32_t max_resends, int32_t coeff) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len) || (uint64_t)n_chunks * s->lay.k > s->n_values || !pool || !window) return -1;
+    h->kind = HOST_INA_WORKER;
+    h->n_chunks = n_chunks, h->pool = pool, h->window = window < pool ? window : pool;
+    h->timeout_ps = timeout_ps, h->coeff = coeff, h->max_resends = max_resends;
+    h->done = calloc(n_chunks + 1, 1);
+    h->sent_at = calloc(n_chunks + 1, sizeof *h->sent_at);
+    h->attempts = calloc(n_chunks + 1, sizeof *h->attempts);
+    if (!h->done || !h->sent_at || !h->attempts) return -1;
+    s->hosts_pending++;
+    return 0;
+}
+
+EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t ring) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len) || !ring) return -1;
+    h->kind = HOST_INA_SERVER;
+    h->ring = ring;
+    h->cell_seq = malloc(ring * sizeof *h->cell_seq);
+    h->cell_heard = calloc(ring, sizeof *h->cell_heard);
+    h->cell_done = calloc(ring, 1);
+    h->cell_acc = calloc((uint64_t)ring * s->lay.k, sizeof *h->cell_acc);
+    if (!h->cell_seq || !h->cell_heard || !h->cell_done || !h->cell_acc) return -1;
+    for (uint32_t i = 0; i < ring; i++) h->cell_seq[i] = -1;
+    return 0;
+}
+
+EXPORT int sim_ring_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint64_t per_step, uint32_t steps) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len) || !per_step) return -1;
+    h->kind = HOST_RING;
+    h->per_step = per_step, h->total_send = h->total_recv = per_step * steps;
+    s->hosts_pending++;
+    return 0;
+}
+
+EXPORT int sim_ps_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len) || !packets) return -1;
+    h->kind = HOST_PS_WORKER;
+    h->total_send = h->total_recv = packets;
+    s->hosts_pending++;
+    return 0;
+}
+
+/* A bulk transfer: the sender puts `packets` frames on its link at the start; the sink finishes when
+ * it has received `packets` frames. */
+EXPORT int sim_sender(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (set_template(h, tmpl, len)) return -1;
+    h->kind = HOST_SENDER;
+    h->total_send = packets;
+    return 0;
+}
+
+EXPORT int sim_sink(sim *s, uint32_t n, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    if (!packets) return -1;
+    h->kind = HOST_SINK;
+    h->total_recv = packets;
+    s->hosts_pending++;
+    return 0;
+}
+
+/* tmpls: n_workers frames of `len` bytes, one to each worker */
+EXPORT int sim_ps_server(sim *s, uint32_t n, const uint8_t *tmpls, uint32_t len, uint32_t n_workers, uint64_t packets) {
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    h->kind = HOST_PS_SERVER;
+    h->tmpl_len = len, h->n_peers = n_workers, h->per_step = packets;
+    h->ps_tmpls = malloc((uint64_t)len * n_workers);
+    h->ps_count = calloc(packets, sizeof *h->ps_count);
+    if (!h->ps_tmpls || !h->ps_count) return -1;
+    memcpy(h->ps_tmpls, tmpls, (uint64_t)len * n_workers);
+    return 0;
+}
+
+/* Starts every host's sending at the current time. */
+EXPORT void sim_start(sim *s) {
+    for (uint32_t n = 0; n < s->n_nodes; n++) {
+        if (s->nodes[n].kind != NODE_HOST) continue;
+        switch (s->nodes[n].h.kind) {
+        case HOST_INA_WORKER: ina_fill_window(s, n); break;
+        case HOST_RING: ring_pump(s, n); break;
+        case HOST_PS_WORKER:
+        case HOST_SENDER: ps_worker_start(s, n); break;
+        default: break;
+        }
+    }
+}
+
+/* done_at (ps, -1 if not finished), results, mismatches, resends, duplicates, grads, answers, processed */
+EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
+    node *nd = &s->nodes[n];
+    host *h = &nd->h;
+    int finished = h->kind == HOST_INA_WORKER ? h->lowest == h->n_chunks : h->total_recv && h->received == h->total_recv;
+    out[0] = finished ? h->done_at : -1;
+    out[1] = (int64_t)(h->kind == HOST_INA_WORKER ? h->results : h->received);
+    out[2] = (int64_t)h->mismatches, out[3] = (int64_t)h->resends, out[4] = (int64_t)h->duplicates;
+    out[5] = (int64_t)h->grads, out[6] = (int64_t)h->answers, out[7] = (int64_t)nd->processed;
+}
+
+/* now (ps), events, heap length, hosts pending */
+EXPORT void sim_state(sim *s, int64_t *out) {
+    out[0] = s->now, out[1] = (int64_t)s->events, out[2] = (int64_t)s->heap_len, out[3] = s->hosts_pending;
+}

@@ -1,0 +1,140 @@
+"""A topology as a simulated network: native switches running the P4 program, hosts, modelled links.
+
+The switches are softswitch ``Switch`` objects on the native back end (``softswitch.compiler.
+compile_program(..., backend="native")``); their entries are written by the controller's ``Installer``
+over in-process P4Runtime clients, as the in-process network does (``topologies/inprocess/install.py``),
+so a plan from ``controller.planner`` is installed unchanged. The core (``sim.core``) then calls each
+switch's pipeline through the native runtime's C entry point ``ss_process_one`` for every frame.
+
+    net = SimNetwork(fat_tree(4))               # the default program for the links' MTU
+    net.install_routes()
+    net.install_job(plan)
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controller.installer import Installer
+from controller.programs import default_program, program_file
+from controller.topology import Topology
+from sim.core import NODE_HOST, NODE_SWITCH, SimCore
+from sim.errors import SimError
+from sim.install import install_fabric, sim_installer
+
+HOST_PORT = 0  # a host's one port
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """Overrides of the topology's links for a run (None keeps the file's value)."""
+
+    bandwidth_mbps: float | None = None
+    delay_ms: float | None = None
+    loss_percent: float | None = None
+    queue_bytes: int | None = None  # drop-tail limit of a transmit queue; None: unbounded
+
+
+def _native_entry(switch: Any) -> tuple[int, int, int]:
+    """(ss_switch pointer, address of ss_process_one, address of ss_free) of a native switch.
+
+    softswitch's Python API has no accessor for the native switch handle, so this reads the
+    ``NativeSwitch``'s handle and library (its ``_sw`` and ``_lib``); the C functions are the runtime's
+    documented exports (softswitch/native/README.md)."""
+    if getattr(switch, "backend", None) != "native":
+        raise SimError(f"switch {switch.name}: the simulator needs softswitch's native back end (a C compiler)")
+    api = switch._lib.api
+    handle = switch._sw
+    pointer = handle if isinstance(handle, int) else ctypes.cast(handle, ctypes.c_void_p).value
+    process = ctypes.cast(api.ss_process_one, ctypes.c_void_p).value
+    free = ctypes.cast(api.ss_free, ctypes.c_void_p).value
+    if not pointer or not process or not free:
+        raise SimError(f"switch {switch.name}: no native pipeline to call")
+    return int(pointer), int(process), int(free)
+
+
+class SimNetwork:
+    """Switches, hosts and link directions of ``topo`` in one native simulation."""
+
+    def __init__(
+        self, topo: Topology, *, program: str | Path | None = None, links: LinkModel = LinkModel(), seed: int = 0
+    ):
+        from softswitch.compiler import compile_program
+        from softswitch.switch import Switch
+
+        self.topo = topo
+        self.program_name = str(program) if program is not None else default_program(topo.smallest_mtu())
+        self.program = compile_program(str(program_file(self.program_name)), backend="native")
+        self.switches: dict[str, Any] = {
+            s.name: Switch(self.program, device_id=s.device_id, name=s.name)  # type: ignore[no-untyped-call]
+            for s in topo.switches
+        }
+        self._entries = {name: _native_entry(sw) for name, sw in self.switches.items()}
+        self.links = links
+        self.core = self._build_core(seed)
+        self._installer: Installer | None = None
+
+    def _build_core(self, seed: int) -> SimCore:
+        _, process, free = next(iter(self._entries.values()))
+        core = SimCore(seed, process, free)
+        topo, links = self.topo, self.links
+        self.node: dict[str, int] = {}
+        for name, (pointer, _, _) in self._entries.items():
+            self.node[name] = core.add_node(NODE_SWITCH, pointer)
+        for h in topo.hosts:
+            self.node[h.name] = core.add_node(NODE_HOST, None)
+        self.directions: dict[tuple[str, str], int] = {}
+        self.link_params: dict[tuple[str, str], tuple[float, float]] = {}
+        for link in topo.links:
+            bandwidth = (links.bandwidth_mbps if links.bandwidth_mbps is not None else link.bandwidth) * 1e6
+            delay = (links.delay_ms if links.delay_ms is not None else link.delay) / 1e3
+            loss = (links.loss_percent if links.loss_percent is not None else link.loss) / 100.0
+            a_port = HOST_PORT if topo.is_host(link.a) else link.a_port
+            b_port = HOST_PORT if topo.is_host(link.b) else link.b_port
+            for src, sp, dst, dp in ((link.a, a_port, link.b, b_port), (link.b, b_port, link.a, a_port)):
+                self.directions[(src, dst)] = core.add_link(
+                    self.node[src], sp, self.node[dst], dp, bandwidth, delay, links.queue_bytes, loss
+                )
+                self.link_params[(src, dst)] = (bandwidth, delay)
+        return core
+
+    def fresh_core(self, seed: int = 0) -> None:
+        """A new simulation (clock at 0, empty links, no agents) over the same switches and their
+        entries: several runs share one installation (installing a big fabric's routes takes long)."""
+        self.core.close()
+        self.core = self._build_core(seed)
+
+    @property
+    def installer(self) -> Installer:
+        """The controller's installer over these switches (in-process P4Runtime clients)."""
+        if self._installer is None:
+            self._installer = sim_installer(self.topo, self.switches, self.program.info)
+        return self._installer
+
+    def install_routes(self, routes: bool = True) -> int:
+        """The topology-wide entries (identity, /32 routes unless ``routes`` is False, result rewrites)."""
+        return install_fabric(self.installer, self.topo, routes=routes)
+
+    def install_job(self, plan: Any) -> None:
+        self.installer.install_job(plan)
+
+    def cut(self, a: str, b: str) -> None:
+        """Both directions of the link a-b lose every frame from now on."""
+        for key in ((a, b), (b, a)):
+            self.core.set_link_up(self.directions[key], False)
+
+    def direction_stats(self, src: str, dst: str) -> dict[str, int]:
+        return self.core.link_stats(self.directions[(src, dst)])
+
+    def busiest_direction(self) -> tuple[str, dict[str, int]]:
+        """The link direction that carried the most bytes, and its counters."""
+        best = max(self.directions, key=lambda k: self.core.link_stats(self.directions[k])["bytes"])
+        return f"{best[0]}->{best[1]}", self.direction_stats(*best)
+
+    def close(self) -> None:
+        self.core.close()
+        for sw in self.switches.values():
+            sw.close()
