@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
-from topologies.errors import USER_ERRORS
+from topologies.errors import USER_ERRORS, LabError
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TOPOLOGY = REPO / "topologies" / "leaf_spine.yaml"
@@ -67,6 +67,8 @@ def run_demo(args) -> int:
     use_mininet, why = mininet_available()
     if args.inprocess:
         use_mininet, why = False, "--inprocess given"
+    if args.target != "softswitch" and not use_mininet:  # the in-process network runs softswitch only
+        raise LabError(f"--target {args.target} runs in the mininet lab, which needs root and mininet ({why})")
     topo = load_topology(args.topology)
     step = Step(6)
     if use_mininet:
