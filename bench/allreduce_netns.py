@@ -390,7 +390,7 @@ def programs_for(lanes: list[int] | None, links_mtu: int) -> list[str]:
 
 
 def against_gloo(summary: list[dict]) -> list[dict]:
-    """Every agent method's median over gloo's at the same size (gloo on the links' own MTU): below 1, faster.
+    """Every agent method's median over gloo's at the same size on the same links (MTU): below 1, faster.
 
     Examples
     --------
@@ -401,10 +401,14 @@ def against_gloo(summary: list[dict]) -> list[dict]:
     >>> against_gloo(rows)[0]["time_over_gloo"], against_gloo(rows)[0]["host_cpu_over_gloo"]
     (0.75, 0.5)
     """
-    gloo = {e["bytes_per_worker"]: e for e in summary if e["label"].startswith("gloo")}
+
+    def links(label: str) -> str:  # the links' MTU a label names ("" for 1500): gloo and INA on one network
+        return label.partition(" MTU ")[2].split(" ")[0]
+
+    gloo = {(e["bytes_per_worker"], links(e["label"])): e for e in summary if e["label"].startswith("gloo")}
     out = []
     for entry in summary:
-        base = gloo.get(entry["bytes_per_worker"])
+        base = gloo.get((entry["bytes_per_worker"], links(entry["label"])))
         if entry["label"].startswith("gloo") or base is None:
             continue
         cpu, base_cpu = entry.get("host_cpu_us_per_1024_values"), base.get("host_cpu_us_per_1024_values")
