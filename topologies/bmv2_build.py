@@ -25,13 +25,19 @@ CACHE = REPO / "build" / "bmv2"
 TOOLCHAIN_BIN = Path("/opt/p4-toolchain/bin")
 
 
-def p4c_bm2_ss() -> str | None:
-    """The p4c-bm2-ss executable: on PATH, else in the toolchain's install folder; None if neither."""
-    found = shutil.which("p4c-bm2-ss")
+def toolchain_tool(name: str) -> str | None:
+    """A tool of the real P4 toolchain (p4c-bm2-ss, p4test, simple_switch_grpc): on PATH, else in the folder
+    scripts/setup.sh installs it to; None if neither."""
+    found = shutil.which(name)
     if found:
         return found
-    candidate = TOOLCHAIN_BIN / "p4c-bm2-ss"
+    candidate = TOOLCHAIN_BIN / name
     return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def p4c_bm2_ss() -> str | None:
+    """The p4c-bm2-ss executable, or None."""
+    return toolchain_tool("p4c-bm2-ss")
 
 
 def source_key(source: Path) -> str:

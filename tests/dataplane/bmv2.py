@@ -29,21 +29,15 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from controller.p4rt import P4Names, SwitchConnection, load_p4info
+from topologies.bmv2_build import TOOLCHAIN_BIN, toolchain_tool
 
 REPO = Path(__file__).resolve().parents[2]
 P4SRC = REPO / "p4src"
 CACHE = REPO / "build" / "bmv2-stf"
-TOOLCHAIN_BIN = Path("/opt/p4-toolchain/bin")
 ETH_P_ALL = 0x0003
 
 
-def tool(name: str) -> str | None:
-    """The toolchain's ``name``: on PATH, else in /opt/p4-toolchain/bin."""
-    found = shutil.which(name)
-    if found:
-        return found
-    candidate = TOOLCHAIN_BIN / name
-    return str(candidate) if candidate.exists() else None
+tool = toolchain_tool  # the toolchain's ``name``: on PATH, else in /opt/p4-toolchain/bin
 
 
 def missing() -> str | None:

@@ -11,23 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from topologies.bmv2_build import toolchain_tool
+
 REPO = Path(__file__).resolve().parents[2]
 P4SRC = REPO / "p4src"
-INSTALLED = Path("/opt/p4-toolchain")
 CACHE = REPO / "build" / "p4c"
 
 
-def tool(name: str) -> str | None:
-    """The path of a toolchain binary, or None when it is not installed."""
-    found = shutil.which(name)
-    if found is None and (INSTALLED / "bin" / name).is_file():
-        found = str(INSTALLED / "bin" / name)
-    return found
+tool = toolchain_tool  # the path of a toolchain binary, or None when it is not installed
 
 
 def tofino_include() -> Path | None:
