@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -37,6 +38,17 @@ for _ in range(200):
 
 def sh(*cmd: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd), check=True, capture_output=True, text=True)
+
+
+def wait_until_inside(pid: int, timeout_s: float = 10.0) -> None:
+    """`ip netns exec` enters the namespace after Popen returns: until it has, its pid still names the root
+    namespace, and a snapshot taken through it would read the wrong counters."""
+    ours = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + timeout_s
+    while os.readlink(f"/proc/{pid}/ns/net") == ours:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"process {pid} did not enter its namespace within {timeout_s} s")
+        time.sleep(0.01)
 
 
 @pytest.fixture
@@ -71,6 +83,7 @@ def shaped_namespace():
             "3000",
         )
         keeper = subprocess.Popen([*inside, "sleep", "60"])
+        wait_until_inside(keeper.pid)
         yield ns, inner, keeper.pid
     finally:
         if keeper is not None:
