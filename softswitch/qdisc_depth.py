@@ -4,8 +4,9 @@ A softswitch's egress hands frames to the kernel at once; the queue a frame wait
 port's interface (in the mininet lab, the tbf shaping the link to the file's bandwidth). BMv2 reports its
 own queues' depth as standard_metadata.enq_qdepth / deq_qdepth; softswitch reports this one: a thread
 asks the kernel (rtnetlink RTM_GETQDISC, one request per port, all in one send) for every port's root
-qdisc every ``interval_s`` and tells the switch its queue length in packets (``set_queue_depth``), which
-egress reads for the packets it sends next (the ECN marks of p4src/ina.p4). A sample is at most one
+qdisc every ``interval_s`` and tells the switch its queue length in packets and bytes (``set_queue_depth``),
+which egress reads for the packets it sends next (the ECN marks of p4src/ina.p4 and p4src/tna/ina_tna.p4;
+v1model counts packets, TNA 80-byte cells). A sample is at most one
 interval old: short against the queues it watches (the lab's tbf holds 50 ms).
 """
 
@@ -16,6 +17,7 @@ import socket
 import struct
 import threading
 from collections.abc import Callable
+from typing import NamedTuple
 
 NETLINK_ROUTE = 0
 RTM_NEWQDISC, RTM_GETQDISC = 36, 38
@@ -24,6 +26,7 @@ NLMSG_ERROR = 2
 TC_H_ROOT = 0xFFFFFFFF
 TCA_STATS = 3  # struct tc_stats: bytes u64, packets, drops, overlimits, bps, pps, qlen, backlog (u32 each)
 TC_STATS_QLEN_AT = 28
+TC_STATS_BACKLOG_AT = 32
 _NLMSGHDR = struct.Struct("=IHHII")
 _TCMSG = struct.Struct("=BxxxiIII")
 _RTA = struct.Struct("=HH")
@@ -45,9 +48,16 @@ def qdisc_requests(ifindexes: list[int]) -> bytes:
     return bytes(out)
 
 
-def parse_qlens(data: bytes) -> dict[int, int]:
-    """sequence number -> qlen of the RTM_NEWQDISC answers in ``data`` (errors are left out)."""
-    out: dict[int, int] = {}
+class QueueDepth(NamedTuple):
+    """What a qdisc holds: frames and their bytes (tc_stats qlen and backlog)."""
+
+    packets: int
+    bytes: int
+
+
+def parse_qlens(data: bytes) -> dict[int, QueueDepth]:
+    """sequence number -> qlen and backlog of the RTM_NEWQDISC answers in ``data`` (errors are left out)."""
+    out: dict[int, QueueDepth] = {}
     at = 0
     while at + _NLMSGHDR.size <= len(data):
         length, kind, _flags, seq, _pid = _NLMSGHDR.unpack_from(data, at)
@@ -60,15 +70,18 @@ def parse_qlens(data: bytes) -> dict[int, int]:
                 rta_len, rta_type = _RTA.unpack_from(data, attr)
                 if rta_len < _RTA.size:
                     break
-                if rta_type == TCA_STATS and rta_len >= _RTA.size + TC_STATS_QLEN_AT + 4:
-                    (out[seq],) = struct.unpack_from("=I", data, attr + _RTA.size + TC_STATS_QLEN_AT)
+                if rta_type == TCA_STATS and rta_len >= _RTA.size + TC_STATS_BACKLOG_AT + 4:
+                    at_stats = attr + _RTA.size
+                    (qlen,) = struct.unpack_from("=I", data, at_stats + TC_STATS_QLEN_AT)
+                    (backlog,) = struct.unpack_from("=I", data, at_stats + TC_STATS_BACKLOG_AT)
+                    out[seq] = QueueDepth(qlen, backlog)
                 attr += _align(rta_len)
         at += _align(length)
     return out
 
 
 class QdiscDepthPoller:
-    """A thread reporting each port's qdisc length to the switch ``switch()`` returns (None: no pipeline
+    """A thread reporting each port's qdisc length and backlog to the switch ``switch()`` returns (None: no pipeline
     yet) every ``interval_s``."""
 
     def __init__(
@@ -96,10 +109,10 @@ class QdiscDepthPoller:
         self._thread.join(timeout=1.0)
         self._sock.close()
 
-    def sample(self) -> dict[int, int]:
-        """Port -> packets queued in its root qdisc now."""
+    def sample(self) -> dict[int, QueueDepth]:
+        """Port -> packets and bytes queued in its root qdisc now."""
         self._sock.send(self._requests)
-        got: dict[int, int] = {}
+        got: dict[int, QueueDepth] = {}
         answers = 0
         while answers < len(self.ports):
             data = self._sock.recv(65536)
@@ -121,7 +134,7 @@ class QdiscDepthPoller:
         return count
 
     def _run(self) -> None:
-        last: dict[int, int] = {}
+        last: dict[int, QueueDepth] = {}
         while not self._stop.wait(self.interval_s):
             switch = self.switch()
             if switch is None:
@@ -132,7 +145,7 @@ class QdiscDepthPoller:
                 log.warning("queue depth of the ports no longer readable (%s): ECN marks stop", exc)
                 return
             self.samples += 1
-            for port, qlen in depths.items():
-                if last.get(port) != qlen:
-                    last[port] = qlen
-                    switch.set_queue_depth(port, qlen)  # type: ignore[attr-defined]
+            for port, depth in depths.items():
+                if last.get(port) != depth:
+                    last[port] = depth
+                    switch.set_queue_depth(port, depth.packets, depth.bytes)  # type: ignore[attr-defined]

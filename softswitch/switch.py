@@ -31,7 +31,7 @@ from .runtime.tables import (  # noqa: F401
     TableFull,
     Ternary,
 )
-from .runtime.tna import TnaPipeline
+from .runtime.tna import TnaPipeline, queue_cells
 from .runtime.v1model import Pipeline, Runtime
 
 QDEPTH_MAX = 0x7FFFF  # standard_metadata.enq_qdepth / deq_qdepth are bit<19>
@@ -53,6 +53,14 @@ STAT_KEYS = (
     "buffer_limit_drops",
     "stack_index_drops",
 )
+
+
+def queue_depth_reading(arch: str, packets: int, queued_bytes: int | None = None) -> int:
+    """A port's queue depth as the architecture's egress reads it: v1model's standard_metadata.enq_qdepth
+    counts packets (as BMv2 does), TNA's egress_intrinsic_metadata_t.enq_qdepth 80-byte cells (Tofino 1)."""
+    if arch == "tna":
+        return queue_cells(packets, queued_bytes)
+    return max(0, min(int(packets), QDEPTH_MAX))
 
 
 def by_name(items: dict, name: str, kind: str):
@@ -98,10 +106,11 @@ class Switch:
         """process() of a checked frame: the implementation's pipeline."""
         raise NotImplementedError
 
-    def set_queue_depth(self, port: int, packets: int) -> None:
-        """How many packets the real queue behind egress ``port`` holds now (the kernel qdisc in front of
-        its veth, or a modelled link's queue): egress reads it as standard_metadata.enq_qdepth and
-        deq_qdepth, as BMv2 reports its own queues' depth (softswitch-internals.md, "Queue depth")."""
+    def set_queue_depth(self, port: int, packets: int, queued_bytes: int | None = None) -> None:
+        """How many packets (and bytes, where known) the real queue behind egress ``port`` holds now (the
+        kernel qdisc in front of its veth, or a modelled link's queue): egress reads it as enq_qdepth and
+        deq_qdepth, in packets on v1model as BMv2 reports its own queues' depth, in cells on TNA
+        (queue_depth_reading; softswitch-internals.md, "Queue depth")."""
         raise NotImplementedError
 
     def count_from_cpu(self) -> None:
@@ -155,10 +164,8 @@ class PythonSwitch(Switch):
         self.pre = PRE()
         self.load(prog)
 
-    def set_queue_depth(self, port, packets):
-        depths = getattr(self.pipeline, "queue_depth", None)  # v1model (TNA has no such metadata here)
-        if depths is not None:
-            depths[int(port)] = max(0, min(int(packets), QDEPTH_MAX))
+    def set_queue_depth(self, port, packets, queued_bytes=None):
+        self.pipeline.queue_depth[int(port)] = queue_depth_reading(self.info.arch, packets, queued_bytes)
 
     # ------------------------------------------------------------------ pipeline
     def load(self, prog):

@@ -34,6 +34,8 @@ PREFIX_VALUES = {
         "egress_port": "p->sm.egress_port",
         "egress_rid": "p->sm.egress_rid",
         "pkt_length": "p->sm.packet_length",
+        "enq_qdepth": "p->sm.enq_qdepth",
+        "deq_qdepth": "p->sm.deq_qdepth",
     },
 }
 TIMESTAMPS = {"ingress": "p->sm.ingress_global_timestamp", "egress": "p->sm.egress_global_timestamp"}

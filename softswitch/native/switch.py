@@ -43,7 +43,7 @@ from softswitch.runtime.tables import (
     TableSchema,
     Ternary,
 )
-from softswitch.switch import STAT_KEYS, Locked, Switch, by_name
+from softswitch.switch import STAT_KEYS, Locked, Switch, by_name, queue_depth_reading
 
 from . import library as L
 
@@ -843,10 +843,10 @@ class NativeSwitch(Switch):
         except Exception:
             pass
 
-    def set_queue_depth(self, port, packets):
+    def set_queue_depth(self, port, packets, queued_bytes=None):
         sw = self._sw
         if sw is not None and 0 <= port < 512:
-            self._lib.api.ss_port_queue_depth(sw, port, max(0, min(int(packets), 0xFFFFFFFF)))
+            self._lib.api.ss_port_queue_depth(sw, port, queue_depth_reading(self.info.arch, packets, queued_bytes))
 
     def run(self, port, data):
         records = self._records

@@ -4,7 +4,8 @@
   -> ingress control -> ingress deparser (emitted headers + the unparsed payload)
   -> traffic manager: drop_ctl bit 0 drops; otherwise a copy per replica of mcast_grp_a and mcast_grp_b
      (egress_rid = the replica's id) and one to ucast_egress_port if ingress wrote it; nothing: dropped
-  -> per copy, unless bypass_egress: egress parser (the packet after the egress intrinsic metadata)
+  -> per copy, unless bypass_egress: egress parser (the packet after the egress intrinsic metadata, whose
+     enq_qdepth and deq_qdepth are the port's real queue in 80-byte cells: Switch.set_queue_depth)
   -> egress control -> egress deparser; drop_ctl bit 0 drops
   -> out on the egress port, or, on a recirculation port (local port 68 of a pipe: 68, 196, 324, 452),
      back into the ingress parser with that port as ingress_port.
@@ -24,6 +25,9 @@ from .passes import run_passes
 from .support import ExitCtl
 
 RECIRCULATION_LOCAL_PORT = 68
+QUEUE_CELL_BYTES = 80  # Tofino 1's queue buffer cell: egress_intrinsic_metadata_t.enq_qdepth / deq_qdepth count these
+FULL_FRAME_BYTES = 1514  # a queued frame of unknown size counts as an Ethernet frame at MTU 1500
+QDEPTH_MAX = 0x7FFFF  # enq_qdepth / deq_qdepth are bit<19>
 LOCAL_PORT_MASK = 0x7F
 PORT_METADATA_BYTES = 8  # PORT_METADATA_SIZE (64 bits), after the ingress intrinsic metadata
 PARSER_ERROR_NO_MATCH, PARSER_ERROR_PARTIAL_HDR, PARSER_ERROR_CTR_RANGE = 0x1, 0x2, 0x4
@@ -37,6 +41,18 @@ INGRESS_FOR_DEPARSER = "ingress_intrinsic_metadata_for_deparser_t"
 EGRESS_INTRINSIC = "egress_intrinsic_metadata_t"
 EGRESS_FROM_PARSER = "egress_intrinsic_metadata_from_parser_t"
 EGRESS_FOR_DEPARSER = "egress_intrinsic_metadata_for_deparser_t"
+
+
+def queue_cells(packets: int, queued_bytes: int | None) -> int:
+    """enq_qdepth of a port whose queue holds ``packets`` frames of ``queued_bytes`` bytes in all: the cells
+    they fill, each frame whole cells as on Tofino, frames taken at their mean size (FULL_FRAME_BYTES when
+    the bytes are not known); saturated to bit<19>."""
+    packets = max(0, int(packets))
+    if packets == 0:
+        return 0
+    size = packets * FULL_FRAME_BYTES if queued_bytes is None else max(0, int(queued_bytes))
+    cells_per_frame = -(-size // (packets * QUEUE_CELL_BYTES))
+    return min(QDEPTH_MAX, packets * cells_per_frame)
 
 
 class PacketLength:
@@ -100,6 +116,7 @@ class TnaPipeline:
         self.blocks = {role: blocks[role] for role in self.roles}
         self.ingress_layout = self.layouts.get(INGRESS_INTRINSIC, [])
         self.egress_layout = self.layouts.get(EGRESS_INTRINSIC, [])
+        self.queue_depth: dict[int, int] = {}  # port -> cells its real queue holds (Switch.set_queue_depth)
 
     def _now_ns(self) -> int:
         return int((time.monotonic() - self.t0) * 1e9)
@@ -181,9 +198,17 @@ class TnaPipeline:
         PS = self.rt.state
         PS.sm = PacketLength(len(frame))
         objects = self._objects("egress")
+        depth = self.queue_depth.get(port, 0)
         prefix = serialize(
             self.egress_layout,
-            {"egress_port": port, "egress_rid": rid, "pkt_length": len(frame), "deq_timedelta": 0},
+            {
+                "egress_port": port,
+                "egress_rid": rid,
+                "pkt_length": len(frame),
+                "deq_timedelta": 0,
+                "enq_qdepth": depth,
+                "deq_qdepth": depth,
+            },
         )
         payload = self._run_parser("egress_parser", objects, prefix + frame, EGRESS_FROM_PARSER)
         PS.payload = payload

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.skipif(
 class Recorder:
     def __init__(self):
         self.depths: dict[int, int] = {}
+        self.bytes: dict[int, int | None] = {}
 
-    def set_queue_depth(self, port: int, packets: int) -> None:
+    def set_queue_depth(self, port: int, packets: int, queued_bytes: int | None = None) -> None:
         self.depths[port] = packets
+        self.bytes[port] = queued_bytes
 
 
 @pytest.fixture
@@ -45,7 +47,7 @@ def slow_veth():
 def test_frames_waiting_in_a_ports_qdisc_are_its_queue_depth(slow_veth):
     poller = QdiscDepthPoller([(3, slow_veth), (4, "lo")], lambda: None)
     try:
-        assert poller.sample() == {3: 0, 4: 0}
+        assert poller.sample() == {3: (0, 0), 4: (0, 0)}
         raw = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         raw.bind((slow_veth, 0))
         frame = b"\xff" * 6 + b"\x02" * 6 + b"\x08\x00" + bytes(1000)
@@ -53,8 +55,11 @@ def test_frames_waiting_in_a_ports_qdisc_are_its_queue_depth(slow_veth):
             raw.send(frame)
         raw.close()
         depth = poller.sample()[3]
-        assert 30 <= depth <= 40  # a 1600-byte bucket lets one or two leave at once; the rest wait
-        assert poller.sample()[4] == 0
+        assert 30 <= depth.packets <= 40  # a 1600-byte bucket lets one or two leave at once; the rest wait
+        # the backlog, what TNA's enq_qdepth counts in cells: about the frames' bytes (the kernel reads the
+        # qdisc's length and backlog counters at slightly different moments while frames leave)
+        assert (depth.packets - 2) * len(frame) <= depth.bytes <= depth.packets * len(frame)
+        assert poller.sample()[4] == (0, 0)
     finally:
         poller._sock.close()
 
@@ -74,5 +79,6 @@ def test_the_thread_tells_the_switch_each_new_depth(slow_veth):
                 break
             poller._stop.wait(0.001)
         assert switch.depths.get(3, 0) > 0
+        assert 0 < switch.bytes[3] <= switch.depths[3] * 1014
     finally:
         poller.stop()

@@ -80,7 +80,8 @@ class Channel:
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
         self.stats = DirectionStats()
         self._busy_until = 0.0
-        self._finishes: collections.deque[float] = collections.deque()  # when each queued frame is sent
+        self._finishes: collections.deque[tuple[float, int]] = collections.deque()  # (sent at, bytes) per queued frame
+        self._queued_bytes = 0
         self.enabled = True
 
     @property
@@ -104,7 +105,8 @@ class Channel:
         for _ in range(copies):
             start = max(now, self._busy_until)
             self._busy_until = start + len(frame) * 8 / p.bandwidth_bps
-            self._finishes.append(self._busy_until)
+            self._finishes.append((self._busy_until, len(frame)))
+            self._queued_bytes += len(frame)
             self.stats.packets += 1
             self.stats.bytes += len(frame)
             if p.loss and self.rng.random() < p.loss:
@@ -116,12 +118,12 @@ class Channel:
                 self.stats.reordered += 1
             self.loop.call_at(arrival, self.dst.receive, self.dst_port, frame)
 
-    def queued(self, now: float) -> int:
-        """Frames waiting in (or being sent from) this direction's transmit queue at ``now``."""
+    def queued(self, now: float) -> tuple[int, int]:
+        """Frames, and their bytes, waiting in (or being sent from) this direction's transmit queue at ``now``."""
         finishes = self._finishes
-        while finishes and finishes[0] <= now:
-            finishes.popleft()
-        return len(finishes)
+        while finishes and finishes[0][0] <= now:
+            self._queued_bytes -= finishes.popleft()[1]
+        return len(finishes), self._queued_bytes
 
 
 class SwitchNode(Node):
@@ -133,7 +135,7 @@ class SwitchNode(Node):
         self.loop = loop
         self.processing_s = processing_s
         self._busy_until = 0.0
-        self._depths: dict[int, int] = {}  # the queue depth last told to the switch, per port
+        self._depths: dict[int, tuple[int, int]] = {}  # (frames, bytes) last told to the switch, per port
         self.processed = 0
         self.alive = True
 
@@ -149,14 +151,14 @@ class SwitchNode(Node):
 
     def _process(self, port: int, frame: bytes) -> None:
         self.processed += 1
-        # the switch's egress sees its links' queues as standard_metadata.enq_qdepth (ECN marks)
+        # the switch's egress sees its links' queues as enq_qdepth (ECN marks: packets on v1model, cells on TNA)
         now = self.loop.now()
         depths = self._depths
         for p, channel in self.ports.items():
             queued = channel.queued(now)
             if depths.get(p) != queued:
                 depths[p] = queued
-                self.switch.set_queue_depth(p, queued)
+                self.switch.set_queue_depth(p, *queued)
         for egress, out in self.switch.process(port, frame):
             self.transmit(egress, out)
 

@@ -332,8 +332,9 @@ struct ss_switch {
     ss_worker sync;            /* the worker of calls from Python */
     ss_worker io_worker;       /* the worker of the port I/O thread */
     ss_events *events;         /* packet-ins, digests and log lines of the I/O thread (may be NULL) */
-    /* packets queued behind each egress port (what its real queue holds: the kernel qdisc in front of a
-       veth, a modelled link), set from outside; egress reads it as enq_qdepth / deq_qdepth */
+    /* the depth of the queue behind each egress port (what its real queue holds: the kernel qdisc in front
+       of a veth, a modelled link), set from outside in the unit egress reads as enq_qdepth / deq_qdepth:
+       packets for v1model, 80-byte cells for TNA (softswitch.switch.queue_depth_reading) */
     uint32_t queue_depth[SS_MAX_PORTS];
 };
 

@@ -5,7 +5,8 @@
  *   -> ingress control -> ingress deparser (emitted headers + the unparsed payload)
  *   -> traffic manager: drop_ctl bit 0 drops; otherwise a copy per replica of mcast_grp_a and mcast_grp_b
  *      (egress_rid = the replica's id) and one to ucast_egress_port if ingress wrote it; none: dropped
- *   -> per copy, unless bypass_egress: egress parser (the frame after the egress intrinsic metadata)
+ *   -> per copy, unless bypass_egress: egress parser (the frame after the egress intrinsic metadata; its
+ *      enq_qdepth / deq_qdepth: the port's queue_depth, which holds cells for a TNA program)
  *      -> egress control -> egress deparser; drop_ctl bit 0 drops
  *   -> out on the egress port, or, on a recirculation port (local port 68 of a pipe), back into the
  *      ingress parser as a new job with that port as ingress_port.
@@ -104,6 +105,9 @@ static void run_egress(ss_worker *w, ss_packet *ingress, const uint8_t *frame, u
     p->sm.egress_rid = rid;
     p->sm.packet_length = len;
     p->sm.egress_global_timestamp = w->now_ns;
+    /* the port's real queue in cells, as Switch.set_queue_depth converted it for TNA (bit<19>) */
+    uint32_t queued = port < SS_MAX_PORTS ? __atomic_load_n(&sw->queue_depth[port], __ATOMIC_RELAXED) : 0;
+    p->sm.enq_qdepth = p->sm.deq_qdepth = queued > 0x7FFFF ? 0x7FFFF : queued;
     uint32_t prefix = prog->tna_egress_prefix;
     memset(w->tna_egress_in, 0, prefix);
     if (prog->write_tna_prefix) prog->write_tna_prefix(p, 1, w->tna_egress_in);
