@@ -24,6 +24,7 @@ ECN_ECT1 = 0x01
 ECN_ECT0 = 0x02
 ECN_CE = 0x03
 ECN_MARK_QDEPTH = 96  # packets in an egress port's queue from which the switch marks CE (above a 64-frame batch)
+ECN_MARK_QDEPTH_CELLS = 1824  # the same for Tofino's enq_qdepth in 80-byte cells: 96 frames of 1,514 bytes
 
 # ina.flags bits
 FLAG_RETX = 0x01

@@ -32,6 +32,10 @@
 #define ECN_MARK_QDEPTH         96      /* egress marks CE when the port's queue holds at least this many packets (above the 64
                                            frames a software switch may hand its port at once) */
 #endif
+#ifndef ECN_MARK_QDEPTH_CELLS
+#define ECN_MARK_QDEPTH_CELLS   1824    /* the same on Tofino, whose enq_qdepth counts 80-byte cells: ECN_MARK_QDEPTH frames
+                                           of 1,514 bytes (19 cells each; p4src/tna, docs/tofino.md) */
+#endif
 
 /* ---- ina.flags bits ---- */
 #define FLAG_RETX               0x01    /* retransmission */

@@ -10,7 +10,7 @@
  * In short: stage 0 looks the packet up (identity, job, validity, child and fan-in masks); stage 1 computes
  * the cell (slot_base + 2 * slot + shadow) and the range checks; stage 2 checks the cell's owner (job and
  * seq, two registers); stage 3 updates the children heard (slot_bitmap), the children still missing
- * (slot_missing) and the sticky overflow flag; stages 4-11 hold the 64 lanes as 32 lane pairs
+ * (slot_missing), the sticky overflow flag and the congestion mark (slot_ce); stages 4-11 hold the 64 lanes as 32 lane pairs
  * (InaLanePair), each choosing add / max / overwrite / read from the codes of stages 2-3. A stateful ALU
  * returns one word, so a pass reads out one half of each pair: a packet that leaves with the slot's sum
  * (completion or stored answer) is recirculated once to read the other half.
@@ -56,6 +56,7 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     Register<bit<32>, cell_index_t>(SLOT_REGISTER_SIZE, 0) slot_bitmap;      /* children heard; 0 = released */
     Register<bit<32>, cell_index_t>(SLOT_REGISTER_SIZE, 0) slot_missing;     /* children not heard yet */
     Register<bit<8>, cell_index_t>(SLOT_REGISTER_SIZE, 0) slot_overflow;     /* 0 or FLAG_OVERFLOW */
+    Register<bit<8>, cell_index_t>(SLOT_REGISTER_SIZE, 0) slot_ce;           /* 0 or ECN_CE: a contribution arrived marked */
     INA_FOR_EACH_LANE_PAIR(INA_LANE_PAIR_INSTANCE)
 
     /*
@@ -159,7 +160,7 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         size = 8;
     }
 
-    /* ========================= stage 3: children heard, missing, overflow ========================= */
+    /* ================== stage 3: children heard, missing, overflow, congestion mark ================== */
 
     /* A fresh chunk: the child alone; returns the old bitmap (non-zero: an unfinished chunk evicted). */
     RegisterAction<bit<32>, cell_index_t, bit<32>>(slot_bitmap) bitmap_fresh = {
@@ -228,6 +229,35 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         }
     };
 
+    /*
+     * The slot's congestion mark (docs/protocol.md, "Congestion marks"): ECN_CE once any contribution of the
+     * chunk arrived marked CE, taken from the first contribution of a fresh chunk, cleared on release.
+     */
+    RegisterAction<bit<8>, cell_index_t, bit<8>>(slot_ce) ce_fresh = {
+        void apply(inout bit<8> value, out bit<8> mark) {
+            value = 0;
+            if (meta.in_ecn == ECN_CE) {
+                value = ECN_CE;
+            }
+            mark = value;
+        }
+    };
+
+    RegisterAction<bit<8>, cell_index_t, bit<8>>(slot_ce) ce_contribute = {
+        void apply(inout bit<8> value, out bit<8> mark) {
+            if (meta.in_ecn == ECN_CE) {
+                value = ECN_CE;
+            }
+            mark = value;
+        }
+    };
+
+    RegisterAction<bit<8>, cell_index_t, bit<8>>(slot_ce) ce_release = {
+        void apply(inout bit<8> value) {
+            value = 0;
+        }
+    };
+
     action do_bitmap_fresh() { meta.bitmap_code = bitmap_fresh.execute(meta.slot_index); }
     action do_bitmap_contribute() { meta.bitmap_code = bitmap_contribute.execute(meta.slot_index); }
     action do_bitmap_release() { bitmap_release.execute(meta.slot_index); }
@@ -236,8 +266,11 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     action do_overflow_fresh() { meta.slot_overflow = overflow_fresh.execute(meta.slot_index); }
     action do_overflow_contribute() { meta.slot_overflow = overflow_contribute.execute(meta.slot_index); }
     action do_overflow_release() { overflow_release.execute(meta.slot_index); }
+    action do_ce_fresh() { meta.slot_ce = ce_fresh.execute(meta.slot_index); }
+    action do_ce_contribute() { meta.slot_ce = ce_contribute.execute(meta.slot_index); }
+    action do_ce_release() { ce_release.execute(meta.slot_index); }
 
-/* The stage-3 choice, the same for the three registers: (access, job changed, seq code) -> fresh / same. */
+/* The stage-3 choice, the same for the four registers: (access, job changed, seq code) -> fresh / same. */
 #define INA_SLOT_STATE_ENTRIES(fresh, contribute, release)          \
             (SLOT_CONTRIBUTE, 1, SEQ_SAME): fresh();                \
             (SLOT_CONTRIBUTE, 1, SEQ_NEWER): fresh();               \
@@ -284,6 +317,20 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         actions = { do_overflow_fresh; do_overflow_contribute; do_overflow_release; NoAction; }
         const entries = {
             INA_SLOT_STATE_ENTRIES(do_overflow_fresh, do_overflow_contribute, do_overflow_release)
+        }
+        const default_action = NoAction();
+        size = 8;
+    }
+
+    table ce_access {
+        key = {
+            meta.slot_access: exact;
+            meta.owner_job_changed: exact;
+            meta.owner_seq_code: exact;
+        }
+        actions = { do_ce_fresh; do_ce_contribute; do_ce_release; NoAction; }
+        const entries = {
+            INA_SLOT_STATE_ENTRIES(do_ce_fresh, do_ce_contribute, do_ce_release)
         }
         const default_action = NoAction();
         size = 8;
@@ -439,6 +486,7 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
         meta.cell = hdr.ina.slot ++ hdr.ina.shadow;
         meta.child_room = hdr.hops[0].fan_in |-| hdr.hops[0].child;
         meta.in_overflow = hdr.ina.flags & FLAG_OVERFLOW;
+        meta.in_ecn = hdr.ipv4.diffserv & ECN_MASK;
     }
 
     /* The admission key of a GRAD (docs/protocol.md, "Admission"); RESULTs keep the parser's 0. */
@@ -535,6 +583,11 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
     action mark_sum() {
         hdr.ina.flags = (hdr.ina.flags & ~((bit<8>)FLAG_RETX)) | meta.slot_overflow;
         hdr.ina.contributor = meta.my_id;
+    }
+
+    /* The completed sum carries the slot's congestion mark (an ECN-capable packet only: RFC 3168). */
+    action mark_congested() {
+        hdr.ipv4.diffserv = hdr.ipv4.diffserv | ECN_CE;
     }
 
     /* A retransmission answered with the stored sum. */
@@ -672,10 +725,11 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
             }
         }
 
-        /* ---- stage 3: the slot's children and overflow flag ---- */
+        /* ---- stage 3: the slot's children, overflow flag and congestion mark ---- */
         bitmap_access.apply();
         missing_access.apply();
         overflow_access.apply();
+        ce_access.apply();
 
         /* ---- stage 4: verdict; stages 4-11: the lanes ---- */
         slot_verdict.apply();
@@ -706,6 +760,9 @@ control InaIngress(inout ina_ingress_headers_t hdr, inout ina_ingress_metadata_t
             } else if (meta.verdict == TNA_VERDICT_COMPLETED_HARVEST) {
                 /* S3.4 -> S3.5: the hi lanes are in the packet, the lo lanes come in the second pass */
                 mark_sum();
+                if (meta.slot_ce == ECN_CE && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT) {
+                    mark_congested();
+                }
                 recirculate(RECIRC_HARVEST_SUM);
                 meta.count_primary = 1;
                 meta.stat_primary = STAT_GRAD_COMPLETED;
@@ -813,9 +870,21 @@ control InaEgress(inout ina_egress_headers_t hdr, inout ina_egress_metadata_t me
         size = 512;
     }
 
+    /* Congestion mark before loss (RFC 3168), as in the v1model program's egress. */
+    action mark_congested() {
+        hdr.ipv4.diffserv = hdr.ipv4.diffserv | ECN_CE;
+        meta.ipv4_checksum = 1;
+    }
+
     apply {
         if (hdr.ina.isValid() && hdr.ina.pkt_type == PKT_TYPE_RESULT && (hdr.ina.flags & FLAG_MCAST) != 0) {
             result_rewrite.apply();
+        }
+        /* An ECN-capable packet, INA or not, leaving by a port whose queue holds ECN_MARK_QDEPTH_CELLS cells
+           (80 bytes each on Tofino 1) or more gets CE (docs/protocol.md, "Congestion marks"; docs/tofino.md). */
+        if (hdr.ipv4.isValid() && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT
+            && eg_intr_md.enq_qdepth >= ECN_MARK_QDEPTH_CELLS) {
+            mark_congested();
         }
     }
 }

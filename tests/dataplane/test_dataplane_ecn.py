@@ -1,8 +1,10 @@
-"""Congestion marks (docs/protocol.md, "Congestion marks"): p4src/ina.p4 on softswitch, both back ends.
+"""Congestion marks (docs/protocol.md, "Congestion marks"): p4src/ina.p4 and the Tofino program
+p4src/tna/ina_tna.p4 on softswitch, both back ends.
 
 A packet leaving by a port whose queue holds ECN_MARK_QDEPTH packets or more (softswitch reports the real
-queue's depth as standard_metadata.enq_qdepth) carries ECN CE if it was ECN-capable (RFC 3168: ECT(0)
-or ECT(1) becomes CE = 0b11, the DSCP bits stay, a Not-ECT packet is never marked). A CE mark on any
+queue's depth as standard_metadata.enq_qdepth; on TNA, ECN_MARK_QDEPTH_CELLS 80-byte cells in
+egress_intrinsic_metadata_t.enq_qdepth, docs/tofino.md) carries ECN CE if it was ECN-capable (RFC 3168:
+ECT(0) or ECT(1) becomes CE = 0b11, the DSCP bits stay, a Not-ECT packet is never marked). A CE mark on any
 contribution to a slot survives aggregation: the completed sum carries it.
 """
 
@@ -15,15 +17,32 @@ from ina_fabric import JOB, LEAF_OF, SERVER_ADDR, SERVER_NODE, WORKERS, Fabric, 
 from protocol import codec
 from protocol import constants as C
 from softswitch.compiler import compile_program
+from softswitch.runtime.tna import QUEUE_CELL_BYTES
 
-INA_P4 = Path(__file__).resolve().parents[2] / "p4src" / "ina.p4"
+P4SRC = Path(__file__).resolve().parents[2] / "p4src"
+PROGRAMS = {"v1model": P4SRC / "ina.p4", "tna": P4SRC / "tna" / "ina_tna.p4"}
+FULL_FRAME = 1514  # bytes of an Ethernet frame at MTU 1500
 
 DSCP_EF = 46 << 2  # a DSCP the switch must leave alone
 
 
-@pytest.fixture(scope="module", params=["python", "native"])
+@pytest.fixture(
+    scope="module",
+    params=[(arch, backend) for arch in PROGRAMS for backend in ("python", "native")],
+    ids=lambda p: "-".join(p),
+)
 def program(request):
-    return compile_program(str(INA_P4), backend=request.param)
+    arch, backend = request.param
+    return compile_program(str(PROGRAMS[arch]), backend=backend)
+
+
+def queue(program, above: int) -> tuple[int, int]:
+    """(packets, bytes) of a queue that ``program``'s egress reads as its marking threshold + ``above``:
+    full-sized frames on v1model (it counts packets), frames of one 80-byte cell each on TNA (it counts cells)."""
+    if program.info.arch == "tna":
+        cells = C.ECN_MARK_QDEPTH_CELLS + above
+        return cells, cells * QUEUE_CELL_BYTES
+    return C.ECN_MARK_QDEPTH + above, (C.ECN_MARK_QDEPTH + above) * FULL_FRAME
 
 
 def grad(worker: int, seq: int, values: np.ndarray, ecn: int) -> bytes:
@@ -49,17 +68,17 @@ def run_chunk(fabric: Fabric, seq: int, tos: list[int], order=(0, 1, 2, 3)) -> t
 
 
 @pytest.mark.parametrize(
-    ("sent", "depth", "expected"),
+    ("sent", "above", "expected"),
     [
-        (C.ECN_ECT0, C.ECN_MARK_QDEPTH, C.ECN_CE),  # deep queue: ECT(0) -> CE
-        (C.ECN_ECT1, C.ECN_MARK_QDEPTH + 100, C.ECN_CE),  # ECT(1) -> CE
-        (C.ECN_ECT0, C.ECN_MARK_QDEPTH - 1, C.ECN_ECT0),  # below the threshold: unmarked
-        (C.ECN_NOT_ECT, C.ECN_MARK_QDEPTH + 100, C.ECN_NOT_ECT),  # never mark a Not-ECT packet
+        (C.ECN_ECT0, 0, C.ECN_CE),  # deep queue: ECT(0) -> CE
+        (C.ECN_ECT1, 100, C.ECN_CE),  # ECT(1) -> CE
+        (C.ECN_ECT0, -1, C.ECN_ECT0),  # below the threshold: unmarked
+        (C.ECN_NOT_ECT, 100, C.ECN_NOT_ECT),  # never mark a Not-ECT packet
     ],
 )
-def test_sum_leaving_a_deep_queue_is_marked(program, sent, depth, expected):
+def test_sum_leaving_a_deep_queue_is_marked(program, sent, above, expected):
     fabric = Fabric(program)
-    fabric.switches["S"].set_queue_depth(3, depth)  # the spine's port towards the server
+    fabric.switches["S"].set_queue_depth(3, *queue(program, above))  # the spine's port towards the server
     tos, values, total = run_chunk(fabric, 0, [DSCP_EF | sent] * 4)
     assert np.array_equal(values, total)
     assert tos == DSCP_EF | expected
@@ -69,11 +88,11 @@ def test_mark_survives_aggregation(program):
     """L1's sum leaves by a deep queue (marked); at the spine it is absorbed first and L2's unmarked sum
     completes the slot: the completed sum still carries CE. With no deep queue, no mark."""
     fabric = Fabric(program)
-    fabric.switches["L1"].set_queue_depth(3, C.ECN_MARK_QDEPTH)
+    fabric.switches["L1"].set_queue_depth(3, *queue(program, 0))
     tos, values, total = run_chunk(fabric, 0, [C.ECN_ECT0] * 4, order=(0, 1, 2, 3))
     assert np.array_equal(values, total)
     assert tos == C.ECN_CE
-    fabric.switches["L1"].set_queue_depth(3, 0)
+    fabric.switches["L1"].set_queue_depth(3, 0, 0)
     tos, values, total = run_chunk(fabric, 1, [C.ECN_ECT0] * 4)
     assert (tos, np.array_equal(values, total)) == (C.ECN_ECT0, True)
 
@@ -97,7 +116,7 @@ def test_result_leaving_a_deep_queue_is_marked(program):
     for worker in range(4):
         fabric.send(LEAF_OF[worker], grad(worker, 0, parts[worker], C.ECN_ECT0))
     fabric.take("server")
-    fabric.switches["L1"].set_queue_depth(1, C.ECN_MARK_QDEPTH)  # towards worker 0 only
+    fabric.switches["L1"].set_queue_depth(1, *queue(program, 0))  # towards worker 0 only
     total = np.sum(np.stack(parts).astype(np.int64), axis=0).astype(np.int32)
     slot, shadow = slot_of(0)
     for worker in range(4):
@@ -108,3 +127,17 @@ def test_result_leaving_a_deep_queue_is_marked(program):
         fabric.send(("S", 3), frame)
     marks = {w: codec.parse_frame(fabric.take(f"w{w}")[0])[0].tos for w in range(4)}
     assert marks == {0: C.ECN_CE, 1: C.ECN_ECT0, 2: C.ECN_ECT0, 3: C.ECN_ECT0}
+
+
+@pytest.mark.parametrize("frame_bytes", [64, FULL_FRAME])
+def test_tofino_counts_the_queue_in_cells(program, frame_bytes):
+    """The same number of frames, ECN_MARK_QDEPTH + 100, is a deep queue for v1model (it counts packets)
+    and for TNA only when the frames fill ECN_MARK_QDEPTH_CELLS cells: 64-byte frames take one cell each.
+    A depth given without its bytes counts each frame as a full-sized one."""
+    packets = C.ECN_MARK_QDEPTH + 100
+    fabric = Fabric(program)
+    fabric.switches["S"].set_queue_depth(3, packets, packets * frame_bytes)
+    marked = program.info.arch == "v1model" or packets * frame_bytes >= C.ECN_MARK_QDEPTH_CELLS * QUEUE_CELL_BYTES
+    assert run_chunk(fabric, 0, [C.ECN_ECT0] * 4)[0] == (C.ECN_CE if marked else C.ECN_ECT0)
+    fabric.switches["S"].set_queue_depth(3, C.ECN_MARK_QDEPTH)
+    assert run_chunk(fabric, 1, [C.ECN_ECT0] * 4)[0] == C.ECN_CE

@@ -57,11 +57,11 @@ def test_without_pacing_the_same_queues_drop():
     assert _queue_drops(net) > 0
 
 
-def test_a_bottleneck_the_plan_does_not_know_is_found_by_ecn_marks():
+def test_a_bottleneck_the_plan_does_not_know_is_found_by_ecn_marks(program):
     """The server's link carries half the rate the plan paces to: the switch's queue towards the server
-    grows past the marking threshold, the sums leave marked, the server echoes the marks on the results,
-    and the workers cut their rates, with the sums exact."""
-    net = network(star_topology(4, bandwidth=100.0))
+    grows past the marking threshold (packets on v1model, cells on TNA), the sums leave marked, the server
+    echoes the marks on the results, and the workers cut their rates, with the sums exact."""
+    net = network(star_topology(4, bandwidth=100.0), program=program)
     job = _job(net)
     to_server = net.net.channel("s1", "h5")
     to_server.params = dataclasses.replace(to_server.params, bandwidth_bps=50e6)

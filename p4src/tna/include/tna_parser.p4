@@ -41,6 +41,7 @@ parser InaIngressParser(packet_in pkt, out ina_ingress_headers_t hdr, out ina_in
         meta.cell = 0;
         meta.child_room = 0;
         meta.in_overflow = 0;
+        meta.in_ecn = 0;
         meta.slot_index = 0;
         meta.slot_room = 0;
         meta.fan_in_excess = 0;
@@ -55,6 +56,7 @@ parser InaIngressParser(packet_in pkt, out ina_ingress_headers_t hdr, out ina_in
         meta.bitmap_code = 0;
         meta.missing_code = 0;
         meta.slot_overflow = 0;
+        meta.slot_ce = 0;
         meta.verdict = TNA_VERDICT_NONE;
         meta.count_primary = 0;
         meta.stat_primary = 0;

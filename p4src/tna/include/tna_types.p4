@@ -144,6 +144,7 @@ struct ina_ingress_metadata_t {
     bit<16> cell;               /* 2 * slot + shadow */
     bit<8>  child_room;         /* fan_in - child, saturated: 0 = bad child */
     bit<8>  in_overflow;        /* hdr.ina.flags & FLAG_OVERFLOW */
+    bit<8>  in_ecn;             /* the packet's ECN field as it arrived (hdr.ipv4.diffserv & ECN_MASK) */
     bit<32> slot_index;         /* slot_base + cell */
     bit<16> slot_room;          /* pool_size - slot, saturated: 0 = slot outside the pool */
     bit<8>  fan_in_excess;      /* fan_in - max_fan_in, saturated: != 0 = fan-in above the job's limit */
@@ -160,6 +161,7 @@ struct ina_ingress_metadata_t {
     bit<32> bitmap_code;        /* contribute: 0 / BITMAP_RELEASED / the child's bit; fresh: old bitmap */
     bit<2>  missing_code;       /* MISSING_* */
     bit<8>  slot_overflow;      /* the slot's sticky OVERFLOW flag after this packet (0 or FLAG_OVERFLOW) */
+    bit<8>  slot_ce;            /* the slot's congestion mark after this packet (0 or ECN_CE) */
     bit<8>  verdict;
     /* statistics of this pass: each counter is counted at most once (index job_index ++ stat) */
     bit<1>  count_primary;
@@ -172,7 +174,7 @@ struct ina_ingress_metadata_t {
 }
 
 struct ina_egress_metadata_t {
-    bit<1> ipv4_checksum;       /* result_rewrite changed the destination address */
+    bit<1> ipv4_checksum;       /* result_rewrite or the congestion mark changed the IPv4 header */
 }
 
 #endif /* INA_TNA_TYPES_P4 */
