@@ -1,10 +1,11 @@
-"""Finding a P4 object (table, action, counter, register...) by its full or short name: one rule for the
-controller and softswitch.
+"""Finding a P4 object (table, action, counter, register, key...) by its full or short name: one rule for
+the controller and softswitch (its Switch, P4Info index, table entries and STF runner).
 
-A P4Info names objects by their full names (``InaIngress.ina_jobs``); people and scripts use the short
-name (``ina_jobs``), as p4runtime-shell allows. The full name always wins; a short name is accepted when
-exactly one object has it, and a short name two objects share is an error naming both, never a silent
-pick of one of them.
+A P4Info names objects by their full names (``InaIngress.ina_jobs``); people and scripts use a short
+name, a suffix of the full name that starts at a dot (``ina_jobs``, or ``lane_pair_0.lanes`` for
+``InaIngress.lane_pair_0.lanes``), as p4runtime-shell and p4c's STF driver allow; P4Info's own aliases
+are such suffixes. The full name always wins; a short name is accepted when exactly one object's name
+ends with it, and a short name several objects share is an error naming them, never a silent pick of one.
 """
 
 from __future__ import annotations
@@ -29,27 +30,27 @@ class P4NameError(KeyError):
         super().__init__(message)
 
 
-def short_name(full: str) -> str:
-    """The last part of a P4 object's full name.
+def is_short_name_of(name: str, full: str) -> bool:
+    """Whether ``name`` is ``full`` without one or more of its leading dotted parts.
 
     Examples
     --------
-    >>> short_name("InaIngress.ina_jobs"), short_name("NoAction")
-    ('ina_jobs', 'NoAction')
+    >>> is_short_name_of("lane_pair_0.lanes", "InaIngress.lane_pair_0.lanes"), is_short_name_of("jobs", "ina_jobs")
+    (True, False)
     """
-    return full.rsplit(".", 1)[-1]
+    return full.endswith("." + name)
 
 
 def find_named(by_name: Mapping[str, _Named], name: str, kind: str) -> _Named:
-    """The object called ``name`` (full, or a short name only one object has) in ``by_name`` (full name ->
-    object).
+    """The object called ``name`` (its full name, or a short name only one object's name ends with) in
+    ``by_name`` (full name -> object).
 
     Parameters
     ----------
     by_name : Mapping
         Full name -> object.
     name : str
-        A full or short name.
+        A full name, or a suffix of one that starts after a dot.
     kind : str
         What the objects are ("table", "action"...), for the error.
 
@@ -64,17 +65,17 @@ def find_named(by_name: Mapping[str, _Named], name: str, kind: str) -> _Named:
 
     Examples
     --------
-    >>> names = {"Ingress.t": 1, "Ingress.c": 2, "Egress.c": 3}
-    >>> find_named(names, "t", "table"), find_named(names, "Egress.c", "counter")
-    (1, 3)
+    >>> names = {"Ingress.t": 1, "Ingress.c": 2, "Egress.c": 3, "Ingress.p.c": 4}
+    >>> find_named(names, "t", "table"), find_named(names, "Egress.c", "counter"), find_named(names, "p.c", "counter")
+    (1, 3, 4)
     >>> find_named(names, "c", "counter")
     Traceback (most recent call last):
     ...
-    protocol.p4names.P4NameError: "counter name 'c' is ambiguous: Egress.c, Ingress.c"
+    protocol.p4names.P4NameError: "counter name 'c' is ambiguous: Egress.c, Ingress.c, Ingress.p.c"
     """
     if name in by_name:
         return by_name[name]
-    matches = sorted(full for full in by_name if short_name(full) == name)
+    matches = sorted(full for full in by_name if is_short_name_of(name, full))
     if len(matches) == 1:
         return by_name[matches[0]]
     raise P4NameError(kind, name, matches, sorted(by_name))

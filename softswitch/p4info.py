@@ -18,6 +18,7 @@ from __future__ import annotations
 from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 
+from protocol.p4names import P4NameError, find_named
 from softswitch.errors import SwitchError
 from softswitch.program import ProgramInfo
 
@@ -383,12 +384,14 @@ class P4InfoIndex:
         return obj if isinstance(obj, cls) else None
 
     def named(self, kind: str, name: str):
-        """Lookup by fully-qualified name or unambiguous alias; None if not found."""
-        objs = self.by_name[kind]
-        if name in objs:
-            return objs[name]
-        matches = [o for o in objs.values() if o.preamble.alias == name or o.preamble.name.rsplit(".", 1)[-1] == name]
-        return matches[0] if len(matches) == 1 else None
+        """The object of ``kind`` by its full or short name (protocol/p4names.py: P4Info's aliases are short
+        names); None if none has it. A short name several objects share raises P4NameError naming them."""
+        try:
+            return find_named(self.by_name[kind], name, kind.rstrip("s").replace("_", " "))
+        except P4NameError as e:
+            if e.candidates:
+                raise
+            return None
 
     def direct_counter_of(self, table_id: int):
         for dc in self.p4info.direct_counters:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from protocol.p4names import P4NameError, find_named
 from softswitch.errors import SwitchError
 
 
@@ -270,18 +271,12 @@ def _table_entry(info, command: Command):
     """The Switch TableEntry for an ``add`` command (names resolved against ProgramInfo)."""
     from softswitch.switch import Exact, Lpm, Optional, Range, TableEntry, Ternary
 
-    table = _table_named(info, command.args["table"])
+    table = info.table(command.args["table"])
     by_name = {k.name: k for k in table.keys}
     matches = {}
     for name, value in command.args["keys"].items():
         name = _STACK_INDEX.sub(r"[\1]", name)  # p4c's STF writes stack[0].f as stack$0.f
-        key = by_name.get(name)
-        if key is None:
-            short = [k for k in table.keys if k.name.endswith("." + name) or k.name.rsplit(".", 1)[-1] == name]
-            if len(short) != 1:
-                known = ", ".join(by_name) or "none"
-                raise ValueError(f"table {table.name} has no key {name!r} (keys: {known})")
-            key = short[0]
+        key = _named_in_table(table, by_name, name, "key")
         full = (1 << key.bitwidth) - 1
         kind, *vals = value
         if key.match_kind == "exact":
@@ -315,30 +310,23 @@ def _table_entry(info, command: Command):
         priority = 0
     if priority is not None:
         priority += 1  # P4Runtime priorities start at 1
-    action = _action_of(info, table, command.args["action"])
+    action = _action_of(table, command.args["action"])
     return table.name, TableEntry(matches=matches, action=action, args=command.args["args"], priority=priority)
 
 
-def _table_named(info, name: str):
-    """A table by its name or, as p4c's BMv2 driver finds tables, by a unique suffix of its name."""
+def _named_in_table(table, by_name: dict, name: str, kind: str):
+    """A key or action of ``table`` by its full or short name (protocol/p4names.py), or a one-line error
+    naming the table."""
     try:
-        return info.table(name)
-    except KeyError:
-        suffixed = [t for t in info.tables if t.name.endswith(name)]
-        if len(suffixed) == 1:
-            return suffixed[0]
-        raise
+        return find_named(by_name, name, kind)
+    except P4NameError as e:
+        raise ValueError(f"table {table.name}: {e.args[0]}") from None
 
 
-def _action_of(info, table, name: str) -> str:
-    """One of the table's actions by its name or, as p4c's BMv2 driver finds them, a unique suffix."""
+def _action_of(table, name: str) -> str:
+    """The full name of one of the table's actions (or its default action), by its full or short name."""
     names = [a.name for a in table.actions] + [table.default_action]
-    if name in names:
-        return name
-    suffixed = sorted({n for n in names if n.endswith(name)})
-    if len(suffixed) == 1:
-        return suffixed[0]
-    return info.action(name).name
+    return _named_in_table(table, {n: n for n in names}, name, "action")
 
 
 def _bad(key, kind):
@@ -389,8 +377,8 @@ class StfRunner:
         elif op == "check_counter":
             self.check_counter(command)
         elif op == "setdefault":
-            table = _table_named(self.sw.info, a["table"])
-            self.sw.table(table.name).set_default(_action_of(self.sw.info, table, a["action"]), a["args"])
+            table = self.sw.info.table(a["table"])
+            self.sw.table(table.name).set_default(_action_of(table, a["action"]), a["args"])
         elif op == "packet":
             self.sent += 1
             for port, data in self.sw.process(a["port"], a["data"]):
@@ -422,9 +410,7 @@ class StfRunner:
             table, entry = self.handles[index]
             packets, nbytes = self.sw.direct_counter_of(table, entry)
         else:
-            names = [c.name for c in self.sw.info.counters]
-            name = a["name"] if a["name"] in names else next((n for n in names if n.endswith(a["name"])), a["name"])
-            packets, nbytes = self.sw.counter(name).read(parse_int(index))
+            packets, nbytes = self.sw.counter(a["name"]).read(parse_int(index))  # full or short name
         got = packets if a["unit"] == "packets" else nbytes
         compare = {
             "==": got == a["value"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from protocol.p4names import P4NameError, find_named
 from softswitch.errors import SwitchError
 
 
@@ -129,14 +130,17 @@ class TableSchema:
             raise InvalidEntry(f"table {self.name} has const entries and cannot be changed")
 
     def _action_name(self, action):
+        """The full name of one of the table's actions, by its full or short name (protocol/p4names.py)."""
         if action in self._refs:
             return action
-        short = [n for n in self._refs if n.rsplit(".", 1)[-1] == action]
-        if len(short) == 1:
-            return short[0]
-        raise InvalidEntry(
-            f"table {self.name}: action {action!r} is not one of its actions ({', '.join(sorted(self._refs))})"
-        )
+        try:
+            return find_named({name: name for name in self._refs}, action, "action")
+        except P4NameError as e:
+            if e.candidates:
+                raise InvalidEntry(f"table {self.name}: {e.args[0]}") from None
+            raise InvalidEntry(
+                f"table {self.name}: action {action!r} is not one of its actions ({', '.join(sorted(self._refs))})"
+            ) from None
 
     def _arg_tuple(self, action, args):
         ai = self._actions_info.get(action)

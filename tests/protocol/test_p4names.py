@@ -52,3 +52,14 @@ def test_softswitch_uses_the_same_rule():
     assert _by_name(items, "ina_jobs", "table").name == "InaIngress.ina_jobs"
     with pytest.raises(P4NameError, match="ambiguous"):
         _by_name(items, "stats", "counter")
+
+
+def test_a_short_name_is_a_suffix_that_starts_after_a_dot():
+    nested = {"InaIngress.lane_pair_0.lanes": 0, "InaIngress.lane_pair_1.lanes": 1, "InaIngress.ina_jobs": 2}
+    assert find_named(nested, "lane_pair_1.lanes", "register") == 1
+    assert find_named(nested, "InaIngress.ina_jobs", "table") == 2
+    with pytest.raises(P4NameError, match="no table named 'jobs'"):  # a suffix, but not after a dot
+        find_named(nested, "jobs", "table")
+    with pytest.raises(P4NameError) as e:
+        find_named(nested, "lanes", "register")
+    assert e.value.candidates == ["InaIngress.lane_pair_0.lanes", "InaIngress.lane_pair_1.lanes"]
