@@ -4,8 +4,10 @@ BMv2's simple_switch gives a received frame a packet buffer of its length + 512 
 (targets/simple_switch/simple_switch.cpp, receive_), which its resubmissions, recirculations, clones and
 multicast copies keep (bm_sim/packet_buffer.h, PacketBuffer::clone): a deparser that makes a longer frame
 makes BMv2 fail (PacketBuffer::push's assertion). softswitch drops such a frame and counts it in
-``buffer_limit_drops``. The native back end's SS_BMV2_HEADROOM (native/include/ss_program.h) is the same
-figure.
+``buffer_limit_drops``. This module is softswitch's one copy of the figure: the native runtime is given it
+(``ss_switch_set_headroom``) by NativeSwitch. p4src/include/ina_constants.p4's PACKET_GROWTH_LIMIT_BYTES,
+which sizes the aggregation program's MASKED layouts, is the same figure on the program's side; a test
+(tests/softswitch/test_bmv2_limits.py) holds the two equal.
 
 ``limits="none"`` (or SOFTSWITCH_LIMITS=none in the environment) lifts it, for running a program already
 known not to fit BMv2 (p4src/ina.p4's 1:4 masked results, until their layout is redesigned).

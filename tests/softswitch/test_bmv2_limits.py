@@ -2,16 +2,19 @@
 with a log line naming the limit, on both back ends (the figures: docs/softswitch-internals.md)."""
 
 import os
+from pathlib import Path
 
 import pytest
 from softswitch_testlib import PROGRAMS, skip_without_c_compiler
 
 from softswitch.compiler import compile_program, compile_source
+from softswitch.frontend.preprocess import Preprocessor
 from softswitch.limits import BMV2_PACKET_HEADROOM, UnknownLimits
 from softswitch.runtime.passes import MAX_PASSES
 from softswitch.switch import Switch
 
 LIMIT_PROGRAM = os.path.join(PROGRAMS, "lang", "bmv2_buffer_limit.p4")
+INA_CONSTANTS = Path(__file__).resolve().parents[2] / "p4src" / "include" / "ina_constants.p4"
 PAD = bytes(64)
 
 
@@ -114,3 +117,12 @@ def test_a_stack_index_out_of_range_outside_a_parser_drops_the_packet(backend):
         "packet dropped: header stack index 7 out of range 0..1 outside a parser (BMv2 aborts)",
     ]
     assert sw.process(0, bytes([0, 0, 0x00, 0x0B])) == [(1, bytes([0, 0, 0xEE, 0x0B]))]
+
+
+def test_the_aggregation_programs_growth_limit_is_bmv2s_headroom():
+    """p4src sizes its MASKED layouts by PACKET_GROWTH_LIMIT_BYTES (as the P4 compiler reads the include);
+    softswitch enforces BMV2_PACKET_HEADROOM (both back ends, the test above): one figure, BMv2's."""
+    pp = Preprocessor()
+    pp.run_file(str(INA_CONSTANTS))
+    (token,) = pp.macros["PACKET_GROWTH_LIMIT_BYTES"].body
+    assert int(token.text, 0) == BMV2_PACKET_HEADROOM == 512

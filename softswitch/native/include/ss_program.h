@@ -36,10 +36,6 @@
 #define SS_MAX_PORTS 512
 #define SS_MAX_PASSES 17 /* a received frame may go through ingress at most this often */
 #define SS_MAX_FRAME 65535
-/* BMv2's simple_switch gives a received frame a packet buffer of its length + 512 bytes, which its
- * recirculations, resubmissions and copies keep: a deparser may grow the frame by at most this much
- * (softswitch/runtime/v1model.py's BMV2_PACKET_HEADROOM) */
-#define SS_BMV2_HEADROOM 512
 
 /* standard_metadata.instance_type, BMv2's numbers */
 #define SS_PKT_NORMAL 0

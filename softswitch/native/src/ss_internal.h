@@ -272,7 +272,7 @@ struct ss_worker {
     uint8_t *tna_frame;  /* TNA: the frame the ingress deparser made (the traffic manager's copies share it) */
     uint8_t *tna_egress_in; /* TNA: intrinsic metadata + a copy's frame, as the egress parser reads it */
 
-    uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (SS_BMV2_HEADROOM) */
+    uint32_t buffer_limit; /* the longest frame BMv2's packet buffer holds for this one (+ headroom) */
 };
 
 int ss_worker_init(ss_worker *w, ss_switch *sw);

@@ -235,7 +235,7 @@ SS_EXPORT ss_switch *ss_switch_create(const ss_program *prog) {
     sw->prog = prog;
     pthread_mutex_init(&sw->lock, NULL);
     sw->cpu_port = -1;
-    sw->headroom = SS_BMV2_HEADROOM;
+    sw->headroom = UINT32_MAX; /* no limit until the creator sets softswitch/limits.py's (ss_switch_set_headroom) */
     sw->t0_ns = ss_now_ns();
     sw->rng[0] = sw->t0_ns ^ 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)sw;
     sw->rng[1] = 0xBF58476D1CE4E5B9ull;
@@ -358,7 +358,8 @@ SS_EXPORT void ss_switch_configure(ss_switch *sw, int32_t cpu_port, int packet_i
 }
 
 /* How many bytes a deparser may add to a received frame (its copies and recirculations keep the room):
- * SS_BMV2_HEADROOM by default; UINT32_MAX for no limit. */
+ * NativeSwitch sets softswitch/limits.py's packet_headroom (BMv2's 512) after every ss_switch_create;
+ * UINT32_MAX for no limit. */
 SS_EXPORT void ss_switch_set_headroom(ss_switch *sw, uint32_t headroom) {
     pthread_mutex_lock(&sw->lock);
     sw->headroom = headroom;
