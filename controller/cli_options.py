@@ -87,7 +87,9 @@ def pick_workers(choice: list[str] | int | None, candidates: Sequence[str], erro
     if choice is None:
         return list(candidates)
     if isinstance(choice, int):
-        if not 1 <= choice <= len(candidates):
+        if choice < 1:
+            raise error(f"--workers {choice}: a job needs at least one worker")
+        if choice > len(candidates):
             raise error(f"--workers {choice}: the topology has {len(candidates)} worker hosts")
         return list(candidates[:choice])
     return list(choice)

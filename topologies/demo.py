@@ -239,7 +239,7 @@ def main(argv=None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
     if worker_choice(args.workers) == 0:
-        ap.error("--workers 0: a job needs at least one worker")
+        ap.error("--workers 0: a job needs at least one worker")  # the labs would plan a job of none
     if args.inprocess and args.target != "softswitch":
         ap.error(f"--inprocess runs the switches on softswitch in this process: --target {args.target} needs mininet")
     if args.quick:

@@ -67,6 +67,7 @@ def test_plan_table_and_json(capsys, tmp_path):
         (["plan", TOPO / "star.yaml", "--trees", "2", "--min-bw", "5000"], "no tree spans all 5 hosts"),
         (["plan", TOPO / "star.yaml", "--pool-size", "0"], "pool_size 0 outside"),
         (["plan", TOPO / "leaf_spine.yaml", "--workers", "9"], "--workers 9: the topology has 8 worker hosts"),
+        (["plan", TOPO / "leaf_spine.yaml", "--workers", "0"], "--workers 0: a job needs at least one worker"),
         (["install", TOPO / "star.yaml", "--p4info", "x"], "give both --p4info and --device-config"),
         (["jobs", "--controller", "127.0.0.1:1", "--timeout", "2"], "no job service at 127.0.0.1:1"),
         (["jobs", "show", "--controller", "127.0.0.1:1"], "jobs show needs a job id"),
