@@ -72,9 +72,10 @@ def _exists(root: Path, ref: str) -> bool:
 
 
 def missing_paths(root: Path) -> list[str]:
-    """Every repository path a page names (in prose, code or a link) that the checkout lacks."""
+    """Every repository path a page (or a part's README) names, in prose, code or a link, that the checkout
+    lacks."""
     problems = []
-    for page in pages(root):
+    for page in markdown_pages(root):
         text = page.read_text()
         refs = {m.group(1).rstrip(".") for m in PATH_RE.finditer(text)}
         for ref in sorted(refs):
