@@ -8,10 +8,10 @@ changes the group (set_group) or adds and deletes an unused member, a native pro
 control function that takes only sw->lock (ss_ctl_table_count, as the I/O thread takes it for a batch)
 in a loop: its longest call during a change is how long the data path waited for the lock (a probe
 thread the scheduler put off for the whole change shows 0; one preempted in a call shows the time it
-lost). Prints, per change, the median and the longest of --repeat such waits and the median wall time
+lost). Prints, per change, the median and the longest of --repeats such waits and the median wall time
 of the Python call, with the machine's load.
 
-    .venv/bin/python bench/action_profile_hold.py [--entries 10000] [--repeat 10]
+    .venv/bin/python bench/action_profile_hold.py [--entries 10000] [--repeats 10]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from controller.cli_options import add_deprecated  # noqa: E402
 from native.build import load_library  # noqa: E402
 from softswitch.compiler import compile_program  # noqa: E402
 from softswitch.switch import Exact, Switch, TableEntry  # noqa: E402
@@ -139,7 +140,8 @@ def selector_switch(entries: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=10000)
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=10, help="changes per measurement (default 10)")
+    add_deprecated(parser, "--repeat", "--repeats", "repeats", type=int)
     args = parser.parse_args()
     sw, profile, table = selector_switch(args.entries)
     changes = {
@@ -152,11 +154,11 @@ def main() -> None:
             profile.delete_member(4),
         ),
     }
-    print(f"{args.entries} entries, {args.repeat} changes each, load {os.getloadavg()[0]:.2f}")
+    print(f"{args.entries} entries, {args.repeats} changes each, load {os.getloadavg()[0]:.2f}")
     with Probe(sw) as probe:
         for name, change in changes.items():
             waits, walls = [], []
-            for v in range(args.repeat):
+            for v in range(args.repeats):
                 time.sleep(0.01)
                 probe.take_max()
                 start = time.perf_counter_ns()

@@ -23,7 +23,7 @@ chunk), taken from git with ``git archive``, in the same run on the same namespa
 * raw I/O: 280-byte datagrams for --io-seconds: a Python sendto loop, the Python fallback of
   native/udp.py, sendmmsg and UDP_SEGMENT against a recvfrom loop, recvmmsg and UDP_GRO receivers.
 
-Pool size (window) is the planner's default unless --pool is given. Prints tables, saves
+Pool size (window) is the planner's default unless --pool-size is given. Prints tables, saves
 bench/results/agent_pps.json and agent_pps.png. Needs root (network namespaces).
 
     .venv/bin/python bench/agent_pps.py [--seconds 4] [--values 1048576] [--quick] [--baseline REV]
@@ -46,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # (the roles put the agents' code before it: _use_code)
 from bench.cpu_time import process_cpu_seconds  # noqa: E402
+from controller.cli_options import add_pool_size  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BASELINE_REV = "53e27aa"  # main just before the agents moved to the batch path: the scalar agents
@@ -486,7 +487,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=4.0, help="measured time of each agents reading")
     ap.add_argument("--values", type=int, default=1 << 20, help="int32 values per allreduce (default 1 Mi)")
-    ap.add_argument("--pool", type=int, default=None, help="chunks in flight per tree (default: the planner's)")
+    add_pool_size(ap, default=None, old="--pool")
     ap.add_argument("--windows", type=int, nargs="*", default=[64, 128, 256, 512, 1024, 2048])
     ap.add_argument("--windows-only", action="store_true", help="only the window sweep")
     ap.add_argument("--compare", metavar="REV", help="also sweep the windows with the agents of git revision REV")
@@ -502,7 +503,7 @@ def main(argv=None) -> int:
         args.seconds, args.io_seconds = 2.0, 1.0
         if "--windows" not in (argv if argv is not None else sys.argv):
             args.windows = [64, 256, 1024]
-    pool = args.pool or default_pool()
+    pool = args.pool_size or default_pool()
     args.out.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "load_before": os.getloadavg()},

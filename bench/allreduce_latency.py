@@ -56,7 +56,8 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.allreduce_netns import LOCK, PROGRAMS_BY_LANES, lab_lock  # noqa: E402
+from bench.allreduce_netns import LOCK, lab_lock  # noqa: E402
+from controller.cli_options import add_lanes_shorthand, add_program  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 DEFAULT_SIZES = (2410, 10_000, 100_000)  # floats: the digits MLP's gradient, and two larger
@@ -380,7 +381,7 @@ def run_lab(args: argparse.Namespace) -> dict:
     with lab_lock(args.lock):
         lab = MininetLab(
             str(ROOT / args.topology),
-            program=PROGRAMS_BY_LANES[args.lanes] if args.lanes else None,  # None: the lab's default program
+            program=args.program,  # None: the lab's default program
             log=log,
             plan_options=options,
         )
@@ -581,12 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=list(DEFAULT_SIZES), help="floats per all_reduce")
     ap.add_argument("--iterations", type=int, default=200, help="timed calls per size and backend")
     ap.add_argument("--warmup", type=int, default=20, help="untimed calls per size and backend first")
-    ap.add_argument(
-        "--lanes",
-        type=int,
-        choices=sorted(PROGRAMS_BY_LANES),
-        help="K values per packet (default: the program the lab runs by default, the largest K the links carry)",
-    )
+    add_program(ap, help="the switches' program (default: the lab's, the largest K the links carry)")
+    add_lanes_shorthand(ap)
     ap.add_argument("--no-capture", dest="capture", action="store_false", help="no packet sockets on the switch ports")
     ap.add_argument("--lock", default=LOCK, help="lab lock file ('' for none)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds the ranks may take")

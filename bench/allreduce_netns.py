@@ -13,7 +13,7 @@ it runs in turn:
 With no options it measures what a user who names nothing runs: star_100m and star (1 Gbit/s), 4 and 64 MB
 per worker, 3 runs of each method taking turns, on the switches' default program (the largest K the
 topology's links carry: K = 256 at a 1500-byte MTU, K = 1024 on jumbo links; controller.programs.default_program).
-``--lanes 64 256 1024`` runs ina and ps once per build of the switches' program instead, each on a lab of its
+``--program v1model v1model-k256`` (or its shorthand ``--lanes 64 256``) runs ina and ps once per build of the switches' program instead, each on a lab of its
 own (gloo runs again where the links' MTU changes).
 
 Every sum is checked (the lab against numpy, gloo's ranks against the inputs made again from the
@@ -53,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
+from controller.cli_options import add_lanes_shorthand, add_program  # noqa: E402
 from controller.programs import declared_values_per_packet, default_program, program_file  # noqa: E402
 from controller.topology_yaml import load_topology  # noqa: E402
 from protocol import constants as C  # noqa: E402
@@ -62,8 +63,6 @@ from topologies.lab_drops import BacklogSampler, DropCounters, drop_total, drops
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ps", "gloo")
 DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
-# K (values per packet) -> the build of the switches' program that has it (controller/programs.py)
-PROGRAMS_BY_LANES = {64: "v1model", 256: "v1model-k256", 1024: "v1model-k1024"}
 LOCK = "/tmp/ina-lab.lock"
 
 
@@ -342,15 +341,15 @@ def run_topology(
     repeats: int,
     lock: str | None,
     pool_size: int,
-    lanes: list[int] | None = None,
+    programs: list[str] | None = None,
     warmup_mb: float | None = None,
     settings: list[dict] | None = None,
 ) -> dict:
-    """Every method and size on one topology; ina and ps once per K in ``lanes`` (a lab per program)."""
+    """Every method and size on one topology; ina and ps once per program in ``programs`` (a lab each)."""
     report: dict = {"topology": topology, "runs": []}
     gloo_mtus: set[int] = set()
     links_mtu = load_topology(ROOT / topology).smallest_mtu()
-    for program in programs_for(lanes, links_mtu):
+    for program in programs_for(programs, links_mtu):
         # gloo does not depend on the switches' program, but on the links' MTU (jumbo frames for K = 1024
         # carry TCP's segments too): it runs on the first lab of each MTU, so gloo and INA share a network
         k = declared_values_per_packet(program_file(program)) or C.VALUES_PER_PACKET
@@ -375,18 +374,18 @@ def run_topology(
     return report
 
 
-def programs_for(lanes: list[int] | None, links_mtu: int) -> list[str]:
-    """The switches' programs to measure: one per K in ``lanes``, or the default program of links with that
+def programs_for(programs: list[str] | None, links_mtu: int) -> list[str]:
+    """The switches' programs to measure: ``programs`` (--program, or --lanes K), or the default program of links with that
     MTU (controller.programs.default_program), which is what a user who names none runs.
 
     Examples
     --------
-    >>> programs_for(None, 1500), programs_for(None, 9000), programs_for([64, 256], 1500)
+    >>> programs_for(None, 1500), programs_for(None, 9000), programs_for(["v1model", "v1model-k256"], 1500)
     (['v1model-k256'], ['v1model-k1024'], ['v1model', 'v1model-k256'])
     """
-    if not lanes:
+    if not programs:
         return [default_program(links_mtu)]
-    return [PROGRAMS_BY_LANES[k] for k in lanes]
+    return list(programs)
 
 
 def against_gloo(summary: list[dict]) -> list[dict]:
@@ -546,15 +545,14 @@ def main(argv: list[str] | None = None) -> int:
         help="MB per worker of the untimed round every method runs first on each lab (default: the smallest of "
         "--sizes, so the first timed run is not a method's first large one)",
     )
-    ap.add_argument(
-        "--lanes",
-        type=int,
+    add_program(
+        ap,
         nargs="+",
-        choices=sorted(PROGRAMS_BY_LANES),
-        help="K values per packet: ina and ps run on a lab per K (64: p4src/ina.p4, 256: p4src/ina_k256.p4, "
-        "1024: p4src/ina_k1024.p4 on links with a 9000-byte MTU, where gloo runs again); default: the program a "
-        "user who names none runs, the largest K the topology's links carry (K = 256 at MTU 1500)",
+        help="the switches' programs: ina and ps run on a lab per program (v1model: p4src/ina.p4, K = 64; "
+        "v1model-k256; v1model-k1024 on links with a 9000-byte MTU, where gloo runs again; or a path); default: "
+        "the program a user who names none runs, the largest K the topology's links carry (K = 256 at MTU 1500)",
     )
+    add_lanes_shorthand(ap, several=True)
     ap.add_argument(
         "--pool-size",
         type=int,
@@ -597,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.repeats,
                 args.lock,
                 args.pool_size,
-                args.lanes,
+                args.program,
                 args.warmup,
                 agent_settings(args.rto, args.spurious),
             )

@@ -2,7 +2,7 @@
 
 Each method trains examples/train_digits.py's MLP under DDP (``--compression``: the communication hooks
 of worker/torch_backend/compression_hooks.py) for the same epochs from the same seed, with N ranks on
-the in-process network of a star (softswitch running p4src/ina.p4, the aggregation server on its own
+the in-process network of a star (softswitch running the network's default program, the aggregation server on its own
 link, every link at --bandwidth Mbit/s, wall clock), on two models: the digits MLP (64-32-10, 2,410
 parameters) and a 64-1000-1000-10 MLP (1,076,010 parameters). It records
 

@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from controller.cli_options import add_deprecated  # noqa: E402
 from controller.generators import fat_tree  # noqa: E402
 from controller.planner import PlanOptions, plan_job  # noqa: E402
 
@@ -61,10 +62,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ks", type=int, nargs="+", default=[16, 32])
     ap.add_argument("--planners", nargs="+", default=["multihop", "multitree"])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="timed plans per case, the median reported (default 3)")
+    add_deprecated(ap, "--repeat", "--repeats", "repeats", type=int)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args()
-    rows = [run(k, p, args.repeat) for k in args.ks for p in args.planners]
+    rows = [run(k, p, args.repeats) for k in args.ks for p in args.planners]
     head = (
         f"{'k':>3} {'planner':<10} {'hosts':>6} {'workers':>7} {'trees':>5} {'agg pts':>7} "
         f"{'first s':>8} {'best s':>8} {'goal s':>6} {'json MB':>8}"

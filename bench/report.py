@@ -22,6 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from controller.cli_options import add_deprecated  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results" / "standard"
 README_BEGIN = "<!-- results:begin -->"
 README_END = "<!-- results:end -->"
@@ -473,12 +476,13 @@ def update_readme(readme: Path, manifest: dict) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results", type=Path, default=RESULTS, help="the standard bench's results directory")
+    ap.add_argument("--input", type=Path, default=RESULTS, help="the standard bench's results directory (its --out)")
+    add_deprecated(ap, "--results", "--input", "input", type=Path)
     ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where results.md and images/results/ go")
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md", help="README whose results table to update")
     args = ap.parse_args(argv)
     try:
-        manifest = load(args.results)
+        manifest = load(args.input)
     except ReportError as exc:
         print(f"bench/report.py: error: {exc}", file=sys.stderr)
         return 1

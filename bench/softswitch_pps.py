@@ -79,6 +79,7 @@ from bench.cpu_time import (  # noqa: E402
     softnet_counts,
     threads_by_name,
 )
+from controller.cli_options import add_deprecated  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 INA_P4 = ROOT / "p4src" / "ina.p4"
@@ -787,7 +788,7 @@ def run_senders(namespace: str, case: VethCase, seconds: float, seqs: list[int],
         templates_file.write_text(json.dumps([t.hex() for t in case.templates[i]]))
         pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
         command = [*pin, sys.executable, str(Path(__file__).resolve()), "--role", "send", "--iface", "eth0",
-                   "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool", str(case.pool),
+                   "--templates", str(templates_file), "--seq-at", str(case.seq_at), "--pool-size", str(case.pool),
                    "--seq0", str(seqs[i]), "--seconds", str(seconds), "--sender", sender_mode,
                    "--rate", str(rate)]  # fmt: skip
         senders.append(
@@ -1475,7 +1476,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=None,
                    help="duration of each case: in-process repetitions together, each veth case's sending "
                    "(default 3, quick 0.3)")  # fmt: skip
-    p.add_argument("--repetitions", type=int, default=None, help="in-process repetitions (default 5, quick 2)")
+    p.add_argument("--repeats", type=int, default=None, help="in-process repetitions (default 5, quick 2)")
+    add_deprecated(p, "--repetitions", "--repeats", "repeats", type=int)
     p.add_argument("--backends", default="native,python", help="comma-separated back ends (default native,python)")
     p.add_argument("--no-veth", action="store_true", help="skip the veth part")
     p.add_argument("--no-in-process", action="store_true", help="skip the in-process part")
@@ -1536,13 +1538,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--iface", help=argparse.SUPPRESS)
     p.add_argument("--templates", help=argparse.SUPPRESS)
     p.add_argument("--seq-at", type=int, default=SEQ_AT, help=argparse.SUPPRESS)
-    p.add_argument("--pool", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--pool-size", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--seq0", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         p.error(f"--seconds must be positive, got {args.seconds}")
-    if args.repetitions is not None and args.repetitions < 1:
-        p.error(f"--repetitions must be at least 1, got {args.repetitions}")
+    if args.repeats is not None and args.repeats < 1:
+        p.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.native_tx is None:
         args.native_tx = "ring" if args.quick else "ring,sendmmsg"
     args.native_tx = tuple(t.strip() for t in args.native_tx.split(",") if t.strip())
@@ -1576,7 +1578,7 @@ def main(argv=None) -> int:
         print(
             json.dumps(
                 role_send(
-                    args.iface, templates, args.seq_at, args.pool, args.seq0, args.seconds, args.sender, args.rate
+                    args.iface, templates, args.seq_at, args.pool_size, args.seq0, args.seconds, args.sender, args.rate
                 )
             )
         )
@@ -1584,7 +1586,7 @@ def main(argv=None) -> int:
 
     sys.path.insert(0, str(ROOT))
     seconds = args.seconds if args.seconds is not None else (0.3 if args.quick else 3.0)
-    reps = args.repetitions or (2 if args.quick else 5)
+    reps = args.repeats or (2 if args.quick else 5)
     if args.senders:
         senders = [int(x) for x in args.senders.split(",")]
     else:

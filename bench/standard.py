@@ -6,7 +6,7 @@ Runs, one after the other, the allreduce on the lab's 100 Mbit/s and 1 Gbit/s to
 (bench/softswitch_pps.py, bench/agent_pps.py), planning time (bench/plan_scale.py), gradient
 compression (bench/compression.py) and the fault campaign (bench/faults.py), each in the program's
 default configuration. It shows which step runs, its elapsed time and the step's own output, saves
-every step's JSON and log under ``--results`` (bench/results/standard/) with a ``manifest.json``
+every step's JSON and log under ``--out`` (bench/results/standard/) with a ``manifest.json``
 (machine, date, commit, each step's command and outcome), then regenerates docs/results.md, its
 plots and the README's results table from those files alone (bench/report.py).
 
@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from controller.cli_options import add_deprecated  # noqa: E402
+
 RESULTS = ROOT / "bench" / "results" / "standard"
 MODES = ("full", "quick", "tiny")
 LAB_LOCK = "/tmp/ina-lab.lock"  # shared by every lab user (bench/allreduce_netns.py takes it per topology)
@@ -121,7 +124,7 @@ STEPS = (
         {
             "full": ("bench/plan_scale.py", "--out", "{dir}"),
             "quick": ("bench/plan_scale.py", "--ks", "4", "8", "16", "--out", "{dir}"),
-            "tiny": ("bench/plan_scale.py", "--ks", "4", "--repeat", "1", "--out", "{dir}"),
+            "tiny": ("bench/plan_scale.py", "--ks", "4", "--repeats", "1", "--out", "{dir}"),
         },
     ),
     Step(
@@ -311,14 +314,15 @@ def main(argv: list[str] | None = None) -> int:
         help="run these steps only (default: all); the other steps of an earlier run of the same mode at the "
         "same commit stay in the results",
     )
-    ap.add_argument("--results", type=Path, default=RESULTS, help="directory for the JSON, logs and manifest")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON, logs and manifest")
+    add_deprecated(ap, "--results", "--out", "out", type=Path)
     ap.add_argument("--docs", type=Path, default=ROOT / "docs", help="where results.md and its images go")
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md", help="README whose results table to update")
     ap.add_argument("--no-report", action="store_true", help="run the steps only")
     args = ap.parse_args(argv)
     mode = "quick" if args.quick else "tiny" if args.tiny else "full"
     steps = [s for s in STEPS if not args.only or s.name in args.only]
-    args.results.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     manifest = {
         "mode": mode,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -327,23 +331,23 @@ def main(argv: list[str] | None = None) -> int:
         **commit(),
         "steps": [],
     }
-    kept = earlier_steps(args.results / "manifest.json", manifest, {s.name for s in steps}) if args.only else {}
+    kept = earlier_steps(args.out / "manifest.json", manifest, {s.name for s in steps}) if args.only else {}
     started = time.monotonic()
-    print(f"bench ({mode}): {len(steps)} steps, results in {args.results}", flush=True)
+    print(f"bench ({mode}): {len(steps)} steps, results in {args.out}", flush=True)
     done: dict[str, dict] = {}
     for i, step in enumerate(steps, 1):
-        done[step.name] = run_step(step, mode, args.results, i, len(steps), started)
+        done[step.name] = run_step(step, mode, args.out, i, len(steps), started)
         order = {**kept, **done}
         manifest["steps"] = [order[s.name] for s in STEPS if s.name in order]
-        (args.results / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     manifest["seconds"] = round(time.monotonic() - started, 1)
-    (args.results / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    (args.out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     failed = [s["name"] for s in manifest["steps"] if s["status"] == "failed"]
     print(f"\nbench ({mode}) done in {_clock(manifest['seconds'])}; failed: {', '.join(failed) or 'none'}")
     if not args.no_report:
         from report import main as report_main  # bench/report.py, next to this file
 
-        report_main(["--results", str(args.results), "--docs", str(args.docs), "--readme", str(args.readme)])
+        report_main(["--input", str(args.out), "--docs", str(args.docs), "--readme", str(args.readme)])
     return 1 if failed else 0
 
 

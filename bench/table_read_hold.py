@@ -8,10 +8,10 @@ under one hold, as before the pieces), alternating, while action_profile_hold's 
 lock in a loop: its longest call during a read is how long the data path waited (on a loaded machine
 mostly the scheduler's delays). Each ss_ctl_table_read call is timed too: a call holds the lock for
 about its whole duration. Prints, per way, the median and longest call (the lock hold), the median and
-longest probe wait of --repeat reads, and the median wall time of a read (mostly Python decoding the
+longest probe wait of --repeats reads, and the median wall time of a read (mostly Python decoding the
 entries), with the load.
 
-    .venv/bin/python bench/table_read_hold.py [--entries 10000] [--repeat 10]
+    .venv/bin/python bench/table_read_hold.py [--entries 10000] [--repeats 10]
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.action_profile_hold import Probe, selector_switch  # noqa: E402
+from controller.cli_options import add_deprecated  # noqa: E402
 from softswitch.native.switch import READ_PIECE_ENTRIES  # noqa: E402
 
 WHOLE_TABLE = 2**32 - 1  # one piece (with a buffer for every entry): the whole table under one hold
@@ -35,7 +36,8 @@ WHOLE_TABLE = 2**32 - 1  # one piece (with a buffer for every entry): the whole 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=10000)
-    parser.add_argument("--repeat", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=10, help="reads each way (default 10)")
+    add_deprecated(parser, "--repeat", "--repeats", "repeats", type=int)
     args = parser.parse_args()
     sw, _, table = selector_switch(args.entries)
     ways = {  # (entries per piece, buffer bytes)
@@ -53,9 +55,9 @@ def main() -> None:
         return written
 
     api.ss_ctl_table_read = timed_read
-    print(f"{args.entries} entries, {args.repeat} reads each way (alternating), load {os.getloadavg()[0]:.2f}")
+    print(f"{args.entries} entries, {args.repeats} reads each way (alternating), load {os.getloadavg()[0]:.2f}")
     with Probe(sw) as probe:
-        for _ in range(args.repeat):
+        for _ in range(args.repeats):
             for name, (piece, buffer_bytes) in ways.items():
                 time.sleep(0.01)
                 probe.take_max()

@@ -22,6 +22,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from controller.cli_options import add_pool_size, add_result_mode, add_server, add_workers, pick_workers, worker_choice
 from controller.errors import CliError, ControllerError
 from controller.options import (
     AGGREGATION_MODES,
@@ -29,11 +30,8 @@ from controller.options import (
     DEFAULT_LOSS_BOUND,
     DEFAULT_PLANNER,
     DEFAULT_POLICY,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_RESULT_MODE,
     PLANNERS,
     POLICIES,
-    RESULT_MODES,
     PlanOptions,
 )
 from controller.plan import Hop, JobPlan
@@ -111,24 +109,10 @@ def _names(values: list[str] | None) -> list[str]:
     return [n for v in values or [] for n in v.split(",") if n]
 
 
-def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
+def _add_job_args(p: argparse.ArgumentParser, workers_default: str = "the hosts with role worker") -> None:
     g = p.add_argument_group("job")
-    g.add_argument(
-        "--workers",
-        nargs="+",
-        metavar="HOST",
-        help="worker hosts in rank order (default: the hosts with role worker)"
-        if not required
-        else "worker hosts in rank order",
-    )
-    g.add_argument(
-        "--server",
-        "--servers",
-        dest="servers",
-        nargs="+",
-        metavar="HOST",
-        help="aggregation server(s) (default: the hosts with role server)",
-    )
+    add_workers(g, default=workers_default)
+    add_server(g)
     g.add_argument(
         "--planner",
         choices=PLANNERS,
@@ -147,13 +131,8 @@ def _add_job_args(p: argparse.ArgumentParser, required: bool) -> None:
         help="aggregate where flows merge (default), at every switch on the way (all), or "
         "nowhere (none: switches forward, the server sums; the parameter-server baseline)",
     )
-    g.add_argument("--result-mode", default=DEFAULT_RESULT_MODE, choices=RESULT_MODES)
-    g.add_argument(
-        "--pool-size",
-        type=int,
-        default=DEFAULT_POOL_SIZE,
-        help=f"slots per job per switch (default {DEFAULT_POOL_SIZE})",
-    )
+    add_result_mode(g)
+    add_pool_size(g)
     g.add_argument("--job-id", type=int, help="job id (default: lowest free)")
     g.add_argument("--trees", type=int, metavar="K", help="multi-tree: at most K trees")
     g.add_argument("--height", type=float, metavar="H", help="multi-tree: height bound H in ms")
@@ -190,8 +169,8 @@ def _options(args: argparse.Namespace) -> PlanOptions:
 
 
 def _job_hosts(topo: Topology, args: argparse.Namespace) -> tuple[list[str], list[str]]:
-    workers = _names(args.workers) or [h.name for h in topo.role_hosts("worker")]
-    servers = _names(args.servers) or [h.name for h in topo.role_hosts("server")]
+    workers = pick_workers(worker_choice(args.workers), [h.name for h in topo.role_hosts("worker")], CliError)
+    servers = _names(args.server) or [h.name for h in topo.role_hosts("server")]
     if not workers:
         raise CliError("no workers: give --workers (the topology has no hosts with role worker)")
     if not servers:
@@ -226,7 +205,7 @@ def format_plan(plan: JobPlan) -> str:
     """
     lines = [
         f"job {plan.job_id} ({plan.planner}, {plan.policy}, {plan.result_mode} results, "
-        f"pool {plan.pool_size}, K={plan.value_count}, job index {plan.job_index})"
+        f"pool {plan.pool_size} chunks in flight per tree, K={plan.value_count}, job index {plan.job_index})"
     ]
     for t in plan.trees:
         lines.append(
@@ -252,7 +231,8 @@ def format_plan(plan: JobPlan) -> str:
         lines.append(
             f"  {c.switch} (device {c.device_id}) tree {c.tree_id}: "
             + (
-                f"aggregates fan-in {c.max_fan_in}, slots {c.slot_base}..{c.slot_base + 2 * c.pool_size - 1}"
+                f"aggregates fan-in {c.max_fan_in}, slots {c.slot_base}..{c.slot_base + 2 * c.pool_size - 1} "
+                f"(pool {c.pool_size} x 2 shadow sets)"
                 if c.aggregates
                 else "forwards"
             )
@@ -487,9 +467,9 @@ def build_parser() -> argparse.ArgumentParser:
         "topology's role hosts, and highlights its trees and aggregation points).",
     )
     t.add_argument("action", choices=("validate", "show", "draw"))
-    t.add_argument("file")
+    t.add_argument("file", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
     t.add_argument("-o", "--output", default="topology.png", help="draw: PNG file (default topology.png)")
-    _add_job_args(t, required=False)
+    _add_job_args(t)
     t.set_defaults(func=cmd_topo)
 
     pl = sub.add_parser(
@@ -497,8 +477,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="plan a job and print its hop lists or trees",
         description="Plan a job on a topology and print the hop lists (or JSON).",
     )
-    pl.add_argument("file")
-    _add_job_args(pl, required=True)
+    pl.add_argument("file", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
+    _add_job_args(pl)
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     pl.add_argument("-o", "--output", help="write to this file instead of stdout")
     pl.set_defaults(func=cmd_plan)
@@ -531,16 +511,16 @@ def build_parser() -> argparse.ArgumentParser:
         "routes and result_rewrite on every switch, and a job's entries if "
         "--workers is given.",
     )
-    i.add_argument("file")
+    i.add_argument("file", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
     switch_args(i)
-    _add_job_args(i, required=False)
+    _add_job_args(i, workers_default="install no job, only the topology's entries")
     i.add_argument("--plan-out", help="save the installed job's plan (JSON)")
     i.set_defaults(func=cmd_install)
 
     s = sub.add_parser(
         "serve", help="run the job service", description="Serve plans to agents over gRPC until interrupted."
     )
-    s.add_argument("file")
+    s.add_argument("file", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
     s.add_argument(
         "--listen",
         default=DEFAULT_CONTROLLER,
@@ -585,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read InaIngress.ina_stats (one row of NUM_STATS per job index) and "
         "InaIngress.drop_stats over P4Runtime.",
     )
-    c.add_argument("file")
+    c.add_argument("file", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
     c.add_argument("--switch", help="one switch (default: all)")
     c.add_argument("--job-index", type=int, default=0, help="the job's counter row (its plan's job_index)")
     c.add_argument("--all", action="store_true", help="also print zero counters")

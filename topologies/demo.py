@@ -9,7 +9,7 @@ the topology with the aggregation tree and link loads.
 As root with mininet the network is real (one softswitch process per switch, one agent process per
 host on kernel UDP); otherwise the same job runs on the in-process network (virtual clock).
 
-    python -m topologies.demo [--workers N] [--rounds R] [--values V] [--quick] [--inprocess]
+    python -m topologies.demo [--workers N|HOST...] [--rounds R] [--values V] [--quick] [--inprocess]
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
+from controller.cli_options import add_program, add_result_mode, add_server, add_workers, worker_choice
 from topologies.errors import USER_ERRORS, LabError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,7 +85,9 @@ def run_demo(args) -> int:
     elif not args.device_config:
         name = default_program(topo.smallest_mtu(), "bmv2")
         print(f"demo: BMv2 runs {_relative(program_file(name))}, compiled by p4c-bm2-ss into build/bmv2/")
-    step(f"planning: {args.workers} workers, 1 server on {topo.name}")
+    choice = worker_choice(args.workers)
+    count = "all worker hosts" if choice is None else f"{choice if isinstance(choice, int) else len(choice)} workers"
+    step(f"planning: {count}, 1 server on {topo.name}")
     backend = make_backend(use_mininet, args)
     failed = True
     try:
@@ -169,8 +171,8 @@ def _delta(after: dict[int, int], before: dict[int, int]) -> dict[int, int]:
 def make_backend(use_mininet: bool, args):
     from controller.planner import PlanOptions
 
-    workers = args.workers
-    options = PlanOptions(result_mode=args.results)
+    workers = worker_choice(args.workers)
+    options = PlanOptions(result_mode=args.result_mode)
     if use_mininet:
         from topologies.mininet_lab import MininetLab
 
@@ -202,22 +204,22 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The demo's options (docs/cli.md: the words every command shares)."""
     ap = argparse.ArgumentParser(prog="python -m topologies.demo", description=__doc__.split("\n")[0])
-    ap.add_argument("--topology", default=str(DEFAULT_TOPOLOGY))
-    ap.add_argument("--workers", type=_positive, default=8, help="worker hosts (4..8 on leaf_spine)")
-    ap.add_argument("--server", default=None)
-    ap.add_argument("--rounds", type=_positive, default=3)
-    ap.add_argument("--values", type=_positive, default=2048, help="int32 values per worker per round")
     ap.add_argument(
-        "--results",
-        choices=RESULT_MODES,
-        default=DEFAULT_RESULT_MODE,
-        help=f"how sums come back: one multicast down the tree or one unicast per worker (default {DEFAULT_RESULT_MODE})",
+        "--topology", default=str(DEFAULT_TOPOLOGY), help="topology YAML (default topologies/leaf_spine.yaml)"
     )
-    ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
+    add_workers(ap, default="all the topology's worker hosts, 8 on leaf_spine")
+    add_server(ap, several=False, default="the first host with role server")
+    ap.add_argument("--rounds", type=_positive, default=3, metavar="R", help="allreduce rounds (default 3)")
     ap.add_argument(
-        "--program",
+        "--values", type=_positive, default=2048, metavar="V", help="int32 values per worker per round (default 2048)"
+    )
+    add_result_mode(ap, old="--results")
+    ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
+    add_program(
+        ap,
         help="what the switches start with (default on softswitch: the largest K the links' MTU carries, "
         "v1model-k256 at 1500 bytes, v1model-k1024 on jumbo links): v1model (p4src/ina.p4, K = 64), v1model-k256 "
         "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4), tna (p4src/tna/ina_tna.p4, softswitch only) or a "
@@ -227,12 +229,21 @@ def main(argv=None) -> int:
     ap.add_argument("--device-config", help="the BMv2 JSON compiled from p4src/ina.p4")
     ap.add_argument("--inprocess", action="store_true", help="use the in-process network even as root")
     ap.add_argument("--quick", action="store_true", help="4 workers, 2 rounds of 256 values")
-    ap.add_argument("--picture", default=str(DEFAULT_PICTURE), help="where to save the PNG")
+    ap.add_argument(
+        "--picture", default=str(DEFAULT_PICTURE), metavar="PNG", help="where to save the picture (default build/demo/)"
+    )
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
+    if worker_choice(args.workers) == 0:
+        ap.error("--workers 0: a job needs at least one worker")  # the labs would plan a job of none
     if args.inprocess and args.target != "softswitch":
         ap.error(f"--inprocess runs the switches on softswitch in this process: --target {args.target} needs mininet")
     if args.quick:
-        args.workers, args.rounds, args.values = 4, 2, 256
+        args.workers, args.rounds, args.values = ["4"], 2, 256
     from topologies.mininet_lab import install_signal_handlers
 
     install_signal_handlers()

@@ -39,7 +39,7 @@ def plan_text(plan) -> str:
     lines = [
         f"job {plan.job_id}: {len(plan.workers)} workers -> "
         f"{', '.join(s.name for s in plan.servers)} ({plan.planner}, {plan.result_mode} results, "
-        f"{len(plan.trees)} tree{'s' if len(plan.trees) != 1 else ''})"
+        f"{len(plan.trees)} tree{'s' if len(plan.trees) != 1 else ''}, pool {plan.pool_size} chunks in flight per tree)"
     ]
     for tree in plan.trees:
         lines.append(
@@ -55,11 +55,13 @@ def plan_text(plan) -> str:
                     cfg.device_id,
                     "yes" if cfg.aggregates else "no",
                     cfg.max_fan_in if cfg.aggregates else "-",
-                    f"{cfg.slot_base}+{cfg.pool_size}",
+                    f"{cfg.slot_base}..{cfg.slot_base + 2 * cfg.pool_size - 1}",
                 ]
             )
         if rows:
-            lines.append(table(["switch", "device", "aggregates", "fan-in", "slots"], rows, "lrlrr"))
+            lines.append(
+                table(["switch", "device", "aggregates", "fan-in", "slots (pool x 2 shadow sets)"], rows, "lrlrr")
+            )
         for w in plan.workers:
             hops = tree.grad_hops[w.name]
             path = " -> ".join(

@@ -51,6 +51,9 @@ def test_plan_table_and_json(capsys, tmp_path):
         capsys, "plan", TOPO / "star.yaml", "--workers", "h1", "h2", "--server", "h5", "--aggregation", "none"
     )
     assert code == 0 and "h2 (rank 1)  s1[->5] > h5[2/#1]" in out
+    # a count picks the first N worker hosts, as in every command's --workers (docs/cli.md)
+    code, out, _ = run(capsys, "plan", TOPO / "leaf_spine.yaml", "--workers", "3", "--json")
+    assert [w.name for w in JobPlan.from_json(out).workers] == ["h1", "h2", "h3"]
     dest = tmp_path / "p.json"
     code, out, _ = run(capsys, "plan", TOPO / "leaf_spine.yaml", "--json", "-o", dest)
     assert code == 0 and JobPlan.from_json(dest.read_text()).servers[1].name == "h10"
@@ -63,6 +66,8 @@ def test_plan_table_and_json(capsys, tmp_path):
         (["plan", TOPO / "fat_tree_k4.yaml", "--workers", "h1"], "no server: give --server"),
         (["plan", TOPO / "star.yaml", "--trees", "2", "--min-bw", "5000"], "no tree spans all 5 hosts"),
         (["plan", TOPO / "star.yaml", "--pool-size", "0"], "pool_size 0 outside"),
+        (["plan", TOPO / "leaf_spine.yaml", "--workers", "9"], "--workers 9: the topology has 8 worker hosts"),
+        (["plan", TOPO / "leaf_spine.yaml", "--workers", "0"], "--workers 0: a job needs at least one worker"),
         (["install", TOPO / "star.yaml", "--p4info", "x"], "give both --p4info and --device-config"),
         (["jobs", "--controller", "127.0.0.1:1", "--timeout", "2"], "no job service at 127.0.0.1:1"),
         (["jobs", "show", "--controller", "127.0.0.1:1"], "jobs show needs a job id"),

@@ -72,9 +72,10 @@ def _exists(root: Path, ref: str) -> bool:
 
 
 def missing_paths(root: Path) -> list[str]:
-    """Every repository path a page names (in prose, code or a link) that the checkout lacks."""
+    """Every repository path a page (or a part's README) names, in prose, code or a link, that the checkout
+    lacks."""
     problems = []
-    for page in pages(root):
+    for page in markdown_pages(root):
         text = page.read_text()
         refs = {m.group(1).rstrip(".") for m in PATH_RE.finditer(text)}
         for ref in sorted(refs):
@@ -193,8 +194,105 @@ def journal_lines(root: Path, page: Path) -> list[str]:
         for what, found in (
             ("a date", DATE_RE.search(line)),
             ("a load average", re.search(r"load avg|load average", line, re.I)),
+            ("a session", re.search(r"\b(?:this|same|last|that) session\b", line, re.I)),
             ("a commit hash", HASH_RE.search(line)),
         ):
             if found:
                 problems.append(f"{_rel(root, page)}:{n}: {what} ({found.group(0)})")
+    return problems
+
+
+# -- section references ------------------------------------------------------------------------------
+
+FENCE_RE = re.compile(r"^```.*?^```", re.S | re.M)
+HEADING_RE = re.compile(r"^(#{1,6}) +(.+?) *#*$", re.M)
+ANCHOR_LINK_RE = re.compile(r"\]\(([^)\s#]*)#([^)\s]+)\)")
+# PAGE.md, "Section" (also "A" and "B"; PAGE.md ("Section"); [text](PAGE.md), "Section")
+PAGE_REF_RE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.md)(?:\]\([^)\s]*\))?(?:, | \()"
+    r"(\"[^\"\n]{1,120}\"(?:(?:,| and| or) \"[^\"\n]{1,120}\")*)"
+)
+# a section of the same page: above ("Section"), "Section" below
+HERE_REF_RE = re.compile(r"(?:above|below),? \(\"([^\"\n]{1,120})\"\)|\"([^\"\n]{1,120})\",? (?:above|below)\b")
+
+
+def markdown_pages(root: Path) -> list[Path]:
+    """Every page a reader follows references through: README.md, docs/ and the parts' READMEs."""
+    readmes = sorted(p for p in root.glob("*/**/README.md") if not any(part.startswith(".") for part in p.parts))
+    return [*pages(root), *(p for p in readmes if "node_modules" not in p.parts)]
+
+
+def heading_text(raw: str) -> str:
+    """A heading as a reader sees it: no code marks, links reduced to their text."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", raw)
+    return text.replace("`", "").replace("**", "").strip()
+
+
+def github_anchor(text: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens.
+
+    >>> github_anchor("Resources (Tofino 1: 12 stages, 4 stateful ALUs)")
+    'resources-tofino-1-12-stages-4-stateful-alus'
+    """
+    return re.sub(r"[^\w\- ]", "", heading_text(text).lower()).replace(" ", "-")
+
+
+def headings(page: Path) -> list[str]:
+    """A page's headings, outside its code blocks."""
+    return [heading_text(m.group(2)) for m in HEADING_RE.finditer(FENCE_RE.sub("", page.read_text()))]
+
+
+def anchors(page: Path) -> set[str]:
+    """A page's anchors as GitHub makes them (a repeated heading gets -1, -2, ...)."""
+    seen: dict[str, int] = {}
+    out = set()
+    for text in headings(page):
+        base = github_anchor(text)
+        n = seen.get(base, 0)
+        out.add(base if n == 0 else f"{base}-{n}")
+        seen[base] = n + 1
+    return out
+
+
+def names_a_section(quoted: str, page: Path) -> bool:
+    """A quoted section resolves to a heading of the page: its whole text, or its text up to a
+    parenthesis or a colon ("Measured" for "Measured (`bench/compression.py`)")."""
+    for text in headings(page):
+        short = re.split(r" \(|: ", text, maxsplit=1)[0]
+        if quoted in (text, short):
+            return True
+    return False
+
+
+def _target(root: Path, page: Path, ref: str) -> Path | None:
+    for base in (page.parent, root):
+        path = (base / ref).resolve()
+        if path.is_file():
+            return path
+    return None
+
+
+def broken_section_refs(root: Path) -> list[str]:
+    """Every link with an #anchor and every quoted section reference ("PAGE.md, "Section"", or a
+    section "above"/"below") that names no heading of its page."""
+    problems = []
+    for page in markdown_pages(root):
+        text = FENCE_RE.sub("", page.read_text())
+        prose = " ".join(text.split())  # a reference may wrap
+        for target, anchor in sorted(set(ANCHOR_LINK_RE.findall(text))):
+            if re.match(r"[a-z]+:", target):
+                continue
+            dest = page if not target else _target(root, page, target)
+            if dest is not None and anchor not in anchors(dest):
+                problems.append(f"{_rel(root, page)}: links to {target}#{anchor}, which is no heading there")
+        for ref, quoted in PAGE_REF_RE.findall(prose):
+            dest = _target(root, page, ref)
+            if dest is None:
+                continue  # missing_paths names a missing page
+            for section in re.findall(r"\"([^\"]+)\"", quoted):
+                if not names_a_section(section, dest):
+                    problems.append(f'{_rel(root, page)}: refers to {ref}, "{section}", which is no heading there')
+        for a, b in HERE_REF_RE.findall(prose):
+            if not names_a_section(a or b, page):
+                problems.append(f'{_rel(root, page)}: refers to "{a or b}", which is no heading of the page')
     return problems

@@ -40,7 +40,7 @@ README_STUB = "# x\n\nbefore\n\n<!-- results:begin -->\nold table\n<!-- results:
 def run_report(tmp_path: Path, results: Path = FIXTURE) -> tuple[subprocess.CompletedProcess, Path, Path]:
     docs, readme = tmp_path / "docs", tmp_path / "README.md"
     readme.write_text(README_STUB)
-    argv = ["bench/report.py", "--results", str(results), "--docs", str(docs), "--readme", str(readme)]
+    argv = ["bench/report.py", "--input", str(results), "--docs", str(docs), "--readme", str(readme)]
     proc = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=120)
     return proc, docs, readme
 
@@ -107,12 +107,12 @@ def test_runner_on_tiny_sizes(tmp_path):
     results, docs, readme = tmp_path / "results", tmp_path / "docs", tmp_path / "README.md"
     readme.write_text(README_STUB)
     argv = ["bench/standard.py", "--tiny", "--only", "plan_scale", "faults"]
-    argv += ["--results", str(results), "--docs", str(docs), "--readme", str(readme)]
+    argv += ["--out", str(results), "--docs", str(docs), "--readme", str(readme)]
     proc = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     # the progress display: each step announced with its command, the step's own lines under it
     assert "[1/2] Planning time" in proc.stdout and "[2/2] Fault campaign" in proc.stdout
-    assert "$ python bench/plan_scale.py --ks 4 --repeat 1 --out " in proc.stdout
+    assert "$ python bench/plan_scale.py --ks 4 --repeats 1 --out " in proc.stdout
     manifest = json.loads((results / "manifest.json").read_text())
     assert [(s["name"], s["status"]) for s in manifest["steps"]] == [("plan_scale", "ok"), ("faults", "ok")]
     assert manifest["steps"][0]["outputs"] == ["plan_scale/plan_scale.json"]

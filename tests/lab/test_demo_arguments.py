@@ -13,7 +13,7 @@ from topologies.demo import main
         (["--values", "0"], "argument --values: 0 is not a positive whole number"),
         (["--rounds", "0"], "argument --rounds: 0 is not a positive whole number"),
         (["--rounds", "-1"], "argument --rounds: -1 is not a positive whole number"),
-        (["--workers", "0"], "argument --workers: 0 is not a positive whole number"),
+        (["--workers", "0"], "--workers 0: a job needs at least one worker"),
         (
             ["--target", "bmv2", "--inprocess"],
             "--inprocess runs the switches on softswitch in this process: --target bmv2 needs mininet",

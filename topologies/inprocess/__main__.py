@@ -7,7 +7,7 @@ from topologies.errors import USER_ERRORS
 from topologies.inprocess.serve import add_arguments, serve
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m topologies.inprocess",
         description="the in-process network (softswitch, p4src/ina.p4) for other processes",
@@ -20,7 +20,11 @@ def main(argv=None) -> int:
             "one JSON line, then serve until stdin closes or SIGTERM",
         )
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return serve(args)
     except USER_ERRORS as exc:  # one line (unknown host, plan errors); anything else shows its traceback

@@ -42,8 +42,9 @@ import sys
 import threading
 from pathlib import Path
 
+from controller.cli_options import add_program, add_result_mode, add_server, add_workers, pick_workers, worker_choice
 from controller.errors import InstallError
-from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
+from controller.options import AGGREGATION_MODES, DEFAULT_AGGREGATION
 from controller.programs import stat_counters
 from topologies.errors import LabError
 
@@ -136,18 +137,6 @@ class _Stop(Exception):
     pass
 
 
-def _pick_workers(topo, workers: list[str] | None, servers: list[str]) -> list[str]:
-    pool = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
-    if not workers:
-        return pool
-    if len(workers) == 1 and workers[0].isdigit():
-        n = int(workers[0])
-        if n > len(pool):
-            raise LabError(f"topology {topo.name} has {len(pool)} worker hosts, {n} asked for")
-        return pool[:n]
-    return workers
-
-
 def serve(args) -> int:
     from controller.jobservice import JobManager, JobServer
     from controller.planner import PlanOptions
@@ -157,12 +146,15 @@ def serve(args) -> int:
     from worker.loop import RealTimeLoop
 
     topo = load_topology(args.topology)
-    servers = args.server or [h.name for h in topo.role_hosts("server")][:1]
+    servers = [n for v in args.server or () for n in v.split(",") if n] or [h.name for h in topo.role_hosts("server")][
+        :1
+    ]
     if not servers:
         raise LabError(f"topology {topo.name} has no host with role server: give --server")
     for name in servers:
         topo.host(name)  # TopologyError naming an unknown host
-    workers = _pick_workers(topo, args.workers, servers)
+    candidates = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
+    workers = pick_workers(worker_choice(args.workers), candidates, LabError)
     loop = RealTimeLoop()
     net = InProcessNetwork(topo, loop=loop, seed=args.seed, program=args.program)
     net.install_routes()
@@ -257,40 +249,36 @@ def _fault(net, loop, line: str) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("topology", help="topology YAML (topologies/*.yaml)")
-    p.add_argument(
-        "--workers",
-        nargs="+",
-        metavar="HOST",
-        help="the job's workers in rank order, or a count N (the first N worker hosts); "
-        "default: the topology's worker hosts",
-    )
-    p.add_argument(
-        "--server",
-        nargs="+",
-        metavar="HOST",
-        help="aggregation server host(s) (default: the first host with role server)",
-    )
+    p.add_argument("topology", metavar="TOPOLOGY", help="topology YAML (docs/topologies.md)")
+    add_workers(p)
+    add_server(p, default="the first host with role server")
     p.add_argument("--job-id", type=int, help="id of the job registered at start (default: lowest free)")
     p.add_argument("--no-job", action="store_true", help="register no job at start (RegisterJob later)")
-    p.add_argument("--aggregation", default="merge", choices=("merge", "all", "none"))
-    p.add_argument("--result-mode", default=DEFAULT_RESULT_MODE, choices=RESULT_MODES)
-    p.add_argument("--listen", default="127.0.0.1:0", help="job service address (port 0: any free port)")
+    p.add_argument(
+        "--aggregation",
+        default=DEFAULT_AGGREGATION,
+        choices=AGGREGATION_MODES,
+        help=f"aggregate where flows merge, at every switch on the way, or nowhere (default {DEFAULT_AGGREGATION})",
+    )
+    add_result_mode(p)
+    p.add_argument(
+        "--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="job service address (port 0: any free port)"
+    )
     p.add_argument("--attach-ip", default="127.0.0.1", help="address of the attach endpoints")
     p.add_argument("--plan-out", help="also write the start job's plan JSON here")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the in-process network's random choices, e.g. which packets a lossy link drops (default 0)",
+    )
     p.add_argument(
         "--monitor-interval",
         type=float,
         default=0.1,
         help="seconds between the fault monitor's probes of the switches and links",
     )
-    p.add_argument(
-        "--program",
-        help="the switches' program (default: the largest K the topology's links carry, v1model-k256 at a "
-        "1500-byte MTU): v1model (p4src/ina.p4, K = 64), v1model-k256 (256 values per packet), v1model-k1024 "
-        "(1024), tna (its TNA version) or a path",
-    )
+    add_program(p)
 
 
 class ServedNetwork:
