@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.options import RTO_VIRTUAL_S, PlanOptions
+from controller.options import RTO_PYTHON_SWITCHES_S, RTO_VIRTUAL_S, PlanOptions
 from controller.plan import HostRef, JobPlan
 from controller.planner import plan_job
 from controller.topology import Host
+from protocol import constants as C
 from sim.errors import SimError
 from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
 from sim.network import SimNetwork
+from worker.pacing import PACING_HEADROOM
+from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES
 
 BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
 MAX_RESENDS = 20  # resends of one chunk before a worker gives up
@@ -62,6 +65,34 @@ class WorkerValues:
         return s.astype(np.int32)
 
 
+@dataclass(frozen=True)
+class AgentModel:
+    """The worker agent's congestion control, as the simulated INA workers run it (worker/stream.py,
+    worker/pacing.py, worker/agent.py; their constants are imported, not copied): a congestion window in
+    slots (INITIAL_WINDOW chunks in slow start up to SLOW_START_BYTES of values, or from there when
+    paced), halved once per timeout; the retransmission timeout from the smoothed RTT (at least
+    ``timeout_s``, at most RTT_CAP_OVER_MIN lowest round trips) with Karn's backoff up to ``max_backoff``
+    times; paced at PACING_HEADROOM of the plan's ``send_rate`` by the agent's token bucket, the rate moved
+    once per round trip by the share of results that came back ECN CE (``ecn``: the frames are ECN-capable
+    and the P4 program marks them from the modelled egress queues), halved by a timeout."""
+
+    timeout_s: float = RTO_PYTHON_SWITCHES_S  # the lab's agents' base RTO (topologies/lab_agent.py)
+    max_backoff: float = 16.0  # WorkerAgent's default
+    paced: bool = True  # pace at the plan's send rate (the agents do when the plan gives one)
+    ecn: bool = True  # the agents' frames are ECN-capable (ECT(0)), the server echoes marks
+
+    def windows(self, k: int, pool: int, paced: bool) -> tuple[float, float, float]:
+        """(initial window, slow-start threshold, smallest window) in chunks of ``k`` values."""
+
+        def slots(value_bytes: int) -> float:
+            return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * k)))
+
+        if paced:
+            start = min(float(pool), slots(SLOW_START_BYTES))
+            return start, start, slots(MIN_WINDOW_BYTES)
+        return float(INITIAL_WINDOW), slots(SLOW_START_BYTES), slots(MIN_WINDOW_BYTES)
+
+
 @dataclass
 class RunResult:
     """What a simulated all-reduce measured."""
@@ -78,6 +109,7 @@ class RunResult:
     mismatches: int = 0
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
+    agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
 
     @property
     def x_ideal(self) -> float:
@@ -106,6 +138,7 @@ def _finish(
     stats = [net.core.host_stats(net.node[h]) for h in hosts]
     done = [s["done_s"] for s in stats if s["done_s"] >= 0]
     busiest_name, busiest = net.busiest_direction()
+    agent_keys = ("timeouts", "window_halvings", "rate_cuts", "congested_results", "srtt_s", "lowest_rtt_s")
     return RunResult(
         method=method,
         workers=len(hosts),
@@ -119,6 +152,7 @@ def _finish(
         mismatches=int(sum(s["mismatches"] for s in stats)),
         resends=int(sum(s["resends"] for s in stats)),
         busiest={"direction": busiest_name, **busiest},
+        agent={key: float(np.mean([s[key] for s in stats])) for key in agent_keys} if method == "ina" else {},
     )
 
 
@@ -141,10 +175,14 @@ def run_ina(
     timeout_s: float = RTO_VIRTUAL_S,
     max_resends: int = MAX_RESENDS,
     until_s: float | None = None,
+    agent: AgentModel | None = None,
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
     (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
-    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished."""
+    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished.
+
+    ``agent`` None: a fixed ``window`` (default the pool) and ``timeout_s``; an ``AgentModel``: the
+    worker agent's window, RTO, pacing and ECN rate law (``window`` and ``timeout_s`` are then its)."""
     t0, c0 = time.perf_counter(), time.process_time()
     if len(plan.trees) != 1 or len(plan.servers) != 1:
         raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
@@ -156,21 +194,28 @@ def run_ina(
     net.core.set_layout(core_layout(k))
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
+    tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
     net.core.ina_server(
-        net.node[server.name], multicast_result_frame(plan.job_id, tree.tree_id, server, first, k), 4 * plan.pool_size
+        net.node[server.name],
+        multicast_result_frame(plan.job_id, tree.tree_id, server, first, k, tos),
+        4 * plan.pool_size,
     )
+    rate = tree.send_rate * 1e6 / 8 * PACING_HEADROOM if agent is not None and agent.paced else 0.0
     for w in plan.workers:
-        frame = grad_frame(plan.job_id, tree.tree_id, tree.grad_hops[w.name], w, server, k)
+        frame = grad_frame(plan.job_id, tree.tree_id, tree.grad_hops[w.name], w, server, k, tos)
         net.core.ina_worker(
             net.node[w.name],
             frame,
             n_values // k,
             plan.pool_size,
             window or plan.pool_size,
-            timeout_s,
+            agent.timeout_s if agent is not None else timeout_s,
             max_resends,
             int(values.coeffs[w.rank]),
         )
+        if agent is not None:
+            start, threshold, smallest = agent.windows(k, plan.pool_size, rate > 0)
+            net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, rate, agent.max_backoff, agent.ecn)
     return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)
 
 

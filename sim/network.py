@@ -13,7 +13,6 @@ switch's pipeline through the native runtime's C entry point ``ss_process_one`` 
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,24 +35,21 @@ class LinkModel:
     delay_ms: float | None = None
     loss_percent: float | None = None
     queue_bytes: int | None = None  # drop-tail limit of a transmit queue; None: unbounded
+    # added to every host link's delay (each direction): a stand-in for time spent outside the links, e.g.
+    # the lab's software on a busy machine, measured there as round trip (bench/calibrate.py)
+    host_delay_extra_ms: float = 0.0
 
 
-def _native_entry(switch: Any) -> tuple[int, int, int]:
-    """(ss_switch pointer, address of ss_process_one, address of ss_free) of a native switch.
-
-    softswitch's Python API has no accessor for the native switch handle, so this reads the
-    ``NativeSwitch``'s handle and library (its ``_sw`` and ``_lib``); the C functions are the runtime's
-    documented exports (softswitch/native/README.md)."""
+def _native_entry(switch: Any) -> tuple[int, int, int, int]:
+    """(ss_switch pointer, ss_process_one, ss_free, ss_port_queue_depth) of a native switch: its
+    ``c_entry_points()``, the runtime's documented exports (softswitch/native/README.md)."""
     if getattr(switch, "backend", None) != "native":
         raise SimError(f"switch {switch.name}: the simulator needs softswitch's native back end (a C compiler)")
-    api = switch._lib.api
-    handle = switch._sw
-    pointer = handle if isinstance(handle, int) else ctypes.cast(handle, ctypes.c_void_p).value
-    process = ctypes.cast(api.ss_process_one, ctypes.c_void_p).value
-    free = ctypes.cast(api.ss_free, ctypes.c_void_p).value
-    if not pointer or not process or not free:
+    entry = switch.c_entry_points()
+    found = (entry["switch"], entry["ss_process_one"], entry["ss_free"], entry["ss_port_queue_depth"])
+    if not all(found):
         raise SimError(f"switch {switch.name}: no native pipeline to call")
-    return int(pointer), int(process), int(free)
+    return tuple(int(x) for x in found)  # type: ignore[return-value]
 
 
 class SimNetwork:
@@ -78,11 +74,11 @@ class SimNetwork:
         self._installer: Installer | None = None
 
     def _build_core(self, seed: int) -> SimCore:
-        _, process, free = next(iter(self._entries.values()))
-        core = SimCore(seed, process, free)
+        _, process, free, depth = next(iter(self._entries.values()))
+        core = SimCore(seed, process, free, depth)
         topo, links = self.topo, self.links
         self.node: dict[str, int] = {}
-        for name, (pointer, _, _) in self._entries.items():
+        for name, (pointer, *_) in self._entries.items():
             self.node[name] = core.add_node(NODE_SWITCH, pointer)
         for h in topo.hosts:
             self.node[h.name] = core.add_node(NODE_HOST, None)
@@ -91,6 +87,8 @@ class SimNetwork:
         for link in topo.links:
             bandwidth = (links.bandwidth_mbps if links.bandwidth_mbps is not None else link.bandwidth) * 1e6
             delay = (links.delay_ms if links.delay_ms is not None else link.delay) / 1e3
+            if topo.is_host(link.a) or topo.is_host(link.b):
+                delay += links.host_delay_extra_ms / 1e3
             loss = (links.loss_percent if links.loss_percent is not None else link.loss) / 100.0
             a_port = HOST_PORT if topo.is_host(link.a) else link.a_port
             b_port = HOST_PORT if topo.is_host(link.b) else link.b_port
