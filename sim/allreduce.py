@@ -128,13 +128,36 @@ def _host_bandwidth(net: SimNetwork, hosts: list[str]) -> float:
     return min(bw)
 
 
-def _finish(
-    net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s: float | None, t0: float, c0: float
-) -> RunResult:
+Failure = tuple[float, str]  # (modelled time, s): the switch ``name`` fails then (every link of it cut)
+
+
+def _run(net: SimNetwork, until_s: float | None, failures: list[Failure]) -> None:
+    """Start the hosts and run, failing the switches of ``failures`` at their times."""
     net.core.start()
+    for at, switch in sorted(failures):
+        if until_s is not None and at >= until_s:
+            break
+        net.core.run(at)
+        net.fail_switch(switch)
     net.core.run(until_s)
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+
+
+def _finish(
+    net: SimNetwork,
+    method: str,
+    hosts: list[str],
+    nbytes: int,
+    until_s: float | None,
+    t0: float,
+    c0: float,
+    failures: list[Failure] | None = None,
+) -> RunResult:
+    _run(net, until_s, failures or [])
+    return _collect(net, method, hosts, nbytes, time.perf_counter() - t0, time.process_time() - c0)
+
+
+def _collect(net: SimNetwork, method: str, hosts: list[str], nbytes: int, wall: float, cpu: float) -> RunResult:
+    """What the hosts of one job (``hosts``) measured in the run so far."""
     stats = [net.core.host_stats(net.node[h]) for h in hosts]
     done = [s["done_s"] for s in stats if s["done_s"] >= 0]
     busiest_name, busiest = net.busiest_direction()
@@ -157,12 +180,25 @@ def _finish(
 
 
 def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
-    """The controller's plan for the job (multicast results, K of the switches' program), installed."""
+    """The controller's plan for the job (multicast results, K of the switches' program), installed; the
+    network's ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
     k = net.installer.values_per_packet()
     opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
-    plan = plan_job(net.topo, workers, [server], opts)
+    plan = plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
     net.install_job(plan)
     return plan
+
+
+def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobPlan:
+    """The controller's next version of ``plan`` around ``dead_switches`` (controller/replan.py:
+    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed."""
+    from controller.replan import plan_around, surviving_graph
+
+    opts = PlanOptions(result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size)
+    graph = surviving_graph(net.graph, dead_switches, [])
+    new = plan_around(net.topo, graph, net.resources, plan, opts)
+    net.install_job(new)
+    return new
 
 
 def run_ina(
@@ -176,21 +212,61 @@ def run_ina(
     max_resends: int = MAX_RESENDS,
     until_s: float | None = None,
     agent: AgentModel | None = None,
+    failures: list[Failure] | None = None,
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
     (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
     timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished.
 
     ``agent`` None: a fixed ``window`` (default the pool) and ``timeout_s``; an ``AgentModel``: the
-    worker agent's window, RTO, pacing and ECN rate law (``window`` and ``timeout_s`` are then its)."""
+    worker agent's window, RTO, pacing and ECN rate law (``window`` and ``timeout_s`` are then its).
+    ``failures``: switches that fail during the run, (time s, name)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    if len(plan.trees) != 1 or len(plan.servers) != 1:
+    _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
+    return _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+
+
+def run_ina_jobs(
+    net: SimNetwork,
+    jobs: list[tuple[JobPlan, WorkerValues]],
+    *,
+    agent: AgentModel | None = None,
+    until_s: float | None = None,
+    failures: list[Failure] | None = None,
+) -> list[RunResult]:
+    """Several INA jobs (installed plans, disjoint hosts) all-reducing at once over the same fabric, from
+    time 0: one result per job (its own completion time and sums; events, wall and CPU time are the
+    whole run's)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    hosts = [w.name for plan, _ in jobs for w in plan.workers] + [s.name for plan, _ in jobs for s in plan.servers]
+    if len(set(hosts)) != len(hosts):
+        raise SimError("concurrent jobs must not share a host (a host runs one agent)")
+    for plan, values in jobs:
+        _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
+    _run(net, until_s, failures or [])
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+
+
+def _add_ina(
+    net: SimNetwork,
+    plan: JobPlan,
+    values: WorkerValues,
+    expected: np.ndarray | None,
+    window: int | None,
+    timeout_s: float,
+    max_resends: int,
+    agent: AgentModel | None,
+) -> None:
+    """The job's server and workers on the core (not started)."""
+    trees = [t for t in plan.trees if t.weight > 0]  # a re-planned job's recovery tree has weight 0
+    if len(trees) != 1 or len(plan.servers) != 1:
         raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
     k = plan.value_count
     n_values = len(values.a)
     if n_values % k:
         raise SimError(f"{n_values} values are not a whole number of {k}-value chunks")
-    tree, server = plan.trees[0], plan.servers[0]
+    tree, server = trees[0], plan.servers[0]
     net.core.set_layout(core_layout(k))
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
@@ -216,7 +292,6 @@ def run_ina(
         if agent is not None:
             start, threshold, smallest = agent.windows(k, plan.pool_size, rate > 0)
             net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, rate, agent.max_backoff, agent.ecn)
-    return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)
 
 
 def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:

@@ -19,6 +19,7 @@ from typing import Any
 
 from controller.installer import Installer
 from controller.programs import default_program, program_file
+from controller.resources import Resources
 from controller.topology import Topology
 from sim.core import NODE_HOST, NODE_SWITCH, SimCore
 from sim.errors import SimError
@@ -70,8 +71,12 @@ class SimNetwork:
         }
         self._entries = {name: _native_entry(sw) for name, sw in self.switches.items()}
         self.links = links
+        self.failed: set[str] = set()  # switches that failed (fail_switch): their links stay cut in fresh cores
         self.core = self._build_core(seed)
         self._installer: Installer | None = None
+        # the planner's allocations of the jobs planned on this network (ids, slots, groups, bandwidth)
+        self.resources = Resources.for_topology(topo)
+        self.graph = topo.to_graph()
 
     def _build_core(self, seed: int) -> SimCore:
         _, process, free, depth = next(iter(self._entries.values()))
@@ -97,6 +102,9 @@ class SimNetwork:
                     self.node[src], sp, self.node[dst], dp, bandwidth, delay, links.queue_bytes, loss
                 )
                 self.link_params[(src, dst)] = (bandwidth, delay)
+        for (src, dst), index in self.directions.items():
+            if src in self.failed or dst in self.failed:
+                core.set_link_up(index, False)
         return core
 
     def fresh_core(self, seed: int = 0) -> None:
@@ -123,6 +131,20 @@ class SimNetwork:
         """Both directions of the link a-b lose every frame from now on."""
         for key in ((a, b), (b, a)):
             self.core.set_link_up(self.directions[key], False)
+
+    def fail_switch(self, name: str) -> None:
+        """The switch ``name`` fails: every link of it loses every frame from now on (in later runs too,
+        until ``repair``)."""
+        if name not in self.switches:
+            raise SimError(f"no switch {name!r} in {self.topo.name}")
+        self.failed.add(name)
+        for a, b in list(self.directions):
+            if a == name:
+                self.cut(a, b)
+
+    def repair(self) -> None:
+        """Failed switches work again from the next ``fresh_core`` on."""
+        self.failed.clear()
 
     def direction_stats(self, src: str, dst: str) -> dict[str, int]:
         return self.core.link_stats(self.directions[(src, dst)])

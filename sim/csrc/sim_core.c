@@ -84,6 +84,7 @@ struct host {
     uint32_t max_resends; /* resends of one chunk before the worker gives up (no lost packet hangs a run) */
     uint64_t resends, results, mismatches, duplicates;
     int32_t coeff; /* this worker's values: a[i] + coeff * b[i] */
+    const int32_t *va, *vb, *vexp; /* its job's arrays a, b and the expected sum (sim_set_values when added) */
     int64_t *deadline; /* per chunk: when its retransmission timer expires (set at each send) */
     /* the agent's congestion control (adaptive); adaptive == 0: the window and the timeout stay fixed */
     int adaptive, ecn;
@@ -322,7 +323,7 @@ static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
     uint8_t *v = f + h->tmpl_len - 4 * L->k;
     uint64_t base = (uint64_t)j * L->k;
     for (uint32_t i = 0; i < L->k; i++) {
-        uint32_t x = (uint32_t)s->val_a[base + i] + (uint32_t)h->coeff * (uint32_t)s->val_b[base + i];
+        uint32_t x = (uint32_t)h->va[base + i] + (uint32_t)h->coeff * (uint32_t)h->vb[base + i];
         put_be32(v + 4 * i, x);
     }
     h->sent_at[j] = s->now;
@@ -487,7 +488,7 @@ static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
         return;
     }
     const uint8_t *v = f + len - 4 * L->k;
-    const int32_t *want = s->expected + (uint64_t)j * L->k;
+    const int32_t *want = h->vexp + (uint64_t)j * L->k;
     for (uint32_t i = 0; i < L->k; i++)
         if ((int32_t)get_be32(v + 4 * i) != want[i]) {
             h->mismatches++;
@@ -815,6 +816,7 @@ EXPORT int sim_ina_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len,
     host_free(h);
     if (set_template(h, tmpl, len) || (uint64_t)n_chunks * s->lay.k > s->n_values || !pool || !window) return -1;
     h->kind = HOST_INA_WORKER;
+    h->va = s->val_a, h->vb = s->val_b, h->vexp = s->expected;
     h->n_chunks = n_chunks, h->pool = pool, h->window = window < pool ? window : pool;
     h->timeout_ps = timeout_ps, h->coeff = coeff, h->max_resends = max_resends;
     h->done = calloc(n_chunks + 1, 1);
