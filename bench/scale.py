@@ -98,6 +98,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             k = plan.value_count
             values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
             result: RunResult = run_ina(net, plan, values, window=args.window, agent=agent_model(args))
+            net.remove_job(plan)  # its slots back for the next cases
         elif method == "ring":
             result = run_ring(net, workers, n_values * 4)
         else:
@@ -149,6 +150,8 @@ def concurrent_jobs(
         jobs.append((plan, WorkerValues.random(len(group) - 1, n_values // k * k, seed=args.seed + j)))
     install_s = time.perf_counter() - t0
     results = run_ina_jobs(net, jobs, agent=agent_model(args))
+    for plan, _ in jobs:
+        net.remove_job(plan)
     done = [r.completion_s for r in results]
     row: dict[str, Any] = {
         "case": "jobs",
@@ -215,6 +218,7 @@ def spine_failure(
     replan_s = time.perf_counter() - t0
     net.fresh_core(args.seed)
     again = run_ina(net, new, values, window=args.window, agent=agent_model(args))
+    net.remove_job(new, plan)
     net.repair()
     row: dict[str, Any] = {
         "case": "failure",

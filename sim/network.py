@@ -127,6 +127,17 @@ class SimNetwork:
     def install_job(self, plan: Any) -> None:
         self.installer.install_job(plan)
 
+    def remove_job(self, plan: Any, *earlier: Any) -> None:
+        """The job's entries off the switches and its slots and multicast groups back to ``resources``,
+        with ``earlier`` versions of it (a re-planned job's first plan), so that later jobs on this network
+        get the slots again. Its job id stays taken: the switches' slots remember their owner as (job id,
+        seq), and a new job's agents start again at seq 1, so a reused id on those slots would take the new
+        job's first chunks for retransmissions of the old one's."""
+        for version in (plan, *earlier):
+            self.installer.remove_job(version)
+            groups = [c.result_group for c in version.switches if c.result_group]
+            self.resources.free_trees(version.job_id, [t.tree_id for t in version.trees], groups)
+
     def cut(self, a: str, b: str) -> None:
         """Both directions of the link a-b lose every frame from now on."""
         for key in ((a, b), (b, a)):

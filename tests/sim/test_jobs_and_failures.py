@@ -71,3 +71,19 @@ def test_a_spine_failing_mid_round_loses_the_round_and_the_replan_carries_the_ne
     again = run_ina(net, new, values)
     assert again.finished == len(workers) and again.mismatches == 0
     net.close()
+
+
+def test_a_removed_jobs_slots_serve_the_next_job_under_a_new_id():
+    net, hosts = _net()
+    values = WorkerValues.random(7, 16 * K, seed=6)
+    first = plan_ina(net, hosts[0:7], hosts[7])
+    assert run_ina(net, first, values).mismatches == 0
+    net.remove_job(first)
+    net.fresh_core()
+    second = plan_ina(net, hosts[0:7], hosts[7])
+    assert second.job_id != first.job_id  # the switches' slots still name (first.job_id, seq) as owners
+    slots = {(c.switch, c.slot_base) for c in first.switches if c.aggregates}
+    assert slots == {(c.switch, c.slot_base) for c in second.switches if c.aggregates}  # the same cells again
+    result = run_ina(net, second, values)
+    assert result.finished == 7 and result.mismatches == 0
+    net.close()
