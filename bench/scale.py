@@ -41,6 +41,7 @@ from sim.allreduce import (  # noqa: E402
     RunResult,
     WorkerValues,
     plan_ina,
+    plan_only,
     replan_ina,
     run_ina,
     run_ina_jobs,
@@ -91,10 +92,15 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             continue
         net.fresh_core(args.seed)
         setup = {"build_s": build_s, "topology_entries_s": routes_s}
+        job_entries, install_cpu_s = 0, 0.0
         if method == "ina":
             t0 = time.perf_counter()
-            plan = plan_ina(net, workers, server)
+            plan = plan_only(net, workers, server)
+            setup["job_plan_s"] = time.perf_counter() - t0
+            t0, c0 = time.perf_counter(), time.process_time()
+            job_entries = net.install_job(plan)
             setup["job_install_s"] = time.perf_counter() - t0
+            install_cpu_s = time.process_time() - c0
             k = plan.value_count
             values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
             result: RunResult = run_ina(net, plan, values, window=args.window, agent=agent_model(args))
@@ -111,6 +117,8 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             "entries": entries,
         }
         row.update(setup)
+        if method == "ina":
+            row["job_entries"], row["job_install_cpu_s"] = job_entries, install_cpu_s
         row.update(result.as_dict())
         rows.append(row)
         print(
@@ -120,6 +128,12 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             f"set-up {sum(setup.values()):.1f} s",
             flush=True,
         )
+        if method == "ina":
+            print(
+                f"{name:>18} the job: planned in {setup['job_plan_s']:.2f} s, {job_entries:,d} entries and groups "
+                f"installed on the simulated switches in {setup['job_install_s']:.2f} s (CPU {install_cpu_s:.2f} s)",
+                flush=True,
+            )
     for n_jobs in args.jobs:
         net.fresh_core(args.seed)
         rows.append(concurrent_jobs(net, name, workers + [server], n_jobs, n_values, args))

@@ -182,11 +182,16 @@ def _collect(net: SimNetwork, method: str, hosts: list[str], nbytes: int, wall: 
 def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
     """The controller's plan for the job (multicast results, K of the switches' program), installed; the
     network's ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
-    k = net.installer.values_per_packet()
-    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
-    plan = plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
+    plan = plan_only(net, workers, server, **options)
     net.install_job(plan)
     return plan
+
+
+def plan_only(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
+    """``plan_ina``'s plan, not installed (``net.install_job`` installs it: the two timed apart)."""
+    k = net.installer.values_per_packet()
+    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
+    return plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
 
 
 def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobPlan:

@@ -124,8 +124,9 @@ class SimNetwork:
         """The topology-wide entries (identity, /32 routes unless ``routes`` is False, result rewrites)."""
         return install_fabric(self.installer, self.topo, routes=routes)
 
-    def install_job(self, plan: Any) -> None:
-        self.installer.install_job(plan)
+    def install_job(self, plan: Any) -> int:
+        """The job's entries and multicast groups on the switches; returns how many were written."""
+        return self.installer.install_job(plan)
 
     def remove_job(self, plan: Any, *earlier: Any) -> None:
         """The job's entries off the switches and its slots and multicast groups back to ``resources``,
