@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import io  # noqa: E402
 
+from controller.errors import PlanFormatError  # noqa: E402
 from controller.generators import fat_tree  # noqa: E402
 from controller.plan_columns import load_plan_columns, save_plan_columns  # noqa: E402
 from controller.planner import PlanOptions, plan_job  # noqa: E402
@@ -53,8 +54,14 @@ def run(k: int, planner: str, repeat: int) -> dict:
     columns_save = time.perf_counter() - t0
     buffer.seek(0)
     t0 = time.perf_counter()
-    loaded = load_plan_columns(buffer)
+    loaded = load_plan_columns(buffer, validate=False)
     columns_load = time.perf_counter() - t0
+    try:  # what an agent checks before it starts (JobPlan.validate, as from_json)
+        plan.validate()
+        invalid = None
+    except PlanFormatError as exc:
+        invalid = str(exc)
+        print(f"k = {k} {planner}: the plan is one an agent refuses: {invalid}", flush=True)
     if loaded != plan:
         raise SystemExit(f"k = {k} {planner}: the columnar plan file did not load back the same plan")
     return {
@@ -72,6 +79,7 @@ def run(k: int, planner: str, repeat: int) -> dict:
         "columns_bytes": len(buffer.getvalue()),
         "columns_save_s": columns_save,
         "columns_load_s": columns_load,
+        "invalid": invalid,
         "aggregation_points": sum(len(t.aggregation_points) for t in plan.trees),
         "goal_s": GOALS.get(k) if planner == "multihop" else None,
     }

@@ -407,7 +407,7 @@ def scale_plots(rows: list[dict], images: Path) -> tuple[bool, bool]:
     if curve:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
-            for method in ("ina", "ring", "ps"):
+            for method in ("ina", "ina_multitree", "ring", "ps"):
                 pts = sorted(
                     (r["workers"], r["x_ideal"])
                     for r in curve

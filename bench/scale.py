@@ -51,11 +51,13 @@ from sim.allreduce import (  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.network import SimNetwork  # noqa: E402
 
-METHODS = ("ina", "ring", "ps")
+METHODS = ("ina", "ina_multitree", "ring", "ps")
+INA_METHODS = ("ina", "ina_multitree")
 
 
 def topologies(args: argparse.Namespace) -> list[tuple[str, Topology]]:
-    out = [(f"fat_tree_k{k}", fat_tree(k)) for k in args.fat_tree]
+    hosts = {"host_bandwidth": args.host_bandwidth} if args.host_bandwidth else {}
+    out = [(f"fat_tree_k{k}", fat_tree(k, **hosts)) for k in args.fat_tree]
     for leaves in args.leaf_spine:
         topo = leaf_spine(
             spines=args.spines, leaves=leaves, workers_per_leaf=args.per_leaf, servers=1, host_bandwidth=10000.0
@@ -76,7 +78,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
     t0 = time.perf_counter()
     net = SimNetwork(topo, seed=args.seed)
     build_s = time.perf_counter() - t0
-    baselines = [m for m in args.methods if m != "ina" and len(workers) <= args.baseline_max_workers]
+    baselines = [m for m in args.methods if m not in INA_METHODS and len(workers) <= args.baseline_max_workers]
     t0 = time.perf_counter()
     entries = net.install_routes(routes=bool(baselines))  # /32 routes only for the baselines' IPv4 traffic
     routes_s = time.perf_counter() - t0
@@ -87,15 +89,16 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
     )
     rows = []
     for method in args.methods:
-        if method != "ina" and len(workers) > args.baseline_max_workers:
+        if method not in INA_METHODS and len(workers) > args.baseline_max_workers:
             print(f"{name}: {method} skipped above {args.baseline_max_workers} workers", flush=True)
             continue
         net.fresh_core(args.seed)
         setup = {"build_s": build_s, "topology_entries_s": routes_s}
-        job_entries, install_cpu_s = 0, 0.0
-        if method == "ina":
+        job_entries, install_cpu_s, n_trees = 0, 0.0, 0
+        if method in INA_METHODS:
             t0 = time.perf_counter()
-            plan = plan_only(net, workers, server)
+            options = {"planner": "multitree", "trees": args.trees} if method == "ina_multitree" else {}
+            plan = plan_only(net, workers, server, **options)
             setup["job_plan_s"] = time.perf_counter() - t0
             t0, c0 = time.perf_counter(), time.process_time()
             job_entries = net.install_job(plan)
@@ -104,6 +107,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             k = plan.value_count
             values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
             result: RunResult = run_ina(net, plan, values, window=args.window, agent=agent_model(args))
+            n_trees = len(plan.trees)
             net.remove_job(plan)  # its slots back for the next cases
         elif method == "ring":
             result = run_ring(net, workers, n_values * 4)
@@ -117,8 +121,8 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             "entries": entries,
         }
         row.update(setup)
-        if method == "ina":
-            row["job_entries"], row["job_install_cpu_s"] = job_entries, install_cpu_s
+        if method in INA_METHODS:
+            row["job_entries"], row["job_install_cpu_s"], row["trees"] = job_entries, install_cpu_s, n_trees
         row.update(result.as_dict())
         rows.append(row)
         print(
@@ -128,9 +132,9 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             f"set-up {sum(setup.values()):.1f} s",
             flush=True,
         )
-        if method == "ina":
+        if method in INA_METHODS:
             print(
-                f"{name:>18} the job: planned in {setup['job_plan_s']:.2f} s, {job_entries:,d} entries and groups "
+                f"{name:>18} the job: {n_trees} tree(s) planned in {setup['job_plan_s']:.2f} s, {job_entries:,d} entries and groups "
                 f"installed on the simulated switches in {setup['job_install_s']:.2f} s (CPU {install_cpu_s:.2f} s)",
                 flush=True,
             )
@@ -298,7 +302,16 @@ def main() -> int:
     p.add_argument("--spines", type=int, default=4)
     p.add_argument("--per-leaf", type=int, default=8, help="workers per leaf (at most 9: uplinks start at port 11)")
     p.add_argument("--mb", type=float, default=1.0, help="MB of int32 values per worker")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument(
+        "--methods", nargs="+", default=["ina", "ring", "ps"], choices=METHODS, help="ina_multitree: --trees trees"
+    )
+    p.add_argument("--trees", type=int, default=4, help="trees of the multi-tree INA plans (the planner's K)")
+    p.add_argument(
+        "--host-bandwidth",
+        type=float,
+        help="Mbit/s of the fat-trees' host links (default the generator's, as the fabric's): hosts faster than "
+        "one path through the fabric are what multi-tree plans split over several trees",
+    )
     p.add_argument("--worker-stride", type=int, default=1, help="workers: every n-th host (1: all but the server)")
     p.add_argument("--window", type=int, default=None, help="INA chunks in flight per worker (default: the pool)")
     p.add_argument("--baseline-max-workers", type=int, default=256, help="skip ring/PS above this many workers")

@@ -207,8 +207,9 @@ def _switches(cols: dict[str, np.ndarray], names: list[str]) -> list[SwitchJobCo
     return out
 
 
-def load_plan_columns(file: str | Path | IO[bytes]) -> JobPlan:
-    """The plan in a columnar plan file, validated as ``JobPlan.from_json`` validates a JSON plan.
+def load_plan_columns(file: str | Path | IO[bytes], *, validate: bool = True) -> JobPlan:
+    """The plan in a columnar plan file, validated as ``JobPlan.from_json`` validates a JSON plan
+    (``validate=False``: not checked, for tools that inspect a plan an agent would refuse).
 
     Raises
     ------
@@ -243,5 +244,6 @@ def load_plan_columns(file: str | Path | IO[bytes]) -> JobPlan:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise PlanFormatError(f"columnar plan file is incomplete or inconsistent: {exc!r}") from None
-    plan.validate()
+    if validate:
+        plan.validate()
     return plan

@@ -27,7 +27,7 @@ from sim.errors import SimError
 from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
 from sim.network import SimNetwork
 from worker.pacing import PACING_HEADROOM
-from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES
+from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, stripe
 
 BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
 MAX_RESENDS = 20  # resends of one chunk before a worker gives up
@@ -263,31 +263,34 @@ def _add_ina(
     max_resends: int,
     agent: AgentModel | None,
 ) -> None:
-    """The job's server and workers on the core (not started)."""
-    trees = [t for t in plan.trees if t.weight > 0]  # a re-planned job's recovery tree has weight 0
-    if len(trees) != 1 or len(plan.servers) != 1:
-        raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
+    """The job's servers and workers on the core (not started). Chunks are striped over the plan's trees
+    of weight above 0 as the worker agent stripes them (``worker.stream.stripe``); a re-planned job's
+    recovery tree (weight 0) carries nothing here."""
+    trees = [t for t in plan.trees if t.weight > 0]
+    if not trees or len(trees) > 255:
+        raise SimError(f"job {plan.job_id}: {len(trees)} trees of weight above 0 (the simulator runs 1 to 255)")
     k = plan.value_count
     n_values = len(values.a)
     if n_values % k:
         raise SimError(f"{n_values} values are not a whole number of {k}-value chunks")
-    tree, server = trees[0], plan.servers[0]
+    servers = {s.name: s for s in plan.servers}
     net.core.set_layout(core_layout(k))
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
     tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
-    net.core.ina_server(
-        net.node[server.name],
-        multicast_result_frame(plan.job_id, tree.tree_id, server, first, k, tos),
-        4 * plan.pool_size,
-    )
-    rate = tree.send_rate * 1e6 / 8 * PACING_HEADROOM if agent is not None and agent.paced else 0.0
+    for root in dict.fromkeys(t.root for t in trees):  # one server agent per root (it answers on a GRAD's tree)
+        tree_id = next(t.tree_id for t in trees if t.root == root)
+        result = multicast_result_frame(plan.job_id, tree_id, servers[root], first, k, tos)
+        net.core.ina_server(net.node[root], result, 4 * plan.pool_size * len(trees))
+    paced = agent is not None and agent.paced
+    rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
+    tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)
     for w in plan.workers:
-        frame = grad_frame(plan.job_id, tree.tree_id, tree.grad_hops[w.name], w, server, k, tos)
+        frames = [grad_frame(plan.job_id, t.tree_id, t.grad_hops[w.name], w, servers[t.root], k, tos) for t in trees]
         net.core.ina_worker(
             net.node[w.name],
-            frame,
-            n_values // k,
+            list(zip(frames, rates, strict=True)),
+            tree_of,
             plan.pool_size,
             window or plan.pool_size,
             agent.timeout_s if agent is not None else timeout_s,
@@ -295,8 +298,8 @@ def _add_ina(
             int(values.coeffs[w.rank]),
         )
         if agent is not None:
-            start, threshold, smallest = agent.windows(k, plan.pool_size, rate > 0)
-            net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, rate, agent.max_backoff, agent.ecn)
+            start, threshold, smallest = agent.windows(k, plan.pool_size, paced and min(rates) > 0)
+            net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, agent.max_backoff, agent.ecn)
 
 
 def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:

@@ -33,6 +33,7 @@ _LAYOUT_FIELDS = (
     "udp_payload",
     "ip_tos",
     "ip_header",
+    "tree_id",
 )
 _P, _U8P = ctypes.c_void_p, ctypes.c_char_p
 
@@ -68,28 +69,23 @@ def library() -> ctypes.CDLL:
             [
                 _P,
                 ctypes.c_uint32,
-                _U8P,
-                ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_int64,
                 ctypes.c_uint32,
                 ctypes.c_int32,
+                _P,
+                ctypes.c_uint32,
             ],
+        ),
+        "sim_ina_worker_tree": (
+            ctypes.c_int,
+            [_P, ctypes.c_uint32, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_double],
         ),
         "sim_ina_worker_agent": (
             ctypes.c_int,
-            [
-                _P,
-                ctypes.c_uint32,
-                ctypes.c_double,
-                ctypes.c_double,
-                ctypes.c_double,
-                ctypes.c_double,
-                ctypes.c_double,
-                ctypes.c_int,
-            ],
+            [_P, ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_int],
         ),
         "sim_set_depth_fn": (None, [_P, _P]),
         "sim_ina_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32]),
@@ -197,42 +193,39 @@ class SimCore:
     def ina_worker(
         self,
         node: int,
-        template: bytes,
-        n_chunks: int,
+        trees: list[tuple[bytes, float]],
+        tree_of: np.ndarray,
         pool: int,
         window: int,
         timeout_s: float,
         max_resends: int,
         coeff: int,
     ) -> None:
+        """An INA worker striping ``len(tree_of)`` chunks over ``trees`` (each: the worker's GRAD frame on
+        the tree, its send rate in bytes/s or 0), chunk j on tree ``tree_of[j]``."""
+        assignment = np.ascontiguousarray(tree_of, dtype=np.uint8)
         rc = self.lib.sim_ina_worker(
             self._sim,
             node,
-            template,
-            len(template),
-            n_chunks,
+            len(assignment),
             pool,
             window,
             round(timeout_s * PS_PER_S),
             max_resends,
             coeff,
+            _ptr(assignment),
+            len(trees),
         )
         self._check(rc, "INA worker")
+        for i, (template, rate) in enumerate(trees):
+            rc = self.lib.sim_ina_worker_tree(self._sim, node, i, template, len(template), rate)
+            self._check(rc, f"INA worker's tree {i}")
 
     def ina_worker_agent(
-        self,
-        node: int,
-        window: float,
-        threshold: float,
-        min_window: float,
-        rate_bytes_s: float,
-        rto_cap: float,
-        ecn: bool,
+        self, node: int, window: float, threshold: float, min_window: float, rto_cap: float, ecn: bool
     ) -> None:
         """The worker agent's congestion control on an INA worker (``sim_ina_worker_agent``)."""
-        rc = self.lib.sim_ina_worker_agent(
-            self._sim, node, window, threshold, min_window, rate_bytes_s, rto_cap, int(ecn)
-        )
+        rc = self.lib.sim_ina_worker_agent(self._sim, node, window, threshold, min_window, rto_cap, int(ecn))
         self._check(rc, "INA worker's agent settings")
 
     def ina_server(self, node: int, template: bytes, ring: int) -> None:

@@ -35,6 +35,7 @@ def core_layout(k: int) -> dict[str, int]:
         "udp_payload": UDP_PAYLOAD,
         "ip_tos": C.ETHERNET_HEADER_BYTES + 1,
         "ip_header": C.ETHERNET_HEADER_BYTES,
+        "tree_id": UDP_PAYLOAD + header["tree_id"][1],
     }
 
 
