@@ -328,7 +328,11 @@ def plan_section(manifest: dict, images: Path) -> list[str]:
         for r in data
     ]
     header = ["k", "planner", "hosts", "workers", "trees", "aggregation points", "plan ms", "plan JSON MB"]
-    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7})
+    if all("columns_bytes" in r for r in data):  # the columnar plan file (controller/plan_columns.py)
+        for row, r in zip(rows, data, strict=True):
+            row.append(f"{r['columns_bytes'] / 2**20:.2f}")
+        header.append("plan .npz MB")
+    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7, 8})
 
 
 def compression_section(manifest: dict, images: Path) -> list[str]:
