@@ -1,11 +1,14 @@
 """One all-reduce on a simulated network: INA through the P4 program, gloo's ring, a parameter server.
 
 INA: the job is planned by ``controller.planner.plan_job`` and installed by the controller's
-``Installer``; each worker streams its chunks of K int32 values over the job's slots (chunk j: slot
-j mod pool, shadow (j div pool) mod 2, seq j + 1, the worker agent's assignment, worker/stream.py) with a
-fixed window of chunks in flight, resends a chunk with RETX after its timeout (doubling, capped), and
-takes the server's multicast RESULT; the server adds the partial sums its children send and multicasts
-the chunk's result. Every result is compared in C, lane by lane, with the expected sum.
+``Installer``; each worker stripes its chunks of K int32 values over the plan's trees and streams them
+over the job's slots (chunk j: seq j + 1; the i-th chunk of a tree: slot i mod pool, shadow (i div pool)
+mod 2, the worker agent's assignment, worker/stream.py) with a window of chunks in flight per tree (fixed,
+or the agent's congestion control: ``AgentModel``), resends a chunk with RETX after its timeout, and takes
+the server's multicast RESULT; the server adds the partial sums its children send and multicasts the
+chunk's result on its tree. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
+(``failures``; ``replan_ina`` is the controller's re-plan). Every result is compared in C, lane by lane,
+with the expected sum.
 
 Worker values: worker of rank r holds ``a + c[r] * b`` (int32 arrays a, b, one integer c[r] per rank), so
 that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is ``n * a + sum(c) * b``.
