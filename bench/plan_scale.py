@@ -1,8 +1,12 @@
 """Planning time on k-ary fat-trees (controller, seed 1 multi-hop and seed 2 multi-tree).
 
 k = 16: 1,024 hosts, 512 workers; k = 32: 8,192 hosts, 4,096 workers (goals: under 1 s and 10 s for
-the multi-hop plan). Workers are every second host, the server is host 0. Prints a table and saves
-bench/results/plan_scale.json and .png.
+the multi-hop plan). Workers are every second host, the server is host 0. Each plan is also written as
+the columnar plan file (controller/plan_columns.py, .npz) and loaded back: its size and both times are
+reported beside the JSON's (the issue's goal at k = 64: a plan file of at most 20 MB). Prints a table and
+saves bench/results/plan_scale.json and .png.
+
+    python bench/plan_scale.py --ks 64 --planners multitree --repeats 1  # the data-centre case
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import io  # noqa: E402
+
 from controller.cli_options import add_deprecated  # noqa: E402
+from controller.errors import PlanFormatError  # noqa: E402
 from controller.generators import fat_tree  # noqa: E402
+from controller.plan_columns import load_plan_columns, save_plan_columns  # noqa: E402
 from controller.planner import PlanOptions, plan_job  # noqa: E402
 
 GOALS = {16: 1.0, 32: 10.0}
@@ -33,14 +41,31 @@ def run(k: int, planner: str, repeat: int) -> dict:
     opts = dict(planner=planner)
     if planner == "multitree":
         opts.update(trees=4, height=0.1, min_bw=100.0)
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         plan = plan_job(topo, workers, servers, PlanOptions(**opts), graph=graph)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     t0 = time.perf_counter()
     size = len(plan.to_json())
     dump = time.perf_counter() - t0
+    buffer = io.BytesIO()
+    t0 = time.perf_counter()
+    save_plan_columns(plan, buffer)
+    columns_save = time.perf_counter() - t0
+    buffer.seek(0)
+    t0 = time.perf_counter()
+    loaded = load_plan_columns(buffer, validate=False)
+    columns_load = time.perf_counter() - t0
+    try:  # what an agent checks before it starts (JobPlan.validate, as from_json)
+        plan.validate()
+        invalid = None
+    except PlanFormatError as exc:
+        invalid = str(exc)
+        print(f"k = {k} {planner}: the plan is one an agent refuses: {invalid}", flush=True)
+    if loaded != plan:
+        raise SystemExit(f"k = {k} {planner}: the columnar plan file did not load back the same plan")
     return {
         "k": k,
         "planner": planner,
@@ -51,8 +76,13 @@ def run(k: int, planner: str, repeat: int) -> dict:
         "build_s": build,
         "plan_s": min(times),
         "plan_runs_s": times,
+        "plan_cpu_s": min(cpu),  # the process's CPU time: the figure to read on a shared machine
         "json_bytes": size,
         "json_s": dump,
+        "columns_bytes": len(buffer.getvalue()),
+        "columns_save_s": columns_save,
+        "columns_load_s": columns_load,
+        "invalid": invalid,
         "aggregation_points": sum(len(t.aggregation_points) for t in plan.trees),
         "goal_s": GOALS.get(k) if planner == "multihop" else None,
     }
@@ -69,7 +99,7 @@ def main() -> int:
     rows = [run(k, p, args.repeats) for k in args.ks for p in args.planners]
     head = (
         f"{'k':>3} {'planner':<10} {'hosts':>6} {'workers':>7} {'trees':>5} {'agg pts':>7} "
-        f"{'first s':>8} {'best s':>8} {'goal s':>6} {'json MB':>8}"
+        f"{'first s':>8} {'best s':>8} {'CPU s':>6} {'goal s':>6} {'json MB':>8} {'npz MB':>7} {'save s':>6} {'load s':>6}"
     )
     print(head)
     print("-" * len(head))
@@ -77,7 +107,8 @@ def main() -> int:
         goal = f"{r['goal_s']:g}" if r["goal_s"] else "-"
         print(
             f"{r['k']:>3} {r['planner']:<10} {r['hosts']:>6} {r['workers']:>7} {r['trees']:>5} "
-            f"{r['aggregation_points']:>7} {r['plan_runs_s'][0]:>8.3f} {r['plan_s']:>8.3f} {goal:>6} {r['json_bytes'] / 1e6:>8.2f}"
+            f"{r['aggregation_points']:>7} {r['plan_runs_s'][0]:>8.3f} {r['plan_s']:>8.3f} {r['plan_cpu_s']:>6.2f} {goal:>6} {r['json_bytes'] / 1e6:>8.2f}"
+            f" {r['columns_bytes'] / 1e6:>7.2f} {r['columns_save_s']:>6.2f} {r['columns_load_s']:>6.2f}"
         )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -331,7 +331,11 @@ def plan_section(manifest: dict, images: Path) -> list[str]:
         for r in data
     ]
     header = ["k", "planner", "hosts", "workers", "trees", "aggregation points", "plan ms", "plan JSON MB"]
-    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7})
+    if all("columns_bytes" in r for r in data):  # the columnar plan file (controller/plan_columns.py)
+        for row, r in zip(rows, data, strict=True):
+            row.append(f"{r['columns_bytes'] / 2**20:.2f}")
+        header.append("plan .npz MB")
+    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7, 8})
 
 
 def compression_section(manifest: dict, images: Path) -> list[str]:
@@ -393,6 +397,141 @@ def faults_section(manifest: dict, images: Path) -> list[str]:
     return out + [""] + table(["row", "outcome", "time ms (virtual)", "verdict"], rows, right={2})
 
 
+SCALE_PLOT = "scale.png"
+SCALE_JOBS_PLOT = "scale_jobs.png"
+
+
+def scale_plots(rows: list[dict], images: Path) -> tuple[bool, bool]:
+    """x ideal against workers per method and fabric; the slowest job's x ideal against concurrent jobs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = [r for r in rows if r.get("case", "curve") == "curve" and r["completion_s"] > 0]
+    jobs = [r for r in rows if r.get("case") == "jobs" and r["completion_s"] > 0]
+    images.mkdir(parents=True, exist_ok=True)
+    if curve:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
+            for method in ("ina", "ina_multitree", "ring", "ps"):
+                pts = sorted(
+                    (r["workers"], r["x_ideal"])
+                    for r in curve
+                    if r["method"] == method and r["topology"].rsplit("_", 1)[0] == family
+                )
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=f"{method} ({family})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("workers")
+        ax.set_ylabel("completion time / ideal")
+        ax.set_title("All-reduce in the packet-level simulator")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(images / SCALE_PLOT, dpi=100)
+        plt.close(fig)
+    if jobs:
+        fig, ax = plt.subplots(figsize=(7, 4.0))
+        for topology in sorted({r["topology"] for r in jobs}):
+            alone = [r for r in curve if r["topology"] == topology and r["method"] == "ina"]
+            pts = sorted([(1, alone[0]["x_ideal"])] if alone else [])
+            pts += sorted((r["jobs"], r["x_ideal"]) for r in jobs if r["topology"] == topology)
+            ax.plot(*zip(*pts, strict=True), marker="o", label=topology)
+        ax.set_xlabel("concurrent INA jobs (hosts dealt round-robin)")
+        ax.set_ylabel("slowest job's time / ideal")
+        ax.set_title("Jobs sharing a fabric in the simulator")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(images / SCALE_JOBS_PLOT, dpi=100)
+        plt.close(fig)
+    return bool(curve), bool(jobs)
+
+
+def scale_section(manifest: dict, images: Path) -> list[str]:
+    steps = [s for s in manifest["steps"] if s["name"] == "scale"]
+    out = [
+        "## Scale: the packet-level simulator",
+        "",
+        "INA through the P4 program on every switch (softswitch's native back end), gloo's ring and a parameter "
+        "server over the same modelled links (docs/simulator.md); modelled completion time over the ideal "
+        "(bytes over the host link's bandwidth), exact INA sums checked lane by lane; concurrent jobs with their "
+        "hosts dealt round-robin over the fabric; the INA tree's top switch failing halfway through a round, "
+        "the controller re-planning the job around it (controller/replan.py) and the next round.",
+        "",
+    ]
+    out += _commands(steps)
+    data = steps[0]["data"].get("scale.json") if steps else None
+    if not data:
+        return out
+    rows = data.get("rows", [])
+    curve = [r for r in rows if r.get("case", "curve") == "curve"]
+    table_rows = [
+        [
+            r["topology"],
+            f"{r['workers']:,}",
+            r["method"],
+            f"{1e3 * r['completion_s']:.3f}" if r["completion_s"] > 0 else "not finished",
+            f"{r['x_ideal']:.2f}" if r["completion_s"] > 0 else "",
+            str(r.get("mismatches", 0)),
+            f"{r['events']:,}",
+            f"{r['cpu_s']:.1f}",
+        ]
+        for r in curve
+    ]
+    header = ["topology", "workers", "method", "ms (modelled)", "x ideal", "mismatches", "events", "CPU s"]
+    out += [""] + table(header, table_rows, right={1, 3, 4, 5, 6, 7})
+    jobs = [r for r in rows if r.get("case") == "jobs"]
+    if jobs:
+        job_rows = [
+            [
+                r["topology"],
+                str(r["jobs"]),
+                str(r["workers_per_job"]),
+                ", ".join(f"{1e3 * t:.3f}" for t in r["job_completion_s"]),
+                f"{r['x_ideal']:.2f}",
+                str(r["mismatches"]),
+            ]
+            for r in jobs
+        ]
+        header = ["topology", "jobs", "workers per job", "each job's ms", "slowest x ideal", "mismatches"]
+        out += ["", "Concurrent jobs:", ""] + table(header, job_rows, right={1, 2, 4, 5})
+    failures = [r for r in rows if r.get("case") == "failure"]
+    if failures:
+        fail_rows = [
+            [
+                r["topology"],
+                r["failed_switch"],
+                f"{1e3 * r['failed_at_s']:.3f}",
+                f"{r['lost_round_finished']}/{r['workers']}",
+                f"{r['replan_and_install_s']:.2f}",
+                f"{1e3 * r['healthy_s']:.3f}",
+                f"{1e3 * r['next_round_s']:.3f}",
+                str(r["next_round_mismatches"]),
+            ]
+            for r in failures
+        ]
+        header = [
+            "topology",
+            "failed switch",
+            "at ms",
+            "workers that finished the round",
+            "re-plan + install s (wall)",
+            "healthy round ms",
+            "next round ms",
+            "mismatches",
+        ]
+        out += ["", "A spine failing mid-round:", ""] + table(header, fail_rows, right={2, 4, 5, 6, 7})
+    has_curve, has_jobs = scale_plots(rows, images)
+    if has_curve:
+        out += ["", f"![x ideal against workers in the simulator]({IMAGES}/{SCALE_PLOT})"]
+    if has_jobs:
+        out += ["", f"![concurrent jobs in the simulator]({IMAGES}/{SCALE_JOBS_PLOT})"]
+    return out
+
+
 def _ranks(side: dict) -> str:
     if side.get("errors"):
         return f"error on {side['errors']}/{side['ranks']}"
@@ -416,6 +555,7 @@ SECTIONS: tuple[Callable[[dict, Path], list[str]], ...] = (
     plan_section,
     compression_section,
     faults_section,
+    scale_section,
 )
 
 

@@ -7,8 +7,16 @@ fresh simulation over the same switches. Reports modelled completion time, x ide
 host link's bandwidth), events and events per second of wall time, set-up times, the busiest link
 direction. INA's sums are checked lane by lane against numpy's. Saves bench/results/scale.json and .png.
 
+``--jobs 2 4`` also splits each topology's hosts into that many INA jobs (each with its own server) that
+all-reduce at once over the shared fabric; ``--fail-spine 0.5`` also fails the job's top switch (a core
+or spine switch its tree crosses) halfway through an INA round, lets the round end (workers give up),
+re-plans the job around the dead switch with the controller (controller/replan.py, timed) and runs the
+next round on the surviving fabric. ``--agent`` runs the INA workers with the agents' congestion control
+(sim.allreduce.AgentModel, the kernel agents' base RTO) instead of a fixed window.
+
     python bench/scale.py --fat-tree 4 8 --mb 1              # quick
     python bench/scale.py --fat-tree 16 --mb 16 --methods ina  # the issue's 1,024-host target
+    python bench/scale.py --fat-tree 4 6 8 --mb 1 --jobs 2 4 --fail-spine 0.5
 """
 
 from __future__ import annotations
@@ -25,16 +33,31 @@ sys.path.insert(0, str(ROOT))
 
 from controller.errors import ControllerError  # noqa: E402
 from controller.generators import fat_tree, leaf_spine  # noqa: E402
+from controller.options import RTO_S  # noqa: E402
+from controller.plan import JobPlan  # noqa: E402
 from controller.topology import Topology  # noqa: E402
-from sim.allreduce import RunResult, WorkerValues, plan_ina, run_ina, run_ps, run_ring  # noqa: E402
+from sim.allreduce import (  # noqa: E402
+    AgentModel,
+    RunResult,
+    WorkerValues,
+    plan_ina,
+    plan_only,
+    replan_ina,
+    run_ina,
+    run_ina_jobs,
+    run_ps,
+    run_ring,
+)
 from sim.errors import SimError  # noqa: E402
 from sim.network import SimNetwork  # noqa: E402
 
-METHODS = ("ina", "ring", "ps")
+METHODS = ("ina", "ina_multitree", "ring", "ps")
+INA_METHODS = ("ina", "ina_multitree")
 
 
 def topologies(args: argparse.Namespace) -> list[tuple[str, Topology]]:
-    out = [(f"fat_tree_k{k}", fat_tree(k)) for k in args.fat_tree]
+    hosts = {"host_bandwidth": args.host_bandwidth} if args.host_bandwidth else {}
+    out = [(f"fat_tree_k{k}", fat_tree(k, **hosts)) for k in args.fat_tree]
     for leaves in args.leaf_spine:
         topo = leaf_spine(
             spines=args.spines, leaves=leaves, workers_per_leaf=args.per_leaf, servers=1, host_bandwidth=10000.0
@@ -55,7 +78,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
     t0 = time.perf_counter()
     net = SimNetwork(topo, seed=args.seed)
     build_s = time.perf_counter() - t0
-    baselines = [m for m in args.methods if m != "ina" and len(workers) <= args.baseline_max_workers]
+    baselines = [m for m in args.methods if m not in INA_METHODS and len(workers) <= args.baseline_max_workers]
     t0 = time.perf_counter()
     entries = net.install_routes(routes=bool(baselines))  # /32 routes only for the baselines' IPv4 traffic
     routes_s = time.perf_counter() - t0
@@ -66,24 +89,40 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
     )
     rows = []
     for method in args.methods:
-        if method != "ina" and len(workers) > args.baseline_max_workers:
+        if method not in INA_METHODS and len(workers) > args.baseline_max_workers:
             print(f"{name}: {method} skipped above {args.baseline_max_workers} workers", flush=True)
             continue
         net.fresh_core(args.seed)
         setup = {"build_s": build_s, "topology_entries_s": routes_s}
-        if method == "ina":
+        job_entries, install_cpu_s, n_trees = 0, 0.0, 0
+        if method in INA_METHODS:
             t0 = time.perf_counter()
-            plan = plan_ina(net, workers, server)
+            options = {"planner": "multitree", "trees": args.trees} if method == "ina_multitree" else {}
+            plan = plan_only(net, workers, server, **options)
+            setup["job_plan_s"] = time.perf_counter() - t0
+            t0, c0 = time.perf_counter(), time.process_time()
+            job_entries = net.install_job(plan)
             setup["job_install_s"] = time.perf_counter() - t0
+            install_cpu_s = time.process_time() - c0
             k = plan.value_count
             values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
-            result: RunResult = run_ina(net, plan, values, window=args.window)
+            result: RunResult = run_ina(net, plan, values, window=args.window, agent=agent_model(args))
+            n_trees = len(plan.trees)
+            net.remove_job(plan)  # its slots back for the next cases
         elif method == "ring":
             result = run_ring(net, workers, n_values * 4)
         else:
             result = run_ps(net, workers, server, n_values * 4)
-        row = {"topology": name, "program": net.program_name, "switches": len(topo.switches), "entries": entries}
+        row = {
+            "case": "curve",
+            "topology": name,
+            "program": net.program_name,
+            "switches": len(topo.switches),
+            "entries": entries,
+        }
         row.update(setup)
+        if method in INA_METHODS:
+            row["job_entries"], row["job_install_cpu_s"], row["trees"] = job_entries, install_cpu_s, n_trees
         row.update(result.as_dict())
         rows.append(row)
         print(
@@ -93,8 +132,139 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             f"set-up {sum(setup.values()):.1f} s",
             flush=True,
         )
+        if method in INA_METHODS:
+            print(
+                f"{name:>18} the job: {n_trees} tree(s) planned in {setup['job_plan_s']:.2f} s, {job_entries:,d} entries and groups "
+                f"installed on the simulated switches in {setup['job_install_s']:.2f} s (CPU {install_cpu_s:.2f} s)",
+                flush=True,
+            )
+    for n_jobs in args.jobs:
+        net.fresh_core(args.seed)
+        rows.append(concurrent_jobs(net, name, workers + [server], n_jobs, n_values, args))
+    if args.fail_spine is not None:
+        ina = [r for r in rows if r["method"] == "ina" and r["case"] == "curve" and r["completion_s"] > 0]
+        if ina:
+            rows.append(spine_failure(net, name, workers, server, n_values, ina[0]["completion_s"], args))
     net.close()
     return rows
+
+
+def agent_model(args: argparse.Namespace) -> AgentModel | None:
+    return AgentModel(timeout_s=RTO_S) if args.agent else None
+
+
+def concurrent_jobs(
+    net: SimNetwork, name: str, hosts: list[str], n_jobs: int, n_values: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """``hosts`` dealt round-robin into ``n_jobs`` jobs (the last host of each its server: jobs scattered over
+    the fabric, as a scheduler's placement leaves them, so they share its core), all at once."""
+    size = len(hosts) // n_jobs
+    jobs: list[tuple[JobPlan, WorkerValues]] = []
+    t0 = time.perf_counter()
+    for j in range(n_jobs):
+        group = hosts[j::n_jobs][:size]
+        plan = plan_ina(net, group[:-1], group[-1])
+        k = plan.value_count
+        jobs.append((plan, WorkerValues.random(len(group) - 1, n_values // k * k, seed=args.seed + j)))
+    install_s = time.perf_counter() - t0
+    results = run_ina_jobs(net, jobs, agent=agent_model(args))
+    for plan, _ in jobs:
+        net.remove_job(plan)
+    done = [r.completion_s for r in results]
+    row: dict[str, Any] = {
+        "case": "jobs",
+        "topology": name,
+        "method": "ina",
+        "jobs": n_jobs,
+        "workers": sum(r.workers for r in results),
+        "workers_per_job": size - 1,
+        "bytes_per_worker": results[0].bytes_per_worker,
+        "completion_s": max(done) if min(done) > 0 else -1.0,
+        "job_completion_s": done,
+        "x_ideal": max(r.x_ideal for r in results),
+        "ideal_s": results[0].ideal_s,
+        "finished": sum(r.finished for r in results),
+        "mismatches": sum(r.mismatches for r in results),
+        "resends": sum(r.resends for r in results),
+        "events": results[0].events,
+        "wall_s": results[0].wall_s,
+        "cpu_s": results[0].cpu_s,
+        "job_install_s": install_s,
+        "busiest": results[0].busiest,
+    }
+    print(
+        f"{name:>18} {n_jobs} concurrent jobs of {size - 1} workers: slowest {row['completion_s'] * 1e3:.3f} ms "
+        f"({row['x_ideal']:.2f} x ideal), jobs {', '.join(f'{d * 1e3:.3f}' for d in done)} ms, "
+        f"mismatches {row['mismatches']}, {row['events']:,d} events in {row['wall_s']:.1f} s",
+        flush=True,
+    )
+    return row
+
+
+def top_switch(plan: JobPlan) -> str:
+    """The switch to fail: a core or spine switch the job's tree crosses (else its highest aggregation point)."""
+    tree = plan.trees[0]
+    on_tree = [n for edge in tree.edges for n in edge]
+    for prefix in ("c", "sp"):
+        found = [n for n in on_tree if n.startswith(prefix) and n[len(prefix) :].split("_")[0].isdigit()]
+        if found:
+            return found[0]
+    return tree.aggregation_points[-1]
+
+
+def spine_failure(
+    net: SimNetwork,
+    name: str,
+    workers: list[str],
+    server: str,
+    n_values: int,
+    healthy_s: float,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """A round with the tree's top switch failing at ``args.fail_spine`` of the healthy round's time, the
+    controller's re-plan around it, and the next round."""
+    net.fresh_core(args.seed)
+    plan = plan_ina(net, workers, server)
+    k = plan.value_count
+    values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
+    victim = top_switch(plan)
+    at = args.fail_spine * healthy_s
+    lost = run_ina(net, plan, values, window=args.window, agent=agent_model(args), failures=[(at, victim)])
+    ended_s = net.core.state()["now_s"]
+    t0 = time.perf_counter()
+    new = replan_ina(net, plan, [victim])
+    replan_s = time.perf_counter() - t0
+    net.fresh_core(args.seed)
+    again = run_ina(net, new, values, window=args.window, agent=agent_model(args))
+    net.remove_job(new, plan)
+    net.repair()
+    row: dict[str, Any] = {
+        "case": "failure",
+        "topology": name,
+        "method": "ina",
+        "workers": len(workers),
+        "failed_switch": victim,
+        "failed_at_s": at,
+        "healthy_s": healthy_s,
+        "lost_round_finished": lost.finished,
+        "lost_round_ended_s": ended_s,
+        "lost_round_resends": lost.resends,
+        "replan_and_install_s": replan_s,
+        "next_round_s": again.completion_s,
+        "next_round_x_ideal": again.x_ideal,
+        "next_round_mismatches": again.mismatches,
+        "next_round_busiest": again.busiest,
+        "completion_s": again.completion_s,
+        "x_ideal": again.x_ideal,
+    }
+    print(
+        f"{name:>18} {victim} failed at {at * 1e3:.3f} ms: {lost.finished}/{len(workers)} workers finished the "
+        f"round, which ended at {ended_s * 1e3:.1f} ms; re-plan + install {replan_s:.2f} s; next round "
+        f"{again.completion_s * 1e3:.3f} ms ({again.x_ideal:.2f} x ideal, healthy {healthy_s * 1e3:.3f} ms), "
+        f"mismatches {again.mismatches}",
+        flush=True,
+    )
+    return row
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -104,11 +274,12 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for family in sorted({r["topology"].rsplit("_", 1)[0] for r in rows}):
+    curve = [r for r in rows if r.get("case", "curve") == "curve"]
+    for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
         for method in METHODS:
             pts = sorted(
                 (r["workers"], r["x_ideal"])
-                for r in rows
+                for r in curve
                 if r["method"] == method and r["topology"].rsplit("_", 1)[0] == family and r["completion_s"] > 0
             )
             if pts:
@@ -131,11 +302,25 @@ def main() -> int:
     p.add_argument("--spines", type=int, default=4)
     p.add_argument("--per-leaf", type=int, default=8, help="workers per leaf (at most 9: uplinks start at port 11)")
     p.add_argument("--mb", type=float, default=1.0, help="MB of int32 values per worker")
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument(
+        "--methods", nargs="+", default=["ina", "ring", "ps"], choices=METHODS, help="ina_multitree: --trees trees"
+    )
+    p.add_argument("--trees", type=int, default=4, help="trees of the multi-tree INA plans (the planner's K)")
+    p.add_argument(
+        "--host-bandwidth",
+        type=float,
+        help="Mbit/s of the fat-trees' host links (default the generator's, as the fabric's): hosts faster than "
+        "one path through the fabric are what multi-tree plans split over several trees",
+    )
     p.add_argument("--worker-stride", type=int, default=1, help="workers: every n-th host (1: all but the server)")
     p.add_argument("--window", type=int, default=None, help="INA chunks in flight per worker (default: the pool)")
     p.add_argument("--baseline-max-workers", type=int, default=256, help="skip ring/PS above this many workers")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, nargs="*", default=[], help="also: this many concurrent INA jobs")
+    p.add_argument(
+        "--fail-spine", type=float, help="also: fail the INA tree's top switch at this share of a healthy round"
+    )
+    p.add_argument("--agent", action="store_true", help="INA workers run the agents' congestion control")
     p.add_argument("--include", type=Path, nargs="*", default=[], help="earlier JSON files whose rows join the plot")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     args = p.parse_args()

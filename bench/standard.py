@@ -165,6 +165,24 @@ STEPS = (
         },
     ),
     Step(
+        "scale",
+        "Scale: the packet-level simulator",
+        {
+            "full": (
+                "bench/scale.py",
+                *("--fat-tree", "4", "6", "8", "12", "--leaf-spine", "4", "8", "16", "--mb", "16"),
+                *("--baseline-max-workers", "128", "--jobs", "2", "4", "--fail-spine", "0.5", "--agent"),
+                *("--out", "{dir}/scale.json"),
+            ),
+            "quick": (
+                "bench/scale.py",
+                *("--fat-tree", "4", "6", "8", "--mb", "1", "--jobs", "2", "4", "--fail-spine", "0.5", "--agent"),
+                *("--out", "{dir}/scale.json"),
+            ),
+            "tiny": ("bench/scale.py", "--fat-tree", "4", "--mb", "0.25", "--jobs", "2", "--out", "{dir}/scale.json"),
+        },
+    ),
+    Step(
         "faults",
         "Fault campaign",
         {

@@ -1,11 +1,14 @@
 """One all-reduce on a simulated network: INA through the P4 program, gloo's ring, a parameter server.
 
 INA: the job is planned by ``controller.planner.plan_job`` and installed by the controller's
-``Installer``; each worker streams its chunks of K int32 values over the job's slots (chunk j: slot
-j mod pool, shadow (j div pool) mod 2, seq j + 1, the worker agent's assignment, worker/stream.py) with a
-fixed window of chunks in flight, resends a chunk with RETX after its timeout (doubling, capped), and
-takes the server's multicast RESULT; the server adds the partial sums its children send and multicasts
-the chunk's result. Every result is compared in C, lane by lane, with the expected sum.
+``Installer``; each worker stripes its chunks of K int32 values over the plan's trees and streams them
+over the job's slots (chunk j: seq j + 1; the i-th chunk of a tree: slot i mod pool, shadow (i div pool)
+mod 2, the worker agent's assignment, worker/stream.py) with a window of chunks in flight per tree (fixed,
+or the agent's congestion control: ``AgentModel``), resends a chunk with RETX after its timeout, and takes
+the server's multicast RESULT; the server adds the partial sums its children send and multicasts the
+chunk's result on its tree. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
+(``failures``; ``replan_ina`` is the controller's re-plan). Every result is compared in C, lane by lane,
+with the expected sum.
 
 Worker values: worker of rank r holds ``a + c[r] * b`` (int32 arrays a, b, one integer c[r] per rank), so
 that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is ``n * a + sum(c) * b``.
@@ -18,13 +21,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from controller.options import RTO_VIRTUAL_S, PlanOptions
+from controller.options import RTO_PYTHON_SWITCHES_S, RTO_VIRTUAL_S, PlanOptions
 from controller.plan import HostRef, JobPlan
 from controller.planner import plan_job
 from controller.topology import Host
+from protocol import constants as C
 from sim.errors import SimError
 from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
 from sim.network import SimNetwork
+from worker.pacing import PACING_HEADROOM
+from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, stripe
 
 BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
 MAX_RESENDS = 20  # resends of one chunk before a worker gives up
@@ -62,6 +68,34 @@ class WorkerValues:
         return s.astype(np.int32)
 
 
+@dataclass(frozen=True)
+class AgentModel:
+    """The worker agent's congestion control, as the simulated INA workers run it (worker/stream.py,
+    worker/pacing.py, worker/agent.py; their constants are imported, not copied): a congestion window in
+    slots (INITIAL_WINDOW chunks in slow start up to SLOW_START_BYTES of values, or from there when
+    paced), halved once per timeout; the retransmission timeout from the smoothed RTT (at least
+    ``timeout_s``, at most RTT_CAP_OVER_MIN lowest round trips) with Karn's backoff up to ``max_backoff``
+    times; paced at PACING_HEADROOM of the plan's ``send_rate`` by the agent's token bucket, the rate moved
+    once per round trip by the share of results that came back ECN CE (``ecn``: the frames are ECN-capable
+    and the P4 program marks them from the modelled egress queues), halved by a timeout."""
+
+    timeout_s: float = RTO_PYTHON_SWITCHES_S  # the lab's agents' base RTO (topologies/lab_agent.py)
+    max_backoff: float = 16.0  # WorkerAgent's default
+    paced: bool = True  # pace at the plan's send rate (the agents do when the plan gives one)
+    ecn: bool = True  # the agents' frames are ECN-capable (ECT(0)), the server echoes marks
+
+    def windows(self, k: int, pool: int, paced: bool) -> tuple[float, float, float]:
+        """(initial window, slow-start threshold, smallest window) in chunks of ``k`` values."""
+
+        def slots(value_bytes: int) -> float:
+            return float(max(MIN_WINDOW_CHUNKS, value_bytes // (C.VALUE_BYTES * k)))
+
+        if paced:
+            start = min(float(pool), slots(SLOW_START_BYTES))
+            return start, start, slots(MIN_WINDOW_BYTES)
+        return float(INITIAL_WINDOW), slots(SLOW_START_BYTES), slots(MIN_WINDOW_BYTES)
+
+
 @dataclass
 class RunResult:
     """What a simulated all-reduce measured."""
@@ -78,6 +112,7 @@ class RunResult:
     mismatches: int = 0
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
+    agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
 
     @property
     def x_ideal(self) -> float:
@@ -96,16 +131,40 @@ def _host_bandwidth(net: SimNetwork, hosts: list[str]) -> float:
     return min(bw)
 
 
-def _finish(
-    net: SimNetwork, method: str, hosts: list[str], nbytes: int, until_s: float | None, t0: float, c0: float
-) -> RunResult:
+Failure = tuple[float, str]  # (modelled time, s): the switch ``name`` fails then (every link of it cut)
+
+
+def _run(net: SimNetwork, until_s: float | None, failures: list[Failure]) -> None:
+    """Start the hosts and run, failing the switches of ``failures`` at their times."""
     net.core.start()
+    for at, switch in sorted(failures):
+        if until_s is not None and at >= until_s:
+            break
+        net.core.run(at)
+        net.fail_switch(switch)
     net.core.run(until_s)
-    wall = time.perf_counter() - t0
-    cpu = time.process_time() - c0
+
+
+def _finish(
+    net: SimNetwork,
+    method: str,
+    hosts: list[str],
+    nbytes: int,
+    until_s: float | None,
+    t0: float,
+    c0: float,
+    failures: list[Failure] | None = None,
+) -> RunResult:
+    _run(net, until_s, failures or [])
+    return _collect(net, method, hosts, nbytes, time.perf_counter() - t0, time.process_time() - c0)
+
+
+def _collect(net: SimNetwork, method: str, hosts: list[str], nbytes: int, wall: float, cpu: float) -> RunResult:
+    """What the hosts of one job (``hosts``) measured in the run so far."""
     stats = [net.core.host_stats(net.node[h]) for h in hosts]
     done = [s["done_s"] for s in stats if s["done_s"] >= 0]
     busiest_name, busiest = net.busiest_direction()
+    agent_keys = ("timeouts", "window_halvings", "rate_cuts", "congested_results", "srtt_s", "lowest_rtt_s")
     return RunResult(
         method=method,
         workers=len(hosts),
@@ -119,16 +178,35 @@ def _finish(
         mismatches=int(sum(s["mismatches"] for s in stats)),
         resends=int(sum(s["resends"] for s in stats)),
         busiest={"direction": busiest_name, **busiest},
+        agent={key: float(np.mean([s[key] for s in stats])) for key in agent_keys} if method == "ina" else {},
     )
 
 
 def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
-    """The controller's plan for the job (multicast results, K of the switches' program), installed."""
-    k = net.installer.values_per_packet()
-    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
-    plan = plan_job(net.topo, workers, [server], opts)
+    """The controller's plan for the job (multicast results, K of the switches' program), installed; the
+    network's ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
+    plan = plan_only(net, workers, server, **options)
     net.install_job(plan)
     return plan
+
+
+def plan_only(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
+    """``plan_ina``'s plan, not installed (``net.install_job`` installs it: the two timed apart)."""
+    k = net.installer.values_per_packet()
+    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
+    return plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
+
+
+def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobPlan:
+    """The controller's next version of ``plan`` around ``dead_switches`` (controller/replan.py:
+    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed."""
+    from controller.replan import plan_around, surviving_graph
+
+    opts = PlanOptions(result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size)
+    graph = surviving_graph(net.graph, dead_switches, [])
+    new = plan_around(net.topo, graph, net.resources, plan, opts)
+    net.install_job(new)
+    return new
 
 
 def run_ina(
@@ -141,37 +219,90 @@ def run_ina(
     timeout_s: float = RTO_VIRTUAL_S,
     max_resends: int = MAX_RESENDS,
     until_s: float | None = None,
+    agent: AgentModel | None = None,
+    failures: list[Failure] | None = None,
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
     (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
-    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished."""
+    timeout doubling up to 64x, about 5 s of modelled time at the defaults) and counts as not finished.
+
+    ``agent`` None: a fixed ``window`` (default the pool) and ``timeout_s``; an ``AgentModel``: the
+    worker agent's window, RTO, pacing and ECN rate law (``window`` and ``timeout_s`` are then its).
+    ``failures``: switches that fail during the run, (time s, name)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    if len(plan.trees) != 1 or len(plan.servers) != 1:
-        raise SimError("the simulator runs single-tree, single-server plans (multi-tree striping is not modelled yet)")
+    _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
+    return _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+
+
+def run_ina_jobs(
+    net: SimNetwork,
+    jobs: list[tuple[JobPlan, WorkerValues]],
+    *,
+    agent: AgentModel | None = None,
+    until_s: float | None = None,
+    failures: list[Failure] | None = None,
+) -> list[RunResult]:
+    """Several INA jobs (installed plans, disjoint hosts) all-reducing at once over the same fabric, from
+    time 0: one result per job (its own completion time and sums; events, wall and CPU time are the
+    whole run's)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    hosts = [w.name for plan, _ in jobs for w in plan.workers] + [s.name for plan, _ in jobs for s in plan.servers]
+    if len(set(hosts)) != len(hosts):
+        raise SimError("concurrent jobs must not share a host (a host runs one agent)")
+    for plan, values in jobs:
+        _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
+    _run(net, until_s, failures or [])
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+
+
+def _add_ina(
+    net: SimNetwork,
+    plan: JobPlan,
+    values: WorkerValues,
+    expected: np.ndarray | None,
+    window: int | None,
+    timeout_s: float,
+    max_resends: int,
+    agent: AgentModel | None,
+) -> None:
+    """The job's servers and workers on the core (not started). Chunks are striped over the plan's trees
+    of weight above 0 as the worker agent stripes them (``worker.stream.stripe``); a re-planned job's
+    recovery tree (weight 0) carries nothing here."""
+    trees = [t for t in plan.trees if t.weight > 0]
+    if not trees or len(trees) > 255:
+        raise SimError(f"job {plan.job_id}: {len(trees)} trees of weight above 0 (the simulator runs 1 to 255)")
     k = plan.value_count
     n_values = len(values.a)
     if n_values % k:
         raise SimError(f"{n_values} values are not a whole number of {k}-value chunks")
-    tree, server = plan.trees[0], plan.servers[0]
+    servers = {s.name: s for s in plan.servers}
     net.core.set_layout(core_layout(k))
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
-    net.core.ina_server(
-        net.node[server.name], multicast_result_frame(plan.job_id, tree.tree_id, server, first, k), 4 * plan.pool_size
-    )
+    tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
+    for root in dict.fromkeys(t.root for t in trees):  # one server agent per root (it answers on a GRAD's tree)
+        tree_id = next(t.tree_id for t in trees if t.root == root)
+        result = multicast_result_frame(plan.job_id, tree_id, servers[root], first, k, tos)
+        net.core.ina_server(net.node[root], result, 4 * plan.pool_size * len(trees))
+    paced = agent is not None and agent.paced
+    rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
+    tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)
     for w in plan.workers:
-        frame = grad_frame(plan.job_id, tree.tree_id, tree.grad_hops[w.name], w, server, k)
+        frames = [grad_frame(plan.job_id, t.tree_id, t.grad_hops[w.name], w, servers[t.root], k, tos) for t in trees]
         net.core.ina_worker(
             net.node[w.name],
-            frame,
-            n_values // k,
+            list(zip(frames, rates, strict=True)),
+            tree_of,
             plan.pool_size,
             window or plan.pool_size,
-            timeout_s,
+            agent.timeout_s if agent is not None else timeout_s,
             max_resends,
             int(values.coeffs[w.rank]),
         )
-    return _finish(net, "ina", [w.name for w in plan.workers], n_values * 4, until_s, t0, c0)
+        if agent is not None:
+            start, threshold, smallest = agent.windows(k, plan.pool_size, paced and min(rates) > 0)
+            net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, agent.max_backoff, agent.ecn)
 
 
 def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:

@@ -31,6 +31,9 @@ _LAYOUT_FIELDS = (
     "pkt_result",
     "flag_retx",
     "udp_payload",
+    "ip_tos",
+    "ip_header",
+    "tree_id",
 )
 _P, _U8P = ctypes.c_void_p, ctypes.c_char_p
 
@@ -66,16 +69,25 @@ def library() -> ctypes.CDLL:
             [
                 _P,
                 ctypes.c_uint32,
-                _U8P,
-                ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_uint32,
                 ctypes.c_int64,
                 ctypes.c_uint32,
                 ctypes.c_int32,
+                _P,
+                ctypes.c_uint32,
             ],
         ),
+        "sim_ina_worker_tree": (
+            ctypes.c_int,
+            [_P, ctypes.c_uint32, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_double],
+        ),
+        "sim_ina_worker_agent": (
+            ctypes.c_int,
+            [_P, ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_int],
+        ),
+        "sim_set_depth_fn": (None, [_P, _P]),
         "sim_ina_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32]),
         "sim_ring_worker": (
             ctypes.c_int,
@@ -105,11 +117,13 @@ class SimCore:
     """One simulation in native memory. ``process`` and ``free_records`` are the addresses of the
     native runtime's ``ss_process_one`` and ``ss_free`` (one program library serves every switch)."""
 
-    def __init__(self, seed: int, process: int | None, free_records: int | None):
+    def __init__(self, seed: int, process: int | None, free_records: int | None, queue_depth: int | None = None):
         self.lib = library()
         self._sim = self.lib.sim_create(seed, process, free_records)
         if not self._sim:
             raise MemoryError("sim_create failed")
+        # the runtime's ss_port_queue_depth: switches see their egress queues (enq_qdepth, ECN marks)
+        self.lib.sim_set_depth_fn(self._sim, queue_depth)
         self._keep: list[object] = []  # arrays C points into
 
     def close(self) -> None:
@@ -179,27 +193,40 @@ class SimCore:
     def ina_worker(
         self,
         node: int,
-        template: bytes,
-        n_chunks: int,
+        trees: list[tuple[bytes, float]],
+        tree_of: np.ndarray,
         pool: int,
         window: int,
         timeout_s: float,
         max_resends: int,
         coeff: int,
     ) -> None:
+        """An INA worker striping ``len(tree_of)`` chunks over ``trees`` (each: the worker's GRAD frame on
+        the tree, its send rate in bytes/s or 0), chunk j on tree ``tree_of[j]``."""
+        assignment = np.ascontiguousarray(tree_of, dtype=np.uint8)
         rc = self.lib.sim_ina_worker(
             self._sim,
             node,
-            template,
-            len(template),
-            n_chunks,
+            len(assignment),
             pool,
             window,
             round(timeout_s * PS_PER_S),
             max_resends,
             coeff,
+            _ptr(assignment),
+            len(trees),
         )
         self._check(rc, "INA worker")
+        for i, (template, rate) in enumerate(trees):
+            rc = self.lib.sim_ina_worker_tree(self._sim, node, i, template, len(template), rate)
+            self._check(rc, f"INA worker's tree {i}")
+
+    def ina_worker_agent(
+        self, node: int, window: float, threshold: float, min_window: float, rto_cap: float, ecn: bool
+    ) -> None:
+        """The worker agent's congestion control on an INA worker (``sim_ina_worker_agent``)."""
+        rc = self.lib.sim_ina_worker_agent(self._sim, node, window, threshold, min_window, rto_cap, int(ecn))
+        self._check(rc, "INA worker's agent settings")
 
     def ina_server(self, node: int, template: bytes, ring: int) -> None:
         self._check(self.lib.sim_ina_server(self._sim, node, template, len(template), ring), "INA server")
@@ -230,11 +257,28 @@ class SimCore:
         return int(self.lib.sim_run(self._sim, until))
 
     def host_stats(self, node: int) -> dict[str, float]:
-        out = np.zeros(8, dtype=np.int64)
+        out = np.zeros(16, dtype=np.int64)
         self.lib.sim_host_stats(self._sim, node, _ptr(out))
-        keys = ("done_s", "results", "mismatches", "resends", "duplicates", "grads", "answers", "frames_in")
-        stats: dict[str, float] = dict(zip(keys, map(int, out), strict=True))
+        keys = (
+            "done_s",
+            "results",
+            "mismatches",
+            "resends",
+            "duplicates",
+            "grads",
+            "answers",
+            "frames_in",
+            "timeouts",
+            "window_halvings",
+            "rate_cuts",
+            "congested_results",
+        )
+        stats: dict[str, float] = dict(zip(keys, map(int, out[: len(keys)]), strict=True))
         stats["done_s"] = out[0] / PS_PER_S if out[0] >= 0 else -1.0
+        stats["window"] = out[12] / 1000.0
+        stats["rate_bytes_s"] = float(out[13])
+        stats["srtt_s"] = out[14] / PS_PER_S if out[14] >= 0 else -1.0
+        stats["lowest_rtt_s"] = out[15] / PS_PER_S
         return stats
 
     def state(self) -> dict[str, float]:

@@ -33,17 +33,23 @@ def core_layout(k: int) -> dict[str, int]:
         "pkt_result": C.PKT_TYPE_RESULT,
         "flag_retx": C.FLAG_RETX,
         "udp_payload": UDP_PAYLOAD,
+        "ip_tos": C.ETHERNET_HEADER_BYTES + 1,
+        "ip_header": C.ETHERNET_HEADER_BYTES,
+        "tree_id": UDP_PAYLOAD + header["tree_id"][1],
     }
 
 
-def _frame(template: PacketTemplate, src: HostRef, dst: HostRef) -> bytes:
+def _frame(template: PacketTemplate, src: HostRef, dst: HostRef, tos: int = 0) -> bytes:
     k = template.values_per_packet
     row = template.encode(np.zeros((1, k), dtype=np.int32), seq=np.ones(1, dtype=np.int64))[0]
-    return codec.build_udp_frame(row.tobytes(), src.mac, dst.mac, src.ip, dst.ip)
+    return codec.build_udp_frame(row.tobytes(), src.mac, dst.mac, src.ip, dst.ip, tos=tos)
 
 
-def grad_frame(job_id: int, tree_id: int, hops: list[Hop], worker: HostRef, server: HostRef, k: int) -> bytes:
-    """A worker's GRAD on its plan's hop list (seq, slot and values are written per chunk)."""
+def grad_frame(
+    job_id: int, tree_id: int, hops: list[Hop], worker: HostRef, server: HostRef, k: int, tos: int = 0
+) -> bytes:
+    """A worker's GRAD on its plan's hop list (seq, slot and values are written per chunk); ``tos``
+    ECN-capable (C.ECN_ECT0) as the agents send them, or not (0)."""
     t = PacketTemplate(
         C.PKT_TYPE_GRAD,
         job_id=job_id,
@@ -52,10 +58,12 @@ def grad_frame(job_id: int, tree_id: int, hops: list[Hop], worker: HostRef, serv
         values_per_packet=k,
         tree_id=tree_id,
     )
-    return _frame(t, worker, server)
+    return _frame(t, worker, server, tos)
 
 
-def multicast_result_frame(job_id: int, tree_id: int, server: HostRef, first_worker: HostRef, k: int) -> bytes:
+def multicast_result_frame(
+    job_id: int, tree_id: int, server: HostRef, first_worker: HostRef, k: int, tos: int = 0
+) -> bytes:
     """The server's multicast RESULT (hop_count 0, MCAST), addressed as the server agent does: to the
     lowest rank's address, which the switches' result_rewrite replaces per copy."""
     t = PacketTemplate(
@@ -66,7 +74,7 @@ def multicast_result_frame(job_id: int, tree_id: int, server: HostRef, first_wor
         values_per_packet=k,
         tree_id=tree_id,
     )
-    return _frame(t, server, first_worker)
+    return _frame(t, server, first_worker, tos)
 
 
 def plain_frame(src: HostRef, dst: HostRef, payload_bytes: int, port: int) -> bytes:

@@ -13,13 +13,13 @@ switch's pipeline through the native runtime's C entry point ``ss_process_one`` 
 
 from __future__ import annotations
 
-import ctypes
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controller.installer import Installer
 from controller.programs import default_program, program_file
+from controller.resources import Resources
 from controller.topology import Topology
 from sim.core import NODE_HOST, NODE_SWITCH, SimCore
 from sim.errors import SimError
@@ -36,24 +36,21 @@ class LinkModel:
     delay_ms: float | None = None
     loss_percent: float | None = None
     queue_bytes: int | None = None  # drop-tail limit of a transmit queue; None: unbounded
+    # added to every host link's delay (each direction): a stand-in for time spent outside the links, e.g.
+    # the lab's software on a busy machine, measured there as round trip (bench/calibrate.py)
+    host_delay_extra_ms: float = 0.0
 
 
-def _native_entry(switch: Any) -> tuple[int, int, int]:
-    """(ss_switch pointer, address of ss_process_one, address of ss_free) of a native switch.
-
-    softswitch's Python API has no accessor for the native switch handle, so this reads the
-    ``NativeSwitch``'s handle and library (its ``_sw`` and ``_lib``); the C functions are the runtime's
-    documented exports (softswitch/native/README.md)."""
+def _native_entry(switch: Any) -> tuple[int, int, int, int]:
+    """(ss_switch pointer, ss_process_one, ss_free, ss_port_queue_depth) of a native switch: its
+    ``c_entry_points()``, the runtime's documented exports (softswitch/native/README.md)."""
     if getattr(switch, "backend", None) != "native":
         raise SimError(f"switch {switch.name}: the simulator needs softswitch's native back end (a C compiler)")
-    api = switch._lib.api
-    handle = switch._sw
-    pointer = handle if isinstance(handle, int) else ctypes.cast(handle, ctypes.c_void_p).value
-    process = ctypes.cast(api.ss_process_one, ctypes.c_void_p).value
-    free = ctypes.cast(api.ss_free, ctypes.c_void_p).value
-    if not pointer or not process or not free:
+    entry = switch.c_entry_points()
+    found = (entry["switch"], entry["ss_process_one"], entry["ss_free"], entry["ss_port_queue_depth"])
+    if not all(found):
         raise SimError(f"switch {switch.name}: no native pipeline to call")
-    return int(pointer), int(process), int(free)
+    return tuple(int(x) for x in found)  # type: ignore[return-value]
 
 
 class SimNetwork:
@@ -74,15 +71,19 @@ class SimNetwork:
         }
         self._entries = {name: _native_entry(sw) for name, sw in self.switches.items()}
         self.links = links
+        self.failed: set[str] = set()  # switches that failed (fail_switch): their links stay cut in fresh cores
         self.core = self._build_core(seed)
         self._installer: Installer | None = None
+        # the planner's allocations of the jobs planned on this network (ids, slots, groups, bandwidth)
+        self.resources = Resources.for_topology(topo)
+        self.graph = topo.to_graph()
 
     def _build_core(self, seed: int) -> SimCore:
-        _, process, free = next(iter(self._entries.values()))
-        core = SimCore(seed, process, free)
+        _, process, free, depth = next(iter(self._entries.values()))
+        core = SimCore(seed, process, free, depth)
         topo, links = self.topo, self.links
         self.node: dict[str, int] = {}
-        for name, (pointer, _, _) in self._entries.items():
+        for name, (pointer, *_) in self._entries.items():
             self.node[name] = core.add_node(NODE_SWITCH, pointer)
         for h in topo.hosts:
             self.node[h.name] = core.add_node(NODE_HOST, None)
@@ -91,6 +92,8 @@ class SimNetwork:
         for link in topo.links:
             bandwidth = (links.bandwidth_mbps if links.bandwidth_mbps is not None else link.bandwidth) * 1e6
             delay = (links.delay_ms if links.delay_ms is not None else link.delay) / 1e3
+            if topo.is_host(link.a) or topo.is_host(link.b):
+                delay += links.host_delay_extra_ms / 1e3
             loss = (links.loss_percent if links.loss_percent is not None else link.loss) / 100.0
             a_port = HOST_PORT if topo.is_host(link.a) else link.a_port
             b_port = HOST_PORT if topo.is_host(link.b) else link.b_port
@@ -99,6 +102,9 @@ class SimNetwork:
                     self.node[src], sp, self.node[dst], dp, bandwidth, delay, links.queue_bytes, loss
                 )
                 self.link_params[(src, dst)] = (bandwidth, delay)
+        for (src, dst), index in self.directions.items():
+            if src in self.failed or dst in self.failed:
+                core.set_link_up(index, False)
         return core
 
     def fresh_core(self, seed: int = 0) -> None:
@@ -118,13 +124,39 @@ class SimNetwork:
         """The topology-wide entries (identity, /32 routes unless ``routes`` is False, result rewrites)."""
         return install_fabric(self.installer, self.topo, routes=routes)
 
-    def install_job(self, plan: Any) -> None:
-        self.installer.install_job(plan)
+    def install_job(self, plan: Any) -> int:
+        """The job's entries and multicast groups on the switches; returns how many were written."""
+        return self.installer.install_job(plan)
+
+    def remove_job(self, plan: Any, *earlier: Any) -> None:
+        """The job's entries off the switches and its slots and multicast groups back to ``resources``,
+        with ``earlier`` versions of it (a re-planned job's first plan), so that later jobs on this network
+        get the slots again. Its job id stays taken: the switches' slots remember their owner as (job id,
+        seq), and a new job's agents start again at seq 1, so a reused id on those slots would take the new
+        job's first chunks for retransmissions of the old one's."""
+        for version in (plan, *earlier):
+            self.installer.remove_job(version)
+            groups = [c.result_group for c in version.switches if c.result_group]
+            self.resources.free_trees(version.job_id, [t.tree_id for t in version.trees], groups)
 
     def cut(self, a: str, b: str) -> None:
         """Both directions of the link a-b lose every frame from now on."""
         for key in ((a, b), (b, a)):
             self.core.set_link_up(self.directions[key], False)
+
+    def fail_switch(self, name: str) -> None:
+        """The switch ``name`` fails: every link of it loses every frame from now on (in later runs too,
+        until ``repair``)."""
+        if name not in self.switches:
+            raise SimError(f"no switch {name!r} in {self.topo.name}")
+        self.failed.add(name)
+        for a, b in list(self.directions):
+            if a == name:
+                self.cut(a, b)
+
+    def repair(self) -> None:
+        """Failed switches work again from the next ``fresh_core`` on."""
+        self.failed.clear()
 
     def direction_stats(self, src: str, dst: str) -> dict[str, int]:
         return self.core.link_stats(self.directions[(src, dst)])

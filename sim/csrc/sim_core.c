@@ -19,8 +19,10 @@
 
 typedef int64_t (*process_fn)(void *sw, uint32_t port, const uint8_t *data, uint32_t len, uint8_t **records);
 typedef void (*free_fn)(void *p);
+typedef void (*depth_fn)(void *sw, uint32_t port, uint32_t packets);
 
 enum { EV_FRAME = 0, EV_TIMER = 1 };
+enum { TIMER_RTO = 0, TIMER_PACE = 1 }; /* a host timer's kind rides in the event's port */
 enum { NODE_SWITCH = 0, NODE_HOST = 1 };
 enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER, HOST_SENDER, HOST_SINK };
 
@@ -38,6 +40,7 @@ typedef struct {
     int64_t queue_bytes; /* drop-tail limit of bytes waiting (not yet on the wire); < 0: none */
     double loss;
     int64_t busy_until; /* when the last accepted frame leaves the transmitter */
+    uint32_t last_len;  /* the last accepted frame's bytes: the queue in packets is its bytes over this */
     int up;
     /* counters */
     uint64_t packets, bytes, lost, queue_drops, max_queue;
@@ -48,7 +51,39 @@ typedef struct {
     uint32_t b0, flags, seq, slot_word, hop0_fan_in, hop0_child, header_end, k; /* values: the last 4k bytes */
     uint32_t pkt_grad, pkt_result, flag_retx; /* b0's low nibble values and the RETX bit */
     uint32_t udp_payload; /* where a UDP payload starts (the baselines' packet index) */
+    uint32_t ip_tos, ip_header; /* the IPv4 TOS byte (its low 2 bits ECN) and the IPv4 header's start */
+    uint32_t tree_id;           /* the INA header's tree id (a RESULT goes down the tree its GRADs came up) */
 } ina_layout;
+
+/* The worker agent's congestion control (worker/stream.py, worker/pacing.py, worker/agent.py), in the
+ * agents' units and constants; see sim_ina_worker_agent. */
+#define RTT_GAIN 0.125            /* weight of a new sample in the smoothed RTT */
+#define RTT_CAP_OVER_MIN 8.0      /* the RTO's base is at most this times the lowest round trip */
+#define BURST_S 0.010             /* a backlogged pacer's bucket holds this long at its rate */
+#define MIN_BURST_PACKETS 4       /* and at least this many frames; an idle one only these */
+#define WAKE_S 0.002              /* a pacer waiting for tokens wakes when this long of them has come */
+#define MIN_WAIT_S 0.00005        /* the shortest wait for tokens */
+#define ALPHA_GAIN (1.0 / 16)     /* DCTCP's g */
+#define INCREASE_SHARE (1.0 / 32) /* an uncongested epoch adds this share of the plan's rate */
+#define MIN_RATE_SHARE 0.6        /* the rate's floor, a share of the plan's rate */
+#define MIN_EPOCH_S 0.001         /* an epoch lasts one smoothed round trip, at least this */
+#define DELAY_TARGET_S 0.005      /* a result this late (and one lowest RTT late) counts as congested */
+#define PS_PER_S 1e12
+
+/* One tree of an INA worker: its chunks (global indices, in tree order), its send window and its pacer
+ * (worker/stream.py's per-tree cursor: chunk i of a tree uses slot i mod pool, shadow (i div pool) mod 2). */
+typedef struct {
+    uint8_t *tmpl; /* the worker's GRAD on this tree's hop list */
+    uint32_t tmpl_len;
+    uint32_t *chunks;
+    uint32_t n, lowest, next; /* chunks; the first without its result; the next to send (tree-local) */
+    double win, thresh;       /* congestion window and slow-start threshold, chunks */
+    int64_t last_shrink;
+    double ceiling, rate, tokens, alpha; /* pacer, bytes/s of frames; ceiling 0: not paced */
+    int64_t stamp, epoch_start;
+    int backlogged, pace_pending;
+    uint64_t epoch_results, epoch_congested;
+} wtree;
 
 typedef struct host host;
 struct host {
@@ -56,7 +91,11 @@ struct host {
     uint8_t *tmpl; /* frame template(s) */
     uint32_t tmpl_len;
     /* INA worker */
-    uint32_t rank, n_chunks, pool, window, next, lowest;
+    uint32_t rank, n_chunks, pool, window;
+    wtree *trees; /* the job's trees this worker stripes its chunks over */
+    uint32_t n_trees;
+    uint8_t *tree_of; /* per chunk: its tree */
+    uint32_t *local;  /* per chunk: its index in its tree */
     int64_t timeout_ps, done_at;
     uint8_t *done;
     int64_t *sent_at;
@@ -65,11 +104,21 @@ struct host {
     uint32_t max_resends; /* resends of one chunk before the worker gives up (no lost packet hangs a run) */
     uint64_t resends, results, mismatches, duplicates;
     int32_t coeff; /* this worker's values: a[i] + coeff * b[i] */
+    const int32_t *va, *vb, *vexp; /* its job's arrays a, b and the expected sum (sim_set_values when added) */
+    int64_t *deadline; /* per chunk: when its retransmission timer expires (set at each send) */
+    /* the agent's congestion control (adaptive); adaptive == 0: the window and the timeout stay fixed */
+    int adaptive, ecn;
+    double min_win;
+    double srtt_ps, backoff, rto_cap; /* smoothed RTT (< 0: no sample yet), Karn's backoff and its cap */
+    int64_t min_rtt_ps;               /* the lowest round trip heard (0: none) */
+    uint64_t rate_cuts, congested, timeouts, halvings;
     /* INA server */
     uint32_t ring;
     int64_t *cell_seq;
     uint32_t *cell_heard;
     uint8_t *cell_done;
+    uint8_t *cell_ce; /* a contribution of the cell's sum arrived marked CE: the result is echoed CE */
+    uint8_t *cell_tree; /* the tree the cell's chunk came up (its RESULT's tree id) */
     int32_t *cell_acc;
     uint64_t grads, answers;
     /* ring / parameter server */
@@ -86,6 +135,9 @@ typedef struct {
     int32_t port_link[MAX_PORTS]; /* egress link direction per port, -1 none */
     host h;
     uint64_t processed, unconnected;
+    /* ports whose queue depth the switch was told is > 0, refreshed before each frame it processes */
+    uint16_t n_deep, deep[MAX_PORTS];
+    uint8_t is_deep[MAX_PORTS];
 } node;
 
 typedef struct sim {
@@ -98,6 +150,7 @@ typedef struct sim {
     uint32_t n_links, cap_links;
     process_fn process;
     free_fn free_records;
+    depth_fn set_depth; /* the runtime's ss_port_queue_depth (NULL: switches see empty queues) */
     uint64_t rng[2];
     ina_layout lay;
     const int32_t *val_a, *val_b, *expected; /* INA values and their expected sum */
@@ -201,6 +254,11 @@ static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t
     if ((uint64_t)waiting + len > l->max_queue) l->max_queue = (uint64_t)waiting + len;
     int64_t start = l->busy_until > s->now ? l->busy_until : s->now;
     l->busy_until = start + (int64_t)((double)len * 8e12 / l->bandwidth_bps + 0.5);
+    l->last_len = len;
+    if (nd->kind == NODE_SWITCH && s->set_depth && nd->sw) { /* the egress queue as enq_qdepth sees it */
+        s->set_depth(nd->sw, port, (uint32_t)((waiting + len + len - 1) / len));
+        if (!nd->is_deep[port]) nd->is_deep[port] = 1, nd->deep[nd->n_deep++] = (uint16_t)port;
+    }
     l->packets++;
     l->bytes += len;
     if (l->loss > 0 && rng_unit(s) < l->loss) {
@@ -219,73 +277,242 @@ static void send_copy(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len) {
     transmit(s, n, 0, f, len);
 }
 
-static void timer_at(sim *s, uint32_t n, int64_t t) {
-    event e = {t, 0, EV_TIMER, n, 0, 0, NULL};
+static void timer_at(sim *s, uint32_t n, int64_t t, uint32_t kind) {
+    event e = {t, 0, EV_TIMER, n, kind, 0, NULL};
     push(s, e);
+}
+
+/* Tells switch n the depth of its queues that were deep, as they are now (they drained since). */
+static void refresh_depths(sim *s, uint32_t n) {
+    node *nd = &s->nodes[n];
+    for (uint32_t i = 0; i < nd->n_deep;) {
+        uint32_t port = nd->deep[i];
+        const link_dir *l = &s->links[nd->port_link[port]];
+        int64_t waiting = link_waiting(s, l);
+        uint32_t packets = l->last_len ? (uint32_t)((waiting + l->last_len - 1) / l->last_len) : 0;
+        s->set_depth(nd->sw, port, packets);
+        if (packets) {
+            i++;
+        } else {
+            nd->is_deep[port] = 0;
+            nd->deep[i] = nd->deep[--nd->n_deep];
+        }
+    }
+}
+
+/* The IPv4 header checksum recomputed (after the agent rewrote its TOS byte). */
+static void ipv4_checksum(uint8_t *ip) {
+    ip[10] = ip[11] = 0;
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += get_be16(ip + i);
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    put_be16(ip + 10, ~sum & 0xFFFF);
 }
 
 /* ------------------------------------------------------------------ INA worker */
 
+/* A chunk's retransmission timeout after `attempts` resends. Fixed: the timeout doubling per resend up
+ * to 64x. Adaptive (the agent's rto): twice the smoothed RTT capped at RTT_CAP_OVER_MIN lowest round
+ * trips, at least the timeout, doubled per resend and per timeout since the last fresh sample (Karn),
+ * at most rto_cap times that base. */
+static int64_t ina_rto(const host *h, uint32_t attempts) {
+    if (!h->adaptive) return h->timeout_ps << (attempts < 6 ? attempts : 6);
+    double base = (double)h->timeout_ps;
+    if (h->srtt_ps >= 0) {
+        double est = 2.0 * h->srtt_ps, cap = RTT_CAP_OVER_MIN * (double)h->min_rtt_ps;
+        est = est < cap ? est : cap;
+        base = est > base ? est : base;
+    }
+    double mult = (double)(1ull << (attempts < 30 ? attempts : 30)) * h->backoff;
+    return (int64_t)(base * (mult < h->rto_cap ? mult : h->rto_cap));
+}
+
 static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
     host *h = &s->nodes[n].h;
+    const wtree *t = &h->trees[h->tree_of[j]];
     const ina_layout *L = &s->lay;
-    uint8_t *f = malloc(h->tmpl_len);
+    uint8_t *f = malloc(t->tmpl_len);
     if (!f) return;
-    memcpy(f, h->tmpl, h->tmpl_len);
-    uint32_t seq = j + 1, slot = j % h->pool, shadow = (j / h->pool) & 1;
+    memcpy(f, t->tmpl, t->tmpl_len);
+    uint32_t i = h->local[j], seq = j + 1, slot = i % h->pool, shadow = (i / h->pool) & 1;
     put_be32(f + L->seq, seq);
     put_be16(f + L->slot_word, (shadow << 15) | slot);
     if (retx) f[L->flags] |= (uint8_t)L->flag_retx;
-    uint8_t *v = f + h->tmpl_len - 4 * L->k;
+    uint8_t *v = f + t->tmpl_len - 4 * L->k;
     uint64_t base = (uint64_t)j * L->k;
-    for (uint32_t i = 0; i < L->k; i++) {
-        uint32_t x = (uint32_t)s->val_a[base + i] + (uint32_t)h->coeff * (uint32_t)s->val_b[base + i];
-        put_be32(v + 4 * i, x);
+    for (uint32_t x = 0; x < L->k; x++) {
+        uint32_t value = (uint32_t)h->va[base + x] + (uint32_t)h->coeff * (uint32_t)h->vb[base + x];
+        put_be32(v + 4 * x, value);
     }
     h->sent_at[j] = s->now;
-    transmit(s, n, 0, f, h->tmpl_len);
-}
-
-static int64_t ina_deadline(const host *h, uint32_t j) {
-    uint32_t a = h->attempts[j] < 6 ? h->attempts[j] : 6;
-    return h->sent_at[j] + (h->timeout_ps << a);
+    h->deadline[j] = s->now + ina_rto(h, h->attempts[j]);
+    transmit(s, n, 0, f, t->tmpl_len);
 }
 
 static void ina_arm(sim *s, uint32_t n) {
     host *h = &s->nodes[n].h;
-    if (h->timer_pending || h->lowest >= h->n_chunks) return;
+    if (h->timer_pending || h->results >= h->n_chunks) return;
     int64_t first = INT64_MAX;
-    for (uint32_t j = h->lowest; j < h->next; j++)
-        if (!h->done[j] && ina_deadline(h, j) < first) first = ina_deadline(h, j);
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) {
+        const wtree *t = &h->trees[ti];
+        for (uint32_t i = t->lowest; i < t->next; i++) {
+            uint32_t j = t->chunks[i];
+            if (!h->done[j] && h->deadline[j] < first) first = h->deadline[j];
+        }
+    }
     if (first == INT64_MAX) return;
     h->timer_pending = 1;
-    timer_at(s, n, first);
+    timer_at(s, n, first, TIMER_RTO);
+}
+
+/* The pacer's bucket (worker/pacing.py, Pacer): tokens in bytes of frames, refilled at the rate; a
+ * backlogged sender keeps up to BURST_S of them, one that waited only MIN_BURST_PACKETS frames. */
+static void pace_refill(sim *s, wtree *t) {
+    double frame = (double)t->tmpl_len, burst = t->rate * BURST_S;
+    double cap = t->backlogged ? (burst > MIN_BURST_PACKETS * frame ? burst : MIN_BURST_PACKETS * frame)
+                               : MIN_BURST_PACKETS * frame;
+    double tokens = t->tokens + t->rate * (double)(s->now - t->stamp) / PS_PER_S;
+    t->tokens = tokens < cap ? tokens : cap;
+    t->stamp = s->now;
+}
+
+static void pace_bound(wtree *t) {
+    if (t->rate < MIN_RATE_SHARE * t->ceiling) t->rate = MIN_RATE_SHARE * t->ceiling;
+    if (t->rate > t->ceiling) t->rate = t->ceiling;
+}
+
+/* Sends what tree ti's window (and pacer) allow now. */
+static void ina_fill_tree(sim *s, uint32_t n, uint32_t ti) {
+    host *h = &s->nodes[n].h;
+    wtree *t = &h->trees[ti];
+    uint32_t allowed = h->window;
+    if (h->adaptive) {
+        double w = t->win < (double)h->pool ? t->win : (double)h->pool;
+        allowed = w < 1.0 ? 1 : (uint32_t)w;
+    }
+    uint64_t end64 = (uint64_t)t->lowest + allowed;
+    uint32_t end = end64 < t->n ? (uint32_t)end64 : t->n;
+    if (t->ceiling > 0 && t->next < end) { /* Pacer.take: as many as the bucket holds tokens for */
+        pace_refill(s, t);
+        double frame = (double)t->tmpl_len;
+        uint32_t want = end - t->next;
+        double fit = (t->tokens + 1e-6) / frame;
+        uint32_t ok = fit <= 0 ? 0 : (fit >= want ? want : (uint32_t)fit);
+        t->tokens -= ok * frame;
+        t->backlogged = ok < want;
+        if (ok < want && !t->pace_pending) { /* Pacer.wait: WAKE_S of tokens, at most what is wanted */
+            double need = (double)(want - ok) * frame, wake = t->rate * WAKE_S;
+            need = need < wake ? need : wake;
+            need = need > frame ? need : frame;
+            double wait = (need - t->tokens) / t->rate;
+            wait = wait > MIN_WAIT_S ? wait : MIN_WAIT_S;
+            t->pace_pending = 1;
+            timer_at(s, n, s->now + (int64_t)(wait * PS_PER_S), TIMER_PACE + ti);
+        }
+        end = t->next + ok;
+    }
+    while (t->next < end) {
+        ina_send_chunk(s, n, t->chunks[t->next], 0);
+        t->next++;
+    }
 }
 
 static void ina_fill_window(sim *s, uint32_t n) {
     host *h = &s->nodes[n].h;
-    while (h->next < h->n_chunks && h->next < h->lowest + h->window) {
-        ina_send_chunk(s, n, h->next, 0);
-        h->next++;
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) ina_fill_tree(s, n, ti);
+    ina_arm(s, n);
+}
+
+/* A retransmission timeout on tree t: its window halves (once per first-send RTO), its pacer's rate too. */
+static void ina_shrink(sim *s, host *h, wtree *t) {
+    if (s->now - t->last_shrink < ina_rto(h, 0)) return;
+    t->last_shrink = s->now;
+    h->halvings++;
+    if (t->ceiling > 0) t->rate /= 2.0, pace_bound(t);
+    t->thresh = t->win / 2 > h->min_win ? t->win / 2 : h->min_win;
+    t->win = t->thresh;
+}
+
+static void ina_worker_timer(sim *s, uint32_t n, uint32_t kind) {
+    host *h = &s->nodes[n].h;
+    if (h->gave_up || h->results >= h->n_chunks) return;
+    if (kind >= TIMER_PACE) {
+        uint32_t ti = kind - TIMER_PACE;
+        if (ti >= h->n_trees) return;
+        h->trees[ti].pace_pending = 0;
+        ina_fill_tree(s, n, ti);
+        ina_arm(s, n);
+        return;
+    }
+    h->timer_pending = 0;
+    int timed_out = 0;
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) {
+        wtree *t = &h->trees[ti];
+        uint32_t resent = 0;
+        for (uint32_t i = t->lowest; i < t->next; i++) {
+            uint32_t j = t->chunks[i];
+            if (h->done[j] || h->deadline[j] > s->now) continue;
+            if (h->attempts[j] >= h->max_resends) { /* give up: the run goes on without this worker */
+                h->gave_up = 1;
+                s->hosts_pending--;
+                return;
+            }
+            if (h->adaptive && !timed_out) { /* the agent's timer event: back off once */
+                timed_out = 1;
+                h->timeouts++;
+                h->backoff = 2 * h->backoff < h->rto_cap ? 2 * h->backoff : h->rto_cap;
+            }
+            if (h->adaptive && !resent) ina_shrink(s, h, t); /* each tree with due chunks halves */
+            h->attempts[j]++;
+            h->resends++;
+            resent++;
+            ina_send_chunk(s, n, j, 1);
+        }
+        if (resent && t->ceiling > 0) { /* Pacer.spend: resends leave at once, later sends wait for them */
+            pace_refill(s, t);
+            t->tokens -= (double)resent * t->tmpl_len;
+        }
     }
     ina_arm(s, n);
 }
 
-static void ina_worker_timer(sim *s, uint32_t n) {
-    host *h = &s->nodes[n].h;
-    h->timer_pending = 0;
-    for (uint32_t j = h->lowest; j < h->next; j++) {
-        if (h->done[j] || ina_deadline(h, j) > s->now) continue;
-        if (h->attempts[j] >= h->max_resends) { /* give up: the run goes on without this worker */
-            h->gave_up = 1;
-            s->hosts_pending--;
-            return;
-        }
-        h->attempts[j]++;
-        h->resends++;
-        ina_send_chunk(s, n, j, 1);
+/* One result of a paced tree's epoch (Pacer.on_results): once per smoothed round trip, DCTCP's alpha
+ * moves to the epoch's congested share and the rate is cut by alpha / 2, or grows additively. */
+static void pace_on_result(sim *s, host *h, wtree *t, int congested) {
+    t->epoch_results++;
+    t->epoch_congested += congested != 0;
+    double rtt = h->srtt_ps > 0 ? h->srtt_ps / PS_PER_S : 0.0;
+    if ((double)(s->now - t->epoch_start) / PS_PER_S < (rtt > MIN_EPOCH_S ? rtt : MIN_EPOCH_S)) return;
+    double share = (double)t->epoch_congested / (double)t->epoch_results;
+    t->alpha = (1.0 - ALPHA_GAIN) * t->alpha + ALPHA_GAIN * share;
+    if (t->epoch_congested) {
+        t->rate *= 1.0 - t->alpha / 2.0;
+        h->rate_cuts++;
+    } else {
+        t->rate += INCREASE_SHARE * t->ceiling;
     }
-    ina_arm(s, n);
+    pace_bound(t);
+    t->epoch_start = s->now, t->epoch_results = 0, t->epoch_congested = 0;
+}
+
+/* The agent's reaction to chunk j's first result: an RTT sample (first sends only, Karn), its tree's
+ * window growth (slow start below the threshold, one chunk per round trip above), the pacer's rate law. */
+static void ina_adapt(sim *s, host *h, uint32_t j, const uint8_t *f) {
+    wtree *t = &h->trees[h->tree_of[j]];
+    int congested = 0;
+    if (h->attempts[j] == 0) {
+        int64_t sample = s->now - h->sent_at[j];
+        h->srtt_ps = h->srtt_ps < 0 ? (double)sample : (1.0 - RTT_GAIN) * h->srtt_ps + RTT_GAIN * (double)sample;
+        if (!h->min_rtt_ps || sample < h->min_rtt_ps) h->min_rtt_ps = sample;
+        h->backoff = 1.0;
+        double late = DELAY_TARGET_S * PS_PER_S > (double)h->min_rtt_ps ? DELAY_TARGET_S * PS_PER_S : (double)h->min_rtt_ps;
+        if (!h->ecn) congested = (double)sample > (double)h->min_rtt_ps + late;
+    }
+    if (h->ecn) congested = (f[s->lay.ip_tos] & 3) == 3;
+    h->congested += congested != 0;
+    if (t->ceiling > 0) pace_on_result(s, h, t, congested);
+    t->win += t->win < t->thresh ? 1.0 : 1.0 / t->win;
+    if (t->win > h->pool) t->win = h->pool;
 }
 
 static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
@@ -301,7 +528,7 @@ static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
         return;
     }
     const uint8_t *v = f + len - 4 * L->k;
-    const int32_t *want = s->expected + (uint64_t)j * L->k;
+    const int32_t *want = h->vexp + (uint64_t)j * L->k;
     for (uint32_t i = 0; i < L->k; i++)
         if ((int32_t)get_be32(v + 4 * i) != want[i]) {
             h->mismatches++;
@@ -309,13 +536,17 @@ static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
         }
     h->done[j] = 1;
     h->results++;
-    while (h->lowest < h->n_chunks && h->done[h->lowest]) h->lowest++;
-    if (h->lowest == h->n_chunks) {
+    if (h->adaptive) ina_adapt(s, h, j, f);
+    if (h->results == h->n_chunks) {
         h->done_at = s->now;
         s->hosts_pending--;
         return;
     }
-    ina_fill_window(s, n);
+    uint32_t ti = h->tree_of[j];
+    wtree *t = &h->trees[ti];
+    while (t->lowest < t->n && h->done[t->chunks[t->lowest]]) t->lowest++;
+    ina_fill_tree(s, n, ti);
+    ina_arm(s, n);
 }
 
 /* ------------------------------------------------------------------ INA server */
@@ -328,8 +559,13 @@ static void ina_server_send(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uin
     memcpy(f, h->tmpl, h->tmpl_len);
     put_be32(f + L->seq, seq);
     put_be16(f + L->slot_word, slot_word);
+    f[L->tree_id] = h->cell_tree[cell];
     const int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
     for (uint32_t i = 0; i < L->k; i++) put_be32(f + h->tmpl_len - 4 * L->k + 4 * i, (uint32_t)acc[i]);
+    if (h->cell_ce[cell] && (f[L->ip_tos] & 3)) { /* the server agent echoes its sum's congestion */
+        f[L->ip_tos] |= 3;
+        ipv4_checksum(f + L->ip_header);
+    }
     transmit(s, n, 0, f, h->tmpl_len);
 }
 
@@ -348,6 +584,8 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
         h->cell_seq[cell] = seq;
         h->cell_heard[cell] = 0;
         h->cell_done[cell] = 0;
+        h->cell_ce[cell] = 0;
+        h->cell_tree[cell] = f[L->tree_id];
         memset(acc, 0, sizeof(int32_t) * L->k);
     }
     if (h->cell_done[cell]) { /* a retransmission of a finished chunk: the result again */
@@ -357,6 +595,7 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     }
     if (h->cell_heard[cell] & (1u << child)) return;
     h->cell_heard[cell] |= 1u << child;
+    if ((f[L->ip_tos] & 3) == 3) h->cell_ce[cell] = 1;
     const uint8_t *v = f + len - 4 * L->k;
     for (uint32_t i = 0; i < L->k; i++) acc[i] = (int32_t)((uint32_t)acc[i] + get_be32(v + 4 * i));
     if ((uint32_t)__builtin_popcount(h->cell_heard[cell]) == fan_in) {
@@ -388,7 +627,7 @@ static int paced(sim *s, uint32_t n, uint32_t len) {
         int64_t excess = waiting + (int64_t)len - PACE_BYTES;
         int64_t t = s->now + (int64_t)((double)excess * 8e12 / l->bandwidth_bps) + 1;
         nd->h.timer_pending = 1;
-        timer_at(s, n, t);
+        timer_at(s, n, t, TIMER_RTO);
     }
     return 0;
 }
@@ -443,10 +682,10 @@ static void ps_worker_start(sim *s, uint32_t n) {
     }
 }
 
-static void host_timer(sim *s, uint32_t n) {
+static void host_timer(sim *s, uint32_t n, uint32_t kind) {
     host *h = &s->nodes[n].h;
     switch (h->kind) {
-    case HOST_INA_WORKER: ina_worker_timer(s, n); break;
+    case HOST_INA_WORKER: ina_worker_timer(s, n, kind); break;
     case HOST_RING: h->timer_pending = 0, ring_pump(s, n); break;
     case HOST_PS_WORKER:
     case HOST_SENDER: h->timer_pending = 0, ps_worker_start(s, n); break;
@@ -461,6 +700,7 @@ static void deliver(sim *s, event *e) {
     nd->processed++;
     if (nd->kind == NODE_SWITCH) {
         uint8_t *rec = NULL;
+        if (s->set_depth && nd->n_deep) refresh_depths(s, e->node);
         int64_t size = nd->sw ? s->process(nd->sw, e->port, e->frame, e->len, &rec) : 0;
         free(e->frame);
         int64_t off = 0;
@@ -504,7 +744,7 @@ EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
         if (e.kind == EV_FRAME) {
             deliver(s, &e);
         } else {
-            host_timer(s, e.node);
+            host_timer(s, e.node, e.port);
         }
     }
     s->events += ran;
@@ -525,13 +765,20 @@ EXPORT sim *sim_create(uint64_t seed, void *process, void *free_records) {
 }
 
 static void host_free(host *h) {
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) free(h->trees[ti].tmpl), free(h->trees[ti].chunks);
+    free(h->trees);
+    free(h->tree_of);
+    free(h->local);
     free(h->tmpl);
     free(h->done);
     free(h->sent_at);
+    free(h->deadline);
     free(h->attempts);
     free(h->cell_seq);
     free(h->cell_heard);
     free(h->cell_done);
+    free(h->cell_ce);
+    free(h->cell_tree);
     free(h->cell_acc);
     free(h->ps_count);
     free(h->ps_tmpls);
@@ -613,21 +860,75 @@ static int set_template(host *h, const uint8_t *tmpl, uint32_t len) {
     return 0;
 }
 
-EXPORT int sim_ina_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t n_chunks, uint32_t pool,
-                          uint32_t window, int64_t timeout_ps, uint32_t max_resends, int32_t coeff) {
+/* An INA worker of `n_chunks` chunks striped over `n_trees` trees (tree_of[j]: chunk j's tree, as the
+ * agent's stripe() assigns them); each tree's frame template comes from sim_ina_worker_tree. A fixed
+ * window of `window` chunks per tree and a fixed `timeout` until sim_ina_worker_agent. */
+EXPORT int sim_ina_worker(sim *s, uint32_t n, uint32_t n_chunks, uint32_t pool, uint32_t window, int64_t timeout_ps,
+                          uint32_t max_resends, int32_t coeff, const uint8_t *tree_of, uint32_t n_trees) {
     host *h = &s->nodes[n].h;
     host_free(h);
-    if (set_template(h, tmpl, len) || (uint64_t)n_chunks * s->lay.k > s->n_values || !pool || !window) return -1;
+    if ((uint64_t)n_chunks * s->lay.k > s->n_values || !pool || !window || !n_trees || n_trees > 256) return -1;
     h->kind = HOST_INA_WORKER;
+    h->va = s->val_a, h->vb = s->val_b, h->vexp = s->expected;
     h->n_chunks = n_chunks, h->pool = pool, h->window = window < pool ? window : pool;
     h->timeout_ps = timeout_ps, h->coeff = coeff, h->max_resends = max_resends;
     h->done = calloc(n_chunks + 1, 1);
     h->sent_at = calloc(n_chunks + 1, sizeof *h->sent_at);
     h->attempts = calloc(n_chunks + 1, sizeof *h->attempts);
-    if (!h->done || !h->sent_at || !h->attempts) return -1;
+    h->deadline = calloc(n_chunks + 1, sizeof *h->deadline);
+    h->tree_of = malloc(n_chunks + 1);
+    h->local = calloc(n_chunks + 1, sizeof *h->local);
+    h->trees = calloc(n_trees, sizeof *h->trees);
+    if (!h->done || !h->sent_at || !h->attempts || !h->deadline || !h->tree_of || !h->local || !h->trees) return -1;
+    h->n_trees = n_trees;
+    for (uint32_t j = 0; j < n_chunks; j++) {
+        if (tree_of[j] >= n_trees) return -1;
+        h->tree_of[j] = tree_of[j];
+        h->local[j] = h->trees[tree_of[j]].n++;
+    }
+    for (uint32_t ti = 0; ti < n_trees; ti++) {
+        wtree *t = &h->trees[ti];
+        t->chunks = malloc((t->n + 1) * sizeof *t->chunks);
+        if (!t->chunks) return -1;
+        t->last_shrink = INT64_MIN / 2;
+    }
+    for (uint32_t j = 0; j < n_chunks; j++) h->trees[tree_of[j]].chunks[h->local[j]] = j;
+    h->srtt_ps = -1.0, h->backoff = 1.0, h->rto_cap = 64.0;
     s->hosts_pending++;
     return 0;
 }
+
+/* Tree ti of an INA worker: the worker's GRAD on the tree's hop list, and its send rate (bytes/s of
+ * frames, the plan's share for the tree; 0: not paced). */
+EXPORT int sim_ina_worker_tree(sim *s, uint32_t n, uint32_t ti, const uint8_t *tmpl, uint32_t len, double rate_bytes_s) {
+    host *h = &s->nodes[n].h;
+    if (h->kind != HOST_INA_WORKER || ti >= h->n_trees || len < s->lay.header_end + 4 * s->lay.k) return -1;
+    wtree *t = &h->trees[ti];
+    free(t->tmpl);
+    t->tmpl = malloc(len);
+    if (!t->tmpl) return -1;
+    memcpy(t->tmpl, tmpl, len);
+    t->tmpl_len = len;
+    t->ceiling = t->rate = rate_bytes_s;
+    return 0;
+}
+
+/* The worker agent's congestion control for an INA worker set up by sim_ina_worker (worker/stream.py,
+ * worker/pacing.py): per tree a congestion window of `window` chunks in slow start up to `threshold`,
+ * halved on a timeout (not below `min_window`); the RTO from the smoothed RTT with Karn's backoff, at most
+ * `rto_cap` times its base; the trees' pacers (sim_ina_worker_tree's rates) with the agent's rate law;
+ * `ecn`: the frames are ECN-capable and a CE mark, not a late result, says congestion. */
+EXPORT int sim_ina_worker_agent(sim *s, uint32_t n, double window, double threshold, double min_window, double rto_cap,
+                                int ecn) {
+    host *h = &s->nodes[n].h;
+    if (h->kind != HOST_INA_WORKER || window < 1 || rto_cap < 1) return -1;
+    h->adaptive = 1, h->ecn = ecn;
+    h->min_win = min_window, h->rto_cap = rto_cap;
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) h->trees[ti].win = window, h->trees[ti].thresh = threshold;
+    return 0;
+}
+
+EXPORT void sim_set_depth_fn(sim *s, void *fn) { s->set_depth = (depth_fn)fn; }
 
 EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t ring) {
     host *h = &s->nodes[n].h;
@@ -638,8 +939,10 @@ EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len,
     h->cell_seq = malloc(ring * sizeof *h->cell_seq);
     h->cell_heard = calloc(ring, sizeof *h->cell_heard);
     h->cell_done = calloc(ring, 1);
+    h->cell_ce = calloc(ring, 1);
+    h->cell_tree = calloc(ring, 1);
     h->cell_acc = calloc((uint64_t)ring * s->lay.k, sizeof *h->cell_acc);
-    if (!h->cell_seq || !h->cell_heard || !h->cell_done || !h->cell_acc) return -1;
+    if (!h->cell_seq || !h->cell_heard || !h->cell_done || !h->cell_ce || !h->cell_tree || !h->cell_acc) return -1;
     for (uint32_t i = 0; i < ring; i++) h->cell_seq[i] = -1;
     return 0;
 }
@@ -712,15 +1015,21 @@ EXPORT void sim_start(sim *s) {
     }
 }
 
-/* done_at (ps, -1 if not finished), results, mismatches, resends, duplicates, grads, answers, processed */
+/* done_at (ps, -1 if not finished), results, mismatches, resends, duplicates, grads, answers, processed,
+ * then the agent's: timeouts, window halvings, rate cuts, congested results, window (milli-chunks),
+ * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps) */
 EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     node *nd = &s->nodes[n];
     host *h = &nd->h;
-    int finished = h->kind == HOST_INA_WORKER ? h->lowest == h->n_chunks : h->total_recv && h->received == h->total_recv;
+    int finished = h->kind == HOST_INA_WORKER ? h->results == h->n_chunks : h->total_recv && h->received == h->total_recv;
     out[0] = finished ? h->done_at : -1;
     out[1] = (int64_t)(h->kind == HOST_INA_WORKER ? h->results : h->received);
     out[2] = (int64_t)h->mismatches, out[3] = (int64_t)h->resends, out[4] = (int64_t)h->duplicates;
     out[5] = (int64_t)h->grads, out[6] = (int64_t)h->answers, out[7] = (int64_t)nd->processed;
+    out[8] = (int64_t)h->timeouts, out[9] = (int64_t)h->halvings, out[10] = (int64_t)h->rate_cuts;
+    out[11] = (int64_t)h->congested;
+    out[12] = h->n_trees ? (int64_t)(h->trees[0].win * 1000) : 0, out[13] = h->n_trees ? (int64_t)h->trees[0].rate : 0;
+    out[14] = h->adaptive ? (int64_t)h->srtt_ps : -1, out[15] = h->min_rtt_ps;
 }
 
 /* now (ps), events, heap length, hosts pending */

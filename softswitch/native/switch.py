@@ -843,6 +843,21 @@ class NativeSwitch(Switch):
         except Exception:
             pass
 
+    def c_entry_points(self):
+        """Addresses for native code that drives this switch's pipeline itself (the scale simulator, sim/):
+        ``{"switch": the ss_switch handle, "ss_process_one": ..., "ss_free": ..., "ss_port_queue_depth": ...}``,
+        the runtime's exported C functions (softswitch/native/README.md). Valid until ``load()`` or
+        ``close()``; the caller must not use them while this object processes frames from Python."""
+        with self._lock:
+            if self._sw is None:
+                raise RuntimeError(f"{self.name}: the native switch is closed")
+            api = self._lib.api
+            handle = self._sw if isinstance(self._sw, int) else ctypes.cast(self._sw, ctypes.c_void_p).value
+            entries = {"switch": handle}
+            for fn in ("ss_process_one", "ss_free", "ss_port_queue_depth"):
+                entries[fn] = ctypes.cast(getattr(api, fn), ctypes.c_void_p).value
+            return entries
+
     def set_queue_depth(self, port, packets, queued_bytes=None):
         sw = self._sw
         if sw is not None and 0 <= port < 512:

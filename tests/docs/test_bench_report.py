@@ -66,6 +66,12 @@ def test_report_from_fixture_json(tmp_path):
     assert "| native | GRAD aggregation, per GRAD (ina.p4) | 6,950,155 |" in page
     assert "| worker | batch | 130,765 | 0.98 | 0.88 | 0 |" in page
     assert (docs / "images" / "results" / "allreduce.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the simulator's section (tests/docs/fixtures/standard/scale/scale.json): the curve, the jobs, the failure
+    assert "| fat_tree_k4 | 15 | ina | 0.725 | 6.92 | 0 | 7,168 | 0.0 |" in page
+    assert "| fat_tree_k4 | 2 | 7 | 0.839, 0.839 | 8.01 | 0 |" in page
+    assert "| fat_tree_k4 | c0 | 0.363 | 3/15 | 0.13 | 0.725 | 0.838 | 0 |" in page
+    for plot in ("scale.png", "scale_jobs.png"):
+        assert (docs / "images" / "results" / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # README: only the block between the markers changes, to the page's headline rows and plot
     text = readme.read_text()
     assert text.startswith("# x\n\nbefore\n\n<!-- results:begin -->\n|") and text.endswith(
@@ -124,7 +130,7 @@ def test_runner_on_tiny_sizes(tmp_path):
     faults = json.loads((results / "faults" / "faults.json").read_text())
     assert all(f"| {r['row']} |" in page for r in faults["rows"])
     # the steps not run leave their sections saying so, and the README says there is no allreduce yet
-    assert page.count("- not run") == 5
+    assert page.count("- not run") == 6
     assert "(no allreduce results yet: `make bench` as root)" in readme.read_text()
 
 

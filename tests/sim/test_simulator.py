@@ -114,3 +114,18 @@ def test_ring_and_parameter_server_finish_on_the_same_links():
         assert result.finished == result.workers
         assert result.completion_s > result.ideal_s
         net.close()
+
+
+def test_the_native_switch_hands_out_its_c_entry_points_until_closed():
+    from controller.programs import default_program, program_file
+    from softswitch.compiler import compile_program
+    from softswitch.switch import Switch
+
+    program = compile_program(str(program_file(default_program(1500))), backend="native")
+    sw = Switch(program, device_id=1, name="s1")
+    entry = sw.c_entry_points()
+    assert set(entry) == {"switch", "ss_process_one", "ss_free", "ss_port_queue_depth"}
+    assert all(isinstance(v, int) and v > 0 for v in entry.values())
+    sw.close()
+    with pytest.raises(RuntimeError, match="^s1: the native switch is closed$"):
+        sw.c_entry_points()
