@@ -156,7 +156,8 @@ def run_parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_QDEPTH_INTERVAL_S * 1e3,
         metavar="MS",
-        help="read the ports' qdisc lengths this often: egress sees them as standard_metadata.enq_qdepth/"
+        help="read the ports' qdisc lengths at most this often (native: before a batch of frames, none while "
+        "idle; Python: a polling thread): egress sees them as standard_metadata.enq_qdepth/"
         f"deq_qdepth (0: never, depths stay 0; default {DEFAULT_QDEPTH_INTERVAL_S * 1e3:g})",
     )
     _backend_option(p)
