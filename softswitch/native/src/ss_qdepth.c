@@ -108,18 +108,19 @@ void ss_qdepth_maybe_read(ss_qdepth *q, ss_switch *sw, uint64_t now) {
         return;
     }
     q->samples++;
-    uint32_t answers = 0;
-    while (answers < q->n) { /* the answers are queued already: one call takes them all */
-        int got = recvmmsg(q->fd, q->msgs, q->n - answers, MSG_DONTWAIT, NULL);
+    uint32_t answered = 0; /* answers to this reading's requests (stale ones of an earlier reading are skipped) */
+    while (answered < q->n) { /* the answers are queued already: one call takes them all */
+        int got = recvmmsg(q->fd, q->msgs, q->n, MSG_DONTWAIT, NULL);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) return;
-        answers += (uint32_t)got;
         for (int m = 0; m < got; m++) {
             struct nlmsghdr *nh = q->iov[m].iov_base;
             size_t len = q->msgs[m].msg_len;
             for (; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
                 uint32_t i = nh->nlmsg_seq - base;
-                int64_t qlen = i < q->n ? answer_qlen(nh, len) : -1;
+                if (i >= q->n) continue;
+                answered++;
+                int64_t qlen = answer_qlen(nh, len);
                 if (qlen >= 0 && q->ports[i] < SS_MAX_PORTS)
                     __atomic_store_n(&sw->queue_depth[q->ports[i]], (uint32_t)qlen, __ATOMIC_RELAXED);
             }
