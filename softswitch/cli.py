@@ -156,7 +156,8 @@ def run_parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_QDEPTH_INTERVAL_S * 1e3,
         metavar="MS",
-        help="read the ports' qdisc lengths this often: egress sees them as standard_metadata.enq_qdepth/"
+        help="read the ports' qdisc lengths at most this often (native: before a batch of frames, none while "
+        "idle; Python: a polling thread): egress sees them as standard_metadata.enq_qdepth/"
         f"deq_qdepth (0: never, depths stay 0; default {DEFAULT_QDEPTH_INTERVAL_S * 1e3:g})",
     )
     _backend_option(p)
@@ -464,7 +465,7 @@ def cmd_run(args) -> int:
 
     include_dirs = list(args.include_dir)
     name = f"device{args.device_id}"
-    ports = DevicePorts(args.interface)
+    ports = DevicePorts(args.interface, args.queue_depth_ms / 1e3 if args.interface else 0.0)
 
     def make_switch(program):
         switch = Switch(
@@ -516,13 +517,6 @@ def cmd_run(args) -> int:
         signal.signal(signal.SIGUSR1, write_stats)
     server.start()
     ports.start()
-    depths = None
-    if args.interface and args.queue_depth_ms > 0:
-        try:
-            depths = QdiscDepthPoller(args.interface, lambda: ports.switch, args.queue_depth_ms / 1e3)
-            depths.start()
-        except OSError as e:
-            print(f"softswitch: queue depths not read ({e}): enq_qdepth stays 0", file=sys.stderr, flush=True)
     if args.program:
         state = f"running {args.program} on the {switch.backend} back end"
     else:
@@ -538,8 +532,6 @@ def cmd_run(args) -> int:
         write_stats()
     for line in ports.summary():
         print(f"softswitch: {line}", file=sys.stderr, flush=True)
-    if depths is not None:
-        depths.stop()
     ports.stop()
     server.stop()
     print("softswitch: stopped", file=sys.stderr, flush=True)
@@ -550,14 +542,20 @@ class DevicePorts:
     """The device's ports on Linux interfaces, for whichever switch runs now: a NativeSwitch's native
     I/O thread (frames never reach Python), or a Python PortSet handing frames to the P4Runtime
     service, which runs the Switch and transmits its outputs. A new pipeline on another back end moves
-    the interfaces over (frames arriving meanwhile are lost, as on a switch being reprogrammed)."""
+    the interfaces over (frames arriving meanwhile are lost, as on a switch being reprogrammed).
 
-    def __init__(self, interfaces):
+    Egress sees each port's real queue (its root qdisc's length) every ``queue_depth_s`` (0: never): a
+    native switch's I/O thread reads the lengths itself before it runs a batch, so an idle switch reads
+    nothing; a Python switch has a poller thread (softswitch/qdisc_depth.py)."""
+
+    def __init__(self, interfaces, queue_depth_s: float = 0.0):
         self.interfaces = list(interfaces)
+        self.queue_depth_s = queue_depth_s
         self.service = None
         self.current = None  # NativePortSet or PortSet
         self.switch = None
         self.started = False
+        self.depth_poller: QdiscDepthPoller | None = None  # a Python switch's
 
     def attach(self, switch) -> None:
         if self.switch is switch:
@@ -565,9 +563,11 @@ class DevicePorts:
         if self.current is not None:
             self.current.stop()
             self.current = None
+        self._stop_poller()
         self.switch = switch
         if getattr(switch, "backend", "python") == "native":
             ports = switch.ports()
+            ports.read_queue_depths(self.queue_depth_s)  # by its I/O thread, from start() on
         else:
             from softswitch.ports import PortSet
 
@@ -576,12 +576,29 @@ class DevicePorts:
             ports.add(number, iface)
         self.current = ports
         if self.started:
-            ports.start()
+            self._start_current()
 
     def start(self) -> None:
         self.started = True
         if self.current is not None:
-            self.current.start()
+            self._start_current()
+
+    def _start_current(self) -> None:
+        self.current.start()
+        error = getattr(self.current, "queue_depth_error", None)  # a native switch's I/O thread reads them
+        if error:
+            print(f"softswitch: queue depths not read ({error}): enq_qdepth stays 0", file=sys.stderr, flush=True)
+        if self.queue_depth_s > 0 and getattr(self.switch, "backend", "python") != "native":
+            try:
+                self.depth_poller = QdiscDepthPoller(self.interfaces, lambda: self.switch, self.queue_depth_s)
+                self.depth_poller.start()
+            except OSError as e:
+                print(f"softswitch: queue depths not read ({e}): enq_qdepth stays 0", file=sys.stderr, flush=True)
+
+    def _stop_poller(self) -> None:
+        if self.depth_poller is not None:
+            self.depth_poller.stop()
+            self.depth_poller = None
 
     def send(self, port: int, frame: bytes):
         if self.current is not None:
@@ -617,6 +634,7 @@ class DevicePorts:
         return out
 
     def stop(self) -> None:
+        self._stop_poller()
         if self.current is not None:
             self.current.stop()
             self.current = None

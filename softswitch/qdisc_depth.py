@@ -8,6 +8,11 @@ qdisc every ``interval_s`` and tells the switch its queue length in packets and 
 which egress reads for the packets it sends next (the ECN marks of p4src/ina.p4 and p4src/tna/ina_tna.p4;
 v1model counts packets, TNA 80-byte cells). A sample is at most one
 interval old: short against the queues it watches (the lab's tbf holds 50 ms).
+
+This poller serves the Python back end. A native switch's I/O thread sends the same requests itself
+(softswitch/native/src/ss_qdepth.c) before it runs a batch, when the last reading is an interval old:
+a timer thread waking every 2 ms in each of the lab's switch processes cost more CPU than their
+forwarding at rest (softswitch/native/README.md, "CPU per packet in the lab").
 """
 
 from __future__ import annotations

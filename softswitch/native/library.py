@@ -298,6 +298,7 @@ _SIGNATURES = {
     "ss_switch_configure": (None, [_P, _i32, _int, _int, _P]),
     "ss_switch_set_headroom": (None, [_P, _u32]),
     "ss_port_queue_depth": (None, [_P, _u32, _u32]),
+    "ss_port_queue_depth_read": (_u32, [_P, _u32]),
     "ss_stat_count": (_u32, []),
     "ss_stats_read": (None, [_P, _U64P]),
     "ss_stat_add": (None, [_P, _u32, _i64]),
@@ -357,6 +358,8 @@ _SIGNATURES = {
     "ss_io_stats": (None, [_P, _U64P]),
     "ss_io_stats_reset": (None, [_P]),
     "ss_io_pause": (None, [_P, _int]),
+    "ss_io_queue_depth": (_int, [_P, _u64, _u32]),
+    "ss_io_queue_depth_stats": (None, [_P, _U64P]),
     "ss_hash_bytes": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t]),
     "ss_hash_extern": (_u64, [_u32, ctypes.c_char_p, ctypes.c_size_t, _u64, _u64, _u32]),
 }

@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass
 
 from softswitch.ports import PortStats
+from softswitch.runtime.tna import QUEUE_CELL_BYTES
 
 from . import library as L
 
@@ -74,6 +75,33 @@ class NativePortSet:
         self._lib = None
         self._running = False
         self._drain_thread: threading.Thread | None = None
+        self.queue_depth_s = 0.0  # read the ports' qdisc lengths this often while frames flow (0: never)
+        self.queue_depth_error: str | None = None  # why start() could not read them
+
+    def read_queue_depths(self, interval_s: float) -> None:
+        """Egress sees each port's real queue (its interface's root qdisc length, read over rtnetlink) as
+        enq_qdepth/deq_qdepth: the I/O thread reads them before a batch runs when the last reading is
+        ``interval_s`` old, and not at all while no frame arrives (src/ss_qdepth.c). Takes effect at the
+        next start(); raises OSError when the kernel refuses the rtnetlink socket."""
+        self.queue_depth_s = max(0.0, float(interval_s))
+        with self.switch._lock:
+            if self.io is not None and not self._running:
+                self._apply_queue_depth()
+
+    def _apply_queue_depth(self) -> None:
+        self.queue_depth_error = None
+        interval_ns = int(self.queue_depth_s * 1e9)
+        if self._lib.api.ss_io_queue_depth(self.io, interval_ns, QUEUE_CELL_BYTES) != L.OK:
+            raise OSError(self._lib.last_error())
+
+    def queue_depth_readings(self) -> int:
+        """How often the I/O thread has read the ports' queue depths so far."""
+        out = (ctypes.c_uint64 * 2)()
+        with self.switch._lock:
+            if self.io is None:
+                return 0
+            self._lib.api.ss_io_queue_depth_stats(self.io, out)
+        return out[0]
 
     # ---------------------------------------------------------------- set-up
     def _ensure(self):
@@ -105,6 +133,10 @@ class NativePortSet:
             return
         with self.switch._lock:
             self._ensure()
+            try:
+                self._apply_queue_depth()
+            except OSError as e:  # the ports still run, without the depths
+                self.queue_depth_error = str(e)
             if self._lib.api.ss_io_start(self.io) != L.OK:
                 raise OSError(self._lib.last_error())
             self._running = True

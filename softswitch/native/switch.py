@@ -863,6 +863,12 @@ class NativeSwitch(Switch):
         if sw is not None and 0 <= port < 512:
             self._lib.api.ss_port_queue_depth(sw, port, queue_depth_reading(self.info.arch, packets, queued_bytes))
 
+    def queue_depth(self, port: int) -> int:
+        """The packets egress sees queued behind ``port`` now (set_queue_depth's, or what the ports' I/O
+        thread last read from the port's qdisc: NativePortSet.read_queue_depths)."""
+        sw = self._sw
+        return int(self._lib.api.ss_port_queue_depth_read(sw, port)) if sw is not None and 0 <= port < 512 else 0
+
     def run(self, port, data):
         records = self._records
         with self._lock:

@@ -339,6 +339,27 @@ struct ss_switch {
 };
 
 uint64_t ss_now_ns(void);
+
+/* The ports' qdisc lengths, read over rtnetlink by the I/O thread (ss_qdepth.c) */
+typedef struct ss_qdepth {
+    int fd; /* -1: not reading */
+    uint32_t n;
+    uint16_t ports[SS_MAX_PORTS]; /* request i asks for the qdisc of port ports[i] */
+    void *requests;
+    uint8_t *answers;
+    struct mmsghdr *msgs;
+    struct iovec *iov;
+    uint32_t seq;
+    uint64_t interval_ns, last_ns;
+    uint32_t cell_bytes; /* a TNA program's queue cell (enq_qdepth counts cells); 0: count frames */
+    uint64_t samples, errors;
+} ss_qdepth;
+#define SS_QDEPTH_MAX 0x7FFFFu /* enq_qdepth / deq_qdepth are bit<19> */
+int ss_qdepth_open(ss_qdepth *q, const unsigned *ifindexes, const uint16_t *ports, uint32_t n, uint64_t interval_ns,
+                   uint32_t cell_bytes);
+void ss_qdepth_close(ss_qdepth *q);
+void ss_qdepth_maybe_read(ss_qdepth *q, ss_switch *sw, uint64_t now);
+
 void ss_log_line(ss_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ss_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -245,6 +245,7 @@ typedef struct ss_io {
     pthread_cond_t switch_wanted;
     pthread_t switcher;
     int switcher_running, switcher_stopping;
+    ss_qdepth qdepth; /* the ports' qdisc lengths, read before a batch runs (ss_qdepth.c; fd -1: not read) */
 } ss_io;
 
 SS_EXPORT ss_io *ss_io_create(void) {
@@ -269,6 +270,7 @@ SS_EXPORT ss_io *ss_io_create(void) {
     pthread_mutex_init(&io->switch_lock, NULL);
     pthread_cond_init(&io->switch_wanted, NULL);
     io->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    io->qdepth.fd = -1;
     io->rx_buf = malloc((size_t)SS_IO_BATCH * SS_IO_FRAME);
     if (io->wake_fd < 0 || !io->rx_buf) {
         ss_set_error("cannot set up port I/O: %s", strerror(errno));
@@ -735,6 +737,7 @@ static void run_batch(ss_io *io, ss_port *port, int n) {
     w->emit = io_emit;
     w->emit_ctx = io;
     w->out.len = 0;
+    ss_qdepth_maybe_read(&io->qdepth, sw, ss_now_ns());
     pthread_mutex_lock(&sw->lock);
     ss_worker_clock(w);
     for (int i = 0; i < n; i++) {
@@ -1346,6 +1349,40 @@ SS_EXPORT int ss_io_start(ss_io *io) {
     return SS_OK;
 }
 
+/* Reads the ports' queue depths (their root qdiscs' lengths) before a batch runs whenever the last
+ * reading is `interval_ns` old or more (ss_qdepth.c); 0 stops reading. `cell_bytes`: the queue cell a TNA
+ * program's enq_qdepth counts (its frames' cells are stored; a v1model program gets frames). After the
+ * ports are added and before the thread starts; 0 or an error code. */
+SS_EXPORT int ss_io_queue_depth(ss_io *io, uint64_t interval_ns, uint32_t cell_bytes) {
+    if (io->running) {
+        ss_set_error("queue depth reading cannot change while the I/O thread runs");
+        return SS_E_INVALID;
+    }
+    ss_qdepth_close(&io->qdepth);
+    if (!interval_ns || !io->n_ports) return SS_OK;
+    unsigned ifindexes[SS_MAX_PORTS];
+    uint16_t numbers[SS_MAX_PORTS];
+    uint32_t n = 0;
+    for (uint32_t p = 0; p < SS_MAX_PORTS; p++)
+        if (io->ports[p]) {
+            ifindexes[n] = if_nametoindex(io->ports[p]->iface);
+            if (!ifindexes[n]) {
+                ss_set_error("queue depth of port %u: no interface '%s': %s", p, io->ports[p]->iface, strerror(errno));
+                return SS_E_IO;
+            }
+            numbers[n++] = (uint16_t)p;
+        }
+    return ss_qdepth_open(&io->qdepth, ifindexes, numbers, n, interval_ns, cell_bytes);
+}
+
+/* Readings of the ports' queue depths so far, and the sends of the requests the kernel refused */
+SS_EXPORT void ss_io_queue_depth_stats(ss_io *io, uint64_t *out) {
+    pthread_mutex_lock(&io->lock);
+    out[0] = io->qdepth.samples;
+    out[1] = io->qdepth.errors;
+    pthread_mutex_unlock(&io->lock);
+}
+
 /* Pauses (1) or resumes (0) reading the ports; frames wait in the rings and socket buffers meanwhile.
  * A pause returns once the thread has stopped reading (the caller releases the GIL meanwhile). */
 SS_EXPORT void ss_io_pause(ss_io *io, int paused) {
@@ -1390,6 +1427,7 @@ SS_EXPORT void ss_io_stop(ss_io *io) {
         io->ports[p] = NULL;
     }
     io->n_ports = 0;
+    ss_qdepth_close(&io->qdepth);
 }
 
 SS_EXPORT void ss_io_destroy(ss_io *io) {

@@ -371,6 +371,11 @@ SS_EXPORT void ss_port_queue_depth(ss_switch *sw, uint32_t port, uint32_t packet
     if (port < SS_MAX_PORTS) __atomic_store_n(&sw->queue_depth[port], packets, __ATOMIC_RELAXED);
 }
 
+/* The queue depth egress sees for a port now (set above, or read by the I/O thread: ss_qdepth.c). */
+SS_EXPORT uint32_t ss_port_queue_depth_read(ss_switch *sw, uint32_t port) {
+    return port < SS_MAX_PORTS ? __atomic_load_n(&sw->queue_depth[port], __ATOMIC_RELAXED) : 0;
+}
+
 /* ------------------------------------------------------------------ statistics */
 
 SS_EXPORT uint32_t ss_stat_count(void) { return SS_STAT_COUNT; }

@@ -671,3 +671,40 @@ def test_a_hybrid_port_whose_block_ring_filled_up_loses_no_frame_and_repeats_non
         assert len(numbers) == stats.rx == sw.stats["received"]
         collector.check_whole(1000)
         assert not stats.on_blocks
+
+
+def test_the_io_thread_reads_an_output_ports_qdisc_length_while_frames_flow_and_never_when_idle(veths):
+    """Egress sees a port's real queue (its root qdisc's length, the ECN marks' input): the I/O thread
+    reads it before a batch runs, at most once per interval, and not at all while nothing arrives (an
+    idle switch costs the machine nothing)."""
+    (_, _), (s2, _) = veths
+    # 1 Mbit/s with a 2 s queue: the frames the switch forwards at once wait there
+    subprocess.run(
+        ["tc", "qdisc", "add", "dev", s2, "root", "tbf", "rate", "1mbit", "burst", "1600", "latency", "2s"],
+        check=True,
+    )
+    sw = fixture_switch()
+    ports = sw.ports()
+    ports.add(1, veths[0][0])
+    ports.add(2, s2)
+    ports.read_queue_depths(0.001)
+    ports.start()
+    tx = host_socket(veths[0][1])
+    try:
+        idle = ports.queue_depth_readings()
+        time.sleep(0.05)  # the interval passes 50 times over without a frame
+        assert ports.queue_depth_readings() == idle
+        for i in range(40):
+            tx.send(tagged(FORWARD, 2, i, size=1000))
+        # one frame at a time until a batch runs after the interval and sees the backlog (about 0.3 s long)
+        for i in range(200):
+            if sw.queue_depth(2) > 0:
+                break
+            tx.send(tagged(FORWARD, 2, 40 + i, size=1000))
+            time.sleep(0.002)
+        assert 10 <= sw.queue_depth(2) <= 40 + 200
+        assert sw.queue_depth(1) == 0 and ports.queue_depth_readings() > idle
+    finally:
+        ports.stop()
+        tx.close()
+        sw.close()
