@@ -83,11 +83,17 @@ class SlotAllocator:
 
 
 class IdPool:
-    """Lowest-free integer ids in [low, high]."""
+    """Free integer ids in [low, high]: the lowest free one, or with ``rotate`` the first free one after
+    the id taken last (wrapping around), so a freed id is not handed out again until every other id has
+    been. Job ids rotate: a switch's slot cells remember their owner as (job id, sequence number) and a new
+    job's agents start again at sequence 1, so a job that reused the id of the job before it on the same
+    cells would find its chunks "older" than the cells' owner and dropped as stale."""
 
-    def __init__(self, low: int, high: int, what: str):
+    def __init__(self, low: int, high: int, what: str, rotate: bool = False):
         self.low, self.high, self.what = low, high, what
+        self.rotate = rotate
         self._used: set[int] = set()
+        self._last = high  # the id taken last: a rotating pool starts at low
 
     def take(self, wanted: int | None = None) -> int:
         """Take ``wanted``, or the lowest free id.
@@ -106,6 +112,11 @@ class IdPool:
         Traceback (most recent call last):
         ...
         controller.errors.ResourceError: no free job id left (1..3 all in use)
+        >>> jobs = IdPool(1, 3, "job id", rotate=True)
+        >>> first = jobs.take()
+        >>> jobs.give(first)
+        >>> first, jobs.take(), jobs.take(), jobs.take()
+        (1, 2, 3, 1)
         """
         if wanted is not None:
             if not self.low <= wanted <= self.high:
@@ -113,10 +124,15 @@ class IdPool:
             if wanted in self._used:
                 raise ResourceError(f"{self.what} {wanted} is already in use")
             self._used.add(wanted)
+            self._last = wanted
             return wanted
-        for i in range(self.low, self.high + 1):
+        span = self.high - self.low + 1
+        start = (self._last + 1 - self.low) % span if self.rotate else 0
+        for step in range(span):
+            i = self.low + (start + step) % span
             if i not in self._used:
                 self._used.add(i)
+                self._last = i
                 return i
         raise ResourceError(f"no free {self.what} left ({self.low}..{self.high} all in use)")
 
@@ -143,7 +159,7 @@ class Resources:
     """Everything the planner allocates for a job, shared by all jobs on one topology."""
 
     slots: SlotAllocator
-    job_ids: IdPool = field(default_factory=lambda: IdPool(1, MAX_JOB_ID, "job id"))
+    job_ids: IdPool = field(default_factory=lambda: IdPool(1, MAX_JOB_ID, "job id", rotate=True))
     job_indices: IdPool = field(default_factory=lambda: IdPool(0, MAX_JOB_INDEX, "job index"))
     groups: IdPool = field(default_factory=lambda: IdPool(1, MAX_GROUP_ID, "multicast group id"))
     reservations: dict[int, dict[int, float]] = field(default_factory=dict)  # job -> link id -> Mbit/s

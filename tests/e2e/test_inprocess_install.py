@@ -39,3 +39,28 @@ def test_installing_twice_modifies_and_remove_job_leaves_nothing(program):
     assert all(inst.read_table(s.name, T_JOBS) == [] for s in net.topo.switches)
     assert all(inst.read_table(s.name, T_ADMISSION) == [] for s in net.topo.switches)
     assert all(inst.read_groups(s.name) == {} for s in net.topo.switches)
+
+
+def test_a_job_after_a_removed_one_on_the_same_slots_gets_exact_sums():
+    """The slot cells remember their owner as (job id, sequence) and every job's agents start at sequence 1:
+    the controller hands the next job a different id (ids rotate), so its chunks start the cells afresh
+    instead of being dropped as stale retransmissions of the job before."""
+    import numpy as np
+    from inprocess_jobs import int_inputs, workers_and_servers
+
+    from controller.resources import Resources
+    from topologies.inprocess.jobs import InProcessJob
+
+    net = network("star")
+    workers, servers = workers_and_servers(net.topo)
+    resources = Resources.for_topology(net.topo)
+    seen = []
+    for round_ in range(2):
+        job = InProcessJob(net, workers, servers, resources=resources, give_up_after=5.0)
+        seen.append((job.plan.job_id, [c.slot_base for c in job.plan.switches]))
+        xs = int_inputs(len(workers), 256 * 300, seed=round_)  # 300 chunks: more than the pool, every cell used
+        for out in job.allreduce(xs):
+            np.testing.assert_array_equal(out, sum(xs))
+        net.installer.remove_job(job.plan)
+        resources.release(job.plan)
+    assert seen[0][1] == seen[1][1] and seen[0][0] != seen[1][0]  # the same cells, another id
