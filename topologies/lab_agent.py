@@ -76,7 +76,7 @@ def expected_sum(seed: int, round_no: int, ranks: Iterable[int], values: int) ->
 
 def result_digest(values: np.ndarray) -> str:
     """SHA-256 of an allreduce result as int32 bytes: what a worker reports instead of the array."""
-    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32)).hexdigest()  # no copy: its buffer
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).data).hexdigest()  # no copy: its buffer
 
 
 def reply(obj: dict) -> None:

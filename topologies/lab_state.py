@@ -186,7 +186,7 @@ def _reap() -> None:
 def stale_states() -> list[LabResources]:
     """State files whose run is gone (a crashed or killed run), also where a later process, this one
     included, now has its pid."""
-    out = []
+    out: list[LabResources] = []
     if not STATE_DIR.is_dir():
         return out
     for path in sorted(STATE_DIR.glob("*.json")):
@@ -238,10 +238,10 @@ def stale_workdirs(root: str | None = None) -> list[Path]:
     name, or the one that has it started at another time than the name says (the pid was reused). A name
     without a start time is from an older version: stale when its pid is free; one without a pid either
     is stale only when no other lab run is alive to own it."""
-    root = Path(root or tempfile.gettempdir())
+    folder = Path(root or tempfile.gettempdir())
     others_alive = None
     out = []
-    for path in sorted(root.glob(WORKDIR_PREFIX + "*")):
+    for path in sorted(folder.glob(WORKDIR_PREFIX + "*")):
         m = _WORKDIR_NAME.fullmatch(path.name)
         if not m or not path.is_dir() or path.is_symlink():
             continue

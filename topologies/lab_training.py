@@ -311,7 +311,7 @@ def _stream(rank: _Rank, log) -> None:
 
 def _wait(
     ranks: list[_Rank], summary: Path, deadline: float, timeout: float, grace: float, log, stacks: bool = False
-) -> list[_Rank]:
+) -> list[tuple[_Rank, str]]:
     """Until every rank has exited. The first rank to fail is the cause (the others then lose their
     peers): after it, the rest get ``grace`` seconds before the run is stopped. Rank 0 writes the
     summary only after an all_gather of every rank's parameters, so a rank failing once it exists
@@ -336,7 +336,7 @@ def _wait(
                         failed = r
         _stream(ranks[0], log)
         running = [r for r in ranks if r.ended_at is None]
-        if failed is not None and (not running or now > failed.ended_at + grace):
+        if failed is not None and failed.ended_at is not None and (not running or now > failed.ended_at + grace):
             raise TrainError(
                 f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
                 f"its last output:\n{failed.tail()}"

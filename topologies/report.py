@@ -7,6 +7,7 @@ anything; the demo and the launcher pass in what they counted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from controller.draw import layered_layout
@@ -79,7 +80,7 @@ def server_link_ids(topo, plan) -> list[int]:
     return ids
 
 
-def traffic_table(topo, runs: dict[str, dict[int, int]], highlight: list[int] = ()) -> str:
+def traffic_table(topo, runs: dict[str, dict[int, int]], highlight: Sequence[int] = ()) -> str:
     """Bytes per link (both directions) for each named run; links no run used are left out."""
     names = list(runs)
     rows = []
@@ -113,7 +114,7 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
     for tree in plan.trees:
         for child, parent in tree.edges:
             tree_edges.add(frozenset((child, parent)))
-    aggregating = {}
+    aggregating: dict[str, int] = {}
     for cfg in plan.switches:
         if cfg.aggregates:
             aggregating[cfg.switch] = max(aggregating.get(cfg.switch, 0), cfg.max_fan_in)
