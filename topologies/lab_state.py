@@ -142,22 +142,7 @@ class LabResources:
     def cleanup(self, grace: float = 2.0) -> list[str]:
         """Kill recorded processes (their process groups too), delete recorded interfaces and work
         directories, forget the state file. Returns what could not be removed."""
-        alive = [p for p in self.processes if self._alive(p)]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for p in alive:
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(p["pid"], sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and any(self._alive(p) for p in alive):
-                _reap()
-                time.sleep(0.05)
-            alive = [p for p in alive if self._alive(p)]
-            if not alive:
-                break
-        _reap()
+        self._kill_processes(grace)
         for name in self.interfaces:
             if interface_exists(name):
                 subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -170,6 +155,30 @@ class LabResources:
             except FileNotFoundError:
                 pass
         return left
+
+    def _kill_processes(self, grace: float) -> None:
+        """SIGTERM to the recorded processes still alive, SIGKILL to those alive ``grace`` seconds later."""
+        alive = [p for p in self.processes if self._alive(p)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in alive:
+                _signal(p["pid"], sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and any(self._alive(p) for p in alive):
+                _reap()
+                time.sleep(0.05)
+            alive = [p for p in alive if self._alive(p)]
+            if not alive:
+                break
+        _reap()
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Signal a process and its process group (either may be gone, or not ours)."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap() -> None:

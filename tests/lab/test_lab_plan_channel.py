@@ -12,7 +12,6 @@ from controller.plan import JobPlan
 from topologies.errors import LabJobError
 from topologies.lab_agents import AgentProcess
 from topologies.mininet_lab import MininetLab
-from worker.baselines import parameter_server_options
 from worker.plan_updates import failure_path
 
 LEAF_SPINE = str(Path(__file__).resolve().parents[2] / "topologies" / "leaf_spine.yaml")
