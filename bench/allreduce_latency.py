@@ -365,8 +365,6 @@ def run_lab(args: argparse.Namespace) -> dict:
     """Bring the lab up, run the ranks (capturing the switch ports), bring it down; the raw report."""
     from controller.options import DEFAULT_RESULT_MODE
     from controller.planner import PlanOptions
-    from topologies.lab_network import intf_name
-    from topologies.lab_training import RankHost, rank_env
     from topologies.mininet_lab import MininetLab
 
     log_lines: list[str] = []
@@ -388,12 +386,15 @@ def run_lab(args: argparse.Namespace) -> dict:
         try:
             load_before = [f"{v:.2f}" for v in os.getloadavg()]
             with lab.training_job() as (plan, plan_path):
-                return _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env)
+                return _run_ranks(args, lab, plan, plan_path, load_before)
         finally:
             lab.stop()
 
 
-def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env) -> dict:  # noqa: N803
+def _run_ranks(args, lab, plan, plan_path, load_before) -> dict:
+    from topologies.lab_network import intf_name
+    from topologies.lab_training import RankHost, rank_env
+
     topo = lab.topo
     aggregators = [s for s in plan.switches if s.aggregates]
     if len(aggregators) != 1:

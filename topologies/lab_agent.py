@@ -84,6 +84,18 @@ def reply(obj: dict) -> None:
     sys.stdout.flush()
 
 
+def parse_command(line: bytes | str) -> dict | None:
+    """One of the launcher's JSON lines as a command (anything but an object: an empty one); a line that is
+    not JSON is answered with an error and gives None."""
+    try:
+        cmd = json.loads(line)
+    except json.JSONDecodeError:
+        text = line.decode(errors="replace") if isinstance(line, bytes) else line
+        reply({"error": f"not JSON: {text.strip()[:60]}"})
+        return None
+    return cmd if isinstance(cmd, dict) else {}
+
+
 class CommandLines:
     """The launcher's JSON commands, read from stdin on the agent's event loop, so commands that must
     act at once (a new plan version in the middle of an allreduce) are taken between two events while
@@ -104,13 +116,9 @@ class CommandLines:
         self._buf += chunk
         while b"\n" in self._buf:
             line, self._buf = self._buf.split(b"\n", 1)
-            try:
-                cmd = json.loads(line)
-            except json.JSONDecodeError:
-                reply({"error": f"not JSON: {line.decode(errors='replace').strip()[:60]}"})
-                continue
-            if not isinstance(cmd, dict) or not self.urgent(cmd):
-                self.queue.append(cmd if isinstance(cmd, dict) else {})
+            cmd = parse_command(line)
+            if cmd is not None and not self.urgent(cmd):
+                self.queue.append(cmd)
 
     def next(self) -> dict | None:
         """The next queued command (None at end of input), running the loop until one comes."""
