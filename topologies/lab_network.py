@@ -1,12 +1,12 @@
 """Build a topology into a live mininet network of P4 switches, and tear it down without leftovers.
 
 ``LabSpec`` is the launcher's view of a topology (hosts with addresses, switches with device ids,
-links with port numbers and shaping); ``LabNetwork`` turns it into mininet hosts, ``P4Switch``es and
-``TCLink``s, configures the hosts (static ARP for every other host, an on-link default route, no
+links with port numbers and shaping); ``LabTopo`` is it as mininet's ``Topo``, from which ``LabNetwork``
+has mininet build hosts, ``P4Switch``es and shaped links (``LabTCLink``); it then configures the hosts (static ARP for every other host, an on-link default route, no
 offloads, no IPv6) and records everything it creates so ``stop`` -- or a later ``--clean`` after a
 crash -- removes it. The run's files (switch logs, and whatever its users put there: plans, agents'
 results, training logs) live in its work directory ``workdir``, also removed by ``stop`` unless the
-logs are kept.
+logs are kept. A network holds the lab lock (topologies/lab_lock.py) from start to stop.
 """
 
 from __future__ import annotations
