@@ -101,10 +101,14 @@ class LabAgents:
         self.gloo_ranks: dict[str, AgentProcess] = {}  # worker host -> its gloo rank (start_gloo)
         self._server_lock = threading.RLock()  # one command/answer exchange with the server agent at a time
 
-    def _popen(self, host: str, argv: list[str], what: str, name: str, **env: dict[str, str]) -> AgentProcess:
-        """Start a process in ``host`` (``what`` it is, recorded for teardown; ``name`` in its errors)."""
-        pipe = subprocess.PIPE
-        return AgentProcess(self.network.popen(host, argv, what, stdin=pipe, stdout=pipe, stderr=pipe, **env), name)
+    def _popen(
+        self, host: str, argv: list[str], what: str, name: str, env: dict[str, str] | None = None
+    ) -> AgentProcess:
+        """Start a process in ``host`` (``what`` it is, recorded for teardown; ``name`` in its errors) with
+        pipes for its commands, answers and last words; ``env``: its whole environment (None: this one's)."""
+        pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        extra = {} if env is None else {"env": env}
+        return AgentProcess(self.network.popen(host, argv, what, **pipes, **extra), name)
 
     def start(self, plan: JobPlan, plan_file: Path, ps_plan_file: Path) -> None:
         """The server agent and a worker agent per worker of ``plan``, both jobs' plans given; returns once

@@ -50,7 +50,7 @@ from controller.planner import PlanOptions
 from controller.topology_yaml import load_topology
 from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_agents import LabAgents
-from topologies.lab_cli import DeprecatedName, LabCLI, parse_train_line
+from topologies.lab_cli import DeprecatedName, LabCLI
 from topologies.lab_control import LabControl, pick_hosts
 from topologies.lab_faults import LabFaults
 from topologies.lab_handover import PlanHandover
@@ -58,8 +58,6 @@ from topologies.lab_network import LabNetwork, LabSpec, intf_name
 from topologies.lab_rounds import AllreduceRounds, RoundResult
 from topologies.lab_state import clean_stale
 from topologies.lab_training import BACKENDS, EXAMPLES, RankHost, TrainResult, run_ranks
-
-__all__ = ["MininetLab", "main", "parse_train_line", "pick_hosts", "RoundResult"]
 
 RENDEZVOUS_BASE_PORT = 29500  # torch's rendezvous: gloo rounds and training runs count up from the next one
 COLLECTIVES = (*BACKENDS, "both")  # --collective: both is gloo, then ina, with the same seed
