@@ -260,18 +260,26 @@ def _check_run(backend: str, plan_path: str | None, epochs: int, example: str) -
 def _start_rank(network, rank: int, host: RankHost, argv: list[str], run_dir: Path, env: dict[str, str]) -> _Rank:
     """One rank's process in its host, its output into ``rank<R>-<host>.log`` of the run's directory."""
     log_path = run_dir / f"rank{rank}-{host.name}.log"
+    proc = start_rank_process(network, host, argv, f"training rank {rank} on {host.name}", log_path, env)
+    return _Rank(rank, host, proc, log_path)
+
+
+def start_rank_process(
+    network, host: RankHost, argv: list[str], what: str, log_path: Path, env: dict[str, str]
+) -> subprocess.Popen:
+    """A rank's process in its host's namespace (``what`` it is, recorded for teardown), in the repository,
+    its output (both streams) into ``log_path``, with no input."""
     with open(log_path, "wb") as out:
-        proc = network.popen(
+        return network.popen(
             host.name,
             argv,
-            f"training rank {rank} on {host.name}",
+            what,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
             cwd=str(REPO),
         )
-    return _Rank(rank, host, proc, log_path)
 
 
 def _result(first: _Rank, summary: Path, backend: str, example: str, elapsed: float) -> TrainResult:
