@@ -45,7 +45,6 @@ import os
 import select
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -366,8 +365,6 @@ def run_lab(args: argparse.Namespace) -> dict:
     """Bring the lab up, run the ranks (capturing the switch ports), bring it down; the raw report."""
     from controller.options import DEFAULT_RESULT_MODE
     from controller.planner import PlanOptions
-    from topologies.lab_network import intf_name
-    from topologies.lab_training import RankHost, rank_env
     from topologies.mininet_lab import MininetLab
 
     log_lines: list[str] = []
@@ -389,12 +386,15 @@ def run_lab(args: argparse.Namespace) -> dict:
         try:
             load_before = [f"{v:.2f}" for v in os.getloadavg()]
             with lab.training_job() as (plan, plan_path):
-                return _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env)
+                return _run_ranks(args, lab, plan, plan_path, load_before)
         finally:
             lab.stop()
 
 
-def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, rank_env) -> dict:  # noqa: N803
+def _run_ranks(args, lab, plan, plan_path, load_before) -> dict:
+    from topologies.lab_network import intf_name
+    from topologies.lab_training import RankHost, rank_env, start_rank_process
+
     topo = lab.topo
     aggregators = [s for s in plan.switches if s.aggregates]
     if len(aggregators) != 1:
@@ -447,19 +447,8 @@ def _run_ranks(args, lab, plan, plan_path, load_before, intf_name, RankHost, ran
                 str(outputs[rank]),
             ]
             log_path = lab.workdir / f"latency-rank{rank}.log"
-            with open(log_path, "wb") as f:
-                procs.append(
-                    lab.network.popen(
-                        host.name,
-                        argv,
-                        f"latency rank {rank}",
-                        stdin=subprocess.DEVNULL,
-                        stdout=f,
-                        stderr=subprocess.STDOUT,
-                        env=rank_env(host, str(plan_path)),
-                        cwd=str(ROOT),
-                    )
-                )
+            env = rank_env(host, str(plan_path))
+            procs.append(start_rank_process(lab.network, host, argv, f"latency rank {rank}", log_path, env))
         deadline = time.monotonic() + args.timeout
         while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -41,7 +41,6 @@ Needs root and Debian's mininet. Saves bench/results/allreduce_netns.json and .p
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import statistics
@@ -59,35 +58,24 @@ from controller.topology_yaml import load_topology  # noqa: E402
 from protocol import constants as C  # noqa: E402
 from protocol.layouts import link_mtu  # noqa: E402
 from topologies.lab_drops import BacklogSampler, DropCounters, drop_total, drops_between, drops_line  # noqa: E402
+from topologies.lab_lock import LAB_LOCK  # noqa: E402
+from topologies.lab_lock import held as lab_lock_held  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 METHODS = ("ina", "ps", "gloo")
 DEFAULT_TOPOLOGIES = ("topologies/star_100m.yaml", "topologies/star.yaml")
-LOCK = "/tmp/ina-lab.lock"
+LOCK = LAB_LOCK
 
 
 @contextmanager
 def lab_lock(path: str | None):
-    """Hold the lab lock (flock) for one lab's run: two mininet runs collide on interface names."""
+    """Hold the lab lock for one topology's run (the lab takes it too; held here, it covers the run's set-up
+    and report as well): two mininet runs collide on interface names."""
     if not path:
         yield
         return
-    with open(path, "a") as f:
-        if not _try_lock(f):
-            print(f"waiting for {path} (another lab run holds it) ...", flush=True)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _try_lock(f) -> bool:
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except BlockingIOError:
-        return False
+    with lab_lock_held(lambda line: print(line, flush=True), path):
+        yield
 
 
 class LabBench:
@@ -126,11 +114,11 @@ class LabBench:
         lab = self.lab
         pids = {f"switch {sw.name}": sw.proc.pid for sw in lab.network.net.switches if sw.proc is not None}
         if method == "gloo":
-            pids.update({f"gloo {name}": rank.proc.pid for name, rank in lab.gloo_ranks.items()})
+            pids.update({f"gloo {name}": rank.proc.pid for name, rank in lab.agents.gloo_ranks.items()})
         else:
-            pids.update({f"worker {name}": agent.proc.pid for name, agent in lab.agents.items()})
-            if lab.server_agent is not None:
-                pids[f"server {lab.server}"] = lab.server_agent.proc.pid
+            pids.update({f"worker {name}": agent.proc.pid for name, agent in lab.agents.workers.items()})
+            if lab.agents.server_agent is not None:
+                pids[f"server {lab.server}"] = lab.agents.server_agent.proc.pid
         return pids
 
     def values_and_timeout(self, mb: float) -> tuple[int, float]:

@@ -327,7 +327,7 @@ def lab_rows(values: int) -> list[dict[str, Any]]:
         return next(c.switch for c in plan.switches if c.switch.startswith("sp") and c.aggregates)
 
     def faulty_round(lab, name: str, action: Callable[[], object], clean_s: float, expect: str) -> dict[str, Any]:
-        lab.last_errors, lab.last_stats = {}, {}
+        lab.rounds.last_errors, lab.rounds.last_stats = {}, {}
         timer = threading.Timer(clean_s / 3, action)
         timer.start()
         start = time.perf_counter()
@@ -338,9 +338,9 @@ def lab_rows(values: int) -> list[dict[str, Any]]:
             outcome, exact = str(exc), False
         took = time.perf_counter() - start
         timer.join()
-        errors = len(lab.last_errors)
+        errors = len(lab.rounds.last_errors)
         ok = exact if expect == "exact" else errors == len(lab.workers) and "re-planning job" in outcome
-        moved = sum(int(st.get("chunks_moved", 0)) for st in lab.last_stats.values())
+        moved = sum(int(st.get("chunks_moved", 0)) for st in lab.rounds.last_stats.values())
         row = {"row": f"lab: {name}", "kind": "lab", "outcome": outcome, "errors": errors}
         row.update(ranks=len(lab.workers), time_s=took, clean_s=clean_s, time_vs_clean=took / clean_s)
         row.update(chunks_moved=moved, plan_version=lab.plan.version, ok=ok)

@@ -2,7 +2,7 @@
 
 Runs, one after the other, the allreduce on the lab's 100 Mbit/s and 1 Gbit/s topologies
 (bench/allreduce_netns.py: INA, the parameter server and gloo), lab training with both backends
-(topologies.mininet_lab --train --backend both), softswitch's and the agents' packet rates
+(topologies.mininet_lab --train --collective both), softswitch's and the agents' packet rates
 (bench/softswitch_pps.py, bench/agent_pps.py), planning time (bench/plan_scale.py), gradient
 compression (bench/compression.py) and the fault campaign (bench/faults.py), each in the program's
 default configuration. It shows which step runs, its elapsed time and the step's own output, saves
@@ -20,7 +20,6 @@ Steps that need root (the mininet lab) are recorded as skipped, with the reason,
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import platform
@@ -29,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +37,6 @@ from controller.cli_options import add_deprecated  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "standard"
 MODES = ("full", "quick", "tiny")
-LAB_LOCK = "/tmp/ina-lab.lock"  # shared by every lab user (bench/allreduce_netns.py takes it per topology)
 
 
 @dataclass(frozen=True)
@@ -50,8 +47,7 @@ class Step:
     title: str
     argv: dict[str, tuple[str, ...]]
     needs_root: bool = False
-    # the kept logs of lab training are collected into the step's JSON (rank 0's summary.json per run);
-    # the launcher does not take the lab lock itself, so the runner holds it for the step
+    # the kept logs of lab training are collected into the step's JSON (rank 0's summary.json per run)
     collect_training: bool = False
 
     def command(self, mode: str, directory: Path) -> list[str]:
@@ -59,7 +55,7 @@ class Step:
 
 
 def _lab_train(topology: str, epochs: dict[str, int]) -> dict[str, tuple[str, ...]]:
-    base = ("-m", "topologies.mininet_lab", topology, "--train", "--backend", "both", "--keep-logs", "{dir}/logs")
+    base = ("-m", "topologies.mininet_lab", topology, "--train", "--collective", "both", "--keep-logs", "{dir}/logs")
     return {mode: (*base, "--epochs", str(n)) for mode, n in epochs.items()}
 
 
@@ -262,7 +258,7 @@ def run_step(step: Step, mode: str, results: Path, index: int, total: int, start
     log_path = results / f"{step.name}.log"
     t0 = time.monotonic()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    with open(log_path, "w") as log, lab_lock(step.collect_training):
+    with open(log_path, "w") as log:  # a lab waits for the lab lock itself (topologies/lab_lock.py)
         proc = subprocess.Popen(
             [sys.executable, *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -281,24 +277,6 @@ def run_step(step: Step, mode: str, results: Path, index: int, total: int, start
     entry["outputs"] = sorted(str(p.relative_to(results)) for p in directory.glob("*.json"))
     print(f"      {entry['status']} in {_clock(entry['seconds'])}", flush=True)
     return entry
-
-
-@contextmanager
-def lab_lock(take: bool):
-    """Hold the lab lock (/tmp/ina-lab.lock, flock) for a step that starts a lab without taking it."""
-    if not take:
-        yield
-        return
-    with open(LAB_LOCK, "a") as f:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"      waiting for {LAB_LOCK} (another lab run holds it) ...", flush=True)
-            fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def earlier_steps(path: Path, manifest: dict, rerun: set[str]) -> dict[str, dict]:

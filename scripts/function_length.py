@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 80
-CHECKED = ("controller", "worker", "server", "protocol")
+CHECKED = ("controller", "worker", "server", "protocol", "topologies")
 GENERATED = ("_pb2.py", "_pb2_grpc.py")  # protoc's output
 # "path:qualified name" -> why it stays long
 ALLOWED: dict[str, str] = {

@@ -60,31 +60,17 @@ class Step:
 
 
 def run_demo(args) -> int:
-    from controller.programs import default_program, program_file
     from controller.topology_yaml import load_topology
     from topologies import report
 
-    use_mininet, why = mininet_available()
-    if args.inprocess:
-        use_mininet, why = False, "--inprocess given"
-    if args.target != "softswitch" and not use_mininet:  # the in-process network runs softswitch only
-        raise LabError(f"--target {args.target} runs in the mininet lab, which needs root and mininet ({why})")
+    use_mininet, why = _choose_network(args)
     topo = load_topology(args.topology)
     step = Step(6)
     if use_mininet:
         print(f"demo: mininet network with {args.target} switches (root, mininet found)")
     else:
         print(f"demo: {why}: running the same job on the in-process network (virtual clock) instead of mininet")
-
-    if args.program is None and (args.target == "softswitch" or not use_mininet):
-        args.program = default_program(topo.smallest_mtu())
-        why = f"the largest K whose packets fit the links' {topo.smallest_mtu()}-byte MTU; --program changes it"
-        print(f"demo: the switches run {_relative(program_file(args.program))} ({why})")
-    elif args.program:
-        print(f"demo: the switches run {_relative(program_file(args.program))}")
-    elif not args.device_config:
-        name = default_program(topo.smallest_mtu(), "bmv2")
-        print(f"demo: BMv2 runs {_relative(program_file(name))}, compiled by p4c-bm2-ss into build/bmv2/")
+    _announce_program(args, topo, use_mininet)
     choice = worker_choice(args.workers)
     count = "all worker hosts" if choice is None else f"{choice if isinstance(choice, int) else len(choice)} workers"
     step(f"planning: {count}, 1 server on {topo.name}")
@@ -97,49 +83,13 @@ def run_demo(args) -> int:
         )
         backend.start()
         step.done()
-        plan = backend.plan
-        print(report.plan_text(plan))
-
-        step(f"in-network aggregation: {args.rounds} rounds x {args.values} int32 values per worker")
-        before = backend.link_bytes()
-        ina_rounds = backend.allreduce(args.rounds, args.values, "ina")
-        ina_bytes = _delta(backend.link_bytes(), before)
-        step.done(f"{len(ina_rounds)} rounds, every worker's result equals the numpy sum of all inputs")
-
-        step(f"parameter-server baseline on the same network: {args.rounds} rounds")
-        before = backend.link_bytes()
-        ps_rounds = backend.allreduce(args.rounds, args.values, "ps")
-        ps_bytes = _delta(backend.link_bytes(), before)
-        step.done("results verified the same way")
-
+        print(report.plan_text(backend.plan))
+        ina_rounds, ina_bytes, ps_rounds, ps_bytes = _run_rounds(step, backend, args)
         step("traffic and timings")
-        server_links = report.server_link_ids(topo, plan)
-        print(report.traffic_table(topo, {"in-network": ina_bytes, "param-server": ps_bytes}, server_links))
-        print("  (* = the server's link)")
-        factor = report.reduction_factor(ps_bytes, ina_bytes, server_links)
-        print(
-            f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
-            f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
-            f"aggregation: {factor:.1f}x less"
-        )
-        rows = [
-            [r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)]
-            for r, p in zip(ina_rounds, ps_rounds, strict=True)
-        ]
-        clock = "wall clock" if use_mininet else "virtual clock of the modelled links"
-        print(f"completion time per round, slowest worker, ms ({clock}):")
-        print(report.table(["round", "in-network", "param-server"], rows))
-
+        _report_traffic(topo, backend.plan, ina_bytes, ps_bytes)
+        _report_times(ina_rounds, ps_rounds, use_mininet)
         step("drawing the topology")
-        png = report.draw_network(
-            topo,
-            plan,
-            ina_bytes,
-            args.picture,
-            title=f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
-            f"link width = in-network bytes over {args.rounds} rounds",
-        )
-        print(f"picture: {png}")
+        _draw(topo, backend.plan, ina_bytes, args)
         step.done()
         failed = False
     finally:
@@ -149,6 +99,88 @@ def run_demo(args) -> int:
         return 1
     print("demo: finished, network torn down")
     return 0
+
+
+def _choose_network(args) -> tuple[bool, str]:
+    """The mininet lab where it can run (root, mininet) and was not refused with --inprocess, else the
+    in-process network (and why)."""
+    use_mininet, why = mininet_available()
+    if args.inprocess:
+        use_mininet, why = False, "--inprocess given"
+    if args.target != "softswitch" and not use_mininet:  # the in-process network runs softswitch only
+        raise LabError(f"--target {args.target} runs in the mininet lab, which needs root and mininet ({why})")
+    return use_mininet, why
+
+
+def _announce_program(args, topo, use_mininet: bool) -> None:
+    """Which program the switches run (softswitch without --program: the largest K the links carry)."""
+    from controller.programs import default_program, program_file
+
+    if args.program is None and (args.target == "softswitch" or not use_mininet):
+        args.program = default_program(topo.smallest_mtu())
+        why = f"the largest K whose packets fit the links' {topo.smallest_mtu()}-byte MTU; --program changes it"
+        print(f"demo: the switches run {_relative(program_file(args.program))} ({why})")
+    elif args.program:
+        print(f"demo: the switches run {_relative(program_file(args.program))}")
+    elif not args.device_config:
+        name = default_program(topo.smallest_mtu(), "bmv2")
+        print(f"demo: BMv2 runs {_relative(program_file(name))}, compiled by p4c-bm2-ss into build/bmv2/")
+
+
+def _run_rounds(step: Step, backend, args) -> tuple[list, dict[int, int], list, dict[int, int]]:
+    """The job's rounds, then the parameter server's: (rounds, bytes per link) of each."""
+    step(f"in-network aggregation: {args.rounds} rounds x {args.values} int32 values per worker")
+    before = backend.link_bytes()
+    ina_rounds = backend.allreduce(args.rounds, args.values, "ina")
+    ina_bytes = _delta(backend.link_bytes(), before)
+    step.done(f"{len(ina_rounds)} rounds, every worker's result equals the numpy sum of all inputs")
+
+    step(f"parameter-server baseline on the same network: {args.rounds} rounds")
+    before = backend.link_bytes()
+    ps_rounds = backend.allreduce(args.rounds, args.values, "ps")
+    ps_bytes = _delta(backend.link_bytes(), before)
+    step.done("results verified the same way")
+    return ina_rounds, ina_bytes, ps_rounds, ps_bytes
+
+
+def _report_traffic(topo, plan, ina_bytes: dict[int, int], ps_bytes: dict[int, int]) -> None:
+    from topologies import report
+
+    server_links = report.server_link_ids(topo, plan)
+    print(report.traffic_table(topo, {"in-network": ina_bytes, "param-server": ps_bytes}, server_links))
+    print("  (* = the server's link)")
+    factor = report.reduction_factor(ps_bytes, ina_bytes, server_links)
+    print(
+        f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
+        f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
+        f"aggregation: {factor:.1f}x less"
+    )
+
+
+def _report_times(ina_rounds: list, ps_rounds: list, use_mininet: bool) -> None:
+    from topologies import report
+
+    rows = [
+        [r.round - ina_rounds[0].round, _ms(r.elapsed), _ms(p.elapsed)]
+        for r, p in zip(ina_rounds, ps_rounds, strict=True)
+    ]
+    clock = "wall clock" if use_mininet else "virtual clock of the modelled links"
+    print(f"completion time per round, slowest worker, ms ({clock}):")
+    print(report.table(["round", "in-network", "param-server"], rows))
+
+
+def _draw(topo, plan, ina_bytes: dict[int, int], args) -> None:
+    from topologies import report
+
+    png = report.draw_network(
+        topo,
+        plan,
+        ina_bytes,
+        args.picture,
+        title=f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
+        f"link width = in-network bytes over {args.rounds} rounds",
+    )
+    print(f"picture: {png}")
 
 
 def _relative(path: Path) -> str:

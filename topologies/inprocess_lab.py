@@ -13,9 +13,11 @@ import dataclasses
 
 import numpy as np
 
+from controller.plan import JobPlan
 from topologies.errors import LabJobError
 from topologies.lab_agent import worker_input
-from topologies.mininet_lab import RoundResult, pick_hosts
+from topologies.lab_control import pick_hosts
+from topologies.lab_rounds import RoundResult
 from worker.errors import AgentError
 
 
@@ -37,7 +39,7 @@ class InProcessLab:
         self.program = program or default_program(self.topo.smallest_mtu())  # the fastest the links carry
         self.plan_options = plan_options
         self.seed = seed
-        self.plan = None
+        self.plan: JobPlan | None = None
         self.rounds_done = 0
 
     def start(self) -> InProcessLab:
@@ -64,13 +66,15 @@ class InProcessLab:
         from server.agent import ServerAgent
         from worker.agent import WorkerAgent
 
+        plan = self.plan
+        assert plan is not None  # start planned it
         self.server_agent = ServerAgent(self.net.transport(self.server), self.server)
-        self.server_agent.add_job(self.plan)
+        self.server_agent.add_job(plan)
         self.server_agent.add_job(self.ps_plan)
         self.agents, self.ps_workers = {}, {}
-        for w in self.plan.workers:
+        for w in plan.workers:
             t = self.net.transport(w.name)
-            self.agents[w.rank] = WorkerAgent(self.plan, w.rank, t)
+            self.agents[w.rank] = WorkerAgent(plan, w.rank, t)
             self.ps_workers[w.rank] = WorkerAgent(self.ps_plan, w.rank, t)
 
     def allreduce(self, rounds: int = 1, values: int = 2048, mode: str = "ina") -> list[RoundResult]:

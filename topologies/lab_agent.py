@@ -76,12 +76,24 @@ def expected_sum(seed: int, round_no: int, ranks: Iterable[int], values: int) ->
 
 def result_digest(values: np.ndarray) -> str:
     """SHA-256 of an allreduce result as int32 bytes: what a worker reports instead of the array."""
-    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32)).hexdigest()  # no copy: its buffer
+    return hashlib.sha256(np.ascontiguousarray(values, dtype=np.int32).data).hexdigest()  # no copy: its buffer
 
 
 def reply(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+def parse_command(line: bytes | str) -> dict | None:
+    """One of the launcher's JSON lines as a command (anything but an object: an empty one); a line that is
+    not JSON is answered with an error and gives None."""
+    try:
+        cmd = json.loads(line)
+    except json.JSONDecodeError:
+        text = line.decode(errors="replace") if isinstance(line, bytes) else line
+        reply({"error": f"not JSON: {text.strip()[:60]}"})
+        return None
+    return cmd if isinstance(cmd, dict) else {}
 
 
 class CommandLines:
@@ -104,13 +116,9 @@ class CommandLines:
         self._buf += chunk
         while b"\n" in self._buf:
             line, self._buf = self._buf.split(b"\n", 1)
-            try:
-                cmd = json.loads(line)
-            except json.JSONDecodeError:
-                reply({"error": f"not JSON: {line.decode(errors='replace').strip()[:60]}"})
-                continue
-            if not isinstance(cmd, dict) or not self.urgent(cmd):
-                self.queue.append(cmd if isinstance(cmd, dict) else {})
+            cmd = parse_command(line)
+            if cmd is not None and not self.urgent(cmd):
+                self.queue.append(cmd)
 
     def next(self) -> dict | None:
         """The next queued command (None at end of input), running the loop until one comes."""
@@ -118,74 +126,100 @@ class CommandLines:
         return self.queue.popleft()
 
 
-def run_worker(args, plan) -> None:
-    from worker.agent import WorkerAgent
+class WorkerHost:
+    """A worker host's agents on one transport: the lab's job's (mode "ina") and, made on first use, the
+    parameter-server baseline's ("ps"); each follows the new versions of its job's plan."""
 
-    me = plan.worker(args.rank)
-    transport = agent_transport(me.ip)
-    agent = WorkerAgent(
-        plan, args.rank, transport, timeout=args.timeout, retries=args.retries, give_up_after=args.give_up_after
-    )
-    agents = {"ina": agent}
-    latest: dict = {}  # job id -> the newest plan version heard of (a baseline agent made later starts on it)
+    def __init__(self, args, plan):
+        from worker.agent import WorkerAgent
 
-    def plan_update(cmd: dict) -> bool:
+        self.args = args
+        self.me = plan.worker(args.rank)
+        self.transport = agent_transport(self.me.ip)
+        self.agents = {
+            "ina": WorkerAgent(
+                plan,
+                args.rank,
+                self.transport,
+                timeout=args.timeout,
+                retries=args.retries,
+                give_up_after=args.give_up_after,
+            )
+        }
+        self.latest: dict = {}  # job id -> the newest plan version heard of (a baseline agent made later starts on it)
+
+    def plan_update(self, cmd: dict) -> bool:
         """{"cmd": "plan", "plan": path} (a new version of a job) or {"cmd": "plan_failed", "job": id,
         "reason": why}: taken at once, even in the middle of an allreduce; no reply."""
         if cmd.get("cmd") == "plan":
             from controller.plan import JobPlan
 
             new = JobPlan.from_json(Path(cmd["plan"]).read_text())
-            latest[new.job_id] = new
-            for a in agents.values():
-                if a.job_id == new.job_id:
-                    a.update_plan(new)
+            self.latest[new.job_id] = new
+            self._update(new.job_id, new)
             return True
         if cmd.get("cmd") == "plan_failed":
-            for a in agents.values():
-                if a.job_id == int(cmd["job"]):
-                    a.update_plan(None, str(cmd.get("reason", "the controller could not re-plan the job")))
+            self._update(int(cmd["job"]), None, str(cmd.get("reason", "the controller could not re-plan the job")))
             return True
         return False
 
-    commands = CommandLines(transport.loop, plan_update)
-    reply({"ready": True, "rank": args.rank, "host": me.name})
+    def _update(self, job_id: int, plan, reason: str = "") -> None:
+        for a in self.agents.values():
+            if a.job_id == job_id:
+                a.update_plan(plan, reason)
+
+    def agent(self, mode: str):
+        if mode not in self.agents:
+            self.agents[mode] = _baseline_agent(mode, self.args, self.transport, self.latest)
+        return self.agents[mode]
+
+    def allreduce(self, cmd: dict) -> dict:
+        """One round's allreduce of this rank's inputs ({"round", "values", "seed", "mode", and the agents'
+        "rto" and "spurious" from this round on}); the reply: times, the result's digest, the agent's figures."""
+        r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
+        data = worker_input(int(cmd["seed"]), r, self.args.rank, n)
+        agent = self.agent(mode)
+        if "rto" in cmd:
+            agent.timeout = float(cmd["rto"])
+        if "spurious" in cmd:
+            agent.detect_spurious = bool(cmd["spurious"])
+        start, cpu_start = time.monotonic(), time.process_time()
+        result = agent.allreduce(data, "sum")
+        elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
+        return {
+            "round": r,
+            "mode": mode,
+            "elapsed": elapsed,
+            "cpu_s": cpu,  # the process's CPU in the collective (every thread), not the harness's
+            "values": int(np.asarray(result).size),
+            "digest": result_digest(np.asarray(result)),
+            "stats": {**agent.stats, "send_buffer_full": self.transport.send_buffer_full},
+            "rtt_ms": 1000 * (agent.smoothed_rtt or 0.0),
+            "lowest_rtt_ms": 1000 * agent.lowest_rtt(),
+            "rto_ms": 1000 * float(agent.rto(0)),
+            "windows": [cursor.allowed() for cursor in agent.cursors],
+        }
+
+    def close(self) -> None:
+        for a in self.agents.values():
+            a.close()
+        self.transport.close()
+
+
+def run_worker(args, plan) -> None:
+    """Run the launcher's allreduce rounds until "quit" or end of input on stdin."""
+    host = WorkerHost(args, plan)
+    commands = CommandLines(host.transport.loop, host.plan_update)
+    reply({"ready": True, "rank": args.rank, "host": host.me.name})
     while True:
         cmd = commands.next()
         if cmd is None or cmd.get("cmd") == "quit":
             break
         try:
-            r, n, mode = int(cmd["round"]), int(cmd["values"]), cmd.get("mode", "ina")
-            data = worker_input(int(cmd["seed"]), r, args.rank, n)
-            if mode not in agents:
-                agents[mode] = _baseline_agent(mode, args, transport, latest)
-            if "rto" in cmd:
-                agents[mode].timeout = float(cmd["rto"])
-            if "spurious" in cmd:
-                agents[mode].detect_spurious = bool(cmd["spurious"])
-            start, cpu_start = time.monotonic(), time.process_time()
-            result = agents[mode].allreduce(data, "sum")
-            elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
-            reply(
-                {
-                    "round": r,
-                    "mode": mode,
-                    "elapsed": elapsed,
-                    "cpu_s": cpu,  # the process's CPU in the collective (every thread), not the harness's
-                    "values": int(np.asarray(result).size),
-                    "digest": result_digest(np.asarray(result)),
-                    "stats": {**agents[mode].stats, "send_buffer_full": transport.send_buffer_full},
-                    "rtt_ms": 1000 * (agents[mode].smoothed_rtt or 0.0),
-                    "lowest_rtt_ms": 1000 * agents[mode].lowest_rtt(),
-                    "rto_ms": 1000 * float(agents[mode].rto(0)),
-                    "windows": [cursor.allowed() for cursor in agents[mode].cursors],
-                }
-            )
+            reply(host.allreduce(cmd))
         except Exception as exc:  # one line to the launcher, never a traceback on its console
             reply({"error": f"{type(exc).__name__}: {exc}"})
-    for a in agents.values():
-        a.close()
-    transport.close()
+    host.close()
 
 
 def _baseline_agent(mode: str, args, transport, latest: dict):
@@ -204,54 +238,59 @@ def _baseline_agent(mode: str, args, transport, latest: dict):
     )
 
 
+class ServerHost:
+    """The server agent and the launcher's commands to it: "stats", "add_job", "update_job" (a job the
+    controller re-planned), "remove_job"; each answered on the agent's event loop, between two packets."""
+
+    def __init__(self, args, plan):
+        from controller.plan import JobPlan
+        from server.agent import ServerAgent
+
+        self.me = next(s for s in plan.servers if s.name == args.server)
+        self.transport = agent_transport(self.me.ip)
+        self.agent = ServerAgent(self.transport, self.me.name)
+        self.agent.add_job(plan)
+        if args.ps_plan:  # the parameter-server baseline's job: same agent, same port
+            self.agent.add_job(JobPlan.from_json(Path(args.ps_plan).read_text()))
+
+    def command(self, cmd: dict) -> bool:
+        """Answer a command at once; "quit" (and anything unknown) is left for ``run_server``."""
+        what = cmd.get("cmd")
+        if what == "stats":
+            stats = {"send_buffer_full": self.transport.send_buffer_full, "held_batches": self.transport.held_batches}
+            reply({"stats": {**self.agent.stats, **stats}})
+        elif what in ("add_job", "update_job"):
+            self._take_job(cmd)
+        elif what == "remove_job":
+            self.agent.remove_job(int(cmd["job"]))
+            reply({"job": int(cmd["job"])})
+        else:
+            return what != "quit"  # an unknown command: ignored
+        return True
+
+    def _take_job(self, cmd: dict) -> None:
+        from controller.plan import JobPlan
+
+        try:
+            job = JobPlan.from_json(Path(cmd["plan"]).read_text())
+            (self.agent.add_job if cmd["cmd"] == "add_job" else self.agent.update_job)(job)
+            reply({"job": job.job_id})
+        except Exception as exc:
+            reply({"error": f"{type(exc).__name__}: {exc}"})
+
+    def close(self) -> None:
+        self.agent.close()
+        self.transport.close()
+
+
 def run_server(args, plan) -> None:
     """Serve the job until "quit" or end of input on stdin (the launcher closing the pipe)."""
-    from controller.plan import JobPlan
-    from server.agent import ServerAgent
-
-    me = next(s for s in plan.servers if s.name == args.server)
-    transport = agent_transport(me.ip)
-    agent = ServerAgent(transport, me.name)
-    agent.add_job(plan)
-    if args.ps_plan:  # the parameter-server baseline's job: same agent, same port
-        agent.add_job(JobPlan.from_json(Path(args.ps_plan).read_text()))
-    done = []
-    buf = b""
-
-    def on_stdin():
-        nonlocal buf
-        chunk = os.read(sys.stdin.fileno(), 4096)
-        if not chunk:
-            done.append(True)
-            return
-        buf += chunk
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            try:
-                cmd = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if cmd.get("cmd") == "quit":
-                done.append(True)
-            elif cmd.get("cmd") == "stats":
-                stats = {"send_buffer_full": transport.send_buffer_full, "held_batches": transport.held_batches}
-                reply({"stats": {**agent.stats, **stats}})
-            elif cmd.get("cmd") in ("add_job", "update_job"):  # update: a job the controller re-planned
-                try:
-                    job = JobPlan.from_json(Path(cmd["plan"]).read_text())
-                    (agent.add_job if cmd["cmd"] == "add_job" else agent.update_job)(job)
-                    reply({"job": job.job_id})
-                except Exception as exc:
-                    reply({"error": f"{type(exc).__name__}: {exc}"})
-            elif cmd.get("cmd") == "remove_job":
-                agent.remove_job(int(cmd["job"]))
-                reply({"job": int(cmd["job"])})
-
-    transport.loop.add_reader(sys.stdin, on_stdin)
-    reply({"ready": True, "host": me.name})
-    transport.loop.run_until(lambda: bool(done))
-    agent.close()
-    transport.close()
+    host = ServerHost(args, plan)
+    commands = CommandLines(host.transport.loop, host.command)
+    reply({"ready": True, "host": host.me.name})
+    while (cmd := commands.next()) is not None and cmd.get("cmd") != "quit":
+        pass  # what is not a command the server knows (answered at once) is ignored
+    host.close()
 
 
 def main(argv=None) -> None:

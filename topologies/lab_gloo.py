@@ -14,14 +14,13 @@ group is up.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
 import numpy as np
 
-from topologies.lab_agent import expected_sum, reply, worker_input
+from topologies.lab_agent import expected_sum, parse_command, reply, worker_input
 
 
 def serve(rank: int, world: int, master: str, port: int) -> None:
@@ -33,10 +32,8 @@ def serve(rank: int, world: int, master: str, port: int) -> None:
     reply({"ready": True, "rank": rank})
     try:
         for line in sys.stdin:
-            try:
-                cmd = json.loads(line)
-            except json.JSONDecodeError:
-                reply({"error": f"not JSON: {line.strip()[:60]}"})
+            cmd = parse_command(line)
+            if cmd is None:
                 continue
             if cmd.get("cmd") == "quit":
                 break

@@ -1,12 +1,12 @@
 """Build a topology into a live mininet network of P4 switches, and tear it down without leftovers.
 
 ``LabSpec`` is the launcher's view of a topology (hosts with addresses, switches with device ids,
-links with port numbers and shaping); ``LabNetwork`` turns it into mininet hosts, ``P4Switch``es and
-``TCLink``s, configures the hosts (static ARP for every other host, an on-link default route, no
+links with port numbers and shaping); ``LabTopo`` is it as mininet's ``Topo``, from which ``LabNetwork``
+has mininet build hosts, ``P4Switch``es and shaped links (``LabTCLink``); it then configures the hosts (static ARP for every other host, an on-link default route, no
 offloads, no IPv6) and records everything it creates so ``stop`` -- or a later ``--clean`` after a
 crash -- removes it. The run's files (switch logs, and whatever its users put there: plans, agents'
 results, training logs) live in its work directory ``workdir``, also removed by ``stop`` unless the
-logs are kept.
+logs are kept. A network holds the lab lock (topologies/lab_lock.py) from start to stop.
 """
 
 from __future__ import annotations
@@ -14,32 +14,39 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from mininet.link import TCIntf, TCLink
+from mininet.log import setLogLevel
+from mininet.net import Mininet
+from mininet.topo import Topo
 
 from controller.programs import PROGRAM_FILES, declared_values_per_packet, default_program, program_file
 from controller.tls import Certificates, TlsFiles, make_certificates
 from protocol.constants import MTU_BYTES
 from protocol.layouts import link_mtu
+from topologies import lab_lock
 from topologies.errors import LabError
 from topologies.lab_state import LabResources, clean_stale, interface_exists
 from topologies.p4switch import P4Switch, Target, prepare_interface, resolve_target
 
 
-def _link_classes():
-    """mininet's TCLink with a bandwidth ceiling that admits the files' 10-100 Gbit/s links."""
-    from mininet.link import TCIntf, TCLink
+class LabIntf(TCIntf):  # type: ignore[misc]  # mininet is untyped
+    """mininet's shaped interface with a bandwidth ceiling that admits the files' 10-100 Gbit/s links."""
 
-    class LabIntf(TCIntf):
-        bwParamMax = 400_000
+    bwParamMax = 400_000
 
-    class LabLinkCls(TCLink):
-        def __init__(self, *args, **kwargs):
-            kwargs.setdefault("cls1", LabIntf)
-            kwargs.setdefault("cls2", LabIntf)
-            super().__init__(*args, **kwargs)
 
-    return LabLinkCls
+class LabTCLink(TCLink):  # type: ignore[misc]  # mininet is untyped
+    """mininet's shaped link (tc) between two ``LabIntf``s."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("cls1", LabIntf)
+        kwargs.setdefault("cls2", LabIntf)
+        super().__init__(*args, **kwargs)
 
 
 @dataclass
@@ -110,6 +117,42 @@ def _host_port(topo, host: str) -> int:
     for link in topo.links_of(host):
         return link.port_of(host)
     return 0
+
+
+class LabTopo(Topo):  # type: ignore[misc]  # mininet is untyped
+    """A ``LabSpec`` as mininet's topology: hosts with their addresses, a ``P4Switch`` per switch (with the
+    options ``switch_opts`` gives it), links on their port numbers with the ports' interface names, the
+    hosts' MACs and the links' shaping (``netem``: delay and loss too; ``queue_ms``: tbf's queue)."""
+
+    def build(
+        self, spec: LabSpec, switch_opts: Callable[[LabSwitch], dict[str, Any]], netem: bool, queue_ms: float
+    ) -> None:
+        for h in spec.hosts:
+            self.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
+        for s in spec.switches:
+            self.addSwitch(s.name, cls=P4Switch, **switch_opts(s))
+        macs = {h.name: h.mac for h in spec.hosts}  # switch ports keep mininet's random MACs
+        for link in spec.links:
+            self.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port, **link_opts(link, macs, netem, queue_ms))
+
+
+def link_opts(link: LabLink, macs: dict[str, str], netem: bool, queue_ms: float) -> dict[str, Any]:
+    """mininet's options of one link: interface names, host ends' MACs, tc shaping."""
+    opts: dict[str, Any] = {"intfName1": intf_name(link.a, link.a_port), "intfName2": intf_name(link.b, link.b_port)}
+    opts["use_tbf"] = True
+    if link.bw_mbps:
+        opts["bw"] = float(link.bw_mbps)
+        # tbf's queue holds latency x rate: mininet's default (15 kB worth) drops bursts that a switch port
+        # would buffer
+        opts["latency_ms"] = queue_ms
+    if netem and link.delay_ms:
+        opts["delay"] = f"{link.delay_ms}ms"
+    if netem and link.loss_pct:
+        opts["loss"] = float(link.loss_pct)
+    for key, node in (("addr1", link.a), ("addr2", link.b)):
+        if node in macs:
+            opts[key] = macs[node]
+    return opts
 
 
 def intf_name(node: str, port: int) -> str:
@@ -199,8 +242,9 @@ class LabNetwork:
         self.log = log
         self.resources = LabResources()
         self.workdir: Path | None = None  # made at start
-        self.net = None
+        self.net: Any = None  # mininet's Mininet, while running
         self.notes: list[str] = []
+        self._locked = False  # holds the lab lock (lab_lock), from start to stop
 
     # -- addresses the controller needs ------------------------------------------------------------
     def grpc_port(self, switch: LabSwitch) -> int:
@@ -253,13 +297,29 @@ class LabNetwork:
 
     # -- bring-up ----------------------------------------------------------------------------------
     def start(self) -> LabNetwork:
-        try:
-            from mininet.log import setLogLevel
-            from mininet.net import Mininet
-        except ImportError as exc:
-            raise LabError(f"mininet is not importable ({exc}); run scripts/setup.sh as root") from None
+        """Build and start the network (switch processes ready), holding the lab lock until ``stop``."""
         if os.geteuid() != 0:
             raise LabError("mininet needs root")
+        lab_lock.acquire(self.log)
+        self._locked = True
+        try:
+            self._check_clean()
+            setLogLevel("critical")
+            self.resources.save()
+            self.workdir = self.resources.make_workdir()
+        except BaseException:
+            self._unlock()
+            raise
+        try:
+            self._start_net()
+        except BaseException as exc:
+            # a failed start keeps its switch logs (the error names the one that failed)
+            self.stop(keep_logs=not isinstance(exc, KeyboardInterrupt))
+            raise
+        return self
+
+    def _check_clean(self) -> None:
+        """Remove what dead runs left; refuse to cut another lab's links."""
         leftover = clean_stale(self.log)
         if leftover:
             raise LabError(f"{leftover} resources of an earlier run could not be removed")
@@ -271,64 +331,23 @@ class LabNetwork:
                 f"interface {taken[0]} already exists ({len(taken)} of this topology's switch "
                 f"ports do): another lab run uses these switch names; stop it first"
             )
-        setLogLevel("critical")
-        self.resources.save()
-        self.workdir = self.resources.make_workdir()
-        try:
-            if self.tls:
-                self.certificates = make_certificates(self.workdir / "tls")
-            self._build(Mininet, _link_classes())
-            self.net.start()  # P4Switch.start launches every switch process
-            for sw in self.net.switches:
-                sw.wait_ready()
-        except BaseException as exc:
-            # a failed start keeps its switch logs (the error names the one that failed)
-            self.stop(keep_logs=not isinstance(exc, KeyboardInterrupt))
-            raise
-        return self
 
-    def _build(self, Mininet, TCLink) -> None:
+    def _start_net(self) -> None:
+        assert self.workdir is not None
+        if self.tls:
+            self.certificates = make_certificates(self.workdir / "tls")
+        topo = LabTopo(self.spec, switch_opts=self._switch_opts, netem=self._netem(), queue_ms=self.queue_ms)
         self.net = Mininet(
-            controller=None, link=TCLink, build=False, autoSetMacs=False, autoStaticArp=False, cleanup=False
+            topo=topo,
+            controller=None,
+            link=LabTCLink,
+            build=False,
+            autoSetMacs=False,
+            autoStaticArp=False,
+            cleanup=False,
         )
-        for h in self.spec.hosts:
-            self.net.addHost(h.name, ip=f"{h.ip}/{h.prefix_len}", mac=h.mac)
-        for s in self.spec.switches:
-            self.net.addSwitch(
-                s.name,
-                cls=P4Switch,
-                device_id=s.device_id,
-                grpc_port=self.grpc_port(s),
-                target=self.target,
-                program=self.program,
-                start_timeout=self.start_timeout,
-                log_dir=self.workdir,
-                tls_args=self.switch_tls_args(),
-                on_process=lambda pid, n=s.name: self.resources.add_process(pid, f"switch {n}"),
-            )
-        shaping = self._shaping_support()
-        host_names = {h.name for h in self.spec.hosts}
-        for link in self.spec.links:
-            params = {}
-            if link.bw_mbps:
-                params["bw"] = float(link.bw_mbps)
-                # tbf's queue holds latency x rate: mininet's default (15 kB worth) drops bursts
-                # that a switch port would buffer
-                params["latency_ms"] = self.queue_ms
-            if shaping and link.delay_ms:
-                params["delay"] = f"{link.delay_ms}ms"
-            if shaping and link.loss_pct:
-                params["loss"] = float(link.loss_pct)
-            n1, n2 = intf_name(link.a, link.a_port), intf_name(link.b, link.b_port)
-            for key, node in (("addr1", link.a), ("addr2", link.b)):
-                mac = self._host_mac(node)
-                if mac:
-                    params[key] = mac  # switch ports keep mininet's random MACs
-            self.net.addLink(
-                link.a, link.b, port1=link.a_port, port2=link.b_port, intfName1=n1, intfName2=n2, use_tbf=True, **params
-            )
-            # root-namespace ends (switch side) are what must be deleted if the run dies
-            self.resources.add_interfaces([n for n, node in ((n1, link.a), (n2, link.b)) if node not in host_names])
+        # root-namespace ends (switch side) are what must be deleted if the run dies
+        self.resources.add_interfaces(self.switch_interfaces())
         self.net.build()
         if any(mtu != MTU_BYTES for mtu in self.link_mtus):
             self._set_mtu()
@@ -337,6 +356,22 @@ class LabNetwork:
         for h in self.net.switches:
             self.resources.add_process(h.pid, f"shell of {h.name}")
         self._configure_hosts()
+        self.net.start()  # P4Switch.start launches every switch process
+        for sw in self.net.switches:
+            sw.wait_ready()
+
+    def _switch_opts(self, s: LabSwitch) -> dict[str, Any]:
+        """A switch's P4Switch options: its device id and gRPC port, the target and program, its log's directory."""
+        return dict(
+            device_id=s.device_id,
+            grpc_port=self.grpc_port(s),
+            target=self.target,
+            program=self.program,
+            start_timeout=self.start_timeout,
+            log_dir=self.workdir,
+            tls_args=self.switch_tls_args(),
+            on_process=lambda pid: self.resources.add_process(pid, f"switch {s.name}"),
+        )
 
     def _set_mtu(self) -> None:
         """Both ends of every link (hosts' ends in their namespaces) take the link's MTU, before the
@@ -351,13 +386,8 @@ class LabNetwork:
         why = f" ({raised} raised: the program's packets need it)" if raised else ""
         self.log(f"[lab] links' MTU {sorted(set(self.link_mtus))}{why}")
 
-    def _host_mac(self, node: str) -> str | None:
-        for h in self.spec.hosts:
-            if h.name == node:
-                return h.mac
-        return None
-
-    def _shaping_support(self) -> bool:
+    def _netem(self) -> bool:
+        """Whether the links take delay and loss (netem): the file asks for them and the kernel has it."""
         wants = any(link.delay_ms or link.loss_pct for link in self.spec.links)
         if wants and not netem_available():
             self.notes.append(
@@ -451,7 +481,15 @@ class LabNetwork:
             except Exception as exc:  # a half-built net: fall through to the recorded resources
                 self.log(f"note: mininet stop failed ({exc}); removing recorded resources")
             self.net = None
-        return self.resources.cleanup()
+        try:
+            return self.resources.cleanup()
+        finally:
+            self._unlock()
+
+    def _unlock(self) -> None:
+        if self._locked:
+            self._locked = False
+            lab_lock.release()
 
     def __enter__(self):
         return self.start()

@@ -142,22 +142,7 @@ class LabResources:
     def cleanup(self, grace: float = 2.0) -> list[str]:
         """Kill recorded processes (their process groups too), delete recorded interfaces and work
         directories, forget the state file. Returns what could not be removed."""
-        alive = [p for p in self.processes if self._alive(p)]
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for p in alive:
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(p["pid"], sig)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and any(self._alive(p) for p in alive):
-                _reap()
-                time.sleep(0.05)
-            alive = [p for p in alive if self._alive(p)]
-            if not alive:
-                break
-        _reap()
+        self._kill_processes(grace)
         for name in self.interfaces:
             if interface_exists(name):
                 subprocess.run(["ip", "link", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -170,6 +155,30 @@ class LabResources:
             except FileNotFoundError:
                 pass
         return left
+
+    def _kill_processes(self, grace: float) -> None:
+        """SIGTERM to the recorded processes still alive, SIGKILL to those alive ``grace`` seconds later."""
+        alive = [p for p in self.processes if self._alive(p)]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in alive:
+                _signal(p["pid"], sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and any(self._alive(p) for p in alive):
+                _reap()
+                time.sleep(0.05)
+            alive = [p for p in alive if self._alive(p)]
+            if not alive:
+                break
+        _reap()
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Signal a process and its process group (either may be gone, or not ours)."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap() -> None:
@@ -186,7 +195,7 @@ def _reap() -> None:
 def stale_states() -> list[LabResources]:
     """State files whose run is gone (a crashed or killed run), also where a later process, this one
     included, now has its pid."""
-    out = []
+    out: list[LabResources] = []
     if not STATE_DIR.is_dir():
         return out
     for path in sorted(STATE_DIR.glob("*.json")):
@@ -238,10 +247,10 @@ def stale_workdirs(root: str | None = None) -> list[Path]:
     name, or the one that has it started at another time than the name says (the pid was reused). A name
     without a start time is from an older version: stale when its pid is free; one without a pid either
     is stale only when no other lab run is alive to own it."""
-    root = Path(root or tempfile.gettempdir())
+    folder = Path(root or tempfile.gettempdir())
     others_alive = None
     out = []
-    for path in sorted(root.glob(WORKDIR_PREFIX + "*")):
+    for path in sorted(folder.glob(WORKDIR_PREFIX + "*")):
         m = _WORKDIR_NAME.fullmatch(path.name)
         if not m or not path.is_dir() or path.is_symlink():
             continue

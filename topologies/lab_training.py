@@ -217,16 +217,8 @@ def run_ranks(
 ) -> TrainResult:
     """Train ``example`` with one process per host (``hosts`` in rank order) and return rank 0's summary;
     ``example_args`` go to the example's command line (e.g. ``--embeddings replicated`` for recsys)."""
-    if example not in EXAMPLES:
-        raise TrainError(f"unknown example {example!r} (choose {' or '.join(EXAMPLES)})")
-    if backend not in BACKENDS:
-        raise TrainError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
-    if backend == "ina" and not plan_path:
-        raise TrainError("the ina backend needs the job's plan file")
-    if epochs < 1:
-        raise TrainError(f"epochs must be at least 1, got {epochs}")
-    world = len(hosts)
-    timeout = timeout or default_timeout(epochs, world)
+    _check_run(backend, plan_path, epochs, example)
+    timeout = timeout or default_timeout(epochs, len(hosts))
     run_dir = Path(workdir) / (
         f"train-{backend}-{port}" if example == "digits" else f"train-{example}-{backend}-{port}"
     )
@@ -236,43 +228,69 @@ def run_ranks(
     start = time.monotonic()
     try:
         for rank, host in enumerate(hosts):
-            log_path = run_dir / f"rank{rank}-{host.name}.log"
-            with open(log_path, "wb") as out:
-                proc = network.popen(
-                    host.name,
-                    rank_argv(
-                        backend,
-                        rank,
-                        world,
-                        hosts[0],
-                        port,
-                        epochs,
-                        seed,
-                        host,
-                        summary if rank == 0 else None,
-                        example,
-                        example_args,
-                    ),
-                    f"training rank {rank} on {host.name}",
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    env=rank_env(host, plan_path),
-                    cwd=str(REPO),
-                )
-            ranks.append(_Rank(rank, host, proc, log_path))
+            argv = rank_argv(
+                backend, rank, len(hosts), hosts[0], port, epochs, seed, host, summary if rank == 0 else None,
+                example, example_args,
+            )  # fmt: skip
+            ranks.append(_start_rank(network, rank, host, argv, run_dir, rank_env(host, plan_path)))
         late = _wait(ranks, summary, start + timeout, timeout, grace, log, stacks=backend == "ina")
     finally:
         for r in ranks:
             stop_process(r.proc)
     _stream(ranks[0], log)
+    result = _result(ranks[0], summary, backend, example, time.monotonic() - start)
+    for r, what in late:
+        result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")
+        log("[lab] note: " + result.notes[-1])
+    return result
+
+
+def _check_run(backend: str, plan_path: str | None, epochs: int, example: str) -> None:
+    """Refuse a run that cannot start, in one line, before any process does."""
+    if example not in EXAMPLES:
+        raise TrainError(f"unknown example {example!r} (choose {' or '.join(EXAMPLES)})")
+    if backend not in BACKENDS:
+        raise TrainError(f"unknown backend {backend!r} (choose {' or '.join(BACKENDS)})")
+    if backend == "ina" and not plan_path:
+        raise TrainError("the ina backend needs the job's plan file")
+    if epochs < 1:
+        raise TrainError(f"epochs must be at least 1, got {epochs}")
+
+
+def _start_rank(network, rank: int, host: RankHost, argv: list[str], run_dir: Path, env: dict[str, str]) -> _Rank:
+    """One rank's process in its host, its output into ``rank<R>-<host>.log`` of the run's directory."""
+    log_path = run_dir / f"rank{rank}-{host.name}.log"
+    proc = start_rank_process(network, host, argv, f"training rank {rank} on {host.name}", log_path, env)
+    return _Rank(rank, host, proc, log_path)
+
+
+def start_rank_process(
+    network, host: RankHost, argv: list[str], what: str, log_path: Path, env: dict[str, str]
+) -> subprocess.Popen:
+    """A rank's process in its host's namespace (``what`` it is, recorded for teardown), in the repository,
+    its output (both streams) into ``log_path``, with no input."""
+    with open(log_path, "wb") as out:
+        return network.popen(
+            host.name,
+            argv,
+            what,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=str(REPO),
+        )
+
+
+def _result(first: _Rank, summary: Path, backend: str, example: str, elapsed: float) -> TrainResult:
+    """The run's result from rank 0's summary (``first``: rank 0, whose output a missing summary quotes)."""
     try:
         data = json.loads(summary.read_text())
     except (OSError, ValueError):
         raise TrainError(
-            f"{ranks[0].label} exited without writing its summary; its last output:\n{ranks[0].tail()}"
+            f"{first.label} exited without writing its summary; its last output:\n{first.tail()}"
         ) from None
-    result = TrainResult(
+    return TrainResult(
         backend,
         data["workers"],
         data["epochs"],
@@ -281,16 +299,12 @@ def run_ranks(
         data["ms_per_iteration"],
         data["iterations"],
         data["ranks_in_sync"],
-        time.monotonic() - start,
+        elapsed,
         example=example,
         figures={k: data[k] for k in RECSYS_FIGURES if k in data},
         switch_rounds=dict(data.get("ina_rounds", {})),
         ms_after_first_epoch=data.get("ms_per_iteration_after_first_epoch"),
     )
-    for r, what in late:
-        result.notes.append(f"{r.label} {what} after training had finished on every rank; its last output:\n{r.tail()}")
-        log("[lab] note: " + result.notes[-1])
-    return result
 
 
 # c10d warns once per connection that the hosts' addresses have no DNS name (the lab has no DNS);
@@ -311,7 +325,7 @@ def _stream(rank: _Rank, log) -> None:
 
 def _wait(
     ranks: list[_Rank], summary: Path, deadline: float, timeout: float, grace: float, log, stacks: bool = False
-) -> list[_Rank]:
+) -> list[tuple[_Rank, str]]:
     """Until every rank has exited. The first rank to fail is the cause (the others then lose their
     peers): after it, the rest get ``grace`` seconds before the run is stopped. Rank 0 writes the
     summary only after an all_gather of every rank's parameters, so a rank failing once it exists
@@ -319,40 +333,61 @@ def _wait(
     running ``grace`` seconds after the summary (stopped by the caller), are returned, not raised.
     ``stacks``: the ranks dump their stacks on STACKS_SIGNAL; the deadline's error shows those of the
     ranks still running."""
-    failed: _Rank | None = None
-    late: list[tuple[_Rank, str]] = []
-    finished_at: float | None = None
+    watch = _Watch(ranks, summary)
     while True:
         now = time.monotonic()
-        if finished_at is None and summary.exists():
-            finished_at = now
-        for r in ranks:
-            if r.ended_at is None and r.proc.poll() is not None:
-                r.ended_at = now
-                if r.proc.returncode != 0:
-                    if finished_at is not None:
-                        late.append((r, f"exited with status {r.proc.returncode}"))
-                    elif failed is None:
-                        failed = r
+        watch.poll(now)
         _stream(ranks[0], log)
         running = [r for r in ranks if r.ended_at is None]
-        if failed is not None and (not running or now > failed.ended_at + grace):
+        failed = watch.failed
+        if failed is not None and failed.ended_at is not None and (not running or now > failed.ended_at + grace):
             raise TrainError(
                 f"training failed on {failed.label}: exit status {failed.proc.returncode}; "
                 f"its last output:\n{failed.tail()}"
             )
         if not running:
-            return late
-        if failed is None and finished_at is not None and now > finished_at + grace:
-            return late + [(r, f"had not exited {grace:.0f} s later (stopped)") for r in running]
+            return watch.late
+        if failed is None and watch.finished_at is not None and now > watch.finished_at + grace:
+            return watch.late + [(r, f"had not exited {grace:.0f} s later (stopped)") for r in running]
         if now > deadline:
-            slow = running[0]
-            raise TrainError(
-                f"training did not finish within {timeout:.0f} s: still running on "
-                f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
-                f"{slow.tail()}" + (_stacks(running) if stacks else "")
-            )
+            raise TrainError(_deadline_message(running, timeout, stacks))
         time.sleep(0.25)
+
+
+class _Watch:
+    """What the ranks did so far: when rank 0's summary appeared, the first rank that failed before it
+    (the cause), the ranks that failed after it (late: training was done)."""
+
+    def __init__(self, ranks: list[_Rank], summary: Path):
+        self.ranks, self.summary = ranks, summary
+        self.failed: _Rank | None = None
+        self.late: list[tuple[_Rank, str]] = []
+        self.finished_at: float | None = None
+
+    def poll(self, now: float) -> None:
+        if self.finished_at is None and self.summary.exists():
+            self.finished_at = now
+        for r in self.ranks:
+            if r.ended_at is None and r.proc.poll() is not None:
+                r.ended_at = now
+                self._ended(r)
+
+    def _ended(self, r: _Rank) -> None:
+        if r.proc.returncode == 0:
+            return
+        if self.finished_at is not None:
+            self.late.append((r, f"exited with status {r.proc.returncode}"))
+        elif self.failed is None:
+            self.failed = r
+
+
+def _deadline_message(running: list[_Rank], timeout: float, stacks: bool) -> str:
+    slow = running[0]
+    return (
+        f"training did not finish within {timeout:.0f} s: still running on "
+        f"{', '.join(r.label for r in running)}; last output of {slow.host.name}:\n"
+        f"{slow.tail()}" + (_stacks(running) if stacks else "")
+    )
 
 
 def _stacks(running: list[_Rank]) -> str:

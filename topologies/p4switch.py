@@ -102,7 +102,7 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
         time.sleep(0.1)
 
 
-class P4Switch(Switch):
+class P4Switch(Switch):  # type: ignore[misc]  # mininet is untyped
     """A mininet switch whose data plane is a P4 target process (one process per switch).
 
     Parameters (besides mininet's): device_id, grpc_port, target (a Target), program (path to the

@@ -7,6 +7,7 @@ anything; the demo and the launcher pass in what they counted.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from controller.draw import layered_layout
@@ -81,7 +82,7 @@ def server_link_ids(topo, plan) -> list[int]:
     return ids
 
 
-def traffic_table(topo, runs: dict[str, dict[int, int]], highlight: list[int] = ()) -> str:
+def traffic_table(topo, runs: dict[str, dict[int, int]], highlight: Sequence[int] = ()) -> str:
     """Bytes per link (both directions) for each named run; links no run used are left out."""
     names = list(runs)
     rows = []
@@ -111,18 +112,30 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
 
     g = topo.to_graph()
     pos = layered_layout(g)
-    tree_edges = set()
-    for tree in plan.trees:
-        for child, parent in tree.edges:
-            tree_edges.add(frozenset((child, parent)))
-    aggregating = {}
-    for cfg in plan.switches:
-        if cfg.aggregates:
-            aggregating[cfg.switch] = max(aggregating.get(cfg.switch, 0), cfg.max_fan_in)
-    workers = {w.name for w in plan.workers}
-    servers = {s.name for s in plan.servers}
-
     fig, ax = plt.subplots(figsize=(11, 6.5))
+    _draw_links(ax, g, pos, loads, {frozenset(edge) for tree in plan.trees for edge in tree.edges})
+    nodes = list(g.nodes)
+    looks = [_node_look(g, n, plan) for n in nodes]  # (colour, label)
+    colours, labels = [c for c, _ in looks], {n: label for n, (_, label) in zip(nodes, looks, strict=True)}
+    nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1900, edgecolors="black", ax=ax)
+    nx.draw_networkx_labels(g, pos, labels=labels, font_size=7, ax=ax)
+    ax.set_title(
+        title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), link width = bytes carried",
+        fontsize=10,
+    )
+    ax.axis("off")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _draw_links(ax, g, pos, loads: dict[int, int], tree_edges: set[frozenset]) -> None:
+    """Every link, as wide as the bytes it carried (labelled), the tree's in orange."""
+    import networkx as nx
+
     peak = max(loads.values(), default=0) or 1
     for a, b, data in g.edges(data=True):
         load = loads.get(data["eid"], 0)
@@ -149,34 +162,17 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
                 va="center",
                 bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.8),
             )
-    colours, labels = [], {}
-    nodes = list(g.nodes)
-    for n in nodes:
-        if n in aggregating:
-            colours.append("tab:red")
-            labels[n] = f"{n}\naggregates\nfan-in {aggregating[n]}"
-        elif g.nodes[n]["kind"] == "switch":
-            colours.append("lightsteelblue")
-            labels[n] = n
-        elif n in servers:
-            colours.append("tab:green")
-            labels[n] = f"{n}\nserver"
-        elif n in workers:
-            colours.append("gold")
-            labels[n] = n
-        else:
-            colours.append("whitesmoke")
-            labels[n] = n
-    nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1900, edgecolors="black", ax=ax)
-    nx.draw_networkx_labels(g, pos, labels=labels, font_size=7, ax=ax)
-    ax.set_title(
-        title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), link width = bytes carried",
-        fontsize=10,
-    )
-    ax.axis("off")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+
+
+def _node_look(g, n: str, plan) -> tuple[str, str]:
+    """A node's colour and label: aggregating switches with their fan-in, the server, the workers."""
+    fan_ins = [cfg.max_fan_in for cfg in plan.switches if cfg.aggregates and cfg.switch == n]
+    if fan_ins:
+        return "tab:red", f"{n}\naggregates\nfan-in {max(fan_ins)}"
+    if g.nodes[n]["kind"] == "switch":
+        return "lightsteelblue", n
+    if n in {s.name for s in plan.servers}:
+        return "tab:green", f"{n}\nserver"
+    if n in {w.name for w in plan.workers}:
+        return "gold", n
+    return "whitesmoke", n

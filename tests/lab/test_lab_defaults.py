@@ -14,13 +14,13 @@ def test_results_go_down_the_tree_by_multicast_by_default_in_the_class_and_on_th
     from controller.planner import PlanOptions
 
     lab = mininet_lab.MininetLab(STAR, 2, log=lambda m: None)  # nothing starts before start()
-    assert lab._options().result_mode == "multicast"
+    assert lab.control.options().result_mode == "multicast"
     # PlanOptions given without a result mode (as the benches give a pool size) keep the same default
     given = mininet_lab.MininetLab(STAR, 2, log=lambda m: None, plan_options=PlanOptions(pool_size=32))
-    assert given._options().result_mode == "multicast"
-    assert lab._options(pool_size=64).pool_size == 64
+    assert given.control.options().result_mode == "multicast"
+    assert lab.control.options(pool_size=64).pool_size == 64
     explicit = mininet_lab.MininetLab(STAR, 2, log=lambda m: None, plan_options=PlanOptions(result_mode="unicast"))
-    assert explicit._options().result_mode == "unicast"
+    assert explicit.control.options().result_mode == "unicast"
 
     seen = []
 

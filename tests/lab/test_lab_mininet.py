@@ -97,7 +97,7 @@ def test_leaf_spine_on_the_tna_program():
     P4Info they serve and reads the statistics the TNA way (four counters summed), over P4Runtime."""
 
     def check(lab):
-        assert lab.installer.program() == "tna"
+        assert lab.control.installer.program() == "tna"
         assert [r.verified for r in lab.allreduce(2, 300)] == [True, True]
         chunks = 2 * 5  # 2 rounds x ceil(300 / 64)
         counters = lab.switch_counters()

@@ -10,8 +10,8 @@ import pytest
 from controller.jobservice import JobManager
 from controller.plan import JobPlan
 from topologies.errors import LabJobError
-from topologies.mininet_lab import AgentProcess, MininetLab
-from worker.baselines import parameter_server_options
+from topologies.lab_agents import AgentProcess
+from topologies.mininet_lab import MininetLab
 from worker.plan_updates import failure_path
 
 LEAF_SPINE = str(Path(__file__).resolve().parents[2] / "topologies" / "leaf_spine.yaml")
@@ -29,7 +29,7 @@ class RecordingAgent:
 
 
 class FakeServer:
-    """The server agent's side of MininetLab._server_call: records the commands; an ``update_job`` of a
+    """The server agent's side of LabAgents.server_call: records the commands; an ``update_job`` of a
     job in ``refuse`` gets the error a hung agent gives; ``on_add`` runs while the agent adds a job."""
 
     def __init__(self):
@@ -47,17 +47,21 @@ class FakeServer:
 
 
 @pytest.fixture
-def lab(tmp_path):
+def logged() -> list[str]:
+    """What the lab logged."""
+    return []
+
+
+@pytest.fixture
+def lab(tmp_path, logged):
     """A lab with its two jobs planned and watched, as after start(), but no network or agents."""
-    lab = MininetLab(LEAF_SPINE, 4, "h9", log=lambda m: None, monitor_interval=0)
+    lab = MininetLab(LEAF_SPINE, 4, "h9", log=logged.append, monitor_interval=0)
     lab.network.workdir = tmp_path
-    lab.jobs = JobManager(lab.topo)
-    lab.plan, _ = lab.jobs.register(lab.workers, [lab.server], lab._options())
-    lab.ps_plan, _ = lab.jobs.register(lab.workers, [lab.server], parameter_server_options(lab._options()))
-    lab.next_job_id = lab.ps_plan.job_id + 1
-    lab.agents = {w: RecordingAgent() for w in lab.workers}
-    lab._server_call = FakeServer()
-    lab._start_monitor()  # monitor_interval 0: the watchers only
+    lab.control.jobs = JobManager(lab.topo)
+    lab.control.plan_jobs(lab.network.mtu)
+    lab.agents.workers = {w: RecordingAgent() for w in lab.workers}
+    lab.agents.server_call = FakeServer()
+    lab.handover.follow_lab_jobs()  # the watchers (monitor_interval 0: no fault monitor)
     return lab
 
 
@@ -69,15 +73,15 @@ def spines(plan) -> set[str]:
 def test_a_server_agent_that_does_not_take_a_version_fails_that_job_and_the_others_are_re_planned(lab):
     """The lab's job's new version is refused (the agent hangs): its workers are told the job cannot go
     on and why, the manager is not interrupted, and the training job on the same spine moves on."""
-    lab._server_call.refuse = {lab.plan.job_id}
+    lab.agents.server_call.refuse = {lab.plan.job_id}
     with lab.training_job() as (plan, plan_path):
         spine = sorted(spines(plan) & spines(lab.plan))[0]
-        lab.jobs.switch_failed(spine, "probe failed")  # raises nothing
+        lab.control.jobs.switch_failed(spine, "probe failed")  # raises nothing
         moved = JobPlan.from_json(plan_path.read_text())
         assert moved.version == 2 and spine not in {c.switch for c in moved.switches}
         assert not failure_path(plan_path).exists()
     reason = f"the server agent did not take plan version 2: {NO_ANSWER}"
-    for agent in lab.agents.values():
+    for agent in lab.agents.workers.values():
         assert agent.sent[0] == {"cmd": "plan_failed", "job": lab.plan.job_id, "reason": reason}
         assert [m["plan"] for m in agent.sent[1:]] == [str(lab.workdir / f"plan-job{lab.ps_plan.job_id}-v2.json")]
     assert lab.failed
@@ -85,8 +89,8 @@ def test_a_server_agent_that_does_not_take_a_version_fails_that_job_and_the_othe
 
 def test_a_training_job_whose_version_the_server_agent_does_not_take_fails_with_why(lab):
     with lab.training_job() as (plan, plan_path):
-        lab._server_call.refuse = {plan.job_id}
-        lab.jobs.switch_failed(sorted(spines(plan))[0], "probe failed")
+        lab.agents.server_call.refuse = {plan.job_id}
+        lab.control.jobs.switch_failed(sorted(spines(plan))[0], "probe failed")
         assert failure_path(plan_path).read_text() == f"the server agent did not take plan version 2: {NO_ANSWER}"
         assert JobPlan.from_json(plan_path.read_text()).version == 1  # the ranks were not moved
 
@@ -97,18 +101,18 @@ def test_a_re_plan_while_the_server_agent_adds_a_training_job_reaches_server_and
     dead = []
 
     def monitor_strikes():
-        plan = lab.jobs.plan(lab.next_job_id - 1)
+        plan = lab.control.jobs.plan(lab.control.next_job_id - 1)
         dead.append(sorted(spines(plan))[0])
-        lab.jobs.switch_failed(dead[0], "probe failed")
+        lab.control.jobs.switch_failed(dead[0], "probe failed")
 
-    lab._server_call.on_add = monitor_strikes
+    lab.agents.server_call.on_add = monitor_strikes
     with lab.training_job() as (plan, plan_path):
         now = JobPlan.from_json(plan_path.read_text())
         assert now.version == 2 and dead[0] not in {c.switch for c in now.switches}
-        commands = [(c["cmd"], Path(c["plan"]).name) for c in lab._server_call.calls if c.get("plan")]
+        commands = [(c["cmd"], Path(c["plan"]).name) for c in lab.agents.server_call.calls if c.get("plan")]
         training = [c for c in commands if c[1].startswith(("train-", f"plan-job{plan.job_id}-"))]
         assert training == [("add_job", plan_path.name), ("update_job", f"plan-job{plan.job_id}-v2.json")]
-    assert lab._server_call.calls[-1] == {"cmd": "remove_job", "job": plan.job_id}  # released afterwards
+    assert lab.agents.server_call.calls[-1] == {"cmd": "remove_job", "job": plan.job_id}  # released afterwards
 
 
 class DeadAgent:
@@ -118,19 +122,17 @@ class DeadAgent:
         raise BrokenPipeError(32, "Broken pipe")
 
 
-def test_a_worker_agent_that_died_fails_its_jobs_with_why_and_the_lab_goes_on(lab):
+def test_a_worker_agent_that_died_fails_its_jobs_with_why_and_the_lab_goes_on(lab, logged):
     """A dead agent's broken pipe fails each re-planned job it is a worker of with a reason naming the agent
     (its peers are told: their rounds end with it instead of a timeout); neither the lab's handler nor the
     job manager's re-planning of the next job stops there."""
-    logged: list[str] = []
-    lab.log = logged.append
     dead = lab.workers[1]
-    lab.agents[dead] = DeadAgent()
+    lab.agents.workers[dead] = DeadAgent()
     spine = sorted(spines(lab.plan) & {c.switch for c in lab.ps_plan.switches})[0]  # both jobs cross it
-    lab.jobs.switch_failed(spine, "probe failed")  # raises nothing: the lab's watchers do not raise
-    live = [agent for name, agent in lab.agents.items() if name != dead]
+    lab.control.jobs.switch_failed(spine, "probe failed")  # raises nothing: the lab's watchers do not raise
+    live = [agent for name, agent in lab.agents.workers.items() if name != dead]
     for job_id in (lab.plan.job_id, lab.ps_plan.job_id):
-        assert lab.jobs.plan(job_id).version == 2
+        assert lab.control.jobs.plan(job_id).version == 2
         reason = f"the worker agent {dead} did not take plan version 2: [Errno 32] Broken pipe"
         for agent in live:
             assert {"cmd": "plan_failed", "job": job_id, "reason": reason} in agent.sent
@@ -138,14 +140,12 @@ def test_a_worker_agent_that_died_fails_its_jobs_with_why_and_the_lab_goes_on(la
     assert lab.failed
 
 
-def test_the_lab_logs_which_switches_aggregate_each_new_version(lab):
-    logged: list[str] = []
-    lab.log = logged.append
+def test_the_lab_logs_which_switches_aggregate_each_new_version(lab, logged):
     with lab.training_job() as (plan, plan_path):
         spine = sorted(spines(plan))[0]
-        lab.jobs.switch_failed(spine, "probe failed")
+        lab.control.jobs.switch_failed(spine, "probe failed")
         for job_id, what in ((lab.plan.job_id, "job"), (plan.job_id, "training job")):
-            new = lab.jobs.plan(job_id)
+            new = lab.control.jobs.plan(job_id)
             aggregating = ", ".join(sorted({c.switch for c in new.switches if c.aggregates}))
             assert f"[lab] {what} {job_id} runs on plan version 2 (aggregating: {aggregating})" in logged
 
@@ -160,8 +160,8 @@ def test_a_training_job_for_a_server_agent_that_died_fails_in_one_line_naming_se
         stderr=subprocess.PIPE,
     )
     proc.wait(30)
-    del lab._server_call  # the lab's own call, to the real (dead) agent process
-    lab.server_agent = AgentProcess(proc, "server h9")
+    del lab.agents.server_call  # the lab's own call, to the real (dead) agent process
+    lab.agents.server_agent = AgentProcess(proc, "server h9")
     ip = lab.spec.host("h9").ip
     with pytest.raises(LabJobError) as caught, lab.training_job():
         pytest.fail("the training job was added to a dead server agent")

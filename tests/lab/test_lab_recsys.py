@@ -50,7 +50,7 @@ def test_recsys_trains_on_ina_with_all_to_all_across_the_switch(lab):
 
 def test_an_unknown_example_is_refused_in_one_line(lab):
     from topologies.errors import LabError, TrainError
-    from topologies.mininet_lab import parse_train_line
+    from topologies.lab_cli import parse_train_line
 
     with pytest.raises(LabError, match=r"^train: unknown example 'movies' \(choose digits or recsys\)$"):
         parse_train_line("1 --example movies")

@@ -63,7 +63,7 @@ def _round_with_fault(lab, fault):
 
 def _moved(lab) -> int:
     """Chunks the workers moved to the recovery tree (cumulative agent counters of the last round)."""
-    return sum(int(stats.get("chunks_moved", 0)) for stats in lab.last_stats.values())
+    return sum(int(stats.get("chunks_moved", 0)) for stats in lab.rounds.last_stats.values())
 
 
 def test_a_spine_killed_mid_allreduce_then_the_other_one():
@@ -74,7 +74,7 @@ def test_a_spine_killed_mid_allreduce_then_the_other_one():
         lab.start()
         old, dead, clean = _round_with_fault(lab, lab.kill_switch)
         assert lab.plan.version == old.version + 1 and dead not in {c.switch for c in lab.plan.switches}
-        assert lab.monitor.failed.keys() == {dead}
+        assert lab.faults.monitor.failed.keys() == {dead}
         assert _moved(lab) > 0, "\n".join(lines)  # the kill landed inside the round: chunks were in flight
         other = _spine(lab.plan)
         # the round in progress finished over the recovery tree; the next one aggregates on the other spine
@@ -94,8 +94,8 @@ def test_a_spine_killed_mid_allreduce_then_the_other_one():
             pass
         fault.join()
         assert time.monotonic() - t0 < 20
-        assert sorted(lab.last_errors) == ["h1", "h2", "h3", "h4"]
-        for error in lab.last_errors.values():
+        assert sorted(lab.rounds.last_errors) == ["h1", "h2", "h3", "h4"]
+        for error in lab.rounds.last_errors.values():
             assert f"re-planning job {old.job_id} around the failed switch {other} failed" in error, error
     finally:
         lab.stop()
@@ -108,7 +108,7 @@ def test_a_link_down_mid_allreduce_is_planned_around():
     try:
         lab.start()
         old, spine, _ = _round_with_fault(lab, lambda spine: lab.link_down("l1", spine))
-        assert lab.monitor.links_failed == {frozenset(("l1", spine))} and not lab.monitor.failed
+        assert lab.faults.monitor.links_failed == {frozenset(("l1", spine))} and not lab.faults.monitor.failed
         assert lab.plan.version == old.version + 1
         for tree in lab.plan.trees:
             for worker in ("h1", "h2"):

@@ -98,6 +98,8 @@ def test_killed_launcher_is_cleaned_up_by_the_next_run(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
     line = proc.stdout.readline()
+    while line.startswith("[lab] waiting for"):  # another lab holds the lab lock: this one starts after it
+        line = proc.stdout.readline()
     assert line.startswith("UP"), line
     state_path = line.split()[1]
     from topologies.lab_state import LabResources

@@ -29,7 +29,7 @@ def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
     def log(line: str) -> None:
         lines.append(line)
         if lab is not None and armed and not killed and line.startswith("[h1] epoch   1"):
-            (job,) = [p for p in lab.jobs.list() if p.job_id not in (lab.plan.job_id, lab.ps_plan.job_id)]
+            (job,) = [p for p in lab.control.manager().list() if p.job_id not in (lab.plan.job_id, lab.ps_plan.job_id)]
             (spine,) = {c.switch for c in job.switches if c.switch.startswith("sp") and c.aggregates}
             killed.append(spine)
             lab.kill_switch(spine)
@@ -48,7 +48,7 @@ def test_a_spine_killed_mid_training_is_planned_around_and_training_completes():
         assert killed, "\n".join(lines[-30:])
         (spine,) = killed
         other = "sp2" if spine == "sp1" else "sp1"
-        assert lab.monitor.failed.keys() == {spine}
+        assert lab.faults.monitor.failed.keys() == {spine}
         # the kill and the new plan came before rank 0's last epoch: the ranks moved in the middle of training
         replanned = f"[lab] training job {failed.job_id} runs on plan version 2"
         second_run = lines[max(i for i, line in enumerate(lines) if line.startswith("[h1] epoch   1")) :]

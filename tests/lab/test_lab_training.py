@@ -82,7 +82,7 @@ def test_gloo_and_ina_reach_the_same_accuracy_and_ina_is_summed_by_the_switch(la
     s1 = ina.switch_counters["s1"]
     assert (s1["grad_completed"], s1["grad_aggregated"]) == (rounds["chunks"], 2 * rounds["chunks"]), s1
     # the training job is gone from the controller again; the lab's own job stays
-    jobs = {p.job_id for p in lab.jobs.list()}
+    jobs = {p.job_id for p in lab.control.manager().list()}
     assert lab.plan.job_id in jobs and ina.job_id not in jobs
 
 

@@ -13,6 +13,7 @@ Switch state is written by the controller's ``Installer`` over in-process P4Runt
 
 from __future__ import annotations
 
+import functools
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,8 +190,8 @@ class AttachServer:
             self._socks[name] = sock
             self.endpoints[name] = sock.getsockname()
             host = network.hosts[name]
-            host.handler = lambda frame, n=name: self._to_process(n, frame)
-            self.loop.add_reader(sock, lambda n=name: self._from_process(n))
+            host.handler = functools.partial(self._to_process, name)
+            self.loop.add_reader(sock, functools.partial(self._from_process, name))
 
     def _from_process(self, name: str) -> None:
         sock = self._socks[name]

@@ -44,6 +44,8 @@ class DirectionStats:
 class Node:
     """Something with numbered ports that frames arrive at."""
 
+    alive = True  # a switch or host that died (kill_switch, kill_host) neither sends nor receives
+
     def __init__(self, name: str):
         self.name = name
         self.ports: dict[int, Channel] = {}  # egress channel per local port

@@ -360,8 +360,9 @@ class ServedNetwork:
 def _readline(proc: subprocess.Popen, timeout: float) -> str:
     import selectors
 
+    assert proc.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     if not sel.select(timeout):
         return ""
-    return proc.stdout.readline()
+    return str(proc.stdout.readline())
