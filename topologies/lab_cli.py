@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from mininet.cli import CLI
 
+from controller.cli_options import add_deprecated
 from topologies.errors import USER_ERRORS, LabError
 from topologies.lab_training import BACKENDS, EXAMPLES
 
@@ -30,25 +31,11 @@ def rounds_values(line: str) -> tuple[int, int | None]:
         raise LabError(f"expected [ROUNDS] [VALUES] as whole numbers, got {line!r}") from None
 
 
-class DeprecatedName(argparse.Action):
-    """An option's old name: does what the new one does, after a one-line note on stderr."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        print(f"note: {option_string} is deprecated, say --{self.dest}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
 def _train_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="train", add_help=False, exit_on_error=False)
     ap.add_argument("epochs", nargs="?", type=int, default=20)
     ap.add_argument("--collective", default="ina")
-    ap.add_argument("--backend", dest="collective", action=DeprecatedName)
+    add_deprecated(ap, "--backend", "--collective", "collective")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float)
     ap.add_argument("--example", default="digits")
@@ -57,7 +44,7 @@ def _train_parser() -> argparse.ArgumentParser:
 
 def parse_train_line(line: str) -> dict[str, Any]:
     """``[EPOCHS] [--collective ina|gloo] [--seed S] [--timeout SECONDS] [--example digits|recsys]`` -> keyword
-    arguments of MininetLab.train (``--backend``: the deprecated name of ``--collective``, with a note)."""
+    arguments of MininetLab.train (``--backend``: the deprecated name of ``--collective``, with a one-line warning)."""
     try:
         ns, extra = _train_parser().parse_known_args(line.split())
     except argparse.ArgumentError as exc:

@@ -44,13 +44,21 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, NoReturn
 
-from controller.options import DEFAULT_RESULT_MODE, RESULT_MODES
+from controller.cli_options import (
+    PROGRAM_HELP,
+    add_deprecated,
+    add_program,
+    add_result_mode,
+    add_server,
+    add_workers,
+    worker_choice,
+)
 from controller.plan import JobPlan
 from controller.planner import PlanOptions
 from controller.topology_yaml import load_topology
 from topologies.errors import USER_ERRORS, LabError, LabJobError, TrainError
 from topologies.lab_agents import LabAgents
-from topologies.lab_cli import DeprecatedName, LabCLI
+from topologies.lab_cli import LabCLI
 from topologies.lab_control import LabControl, pick_hosts
 from topologies.lab_faults import LabFaults
 from topologies.lab_handover import PlanHandover
@@ -381,7 +389,7 @@ def install_signal_handlers() -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The launcher's options: the network, the job, what to run, the run's files."""
     ap = argparse.ArgumentParser(prog="python -m topologies.mininet_lab", description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("topology", nargs="?", help="topology YAML (topologies/*.yaml)")
+    ap.add_argument("topology", nargs="?", metavar="TOPOLOGY", help="topology YAML (topologies/*.yaml)")
     _network_arguments(ap)
     _job_arguments(ap)
     _training_arguments(ap)
@@ -400,12 +408,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _network_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--target", choices=("softswitch", "bmv2"), default="softswitch")
-    ap.add_argument(
-        "--program",
-        help="P4 program (softswitch; default: the largest K the topology's links carry, v1model-k256 at a "
-        "1500-byte MTU, v1model-k1024 where every link has mtu 9000): v1model (p4src/ina.p4, K = 64), v1model-k256 "
-        "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4: the lab's links then take a 9000-byte MTU), tna "
-        "(p4src/tna/ina_tna.p4) or a path; compiled JSON (bmv2)",
+    add_program(
+        ap,
+        help=f"{PROGRAM_HELP}; on --target bmv2: a compiled BMv2 JSON (default: the same program, compiled by "
+        "p4c-bm2-ss into build/bmv2/)",
     )
     ap.add_argument("--p4info", help="P4Info to push (with --device-config) to switches started without a program")
     ap.add_argument("--device-config", help="device config to push: the BMv2 JSON, or the P4 source for softswitch")
@@ -417,14 +423,9 @@ def _network_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def _job_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--workers", help="worker hosts, comma-separated, or a count (default: role hints)")
-    ap.add_argument("--server", help="aggregation server host (default: role hint)")
-    ap.add_argument(
-        "--results",
-        choices=RESULT_MODES,
-        default=DEFAULT_RESULT_MODE,
-        help=f"results down the tree by multicast or unicast per worker (default {DEFAULT_RESULT_MODE})",
-    )
+    add_workers(ap, default="the hosts with role worker")
+    add_server(ap, several=False, default="the first host with role server")
+    add_result_mode(ap, old="--results")
     ap.add_argument("--values", type=int, default=2048, help="values per worker per round")
     ap.add_argument("--rounds", type=int, default=0, help="allreduce rounds to run before the CLI / exit")
     ap.add_argument("--script", help="mininet CLI script to run (batch)")
@@ -454,7 +455,7 @@ def _training_arguments(ap: argparse.ArgumentParser) -> None:
         help="--train: the collective the example's all_reduces go through: ina (the aggregating switches), "
         "gloo (torch.distributed's gloo over TCP) or both (gloo, then ina, same seed)",
     )
-    ap.add_argument("--backend", choices=COLLECTIVES, dest="collective", action=DeprecatedName, help=argparse.SUPPRESS)
+    add_deprecated(ap, "--backend", "--collective", "collective", choices=COLLECTIVES)
     ap.add_argument("--epochs", type=int, default=20, help="--train: epochs")
     ap.add_argument("--seed", type=int, default=0, help="--train: seed of the data split, shards and weights")
     ap.add_argument(
@@ -464,24 +465,17 @@ def _training_arguments(ap: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_workers(text: str | None) -> int | list[str] | None:
-    """``--workers``: a count, or host names separated by commas (None: the topology's role hints)."""
-    if not text:
-        return None
-    return int(text) if text.isdigit() else text.split(",")
-
-
 def make_lab(args: argparse.Namespace) -> MininetLab:
     return MininetLab(
         args.topology,
-        parse_workers(args.workers),
+        worker_choice(args.workers),
         args.server,
         args.target,
         args.program,
         args.values,
         p4info=args.p4info,
         device_config=args.device_config,
-        plan_options=PlanOptions(result_mode=args.results),
+        plan_options=PlanOptions(result_mode=args.result_mode),
         keep_logs=args.keep_logs,
         tls=args.tls,
     )
@@ -518,6 +512,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("a topology file is required (or --clean)")
     if args.epochs < 1:
         ap.error("--epochs must be at least 1")
+    if worker_choice(args.workers) == 0:
+        ap.error("--workers 0: a job needs at least one worker")
     install_signal_handlers()
     lab = None
     failed, error = True, None

@@ -1,7 +1,7 @@
 """The command lines docs/cli.md names, as argparse parsers, and its vocabulary table as data.
 
-The parsers are the commands' own objects: inactl's ``build_parser``, softswitch's, the demo's and the
-in-process network's ``build_parser``, and for a bench script the parser its ``main`` builds (caught
+The parsers are the commands' own objects: inactl's ``build_parser``, softswitch's, the demo's, the
+mininet lab's and the in-process network's ``build_parser``, and for a bench script the parser its ``main`` builds (caught
 when it parses, before it runs anything)."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 @cache
 def parser_of(command: str) -> argparse.ArgumentParser:
-    """The parser of a command as docs/cli.md names it: ``inactl plan``, ``serve``, ``demo``,
+    """The parser of a command as docs/cli.md names it: ``inactl plan``, ``serve``, ``demo``, ``lab``,
     ``softswitch``, ``softswitch compile``, ``bench/NAME.py``."""
     words = command.split()
     if words[0] == "inactl":
@@ -105,6 +105,10 @@ def parser_of(command: str) -> argparse.ArgumentParser:
         from topologies.demo import build_parser as demo_parser
 
         return demo_parser()
+    if command == "lab":
+        from topologies.mininet_lab import build_parser as lab_parser
+
+        return lab_parser()
     if words[0] == "softswitch":
         from softswitch import cli
 

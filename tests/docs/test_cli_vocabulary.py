@@ -20,6 +20,7 @@ def test_the_table_is_read():
     ideas = {option for row in ROWS for option in row.options}
     assert {"--workers", "--server", "--result-mode", "--program", "--pool-size", "TOPOLOGY"} <= ideas
     assert ("--result-mode", "--results", "demo") in OLD
+    assert ("--result-mode", "--results", "lab") in OLD
 
 
 @pytest.mark.parametrize("idea, option, command", CASES, ids=[f"{c}:{o}" for _, o, c in CASES])

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from topologies import mininet_lab
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -73,3 +75,27 @@ def test_the_lab_runs_the_largest_k_its_links_carry_unless_told(tmp_path):
     assert os.path.basename(named.network.program) == "ina.p4"
     raised = mininet_lab.MininetLab(STAR, 2, program="v1model-k1024", log=lambda m: None)
     assert raised.network.mtu == 9000
+
+
+def test_the_lab_command_line_speaks_the_shared_vocabulary(capsys):
+    """The lab takes --workers as words, comma-separated or a count, --server/--servers and --result-mode as
+    inactl and the demo do (docs/cli.md); --results still works after a one-line warning."""
+    parser = mininet_lab.build_parser()
+
+    def lab(*argv):
+        return mininet_lab.make_lab(parser.parse_args([STAR, *argv]))  # nothing starts before start()
+
+    words = lab("--workers", "h4", "h2", "--servers", "h1", "--result-mode", "unicast")
+    assert (words.workers, words.server, words.control.options().result_mode) == (["h4", "h2"], "h1", "unicast")
+    assert lab("--workers", "h3,h1", "h2").workers == ["h3", "h1", "h2"]
+    assert (lab("--workers", "2").workers, lab().server) == (["h1", "h2"], "h5")
+    assert lab().workers == ["h1", "h2", "h3", "h4"]
+    capsys.readouterr()
+    assert lab("--results", "unicast").control.options().result_mode == "unicast"
+    assert (
+        capsys.readouterr().err
+        == "python -m topologies.mininet_lab: warning: --results is deprecated, use --result-mode\n"
+    )
+    with pytest.raises(SystemExit):
+        mininet_lab.main([STAR, "--workers", "0"])
+    assert "--workers 0: a job needs at least one worker" in capsys.readouterr().err

@@ -65,9 +65,10 @@ def test_the_lab_names_its_training_collective_and_still_takes_the_old_option_wi
     assert build_parser().parse_args(["star.yaml", "--train", "--collective", "gloo"]).collective == "gloo"
     assert capsys.readouterr().err == ""
     assert build_parser().parse_args(["star.yaml", "--train", "--backend", "both"]).collective == "both"
-    assert capsys.readouterr().err == "note: --backend is deprecated, say --collective\n"
+    warning = "warning: --backend is deprecated, use --collective\n"
+    assert capsys.readouterr().err == f"python -m topologies.mininet_lab: {warning}"
     assert parse_train_line("3 --backend gloo")["collective"] == "gloo"
-    assert capsys.readouterr().err == "note: --backend is deprecated, say --collective\n"
+    assert capsys.readouterr().err == f"train: {warning}"
     assert parse_train_line("3 --collective gloo --seed 2") == {
         "epochs": 3,
         "collective": "gloo",
