@@ -136,18 +136,20 @@ class LabBench:
             lab.start_gloo()  # start-up (rendezvous, connections) is not part of the round
         plan = lab.ps_plan if method == "ps" else lab.plan
         pids = self.processes(method)
-        links0, cpu0, busy0 = lab.link_bytes(), {k: process_cpu_seconds(p) for k, p in pids.items()}, machine_busy()
+        # the counters are read outside the window the processes' CPU is measured over: a read costs the
+        # switch (P4Runtime, the port stats it is signalled for) and the server agent CPU of their own
         switches0 = lab.switch_counters(plan) if method != "gloo" else {}
         server0 = lab.server_stats() if method != "gloo" else {}
         drops0 = self.drops.read()
+        links0, cpu0, busy0 = lab.link_bytes(), {k: process_cpu_seconds(p) for k, p in pids.items()}, machine_busy()
         wall0 = time.monotonic()
         with BacklogSampler(self.drops.switch_ends) as backlog:
             result = lab.allreduce(1, values, mode=method, timeout=timeout, **settings)[0]
         wall = time.monotonic() - wall0
-        drops = drops_between(drops0, self.drops.read(), backlog.peak)
         busy1 = machine_busy()
         cpu = {k: process_cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
         links1 = lab.link_bytes()
+        drops = drops_between(drops0, self.drops.read(), backlog.peak)
         link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
         elapsed = result.elapsed
         size = 4 * values
