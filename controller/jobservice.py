@@ -123,6 +123,8 @@ class JobManager:
         the program's K lanes, so a plan of another K could not run. Without an installer, as given."""
         if self.installer is None:
             return options
+        if options.root_results is None:  # results from a tree's root where the program can send them
+            options = replace(options, root_results=self.installer.root_multicast())
         k = self.installer.values_per_packet()
         if options.value_count is None:
             return replace(options, value_count=k)

@@ -177,6 +177,9 @@ class SwitchJobConfig:
     max_fan_in: int
     result_group: int  # 0 when results are unicast
     members: list[McastMember] = field(default_factory=list)
+    # the tree's root: aggregates every worker and multicasts the RESULT of what it completes itself (set_job
+    # aggregates = AGGREGATES_ROOT; its group includes the port up, for the server's copy)
+    root: bool = False
 
 
 @dataclass

@@ -425,9 +425,8 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                                 ina_stats.count(meta.stat_base + STAT_GRAD_COMPLETED);
                                 if (meta.tree_root == 1 && meta.result_group != 0) {
                                     /* the tree's root: the sum goes down as the multicast RESULT from here,
-                                       and one copy on up to the server (egress); the cell keeps the sum
-                                       (count stays fan-in) to answer a resend (STORED|RETX) */
-                                    meta.up_port = (bit<9>)hdr.hops[0].egress_port;
+                                       and one copy on up to the server (egress, replica ROOT_UP_REPLICA);
+                                       the cell keeps the sum (count stays fan-in) to answer a resend */
                                     pop_hop_and_forward();
                                     meta.root_multicast = 1;
                                     standard_metadata.mcast_grp = meta.result_group;
@@ -569,12 +568,16 @@ control InaEgress(inout headers_t hdr, inout ina_metadata_t meta,
     }
 
     apply {
-        if (meta.root_multicast == 1) {
-            if (standard_metadata.egress_port == meta.up_port) {
+        /* The root's group member toward the server carries only the copy of a sum the root completed: a
+           RESULT multicast from above (a SPARSE chunk's, the server's) goes down only, never back up. */
+        if (standard_metadata.egress_rid == ROOT_UP_REPLICA) {
+            if (meta.root_multicast == 1) {
                 root_copy_up();
             } else {
-                root_result();
+                mark_to_drop(standard_metadata);
             }
+        } else if (meta.root_multicast == 1) {
+            root_result();
         }
         if (hdr.ina.isValid() && hdr.ina.pkt_type == PKT_TYPE_RESULT
             && (hdr.ina.flags & FLAG_MCAST) != 0) {

@@ -607,7 +607,7 @@ def root_multicast() -> Scenario:
     )
     standard_setup(s, JOB_ROOT)
     # the group: two workers, a lower switch on port 6, and the port toward the server (the copy up)
-    s.multicast_group(6, [(0, 1), (1, 2), (7, 6), (0, SERVER_PORT)])
+    s.multicast_group(6, [(0, 1), (1, 2), (7, 6), (C.ROOT_UP_REPLICA, SERVER_PORT)])
     s.result_rewrite(1, *WORKERS[0])
     s.result_rewrite(2, *WORKERS[1])
     s.packet(1, grad_frame(0, JOB_ROOT, 3, [1, -1], grad_hops(), slot=1))
@@ -646,12 +646,25 @@ def root_multicast() -> Scenario:
         JOB_ROOT,
         {
             C.STAT_GRAD_COMPLETED: 1,
-            C.STAT_RESULT_MULTICAST: 1,
+            C.STAT_RESULT_MULTICAST: 2,
             C.STAT_GRAD_STORED_ANSWER: 1,
             C.STAT_RESULT_RELEASED: 0,
+            C.STAT_RESULT_NOT_OWNER: 1,
             C.STAT_SLOT_EVICTED: 0,
         },
     )
+    s.comment(
+        "a multicast RESULT from above (the server's, of another chunk) goes down only: the member up carries root copies only"
+    )
+    from_server = codec.result(
+        JOB_ROOT["job_id"], 2, [], lanes(total), slot=0, tree_id=JOB_ROOT["tree_id"], flags=C.FLAG_MCAST,
+        value_count=2, contributor=SERVER_NODE,
+    )  # fmt: skip
+    s.packet(SERVER_PORT, codec.build_frame(from_server, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
+    for worker in (0, 1):
+        mac, ip = WORKERS[worker]
+        s.expect(WORKER_PORTS[worker], codec.build_frame(from_server, SERVER[0], mac, SERVER[1], ip))
+    s.expect(6, codec.build_frame(from_server, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
     s.comment(
         "the chunk two pools later takes the cell afresh (registers checked at the end): a kept sum is no eviction"
     )
