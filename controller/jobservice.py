@@ -47,6 +47,10 @@ class JobInstaller(Protocol):
         """K of the program the switches run (controller/programs.py): every plan's value_count."""
         ...
 
+    def root_multicast(self) -> bool:
+        """Whether the switches' program can send results from a tree's root (controller/programs.py)."""
+        ...
+
 
 MAX_WATCHERS = 48  # WatchPlan streams at once (one per agent of the running jobs); more: RESOURCE_EXHAUSTED
 UNARY_WORKERS = 16  # threads for every other call, which WatchPlan streams never take
