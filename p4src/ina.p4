@@ -30,6 +30,17 @@
 #error "INA_FOR_EACH_HOP_INDEX lists MAX_HOPS = 8 hop entries"
 #endif
 
+/* A GRAD carrying a sum becomes the multicast RESULT of its chunk (docs/protocol.md, "Root multicast"):
+   hop_count 0, the hops left for the server deleted, lengths told. */
+#define INA_TO_MULTICAST_RESULT                                                                    \
+    hdr.ipv4.total_len = hdr.ipv4.total_len - (((bit<16>)hdr.ina.hop_count) << 3);                  \
+    hdr.udp.length = hdr.udp.length - (((bit<16>)hdr.ina.hop_count) << 3);                          \
+    hdr.udp.checksum = 0;                                                                           \
+    hdr.ina.hop_count = 0;                                                                          \
+    hdr.ina.pkt_type = PKT_TYPE_RESULT;                                                             \
+    hdr.ina.flags = hdr.ina.flags | FLAG_MCAST;                                                     \
+    INA_FOR_EACH_HOP_INDEX(INA_HOP_INVALID)
+
 /* The per-lane slot registers: slot_lane_0 .. slot_lane_(K-1). */
 #define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
@@ -341,6 +352,13 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         meta.released = mine ? 1w1 : 1w0;
     }
 
+    /* The tree's root answers a resend with the sum it kept: a multicast RESULT back down the way the resend
+       came (the requester, or the switch below whose workers it serves), not to the server. */
+    action root_answer_down() {
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+        INA_TO_MULTICAST_RESULT
+    }
+
     /* S5.1-S5.2 at a hop (or multicast switch) that aggregates for the job, with the counters. */
     action count_release() {
         ina_stats.count(meta.stat_base + (meta.released == 1 ? (bit<32>)STAT_RESULT_RELEASED
@@ -436,7 +454,11 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                                 }
                             } else if (meta.verdict == VERDICT_STORED) {
                                 ina_stats.count(meta.stat_base + STAT_GRAD_STORED_ANSWER);
-                                pop_hop_and_forward();
+                                if (meta.tree_root == 1 && meta.result_group != 0) {
+                                    root_answer_down();
+                                } else {
+                                    pop_hop_and_forward();
+                                }
                             } else if (meta.verdict == VERDICT_RELEASED) {
                                 ina_stats.count(meta.stat_base + STAT_GRAD_RELEASED_FORWARD);
                                 pop_hop_and_forward();
@@ -553,13 +575,7 @@ control InaEgress(inout headers_t hdr, inout ina_metadata_t meta,
     /* A copy of a sum the tree's root completed, leaving toward the workers: the multicast RESULT (hop_count
        0, the hops left for the server deleted). */
     action root_result() {
-        hdr.ipv4.total_len = hdr.ipv4.total_len - (((bit<16>)hdr.ina.hop_count) << 3);
-        hdr.udp.length = hdr.udp.length - (((bit<16>)hdr.ina.hop_count) << 3);
-        hdr.udp.checksum = 0;
-        hdr.ina.hop_count = 0;
-        hdr.ina.pkt_type = PKT_TYPE_RESULT;
-        hdr.ina.flags = hdr.ina.flags | FLAG_MCAST;
-        INA_FOR_EACH_HOP_INDEX(INA_HOP_INVALID)
+        INA_TO_MULTICAST_RESULT
     }
 
     /* The copy toward the server stays the completed GRAD, marked MCAST: its workers have it already. */

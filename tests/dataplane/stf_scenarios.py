@@ -603,7 +603,7 @@ def root_multicast() -> Scenario:
     s = Scenario(
         "root_multicast",
         "the tree's root turns the completing GRAD into the multicast RESULT, sends the server one copy of the "
-        "completed GRAD (MCAST), keeps the sum and answers a resend with it (STORED|RETX)",
+        "completed GRAD (MCAST), keeps the sum and answers a resend with it back down (STORED|RETX)",
     )
     standard_setup(s, JOB_ROOT)
     # the group: two workers, a lower switch on port 6, and the port toward the server (the copy up)
@@ -634,14 +634,16 @@ def root_multicast() -> Scenario:
         SERVER_PORT,
         forwarded(1, JOB_ROOT, 3, total, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_MCAST),
     )
-    s.comment("worker 0 missed it and resends: the cell kept the sum (count = fan-in) and answers, up to the server")
-    s.packet(1, grad_frame(0, JOB_ROOT, 3, [1, -1], grad_hops(), slot=1, flags=C.FLAG_RETX))
-    s.expect(
-        SERVER_PORT,
-        forwarded(
-            0, JOB_ROOT, 3, total, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_RETX | C.FLAG_STORED
-        ),
+    s.comment(
+        "worker 0 missed it and resends: the cell kept the sum (count = fan-in) and answers back down the port the "
+        "resend came by, as a multicast RESULT (STORED|RETX), nothing to the server"
     )
+    s.packet(1, grad_frame(0, JOB_ROOT, 3, [1, -1], grad_hops(), slot=1, flags=C.FLAG_RETX))
+    answer = codec.result(
+        JOB_ROOT["job_id"], 3, [], lanes(total), slot=1, tree_id=JOB_ROOT["tree_id"],
+        flags=C.FLAG_MCAST | C.FLAG_STORED | C.FLAG_RETX, value_count=2, contributor=SWITCH_ID,
+    )  # fmt: skip
+    s.expect(WORKER_PORTS[0], codec.build_frame(answer, WORKERS[0][0], WORKERS[0][0], WORKERS[0][1], WORKERS[0][1]))
     s.check_stats(
         JOB_ROOT,
         {
