@@ -31,8 +31,13 @@
 #endif
 
 /* A GRAD carrying a sum becomes the multicast RESULT of its chunk (docs/protocol.md, "Root multicast"):
-   hop_count 0, the hops left for the server deleted, lengths told. */
+   hop_count 0, the hops left for the server deleted, lengths told; from the server's addresses (the GRAD's
+   destination) and port, as the server's RESULTs are: a host drops a packet with its own address as source
+   (Linux: a martian), and the worker whose GRAD completed the sum gets the RESULT too. */
 #define INA_TO_MULTICAST_RESULT                                                                    \
+    hdr.ethernet.src_addr = hdr.ethernet.dst_addr;                                                  \
+    hdr.ipv4.src_addr = hdr.ipv4.dst_addr;                                                          \
+    hdr.udp.src_port = INA_UDP_PORT;                                                                \
     hdr.ipv4.total_len = hdr.ipv4.total_len - (((bit<16>)hdr.ina.hop_count) << 3);                  \
     hdr.udp.length = hdr.udp.length - (((bit<16>)hdr.ina.hop_count) << 3);                          \
     hdr.udp.checksum = 0;                                                                           \

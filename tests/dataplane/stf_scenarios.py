@@ -625,7 +625,9 @@ def root_multicast() -> Scenario:
         value_count=2,
         contributor=SWITCH_ID,
     )
-    src_mac, src_ip = WORKERS[1]
+    # from the server's addresses (the GRAD's destination), as the server's RESULTs: a worker's kernel drops
+    # a packet from its own address, and worker 1, whose GRAD completed the sum, gets the RESULT too
+    src_mac, src_ip = SERVER
     for worker in (0, 1):
         mac, ip = WORKERS[worker]
         s.expect(WORKER_PORTS[worker], codec.build_frame(result, src_mac, mac, src_ip, ip))
@@ -643,7 +645,7 @@ def root_multicast() -> Scenario:
         JOB_ROOT["job_id"], 3, [], lanes(total), slot=1, tree_id=JOB_ROOT["tree_id"],
         flags=C.FLAG_MCAST | C.FLAG_STORED | C.FLAG_RETX, value_count=2, contributor=SWITCH_ID,
     )  # fmt: skip
-    s.expect(WORKER_PORTS[0], codec.build_frame(answer, WORKERS[0][0], WORKERS[0][0], WORKERS[0][1], WORKERS[0][1]))
+    s.expect(WORKER_PORTS[0], codec.build_frame(answer, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
     s.check_stats(
         JOB_ROOT,
         {
