@@ -23,9 +23,10 @@ def _stat(net, plan, switch, stat):
     return net.installer.read_stats(switch, [index])[index][0]
 
 
-def _watch_results(channel, drop_first_of_seq=None):
-    """Count the RESULTs crossing ``channel`` by seq; drop the first one of seq ``drop_first_of_seq``."""
-    seen: dict[int, int] = {}
+def _watch_results(channel, drop_first_of_seq=None, drop_first=False):
+    """Count the RESULTs crossing ``channel`` by seq; drop the first one of seq ``drop_first_of_seq`` (or,
+    ``drop_first``, the first RESULT of all; its seq is then ``seen["dropped"]``)."""
+    seen: dict = {}
     send = channel.send
 
     def watched(frame: bytes) -> None:
@@ -34,7 +35,8 @@ def _watch_results(channel, drop_first_of_seq=None):
         if pkt.header.pkt_type == C.PKT_TYPE_RESULT:
             seq = pkt.header.seq
             seen[seq] = seen.get(seq, 0) + 1
-            if seq == drop_first_of_seq and seen[seq] == 1:
+            if (seq == drop_first_of_seq and seen[seq] == 1) or (drop_first and "dropped" not in seen):
+                seen["dropped"] = seq
                 return
         send(frame)
 
@@ -73,6 +75,34 @@ def test_a_lost_result_is_answered_by_the_roots_stored_sum_to_that_worker_only()
     assert job.agents[0].stats["retransmissions"] >= 1
     net.loop.run(0.01)
     assert job.server_agents["h4"].stats["results_sent"] == 0  # answered by the switch, not the server
+
+
+def test_a_result_lost_on_its_way_to_a_lower_switch_is_answered_from_the_root_to_that_switchs_workers():
+    """Leaf-spine: the root's RESULT toward the switch below it is lost, so that switch keeps its complete
+    cell and its workers resend: the lower switch passes its stored sum up, the root answers it back down
+    that way, and the lower switch replicates it to its workers and releases its cell."""
+    net = network("leaf_spine")
+    job = _job(net, 8, timeout=0.002)
+    (tree0_root,) = [c.switch for c in job.plan.switches if c.root and c.tree_id == 0]
+    # the switch right under the root in tree 0 (a member of the root's group that is a switch)
+    (below,) = [
+        m.toward
+        for c in job.plan.switches
+        if c.switch == tree0_root and c.tree_id == 0
+        for m in c.members
+        if net.topo.is_switch(m.toward)
+    ]
+    down = _watch_results(net.net.channel(tree0_root, below), drop_first=True)
+    xs = int_inputs(8, 64 * 40, seed=11)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    # the RESULT (lost), then the root's answers to the stored sums passed up: at most one per resend (those
+    # that reached it before the first answer released the lower switches' cells)
+    resends = sum(a.stats["retransmissions"] for a in job.agents)
+    assert 2 <= down[down["dropped"]] <= 1 + resends
+    assert _stat(net, job.plan, tree0_root, C.STAT_GRAD_STORED_ANSWER) >= 2  # below's stored sum, then root's
+    net.loop.run(0.01)
+    assert sum(job.server_agents[s.name].stats["results_sent"] for s in job.plan.servers) == 0
 
 
 def test_with_the_server_completing_sums_a_resend_is_answered_to_its_sender_only():
