@@ -256,6 +256,7 @@ def format_plan(plan: JobPlan) -> str:
                 if c.aggregates
                 else "forwards"
             )
+            + (", tree root: sends the results" if c.root else "")
             + extra
         )
     for warning in plan.warnings:
