@@ -353,6 +353,11 @@ class JobPlan:
         total = sum(t.weight for t in self.trees)
         if abs(total - 1.0) > 1e-6:
             raise PlanFormatError(f"tree weights sum to {total}, not 1")
+        for c in self.switches:  # a tree's root multicasts the sums it completes: it needs both
+            if c.root and not (c.aggregates and c.result_group):
+                raise PlanFormatError(
+                    f"switches: {c.switch} is tree {c.tree_id}'s root without aggregating or a result group"
+                )
 
 
 def _check_grad_hops(t: TreePlan, worker: str, server_id: int) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from controller.errors import PlanError
+from controller.errors import PlanError, PlanFormatError
 from controller.generators import fat_tree, leaf_spine
 from controller.multihop import fewest_hops_tree, path_tree
 from controller.options import POLICIES
@@ -185,6 +185,11 @@ def test_multicast_groups_and_members():
     assert [(m.port, m.toward) for m in no_root.switches[0].members if m.toward == "h9"] == []
     unicast = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="unicast"))
     assert not any(c.root for c in unicast.switches)  # the switch sends results by multicast only
+    data = plan.to_dict()
+    (root,) = [c for c in data["switches"] if c["root"]]
+    root["result_group"] = 0
+    with pytest.raises(PlanFormatError, match="l3 is tree 0's root without aggregating or a result group"):
+        JobPlan.from_dict(data)
 
 
 @pytest.mark.parametrize(
