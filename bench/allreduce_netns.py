@@ -85,8 +85,9 @@ class LabBench:
         from controller.planner import PlanOptions
         from topologies.mininet_lab import MininetLab
 
-        # results go down the tree by multicast (the lab's default): one RESULT leaves the server per
-        # chunk, so the server's link carries S each way like a worker's
+        # results go down the tree by multicast (the lab's default): from the switch that aggregates every
+        # worker where there is one (docs/protocol.md, "Root multicast"; the server's link then carries the
+        # sums' copies in only), else one RESULT leaves the server per chunk
         options = PlanOptions(result_mode="multicast", pool_size=pool_size)
         self.lab = MininetLab(str(ROOT / topology), program=program, log=log, plan_options=options)
         self.topology = topology

@@ -16,6 +16,7 @@ line). TLS flags are all or nothing: a CA, certificate or key without ``--tls`` 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import threading
@@ -236,6 +237,7 @@ def format_plan(plan: JobPlan) -> str:
                 if c.aggregates
                 else "forwards"
             )
+            + (", tree root: sends the results" if c.root else "")
             + extra
         )
     for warning in plan.warnings:
@@ -344,7 +346,10 @@ def cmd_install(args: argparse.Namespace) -> int:
         n = inst.install_topology()
         print(f"{n} topology entries written")
         if args.workers:
-            plan = plan_job(topo, *_job_hosts(topo, args), _options(args))
+            options = _options(args)
+            if options.root_results is None:  # results from a tree's root where the switches' program can
+                options = dataclasses.replace(options, root_results=inst.root_multicast())
+            plan = plan_job(topo, *_job_hosts(topo, args), options)
             n = inst.install_job(plan)
             print(f"job {plan.job_id}: {n} entries written")
             if args.plan_out:

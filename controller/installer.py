@@ -19,11 +19,11 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
-from controller.errors import P4RuntimeError, PlanError
+from controller.errors import InstallError, P4RuntimeError, PlanError
 from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
 from controller.plan import JobPlan
-from controller.programs import program_kind, stat_counters, values_per_packet
+from controller.programs import program_kind, root_multicast, stat_counters, values_per_packet
 from controller.tls import TlsFiles
 from controller.topology import Topology
 from protocol import constants as C
@@ -279,6 +279,11 @@ class Installer:
         out: dict[str, JobEntries] = {}
         for cfg in plan.switches:
             n = self.names(cfg.switch)
+            if cfg.root and not self.root_multicast(cfg.switch):
+                raise InstallError(
+                    f"job {plan.job_id}: {cfg.switch}'s program cannot send results from the tree's root "
+                    "(its set_job takes aggregates 0 or 1): plan with root_results=False"
+                )
             entry = n.table_entry(
                 T_JOBS,
                 {K_JOB: plan.job_id, K_TREE: cfg.tree_id},
@@ -288,7 +293,7 @@ class Installer:
                     "slot_base": cfg.slot_base,
                     "pool_size": cfg.pool_size,
                     "max_fan_in": cfg.max_fan_in,
-                    "aggregates": int(cfg.aggregates),
+                    "aggregates": C.AGGREGATES_ROOT if cfg.root else int(cfg.aggregates),
                     "result_group": cfg.result_group,
                 },
             )
@@ -455,6 +460,13 @@ class Installer:
         self.names(switch)
         assert self.p4info is not None
         return program_kind(self.p4info)
+
+    def root_multicast(self, switch: str | None = None) -> bool:
+        """Whether the switches' program can send results from a tree's root (its P4Info: ina.p4 can, the
+        TNA program cannot): controller/programs.py."""
+        self.names(switch)
+        assert self.p4info is not None
+        return root_multicast(self.p4info)
 
     def values_per_packet(self, switch: str | None = None) -> int:
         """K of the program the switches run, from the P4Info (given, or read from ``switch``)."""

@@ -47,6 +47,10 @@ class JobInstaller(Protocol):
         """K of the program the switches run (controller/programs.py): every plan's value_count."""
         ...
 
+    def root_multicast(self) -> bool:
+        """Whether the switches' program can send results from a tree's root (controller/programs.py)."""
+        ...
+
 
 MAX_WATCHERS = 48  # WatchPlan streams at once (one per agent of the running jobs); more: RESOURCE_EXHAUSTED
 UNARY_WORKERS = 16  # threads for every other call, which WatchPlan streams never take
@@ -123,6 +127,8 @@ class JobManager:
         the program's K lanes, so a plan of another K could not run. Without an installer, as given."""
         if self.installer is None:
             return options
+        if options.root_results is None:  # results from a tree's root where the program can send them
+            options = replace(options, root_results=self.installer.root_multicast())
         k = self.installer.values_per_packet()
         if options.value_count is None:
             return replace(options, value_count=k)

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ontroller/jobservice.proto\x12\x0eina.controller\"\xf3\x03\n\x0bPlanOptions\x12\x14\n\x07planner\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06policy\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x18\n\x0b\x61ggregation\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x18\n\x0bresult_mode\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x16\n\tpool_size\x18\x05 \x01(\rH\x04\x88\x01\x01\x12\x18\n\x0bvalue_count\x18\x06 \x01(\rH\x05\x88\x01\x01\x12\x0f\n\x02op\x18\x07 \x01(\tH\x06\x88\x01\x01\x12\x12\n\x05trees\x18\x08 \x01(\rH\x07\x88\x01\x01\x12\x13\n\x06height\x18\t \x01(\x01H\x08\x88\x01\x01\x12\x13\n\x06min_bw\x18\n \x01(\x01H\t\x88\x01\x01\x12\x16\n\ttree_rate\x18\x0b \x01(\x01H\n\x88\x01\x01\x12\x17\n\nloss_bound\x18\x0c \x01(\x01H\x0b\x88\x01\x01\x12\x11\n\x04seed\x18\r \x01(\x04H\x0c\x88\x01\x01\x12\x13\n\x06job_id\x18\x0e \x01(\rH\r\x88\x01\x01\x42\n\n\x08_plannerB\t\n\x07_policyB\x0e\n\x0c_aggregationB\x0e\n\x0c_result_modeB\x0c\n\n_pool_sizeB\x0e\n\x0c_value_countB\x05\n\x03_opB\x08\n\x06_treesB\t\n\x07_heightB\t\n\x07_min_bwB\x0c\n\n_tree_rateB\r\n\x0b_loss_boundB\x07\n\x05_seedB\t\n\x07_job_id\"d\n\x12RegisterJobRequest\x12\x0f\n\x07workers\x18\x01 \x03(\t\x12\x0f\n\x07servers\x18\x02 \x03(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.ina.controller.PlanOptions\"z\n\x10RegisterJobReply\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x11\n\tplan_json\x18\x03 \x01(\t\x12\x10\n\x08warnings\x18\x04 \x03(\t\x12\x11\n\tinstalled\x18\x05 \x01(\x08\x12\r\n\x05token\x18\x06 \x01(\t\"1\n\x0eGetPlanRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\"2\n\x0cGetPlanReply\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x11\n\tplan_json\x18\x02 \x01(\t\"#\n\x11ReleaseJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"*\n\x0fReleaseJobReply\x12\x17\n\x0f\x65ntries_removed\x18\x01 \x01(\x08\"\x11\n\x0fListJobsRequest\"\x81\x01\n\nJobSummary\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x0f\n\x07planner\x18\x03 \x01(\t\x12\x0f\n\x07workers\x18\x04 \x03(\t\x12\x0f\n\x07servers\x18\x05 \x03(\t\x12\r\n\x05trees\x18\x06 \x01(\r\x12\x10\n\x08warnings\x18\x07 \x03(\t\"9\n\rListJobsReply\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.ina.controller.JobSummary\"\"\n\x10WatchPlanRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"C\n\x0eWatchPlanReply\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x11\n\tplan_json\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t2\x99\x03\n\nJobService\x12S\n\x0bRegisterJob\x12\".ina.controller.RegisterJobRequest\x1a .ina.controller.RegisterJobReply\x12G\n\x07GetPlan\x12\x1e.ina.controller.GetPlanRequest\x1a\x1c.ina.controller.GetPlanReply\x12P\n\nReleaseJob\x12!.ina.controller.ReleaseJobRequest\x1a\x1f.ina.controller.ReleaseJobReply\x12J\n\x08ListJobs\x12\x1f.ina.controller.ListJobsRequest\x1a\x1d.ina.controller.ListJobsReply\x12O\n\tWatchPlan\x12 .ina.controller.WatchPlanRequest\x1a\x1e.ina.controller.WatchPlanReply0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ontroller/jobservice.proto\x12\x0eina.controller\"\x9f\x04\n\x0bPlanOptions\x12\x14\n\x07planner\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x13\n\x06policy\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x18\n\x0b\x61ggregation\x18\x03 \x01(\tH\x02\x88\x01\x01\x12\x18\n\x0bresult_mode\x18\x04 \x01(\tH\x03\x88\x01\x01\x12\x16\n\tpool_size\x18\x05 \x01(\rH\x04\x88\x01\x01\x12\x18\n\x0bvalue_count\x18\x06 \x01(\rH\x05\x88\x01\x01\x12\x0f\n\x02op\x18\x07 \x01(\tH\x06\x88\x01\x01\x12\x12\n\x05trees\x18\x08 \x01(\rH\x07\x88\x01\x01\x12\x13\n\x06height\x18\t \x01(\x01H\x08\x88\x01\x01\x12\x13\n\x06min_bw\x18\n \x01(\x01H\t\x88\x01\x01\x12\x16\n\ttree_rate\x18\x0b \x01(\x01H\n\x88\x01\x01\x12\x17\n\nloss_bound\x18\x0c \x01(\x01H\x0b\x88\x01\x01\x12\x11\n\x04seed\x18\r \x01(\x04H\x0c\x88\x01\x01\x12\x13\n\x06job_id\x18\x0e \x01(\rH\r\x88\x01\x01\x12\x19\n\x0croot_results\x18\x0f \x01(\x08H\x0e\x88\x01\x01\x42\n\n\x08_plannerB\t\n\x07_policyB\x0e\n\x0c_aggregationB\x0e\n\x0c_result_modeB\x0c\n\n_pool_sizeB\x0e\n\x0c_value_countB\x05\n\x03_opB\x08\n\x06_treesB\t\n\x07_heightB\t\n\x07_min_bwB\x0c\n\n_tree_rateB\r\n\x0b_loss_boundB\x07\n\x05_seedB\t\n\x07_job_idB\x0f\n\r_root_results\"d\n\x12RegisterJobRequest\x12\x0f\n\x07workers\x18\x01 \x03(\t\x12\x0f\n\x07servers\x18\x02 \x03(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.ina.controller.PlanOptions\"z\n\x10RegisterJobReply\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x11\n\tplan_json\x18\x03 \x01(\t\x12\x10\n\x08warnings\x18\x04 \x03(\t\x12\x11\n\tinstalled\x18\x05 \x01(\x08\x12\r\n\x05token\x18\x06 \x01(\t\"1\n\x0eGetPlanRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\"2\n\x0cGetPlanReply\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x11\n\tplan_json\x18\x02 \x01(\t\"#\n\x11ReleaseJobRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"*\n\x0fReleaseJobReply\x12\x17\n\x0f\x65ntries_removed\x18\x01 \x01(\x08\"\x11\n\x0fListJobsRequest\"\x81\x01\n\nJobSummary\x12\x0e\n\x06job_id\x18\x01 \x01(\r\x12\x0f\n\x07version\x18\x02 \x01(\r\x12\x0f\n\x07planner\x18\x03 \x01(\t\x12\x0f\n\x07workers\x18\x04 \x03(\t\x12\x0f\n\x07servers\x18\x05 \x03(\t\x12\r\n\x05trees\x18\x06 \x01(\r\x12\x10\n\x08warnings\x18\x07 \x03(\t\"9\n\rListJobsReply\x12(\n\x04jobs\x18\x01 \x03(\x0b\x32\x1a.ina.controller.JobSummary\"\"\n\x10WatchPlanRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\r\"C\n\x0eWatchPlanReply\x12\x0f\n\x07version\x18\x01 \x01(\r\x12\x11\n\tplan_json\x18\x02 \x01(\t\x12\r\n\x05\x65rror\x18\x03 \x01(\t2\x99\x03\n\nJobService\x12S\n\x0bRegisterJob\x12\".ina.controller.RegisterJobRequest\x1a .ina.controller.RegisterJobReply\x12G\n\x07GetPlan\x12\x1e.ina.controller.GetPlanRequest\x1a\x1c.ina.controller.GetPlanReply\x12P\n\nReleaseJob\x12!.ina.controller.ReleaseJobRequest\x1a\x1f.ina.controller.ReleaseJobReply\x12J\n\x08ListJobs\x12\x1f.ina.controller.ListJobsRequest\x1a\x1d.ina.controller.ListJobsReply\x12O\n\tWatchPlan\x12 .ina.controller.WatchPlanRequest\x1a\x1e.ina.controller.WatchPlanReply0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'controller.jobservice_pb2', globals())
@@ -21,29 +21,29 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   _PLANOPTIONS._serialized_start=48
-  _PLANOPTIONS._serialized_end=547
-  _REGISTERJOBREQUEST._serialized_start=549
-  _REGISTERJOBREQUEST._serialized_end=649
-  _REGISTERJOBREPLY._serialized_start=651
-  _REGISTERJOBREPLY._serialized_end=773
-  _GETPLANREQUEST._serialized_start=775
-  _GETPLANREQUEST._serialized_end=824
-  _GETPLANREPLY._serialized_start=826
-  _GETPLANREPLY._serialized_end=876
-  _RELEASEJOBREQUEST._serialized_start=878
-  _RELEASEJOBREQUEST._serialized_end=913
-  _RELEASEJOBREPLY._serialized_start=915
-  _RELEASEJOBREPLY._serialized_end=957
-  _LISTJOBSREQUEST._serialized_start=959
-  _LISTJOBSREQUEST._serialized_end=976
-  _JOBSUMMARY._serialized_start=979
-  _JOBSUMMARY._serialized_end=1108
-  _LISTJOBSREPLY._serialized_start=1110
-  _LISTJOBSREPLY._serialized_end=1167
-  _WATCHPLANREQUEST._serialized_start=1169
-  _WATCHPLANREQUEST._serialized_end=1203
-  _WATCHPLANREPLY._serialized_start=1205
-  _WATCHPLANREPLY._serialized_end=1272
-  _JOBSERVICE._serialized_start=1275
-  _JOBSERVICE._serialized_end=1684
+  _PLANOPTIONS._serialized_end=591
+  _REGISTERJOBREQUEST._serialized_start=593
+  _REGISTERJOBREQUEST._serialized_end=693
+  _REGISTERJOBREPLY._serialized_start=695
+  _REGISTERJOBREPLY._serialized_end=817
+  _GETPLANREQUEST._serialized_start=819
+  _GETPLANREQUEST._serialized_end=868
+  _GETPLANREPLY._serialized_start=870
+  _GETPLANREPLY._serialized_end=920
+  _RELEASEJOBREQUEST._serialized_start=922
+  _RELEASEJOBREQUEST._serialized_end=957
+  _RELEASEJOBREPLY._serialized_start=959
+  _RELEASEJOBREPLY._serialized_end=1001
+  _LISTJOBSREQUEST._serialized_start=1003
+  _LISTJOBSREQUEST._serialized_end=1020
+  _JOBSUMMARY._serialized_start=1023
+  _JOBSUMMARY._serialized_end=1152
+  _LISTJOBSREPLY._serialized_start=1154
+  _LISTJOBSREPLY._serialized_end=1211
+  _WATCHPLANREQUEST._serialized_start=1213
+  _WATCHPLANREQUEST._serialized_end=1247
+  _WATCHPLANREPLY._serialized_start=1249
+  _WATCHPLANREPLY._serialized_end=1316
+  _JOBSERVICE._serialized_start=1319
+  _JOBSERVICE._serialized_end=1728
 # @@protoc_insertion_point(module_scope)

@@ -80,6 +80,10 @@ class PlanOptions:
         controller/programs.py), else ina.p4's default ``VALUES_PER_PACKET``.
     op : str
         The reduction, one of ``OPS``.
+    root_results : bool or None
+        Multicast results: let the switch that aggregates every worker of a tree send the RESULT down itself
+        (no server hop; docs/design-decisions.md, "Results from the tree's root"). None: where the switches'
+        program can (``JobManager`` with an installer reads the P4Info: the TNA program cannot), else True.
     job_id : int or None
         The job id to take; None takes the lowest free one.
     trees, height, min_bw, tree_rate, loss_bound, seed
@@ -103,6 +107,7 @@ class PlanOptions:
     pool_size: int = DEFAULT_POOL_SIZE
     value_count: int | None = None
     op: str = DEFAULT_OP
+    root_results: bool | None = None
     job_id: int | None = None
     trees: int = DEFAULT_TREES
     height: float | None = None

@@ -177,6 +177,9 @@ class SwitchJobConfig:
     max_fan_in: int
     result_group: int  # 0 when results are unicast
     members: list[McastMember] = field(default_factory=list)
+    # the tree's root: aggregates every worker and multicasts the RESULT of what it completes itself (set_job
+    # aggregates = AGGREGATES_ROOT; its group includes the port up, for the server's copy)
+    root: bool = False
 
 
 @dataclass
@@ -350,6 +353,11 @@ class JobPlan:
         total = sum(t.weight for t in self.trees)
         if abs(total - 1.0) > 1e-6:
             raise PlanFormatError(f"tree weights sum to {total}, not 1")
+        for c in self.switches:  # a tree's root multicasts the sums it completes: it needs both
+            if c.root and not (c.aggregates and c.result_group):
+                raise PlanFormatError(
+                    f"switches: {c.switch} is tree {c.tree_id}'s root without aggregating or a result group"
+                )
 
 
 def _check_grad_hops(t: TreePlan, worker: str, server_id: int) -> None:

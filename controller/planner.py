@@ -108,6 +108,7 @@ def plan_job(
             options.aggregation,
             options.result_mode,
             first_tree_id=first_tree_id,
+            root_results=options.root_results is not False,
         )
         try:
             trees = _plan_trees(ctx, options, reserve_bandwidth=not replanning)

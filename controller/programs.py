@@ -63,6 +63,24 @@ def program_kind(p4info: p4info_pb2.P4Info) -> str:
     )
 
 
+def root_multicast(p4info: p4info_pb2.P4Info) -> bool:
+    """Whether the program can be a tree's root that multicasts the RESULT of what it completes
+    (docs/protocol.md, "Root multicast"): its ``set_job`` takes ``aggregates`` = ``AGGREGATES_ROOT`` (2 bits,
+    ina.p4); the TNA program's takes 0 or 1 and keeps the server hop (docs/tofino.md).
+
+    >>> info = p4info_pb2.P4Info()
+    >>> action = info.actions.add()
+    >>> action.preamble.name = "InaIngress.set_job"
+    >>> _ = action.params.add(name="aggregates", bitwidth=1)
+    >>> root_multicast(info)
+    False
+    """
+    for action in p4info.actions:
+        if action.preamble.name == "InaIngress.set_job":
+            return any(p.name == "aggregates" and p.bitwidth >= 2 for p in action.params)
+    return False
+
+
 def values_per_packet(p4info: p4info_pb2.P4Info) -> int:
     """K, the int32 lanes of a dense packet, of the program a P4Info describes: one register per lane in
     ina.p4 (``InaIngress.slot_lane_<i>``), one per pair of lanes in the TNA program

@@ -21,6 +21,7 @@ from controller.options import DEFAULT_AGGREGATION, DEFAULT_RESULT_MODE
 from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, SwitchJobConfig, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
+from protocol.constants import ROOT_UP_REPLICA
 
 MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
 
@@ -41,6 +42,7 @@ class JobContext:
     warnings: list[str] = field(default_factory=list)
     switch_configs: list[SwitchJobConfig] = field(default_factory=list)
     first_tree_id: int = 0  # the job's trees are numbered from here (a re-planned job's new trees)
+    root_results: bool = True  # multicast results: the switch aggregating every worker sends them down itself
 
     @property
     def job_id(self) -> int:
@@ -368,6 +370,7 @@ def switch_configs(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggrega
     """
     topo = ctx.topo
     group = ctx.resources.take_group(ctx.grant) if ctx.result_mode == "multicast" else 0
+    root = tree_root_switch(agg, shape) if group and ctx.root_results else None
     configs = []
     for node in shape.order:
         if node == shape.root or node in shape.rank:
@@ -377,6 +380,9 @@ def switch_configs(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggrega
             for c in shape.kids[node]:
                 rid = topo.host(c).index if topo.is_host(c) else 0
                 members.append(McastMember(_port(ctx.graph, node, c), rid, c))
+            if node == root:  # the completed GRAD's copy to the server (p4src/ina.p4, egress)
+                up = shape.parent[node]
+                members.append(McastMember(_port(ctx.graph, node, up), ROOT_UP_REPLICA, up))
         aggregates = agg.aggregates[node]
         configs.append(
             SwitchJobConfig(
@@ -390,9 +396,19 @@ def switch_configs(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggrega
                 max_fan_in=len(agg.flows_in[node]) if aggregates else 0,
                 result_group=group,
                 members=members,
+                root=node == root,
             )
         )
     return configs
+
+
+def tree_root_switch(agg: Aggregation, shape: TreeShape) -> str | None:
+    """The switch that aggregates every worker of the tree, if one does: the server's only flow is an
+    aggregating switch's. It can send the RESULTs down itself (docs/protocol.md, "Root multicast")."""
+    flows = agg.flows_in.get(shape.root, [])
+    if len(flows) == 1 and agg.aggregates.get(flows[0]):
+        return flows[0]
+    return None
 
 
 def host_tree(shape: TreeShape) -> tuple[dict[str, str | None], dict[str, list[str]]]:

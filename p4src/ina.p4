@@ -23,6 +23,29 @@
 
 #define SIGN_BIT 0x80000000
 
+/* Every entry of the hop stack (MAX_HOPS = 8), for a copy that leaves with none. */
+#define INA_HOP_INVALID(i) hdr.hops[i].setInvalid();
+#define INA_FOR_EACH_HOP_INDEX(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#if MAX_HOPS != 8
+#error "INA_FOR_EACH_HOP_INDEX lists MAX_HOPS = 8 hop entries"
+#endif
+
+/* A GRAD carrying a sum becomes the multicast RESULT of its chunk (docs/protocol.md, "Root multicast"):
+   hop_count 0, the hops left for the server deleted, lengths told; from the server's addresses (the GRAD's
+   destination) and port, as the server's RESULTs are: a host drops a packet with its own address as source
+   (Linux: a martian), and the worker whose GRAD completed the sum gets the RESULT too. */
+#define INA_TO_MULTICAST_RESULT                                                                    \
+    hdr.ethernet.src_addr = hdr.ethernet.dst_addr;                                                  \
+    hdr.ipv4.src_addr = hdr.ipv4.dst_addr;                                                          \
+    hdr.udp.src_port = INA_UDP_PORT;                                                                \
+    hdr.ipv4.total_len = hdr.ipv4.total_len - (((bit<16>)hdr.ina.hop_count) << 3);                  \
+    hdr.udp.length = hdr.udp.length - (((bit<16>)hdr.ina.hop_count) << 3);                          \
+    hdr.udp.checksum = 0;                                                                           \
+    hdr.ina.hop_count = 0;                                                                          \
+    hdr.ina.pkt_type = PKT_TYPE_RESULT;                                                             \
+    hdr.ina.flags = hdr.ina.flags | FLAG_MCAST;                                                     \
+    INA_FOR_EACH_HOP_INDEX(INA_HOP_INVALID)
+
 /* The per-lane slot registers: slot_lane_0 .. slot_lane_(K-1). */
 #define INA_LANE_REGISTER(i) register<bit<32>, bit<32>>(SLOT_REGISTER_SIZE) slot_lane_##i;
 
@@ -103,7 +126,8 @@
     hdr.ipv4.diffserv = (completes && new_ce == 1 && (hdr.ipv4.diffserv & ECN_MASK) != ECN_NOT_ECT) \
                         ? (hdr.ipv4.diffserv | ECN_CE) : hdr.ipv4.diffserv;                         \
     meta.slot_overflow = new_ovf;                                                                   \
-    meta.evicted = (fresh && count != 0) ? 1w1 : 1w0;                                               \
+    meta.evicted = (fresh && count != 0                                                             \
+                    && !(meta.tree_root == 1 && count == hdr.hops[0].fan_in)) ? 1w1 : 1w0;          \
     meta.verdict = completes ? (bit<8>)VERDICT_COMPLETED :                                          \
                    (complete ? (bit<8>)VERDICT_STORED :                                             \
                    (released ? (bit<8>)VERDICT_RELEASED :                                           \
@@ -175,15 +199,18 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
     }
 
     /* ---- jobs ---- */
+    /* aggregates: 0 pass only, 1 aggregate, AGGREGATES_ROOT aggregate as the tree's root: a chunk completed
+       here leaves as the multicast RESULT itself, no server hop (docs/protocol.md, "Root multicast"). */
     action set_job(bit<8> job_index, bit<32> slot_base, bit<16> pool_size, bit<8> max_fan_in,
-                   bit<1> aggregates, bit<16> result_group) {
+                   bit<2> aggregates, bit<16> result_group) {
         meta.job_known = 1;
         meta.job_index = job_index;
         meta.stat_base = ((bit<32>)job_index) * NUM_STATS;
         meta.slot_base = slot_base;
         meta.pool_size = pool_size;
         meta.max_fan_in = max_fan_in;
-        meta.aggregates = aggregates;
+        meta.aggregates = aggregates != 0 ? 1w1 : 1w0;
+        meta.tree_root = aggregates == AGGREGATES_ROOT ? 1w1 : 1w0;
         meta.result_group = result_group;
     }
 
@@ -330,6 +357,13 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
         meta.released = mine ? 1w1 : 1w0;
     }
 
+    /* The tree's root answers a resend with the sum it kept: a multicast RESULT back down the way the resend
+       came (the requester, or the switch below whose workers it serves), not to the server. */
+    action root_answer_down() {
+        standard_metadata.egress_spec = standard_metadata.ingress_port;
+        INA_TO_MULTICAST_RESULT
+    }
+
     /* S5.1-S5.2 at a hop (or multicast switch) that aggregates for the job, with the counters. */
     action count_release() {
         ina_stats.count(meta.stat_base + (meta.released == 1 ? (bit<32>)STAT_RESULT_RELEASED
@@ -338,6 +372,7 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
 
     apply {
         meta.drop_reason = DROP_NONE;
+        meta.root_multicast = 0;
         if (meta.is_ina == 1) {
             /* value_count 1..256 in 8 bits: 0 stands for 256 (docs/protocol.md, "INA header") */
             meta.value_count = hdr.ina.value_count == 0 ? (bit<16>)MAX_VALUE_COUNT : (bit<16>)hdr.ina.value_count;
@@ -411,10 +446,24 @@ control InaIngress(inout headers_t hdr, inout ina_metadata_t meta,
                                 /* S3.4 count == fan-in -> S3.5: sum in the packet, hop deleted, forwarded */
                                 ina_stats.count(meta.stat_base + STAT_GRAD_AGGREGATED);
                                 ina_stats.count(meta.stat_base + STAT_GRAD_COMPLETED);
-                                pop_hop_and_forward();
+                                if (meta.tree_root == 1 && meta.result_group != 0) {
+                                    /* the tree's root: the sum goes down as the multicast RESULT from here,
+                                       and one copy on up to the server (egress, replica ROOT_UP_REPLICA);
+                                       the cell keeps the sum (count stays fan-in) to answer a resend */
+                                    pop_hop_and_forward();
+                                    meta.root_multicast = 1;
+                                    standard_metadata.mcast_grp = meta.result_group;
+                                    ina_stats.count(meta.stat_base + STAT_RESULT_MULTICAST);
+                                } else {
+                                    pop_hop_and_forward();
+                                }
                             } else if (meta.verdict == VERDICT_STORED) {
                                 ina_stats.count(meta.stat_base + STAT_GRAD_STORED_ANSWER);
-                                pop_hop_and_forward();
+                                if (meta.tree_root == 1 && meta.result_group != 0) {
+                                    root_answer_down();
+                                } else {
+                                    pop_hop_and_forward();
+                                }
                             } else if (meta.verdict == VERDICT_RELEASED) {
                                 ina_stats.count(meta.stat_base + STAT_GRAD_RELEASED_FORWARD);
                                 pop_hop_and_forward();
@@ -528,7 +577,29 @@ control InaEgress(inout headers_t hdr, inout ina_metadata_t meta,
         default_action = NoAction();
     }
 
+    /* A copy of a sum the tree's root completed, leaving toward the workers: the multicast RESULT (hop_count
+       0, the hops left for the server deleted). */
+    action root_result() {
+        INA_TO_MULTICAST_RESULT
+    }
+
+    /* The copy toward the server stays the completed GRAD, marked MCAST: its workers have it already. */
+    action root_copy_up() {
+        hdr.ina.flags = hdr.ina.flags | FLAG_MCAST;
+    }
+
     apply {
+        /* The root's group member toward the server carries only the copy of a sum the root completed: a
+           RESULT multicast from above (a SPARSE chunk's, the server's) goes down only, never back up. */
+        if (standard_metadata.egress_rid == ROOT_UP_REPLICA) {
+            if (meta.root_multicast == 1) {
+                root_copy_up();
+            } else {
+                mark_to_drop(standard_metadata);
+            }
+        } else if (meta.root_multicast == 1) {
+            root_result();
+        }
         if (hdr.ina.isValid() && hdr.ina.pkt_type == PKT_TYPE_RESULT
             && (hdr.ina.flags & FLAG_MCAST) != 0) {
             result_rewrite.apply();

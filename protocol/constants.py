@@ -48,6 +48,8 @@ MASKED_1OF4_MAX_POSITIONS = 176  # the same for 1:4: 23P/8 <= 512
 MTU_BYTES = 1500
 JUMBO_MTU_BYTES = 9000  # the links of a K above 256 (p4src/ina_k1024.p4)
 MAX_HOPS = 8
+AGGREGATES_ROOT = 2  # set_job aggregates: the tree's root switch multicasts the RESULT of what it completes
+ROOT_UP_REPLICA = 0xFFFF  # the root's group member toward the server (its copy of the completed sum)
 MAX_FAN_IN = 32
 ETHERNET_HEADER_BYTES = 14
 IPV4_HEADER_BYTES = 20

@@ -6,7 +6,12 @@ worker: the parameter-server baseline); the terminal hop entry of each GRAD says
 and the packet's child index, so a per-chunk bitmap completes the sum exactly once whatever arrives
 twice. A completed sum goes back as unicast RESULTs along every worker's reverse hop list (which
 release the switches' slots) or as one multicast RESULT. Recent results are kept to answer
-retransmissions. Jobs are kept apart by job id; several jobs are served at once.
+retransmissions, each to the worker that sent it (its source address), never to all. Jobs are kept
+apart by job id; several jobs are served at once.
+
+A tree whose root switch sends the RESULTs down itself (``SwitchJobConfig.root``, docs/protocol.md, "Root
+multicast") sends the server one copy of each completed sum, a GRAD flagged MCAST: the server keeps it and
+sends nothing. It answers only resends there (the root's stored sum passed up), to their senders.
 
 Packets are taken in batches (``Transport.bind_batch``): a batch is decoded at once
 (``protocol.batch``), and each tree keeps its chunks in numpy arrays indexed by ``seq`` modulo a ring
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from controller.plan import hops_to_codec
+from native import udp
 from protocol import constants as C
 from protocol import layouts as L
 from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
@@ -50,6 +56,8 @@ class _TreeState:
         self.job = job
         self.tree_id = tree.tree_id
         self.recovery = tree.weight <= 0  # a re-planned job's recovery tree: chunks moved off dead trees
+        # the tree's root switch multicasts the RESULTs itself: the server gets copies and answers resends only
+        self.root_multicast = any(c.root and c.tree_id == tree.tree_id for c in job.plan.switches)
         self.fan_in = tree.server.fan_in
         self.ranks_of_child = {c.index: list(c.ranks) for c in tree.server.children}
         self.values_per_packet = values_per_packet
@@ -92,6 +100,7 @@ class _JobState:
     node_id: int
     multicast: bool
     worker_ips: dict[int, str]
+    rank_of_ip: dict[int, int]  # a worker's address (native.udp.ip_number) -> its rank: who sent a resend
     trees: dict[int, _TreeState]  # tree_id -> its dense chunks
     plan_trees: dict[int, tuple[TreePlan, int]]  # tree_id -> the plan's tree rooted here, and its ring size
     compressed: dict[tuple[int, int], _TreeState] = field(default_factory=dict)  # (tree_id, chunk code): 2:4, 1:4
@@ -117,6 +126,7 @@ class ServerAgent:
         self.node_id: int | None = None
         self._values_per_packet: int | None = None
         self._batch_ce: np.ndarray | None = None  # which rows of the batch being taken arrived marked CE
+        self._batch_sources: np.ndarray | None = None  # the source address of each row of that batch
         transport.ecn = C.ECN_ECT0  # results are ECN-capable: switches on the way down mark them too
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
@@ -129,7 +139,14 @@ class ServerAgent:
             raise AgentConfigError(f"job {plan.job_id} is already served by {self.name}")
         self.node_id = me.node_id
         job = _JobState(
-            plan.job_id, plan, me.node_id, plan.result_mode == "multicast", {w.rank: w.ip for w in plan.workers}, {}, {}
+            plan.job_id,
+            plan,
+            me.node_id,
+            plan.result_mode == "multicast",
+            {w.rank: w.ip for w in plan.workers},
+            {udp.ip_number(w.ip): w.rank for w in plan.workers},
+            {},
+            {},
         )
         self.jobs[plan.job_id] = job
         self._add_trees(job, plan)
@@ -179,6 +196,7 @@ class ServerAgent:
         if not n:
             return
         self._batch_ce = None if batch.ecn is None else (batch.ecn[:n] & C.ECN_MASK) == C.ECN_CE
+        self._batch_sources = batch.source_ips[:n]
         keep = packets.ok
         if _count(keep) < n:
             self.stats["malformed"] += n - _count(keep)
@@ -281,7 +299,7 @@ class ServerAgent:
                 count = len(fan_in)
         if not count:
             return
-        columns = _GradColumns(packets, rows, fan_in, child, tree.width, self._batch_ce)
+        columns = _GradColumns(packets, rows, fan_in, child, tree.width, self._batch_ce, self._batch_sources)
         if tree.recovery:
             left = self._answer_from_other_trees(tree, columns)
             if left is None:
@@ -348,7 +366,7 @@ class ServerAgent:
             retransmitted = was_done & ((rows.flags & C.FLAG_RETX) != 0)
             if _count(retransmitted):
                 self.stats["answered_retransmissions"] += _count(retransmitted)
-                self._answer(tree, position[retransmitted], rows.child[retransmitted])
+                self._answer(tree, position[retransmitted], rows.child[retransmitted], rows.source[retransmitted])
             self.stats["duplicates"] += _count(was_done) - _count(retransmitted)
             rows = rows.select(np.flatnonzero(~was_done))
             position = position[~was_done]
@@ -385,6 +403,9 @@ class ServerAgent:
         flags = rows.flags & C.FLAG_OVERFLOW
         tree.overflow[cells] = flags != 0
         tree.ce[cells] = rows.ce
+        if tree.root_multicast:
+            self._root_tree_completed(tree, cells, rows)
+            return
         self._send(tree, rows.header, rows.values, flags, None, rows.ce)
 
     def _add(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray) -> None:
@@ -430,6 +451,10 @@ class ServerAgent:
                 narrowed = np.clip(sums, INT32_MIN, INT32_MAX).astype(np.int32)
             tree.answer[complete] = narrowed
             self.stats["completed"] += len(complete)
+            if tree.root_multicast:  # fan-in 1 (the root is the only flow): a row per completed cell
+                completing = np.flatnonzero(np.isin(position, complete))
+                self._root_tree_completed(tree, position[completing], rows.select(completing))
+                return
             self._send_results(tree, complete, ranks=None)
 
     def _start_chunks(self, tree: _TreeState, rows: _GradColumns, position: np.ndarray, fresh: np.ndarray) -> None:
@@ -450,15 +475,28 @@ class ServerAgent:
         tree.done[cells] = False
         tree.acc[cells] = np.where(rows.op[source] == C.OP_MAX, INT32_MIN, 0)[:, np.newaxis]
 
-    def _answer(self, tree: _TreeState, position: np.ndarray, child: np.ndarray) -> None:
-        """Send finished chunks again to the ranks behind the children that retransmitted them."""
-        if tree.job.multicast:
-            self._send_results(tree, _distinct_array(position), ranks=None)
-            return
+    def _root_tree_completed(self, tree: _TreeState, cells: np.ndarray, rows: _GradColumns) -> None:
+        """Chunks of a tree whose root switch multicasts the RESULTs, completed here from one row each:
+        the root's copy (flag MCAST: its workers have the result) needs no answer; a resend answered with
+        the root's stored sum (the copy was lost) goes back to its sender only."""
+        copies = (rows.flags & C.FLAG_MCAST) != 0
+        self.stats["root_copies"] += _count(copies)
+        resends = np.flatnonzero(~copies)
+        if len(resends):
+            self.stats["answered_retransmissions"] += len(resends)
+            self._answer(tree, cells[resends], rows.child[resends], rows.source[resends])
+
+    def _answer(self, tree: _TreeState, position: np.ndarray, child: np.ndarray, source: np.ndarray) -> None:
+        """Send finished chunks again to the workers that retransmitted them, by unicast (not to every
+        worker: a multicast answer to one resend would send every worker a copy). A resend's source
+        address names its worker; one from an address that is no worker's goes to the ranks behind the
+        child it came from."""
         by_rank: dict[int, list[int]] = {}
-        for cell, c in zip(position.tolist(), child.tolist(), strict=True):
-            for rank in tree.ranks_of_child.get(c) or tree.job.worker_ips:
-                by_rank.setdefault(rank, []).append(cell)
+        rank_of_ip = tree.job.rank_of_ip
+        for cell, c, ip in zip(position.tolist(), child.tolist(), source.tolist(), strict=True):
+            rank = rank_of_ip.get(ip)
+            for r in [rank] if rank is not None else tree.ranks_of_child.get(c) or tree.job.worker_ips:
+                by_rank.setdefault(r, []).append(cell)
         for rank, cells in by_rank.items():
             self._send_results(tree, _distinct_array(np.array(cells)), ranks=[rank])
 
@@ -483,18 +521,18 @@ class ServerAgent:
         ecn = np.where(ce, C.ECN_CE, self.transport.ecn).astype(np.uint8) if _count(ce) else None
         if ecn is not None:
             self.stats["results_marked"] += _count(ce)
+        if ranks is not None:  # answers to retransmissions: their senders, by unicast in either result mode
+            for rank in ranks:
+                rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
+                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
+                self.stats["results_sent"] += len(rows)
+            return
         if job.multicast:
             rows = tree.multicast_template.encode(
                 answers, check=False, chunk_headers=headers, flags=flags | C.FLAG_MCAST
             )
             self.transport.send_rows(rows, job.worker_ips[min(job.worker_ips)], C.INA_UDP_PORT, ecn)
             self.stats["results_sent"] += len(rows)
-            return
-        if ranks is not None:  # answers to retransmissions: the ranks behind one child
-            for rank in ranks:
-                rows = tree.unicast_templates[rank].encode(answers, check=False, chunk_headers=headers, flags=flags)
-                self.transport.send_rows(rows, job.worker_ips[rank], C.INA_UDP_PORT, ecn)
-                self.stats["results_sent"] += len(rows)
             return
         for group in tree.unicast_groups:
             templates = [tree.unicast_templates[rank] for rank in group]
@@ -507,16 +545,24 @@ class ServerAgent:
 class _GradColumns:
     """The columns of a tree's GRAD rows that the server uses, selected once."""
 
-    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values", "ce")
+    __slots__ = ("seq", "fan_in", "child", "op", "flags", "header", "values", "ce", "source")
 
     def __init__(
-        self, packets: PacketBatch | None, rows: Any, fan_in: Any, child: Any, k: int, ce: np.ndarray | None = None
+        self,
+        packets: PacketBatch | None,
+        rows: Any,
+        fan_in: Any,
+        child: Any,
+        k: int,
+        ce: np.ndarray | None = None,
+        source: np.ndarray | None = None,
     ):
         if packets is None:
             return
         self.seq, self.fan_in, self.child = packets.seq[rows], fan_in, child
         self.op, self.flags = packets.op[rows], packets.flags[rows]
         self.ce = np.zeros(len(self.seq), dtype=bool) if ce is None else ce[rows]
+        self.source = np.zeros(len(self.seq), dtype=np.uint32) if source is None else source[rows]
         self.header = packets.headers(rows)
         self.values = packets.values[rows, :k]
 

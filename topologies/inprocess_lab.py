@@ -54,6 +54,8 @@ class InProcessLab:
         options = self.plan_options or PlanOptions()
         if options.value_count is None:  # K of the switches' program, from its P4Info (as the lab's job manager)
             options = dataclasses.replace(options, value_count=self.net.installer.values_per_packet())
+        if options.root_results is None:  # results from a tree's root where the program can (its P4Info)
+            options = dataclasses.replace(options, root_results=self.net.installer.root_multicast())
         self.plan = plan_job(self.topo, self.workers, [self.server], options, resources)
         self.ps_plan = plan_job(self.topo, self.workers, [self.server], parameter_server_options(options), resources)
         self.net.install_routes()

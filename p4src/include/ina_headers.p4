@@ -149,7 +149,9 @@ struct ina_metadata_t {
     bit<16> pool_size;
     bit<8>  max_fan_in;
     bit<1>  aggregates;
+    bit<1>  tree_root;          /* set_job aggregates == AGGREGATES_ROOT: completions leave as multicast RESULTs */
     bit<16> result_group;
+    bit<1>  root_multicast;     /* this packet completed a chunk at its tree's root: egress makes its copies */
     bit<32> slot_index;         /* slot_base + 2 * slot + shadow */
     bit<1>  slot_ok;
     bit<8>  verdict;

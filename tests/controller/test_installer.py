@@ -10,6 +10,7 @@ from controller.installer import T_ADMISSION, T_JOBS, T_REWRITE, T_ROUTES, Insta
 from controller.p4rt import P4RuntimeError, decode
 from controller.planner import PlanOptions, plan_job
 from controller.resources import Resources
+from protocol import constants as C
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "p4src" / "ina.p4"
@@ -146,7 +147,8 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
         code == 0 and "pipeline pushed to 6 switches" in out and "job 1: 19 entries written" in out
     )  # 3 ina_jobs, admission: l1 5, sp1 4, l3 4; a multicast group for the results on each (the default mode)
     # the default pool; the results' multicast group 1 (the default result mode)
-    assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, 1, 1]}
+    # l1 aggregates both workers: the tree's root (aggregates = AGGREGATES_ROOT), its results its own
+    assert _jobs(inst, "l1") == {(1, 0): [0, 0, PlanOptions().pool_size, 2, C.AGGREGATES_ROOT, 1]}
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out

@@ -5,7 +5,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-from controller.errors import PlanError
+from controller.errors import PlanError, PlanFormatError
 from controller.generators import fat_tree, leaf_spine
 from controller.multihop import fewest_hops_tree, path_tree
 from controller.options import POLICIES
@@ -14,6 +14,7 @@ from controller.planner import PlanOptions, check_request, plan_job
 from controller.resources import Resources
 from controller.topology_yaml import load_topology
 from controller.tree_plan import JobContext, hop_lists, place_aggregation, tree_shape
+from protocol import constants as C
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 H = 0x8000
@@ -170,7 +171,26 @@ def test_multicast_groups_and_members():
     assert len({c.result_group for c in plan.switches}) == 1 and cfg["l1"].result_group >= 1
     assert [(m.port, m.replica_id, m.toward) for m in cfg["l1"].members] == [(1, 0, "h1"), (2, 1, "h2")]
     assert [(m.port, m.toward) for m in cfg["sp1"].members] == [(1, "l1"), (2, "l2"), (4, "l4")]
-    assert [(m.port, m.toward) for m in cfg["l3"].members] == [(11, "sp1"), (1, "h5"), (2, "h6")]
+    # l3 aggregates every worker (sp1's sum and h5, h6): the tree's root sends the results down itself, and
+    # its group has one member toward the server, for the copy of each sum (docs/protocol.md, "Root multicast")
+    assert [c.switch for c in plan.switches if c.root] == ["l3"]
+    assert [(m.port, m.toward) for m in cfg["l3"].members] == [(11, "sp1"), (1, "h5"), (2, "h6"), (3, "h9")]
+    assert cfg["l3"].members[-1].replica_id == C.ROOT_UP_REPLICA
+    no_root = plan_job(
+        topo("leaf_spine"),
+        [f"h{i}" for i in range(1, 9)],
+        ["h9"],
+        PlanOptions(result_mode="multicast", root_results=False),
+    )
+    assert not any(c.root for c in no_root.switches)
+    assert [(m.port, m.toward) for m in no_root.switches[0].members if m.toward == "h9"] == []
+    unicast = plan_job(topo("leaf_spine"), [f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(result_mode="unicast"))
+    assert not any(c.root for c in unicast.switches)  # the switch sends results by multicast only
+    data = plan.to_dict()
+    (root,) = [c for c in data["switches"] if c["root"]]
+    root["result_group"] = 0
+    with pytest.raises(PlanFormatError, match="l3 is tree 0's root without aggregating or a result group"):
+        JobPlan.from_dict(data)
 
 
 @pytest.mark.parametrize(

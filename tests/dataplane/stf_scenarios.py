@@ -39,6 +39,17 @@ JOB_UNICAST = dict(
 JOB_MCAST = dict(
     job_id=8, tree_id=1, job_index=4, slot_base=64, pool_size=2, max_fan_in=8, aggregates=1, result_group=5
 )
+# the tree's root: a chunk completed here leaves as the multicast RESULT (docs/protocol.md, "Root multicast")
+JOB_ROOT = dict(
+    job_id=11,
+    tree_id=2,
+    job_index=7,
+    slot_base=128,
+    pool_size=2,
+    max_fan_in=4,
+    aggregates=C.AGGREGATES_ROOT,
+    result_group=6,
+)
 JOB_PASS = dict(job_id=9, tree_id=0, job_index=5, slot_base=0, pool_size=0, max_fan_in=0, aggregates=0, result_group=0)
 JOB_OUT_OF_RANGE = dict(
     job_id=10,
@@ -585,6 +596,86 @@ def multicast_result() -> Scenario:
     s.check_drop(C.DROP_MALFORMED, 1)
     s.check_drop(C.DROP_NO_GROUP, 1)
     s.check_register("InaIngress.slot_count", cell(JOB_MCAST, 1), 0)
+    return s
+
+
+def root_multicast() -> Scenario:
+    s = Scenario(
+        "root_multicast",
+        "the tree's root turns the completing GRAD into the multicast RESULT, sends the server one copy of the "
+        "completed GRAD (MCAST), keeps the sum and answers a resend with it back down (STORED|RETX)",
+    )
+    standard_setup(s, JOB_ROOT)
+    # the group: two workers, a lower switch on port 6, and the port toward the server (the copy up)
+    s.multicast_group(6, [(0, 1), (1, 2), (7, 6), (C.ROOT_UP_REPLICA, SERVER_PORT)])
+    s.result_rewrite(1, *WORKERS[0])
+    s.result_rewrite(2, *WORKERS[1])
+    s.packet(1, grad_frame(0, JOB_ROOT, 3, [1, -1], grad_hops(), slot=1))
+    s.packet(2, grad_frame(1, JOB_ROOT, 3, [2, 2**31 - 1], grad_hops(child=1), slot=1))
+    s.comment("worker 1's packet completed the sum: a RESULT with no hops, from the switch, to every replica")
+    total = [3, 2**31 - 2]
+    result = codec.result(
+        JOB_ROOT["job_id"],
+        3,
+        [],
+        lanes(total),
+        slot=1,
+        tree_id=JOB_ROOT["tree_id"],
+        flags=C.FLAG_MCAST,
+        value_count=2,
+        contributor=SWITCH_ID,
+    )
+    # from the server's addresses (the GRAD's destination), as the server's RESULTs: a worker's kernel drops
+    # a packet from its own address, and worker 1, whose GRAD completed the sum, gets the RESULT too
+    src_mac, src_ip = SERVER
+    for worker in (0, 1):
+        mac, ip = WORKERS[worker]
+        s.expect(WORKER_PORTS[worker], codec.build_frame(result, src_mac, mac, src_ip, ip))
+    s.expect(6, codec.build_frame(result, src_mac, SERVER[0], src_ip, SERVER[1]))
+    s.expect(
+        SERVER_PORT,
+        forwarded(1, JOB_ROOT, 3, total, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_MCAST),
+    )
+    s.comment(
+        "worker 0 missed it and resends: the cell kept the sum (count = fan-in) and answers back down the port the "
+        "resend came by, as a multicast RESULT (STORED|RETX), nothing to the server"
+    )
+    s.packet(1, grad_frame(0, JOB_ROOT, 3, [1, -1], grad_hops(), slot=1, flags=C.FLAG_RETX))
+    answer = codec.result(
+        JOB_ROOT["job_id"], 3, [], lanes(total), slot=1, tree_id=JOB_ROOT["tree_id"],
+        flags=C.FLAG_MCAST | C.FLAG_STORED | C.FLAG_RETX, value_count=2, contributor=SWITCH_ID,
+    )  # fmt: skip
+    s.expect(WORKER_PORTS[0], codec.build_frame(answer, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
+    s.check_stats(
+        JOB_ROOT,
+        {
+            C.STAT_GRAD_COMPLETED: 1,
+            C.STAT_RESULT_MULTICAST: 2,
+            C.STAT_GRAD_STORED_ANSWER: 1,
+            C.STAT_RESULT_RELEASED: 0,
+            C.STAT_RESULT_NOT_OWNER: 1,
+            C.STAT_SLOT_EVICTED: 0,
+        },
+    )
+    s.comment(
+        "a multicast RESULT from above (the server's, of another chunk) goes down only: the member up carries root copies only"
+    )
+    from_server = codec.result(
+        JOB_ROOT["job_id"], 2, [], lanes(total), slot=0, tree_id=JOB_ROOT["tree_id"], flags=C.FLAG_MCAST,
+        value_count=2, contributor=SERVER_NODE,
+    )  # fmt: skip
+    s.packet(SERVER_PORT, codec.build_frame(from_server, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
+    for worker in (0, 1):
+        mac, ip = WORKERS[worker]
+        s.expect(WORKER_PORTS[worker], codec.build_frame(from_server, SERVER[0], mac, SERVER[1], ip))
+    s.expect(6, codec.build_frame(from_server, SERVER[0], WORKERS[0][0], SERVER[1], WORKERS[0][1]))
+    s.comment(
+        "the chunk two pools later takes the cell afresh (registers checked at the end): a kept sum is no eviction"
+    )
+    later = 3 + 2 * JOB_ROOT["pool_size"]
+    s.packet(1, grad_frame(0, JOB_ROOT, later, [5], grad_hops(), slot=1))
+    s.check_register("InaIngress.slot_count", cell(JOB_ROOT, 1), 1)
+    s.check_register("InaIngress.slot_owner", cell(JOB_ROOT, 1), (JOB_ROOT["job_id"] << 32) | later)
     return s
 
 
@@ -1265,6 +1356,7 @@ SCENARIOS = [
     overflow,
     max_op,
     multicast_result,
+    root_multicast,
     ipv4_forwarding,
     malformed,
     *MASKED_SCENARIOS,
@@ -1301,6 +1393,8 @@ V1MODEL_ONLY = {
     # the TNA program does not look at SPARSE on RESULTs: it handles them as dense results (here it drops
     # the multicast one, whose slot it cannot locate; docs/protocol.md)
     "sparse_results.stf",
+    # the TNA program keeps the server path: its set_job takes aggregates 0 or 1 (docs/tofino.md)
+    "root_multicast.stf",
 }
 
 

@@ -105,7 +105,13 @@ def test_installed_tables_have_the_v1model_interface(table, actions):
         assert table_interface(tna, control, name) == table_interface(v1, control, name)
     for action in actions:
         action_control, action_name = action.split(".")
-        assert action_params(tna, action_control, action_name) == action_params(v1, action_control, action_name)
+        v1_params = action_params(v1, action_control, action_name)
+        if action == installer.A_JOB:
+            # the one difference: ina.p4's aggregates also says AGGREGATES_ROOT (2 bits), the TNA program's
+            # 0 or 1 (it keeps the server hop; the installer reads the width: docs/tofino.md)
+            assert ("aggregates", "bit < 2 >") in v1_params
+            v1_params = [(n, "bit < 1 >" if n == "aggregates" else t) for n, t in v1_params]
+        assert action_params(tna, action_control, action_name) == v1_params
 
 
 def test_installer_key_names_exist_in_both():

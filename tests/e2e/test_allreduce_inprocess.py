@@ -39,7 +39,15 @@ def test_sixteen_workers_behind_one_switch_aggregate_in_the_switch(program):
     worker_out = net.direction("h1", "s1")
     # one aggregated packet per chunk reaches the server, where each worker sent one per chunk
     assert server_in.packets == worker_out.packets == 4
-    assert job.server_agents["h17"].stats["contributions"] == 4
+    net.loop.run(0.01)  # with results from the switch, the last copies reach the server after the workers' results
+    server = job.server_agents["h17"].stats
+    assert server["contributions"] == 4
+    # ina.p4's switch sends the results down itself and the server only keeps its copies (docs/protocol.md,
+    # "Root multicast"); the TNA program keeps the server hop: one multicast RESULT per chunk
+    root = [c.root for c in job.plan.switches]
+    assert root == [program == "v1model"]
+    assert server["results_sent"] == (0 if program == "v1model" else 4)
+    assert server["root_copies"] == (4 if program == "v1model" else 0)
 
 
 @pytest.mark.parametrize(
@@ -83,16 +91,29 @@ def test_dead_worker_fails_the_others_with_a_clear_error(program):
     assert net.loop.now() < 1.0
 
 
-def test_dead_server_fails_the_workers(program):
+def test_dead_server_fails_the_workers_whose_sums_it_completes(program):
+    from controller.planner import PlanOptions
     from worker.agent import AllreduceTimeout
 
     net = network("star", program=program)
-    job = _job(net, 2, timeout=0.002, retries=2)
+    job = _job(net, 2, timeout=0.002, retries=2, options=PlanOptions(root_results=False))
     net.kill_host(job.plan.servers[0].name)
     handles = job.start(int_inputs(2, 64))
     for h in handles:
         with pytest.raises(AllreduceTimeout):
             h.wait()
+
+
+def test_results_from_the_switch_need_no_live_server():
+    """The switch that aggregates every worker sends the results down itself (docs/protocol.md, "Root
+    multicast"): a clean round never waits for the server."""
+    net = network("star")
+    job = _job(net, 2, timeout=0.002, retries=2)
+    assert [c.root for c in job.plan.switches] == [True]
+    net.kill_host(job.plan.servers[0].name)
+    xs = int_inputs(2, 640, seed=4)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
 
 
 def test_two_concurrent_jobs_never_mix(program):

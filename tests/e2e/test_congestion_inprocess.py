@@ -11,11 +11,11 @@ from inprocess_jobs import int_inputs, network, star_topology, workers_and_serve
 QUEUE_BYTES = 160 * 1024  # a short drop-tail queue on every link direction (13 ms at 100 Mbit/s)
 
 
-def _job(net, plan=None):
+def _job(net, plan=None, **kwargs):
     from topologies.inprocess.jobs import InProcessJob
 
     workers, servers = workers_and_servers(net.topo)
-    return InProcessJob(net, workers, servers, plan=plan)
+    return InProcessJob(net, workers, servers, plan=plan, **kwargs)
 
 
 def _short_queues(net) -> None:
@@ -60,9 +60,13 @@ def test_without_pacing_the_same_queues_drop():
 def test_a_bottleneck_the_plan_does_not_know_is_found_by_ecn_marks(program):
     """The server's link carries half the rate the plan paces to: the switch's queue towards the server
     grows past the marking threshold (packets on v1model, cells on TNA), the sums leave marked, the server
-    echoes the marks on the results, and the workers cut their rates, with the sums exact."""
+    echoes the marks on the results, and the workers cut their rates, with the sums exact. (With results
+    from the switch, the server's link carries only copies of the sums, off the workers' path: this is the
+    server-completes mode.)"""
+    from controller.planner import PlanOptions
+
     net = network(star_topology(4, bandwidth=100.0), program=program)
-    job = _job(net)
+    job = _job(net, options=PlanOptions(root_results=False))
     to_server = net.net.channel("s1", "h5")
     to_server.params = dataclasses.replace(to_server.params, bandwidth_bps=50e6)
     xs = int_inputs(4, 64 * 1024, seed=2)
@@ -72,3 +76,18 @@ def test_a_bottleneck_the_plan_does_not_know_is_found_by_ecn_marks(program):
     for agent in job.agents:
         assert agent.stats["rate_cuts"] > 0
         assert agent.cursors[0].pacer.rate < agent.cursors[0].pacer.ceiling
+
+
+def test_with_results_from_the_switch_a_slow_worker_link_is_found_by_ecn_marks():
+    """Results from the switch (docs/protocol.md, "Root multicast"): the switch marks the RESULTs it queues
+    toward a worker whose link is slower than the plan knows, and that worker cuts its rate."""
+    net = network(star_topology(4, bandwidth=100.0))
+    job = _job(net)
+    assert [c.root for c in job.plan.switches] == [True]
+    to_h1 = net.net.channel("s1", "h1")
+    to_h1.params = dataclasses.replace(to_h1.params, bandwidth_bps=50e6)
+    xs = int_inputs(4, 64 * 1024, seed=2)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+    assert job.agents[0].stats["congested_results"] > 0
+    assert job.agents[0].stats["rate_cuts"] > 0

@@ -113,10 +113,12 @@ def test_a_dead_worker_ends_the_job_within_its_time_budget_naming_chunk_path_and
 
 
 def test_a_job_that_lost_a_peer_mid_run_names_the_last_results_heard():
+    from controller.planner import PlanOptions
     from worker.agent import AllreduceTimeout
 
     net = network("star", seed=2)
-    job = _job(net, 2, give_up_after=0.3)
+    # the server completes the sums (with results from the switch, a dead server stops no round)
+    job = _job(net, 2, give_up_after=0.3, options=PlanOptions(root_results=False))
     xs = int_inputs(2, 640, seed=1)
     for out in job.allreduce(xs):
         np.testing.assert_array_equal(out, sum(xs))

@@ -6,13 +6,17 @@ from inprocess_jobs import network
 from controller.installer import T_ADMISSION, T_JOBS, T_ROUTES
 from controller.p4rt import decode
 from controller.planner import PlanOptions, plan_job
+from protocol import constants as C
 
 
 def test_installing_twice_modifies_and_remove_job_leaves_nothing(program):
     net = network("leaf_spine", program=program)
     assert net.installer.program() == program  # learnt from the switches' P4Info
     workers = [h.name for h in net.topo.role_hosts("worker")]
-    plan = plan_job(net.topo, workers, ["h9"], PlanOptions(result_mode="multicast", pool_size=64))
+    # results from the tree's root where the program can send them (ina.p4; not the TNA program)
+    root = net.installer.root_multicast()
+    assert root == (program == "v1model")
+    plan = plan_job(net.topo, workers, ["h9"], PlanOptions(result_mode="multicast", pool_size=64, root_results=root))
     inst = net.installer
     routes = {s.name: len(inst.read_table(s.name, T_ROUTES)) for s in net.topo.switches}
     assert routes == {s.name: len(net.topo.hosts) for s in net.topo.switches}
@@ -23,7 +27,8 @@ def test_installing_twice_modifies_and_remove_job_leaves_nothing(program):
     for cfg in plan.switches:
         (entry,) = [e for e in inst.read_table(cfg.switch, T_JOBS) if decode(e.match[1].exact.value) == cfg.tree_id]
         params = [decode(p.value) for p in sorted(entry.action.action.params, key=lambda p: p.param_id)]
-        wanted = [cfg.job_index, cfg.slot_base, cfg.pool_size, cfg.max_fan_in, int(cfg.aggregates), cfg.result_group]
+        aggregates = C.AGGREGATES_ROOT if cfg.root else int(cfg.aggregates)
+        wanted = [cfg.job_index, cfg.slot_base, cfg.pool_size, cfg.max_fan_in, aggregates, cfg.result_group]
         assert params == wanted  # set_job's parameters in declaration order
         if cfg.result_group:
             members = sorted((m.port, m.replica_id) for m in cfg.members)

@@ -151,11 +151,15 @@ def test_no_tree_left_fails_every_rank_with_one_clear_error():
 
 
 def test_a_spine_killed_under_loss_duplication_and_reordering():
+    """With the server completing every sum: it holds each chunk a worker may still miss, so the recovery
+    tree finishes the round whatever was lost. With results from the tree's root switch, a chunk whose
+    server copy was lost can be gone with the switches' entries (docs/design-decisions.md, "Results from
+    the tree's root"); the first test runs that mode on clean links."""
     from controller.replan import FaultMonitor
 
     net = network("leaf_spine", seed=2)
     net.set_impairments(loss=0.05, duplicate=0.05, reorder=0.1, reorder_delay_s=0.002)
-    manager, job = _managed_job(net)
+    manager, job = _managed_job(net, root_results=False)
     dead = _spine_of(job.plan)
     monitor = FaultMonitor(net.installer, manager.switches_in_use, manager.switch_failed, net.loop, 0.002).start()
     xs = int_inputs(8, 64 * 300, seed=2)

@@ -38,6 +38,8 @@ class InProcessJob:
         options = options or PlanOptions()
         if plan is None and options.value_count is None:  # K of the switches' program (its P4Info)
             options = dataclasses.replace(options, value_count=net.installer.values_per_packet())
+        if plan is None and options.root_results is None:  # results from a tree's root where the program can
+            options = dataclasses.replace(options, root_results=net.installer.root_multicast())
         self.plan = plan or plan_job(net.topo, workers, servers, options, resources=resources)
         if install:  # (a job manager with the network's installer installs its own jobs)
             net.install_job(self.plan)

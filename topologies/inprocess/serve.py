@@ -72,6 +72,10 @@ class LoopInstaller:
         """K of the network's program (its switches' P4Info)."""
         return int(self.net.installer.values_per_packet())
 
+    def root_multicast(self) -> bool:
+        """Whether the network's program can send results from a tree's root (its switches' P4Info)."""
+        return bool(self.net.installer.root_multicast())
+
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
