@@ -1,5 +1,6 @@
 """Configuration of the ina backend and errors raised before any packet is sent (no network)."""
 
+import datetime
 import subprocess
 import sys
 from pathlib import Path
@@ -187,3 +188,36 @@ def test_a_failed_ddp_bucket_raises_its_error_in_backward():
     done = subprocess.run([sys.executable, "-c", FAILED_BUCKET], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f"exit status {done.returncode}: {done.stderr[-2000:]}"
     assert "ina all_reduce failed: chunk 0 unanswered after 3 retransmissions" in done.stdout, done.stdout
+
+
+def test_a_failed_dlgs_exchange_raises_its_error_in_backward():
+    """The DLGS hook's future is what DDP reads in C++: a failed exchange must be an error there that names
+    the failure, not a value it cannot read as the bucket (was 'Unable to cast ... to Tensor')."""
+    from worker.stream import AllreduceError
+    from worker.torch_backend.compression_hooks import DlgsState, dlgs_hook
+    from worker.torch_backend.process_group import InaProcessGroup, SwitchChannel
+
+    class LostAgent:
+        def allreduce(self, array, op="sum"):
+            raise AllreduceError("chunk 0 unanswered after 3 retransmissions")
+
+    class LostNetwork(SwitchChannel):
+        agent = LostAgent()
+
+        def aggregate(self, array, op):
+            raise AssertionError("DLGS exchanges through the agent")
+
+        def close(self):
+            pass
+
+    group = InaProcessGroup(dist.HashStore(), 0, 1, datetime.timedelta(seconds=10), LostNetwork)
+    try:
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2), process_group=group)
+        model.register_comm_hook(DlgsState(group, ratio=0.5), dlgs_hook)
+        with pytest.raises(RuntimeError) as failed:
+            model(torch.ones(3, 4)).sum().backward()
+        message = str(failed.value)
+        assert "exchange of 10 values failed: chunk 0 unanswered after 3 retransmissions" in message, message
+        assert "Unable to cast" not in message, message
+    finally:
+        group.shutdown()

@@ -34,6 +34,7 @@ from worker.compression.feedback import ErrorFeedback
 from worker.compression.merge import AffineTime, MergeProblem, search
 from worker.compression.schedule import GranularitySchedule
 from worker.compression.structured import layout_for, sparsify
+from worker.torch_backend.work import cpp_readable
 
 # DDP's bucket_cap_mb that gives every parameter a bucket of its own (an explicit cap also sets the first
 # bucket's): DLGS decides itself which parameters share a communication.
@@ -207,7 +208,7 @@ def dlgs_hook(state: DlgsState, bucket: dist.GradBucket) -> torch.futures.Future
     state._last_mark = time.perf_counter()
     if bucket.is_last():
         _end_iteration(state)
-    return future
+    return cpp_readable(future)  # a failed exchange's set_exception alone would reach DDP as a value
 
 
 def _group_ends(state: DlgsState, lengths: Sequence[int]) -> bool:

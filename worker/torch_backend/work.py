@@ -61,7 +61,7 @@ class Outcome:
             # cannot be avoided: torch's Future has no C++-visible set_error from Python (torch._C.Future offers
             # set_result, then, add_done_callback and _set_unwrap_func only), so a raising then-callback is the one
             # way to fail it, and DDP's reducer uses this future as it is (without a hook there is no other chain).
-            chained = self._chained = outcome.then(_result_or_raise)
+            chained = self._chained = cpp_readable(outcome)
             finished = self._finished
         if finished:
             _settle(outcome, self.result, self.error)
@@ -123,6 +123,14 @@ class InaWork(dist.Work):
 def _result_or_raise(outcome: torch.futures.Future):
     """The outcome's value; raises its error, which makes the chained future fail in C++ too."""
     return outcome.value()
+
+
+def cpp_readable(future: torch.futures.Future) -> torch.futures.Future:
+    """``future`` chained so that its failure is an error in C++ too: the Future to hand to DDP (a work's
+    ``get_future``, a communication hook's return). ``set_exception`` alone stores the error as the
+    Future's value, which DDP's reducer reads as the bucket (docs/design-decisions.md, "A failed
+    collective fails in C++")."""
+    return future.then(_result_or_raise)
 
 
 class _Queued:
