@@ -115,7 +115,8 @@ def _switch_columns(configs: list[SwitchJobConfig], names: _Names, out: dict[str
     out["s_switch"] = np.array([names(c.switch) for c in configs], dtype=np.int32)
     for f in _SWITCH_INTS:
         out[f"s_{f}"] = np.array([getattr(c, f) for c in configs], dtype=np.int64)
-    out["s_aggregates"] = np.array([c.aggregates for c in configs], dtype=np.uint8)
+    # 0: passes, 1: aggregates, 2: aggregates as the tree's root (multicasts the RESULTs it completes)
+    out["s_aggregates"] = np.array([int(c.aggregates) + int(c.root) for c in configs], dtype=np.uint8)
     members = [m for c in configs for m in c.members]
     out["s_members_offsets"] = np.concatenate(([0], np.cumsum([len(c.members) for c in configs], dtype=np.int64)))
     out["s_members_port"] = np.array([m.port for m in members], dtype=np.int32)
@@ -203,7 +204,11 @@ def _switches(cols: dict[str, np.ndarray], names: list[str]) -> list[SwitchJobCo
         )
     ):
         fields = {f: ints[j][i] for j, f in enumerate(_SWITCH_INTS)}
-        out.append(SwitchJobConfig(switch=names[switch], aggregates=bool(aggregates), members=group, **fields))
+        out.append(
+            SwitchJobConfig(
+                switch=names[switch], aggregates=bool(aggregates), root=aggregates == 2, members=group, **fields
+            )
+        )
     return out
 
 
