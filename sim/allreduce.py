@@ -193,6 +193,9 @@ def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object
 def plan_only(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
     """``plan_ina``'s plan, not installed (``net.install_job`` installs it: the two timed apart)."""
     k = net.installer.values_per_packet()
+    # the simulated server agent sends the RESULTs; the root switch multicasting them (the lab's default on
+    # v1model) is not modelled yet (docs/simulator.md, "What is not modelled")
+    options = {"root_results": False, **options}
     opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
     return plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
 
@@ -202,7 +205,9 @@ def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobP
     ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed."""
     from controller.replan import plan_around, surviving_graph
 
-    opts = PlanOptions(result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size)
+    opts = PlanOptions(
+        result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size, root_results=False
+    )
     graph = surviving_graph(net.graph, dead_switches, [])
     new = plan_around(net.topo, graph, net.resources, plan, opts)
     net.install_job(new)
