@@ -24,8 +24,6 @@ from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, Sw
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
 
-MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
-
 
 @dataclass
 class JobContext:
@@ -204,7 +202,8 @@ def build_tree(
     Raises
     ------
     PlanError
-        A worker without a path, a hop list longer than the header holds, a server fan-in above 255.
+        A worker without a path, a hop list longer than the header holds, a server fan-in above
+        ``MAX_CHILDREN``.
     ResourceError
         No multicast group left (multicast results).
     """
@@ -304,21 +303,29 @@ def _take_aggregation_slots(ctx: JobContext, tree_id: int, root: str, node: str,
 
 
 def check_server_fan_in(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation) -> None:
-    """Raise above what a hop's child field holds; warn above what a switch could take.
+    """Refuse a tree whose server would hear more children than an agent tracks (``MAX_CHILDREN``, the
+    width of its children bitmap; ``JobPlan.validate`` refuses such a plan too, so it is never produced).
 
     Raises
     ------
     PlanError
-        The server would receive more than ``MAX_SERVER_FAN_IN`` flows.
+        The server would receive more than ``MAX_CHILDREN`` flows; the message names the switches that
+        forward without aggregating because their own fan-in is above the limit.
     """
     root, fan_in = shape.root, len(agg.flows_in[shape.root])
-    if fan_in > MAX_SERVER_FAN_IN:
-        raise PlanError(
-            f"server {root} would need fan-in {fan_in} > {MAX_SERVER_FAN_IN} "
-            f"(tree {tree_id}); add switch slots or servers"
-        )
-    if fan_in > MAX_CHILDREN:
-        ctx.warnings.append(f"server {root} has fan-in {fan_in} > {MAX_CHILDREN} in tree {tree_id}")
+    if fan_in <= MAX_CHILDREN:
+        return
+    crowded = [
+        n
+        for n in shape.order[1:]
+        if not agg.aggregates.get(n, True) and ctx.aggregation != "none" and len(agg.flows_in[n]) > MAX_CHILDREN
+    ]
+    verb = "forwards" if len(crowded) == 1 else "forward"
+    why = f"; {', '.join(crowded)} {verb} without aggregating (fan-in above {MAX_CHILDREN})" if crowded else ""
+    raise PlanError(
+        f"server {root} would need fan-in {fan_in} > {MAX_CHILDREN}, the children an agent tracks, "
+        f"in tree {tree_id}{why}; plan fewer workers per job or aggregate at switches"
+    )
 
 
 def _port(graph: nx.Graph, u: str, v: str) -> int:
