@@ -281,14 +281,39 @@ def _lowest_trees(ctx: JobContext, capacity: dict[int, float], options: PlanOpti
     target = (1.0 - options.loss_bound) * _total_rate(trees)
     hi = max(_height_of(ctx, t) for t in trees)
     lo = 0.0
+    spread = _spread(ctx, links)
     for _ in range(HEIGHT_SEARCH_STEPS):
         mid = (lo + hi) / 2
-        lower = _find_trees(ctx, links, capacity, r, 2 * mid, options.tree_rate, options.seed)
+        if 2 * mid < spread - LIMIT_SLACK:  # no tree under this bound can reach every host: no search
+            lower = []
+        else:
+            lower = _find_trees(ctx, links, capacity, r, 2 * mid, options.tree_rate, options.seed)
         if lower and _total_rate(lower) >= target:
             trees, hi = lower, mid
         else:
             lo = mid
     return trees
+
+
+def _spread(ctx: JobContext, links: Links) -> float:
+    """The largest delay from the first server to a job host over the whole graph (Dijkstra).
+
+    A tree spanning the job's hosts has a diameter at least this (its path between two hosts is no
+    shorter than the graph's), so a bound below it cannot be met: a search under it would fail every
+    start, as it would find nothing."""
+    src = ctx.servers[0].name
+    dist: dict[str, float] = {}
+    fringe: list[tuple[float, str]] = [(0.0, src)]
+    while fringe:
+        d, node = heapq.heappop(fringe)
+        if node in dist:
+            continue
+        dist[node] = d
+        for v, _, delay in links[node]:
+            if v not in dist:
+                heapq.heappush(fringe, (d + delay, v))
+    hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
+    return max(dist.get(h, math.inf) for h in hosts)
 
 
 def _total_rate(trees: list[FoundTree]) -> float:
