@@ -317,6 +317,8 @@ def plan_section(manifest: dict, images: Path) -> list[str]:
     data = steps[0]["data"].get("plan_scale.json") if steps else None
     if not data:
         return out
+    refused = [f"- k = {r['k']} {r['planner']}: refused ({r['refused']})" for r in data if r.get("refused")]
+    data = [r for r in data if not r.get("refused")]  # a job the planner refuses has no plan to show
     rows = [
         [
             str(r["k"]),
@@ -335,7 +337,7 @@ def plan_section(manifest: dict, images: Path) -> list[str]:
         for row, r in zip(rows, data, strict=True):
             row.append(f"{r['columns_bytes'] / 2**20:.2f}")
         header.append("plan .npz MB")
-    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7, 8})
+    return out + [""] + table(header, rows, right={0, 2, 3, 4, 5, 6, 7, 8}) + ([""] + refused if refused else [])
 
 
 def compression_section(manifest: dict, images: Path) -> list[str]:

@@ -10,7 +10,7 @@ Reading of the method as implemented here:
    The diameter check is exact and cheap: for a tree with diameter endpoints (a, b), the farthest node
    from u is a or b, so adding v under u keeps the diameter within 2H iff
    max(d(u,a), d(u,b)) + delay(u,v) <= 2H. A link that fails the check can never pass later (the tree
-   only grows), so it is dropped.
+   only grows), so it is dropped; a node's links that fail it when the node joins are never offered.
 3. A tree that does not reach all of the job's hosts fails. A found tree is cut down to the links
    between the workers and its root server; its rate b is the smallest residual along those links
    (capped by the patent's per-tree rate b when ``tree_rate`` is given) and their residuals drop by b.
@@ -28,25 +28,25 @@ The i-th tree found is rooted at server i mod (number of servers). "Height" of a
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import random
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 import networkx as nx
 
 from controller.errors import PlanError
 from controller.limits import MAX_HOPS
-from controller.multihop import links_in_order
 from controller.options import PlanOptions
 from controller.plan import TreePlan
 from controller.tree_plan import JobContext, build_tree, edges_up, prune, tree_height
 
-Adjacency = dict[str, list[tuple[str, dict[str, Any]]]]  # node -> (neighbour, link attributes), by link id
+Links = dict[str, list[tuple[str, int, float]]]  # node -> (neighbour, link id, delay), by link id
 
 HEIGHT_SEARCH_STEPS = 8
 START_ATTEMPTS = 8  # start nodes tried before concluding that no tree can be found
 MAX_TREES_FOUND = 256  # safety stop for step 4 when a small per-tree rate b is given
+LIMIT_SLACK = 1e-9  # ms: a link is left out when it is over the bound by more than rounding could explain
 
 
 @dataclass
@@ -56,15 +56,25 @@ class FoundTree:
     root: str
     links: list[int]  # link ids of the pruned tree
     rate: float
+    height: float | None = None  # half the pruned tree's delay diameter, once measured (ms)
 
 
 @dataclass
 class _GrowingTree:
-    """A tree being grown: each node's growth parent, delay from the start and depth in links."""
+    """A tree being grown: each node's growth parent, delay from the start and depth in links, and the
+    ends of its delay diameter.
+
+    A node's distance to a diameter end is kept until that end moves (distances between the tree's
+    nodes never change as it grows): most links offered come from a node already measured."""
 
     up: dict[str, tuple[str, float, int]]  # node -> (growth parent, link delay, link id)
     depth: dict[str, float]
     level: dict[str, int]
+    a: str  # the ends of the diameter
+    b: str
+    diameter: float = 0.0
+    to_a: dict[str, float] = field(default_factory=dict)  # node -> its distance to a (while a stays)
+    to_b: dict[str, float] = field(default_factory=dict)
 
     def distance(self, x: str, y: str) -> float:
         """Delay between two nodes of the tree (through their lowest common ancestor)."""
@@ -77,54 +87,104 @@ class _GrowingTree:
             x, y = self.up[x][0], self.up[y][0]
         return dx + dy - 2 * self.depth[x]
 
-    def add(self, u: str, v: str, delay: float, eid: int) -> None:
-        """Hang ``v`` under ``u`` over link ``eid``."""
+    def to_ends(self, u: str) -> tuple[float, float]:
+        """``u``'s distances to the diameter's ends a and b."""
+        ua = self.to_a.get(u)
+        if ua is None:
+            ua = self.to_a[u] = self.distance(u, self.a)
+        ub = self.to_b.get(u)
+        if ub is None:
+            ub = self.to_b[u] = self.distance(u, self.b)
+        return ua, ub
+
+    def add(self, u: str, v: str, delay: float, eid: int, da: float, db: float) -> None:
+        """Hang ``v`` under ``u`` over link ``eid``; ``da``, ``db``: ``v``'s distances to a and b."""
         self.up[v] = (u, delay, eid)
         self.depth[v] = self.depth[u] + delay
         self.level[v] = self.level[u] + 1
+        if da >= db and da > self.diameter:
+            self.b, self.diameter = v, da
+            self.to_b.clear()
+        elif db > self.diameter:
+            self.a, self.diameter = v, db
+            self.to_a.clear()
 
 
 def _grow(
-    ctx: JobContext, adj: Adjacency, allowed: set[str], residual: dict[int, float], r: float, limit: float, start: str
+    links: Links, hosts: set[str], allowed: set[str], residual: dict[int, float], r: float, limit: float, start: str
 ) -> dict[str, tuple[str, float, int]]:
     """Grow one tree from ``start``; return node -> (growth parent, delay, link id) for every node it
     reached (the caller checks that the job's hosts are among them)."""
-    kinds = ctx.graph.nodes
-    tree = _GrowingTree({}, {start: 0.0}, {start: 0})
-    a = b = start  # the ends of the tree's diameter
-    diameter = 0.0
+    tree = _GrowingTree({}, {start: 0.0}, {start: 0}, start, start)
+    in_tree = tree.depth
     heap: list[tuple[float, int, str, str, float]] = []
+    push, pop = heapq.heappush, heapq.heappop
 
-    def push_from(u: str) -> None:
-        """Offer ``u``'s links to allowed nodes outside the tree with residual >= r, widest first."""
-        for v, e in adj[u]:
-            if v not in tree.depth and v in allowed and residual[e["eid"]] >= r:
-                heapq.heappush(heap, (-residual[e["eid"]], e["eid"], u, v, e["delay"]))
+    def push_from(u: str, eccentricity: float) -> None:
+        """Offer ``u``'s links to allowed nodes outside the tree with residual >= r, widest first; not
+        those that already break the height bound (``u``'s eccentricity only grows with the tree)."""
+        reach = limit + LIMIT_SLACK - eccentricity
+        for v, eid, delay in links[u]:
+            if v not in in_tree and v in allowed and delay <= reach:
+                left = residual[eid]
+                if left >= r:
+                    push(heap, (-left, eid, u, v, delay))
 
-    push_from(start)
+    push_from(start, 0.0)
     while heap:
-        _, eid, u, v, d = heapq.heappop(heap)
-        if v in tree.depth:
+        _, eid, u, v, d = pop(heap)
+        if v in in_tree:
             continue
-        da, db = tree.distance(u, a) + d, tree.distance(u, b) + d
-        if max(da, db) > limit:
+        ua, ub = tree.to_ends(u)
+        da, db = ua + d, ub + d
+        farthest = max(da, db)
+        if farthest > limit:
             continue
-        tree.add(u, v, d, eid)
-        if da >= db and da > diameter:
-            b, diameter = v, da
-        elif db > diameter:
-            a, diameter = v, db
-        if kinds[v]["kind"] != "host":
-            push_from(v)
+        tree.add(u, v, d, eid, da, db)
+        if v not in hosts:
+            push_from(v, farthest)
     return tree.up
 
 
+def _rerooted(up: dict[str, tuple[str, float, int]], start: str, root: str) -> dict[str, str]:
+    """The grown tree's parent pointers toward ``root`` instead of ``start``: the path between them turned."""
+    parent = {v: u for v, (u, _, _) in up.items()}
+    chain = [root]
+    while chain[-1] != start:
+        chain.append(parent[chain[-1]])
+    parent.pop(root, None)
+    for above, below in itertools.pairwise(chain):
+        parent[below] = above
+    return parent
+
+
+def _link_id(up: dict[str, tuple[str, float, int]], c: str, p: str) -> int:
+    """The id of the grown tree's link between neighbours ``c`` and ``p``."""
+    grown = up.get(c)
+    return grown[2] if grown is not None and grown[0] == p else up[p][2]
+
+
+def _link_ids(graph: nx.Graph) -> Links:
+    """Every node's links as (neighbour, link id, delay), by link id (as ``links_in_order`` orders them)."""
+    return {
+        node: [(v, e["eid"], e["delay"]) for v, e in sorted(nbrs.items(), key=lambda item: item[1]["eid"])]
+        for node, nbrs in graph.adjacency()
+    }
+
+
 def _find_trees(
-    ctx: JobContext, capacity: dict[int, float], r: float, limit: float, rate_cap: float | None, seed: int
+    ctx: JobContext,
+    links: Links,
+    capacity: dict[int, float],
+    r: float,
+    limit: float,
+    rate_cap: float | None,
+    seed: int,
 ) -> list[FoundTree]:
-    adj = {node: links_in_order(ctx.graph, node) for node in ctx.graph}
     job_hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
-    allowed = {n for n, k in ctx.graph.nodes(data="kind") if k == "switch"} | set(job_hosts)
+    kinds = ctx.graph.nodes(data="kind")
+    hosts = {n for n, k in kinds if k == "host"}
+    allowed = {n for n, k in kinds if k == "switch"} | set(job_hosts)
     starts = sorted(allowed)
     rng = random.Random(seed)
     residual = dict(capacity)
@@ -132,17 +192,16 @@ def _find_trees(
     while len(found) < MAX_TREES_FOUND:
         for _ in range(START_ATTEMPTS):
             start = rng.choice(starts)
-            up = _grow(ctx, adj, allowed, residual, r, limit, start)
+            up = _grow(links, hosts, allowed, residual, r, limit, start)
             if all(h == start or h in up for h in job_hosts):
                 break
         else:
             break
         root = ctx.servers[len(found) % len(ctx.servers)].name
-        grown = nx.Graph([(u, v) for v, (u, _, _) in up.items()])
-        parent = prune(dict(nx.bfs_predecessors(grown, root)), [w.name for w in ctx.workers])
-        links = [ctx.graph.adj[c][p]["eid"] for c, p in parent.items()]
-        rate = _take_rate(residual, links, rate_cap)
-        found.append(FoundTree([(u, v) for v, (u, _, _) in up.items()], parent, root, links, rate))
+        parent = prune(_rerooted(up, start, root), [w.name for w in ctx.workers])
+        tree_links = [_link_id(up, c, p) for c, p in parent.items()]
+        rate = _take_rate(residual, tree_links, rate_cap)
+        found.append(FoundTree([(u, v) for v, (u, _, _) in up.items()], parent, root, tree_links, rate))
     return found
 
 
@@ -196,7 +255,7 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
     for i, (t, rate) in enumerate(zip(kept, rates, strict=True)):
         for eid in t.links:
             reserve[eid] = reserve.get(eid, 0.0) + rate
-        plans.append(build_tree(ctx, ctx.first_tree_id + i, t.root, t.parent, rate, rate / whole))
+        plans.append(build_tree(ctx, ctx.first_tree_id + i, t.root, t.parent, rate, rate / whole, t.height))
     return plans, reserve
 
 
@@ -211,7 +270,8 @@ def _lowest_trees(ctx: JobContext, capacity: dict[int, float], options: PlanOpti
     """
     r = options.min_bw
     limit = 2 * options.height if options.height is not None else math.inf
-    trees = _find_trees(ctx, capacity, r, limit, options.tree_rate, options.seed)
+    links = _link_ids(ctx.graph)
+    trees = _find_trees(ctx, links, capacity, r, limit, options.tree_rate, options.seed)
     if not trees:
         bound = f" and height <= {options.height} ms" if options.height is not None else ""
         raise PlanError(
@@ -221,14 +281,39 @@ def _lowest_trees(ctx: JobContext, capacity: dict[int, float], options: PlanOpti
     target = (1.0 - options.loss_bound) * _total_rate(trees)
     hi = max(_height_of(ctx, t) for t in trees)
     lo = 0.0
+    spread = _spread(ctx, links)
     for _ in range(HEIGHT_SEARCH_STEPS):
         mid = (lo + hi) / 2
-        lower = _find_trees(ctx, capacity, r, 2 * mid, options.tree_rate, options.seed)
+        if 2 * mid < spread - LIMIT_SLACK:  # no tree under this bound can reach every host: no search
+            lower = []
+        else:
+            lower = _find_trees(ctx, links, capacity, r, 2 * mid, options.tree_rate, options.seed)
         if lower and _total_rate(lower) >= target:
             trees, hi = lower, mid
         else:
             lo = mid
     return trees
+
+
+def _spread(ctx: JobContext, links: Links) -> float:
+    """The largest delay from the first server to a job host over the whole graph (Dijkstra).
+
+    A tree spanning the job's hosts has a diameter at least this (its path between two hosts is no
+    shorter than the graph's), so a bound below it cannot be met: a search under it would fail every
+    start, as it would find nothing."""
+    src = ctx.servers[0].name
+    dist: dict[str, float] = {}
+    fringe: list[tuple[float, str]] = [(0.0, src)]
+    while fringe:
+        d, node = heapq.heappop(fringe)
+        if node in dist:
+            continue
+        dist[node] = d
+        for v, _, delay in links[node]:
+            if v not in dist:
+                heapq.heappush(fringe, (d + delay, v))
+    hosts = [h.name for h in ctx.workers] + [h.name for h in ctx.servers]
+    return max(dist.get(h, math.inf) for h in hosts)
 
 
 def _total_rate(trees: list[FoundTree]) -> float:
@@ -278,4 +363,7 @@ def _take_rate(residual: dict[int, float], links: list[int], rate_cap: float | N
 
 
 def _height_of(ctx: JobContext, tree: FoundTree) -> float:
-    return tree_height(ctx.graph, tree.parent)
+    """The tree's height, measured once (``build_tree`` takes it instead of measuring again)."""
+    if tree.height is None:
+        tree.height = tree_height(ctx.graph, tree.parent)
+    return tree.height

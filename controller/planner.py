@@ -10,6 +10,7 @@ import networkx as nx
 
 from controller import multihop, multitree
 from controller.errors import PlanError, ResourceError, TopologyError
+from controller.gc_pause import collector_paused
 from controller.limits import MAX_TREE_ID, VALUES_PER_PACKET
 from controller.options import PlanOptions
 from controller.pacing import set_send_rates
@@ -111,8 +112,9 @@ def plan_job(
             root_results=options.root_results is not False,
         )
         try:
-            trees = _plan_trees(ctx, options, reserve_bandwidth=not replanning)
-            return _job_plan(ctx, options, trees)
+            with collector_paused():  # millions of plan objects: no collector passes over them meanwhile
+                trees = _plan_trees(ctx, options, reserve_bandwidth=not replanning)
+                return _job_plan(ctx, options, trees)
         except (PlanError, TopologyError, ResourceError) as exc:
             _give_back(ctx, replanning, groups_before)
             raise PlanError(str(exc)) from None

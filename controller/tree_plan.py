@@ -10,6 +10,8 @@ the server's view, the multicast groups and the host-level tree.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -22,8 +24,6 @@ from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, Sw
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
 from protocol.constants import ROOT_UP_REPLICA
-
-MAX_SERVER_FAN_IN = 255  # the child field of a hop entry is 8 bits
 
 
 @dataclass
@@ -101,21 +101,43 @@ def tree_height(graph: nx.Graph, parent: dict[str, str]) -> float:
     >>> tree_height(g, path_tree(g, "h3"))
     0.1
     """
-    tree = nx.Graph()
-    tree.add_weighted_edges_from(
-        ((child, par, graph.edges[child, par]["delay"]) for child, par in parent.items()), weight="delay"
-    )
-    if not tree:
+    adj: dict[str, list[tuple[str, float]]] = {}  # node -> (neighbour, delay), in networkx's order
+    for child, par in parent.items():
+        delay = graph.edges[child, par]["delay"]
+        adj.setdefault(child, []).append((par, delay))
+        adj.setdefault(par, []).append((child, delay))
+    if not adj:
         return 0.0
+    return _eccentricity(adj, _farthest(adj, next(iter(adj)))) / 2.0
 
-    def farthest(src: str) -> tuple[str, float]:
-        dist = nx.single_source_dijkstra_path_length(tree, src, weight="delay")
-        far = max(dist, key=dist.__getitem__)
-        return far, dist[far]
 
-    end, _ = farthest(next(iter(tree)))
-    _, diameter = farthest(end)
-    return diameter / 2.0
+def _farthest(adj: dict[str, list[tuple[str, float]]], src: str) -> str:
+    """The node of tree ``adj`` farthest from ``src``, found as networkx's Dijkstra finds it (same sums in
+    the same order, so the same one of equally far nodes); in a tree every node is reached once."""
+    dist: dict[str, float] = {}
+    tick = itertools.count()
+    fringe: list[tuple[float, int, str]] = [(0, next(tick), src)]
+    while fringe:
+        d, _, node = heapq.heappop(fringe)
+        dist[node] = d
+        for nb, delay in adj[node]:
+            if nb not in dist:
+                heapq.heappush(fringe, (d + delay, next(tick), nb))
+    return max(dist, key=dist.__getitem__)
+
+
+def _eccentricity(adj: dict[str, list[tuple[str, float]]], src: str) -> float:
+    """The delay from ``src`` to the node of tree ``adj`` farthest from it (the same sums as ``_farthest``)."""
+    dist: dict[str, float] = {src: 0}
+    stack = [src]
+    while stack:
+        node = stack.pop()
+        d = dist[node]
+        for nb, delay in adj[node]:
+            if nb not in dist:
+                dist[nb] = d + delay
+                stack.append(nb)
+    return max(dist.values())
 
 
 @dataclass
@@ -182,7 +204,8 @@ def build_tree(
     Raises
     ------
     PlanError
-        A worker without a path, a hop list longer than the header holds, a server fan-in above 255.
+        A worker without a path, a hop list longer than the header holds, a server fan-in above
+        ``MAX_CHILDREN``.
     ResourceError
         No multicast group left (multicast results).
     """
@@ -222,11 +245,13 @@ def tree_shape(ctx: JobContext, tree_id: int, root: str, parent: dict[str, str])
     for w in ctx.workers:
         if w.name not in parent:
             raise PlanError(f"tree {tree_id}: worker {w.name} has no path to server {root}")
-    down = nx.DiGraph()
-    down.add_node(root)
-    down.add_edges_from((par, child) for child, par in parent.items())
-    order = [root, *(child for _, child in nx.bfs_edges(down, root))]
-    kids = {node: list(down.successors(node)) for node in order if down.out_degree(node)}
+    below: dict[str, list[str]] = {}
+    for child, par in parent.items():
+        below.setdefault(par, []).append(child)
+    order = [root]  # breadth-first from the root, children in the order ``parent`` lists them
+    for node in order:
+        order.extend(below.get(node, ()))
+    kids = {node: below[node] for node in order if node in below}
     min_rank: dict[str, int] = {}
     for node in reversed(order):
         min_rank[node] = rank[node] if node in rank else min(min_rank[c] for c in kids[node])
@@ -280,21 +305,29 @@ def _take_aggregation_slots(ctx: JobContext, tree_id: int, root: str, node: str,
 
 
 def check_server_fan_in(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation) -> None:
-    """Raise above what a hop's child field holds; warn above what a switch could take.
+    """Refuse a tree whose server would hear more children than an agent tracks (``MAX_CHILDREN``, the
+    width of its children bitmap; ``JobPlan.validate`` refuses such a plan too, so it is never produced).
 
     Raises
     ------
     PlanError
-        The server would receive more than ``MAX_SERVER_FAN_IN`` flows.
+        The server would receive more than ``MAX_CHILDREN`` flows; the message names the switches that
+        forward without aggregating because their own fan-in is above the limit.
     """
     root, fan_in = shape.root, len(agg.flows_in[shape.root])
-    if fan_in > MAX_SERVER_FAN_IN:
-        raise PlanError(
-            f"server {root} would need fan-in {fan_in} > {MAX_SERVER_FAN_IN} "
-            f"(tree {tree_id}); add switch slots or servers"
-        )
-    if fan_in > MAX_CHILDREN:
-        ctx.warnings.append(f"server {root} has fan-in {fan_in} > {MAX_CHILDREN} in tree {tree_id}")
+    if fan_in <= MAX_CHILDREN:
+        return
+    crowded = [
+        n
+        for n in shape.order[1:]
+        if not agg.aggregates.get(n, True) and ctx.aggregation != "none" and len(agg.flows_in[n]) > MAX_CHILDREN
+    ]
+    verb = "forwards" if len(crowded) == 1 else "forward"
+    why = f"; {', '.join(crowded)} {verb} without aggregating (fan-in above {MAX_CHILDREN})" if crowded else ""
+    raise PlanError(
+        f"server {root} would need fan-in {fan_in} > {MAX_CHILDREN}, the children an agent tracks, "
+        f"in tree {tree_id}{why}; plan fewer workers per job or aggregate at switches"
+    )
 
 
 def _port(graph: nx.Graph, u: str, v: str) -> int:
@@ -312,32 +345,43 @@ def hop_lists(
     PlanError
         A path with more hops than a hop list holds.
     """
-    topo, root = ctx.topo, shape.root
+    topo, root, parent, aggregates = ctx.topo, shape.root, shape.parent, agg.aggregates
+    switches = [n for n in shape.order[1:] if n not in shape.rank]
+    device = {n: topo.switch(n).device_id for n in switches}
+    port_up = {n: _port(ctx.graph, n, parent[n]) for n in switches}
+    port_down = {n: _port(ctx.graph, parent[n], n) for n in shape.order[1:] if parent[n] != root}
+    fan_in = {n: len(flows) for n, flows in agg.flows_in.items()}
+    index: dict[str, dict[str, int]] = {}  # aggregation point or server -> flow -> its child index
+    for n in [*(n for n in switches if aggregates[n]), root]:
+        at: dict[str, int] = {}
+        index[n] = at
+        for i, f in enumerate(agg.flows_in[n]):
+            at.setdefault(f, i)
+    server_id = topo.host(root).node_id
     grad_hops: dict[str, list[Hop]] = {}
     result_hops: dict[str, list[Hop]] = {}
     for w in ctx.workers:
         hops: list[Hop] = []
-        path = [par for _, par in edges_up(shape.parent, w.name)][:-1]  # the switches, without the server
-        flow = w.name
-        for node in path:
-            dev, out = topo.switch(node).device_id, _port(ctx.graph, node, shape.parent[node])
-            if agg.aggregates[node]:
-                hops.append(Hop(dev, True, len(agg.flows_in[node]), agg.child_index(node, flow), out, node))
+        path: list[str] = []  # the switches, without the server
+        node, flow = parent[w.name], w.name
+        while node != root:
+            path.append(node)
+            if aggregates[node]:
+                hops.append(Hop(device[node], True, fan_in[node], index[node][flow], port_up[node], node))
                 flow = node
             else:
-                hops.append(Hop(dev, False, 0, 0, out, node))
-        server = topo.host(root)
-        hops.append(Hop(server.node_id, True, len(agg.flows_in[root]), agg.child_index(root, flow), 0, root))
+                hops.append(Hop(device[node], False, 0, 0, port_up[node], node))
+            node = parent[node]
+        hops.append(Hop(server_id, True, fan_in[root], index[root][flow], 0, root))
         if len(hops) > MAX_HOPS:
             raise PlanError(
                 f"tree {tree_id}: the path of {w.name} to {root} crosses {len(path)} switches; "
                 f"a hop list holds at most {MAX_HOPS - 1} plus the server"
             )
         grad_hops[w.name] = hops
-        below = [w.name, *path]
         result_hops[w.name] = [
-            Hop(topo.switch(s).device_id, agg.aggregates[s], 0, 0, _port(ctx.graph, s, below[i]), s)
-            for i, s in reversed(list(enumerate(path)))
+            Hop(device[s], aggregates[s], 0, 0, port_down[below], s)
+            for s, below in zip(reversed(path), [*reversed(path[:-1]), w.name], strict=True)
         ]
     return grad_hops, result_hops
 
