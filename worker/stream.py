@@ -663,6 +663,23 @@ class Round:
         """Chunks sent and not answered yet (the results this round still waits for from the network)."""
         return sum(window.next_to_send for window in self.windows) - self.results_heard
 
+    def receive_batch(self) -> int:
+        """Results the agent's transport may gather before it hands them over (``expect_batches``) without
+        holding back the round's sends: a quarter of the chunks in flight, or, while chunks are left to
+        send and the windows have room beyond those in flight (a paced tree: its rate, not its window,
+        bounds what is in flight), a quarter of that room.
+
+        The room matters to the worker whose GRADs complete the chunks (the last to start the round):
+        its results come back one path's round trip after it sends, while the others' wait for its
+        GRADs too, so few of its chunks are in flight; at K = 1024 on 100 Mbit/s links (about 2,900
+        results a second) a quarter of them fell below the transport's MIN_HOLD_ROWS, it took every
+        result as it arrived and spent about 3x the CPU of each other worker in the round
+        (docs/design-decisions.md, "Host CPU per chunk")."""
+        in_flight = self.in_flight()
+        unsent = sum(len(window.order) - window.next_to_send for window in self.windows)
+        room = sum(window.cursor.allowed() for window in self.windows) - in_flight if unsent else 0
+        return max(in_flight, min(room, unsent)) // 4
+
     def measured_loss(self) -> str:
         """The loss this round saw: chunks whose first send went unanswered within its timeout."""
         answered_late = _count(self.attempts > 0)  # only chunks sent are ever resent
