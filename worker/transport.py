@@ -49,7 +49,7 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
 # stream, so a batch must stay well below what the window lets out meanwhile: a worker asks for a quarter
-# of its chunks in flight, or of its window's room while a paced round has chunks left to send
+# of its chunks in flight, or of its window's room while a paced round's sends left take HOLD_LEAD_S
 # (worker/stream.py, Round.receive_batch), the server for an eighth of its jobs' smallest pool (up to
 # 64), others get BATCH_ROWS.
 # A handler that expects batches of fewer than MIN_HOLD_ROWS is never held: a worker with a few chunks
