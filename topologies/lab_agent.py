@@ -51,13 +51,19 @@ PROFILE_DIR_ENV = "INA_AGENT_PROFILE_DIR"
 PROFILE_WHO_ENV = "INA_AGENT_PROFILE"
 # The agents' receive hold (worker/transport.py BATCH_WAIT_S), in seconds, when set: a bench A/B of it
 BATCH_WAIT_ENV = "INA_AGENT_BATCH_WAIT"
+# "0": the agents send datagrams one by one with sendmmsg instead of UDP_SEGMENT sends (a bench A/B of it)
+SEGMENTATION_ENV = "INA_AGENT_SEGMENTATION"
 
 
 def agent_transport(ip: str):
-    """The agent's kernel-UDP transport (with the receive hold BATCH_WAIT_ENV asks for, if set)."""
+    """The agent's kernel-UDP transport (with the receive hold BATCH_WAIT_ENV asks for and the sending
+    SEGMENTATION_ENV asks for, if set)."""
     from worker.transport import BATCH_WAIT_S, UdpTransport
 
-    return UdpTransport(ip=ip, batch_wait=float(os.environ.get(BATCH_WAIT_ENV) or BATCH_WAIT_S))
+    segmentation = None if os.environ.get(SEGMENTATION_ENV, "").strip() != "0" else False
+    return UdpTransport(
+        ip=ip, batch_wait=float(os.environ.get(BATCH_WAIT_ENV) or BATCH_WAIT_S), segmentation=segmentation
+    )
 
 
 def worker_input(seed: int, round_no: int, rank: int, values: int) -> np.ndarray:

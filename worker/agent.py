@@ -787,9 +787,9 @@ class WorkerAgent:
             taken = round_.on_results(seq, tree_id, flags, values, chunk_code, marked)
             if round_.results_heard != heard:
                 self.last_progress = now
-            # results come back in batches of a quarter of the chunks in flight at most: a longer wait for
-            # them would hold back the window (worker/transport.py, "Receive coalescing")
-            self.transport.expect_batches(C.INA_UDP_PORT, round_.in_flight() // 4)
+            # results come back in batches that do not hold back the window (worker/transport.py, "Receive
+            # coalescing")
+            self.transport.expect_batches(C.INA_UDP_PORT, round_.receive_batch())
         if taken < count:
             self.stats["stale_results"] += count - taken
 

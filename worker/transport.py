@@ -48,8 +48,10 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # call, decode, window update, encode, send) costs about the same for 1 datagram as for 50: without
 # the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
-# stream, so a batch must stay well below the datagrams in flight: a worker asks for a quarter of its
-# chunks in flight, the server for an eighth of its jobs' smallest pool (up to 64), others get BATCH_ROWS.
+# stream, so a batch must stay well below what the window lets out meanwhile: a worker asks for a quarter
+# of its chunks in flight, or of its window's room while a paced round's sends left take HOLD_LEAD_S
+# (worker/stream.py, Round.receive_batch), the server for an eighth of its jobs' smallest pool (up to
+# 64), others get BATCH_ROWS.
 # A handler that expects batches of fewer than MIN_HOLD_ROWS is never held: a worker with a few chunks
 # in flight (a small model's all_reduce every few ms, which counts as a stream; the tail of a round)
 # would only wait longer for its last results. Nor is a port whose datagrams come in bursts too far
@@ -495,7 +497,7 @@ class UdpTransport(Transport):
 
     def expect_batches(self, port: int, rows: int) -> None:
         """The handler of ``port`` can take batches of ``rows`` datagrams without slowing its stream
-        (a worker: a quarter of its chunks in flight): a streaming port waits for that many, and is not
+        (a worker: ``Round.receive_batch``): a streaming port waits for that many, and is not
         held at all while ``rows`` is below MIN_HOLD_ROWS."""
         self._batch_rows[port] = max(1, min(MAX_BATCH_ROWS, rows))
 
