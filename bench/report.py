@@ -500,7 +500,8 @@ def scale_section(manifest: dict, images: Path) -> list[str]:
         ]
         header = ["topology", "jobs", "workers per job", "each job's ms", "slowest x ideal", "mismatches"]
         out += ["", "Concurrent jobs:", ""] + table(header, job_rows, right={1, 2, 4, 5})
-    failures = [r for r in rows if r.get("case") == "failure"]
+    failures = [r for r in rows if r.get("case") == "failure" and "replan_refused" not in r]
+    refused = [r for r in rows if r.get("case") == "failure" and "replan_refused" in r]
     if failures:
         fail_rows = [
             [
@@ -526,6 +527,11 @@ def scale_section(manifest: dict, images: Path) -> list[str]:
             "mismatches",
         ]
         out += ["", "A spine failing mid-round:", ""] + table(header, fail_rows, right={2, 4, 5, 6, 7})
+    for r in refused:
+        out += [
+            "",
+            f"{r['topology']}, {r['failed_switch']} failed mid-round: the re-plan was refused ({r['replan_refused']}).",
+        ]
     has_curve, has_jobs = scale_plots(rows, images)
     if has_curve:
         out += ["", f"![x ideal against workers in the simulator]({IMAGES}/{SCALE_PLOT})"]

@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.errors import ControllerError  # noqa: E402
+from controller.errors import ControllerError, PlanError  # noqa: E402
 from controller.generators import fat_tree, leaf_spine  # noqa: E402
 from controller.options import RTO_S  # noqa: E402
 from controller.plan import JobPlan  # noqa: E402
@@ -232,7 +232,21 @@ def spine_failure(
     lost = run_ina(net, plan, values, window=args.window, agent=agent_model(args), failures=[(at, victim)])
     ended_s = net.core.state()["now_s"]
     t0 = time.perf_counter()
-    new = replan_ina(net, plan, [victim])
+    try:
+        new = replan_ina(net, plan, [victim])
+    except PlanError as exc:  # the controller refuses the job around the failure: say why, as a user sees it
+        net.remove_job(plan)
+        net.repair()
+        print(f"{name:>18} {victim} failed at {at * 1e3:.3f} ms: the re-plan was refused: {exc}", flush=True)
+        return {
+            "case": "failure",
+            "topology": name,
+            "workers": len(workers),
+            "failed_switch": victim,
+            "failed_at_s": at,
+            "lost_round_finished": lost.finished,
+            "replan_refused": str(exc),
+        }
     replan_s = time.perf_counter() - t0
     net.fresh_core(args.seed)
     again = run_ina(net, new, values, window=args.window, agent=agent_model(args))
