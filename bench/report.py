@@ -403,6 +403,38 @@ SCALE_PLOT = "scale.png"
 SCALE_JOBS_PLOT = "scale_jobs.png"
 
 
+def plot_scale_curve(rows: list[dict], path: Path) -> None:
+    """x ideal against workers, a line per method and fabric (bench/scale.py's rows of case "curve"), saved
+    as ``path``; bench/scale.py draws its own run's with it too."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    curve = [r for r in rows if r.get("case", "curve") == "curve" and r["completion_s"] > 0]
+    for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
+        for method in ("ina", "ina_multitree", "ring", "ps"):
+            pts = sorted(
+                (r["workers"], r["x_ideal"])
+                for r in curve
+                if r["method"] == method and r["topology"].rsplit("_", 1)[0] == family
+            )
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=f"{method} ({family})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("completion time / ideal (bytes / host link bandwidth)")
+    ax.set_title("All-reduce in the packet-level simulator")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def scale_plots(rows: list[dict], images: Path) -> tuple[bool, bool]:
     """x ideal against workers per method and fabric; the slowest job's x ideal against concurrent jobs."""
     import matplotlib
@@ -414,26 +446,7 @@ def scale_plots(rows: list[dict], images: Path) -> tuple[bool, bool]:
     jobs = [r for r in rows if r.get("case") == "jobs" and r["completion_s"] > 0]
     images.mkdir(parents=True, exist_ok=True)
     if curve:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
-            for method in ("ina", "ina_multitree", "ring", "ps"):
-                pts = sorted(
-                    (r["workers"], r["x_ideal"])
-                    for r in curve
-                    if r["method"] == method and r["topology"].rsplit("_", 1)[0] == family
-                )
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", label=f"{method} ({family})")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("workers")
-        ax.set_ylabel("completion time / ideal")
-        ax.set_title("All-reduce in the packet-level simulator")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(images / SCALE_PLOT, dpi=100)
-        plt.close(fig)
+        plot_scale_curve(curve, images / SCALE_PLOT)
     if jobs:
         fig, ax = plt.subplots(figsize=(7, 4.0))
         for topology in sorted({r["topology"] for r in jobs}):

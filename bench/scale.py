@@ -282,31 +282,10 @@ def spine_failure(
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
+    """The run's curve, drawn as docs/results.md draws it (bench/report.py)."""
+    from bench.report import plot_scale_curve
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    curve = [r for r in rows if r.get("case", "curve") == "curve"]
-    for family in sorted({r["topology"].rsplit("_", 1)[0] for r in curve}):
-        for method in METHODS:
-            pts = sorted(
-                (r["workers"], r["x_ideal"])
-                for r in curve
-                if r["method"] == method and r["topology"].rsplit("_", 1)[0] == family and r["completion_s"] > 0
-            )
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker="o", label=f"{method} ({family})")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("workers")
-    ax.set_ylabel("completion time / ideal (bytes / host link bandwidth)")
-    ax.set_title("All-reduce in the packet-level simulator")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    plot_scale_curve(rows, path)
 
 
 def main() -> int:
