@@ -706,8 +706,10 @@ def test_a_hybrid_port_whose_block_ring_filled_up_loses_no_frame_and_repeats_non
         stats = ports.port_stats(1)
         assert numbers == sorted(set(numbers)), "frames out of order or twice"
         assert numbers[-len(last) :] == last
-        assert stats.kernel_drops > 0 and stats.rx + stats.kernel_drops == last[-1] + 1
-        assert len(numbers) == stats.rx == sw.stats["received"]
+        by_socket, by_backlog = collector.harness_drops()  # frames the harness lost (a loaded machine)
+        sent = last[-1] + 1
+        assert stats.kernel_drops > 0 and sent - by_backlog <= stats.rx + stats.kernel_drops <= sent
+        assert len(numbers) + by_socket == stats.rx == sw.stats["received"]
         collector.check_whole(1000)
         assert not stats.on_blocks
 
