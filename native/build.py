@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -185,7 +185,16 @@ def build_objects(
     return objects
 
 
-def _compile(cc, name, sources, generated, include_dirs, cflags, libs, target: Path) -> None:
+def _compile(
+    cc: str,
+    name: str,
+    sources: Iterable[Path],
+    generated: Mapping[str, str],
+    include_dirs: Iterable[str | Path],
+    cflags: Iterable[str],
+    libs: Iterable[str],
+    target: Path,
+) -> None:
     with tempfile.TemporaryDirectory(prefix=f"ina-{name}-") as tmp:
         files = [str(s) for s in sources]
         for fname, text in generated.items():

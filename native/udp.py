@@ -160,7 +160,9 @@ class NativeBatchSocket(BatchSocket):
 
     native = True
 
-    def __init__(self, sock: socket.socket, lib: ctypes.CDLL, row_bytes: int = 2048, rows: int = 256, gro=False):
+    def __init__(
+        self, sock: socket.socket, lib: ctypes.CDLL, row_bytes: int = 2048, rows: int = 256, gro: bool = False
+    ) -> None:
         if gro and rows < GRO_SEGMENTS_MAX:
             raise ValueError(f"a UDP_GRO socket needs at least {GRO_SEGMENTS_MAX} receive rows, not {rows}")
         super().__init__(sock, row_bytes, rows)
@@ -183,7 +185,9 @@ class NativeBatchSocket(BatchSocket):
             self._error_ref,
         )
 
-    def send(self, rows, lengths, ips, port, wait_ms=0):
+    def send(
+        self, rows: np.ndarray, lengths: int | np.ndarray, ips: int | np.ndarray, port: int, wait_ms: int = 0
+    ) -> tuple[int, int]:
         n = len(rows)
         if n == 0:
             return 0, 0
@@ -217,7 +221,7 @@ class NativeBatchSocket(BatchSocket):
         )
         return sent, self._error.value
 
-    def send_segments(self, rows, ip, port, wait_ms=0):
+    def send_segments(self, rows: np.ndarray, ip: int, port: int, wait_ms: int = 0) -> tuple[int, int]:
         n = len(rows)
         if n == 0:
             return 0, 0
@@ -228,7 +232,7 @@ class NativeBatchSocket(BatchSocket):
         return sent, self._error.value
 
     def receive(self) -> int:
-        count = self._lib.ina_udp_recv(*self._receive_args)
+        count: int = self._lib.ina_udp_recv(*self._receive_args)
         if count == 0 and self._error.value not in (0, errno.EAGAIN, errno.EWOULDBLOCK):
             raise OSError(self._error.value, f"recvmmsg: {errno.errorcode.get(self._error.value, '?')}")
         return count
@@ -237,18 +241,18 @@ class NativeBatchSocket(BatchSocket):
 class PythonBatchSocket(BatchSocket):
     """The same interface with one socket call per datagram (no C compiler)."""
 
-    def send(self, rows, lengths, ips, port, wait_ms=0):
+    def send(
+        self, rows: np.ndarray, lengths: int | np.ndarray, ips: int | np.ndarray, port: int, wait_ms: int = 0
+    ) -> tuple[int, int]:
         n = len(rows)
         rows = np.ascontiguousarray(rows)
         stride = rows.shape[1] if rows.ndim == 2 else rows.itemsize
-        view = memoryview(rows.reshape(-1).view(np.uint8))
-        per_row_len = isinstance(lengths, np.ndarray)
-        per_row_ip = isinstance(ips, np.ndarray)
-        common = None if per_row_ip else (ip_text(int(ips)), port)
+        view = rows.reshape(-1).view(np.uint8).data  # a flat memoryview of the rows
+        sizes = [int(x) for x in lengths] if isinstance(lengths, np.ndarray) else [lengths] * n
+        hosts = [ip_text(int(x)) for x in ips] if isinstance(ips, np.ndarray) else [ip_text(int(ips))] * n
         sendto = self.sock.sendto
         for i in range(n):
-            size = int(lengths[i]) if per_row_len else lengths
-            address = (ip_text(int(ips[i])), port) if per_row_ip else common
+            size, address = sizes[i], (hosts[i], port)
             try:
                 sendto(view[i * stride : i * stride + size], address)
             except (BlockingIOError, InterruptedError):
@@ -259,7 +263,7 @@ class PythonBatchSocket(BatchSocket):
 
     def receive(self) -> int:
         recvfrom_into = self.sock.recvfrom_into
-        rows = memoryview(self.rows.reshape(-1))
+        rows = self.rows.reshape(-1).data
         stride = self.row_bytes
         count = 0
         while count < self.capacity:
