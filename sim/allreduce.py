@@ -16,6 +16,7 @@ that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is `
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from dataclasses import dataclass, field
 
@@ -27,7 +28,7 @@ from controller.planner import plan_job
 from controller.topology import Host
 from protocol import constants as C
 from sim.errors import SimError
-from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
+from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame, unicast_result_frame
 from sim.network import SimNetwork
 from worker.pacing import PACING_HEADROOM
 from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, stripe
@@ -183,8 +184,9 @@ def _collect(net: SimNetwork, method: str, hosts: list[str], nbytes: int, wall: 
 
 
 def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
-    """The controller's plan for the job (multicast results, K of the switches' program), installed; the
-    network's ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
+    """The controller's plan for the job (multicast results, K of the switches' program, results from a
+    tree's root where the program can send them unless ``root_results=False``), installed; the network's
+    ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
     plan = plan_only(net, workers, server, **options)
     net.install_job(plan)
     return plan
@@ -192,21 +194,30 @@ def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object
 
 def plan_only(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
     """``plan_ina``'s plan, not installed (``net.install_job`` installs it: the two timed apart)."""
-    k = net.installer.values_per_packet()
-    # the simulated server agent sends the RESULTs; the root switch multicasting them (the lab's default on
-    # v1model) is not modelled yet (docs/simulator.md, "What is not modelled")
-    options = {"root_results": False, **options}
-    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
+    opts = PlanOptions(**_plan_defaults(net, options))  # type: ignore[arg-type]
     return plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
 
 
-def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobPlan:
+def _plan_defaults(net: SimNetwork, options: dict[str, object]) -> dict[str, object]:
+    """The controller's defaults for a job on ``net`` (controller/jobservice.py): multicast results, K
+    of the switches' program, and ``root_results`` (None: where the program can, read off its P4Info);
+    ``root_results=False`` keeps the server on every tree's path (the server sends the RESULTs)."""
+    out = {"result_mode": "multicast", "value_count": net.installer.values_per_packet(), **options}
+    if out.get("root_results") is None:
+        out["root_results"] = net.installer.root_multicast()
+    return out
+
+
+def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str], root_results: bool | None = None) -> JobPlan:
     """The controller's next version of ``plan`` around ``dead_switches`` (controller/replan.py:
-    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed."""
+    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed; ``root_results``
+    as ``plan_ina``'s (the job's option: None, where the program can)."""
     from controller.replan import plan_around, surviving_graph
 
     opts = PlanOptions(
-        result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size, root_results=False
+        **_plan_defaults(
+            net, {"value_count": plan.value_count, "pool_size": plan.pool_size, "root_results": root_results}
+        )  # type: ignore[arg-type]
     )
     graph = surviving_graph(net.graph, dead_switches, [])
     new = plan_around(net.topo, graph, net.resources, plan, opts)
@@ -286,10 +297,25 @@ def _add_ina(
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
     tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
+    # the trees whose root switch multicasts the RESULTs (the server gets a copy of each sum, sends nothing)
+    root_trees = {c.tree_id for c in plan.switches if c.root}
+    ips = [int(ipaddress.IPv4Address(w.ip)) for w in plan.workers]  # as the core reads a source address
     for root in dict.fromkeys(t.root for t in trees):  # one server agent per root (it answers on a GRAD's tree)
-        tree_id = next(t.tree_id for t in trees if t.root == root)
-        result = multicast_result_frame(plan.job_id, tree_id, servers[root], first, k, tos)
+        served = [t for t in trees if t.root == root]
+        result = multicast_result_frame(plan.job_id, served[0].tree_id, servers[root], first, k, tos)
         net.core.ina_server(net.node[root], result, 4 * plan.pool_size * len(trees))
+        answers = [
+            (
+                t.tree_id,
+                t.tree_id in root_trees,
+                [
+                    unicast_result_frame(plan.job_id, t.tree_id, t.result_hops[w.name], servers[root], w, k, tos)
+                    for w in plan.workers
+                ],
+            )
+            for t in served
+        ]
+        net.core.ina_server_answers(net.node[root], ips, answers)
     paced = agent is not None and agent.paced
     rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
     tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)
