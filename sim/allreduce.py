@@ -5,8 +5,11 @@ INA: the job is planned by ``controller.planner.plan_job`` and installed by the 
 over the job's slots (chunk j: seq j + 1; the i-th chunk of a tree: slot i mod pool, shadow (i div pool)
 mod 2, the worker agent's assignment, worker/stream.py) with a window of chunks in flight per tree (fixed,
 or the agent's congestion control: ``AgentModel``), resends a chunk with RETX after its timeout, and takes
-the server's multicast RESULT; the server adds the partial sums its children send and multicasts the
-chunk's result on its tree. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
+the multicast RESULT. Where a switch aggregates every worker of a tree (the controller's default plan on
+v1model) that switch, the tree's root, multicasts the RESULTs and answers resends itself (the P4 program)
+and the server keeps its copy of each sum and sends nothing; on the server path (``root_results=False``)
+the server adds the partial sums its children send and multicasts the chunk's result on its tree. The
+server answers a resend of a finished chunk to its sender only, by unicast. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
 (``failures``; ``replan_ina`` is the controller's re-plan). Every result is compared in C, lane by lane,
 with the expected sum.
 
