@@ -117,6 +117,8 @@ class RunResult:
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
     agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
+    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered), summed
+    server: dict[str, int] = field(default_factory=dict)
 
     @property
     def x_ideal(self) -> float:
@@ -250,7 +252,14 @@ def run_ina(
     ``failures``: switches that fail during the run, (time s, name)."""
     t0, c0 = time.perf_counter(), time.process_time()
     _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
-    return _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+    result = _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+    result.server = _server_counters(net, plan)
+    return result
+
+
+def _server_counters(net: SimNetwork, plan: JobPlan) -> dict[str, int]:
+    stats = [net.core.host_stats(net.node[s.name]) for s in plan.servers]
+    return {key: int(sum(s[key] for s in stats)) for key in ("root_copies", "results_sent", "answers")}
 
 
 def run_ina_jobs(
@@ -272,7 +281,10 @@ def run_ina_jobs(
         _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
     _run(net, until_s, failures or [])
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+    results = [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+    for result, (plan, _) in zip(results, jobs, strict=True):
+        result.server = _server_counters(net, plan)
+    return results
 
 
 def _add_ina(

@@ -54,7 +54,7 @@ def _copy_bytes(plan: JobPlan) -> int:
 def test_the_root_multicasts_exact_sums_and_the_server_only_takes_a_copy_of_each(topo: Topology) -> None:
     net, plan = _job(topo)
     assert any(c.root for c in plan.switches)  # the controller's default on v1model: results from the root
-    _run(net, plan, seed=1)
+    result = _run(net, plan, seed=1)
     server, switch = _server_link(plan)
     up, down = net.direction_stats(switch, server), net.direction_stats(server, switch)
     assert up["packets"] == CHUNKS and up["bytes"] == CHUNKS * _copy_bytes(plan)  # one copy per chunk
@@ -63,6 +63,7 @@ def test_the_root_multicasts_exact_sums_and_the_server_only_takes_a_copy_of_each
     # the server kept the copies that arrived (the run ends with the last worker's result: the last copies
     # may still be on the wire) and sent nothing
     assert 0 < stats["root_copies"] <= CHUNKS and stats["results_sent"] == 0 and stats["answers"] == 0
+    assert result.server == {key: stats[key] for key in ("root_copies", "results_sent", "answers")}
     net.close()
 
 
