@@ -3,7 +3,8 @@
 For every topology file (the mininet lab's: star_100m, leaf_spine_100m, their jumbo variants, the 1 Gbit/s
 star and leaf_spine) and size, the simulator (sim/) runs INA with the lab's configuration: the switches'
 default program for the links' MTU (K = 256 at 1500, K = 1024 on jumbo links), the plan the lab installs
-(multicast results, ``--pool-size``, as bench/allreduce_netns.py's default), and the worker agents'
+(multicast results from the tree's root switch, the controller's default on v1model, ``--pool-size``, as
+bench/allreduce_netns.py's default; ``--server-results``: the server sends them), and the worker agents'
 settings (sim.allreduce.AgentModel: the agents' window, their RTO with the lab's base timeout, pacing at
 the plan's send rate, the ECN rate law with the P4 program marking from the modelled queues). Given the
 lab's JSON (bench/allreduce_netns.py's, ``--lab``), it prints each INA run's median time beside the
@@ -65,7 +66,14 @@ def program_for(k: int) -> str:
 
 
 def simulate(
-    topology: str, mb: float, k: int | None, pool: int, agent: AgentModel, extra_ms: float = 0.0, seed: int = 0
+    topology: str,
+    mb: float,
+    k: int | None,
+    pool: int,
+    agent: AgentModel,
+    extra_ms: float = 0.0,
+    seed: int = 0,
+    root_results: bool | None = None,
 ) -> RunResult:
     """One INA allreduce of ``mb`` MB per worker on a fresh simulated network of ``topology``."""
     topo = load_topology(ROOT / topology)
@@ -75,7 +83,7 @@ def simulate(
     net = SimNetwork(topo, program=program, links=LinkModel(host_delay_extra_ms=extra_ms), seed=seed)
     try:
         net.install_routes(routes=False)
-        plan = plan_ina(net, workers, server, pool_size=pool)
+        plan = plan_ina(net, workers, server, pool_size=pool, root_results=root_results)
         n = int(mb * 2**20 / 4) // plan.value_count * plan.value_count
         return run_ina(net, plan, WorkerValues.random(len(workers), n, seed=seed), agent=agent)
     finally:
@@ -116,6 +124,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=float, nargs="+", default=[4, 64], help="MB per worker (without --lab)")
     ap.add_argument("--pool-size", type=int, default=LAB_POOL_SIZE, help="the plan's pool (the lab's default)")
     ap.add_argument("--rto", type=float, help="the agents' base RTO, s (default: the lab agents')")
+    ap.add_argument(
+        "--server-results",
+        action="store_true",
+        help="plan the server path (the server sends the RESULTs; default: the tree's root switch, as the lab)",
+    )
     ap.add_argument("--lab-cores", type=int, default=LAB_CORES, help="CPUs of the machine the lab ran on")
     ap.add_argument("--out", default=str(RESULTS / "calibrate.json"))
     args = ap.parse_args()
@@ -135,13 +148,14 @@ def main() -> None:
     for topology, nbytes, k in cases:
         mb = nbytes / 2**20
         t0 = time.perf_counter()
-        sim = simulate(topology, mb, k, args.pool_size, agent)
+        sim = simulate(topology, mb, k, args.pool_size, agent, root_results=False if args.server_results else None)
         row: dict[str, Any] = {
             "topology": topology,
             "mb": mb,
             "values_per_packet": k,
             "pool_size": args.pool_size,
             "rto_s": agent.timeout_s,
+            "root_results": not args.server_results,
             "sim": sim.as_dict(),
             "sim_rtt_ms": 1e3 * sim.agent.get("srtt_s", float("nan")),
         }

@@ -12,7 +12,9 @@ all-reduce at once over the shared fabric; ``--fail-spine 0.5`` also fails the j
 or spine switch its tree crosses) halfway through an INA round, lets the round end (workers give up),
 re-plans the job around the dead switch with the controller (controller/replan.py, timed) and runs the
 next round on the surviving fabric. ``--agent`` runs the INA workers with the agents' congestion control
-(sim.allreduce.AgentModel, the kernel agents' base RTO) instead of a fixed window.
+(sim.allreduce.AgentModel, the kernel agents' base RTO) instead of a fixed window. INA plans are the
+controller's default: a tree's root switch multicasts the RESULTs where one aggregates every worker;
+``--server-results`` plans the server path instead (the server sends every RESULT), for comparison.
 
     python bench/scale.py --fat-tree 4 8 --mb 1              # quick
     python bench/scale.py --fat-tree 16 --mb 16 --methods ina  # the issue's 1,024-host target
@@ -94,11 +96,11 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             continue
         net.fresh_core(args.seed)
         setup = {"build_s": build_s, "topology_entries_s": routes_s}
-        job_entries, install_cpu_s, n_trees = 0, 0.0, 0
+        job_entries, install_cpu_s, n_trees, root_trees = 0, 0.0, 0, 0
         if method in INA_METHODS:
             t0 = time.perf_counter()
             options = {"planner": "multitree", "trees": args.trees} if method == "ina_multitree" else {}
-            plan = plan_only(net, workers, server, **options)
+            plan = plan_only(net, workers, server, **options, **plan_options(args))
             setup["job_plan_s"] = time.perf_counter() - t0
             t0, c0 = time.perf_counter(), time.process_time()
             job_entries = net.install_job(plan)
@@ -108,6 +110,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
             values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
             result: RunResult = run_ina(net, plan, values, window=args.window, agent=agent_model(args))
             n_trees = len(plan.trees)
+            root_trees = len({c.tree_id for c in plan.switches if c.root})  # trees whose root sends the RESULTs
             net.remove_job(plan)  # its slots back for the next cases
         elif method == "ring":
             result = run_ring(net, workers, n_values * 4)
@@ -123,6 +126,7 @@ def run_size(name: str, topo: Topology, args: argparse.Namespace) -> list[dict[s
         row.update(setup)
         if method in INA_METHODS:
             row["job_entries"], row["job_install_cpu_s"], row["trees"] = job_entries, install_cpu_s, n_trees
+            row["root_trees"] = root_trees
         row.update(result.as_dict())
         rows.append(row)
         print(
@@ -153,6 +157,11 @@ def agent_model(args: argparse.Namespace) -> AgentModel | None:
     return AgentModel(timeout_s=RTO_S) if args.agent else None
 
 
+def plan_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The INA plans' options: the controller's default (results from a tree's root), or the server path."""
+    return {"root_results": False} if args.server_results else {}
+
+
 def concurrent_jobs(
     net: SimNetwork, name: str, hosts: list[str], n_jobs: int, n_values: int, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -163,7 +172,7 @@ def concurrent_jobs(
     t0 = time.perf_counter()
     for j in range(n_jobs):
         group = hosts[j::n_jobs][:size]
-        plan = plan_ina(net, group[:-1], group[-1])
+        plan = plan_ina(net, group[:-1], group[-1], **plan_options(args))
         k = plan.value_count
         jobs.append((plan, WorkerValues.random(len(group) - 1, n_values // k * k, seed=args.seed + j)))
     install_s = time.perf_counter() - t0
@@ -224,7 +233,7 @@ def spine_failure(
     """A round with the tree's top switch failing at ``args.fail_spine`` of the healthy round's time, the
     controller's re-plan around it, and the next round."""
     net.fresh_core(args.seed)
-    plan = plan_ina(net, workers, server)
+    plan = plan_ina(net, workers, server, **plan_options(args))
     k = plan.value_count
     values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
     victim = top_switch(plan)
@@ -233,7 +242,7 @@ def spine_failure(
     ended_s = net.core.state()["now_s"]
     t0 = time.perf_counter()
     try:
-        new = replan_ina(net, plan, [victim])
+        new = replan_ina(net, plan, [victim], root_results=False if args.server_results else None)
     except PlanError as exc:  # the controller refuses the job around the failure: say why, as a user sees it
         net.remove_job(plan)
         net.repair()
@@ -314,6 +323,11 @@ def main() -> int:
         "--fail-spine", type=float, help="also: fail the INA tree's top switch at this share of a healthy round"
     )
     p.add_argument("--agent", action="store_true", help="INA workers run the agents' congestion control")
+    p.add_argument(
+        "--server-results",
+        action="store_true",
+        help="INA plans with the server sending every RESULT (default: a tree's root switch multicasts them)",
+    )
     p.add_argument("--include", type=Path, nargs="*", default=[], help="earlier JSON files whose rows join the plot")
     p.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     args = p.parse_args()
@@ -327,7 +341,7 @@ def main() -> int:
     for path in args.include:
         rows.extend(r for r in json.loads(path.read_text())["rows"] if r not in rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"mb_per_worker": args.mb, "argv": sys.argv[1:]}
+    meta = {"mb_per_worker": args.mb, "argv": sys.argv[1:], "root_results": not args.server_results}
     args.out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=float) + "\n")
     plot(rows, args.out.with_suffix(".png"))
     print(f"saved {args.out} and {args.out.with_suffix('.png')}")

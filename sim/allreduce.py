@@ -5,8 +5,11 @@ INA: the job is planned by ``controller.planner.plan_job`` and installed by the 
 over the job's slots (chunk j: seq j + 1; the i-th chunk of a tree: slot i mod pool, shadow (i div pool)
 mod 2, the worker agent's assignment, worker/stream.py) with a window of chunks in flight per tree (fixed,
 or the agent's congestion control: ``AgentModel``), resends a chunk with RETX after its timeout, and takes
-the server's multicast RESULT; the server adds the partial sums its children send and multicasts the
-chunk's result on its tree. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
+the multicast RESULT. Where a switch aggregates every worker of a tree (the controller's default plan on
+v1model) that switch, the tree's root, multicasts the RESULTs and answers resends itself (the P4 program)
+and the server keeps its copy of each sum and sends nothing; on the server path (``root_results=False``)
+the server adds the partial sums its children send and multicasts the chunk's result on its tree. The
+server answers a resend of a finished chunk to its sender only, by unicast. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
 (``failures``; ``replan_ina`` is the controller's re-plan). Every result is compared in C, lane by lane,
 with the expected sum.
 
@@ -16,6 +19,7 @@ that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is `
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from dataclasses import dataclass, field
 
@@ -27,7 +31,7 @@ from controller.planner import plan_job
 from controller.topology import Host
 from protocol import constants as C
 from sim.errors import SimError
-from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame
+from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame, unicast_result_frame
 from sim.network import SimNetwork
 from worker.pacing import PACING_HEADROOM
 from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, stripe
@@ -113,6 +117,8 @@ class RunResult:
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
     agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
+    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered), summed
+    server: dict[str, int] = field(default_factory=dict)
 
     @property
     def x_ideal(self) -> float:
@@ -183,8 +189,9 @@ def _collect(net: SimNetwork, method: str, hosts: list[str], nbytes: int, wall: 
 
 
 def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
-    """The controller's plan for the job (multicast results, K of the switches' program), installed; the
-    network's ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
+    """The controller's plan for the job (multicast results, K of the switches' program, results from a
+    tree's root where the program can send them unless ``root_results=False``), installed; the network's
+    ``resources`` are charged, so jobs planned on one network get their own ids and slots."""
     plan = plan_only(net, workers, server, **options)
     net.install_job(plan)
     return plan
@@ -192,21 +199,30 @@ def plan_ina(net: SimNetwork, workers: list[str], server: str, **options: object
 
 def plan_only(net: SimNetwork, workers: list[str], server: str, **options: object) -> JobPlan:
     """``plan_ina``'s plan, not installed (``net.install_job`` installs it: the two timed apart)."""
-    k = net.installer.values_per_packet()
-    # the simulated server agent sends the RESULTs; the root switch multicasting them (the lab's default on
-    # v1model) is not modelled yet (docs/simulator.md, "What is not modelled")
-    options = {"root_results": False, **options}
-    opts = PlanOptions(result_mode="multicast", value_count=k, **options)  # type: ignore[arg-type]
+    opts = PlanOptions(**_plan_defaults(net, options))  # type: ignore[arg-type]
     return plan_job(net.topo, workers, [server], opts, net.resources, net.graph)
 
 
-def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str]) -> JobPlan:
+def _plan_defaults(net: SimNetwork, options: dict[str, object]) -> dict[str, object]:
+    """The controller's defaults for a job on ``net`` (controller/jobservice.py): multicast results, K
+    of the switches' program, and ``root_results`` (None: where the program can, read off its P4Info);
+    ``root_results=False`` keeps the server on every tree's path (the server sends the RESULTs)."""
+    out = {"result_mode": "multicast", "value_count": net.installer.values_per_packet(), **options}
+    if out.get("root_results") is None:
+        out["root_results"] = net.installer.root_multicast()
+    return out
+
+
+def replan_ina(net: SimNetwork, plan: JobPlan, dead_switches: list[str], root_results: bool | None = None) -> JobPlan:
     """The controller's next version of ``plan`` around ``dead_switches`` (controller/replan.py:
-    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed."""
+    ``plan_around`` on the surviving graph, the job's id kept, new tree ids), installed; ``root_results``
+    as ``plan_ina``'s (the job's option: None, where the program can)."""
     from controller.replan import plan_around, surviving_graph
 
     opts = PlanOptions(
-        result_mode="multicast", value_count=plan.value_count, pool_size=plan.pool_size, root_results=False
+        **_plan_defaults(
+            net, {"value_count": plan.value_count, "pool_size": plan.pool_size, "root_results": root_results}
+        )  # type: ignore[arg-type]
     )
     graph = surviving_graph(net.graph, dead_switches, [])
     new = plan_around(net.topo, graph, net.resources, plan, opts)
@@ -236,7 +252,14 @@ def run_ina(
     ``failures``: switches that fail during the run, (time s, name)."""
     t0, c0 = time.perf_counter(), time.process_time()
     _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
-    return _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+    result = _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+    result.server = _server_counters(net, plan)
+    return result
+
+
+def _server_counters(net: SimNetwork, plan: JobPlan) -> dict[str, int]:
+    stats = [net.core.host_stats(net.node[s.name]) for s in plan.servers]
+    return {key: int(sum(s[key] for s in stats)) for key in ("root_copies", "results_sent", "answers")}
 
 
 def run_ina_jobs(
@@ -258,7 +281,10 @@ def run_ina_jobs(
         _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
     _run(net, until_s, failures or [])
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+    results = [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
+    for result, (plan, _) in zip(results, jobs, strict=True):
+        result.server = _server_counters(net, plan)
+    return results
 
 
 def _add_ina(
@@ -286,10 +312,25 @@ def _add_ina(
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
     tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
+    # the trees whose root switch multicasts the RESULTs (the server gets a copy of each sum, sends nothing)
+    root_trees = {c.tree_id for c in plan.switches if c.root}
+    ips = [int(ipaddress.IPv4Address(w.ip)) for w in plan.workers]  # as the core reads a source address
     for root in dict.fromkeys(t.root for t in trees):  # one server agent per root (it answers on a GRAD's tree)
-        tree_id = next(t.tree_id for t in trees if t.root == root)
-        result = multicast_result_frame(plan.job_id, tree_id, servers[root], first, k, tos)
+        served = [t for t in trees if t.root == root]
+        result = multicast_result_frame(plan.job_id, served[0].tree_id, servers[root], first, k, tos)
         net.core.ina_server(net.node[root], result, 4 * plan.pool_size * len(trees))
+        answers = [
+            (
+                t.tree_id,
+                t.tree_id in root_trees,
+                [
+                    unicast_result_frame(plan.job_id, t.tree_id, t.result_hops[w.name], servers[root], w, k, tos)
+                    for w in plan.workers
+                ],
+            )
+            for t in served
+        ]
+        net.core.ina_server_answers(net.node[root], ips, answers)
     paced = agent is not None and agent.paced
     rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
     tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)

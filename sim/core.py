@@ -34,6 +34,7 @@ _LAYOUT_FIELDS = (
     "ip_tos",
     "ip_header",
     "tree_id",
+    "flag_mcast",
 )
 _P, _U8P = ctypes.c_void_p, ctypes.c_char_p
 
@@ -61,6 +62,7 @@ def library() -> ctypes.CDLL:
             ],
         ),
         "sim_set_link_up": (None, [_P, ctypes.c_uint32, ctypes.c_int]),
+        "sim_set_link_loss": (None, [_P, ctypes.c_uint32, ctypes.c_double]),
         "sim_link_stats": (None, [_P, ctypes.c_uint32, _P]),
         "sim_set_layout": (None, [_P, _P]),
         "sim_set_values": (None, [_P, _P, _P, _P, ctypes.c_uint64]),
@@ -89,6 +91,10 @@ def library() -> ctypes.CDLL:
         ),
         "sim_set_depth_fn": (None, [_P, _P]),
         "sim_ina_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32]),
+        "sim_ina_server_answers": (
+            ctypes.c_int,
+            [_P, ctypes.c_uint32, ctypes.c_uint32, _P, ctypes.c_uint32, _P, _P, _P, _P],
+        ),
         "sim_ring_worker": (
             ctypes.c_int,
             [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint32],
@@ -171,6 +177,9 @@ class SimCore:
     def set_link_up(self, link: int, up: bool) -> None:
         self.lib.sim_set_link_up(self._sim, link, int(up))
 
+    def set_link_loss(self, link: int, loss: float) -> None:
+        self.lib.sim_set_link_loss(self._sim, link, loss)
+
     def link_stats(self, link: int) -> dict[str, int]:
         out = np.zeros(5, dtype=np.uint64)
         self.lib.sim_link_stats(self._sim, link, _ptr(out))
@@ -231,6 +240,24 @@ class SimCore:
     def ina_server(self, node: int, template: bytes, ring: int) -> None:
         self._check(self.lib.sim_ina_server(self._sim, node, template, len(template), ring), "INA server")
 
+    def ina_server_answers(self, node: int, worker_ips: list[int], trees: list[tuple[int, bool, list[bytes]]]) -> None:
+        """How INA server ``node`` answers resends: to their senders only, each by a unicast RESULT on its
+        reverse hop list. ``worker_ips``: the workers' addresses (as integers); ``trees``: per tree served
+        here, (tree id, whether its root switch multicasts the RESULTs, one RESULT template per worker in
+        the order of ``worker_ips``)."""
+        order = np.argsort(np.array(worker_ips, dtype=np.uint64), kind="stable")
+        ips = np.ascontiguousarray(np.array(worker_ips, dtype=np.uint32)[order])
+        frames = [tmpls[i] for _, _, tmpls in trees for i in order.tolist()]
+        offsets = np.zeros(len(frames) + 1, dtype=np.uint64)
+        offsets[1:] = np.cumsum([len(f) for f in frames])
+        blob = np.frombuffer(b"".join(frames), dtype=np.uint8)
+        tree_ids = np.array([t for t, _, _ in trees], dtype=np.uint8)
+        root = np.array([r for _, r, _ in trees], dtype=np.uint8)
+        rc = self.lib.sim_ina_server_answers(
+            self._sim, node, len(ips), _ptr(ips), len(trees), _ptr(tree_ids), _ptr(root), _ptr(blob), _ptr(offsets)
+        )
+        self._check(rc, "INA server's answers (distinct worker addresses, 1 to 255 trees)")
+
     def ring_worker(self, node: int, template: bytes, per_step: int, steps: int) -> None:
         self._check(self.lib.sim_ring_worker(self._sim, node, template, len(template), per_step, steps), "ring worker")
 
@@ -257,7 +284,7 @@ class SimCore:
         return int(self.lib.sim_run(self._sim, until))
 
     def host_stats(self, node: int) -> dict[str, float]:
-        out = np.zeros(16, dtype=np.int64)
+        out = np.zeros(19, dtype=np.int64)
         self.lib.sim_host_stats(self._sim, node, _ptr(out))
         keys = (
             "done_s",
@@ -279,6 +306,9 @@ class SimCore:
         stats["rate_bytes_s"] = float(out[13])
         stats["srtt_s"] = out[14] / PS_PER_S if out[14] >= 0 else -1.0
         stats["lowest_rtt_s"] = out[15] / PS_PER_S
+        stats["root_copies"] = int(out[16])  # an INA server's: the root switch's copies kept (nothing sent)
+        stats["results_sent"] = int(out[17])  # RESULT frames the server sent (multicast, answers)
+        stats["unknown_sources"] = int(out[18])  # resends it could not answer: from no worker's address
         return stats
 
     def state(self) -> dict[str, float]:

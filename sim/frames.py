@@ -36,6 +36,7 @@ def core_layout(k: int) -> dict[str, int]:
         "ip_tos": C.ETHERNET_HEADER_BYTES + 1,
         "ip_header": C.ETHERNET_HEADER_BYTES,
         "tree_id": UDP_PAYLOAD + header["tree_id"][1],
+        "flag_mcast": C.FLAG_MCAST,
     }
 
 
@@ -75,6 +76,22 @@ def multicast_result_frame(
         tree_id=tree_id,
     )
     return _frame(t, server, first_worker, tos)
+
+
+def unicast_result_frame(
+    job_id: int, tree_id: int, hops: list[Hop], server: HostRef, worker: HostRef, k: int, tos: int = 0
+) -> bytes:
+    """The server's RESULT to one worker on its reverse hop list (the tree's ``result_hops``): how the
+    server agent answers a resend, to its sender only."""
+    t = PacketTemplate(
+        C.PKT_TYPE_RESULT,
+        job_id=job_id,
+        hops=hops_to_codec(hops),
+        contributor=server.node_id,
+        values_per_packet=k,
+        tree_id=tree_id,
+    )
+    return _frame(t, server, worker, tos)
 
 
 def plain_frame(src: HostRef, dst: HostRef, payload_bytes: int, port: int) -> bytes:

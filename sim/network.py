@@ -144,6 +144,10 @@ class SimNetwork:
         for key in ((a, b), (b, a)):
             self.core.set_link_up(self.directions[key], False)
 
+    def set_loss(self, src: str, dst: str, percent: float) -> None:
+        """The direction src -> dst loses ``percent`` of its frames from now on (this core only)."""
+        self.core.set_link_loss(self.directions[(src, dst)], percent / 100.0)
+
     def fail_switch(self, name: str) -> None:
         """The switch ``name`` fails: every link of it loses every frame from now on (in later runs too,
         until ``repair``)."""

@@ -53,6 +53,7 @@ typedef struct {
     uint32_t udp_payload; /* where a UDP payload starts (the baselines' packet index) */
     uint32_t ip_tos, ip_header; /* the IPv4 TOS byte (its low 2 bits ECN) and the IPv4 header's start */
     uint32_t tree_id;           /* the INA header's tree id (a RESULT goes down the tree its GRADs came up) */
+    uint32_t flag_mcast;        /* the MCAST bit: on a GRAD, the root switch's copy of a sum it multicast */
 } ina_layout;
 
 /* The worker agent's congestion control (worker/stream.py, worker/pacing.py, worker/agent.py), in the
@@ -120,7 +121,15 @@ struct host {
     uint8_t *cell_ce; /* a contribution of the cell's sum arrived marked CE: the result is echoed CE */
     uint8_t *cell_tree; /* the tree the cell's chunk came up (its RESULT's tree id) */
     int32_t *cell_acc;
-    uint64_t grads, answers;
+    uint64_t grads, answers, copies, results_sent, unknown_sources;
+    /* the server's answers to resends, to their senders only (server/agent.py, _answer): per tree (by
+     * index, tree_index[tree id]) and worker (by its address, sorted in worker_ips) a unicast RESULT on the
+     * worker's reverse hop list; tree_root[tree id]: the tree's root switch multicasts the RESULTs */
+    uint32_t n_workers, n_answer_trees;
+    uint32_t *worker_ips;
+    uint8_t *answer_tmpls;
+    uint64_t *answer_off; /* n_answer_trees * n_workers + 1 offsets into answer_tmpls */
+    uint8_t tree_index[256], tree_root[256];
     /* ring / parameter server */
     uint64_t sent, received, total_send, total_recv, per_step;
     uint32_t n_peers;
@@ -551,24 +560,58 @@ static void ina_worker_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
 
 /* ------------------------------------------------------------------ INA server */
 
-static void ina_server_send(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uint32_t slot_word) {
+/* Writes cell's chunk (seq, slot, sum, the congestion echo) into a copy of a RESULT template and sends it. */
+static void ina_server_emit(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t cell, uint32_t seq,
+                            uint32_t slot_word, int set_tree) {
     host *h = &s->nodes[n].h;
     const ina_layout *L = &s->lay;
-    uint8_t *f = malloc(h->tmpl_len);
+    uint8_t *f = malloc(len);
     if (!f) return;
-    memcpy(f, h->tmpl, h->tmpl_len);
+    memcpy(f, tmpl, len);
     put_be32(f + L->seq, seq);
     put_be16(f + L->slot_word, slot_word);
-    f[L->tree_id] = h->cell_tree[cell];
+    if (set_tree) f[L->tree_id] = h->cell_tree[cell];
     const int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
-    for (uint32_t i = 0; i < L->k; i++) put_be32(f + h->tmpl_len - 4 * L->k + 4 * i, (uint32_t)acc[i]);
+    for (uint32_t i = 0; i < L->k; i++) put_be32(f + len - 4 * L->k + 4 * i, (uint32_t)acc[i]);
     if (h->cell_ce[cell] && (f[L->ip_tos] & 3)) { /* the server agent echoes its sum's congestion */
         f[L->ip_tos] |= 3;
         ipv4_checksum(f + L->ip_header);
     }
-    transmit(s, n, 0, f, h->tmpl_len);
+    h->results_sent++;
+    transmit(s, n, 0, f, len);
 }
 
+/* The chunk's multicast RESULT down its tree (the server agent's: to the lowest rank's address, MCAST). */
+static void ina_server_send(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uint32_t slot_word) {
+    host *h = &s->nodes[n].h;
+    ina_server_emit(s, n, h->tmpl, h->tmpl_len, cell, seq, slot_word, 1);
+}
+
+/* The chunk's result to the worker whose GRAD `f` is (its source address) only, as a unicast RESULT on
+ * that worker's reverse hop list: the server agent's answer to a resend, in either result mode. */
+static void ina_server_answer(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uint32_t slot_word, const uint8_t *f) {
+    host *h = &s->nodes[n].h;
+    uint32_t ip = get_be32(f + s->lay.ip_header + 12), ti = h->tree_index[h->cell_tree[cell]];
+    uint32_t lo = 0, hi = h->n_workers;
+    while (lo < hi) { /* the worker of that address */
+        uint32_t mid = (lo + hi) / 2;
+        if (h->worker_ips[mid] < ip) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo >= h->n_workers || h->worker_ips[lo] != ip || ti >= h->n_answer_trees) {
+        h->unknown_sources++; /* no worker's address, or a tree not served here: nobody to answer */
+        return;
+    }
+    uint64_t at = (uint64_t)ti * h->n_workers + lo;
+    h->answers++;
+    ina_server_emit(s, n, h->answer_tmpls + h->answer_off[at], (uint32_t)(h->answer_off[at + 1] - h->answer_off[at]), cell,
+                    seq, slot_word, 0);
+}
+
+/* A GRAD at the server (server/agent.py): a contribution to its chunk's sum, counted once per child. A
+ * completed sum goes down as the multicast RESULT; on a tree whose root switch multicasts the RESULTs
+ * itself the completing GRAD is the root's copy (MCAST): kept, nothing sent (or a resend the root passed
+ * up: answered to its sender). A resend (RETX) of a finished chunk is answered to its sender only. */
 static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t len) {
     host *h = &s->nodes[n].h;
     const ina_layout *L = &s->lay;
@@ -588,9 +631,8 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
         h->cell_tree[cell] = f[L->tree_id];
         memset(acc, 0, sizeof(int32_t) * L->k);
     }
-    if (h->cell_done[cell]) { /* a retransmission of a finished chunk: the result again */
-        h->answers++;
-        ina_server_send(s, n, cell, seq, slot_word);
+    if (h->cell_done[cell]) { /* a resend of a finished chunk: the result again, to its sender; else a duplicate */
+        if (f[L->flags] & L->flag_retx) ina_server_answer(s, n, cell, seq, slot_word, f);
         return;
     }
     if (h->cell_heard[cell] & (1u << child)) return;
@@ -600,7 +642,13 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     for (uint32_t i = 0; i < L->k; i++) acc[i] = (int32_t)((uint32_t)acc[i] + get_be32(v + 4 * i));
     if ((uint32_t)__builtin_popcount(h->cell_heard[cell]) == fan_in) {
         h->cell_done[cell] = 1;
-        ina_server_send(s, n, cell, seq, slot_word);
+        if (!h->tree_root[h->cell_tree[cell]]) {
+            ina_server_send(s, n, cell, seq, slot_word);
+        } else if (f[L->flags] & L->flag_mcast) {
+            h->copies++; /* the root's copy: its workers have the result */
+        } else {
+            ina_server_answer(s, n, cell, seq, slot_word, f);
+        }
     }
 }
 
@@ -780,6 +828,9 @@ static void host_free(host *h) {
     free(h->cell_ce);
     free(h->cell_tree);
     free(h->cell_acc);
+    free(h->worker_ips);
+    free(h->answer_tmpls);
+    free(h->answer_off);
     free(h->ps_count);
     free(h->ps_tmpls);
     memset(h, 0, sizeof *h);
@@ -837,6 +888,10 @@ EXPORT int64_t sim_add_link(sim *s, uint32_t src, uint32_t src_port, uint32_t ds
 
 EXPORT void sim_set_link_up(sim *s, uint32_t link, int up) {
     if (link < s->n_links) s->links[link].up = up;
+}
+
+EXPORT void sim_set_link_loss(sim *s, uint32_t link, double loss) {
+    if (link < s->n_links) s->links[link].loss = loss;
 }
 
 /* packets, bytes, lost, queue_drops, max_queue */
@@ -947,6 +1002,33 @@ EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len,
     return 0;
 }
 
+/* The answers of INA server n to resends: `n_workers` worker addresses (ascending), `n_trees` trees
+ * (tree_ids; root[i]: tree i's root switch multicasts its RESULTs) and a unicast RESULT template per
+ * (tree, worker), tree-major, template i at tmpls[off[i] .. off[i + 1]). */
+EXPORT int sim_ina_server_answers(sim *s, uint32_t n, uint32_t n_workers, const uint32_t *worker_ips, uint32_t n_trees,
+                                  const uint8_t *tree_ids, const uint8_t *root, const uint8_t *tmpls, const uint64_t *off) {
+    host *h = &s->nodes[n].h;
+    if (h->kind != HOST_INA_SERVER || !n_workers || !n_trees || n_trees > 255) return -1;
+    uint64_t count = (uint64_t)n_trees * n_workers, bytes = off[count];
+    for (uint64_t i = 0; i < count; i++)
+        if (off[i + 1] < off[i] + s->lay.header_end + 4 * s->lay.k) return -1;
+    for (uint32_t w = 1; w < n_workers; w++)
+        if (worker_ips[w] <= worker_ips[w - 1]) return -1;
+    free(h->worker_ips), free(h->answer_tmpls), free(h->answer_off);
+    h->worker_ips = malloc(n_workers * sizeof *h->worker_ips);
+    h->answer_tmpls = malloc(bytes ? bytes : 1);
+    h->answer_off = malloc((count + 1) * sizeof *h->answer_off);
+    if (!h->worker_ips || !h->answer_tmpls || !h->answer_off) return -1;
+    memcpy(h->worker_ips, worker_ips, n_workers * sizeof *h->worker_ips);
+    memcpy(h->answer_tmpls, tmpls, bytes);
+    memcpy(h->answer_off, off, (count + 1) * sizeof *h->answer_off);
+    h->n_workers = n_workers, h->n_answer_trees = n_trees;
+    memset(h->tree_index, 0xFF, sizeof h->tree_index);
+    memset(h->tree_root, 0, sizeof h->tree_root);
+    for (uint32_t i = 0; i < n_trees; i++) h->tree_index[tree_ids[i]] = (uint8_t)i, h->tree_root[tree_ids[i]] = root[i] != 0;
+    return 0;
+}
+
 EXPORT int sim_ring_worker(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint64_t per_step, uint32_t steps) {
     host *h = &s->nodes[n].h;
     host_free(h);
@@ -1017,7 +1099,8 @@ EXPORT void sim_start(sim *s) {
 
 /* done_at (ps, -1 if not finished), results, mismatches, resends, duplicates, grads, answers, processed,
  * then the agent's: timeouts, window halvings, rate cuts, congested results, window (milli-chunks),
- * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps) */
+ * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps), then the INA server's: root copies kept,
+ * RESULTs sent, resends from no worker's address */
 EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     node *nd = &s->nodes[n];
     host *h = &nd->h;
@@ -1030,6 +1113,7 @@ EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     out[11] = (int64_t)h->congested;
     out[12] = h->n_trees ? (int64_t)(h->trees[0].win * 1000) : 0, out[13] = h->n_trees ? (int64_t)h->trees[0].rate : 0;
     out[14] = h->adaptive ? (int64_t)h->srtt_ps : -1, out[15] = h->min_rtt_ps;
+    out[16] = (int64_t)h->copies, out[17] = (int64_t)h->results_sent, out[18] = (int64_t)h->unknown_sources;
 }
 
 /* now (ps), events, heap length, hosts pending */

@@ -22,12 +22,18 @@ LAB_POOL = 2048  # bench/allreduce_netns.py's --pool-size default
 K = 256
 
 
-def _star_100m_run(chunks: int, links: LinkModel | None = None, topology: Path | None = None, rate: float = 0.0):
+def _star_100m_run(
+    chunks: int,
+    links: LinkModel | None = None,
+    topology: Path | None = None,
+    rate: float = 0.0,
+    root_results: bool | None = None,
+):
     topo = load_topology(topology or ROOT / "topologies" / "star_100m.yaml")
     workers = [h.name for h in topo.hosts if h.role == "worker"]
     net = SimNetwork(topo, links=links or LinkModel())
     net.install_routes(routes=False)
-    plan = plan_ina(net, workers, "h5", pool_size=LAB_POOL)
+    plan = plan_ina(net, workers, "h5", pool_size=LAB_POOL, root_results=root_results)
     if rate:
         plan.trees[0].send_rate = rate  # a plan that over-estimates the path (the test's congestion)
     result = run_ina(net, plan, WorkerValues.random(len(workers), chunks * K, seed=5), agent=AgentModel())
@@ -42,22 +48,26 @@ def test_star_100m_at_the_labs_settings_takes_the_pacing_rates_time():
     assert up["packets"] == chunks  # every chunk sent once
     frame_bytes = up["bytes"] / up["packets"]
     # physics: every frame at 97% of the plan's rate (the link's 100 Mbit/s), then one round trip for the
-    # last one (4 host links of 0.1 ms, a frame time on each of the 2 store-and-forward hops each way)
+    # last one (the switch, the tree's root, sends the RESULT back: 2 host links of 0.1 ms, a frame time on
+    # each of them)
     rate_bps = plan.trees[0].send_rate * 1e6 * PACING_HEADROOM
     assert plan.trees[0].send_rate == 100.0
-    expected = chunks * frame_bytes * 8 / rate_bps + 4 * 0.1e-3 + 4 * frame_bytes * 8 / 100e6
+    expected = chunks * frame_bytes * 8 / rate_bps + 2 * 0.1e-3 + 2 * frame_bytes * 8 / 100e6
     assert abs(result.completion_s / expected - 1) < 0.15
     assert result.completion_s > result.ideal_s  # headers and the pacer's headroom cost time
     assert result.agent["congested_results"] == 0 and result.agent["timeouts"] == 0
     net.close()
 
 
-def test_a_long_round_trip_makes_the_agents_window_the_bound():
+@pytest.mark.parametrize(("root_results", "host_links"), [(None, 2), (False, 4)], ids=["root", "server-path"])
+def test_a_long_round_trip_makes_the_agents_window_the_bound(root_results, host_links):
     chunks = 2048
-    extra_ms = 10.0  # per host link: the round trip crosses 4 of them
-    net, plan, result, _ = _star_100m_run(chunks, LinkModel(host_delay_extra_ms=extra_ms))
+    # per host link, for a round trip of about 40 ms: it crosses the worker's link twice, and the server's
+    # twice more on the server's path
+    extra_ms = 40.0 / host_links
+    net, plan, result, _ = _star_100m_run(chunks, LinkModel(host_delay_extra_ms=extra_ms), root_results=root_results)
     assert result.finished == 4 and result.mismatches == 0 and result.resends == 0
-    rtt = 4 * (0.1 + extra_ms) * 1e-3
+    rtt = host_links * (0.1 + extra_ms) * 1e-3
     window = 256  # paced: the agent starts past slow start, at SLOW_START_BYTES of values (256 KiB / 1 KiB)
     # window-bound: a window of chunks per round trip (the window grows by about one chunk per round trip
     # above its threshold: 8 round trips, +3%), the last round trip added
@@ -68,18 +78,37 @@ def test_a_long_round_trip_makes_the_agents_window_the_bound():
     net.close()
 
 
-def test_a_queue_at_a_switch_is_marked_by_the_p4_program_and_slows_the_senders(tmp_path):
+def _slow_server_link(tmp_path: Path) -> Path:
     text = (ROOT / "topologies" / "star_100m.yaml").read_text()
     slow = text.replace("{ends: [h5, 's1:5'], bandwidth: 100.0", "{ends: [h5, 's1:5'], bandwidth: 50.0")
     assert slow != text
     path = tmp_path / "star_slow_server.yaml"
     path.write_text(slow)
+    return path
+
+
+def test_a_queue_at_a_switch_is_marked_by_the_p4_program_and_slows_the_senders(tmp_path):
     chunks = 1024
-    # the plan paces at 100 Mbit/s where the server's link takes 50: the switch's queue toward the server grows
-    net, _, result, _ = _star_100m_run(chunks, topology=path, rate=100.0)
+    # the plan paces at 100 Mbit/s where the server's link takes 50: on the server's path (the server sends
+    # the RESULTs) the switch's queue toward the server grows
+    net, _, result, _ = _star_100m_run(chunks, topology=_slow_server_link(tmp_path), rate=100.0, root_results=False)
     assert result.finished == 4 and result.mismatches == 0
     assert result.agent["congested_results"] > 0  # results came back CE: the switch marked, the server echoed
     assert result.agent["rate_cuts"] > 0
     down = net.direction_stats("s1", "h5")
     assert down["max_queue_bytes"] >= 96 * 1000  # the P4 program marks from 96 packets in the queue
+    net.close()
+
+
+def test_results_from_the_root_leave_a_slow_server_link_off_the_workers_path(tmp_path):
+    chunks = 1024
+    # the same slow server link with the switch multicasting the RESULTs (the default): the server gets a
+    # copy of each sum and answers nothing, so its queue slows no worker
+    net, plan, result, up = _star_100m_run(chunks, topology=_slow_server_link(tmp_path), rate=100.0)
+    assert result.finished == 4 and result.mismatches == 0 and result.resends == 0
+    assert result.agent["congested_results"] == 0 and result.agent["rate_cuts"] == 0
+    rate_bps = plan.trees[0].send_rate * 1e6 * PACING_HEADROOM
+    assert result.completion_s < 1.1 * chunks * (up["bytes"] / up["packets"]) * 8 / rate_bps
+    assert net.direction_stats("s1", "h5")["packets"] == chunks  # the copies, queued on the slow link
+    assert net.direction_stats("h5", "s1")["packets"] == 0
     net.close()

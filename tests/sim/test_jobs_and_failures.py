@@ -63,7 +63,7 @@ def test_a_spine_failing_mid_round_loses_the_round_and_the_replan_carries_the_ne
     ]
     assert spines, f"the tree crosses no core switch: {tree.edges}"
     values = WorkerValues.random(len(workers), 64 * K, seed=4)
-    lost = run_ina(net, plan, values, failures=[(0.0005, spines[0])])
+    lost = run_ina(net, plan, values, failures=[(0.0002, spines[0])])
     assert lost.finished < len(workers) and lost.completion_s == -1.0  # ended: workers gave up
     new = replan_ina(net, plan, [spines[0]])
     assert new.job_id == plan.job_id and spines[0] not in {n for t in new.trees for e in t.edges for n in e}

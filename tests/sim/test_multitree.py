@@ -35,8 +35,12 @@ def test_chunks_striped_over_the_trees_sum_exactly_and_each_tree_carries_its_sha
     # and each tree's first hop above the server's edge switch saw the chunks striped onto it
     share = np.bincount(stripe([t.weight for t in plan.trees], [0, 0], chunks), minlength=2)
     assert share.min() > 0
-    # the server multicast one RESULT per chunk, on the tree its sum came up
-    assert net.direction_stats(plan.servers[0].name, plan.trees[0].server.first_switch)["packets"] == chunks
+    # each tree's top switch multicast its chunks' RESULTs itself (docs/protocol.md, "Root multicast"): the
+    # server got one copy of every sum and sent nothing
+    assert all(any(c.root and c.tree_id == t.tree_id for c in plan.switches) for t in plan.trees)
+    server, edge = plan.servers[0].name, plan.trees[0].server.first_switch
+    assert net.direction_stats(edge, server)["packets"] == chunks
+    assert net.direction_stats(server, edge)["packets"] == 0
     # each tree's own aggregation points (the switches no other tree aggregates at) ran its share through
     # the P4 program: a core switch of a tree aggregates one sum per chunk of that tree from each of the 4 pods
     for t, n in zip(plan.trees, share, strict=True):

@@ -19,12 +19,12 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc
 K = 256  # the default program at a 1500-byte MTU (v1model-k256)
 
 
-def _fat_tree_job(links: LinkModel | None = None, seed: int = 0):
+def _fat_tree_job(links: LinkModel | None = None, seed: int = 0, root_results: bool | None = None):
     topo = fat_tree(4)
     hosts = [h.name for h in topo.hosts]
     net = SimNetwork(topo, links=links or LinkModel(), seed=seed)
     net.install_routes()
-    plan = plan_ina(net, hosts[:-1], hosts[-1])
+    plan = plan_ina(net, hosts[:-1], hosts[-1], root_results=root_results)
     return net, plan
 
 
@@ -70,7 +70,7 @@ def test_lost_packets_are_resent_and_sums_stay_exact():
 
 
 def test_a_cut_link_ends_the_run_with_the_workers_given_up_not_hung():
-    net, plan = _fat_tree_job()
+    net, plan = _fat_tree_job(root_results=False)  # the server on the path: it sends the RESULTs
     server = plan.servers[0].name
     net.cut(server, next(link.other(server) for link in net.topo.links_of(server)))
     result = run_ina(net, plan, WorkerValues.random(len(plan.workers), 4 * K), max_resends=3)
