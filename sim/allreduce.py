@@ -10,8 +10,10 @@ v1model) that switch, the tree's root, multicasts the RESULTs and answers resend
 and the server keeps its copy of each sum and sends nothing; on the server path (``root_results=False``)
 the server adds the partial sums its children send and multicasts the chunk's result on its tree. The
 server answers a resend of a finished chunk to its sender only, by unicast. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
-(``failures``; ``replan_ina`` is the controller's re-plan). Every result is compared in C, lane by lane,
-with the expected sum.
+(``failures``; ``replan_ina`` is the controller's re-plan; with ``Recovery`` the controller notices the
+failure after a modelled delay, re-plans, and the workers move their unfinished chunks to the new plan's
+recovery tree mid-round, as the agents do). Every result is compared in C, lane by lane, with the
+expected sum.
 
 Worker values: worker of rank r holds ``a + c[r] * b`` (int32 arrays a, b, one integer c[r] per rank), so
 that a thousand workers' 16 MB need 2 arrays in memory, and their exact sum is ``n * a + sum(c) * b``.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from controller.errors import PlanError
 from controller.options import RTO_PYTHON_SWITCHES_S, RTO_VIRTUAL_S, PlanOptions
 from controller.plan import HostRef, JobPlan
 from controller.planner import plan_job
@@ -119,6 +122,8 @@ class RunResult:
     agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
     # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered), summed
     server: dict[str, int] = field(default_factory=dict)
+    # INA with ``Recovery``: the re-plans of the run and the chunks the workers moved (``_Replanner.summary``)
+    recovery: dict[str, object] = field(default_factory=dict)
 
     @property
     def x_ideal(self) -> float:
@@ -140,15 +145,114 @@ def _host_bandwidth(net: SimNetwork, hosts: list[str]) -> float:
 Failure = tuple[float, str]  # (modelled time, s): the switch ``name`` fails then (every link of it cut)
 
 
-def _run(net: SimNetwork, until_s: float | None, failures: list[Failure]) -> None:
-    """Start the hosts and run, failing the switches of ``failures`` at their times."""
+@dataclass(frozen=True)
+class Recovery:
+    """The controller's answer to a failed switch, in modelled time: its ``FaultMonitor`` notices the switch
+    ``detect_s`` after it failed (a probe fails within one probe interval: at most the interval), and at
+    that time the controller's re-plan (``replan_ina``: ``plan_around`` with the job's ``root_results``) is
+    installed and reaches every worker of a job whose plan uses the switch; the workers move their chunks
+    without a result on trees that are gone to the new plan's recovery tree, those in flight at once
+    (worker/stream.py, ``Round.trees_changed``). The re-plan's own wall time is measured, not modelled."""
+
+    detect_s: float
+    root_results: bool | None = None  # the jobs' option (None: where the program can, as ``plan_ina``)
+
+
+def _run(net: SimNetwork, until_s: float | None, failures: list[Failure], replanner: _Replanner | None = None) -> None:
+    """Start the hosts and run, failing the switches of ``failures`` at their times (and, with a
+    ``replanner``, re-planning around each one its detection delay later)."""
     net.core.start()
-    for at, switch in sorted(failures):
+    events: list[tuple[float, int, str]] = [(at, 0, switch) for at, switch in failures]
+    if replanner is not None:
+        events += [(at + replanner.recovery.detect_s, 1, switch) for at, switch in failures]
+    for at, kind, switch in sorted(events):
         if until_s is not None and at >= until_s:
             break
         net.core.run(at)
-        net.fail_switch(switch)
+        if kind == 0:
+            net.fail_switch(switch)
+        elif replanner is not None:
+            replanner.switch_failed(switch, at)
     net.core.run(until_s)
+
+
+class _Replanner:
+    """The controller re-planning the running jobs around failed switches mid-run (``Recovery``), and the
+    plan switch-over of their simulated agents: one Python call per worker per re-plan, none per packet."""
+
+    def __init__(self, net: SimNetwork, jobs: list[JobPlan], tos: int, recovery: Recovery):
+        self.net, self.recovery, self.tos = net, recovery, tos
+        self.round_trees = [[t for t in plan.trees if t.weight > 0] for plan in jobs]  # the round's trees, in C order
+        self.plans = list(jobs)  # each job's newest version
+        self.versions: list[list[JobPlan]] = [[plan] for plan in jobs]
+        self.dead: list[str] = []
+        self.log: list[list[dict[str, object]]] = [[] for _ in jobs]  # per job, its re-plans
+        self.wall_s: list[list[float]] = [[] for _ in jobs]  # per job, its re-plans' wall time (plan + install)
+
+    def switch_failed(self, switch: str, at: float) -> None:
+        """The monitor noticed ``switch`` at modelled time ``at``: every job whose plan uses it is re-planned
+        on the surviving switches and installed, and its workers take the new version now."""
+        self.dead.append(switch)
+        for i, plan in enumerate(self.plans):
+            if switch not in {c.switch for c in plan.switches}:
+                continue
+            entry: dict[str, object] = {"switch": switch, "at_s": float(at)}
+            t0 = time.perf_counter()
+            try:
+                new = replan_ina(self.net, plan, self.dead, root_results=self.recovery.root_results)
+            except PlanError as exc:  # the controller refuses: the agents keep the old trees (and give up)
+                entry["refused"] = str(exc)
+                self.log[i].append(entry)
+                continue
+            entry["replan_wall_s"] = wall = time.perf_counter() - t0
+            self.wall_s[i].append(wall)
+            entry["version"] = new.version
+            self.plans[i] = new
+            self.versions[i].append(new)
+            _install_answers(self.net, self.versions[i], self.tos)
+            self._move(i, new)
+            self.log[i].append(entry)
+
+    def _move(self, i: int, new: JobPlan) -> None:
+        """Every worker of job ``i`` takes ``new``: its round's trees that are gone send over the recovery tree."""
+        live = {t.tree_id for t in new.trees if t.weight > 0}
+        gone = [t.tree_id not in live for t in self.round_trees[i]]
+        recovery = next((t for t in new.trees if t.weight <= 0), None)
+        if recovery is None or not any(gone):
+            return
+        servers = {s.name: s for s in new.servers}
+        for w in new.workers:
+            frame = grad_frame(
+                new.job_id,
+                recovery.tree_id,
+                recovery.grad_hops[w.name],
+                w,
+                servers[recovery.root],
+                new.value_count,
+                self.tos,
+            )
+            self.net.core.ina_worker_replan(self.net.node[w.name], gone, frame)
+
+    def summary(self, i: int) -> dict[str, object]:
+        """Job ``i``'s re-plans and what its workers and servers did about them."""
+        plan = self.plans[i]
+        if not self.log[i]:
+            return {}
+        workers = [self.net.core.host_stats(self.net.node[w.name]) for w in plan.workers]
+        servers = [self.net.core.host_stats(self.net.node[s.name]) for s in plan.servers]
+        refused = [str(e["refused"]) for e in self.log[i] if "refused" in e]
+        return {
+            "detect_s": self.recovery.detect_s,
+            "replans": self.log[i],
+            "plan_version": plan.version,
+            "refused": refused[0] if refused else "",
+            "replan_wall_s": float(sum(self.wall_s[i])),
+            "results_at_replan": sum(max(0, int(s["results_at_replan"])) for s in workers),
+            "chunks_moved": sum(int(s["chunks_moved"]) for s in workers),
+            "recovery_chunks": sum(int(s["recovery_chunks"]) for s in workers),
+            "sent_after_done": sum(int(s["sent_after_done"]) for s in workers),
+            "answered_from_other_tree": sum(int(s["answered_from_other_tree"]) for s in servers),
+        }
 
 
 def _finish(
@@ -242,6 +346,7 @@ def run_ina(
     until_s: float | None = None,
     agent: AgentModel | None = None,
     failures: list[Failure] | None = None,
+    recovery: Recovery | None = None,
 ) -> RunResult:
     """All-reduce ``values`` through the installed job ``plan``; results checked against ``expected``
     (default: ``values.total()``). A worker gives up after ``max_resends`` resends of one chunk (with the
@@ -249,11 +354,18 @@ def run_ina(
 
     ``agent`` None: a fixed ``window`` (default the pool) and ``timeout_s``; an ``AgentModel``: the
     worker agent's window, RTO, pacing and ECN rate law (``window`` and ``timeout_s`` are then its).
-    ``failures``: switches that fail during the run, (time s, name)."""
+    ``failures``: switches that fail during the run, (time s, name); ``recovery``: the controller notices
+    each and re-plans the job mid-round, the workers move their unfinished chunks (``Recovery``; None:
+    nobody re-plans, a round whose tree crosses a failed switch is lost)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
-    result = _finish(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, until_s, t0, c0, failures)
+    tos = _add_ina(net, plan, values, expected, window, timeout_s, max_resends, agent)
+    replanner = _Replanner(net, [plan], tos, recovery) if recovery is not None else None
+    _run(net, until_s, failures or [], replanner)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    result = _collect(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, wall, cpu)
     result.server = _server_counters(net, plan)
+    if replanner is not None:
+        result.recovery = replanner.summary(0)
     return result
 
 
@@ -269,21 +381,26 @@ def run_ina_jobs(
     agent: AgentModel | None = None,
     until_s: float | None = None,
     failures: list[Failure] | None = None,
+    recovery: Recovery | None = None,
 ) -> list[RunResult]:
     """Several INA jobs (installed plans, disjoint hosts) all-reducing at once over the same fabric, from
     time 0: one result per job (its own completion time and sums; events, wall and CPU time are the
-    whole run's)."""
+    whole run's); ``failures`` and ``recovery`` as ``run_ina``'s."""
     t0, c0 = time.perf_counter(), time.process_time()
     hosts = [w.name for plan, _ in jobs for w in plan.workers] + [s.name for plan, _ in jobs for s in plan.servers]
     if len(set(hosts)) != len(hosts):
         raise SimError("concurrent jobs must not share a host (a host runs one agent)")
+    tos = C.ECN_NOT_ECT
     for plan, values in jobs:
-        _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
-    _run(net, until_s, failures or [])
+        tos = _add_ina(net, plan, values, None, None, RTO_VIRTUAL_S, MAX_RESENDS, agent)
+    replanner = _Replanner(net, [plan for plan, _ in jobs], tos, recovery) if recovery is not None else None
+    _run(net, until_s, failures or [], replanner)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     results = [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
-    for result, (plan, _) in zip(results, jobs, strict=True):
+    for i, (result, (plan, _)) in enumerate(zip(results, jobs, strict=True)):
         result.server = _server_counters(net, plan)
+        if replanner is not None:
+            result.recovery = replanner.summary(i)
     return results
 
 
@@ -296,10 +413,11 @@ def _add_ina(
     timeout_s: float,
     max_resends: int,
     agent: AgentModel | None,
-) -> None:
-    """The job's servers and workers on the core (not started). Chunks are striped over the plan's trees
-    of weight above 0 as the worker agent stripes them (``worker.stream.stripe``); a re-planned job's
-    recovery tree (weight 0) carries nothing here."""
+) -> int:
+    """The job's servers and workers on the core (not started); returns the frames' TOS byte. Chunks are
+    striped over the plan's trees of weight above 0 as the worker agent stripes them
+    (``worker.stream.stripe``); a re-planned job's recovery tree (weight 0) carries only the chunks a
+    later re-plan moves there (``Recovery``)."""
     trees = [t for t in plan.trees if t.weight > 0]
     if not trees or len(trees) > 255:
         raise SimError(f"job {plan.job_id}: {len(trees)} trees of weight above 0 (the simulator runs 1 to 255)")
@@ -312,25 +430,11 @@ def _add_ina(
     net.core.set_values(values.a, values.b, values.total() if expected is None else expected)
     first = min(plan.workers, key=lambda w: w.rank)
     tos = C.ECN_ECT0 if agent is not None and agent.ecn else C.ECN_NOT_ECT
-    # the trees whose root switch multicasts the RESULTs (the server gets a copy of each sum, sends nothing)
-    root_trees = {c.tree_id for c in plan.switches if c.root}
-    ips = [int(ipaddress.IPv4Address(w.ip)) for w in plan.workers]  # as the core reads a source address
     for root in dict.fromkeys(t.root for t in trees):  # one server agent per root (it answers on a GRAD's tree)
         served = [t for t in trees if t.root == root]
         result = multicast_result_frame(plan.job_id, served[0].tree_id, servers[root], first, k, tos)
         net.core.ina_server(net.node[root], result, 4 * plan.pool_size * len(trees))
-        answers = [
-            (
-                t.tree_id,
-                t.tree_id in root_trees,
-                [
-                    unicast_result_frame(plan.job_id, t.tree_id, t.result_hops[w.name], servers[root], w, k, tos)
-                    for w in plan.workers
-                ],
-            )
-            for t in served
-        ]
-        net.core.ina_server_answers(net.node[root], ips, answers)
+    _install_answers(net, [plan], tos)
     paced = agent is not None and agent.paced
     rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
     tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)
@@ -349,6 +453,32 @@ def _add_ina(
         if agent is not None:
             start, threshold, smallest = agent.windows(k, plan.pool_size, paced and min(rates) > 0)
             net.core.ina_worker_agent(net.node[w.name], start, threshold, smallest, agent.max_backoff, agent.ecn)
+    return tos
+
+
+def _install_answers(net: SimNetwork, versions: list[JobPlan], tos: int) -> None:
+    """How each server agent of the job answers resends, for every tree of its plan ``versions`` rooted at
+    a server with an agent (those of the first version's aggregating trees): a unicast RESULT per worker on
+    the tree's reverse hop list; whether the tree's root switch multicasts its RESULTs; whether it is a
+    recovery tree (weight 0), whose GRADs of a chunk another tree completed are answered with that sum."""
+    first = versions[0]
+    agents = {t.root for t in first.trees if t.weight > 0}
+    ips = [int(ipaddress.IPv4Address(w.ip)) for w in first.workers]  # as the core reads a source address
+    k = first.value_count
+    for root in agents:
+        trees: dict[int, tuple[int, bool, bool, list[bytes]]] = {}
+        for plan in versions:
+            servers = {s.name: s for s in plan.servers}
+            root_trees = {c.tree_id for c in plan.switches if c.root}  # the server gets copies, sends nothing
+            for t in plan.trees:
+                if t.root != root or t.tree_id in trees:
+                    continue
+                frames = [
+                    unicast_result_frame(plan.job_id, t.tree_id, t.result_hops[w.name], servers[root], w, k, tos)
+                    for w in plan.workers
+                ]
+                trees[t.tree_id] = (t.tree_id, t.tree_id in root_trees, t.weight <= 0, frames)
+        net.core.ina_server_answers(net.node[root], ips, list(trees.values()))
 
 
 def run_ring(net: SimNetwork, workers: list[str], nbytes: int, until_s: float | None = None) -> RunResult:

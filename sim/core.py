@@ -89,6 +89,7 @@ def library() -> ctypes.CDLL:
             ctypes.c_int,
             [_P, ctypes.c_uint32, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.c_int],
         ),
+        "sim_ina_worker_replan": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _U8P, ctypes.c_uint32]),
         "sim_set_depth_fn": (None, [_P, _P]),
         "sim_ina_server": (ctypes.c_int, [_P, ctypes.c_uint32, _U8P, ctypes.c_uint32, ctypes.c_uint32]),
         "sim_ina_server_answers": (
@@ -237,24 +238,34 @@ class SimCore:
         rc = self.lib.sim_ina_worker_agent(self._sim, node, window, threshold, min_window, rto_cap, int(ecn))
         self._check(rc, "INA worker's agent settings")
 
+    def ina_worker_replan(self, node: int, gone: list[bool], template: bytes) -> None:
+        """A new plan version reaches INA worker ``node`` now: its trees with ``gone[i]`` set move their
+        chunks without a result to the recovery tree (``template``: the worker's GRAD on it), those in flight
+        at once (``sim_ina_worker_replan``)."""
+        flags = np.ascontiguousarray(np.array(gone, dtype=np.uint8))
+        self._check(self.lib.sim_ina_worker_replan(self._sim, node, _ptr(flags), template, len(template)), "re-plan")
+
     def ina_server(self, node: int, template: bytes, ring: int) -> None:
         self._check(self.lib.sim_ina_server(self._sim, node, template, len(template), ring), "INA server")
 
-    def ina_server_answers(self, node: int, worker_ips: list[int], trees: list[tuple[int, bool, list[bytes]]]) -> None:
+    def ina_server_answers(
+        self, node: int, worker_ips: list[int], trees: list[tuple[int, bool, bool, list[bytes]]]
+    ) -> None:
         """How INA server ``node`` answers resends: to their senders only, each by a unicast RESULT on its
         reverse hop list. ``worker_ips``: the workers' addresses (as integers); ``trees``: per tree served
-        here, (tree id, whether its root switch multicasts the RESULTs, one RESULT template per worker in
-        the order of ``worker_ips``)."""
+        here, (tree id, whether its root switch multicasts the RESULTs, whether it is a re-planned job's
+        recovery tree, one RESULT template per worker in the order of ``worker_ips``). Called again with
+        more trees (a new plan version), it replaces what it set."""
         order = np.argsort(np.array(worker_ips, dtype=np.uint64), kind="stable")
         ips = np.ascontiguousarray(np.array(worker_ips, dtype=np.uint32)[order])
-        frames = [tmpls[i] for _, _, tmpls in trees for i in order.tolist()]
+        frames = [tmpls[i] for _, _, _, tmpls in trees for i in order.tolist()]
         offsets = np.zeros(len(frames) + 1, dtype=np.uint64)
         offsets[1:] = np.cumsum([len(f) for f in frames])
         blob = np.frombuffer(b"".join(frames), dtype=np.uint8)
-        tree_ids = np.array([t for t, _, _ in trees], dtype=np.uint8)
-        root = np.array([r for _, r, _ in trees], dtype=np.uint8)
+        tree_ids = np.array([t for t, _, _, _ in trees], dtype=np.uint8)
+        flags = np.array([int(root) | int(recovery) << 1 for _, root, recovery, _ in trees], dtype=np.uint8)
         rc = self.lib.sim_ina_server_answers(
-            self._sim, node, len(ips), _ptr(ips), len(trees), _ptr(tree_ids), _ptr(root), _ptr(blob), _ptr(offsets)
+            self._sim, node, len(ips), _ptr(ips), len(trees), _ptr(tree_ids), _ptr(flags), _ptr(blob), _ptr(offsets)
         )
         self._check(rc, "INA server's answers (distinct worker addresses, 1 to 255 trees)")
 
@@ -284,7 +295,7 @@ class SimCore:
         return int(self.lib.sim_run(self._sim, until))
 
     def host_stats(self, node: int) -> dict[str, float]:
-        out = np.zeros(19, dtype=np.int64)
+        out = np.zeros(24, dtype=np.int64)
         self.lib.sim_host_stats(self._sim, node, _ptr(out))
         keys = (
             "done_s",
@@ -309,6 +320,13 @@ class SimCore:
         stats["root_copies"] = int(out[16])  # an INA server's: the root switch's copies kept (nothing sent)
         stats["results_sent"] = int(out[17])  # RESULT frames the server sent (multicast, answers)
         stats["unknown_sources"] = int(out[18])  # resends it could not answer: from no worker's address
+        stats["answered_from_other_tree"] = int(out[19])  # recovery-tree GRADs of chunks another tree completed
+        # an INA worker's new plan version mid-round: its results then (-1: none came), the chunks in flight
+        # it moved to the recovery tree, the chunks it sent over it, sends of chunks that had their result
+        stats["results_at_replan"] = int(out[20])
+        stats["chunks_moved"] = int(out[21])
+        stats["recovery_chunks"] = int(out[22])
+        stats["sent_after_done"] = int(out[23])
         return stats
 
     def state(self) -> dict[str, float]:

@@ -84,6 +84,7 @@ typedef struct {
     int64_t stamp, epoch_start;
     int backlogged, pace_pending;
     uint64_t epoch_results, epoch_congested;
+    int moved; /* the tree is gone (a new plan version): its chunks go over the recovery tree (tmpl now its) */
 } wtree;
 
 typedef struct host host;
@@ -107,6 +108,10 @@ struct host {
     int32_t coeff; /* this worker's values: a[i] + coeff * b[i] */
     const int32_t *va, *vb, *vexp; /* its job's arrays a, b and the expected sum (sim_set_values when added) */
     int64_t *deadline; /* per chunk: when its retransmission timer expires (set at each send) */
+    /* a new plan version mid-round (sim_ina_worker_replan): the chunks moved to the recovery tree */
+    uint8_t *via_recovery; /* per chunk: sent over the recovery tree at least once */
+    int replanned;
+    uint64_t results_at_replan, chunks_moved, recovery_chunks, sent_after_done;
     /* the agent's congestion control (adaptive); adaptive == 0: the window and the timeout stay fixed */
     int adaptive, ecn;
     double min_win;
@@ -122,14 +127,16 @@ struct host {
     uint8_t *cell_tree; /* the tree the cell's chunk came up (its RESULT's tree id) */
     int32_t *cell_acc;
     uint64_t grads, answers, copies, results_sent, unknown_sources;
+    uint64_t answered_from_other_tree; /* recovery-tree GRADs of chunks another tree completed here */
     /* the server's answers to resends, to their senders only (server/agent.py, _answer): per tree (by
      * index, tree_index[tree id]) and worker (by its address, sorted in worker_ips) a unicast RESULT on the
-     * worker's reverse hop list; tree_root[tree id]: the tree's root switch multicasts the RESULTs */
+     * worker's reverse hop list; tree_root[tree id]: the tree's root switch multicasts the RESULTs;
+     * tree_recovery[tree id]: a re-planned job's recovery tree (no switch aggregates, weight 0) */
     uint32_t n_workers, n_answer_trees;
     uint32_t *worker_ips;
     uint8_t *answer_tmpls;
     uint64_t *answer_off; /* n_answer_trees * n_workers + 1 offsets into answer_tmpls */
-    uint8_t tree_index[256], tree_root[256];
+    uint8_t tree_index[256], tree_root[256], tree_recovery[256];
     /* ring / parameter server */
     uint64_t sent, received, total_send, total_recv, per_step;
     uint32_t n_peers;
@@ -355,6 +362,8 @@ static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
     }
     h->sent_at[j] = s->now;
     h->deadline[j] = s->now + ina_rto(h, h->attempts[j]);
+    if (h->done[j]) h->sent_after_done++;
+    if (t->moved && h->via_recovery && !h->via_recovery[j]) h->via_recovery[j] = 1, h->recovery_chunks++;
     transmit(s, n, 0, f, t->tmpl_len);
 }
 
@@ -591,7 +600,10 @@ static void ina_server_send(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uin
  * that worker's reverse hop list: the server agent's answer to a resend, in either result mode. */
 static void ina_server_answer(sim *s, uint32_t n, uint32_t cell, uint32_t seq, uint32_t slot_word, const uint8_t *f) {
     host *h = &s->nodes[n].h;
-    uint32_t ip = get_be32(f + s->lay.ip_header + 12), ti = h->tree_index[h->cell_tree[cell]];
+    /* on the tree the resend came by (a recovery-tree GRAD of a chunk another tree completed: the recovery
+     * tree's reverse path, the old one's switches may be dead) */
+    uint32_t ip = get_be32(f + s->lay.ip_header + 12), ti = h->tree_index[f[s->lay.tree_id]];
+    if (ti >= h->n_answer_trees) ti = h->tree_index[h->cell_tree[cell]];
     uint32_t lo = 0, hi = h->n_workers;
     while (lo < hi) { /* the worker of that address */
         uint32_t mid = (lo + hi) / 2;
@@ -621,8 +633,23 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     uint32_t seq = get_be32(f + L->seq), slot_word = get_be16(f + L->slot_word);
     uint32_t fan_in = f[L->hop0_fan_in], child = f[L->hop0_child];
     if (child >= 32 || fan_in == 0 || fan_in > 32) return;
-    uint32_t cell = seq % h->ring;
+    uint32_t cell = seq % h->ring, tree = f[L->tree_id];
     int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
+    if (h->cell_seq[cell] == (int64_t)seq && h->cell_tree[cell] != tree) { /* the chunk on another tree */
+        if (h->tree_recovery[tree]) {
+            if (h->cell_done[cell]) { /* completed there (a root's copy, a sum sent): the result to this sender */
+                h->answered_from_other_tree++;
+                ina_server_answer(s, n, cell, seq, slot_word, f);
+                return;
+            }
+            h->cell_seq[cell] = -1; /* the old tree's partial sum: the recovery tree sums the chunk afresh */
+        } else if (h->tree_recovery[h->cell_tree[cell]]) {
+            /* a dead tree's late GRAD of a chunk the recovery tree sums: dropped, unless it is the root's copy
+             * of the completed sum (some workers have that result and will not send the chunk again) */
+            if (h->cell_done[cell] || !(f[L->flags] & L->flag_mcast)) return;
+            h->cell_seq[cell] = -1;
+        }
+    }
     if (h->cell_seq[cell] != (int64_t)seq) {
         h->cell_seq[cell] = seq;
         h->cell_heard[cell] = 0;
@@ -785,7 +812,10 @@ static void deliver(sim *s, event *e) {
 EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
     uint64_t ran = 0;
     while (s->heap_len && s->hosts_pending) {
-        if (s->heap[0].t > until_ps) break;
+        if (s->heap[0].t > until_ps) { /* stopped at until_ps: what Python does now happens then */
+            if (until_ps > s->now) s->now = until_ps;
+            break;
+        }
         event e = pop(s);
         s->now = e.t;
         ran++;
@@ -821,6 +851,7 @@ static void host_free(host *h) {
     free(h->done);
     free(h->sent_at);
     free(h->deadline);
+    free(h->via_recovery);
     free(h->attempts);
     free(h->cell_seq);
     free(h->cell_heard);
@@ -983,6 +1014,43 @@ EXPORT int sim_ina_worker_agent(sim *s, uint32_t n, double window, double thresh
     return 0;
 }
 
+/* A new version of INA worker n's plan mid-round (worker/stream.py, Round.trees_changed): each of its
+ * trees with gone[ti] set is gone, so its chunks go over the recovery tree from now on (`tmpl`: the
+ * worker's GRAD on the recovery tree's hop list; each chunk keeps its slot and shadow), those in flight
+ * without a result at once, as resends (RETX); the tree's window and pacer carry on. The chunks that have
+ * their result are not sent again. */
+EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const uint8_t *tmpl, uint32_t len) {
+    host *h = &s->nodes[n].h;
+    if (h->kind != HOST_INA_WORKER || len < s->lay.header_end + 4 * s->lay.k) return -1;
+    if (!h->replanned) {
+        h->via_recovery = calloc(h->n_chunks + 1, 1);
+        if (!h->via_recovery) return -1;
+        h->replanned = 1;
+        h->results_at_replan = h->results;
+    }
+    if (h->gave_up || h->results >= h->n_chunks) return 0;
+    for (uint32_t ti = 0; ti < h->n_trees; ti++) {
+        wtree *t = &h->trees[ti];
+        if (!gone[ti]) continue;
+        uint8_t *copy = malloc(len);
+        if (!copy) return -1;
+        memcpy(copy, tmpl, len);
+        free(t->tmpl);
+        t->tmpl = copy, t->tmpl_len = len; /* moved before: its chunks go over the newest recovery tree */
+        if (t->moved) continue;
+        t->moved = 1;
+        for (uint32_t i = t->lowest; i < t->next; i++) {
+            uint32_t j = t->chunks[i];
+            if (h->done[j]) continue;
+            h->chunks_moved++;
+            ina_send_chunk(s, n, j, 1);
+        }
+        ina_fill_tree(s, n, ti);
+    }
+    ina_arm(s, n);
+    return 0;
+}
+
 EXPORT void sim_set_depth_fn(sim *s, void *fn) { s->set_depth = (depth_fn)fn; }
 
 EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len, uint32_t ring) {
@@ -1003,10 +1071,11 @@ EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len,
 }
 
 /* The answers of INA server n to resends: `n_workers` worker addresses (ascending), `n_trees` trees
- * (tree_ids; root[i]: tree i's root switch multicasts its RESULTs) and a unicast RESULT template per
+ * (tree_ids; flags[i] bit 0: tree i's root switch multicasts its RESULTs, bit 1: it is a re-planned job's
+ * recovery tree) and a unicast RESULT template per
  * (tree, worker), tree-major, template i at tmpls[off[i] .. off[i + 1]). */
 EXPORT int sim_ina_server_answers(sim *s, uint32_t n, uint32_t n_workers, const uint32_t *worker_ips, uint32_t n_trees,
-                                  const uint8_t *tree_ids, const uint8_t *root, const uint8_t *tmpls, const uint64_t *off) {
+                                  const uint8_t *tree_ids, const uint8_t *flags, const uint8_t *tmpls, const uint64_t *off) {
     host *h = &s->nodes[n].h;
     if (h->kind != HOST_INA_SERVER || !n_workers || !n_trees || n_trees > 255) return -1;
     uint64_t count = (uint64_t)n_trees * n_workers, bytes = off[count];
@@ -1025,7 +1094,12 @@ EXPORT int sim_ina_server_answers(sim *s, uint32_t n, uint32_t n_workers, const 
     h->n_workers = n_workers, h->n_answer_trees = n_trees;
     memset(h->tree_index, 0xFF, sizeof h->tree_index);
     memset(h->tree_root, 0, sizeof h->tree_root);
-    for (uint32_t i = 0; i < n_trees; i++) h->tree_index[tree_ids[i]] = (uint8_t)i, h->tree_root[tree_ids[i]] = root[i] != 0;
+    memset(h->tree_recovery, 0, sizeof h->tree_recovery);
+    for (uint32_t i = 0; i < n_trees; i++) {
+        h->tree_index[tree_ids[i]] = (uint8_t)i;
+        h->tree_root[tree_ids[i]] = flags[i] & 1;
+        h->tree_recovery[tree_ids[i]] = (flags[i] >> 1) & 1;
+    }
     return 0;
 }
 
@@ -1100,7 +1174,9 @@ EXPORT void sim_start(sim *s) {
 /* done_at (ps, -1 if not finished), results, mismatches, resends, duplicates, grads, answers, processed,
  * then the agent's: timeouts, window halvings, rate cuts, congested results, window (milli-chunks),
  * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps), then the INA server's: root copies kept,
- * RESULTs sent, resends from no worker's address */
+ * RESULTs sent, resends from no worker's address, recovery-tree GRADs answered from another tree's sum; then
+ * an INA worker's re-plan: results it had then (-1: no re-plan), chunks moved, chunks sent over the
+ * recovery tree, sends of chunks that had their result */
 EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     node *nd = &s->nodes[n];
     host *h = &nd->h;
@@ -1114,6 +1190,9 @@ EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     out[12] = h->n_trees ? (int64_t)(h->trees[0].win * 1000) : 0, out[13] = h->n_trees ? (int64_t)h->trees[0].rate : 0;
     out[14] = h->adaptive ? (int64_t)h->srtt_ps : -1, out[15] = h->min_rtt_ps;
     out[16] = (int64_t)h->copies, out[17] = (int64_t)h->results_sent, out[18] = (int64_t)h->unknown_sources;
+    out[19] = (int64_t)h->answered_from_other_tree;
+    out[20] = h->replanned ? (int64_t)h->results_at_replan : -1, out[21] = (int64_t)h->chunks_moved;
+    out[22] = (int64_t)h->recovery_chunks, out[23] = (int64_t)h->sent_after_done;
 }
 
 /* now (ps), events, heap length, hosts pending */
