@@ -9,9 +9,10 @@ direction. INA's sums are checked lane by lane against numpy's. Saves bench/resu
 
 ``--jobs 2 4`` also splits each topology's hosts into that many INA jobs (each with its own server) that
 all-reduce at once over the shared fabric; ``--fail-spine 0.5`` also fails the job's top switch (a core
-or spine switch its tree crosses) halfway through an INA round, lets the round end (workers give up),
-re-plans the job around the dead switch with the controller (controller/replan.py, timed) and runs the
-next round on the surviving fabric. ``--agent`` runs the INA workers with the agents' congestion control
+or spine switch its tree crosses) halfway through an INA round; ``--detect-s`` later (the controller's
+fault monitor noticing it) the controller re-plans the job around the dead switch (controller/replan.py,
+timed) and the workers move their unfinished chunks to the new plan's recovery tree, so the round
+finishes: its completion time and the chunks moved are reported. ``--agent`` runs the INA workers with the agents' congestion control
 (sim.allreduce.AgentModel, the kernel agents' base RTO) instead of a fixed window. INA plans are the
 controller's default: a tree's root switch multicasts the RESULTs where one aggregates every worker;
 ``--server-results`` plans the server path instead (the server sends every RESULT), for comparison.
@@ -19,6 +20,7 @@ controller's default: a tree's root switch multicasts the RESULTs where one aggr
     python bench/scale.py --fat-tree 4 8 --mb 1              # quick
     python bench/scale.py --fat-tree 16 --mb 16 --methods ina  # the issue's 1,024-host target
     python bench/scale.py --fat-tree 4 6 8 --mb 1 --jobs 2 4 --fail-spine 0.5
+    python bench/scale.py --fat-tree 4 --mb 1 --methods ina --fail-spine 0.5 --detect-s 0.002
 """
 
 from __future__ import annotations
@@ -33,18 +35,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from controller.errors import ControllerError, PlanError  # noqa: E402
+from controller.errors import ControllerError  # noqa: E402
 from controller.generators import fat_tree, leaf_spine  # noqa: E402
 from controller.options import RTO_S  # noqa: E402
 from controller.plan import JobPlan  # noqa: E402
 from controller.topology import Topology  # noqa: E402
 from sim.allreduce import (  # noqa: E402
     AgentModel,
+    Recovery,
     RunResult,
     WorkerValues,
     plan_ina,
     plan_only,
-    replan_ina,
     run_ina,
     run_ina_jobs,
     run_ps,
@@ -230,37 +232,20 @@ def spine_failure(
     healthy_s: float,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """A round with the tree's top switch failing at ``args.fail_spine`` of the healthy round's time, the
-    controller's re-plan around it, and the next round."""
+    """A round with the tree's top switch failing at ``args.fail_spine`` of the healthy round's time, noticed
+    ``args.detect_s`` later: the controller's re-plan (timed) is installed then and the workers move their
+    unfinished chunks to its recovery tree, so the round finishes (sim.allreduce.Recovery)."""
     net.fresh_core(args.seed)
     plan = plan_ina(net, workers, server, **plan_options(args))
     k = plan.value_count
     values = WorkerValues.random(len(workers), n_values // k * k, seed=args.seed)
     victim = top_switch(plan)
     at = args.fail_spine * healthy_s
-    lost = run_ina(net, plan, values, window=args.window, agent=agent_model(args), failures=[(at, victim)])
-    ended_s = net.core.state()["now_s"]
-    t0 = time.perf_counter()
-    try:
-        new = replan_ina(net, plan, [victim], root_results=False if args.server_results else None)
-    except PlanError as exc:  # the controller refuses the job around the failure: say why, as a user sees it
-        net.remove_job(plan)
-        net.repair()
-        print(f"{name:>18} {victim} failed at {at * 1e3:.3f} ms: the re-plan was refused: {exc}", flush=True)
-        return {
-            "case": "failure",
-            "topology": name,
-            "workers": len(workers),
-            "failed_switch": victim,
-            "failed_at_s": at,
-            "lost_round_finished": lost.finished,
-            "replan_refused": str(exc),
-        }
-    replan_s = time.perf_counter() - t0
-    net.fresh_core(args.seed)
-    again = run_ina(net, new, values, window=args.window, agent=agent_model(args))
-    net.remove_job(new, plan)
-    net.repair()
+    recovery = Recovery(detect_s=args.detect_s, root_results=False if args.server_results else None)
+    result = run_ina(
+        net, plan, values, window=args.window, agent=agent_model(args), failures=[(at, victim)], recovery=recovery
+    )
+    rec = result.recovery
     row: dict[str, Any] = {
         "case": "failure",
         "topology": name,
@@ -268,25 +253,46 @@ def spine_failure(
         "workers": len(workers),
         "failed_switch": victim,
         "failed_at_s": at,
+        "detect_s": args.detect_s,
         "healthy_s": healthy_s,
-        "lost_round_finished": lost.finished,
-        "lost_round_ended_s": ended_s,
-        "lost_round_resends": lost.resends,
-        "replan_and_install_s": replan_s,
-        "next_round_s": again.completion_s,
-        "next_round_x_ideal": again.x_ideal,
-        "next_round_mismatches": again.mismatches,
-        "next_round_busiest": again.busiest,
-        "completion_s": again.completion_s,
-        "x_ideal": again.x_ideal,
     }
-    print(
-        f"{name:>18} {victim} failed at {at * 1e3:.3f} ms: {lost.finished}/{len(workers)} workers finished the "
-        f"round, which ended at {ended_s * 1e3:.1f} ms; re-plan + install {replan_s:.2f} s; next round "
-        f"{again.completion_s * 1e3:.3f} ms ({again.x_ideal:.2f} x ideal, healthy {healthy_s * 1e3:.3f} ms), "
-        f"mismatches {again.mismatches}",
-        flush=True,
-    )
+    if rec.get("refused"):  # the controller refuses the job around the failure: say why, as a user sees it
+        print(f"{name:>18} {victim} failed at {at * 1e3:.3f} ms: the re-plan was refused: {rec['refused']}", flush=True)
+        row.update({"replan_refused": rec["refused"], "round_finished": result.finished})
+    else:
+        row.update(
+            {
+                "replan_and_install_s": rec.get("replan_wall_s", 0.0),
+                "plan_version": rec.get("plan_version", plan.version),
+                "completion_s": result.completion_s,
+                "x_ideal": result.x_ideal,
+                "slowdown": result.completion_s / healthy_s if result.completion_s > 0 else float("nan"),
+                "finished": result.finished,
+                "mismatches": result.mismatches,
+                "resends": result.resends,
+                "chunks": len(workers) * (n_values // k),
+                "results_at_replan": rec.get("results_at_replan", 0),
+                "chunks_moved": rec.get("chunks_moved", 0),
+                "recovery_chunks": rec.get("recovery_chunks", 0),
+                "answered_from_other_tree": rec.get("answered_from_other_tree", 0),
+                "events": result.events,
+                "wall_s": result.wall_s,
+                "cpu_s": result.cpu_s,
+                "busiest": result.busiest,
+            }
+        )
+        print(
+            f"{name:>18} {victim} failed at {at * 1e3:.3f} ms, noticed {args.detect_s * 1e3:.1f} ms later and "
+            f"re-planned (plan + install {row['replan_and_install_s']:.2f} s of wall time): the round finished at "
+            f"{result.completion_s * 1e3:.3f} ms ({row['slowdown']:.2f}x the healthy {healthy_s * 1e3:.3f} ms), "
+            f"{result.finished}/{len(workers)} workers, mismatches {result.mismatches}; chunks: "
+            f"{row['results_at_replan']:,d} of {row['chunks']:,d} had their result at the re-plan, "
+            f"{row['chunks_moved']:,d} in flight moved to the recovery tree, {row['recovery_chunks']:,d} sent over it, "
+            f"{row['answered_from_other_tree']:,d} answered from sums the server had from the old tree",
+            flush=True,
+        )
+    net.remove_job(*reversed(result.versions))  # every version's entries off the switches, slots back
+    net.repair()
     return row
 
 
@@ -321,6 +327,13 @@ def main() -> int:
     p.add_argument("--jobs", type=int, nargs="*", default=[], help="also: this many concurrent INA jobs")
     p.add_argument(
         "--fail-spine", type=float, help="also: fail the INA tree's top switch at this share of a healthy round"
+    )
+    p.add_argument(
+        "--detect-s",
+        type=float,
+        default=0.1,
+        help="with --fail-spine: seconds until the controller notices the failed switch and re-plans (its fault "
+        "monitor's probe interval: the in-process network's default 0.1, the mininet lab's 0.5)",
     )
     p.add_argument("--agent", action="store_true", help="INA workers run the agents' congestion control")
     p.add_argument(

@@ -124,13 +124,15 @@ class RunResult:
     server: dict[str, int] = field(default_factory=dict)
     # INA with ``Recovery``: the re-plans of the run and the chunks the workers moved (``_Replanner.summary``)
     recovery: dict[str, object] = field(default_factory=dict)
+    # INA: the job's plan versions installed by the end of the run (the first, then its re-plans), not in as_dict
+    versions: list[JobPlan] = field(default_factory=list, repr=False)
 
     @property
     def x_ideal(self) -> float:
         return self.completion_s / self.ideal_s if self.completion_s > 0 and self.ideal_s > 0 else float("nan")
 
     def as_dict(self) -> dict[str, object]:
-        d: dict[str, object] = dict(self.__dict__)
+        d: dict[str, object] = {key: value for key, value in self.__dict__.items() if key != "versions"}
         d["x_ideal"] = self.x_ideal
         d["events_per_s"] = self.events / self.wall_s if self.wall_s > 0 else 0.0
         d["events_per_cpu_s"] = self.events / self.cpu_s if self.cpu_s > 0 else 0.0
@@ -364,8 +366,10 @@ def run_ina(
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     result = _collect(net, "ina", [w.name for w in plan.workers], len(values.a) * 4, wall, cpu)
     result.server = _server_counters(net, plan)
+    result.versions = [plan]
     if replanner is not None:
         result.recovery = replanner.summary(0)
+        result.versions = replanner.versions[0]
     return result
 
 
@@ -399,6 +403,7 @@ def run_ina_jobs(
     results = [_collect(net, "ina", [w.name for w in plan.workers], len(v.a) * 4, wall, cpu) for plan, v in jobs]
     for i, (result, (plan, _)) in enumerate(zip(results, jobs, strict=True)):
         result.server = _server_counters(net, plan)
+        result.versions = replanner.versions[i] if replanner is not None else [plan]
         if replanner is not None:
             result.recovery = replanner.summary(i)
     return results
