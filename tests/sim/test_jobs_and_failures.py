@@ -1,6 +1,7 @@
 """Several jobs on one simulated fabric, and a spine that fails mid-round: exact sums through the P4
-program for every job, a lost round that ends (workers give up, nothing hangs), and the controller's
-re-plan around the dead switch (controller/replan.py) carrying the next round."""
+program for every job, a lost round that ends when nobody re-plans (workers give up, nothing hangs), and
+the controller's re-plan around the dead switch (controller/replan.py) carrying the next round
+(tests/sim/test_recovery.py: the re-plan within the round)."""
 
 from __future__ import annotations
 
