@@ -203,10 +203,10 @@ class PortCapture:
         self.undecodable = 0
         self._socks: dict[int, tuple[socket.socket, str]] = {}
         for intf in interfaces:
-            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # no protocol until bound to intf
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
-            sock.bind((intf, 0))
+            sock.bind((intf, ETH_P_ALL))
             sock.setblocking(False)
             self._socks[sock.fileno()] = (sock, intf)
         self._stop = threading.Event()

@@ -268,14 +268,10 @@ def trickle(send_iface: str, recv_iface: str, frame: bytes, rate: float, seconds
 
     with (
         socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as tx,
-        socket.socket(
-            socket.AF_PACKET,
-            socket.SOCK_RAW,
-            socket.htons(0x0003),  # ETH_P_ALL
-        ) as rx,
+        socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as rx,  # no protocol until bound to recv_iface
     ):
         tx.bind((send_iface, 0))
-        rx.bind((recv_iface, 0))
+        rx.bind((recv_iface, 0x0003))  # ETH_P_ALL
         rx.settimeout(0.05)
         start, out = time.monotonic(), []
         while (due := start + len(out) / rate) < start + seconds:

@@ -127,8 +127,8 @@ class Bmv2Switch:
             for intf in (sw, host):
                 subprocess.run(["sysctl", "-qw", f"net.ipv6.conf.{intf}.disable_ipv6=1"], capture_output=True)
                 _ip("link", "set", intf, "mtu", "9000", "up")
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind((host, 0))
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # no protocol until bound: opened for
+            s.bind((host, ETH_P_ALL))  # ETH_P_ALL it would queue every interface's frames meanwhile
             s.setblocking(False)
             self.sockets[p] = s
         grpc_addr = f"127.0.0.1:{_free_tcp_port()}"

@@ -30,8 +30,8 @@ def veth():
 
 
 def raw_socket(iface):
-    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
-    s.bind((iface, 0))
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)  # no protocol until bound to iface:
+    s.bind((iface, 0x88B5))  # opened for one it would queue that protocol's frames of every interface
     s.settimeout(2)
     return s
 
