@@ -142,6 +142,10 @@ def train_rank(rank: int, world: int, args: argparse.Namespace) -> dict | None:
     loss_fn = nn.CrossEntropyLoss()
     # every rank takes the same number of steps per epoch (the shards differ by at most one)
     step_times, losses = [], []
+    # the timed steps start together: without it a rank's first step also holds its wait for the last
+    # rank to finish setting up (10-150 ms in the lab, a different rank each run), which is start-up, not
+    # a step (docs/design-decisions.md, "Lab training's first steps")
+    dist.barrier()
     for epoch in range(args.epochs):
         g = torch.Generator().manual_seed(args.seed * 1000 + epoch * 31 + rank)
         order = mine[torch.randperm(len(mine), generator=g)]

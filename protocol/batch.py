@@ -27,7 +27,7 @@ from protocol import constants as C
 from protocol import layouts as L
 from protocol.codec import Hop, InaHeader, InaPacket, ProtocolError
 
-__all__ = ["PacketBatch", "PacketTemplate", "decode_batch", "encode_batch", "layout_dtype"]
+__all__ = ["PacketBatch", "PacketTemplate", "build_tables", "decode_batch", "encode_batch", "layout_dtype"]
 
 # (name, numpy format, byte offset) of the 16-byte header; b0 = version:4 pkt_type:4,
 # b1 = op:4 hop_count:4, slot_word = shadow:1 slot:15; b01 and flags_count overlap the bytes before
@@ -362,6 +362,20 @@ def _length_by_first_bytes() -> np.ndarray:
     b0, b1 = word >> 8, word & 0xFF
     length = C.INA_HEADER_BYTES + C.HOP_BYTES * (b1 & 0xF)
     return np.where(_B0_OK[b0] & _B1_OK[b1], length, -1).astype(np.int32)
+
+
+def build_tables(values_per_packet: int) -> None:
+    """Build the lookup tables that decoding packets of K lanes reads (each is built once per process).
+
+    An agent calls it when it is made: built on first use instead, they cost about 10 ms of numpy inside
+    its first exchange, on every rank at once (docs/design-decisions.md, "Lab training's first steps")."""
+    _length_by_first_bytes()
+    _payload_by_flags(values_per_packet)
+    _flags_and_count_ok(values_per_packet)
+    _masked_allowed()
+    _payload_table()
+    _positions_table()
+    _max_value_counts()
 
 
 def _layout_has_k(layout: L.Layout, values_per_packet: int) -> bool:

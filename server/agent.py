@@ -35,7 +35,7 @@ from controller.plan import hops_to_codec
 from native import udp
 from protocol import constants as C
 from protocol import layouts as L
-from protocol.batch import PacketBatch, PacketTemplate, decode_batch, encode_per_hop_list
+from protocol.batch import PacketBatch, PacketTemplate, build_tables, decode_batch, encode_per_hop_list
 from worker.errors import AgentConfigError
 from worker.transport import ReceivedBatch, Transport
 
@@ -151,6 +151,7 @@ class ServerAgent:
         self.jobs[plan.job_id] = job
         self._add_trees(job, plan)
         self._update_values_per_packet()
+        build_tables(plan.value_count)  # now, not inside the job's first round
 
     def _add_trees(self, job: _JobState, plan: JobPlan) -> None:
         keep = self.keep_per_tree or 4 * max([plan.pool_size] + [s.pool_size for s in plan.switches])

@@ -33,7 +33,7 @@ from controller.options import GIVE_UP_S, RTO_S, STALL_BUDGETS
 from controller.plan import hops_to_codec
 from protocol import constants as C
 from protocol import layouts as L
-from protocol.batch import PacketTemplate, decode_batch
+from protocol.batch import PacketTemplate, build_tables, decode_batch
 from worker import quantize as Q
 from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
@@ -355,6 +355,7 @@ class WorkerAgent:
         self.job_id = plan.job_id
         self.world_size = len(plan.workers)
         self.values_per_packet = plan.value_count
+        build_tables(self.values_per_packet)  # now, not inside the first exchange
         self.cursors: list[TreeCursor] = []
         self.recovery: TreeCursor | None = None  # a re-planned job's recovery tree (no switch aggregates)
         self._cursor_by_tree: dict[int, TreeCursor] = {}

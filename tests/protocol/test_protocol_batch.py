@@ -370,3 +370,26 @@ def _refusal(payload: bytes) -> ProtocolError:
     with pytest.raises(ProtocolError) as caught:
         codec.decode(payload)
     return caught.value
+
+
+def test_build_tables_leaves_no_table_to_build_in_the_first_decode():
+    """Agents build the decode tables when they are made (worker/agent.py, server/agent.py), so that their
+    first exchange does not: a decode of K-lane packets after ``build_tables(K)``, with K given (one job)
+    or taken from each packet (a server of jobs with several K), builds none."""
+    k = 192
+    rng = np.random.default_rng(7)
+    packets = [_random_packet(rng, k) for _ in range(32)]
+    rows, lengths = _receive_buffer([codec.encode(p, k) for p in packets])
+    tables = [
+        getattr(batch, name)
+        for name in dir(batch)
+        # _bos_pattern: a few bytes per hop count, built as each is met
+        if name.startswith("_") and hasattr(getattr(batch, name), "cache_info") and name != "_bos_pattern"
+    ]
+    assert len(tables) >= 7
+    batch.build_tables(k)
+    built = [table.cache_info().misses for table in tables]
+    for values_per_packet in (k, None):
+        decoded = batch.decode_batch(rows, lengths, values_per_packet)
+        assert decoded.ok.all()
+    assert [table.cache_info().misses for table in tables] == built
