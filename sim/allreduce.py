@@ -423,6 +423,14 @@ def _add_ina(
     striped over the plan's trees of weight above 0 as the worker agent stripes them
     (``worker.stream.stripe``); a re-planned job's recovery tree (weight 0) carries only the chunks a
     later re-plan moves there (``Recovery``)."""
+    if (plan.job_id, plan.version) in net.plans_run:
+        # the simulated agents start every run at chunk 0 on shadow 0, where the plan's switch slots still
+        # hold the last round's chunks: their GRADs would be taken as stale or added to old sums
+        raise SimError(
+            f"job {plan.job_id} (plan version {plan.version}) has run a round on this network already:"
+            " plan a new job for each run (plan_ina)"
+        )
+    net.plans_run.add((plan.job_id, plan.version))
     trees = [t for t in plan.trees if t.weight > 0]
     if not trees or len(trees) > 255:
         raise SimError(f"job {plan.job_id}: {len(trees)} trees of weight above 0 (the simulator runs 1 to 255)")

@@ -77,6 +77,9 @@ class SimNetwork:
         # the planner's allocations of the jobs planned on this network (ids, slots, groups, bandwidth)
         self.resources = Resources.for_topology(topo)
         self.graph = topo.to_graph()
+        # (job id, plan version) of each plan that has run a round here: the switch slots it was given hold
+        # the round's last state (sim.allreduce)
+        self.plans_run: set[tuple[int, int]] = set()
 
     def _build_core(self, seed: int) -> SimCore:
         _, process, free, depth = next(iter(self._entries.values()))

@@ -88,3 +88,16 @@ def test_a_removed_jobs_slots_serve_the_next_job_under_a_new_id():
     result = run_ina(net, second, values)
     assert result.finished == 7 and result.mismatches == 0
     net.close()
+
+
+def test_a_plan_that_has_run_is_refused_a_second_round_with_the_reason():
+    """The simulated agents start a run at chunk 0 on shadow 0, where the plan's switch slots still hold
+    the first round's chunks; a second run of that plan would be taken as stale or added to old sums, so
+    it is refused by name instead of giving wrong sums."""
+    net, hosts = _net()
+    values = WorkerValues.random(7, 16 * K, seed=6)
+    plan = plan_ina(net, hosts[0:7], hosts[7])
+    assert run_ina(net, plan, values).mismatches == 0
+    with pytest.raises(SimError, match=rf"job {plan.job_id} \(plan version 1\) has run a round .* plan a new job"):
+        run_ina(net, plan, values)
+    net.close()
