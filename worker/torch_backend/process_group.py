@@ -132,7 +132,9 @@ class InaProcessGroup(dist.ProcessGroup):
         record = None if timeline is None else timeline.begin(values=sum(t.numel() for t in tensors))
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         reduction = SwitchReduction(tensors, op, self.size(), self.scales)
-        return self._submit(reduction, "all_reduce", record)
+        # dist.all_reduce(async_op=False) sets asyncOp False and waits at once: run it here if nothing is queued
+        run_now = opts is not None and not getattr(opts, "asyncOp", True)
+        return self._submit(reduction, "all_reduce", record, run_now)
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce of several tensors in one exchange."""
@@ -197,8 +199,12 @@ class InaProcessGroup(dist.ProcessGroup):
         outcome.finish(list(output_tensors))
         return InaWork(outcome, "all_to_all")
 
-    def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
-        """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself)."""
+    def _submit(
+        self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None, run_now: bool = False
+    ) -> InaWork:
+        """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself);
+        ``run_now``: the caller waits for it at once, so run it on this thread now when nothing is queued or
+        running (``SwitchThread.run_now``; not while ``waiter_may_run`` is False)."""
         if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
         channel, timeline = self._channel, self.timeline
@@ -215,7 +221,10 @@ class InaProcessGroup(dist.ProcessGroup):
                 stamp(record, "executed")
 
         stamp(record, "queued")
-        work = self._session.thread.submit(job, what, self.waiter_may_run)
+        thread = self._session.thread
+        work = thread.run_now(job, what) if run_now and self.waiter_may_run else None
+        if work is None:
+            work = thread.submit(job, what, self.waiter_may_run)
         self._last_switch_work = work
         return work
 
