@@ -27,7 +27,9 @@ hand-over, scales/quantize/encode/send, the link to the switch, waiting for the 
 the switch (GRAD in to the aggregate out), the server's round (its link both ways and the server
 agent), the switch (RESULT in to the copy out), the link and the agent's wake-up, decode and torch
 after; where the switch is the tree's root and multicasts the RESULTs itself (the default), the switch
-(the last GRAD in to the RESULT out) instead of the three from the aggregate out to the copy out. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
+(the last GRAD in to the RESULT out) instead of the three from the aggregate out to the copy out. Each
+backend's time from the last rank's call to the ranks' return is printed too: its own time, without the
+start skew the operation before it left. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
 medians, and saves JSON (means, medians, 10th and 90th percentiles) and a PNG (stacked bars of the
 means, gloo beside them).
 
@@ -495,6 +497,14 @@ def _run_ranks(args, lab, plan, plan_path, load_before) -> dict:
     }
 
 
+def after_last_call(calls: list[list[tuple[float, float]]]) -> dict[str, float]:
+    """``calls[r][i]``: rank r's (call, return) of the i-th call. The median over calls of the ranks' mean
+    time from the last rank's call to their return: the operation's own time, without the start skew the
+    operation before it left (a rank that calls early waits for the last one, whichever backend)."""
+    spans = [np.mean([end for _, end in call]) - max(start for start, _ in call) for call in zip(*calls, strict=True)]
+    return spans_table(spans)
+
+
 def analyse(raw: dict) -> list[dict]:
     """Per size: the stage medians of each ina variant (with the port stamps when captured) and gloo's times."""
     rows = []
@@ -507,6 +517,9 @@ def analyse(raw: dict) -> list[dict]:
             if raw["frames"]:
                 port_stamps(records, raw["frames"], raw["ports"], raw["server_port"])
             variants[variant] = stage_table([r for rank in records for r in rank], stages)
+        own = {v: after_last_call([[(c["call"], c["returned"]) for c in rank["sizes"][s][v]] for rank in raw["ranks"]])
+               for v in VARIANTS}  # fmt: skip
+        own["gloo"] = after_last_call([[tuple(c) for c in rank["sizes"][s]["gloo"]] for rank in raw["ranks"]])
         rows.append(
             {
                 "values": size["values"],
@@ -514,6 +527,7 @@ def analyse(raw: dict) -> list[dict]:
                 "ina": variants,
                 "gloo": gloo,
                 "gloo_over_ina": {v: gloo["median_us"] / t["total"]["median_us"] for v, t in variants.items()},
+                "after_last_call": own,
                 "max_relative_difference": max(rank["sizes"][s]["max_relative_difference"] for rank in raw["ranks"]),
                 "ranks_held_batches": sum(rank["sizes"][s].get("held_batches", 0) for rank in raw["ranks"]),
             }
@@ -540,6 +554,8 @@ def print_table(rows: list[dict]) -> None:
     line("ina total, median", lambda row, v: f"{row['ina'][v]['total']['median_us']:>24.0f}")
     line("gloo total, median", lambda row, v: f"{row['gloo']['median_us']:>24.0f}")
     line("gloo time / ina time (medians)", lambda row, v: f"{row['gloo_over_ina'][v]:>24.2f}")
+    line("ina from the last rank's call", lambda row, v: f"{row['after_last_call'][v]['median_us']:>24.0f}")
+    line("gloo from the last rank's call", lambda row, v: f"{row['after_last_call']['gloo']['median_us']:>24.0f}")
     line("max |ina - gloo| / max |sum|", lambda row, v: f"{row['max_relative_difference']:>24.1e}")
     line("ranks' held receives (all calls)", lambda row, v: f"{row['ranks_held_batches']:>24}")
 
