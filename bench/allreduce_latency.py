@@ -166,7 +166,8 @@ def rank_main(args: argparse.Namespace) -> int:
             dist.all_reduce(x.clone())
             gloo.allreduce([x.clone()]).wait()
         records: dict[str, list] = {variant: [] for variant in VARIANTS}
-        held_before = getattr(group.channel.transport, "held_batches", 0)
+        transport = group.channel.transport
+        held_before, batches_before = getattr(transport, "held_batches", 0), transport.received_batches
         gloo_times, worst = [], 0.0
         for i in range(args.iterations):
             sums = {}
@@ -187,9 +188,11 @@ def rank_main(args: argparse.Namespace) -> int:
                 what = f"rank {args.rank}, {n} floats, call {i}, {variant}"
                 worst = max(worst, check_sum(what, t, g.numpy(), tolerance))
         group.waiter_may_run = True
-        held = getattr(group.channel.transport, "held_batches", 0) - held_before  # receive coalescing
+        held = getattr(transport, "held_batches", 0) - held_before  # receive coalescing
+        batches = transport.received_batches - batches_before  # the ina calls' receive batches (both variants)
         out["sizes"].append(
             {"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst, "held_batches": held}
+            | {"receive_batches_per_call": batches / max(1, len(VARIANTS) * args.iterations)}
         )
     counts = group.switch_counts()
     out["rounds"] = {"agreements": counts["agreements"], "value_rounds": counts["value_rounds"]}
@@ -530,6 +533,9 @@ def analyse(raw: dict) -> list[dict]:
                 "after_last_call": own,
                 "max_relative_difference": max(rank["sizes"][s]["max_relative_difference"] for rank in raw["ranks"]),
                 "ranks_held_batches": sum(rank["sizes"][s].get("held_batches", 0) for rank in raw["ranks"]),
+                "receive_batches_per_call": float(
+                    np.mean([rank["sizes"][s].get("receive_batches_per_call", np.nan) for rank in raw["ranks"]])
+                ),
             }
         )
     return rows
@@ -558,6 +564,7 @@ def print_table(rows: list[dict]) -> None:
     line("gloo from the last rank's call", lambda row, v: f"{row['after_last_call']['gloo']['median_us']:>24.0f}")
     line("max |ina - gloo| / max |sum|", lambda row, v: f"{row['max_relative_difference']:>24.1e}")
     line("ranks' held receives (all calls)", lambda row, v: f"{row['ranks_held_batches']:>24}")
+    line("a rank's receive batches per call", lambda row, v: f"{row['receive_batches_per_call']:>24.1f}")
 
 
 def plot(rows: list[dict], raw: dict, path: Path) -> None:
