@@ -226,6 +226,13 @@ def test_a_synchronous_all_reduce_runs_on_its_callers_thread_and_an_asynchronous
         assert set(EchoNetwork.threads) == {threading.current_thread()}
         assert work.wait() and torch.equal(x, torch.arange(600, dtype=torch.float32))
         EchoNetwork.threads.clear()
+        coalesced = dist.AllreduceCoalescedOptions()
+        coalesced.asyncOp = False  # dist.all_reduce_coalesced(async_op=False)
+        a, b = torch.full((3,), 7, dtype=torch.int32), torch.full((2,), -4, dtype=torch.int32)
+        work = group.allreduce_coalesced([a, b], coalesced)
+        assert work.is_completed() and set(EchoNetwork.threads) == {threading.current_thread()}
+        assert a.tolist() == [7, 7, 7] and b.tolist() == [-4, -4]
+        EchoNetwork.threads.clear()
         work = group.allreduce([x], dist.AllreduceOptions())  # asyncOp True: DDP's buckets, async_op=True
         assert work.wait(datetime.timedelta(seconds=5))  # a wait with a timeout does not run it
         assert EchoNetwork.threads and threading.current_thread() not in EchoNetwork.threads

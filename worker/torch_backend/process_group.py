@@ -132,14 +132,13 @@ class InaProcessGroup(dist.ProcessGroup):
         record = None if timeline is None else timeline.begin(values=sum(t.numel() for t in tensors))
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         reduction = SwitchReduction(tensors, op, self.size(), self.scales)
-        # dist.all_reduce(async_op=False) sets asyncOp False and waits at once: run it here if nothing is queued
-        run_now = opts is not None and not getattr(opts, "asyncOp", True)
-        return self._submit(reduction, "all_reduce", record, run_now)
+        return self._submit(reduction, "all_reduce", record, waits_at_once(opts))
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce of several tensors in one exchange."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        return self._submit(SwitchReduction(tensors, op, self.size(), self.scales), "all_reduce_coalesced")
+        reduction = SwitchReduction(tensors, op, self.size(), self.scales)
+        return self._submit(reduction, "all_reduce_coalesced", None, waits_at_once(opts))
 
     def run_exchange(self, job: Callable[[object], object], what: str) -> InaWork:
         """Run ``job(agent)`` (this rank's WorkerAgent) on the switch thread, in issue order with the
@@ -240,6 +239,13 @@ class InaProcessGroup(dist.ProcessGroup):
             self.shutdown()
         except Exception:
             pass
+
+
+def waits_at_once(opts) -> bool:
+    """Whether the caller waits for the collective as soon as it has its work: ``dist.all_reduce`` and
+    ``dist.all_reduce_coalesced`` with ``async_op=False`` pass ``asyncOp`` False in their options (DDP's
+    reducer and ``async_op=True`` leave it True, as do options made without it)."""
+    return opts is not None and not getattr(opts, "asyncOp", True)
 
 
 def agree_float_sum_path(  # noqa: C901 (a store protocol's steps, one error per failure (its docstring walks through them))
