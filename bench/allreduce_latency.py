@@ -26,7 +26,10 @@ last packet of each step, which is what the call waits for): torch before the ex
 hand-over, scales/quantize/encode/send, the link to the switch, waiting for the slowest rank,
 the switch (GRAD in to the aggregate out), the server's round (its link both ways and the server
 agent), the switch (RESULT in to the copy out), the link and the agent's wake-up, decode and torch
-after. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
+after; where the switch is the tree's root and multicasts the RESULTs itself (the default), the switch
+(the last GRAD in to the RESULT out) instead of the three from the aggregate out to the copy out. Each
+backend's time from the last rank's call to the ranks' return is printed too: its own time, without the
+start skew the operation before it left. It prints the mean of every stage per size (the means add up to the mean call) and the totals'
 medians, and saves JSON (means, medians, 10th and 90th percentiles) and a PNG (stacked bars of the
 means, gloo beside them).
 
@@ -80,6 +83,13 @@ STAGES = (
     ("link + agent wake-up", "port:result_out", "last_receive"),
     ("decode, dequantize, write back", "last_receive", "executed"),
     ("back to the caller", "executed", "returned"),
+)
+# the same path where the aggregating switch is the tree's root and multicasts the RESULT of each sum it
+# completes itself (docs/design-decisions.md, "Results from the tree's root"): no server on the path
+ROOT_STAGES = (
+    *STAGES[:6],
+    ("switch: last GRAD in to RESULT out", "port:grad_in_all", "port:result_out"),
+    *STAGES[-3:],
 )
 # the ina backend as it runs (a synchronous all_reduce on its caller's thread) and with every exchange on
 # its switch thread (InaProcessGroup.waiter_may_run = False), alternating call by call
@@ -156,6 +166,8 @@ def rank_main(args: argparse.Namespace) -> int:
             dist.all_reduce(x.clone())
             gloo.allreduce([x.clone()]).wait()
         records: dict[str, list] = {variant: [] for variant in VARIANTS}
+        transport = group.channel.transport
+        held_before, batches_before = getattr(transport, "held_batches", 0), transport.received_batches
         gloo_times, worst = [], 0.0
         for i in range(args.iterations):
             sums = {}
@@ -176,7 +188,12 @@ def rank_main(args: argparse.Namespace) -> int:
                 what = f"rank {args.rank}, {n} floats, call {i}, {variant}"
                 worst = max(worst, check_sum(what, t, g.numpy(), tolerance))
         group.waiter_may_run = True
-        out["sizes"].append({"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst})
+        held = getattr(transport, "held_batches", 0) - held_before  # receive coalescing
+        batches = transport.received_batches - batches_before  # the ina calls' receive batches (both variants)
+        out["sizes"].append(
+            {"values": n, **records, "gloo": gloo_times, "max_relative_difference": worst, "held_batches": held}
+            | {"receive_batches_per_call": batches / max(1, len(VARIANTS) * args.iterations)}
+        )
     counts = group.switch_counts()
     out["rounds"] = {"agreements": counts["agreements"], "value_rounds": counts["value_rounds"]}
     Path(args.out).write_text(json.dumps(out))
@@ -471,6 +488,7 @@ def _run_ranks(args, lab, plan, plan_path, load_before) -> dict:
         "workers": len(hosts),
         "values_per_packet": plan.value_count,
         "switch": switch,
+        "root_results": bool(aggregators[0].root),  # the switch multicasts the RESULTs (ROOT_STAGES)
         "ports": ports,
         "server_port": neighbours[lab.server],
         "load_before": load_before,
@@ -482,11 +500,19 @@ def _run_ranks(args, lab, plan, plan_path, load_before) -> dict:
     }
 
 
+def after_last_call(calls: list[list[tuple[float, float]]]) -> dict[str, float]:
+    """``calls[r][i]``: rank r's (call, return) of the i-th call. The median over calls of the ranks' mean
+    time from the last rank's call to their return: the operation's own time, without the start skew the
+    operation before it left (a rank that calls early waits for the last one, whichever backend)."""
+    spans = [np.mean([end for _, end in call]) - max(start for start, _ in call) for call in zip(*calls, strict=True)]
+    return spans_table(spans)
+
+
 def analyse(raw: dict) -> list[dict]:
     """Per size: the stage medians of each ina variant (with the port stamps when captured) and gloo's times."""
     rows = []
     for s, size in enumerate(raw["ranks"][0]["sizes"]):
-        stages = STAGES if raw["frames"] else TIMELINE_STAGES
+        stages = (ROOT_STAGES if raw.get("root_results") else STAGES) if raw["frames"] else TIMELINE_STAGES
         gloo = spans_table([end - start for rank in raw["ranks"] for start, end in rank["sizes"][s]["gloo"]])
         variants = {}
         for variant in VARIANTS:
@@ -494,6 +520,9 @@ def analyse(raw: dict) -> list[dict]:
             if raw["frames"]:
                 port_stamps(records, raw["frames"], raw["ports"], raw["server_port"])
             variants[variant] = stage_table([r for rank in records for r in rank], stages)
+        own = {v: after_last_call([[(c["call"], c["returned"]) for c in rank["sizes"][s][v]] for rank in raw["ranks"]])
+               for v in VARIANTS}  # fmt: skip
+        own["gloo"] = after_last_call([[tuple(c) for c in rank["sizes"][s]["gloo"]] for rank in raw["ranks"]])
         rows.append(
             {
                 "values": size["values"],
@@ -501,7 +530,12 @@ def analyse(raw: dict) -> list[dict]:
                 "ina": variants,
                 "gloo": gloo,
                 "gloo_over_ina": {v: gloo["median_us"] / t["total"]["median_us"] for v, t in variants.items()},
+                "after_last_call": own,
                 "max_relative_difference": max(rank["sizes"][s]["max_relative_difference"] for rank in raw["ranks"]),
+                "ranks_held_batches": sum(rank["sizes"][s].get("held_batches", 0) for rank in raw["ranks"]),
+                "receive_batches_per_call": float(
+                    np.mean([rank["sizes"][s].get("receive_batches_per_call", np.nan) for rank in raw["ranks"]])
+                ),
             }
         )
     return rows
@@ -526,7 +560,11 @@ def print_table(rows: list[dict]) -> None:
     line("ina total, median", lambda row, v: f"{row['ina'][v]['total']['median_us']:>24.0f}")
     line("gloo total, median", lambda row, v: f"{row['gloo']['median_us']:>24.0f}")
     line("gloo time / ina time (medians)", lambda row, v: f"{row['gloo_over_ina'][v]:>24.2f}")
+    line("ina from the last rank's call", lambda row, v: f"{row['after_last_call'][v]['median_us']:>24.0f}")
+    line("gloo from the last rank's call", lambda row, v: f"{row['after_last_call']['gloo']['median_us']:>24.0f}")
     line("max |ina - gloo| / max |sum|", lambda row, v: f"{row['max_relative_difference']:>24.1e}")
+    line("ranks' held receives (all calls)", lambda row, v: f"{row['ranks_held_batches']:>24}")
+    line("a rank's receive batches per call", lambda row, v: f"{row['receive_batches_per_call']:>24.1f}")
 
 
 def plot(rows: list[dict], raw: dict, path: Path) -> None:
@@ -577,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock", default=LOCK, help="lab lock file ('' for none)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds the ranks may take")
     ap.add_argument("--out", default=str(RESULTS / "allreduce_latency"), help="output path without extension")
+    ap.add_argument(
+        "--raw", action="store_true", help="also save every rank's stamps and the captured frames (.raw.json)"
+    )
     # one rank inside a lab host (started by the bench itself)
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world-size", type=int, help=argparse.SUPPRESS)
@@ -600,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
     report["captured_frames"] = len(raw["frames"])
     report["sizes"] = rows
     out.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    if args.raw:
+        out.with_suffix(".raw.json").write_text(json.dumps(raw))
     plot(rows, raw, out.with_suffix(".png"))
     print(f"saved {out.with_suffix('.json')} and {out.with_suffix('.png')}")
     return 0

@@ -127,6 +127,7 @@ class Transport:
         self.send_errors = 0  # sends the kernel refused for another reason (no route...): lost packets
         self.last_send_error: str | None = None
         self.received_packets = 0
+        self.received_batches = 0  # handler calls: one per datagram, or per batch of them (the wake-ups' work)
         self.malformed = 0
         self.timeline: Timeline | None = None  # stamps of sends and receives (worker/timeline.py), when attached
         self._ecn = ECN_NOT_ECT
@@ -212,6 +213,7 @@ class Transport:
         if handlers or batch_handlers:
             self._stamp_receive()
             self.received_packets += 1
+            self.received_batches += 1
             for handler in list(handlers or ()):
                 handler(payload, src_ip)
             if batch_handlers:
@@ -225,6 +227,7 @@ class Transport:
         if handlers or batch_handlers:
             self._stamp_receive()
             self.received_packets += len(batch)
+            self.received_batches += 1
             for batch_handler in list(batch_handlers or ()):
                 batch_handler(batch)
             for handler in list(handlers or ()):

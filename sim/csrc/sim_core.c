@@ -61,8 +61,8 @@ typedef struct {
 #define RTT_GAIN 0.125            /* weight of a new sample in the smoothed RTT */
 #define RTT_CAP_OVER_MIN 8.0      /* the RTO's base is at most this times the lowest round trip */
 #define BURST_S 0.010             /* a backlogged pacer's bucket holds this long at its rate */
-#define MIN_BURST_PACKETS 4       /* and at least this many frames; an idle one only these */
-#define WAKE_S 0.002              /* a pacer waiting for tokens wakes when this long of them has come */
+#define MIN_BURST_PACKETS 4       /* and at least this many frames */
+#define WAKE_S 0.002              /* a waiting pacer wakes when this long of tokens came; an idle one keeps them */
 #define MIN_WAIT_S 0.00005        /* the shortest wait for tokens */
 #define ALPHA_GAIN (1.0 / 16)     /* DCTCP's g */
 #define INCREASE_SHARE (1.0 / 32) /* an uncongested epoch adds this share of the plan's rate */
@@ -384,11 +384,12 @@ static void ina_arm(sim *s, uint32_t n) {
 }
 
 /* The pacer's bucket (worker/pacing.py, Pacer): tokens in bytes of frames, refilled at the rate; a
- * backlogged sender keeps up to BURST_S of them, one that waited only MIN_BURST_PACKETS frames. */
+ * backlogged sender keeps up to BURST_S of them, one that waited WAKE_S of them (both at least
+ * MIN_BURST_PACKETS frames). */
 static void pace_refill(sim *s, wtree *t) {
-    double frame = (double)t->tmpl_len, burst = t->rate * BURST_S;
-    double cap = t->backlogged ? (burst > MIN_BURST_PACKETS * frame ? burst : MIN_BURST_PACKETS * frame)
-                               : MIN_BURST_PACKETS * frame;
+    double frame = (double)t->tmpl_len, least = MIN_BURST_PACKETS * frame;
+    double burst = t->rate * BURST_S, batch = t->rate * WAKE_S;
+    double cap = t->backlogged ? (burst > least ? burst : least) : (batch > least ? batch : least);
     double tokens = t->tokens + t->rate * (double)(s->now - t->stamp) / PS_PER_S;
     t->tokens = tokens < cap ? tokens : cap;
     t->stamp = s->now;

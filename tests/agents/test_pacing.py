@@ -25,6 +25,23 @@ def test_bucket_releases_its_depth_then_the_rate():
     assert pacer.wait(1, frame_bytes=500) == pytest.approx(0.0015)  # 1 kB owed, then one frame
 
 
+def test_an_idle_sender_keeps_one_wake_ups_batch_which_the_link_carries_before_the_next():
+    rate, frame = 12.5e6 * P.PACING_HEADROOM, 1100  # 100 Mbit/s, K = 256 frames
+    batch = int(rate * P.WAKE_S) // frame  # 22 frames: what a backlogged sender sends per wake-up
+    assert batch > P.MIN_BURST_PACKETS
+    pacer = P.Pacer(ceiling=rate, now=0.0)
+    assert pacer.take(5.0, packets=40, frame_bytes=frame) == batch  # a round's first batch, after idling
+    wait = pacer.wait(40 - batch, frame_bytes=frame)
+    left = rate * P.WAKE_S - batch * frame  # the bucket's tokens short of a frame
+    assert wait == pytest.approx(((40 - batch) * frame - left) / rate)  # the rest as its tokens come, not 2 ms on
+    assert batch * frame * 8 / 100e6 < P.WAKE_S  # the link has carried the first batch by the next wake-up
+    assert pacer.take(5.0 + wait, packets=40 - batch, frame_bytes=frame) == 40 - batch
+    assert pacer.take(5.5, packets=1000, frame_bytes=frame) == batch  # idle again: one batch, and backlogged
+    assert pacer.take(5.6, packets=1000, frame_bytes=frame) == int(rate * P.BURST_S) // frame  # the whole bucket
+    assert pacer.take(5.7, packets=1, frame_bytes=frame) == 1  # it got all it asked for: no longer backlogged
+    assert pacer.take(9.0, packets=1000, frame_bytes=frame) == batch
+
+
 def test_marked_epochs_cut_by_alpha_half_and_clean_ones_add_back():
     pacer = P.Pacer(ceiling=1e6, now=0.0)
     pacer.on_results(0.0005, results=10, congested=10, round_trip=0.002)  # the epoch is not over yet

@@ -158,3 +158,84 @@ def test_an_interrupted_job_a_waiter_runs_fails_its_work_instead_of_leaving_it_p
     finally:
         thread.wake.set()
         thread.close()
+
+
+def test_a_job_run_now_runs_on_the_calling_thread_without_the_switch_thread():
+    thread = LateSwitchThread()  # it never looks at its queue during the test: run_now must not need it
+    try:
+        ran_on = []
+        work = thread.run_now(lambda: ran_on.append(threading.current_thread()) or ["sum"], "all_reduce")
+        assert work is not None and work.is_completed() and work.result() == ["sum"]
+        assert ran_on == [threading.current_thread()] and thread.waiter_runs == 1
+        assert thread._queue.empty()
+
+        def bad():
+            raise OverflowError("the int32 sum overflowed")
+
+        failed = thread.run_now(bad, "all_reduce")
+        assert failed is not None and failed.is_completed()
+        with pytest.raises(OverflowError, match="overflowed"):
+            failed.wait()
+    finally:
+        thread.wake.set()
+        thread.close()
+
+
+def test_a_job_run_now_behind_an_unfinished_one_is_not_run_there(switch_thread):
+    release, first = blocked(switch_thread)
+    ran = []
+    assert switch_thread.run_now(lambda: ran.append(1) or [], "all_reduce") is None  # the caller submits it
+    assert ran == []
+    release.set()
+    first.wait()
+    work = switch_thread.run_now(lambda: ran.append(2) or [], "all_reduce")
+    assert work is not None and work.is_completed() and ran == [2]
+
+
+class EchoNetwork:
+    """One rank's network: the sum (and maximum) of one rank's values are the values; records the threads
+    that exchanged."""
+
+    threads: list[threading.Thread] = []
+
+    def __init__(self):
+        self.agent = None
+
+    def aggregate(self, array, op):
+        EchoNetwork.threads.append(threading.current_thread())
+        return array.copy()
+
+    def close(self):
+        pass
+
+
+def test_a_synchronous_all_reduce_runs_on_its_callers_thread_and_an_asynchronous_one_on_the_switch_thread():
+    import torch
+    import torch.distributed as dist
+
+    from worker.torch_backend.process_group import InaProcessGroup
+
+    group = InaProcessGroup(dist.HashStore(), 0, 1, datetime.timedelta(seconds=10), EchoNetwork)
+    try:
+        EchoNetwork.threads.clear()
+        x = torch.arange(600, dtype=torch.float32)
+        sync = dist.AllreduceOptions()
+        sync.asyncOp = False  # what dist.all_reduce(async_op=False) passes
+        work = group.allreduce([x], sync)
+        assert work.is_completed() and EchoNetwork.threads  # done before it was waited for
+        assert set(EchoNetwork.threads) == {threading.current_thread()}
+        assert work.wait() and torch.equal(x, torch.arange(600, dtype=torch.float32))
+        EchoNetwork.threads.clear()
+        coalesced = dist.AllreduceCoalescedOptions()
+        coalesced.asyncOp = False  # dist.all_reduce_coalesced(async_op=False)
+        a, b = torch.full((3,), 7, dtype=torch.int32), torch.full((2,), -4, dtype=torch.int32)
+        work = group.allreduce_coalesced([a, b], coalesced)
+        assert work.is_completed() and set(EchoNetwork.threads) == {threading.current_thread()}
+        assert a.tolist() == [7, 7, 7] and b.tolist() == [-4, -4]
+        EchoNetwork.threads.clear()
+        work = group.allreduce([x], dist.AllreduceOptions())  # asyncOp True: DDP's buckets, async_op=True
+        assert work.wait(datetime.timedelta(seconds=5))  # a wait with a timeout does not run it
+        assert EchoNetwork.threads and threading.current_thread() not in EchoNetwork.threads
+        assert torch.equal(x, torch.arange(600, dtype=torch.float32))
+    finally:
+        group.shutdown()

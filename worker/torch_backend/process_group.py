@@ -132,12 +132,13 @@ class InaProcessGroup(dist.ProcessGroup):
         record = None if timeline is None else timeline.begin(values=sum(t.numel() for t in tensors))
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
         reduction = SwitchReduction(tensors, op, self.size(), self.scales)
-        return self._submit(reduction, "all_reduce", record)
+        return self._submit(reduction, "all_reduce", record, waits_at_once(opts))
 
     def allreduce_coalesced(self, tensors: Sequence[torch.Tensor], opts=None) -> InaWork:
         """all_reduce of several tensors in one exchange."""
         op = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
-        return self._submit(SwitchReduction(tensors, op, self.size(), self.scales), "all_reduce_coalesced")
+        reduction = SwitchReduction(tensors, op, self.size(), self.scales)
+        return self._submit(reduction, "all_reduce_coalesced", None, waits_at_once(opts))
 
     def run_exchange(self, job: Callable[[object], object], what: str) -> InaWork:
         """Run ``job(agent)`` (this rank's WorkerAgent) on the switch thread, in issue order with the
@@ -197,8 +198,12 @@ class InaProcessGroup(dist.ProcessGroup):
         outcome.finish(list(output_tensors))
         return InaWork(outcome, "all_to_all")
 
-    def _submit(self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None) -> InaWork:
-        """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself)."""
+    def _submit(
+        self, reduction: SwitchReduction, what: str, record: dict[str, float] | None = None, run_now: bool = False
+    ) -> InaWork:
+        """Queue the exchange on the switch thread (a caller that waits for it at once may run it itself);
+        ``run_now``: the caller waits for it at once, so run it on this thread now when nothing is queued or
+        running (``SwitchThread.run_now``; not while ``waiter_may_run`` is False)."""
         if self._session is None:
             raise RuntimeError(f"ina {what}: the process group was shut down")
         channel, timeline = self._channel, self.timeline
@@ -215,7 +220,10 @@ class InaProcessGroup(dist.ProcessGroup):
                 stamp(record, "executed")
 
         stamp(record, "queued")
-        work = self._session.thread.submit(job, what, self.waiter_may_run)
+        thread = self._session.thread
+        work = thread.run_now(job, what) if run_now and self.waiter_may_run else None
+        if work is None:
+            work = thread.submit(job, what, self.waiter_may_run)
         self._last_switch_work = work
         return work
 
@@ -231,6 +239,13 @@ class InaProcessGroup(dist.ProcessGroup):
             self.shutdown()
         except Exception:
             pass
+
+
+def waits_at_once(opts) -> bool:
+    """Whether the caller waits for the collective as soon as it has its work: ``dist.all_reduce`` and
+    ``dist.all_reduce_coalesced`` with ``async_op=False`` pass ``asyncOp`` False in their options (DDP's
+    reducer and ``async_op=True`` leave it True, as do options made without it)."""
+    return opts is not None and not getattr(opts, "asyncOp", True)
 
 
 def agree_float_sum_path(  # noqa: C901 (a store protocol's steps, one error per failure (its docstring walks through them))

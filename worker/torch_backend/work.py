@@ -147,10 +147,10 @@ class SwitchThread:
     """Runs queued jobs one after another, never two at once, in issue order: on a private daemon
     thread, or on the thread that waits for a job (``InaWork.wait`` without a timeout) when the job is
     the only one not finished and the thread has not taken it yet. A synchronous ``dist.all_reduce``
-    then runs on its caller's thread: no hand-over to the switch thread and back (a wake-up of a
-    sleeping thread and a GIL hand-over each way: tens to hundreds of microseconds on a busy 2-core
-    machine, bench/allreduce_latency.py), while an asynchronous one still runs on while the caller
-    computes."""
+    then runs on its caller's thread (``run_now`` when nothing else is unfinished: without even queueing
+    it): no hand-over to the switch thread and back (a wake-up of a sleeping thread and a GIL hand-over
+    each way: tens to hundreds of microseconds on a busy 2-core machine, bench/allreduce_latency.py),
+    while an asynchronous one still runs on while the caller computes."""
 
     def __init__(self, name: str = "ina-switch"):
         self._queue: queue.Queue[_Queued | tuple] = queue.Queue()
@@ -159,7 +159,7 @@ class SwitchThread:
         self._state = threading.Lock()  # guards _unfinished and every job's ``taken``
         self._unfinished = 0  # jobs submitted and not finished yet
         self._running = threading.Lock()  # held while a job runs, on the thread or a waiter
-        self.waiter_runs = 0  # jobs run by the thread that waited for them
+        self.waiter_runs = 0  # jobs run by the thread that waited for them (``run_now`` too)
         self._thread.start()
 
     def submit(self, job: Callable[[], list], what: str, waiter_may_run: bool = True) -> InaWork:
@@ -174,6 +174,27 @@ class SwitchThread:
         self._queue.put(item)
         run_here = (lambda: self._run_by_waiter(item)) if waiter_may_run else None
         return InaWork(item.outcome, what, run_here)
+
+    def run_now(self, job: Callable[[], list], what: str) -> InaWork | None:
+        """Run ``job`` on the calling thread at once when no other job is queued or running, and return its
+        finished work; None (nothing run) otherwise: ``submit`` it, behind the others. For a caller that
+        waits for the job as soon as it has it (a synchronous all_reduce, ``asyncOp`` False): the job
+        never enters the queue, so the switch thread is not woken for it (``submit``'s put wakes it, and it
+        then waits for the GIL only to find the job taken by its waiter: a context switch and a GIL hand-over
+        per call on a busy 2-core machine)."""
+        with self._state:
+            if self._closed or self._unfinished or not self._running.acquire(blocking=False):
+                return None
+            self._unfinished += 1
+        outcome = Outcome()
+        try:
+            self.waiter_runs += 1
+            _complete(job, outcome, what)
+        finally:
+            self._running.release()
+            with self._state:
+                self._unfinished -= 1
+        return InaWork(outcome, what)
 
     def _run_by_waiter(self, item: _Queued) -> None:
         """Run ``item`` on the calling thread if it is the only unfinished job and nobody took it."""
