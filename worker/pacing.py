@@ -10,12 +10,9 @@ The rate adapts once per round trip (an *epoch*) to the share ``F`` of results t
 marked ECN CE by a switch whose egress queue was deep (the server echoes a mark of the sums it received),
 or, where no switch marks, answered later than the path's lowest round trip plus a delay target. As in
 DCTCP, ``alpha`` is a moving average of ``F`` (gain ALPHA_GAIN); an epoch with a congested result cuts the
-rate by ``alpha / 2``; an epoch without adds INCREASE_SHARE of the share back (additive increase), less
-the more ``persistence`` (a slow average of ``F``, gain PERSISTENCE_GAIN) approaches PERSISTENT_SHARE: marks
-that keep coming over seconds are a flow from outside the job holding the queue, and the job stops taking
-the link back from it. A retransmission timeout (loss) halves the rate (the window too, once the rate is
-at its floor). The rate stays between MIN_RATE_SHARE of the share and the share.
-docs/design-decisions.md, "Congestion control", says why.
+rate by ``alpha / 2``; an epoch without adds INCREASE_SHARE of the share back (additive increase). A
+retransmission timeout (loss) halves the rate (the window too, once the rate is at its floor). The rate
+stays between MIN_RATE_SHARE of the share and the share. docs/design-decisions.md, "Congestion control", says why.
 """
 
 from __future__ import annotations
@@ -29,21 +26,12 @@ BURST_S = 0.010  # the bucket holds this long at the rate: the largest burst (we
 MIN_BURST_PACKETS = 4  # but at least this many packets
 WAKE_S = 0.002  # a sender waiting for tokens wakes when this long of them has come (the batch it sends then)
 ALPHA_GAIN = 1.0 / 16  # weight of one epoch's congested share in alpha (DCTCP's g)
-INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's rate (at most)
-# weight of one epoch's congested share in the persistence: an average over a few hundred round trips
-# (seconds), longer than a TCP flow's sawtooth, which marks once a cycle of about a second
-PERSISTENCE_GAIN = 1.0 / 128
-# at this persistence (1% of results congested in the long run) and above, a clean epoch adds nothing: the
-# increase fades linearly from INCREASE_SHARE at none. A job alone has its results marked in short bursts
-# (a busy switch's batches) that raise alpha little: its cuts are small, and so is what a slower increase
-# costs it
-PERSISTENT_SHARE = 0.01
+INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's rate
 # the rate never falls below this share of the plan's rate: the plan gave the job its links, and traffic from
-# outside the job (a TCP flow on a worker's link) takes at most the rest of them, about a fair share with one
-# flow (a little over half: the job's own start and tail leave the link to the flow, so over a collective
-# the job gets about half); below it a job slowed by a lagging peer (whose wait its round trips and timeouts
-# also show) would spiral down with no congestion left to cure
-MIN_RATE_SHARE = 0.55
+# outside the job (a TCP flow on a worker's link) takes at most the rest of them (about a fair share with one
+# flow); below it a job slowed by a lagging peer (whose wait its round trips and timeouts also show) would
+# spiral down with no congestion left to cure
+MIN_RATE_SHARE = 0.6
 MIN_WAIT_S = 0.00005  # the shortest wait for tokens (a wake-up costs more than it saves below this)
 MIN_EPOCH_S = 0.001  # an epoch lasts one smoothed round trip, at least this
 DELAY_TARGET_S = 0.005  # a result later than the lowest round trip by more than this (and more than that
@@ -68,7 +56,6 @@ class Pacer:
         self.ceiling = float(ceiling)
         self.rate = self.ceiling
         self.alpha = 0.0
-        self.persistence = 0.0  # the slow average of the congested share: marks that persist
         self.stamp = now
         self.tokens = 0.0
         # the last take wanted more than the bucket held: a backlogged sender keeps up to the whole bucket (a
@@ -116,12 +103,11 @@ class Pacer:
             return
         share = self.epoch_congested / self.epoch_results
         self.alpha = (1.0 - ALPHA_GAIN) * self.alpha + ALPHA_GAIN * share
-        self.persistence = (1.0 - PERSISTENCE_GAIN) * self.persistence + PERSISTENCE_GAIN * share
         if self.epoch_congested:
             self.rate *= 1.0 - self.alpha / 2.0
             self.cuts += 1
         else:
-            self.rate += INCREASE_SHARE * self.ceiling * max(0.0, 1.0 - self.persistence / PERSISTENT_SHARE)
+            self.rate += INCREASE_SHARE * self.ceiling
         self._bound()
         self.epoch_start, self.epoch_results, self.epoch_congested = now, 0, 0
 
