@@ -1,10 +1,9 @@
-"""A TCP flow and an INA allreduce sharing one 100 Mbit/s worker link in the mininet lab, with a flow whose
-congestion control slows on ECN marks (cubic: it halves its window on a marked round trip) and one that
-ignores them (BBR, the default of some machines): the switch marks both with ECN CE from its egress queue
-(softswitch reads the port's tbf), TCP negotiates ECN in the hosts, the INA workers cut their paced rate on
-the echoed marks. The job gets at least 40% of the link; the flow is not starved (a tenth at
-least). Issue 27 asks 40% for the flow too: it measures 25% (cubic) and 36% (BBR) here, for reasons
-docs/design-decisions.md, "Congestion control", gives.
+"""A TCP flow and an INA allreduce sharing one 100 Mbit/s worker link in the mininet lab: each gets at least
+40% of it while the job runs (issue 27), whether the flow's congestion control slows on ECN marks (cubic:
+it halves its window on a marked round trip) or ignores them (BBR, the default of some machines). The
+worker sees the flow in its host's interface counters (bytes received beyond the job's) and paces at a fair
+share of the link while the flow lasts; the switch marks both with ECN CE from its egress queue (softswitch
+reads the port's tbf), TCP negotiates ECN in the hosts (docs/design-decisions.md, "Congestion control").
 
 star_100m plus a host h6 outside the job: h6 sends TCP to worker h1, so the flow and the job's RESULTs to h1
 share s1's port towards h1, and nothing else of the flow touches the job's links. Both shares are measured
@@ -116,6 +115,6 @@ def _share_link(lab, samples: str, congestion_control: str) -> None:
         tcp_share = tcp_bytes / tcp_span / LINK_BYTES_PER_S
         ina_share = VALUES * 4 * RESULT_FRAME_PER_VALUE_BYTE / result.elapsed / LINK_BYTES_PER_S
         print(f"TCP {congestion_control} {tcp_share:.0%}, INA {ina_share:.0%} of h1's link ({result.elapsed:.2f} s)")
-        assert tcp_share >= 0.1 and ina_share >= 0.4, (tcp_share, ina_share, lab.rounds.last_stats)
+        assert tcp_share >= 0.4 and ina_share >= 0.4, (tcp_share, ina_share, lab.rounds.last_stats)
     finally:
         lab.stop()
