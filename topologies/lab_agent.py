@@ -12,7 +12,7 @@ Commands: {"cmd": "allreduce", "round": r, "values": n, "seed": s, "mode": "ina"
 the agent's detection of spurious timeouts from this round on, true turns it on again) and
 {"cmd": "quit"}. Mode "ps" is the parameter-server baseline: the job of ``--ps-plan`` (the same
 hosts planned with no aggregating switch), run by a second WorkerAgent on the same UDP port; the
-server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds,
+server agent serves both jobs. Replies: {"ready": true} once at start, then {"round": r, "elapsed": seconds, "started_at": wall clock,
 "digest": the result's result_digest, "stats": the agent's counters (cumulative; ``send_buffer_full``: sends
 the kernel refused, lost packets)} or {"error": "one line"}. The server answers {"cmd": "stats"}
 with {"stats": ...}.
@@ -189,13 +189,14 @@ class WorkerHost:
             agent.timeout = float(cmd["rto"])
         if "spurious" in cmd:
             agent.detect_spurious = bool(cmd["spurious"])
-        start, cpu_start = time.monotonic(), time.process_time()
+        started_at, start, cpu_start = time.time(), time.monotonic(), time.process_time()
         result = agent.allreduce(data, "sum")
         elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
         return {
             "round": r,
             "mode": mode,
             "elapsed": elapsed,
+            "started_at": started_at,  # wall clock: the lab's hosts share the machine's clock
             "cpu_s": cpu,  # the process's CPU in the collective (every thread), not the harness's
             "values": int(np.asarray(result).size),
             "digest": result_digest(np.asarray(result)),

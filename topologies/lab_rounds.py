@@ -23,7 +23,13 @@ if TYPE_CHECKING:  # the agents run in mininet hosts; the in-process lab shares 
 # halvings taken back as spurious, chunks whose result answered the first send after a resend
 TIMER_COUNTERS = ("timeouts", "window_halvings", "window_halvings_undone", "spurious_resends")
 # the agents' figures a round reports by rank: RoundResult's field and the agent's answer's key
-RANK_FIGURES = (("rtt_ms", "rtt_ms"), ("lowest_rtt_ms", "lowest_rtt_ms"), ("rto_ms", "rto_ms"), ("cpu_s", "cpu_s"))
+RANK_FIGURES = (
+    ("rtt_ms", "rtt_ms"),
+    ("lowest_rtt_ms", "lowest_rtt_ms"),
+    ("rto_ms", "rto_ms"),
+    ("cpu_s", "cpu_s"),
+    ("started_at", "started_at"),
+)
 
 
 @dataclass
@@ -45,6 +51,9 @@ class RoundResult:
     # CPU seconds each rank's process spent in the collective itself (all its threads), by rank: not the
     # harness's making of inputs and checking of sums
     cpu_s: dict[int, float] = field(default_factory=dict)
+    # when each rank began the collective (wall clock, time.time()): what else the round's links carried
+    # then (another flow's share of them) is measured from there to there + its elapsed
+    started_at: dict[int, float] = field(default_factory=dict)
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"

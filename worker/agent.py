@@ -37,6 +37,7 @@ from protocol.batch import PacketTemplate, build_tables, decode_batch
 from worker import quantize as Q
 from worker.compression.structured import keep_mask, layout_for
 from worker.errors import AgentConfigError, Int32OverflowError
+from worker.host_link import HostLink
 from worker.pacing import PACING_HEADROOM
 from worker.stream import (
     RTT_GAIN,
@@ -379,6 +380,7 @@ class WorkerAgent:
         self._broken: BaseException | None = None
         self._closed = False
         transport.ecn = C.ECN_ECT0  # switches mark CE on a deep queue instead of dropping (worker/pacing.py)
+        self.host_link = self._host_link()
         transport.bind_batch(C.INA_UDP_PORT, self._on_batch)
 
     def _take_trees(self, plan: JobPlan) -> None:
@@ -681,6 +683,24 @@ class WorkerAgent:
         else:
             keep = (1.0 - RTT_GAIN) ** len(samples)
             self._srtt = keep * self._srtt + (1.0 - keep) * mean
+
+    def _host_link(self) -> HostLink | None:
+        """The counters of the worker's own link, where the transport has a host interface and the plan
+        paces the worker (worker/host_link.py)."""
+        rate = sum(cursor.send_rate for cursor in self.cursors)
+        interface = self.transport.interface() if rate > 0 else None
+        return None if interface is None else HostLink(interface, rate)
+
+    def link_shared(self, now: float) -> bool:
+        """The worker's own link carries traffic from outside the job now (False where unknown)."""
+        if self.host_link is None:
+            return False
+        was = self.host_link.shared(now)
+        self.host_link.update(now, self.transport.received_packets, self.transport.received_bytes)
+        shared = self.host_link.shared(now)
+        if shared and not was:
+            self.stats["link_shared"] += 1  # times traffic from outside the job was found on the worker's link
+        return shared
 
     def lowest_rtt(self) -> float:
         """The smallest round trip the agent measured (0 before the first): the path's, without queues.

@@ -12,7 +12,9 @@ or, where no switch marks, answered later than the path's lowest round trip plus
 DCTCP, ``alpha`` is a moving average of ``F`` (gain ALPHA_GAIN); an epoch with a congested result cuts the
 rate by ``alpha / 2``; an epoch without adds INCREASE_SHARE of the share back (additive increase). A
 retransmission timeout (loss) halves the rate (the window too, once the rate is at its floor). The rate
-stays between MIN_RATE_SHARE of the share and the share. docs/design-decisions.md, "Congestion control", says why.
+stays between MIN_RATE_SHARE of the share and the share, and at SHARED_RATE_SHARE of it while the worker's
+own link carries traffic from outside the job (worker/host_link.py). docs/design-decisions.md, "Congestion
+control", says why.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ INCREASE_SHARE = 1.0 / 32  # an uncongested epoch adds this share of the plan's 
 # flow); below it a job slowed by a lagging peer (whose wait its round trips and timeouts also show) would
 # spiral down with no congestion left to cure
 MIN_RATE_SHARE = 0.6
+# while the worker's own link carries traffic from outside the job (worker/host_link.py), the rate is this
+# share of the plan's rate, no more and no less: a fair share with one other flow, which the job's marks
+# cannot give (a flow that halves on a mark, or one that ignores marks, gets a quarter or a third of the link
+# against the DCTCP-like law; docs/design-decisions.md, "Congestion control"). A little over half: the job's
+# own start and tail leave the link to the flow, so over a collective the job gets about half
+SHARED_RATE_SHARE = 0.55
 MIN_WAIT_S = 0.00005  # the shortest wait for tokens (a wake-up costs more than it saves below this)
 MIN_EPOCH_S = 0.001  # an epoch lasts one smoothed round trip, at least this
 DELAY_TARGET_S = 0.005  # a result later than the lowest round trip by more than this (and more than that
@@ -69,6 +77,7 @@ class Pacer:
         self.epoch_results = 0
         self.epoch_congested = 0
         self.cuts = 0  # epochs that cut the rate (for the agent's counters)
+        self.top = 1.0  # the share of the ceiling the rate may reach: SHARED_RATE_SHARE while the link is shared
 
     def _depth(self, frame_bytes: int) -> float:
         return max(self.rate * BURST_S, MIN_BURST_PACKETS * max(frame_bytes, 1))
@@ -129,8 +138,15 @@ class Pacer:
         self._bound()
         return self.rate < before
 
+    def share_link(self, shared: bool) -> None:
+        """The worker's link carries traffic from outside the job (``shared``) or no longer does: the rate
+        goes to SHARED_RATE_SHARE of the plan's and stays there, or is free to grow back."""
+        self.top = SHARED_RATE_SHARE if shared else 1.0
+        self._bound()
+
     def _bound(self) -> None:
-        self.rate = float(np.clip(self.rate, MIN_RATE_SHARE * self.ceiling, self.ceiling))
+        top = self.top * self.ceiling
+        self.rate = float(np.clip(self.rate, min(MIN_RATE_SHARE * self.ceiling, top), top))
 
 
 def late(samples: np.ndarray, lowest_rtt: float) -> np.ndarray:

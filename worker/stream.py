@@ -297,6 +297,10 @@ class RoundOwner(Protocol):
         """Round-trip times of chunks answered at their first send."""
         ...
 
+    def link_shared(self, now: float) -> bool:
+        """The worker's own link carries traffic from outside the job now (worker/host_link.py)."""
+        ...
+
     def lowest_rtt(self) -> float:
         """The path's round trip without queues: the smallest sample (0 before the first)."""
         ...
@@ -788,11 +792,13 @@ class Round:
             congested[np.flatnonzero(first_try)] = late(samples, lowest)
         if marked is not None:
             congested |= marked
+        shared = self.agent.link_shared(now)
         trees = self.tree_of[where] if len(self.windows) > 1 else np.zeros(len(chunk), dtype=np.int64)
         for t in np.unique(trees) if len(self.windows) > 1 else (0,):
             pacer = self.windows[int(t)].cursor.pacer
             if pacer is None:
                 continue
+            pacer.share_link(shared)
             mine = trees == t
             before = pacer.cuts
             pacer.on_results(now, _count(mine), _count(congested & mine), round_trip)

@@ -128,6 +128,7 @@ class Transport:
         self.last_send_error: str | None = None
         self.received_packets = 0
         self.received_batches = 0  # handler calls: one per datagram, or per batch of them (the wake-ups' work)
+        self.received_bytes = 0  # payload bytes of the datagrams received (worker/host_link.py)
         self.malformed = 0
         self.timeline: Timeline | None = None  # stamps of sends and receives (worker/timeline.py), when attached
         self._ecn = ECN_NOT_ECT
@@ -214,6 +215,7 @@ class Transport:
             self._stamp_receive()
             self.received_packets += 1
             self.received_batches += 1
+            self.received_bytes += len(payload)
             for handler in list(handlers or ()):
                 handler(payload, src_ip)
             if batch_handlers:
@@ -228,11 +230,17 @@ class Transport:
             self._stamp_receive()
             self.received_packets += len(batch)
             self.received_batches += 1
+            self.received_bytes += int(batch.lengths.sum())
             for batch_handler in list(batch_handlers or ()):
                 batch_handler(batch)
             for handler in list(handlers or ()):
                 for i in range(len(batch)):
                     handler(batch.payload(i), batch.source_ip(i))
+
+    def interface(self) -> str | None:
+        """The host interface holding the transport's address, whose counters see all the host's traffic
+        (worker/host_link.py); None: no such interface (a modelled network)."""
+        return None
 
     def close(self) -> None:
         """Release the transport's sockets (nothing for frame transports)."""
@@ -374,6 +382,11 @@ class UdpTransport(Transport):
     def _apply_ecn(self) -> None:
         for sock in self._socks.values():
             sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, self._ecn)
+
+    def interface(self) -> str | None:
+        from worker.host_link import interface_of
+
+        return interface_of(self.ip)
 
     def _socket(self, port: int) -> socket.socket:
         sock = self._socks.get(port)

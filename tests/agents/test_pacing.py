@@ -120,3 +120,17 @@ def test_a_plan_written_before_send_rates_loads_unpaced():
     for tree in data["trees"]:
         del tree["send_rate"]
     assert [t.send_rate for t in JobPlan.from_dict(data).trees] == [0.0]
+
+
+def test_a_shared_link_holds_the_rate_at_the_shared_share():
+    pacer = P.Pacer(ceiling=1e6, now=0.0)
+    pacer.share_link(True)
+    assert pacer.rate == P.SHARED_RATE_SHARE * 1e6  # at once: the flow gets the rest from now
+    for step in range(20):  # marks cut it no lower, clean epochs raise it no higher
+        pacer.on_results(0.003 * (step + 1), results=20, congested=20 * (step % 2), round_trip=0.002)
+        assert pacer.rate == P.SHARED_RATE_SHARE * 1e6
+    assert not pacer.on_loss()
+    pacer.share_link(False)  # the flow is gone: the rate is back above its floor and grows, INCREASE_SHARE an epoch
+    assert pacer.rate == max(P.SHARED_RATE_SHARE, P.MIN_RATE_SHARE) * 1e6
+    pacer.on_results(0.1, results=20, congested=0, round_trip=0.002)
+    assert pacer.rate == pytest.approx((max(P.SHARED_RATE_SHARE, P.MIN_RATE_SHARE) + P.INCREASE_SHARE) * 1e6)

@@ -1,16 +1,20 @@
-"""A TCP flow and an INA allreduce sharing one 100 Mbit/s worker link in the mininet lab: the job gets at
-least 40% of it and TCP at least a third (issue 27 asks 40% each: TCP measures 36-42%, see
-docs/design-decisions.md, "Congestion control", for why): the switch marks both with ECN CE from its
-egress queue (softswitch reads the port's tbf), TCP negotiates ECN in the hosts, the INA workers cut their
-paced rate on the echoed marks.
+"""A TCP flow and an INA allreduce sharing one 100 Mbit/s worker link in the mininet lab: each gets at least
+40% of it while the job runs (issue 27), whether the flow's congestion control slows on ECN marks (cubic:
+it halves its window on a marked round trip) or ignores them (BBR, the default of some machines). The
+worker sees the flow in its host's interface counters (bytes received beyond the job's) and paces at a fair
+share of the link while the flow lasts; the switch marks both with ECN CE from its egress queue (softswitch
+reads the port's tbf), TCP negotiates ECN in the hosts (docs/design-decisions.md, "Congestion control").
 
 star_100m plus a host h6 outside the job: h6 sends TCP to worker h1, so the flow and the job's RESULTs to h1
-share s1's port towards h1, and nothing else of the flow touches the job's links."""
+share s1's port towards h1, and nothing else of the flow touches the job's links. Both shares are measured
+over the job's own collective (its ranks' wall-clock start to their end), not the harness's making of
+inputs and checking of sums, during which the flow has the link alone."""
 
 import sys
 import textwrap
 import time
 
+import pytest
 from conftest import needs_mininet
 
 pytestmark = needs_mininet
@@ -57,7 +61,9 @@ RECEIVER = textwrap.dedent(
 SENDER = textwrap.dedent(
     """
     import socket, sys, time
-    sock = socket.create_connection((sys.argv[1], 5201))
+    sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[3].encode())
+    sock.connect((sys.argv[1], 5201))
     block, end = b"x" * (1 << 16), time.time() + float(sys.argv[2])
     while time.time() < end:
         sock.sendall(block)
@@ -73,17 +79,21 @@ def _received(path: str, start: float, end: float) -> float:
     return inside[-1][1] - inside[0][1], inside[-1][0] - inside[0][0]
 
 
-def test_tcp_and_a_64_mb_allreduce_share_a_worker_link(tmp_path):
+@pytest.mark.parametrize("congestion_control", ["cubic", "bbr"])
+def test_tcp_and_a_64_mb_allreduce_share_a_worker_link(tmp_path, congestion_control):
+    available = open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    if congestion_control not in available:
+        pytest.skip(f"this kernel has no TCP {congestion_control} (it has {' '.join(available)})")
     from topologies.mininet_lab import MininetLab
 
     topology = tmp_path / "star_100m_tcp.yaml"
     topology.write_text(TOPOLOGY)
     samples = str(tmp_path / "tcp.txt")
     lab = MininetLab(str(topology), ["h1", "h2", "h3", "h4"], server="h5", program="v1model-k256", log=lambda m: None)
-    _share_link(lab, samples)  # the lab waits for the lab lock: one mininet lab at a time on this machine
+    _share_link(lab, samples, congestion_control)  # the lab waits for the lab lock: one mininet lab at a time
 
 
-def _share_link(lab, samples: str) -> None:
+def _share_link(lab, samples: str, congestion_control: str) -> None:
     try:
         lab.start()
         lab.allreduce(1, 256 * 1024)  # a warm-up round
@@ -92,19 +102,19 @@ def _share_link(lab, samples: str) -> None:
             assert host.cmd("sysctl -n net.ipv4.tcp_ecn").strip() == "1"
         receiver = h1.popen([sys.executable, "-c", RECEIVER, samples])
         time.sleep(0.5)
-        sender = h6.popen([sys.executable, "-c", SENDER, "10.0.0.1", "60"])
+        sender = h6.popen([sys.executable, "-c", SENDER, "10.0.0.1", "60", congestion_control])
         time.sleep(2.0)  # the flow at its pace before the job starts
-        started = time.time()
         (result,) = lab.allreduce(1, VALUES, timeout=180.0)
-        ended = time.time()
         sender.terminate()
         sender.wait(timeout=10)
         receiver.wait(timeout=10)
         assert result.verified
+        started = min(result.started_at.values())
+        ended = max(result.started_at[rank] + result.per_rank[rank] for rank in result.started_at)
         tcp_bytes, tcp_span = _received(samples, started, ended)
         tcp_share = tcp_bytes / tcp_span / LINK_BYTES_PER_S
         ina_share = VALUES * 4 * RESULT_FRAME_PER_VALUE_BYTE / result.elapsed / LINK_BYTES_PER_S
-        print(f"TCP {tcp_share:.0%}, INA {ina_share:.0%} of h1's link ({result.elapsed:.2f} s)")
-        assert tcp_share >= 1 / 3 and ina_share >= 0.4, (tcp_share, ina_share, lab.rounds.last_stats)
+        print(f"TCP {congestion_control} {tcp_share:.0%}, INA {ina_share:.0%} of h1's link ({result.elapsed:.2f} s)")
+        assert tcp_share >= 0.4 and ina_share >= 0.4, (tcp_share, ina_share, lab.rounds.last_stats)
     finally:
         lab.stop()
