@@ -37,6 +37,7 @@ from controller.options import (
 )
 from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
+from controller.resources import Resources
 from controller.tls import TlsFiles, address_in_use
 from controller.topology import Topology
 from controller.topology_yaml import load_topology
@@ -349,7 +350,9 @@ def cmd_install(args: argparse.Namespace) -> int:
             options = _options(args)
             if options.root_results is None:  # results from a tree's root where the switches' program can
                 options = dataclasses.replace(options, root_results=inst.root_multicast())
-            plan = plan_job(topo, *_job_hosts(topo, args), options)
+            resources = Resources.for_topology(topo)  # the job's id after those the switches still hold
+            resources.job_ids.continue_after(inst.job_ids_on_switches())
+            plan = plan_job(topo, *_job_hosts(topo, args), options, resources)
             n = inst.install_job(plan)
             print(f"job {plan.job_id}: {n} entries written")
             if args.plan_out:
