@@ -112,6 +112,8 @@ class Installer:
         self._route_graph = self._graph  # what host-to-host routes go over: what survives (route_around)
         self._routes: dict[str, dict[str, str]] = {}  # host -> parent pointers toward it in _route_graph
         self._dead: tuple[frozenset[str], frozenset[tuple[str, str]]] = (frozenset(), frozenset())
+        # switches whose job ids job_ids_on_switches could not read in full, and why
+        self.cells_unread: dict[str, str] = {}
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
@@ -446,20 +448,18 @@ class Installer:
         """The job ids the switches still hold: their ina_jobs entries' (running jobs) and their slot cells'
         owners (jobs whose chunks the cells keep after the job's entries are gone). A restarted job manager
         continues its id rotation after them (docs/design-decisions.md, "Job ids after a restart"). A switch
-        that does not answer, or a target that cannot read its registers, adds what it can: nothing, or the
-        entries' ids."""
+        that does not answer, or a target that cannot read its registers (BMv2), adds what it can: nothing, or
+        the entries' ids; ``cells_unread`` then names it and why."""
         ids: set[int] = set()
+        self.cells_unread.clear()
         for sw in self.topo.switches:
             try:
                 field_id = self.names(sw.name).table(T_JOBS).fields[K_JOB][0]
                 for entry in self.read_table(sw.name, T_JOBS):
                     ids.update(decode(m.exact.value) for m in entry.match if m.field_id == field_id)
-            except P4RuntimeError:
-                continue
-            try:
                 ids.update(self._slot_owner_jobs(sw.name))
-            except P4RuntimeError:
-                continue
+            except P4RuntimeError as exc:
+                self.cells_unread[sw.name] = str(exc)
         ids.discard(C.JOB_ID_INVALID)  # a fresh cell's owner
         return ids
 
