@@ -37,6 +37,7 @@ from controller.options import (
 )
 from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
+from controller.resources import Resources
 from controller.tls import TlsFiles, address_in_use
 from controller.topology import Topology
 from controller.topology_yaml import load_topology
@@ -349,12 +350,21 @@ def cmd_install(args: argparse.Namespace) -> int:
             options = _options(args)
             if options.root_results is None:  # results from a tree's root where the switches' program can
                 options = dataclasses.replace(options, root_results=inst.root_multicast())
-            plan = plan_job(topo, *_job_hosts(topo, args), options)
+            resources = Resources.for_topology(topo)  # the job's id after those the switches still hold
+            resources.job_ids.continue_after(inst.job_ids_on_switches())
+            _warn_cells_unread(inst)
+            plan = plan_job(topo, *_job_hosts(topo, args), options, resources)
             n = inst.install_job(plan)
             print(f"job {plan.job_id}: {n} entries written")
             if args.plan_out:
                 _write_text(args.plan_out, plan.to_json(indent=2) + "\n")
     return 0
+
+
+def _warn_cells_unread(inst: Installer) -> None:
+    """Name the switches whose job ids a new job's id could not be chosen after (their slot cells or all)."""
+    for switch, why in inst.cells_unread.items():
+        print(f"warning: {switch}'s slot cells not read ({why}): a new job may reuse an id they hold", file=sys.stderr)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -372,7 +382,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             installer.push_pipeline()
         installer.install_topology()
     token = _read_token(args.token_file)
-    server = JobServer(JobManager(topo, installer), args.listen, tls=tls, token=token).start()
+    manager = JobManager(topo, installer)
+    if installer is not None:
+        _warn_cells_unread(installer)
+    server = JobServer(manager, args.listen, tls=tls, token=token).start()
     print(f"job service for {topo.name} on {server.address}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -21,7 +21,7 @@ from p4.v1 import p4runtime_pb2
 
 from controller.errors import InstallError, P4RuntimeError, PlanError
 from controller.multihop import path_tree
-from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, load_p4info, read_counter
+from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, decode, load_p4info, read_counter
 from controller.plan import JobPlan
 from controller.programs import program_kind, root_multicast, stat_counters, values_per_packet
 from controller.tls import TlsFiles
@@ -41,6 +41,8 @@ EXACT_9 = 0x1FF  # ternary mask of a whole 9-bit key (admit_hop, ingress_port)
 K_JOB, K_TREE = "hdr.ina.job_id", "hdr.ina.tree_id"
 K_DST, K_EGRESS = "hdr.ipv4.dst_addr", "standard_metadata.egress_port"
 C_STATS, C_DROPS = "InaIngress.ina_stats", "InaIngress.drop_stats"  # TNA: stats in four counters (read_stats)
+# the slot cells' owner: ina.p4's job_id ++ seq (48 bits), the TNA program's job id alone (docs/tofino.md)
+R_SLOT_OWNER, R_SLOT_OWNER_JOB = "InaIngress.slot_owner", "InaIngress.slot_owner_job"
 
 
 def _mac(text: str) -> int:
@@ -110,6 +112,8 @@ class Installer:
         self._route_graph = self._graph  # what host-to-host routes go over: what survives (route_around)
         self._routes: dict[str, dict[str, str]] = {}  # host -> parent pointers toward it in _route_graph
         self._dead: tuple[frozenset[str], frozenset[tuple[str, str]]] = (frozenset(), frozenset())
+        # switches whose job ids job_ids_on_switches could not read in full, and why
+        self.cells_unread: dict[str, str] = {}
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
@@ -439,6 +443,37 @@ class Installer:
         n = self.names(switch)
         q = _entity(table_entry=p4runtime_pb2.TableEntry(table_id=n.table(table).id))
         return [e.table_entry for e in self.conn(switch).read([q])]
+
+    def job_ids_on_switches(self) -> set[int]:
+        """The job ids the switches still hold: their ina_jobs entries' (running jobs) and their slot cells'
+        owners (jobs whose chunks the cells keep after the job's entries are gone). A restarted job manager
+        continues its id rotation after them (docs/design-decisions.md, "Job ids after a restart"). A switch
+        that does not answer, or a target that cannot read its registers (BMv2), adds what it can: nothing, or
+        the entries' ids; ``cells_unread`` then names it and why."""
+        ids: set[int] = set()
+        self.cells_unread.clear()
+        for sw in self.topo.switches:
+            try:
+                field_id = self.names(sw.name).table(T_JOBS).fields[K_JOB][0]
+                for entry in self.read_table(sw.name, T_JOBS):
+                    ids.update(decode(m.exact.value) for m in entry.match if m.field_id == field_id)
+                ids.update(self._slot_owner_jobs(sw.name))
+            except P4RuntimeError as exc:
+                self.cells_unread[sw.name] = str(exc)
+        ids.discard(C.JOB_ID_INVALID)  # a fresh cell's owner
+        return ids
+
+    def _slot_owner_jobs(self, switch: str) -> set[int]:
+        """The job ids of the slot cells' owners at ``switch`` (one wildcard read of the owner register)."""
+        assert self.p4info is not None
+        shift = {R_SLOT_OWNER: 32, R_SLOT_OWNER_JOB: 0}
+        ids: set[int] = set()
+        for register in self.p4info.registers:
+            if register.preamble.name in shift:
+                q = p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry(register_id=register.preamble.id))
+                by = shift[register.preamble.name]
+                ids.update(decode(e.register_entry.data.bitstring) >> by for e in self.conn(switch).read([q]))
+        return ids
 
     def read_groups(self, switch: str) -> dict[int, list[tuple[int, int]]]:
         """Multicast group id -> sorted (egress port, instance) replicas at ``switch``."""

@@ -51,6 +51,10 @@ class JobInstaller(Protocol):
         """Whether the switches' program can send results from a tree's root (controller/programs.py)."""
         ...
 
+    def job_ids_on_switches(self) -> set[int]:
+        """The job ids the switches' job entries and slot cells still hold (``Installer.job_ids_on_switches``)."""
+        ...
+
 
 MAX_WATCHERS = 48  # WatchPlan streams at once (one per agent of the running jobs); more: RESOURCE_EXHAUSTED
 UNARY_WORKERS = 16  # threads for every other call, which WatchPlan streams never take
@@ -76,6 +80,8 @@ class JobManager:
         self.dead_switches: set[str] = set()
         self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
+        if installer is not None:  # a restarted controller: new jobs' ids come after those the switches hold
+            self.resources.job_ids.continue_after(installer.job_ids_on_switches())
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
         """Plan a job, install it when the manager has an installer, and keep it.

@@ -6,8 +6,11 @@ rate R per worker, split over the trees by their weights (tree t: R * weight_t).
 per tree, one stream for every distinct flow crossing it: a worker's own GRADs up to its first aggregating
 switch, one sum above each aggregating switch (so with aggregation every link of a tree carries one
 stream, the server's link one per tree); RESULTs down the tree, one stream per link when they are
-multicast, one per worker below the link when each worker gets its own. R is the largest rate no
-direction of any link exceeds: min over directed links of bandwidth / sum over trees of weight * streams.
+multicast, one per worker below the link when each worker gets its own. A tree whose root switch sends the
+RESULTs itself (``SwitchJobConfig.root``; docs/protocol.md, "Root multicast") has them start there: the
+links between that root and the server carry the one copy of each sum up and nothing down. R is the
+largest rate no direction of any link exceeds: min over directed links of bandwidth / sum over trees of
+weight * streams.
 """
 
 from __future__ import annotations
@@ -18,10 +21,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import networkx as nx
 
-    from controller.plan import TreePlan
+    from controller.plan import SwitchJobConfig, TreePlan
 
 
-def stream_counts(tree: TreePlan, result_mode: str) -> collections.Counter[tuple[str, str]]:
+def result_roots(switches: list[SwitchJobConfig]) -> dict[int, str]:
+    """The switch that sends each tree's RESULTs itself, by tree id; trees whose server sends them are absent."""
+    return {c.tree_id: c.switch for c in switches if c.root}
+
+
+def stream_counts(
+    tree: TreePlan, result_mode: str, root_switch: str | None = None
+) -> collections.Counter[tuple[str, str]]:
     """Streams of ``tree`` on each directed link (a, b) it uses, GRADs and RESULTs together.
 
     Parameters
@@ -29,6 +39,9 @@ def stream_counts(tree: TreePlan, result_mode: str) -> collections.Counter[tuple
     tree : TreePlan
     result_mode : str
         "multicast" (one RESULT stream per link) or "unicast" (one per worker).
+    root_switch : str or None
+        The switch that sends the tree's RESULTs itself (``result_roots``): no RESULTs between it and the
+        server. None: the server sends them.
 
     Returns
     -------
@@ -38,13 +51,15 @@ def stream_counts(tree: TreePlan, result_mode: str) -> collections.Counter[tuple
     flows: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     results: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for worker, hops in tree.grad_hops.items():
-        flow, here = worker, worker
+        flow, here, results_start_below = worker, worker, False
         for hop in hops:
             nxt = hop.name
             if not nxt:  # a hand-built plan without names: no path to count
                 break
+            results_start_below = results_start_below or here == root_switch
             flows[(here, nxt)].add(flow)
-            results[(nxt, here)].add("all" if result_mode == "multicast" else worker)
+            if not results_start_below:
+                results[(nxt, here)].add("all" if result_mode == "multicast" else worker)
             if hop.aggregate:
                 flow = nxt
             here = nxt
@@ -56,7 +71,9 @@ def stream_counts(tree: TreePlan, result_mode: str) -> collections.Counter[tuple
     return counts
 
 
-def job_send_rate(trees: list[TreePlan], graph: nx.Graph, result_mode: str) -> float:
+def job_send_rate(
+    trees: list[TreePlan], graph: nx.Graph, result_mode: str, roots: dict[int, str] | None = None
+) -> float:
     """Each worker's total send rate (Mbit/s) that fills the job's bottleneck without exceeding any link.
 
     Parameters
@@ -66,6 +83,8 @@ def job_send_rate(trees: list[TreePlan], graph: nx.Graph, result_mode: str) -> f
     graph : networkx.Graph
         The topology's graph (edges carry ``bandwidth`` in Mbit/s).
     result_mode : str
+    roots : dict or None
+        Tree id -> the switch that sends that tree's RESULTs itself (``result_roots``); None: none does.
 
     Returns
     -------
@@ -82,7 +101,7 @@ def job_send_rate(trees: list[TreePlan], graph: nx.Graph, result_mode: str) -> f
     """
     load: dict[tuple[str, str], float] = collections.defaultdict(float)
     for tree in trees:
-        for link, streams in stream_counts(tree, result_mode).items():
+        for link, streams in stream_counts(tree, result_mode, (roots or {}).get(tree.tree_id)).items():
             load[link] += tree.weight * streams
     rate = float("inf")
     for (a, b), share in load.items():
@@ -92,9 +111,11 @@ def job_send_rate(trees: list[TreePlan], graph: nx.Graph, result_mode: str) -> f
     return 0.0 if rate == float("inf") else rate
 
 
-def set_send_rates(trees: list[TreePlan], graph: nx.Graph, result_mode: str) -> None:
+def set_send_rates(
+    trees: list[TreePlan], graph: nx.Graph, result_mode: str, roots: dict[int, str] | None = None
+) -> None:
     """Write each tree's per-worker send rate (``TreePlan.send_rate``, Mbit/s): the job's rate times the
-    tree's weight."""
-    rate = job_send_rate(trees, graph, result_mode)
+    tree's weight. ``roots`` as in ``job_send_rate``."""
+    rate = job_send_rate(trees, graph, result_mode, roots)
     for tree in trees:
         tree.send_rate = rate * tree.weight

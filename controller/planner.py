@@ -13,7 +13,7 @@ from controller.errors import PlanError, ResourceError, TopologyError
 from controller.gc_pause import collector_paused
 from controller.limits import MAX_TREE_ID, VALUES_PER_PACKET
 from controller.options import PlanOptions
-from controller.pacing import set_send_rates
+from controller.pacing import result_roots, set_send_rates
 from controller.plan import HostRef, JobPlan, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
@@ -163,7 +163,7 @@ def _plan_trees(ctx: JobContext, options: PlanOptions, reserve_bandwidth: bool) 
         trees, reserved = multitree.plan_trees(ctx, options)
         if reserve_bandwidth:
             ctx.resources.reserve(ctx.grant, reserved)
-    set_send_rates(trees, ctx.graph, options.result_mode)
+    set_send_rates(trees, ctx.graph, options.result_mode, result_roots(ctx.switch_configs))
     return trees
 
 

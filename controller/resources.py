@@ -140,6 +140,31 @@ class IdPool:
         """Return ``value`` to the pool (nothing happens if it was not taken)."""
         self._used.discard(value)
 
+    def continue_after(self, seen: Iterable[int]) -> None:
+        """Carry on a rotation that handed out ``seen`` before (a restarted controller's ids that the switches
+        still hold): the next id is the first after the latest of them, which, in a rotation that may have
+        wrapped around, is the one before the widest run of ids none of ``seen`` holds. Ids outside the pool's
+        range are ignored; with none left, nothing changes.
+
+        Examples
+        --------
+        >>> jobs = IdPool(1, 9, "job id", rotate=True)
+        >>> jobs.continue_after([2, 3]); jobs.take()
+        4
+        >>> jobs = IdPool(1, 9, "job id", rotate=True)
+        >>> jobs.continue_after([9, 1, 0]); jobs.take()  # wrapped around after 9; 0 is no job id
+        2
+        """
+        ids = sorted({i for i in seen if self.low <= i <= self.high})
+        if not ids:
+            return
+        span = self.high - self.low + 1
+
+        def free_after(k: int) -> int:
+            return (ids[(k + 1) % len(ids)] - ids[k] - 1) % span
+
+        self._last = ids[max(range(len(ids)), key=free_after)]
+
 
 @dataclass
 class JobGrant:

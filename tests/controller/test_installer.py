@@ -152,6 +152,11 @@ def test_cli_install_and_counters(network, tmp_path, capsys):
     code = main(["counters", str(topo_file), "--switch", "l1", "--all", *addr])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("l1 job index 0:") and "grad_aggregated" in out and "drop unknown_job" in out
+    # a second install (another controller run): job 1's set_job entries are on the switches, so the next
+    # job's id comes after it rather than starting the rotation at 1 again
+    code = main(["install", str(topo_file), *addr, "--workers", "h3", "h4", "--server", "h10", "--timeout", "120"])
+    out = capsys.readouterr().out
+    assert code == 0 and "job 2: " in out
 
 
 def test_routing_around_a_dead_spine_rewrites_only_changed_routes_and_keeps_old_plans_readable():

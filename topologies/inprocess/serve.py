@@ -76,6 +76,10 @@ class LoopInstaller:
         """Whether the network's program can send results from a tree's root (its switches' P4Info)."""
         return bool(self.net.installer.root_multicast())
 
+    def job_ids_on_switches(self) -> set[int]:
+        """The job ids the network's switches still hold (their job entries and slot cells)."""
+        return set(self.net.installer.job_ids_on_switches())
+
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
