@@ -52,6 +52,34 @@ class SlotAllocator:
             return start
         return None
 
+    def claim(self, switch: str, base: int, size: int, owner: SlotOwner) -> None:
+        """Take exactly the ``size`` entries from ``base`` at ``switch`` (a running job's, read off the switch).
+
+        Raises
+        ------
+        ResourceError
+            The range is outside the switch's capacity or overlaps a range already taken.
+
+        Examples
+        --------
+        >>> slots = SlotAllocator({"s1": 256})
+        >>> slots.claim("s1", 64, 64, (5, 0)); slots.allocate("s1", 64, (6, 0)), slots.allocate("s1", 64, (6, 1))
+        (0, 128)
+        >>> slots.claim("s1", 100, 8, (7, 0))
+        Traceback (most recent call last):
+        ...
+        controller.errors.ResourceError: s1's slots 100..107 overlap job 5's (tree 0)
+        """
+        end = base + size
+        if base < 0 or end > self.capacity.get(switch, 0):
+            raise ResourceError(f"{switch}'s slots {base}..{end - 1} are outside its {self.capacity.get(switch, 0)}")
+        ranges = self._ranges.setdefault(switch, [])
+        for b, n, (job, tree) in ranges:
+            if b < end and base < b + n:
+                raise ResourceError(f"{switch}'s slots {base}..{end - 1} overlap job {job}'s (tree {tree})")
+        ranges.append((base, size, owner))
+        ranges.sort(key=lambda r: r[0])
+
     def owners(self) -> list[SlotOwner]:
         """Every owner of a range, over all switches, sorted and without repeats."""
         return sorted({r[2] for ranges in self._ranges.values() for r in ranges})
@@ -180,6 +208,20 @@ class JobGrant:
 
 
 @dataclass
+class AdoptedJob:
+    """A job found running on the switches that this controller did not plan (it ran before a restart):
+    what its entries hold, read back from the switches (``Installer.jobs_on_switches``). It cannot be
+    re-planned; its slots, counter rows and multicast groups stay taken until it is released."""
+
+    job_id: int
+    job_indices: set[int] = field(default_factory=set)
+    slots: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # (switch, tree) -> (base, size)
+    groups: set[int] = field(default_factory=set)
+    switches: set[str] = field(default_factory=set)  # where it has entries
+    trees: set[int] = field(default_factory=set)
+
+
+@dataclass
 class Resources:
     """Everything the planner allocates for a job, shared by all jobs on one topology."""
 
@@ -251,6 +293,52 @@ class Resources:
         """Reserve bandwidth for the job: link id -> Mbit/s (what the multi-tree planner gave its trees)."""
         with self.lock:
             self.reservations[grant.job_id] = dict(per_link)
+
+    def adopt(self, job: AdoptedJob) -> None:
+        """Take what a job running on the switches holds (its id, counter rows, slots and groups), so no new
+        job is planned onto them.
+
+        Raises
+        ------
+        ResourceError
+            Something it holds is taken already (nothing is kept).
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> resources = Resources.for_topology(star(2))
+        >>> resources.adopt(AdoptedJob(3, {0}, {("s1", 0): (0, 128)}, {1}))
+        >>> grant = resources.open_job()
+        >>> grant.job_id, grant.job_index, resources.take_slots(grant, "s1", 0, 128), resources.take_group(grant)
+        (4, 1, 128, 2)
+        >>> resources.release_adopted(AdoptedJob(3, {0}, {("s1", 0): (0, 128)}, {1})); resources.slots.owners()
+        [(4, 0)]
+        """
+        with self.lock:
+            taken: list[tuple[IdPool, int]] = []
+            try:
+                wanted = ((self.job_ids, {job.job_id}), (self.job_indices, job.job_indices), (self.groups, job.groups))
+                for pool, ids in wanted:
+                    for i in sorted(ids):
+                        pool.take(i)
+                        taken.append((pool, i))
+                for (switch, tree), (base, size) in sorted(job.slots.items()):
+                    self.slots.claim(switch, base, size, (job.job_id, tree))
+            except ResourceError:
+                self.slots.free_owner(lambda owner: owner[0] == job.job_id)
+                for pool, i in taken:
+                    pool.give(i)
+                raise
+
+    def release_adopted(self, job: AdoptedJob) -> None:
+        """Give back what an adopted job held (it was released)."""
+        with self.lock:
+            self.slots.free_owner(lambda owner: owner[0] == job.job_id)
+            self.job_ids.give(job.job_id)
+            for i in job.job_indices:
+                self.job_indices.give(i)
+            for gid in job.groups:
+                self.groups.give(gid)
 
     # -- giving back ----------------------------------------------------------------------------------
     def roll_back(self, grant: JobGrant) -> None:

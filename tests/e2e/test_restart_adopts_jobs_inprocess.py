@@ -1,0 +1,130 @@
+"""Running jobs after a controller restart (docs/design-decisions.md, "Running jobs after a restart"): a new
+job manager over switches that still run a job reads that job's ina_jobs entries (slot bases and sizes,
+counter rows, multicast groups) and adopts it, so a job registered after the restart gets other slot cells,
+groups and counter rows, and both jobs' sums stay exact. On the in-process network running p4src/ina.p4."""
+
+import numpy as np
+import pytest
+from inprocess_jobs import int_inputs, network
+
+from controller.installer import T_JOBS
+
+VALUES = 64 * 40
+
+
+def _manager(net):
+    from controller.jobservice import JobManager
+
+    return JobManager(net.topo, installer=net.installer)
+
+
+def _register(manager, workers):
+    from controller.options import PlanOptions
+
+    plan, installed = manager.register(workers, ["h5"], PlanOptions())
+    assert installed
+    return plan
+
+
+def _job(net, plan, server_agents):
+    from topologies.inprocess.jobs import InProcessJob
+
+    workers, servers = [w.name for w in plan.workers], [s.name for s in plan.servers]
+    return InProcessJob(net, workers, servers, plan=plan, install=False, server_agents=server_agents)
+
+
+def _cells(plan):
+    """(switch, first slot, last slot) of every aggregating switch of ``plan``."""
+    return [(c.switch, c.slot_base, c.slot_base + 2 * c.pool_size - 1) for c in plan.switches if c.aggregates]
+
+
+def _groups(plan):
+    return {c.result_group for c in plan.switches if c.result_group}
+
+
+def test_a_restarted_manager_plans_a_new_job_off_a_running_jobs_cells_and_both_sums_are_exact():
+    net = network("star")
+    first = _register(_manager(net), ["h1", "h2"])
+    agents: dict = {}
+    job_a = _job(net, first, agents)
+    xs = int_inputs(2, VALUES, seed=1)
+    for out in job_a.allreduce(xs):  # the cells now hold A's chunks; A stays installed
+        np.testing.assert_array_equal(out, sum(xs))
+
+    restarted = _manager(net)  # a new controller over the same switches
+    adopted = restarted.adopted[first.job_id]
+    assert [(s, base, base + size - 1) for (s, _), (base, size) in adopted.slots.items()] == _cells(first)
+    assert adopted.groups == _groups(first) and adopted.groups  # the root's results group
+    assert adopted.job_indices == {first.job_index} and adopted.switches == {"s1"}
+    assert restarted.list() == [] and restarted.list_adopted() == [adopted]
+
+    second = _register(restarted, ["h3", "h4"])
+    assert second.job_id == first.job_id + 1 and second.job_index != first.job_index
+    assert _groups(second) and not _groups(second) & _groups(first)
+    (a_switch, a_low, a_high), (b_switch, b_low, b_high) = _cells(first) + _cells(second)
+    assert a_switch == b_switch == "s1" and (b_low > a_high or b_high < a_low)
+
+    job_b = _job(net, second, agents)
+    xa, xb = int_inputs(2, VALUES, seed=2), int_inputs(2, VALUES, seed=3)
+    handles = job_a.start(xa) + job_b.start(xb)  # both jobs at once, A's agents on A's old plan
+    outs = [h.wait() for h in handles]
+    for out in outs[:2]:
+        np.testing.assert_array_equal(out, sum(xa))
+    for out in outs[2:]:
+        np.testing.assert_array_equal(out, sum(xb))
+    # each job's results came by its own multicast group: none went to the other job's workers (ignored
+    # there) while its own workers timed out and had the server resend them
+    for agent in job_a.agents + job_b.agents:
+        assert agent.stats["timeouts"] == agent.stats["retransmissions"] == agent.stats["ignored"] == 0
+
+
+def test_an_adopted_job_released_frees_its_entries_and_resources():
+    from controller.errors import UnknownJobError
+
+    net = network("star")
+    first = _register(_manager(net), ["h1", "h2"])
+    restarted = _manager(net)
+    with pytest.raises(UnknownJobError, match="adopted from the switches"):
+        restarted.plan(first.job_id)
+    assert restarted.release(first.job_id)  # its switch entries removed
+    assert net.installer.read_table("s1", T_JOBS) == [] and net.installer.read_groups("s1") == {}
+    assert restarted.list_adopted() == [] and restarted.resources.slots.used("s1") == 0
+    second = _register(restarted, ["h1", "h2"])
+    assert _cells(second) == _cells(first) and _groups(second) == _groups(first)  # free again
+
+
+def test_a_job_released_before_the_restart_leaves_its_resources_free():
+    net = network("star")
+    manager = _manager(net)
+    first = _register(manager, ["h1", "h2"])
+    manager.release(first.job_id)
+    restarted = _manager(net)
+    assert restarted.adopted == {} and restarted.resources.slots.used("s1") == 0
+    second = _register(restarted, ["h1", "h2"])
+    assert _cells(second) == _cells(first) and _groups(second) == _groups(first)
+    assert second.job_index == first.job_index
+
+
+class _Unreachable:
+    """A switch's P4Runtime client whose reads all fail (a switch that does not answer)."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def read(self, entities):
+        from controller.errors import P4RuntimeError
+
+        raise P4RuntimeError("switch s1: Read failed: UNAVAILABLE")
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_a_switch_whose_job_entries_cannot_be_read_is_named():
+    from controller.installer import Installer
+
+    net = network("star")
+    _register(_manager(net), ["h1", "h2"])
+    installer = Installer(net.topo, net.installer.p4info, connect=lambda s: _Unreachable(net.installer.conn(s)))
+    assert installer.jobs_on_switches() == {}
+    assert installer.jobs_unread == {"s1": "switch s1: Read failed: UNAVAILABLE"}
