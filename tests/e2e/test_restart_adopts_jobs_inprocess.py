@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from inprocess_jobs import int_inputs, network
 
-from controller.installer import T_JOBS
+from controller.installer import T_ADMISSION, T_JOBS
 
 VALUES = 64 * 40
 
@@ -88,6 +88,7 @@ def test_an_adopted_job_released_frees_its_entries_and_resources():
         restarted.plan(first.job_id)
     assert restarted.release(first.job_id)  # its switch entries removed
     assert net.installer.read_table("s1", T_JOBS) == [] and net.installer.read_groups("s1") == {}
+    assert net.installer.read_table("s1", T_ADMISSION) == []
     assert restarted.list_adopted() == [] and restarted.resources.slots.used("s1") == 0
     second = _register(restarted, ["h1", "h2"])
     assert _cells(second) == _cells(first) and _groups(second) == _groups(first)  # free again
@@ -128,3 +129,25 @@ def test_a_switch_whose_job_entries_cannot_be_read_is_named():
     installer = Installer(net.topo, net.installer.p4info, connect=lambda s: _Unreachable(net.installer.conn(s)))
     assert installer.jobs_on_switches() == {}
     assert installer.jobs_unread == {"s1": "switch s1: Read failed: UNAVAILABLE"}
+
+
+def test_inactl_jobs_lists_an_adopted_job_and_releases_it(capsys):
+    from controller.cli import main
+    from controller.jobservice import JobServer
+
+    net = network("star")
+    first = _register(_manager(net), ["h1", "h2"])
+    server = JobServer(_manager(net)).start()
+    try:
+        assert main(["jobs", "--controller", server.address]) == 0
+        assert capsys.readouterr().out == (
+            f"job {first.job_id} adopted (running on the switches before this controller started, no plan here): "
+            "1 tree(s) on s1\n"
+        )
+        assert main(["jobs", "show", str(first.job_id), "--controller", server.address]) == 1
+        assert "adopted from the switches" in capsys.readouterr().err
+        assert main(["jobs", "release", str(first.job_id), "--controller", server.address]) == 0
+        assert capsys.readouterr().out == f"job {first.job_id} released (switch entries removed)\n"
+        assert net.installer.read_table("s1", T_JOBS) == []
+    finally:
+        server.stop()
