@@ -42,8 +42,8 @@ def _groups(plan):
     return {c.result_group for c in plan.switches if c.result_group}
 
 
-def test_a_restarted_manager_plans_a_new_job_off_a_running_jobs_cells_and_both_sums_are_exact():
-    net = network("star")
+def test_a_restarted_manager_plans_a_new_job_off_a_running_jobs_cells_and_both_sums_are_exact(program):
+    net = network("star", program=program)
     first = _register(_manager(net), ["h1", "h2"])
     agents: dict = {}
     job_a = _job(net, first, agents)
@@ -54,7 +54,7 @@ def test_a_restarted_manager_plans_a_new_job_off_a_running_jobs_cells_and_both_s
     restarted = _manager(net)  # a new controller over the same switches
     adopted = restarted.adopted[first.job_id]
     assert [(s, base, base + size - 1) for (s, _), (base, size) in adopted.slots.items()] == _cells(first)
-    assert adopted.groups == _groups(first) and adopted.groups  # the root's results group
+    assert adopted.groups == _groups(first) and adopted.groups  # the results' group (root's or server's)
     assert adopted.job_indices == {first.job_index} and adopted.switches == {"s1"}
     assert restarted.list() == [] and restarted.list_adopted() == [adopted]
 
