@@ -21,14 +21,7 @@ import grpc
 
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
-from controller.errors import (
-    ControllerError,
-    JobServiceError,
-    PlanError,
-    ReplanError,
-    ResourceError,
-    UnknownJobError,
-)
+from controller.errors import ControllerError, JobServiceError, PlanError, ReplanError, UnknownJobError
 from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
@@ -75,15 +68,17 @@ class JobInstaller(Protocol):
 def adopt_running_jobs(resources: Resources, installer: JobInstaller) -> tuple[dict[int, AdoptedJob], list[str]]:
     """Take, in ``resources``, what the jobs running on the installer's switches hold (a restarted controller's
     jobs: docs/design-decisions.md, "Running jobs after a restart"), then continue the job-id rotation after the
-    ids the switches hold. Returns the adopted jobs and why any job could not be adopted."""
-    adopted: dict[int, AdoptedJob] = {}
+    ids the switches hold. Returns the adopted jobs and what any of them shares with another (the switches'
+    state was not one controller's plan)."""
+    adopted = dict(sorted(installer.jobs_on_switches().items()))
     errors: list[str] = []
-    for job_id, job in sorted(installer.jobs_on_switches().items()):
-        try:
-            resources.adopt(job)
-            adopted[job_id] = job
-        except ResourceError as exc:
-            errors.append(f"job {job_id} found on {', '.join(sorted(job.switches))} not adopted: {exc}")
+    for job_id, job in adopted.items():
+        shared = resources.adopt(job)
+        if shared:
+            errors.append(
+                f"job {job_id} found on {', '.join(sorted(job.switches))} shares what another job there holds "
+                f"({'; '.join(shared)}): their sums may be wrong, release one"
+            )
     resources.job_ids.continue_after(installer.job_ids_on_switches())
     return adopted, errors
 
@@ -118,7 +113,7 @@ class JobManager:
 
     With an installer, the jobs the switches already run (a restarted controller's) are ``adopted``: their
     slots, counter rows, groups and ids stay taken until they are released; ``adoption_errors`` says which
-    could not be (the installer's ``jobs_unread`` which switches could not be read).
+    share resources with another (the installer's ``jobs_unread`` which switches could not be read).
     """
 
     def __init__(self, topo: Topology, installer: JobInstaller | None = None):
@@ -132,10 +127,14 @@ class JobManager:
         self.dead_switches: set[str] = set()
         self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
-        self.adopted: dict[int, AdoptedJob] = {}
         self.adoption_errors: list[str] = []
         if installer is not None:  # a restarted controller: keep off what running jobs hold, ids after theirs
-            self.adopted, self.adoption_errors = adopt_running_jobs(self.resources, installer)
+            _, self.adoption_errors = adopt_running_jobs(self.resources, installer)
+
+    @property
+    def adopted(self) -> dict[int, AdoptedJob]:
+        """The jobs found running on the switches when the manager started (not released since), by job id."""
+        return self.resources.adopted
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
         """Plan a job, install it when the manager has an installer, and keep it.
@@ -353,10 +352,10 @@ class JobManager:
     def _release_adopted(self, job_id: int) -> bool:
         """Take an adopted job's entries off the switches and give back what it held."""
         job = self.adopted[job_id]
-        if self.installer is not None:
-            self.installer.remove_adopted(job)
-        self.resources.release_adopted(job)
-        del self.adopted[job_id]
+        if self.installer is not None:  # a group another adopted job shares stays on the switches
+            others = {g for j in self.adopted.values() if j is not job for g in j.groups}
+            self.installer.remove_adopted(replace(job, groups=job.groups - others))
+        self.resources.release_adopted(job_id)
         return self.installer is not None
 
     def list(self) -> list[JobPlan]:

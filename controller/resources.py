@@ -52,33 +52,36 @@ class SlotAllocator:
             return start
         return None
 
-    def claim(self, switch: str, base: int, size: int, owner: SlotOwner) -> None:
-        """Take exactly the ``size`` entries from ``base`` at ``switch`` (a running job's, read off the switch).
-
-        Raises
-        ------
-        ResourceError
-            The range is outside the switch's capacity or overlaps a range already taken.
+    def claim(self, switch: str, base: int, size: int, owner: SlotOwner) -> list[SlotOwner]:
+        """Take the entries from ``base`` to ``base + size`` at ``switch`` (a running job's, read off the switch)
+        that are free and within its capacity; return the owners of those that are not (sorted).
 
         Examples
         --------
         >>> slots = SlotAllocator({"s1": 256})
         >>> slots.claim("s1", 64, 64, (5, 0)); slots.allocate("s1", 64, (6, 0)), slots.allocate("s1", 64, (6, 1))
+        []
         (0, 128)
-        >>> slots.claim("s1", 100, 8, (7, 0))
-        Traceback (most recent call last):
-        ...
-        controller.errors.ResourceError: s1's slots 100..107 overlap job 5's (tree 0)
+        >>> slots.claim("s1", 100, 200, (7, 0)), slots.used("s1"), slots.free("s1")
+        ([(5, 0), (6, 1)], 256, 0)
         """
-        end = base + size
-        if base < 0 or end > self.capacity.get(switch, 0):
-            raise ResourceError(f"{switch}'s slots {base}..{end - 1} are outside its {self.capacity.get(switch, 0)}")
+        end = min(base + size, self.capacity.get(switch, 0))
         ranges = self._ranges.setdefault(switch, [])
-        for b, n, (job, tree) in ranges:
-            if b < end and base < b + n:
-                raise ResourceError(f"{switch}'s slots {base}..{end - 1} overlap job {job}'s (tree {tree})")
-        ranges.append((base, size, owner))
+        shared: set[SlotOwner] = set()
+        start = base
+        for b, n, other in list(ranges):  # sorted by base, none overlapping
+            if b + n <= start:
+                continue
+            if b >= end:
+                break
+            if b > start:
+                ranges.append((start, b - start, owner))
+            shared.add(other)
+            start = b + n
+        if start < end:
+            ranges.append((start, end - start, owner))
         ranges.sort(key=lambda r: r[0])
+        return sorted(shared)
 
     def owners(self) -> list[SlotOwner]:
         """Every owner of a range, over all switches, sorted and without repeats."""
@@ -230,6 +233,7 @@ class Resources:
     job_indices: IdPool = field(default_factory=lambda: IdPool(0, MAX_JOB_INDEX, "job index"))
     groups: IdPool = field(default_factory=lambda: IdPool(1, MAX_GROUP_ID, "multicast group id"))
     reservations: dict[int, dict[int, float]] = field(default_factory=dict)  # job -> link id -> Mbit/s
+    adopted: dict[int, AdoptedJob] = field(default_factory=dict)  # jobs found running on the switches
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -294,51 +298,59 @@ class Resources:
         with self.lock:
             self.reservations[grant.job_id] = dict(per_link)
 
-    def adopt(self, job: AdoptedJob) -> None:
+    def adopt(self, job: AdoptedJob) -> list[str]:
         """Take what a job running on the switches holds (its id, counter rows, slots and groups), so no new
-        job is planned onto them.
-
-        Raises
-        ------
-        ResourceError
-            Something it holds is taken already (nothing is kept).
+        job is planned onto them; return what of it another adopted job holds too (both jobs' sums are at risk:
+        the switches' state was not planned by one controller), having taken the rest.
 
         Examples
         --------
         >>> from controller.generators import star
         >>> resources = Resources.for_topology(star(2))
         >>> resources.adopt(AdoptedJob(3, {0}, {("s1", 0): (0, 128)}, {1}))
+        []
+        >>> resources.adopt(AdoptedJob(5, {0}, {("s1", 0): (64, 128)}, {2}))
+        ['job index 0 is already in use', "s1's slots 64..191 overlap job 3's"]
         >>> grant = resources.open_job()
         >>> grant.job_id, grant.job_index, resources.take_slots(grant, "s1", 0, 128), resources.take_group(grant)
-        (4, 1, 128, 2)
-        >>> resources.release_adopted(AdoptedJob(3, {0}, {("s1", 0): (0, 128)}, {1})); resources.slots.owners()
-        [(4, 0)]
+        (6, 1, 192, 3)
+        >>> resources.release_adopted(3); resources.slots.owners(), resources.job_indices.take()
+        ([(5, 0), (6, 0)], 2)
         """
         with self.lock:
-            taken: list[tuple[IdPool, int]] = []
-            try:
-                wanted = ((self.job_ids, {job.job_id}), (self.job_indices, job.job_indices), (self.groups, job.groups))
-                for pool, ids in wanted:
-                    for i in sorted(ids):
+            shared: list[str] = []
+            self.adopted[job.job_id] = job
+            for pool, ids in self._adopted_ids(job):
+                for i in sorted(ids):
+                    try:
                         pool.take(i)
-                        taken.append((pool, i))
-                for (switch, tree), (base, size) in sorted(job.slots.items()):
-                    self.slots.claim(switch, base, size, (job.job_id, tree))
-            except ResourceError:
-                self.slots.free_owner(lambda owner: owner[0] == job.job_id)
-                for pool, i in taken:
-                    pool.give(i)
-                raise
+                    except ResourceError as exc:
+                        shared.append(str(exc))
+            for (switch, tree), (base, size) in sorted(job.slots.items()):
+                owners = self.slots.claim(switch, base, size, (job.job_id, tree))
+                if owners:
+                    jobs = ", ".join(f"job {j}'s" for j in sorted({o[0] for o in owners}))
+                    shared.append(f"{switch}'s slots {base}..{base + size - 1} overlap {jobs}")
+            return shared
 
-    def release_adopted(self, job: AdoptedJob) -> None:
-        """Give back what an adopted job held (it was released)."""
+    def _adopted_ids(self, job: AdoptedJob) -> tuple[tuple[IdPool, set[int]], ...]:
+        return (self.job_ids, {job.job_id}), (self.job_indices, job.job_indices), (self.groups, job.groups)
+
+    def release_adopted(self, job_id: int) -> None:
+        """Give back what adopted job ``job_id`` held (it was released), but what another adopted job holds too."""
         with self.lock:
-            self.slots.free_owner(lambda owner: owner[0] == job.job_id)
-            self.job_ids.give(job.job_id)
-            for i in job.job_indices:
-                self.job_indices.give(i)
-            for gid in job.groups:
-                self.groups.give(gid)
+            job = self.adopted.pop(job_id, None)
+            if job is None:
+                return
+            self.slots.free_owner(lambda owner: owner[0] == job_id)
+            for other in self.adopted.values():  # the cells they share are theirs now
+                for (switch, tree), (base, size) in other.slots.items():
+                    self.slots.claim(switch, base, size, (other.job_id, tree))
+            for (pool, ids), *others in zip(
+                self._adopted_ids(job), *(self._adopted_ids(o) for o in self.adopted.values()), strict=True
+            ):
+                for i in ids - set().union(*(o[1] for o in others)):
+                    pool.give(i)
 
     # -- giving back ----------------------------------------------------------------------------------
     def roll_back(self, grant: JobGrant) -> None:

@@ -151,3 +151,41 @@ def test_inactl_jobs_lists_an_adopted_job_and_releases_it(capsys):
         assert net.installer.read_table("s1", T_JOBS) == []
     finally:
         server.stop()
+
+
+def test_jobs_that_share_cells_on_the_switches_are_named_and_stay_taken_until_both_are_released(capsys):
+    """Two jobs installed on the same cells (planned apart, each with resources of its own): the manager
+    adopts both, says what they share, and a new job gets none of it until both are released."""
+    from controller.cli import _say_adopted
+    from controller.options import PlanOptions
+    from controller.planner import plan_job
+
+    net = network("star")
+    options = PlanOptions(value_count=net.installer.values_per_packet(), root_results=True)
+    plans = [plan_job(net.topo, ["h1", "h2"], ["h5"], options) for _ in range(2)]
+    plans[1].job_id = 2
+    for plan in plans:
+        net.install_job(plan)
+    manager = _manager(net)
+    assert list(manager.adopted) == [1, 2]
+    (error,) = manager.adoption_errors
+    assert error == (
+        "job 2 found on s1 shares what another job there holds (job index 0 is already in use; multicast group "
+        "id 1 is already in use; s1's slots 0..1023 overlap job 1's): their sums may be wrong, release one"
+    )
+    _say_adopted(net.installer, manager.list_adopted(), manager.adoption_errors)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (
+        "found job 1 (adopted: running on the switches, not planned here): switches s1, 1 tree(s), "
+        "slots s1 0..1023, groups 1"
+    )
+    assert lines[2] == f"warning: {error}"
+
+    manager.release(1)  # job 2 still runs on the cells, index and group they shared
+    assert list(net.installer.read_groups("s1")) == [1]
+    third = _register(manager, ["h3", "h4"])
+    assert third.job_index != 0 and 1 not in _groups(third) and _cells(third)[0][1] >= 1024
+    manager.release(2)
+    manager.release(third.job_id)
+    fourth = _register(manager, ["h1", "h2"])
+    assert fourth.job_index == 0 and _groups(fourth) == {1} and _cells(fourth) == _cells(plans[0])
