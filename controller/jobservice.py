@@ -354,7 +354,9 @@ class JobManager:
         job = self.adopted[job_id]
         if self.installer is not None:  # a group another adopted job shares stays on the switches
             others = {g for j in self.adopted.values() if j is not job for g in j.groups}
-            self.installer.remove_adopted(replace(job, groups=job.groups - others))
+            self.installer.remove_adopted(
+                replace(job, groups=job.groups - others, switches=job.switches - self.dead_switches)
+            )
         self.resources.release_adopted(job_id)
         return self.installer is not None
 

@@ -189,3 +189,12 @@ def test_jobs_that_share_cells_on_the_switches_are_named_and_stay_taken_until_bo
     manager.release(third.job_id)
     fourth = _register(manager, ["h1", "h2"])
     assert fourth.job_index == 0 and _groups(fourth) == {1} and _cells(fourth) == _cells(plans[0])
+
+
+def test_releasing_an_adopted_job_leaves_a_dead_switch_alone():
+    net = network("star")
+    first = _register(_manager(net), ["h1", "h2"])
+    restarted = _manager(net)
+    assert restarted.switch_failed("s1") == []  # no job of its own plan to re-plan
+    restarted.release(first.job_id)  # no write to s1, which the manager holds dead
+    assert len(net.installer.read_table("s1", T_JOBS)) == 1 and restarted.adopted == {}
