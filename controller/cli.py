@@ -37,7 +37,7 @@ from controller.options import (
 )
 from controller.plan import Hop, JobPlan
 from controller.planner import plan_job
-from controller.resources import Resources
+from controller.resources import AdoptedJob, Resources
 from controller.tls import TlsFiles, address_in_use
 from controller.topology import Topology
 from controller.topology_yaml import load_topology
@@ -350,9 +350,11 @@ def cmd_install(args: argparse.Namespace) -> int:
             options = _options(args)
             if options.root_results is None:  # results from a tree's root where the switches' program can
                 options = dataclasses.replace(options, root_results=inst.root_multicast())
-            resources = Resources.for_topology(topo)  # the job's id after those the switches still hold
-            resources.job_ids.continue_after(inst.job_ids_on_switches())
-            _warn_cells_unread(inst)
+            from controller.jobservice import adopt_running_jobs
+
+            resources = Resources.for_topology(topo)  # off the running jobs' slots, its id after theirs
+            adopted, errors = adopt_running_jobs(resources, inst)
+            _say_adopted(inst, list(adopted.values()), errors)
             plan = plan_job(topo, *_job_hosts(topo, args), options, resources)
             n = inst.install_job(plan)
             print(f"job {plan.job_id}: {n} entries written")
@@ -365,6 +367,23 @@ def _warn_cells_unread(inst: Installer) -> None:
     """Name the switches whose job ids a new job's id could not be chosen after (their slot cells or all)."""
     for switch, why in inst.cells_unread.items():
         print(f"warning: {switch}'s slot cells not read ({why}): a new job may reuse an id they hold", file=sys.stderr)
+
+
+def _say_adopted(inst: Installer, adopted: list[AdoptedJob], errors: list[str]) -> None:
+    """Say which running jobs were found on the switches and adopted, which could not be, and which switches
+    could not be read (a new job may be planned onto what their jobs hold)."""
+    from controller.jobservice import describe_adopted
+
+    for job in adopted:
+        print(f"found {describe_adopted(job)}", file=sys.stderr)
+    for error in errors:
+        print(f"warning: {error}", file=sys.stderr)
+    for switch, why in inst.jobs_unread.items():
+        print(
+            f"warning: {switch}'s job entries not read ({why}): a new job may be planned onto a running job's slots",
+            file=sys.stderr,
+        )
+    _warn_cells_unread(inst)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -384,7 +403,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = _read_token(args.token_file)
     manager = JobManager(topo, installer)
     if installer is not None:
-        _warn_cells_unread(installer)
+        _say_adopted(installer, manager.list_adopted(), manager.adoption_errors)
     server = JobServer(manager, args.listen, tls=tls, token=token).start()
     print(f"job service for {topo.name} on {server.address}", flush=True)
     stop = threading.Event()
@@ -409,6 +428,12 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             if not jobs:
                 print("no jobs")
             for j in jobs:
+                if j.adopted:
+                    print(
+                        f"job {j.job_id} adopted (running on the switches before this controller started, no plan "
+                        f"here): {j.trees} tree(s) on {','.join(j.switches)}"
+                    )
+                    continue
                 print(
                     f"job {j.job_id} v{j.version} {j.planner}: {len(j.workers)} workers -> "
                     f"{','.join(j.servers)}, {j.trees} tree(s), {len(j.warnings)} warning(s)"

@@ -24,6 +24,7 @@ from controller.multihop import path_tree
 from controller.p4rt import P4Names, P4RuntimeClient, SwitchConnection, decode, load_p4info, read_counter
 from controller.plan import JobPlan
 from controller.programs import program_kind, root_multicast, stat_counters, values_per_packet
+from controller.resources import AdoptedJob
 from controller.tls import TlsFiles
 from controller.topology import Topology
 from protocol import constants as C
@@ -114,6 +115,8 @@ class Installer:
         self._dead: tuple[frozenset[str], frozenset[tuple[str, str]]] = (frozenset(), frozenset())
         # switches whose job ids job_ids_on_switches could not read in full, and why
         self.cells_unread: dict[str, str] = {}
+        # switches whose running jobs jobs_on_switches could not read (their ina_jobs entries), and why
+        self.jobs_unread: dict[str, str] = {}
 
     # -- connections -------------------------------------------------------------------------------
     def conn(self, switch: str) -> P4RuntimeClient:
@@ -409,6 +412,32 @@ class Installer:
         """``write`` each switch's ``entries`` (a job's: ``job_entries``) but ``skip``'s; the number of updates."""
         return sum(write(switch, tables, groups) for switch, (tables, groups) in entries.items() if switch not in skip)
 
+    def remove_adopted(self, job: AdoptedJob) -> int:
+        """Delete an adopted job's entries (its ina_jobs and ina_admission entries, found by its job id) and
+        its multicast groups at the switches that hold them; return how many.
+
+        Raises
+        ------
+        P4RuntimeError
+            A switch refused an update or cannot be reached.
+        """
+        count = 0
+        for switch in sorted(job.switches):
+            n = self.names(switch)
+            entries = []
+            for table in (T_JOBS, T_ADMISSION):
+                if table not in n.tables:
+                    continue
+                field_id = n.table(table).fields[K_JOB][0]
+                entries += [
+                    e
+                    for e in self.read_table(switch, table)
+                    if any(m.field_id == field_id and decode(m.exact.value) == job.job_id for m in e.match)
+                ]
+            groups = [p4runtime_pb2.MulticastGroupEntry(multicast_group_id=g) for g in sorted(job.groups)]
+            count += self._delete_present(switch, entries, groups)
+        return count
+
     def _delete_present(
         self, switch: str, tables: list[p4runtime_pb2.TableEntry], groups: list[p4runtime_pb2.MulticastGroupEntry]
     ) -> int:
@@ -462,6 +491,38 @@ class Installer:
                 self.cells_unread[sw.name] = str(exc)
         ids.discard(C.JOB_ID_INVALID)  # a fresh cell's owner
         return ids
+
+    def jobs_on_switches(self) -> dict[int, AdoptedJob]:
+        """The jobs the switches run, by job id, read off their ina_jobs entries (by P4 name): each (switch,
+        tree)'s counter row, its slot range where it aggregates (``slot_base``, two shadow sets of ``pool_size``)
+        and its results' multicast group. A restarted job manager adopts them (docs/design-decisions.md,
+        "Running jobs after a restart"). A switch that does not answer adds nothing; ``jobs_unread`` names it."""
+        jobs: dict[int, AdoptedJob] = {}
+        self.jobs_unread.clear()
+        for sw in self.topo.switches:
+            try:
+                n = self.names(sw.name)
+                fields = n.table(T_JOBS).fields
+                job_field, tree_field = fields[K_JOB][0], fields[K_TREE][0]
+                action_id, params = n.action(A_JOB)
+                param_names = {pid: name for name, (pid, _) in params.items()}
+                for entry in self.read_table(sw.name, T_JOBS):
+                    keys = {m.field_id: decode(m.exact.value) for m in entry.match}
+                    if entry.action.action.action_id != action_id:
+                        continue
+                    p = {param_names.get(q.param_id, ""): decode(q.value) for q in entry.action.action.params}
+                    job_id, tree = keys[job_field], keys[tree_field]
+                    job = jobs.setdefault(job_id, AdoptedJob(job_id))
+                    job.switches.add(sw.name)
+                    job.trees.add(tree)
+                    job.job_indices.add(p["job_index"])
+                    if p["aggregates"]:
+                        job.slots[(sw.name, tree)] = (p["slot_base"], 2 * p["pool_size"])
+                    if p["result_group"]:
+                        job.groups.add(p["result_group"])
+            except P4RuntimeError as exc:
+                self.jobs_unread[sw.name] = str(exc)
+        return jobs
 
     def _slot_owner_jobs(self, switch: str) -> set[int]:
         """The job ids of the slot cells' owners at ``switch`` (one wildcard read of the owner register)."""

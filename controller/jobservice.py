@@ -7,6 +7,7 @@ client agents and the CLI use.
 
 from __future__ import annotations
 
+import builtins
 import hmac
 import queue
 import secrets
@@ -25,7 +26,7 @@ from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
 from controller.replan import plan_around, surviving_graph
-from controller.resources import Resources
+from controller.resources import AdoptedJob, Resources
 from controller.tls import SERVER_OPTIONS, TlsFiles, address_in_use, listen, presented_token, token_metadata
 from controller.tls import channel as tls_channel
 from controller.topology import Topology
@@ -55,6 +56,48 @@ class JobInstaller(Protocol):
         """The job ids the switches' job entries and slot cells still hold (``Installer.job_ids_on_switches``)."""
         ...
 
+    def jobs_on_switches(self) -> dict[int, AdoptedJob]:
+        """The jobs the switches run, read off their job entries (``Installer.jobs_on_switches``)."""
+        ...
+
+    def remove_adopted(self, job: AdoptedJob) -> object:
+        """Take an adopted job's entries and groups off the switches (``Installer.remove_adopted``)."""
+        ...
+
+
+def adopt_running_jobs(resources: Resources, installer: JobInstaller) -> tuple[dict[int, AdoptedJob], list[str]]:
+    """Take, in ``resources``, what the jobs running on the installer's switches hold (a restarted controller's
+    jobs: docs/design-decisions.md, "Running jobs after a restart"), then continue the job-id rotation after the
+    ids the switches hold. Returns the adopted jobs and what any of them shares with another (the switches'
+    state was not one controller's plan)."""
+    adopted = dict(sorted(installer.jobs_on_switches().items()))
+    errors: list[str] = []
+    for job_id, job in adopted.items():
+        shared = resources.adopt(job)
+        if shared:
+            errors.append(
+                f"job {job_id} found on {', '.join(sorted(job.switches))} shares what another job there holds "
+                f"({'; '.join(shared)}): their sums may be wrong, release one"
+            )
+    resources.job_ids.continue_after(installer.job_ids_on_switches())
+    return adopted, errors
+
+
+def describe_adopted(job: AdoptedJob) -> str:
+    """One line on an adopted job: where it runs and what it holds.
+
+    Examples
+    --------
+    >>> describe_adopted(AdoptedJob(4, {0}, {("s1", 0): (256, 128)}, {3}, {"s1", "s2"}, {0}))
+    'job 4 (adopted: running on the switches, not planned here): switches s1,s2, 1 tree(s), slots s1 256..383, groups 3'
+    """
+    slots = ", ".join(f"{sw} {base}..{base + size - 1}" for (sw, _), (base, size) in sorted(job.slots.items()))
+    groups = ",".join(map(str, sorted(job.groups)))
+    return (
+        f"job {job.job_id} (adopted: running on the switches, not planned here): switches "
+        f"{','.join(sorted(job.switches))}, {len(job.trees)} tree(s), slots {slots or 'none'}, groups {groups or 'none'}"
+    )
+
 
 MAX_WATCHERS = 48  # WatchPlan streams at once (one per agent of the running jobs); more: RESOURCE_EXHAUSTED
 UNARY_WORKERS = 16  # threads for every other call, which WatchPlan streams never take
@@ -67,6 +110,10 @@ class JobManager:
 
     ``watch(job_id, callback)`` registers a callback that gets every new plan version of the job (the
     job service streams them to agents: ``WatchPlan``), or, when re-planning fails, ``(None, reason)``.
+
+    With an installer, the jobs the switches already run (a restarted controller's) are ``adopted``: their
+    slots, counter rows, groups and ids stay taken until they are released; ``adoption_errors`` says which
+    share resources with another (the installer's ``jobs_unread`` which switches could not be read).
     """
 
     def __init__(self, topo: Topology, installer: JobInstaller | None = None):
@@ -80,8 +127,14 @@ class JobManager:
         self.dead_switches: set[str] = set()
         self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
-        if installer is not None:  # a restarted controller: new jobs' ids come after those the switches hold
-            self.resources.job_ids.continue_after(installer.job_ids_on_switches())
+        self.adoption_errors: list[str] = []
+        if installer is not None:  # a restarted controller: keep off what running jobs hold, ids after theirs
+            _, self.adoption_errors = adopt_running_jobs(self.resources, installer)
+
+    @property
+    def adopted(self) -> dict[int, AdoptedJob]:
+        """The jobs found running on the switches when the manager started (not released since), by job id."""
+        return self.resources.adopted
 
     def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
         """Plan a job, install it when the manager has an installer, and keep it.
@@ -248,6 +301,10 @@ class JobManager:
         """
         with self.lock:
             versions = self.jobs.get(job_id)
+            if not versions and job_id in self.adopted:
+                raise UnknownJobError(
+                    f"job {job_id} was adopted from the switches (it ran before this controller started): it has no plan here"
+                )
             if not versions:
                 raise UnknownJobError(f"no job {job_id}")
             if version == 0:
@@ -279,6 +336,8 @@ class JobManager:
         (False, [])
         """
         with self.lock:
+            if job_id in self.adopted and job_id not in self.jobs:
+                return self._release_adopted(job_id)
             plan = self.plan(job_id)
             removed = False
             if self.installer is not None:
@@ -290,10 +349,26 @@ class JobManager:
             self.watchers.pop(job_id, None)
             return removed
 
+    def _release_adopted(self, job_id: int) -> bool:
+        """Take an adopted job's entries off the switches and give back what it held."""
+        job = self.adopted[job_id]
+        if self.installer is not None:  # a group another adopted job shares stays on the switches
+            others = {g for j in self.adopted.values() if j is not job for g in j.groups}
+            self.installer.remove_adopted(
+                replace(job, groups=job.groups - others, switches=job.switches - self.dead_switches)
+            )
+        self.resources.release_adopted(job_id)
+        return self.installer is not None
+
     def list(self) -> list[JobPlan]:
         """The latest plan of every job, by job id."""
         with self.lock:
             return [v[-1] for _, v in sorted(self.jobs.items())]
+
+    def list_adopted(self) -> builtins.list[AdoptedJob]:
+        """The adopted jobs (running on the switches before this manager started), by job id."""
+        with self.lock:
+            return [job for _, job in sorted(self.adopted.items())]
 
 
 def options_from_pb(msg: pb.PlanOptions) -> PlanOptions:
@@ -404,6 +479,16 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
                     warnings=p.warnings,
                 )
                 for p in self.manager.list()
+            ]
+            + [
+                pb.JobSummary(
+                    job_id=j.job_id,
+                    planner="adopted",
+                    trees=len(j.trees),
+                    adopted=True,
+                    switches=sorted(j.switches),
+                )
+                for j in self.manager.list_adopted()
             ]
         )
 

@@ -52,6 +52,37 @@ class SlotAllocator:
             return start
         return None
 
+    def claim(self, switch: str, base: int, size: int, owner: SlotOwner) -> list[SlotOwner]:
+        """Take the entries from ``base`` to ``base + size`` at ``switch`` (a running job's, read off the switch)
+        that are free and within its capacity; return the owners of those that are not (sorted).
+
+        Examples
+        --------
+        >>> slots = SlotAllocator({"s1": 256})
+        >>> slots.claim("s1", 64, 64, (5, 0)); slots.allocate("s1", 64, (6, 0)), slots.allocate("s1", 64, (6, 1))
+        []
+        (0, 128)
+        >>> slots.claim("s1", 100, 200, (7, 0)), slots.used("s1"), slots.free("s1")
+        ([(5, 0), (6, 1)], 256, 0)
+        """
+        end = min(base + size, self.capacity.get(switch, 0))
+        ranges = self._ranges.setdefault(switch, [])
+        shared: set[SlotOwner] = set()
+        start = base
+        for b, n, other in list(ranges):  # sorted by base, none overlapping
+            if b + n <= start:
+                continue
+            if b >= end:
+                break
+            if b > start:
+                ranges.append((start, b - start, owner))
+            shared.add(other)
+            start = b + n
+        if start < end:
+            ranges.append((start, end - start, owner))
+        ranges.sort(key=lambda r: r[0])
+        return sorted(shared)
+
     def owners(self) -> list[SlotOwner]:
         """Every owner of a range, over all switches, sorted and without repeats."""
         return sorted({r[2] for ranges in self._ranges.values() for r in ranges})
@@ -180,6 +211,20 @@ class JobGrant:
 
 
 @dataclass
+class AdoptedJob:
+    """A job found running on the switches that this controller did not plan (it ran before a restart):
+    what its entries hold, read back from the switches (``Installer.jobs_on_switches``). It cannot be
+    re-planned; its slots, counter rows and multicast groups stay taken until it is released."""
+
+    job_id: int
+    job_indices: set[int] = field(default_factory=set)
+    slots: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # (switch, tree) -> (base, size)
+    groups: set[int] = field(default_factory=set)
+    switches: set[str] = field(default_factory=set)  # where it has entries
+    trees: set[int] = field(default_factory=set)
+
+
+@dataclass
 class Resources:
     """Everything the planner allocates for a job, shared by all jobs on one topology."""
 
@@ -188,6 +233,7 @@ class Resources:
     job_indices: IdPool = field(default_factory=lambda: IdPool(0, MAX_JOB_INDEX, "job index"))
     groups: IdPool = field(default_factory=lambda: IdPool(1, MAX_GROUP_ID, "multicast group id"))
     reservations: dict[int, dict[int, float]] = field(default_factory=dict)  # job -> link id -> Mbit/s
+    adopted: dict[int, AdoptedJob] = field(default_factory=dict)  # jobs found running on the switches
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     @classmethod
@@ -251,6 +297,60 @@ class Resources:
         """Reserve bandwidth for the job: link id -> Mbit/s (what the multi-tree planner gave its trees)."""
         with self.lock:
             self.reservations[grant.job_id] = dict(per_link)
+
+    def adopt(self, job: AdoptedJob) -> list[str]:
+        """Take what a job running on the switches holds (its id, counter rows, slots and groups), so no new
+        job is planned onto them; return what of it another adopted job holds too (both jobs' sums are at risk:
+        the switches' state was not planned by one controller), having taken the rest.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> resources = Resources.for_topology(star(2))
+        >>> resources.adopt(AdoptedJob(3, {0}, {("s1", 0): (0, 128)}, {1}))
+        []
+        >>> resources.adopt(AdoptedJob(5, {0}, {("s1", 0): (64, 128)}, {2}))
+        ['job index 0 is already in use', "s1's slots 64..191 overlap job 3's"]
+        >>> grant = resources.open_job()
+        >>> grant.job_id, grant.job_index, resources.take_slots(grant, "s1", 0, 128), resources.take_group(grant)
+        (6, 1, 192, 3)
+        >>> resources.release_adopted(3); resources.slots.owners(), resources.job_indices.take()
+        ([(5, 0), (6, 0)], 2)
+        """
+        with self.lock:
+            shared: list[str] = []
+            self.adopted[job.job_id] = job
+            for pool, ids in self._adopted_ids(job):
+                for i in sorted(ids):
+                    try:
+                        pool.take(i)
+                    except ResourceError as exc:
+                        shared.append(str(exc))
+            for (switch, tree), (base, size) in sorted(job.slots.items()):
+                owners = self.slots.claim(switch, base, size, (job.job_id, tree))
+                if owners:
+                    jobs = ", ".join(f"job {j}'s" for j in sorted({o[0] for o in owners}))
+                    shared.append(f"{switch}'s slots {base}..{base + size - 1} overlap {jobs}")
+            return shared
+
+    def _adopted_ids(self, job: AdoptedJob) -> tuple[tuple[IdPool, set[int]], ...]:
+        return (self.job_ids, {job.job_id}), (self.job_indices, job.job_indices), (self.groups, job.groups)
+
+    def release_adopted(self, job_id: int) -> None:
+        """Give back what adopted job ``job_id`` held (it was released), but what another adopted job holds too."""
+        with self.lock:
+            job = self.adopted.pop(job_id, None)
+            if job is None:
+                return
+            self.slots.free_owner(lambda owner: owner[0] == job_id)
+            for other in self.adopted.values():  # the cells they share are theirs now
+                for (switch, tree), (base, size) in other.slots.items():
+                    self.slots.claim(switch, base, size, (other.job_id, tree))
+            for (pool, ids), *others in zip(
+                self._adopted_ids(job), *(self._adopted_ids(o) for o in self.adopted.values()), strict=True
+            ):
+                for i in ids - set().union(*(o[1] for o in others)):
+                    pool.give(i)
 
     # -- giving back ----------------------------------------------------------------------------------
     def roll_back(self, grant: JobGrant) -> None:

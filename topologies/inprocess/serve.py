@@ -80,6 +80,14 @@ class LoopInstaller:
         """The job ids the network's switches still hold (their job entries and slot cells)."""
         return set(self.net.installer.job_ids_on_switches())
 
+    def jobs_on_switches(self) -> dict:
+        """The jobs the network's switches run, read off their job entries (``Installer.jobs_on_switches``)."""
+        return dict(self.net.installer.jobs_on_switches())
+
+    def remove_adopted(self, job) -> None:
+        """Take an adopted job's entries off the switches (on the loop thread: ``Installer.remove_adopted``)."""
+        self._on_loop(self.net.installer.remove_adopted, job)
+
     def _install(self, plan) -> None:
         missing = [s.name for s in plan.servers if s.name not in self.servers]
         if missing:
