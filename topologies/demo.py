@@ -28,6 +28,10 @@ DEFAULT_TOPOLOGY = REPO / "topologies" / "leaf_spine.yaml"
 DEFAULT_PICTURE = REPO / "build" / "demo" / "leaf_spine_aggregation.png"
 
 
+# the process each switch of the mininet lab runs, by --target
+_SWITCH_PROCESS = {"softswitch": "softswitch", "bmv2": "simple_switch_grpc"}
+
+
 def mininet_available() -> tuple[bool, str]:
     """Whether the demo can use mininet here, and if not, why (one line)."""
     if os.geteuid() != 0:
@@ -79,7 +83,7 @@ def run_demo(args) -> int:
     try:
         step(
             "starting the network and installing the job"
-            + (" (one softswitch process per switch)" if use_mininet else "")
+            + (f" (one {_SWITCH_PROCESS[args.target]} process per switch)" if use_mininet else "")
         )
         backend.start()
         step.done()
