@@ -691,12 +691,13 @@ class WorkerAgent:
         interface = self.transport.interface() if rate > 0 else None
         return None if interface is None else HostLink(interface, rate)
 
-    def link_shared(self, now: float) -> bool:
-        """The worker's own link carries traffic from outside the job now (False where unknown)."""
+    def link_shared(self, now: float, round_started: float) -> bool:
+        """The worker's own link carries traffic from outside the job now, as seen within the round that
+        started at ``round_started`` (False where unknown)."""
         if self.host_link is None:
             return False
         was = self.host_link.shared(now)
-        self.host_link.update(now, self.transport.received_packets, self.transport.received_bytes)
+        self.host_link.update(now, round_started, self.transport.received_packets, self.transport.received_bytes)
         shared = self.host_link.shared(now)
         if shared and not was:
             self.stats["link_shared"] += 1  # times traffic from outside the job was found on the worker's link

@@ -28,10 +28,12 @@ WINDOW_S = 0.5
 FOREIGN_SHARE = 0.1  # traffic from outside the job at this share of the worker's rate or more shares the link
 HOLD_S = 2.0  # the link counts as shared this long after such traffic was last seen (a TCP flow that just
 # halved its window is still there)
-# no results for this long: the job was idle (between rounds), and what the host received meanwhile (the
-# baseline's gloo run in the bench, a training step's other traffic) did not share the job's link; the
-# window starts again
+# no results for this long: the job stalled, and the window starts again
 IDLE_S = 0.2
+# a window starts this long into a round, and never spans two: what the host receives between rounds (another
+# process group's traffic, a training step's data, a baseline run beside the job) does not share the job's
+# link, and rounds shorter than SETTLE_S + WINDOW_S (small all_reduces) never read the counters
+SETTLE_S = 0.05
 
 
 def interface_of(ip: str) -> str | None:
@@ -84,15 +86,18 @@ class HostLink:
         self._read = read or _read_proc_net_dev
         self._last: tuple[float, int, int, int] | None = None  # (time, interface bytes, job datagrams, job bytes)
         self._called = float("-inf")  # the last update: results were coming then
+        self._round = float("-inf")  # the start of the round the window belongs to
         self.shared_until = float("-inf")
         self.foreign_share = 0.0  # of the worker's rate, over the last window
 
-    def update(self, now: float, job_packets: int, job_bytes: int) -> None:
+    def update(self, now: float, round_started: float, job_packets: int, job_bytes: int) -> None:
         """Compare the interface's counter with the job's (datagrams and payload bytes received so far)
-        once a window has passed; called as results come in."""
-        if now - self._called > IDLE_S:
+        once a window has passed; called as results of the round that started at ``round_started`` come in."""
+        if now - self._called > IDLE_S or round_started != self._round:
             self._last = None
-        self._called = now
+        self._called, self._round = now, round_started
+        if now - round_started < SETTLE_S:
+            return
         if self._last is not None and now - self._last[0] < WINDOW_S:
             return
         total = received_bytes(self._read(), self.interface)

@@ -297,8 +297,9 @@ class RoundOwner(Protocol):
         """Round-trip times of chunks answered at their first send."""
         ...
 
-    def link_shared(self, now: float) -> bool:
-        """The worker's own link carries traffic from outside the job now (worker/host_link.py)."""
+    def link_shared(self, now: float, round_started: float) -> bool:
+        """The worker's own link carries traffic from outside the job now, as seen within the round that
+        started at ``round_started`` (worker/host_link.py)."""
         ...
 
     def lowest_rtt(self) -> float:
@@ -443,9 +444,11 @@ class Round:
         self.remaining = m
         self._timer: Timer | None = None
         self._timer_at = float("inf")
+        self.started_at = self.agent.loop.now()  # start() sets it again when the round's first sends go
 
     def start(self) -> None:
         """Send the first window of every tree (an empty round finishes at once)."""
+        self.started_at = self.agent.loop.now()
         if not self.chunks:
             self._finish()
             return
@@ -792,7 +795,7 @@ class Round:
             congested[np.flatnonzero(first_try)] = late(samples, lowest)
         if marked is not None:
             congested |= marked
-        shared = self.agent.link_shared(now)
+        shared = self.agent.link_shared(now, self.started_at)
         trees = self.tree_of[where] if len(self.windows) > 1 else np.zeros(len(chunk), dtype=np.int64)
         for t in np.unique(trees) if len(self.windows) > 1 else (0,):
             pacer = self.windows[int(t)].cursor.pacer
