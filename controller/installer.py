@@ -476,7 +476,7 @@ class Installer:
     def job_ids_on_switches(self) -> set[int]:
         """The job ids the switches still hold: their ina_jobs entries' (running jobs) and their slot cells'
         owners (jobs whose chunks the cells keep after the job's entries are gone). A restarted job manager
-        continues its id rotation after them (docs/design-decisions.md, "Job ids after a restart"). A switch
+        continues its id rotation after them (docs/design-decisions.md, "A controller that restarts"). A switch
         that does not answer, or a target that cannot read its registers (BMv2), adds what it can: nothing, or
         the entries' ids; ``cells_unread`` then names it and why."""
         ids: set[int] = set()
@@ -496,7 +496,7 @@ class Installer:
         """The jobs the switches run, by job id, read off their ina_jobs entries (by P4 name): each (switch,
         tree)'s counter row, its slot range where it aggregates (``slot_base``, two shadow sets of ``pool_size``)
         and its results' multicast group. A restarted job manager adopts them (docs/design-decisions.md,
-        "Running jobs after a restart"). A switch that does not answer adds nothing; ``jobs_unread`` names it."""
+        "A controller that restarts"). A switch that does not answer adds nothing; ``jobs_unread`` names it."""
         jobs: dict[int, AdoptedJob] = {}
         self.jobs_unread.clear()
         for sw in self.topo.switches:

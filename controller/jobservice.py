@@ -67,7 +67,7 @@ class JobInstaller(Protocol):
 
 def adopt_running_jobs(resources: Resources, installer: JobInstaller) -> tuple[dict[int, AdoptedJob], list[str]]:
     """Take, in ``resources``, what the jobs running on the installer's switches hold (a restarted controller's
-    jobs: docs/design-decisions.md, "Running jobs after a restart"), then continue the job-id rotation after the
+    jobs: docs/design-decisions.md, "A controller that restarts"), then continue the job-id rotation after the
     ids the switches hold. Returns the adopted jobs and what any of them shares with another (the switches'
     state was not one controller's plan)."""
     adopted = dict(sorted(installer.jobs_on_switches().items()))

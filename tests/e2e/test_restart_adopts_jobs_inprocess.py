@@ -1,4 +1,4 @@
-"""Running jobs after a controller restart (docs/design-decisions.md, "Running jobs after a restart"): a new
+"""Running jobs after a controller restart (docs/design-decisions.md, "A controller that restarts"): a new
 job manager over switches that still run a job reads that job's ina_jobs entries (slot bases and sizes,
 counter rows, multicast groups) and adopts it, so a job registered after the restart gets other slot cells,
 groups and counter rows, and both jobs' sums stay exact. On the in-process network running p4src/ina.p4."""

@@ -1,4 +1,4 @@
-"""Job ids after a controller restart (docs/design-decisions.md, "Job ids after a restart"): a new job
+"""Job ids after a controller restart (docs/design-decisions.md, "A controller that restarts"): a new job
 manager over switches that still hold an earlier job's id, in its ina_jobs entries or in its slot cells'
 owner, gives the next job the id after it, so that job's first chunks on the same cells are not taken for
 retransmissions of the old job's; over switches that hold none it starts at 1. On the in-process network
