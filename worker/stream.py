@@ -508,7 +508,13 @@ class Round:
 
     def trees_changed(self, live: set[int]) -> None:
         """A new plan version: chunks of trees not in ``live`` go over the recovery tree from now on,
-        those in flight at once (their switches may have died holding them)."""
+        those in flight at once (their switches may have died holding them).
+
+        The chunks of the last pool before them that this worker has results for go too: a root switch
+        that died while multicasting a RESULT may have left other workers without it and the server
+        without its copy, and the server can complete such a chunk only from every worker's contribution
+        (it answers the others from the sums it holds). The pool bounds how far ahead of the slowest
+        worker's missing result any worker's results can be."""
         recovery = self.agent.recovery
         if recovery is None:
             return
@@ -520,9 +526,12 @@ class Round:
             self.bypass[window.order] = True
             in_flight = window.order[window.first_open : window.next_to_send]
             waiting = in_flight[~self.done[in_flight]]
-            if waiting.size:
+            recent = window.order[max(0, window.first_open - window.cursor.pool) : window.next_to_send]
+            finished = recent[self.done[recent]]
+            if waiting.size or finished.size:
                 self.agent.stats["chunks_moved"] += int(waiting.size)
-                self._send(recovery, waiting, retransmission=True)
+                self.agent.stats["finished_chunks_offered"] += int(finished.size)
+                self._send(recovery, np.concatenate([waiting, finished]), retransmission=True)
             self._fill_window(window)
 
     def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:

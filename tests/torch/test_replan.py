@@ -71,10 +71,14 @@ def test_no_spine_left_gives_every_rank_one_clear_error(tmp_path):
         killer = _after(started, kill_both)
         env = lambda r: dict(attach_env(served, r), INA_TIMEOUT="30")  # noqa: E731
         t0 = time.monotonic()
-        out = run_ranks(steps_through_a_fault, len(WORKERS), 3, VALUES, str(started), env=env)
+        out = run_ranks(steps_through_a_fault, len(WORKERS), 6, VALUES, str(started), env=env)
         killer.join(5)
     assert time.monotonic() - t0 < 60  # the controller's error, not the 30 s budget of every step
     for steps in out:
-        assert steps[0] == "exact"
-        assert all(s.startswith("RuntimeError: ina all_reduce failed: ") for s in steps[1:]), steps
-        assert all(f"re-planning job {served.job_id} around the failed switch sp" in s for s in steps[1:]), steps
+        # the kill lands once a rank has finished its first step; a step already under way may still finish
+        failed = [i for i, s in enumerate(steps) if s != "exact"]
+        assert failed and failed[0] >= 1 and failed == list(range(failed[0], len(steps))), steps
+        assert all(s.startswith("RuntimeError: ina all_reduce failed: ") for s in steps[failed[0] :]), steps
+        assert all(f"re-planning job {served.job_id} around the failed switch sp" in s for s in steps[failed[0] :]), (
+            steps
+        )
