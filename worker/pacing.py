@@ -141,8 +141,10 @@ class Pacer:
     def share_link(self, shared: bool) -> None:
         """The worker's link carries traffic from outside the job (``shared``) or no longer does: the rate
         goes to SHARED_RATE_SHARE of the plan's and stays there, or is free to grow back."""
-        self.top = SHARED_RATE_SHARE if shared else 1.0
-        self._bound()
+        top = SHARED_RATE_SHARE if shared else 1.0
+        if top != self.top:  # called for every batch of results: the rate moves only on a change
+            self.top = top
+            self._bound()
 
     def _bound(self) -> None:
         top = self.top * self.ceiling
