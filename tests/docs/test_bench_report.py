@@ -59,7 +59,7 @@ def test_report_from_fixture_json(tmp_path):
     # figures as the fixture's JSON has them (tests/docs/fixtures/standard/allreduce_100m/allreduce_netns.json)
     headline = "| star_100m | 4 | 100 Mbit/s | 0.25 | 64 | 0.137 (6.55x) | 0.412 (19.66x) | 0.053 (2.52x) | 0.38 |"
     assert headline in page
-    assert "| star_100m | 4 | 1 | 27.62 % | 27.62 % | 119.0 | 90.0 | yes |" in page
+    assert "| star_100m | 4 | 1 | 27.62 % | 27.62 % | 119.0 | 90.0 | 0.76 | yes |" in page
     assert "| 8 | multitree | 128 | 64 | 4 | 164 | 18.6 | 0.32 |" in page
     assert "| spine sp1 killed mid-allreduce | victim exact 4/4, bystander exact 4/4 | 2.5 | ok |" in page
     assert "| digits MLP | 2:4 | 6,904 | 22,478 | 17.4 | 52.34 % |" in page
