@@ -120,7 +120,7 @@ class RunResult:
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
     agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
-    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered), summed
+    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered, duplicates), summed
     server: dict[str, int] = field(default_factory=dict)
     # INA with ``Recovery``: the re-plans of the run and the chunks the workers moved (``_Replanner.summary``)
     recovery: dict[str, object] = field(default_factory=dict)
@@ -375,7 +375,8 @@ def run_ina(
 
 def _server_counters(net: SimNetwork, plan: JobPlan) -> dict[str, int]:
     stats = [net.core.host_stats(net.node[s.name]) for s in plan.servers]
-    return {key: int(sum(s[key] for s in stats)) for key in ("root_copies", "results_sent", "answers")}
+    keys = ("root_copies", "results_sent", "answers", "duplicates")
+    return {key: int(sum(s[key] for s in stats)) for key in keys}
 
 
 def run_ina_jobs(
