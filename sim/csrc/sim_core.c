@@ -112,7 +112,7 @@ struct host {
     /* a new plan version mid-round (sim_ina_worker_replan): the chunks moved to the recovery tree */
     uint8_t *via_recovery; /* per chunk: sent over the recovery tree at least once */
     int replanned;
-    uint64_t results_at_replan, chunks_moved, recovery_chunks, sent_after_done;
+    uint64_t results_at_replan, chunks_moved, recovery_chunks, sent_after_done, finished_offered;
     /* the agent's congestion control (adaptive); adaptive == 0: the window and the timeout stay fixed */
     int adaptive, ecn;
     double min_win;
@@ -365,7 +365,7 @@ static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
     h->sent_at[j] = s->now;
     h->deadline[j] = s->now + ina_rto(h, h->attempts[j]);
     if (h->done[j]) h->sent_after_done++;
-    if (t->moved && h->via_recovery && !h->via_recovery[j]) h->via_recovery[j] = 1, h->recovery_chunks++;
+    if (t->moved && h->via_recovery && !h->done[j] && !h->via_recovery[j]) h->via_recovery[j] = 1, h->recovery_chunks++;
     transmit(s, n, 0, f, t->tmpl_len);
 }
 
@@ -1028,8 +1028,10 @@ EXPORT int sim_ina_worker_agent(sim *s, uint32_t n, double window, double thresh
 /* A new version of INA worker n's plan mid-round (worker/stream.py, Round.trees_changed): each of its
  * trees with gone[ti] set is gone, so its chunks go over the recovery tree from now on (`tmpl`: the
  * worker's GRAD on the recovery tree's hop list; each chunk keeps its slot and shadow), those in flight
- * without a result at once, as resends (RETX); the tree's window and pacer carry on. The chunks that have
- * their result are not sent again. */
+ * without a result at once, as resends (RETX); the tree's window and pacer carry on. Then, as resends too,
+ * the chunks with their result from a pool before the first without one up to the last sent: a root that
+ * died multicasting a RESULT may have left other workers and the server without it, and the recovery tree
+ * sums such a chunk afresh from every worker (the server answers those it completed from its sum). */
 EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const uint8_t *tmpl, uint32_t len) {
     host *h = &s->nodes[n].h;
     if (h->kind != HOST_INA_WORKER || len < s->lay.header_end + 4 * s->lay.k) return -1;
@@ -1054,6 +1056,12 @@ EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const 
             uint32_t j = t->chunks[i];
             if (h->done[j]) continue;
             h->chunks_moved++;
+            ina_send_chunk(s, n, j, 1);
+        }
+        for (uint32_t i = t->lowest > h->pool ? t->lowest - h->pool : 0; i < t->next; i++) {
+            uint32_t j = t->chunks[i];
+            if (!h->done[j]) continue;
+            h->finished_offered++;
             ina_send_chunk(s, n, j, 1);
         }
         ina_fill_tree(s, n, ti);
@@ -1187,8 +1195,8 @@ EXPORT void sim_start(sim *s) {
  * then the agent's: timeouts, window halvings, rate cuts, congested results, window (milli-chunks),
  * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps), then the INA server's: root copies kept,
  * RESULTs sent, resends from no worker's address, recovery-tree GRADs answered from another tree's sum; then
- * an INA worker's re-plan: results it had then (-1: no re-plan), chunks moved, chunks sent over the
- * recovery tree, sends of chunks that had their result */
+ * an INA worker's re-plan: results it had then (-1: no re-plan), chunks moved, chunks without a result
+ * sent over the recovery tree, sends of chunks that had their result, finished chunks offered at a re-plan */
 EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     node *nd = &s->nodes[n];
     host *h = &nd->h;
@@ -1205,6 +1213,7 @@ EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     out[19] = (int64_t)h->answered_from_other_tree;
     out[20] = h->replanned ? (int64_t)h->results_at_replan : -1, out[21] = (int64_t)h->chunks_moved;
     out[22] = (int64_t)h->recovery_chunks, out[23] = (int64_t)h->sent_after_done;
+    out[24] = (int64_t)h->finished_offered;
 }
 
 /* now (ps), events, heap length, hosts pending */
