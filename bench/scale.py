@@ -274,6 +274,7 @@ def spine_failure(
                 "results_at_replan": rec.get("results_at_replan", 0),
                 "chunks_moved": rec.get("chunks_moved", 0),
                 "recovery_chunks": rec.get("recovery_chunks", 0),
+                "finished_chunks_offered": rec.get("finished_chunks_offered", 0),
                 "answered_from_other_tree": rec.get("answered_from_other_tree", 0),
                 "events": result.events,
                 "wall_s": result.wall_s,
@@ -288,6 +289,7 @@ def spine_failure(
             f"{result.finished}/{len(workers)} workers, mismatches {result.mismatches}; chunks: "
             f"{row['results_at_replan']:,d} of {row['chunks']:,d} had their result at the re-plan, "
             f"{row['chunks_moved']:,d} in flight moved to the recovery tree, {row['recovery_chunks']:,d} sent over it, "
+            f"{row['finished_chunks_offered']:,d} finished ones offered it, "
             f"{row['answered_from_other_tree']:,d} answered from sums the server had from the old tree",
             flush=True,
         )

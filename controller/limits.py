@@ -8,7 +8,8 @@ from protocol import constants as wire
 MAX_HOPS = wire.MAX_HOPS  # hop entries a packet can carry
 VALUES_PER_PACKET = wire.VALUES_PER_PACKET  # K int32 values per packet: ina.p4's default
 MAX_VALUES_PER_PACKET = wire.MAX_VALUES_PER_PACKET  # the largest K a program may be built with
-MAX_CHILDREN = wire.MAX_FAN_IN  # width of a slot's children bitmap
+MAX_CHILDREN = wire.MAX_FAN_IN  # width of a switch slot's children bitmap
+SERVER_MAX_CHILDREN = wire.SERVER_MAX_FAN_IN  # children a server agent tracks: the hop's 8-bit fan_in
 HOST_NODE_BASE = wire.HOST_NODE_ID_BASE  # node id of host i = base + i
 MAX_SWITCH_ID = HOST_NODE_BASE - 1  # device ids are 1..0x7fff
 MAX_JOB_ID = 0xFFFF  # bit<16> job_id

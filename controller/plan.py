@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from controller.errors import PlanFormatError
-from controller.limits import MAX_CHILDREN, MAX_HOPS, MAX_VALUES_PER_PACKET, VALUES_PER_PACKET
+from controller.limits import MAX_CHILDREN, MAX_HOPS, MAX_VALUES_PER_PACKET, SERVER_MAX_CHILDREN, VALUES_PER_PACKET
 from controller.options import (
     DEFAULT_OP,
     DEFAULT_PLANNER,
@@ -374,10 +374,12 @@ def _check_grad_hops(t: TreePlan, worker: str, server_id: int) -> None:
         raise PlanFormatError(
             f"tree {t.tree_id}: hop list of {worker} does not end with the terminal entry of server {t.root}"
         )
-    for h in hops:
-        if h.aggregate and not 0 <= h.child < min(h.fan_in, MAX_CHILDREN):
+    for h in hops:  # a switch's slot tracks MAX_CHILDREN children, the server SERVER_MAX_CHILDREN
+        limit = SERVER_MAX_CHILDREN if h is last else MAX_CHILDREN
+        if h.aggregate and not 0 <= h.child < h.fan_in <= limit:
             raise PlanFormatError(
-                f"tree {t.tree_id}: {worker} has child index {h.child} at {h.name or h.switch_id} with fan-in {h.fan_in}"
+                f"tree {t.tree_id}: {worker} has child index {h.child} at {h.name or h.switch_id} with fan-in "
+                f"{h.fan_in} (at most {limit} children there)"
             )
 
 

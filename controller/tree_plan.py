@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from controller.errors import PlanError
-from controller.limits import MAX_CHILDREN, MAX_HOPS
+from controller.limits import MAX_CHILDREN, MAX_HOPS, SERVER_MAX_CHILDREN
 from controller.options import DEFAULT_AGGREGATION, DEFAULT_RESULT_MODE
 from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, SwitchJobConfig, TreePlan
 from controller.resources import JobGrant, Resources
@@ -205,7 +205,7 @@ def build_tree(
     ------
     PlanError
         A worker without a path, a hop list longer than the header holds, a server fan-in above
-        ``MAX_CHILDREN``.
+        ``SERVER_MAX_CHILDREN``.
     ResourceError
         No multicast group left (multicast results).
     """
@@ -305,17 +305,18 @@ def _take_aggregation_slots(ctx: JobContext, tree_id: int, root: str, node: str,
 
 
 def check_server_fan_in(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggregation) -> None:
-    """Refuse a tree whose server would hear more children than an agent tracks (``MAX_CHILDREN``, the
-    width of its children bitmap; ``JobPlan.validate`` refuses such a plan too, so it is never produced).
+    """Refuse a tree whose server would hear more children than a server agent tracks
+    (``SERVER_MAX_CHILDREN``: the most the hop entry's 8-bit fan-in says; ``JobPlan.validate`` refuses
+    such a plan too, so it is never produced).
 
     Raises
     ------
     PlanError
-        The server would receive more than ``MAX_CHILDREN`` flows; the message names the switches that
-        forward without aggregating because their own fan-in is above the limit.
+        The server would receive more than ``SERVER_MAX_CHILDREN`` flows; the message names the switches
+        that forward without aggregating because their own fan-in is above a switch's ``MAX_CHILDREN``.
     """
     root, fan_in = shape.root, len(agg.flows_in[shape.root])
-    if fan_in <= MAX_CHILDREN:
+    if fan_in <= SERVER_MAX_CHILDREN:
         return
     crowded = [
         n
@@ -325,7 +326,7 @@ def check_server_fan_in(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Ag
     verb = "forwards" if len(crowded) == 1 else "forward"
     why = f"; {', '.join(crowded)} {verb} without aggregating (fan-in above {MAX_CHILDREN})" if crowded else ""
     raise PlanError(
-        f"server {root} would need fan-in {fan_in} > {MAX_CHILDREN}, the children an agent tracks, "
+        f"server {root} would need fan-in {fan_in} > {SERVER_MAX_CHILDREN}, the children a server tracks, "
         f"in tree {tree_id}{why}; plan fewer workers per job or aggregate at switches"
     )
 

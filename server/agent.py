@@ -4,7 +4,8 @@ What reaches the server is either one fully aggregated packet per chunk or sever
 switch on the way had no slots or does not aggregate; with no aggregating switch at all, one packet per
 worker: the parameter-server baseline); the terminal hop entry of each GRAD says the server's fan-in
 and the packet's child index, so a per-chunk bitmap completes the sum exactly once whatever arrives
-twice. A completed sum goes back as unicast RESULTs along every worker's reverse hop list (which
+twice. A server tracks up to ``SERVER_MAX_FAN_IN`` = 255 children (the hop entry's 8-bit fan-in), not a
+switch's 32: its bitmap has a 64-bit word per 64 children of the tree, one word up to 64. A completed sum goes back as unicast RESULTs along every worker's reverse hop list (which
 release the switches' slots) or as one multicast RESULT. Recent results are kept to answer
 retransmissions, each to the worker that sent it (its source address), never to all. Jobs are kept
 apart by job id; several jobs are served at once.
@@ -67,7 +68,9 @@ class _TreeState:
         self.seq = np.full(ring, -1, dtype=np.int64)  # the chunk each cell holds (-1: none yet)
         self.entry_fan_in = np.zeros(ring, dtype=np.int64)
         self.header = np.zeros((ring, C.INA_HEADER_BYTES), dtype=np.uint8)  # its first GRAD's header
-        self.bitmap = np.zeros(ring, dtype=np.int64)
+        # children heard per cell, 64 per word: one word (the usual case) up to 64 children, 4 for 255
+        self.tracked = 64 * max(1, -(-self.fan_in // 64))
+        self.bitmap = np.zeros((ring, self.tracked // 64), dtype=np.int64)
         self.heard = np.zeros(ring, dtype=np.int64)
         self.overflow = np.zeros(ring, dtype=bool)
         self.ce = np.zeros(ring, dtype=bool)  # a contribution arrived marked ECN CE: its RESULT echoes it
@@ -287,7 +290,7 @@ class ServerAgent:
             if not count:
                 return
         fan_in, child = packets.hop_fan_in[rows, 0], packets.hop_child[rows, 0]
-        good_child = child < fan_in
+        good_child = (child < fan_in) & (child < tree.tracked)  # past the plan's fan-in: not this tree's
         if _count(good_child) < count:
             self.stats["bad_child"] += count - _count(good_child)
             rows, fan_in, child = _pick(rows, good_child), fan_in[good_child], child[good_child]
@@ -374,7 +377,7 @@ class ServerAgent:
             if not len(position):
                 return
         child = rows.child
-        new = ((tree.bitmap[position] >> child) & 1) == 0
+        new = _not_heard(tree.bitmap, position, child)
         if len(position) > 1 and not _increasing(position):
             # several rows per cell (a parameter server's workers), maybe the same child twice: group
             # the rows by cell, keep each child's first copy
@@ -414,14 +417,14 @@ class ServerAgent:
         count = len(position)
         self.stats["contributions"] += count
         values = rows.values.astype(np.int64)
-        bits = np.left_shift(1, rows.child)
+        bits = _child_bits(rows.child, tree.bitmap.shape[1])
         op = rows.op
         if count == 1 or (position[1:] != position[:-1]).all():
             cells, heard = position, np.ones(1, dtype=np.int64)
         else:  # several contributions to one cell: reduce each cell's rows first
             starts = np.flatnonzero(np.concatenate(([True], position[1:] != position[:-1])))
             cells, heard, op = position[starts], np.diff(np.append(starts, count)), op[starts]
-            bits = np.bitwise_or.reduceat(bits, starts)
+            bits = np.bitwise_or.reduceat(bits, starts, axis=0)
             summed = np.add.reduceat(values, starts)
             is_max = op == C.OP_MAX
             values = (
@@ -572,6 +575,24 @@ class _GradColumns:
         for name in self.__slots__:
             setattr(out, name, getattr(self, name)[picked])
         return out
+
+
+def _not_heard(bitmap: np.ndarray, cells: np.ndarray, child: np.ndarray) -> np.ndarray:
+    """Whether each row's child is not yet in its cell's bitmap (``(ring, words)`` int64, 64 children a
+    word: bit 63 is the sign bit, which shifts and masks treat as any other)."""
+    word, bit = (bitmap[cells, 0], child) if bitmap.shape[1] == 1 else (bitmap[cells, child >> 6], child & 63)
+    clear: np.ndarray = ((word >> bit) & 1) == 0
+    return clear
+
+
+def _child_bits(child: np.ndarray, words: int) -> np.ndarray:
+    """Each row's child as a ``(rows, words)`` int64 bitmap: its one bit set."""
+    if words == 1:  # up to 64 children: the cell's one word
+        one: np.ndarray = np.left_shift(1, child)[:, np.newaxis]
+        return one
+    bits = np.zeros((len(child), words), dtype=np.int64)
+    bits[np.arange(len(child)), child >> 6] = np.left_shift(1, child & 63)
+    return bits
 
 
 def _pick(rows: np.ndarray | slice, mask: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ the server adds the partial sums its children send and multicasts the chunk's re
 server answers a resend of a finished chunk to its sender only, by unicast. Several jobs can run at once (``run_ina_jobs``) and switches can fail mid-run
 (``failures``; ``replan_ina`` is the controller's re-plan; with ``Recovery`` the controller notices the
 failure after a modelled delay, re-plans, and the workers move their unfinished chunks to the new plan's
-recovery tree mid-round, as the agents do). Every result is compared in C, lane by lane, with the
+recovery tree mid-round and offer it their finished chunks of the last pool, as the agents do). Every result is compared in C, lane by lane, with the
 expected sum.
 
 Worker values: worker of rank r holds ``a + c[r] * b`` (int32 arrays a, b, one integer c[r] per rank), so
@@ -120,7 +120,7 @@ class RunResult:
     resends: int = 0
     busiest: dict[str, object] = field(default_factory=dict)
     agent: dict[str, float] = field(default_factory=dict)  # INA with an AgentModel: its counters, per worker
-    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered), summed
+    # INA: the job's servers' counters (root copies kept, RESULTs sent, resends answered, duplicates), summed
     server: dict[str, int] = field(default_factory=dict)
     # INA with ``Recovery``: the re-plans of the run and the chunks the workers moved (``_Replanner.summary``)
     recovery: dict[str, object] = field(default_factory=dict)
@@ -153,8 +153,10 @@ class Recovery:
     ``detect_s`` after it failed (a probe fails within one probe interval: at most the interval), and at
     that time the controller's re-plan (``replan_ina``: ``plan_around`` with the job's ``root_results``) is
     installed and reaches every worker of a job whose plan uses the switch; the workers move their chunks
-    without a result on trees that are gone to the new plan's recovery tree, those in flight at once
-    (worker/stream.py, ``Round.trees_changed``). The re-plan's own wall time is measured, not modelled."""
+    without a result on trees that are gone to the new plan's recovery tree, those in flight at once, and
+    offer it the chunks with a result from a pool before the first without one (worker/stream.py,
+    ``Round.trees_changed``: a root that died multicasting may have left others without a RESULT). The
+    re-plan's own wall time is measured, not modelled."""
 
     detect_s: float
     root_results: bool | None = None  # the jobs' option (None: where the program can, as ``plan_ina``)
@@ -253,6 +255,7 @@ class _Replanner:
             "chunks_moved": sum(int(s["chunks_moved"]) for s in workers),
             "recovery_chunks": sum(int(s["recovery_chunks"]) for s in workers),
             "sent_after_done": sum(int(s["sent_after_done"]) for s in workers),
+            "finished_chunks_offered": sum(int(s["finished_chunks_offered"]) for s in workers),
             "answered_from_other_tree": sum(int(s["answered_from_other_tree"]) for s in servers),
         }
 
@@ -375,7 +378,8 @@ def run_ina(
 
 def _server_counters(net: SimNetwork, plan: JobPlan) -> dict[str, int]:
     stats = [net.core.host_stats(net.node[s.name]) for s in plan.servers]
-    return {key: int(sum(s[key] for s in stats)) for key in ("root_copies", "results_sent", "answers")}
+    keys = ("root_copies", "results_sent", "answers", "duplicates")
+    return {key: int(sum(s[key] for s in stats)) for key in keys}
 
 
 def run_ina_jobs(

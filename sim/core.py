@@ -295,7 +295,7 @@ class SimCore:
         return int(self.lib.sim_run(self._sim, until))
 
     def host_stats(self, node: int) -> dict[str, float]:
-        out = np.zeros(24, dtype=np.int64)
+        out = np.zeros(25, dtype=np.int64)
         self.lib.sim_host_stats(self._sim, node, _ptr(out))
         keys = (
             "done_s",
@@ -322,11 +322,14 @@ class SimCore:
         stats["unknown_sources"] = int(out[18])  # resends it could not answer: from no worker's address
         stats["answered_from_other_tree"] = int(out[19])  # recovery-tree GRADs of chunks another tree completed
         # an INA worker's new plan version mid-round: its results then (-1: none came), the chunks in flight
-        # it moved to the recovery tree, the chunks it sent over it, sends of chunks that had their result
+        # it moved to the recovery tree, the chunks without a result it sent over it, sends of chunks that had
+        # their result, and the finished chunks it offered the recovery tree at the re-plan (the agent's
+        # finished_chunks_offered: those of the last pool before the first without a result, and after it)
         stats["results_at_replan"] = int(out[20])
         stats["chunks_moved"] = int(out[21])
         stats["recovery_chunks"] = int(out[22])
         stats["sent_after_done"] = int(out[23])
+        stats["finished_chunks_offered"] = int(out[24])
         return stats
 
     def state(self) -> dict[str, float]:

@@ -72,6 +72,7 @@
 #define AGGREGATES_ROOT         2       /* set_job's aggregates: aggregates and is its tree's root (multicasts completions) */
 #define ROOT_UP_REPLICA         0xFFFF  /* replica id of the root's group member toward the server: only a sum the root completed leaves by it */
 #define MAX_FAN_IN              32      /* children per slot: width of the bitmap of children heard */
+#define SERVER_MAX_FAN_IN       255     /* children a server (software) tracks: the most a hop's 8-bit fan_in says */
 #define ETHERNET_HEADER_BYTES   14
 #define IPV4_HEADER_BYTES       20      /* INA packets carry no IPv4 options */
 #define UDP_HEADER_BYTES        8

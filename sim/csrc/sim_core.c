@@ -16,6 +16,7 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_PORTS 512
+#define HEARD_WORDS 4 /* an INA server's children-heard bitmap per cell: a hop's child is one byte, 256 bits hold any */
 
 typedef int64_t (*process_fn)(void *sw, uint32_t port, const uint8_t *data, uint32_t len, uint8_t **records);
 typedef void (*free_fn)(void *p);
@@ -111,7 +112,7 @@ struct host {
     /* a new plan version mid-round (sim_ina_worker_replan): the chunks moved to the recovery tree */
     uint8_t *via_recovery; /* per chunk: sent over the recovery tree at least once */
     int replanned;
-    uint64_t results_at_replan, chunks_moved, recovery_chunks, sent_after_done;
+    uint64_t results_at_replan, chunks_moved, recovery_chunks, sent_after_done, finished_offered;
     /* the agent's congestion control (adaptive); adaptive == 0: the window and the timeout stay fixed */
     int adaptive, ecn;
     double min_win;
@@ -121,7 +122,8 @@ struct host {
     /* INA server */
     uint32_t ring;
     int64_t *cell_seq;
-    uint32_t *cell_heard;
+    uint64_t *cell_heard; /* HEARD_WORDS words per cell: the children heard (a server tracks up to 255) */
+    uint8_t *cell_count;  /* children heard per cell */
     uint8_t *cell_done;
     uint8_t *cell_ce; /* a contribution of the cell's sum arrived marked CE: the result is echoed CE */
     uint8_t *cell_tree; /* the tree the cell's chunk came up (its RESULT's tree id) */
@@ -363,7 +365,7 @@ static void ina_send_chunk(sim *s, uint32_t n, uint32_t j, int retx) {
     h->sent_at[j] = s->now;
     h->deadline[j] = s->now + ina_rto(h, h->attempts[j]);
     if (h->done[j]) h->sent_after_done++;
-    if (t->moved && h->via_recovery && !h->via_recovery[j]) h->via_recovery[j] = 1, h->recovery_chunks++;
+    if (t->moved && h->via_recovery && !h->done[j] && !h->via_recovery[j]) h->via_recovery[j] = 1, h->recovery_chunks++;
     transmit(s, n, 0, f, t->tmpl_len);
 }
 
@@ -633,7 +635,7 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     h->grads++;
     uint32_t seq = get_be32(f + L->seq), slot_word = get_be16(f + L->slot_word);
     uint32_t fan_in = f[L->hop0_fan_in], child = f[L->hop0_child];
-    if (child >= 32 || fan_in == 0 || fan_in > 32) return;
+    if (child >= fan_in) return; /* (also fan-in 0) the server agent's bad_child */
     uint32_t cell = seq % h->ring, tree = f[L->tree_id];
     int32_t *acc = h->cell_acc + (uint64_t)cell * L->k;
     if (h->cell_seq[cell] == (int64_t)seq && h->cell_tree[cell] != tree) { /* the chunk on another tree */
@@ -653,7 +655,8 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     }
     if (h->cell_seq[cell] != (int64_t)seq) {
         h->cell_seq[cell] = seq;
-        h->cell_heard[cell] = 0;
+        memset(h->cell_heard + (uint64_t)cell * HEARD_WORDS, 0, HEARD_WORDS * sizeof *h->cell_heard);
+        h->cell_count[cell] = 0;
         h->cell_done[cell] = 0;
         h->cell_ce[cell] = 0;
         h->cell_tree[cell] = f[L->tree_id];
@@ -661,14 +664,20 @@ static void ina_server_receive(sim *s, uint32_t n, const uint8_t *f, uint32_t le
     }
     if (h->cell_done[cell]) { /* a resend of a finished chunk: the result again, to its sender; else a duplicate */
         if (f[L->flags] & L->flag_retx) ina_server_answer(s, n, cell, seq, slot_word, f);
+        else h->duplicates++;
         return;
     }
-    if (h->cell_heard[cell] & (1u << child)) return;
-    h->cell_heard[cell] |= 1u << child;
+    uint64_t *heard = h->cell_heard + (uint64_t)cell * HEARD_WORDS + child / 64, bit = 1ull << (child % 64);
+    if (*heard & bit) { /* this child's contribution is in the sum already */
+        h->duplicates++;
+        return;
+    }
+    *heard |= bit;
+    h->cell_count[cell]++;
     if ((f[L->ip_tos] & 3) == 3) h->cell_ce[cell] = 1;
     const uint8_t *v = f + len - 4 * L->k;
     for (uint32_t i = 0; i < L->k; i++) acc[i] = (int32_t)((uint32_t)acc[i] + get_be32(v + 4 * i));
-    if ((uint32_t)__builtin_popcount(h->cell_heard[cell]) == fan_in) {
+    if (h->cell_count[cell] >= fan_in) {
         h->cell_done[cell] = 1;
         if (!h->tree_root[h->cell_tree[cell]]) {
             ina_server_send(s, n, cell, seq, slot_word);
@@ -856,6 +865,7 @@ static void host_free(host *h) {
     free(h->attempts);
     free(h->cell_seq);
     free(h->cell_heard);
+    free(h->cell_count);
     free(h->cell_done);
     free(h->cell_ce);
     free(h->cell_tree);
@@ -1018,8 +1028,10 @@ EXPORT int sim_ina_worker_agent(sim *s, uint32_t n, double window, double thresh
 /* A new version of INA worker n's plan mid-round (worker/stream.py, Round.trees_changed): each of its
  * trees with gone[ti] set is gone, so its chunks go over the recovery tree from now on (`tmpl`: the
  * worker's GRAD on the recovery tree's hop list; each chunk keeps its slot and shadow), those in flight
- * without a result at once, as resends (RETX); the tree's window and pacer carry on. The chunks that have
- * their result are not sent again. */
+ * without a result at once, as resends (RETX); the tree's window and pacer carry on. Then, as resends too,
+ * the chunks with their result from a pool before the first without one up to the last sent: a root that
+ * died multicasting a RESULT may have left other workers and the server without it, and the recovery tree
+ * sums such a chunk afresh from every worker (the server answers those it completed from its sum). */
 EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const uint8_t *tmpl, uint32_t len) {
     host *h = &s->nodes[n].h;
     if (h->kind != HOST_INA_WORKER || len < s->lay.header_end + 4 * s->lay.k) return -1;
@@ -1046,6 +1058,12 @@ EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const 
             h->chunks_moved++;
             ina_send_chunk(s, n, j, 1);
         }
+        for (uint32_t i = t->lowest > h->pool ? t->lowest - h->pool : 0; i < t->next; i++) {
+            uint32_t j = t->chunks[i];
+            if (!h->done[j]) continue;
+            h->finished_offered++;
+            ina_send_chunk(s, n, j, 1);
+        }
         ina_fill_tree(s, n, ti);
     }
     ina_arm(s, n);
@@ -1061,12 +1079,13 @@ EXPORT int sim_ina_server(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len,
     h->kind = HOST_INA_SERVER;
     h->ring = ring;
     h->cell_seq = malloc(ring * sizeof *h->cell_seq);
-    h->cell_heard = calloc(ring, sizeof *h->cell_heard);
+    h->cell_heard = calloc((uint64_t)ring * HEARD_WORDS, sizeof *h->cell_heard);
+    h->cell_count = calloc(ring, 1);
     h->cell_done = calloc(ring, 1);
     h->cell_ce = calloc(ring, 1);
     h->cell_tree = calloc(ring, 1);
     h->cell_acc = calloc((uint64_t)ring * s->lay.k, sizeof *h->cell_acc);
-    if (!h->cell_seq || !h->cell_heard || !h->cell_done || !h->cell_ce || !h->cell_tree || !h->cell_acc) return -1;
+    if (!h->cell_seq || !h->cell_heard || !h->cell_count || !h->cell_done || !h->cell_ce || !h->cell_tree || !h->cell_acc) return -1;
     for (uint32_t i = 0; i < ring; i++) h->cell_seq[i] = -1;
     return 0;
 }
@@ -1176,8 +1195,8 @@ EXPORT void sim_start(sim *s) {
  * then the agent's: timeouts, window halvings, rate cuts, congested results, window (milli-chunks),
  * rate (bytes/s), smoothed RTT (ps, -1: none), lowest RTT (ps), then the INA server's: root copies kept,
  * RESULTs sent, resends from no worker's address, recovery-tree GRADs answered from another tree's sum; then
- * an INA worker's re-plan: results it had then (-1: no re-plan), chunks moved, chunks sent over the
- * recovery tree, sends of chunks that had their result */
+ * an INA worker's re-plan: results it had then (-1: no re-plan), chunks moved, chunks without a result
+ * sent over the recovery tree, sends of chunks that had their result, finished chunks offered at a re-plan */
 EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     node *nd = &s->nodes[n];
     host *h = &nd->h;
@@ -1194,6 +1213,7 @@ EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
     out[19] = (int64_t)h->answered_from_other_tree;
     out[20] = h->replanned ? (int64_t)h->results_at_replan : -1, out[21] = (int64_t)h->chunks_moved;
     out[22] = (int64_t)h->recovery_chunks, out[23] = (int64_t)h->sent_after_done;
+    out[24] = (int64_t)h->finished_offered;
 }
 
 /* now (ps), events, heap length, hosts pending */
