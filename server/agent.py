@@ -5,8 +5,9 @@ switch on the way had no slots or does not aggregate; with no aggregating switch
 worker: the parameter-server baseline); the terminal hop entry of each GRAD says the server's fan-in
 and the packet's child index, so a per-chunk bitmap completes the sum exactly once whatever arrives
 twice. A server tracks up to ``SERVER_MAX_FAN_IN`` = 255 children (the hop entry's 8-bit fan-in), not a
-switch's 32: its bitmap has a 64-bit word per 64 children of the tree, one word up to 64. A completed sum goes back as unicast RESULTs along every worker's reverse hop list (which
-release the switches' slots) or as one multicast RESULT. Recent results are kept to answer
+switch's 32: its bitmap has a 64-bit word per 64 children of the tree, one word up to 64. A completed
+sum goes back as unicast RESULTs along every worker's reverse hop list (which release the switches'
+slots) or as one multicast RESULT. Recent results are kept to answer
 retransmissions, each to the worker that sent it (its source address), never to all. Jobs are kept
 apart by job id; several jobs are served at once.
 
