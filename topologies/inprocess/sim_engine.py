@@ -33,13 +33,20 @@ class SimEngineError(LabError):
 
 
 class SimDirectionStats:
-    """A link direction's counters, read from the core when asked (DirectionStats' fields)."""
+    """A link direction's counters, read from the core when asked (DirectionStats' fields). As on the Python
+    engine, where ``reset_stats`` gives every direction a new stats object, a reset freezes this one."""
 
     def __init__(self, core: ExternalHostCore, link: int):
         self._core, self._link = core, link
+        self._frozen: dict[str, int] | None = None
 
     def _read(self) -> dict[str, int]:
+        if self._frozen is not None:
+            return dict(self._frozen)
         return dict(zip(_STAT_FIELDS, self._core.link_counters(self._link)[:6], strict=True))
+
+    def freeze(self) -> None:
+        self._frozen = self._read()
 
     def __getattr__(self, name: str) -> int:
         if name in _STAT_FIELDS:
@@ -71,6 +78,7 @@ class SimChannel:
         self.link = link
         self.src, self.src_port, self.dst, self.dst_port = src, src_port, dst, dst_port
         self._enabled = True
+        self._stats = SimDirectionStats(net.core, link)
         self._params: _LiveParams = self._live(params)
         self._push()
 
@@ -105,17 +113,25 @@ class SimChannel:
 
     @property
     def stats(self) -> SimDirectionStats:
-        return SimDirectionStats(self._net.core, self.link)
+        return self._stats
+
+    def reset_stats(self) -> None:
+        """Zero the counters; the stats object handed out so far keeps what it counted."""
+        self._stats.freeze()
+        self._net.core.reset_link_counters(self.link)
+        self._stats = SimDirectionStats(self._net.core, self.link)
 
     @property
     def name(self) -> str:
         return f"{self.src.name}:{self.src_port}->{self.dst.name}:{self.dst_port}"
 
-    def send(self, frame: bytes) -> None:
+    def _no_interception(self, *args: Any) -> None:
         raise SimEngineError(
-            f"link {self.name}: the sim engine carries frames in native code; a test that intercepts them "
-            "needs engine='python'"
+            f"link {self.name}: the sim engine carries frames in native code, nothing intercepts them per frame "
+            "(engine='python' does)"
         )
+
+    send = property(lambda self: self._no_interception, _no_interception)
 
 
 class SimSwitchNode:
@@ -273,7 +289,7 @@ class SimEngineNetwork:
 
     def reset_stats(self) -> None:
         for ch in self.channels:
-            self.core.reset_link_counters(ch.link)
+            ch.reset_stats()
 
     # -- the loop's event source -----------------------------------------------------------------------
     def inject(self, node: int, frame: bytes) -> None:
