@@ -15,6 +15,7 @@ is reproducible but not the same run as on the Python engine.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -207,7 +208,8 @@ class SimEngineNetwork:
         self._directions: dict[tuple[str, str], SimChannel] = {}
         self._hosts_by_index: dict[int, SimHostNode] = {}
         self._entry: dict[str, int] | None = None
-        self._batch: list[tuple[int, bytes]] = []
+        self._batch: collections.deque[tuple[int, bytes]] = collections.deque()  # frames of one instant
+        self._batch_t = 0.0
         loop.attach_source(self)
 
     # -- construction (Network's) ----------------------------------------------------------------------
@@ -296,16 +298,20 @@ class SimEngineNetwork:
         self.core.inject(node, round(self.loop.now() * PS_PER_S), frame)
 
     def advance(self, until: float | None) -> float | None:
+        if self._batch:  # a handler raised in the middle of the last batch: the rest first
+            return self._batch_t
         until_ps = _FOREVER_PS if until is None else round(until * PS_PER_S)
         if not self.core.run_external(until_ps):
             return None
-        t_ps, self._batch = self.core.outbox()
-        return t_ps / PS_PER_S
+        t_ps, frames = self.core.outbox()
+        self._batch = collections.deque(frames)
+        self._batch_t = t_ps / PS_PER_S
+        return self._batch_t
 
     def deliver(self) -> None:
-        batch, self._batch = self._batch, []
-        hosts = self._hosts_by_index
-        for index, frame in batch:
+        batch, hosts = self._batch, self._hosts_by_index
+        while batch:
+            index, frame = batch.popleft()
             hosts[index].receive(SimHostNode.PORT, frame)
 
     def pending(self) -> bool:
