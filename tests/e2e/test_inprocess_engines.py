@@ -97,3 +97,26 @@ def test_a_spine_killed_mid_round_is_replanned_around_with_exact_sums(engine):
     new = manager.plan(plan.job_id)
     assert new.version == plan.version + 1 and dead not in {c.switch for c in new.switches}
     assert sum(a.stats["chunks_moved"] for a in job.agents) > 0  # chunks were in flight through the dead spine
+
+
+def test_what_the_sim_engine_cannot_run_is_refused_naming_the_python_engine():
+    from topologies.errors import LabError
+    from topologies.inprocess import InProcessNetwork
+    from worker.loop import RealTimeLoop
+
+    topo = star_topology(2)
+    loop = RealTimeLoop()
+    try:
+        with pytest.raises(LabError, match=r"virtual clock \(VirtualLoop\); use engine='python'"):
+            InProcessNetwork(topo, loop=loop, engine="sim")
+    finally:
+        loop.close()
+    with pytest.raises(LabError, match=r"no switch processing time \(processing_s\); use engine='python'"):
+        InProcessNetwork(topo, processing_s=1e-6, engine="sim")
+    with pytest.raises(LabError, match=r"in-process engine 'ns3' is not one of python, sim \(INA_INPROCESS_ENGINE\)"):
+        InProcessNetwork(topo, engine="ns3")
+    net = InProcessNetwork(topo, engine="sim")
+    with pytest.raises(
+        LabError, match=r"link s1:1->h1:0: .* nothing intercepts them per frame \(engine='python' does\)"
+    ):
+        net.net.channel("s1", "h1").send = lambda frame: None
