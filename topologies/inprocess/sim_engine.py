@@ -22,7 +22,7 @@ from typing import Any
 
 from sim.core import PS_PER_S, ExternalHostCore
 from topologies.errors import LabError
-from topologies.inprocess.network import DirectionStats, LinkParams
+from topologies.inprocess.network import LinkParams
 from worker.loop import VirtualLoop
 
 _STAT_FIELDS = ("packets", "bytes", "lost", "queue_drops", "duplicated", "reordered")
@@ -56,9 +56,6 @@ class SimDirectionStats:
 
     def as_dict(self) -> dict:
         return self._read()
-
-    def snapshot(self) -> DirectionStats:
-        return DirectionStats(**self._read())
 
 
 class _LiveParams(LinkParams):
