@@ -12,6 +12,10 @@ bytes on every link direction of each method, prints a table as it goes, and sav
 bench/results/allreduce.json and bench/results/allreduce.png.
 
     .venv/bin/python bench/allreduce.py [--workers 4 8] [--bandwidth 100] [--wall-limit 60]
+
+``--engine sim`` carries the frames on the simulator's native core instead of the Python network
+(topologies/inprocess/sim_engine.py; results then go to allreduce_sim.json/.png); the "wall/model" column
+is wall time over modelled time, "cpu/model" this process's CPU time over it. ``--methods ina --min-kb 1024 --max-kb 1024`` measures one case.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from controller.options import DEFAULT_RESULT_MODE  # noqa: E402
 from controller.planner import PlanOptions  # noqa: E402
 from controller.topology import Topology  # noqa: E402
 from topologies.inprocess import InProcessNetwork  # noqa: E402
+from topologies.inprocess.fabric import ENGINES, engine_name  # noqa: E402
 from topologies.inprocess.jobs import InProcessJob  # noqa: E402
 from worker.baselines import HostTreeAllreduce, RingAllreduce, parameter_server_options  # noqa: E402
 
@@ -53,9 +58,9 @@ def star(n_workers: int, bandwidth: float, delay: float) -> Topology:
 class Bench:
     """One network and job; each method runs on it in turn with the link counters reset."""
 
-    def __init__(self, n_workers: int, bandwidth: float, delay: float):
+    def __init__(self, n_workers: int, bandwidth: float, delay: float, engine: str | None = None):
         self.topo = star(n_workers, bandwidth, delay)
-        self.net = InProcessNetwork(self.topo, seed=1)
+        self.net = InProcessNetwork(self.topo, seed=1, engine=engine)
         self.net.install_routes()
         self.workers = [h.name for h in self.topo.role_hosts("worker")]
         self.server = self.topo.role_hosts("server")[0].name
@@ -99,7 +104,7 @@ class Bench:
     def run(self, method: str, xs: list[np.ndarray]) -> dict:
         self.net.reset_stats()
         loop = self.net.loop
-        start_wall, start = time.perf_counter(), loop.now()
+        start_wall, start_cpu, start = time.perf_counter(), time.process_time(), loop.now()
         retx = 0
         if method in self.jobs:
             job = self.jobs[method]
@@ -114,6 +119,7 @@ class Bench:
             for a in agents + passive:
                 a.close()
         elapsed, wall = loop.now() - start, time.perf_counter() - start_wall
+        cpu = time.process_time() - start_cpu
         expect = np.sum(xs, axis=0, dtype=np.int64)
         if not all(np.array_equal(o, expect) for o in outs):
             raise SystemExit(f"{method}: wrong result")
@@ -124,6 +130,7 @@ class Bench:
         return {
             "time_s": elapsed,
             "wall_s": wall,
+            "cpu_s": cpu,  # this process's CPU time: on a shared machine, steadier than the wall time
             "links": links,
             "retransmissions": retx,
             "server_in": links[f"s1->{self.server}"],
@@ -140,15 +147,19 @@ def main(argv=None) -> int:
     ap.add_argument("--wall-limit", type=float, default=60.0, help="wall seconds a size may take")
     ap.add_argument("--min-kb", type=int, default=4)
     ap.add_argument("--max-kb", type=int, default=1 << 20)
+    ap.add_argument("--engine", choices=ENGINES, default=None, help="the in-process network's engine")
+    ap.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
     args = ap.parse_args(argv)
+    engine = engine_name(args.engine)
+    stem = "allreduce" if engine == "python" else f"allreduce_{engine}"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"bandwidth_mbps": args.bandwidth, "delay_ms": args.delay, "runs": []}
+    report = {"bandwidth_mbps": args.bandwidth, "delay_ms": args.delay, "engine": engine, "runs": []}
     for n in args.workers:
-        bench = Bench(n, args.bandwidth, args.delay)
-        print(f"\n{n} workers, 1 server, one switch, {args.bandwidth:g} Mbit/s links (virtual clock)")
+        bench = Bench(n, args.bandwidth, args.delay, engine)
+        print(f"\n{n} workers, 1 server, one switch, {args.bandwidth:g} Mbit/s links (virtual clock, {engine} engine)")
         print(
             f"{'size':>9} {'method':>11} {'time ms':>9} {'x ideal':>8} {'server in KB':>13} "
-            f"{'max link KB':>12} {'retx':>5} {'wall s':>7}"
+            f"{'max link KB':>12} {'retx':>5} {'wall s':>7} {'wall/model':>10} {'cpu/model':>9}"
         )
         kb = args.min_kb
         rng = np.random.default_rng(0)
@@ -158,37 +169,38 @@ def main(argv=None) -> int:
             ideal = size * 8 / (args.bandwidth * 1e6)
             row = {"workers": n, "bytes": size, "ideal_s": ideal}
             wall = 0.0
-            for method in METHODS:
+            for method in args.methods:
                 r = bench.run(method, xs)
                 row[method] = r
                 wall += r["wall_s"]
                 print(
                     f"{kb:>7}KB {method:>11} {r['time_s'] * 1e3:>9.2f} {r['time_s'] / ideal:>8.2f} "
                     f"{r['server_in'] / 1024:>13.1f} {r['max_link'] / 1024:>12.1f} {r['retransmissions']:>5} "
-                    f"{r['wall_s']:>7.1f}",
+                    f"{r['wall_s']:>7.1f} {r['wall_s'] / r['time_s']:>10.1f} {r['cpu_s'] / r['time_s']:>9.1f}",
                     flush=True,
                 )
-            row["server_out_ratio_ina_vs_ps"] = (
-                row["ina"]["links"][f"{bench.server}->s1"] / row["ps"]["links"][f"{bench.server}->s1"]
-            )
-            row["server_in_ratio_ina_vs_ps"] = row["ina"]["server_in"] / row["ps"]["server_in"]
-            row["ina_vs_ring_speedup"] = row["ring"]["time_s"] / row["ina"]["time_s"]
-            print(
-                f"{'':>9} server bytes INA/PS = {row['server_in_ratio_ina_vs_ps']:.3f} (1/N = {1 / n:.3f}); "
-                f"INA time / ideal = {row['ina']['time_s'] / ideal:.2f}; ring / INA = "
-                f"{row['ina_vs_ring_speedup']:.2f}"
-            )
+            if all(m in row for m in ("ina", "ps", "ring")):
+                row["server_out_ratio_ina_vs_ps"] = (
+                    row["ina"]["links"][f"{bench.server}->s1"] / row["ps"]["links"][f"{bench.server}->s1"]
+                )
+                row["server_in_ratio_ina_vs_ps"] = row["ina"]["server_in"] / row["ps"]["server_in"]
+                row["ina_vs_ring_speedup"] = row["ring"]["time_s"] / row["ina"]["time_s"]
+                print(
+                    f"{'':>9} server bytes INA/PS = {row['server_in_ratio_ina_vs_ps']:.3f} (1/N = {1 / n:.3f}); "
+                    f"INA time / ideal = {row['ina']['time_s'] / ideal:.2f}; ring / INA = "
+                    f"{row['ina_vs_ring_speedup']:.2f}"
+                )
             report["runs"].append(row)
-            (RESULTS / "allreduce.json").write_text(json.dumps(report, indent=1))
+            (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=1))
             if wall * 2 > args.wall_limit:  # the next size doubles the work
                 break
             kb *= 2
-    plot(report)
-    print(f"\nsaved {RESULTS / 'allreduce.json'} and {RESULTS / 'allreduce.png'}")
+    plot(report, args.methods, RESULTS / f"{stem}.png")
+    print(f"\nsaved {RESULTS / f'{stem}.json'} and {RESULTS / f'{stem}.png'}")
     return 0
 
 
-def plot(report: dict) -> None:
+def plot(report: dict, methods=METHODS, path: Path = RESULTS / "allreduce.png") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,7 +212,7 @@ def plot(report: dict) -> None:
         runs = [r for r in report["runs"] if r["workers"] == n]
         sizes = [r["bytes"] / 1024 for r in runs]
         ax = axes[0][col]
-        for m in METHODS:
+        for m in methods:
             ax.plot(sizes, [r[m]["time_s"] * 1e3 for r in runs], marker="o", label=m)
         ax.plot(sizes, [r["ideal_s"] * 1e3 for r in runs], "k--", label="ideal (payload/bw)")
         ax.set(
@@ -212,12 +224,12 @@ def plot(report: dict) -> None:
         )
         ax.legend()
         ax = axes[1][col]
-        for m in METHODS:
+        for m in methods:
             ax.plot(sizes, [r[m]["server_in"] / 1024 for r in runs], marker="o", label=m)
         ax.set(xscale="log", yscale="log", xlabel="KB per worker", ylabel="KB into the server")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "allreduce.png", dpi=100)
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,31 @@ def library() -> ctypes.CDLL:
         "sim_run": (ctypes.c_uint64, [_P, ctypes.c_int64]),
         "sim_host_stats": (None, [_P, ctypes.c_uint32, _P]),
         "sim_state": (None, [_P, _P]),
+        # external hosts (the in-process network's agents in Python): topologies/inprocess/sim_engine.py
+        "sim_external_host": (ctypes.c_int, [_P, ctypes.c_uint32]),
+        "sim_set_process": (None, [_P, _P, _P]),
+        "sim_set_depth_cells": (None, [_P, ctypes.c_uint32]),
+        "sim_set_node_dead": (None, [_P, ctypes.c_uint32, ctypes.c_int]),
+        "sim_set_link_params": (
+            ctypes.c_int,
+            [
+                _P,
+                ctypes.c_uint32,
+                ctypes.c_double,
+                ctypes.c_int64,
+                ctypes.c_int64,
+                ctypes.c_double,
+                ctypes.c_double,
+                ctypes.c_double,
+                ctypes.c_int64,
+                ctypes.c_int,
+            ],
+        ),
+        "sim_link_counters": (None, [_P, ctypes.c_uint32, _P]),
+        "sim_link_reset_counters": (None, [_P, ctypes.c_uint32]),
+        "sim_inject": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.c_int64, _U8P, ctypes.c_uint32]),
+        "sim_run_external": (ctypes.c_uint32, [_P, ctypes.c_int64]),
+        "sim_outbox": (ctypes.c_uint32, [_P, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(_P)]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -336,3 +361,88 @@ class SimCore:
         out = np.zeros(4, dtype=np.int64)
         self.lib.sim_state(self._sim, _ptr(out))
         return {"now_s": out[0] / PS_PER_S, "events": int(out[1]), "queued": int(out[2]), "pending_hosts": int(out[3])}
+
+
+class ExternalFrame(ctypes.Structure):
+    """One frame of the core's outbox (sim_core.c's ext_frame)."""
+
+    _fields_ = [("frame", ctypes.c_void_p), ("node", ctypes.c_uint32), ("len", ctypes.c_uint32)]
+
+
+class ExternalHostCore(SimCore):
+    """A core whose hosts live in Python (the in-process network's agents): the frames that reach them come
+    out of ``run_external``, the frames they send go in through ``inject``. Times are in picoseconds."""
+
+    def __init__(self, seed: int):
+        super().__init__(seed, None, None, None)
+
+    def set_switch_entry(self, process: int, free_records: int, queue_depth: int, cell_bytes: int) -> None:
+        """The native runtime's entry points (one program library serves every switch); ``cell_bytes`` > 0:
+        switches read their queues in cells of that size (TNA)."""
+        self.lib.sim_set_process(self._sim, process, free_records)
+        self.lib.sim_set_depth_fn(self._sim, queue_depth)
+        self.lib.sim_set_depth_cells(self._sim, cell_bytes)
+
+    def external_host(self, node: int) -> None:
+        self._check(self.lib.sim_external_host(self._sim, node), "external host")
+
+    def set_node_dead(self, node: int, dead: bool) -> None:
+        self.lib.sim_set_node_dead(self._sim, node, int(dead))
+
+    def set_link_params(
+        self,
+        link: int,
+        bandwidth_bps: float,
+        delay_s: float,
+        queue_bytes: int | None,
+        loss: float,
+        duplicate: float,
+        reorder: float,
+        reorder_delay_s: float,
+    ) -> None:
+        """Every parameter of a link direction, the drop-tail limit comparing the bytes already waiting."""
+        rc = self.lib.sim_set_link_params(
+            self._sim,
+            link,
+            bandwidth_bps,
+            round(delay_s * PS_PER_S),
+            -1 if queue_bytes is None else queue_bytes,
+            loss,
+            duplicate,
+            reorder,
+            round(reorder_delay_s * PS_PER_S),
+            1,
+        )
+        if rc != 0:
+            raise SimError(f"link direction {link}: bandwidth must be > 0 and delays >= 0")
+
+    def link_counters(self, link: int) -> tuple[int, ...]:
+        """packets, bytes, lost, queue_drops, duplicated, reordered, max_queue_bytes."""
+        out = (ctypes.c_uint64 * 7)()
+        self.lib.sim_link_counters(self._sim, link, out)
+        return tuple(out)
+
+    def reset_link_counters(self, link: int) -> None:
+        self.lib.sim_link_reset_counters(self._sim, link)
+
+    def inject(self, node: int, t_ps: int, frame: bytes) -> None:
+        if self.lib.sim_inject(self._sim, node, t_ps, frame, len(frame)) != 0:
+            raise SimError(f"node {node} is no external host (or out of memory)")
+
+    def run_external(self, until_ps: int) -> int:
+        """Run up to ``until_ps``; the number of frames that reached external hosts at the instant it
+        stopped (``outbox``)."""
+        return int(self.lib.sim_run_external(self._sim, until_ps))
+
+    def outbox(self) -> tuple[int, list[tuple[int, bytes]]]:
+        """The instant (ps) and the (node, frame) pairs of the last ``run_external``."""
+        t = ctypes.c_int64()
+        ptr = ctypes.c_void_p()
+        n = self.lib.sim_outbox(self._sim, ctypes.byref(t), ctypes.byref(ptr))
+        frames = ctypes.cast(ptr, ctypes.POINTER(ExternalFrame))
+        return t.value, [(frames[i].node, ctypes.string_at(frames[i].frame, frames[i].len)) for i in range(n)]
+
+    def pending_events(self) -> int:
+        out = (ctypes.c_int64 * 4)()
+        self.lib.sim_state(self._sim, out)
+        return int(out[2])

@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 # Timer waits shorter than this are slept in select() on the epoll descriptor (microseconds) instead of
 # in epoll_wait (whole milliseconds, rounded up): a 0.3 ms receive hold (worker/transport.py) lasted
@@ -91,16 +91,57 @@ class _TimerHeap:
         return len(self._heap)
 
 
+class EventSource(Protocol):
+    """Another simulator whose events a VirtualLoop interleaves with its timers (the in-process network's
+    native core: topologies/inprocess/sim_engine.py). It runs its own events in between and stops at an
+    instant where it has something for this loop's callbacks."""
+
+    def advance(self, until: float | None) -> float | None:
+        """Run the source's events up to ``until`` (inclusive; None: as long as it has any), stopping at the
+        first instant at which it has something to deliver: that instant, or None if nothing came."""
+        ...
+
+    def deliver(self) -> None:
+        """Hand what ``advance`` stopped at to this loop's callbacks (the loop's clock is at its instant)."""
+        ...
+
+    def pending(self) -> bool:
+        """Whether the source still has events of its own."""
+        ...
+
+
 class VirtualLoop(EventLoop):
     """Discrete-event simulation: the clock is the time of the event being processed.
 
-    Events at the same instant run in the order they were scheduled, so runs are reproducible.
+    Events at the same instant run in the order they were scheduled, so runs are reproducible. An attached
+    ``EventSource`` runs its events up to each timer's time before the timer runs (its events at that
+    instant first).
     """
 
     def __init__(self, start: float = 0.0):
         self._now = start
         self._timers = _TimerHeap()
         self.events_processed = 0
+        self._source: EventSource | None = None
+
+    def attach_source(self, source: EventSource) -> None:
+        """Interleave ``source``'s events with this loop's timers (one source per loop)."""
+        if self._source is not None and self._source is not source:
+            raise ValueError("this VirtualLoop already drives another event source")
+        self._source = source
+
+    def _from_source(self, until: float | None) -> bool:
+        """Let the attached source run up to ``until``; True if it delivered something (the clock moved there)."""
+        source = self._source
+        if source is None:
+            return False
+        when = source.advance(until)
+        if when is None:
+            return False
+        self._now = max(self._now, when)
+        self.events_processed += 1
+        source.deliver()
+        return True
 
     def now(self) -> float:
         """The time of the event being processed."""
@@ -124,13 +165,18 @@ class VirtualLoop(EventLoop):
     def step(self) -> bool:
         """Run the next event; False when none is left."""
         when = self._timers.next_time()
+        if self._from_source(when):
+            return True
         if when is None:
             return False
+        self._run_timer(when)
+        return True
+
+    def _run_timer(self, when: float) -> None:
         timer = self._timers.pop()
         self._now = when
         self.events_processed += 1
         timer.callback(*timer.args)
-        return True
 
     def run_until(self, done: Callable[[], bool], timeout: float | None = None) -> bool:
         """Process events in time order until ``done()`` (True), ``timeout`` seconds of virtual time passed
@@ -139,12 +185,19 @@ class VirtualLoop(EventLoop):
         deadline = None if timeout is None else self._now + timeout
         while not done():
             when = self._timers.next_time()
+            if self._source is not None:
+                limit = when if deadline is None or (when is not None and when < deadline) else deadline
+                if self._from_source(limit):
+                    continue
+                if when is None and deadline is not None and self._source.pending():
+                    self._now = deadline  # the source ran up to the deadline and has later events
+                    return False
             if when is None:
                 return False
             if deadline is not None and when > deadline:
                 self._now = deadline
                 return False
-            self.step()
+            self._run_timer(when)
         return True
 
     def run(self, duration: float | None = None) -> None:

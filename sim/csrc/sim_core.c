@@ -25,7 +25,8 @@ typedef void (*depth_fn)(void *sw, uint32_t port, uint32_t packets);
 enum { EV_FRAME = 0, EV_TIMER = 1 };
 enum { TIMER_RTO = 0, TIMER_PACE = 1 }; /* a host timer's kind rides in the event's port */
 enum { NODE_SWITCH = 0, NODE_HOST = 1 };
-enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER, HOST_SENDER, HOST_SINK };
+enum { HOST_NONE = 0, HOST_INA_WORKER, HOST_INA_SERVER, HOST_RING, HOST_PS_WORKER, HOST_PS_SERVER, HOST_SENDER, HOST_SINK,
+       HOST_EXTERNAL /* frames go out to Python (the in-process network's agents): sim_run_external */ };
 
 typedef struct {
     int64_t t;
@@ -45,6 +46,13 @@ typedef struct {
     int up;
     /* counters */
     uint64_t packets, bytes, lost, queue_drops, max_queue;
+    /* the in-process network's impairments (sim_set_link_params): a frame is sent twice with probability
+     * `duplicate`, held back by up to reorder_delay_ps with probability `reorder`; queue_backlog_only: the
+     * drop-tail limit compares the bytes already waiting (not those plus the frame's) */
+    double duplicate, reorder;
+    int64_t reorder_delay_ps;
+    int queue_backlog_only;
+    uint64_t duplicated, reordered;
 } link_dir;
 
 /* offsets (bytes from the frame's start) of the fields the agents write and read, from protocol/ */
@@ -156,7 +164,14 @@ typedef struct {
     /* ports whose queue depth the switch was told is > 0, refreshed before each frame it processes */
     uint16_t n_deep, deep[MAX_PORTS];
     uint8_t is_deep[MAX_PORTS];
+    uint8_t dead; /* a killed switch (sim_set_node_dead): frames reaching it are dropped */
 } node;
+
+/* a frame for an external host (owned by the outbox until the next sim_run_external) */
+typedef struct {
+    uint8_t *frame;
+    uint32_t node, len;
+} ext_frame;
 
 typedef struct sim {
     event *heap;
@@ -175,6 +190,11 @@ typedef struct sim {
     uint64_t n_values;
     uint32_t hosts_pending; /* hosts with work that have not finished */
     int64_t finished_at;
+    /* frames delivered to HOST_EXTERNAL nodes at time out_t, handed to Python (sim_run_external) */
+    ext_frame *outbox;
+    uint32_t out_n, out_cap;
+    int64_t out_t;
+    uint32_t depth_cell_bytes; /* > 0: switches read their queues in cells of this size (TNA), else packets */
 } sim;
 
 /* ------------------------------------------------------------------ helpers */
@@ -248,6 +268,15 @@ static int64_t link_waiting(const sim *s, const link_dir *l) {
     return (int64_t)((double)backlog_ps * l->bandwidth_bps / 8e12);
 }
 
+/* What a switch's egress reads for `packets` frames of `frame_len` bytes queued: packets (v1model, as
+ * BMv2), or whole cells per frame (TNA, softswitch/runtime/tna.py's queue_cells), saturated to bit<19>. */
+static uint32_t depth_reading(const sim *s, uint32_t packets, uint32_t frame_len) {
+    uint64_t v = packets;
+    if (s->depth_cell_bytes && packets)
+        v = (uint64_t)packets * ((frame_len + s->depth_cell_bytes - 1) / s->depth_cell_bytes);
+    return v > 0x7FFFF ? 0x7FFFF : (uint32_t)v;
+}
+
 /* Hands a frame (owned by the callee from now on) to the link direction on node's port. */
 static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t len) {
     node *nd = &s->nodes[n];
@@ -264,28 +293,45 @@ static void transmit(sim *s, uint32_t n, uint32_t port, uint8_t *frame, uint32_t
         return;
     }
     int64_t waiting = link_waiting(s, l); /* bytes not yet sent */
-    if (l->queue_bytes >= 0 && waiting + (int64_t)len > l->queue_bytes) {
+    int64_t over = l->queue_backlog_only ? waiting : waiting + (int64_t)len;
+    if (l->queue_bytes >= 0 && over > l->queue_bytes) {
         l->queue_drops++;
         free(frame);
         return;
     }
-    if ((uint64_t)waiting + len > l->max_queue) l->max_queue = (uint64_t)waiting + len;
-    int64_t start = l->busy_until > s->now ? l->busy_until : s->now;
-    l->busy_until = start + (int64_t)((double)len * 8e12 / l->bandwidth_bps + 0.5);
-    l->last_len = len;
-    if (nd->kind == NODE_SWITCH && s->set_depth && nd->sw) { /* the egress queue as enq_qdepth sees it */
-        s->set_depth(nd->sw, port, (uint32_t)((waiting + len + len - 1) / len));
-        if (!nd->is_deep[port]) nd->is_deep[port] = 1, nd->deep[nd->n_deep++] = (uint16_t)port;
+    int copies = 1;
+    if (l->duplicate > 0 && rng_unit(s) < l->duplicate) copies = 2, l->duplicated++;
+    for (int c = 0; c < copies; c++) {
+        uint8_t *f = frame;
+        if (c + 1 < copies) { /* the duplicate's own copy; the last copy keeps the frame */
+            f = malloc(len ? len : 1);
+            if (!f) continue;
+            memcpy(f, frame, len);
+        }
+        waiting = link_waiting(s, l);
+        if ((uint64_t)waiting + len > l->max_queue) l->max_queue = (uint64_t)waiting + len;
+        int64_t start = l->busy_until > s->now ? l->busy_until : s->now;
+        l->busy_until = start + (int64_t)((double)len * 8e12 / l->bandwidth_bps + 0.5);
+        l->last_len = len;
+        if (nd->kind == NODE_SWITCH && s->set_depth && nd->sw) { /* the egress queue as enq_qdepth sees it */
+            s->set_depth(nd->sw, port, depth_reading(s, (uint32_t)((waiting + len + len - 1) / len), len));
+            if (!nd->is_deep[port]) nd->is_deep[port] = 1, nd->deep[nd->n_deep++] = (uint16_t)port;
+        }
+        l->packets++;
+        l->bytes += len;
+        if (l->loss > 0 && rng_unit(s) < l->loss) {
+            l->lost++;
+            free(f);
+            continue;
+        }
+        int64_t arrival = l->busy_until + l->delay_ps;
+        if (l->reorder > 0 && rng_unit(s) < l->reorder) {
+            arrival += (int64_t)(rng_unit(s) * (double)l->reorder_delay_ps);
+            l->reordered++;
+        }
+        event e = {arrival, 0, EV_FRAME, l->dst_node, l->dst_port, len, f};
+        if (push(s, e)) free(f);
     }
-    l->packets++;
-    l->bytes += len;
-    if (l->loss > 0 && rng_unit(s) < l->loss) {
-        l->lost++;
-        free(frame);
-        return;
-    }
-    event e = {l->busy_until + l->delay_ps, 0, EV_FRAME, l->dst_node, l->dst_port, len, frame};
-    if (push(s, e)) free(frame);
 }
 
 static void send_copy(sim *s, uint32_t n, const uint8_t *tmpl, uint32_t len) {
@@ -308,7 +354,7 @@ static void refresh_depths(sim *s, uint32_t n) {
         const link_dir *l = &s->links[nd->port_link[port]];
         int64_t waiting = link_waiting(s, l);
         uint32_t packets = l->last_len ? (uint32_t)((waiting + l->last_len - 1) / l->last_len) : 0;
-        s->set_depth(nd->sw, port, packets);
+        s->set_depth(nd->sw, port, depth_reading(s, packets, l->last_len));
         if (packets) {
             i++;
         } else {
@@ -780,8 +826,14 @@ static void host_timer(sim *s, uint32_t n, uint32_t kind) {
 
 /* ------------------------------------------------------------------ the loop */
 
+static void outbox_push(sim *s, uint32_t n, uint8_t *frame, uint32_t len);
+
 static void deliver(sim *s, event *e) {
     node *nd = &s->nodes[e->node];
+    if (nd->dead) { /* a killed switch neither forwards nor counts */
+        free(e->frame);
+        return;
+    }
     nd->processed++;
     if (nd->kind == NODE_SWITCH) {
         uint8_t *rec = NULL;
@@ -813,6 +865,7 @@ static void deliver(sim *s, event *e) {
     case HOST_PS_WORKER:
     case HOST_SINK: ps_worker_receive(s, e->node); break;
     case HOST_PS_SERVER: ps_server_receive(s, e->node, e->frame, e->len); break;
+    case HOST_EXTERNAL: outbox_push(s, e->node, e->frame, e->len); return; /* the outbox owns the frame */
     default: break;
     }
     free(e->frame);
@@ -878,8 +931,12 @@ static void host_free(host *h) {
     memset(h, 0, sizeof *h);
 }
 
+static void outbox_clear(sim *s);
+
 EXPORT void sim_destroy(sim *s) {
     if (!s) return;
+    outbox_clear(s);
+    free(s->outbox);
     for (uint64_t i = 0; i < s->heap_len; i++) free(s->heap[i].frame);
     for (uint32_t i = 0; i < s->n_nodes; i++) host_free(&s->nodes[i].h);
     free(s->heap);
@@ -1219,4 +1276,128 @@ EXPORT void sim_host_stats(sim *s, uint32_t n, int64_t *out) {
 /* now (ps), events, heap length, hosts pending */
 EXPORT void sim_state(sim *s, int64_t *out) {
     out[0] = s->now, out[1] = (int64_t)s->events, out[2] = (int64_t)s->heap_len, out[3] = s->hosts_pending;
+}
+
+/* ------------------------------------------------------------------ external hosts (the in-process network)
+ *
+ * The in-process network runs its links and switches here and keeps its hosts in Python, where the real
+ * agents run on a virtual clock (topologies/inprocess/sim_engine.py). A frame delivered to an external
+ * host goes to the outbox; sim_run_external returns with every frame delivered at that instant, and Python
+ * hands them to the hosts' handlers before it runs anything later. Frames the agents send enter at the
+ * host's port at the current time (sim_inject).
+ */
+
+static void outbox_clear(sim *s) {
+    for (uint32_t i = 0; i < s->out_n; i++) free(s->outbox[i].frame);
+    s->out_n = 0;
+}
+
+static void outbox_push(sim *s, uint32_t n, uint8_t *frame, uint32_t len) {
+    if (s->out_n == s->out_cap) {
+        uint32_t cap = s->out_cap ? s->out_cap * 2 : 64;
+        ext_frame *o = realloc(s->outbox, cap * sizeof *o);
+        if (!o) {
+            free(frame);
+            return;
+        }
+        s->outbox = o;
+        s->out_cap = cap;
+    }
+    if (!s->out_n) s->out_t = s->now;
+    ext_frame f = {frame, n, len};
+    s->outbox[s->out_n++] = f;
+}
+
+/* Node n is a host whose frames go out to Python. */
+EXPORT int sim_external_host(sim *s, uint32_t n) {
+    if (n >= s->n_nodes || s->nodes[n].kind != NODE_HOST) return -1;
+    host *h = &s->nodes[n].h;
+    host_free(h);
+    h->kind = HOST_EXTERNAL;
+    return 0;
+}
+
+/* The switches' pipeline entry points, when the core was created before the first switch was known. */
+EXPORT void sim_set_process(sim *s, void *process, void *free_records) {
+    s->process = (process_fn)process;
+    s->free_records = (free_fn)free_records;
+}
+
+/* Switches read their queues in cells of `cell_bytes` (TNA's enq_qdepth); 0: in packets (v1model). */
+EXPORT void sim_set_depth_cells(sim *s, uint32_t cell_bytes) { s->depth_cell_bytes = cell_bytes; }
+
+/* A killed switch (dead != 0) drops every frame that reaches it; its links still carry frames to it. */
+EXPORT void sim_set_node_dead(sim *s, uint32_t n, int dead) {
+    if (n < s->n_nodes) s->nodes[n].dead = dead ? 1 : 0;
+}
+
+/* Every parameter of link direction `link` (the in-process network's LinkParams), from now on. */
+EXPORT int sim_set_link_params(sim *s, uint32_t link, double bandwidth_bps, int64_t delay_ps, int64_t queue_bytes,
+                               double loss, double duplicate, double reorder, int64_t reorder_delay_ps,
+                               int queue_backlog_only) {
+    if (link >= s->n_links || bandwidth_bps <= 0 || delay_ps < 0 || reorder_delay_ps < 0) return -1;
+    link_dir *l = &s->links[link];
+    l->bandwidth_bps = bandwidth_bps, l->delay_ps = delay_ps, l->queue_bytes = queue_bytes, l->loss = loss;
+    l->duplicate = duplicate, l->reorder = reorder, l->reorder_delay_ps = reorder_delay_ps;
+    l->queue_backlog_only = queue_backlog_only;
+    return 0;
+}
+
+/* packets, bytes, lost, queue_drops, duplicated, reordered, max_queue */
+EXPORT void sim_link_counters(sim *s, uint32_t link, uint64_t *out) {
+    if (link >= s->n_links) return;
+    link_dir *l = &s->links[link];
+    out[0] = l->packets, out[1] = l->bytes, out[2] = l->lost, out[3] = l->queue_drops;
+    out[4] = l->duplicated, out[5] = l->reordered, out[6] = l->max_queue;
+}
+
+EXPORT void sim_link_reset_counters(sim *s, uint32_t link) {
+    if (link >= s->n_links) return;
+    link_dir *l = &s->links[link];
+    l->packets = l->bytes = l->lost = l->queue_drops = l->duplicated = l->reordered = l->max_queue = 0;
+}
+
+/* A frame from external host n's port at time t_ps (not before the core's clock: Python ran the core
+ * up to its own clock first). Returns -1 if it was refused (no such host, no memory). */
+EXPORT int sim_inject(sim *s, uint32_t n, int64_t t_ps, const uint8_t *data, uint32_t len) {
+    if (n >= s->n_nodes || s->nodes[n].h.kind != HOST_EXTERNAL) return -1;
+    if (t_ps > s->now) s->now = t_ps;
+    uint8_t *f = malloc(len ? len : 1);
+    if (!f) return -1;
+    memcpy(f, data, len);
+    transmit(s, n, 0, f, len);
+    return 0;
+}
+
+/* Runs events up to `until_ps` (inclusive), stopping after the first instant at which a frame reached an
+ * external host: returns how many frames the outbox holds then (sim_outbox), 0 if none came by until_ps.
+ * The clock stops at that instant, or at until_ps if later events wait (with none left, at the last). */
+EXPORT uint32_t sim_run_external(sim *s, int64_t until_ps) {
+    outbox_clear(s);
+    uint64_t ran = 0;
+    while (s->heap_len) {
+        int64_t t = s->heap[0].t;
+        if (s->out_n && t != s->out_t) break;
+        if (t > until_ps) {
+            if (!s->out_n && until_ps > s->now) s->now = until_ps;
+            break;
+        }
+        event e = pop(s);
+        s->now = e.t;
+        ran++;
+        if (e.kind == EV_FRAME) {
+            deliver(s, &e);
+        } else {
+            host_timer(s, e.node, e.port);
+        }
+    }
+    s->events += ran;
+    return s->out_n;
+}
+
+/* The outbox's frames (valid until the next sim_run_external) and the instant they arrived. */
+EXPORT uint32_t sim_outbox(sim *s, int64_t *t_ps, const ext_frame **frames) {
+    *t_ps = s->out_t;
+    *frames = s->outbox;
+    return s->out_n;
 }

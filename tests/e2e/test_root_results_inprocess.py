@@ -1,7 +1,9 @@
 """Results from the tree's root switch (docs/protocol.md, "Root multicast"): on the in-process network
 running p4src/ina.p4, the switch that aggregates every worker of a tree sends the RESULTs down itself,
 keeps each sum to answer a resend, and sends the server one copy; the server answers nothing on the
-common path. Sums stay exact; a lost RESULT comes back to the worker that missed it only."""
+common path. Sums stay exact; a lost RESULT comes back to the worker that missed it only. The tests that
+drop one chosen RESULT intercept a link direction's frames in Python, so they run on the Python engine
+(the sim engine carries frames in native code)."""
 
 import numpy as np
 import pytest
@@ -62,7 +64,7 @@ def test_exact_sums_with_results_from_the_root_and_no_server_results(topo, n):
 
 
 def test_a_lost_result_is_answered_by_the_roots_stored_sum_to_that_worker_only():
-    net = network(star_topology(3))
+    net = network(star_topology(3), engine="python")
     job = _job(net, timeout=0.002)
     to_h1 = _watch_results(net.net.channel("s1", "h1"), drop_first_of_seq=5)
     to_h2 = _watch_results(net.net.channel("s1", "h2"))
@@ -81,7 +83,7 @@ def test_a_result_lost_on_its_way_to_a_lower_switch_is_answered_from_the_root_to
     """Leaf-spine: the root's RESULT toward the switch below it is lost, so that switch keeps its complete
     cell and its workers resend: the lower switch passes its stored sum up, the root answers it back down
     that way, and the lower switch replicates it to its workers and releases its cell."""
-    net = network("leaf_spine")
+    net = network("leaf_spine", engine="python")
     job = _job(net, 8, timeout=0.002)
     (tree0_root,) = [c.switch for c in job.plan.switches if c.root and c.tree_id == 0]
     # the switch right under the root in tree 0 (a member of the root's group that is a switch)
@@ -108,7 +110,7 @@ def test_a_result_lost_on_its_way_to_a_lower_switch_is_answered_from_the_root_to
 def test_with_the_server_completing_sums_a_resend_is_answered_to_its_sender_only():
     from controller.planner import PlanOptions
 
-    net = network(star_topology(3))
+    net = network(star_topology(3), engine="python")
     job = _job(net, timeout=0.002, options=PlanOptions(result_mode="multicast", root_results=False))
     assert not any(c.root for c in job.plan.switches)
     to_h1 = _watch_results(net.net.channel("s1", "h1"), drop_first_of_seq=5)

@@ -9,11 +9,17 @@ hosts with transports, modelled links, per-link counters, and an attach endpoint
 
 Switch state is written by the controller's ``Installer`` over in-process P4Runtime clients
 (``topologies.inprocess.install``).
+
+Two engines carry the frames: "python" (``topologies.inprocess.network``: every link direction and switch
+a Python object, any loop, any softswitch back end) and "sim" (``topologies.inprocess.sim_engine``: links
+and switches in the simulator's native core, the switches on softswitch's native back end, a virtual
+clock only). ``engine=None`` takes $INA_INPROCESS_ENGINE, else "python".
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,12 +33,24 @@ from worker.transport import FrameTransport
 if TYPE_CHECKING:
     from controller.installer import Installer
     from controller.plan import JobPlan
+    from topologies.inprocess.sim_engine import SimEngineNetwork, SimHostNode
+
+ENGINE_ENV = "INA_INPROCESS_ENGINE"
+ENGINES = ("python", "sim")
+
+
+def engine_name(engine: str | None = None) -> str:
+    """The engine asked for: ``engine``, else $INA_INPROCESS_ENGINE, else "python"."""
+    name = engine or os.environ.get(ENGINE_ENV, "").strip() or "python"
+    if name not in ENGINES:
+        raise LabError(f"in-process engine {name!r} is not one of {', '.join(ENGINES)} ({ENGINE_ENV})")
+    return name
 
 
 class InProcessTransport(FrameTransport):
     """A host of the in-process network as seen by an agent in the same process."""
 
-    def __init__(self, network: InProcessNetwork, host: HostNode):
+    def __init__(self, network: InProcessNetwork, host: HostNode | SimHostNode):
         super().__init__(network.loop, host.ip, host.mac, network.neighbours)
         self.host = host
         host.handler = self.receive_frame
@@ -60,22 +78,31 @@ class InProcessNetwork:
         bandwidth_mbps: float | None = None,
         delay_ms: float | None = None,
         loss_percent: float | None = None,
+        engine: str | None = None,
     ):
         from softswitch.compiler import compile_program
         from softswitch.switch import Switch
 
         self.topo = topo
+        self.engine = engine_name(engine)
         self.loop = loop or VirtualLoop()
-        self.net = Network(self.loop, seed)
+        self.net: Network | SimEngineNetwork
+        if self.engine == "sim":
+            from topologies.inprocess.sim_engine import SimEngineNetwork
+
+            self.net = SimEngineNetwork(self.loop, seed)
+        else:
+            self.net = Network(self.loop, seed)
         if program is None:  # what a user who names none runs: the largest K the topology's links carry
             program = default_program(topo.smallest_mtu())
-        self.program = compile_program(str(program_file(program)))  # a path, or "v1model" / "tna"
+        backend = "native" if self.engine == "sim" else None  # the core calls the native pipeline itself
+        self.program = compile_program(str(program_file(program)), backend=backend)  # a path, or "v1model" / "tna"
         self.switches = {}
         for s in topo.switches:
             sw = Switch(self.program, device_id=s.device_id, name=s.name)
             self.switches[s.name] = sw
             self.net.add_switch(s.name, sw, processing_s)
-        self.hosts: dict[str, HostNode] = {}
+        self.hosts: dict[str, HostNode | SimHostNode] = {}
         for h in topo.hosts:
             self.hosts[h.name] = self.net.add_host(h.name, h.ip, h.mac, h.node_id)
         self.neighbours = {h.ip: h.mac for h in topo.hosts}

@@ -172,7 +172,8 @@ def serve(args) -> int:
     candidates = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
     workers = pick_workers(worker_choice(args.workers), candidates, LabError)
     loop = RealTimeLoop()
-    net = InProcessNetwork(topo, loop=loop, seed=args.seed, program=args.program)
+    # other processes' hosts on the wall clock: the Python engine (the sim engine runs a virtual clock)
+    net = InProcessNetwork(topo, loop=loop, seed=args.seed, program=args.program, engine="python")
     net.install_routes()
     installer = LoopInstaller(net, servers)
     attach = AttachServer(net, hosts=[h.name for h in topo.hosts if h.name not in servers], bind_ip=args.attach_ip)
