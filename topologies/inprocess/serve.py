@@ -162,15 +162,7 @@ def serve(args) -> int:
     from worker.loop import RealTimeLoop
 
     topo = load_topology(args.topology)
-    servers = [n for v in args.server or () for n in v.split(",") if n] or [h.name for h in topo.role_hosts("server")][
-        :1
-    ]
-    if not servers:
-        raise LabError(f"topology {topo.name} has no host with role server: give --server")
-    for name in servers:
-        topo.host(name)  # TopologyError naming an unknown host
-    candidates = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
-    workers = pick_workers(worker_choice(args.workers), candidates, LabError)
+    servers, workers = _job_hosts(args, topo)
     loop = RealTimeLoop()
     # other processes' hosts on the wall clock: the Python engine (the sim engine runs a virtual clock)
     net = InProcessNetwork(topo, loop=loop, seed=args.seed, program=args.program, engine="python")
@@ -234,6 +226,21 @@ def serve(args) -> int:
     link_bytes = {name: stats["bytes"] for dirs in net.link_bytes().values() for name, stats in dirs.items()}
     print(json.dumps({"switch_counters": counters, "link_bytes": link_bytes}), flush=True)
     return 0
+
+
+def _job_hosts(args, topo) -> tuple[list[str], list[str]]:
+    """The job's servers (``--server``, else the topology's first host with role server) and workers
+    (``--workers`` of the hosts with role worker, else of every other host); a LabError or TopologyError
+    names what is missing or unknown."""
+    servers = [n for v in args.server or () for n in v.split(",") if n] or [h.name for h in topo.role_hosts("server")][
+        :1
+    ]
+    if not servers:
+        raise LabError(f"topology {topo.name} has no host with role server: give --server")
+    for name in servers:
+        topo.host(name)  # TopologyError naming an unknown host
+    candidates = [h.name for h in topo.role_hosts("worker")] or [h.name for h in topo.hosts if h.name not in servers]
+    return servers, pick_workers(worker_choice(args.workers), candidates, LabError)
 
 
 def _off_loop(report, *args) -> None:
