@@ -244,7 +244,7 @@ def plan_trees(ctx: JobContext, options: PlanOptions) -> tuple[list[TreePlan], d
     >>> round(sum(t.weight for t in plan.trees), 6)
     1.0
     """
-    reserved = ctx.resources.reserved()
+    reserved = ctx.resources.reserved(excluding=ctx.grant.job_id)  # a re-plan's old trees give theirs back
     capacity = {link.id: link.bandwidth - reserved.get(link.id, 0.0) for link in ctx.topo.links}
     trees = _lowest_trees(ctx, capacity, options)
     kept = _widest_usable(ctx, trees, options.trees)

@@ -98,6 +98,7 @@ def plan_job(
         if grant is None:
             grant = _open_job(resources, options.job_id)
         groups_before = len(grant.groups)
+        reserved_before = resources.reservation(grant.job_id) if replanning else None
         ctx = JobContext(
             topo,
             graph,
@@ -113,13 +114,13 @@ def plan_job(
         )
         try:
             with collector_paused():  # millions of plan objects: no collector passes over them meanwhile
-                trees = _plan_trees(ctx, options, reserve_bandwidth=not replanning)
+                trees = _plan_trees(ctx, options)
                 return _job_plan(ctx, options, trees)
         except (PlanError, TopologyError, ResourceError) as exc:
-            _give_back(ctx, replanning, groups_before)
+            _give_back(ctx, replanning, groups_before, reserved_before)
             raise PlanError(str(exc)) from None
         except BaseException:
-            _give_back(ctx, replanning, groups_before)
+            _give_back(ctx, replanning, groups_before, reserved_before)
             raise
 
 
@@ -154,15 +155,14 @@ def _open_job(resources: Resources, job_id: int | None) -> JobGrant:
         raise PlanError(str(exc)) from None
 
 
-def _plan_trees(ctx: JobContext, options: PlanOptions, reserve_bandwidth: bool) -> list[TreePlan]:
+def _plan_trees(ctx: JobContext, options: PlanOptions) -> list[TreePlan]:
     """The job's trees from the chosen planner, each with its workers' send rate (controller/pacing.py);
-    multi-tree's bandwidth reserved unless re-planning."""
+    multi-tree's bandwidth reserved (a re-plan's in place of the old trees')."""
     if options.planner == "multihop":
         trees = _multihop_trees(ctx, options)
     else:
         trees, reserved = multitree.plan_trees(ctx, options)
-        if reserve_bandwidth:
-            ctx.resources.reserve(ctx.grant, reserved)
+        ctx.resources.reserve(ctx.grant, reserved)
     set_send_rates(trees, ctx.graph, options.result_mode, result_roots(ctx.switch_configs))
     return trees
 
@@ -187,13 +187,14 @@ def _job_plan(ctx: JobContext, options: PlanOptions, trees: list[TreePlan]) -> J
     )
 
 
-def _give_back(ctx: JobContext, replanning: bool, groups_before: int) -> None:
-    """Undo a failed ``plan_job``: a re-plan gives back this call's trees only (the job keeps its id and
-    older trees), a new job everything."""
+def _give_back(ctx: JobContext, replanning: bool, groups_before: int, reserved_before: dict[int, float] | None) -> None:
+    """Undo a failed ``plan_job``: a re-plan gives back this call's trees only (the job keeps its id,
+    older trees and their reserved bandwidth), a new job everything."""
     grant = ctx.grant
     if replanning:
         ctx.resources.free_trees(grant.job_id, range(ctx.first_tree_id, MAX_TREE_ID + 1), grant.groups[groups_before:])
         del grant.groups[groups_before:]
+        ctx.resources.restore_reservation(grant.job_id, reserved_before)
     else:
         ctx.resources.roll_back(grant)
 

@@ -65,8 +65,9 @@ def plan_around(
     options: PlanOptions,
 ) -> JobPlan:
     """The next version of ``plan`` on ``graph`` (the surviving network): aggregating trees planned with
-    the job's ``options``, plus the recovery tree (weight 0). The old version's resources stay taken
-    (the caller frees them once the new entries are in).
+    the job's ``options``, plus the recovery tree (weight 0). The old version's slots and groups stay
+    taken (the caller frees them once the new entries are in); a multi-tree job's reserved bandwidth is
+    the new trees' (the old reservation is put back if planning fails).
 
     Raises
     ------
@@ -79,6 +80,7 @@ def plan_around(
     grant = JobGrant(plan.job_id, plan.job_index)
     if first + len(servers) * max(1, options.trees or 1) + 1 > MAX_TREE_ID:
         raise PlanError(f"job {plan.job_id} has used up its tree ids (re-planned too often); register it again")
+    reserved_before = resources.reservation(plan.job_id)  # the new trees' reservation replaces it
     data = plan_job(
         topo,
         workers,
@@ -97,6 +99,7 @@ def plan_around(
         )
     except PlanError:
         resources.free_trees(plan.job_id, {t.tree_id for t in data.trees})
+        resources.restore_reservation(plan.job_id, reserved_before)
         raise
     (recovery_tree,) = recovery.trees
     recovery_tree.weight = 0.0

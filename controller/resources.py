@@ -294,9 +294,25 @@ class Resources:
             return group
 
     def reserve(self, grant: JobGrant, per_link: dict[int, float]) -> None:
-        """Reserve bandwidth for the job: link id -> Mbit/s (what the multi-tree planner gave its trees)."""
+        """Reserve bandwidth for the job: link id -> Mbit/s (what the multi-tree planner gave its trees),
+        in place of what it reserved before (a re-plan's trees replace the old ones')."""
         with self.lock:
             self.reservations[grant.job_id] = dict(per_link)
+
+    def reservation(self, job_id: int) -> dict[int, float] | None:
+        """What job ``job_id`` reserves (link id -> Mbit/s), or None: kept by a re-plan to put back if
+        it fails (``restore_reservation``)."""
+        with self.lock:
+            per_link = self.reservations.get(job_id)
+            return None if per_link is None else dict(per_link)
+
+    def restore_reservation(self, job_id: int, per_link: dict[int, float] | None) -> None:
+        """Put back what ``reservation`` returned for the job (None: it reserved nothing)."""
+        with self.lock:
+            if per_link is None:
+                self.reservations.pop(job_id, None)
+            else:
+                self.reservations[job_id] = dict(per_link)
 
     def adopt(self, job: AdoptedJob) -> list[str]:
         """Take what a job running on the switches holds (its id, counter rows, slots and groups), so no new
@@ -400,10 +416,14 @@ class Resources:
             for gid in set(groups):
                 self.groups.give(gid)
 
-    def reserved(self) -> dict[int, float]:
-        """Mbit/s reserved on each link (by link id) by the multi-tree jobs planned so far."""
+    def reserved(self, excluding: int | None = None) -> dict[int, float]:
+        """Mbit/s reserved on each link (by link id) by the multi-tree jobs planned so far, but job
+        ``excluding``: a job being re-planned replaces its own reservation (``reserve``), so it must not
+        count against its new trees."""
         total: dict[int, float] = {}
-        for per_link in self.reservations.values():
+        for job_id, per_link in self.reservations.items():
+            if job_id == excluding:
+                continue
             for eid, bw in per_link.items():
                 total[eid] = total.get(eid, 0.0) + bw
         return total

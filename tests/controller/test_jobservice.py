@@ -185,3 +185,35 @@ def test_a_watcher_that_raises_keeps_neither_its_jobs_other_watchers_nor_other_j
     for job in (first, second):
         assert manager.plan(job.job_id).version == 2
         assert spine not in {c.switch for c in manager.plan(job.job_id).switches}
+
+
+def test_a_multi_tree_job_is_re_planned_without_its_own_reservation_in_the_way():
+    """A multi-tree job reserves its trees' rates on the links; its re-plan around a failed spine must not
+    count that reservation against itself (it replaces it), or no tree fits the surviving links."""
+    from controller.generators import leaf_spine
+
+    manager = JobManager(leaf_spine())
+    plan, _ = manager.register([f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(planner="multitree", trees=2))
+    before = dict(manager.resources.reservations[plan.job_id])
+    spine = next(c.switch for c in plan.switches if c.switch.startswith("sp"))
+    (second,) = manager.switch_failed(spine, "probe failed")
+    assert second.version == 2 and spine not in {c.switch for c in second.switches}
+    after = manager.resources.reservations[plan.job_id]
+    spine_links = {link.id for link in manager.topo.links if spine in (link.a, link.b)}
+    assert spine_links & set(before)  # the first trees crossed the spine
+    assert after and not spine_links & set(after)  # the new trees' rates replaced the old ones
+    capacity = {link.id: link.bandwidth for link in manager.topo.links}
+    assert all(after[eid] <= capacity[eid] + 1e-9 for eid in after)
+
+
+def test_a_failed_re_plan_keeps_the_jobs_reservation():
+    """Both spines gone: no tree is left, and the job keeps what it reserved (nothing half-replaced)."""
+    from controller.generators import leaf_spine
+
+    manager = JobManager(leaf_spine())
+    plan, _ = manager.register([f"h{i}" for i in range(1, 9)], ["h9"], PlanOptions(planner="multitree", trees=2))
+    manager.switch_failed("sp1", "probe failed")
+    kept = dict(manager.resources.reservations[plan.job_id])
+    with pytest.raises(ReplanError):
+        manager.switch_failed("sp2", "probe failed")
+    assert manager.resources.reservations[plan.job_id] == kept
