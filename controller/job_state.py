@@ -2,7 +2,7 @@
 
 It holds every running job's plan versions (all of them: agents ask for any with ``GetPlan(version)``, and the
 latest is what a re-plan starts from), its ``PlanOptions`` (a re-plan plans with them), its reserved bandwidth
-(multi-tree), the job-id rotation's last id and the ids released since (their chunks may still sit in slot
+(multi-tree), its own token (so its agents are let in again; the file is its owner's only), the job-id rotation's last id and the ids released since (their chunks may still sit in slot
 cells that the switches cannot give back: BMv2 reads no registers). docs/design-decisions.md, "A controller
 that restarts", says how a restart uses it.
 
@@ -43,6 +43,7 @@ class SavedJob:
     plans: list[JobPlan]  # every version, oldest first
     options: PlanOptions
     reservation: dict[int, float] = field(default_factory=dict)  # link id -> Mbit/s (multi-tree)
+    token: str = ""  # the job's own token (a service with --token-file): its agents present it again
 
 
 @dataclass
@@ -95,7 +96,10 @@ def _job_from_dict(data: Any) -> SavedJob:
     if not plans:
         raise StateFileError("a job has no plan")
     reservation = {int(link): float(bw) for link, bw in data.get("reservation", {}).items()}
-    return SavedJob(plans, _options_from_dict(data["options"]), reservation)
+    token = data.get("token", "")
+    if not isinstance(token, str):
+        raise StateFileError("a job's token is not a string")
+    return SavedJob(plans, _options_from_dict(data["options"]), reservation, token)
 
 
 class StateFile:
@@ -184,6 +188,7 @@ class StateFile:
                 str(job_id): {
                     "options": dataclasses.asdict(job.options),
                     "reservation": {str(link): bw for link, bw in job.reservation.items()},
+                    "token": job.token,
                     "plans": [p.to_dict() for p in job.plans],
                 }
                 for job_id, job in sorted(state.jobs.items())

@@ -154,6 +154,7 @@ class JobManager:
         self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
         self.adoption_errors: list[str] = []
+        self.job_tokens: dict[int, str] = {}  # each job's own token (JobServicer: a service with a token)
         self.restore_notes: list[str] = []  # one line per job of the state file re-installed or dropped
         self.released: list[int] = []  # job ids released, oldest first (kept in the state file)
         self.state = StateFile(state, topo) if state is not None else None
@@ -195,6 +196,8 @@ class JobManager:
                 )
             self.jobs[job_id] = list(job.plans)
             self.options[job_id] = job.options
+            if job.token:
+                self.job_tokens[job_id] = job.token
 
     def _save(self) -> None:
         """Write the state file (with one): the jobs' plans and options, the id rotation, released ids."""
@@ -202,7 +205,9 @@ class JobManager:
             return
         del self.released[:-KEEP_RELEASED]
         jobs = {
-            i: SavedJob(list(v), self.options[i], dict(self.resources.reservations.get(i, {})))
+            i: SavedJob(
+                list(v), self.options[i], dict(self.resources.reservations.get(i, {})), self.job_tokens.get(i, "")
+            )
             for i, v in self.jobs.items()
         }
         self.state.save(JobState(jobs, self.resources.job_ids.last, list(self.released)))
@@ -212,13 +217,17 @@ class JobManager:
         """The jobs found running on the switches when the manager started (not released since), by job id."""
         return self.resources.adopted
 
-    def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
+    def register(
+        self, workers: list[str], servers: list[str], options: PlanOptions, token: str = ""
+    ) -> tuple[JobPlan, bool]:
         """Plan a job, install it when the manager has an installer, and keep it.
 
         Parameters
         ----------
         workers, servers : list of str
         options : PlanOptions
+        token : str
+            The job's own token, kept with it (JobServicer); empty: none.
 
         Returns
         -------
@@ -255,6 +264,8 @@ class JobManager:
                     raise
             self.jobs[plan.job_id] = [plan]
             self.options[plan.job_id] = options
+            if token:
+                self.job_tokens[plan.job_id] = token
             try:
                 self._save()
             except StateFileError:  # a job the file does not know would be lost by a restart: not registered
@@ -445,6 +456,7 @@ class JobManager:
         del self.jobs[job_id]
         self.options.pop(job_id, None)
         self.watchers.pop(job_id, None)
+        self.job_tokens.pop(job_id, None)
         self.released.append(job_id)
         return removed
 
@@ -504,7 +516,6 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
     def __init__(self, manager: JobManager, token: str | None = None, max_watchers: int = MAX_WATCHERS):
         self.manager = manager
         self.token = token or ""
-        self.job_tokens: dict[int, str] = {}
         self.max_watchers = max_watchers
         self.watching = 0  # open WatchPlan streams
         self.watching_lock = threading.Lock()
@@ -515,7 +526,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         presented = presented_token(context)
         if presented and hmac.compare_digest(presented, self.token):
             return
-        job_token = self.job_tokens.get(job_id or 0, "") if job_id is not None else ""
+        job_token = self.manager.job_tokens.get(job_id or 0, "") if job_id is not None else ""
         if presented and job_token and hmac.compare_digest(presented, job_token):
             return
         what = "the service's token" if job_id is None else f"the service's token or job {job_id}'s"
@@ -524,16 +535,15 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
     def RegisterJob(self, request: pb.RegisterJobRequest, context: grpc.ServicerContext) -> pb.RegisterJobReply:
         """gRPC: plan (and install) a job; INVALID_ARGUMENT for a plan error, UNAVAILABLE for a switch's."""
         self._authorize(context)
+        job_token = secrets.token_hex(16) if self.token else ""
         try:
             plan, installed = self.manager.register(
-                list(request.workers), list(request.servers), options_from_pb(request.options)
+                list(request.workers), list(request.servers), options_from_pb(request.options), job_token
             )
         except PlanError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except ControllerError as exc:  # an installer failure: say which switch, keep serving
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        job_token = secrets.token_hex(16) if self.token else ""
-        self.job_tokens[plan.job_id] = job_token
         return pb.RegisterJobReply(
             job_id=plan.job_id,
             version=plan.version,
@@ -557,7 +567,6 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         self._authorize(context, request.job_id)
         try:
             removed = self.manager.release(request.job_id)
-            self.job_tokens.pop(request.job_id, None)
         except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         except ControllerError as exc:  # a switch that refused or went away
