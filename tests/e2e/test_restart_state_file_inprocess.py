@@ -123,6 +123,7 @@ def test_releasing_a_restored_job_removes_its_entries_and_frees_its_slots(tmp_pa
     state = tmp_path / "jobs.json"
     plan = _register(_manager(net, state), ["h1", "h2"], "h5")
     restarted = _manager(net, state)
+    assert restarted.list() == [plan] and restarted.adopted == {}  # restored with its plan, not adopted
     assert restarted.release(plan.job_id)
     assert net.installer.read_table("s1", T_JOBS) == [] and net.installer.read_table("s1", T_ADMISSION) == []
     assert net.installer.read_groups("s1") == {}
