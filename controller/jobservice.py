@@ -155,6 +155,8 @@ class JobManager:
         self.lock = threading.RLock()
         self.adoption_errors: list[str] = []
         self.job_tokens: dict[int, str] = {}  # each job's own token (JobServicer: a service with a token)
+        # per job of the state file, the trees the switches hold that its plan has not (a re-plan the file missed)
+        self.strays: dict[int, AdoptedJob] = {}
         self.restore_notes: list[str] = []  # one line per job of the state file re-installed or dropped
         self.released: list[int] = []  # job ids released, oldest first (kept in the state file)
         self.state = StateFile(state, topo) if state is not None else None
@@ -188,7 +190,8 @@ class JobManager:
                     self.restore_notes.append(f"{what} and cannot be re-installed ({exc}): dropped")
                     continue
                 self.restore_notes.append(f"{what}: re-installed (plan version {plan.version})")
-            shared = self.resources.restore(plan, job.reservation)
+            stray = self._stray_trees(plan, running.get(job_id))
+            shared = self.resources.restore(plan, job.reservation, stray)
             if shared:
                 self.adoption_errors.append(
                     f"job {job_id} of {self.state.path} shares what another job holds ({'; '.join(shared)}): "
@@ -198,6 +201,22 @@ class JobManager:
             self.options[job_id] = job.options
             if job.token:
                 self.job_tokens[job_id] = job.token
+
+    def _stray_trees(self, plan: JobPlan, found: AdoptedJob | None) -> AdoptedJob | None:
+        """What the switches hold of ``plan``'s job on trees the plan has not (a controller that died between
+        a re-plan's install and its write of the file): kept off until the job is released, then removed."""
+        if found is None or not found.trees - {t.tree_id for t in plan.trees}:
+            return None
+        assert self.state is not None
+        trees = found.trees - {t.tree_id for t in plan.trees}
+        groups = found.groups - {c.result_group for c in plan.switches}
+        slots = {key: cells for key, cells in found.slots.items() if key[1] in trees}
+        self.strays[plan.job_id] = stray = AdoptedJob(plan.job_id, set(), slots, groups, set(found.switches), trees)
+        self.restore_notes.append(
+            f"job {plan.job_id} of {self.state.path} has entries of tree(s) {', '.join(map(str, sorted(trees)))} on "
+            "the switches that its plan has not (a re-plan the file missed): kept until the job is released"
+        )
+        return stray
 
     def _save(self) -> None:
         """Write the state file (with one): the jobs' plans and options, the id rotation, released ids."""
@@ -449,9 +468,14 @@ class JobManager:
         """Take a job of this manager off the network and give back what it held; whether entries were removed."""
         plan = self.plan(job_id)
         removed = False
+        stray = self.strays.pop(job_id, None)
         if self.installer is not None:
             self.installer.remove_job(plan, skip=self.dead_switches)
+            if stray is not None:  # whatever else of the job's the switches hold, by its job id
+                self.installer.remove_adopted(replace(stray, switches=stray.switches - self.dead_switches))
             removed = True
+        if stray is not None:
+            self.resources.free_trees(job_id, stray.trees, stray.groups)
         self.resources.release(plan)
         del self.jobs[job_id]
         self.options.pop(job_id, None)

@@ -344,10 +344,12 @@ class Resources:
         jobs = ", ".join(f"job {j}'s" for j in sorted({o[0] for o in owners}))
         return [f"{switch}'s slots {base}..{base + size - 1} overlap {jobs}"]
 
-    def restore(self, plan: JobPlan, reservation: dict[int, float]) -> list[str]:
+    def restore(self, plan: JobPlan, reservation: dict[int, float], stray: AdoptedJob | None = None) -> list[str]:
         """Take what ``plan`` holds (a job a restarted controller takes back from its state file, the latest
         version of its plan): its id, counter row, result groups, its trees' slot ranges and its reserved
-        bandwidth; return what of it another job already holds (both keep it), having taken the rest.
+        bandwidth, and the slots and groups of ``stray`` (trees of the job the switches hold that its plan
+        has not: ``free_trees`` gives them back); return what of it another job already holds (both keep it),
+        having taken the rest.
 
         Examples
         --------
@@ -362,7 +364,7 @@ class Resources:
         """
         with self.lock:
             shared: list[str] = []
-            groups = {c.result_group for c in plan.switches if c.result_group}
+            groups = {c.result_group for c in plan.switches if c.result_group} | (stray.groups if stray else set())
             for pool, ids in (
                 (self.job_ids, {plan.job_id}),
                 (self.job_indices, {plan.job_index}),
@@ -376,6 +378,8 @@ class Resources:
             for c in plan.switches:
                 if c.aggregates:
                     shared += self._claim(c.switch, c.slot_base, 2 * c.pool_size, (plan.job_id, c.tree_id))
+            for (switch, tree), (base, size) in sorted(stray.slots.items() if stray else ()):
+                shared += self._claim(switch, base, size, (plan.job_id, tree))
             if reservation:
                 self.reservations[plan.job_id] = dict(reservation)
             return shared

@@ -223,3 +223,38 @@ def test_a_corrupt_or_foreign_state_file_is_one_clear_error(tmp_path):
         _manager(other, state)
     with pytest.raises(StateFileError, match=rf"^state file {tmp_path}/no/such/dir/x.json: cannot write it \("):
         _manager(net, tmp_path / "no" / "such" / "dir" / "x.json")
+
+
+def test_trees_of_a_replan_the_file_missed_are_kept_off_and_removed_with_the_job(tmp_path):
+    """The controller died between a re-plan's install and its write of the file: the switches hold both
+    versions' trees, the file the first. The restored job keeps the second's slots and groups taken and
+    its release removes every entry of the job."""
+    net = network("leaf_spine", seed=1)
+    state = tmp_path / "jobs.json"
+    manager = _manager(net, state)
+    first = _register(manager, WORKERS, "h9")
+    before = state.read_text()
+    (second,) = manager.switch_failed(_spine_of(first))  # installs version 2, removes version 1
+    net.installer.install_job(first)  # version 1's entries not removed yet...
+    state.write_text(before)  # ...nor the file written, when the controller died
+
+    restarted = _manager(net, state)
+    new_trees = {t.tree_id for t in second.trees}
+    assert restarted.list() == [first] and restarted.strays[first.job_id].trees == new_trees
+    (note,) = restarted.restore_notes
+    assert note.startswith(f"job {first.job_id} of {state} has entries of tree(s) ") and "kept until" in note
+    owners = restarted.resources.slots.owners()
+    assert {t for j, t in owners if j == first.job_id} == {t.tree_id for t in first.trees} | {
+        c.tree_id for c in second.switches if c.aggregates
+    }
+    other = _register(restarted, ["h1", "h2"], "h10")  # planned off both versions' cells and groups
+    held = {(c.switch, c.slot_base) for p in (first, second) for c in p.switches if c.aggregates}
+    assert not held & {(c.switch, c.slot_base) for c in other.switches if c.aggregates}
+    groups = {c.result_group for p in (first, second) for c in p.switches if c.result_group}
+    assert not groups & {c.result_group for c in other.switches if c.result_group}
+    restarted.release(other.job_id)
+
+    restarted.release(first.job_id)
+    for switch in net.switches:
+        assert net.installer.read_table(switch, T_JOBS) == [] and net.installer.read_groups(switch) == {}
+        assert restarted.resources.slots.used(switch) == 0
