@@ -202,5 +202,10 @@ class StateFile:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(tmp, self.path)
+            directory = os.open(self.path.parent, os.O_RDONLY)  # the rename itself, on disk
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
         except OSError as exc:
             raise self._error(f"cannot write it ({exc.strerror or exc})") from None

@@ -534,8 +534,9 @@ def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
 
 class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generated, untyped base
     """The job service's calls. With a ``token``, registering and listing jobs need it, and every job
-    gets a token of its own (in RegisterJob's reply): fetching, watching or releasing a job needs the
-    service's token or that job's, so an agent of one job cannot touch another."""
+    gets a token of its own (in RegisterJob's reply; the manager keeps it, in its state file too): fetching,
+    watching or releasing a job needs the service's token or that job's, so an agent of one job cannot touch
+    another."""
 
     def __init__(self, manager: JobManager, token: str | None = None, max_watchers: int = MAX_WATCHERS):
         self.manager = manager

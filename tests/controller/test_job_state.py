@@ -163,3 +163,5 @@ def test_inactl_serve_with_a_corrupt_state_file_is_one_line(tmp_path, capsys):
         f"inactl: error: state file {state}: written for topology 'leaf_spine', not this 'star' "
         "(give another --state file)\n"
     )
+    assert main(["serve", str(STAR), "--listen", _free_address(), "--state", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"inactl: error: state file {tmp_path}: cannot read it (Is a directory)\n"
