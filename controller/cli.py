@@ -4,7 +4,7 @@
     inactl topo draw FILE -o out.png [job]  picture with a job's trees and aggregation points
     inactl plan FILE --workers ... --server ... [--policy P | --trees K --height H --min-bw r] [--json]
     inactl install FILE [--p4info F --device-config F] [job]   pipeline, topology entries, a job
-    inactl serve FILE [--listen ADDR] [--install ...]          run the job service
+    inactl serve FILE [--listen ADDR] [--install ...] [--state F]   run the job service
     inactl jobs [list|show ID|release ID] --controller ADDR
     inactl counters FILE [--switch S] [--job-index N]          ina_stats / drop_stats by name
 
@@ -44,6 +44,7 @@ from controller.topology_yaml import load_topology
 
 if TYPE_CHECKING:
     from controller.installer import Installer
+    from controller.jobservice import JobManager
 
 DEFAULT_CONTROLLER = "127.0.0.1:50050"
 
@@ -386,6 +387,16 @@ def _say_adopted(inst: Installer, adopted: list[AdoptedJob], errors: list[str]) 
     _warn_cells_unread(inst)
 
 
+def _say_restored(path: str, manager: JobManager) -> None:
+    """Say which jobs the state file gave back, and which it held that had to be re-installed or were dropped."""
+    jobs = manager.list()
+    if jobs:
+        listed = ", ".join(f"{p.job_id} (plan version {p.version})" for p in jobs)
+        print(f"took back {len(jobs)} job(s) from {path}: {listed}", file=sys.stderr)
+    for note in manager.restore_notes:
+        print(f"warning: {note}", file=sys.stderr)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``inactl serve FILE``: run the job service until interrupted."""
     from controller.jobservice import JobManager, JobServer
@@ -394,6 +405,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     tls = _server_tls(args)
     if address_in_use(args.listen):  # before the switches are touched
         raise CliError(f"address {args.listen} is in use")
+    if args.state:  # a corrupt or another topology's state file, before the switches are touched
+        from controller.job_state import StateFile
+
+        StateFile(args.state, topo).load()
     installer = None
     if args.install:
         installer = _installer(args, topo)
@@ -401,7 +416,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             installer.push_pipeline()
         installer.install_topology()
     token = _read_token(args.token_file)
-    manager = JobManager(topo, installer)
+    manager = JobManager(topo, installer, state=args.state)
+    if args.state:
+        _say_restored(args.state, manager)
     if installer is not None:
         _say_adopted(installer, manager.list_adopted(), manager.adoption_errors)
     server = JobServer(manager, args.listen, tls=tls, token=token).start()
@@ -573,6 +590,12 @@ def build_parser() -> argparse.ArgumentParser:
         "address, with --serve-tls-cert/-key and --token-file: docs/security.md)",
     )
     s.add_argument("--install", action="store_true", help="install topology entries and every job over P4Runtime")
+    s.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep the jobs' plans in FILE (rewritten on every change) and take them back from it when "
+        'started again (docs/design-decisions.md, "A controller that restarts")',
+    )
     s.add_argument("--serve-tls-cert", metavar="PEM", help="serve over TLS with this certificate")
     s.add_argument("--serve-tls-key", metavar="PEM", help="the job service's private key")
     s.add_argument("--serve-tls-ca", metavar="PEM", help="require client certificates signed by this CA")

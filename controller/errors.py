@@ -51,3 +51,8 @@ class JobServiceError(ControllerError, RuntimeError):
 
 class CliError(ControllerError):
     """A mistake in ``inactl``'s arguments, reported in one line."""
+
+
+class StateFileError(ControllerError, ValueError):
+    """The job service's state file cannot be read, written or used (corrupt, another topology); the
+    message names the file and the problem."""

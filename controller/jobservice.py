@@ -12,16 +12,25 @@ import hmac
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent import futures
 from dataclasses import fields, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import grpc
 
 from controller import jobservice_pb2 as pb
 from controller import jobservice_pb2_grpc as pb_grpc
-from controller.errors import ControllerError, JobServiceError, PlanError, ReplanError, UnknownJobError
+from controller.errors import (
+    ControllerError,
+    JobServiceError,
+    PlanError,
+    ReplanError,
+    StateFileError,
+    UnknownJobError,
+)
+from controller.job_state import KEEP_RELEASED, JobState, SavedJob, StateFile
 from controller.options import PlanOptions
 from controller.plan import JobPlan
 from controller.planner import plan_job
@@ -71,16 +80,23 @@ def adopt_running_jobs(resources: Resources, installer: JobInstaller) -> tuple[d
     ids the switches hold. Returns the adopted jobs and what any of them shares with another (the switches'
     state was not one controller's plan)."""
     adopted = dict(sorted(installer.jobs_on_switches().items()))
+    errors = adopt_jobs(resources, adopted)
+    resources.job_ids.continue_after(installer.job_ids_on_switches())
+    return adopted, errors
+
+
+def adopt_jobs(resources: Resources, jobs: Mapping[int, AdoptedJob]) -> list[str]:
+    """Take, in ``resources``, what ``jobs`` (found running on the switches) hold; return what any of them
+    shares with another job, one line per job."""
     errors: list[str] = []
-    for job_id, job in adopted.items():
+    for job_id, job in sorted(jobs.items()):
         shared = resources.adopt(job)
         if shared:
             errors.append(
                 f"job {job_id} found on {', '.join(sorted(job.switches))} shares what another job there holds "
                 f"({'; '.join(shared)}): their sums may be wrong, release one"
             )
-    resources.job_ids.continue_after(installer.job_ids_on_switches())
-    return adopted, errors
+    return errors
 
 
 def describe_adopted(job: AdoptedJob) -> str:
@@ -111,12 +127,22 @@ class JobManager:
     ``watch(job_id, callback)`` registers a callback that gets every new plan version of the job (the
     job service streams them to agents: ``WatchPlan``), or, when re-planning fails, ``(None, reason)``.
 
-    With an installer, the jobs the switches already run (a restarted controller's) are ``adopted``: their
-    slots, counter rows, groups and ids stay taken until they are released; ``adoption_errors`` says which
-    share resources with another (the installer's ``jobs_unread`` which switches could not be read).
+    With a ``state`` file, every register, re-plan and release rewrites it (controller/job_state.py), and a
+    manager that starts with one takes its jobs back with their plans: a job in the file is a job of this
+    manager again (its plan versions served, re-planned on a failure, released by its plan), re-installed
+    where a switch that answers lost its entries (``restore_notes`` says which; one that cannot be is dropped).
+    With an installer, the jobs the switches run that no state file knows (a restarted controller's) are
+    ``adopted``: their slots, counter rows, groups and ids stay taken until they are released;
+    ``adoption_errors`` says which share resources with another (the installer's ``jobs_unread`` which switches
+    could not be read). docs/design-decisions.md, "A controller that restarts".
+
+    Raises
+    ------
+    StateFileError
+        The state file cannot be read or written, is corrupt or is another topology's.
     """
 
-    def __init__(self, topo: Topology, installer: JobInstaller | None = None):
+    def __init__(self, topo: Topology, installer: JobInstaller | None = None, state: str | Path | None = None):
         self.topo = topo
         self.graph = topo.to_graph()
         self.resources = Resources.for_topology(topo)
@@ -128,21 +154,99 @@ class JobManager:
         self.dead_links: set[tuple[str, str]] = set()
         self.lock = threading.RLock()
         self.adoption_errors: list[str] = []
+        self.job_tokens: dict[int, str] = {}  # each job's own token (JobServicer: a service with a token)
+        # per job of the state file, the trees the switches hold that its plan has not (a re-plan the file missed)
+        self.strays: dict[int, AdoptedJob] = {}
+        self.restore_notes: list[str] = []  # one line per job of the state file re-installed or dropped
+        self.released: list[int] = []  # job ids released, oldest first (kept in the state file)
+        self.state = StateFile(state, topo) if state is not None else None
+        saved = self.state.load() if self.state is not None else None
+        running = dict(sorted(installer.jobs_on_switches().items())) if installer is not None else {}
+        if saved is not None:
+            self._take_back(saved, running)
+        seen = set(self.jobs) | set(self.released) | ({saved.last_job_id} if saved and saved.last_job_id else set())
         if installer is not None:  # a restarted controller: keep off what running jobs hold, ids after theirs
-            _, self.adoption_errors = adopt_running_jobs(self.resources, installer)
+            self.adoption_errors += adopt_jobs(self.resources, {i: j for i, j in running.items() if i not in self.jobs})
+            seen |= installer.job_ids_on_switches()
+        self.resources.job_ids.continue_after(seen)
+        self._save()  # a file that cannot be written fails the start, not the first job
+
+    def _take_back(self, saved: JobState, running: dict[int, AdoptedJob]) -> None:
+        """Make the state file's jobs this manager's again: re-install a job where a switch that answers has
+        none of its entries (it lost them: a pipeline pushed at start, a switch that restarted), or drop it
+        when that fails; then take what its latest plan holds."""
+        assert self.state is not None
+        unread = set(getattr(self.installer, "jobs_unread", {}))  # switches whose entries could not be read
+        self.released = list(saved.released)
+        for job_id, job in sorted(saved.jobs.items()):
+            plan = job.plans[-1]
+            on_switches = running[job_id].switches if job_id in running else set()
+            missing = sorted({c.switch for c in plan.switches} - unread - on_switches)
+            if self.installer is not None and missing:
+                what = f"job {job_id} of {self.state.path} has no entries on {', '.join(missing)}"
+                try:
+                    self.installer.install_job(plan)
+                except ControllerError as exc:
+                    self.restore_notes.append(f"{what} and cannot be re-installed ({exc}): dropped")
+                    continue
+                self.restore_notes.append(f"{what}: re-installed (plan version {plan.version})")
+            stray = self._stray_trees(plan, running.get(job_id))
+            shared = self.resources.restore(plan, job.reservation, stray)
+            if shared:
+                self.adoption_errors.append(
+                    f"job {job_id} of {self.state.path} shares what another job holds ({'; '.join(shared)}): "
+                    "their sums may be wrong, release one"
+                )
+            self.jobs[job_id] = list(job.plans)
+            self.options[job_id] = job.options
+            if job.token:
+                self.job_tokens[job_id] = job.token
+
+    def _stray_trees(self, plan: JobPlan, found: AdoptedJob | None) -> AdoptedJob | None:
+        """What the switches hold of ``plan``'s job on trees the plan has not (a controller that died between
+        a re-plan's install and its write of the file): kept off until the job is released, then removed."""
+        if found is None or not found.trees - {t.tree_id for t in plan.trees}:
+            return None
+        assert self.state is not None
+        trees = found.trees - {t.tree_id for t in plan.trees}
+        groups = found.groups - {c.result_group for c in plan.switches}
+        slots = {key: cells for key, cells in found.slots.items() if key[1] in trees}
+        self.strays[plan.job_id] = stray = AdoptedJob(plan.job_id, set(), slots, groups, set(found.switches), trees)
+        self.restore_notes.append(
+            f"job {plan.job_id} of {self.state.path} has entries of tree(s) {', '.join(map(str, sorted(trees)))} on "
+            "the switches that its plan has not (a re-plan the file missed): kept until the job is released"
+        )
+        return stray
+
+    def _save(self) -> None:
+        """Write the state file (with one): the jobs' plans and options, the id rotation, released ids."""
+        if self.state is None:
+            return
+        del self.released[:-KEEP_RELEASED]
+        jobs = {
+            i: SavedJob(
+                list(v), self.options[i], dict(self.resources.reservations.get(i, {})), self.job_tokens.get(i, "")
+            )
+            for i, v in self.jobs.items()
+        }
+        self.state.save(JobState(jobs, self.resources.job_ids.last, list(self.released)))
 
     @property
     def adopted(self) -> dict[int, AdoptedJob]:
         """The jobs found running on the switches when the manager started (not released since), by job id."""
         return self.resources.adopted
 
-    def register(self, workers: list[str], servers: list[str], options: PlanOptions) -> tuple[JobPlan, bool]:
+    def register(
+        self, workers: list[str], servers: list[str], options: PlanOptions, token: str = ""
+    ) -> tuple[JobPlan, bool]:
         """Plan a job, install it when the manager has an installer, and keep it.
 
         Parameters
         ----------
         workers, servers : list of str
         options : PlanOptions
+        token : str
+            The job's own token, kept with it (JobServicer); empty: none.
 
         Returns
         -------
@@ -179,6 +283,14 @@ class JobManager:
                     raise
             self.jobs[plan.job_id] = [plan]
             self.options[plan.job_id] = options
+            if token:
+                self.job_tokens[plan.job_id] = token
+            try:
+                self._save()
+            except StateFileError:  # a job the file does not know would be lost by a restart: not registered
+                self._remove(plan.job_id)
+                self.released.pop()
+                raise
             return plan, installed
 
     def _with_program_k(self, options: PlanOptions) -> PlanOptions:
@@ -252,6 +364,10 @@ class JobManager:
                     out.append(self._replan(job_id, what, errors))
                 except ControllerError as exc:
                     errors.append(str(exc))
+        try:
+            self._save()
+        except StateFileError as exc:
+            errors.append(str(exc))
         if errors:
             raise ReplanError("; ".join(errors))
         return out
@@ -326,6 +442,8 @@ class JobManager:
         ------
         UnknownJobError
             No such job.
+        StateFileError
+            The job was released but the state file could not be written.
 
         Examples
         --------
@@ -337,17 +455,34 @@ class JobManager:
         """
         with self.lock:
             if job_id in self.adopted and job_id not in self.jobs:
-                return self._release_adopted(job_id)
-            plan = self.plan(job_id)
-            removed = False
-            if self.installer is not None:
-                self.installer.remove_job(plan, skip=self.dead_switches)
-                removed = True
-            self.resources.release(plan)
-            del self.jobs[job_id]
-            self.options.pop(job_id, None)
-            self.watchers.pop(job_id, None)
+                removed = self._release_adopted(job_id)
+            else:
+                removed = self._remove(job_id)
+            try:
+                self._save()
+            except StateFileError as exc:
+                raise StateFileError(f"job {job_id} released, but {exc}") from None
             return removed
+
+    def _remove(self, job_id: int) -> bool:
+        """Take a job of this manager off the network and give back what it held; whether entries were removed."""
+        plan = self.plan(job_id)
+        removed = False
+        stray = self.strays.pop(job_id, None)
+        if self.installer is not None:
+            self.installer.remove_job(plan, skip=self.dead_switches)
+            if stray is not None:  # whatever else of the job's the switches hold, by its job id
+                self.installer.remove_adopted(replace(stray, switches=stray.switches - self.dead_switches))
+            removed = True
+        if stray is not None:
+            self.resources.free_trees(job_id, stray.trees, stray.groups)
+        self.resources.release(plan)
+        del self.jobs[job_id]
+        self.options.pop(job_id, None)
+        self.watchers.pop(job_id, None)
+        self.job_tokens.pop(job_id, None)
+        self.released.append(job_id)
+        return removed
 
     def _release_adopted(self, job_id: int) -> bool:
         """Take an adopted job's entries off the switches and give back what it held."""
@@ -358,6 +493,7 @@ class JobManager:
                 replace(job, groups=job.groups - others, switches=job.switches - self.dead_switches)
             )
         self.resources.release_adopted(job_id)
+        self.released.append(job_id)
         return self.installer is not None
 
     def list(self) -> list[JobPlan]:
@@ -398,13 +534,13 @@ def options_to_pb(opts: PlanOptions) -> pb.PlanOptions:
 
 class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generated, untyped base
     """The job service's calls. With a ``token``, registering and listing jobs need it, and every job
-    gets a token of its own (in RegisterJob's reply): fetching, watching or releasing a job needs the
-    service's token or that job's, so an agent of one job cannot touch another."""
+    gets a token of its own (in RegisterJob's reply; the manager keeps it, in its state file too): fetching,
+    watching or releasing a job needs the service's token or that job's, so an agent of one job cannot touch
+    another."""
 
     def __init__(self, manager: JobManager, token: str | None = None, max_watchers: int = MAX_WATCHERS):
         self.manager = manager
         self.token = token or ""
-        self.job_tokens: dict[int, str] = {}
         self.max_watchers = max_watchers
         self.watching = 0  # open WatchPlan streams
         self.watching_lock = threading.Lock()
@@ -415,7 +551,7 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         presented = presented_token(context)
         if presented and hmac.compare_digest(presented, self.token):
             return
-        job_token = self.job_tokens.get(job_id or 0, "") if job_id is not None else ""
+        job_token = self.manager.job_tokens.get(job_id or 0, "") if job_id is not None else ""
         if presented and job_token and hmac.compare_digest(presented, job_token):
             return
         what = "the service's token" if job_id is None else f"the service's token or job {job_id}'s"
@@ -424,16 +560,15 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
     def RegisterJob(self, request: pb.RegisterJobRequest, context: grpc.ServicerContext) -> pb.RegisterJobReply:
         """gRPC: plan (and install) a job; INVALID_ARGUMENT for a plan error, UNAVAILABLE for a switch's."""
         self._authorize(context)
+        job_token = secrets.token_hex(16) if self.token else ""
         try:
             plan, installed = self.manager.register(
-                list(request.workers), list(request.servers), options_from_pb(request.options)
+                list(request.workers), list(request.servers), options_from_pb(request.options), job_token
             )
         except PlanError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except ControllerError as exc:  # an installer failure: say which switch, keep serving
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        job_token = secrets.token_hex(16) if self.token else ""
-        self.job_tokens[plan.job_id] = job_token
         return pb.RegisterJobReply(
             job_id=plan.job_id,
             version=plan.version,
@@ -457,7 +592,6 @@ class JobServicer(pb_grpc.JobServiceServicer):  # type: ignore[misc]  # generate
         self._authorize(context, request.job_id)
         try:
             removed = self.manager.release(request.job_id)
-            self.job_tokens.pop(request.job_id, None)
         except UnknownJobError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
         except ControllerError as exc:  # a switch that refused or went away

@@ -167,6 +167,12 @@ class IdPool:
                 return i
         raise ResourceError(f"no free {self.what} left ({self.low}..{self.high} all in use)")
 
+    @property
+    def last(self) -> int:
+        """The id taken last (a rotating pool's next is the first free one after it): what a job service's
+        state file keeps, so a restarted controller continues the rotation (``continue_after``)."""
+        return self._last
+
     def give(self, value: int) -> None:
         """Return ``value`` to the pool (nothing happens if it was not taken)."""
         self._used.discard(value)
@@ -343,10 +349,55 @@ class Resources:
                     except ResourceError as exc:
                         shared.append(str(exc))
             for (switch, tree), (base, size) in sorted(job.slots.items()):
-                owners = self.slots.claim(switch, base, size, (job.job_id, tree))
-                if owners:
-                    jobs = ", ".join(f"job {j}'s" for j in sorted({o[0] for o in owners}))
-                    shared.append(f"{switch}'s slots {base}..{base + size - 1} overlap {jobs}")
+                shared += self._claim(switch, base, size, (job.job_id, tree))
+            return shared
+
+    def _claim(self, switch: str, base: int, size: int, owner: SlotOwner) -> list[str]:
+        """Claim a running job's slot range (``SlotAllocator.claim``); what it overlaps, as a message."""
+        owners = self.slots.claim(switch, base, size, owner)
+        if not owners:
+            return []
+        jobs = ", ".join(f"job {j}'s" for j in sorted({o[0] for o in owners}))
+        return [f"{switch}'s slots {base}..{base + size - 1} overlap {jobs}"]
+
+    def restore(self, plan: JobPlan, reservation: dict[int, float], stray: AdoptedJob | None = None) -> list[str]:
+        """Take what ``plan`` holds (a job a restarted controller takes back from its state file, the latest
+        version of its plan): its id, counter row, result groups, its trees' slot ranges and its reserved
+        bandwidth, and the slots and groups of ``stray`` (trees of the job the switches hold that its plan
+        has not: ``free_trees`` gives them back); return what of it another job already holds (both keep it),
+        having taken the rest.
+
+        Examples
+        --------
+        >>> from controller.generators import star
+        >>> from controller.planner import plan_job
+        >>> plan = plan_job(star(2), ["h1", "h2"], ["h3"])
+        >>> resources = Resources.for_topology(star(2))
+        >>> resources.restore(plan, {}), resources.slots.owners(), resources.open_job().job_index
+        ([], [(1, 0)], 1)
+        >>> resources.restore(plan, {})[0]
+        'job id 1 is already in use'
+        """
+        with self.lock:
+            shared: list[str] = []
+            groups = {c.result_group for c in plan.switches if c.result_group} | (stray.groups if stray else set())
+            for pool, ids in (
+                (self.job_ids, {plan.job_id}),
+                (self.job_indices, {plan.job_index}),
+                (self.groups, groups),
+            ):
+                for i in sorted(ids):
+                    try:
+                        pool.take(i)
+                    except ResourceError as exc:
+                        shared.append(str(exc))
+            for c in plan.switches:
+                if c.aggregates:
+                    shared += self._claim(c.switch, c.slot_base, 2 * c.pool_size, (plan.job_id, c.tree_id))
+            for (switch, tree), (base, size) in sorted(stray.slots.items() if stray else ()):
+                shared += self._claim(switch, base, size, (plan.job_id, tree))
+            if reservation:
+                self.reservations[plan.job_id] = dict(reservation)
             return shared
 
     def _adopted_ids(self, job: AdoptedJob) -> tuple[tuple[IdPool, set[int]], ...]:
