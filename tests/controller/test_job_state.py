@@ -29,7 +29,7 @@ def test_a_restarted_manager_has_every_version_options_bandwidth_and_the_rotatio
     topo = leaf_spine()
     state = tmp_path / "jobs.json"
     manager = JobManager(topo, state=state)
-    options = PlanOptions(planner="multitree", trees=2, pool_size=64, tree_rate=100.0)
+    options = PlanOptions(planner="multitree", trees=2, pool_size=64)
     multi, _ = manager.register(["h1", "h2", "h3"], ["h9"], options)
     other, _ = manager.register(["h4", "h5"], ["h9"], PlanOptions())
     manager.release(other.job_id)
