@@ -550,6 +550,7 @@ def scale_section(manifest: dict, images: Path) -> list[str]:
                 f"{r['results_at_replan']:,}/{r['chunks']:,}",
                 f"{r['chunks_moved']:,}",
                 f"{r['recovery_chunks']:,}",
+                f"{r['finished_chunks_offered']:,}" if "finished_chunks_offered" in r else "-",
                 str(r["mismatches"]),
             ]
             for r in recovered
@@ -565,10 +566,16 @@ def scale_section(manifest: dict, images: Path) -> list[str]:
             "chunks with result at the re-plan",
             "in flight, moved",
             "sent over the recovery tree",
+            "finished chunks offered again",
             "mismatches",
         ]
-        out += ["", "A spine failing mid-round, recovered within the round:", ""]
-        out += table(header, rec_rows, right={2, 3, 4, 5, 6, 7, 8, 9, 10})
+        out += [
+            "",
+            "A spine failing mid-round, recovered within the round (a worker also offers the recovery tree its "
+            "finished chunks of the last pool: the root may have died multicasting their results):",
+            "",
+        ]
+        out += table(header, rec_rows, right={2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
     # rows of runs before the in-round recovery: the round was lost and the next one ran on the re-plan
     failures = [r for r in rows if r.get("case") == "failure" and "lost_round_finished" in r]
     refused = [r for r in rows if r.get("case") == "failure" and "replan_refused" in r]
