@@ -70,7 +70,7 @@ def test_report_from_fixture_json(tmp_path):
     assert "| fat_tree_k4 | 15 | ina | 0.725 | 6.92 | 0 | 7,168 | 0.0 |" in page
     assert "| fat_tree_k4 | 2 | 7 | 0.839, 0.839 | 8.01 | 0 |" in page
     assert "| fat_tree_k4 | c0 | 0.363 | 3/15 | 0.13 | 0.725 | 0.838 | 0 |" in page  # a lost round (older rows)
-    assert "| fat_tree_k4 | c0 | 0.370 | 100.0 | 0.37 | 0.739 | 103.538 | 900/3,840 | 2,940 | 2,940 | 0 |" in page
+    assert "| fat_tree_k4 | c0 | 0.370 | 100.0 | 0.37 | 0.739 | 103.538 | 900/3,840 | 2,940 | 2,940 | - | 0 |" in page
     for plot in ("scale.png", "scale_jobs.png"):
         assert (docs / "images" / "results" / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # README: only the block between the markers changes, to the page's headline rows and plot
