@@ -183,6 +183,7 @@ class LabBench:
             "link_bytes": link_bytes,
             "host_link_max_bytes": max(link_bytes[self.link_names[i]] for i in self.host_links),
             "collective_cpu_s": {str(rank): v for rank, v in result.cpu_s.items()},
+            "datagrams_per_receive": {str(rank): v for rank, v in result.datagrams_per_receive.items()},
             "cpu_share": {k: v / wall for k, v in cpu.items()},
             "cpu_s": cpu,
             # CPU of every process of the method per chunk of K values (gloo: per as many values), all
@@ -240,8 +241,10 @@ def describe(row: dict) -> str:
         text += " (" + ", ".join(f"{k} {v}" for k, v in row["timer"].items()) + ")"
     if "worker_packets_per_s" in row:
         switch_rates = ", ".join(f"{n} {v['grad_per_s'] / 1e3:.0f}k GRAD/s" for n, v in row["switches"].items())
+        batches = row.get("datagrams_per_receive") or {}
+        batch_text = f" ({min(batches.values()):.0f}-{max(batches.values()):.0f} a wake-up)" if batches else ""
         text += (
-            f"\n{'':>13}worker {row['worker_packets_per_s'] / 1e3:.0f}k pkt/s each, server in "
+            f"\n{'':>13}worker {row['worker_packets_per_s'] / 1e3:.0f}k pkt/s each{batch_text}, server in "
             f"{row['server_packets_in_per_s'] / 1e3:.0f}k/s out {row['server_results_out_per_s'] / 1e3:.0f}k/s"
             + (f", {switch_rates}" if switch_rates else "")
         )

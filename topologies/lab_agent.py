@@ -190,14 +190,18 @@ class WorkerHost:
         if "spurious" in cmd:
             agent.detect_spurious = bool(cmd["spurious"])
         started_at, start, cpu_start = time.time(), time.monotonic(), time.process_time()
+        packets, wakeups = self.transport.received_packets, self.transport.received_batches
         result = agent.allreduce(data, "sum")
         elapsed, cpu = time.monotonic() - start, time.process_time() - cpu_start
+        packets, wakeups = self.transport.received_packets - packets, self.transport.received_batches - wakeups
         return {
             "round": r,
             "mode": mode,
             "elapsed": elapsed,
             "started_at": started_at,  # wall clock: the lab's hosts share the machine's clock
             "cpu_s": cpu,  # the process's CPU in the collective (every thread), not the harness's
+            # datagrams the transport handed the agent per wake-up: the batch its per-call work is spread over
+            "datagrams_per_receive": packets / wakeups if wakeups else 0.0,
             "values": int(np.asarray(result).size),
             "digest": result_digest(np.asarray(result)),
             "stats": {**agent.stats, "send_buffer_full": self.transport.send_buffer_full},

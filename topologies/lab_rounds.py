@@ -29,6 +29,7 @@ RANK_FIGURES = (
     ("rto_ms", "rto_ms"),
     ("cpu_s", "cpu_s"),
     ("started_at", "started_at"),
+    ("datagrams_per_receive", "datagrams_per_receive"),
 )
 
 
@@ -54,6 +55,8 @@ class RoundResult:
     # when each rank began the collective (wall clock, time.time()): what else the round's links carried
     # then (another flow's share of them) is measured from there to there + its elapsed
     started_at: dict[int, float] = field(default_factory=dict)
+    # datagrams each rank's transport handed its agent per wake-up (the batch per-call work is spread over)
+    datagrams_per_receive: dict[int, float] = field(default_factory=dict)
 
     def losses_text(self) -> str:
         text = f"{self.retransmissions} retransmissions"

@@ -50,6 +50,7 @@ def fake_bench(clock: Clock) -> bench.LabBench:
                 rto_ms=None,
                 timer={},
                 send_buffer_full=0,
+                datagrams_per_receive={},
             )
         ]
 
