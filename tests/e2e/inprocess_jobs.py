@@ -64,3 +64,21 @@ def assert_float_close(outs, xs):
     for out in outs:
         assert out.dtype == xs[0].dtype and out.shape == xs[0].shape
         assert np.abs(out.astype(np.float64) - exact).max() <= 1e-6 * np.abs(exact).max()
+
+
+class NoRegisterReads:
+    """A switch's P4Runtime client that refuses register reads, as BMv2's does ("Register reads are not
+    supported yet"): what a controller that restarts sees of a BMv2 switch's slot owners."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def read(self, entities):
+        from controller.errors import P4RuntimeError
+
+        if any(e.HasField("register_entry") for e in entities):
+            raise P4RuntimeError("Read failed: Register reads are not supported yet")
+        return self.client.read(entities)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)

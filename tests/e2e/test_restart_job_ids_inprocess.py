@@ -5,7 +5,7 @@ retransmissions of the old job's; over switches that hold none it starts at 1. O
 running p4src/ina.p4."""
 
 import numpy as np
-from inprocess_jobs import int_inputs, network, workers_and_servers
+from inprocess_jobs import NoRegisterReads, int_inputs, network, workers_and_servers
 
 from controller.installer import T_JOBS
 
@@ -66,30 +66,12 @@ def test_a_restarted_manager_gives_the_next_job_the_id_after_the_one_the_cells_h
     _run(net, second, seed=2, server_agents=agents)
 
 
-class _NoRegisterReads:
-    """A switch's P4Runtime client that refuses register reads, as BMv2's does ("Register reads are not
-    supported yet")."""
-
-    def __init__(self, client):
-        self.client = client
-
-    def read(self, entities):
-        from controller.errors import P4RuntimeError
-
-        if any(e.HasField("register_entry") for e in entities):
-            raise P4RuntimeError("Read failed: Register reads are not supported yet")
-        return self.client.read(entities)
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
-
-
 def test_a_target_without_register_reads_gives_the_entries_ids_and_names_the_switch():
     from controller.installer import Installer
 
     net = network("star")
     plan = _register(_manager(net))
-    installer = Installer(net.topo, net.installer.p4info, connect=lambda s: _NoRegisterReads(net.installer.conn(s)))
+    installer = Installer(net.topo, net.installer.p4info, connect=lambda s: NoRegisterReads(net.installer.conn(s)))
     assert installer.job_ids_on_switches() == {plan.job_id}  # the running job's set_job entry
     assert installer.cells_unread == {"s1": "Read failed: Register reads are not supported yet"}
     assert net.installer.job_ids_on_switches() == {plan.job_id} and net.installer.cells_unread == {}

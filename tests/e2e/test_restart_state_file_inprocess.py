@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from inprocess_jobs import int_inputs, network
+from inprocess_jobs import NoRegisterReads, int_inputs, network
 
 from controller.installer import T_ADMISSION, T_JOBS
 
@@ -139,23 +139,6 @@ def test_releasing_a_restored_job_removes_its_entries_and_frees_its_slots(tmp_pa
     ]
 
 
-class _NoRegisterReads:
-    """A switch's P4Runtime client that refuses register reads, as BMv2's does."""
-
-    def __init__(self, client):
-        self.client = client
-
-    def read(self, entities):
-        from controller.errors import P4RuntimeError
-
-        if any(e.HasField("register_entry") for e in entities):
-            raise P4RuntimeError("Read failed: Register reads are not supported yet")
-        return self.client.read(entities)
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
-
-
 def test_a_job_released_before_the_restart_is_known_from_the_file_where_the_cells_cannot_be_read(tmp_path):
     from controller.installer import Installer
 
@@ -167,7 +150,7 @@ def test_a_job_released_before_the_restart_is_known_from_the_file_where_the_cell
     for out in _job(net, first).allreduce(xs):  # s1's cells now hold its chunks
         np.testing.assert_array_equal(out, sum(xs))
     manager.release(first.job_id)
-    bmv2_like = Installer(net.topo, net.installer.p4info, connect=lambda s: _NoRegisterReads(net.installer.conn(s)))
+    bmv2_like = Installer(net.topo, net.installer.p4info, connect=lambda s: NoRegisterReads(net.installer.conn(s)))
     without_file = _manager(net, None, bmv2_like)
     reused = _register(without_file, ["h1", "h2"], "h5")
     assert reused.job_id == first.job_id  # the cells' owner cannot be read: the id comes round again
