@@ -584,13 +584,14 @@ class Collector:
 
     def check_every_frame_once_in_order(self, sent: int, port1: PortStats, port2: PortStats) -> None:
         """Frames 0..sent-1 went to port 1; what came out of port 2 is each of them once, in order. A frame
-        the harness lost (this socket or a kernel backlog, counted) is excused; one the switch lost is not."""
+        the harness lost (this socket or a kernel backlog, counted) is excused, and so is one the kernel
+        found no room for in port 1's ring (counted in its kernel_drops: the bursts run at full speed, and
+        a loaded machine can starve the switch's thread); one the switch read and lost is not."""
         numbers = self.numbers()
         assert numbers == sorted(set(numbers)), "frames out of order or twice"
         by_socket, by_backlog = self.harness_drops()
-        assert port1.kernel_drops == 0
         # backlog drops are counted per machine, not per interface: each may have been one of ours
-        assert sent - by_backlog <= port1.rx <= sent, (port1, by_backlog)
+        assert sent - by_backlog - port1.kernel_drops <= port1.rx <= sent, (port1, by_backlog)
         assert port2.tx == port1.rx, (port1, port2)  # the switch forwarded every frame it read
         assert len(numbers) + by_socket == port2.tx, (len(numbers), by_socket, port2)
         if by_socket == 0 and port1.rx == sent:
