@@ -871,6 +871,17 @@ static void deliver(sim *s, event *e) {
     free(e->frame);
 }
 
+/* Pops the earliest event and runs it at its time (both run loops). */
+static void run_next_event(sim *s) {
+    event e = pop(s);
+    s->now = e.t;
+    if (e.kind == EV_FRAME) {
+        deliver(s, &e);
+    } else {
+        host_timer(s, e.node, e.port);
+    }
+}
+
 /* Runs until every host with work finished, no event is left, or `until_ps` passed. Returns events run. */
 EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
     uint64_t ran = 0;
@@ -879,14 +890,8 @@ EXPORT uint64_t sim_run(sim *s, int64_t until_ps) {
             if (until_ps > s->now) s->now = until_ps;
             break;
         }
-        event e = pop(s);
-        s->now = e.t;
+        run_next_event(s);
         ran++;
-        if (e.kind == EV_FRAME) {
-            deliver(s, &e);
-        } else {
-            host_timer(s, e.node, e.port);
-        }
     }
     s->events += ran;
     if (!s->hosts_pending && !s->finished_at) s->finished_at = s->now;
@@ -1382,14 +1387,8 @@ EXPORT uint32_t sim_run_external(sim *s, int64_t until_ps) {
             if (!s->out_n && until_ps > s->now) s->now = until_ps;
             break;
         }
-        event e = pop(s);
-        s->now = e.t;
+        run_next_event(s);
         ran++;
-        if (e.kind == EV_FRAME) {
-            deliver(s, &e);
-        } else {
-            host_timer(s, e.node, e.port);
-        }
     }
     s->events += ran;
     return s->out_n;
