@@ -2,7 +2,7 @@
 
 For every topology file (the mininet lab's: star_100m, leaf_spine_100m, their jumbo variants, the 1 Gbit/s
 star and leaf_spine) and size, the simulator (sim/) runs INA with the lab's configuration: the switches'
-default program for the links' MTU (K = 256 at 1500, K = 1024 on jumbo links), the plan the lab installs
+default program for the links' MTU (K = 344 at 1500, K = 1024 on jumbo links), the plan the lab installs
 (multicast results from the tree's root switch, the controller's default on v1model, ``--pool-size``, as
 bench/allreduce_netns.py's default; ``--server-results``: the server sends them), and the worker agents'
 settings (sim.allreduce.AgentModel: the agents' window, their RTO with the lab's base timeout, pacing at
@@ -51,7 +51,7 @@ DEFAULT_TOPOLOGIES = (
     "topologies/star.yaml",
     "topologies/leaf_spine.yaml",
 )
-PROGRAMS = ("v1model", "v1model-k256", "v1model-k1024")  # the v1model builds, one per K
+PROGRAMS = ("v1model", "v1model-k256", "v1model-k344", "v1model-k1024")  # the v1model builds, one per K
 LAB_POOL_SIZE = 2048  # bench/allreduce_netns.py's default --pool-size
 TOLERANCE = 0.15  # the issue's calibration bound
 LAB_CORES = 2  # the lab machine's CPUs (docs/results.md: the bench's machine)

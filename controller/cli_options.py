@@ -17,8 +17,9 @@ from controller.options import DEFAULT_POOL_SIZE, DEFAULT_RESULT_MODE, RESULT_MO
 
 PROGRAM_HELP = (
     "the switches' program: v1model (p4src/ina.p4, K = 64 values per packet), v1model-k256 (p4src/ina_k256.p4), "
-    "v1model-k1024 (p4src/ina_k1024.p4, jumbo links), tna (p4src/tna/ina_tna.p4, softswitch only) or a path; "
-    "default: the largest K the topology's links carry (v1model-k256 at a 1500-byte MTU)"
+    "v1model-k344 (p4src/ina_k344.p4), v1model-k1024 (p4src/ina_k1024.p4, jumbo links), "
+    "tna (p4src/tna/ina_tna.p4, softswitch only) or a path; "
+    "default: the largest K the topology's links carry (v1model-k344 at a 1500-byte MTU)"
 )
 
 
@@ -165,5 +166,5 @@ def add_lanes_shorthand(p: argparse.ArgumentParser | Any, several: bool = False)
         type=lanes_program,
         nargs="+" if several else None,
         metavar="K",
-        help="shorthand for --program by values per packet: 64 (v1model), 256 (v1model-k256), 1024 (v1model-k1024)",
+        help="shorthand for --program by values per packet: 64 (v1model), 256 (v1model-k256), 344 (v1model-k344), 1024 (v1model-k1024)",
     )

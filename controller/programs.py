@@ -26,9 +26,13 @@ from protocol.layouts import largest_packet_bytes
 REPO = Path(__file__).resolve().parents[1]
 PROGRAM_FILES = {"v1model": REPO / "p4src" / "ina.p4", "tna": REPO / "p4src" / "tna" / "ina_tna.p4"}
 # build variants a --program option may name: the same program with another K (docs/design-decisions.md)
-VARIANT_FILES = {"v1model-k256": REPO / "p4src" / "ina_k256.p4", "v1model-k1024": REPO / "p4src" / "ina_k1024.p4"}
+VARIANT_FILES = {
+    "v1model-k256": REPO / "p4src" / "ina_k256.p4",
+    "v1model-k344": REPO / "p4src" / "ina_k344.p4",
+    "v1model-k1024": REPO / "p4src" / "ina_k1024.p4",
+}
 # the v1model builds by K, the largest first: the default is the first whose packets fit the links
-V1MODEL_BUILDS = {1024: "v1model-k1024", 256: "v1model-k256", VALUES_PER_PACKET: "v1model"}
+V1MODEL_BUILDS = {1024: "v1model-k1024", 344: "v1model-k344", 256: "v1model-k256", VALUES_PER_PACKET: "v1model"}
 TARGETS = ("softswitch", "bmv2", "tofino")
 STATS = "InaIngress.ina_stats"
 DROPS = "InaIngress.drop_stats"
@@ -144,11 +148,11 @@ def declared_values_per_packet(path: str | Path) -> int | None:
 
 def program_file(name_or_path: str | Path) -> Path:
     """The P4 source a ``--program`` option names: "v1model" / "tna" for the repository's programs,
-    "v1model-k256" / "v1model-k1024" for ina.p4 built with K = 256 / 1024 (the latter for links with a
-    9000-byte MTU), else a path (to a P4 source or a compiled BMv2 JSON).
+    "v1model-k256" / "v1model-k344" / "v1model-k1024" for ina.p4 built with K = 256 / 344 / 1024 (the latter
+    for links with a 9000-byte MTU), else a path (to a P4 source or a compiled BMv2 JSON).
 
-    >>> program_file("tna").name, program_file("v1model-k256").name, program_file("v1model-k1024").name
-    ('ina_tna.p4', 'ina_k256.p4', 'ina_k1024.p4')
+    >>> program_file("tna").name, program_file("v1model-k344").name, program_file("v1model-k1024").name
+    ('ina_tna.p4', 'ina_k344.p4', 'ina_k1024.p4')
     """
     text = str(name_or_path)
     return {**PROGRAM_FILES, **VARIANT_FILES}.get(text, Path(text))
@@ -158,7 +162,7 @@ def default_program(mtu: int, target: str = "softswitch") -> str:
     """The program a switch runs when nobody names one: the fastest the target and the links allow.
 
     On softswitch and BMv2 that is the v1model build with the largest K whose packets (a dense chunk with
-    MAX_HOPS hop entries) fit ``mtu``: K = 256 at a 1500-byte MTU, K = 1024 on jumbo links (9000). Fewer,
+    MAX_HOPS hop entries) fit ``mtu``: K = 344 at a 1500-byte MTU, K = 1024 on jumbo links (9000). Fewer,
     larger packets cost the hosts and the switches less per value (docs/design-decisions.md, "Fast
     defaults"). A Tofino runs the TNA program, whose K its pipeline fixes.
 
@@ -172,7 +176,7 @@ def default_program(mtu: int, target: str = "softswitch") -> str:
     Returns
     -------
     str
-        A name ``program_file`` resolves: "v1model-k1024", "v1model-k256", "v1model" or "tna".
+        A name ``program_file`` resolves: "v1model-k1024", "v1model-k344", "v1model-k256", "v1model" or "tna".
 
     Raises
     ------
@@ -181,8 +185,10 @@ def default_program(mtu: int, target: str = "softswitch") -> str:
 
     Examples
     --------
-    >>> default_program(1500), default_program(9000), default_program(1000), default_program(1500, "tofino")
-    ('v1model-k256', 'v1model-k1024', 'v1model', 'tna')
+    >>> default_program(1500), default_program(9000), default_program(1200), default_program(1000)
+    ('v1model-k344', 'v1model-k1024', 'v1model-k256', 'v1model')
+    >>> default_program(1500, "tofino")
+    'tna'
     """
     if target not in TARGETS:
         raise ProgramChoiceError(f"unknown target {target!r} (choose {', '.join(TARGETS)})")

@@ -46,7 +46,7 @@ PACKET_GROWTH_LIMIT_BYTES = 512  # BMv2 simple_switch's headroom: PacketBuffer(l
 MASKED_2OF4_MAX_POSITIONS = 272  # largest multiple of 8 with a 2:4 chunk's growth 15P/8 <= 512
 MASKED_1OF4_MAX_POSITIONS = 176  # the same for 1:4: 23P/8 <= 512
 MTU_BYTES = 1500
-JUMBO_MTU_BYTES = 9000  # the links of a K above 256 (p4src/ina_k1024.p4)
+JUMBO_MTU_BYTES = 9000  # the links of a K whose packets outgrow MTU_BYTES (p4src/ina_k1024.p4)
 MAX_HOPS = 8
 AGGREGATES_ROOT = 2  # set_job aggregates: the tree's root switch multicasts the RESULT of what it completes
 ROOT_UP_REPLICA = 0xFFFF  # the root's group member toward the server (its copy of the completed sum)

@@ -8,7 +8,7 @@ hop entries. P24 = min(K, MASKED_2OF4_MAX_POSITIONS) and P14 = min(K, MASKED_1OF
 layout      code   MASKED   payload after the hops                        value_count counts
 ==========  =====  =======  ===========================================  ==========================
 dense       0      no       K int32 (position i in lane i)                positions (<= K); groups of
-                                                                            4 above K = 256 (jumbo)
+                                                                            4 above K = 256
 2:4 sum     1      no       P24 int32 (position i in lane i)              groups of 4 positions
 1:4 sum     2      no       P14 int32                                     groups of 4 positions
 2:4         1      yes      P24/4 masks of 4 bits, P24/2 kept int32       groups of 4 positions
@@ -166,7 +166,7 @@ def largest_packet_bytes(k: int) -> int:
 
 def link_mtu(k: int) -> int:
     """The IPv4 MTU the links of a program with K lanes need: 1500 while a dense packet with MAX_HOPS hop
-    entries fits it (K <= 256 and then some), else JUMBO_MTU_BYTES (ina_k1024.p4's 4,204-byte packets).
+    entries fits it (K <= 344: p4src/ina_k344.p4), else JUMBO_MTU_BYTES (ina_k1024.p4's 4,204-byte packets).
 
     >>> link_mtu(256), link_mtu(1024)
     (1500, 9000)

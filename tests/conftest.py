@@ -27,6 +27,7 @@ needs_mininet = pytest.mark.skipif(not (IS_ROOT and _has_mininet()), reason="nee
 REPO = Path(__file__).resolve().parents[1]
 INA_P4 = REPO / "p4src" / "ina.p4"
 INA_K256_P4 = REPO / "p4src" / "ina_k256.p4"
+INA_K344_P4 = REPO / "p4src" / "ina_k344.p4"
 INA_K1024_P4 = REPO / "p4src" / "ina_k1024.p4"
 INA_TNA_P4 = REPO / "p4src" / "tna" / "ina_tna.p4"
 
@@ -68,6 +69,15 @@ def ina_program_k256():
     from softswitch.compiler import compile_program
 
     return compile_program(str(INA_K256_P4))
+
+
+@pytest.fixture(scope="session")
+def ina_program_k344():
+    """p4src/ina_k344.p4 (ina.p4 with K = 344 values per packet, the default at a 1500-byte MTU) compiled by
+    softswitch, once per session."""
+    from softswitch.compiler import compile_program
+
+    return compile_program(str(INA_K344_P4))
 
 
 @pytest.fixture(scope="session")

@@ -257,8 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_program(
         ap,
         help="what the switches start with (default on softswitch: the largest K the links' MTU carries, "
-        "v1model-k256 at 1500 bytes, v1model-k1024 on jumbo links): v1model (p4src/ina.p4, K = 64), v1model-k256 "
-        "(p4src/ina_k256.p4), v1model-k1024 (p4src/ina_k1024.p4), tna (p4src/tna/ina_tna.p4, softswitch only) or a "
+        "v1model-k344 at 1500 bytes, v1model-k1024 on jumbo links): v1model (p4src/ina.p4, K = 64), v1model-k256 "
+        "(p4src/ina_k256.p4), v1model-k344 (p4src/ina_k344.p4), v1model-k1024 (p4src/ina_k1024.p4), tna (p4src/tna/ina_tna.p4, softswitch only) or a "
         "path (on bmv2, without --device-config: the same default, compiled by p4c-bm2-ss into build/bmv2/)",
     )
     ap.add_argument("--p4info", help="P4Info to push with --device-config (bmv2 started without a program)")

@@ -67,7 +67,7 @@
 #define MASKED_2OF4_MAX_POSITIONS 272   /* largest multiple of 8 with growth 4P - P/8 - 2P = 15P/8 <= 512 */
 #define MASKED_1OF4_MAX_POSITIONS 176   /* largest multiple of 8 with growth 4P - P/8 - P = 23P/8 <= 512 */
 #define MTU_BYTES               1500    /* the largest IPv4 packet a K <= 256 must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
-#define JUMBO_MTU_BYTES         9000    /* the MTU the links of a K above 256 need (ina_k1024.p4: 4,204-byte packets) */
+#define JUMBO_MTU_BYTES         9000    /* the MTU the links of a K above 344 need (ina_k1024.p4: 4,204-byte packets) */
 #define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
 #define AGGREGATES_ROOT         2       /* set_job's aggregates: aggregates and is its tree's root (multicasts completions) */
 #define ROOT_UP_REPLICA         0xFFFF  /* replica id of the root's group member toward the server: only a sum the root completed leaves by it */

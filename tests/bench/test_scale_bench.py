@@ -40,6 +40,6 @@ def test_scale_bench_writes_a_row_per_method(tmp_path):
     rows = rows[:3]
     for r in rows:
         assert r["workers"] == 15 and r["finished"] == 15 and r["completion_s"] > r["ideal_s"] > 0
-        assert r["events"] > 0 and r["program"] == "v1model-k256"
+        assert r["events"] > 0 and r["program"] == "v1model-k344"
     assert rows[0]["mismatches"] == 0
     assert out.with_suffix(".png").stat().st_size > 0

@@ -24,25 +24,27 @@ def _topology(**link_extra):
     }
 
 
-def test_shipped_topologies_default_to_k256():
+def test_shipped_topologies_default_to_k344():
     topo = load_topology("topologies/star_100m.yaml")
     assert topo.smallest_mtu() == 1500
-    assert program_file(default_program(topo.smallest_mtu())).name == "ina_k256.p4"
+    assert program_file(default_program(topo.smallest_mtu())).name == "ina_k344.p4"
 
 
 def test_jumbo_links_default_to_k1024_only_when_every_link_is_jumbo():
     one_jumbo = topology_from_dict(_topology(mtu=9000))
     assert one_jumbo.smallest_mtu() == 1500
-    assert default_program(one_jumbo.smallest_mtu()) == "v1model-k256"
+    assert default_program(one_jumbo.smallest_mtu()) == "v1model-k344"
     data = _topology(mtu=9000)
     data["links"][1]["mtu"] = 9000
     assert default_program(topology_from_dict(data).smallest_mtu()) == "v1model-k1024"
 
 
-def test_k1024_needs_its_whole_packet_k256_fits_1500():
+def test_each_build_needs_its_whole_packet_k344_fits_1500():
     # a dense K = 1024 packet with 8 hops is 20 + 8 + 16 + 64 + 4096 = 4204 bytes of IPv4
     assert default_program(4204) == "v1model-k1024"
-    assert default_program(4203) == "v1model-k256"
+    assert default_program(4203) == "v1model-k344"
+    assert default_program(1484) == "v1model-k344"  # 20 + 8 + 16 + 64 + 1376: a 1500-byte MTU carries it
+    assert default_program(1483) == "v1model-k256"
     assert default_program(1132) == "v1model-k256"  # 20 + 8 + 16 + 64 + 1024
     assert default_program(1131) == "v1model"
 

@@ -748,7 +748,8 @@ def malformed() -> Scenario:
 
 # ---------------------------------------------------------------- 2:4 and 1:4 chunks (docs/protocol.md "Layouts")
 #
-# Each scenario takes K: ina.p4's (64) in stf/, ina_k256.p4's in stf/k256/, ina_k1024.p4's in stf/k1024/. A
+# Each scenario takes K: ina.p4's (64) in stf/, ina_k256.p4's in stf/k256/, ina_k344.p4's in stf/k344/,
+# ina_k1024.p4's in stf/k1024/. A
 # chunk covers Layout.positions(K) positions (at most K, capped so that a switch's expansion grows a packet
 # by at most PACKET_GROWTH_LIMIT_BYTES), all kept in the lanes of one cell.
 
@@ -1217,42 +1218,42 @@ def k256_dense() -> Scenario:
     return s
 
 
-def k1024_dense() -> Scenario:
-    """p4src/ina_k1024.p4 (K = 1024, jumbo frames): value_count counts groups of four lanes (docs/protocol.md,
-    "value_count"). Three children's 1,024 lanes summed with an overflow in lane 1023, flagged under
-    value_count 256 (the byte 0: all 1,024 lanes) and not under 255 (1,020 lanes); a chunk of 18 values says
-    5 groups, so its lane 17 counts for overflow and lane 20 does not; a RESULT releases a slot. Every byte
-    is a valid value_count at this K (256 groups = 1,024 lanes), so the malformed packets are those of other
-    K (64, 256), a 2:4 one of K = 64's chunk size and a K = 1024 frame one lane short."""
-    s = Scenario("k1024_dense", "K = 1024: value_count in groups of 4, overflow in lane 1023, partial last group")
+def grouped_dense(k: int) -> Scenario:
+    """A build with K above 256 lanes (p4src/ina_k344.p4, the default at a 1500-byte MTU; ina_k1024.p4, jumbo
+    frames): value_count counts groups of four lanes (docs/protocol.md, "value_count"). Three children's K
+    lanes summed with an overflow in lane K - 1, flagged under the value_count of all K / 4 groups (K = 1024:
+    256, the byte 0) and not under one group less; a chunk of 18 values says 5 groups, so its lane 17 counts
+    for overflow and lane 20 does not; a RESULT releases a slot. The malformed packets are those of other K
+    (64, 256), a 2:4 one of K = 64's chunk size and a K-lane frame one lane short."""
+    groups, last = k // 4, k - 1
+    s = Scenario(f"k{k}_dense", f"K = {k}: value_count in groups of 4, overflow in lane {last}, partial last group")
     standard_setup(s)
-    k = K1024
     big = 2**31 - 1
-    rng = np.random.default_rng(1024)
+    rng = np.random.default_rng(k)
     parts = [rng.integers(-(2**28), 2**28, size=k) for _ in range(3)]
-    parts[0][k - 1], parts[1][k - 1], parts[2][k - 1] = big, 1, 0  # lane 1023 overflows
+    parts[0][last], parts[1][last], parts[2][last] = big, 1, 0  # the last lane overflows
     wrapped = (sum(parts) + 2**31) % 2**32 - 2**31
     for worker in (2, 0, 1):
         s.packet(
             WORKER_PORTS[worker],
             grad_frame(
-                worker, JOB_UNICAST, 1, parts[worker], grad_hops(fan_in=3, child=worker), slot=1, value_count=256,
-                values_per_packet=k,
+                worker, JOB_UNICAST, 1, parts[worker], grad_hops(fan_in=3, child=worker), slot=1,
+                value_count=groups, values_per_packet=k,
             ),
         )  # fmt: skip
     s.expect(
         SERVER_PORT,
         forwarded(
             1, JOB_UNICAST, 1, wrapped, server_hop(), slot=1, contributor=SWITCH_ID, flags=C.FLAG_OVERFLOW,
-            value_count=256, values_per_packet=k,
+            value_count=groups, values_per_packet=k,
         ),
     )  # fmt: skip
-    s.comment("value_count 255 (lanes 0..1019): the same overflow in lane 1023 is not flagged")
+    s.comment(f"value_count {groups - 1} (lanes 0..{last - 4}): the same overflow in lane {last} is not flagged")
     for worker in (0, 1):
         s.packet(
             WORKER_PORTS[worker],
             grad_frame(
-                worker, JOB_UNICAST, 2, parts[worker], grad_hops(child=worker), slot=2, value_count=255,
+                worker, JOB_UNICAST, 2, parts[worker], grad_hops(child=worker), slot=2, value_count=groups - 1,
                 values_per_packet=k,
             ),
         )  # fmt: skip
@@ -1260,7 +1261,7 @@ def k1024_dense() -> Scenario:
     s.expect(
         SERVER_PORT,
         forwarded(
-            1, JOB_UNICAST, 2, pair, server_hop(), slot=2, contributor=SWITCH_ID, value_count=255,
+            1, JOB_UNICAST, 2, pair, server_hop(), slot=2, contributor=SWITCH_ID, value_count=groups - 1,
             values_per_packet=k,
         ),
     )  # fmt: skip
@@ -1284,9 +1285,11 @@ def k1024_dense() -> Scenario:
     )  # fmt: skip
     s.comment("the server's RESULT releases slot 1 on its way to worker 0")
     down = [Hop(SWITCH_ID, True, 2, 0, WORKER_PORTS[0])]
-    s.packet(SERVER_PORT, result_frame(0, JOB_UNICAST, 1, wrapped, down, slot=1, value_count=256, values_per_packet=k))
+    s.packet(
+        SERVER_PORT, result_frame(0, JOB_UNICAST, 1, wrapped, down, slot=1, value_count=groups, values_per_packet=k)
+    )
     s.expect(
-        WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, wrapped, [], slot=1, value_count=256, values_per_packet=k)
+        WORKER_PORTS[0], result_frame(0, JOB_UNICAST, 1, wrapped, [], slot=1, value_count=groups, values_per_packet=k)
     )
     s.comment("value_count 5 again, now with the overflow in lane 20: past the 5 groups, not flagged")
     late = [np.zeros(21, dtype=np.int64), np.zeros(21, dtype=np.int64)]
@@ -1306,7 +1309,7 @@ def k1024_dense() -> Scenario:
             contributor=SWITCH_ID, value_count=5, values_per_packet=k,
         ),
     )  # fmt: skip
-    s.comment("malformed here: packets of K = 64 and K = 256, a K = 64 2:4 packet, a K = 1024 frame one lane short")
+    s.comment(f"malformed here: packets of K = 64 and K = 256, a K = 64 2:4 packet, a K = {k} frame one lane short")
     s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2))
     s.packet(1, grad_frame(0, JOB_UNICAST, 5, [1, 2, 3], grad_hops(), slot=2, values_per_packet=K256))
     masked_k64 = masked_frame(
@@ -1321,7 +1324,7 @@ def k1024_dense() -> Scenario:
     s.check_stats(JOB_UNICAST, {C.STAT_GRAD_COMPLETED: 4, C.STAT_OVERFLOW: 2, C.STAT_RESULT_RELEASED: 1})
     s.check_register("InaIngress.slot_overflow", cell(JOB_UNICAST, 2), 0)
     s.check_register("InaIngress.slot_count", cell(JOB_UNICAST, 1), 0)
-    s.check_register("InaIngress.slot_lane_1023", cell(JOB_UNICAST, 2), int(pair[k - 1]) % 2**32)
+    s.check_register(f"InaIngress.slot_lane_{last}", cell(JOB_UNICAST, 2), int(pair[last]) % 2**32)
     return s
 
 
@@ -1368,8 +1371,13 @@ SCENARIOS = [
 # stf/k1024/: each runs on that program only
 K256 = 256
 K256_SCENARIOS = [k256_dense, *(functools.partial(make, K256) for make in MASKED_SCENARIOS)]
+K344 = 344  # the largest K whose packets fit a 1500-byte MTU: the default there
+K344_SCENARIOS = [functools.partial(grouped_dense, K344), *(functools.partial(make, K344) for make in MASKED_SCENARIOS)]
 K1024 = 1024
-K1024_SCENARIOS = [k1024_dense, *(functools.partial(make, K1024) for make in MASKED_SCENARIOS)]
+K1024_SCENARIOS = [
+    functools.partial(grouped_dense, K1024),
+    *(functools.partial(make, K1024) for make in MASKED_SCENARIOS),
+]
 
 
 def render_all() -> dict[str, str]:
@@ -1409,6 +1417,11 @@ def render_k256() -> dict[str, str]:
     return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K256_SCENARIOS)}
 
 
+def render_k344() -> dict[str, str]:
+    """File name -> STF text of the scenarios of the K = 344 program (stf/k344/)."""
+    return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K344_SCENARIOS)}
+
+
 def render_k1024() -> dict[str, str]:
     """File name -> STF text of the scenarios of the K = 1024 program (stf/k1024/)."""
     return {f"{scenario.name}.stf": scenario.text() for scenario in (make() for make in K1024_SCENARIOS)}
@@ -1418,12 +1431,13 @@ def main() -> None:
     STF_DIR.mkdir(exist_ok=True)
     for name, text in render_all().items():
         (STF_DIR / name).write_text(text)
-    for variant, rendered in (("k256", render_k256()), ("k1024", render_k1024())):
+    for variant, rendered in (("k256", render_k256()), ("k344", render_k344()), ("k1024", render_k1024())):
         (STF_DIR / variant).mkdir(exist_ok=True)
         for name, text in rendered.items():
             (STF_DIR / variant / name).write_text(text)
     print(
-        f"wrote {len(SCENARIOS)} STF files to {STF_DIR}, {len(K256_SCENARIOS)} to k256/, {len(K1024_SCENARIOS)} to k1024/"
+        f"wrote {len(SCENARIOS)} STF files to {STF_DIR}, {len(K256_SCENARIOS)} to k256/, {len(K344_SCENARIOS)} to "
+        f"k344/, {len(K1024_SCENARIOS)} to k1024/"
     )
 
 

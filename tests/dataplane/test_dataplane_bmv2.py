@@ -1,5 +1,5 @@
-"""Real BMv2 and softswitch give the same packets for every STF scenario of p4src/ina.p4 and
-p4src/ina_k256.p4, the 2:4 and 1:4 ones included (whose expansion must stay within BMv2's headroom:
+"""Real BMv2 and softswitch give the same packets for every STF scenario of p4src/ina.p4,
+p4src/ina_k256.p4 and p4src/ina_k344.p4 (the default program at a 1500-byte MTU), the 2:4 and 1:4 ones included (whose expansion must stay within BMv2's headroom:
 PACKET_GROWTH_LIMIT_BYTES), and BMv2's counters are the ones each scenario checks.
 
 Each scenario runs packet by packet on both switches: softswitch's outputs for a packet (checked against
@@ -23,8 +23,11 @@ from softswitch.switch import Switch
 HERE = Path(__file__).resolve().parent
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
 INA_K256_P4 = HERE.parents[1] / "p4src" / "ina_k256.p4"
-CASES = [("ina_program", INA_P4, path) for path in sorted((HERE / "stf").glob("*.stf"))] + [
-    ("ina_program_k256", INA_K256_P4, path) for path in sorted((HERE / "stf" / "k256").glob("*.stf"))
+INA_K344_P4 = HERE.parents[1] / "p4src" / "ina_k344.p4"
+CASES = [
+    *[("ina_program", INA_P4, path) for path in sorted((HERE / "stf").glob("*.stf"))],
+    *[("ina_program_k256", INA_K256_P4, path) for path in sorted((HERE / "stf" / "k256").glob("*.stf"))],
+    *[("ina_program_k344", INA_K344_P4, path) for path in sorted((HERE / "stf" / "k344").glob("*.stf"))],
 ]
 PORTS = range(1, 9)  # the scenarios' ports (workers 1-3, server 4, a few more) and spare ones
 PACKET_TIMEOUT_S = 10.0  # for BMv2 to send (or count the drop of) one packet: a bound, not a pace

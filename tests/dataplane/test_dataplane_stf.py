@@ -16,9 +16,11 @@ HERE = Path(__file__).resolve().parent
 
 INA_P4 = HERE.parents[1] / "p4src" / "ina.p4"
 INA_K256_P4 = HERE.parents[1] / "p4src" / "ina_k256.p4"
+INA_K344_P4 = HERE.parents[1] / "p4src" / "ina_k344.p4"
 INA_K1024_P4 = HERE.parents[1] / "p4src" / "ina_k1024.p4"
 STF_FILES = sorted((HERE / "stf").glob("*.stf"))
 K256_STF_FILES = sorted((HERE / "stf" / "k256").glob("*.stf"))
+K344_STF_FILES = sorted((HERE / "stf" / "k344").glob("*.stf"))
 K1024_STF_FILES = sorted((HERE / "stf" / "k1024").glob("*.stf"))
 
 
@@ -40,6 +42,7 @@ def test_generator_reproduces_committed_files():
         assert path.read_text() == rendered[path.name], f"{path.name} is stale: run {stf_scenarios.__file__}"
     for variant, rendered, files in (
         ("k256", stf_scenarios.render_k256(), K256_STF_FILES),
+        ("k344", stf_scenarios.render_k344(), K344_STF_FILES),
         ("k1024", stf_scenarios.render_k1024(), K1024_STF_FILES),
     ):
         assert sorted(rendered) == [p.name for p in files]
@@ -60,6 +63,15 @@ def test_stf_scenario(path, ina_program):
 def test_k256_stf_scenario(path, ina_program_k256):
     """The scenarios of p4src/ina_k256.p4 (256 values per packet) on that program."""
     _run_and_check(INA_K256_P4, Switch(ina_program_k256, name=path.stem), path)
+
+
+@pytest.mark.parametrize("path", K344_STF_FILES, ids=lambda p: p.stem)
+def test_k344_stf_scenario(path, ina_program_k344):
+    """The scenarios of p4src/ina_k344.p4 (344 values per packet, the default at a 1500-byte MTU; value_count
+    in groups of 4) on it: no result outgrows BMv2's packet buffer."""
+    sw = Switch(ina_program_k344, name=path.stem)
+    _run_and_check(INA_K344_P4, sw, path)
+    assert sw.stats["buffer_limit_drops"] == 0
 
 
 @pytest.mark.parametrize("path", K1024_STF_FILES, ids=lambda p: p.stem)

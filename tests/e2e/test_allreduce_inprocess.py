@@ -228,11 +228,13 @@ def test_a_large_window_into_short_link_queues_backs_off_instead_of_flooding(pro
     assert resent < 0.3 * sent
 
 
-@pytest.mark.parametrize("variant, k, floats", [("v1model-k256", 256, 600), ("v1model-k1024", 1024, 2500)])
+@pytest.mark.parametrize(
+    "variant, k, floats", [("v1model-k256", 256, 600), ("v1model-k344", 344, 800), ("v1model-k1024", 1024, 2500)]
+)
 def test_a_build_with_larger_k_plans_and_sums_k_values_per_packet(variant, k, floats):
-    """p4src/ina_k256.p4 and ina_k1024.p4 (jumbo frames): the job's K is learnt from the program, each chunk
+    """p4src/ina_k256.p4, ina_k344.p4 and ina_k1024.p4 (jumbo frames): the job's K is learnt from the program, each chunk
     is one K-lane packet per worker, sums are exact through a two-level fabric that loses packets, also for
-    a last chunk of 17 values (at K = 1024 value_count counts groups of four: 5 groups, the last three
+    a last chunk of 17 values (above K = 256 value_count counts groups of four: 5 groups, the last three
     zeros short) and for floats (their 2:4 and 1:4 allreduces: tests/e2e/test_compressed_allreduce_inprocess.py)."""
     net = network("leaf_spine", seed=4, program=variant)
     net.set_impairments(loss=0.02)
@@ -245,10 +247,11 @@ def test_a_build_with_larger_k_plans_and_sums_k_values_per_packet(variant, k, fl
     assert_float_close(job.allreduce(fs), fs)
 
 
-@pytest.mark.parametrize("variant, k", [("v1model-k256", 256), ("v1model-k1024", 1024)])
+@pytest.mark.parametrize("variant, k", [("v1model-k256", 256), ("v1model-k344", 344), ("v1model-k1024", 1024)])
 def test_a_build_with_larger_k_sends_k_over_64_times_fewer_packets(variant, k):
     """The same allreduce on ina.p4 and on a build variant: a worker sends one GRAD per K values instead
-    of one per 64 (ina_k256.p4: a quarter of the packets; ina_k1024.p4, jumbo frames: a sixteenth)."""
+    of one per 64 (ina_k256.p4: a quarter of the packets; ina_k344.p4, the default at a 1500-byte MTU: 2
+    for the 688 values here instead of 11; ina_k1024.p4, jumbo frames: a sixteenth)."""
     sent = {}
     for program in ("v1model", variant):
         net = network(star_topology(2), program=program)
@@ -257,4 +260,4 @@ def test_a_build_with_larger_k_sends_k_over_64_times_fewer_packets(variant, k):
         for out in job.allreduce(xs):
             np.testing.assert_array_equal(out, sum(xs))
         sent[program] = net.direction("h1", "s1").packets
-    assert sent == {"v1model": 2 * k // 64, variant: 2}
+    assert sent == {"v1model": -(-2 * k // 64), variant: 2}

@@ -98,7 +98,7 @@ def test_float_sums_of_kept_values():
         assert np.abs(out.astype(np.float64) - exact).max() <= 1e-6 * np.abs(exact).max()
 
 
-@pytest.mark.parametrize("program, k", [("v1model", 64), ("v1model-k256", 256)])
+@pytest.mark.parametrize("program, k", [("v1model", 64), ("v1model-k256", 256), ("v1model-k344", 344)])
 def test_a_workers_uplink_carries_one_packet_of_its_layout_per_chunk(program, k):
     """Each worker's uplink: one packet per chunk of the layout's positions, of the layout's size (no loss:
     no resend). 2:4 and 1:4 chunks are sized by the switches' headroom (docs/protocol.md, "Layouts"), so
@@ -120,10 +120,10 @@ def test_a_workers_uplink_carries_one_packet_of_its_layout_per_chunk(program, k)
     assert uplink["1:4"] <= 0.48 * uplink[None]
 
 
-@pytest.mark.parametrize("variant, k", [("v1model-k256", 256), ("v1model-k1024", 1024)])
+@pytest.mark.parametrize("variant, k", [("v1model-k256", 256), ("v1model-k344", 344), ("v1model-k1024", 1024)])
 def test_masked_sums_on_the_larger_k_programs_are_exact(variant, k):
-    """ina_k256.p4 and ina_k1024.p4 (jumbo frames) sum 2:4 and 1:4 chunks (at most K positions, sized by the
-    switches' headroom) exactly through a two-level fabric that loses packets, for integers (a last chunk
+    """ina_k256.p4, ina_k344.p4 and ina_k1024.p4 (jumbo frames) sum 2:4 and 1:4 chunks (at most K positions,
+    sized by the switches' headroom) exactly through a two-level fabric that loses packets, for integers (a last chunk
     partly filled) and floats, and through a parameter server (no aggregating switch)."""
     net = network("leaf_spine", seed=4, program=variant)
     net.set_impairments(loss=0.02)

@@ -58,12 +58,12 @@ def test_one_result_mode_default_for_the_controller_and_the_in_process_network()
 
 
 def test_the_lab_runs_the_largest_k_its_links_carry_unless_told(tmp_path):
-    """No --program: K = 256 on the shipped 1500-byte links, K = 1024 where every link has mtu 9000; a named
+    """No --program: K = 344 on the shipped 1500-byte links, K = 1024 where every link has mtu 9000; a named
     program still wins, and the links take the MTU its packets need."""
     from controller.topology_yaml import load_topology, save_topology
 
     lab = mininet_lab.MininetLab(STAR, 2, log=lambda m: None)  # nothing starts before start()
-    assert os.path.basename(lab.network.program) == "ina_k256.p4" and lab.network.mtu == 1500
+    assert os.path.basename(lab.network.program) == "ina_k344.p4" and lab.network.mtu == 1500
     topo = load_topology(STAR)
     for link in topo.links:
         link.mtu = 9000

@@ -89,7 +89,7 @@ def test_tcp_and_a_64_mb_allreduce_share_a_worker_link(tmp_path, congestion_cont
     topology = tmp_path / "star_100m_tcp.yaml"
     topology.write_text(TOPOLOGY)
     samples = str(tmp_path / "tcp.txt")
-    lab = MininetLab(str(topology), ["h1", "h2", "h3", "h4"], server="h5", program="v1model-k256", log=lambda m: None)
+    lab = MininetLab(str(topology), ["h1", "h2", "h3", "h4"], server="h5", log=lambda m: None)  # the default program
     _share_link(lab, samples, congestion_control)  # the lab waits for the lab lock: one mininet lab at a time
 
 

@@ -14,12 +14,13 @@ from controller.topology_yaml import load_topology
 from sim.allreduce import AgentModel, WorkerValues, plan_ina, run_ina
 from sim.network import LinkModel, SimNetwork
 from worker.pacing import PACING_HEADROOM
+from worker.stream import SLOW_START_BYTES
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB_POOL = 2048  # bench/allreduce_netns.py's --pool-size default
-K = 256
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 
 
 def _star_100m_run(
@@ -68,7 +69,7 @@ def test_a_long_round_trip_makes_the_agents_window_the_bound(root_results, host_
     net, plan, result, _ = _star_100m_run(chunks, LinkModel(host_delay_extra_ms=extra_ms), root_results=root_results)
     assert result.finished == 4 and result.mismatches == 0 and result.resends == 0
     rtt = host_links * (0.1 + extra_ms) * 1e-3
-    window = 256  # paced: the agent starts past slow start, at SLOW_START_BYTES of values (256 KiB / 1 KiB)
+    window = SLOW_START_BYTES // (4 * K)  # paced: the agent starts past slow start, at SLOW_START_BYTES of values
     # window-bound: a window of chunks per round trip (the window grows by about one chunk per round trip
     # above its threshold: 8 round trips, +3%), the last round trip added
     expected = chunks / window * rtt + rtt

@@ -16,7 +16,7 @@ from worker.stream import stripe
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
-K = 256
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 
 
 @pytest.mark.parametrize("agent", [None, AgentModel(timeout_s=0.05)], ids=["fixed-window", "agents"])

@@ -18,7 +18,7 @@ from sim.network import SimNetwork
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
-K = 256
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 CHUNKS = 1024  # per worker: more than a window, so the failure catches the round with chunks in flight
 DETECT_S = 0.002  # the monitor's probe interval in the in-process tests (tests/e2e/test_replan_inprocess.py)
 

@@ -19,7 +19,7 @@ from sim.network import SimNetwork
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
-K = 256  # the default program at a 1500-byte MTU (v1model-k256)
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 CHUNKS = 24
 
 

@@ -14,7 +14,7 @@ from sim.network import SimNetwork
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
-K = 256
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 WORKERS = 70  # two 64-bit words of a cell's bitmap of children heard
 
 

@@ -16,7 +16,7 @@ from sim.network import LinkModel, SimNetwork
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
-K = 256  # the default program at a 1500-byte MTU (v1model-k256)
+K = 344  # the default program at a 1500-byte MTU (v1model-k344)
 
 
 def _fat_tree_job(links: LinkModel | None = None, seed: int = 0, root_results: bool | None = None):
@@ -54,7 +54,7 @@ def test_a_wrong_expected_sum_is_reported_by_every_worker():
 
 def test_values_that_are_not_whole_chunks_are_refused_with_the_reason():
     net, plan = _fat_tree_job()
-    with pytest.raises(SimError, match=r"100 values are not a whole number of 256-value chunks"):
+    with pytest.raises(SimError, match=r"100 values are not a whole number of 344-value chunks"):
         run_ina(net, plan, WorkerValues.random(len(plan.workers), 100))
     net.close()
 

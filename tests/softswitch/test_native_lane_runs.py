@@ -82,7 +82,9 @@ def ina_lane_headers(lanes: int) -> list[tuple[str, int, int]]:
     return [(f"values_{name}", lo, hi - lo) for name, (lo, hi) in zip("abc", spans, strict=False)]
 
 
-@pytest.mark.parametrize("program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256), ("ina_k1024.p4", 1024)])
+@pytest.mark.parametrize(
+    "program, lanes", [("ina.p4", 64), ("ina_k256.p4", 256), ("ina_k344.p4", 344), ("ina_k1024.p4", 1024)]
+)
 def test_ina_aggregation_is_one_loop_over_its_lanes(program, lanes):
     """The aggregation's K lane statements are one loop per lane header (its lanes, and the slot's registers
     from its first lane on), none left unrolled; each lane header is parsed and emitted by one loop."""

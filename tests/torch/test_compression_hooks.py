@@ -16,7 +16,7 @@ def _identical(runs):
 
 
 @pytest.mark.parametrize(
-    "world, program, k", [(2, "v1model", 64), (4, "v1model", 64), (2, "v1model-k256", 256), (2, "v1model-k1024", 1024)]
+    "world, program, k", [(2, "v1model", 64), (4, "v1model", 64), (2, "v1model-k344", 344), (2, "v1model-k1024", 1024)]
 )
 def test_sparse24_hook_through_the_switches(tmp_path, world, program, k):
     """ina.p4 and the larger-K programs: 2:4 and 1:4 chunks of their layout's positions (docs/protocol.md,

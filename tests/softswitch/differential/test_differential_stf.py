@@ -35,6 +35,8 @@ def program_of(stf: Path) -> Path:
         return INA_P4
     if stf.parent == ROOT / "tests" / "dataplane" / "stf" / "k256":
         return ROOT / "p4src" / "ina_k256.p4"
+    if stf.parent == ROOT / "tests" / "dataplane" / "stf" / "k344":
+        return ROOT / "p4src" / "ina_k344.p4"
     if stf.parent == ROOT / "tests" / "dataplane" / "stf" / "k1024":
         return ROOT / "p4src" / "ina_k1024.p4"
     raise AssertionError(f"no program found for {stf}")
