@@ -12,7 +12,7 @@ it runs in turn:
 
 With no options it measures what a user who names nothing runs: star_100m and star (1 Gbit/s), 4 and 64 MB
 per worker, 3 runs of each method taking turns, on the switches' default program (the largest K the
-topology's links carry: K = 256 at a 1500-byte MTU, K = 1024 on jumbo links; controller.programs.default_program).
+topology's links carry: K = 344 at a 1500-byte MTU, K = 1024 on jumbo links; controller.programs.default_program).
 ``--program v1model v1model-k256`` (or its shorthand ``--lanes 64 256``) runs ina and ps once per build of the switches' program instead, each on a lab of its
 own (gloo runs again where the links' MTU changes).
 
@@ -51,7 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from bench.cpu_time import machine_busy, process_cpu_seconds  # noqa: E402
+from bench.cpu_time import machine_busy, process_cpu_seconds, process_kernel_seconds  # noqa: E402
 from controller.cli_options import add_lanes_shorthand, add_program  # noqa: E402
 from controller.programs import declared_values_per_packet, default_program, program_file  # noqa: E402
 from controller.topology_yaml import load_topology  # noqa: E402
@@ -143,12 +143,14 @@ class LabBench:
         server0 = lab.server_stats() if method != "gloo" else {}
         drops0 = self.drops.read()
         links0, cpu0, busy0 = lab.link_bytes(), {k: process_cpu_seconds(p) for k, p in pids.items()}, machine_busy()
+        kernel0 = {k: process_kernel_seconds(p) for k, p in pids.items()}
         wall0 = time.monotonic()
         with BacklogSampler(self.drops.switch_ends) as backlog:
             result = lab.allreduce(1, values, mode=method, timeout=timeout, **settings)[0]
         wall = time.monotonic() - wall0
         busy1 = machine_busy()
         cpu = {k: process_cpu_seconds(p) - cpu0[k] for k, p in pids.items()}
+        kernel = {k: process_kernel_seconds(p) - kernel0[k] for k, p in pids.items()}
         links1 = lab.link_bytes()
         drops = drops_between(drops0, self.drops.read(), backlog.peak)
         link_bytes = {self.link_names[i]: links1[i] - links0.get(i, 0) for i in links1}
@@ -186,6 +188,7 @@ class LabBench:
             "datagrams_per_receive": {str(rank): v for rank, v in result.datagrams_per_receive.items()},
             "cpu_share": {k: v / wall for k, v in cpu.items()},
             "cpu_s": cpu,
+            "kernel_cpu_s": kernel,  # the system time in cpu_s, by process (bench/cpu_time.process_kernel_seconds)
             # CPU of every process of the method per chunk of K values (gloo: per as many values), all
             # workers' copies included: what the machine's cores must supply at the links' rate
             "cpu_us_per_chunk": 1e6 * sum(cpu.values()) / -(-values // lab.plan.value_count),
@@ -195,6 +198,11 @@ class LabBench:
             # CPU per 1,024 values a worker contributes, split between the hosts (workers, server, or gloo's
             # ranks: what a real deployment pays) and the switches (software here, hardware in a real one)
             "host_cpu_us_per_1024_values": 1e6 * host_cpu / thousands,
+            # the kernel's part of the hosts' figure: their processes' system time over the round (system calls,
+            # and the softirq work that ran while they were on a CPU)
+            "host_kernel_cpu_us_per_1024_values": 1e6
+            * sum(v for k, v in kernel.items() if not k.startswith("switch "))
+            / thousands,
             "switch_cpu_us_per_1024_values": 1e6
             * sum(v for k, v in cpu.items() if k.startswith("switch "))
             / thousands,
@@ -252,11 +260,13 @@ def describe(row: dict) -> str:
     per_chunk = row["cpu_us_per_chunk_by_process"]
     cpu = ", ".join(f"{k} {100 * v:.0f}% ({per_chunk[k]:.1f} us/chunk)" for k, v in busiest)
     text += f"\n{'':>13}{drops_line(row['drops'])}" if "drops" in row else ""
+    kernel = row.get("host_kernel_cpu_us_per_1024_values")
+    kernel_text = f" (kernel {kernel:.1f})" if kernel is not None else ""
     return text + (
         f"\n{'':>13}CPU of one core: {cpu}; {row['cpu_us_per_chunk']:.0f} us of CPU per chunk of "
         f"{row['values_per_packet']} values in all; machine busy {100 * row['machine_busy']:.0f}%"
-        f"\n{'':>13}CPU per 1,024 values: hosts {row['host_cpu_us_per_1024_values']:.1f} us, switches "
-        f"{row['switch_cpu_us_per_1024_values']:.1f} us"
+        f"\n{'':>13}CPU per 1,024 values: hosts {row['host_cpu_us_per_1024_values']:.1f} us{kernel_text}, "
+        f"switches {row['switch_cpu_us_per_1024_values']:.1f} us"
     )
 
 
@@ -283,6 +293,9 @@ def summarize(runs: list[dict]) -> list[dict]:
                 "drops": [r.get("drops_total", 0) for r in rows],
                 "host_cpu_us_per_1024_values": [
                     r["host_cpu_us_per_1024_values"] for r in rows if "host_cpu_us_per_1024_values" in r
+                ],
+                "host_kernel_cpu_us_per_1024_values": [
+                    r["host_kernel_cpu_us_per_1024_values"] for r in rows if "host_kernel_cpu_us_per_1024_values" in r
                 ],
                 "switch_cpu_us_per_1024_values": [
                     r["switch_cpu_us_per_1024_values"] for r in rows if "switch_cpu_us_per_1024_values" in r
@@ -375,7 +388,7 @@ def programs_for(programs: list[str] | None, links_mtu: int) -> list[str]:
     Examples
     --------
     >>> programs_for(None, 1500), programs_for(None, 9000), programs_for(["v1model", "v1model-k256"], 1500)
-    (['v1model-k256'], ['v1model-k1024'], ['v1model', 'v1model-k256'])
+    (['v1model-k344'], ['v1model-k1024'], ['v1model', 'v1model-k256'])
     """
     if not programs:
         return [default_program(links_mtu)]
@@ -405,6 +418,7 @@ def against_gloo(summary: list[dict]) -> list[dict]:
         if entry["label"].startswith("gloo") or base is None:
             continue
         cpu, base_cpu = entry.get("host_cpu_us_per_1024_values"), base.get("host_cpu_us_per_1024_values")
+        kernel = entry.get("host_kernel_cpu_us_per_1024_values")
         out.append(
             {
                 "label": entry["label"],
@@ -419,6 +433,11 @@ def against_gloo(summary: list[dict]) -> list[dict]:
                 "host_cpu_over_gloo": statistics.median(cpu) / statistics.median(base_cpu)
                 if cpu and base_cpu
                 else None,
+                # the hosts' kernel time alone against gloo's hosts' whole CPU: the floor a faster user space
+                # leaves (the kernel's per-datagram work)
+                "host_kernel_cpu_over_gloo": statistics.median(kernel) / statistics.median(base_cpu)
+                if kernel and base_cpu
+                else None,
             }
         )
     return out
@@ -426,12 +445,13 @@ def against_gloo(summary: list[dict]) -> list[dict]:
 
 def describe_against_gloo(entry: dict) -> str:
     """One line per agent method and size: its median against gloo's, x ideal, resends, drops, host CPU."""
-    cpu = entry["host_cpu_over_gloo"]
+    cpu, kernel = entry["host_cpu_over_gloo"], entry.get("host_kernel_cpu_over_gloo")
     return (
         f"{entry['bytes_per_worker'] / 2**20:>5.0f} MB {entry['label']:>10} / gloo: {entry['time_over_gloo']:.2f} "
         f"({entry['median_s']:.3f} / {entry['gloo_median_s']:.3f} s; x ideal {entry['ratio_to_ideal']:.2f} / "
         f"{entry['gloo_ratio_to_ideal']:.2f}); resent {entry['retransmissions']}, dropped {entry['drops']}"
         + ("" if cpu is None else f"; host CPU per value {cpu:.2f}x gloo's")
+        + ("" if cpu is None or kernel is None else f" (its kernel part alone {kernel:.2f}x)")
     )
 
 
@@ -543,8 +563,8 @@ def main(argv: list[str] | None = None) -> int:
         ap,
         nargs="+",
         help="the switches' programs: ina and ps run on a lab per program (v1model: p4src/ina.p4, K = 64; "
-        "v1model-k256; v1model-k1024 on links with a 9000-byte MTU, where gloo runs again; or a path); default: "
-        "the program a user who names none runs, the largest K the topology's links carry (K = 256 at MTU 1500)",
+        "v1model-k256; v1model-k344; v1model-k1024 on links with a 9000-byte MTU, where gloo runs again; or a path); default: "
+        "the program a user who names none runs, the largest K the topology's links carry (K = 344 at MTU 1500)",
     )
     add_lanes_shorthand(ap, several=True)
     ap.add_argument(

@@ -68,6 +68,18 @@ def process_cpu_seconds(pid: int) -> float:
     return total
 
 
+def process_kernel_seconds(pid: int) -> float:
+    """System (kernel) time of every thread of process `pid` so far, ended threads included, from
+    /proc/<pid>/stat (clock ticks: read it over runs of a second or more); 0.0 once the process is gone.
+    It holds the system calls the process made and the softirq work the kernel ran while the process was
+    on the CPU (without IRQ_TIME_ACCOUNTING, a receive softirq is charged to whoever it interrupted)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return int(fields[12]) / CLOCK_TICKS  # stime, field 15 of stat
+
+
 def _stat_ticks(name: str) -> list[int]:
     """user nice system idle iowait irq softirq steal of one /proc/stat line, in clock ticks; guest and
     guest_nice (fields 9-10) are already inside user and nice, so they are left out."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -151,6 +152,39 @@ def allreduce_table(rows: list[dict]) -> list[str]:
     return table(header, out, right={1, 3, 4, 5, 6, 7, 8})
 
 
+def allreduce_cpu_table(rows: list[dict]) -> list[str]:
+    """Host CPU per 1,024 values a worker contributes (workers and server, or gloo's ranks; medians of the
+    runs) with its kernel part: what a deployment's hosts pay, the switches left out (hardware there)."""
+    out = []
+    for r in rows:
+        ina, gloo = r["methods"].get("ina"), r["methods"].get("gloo")
+        if not (ina and gloo and ina.get("host_cpu_us_per_1024_values") and gloo.get("host_cpu_us_per_1024_values")):
+            continue
+        ina_cpu = statistics.median(ina["host_cpu_us_per_1024_values"])
+        gloo_cpu = statistics.median(gloo["host_cpu_us_per_1024_values"])
+        kernel = ina.get("host_kernel_cpu_us_per_1024_values") or []
+        ina_kernel = statistics.median(kernel) if kernel else None
+        out.append(
+            [
+                r["topology"],
+                mb(r["bytes_per_worker"]),
+                f"{ina_cpu:.1f}" + ("" if ina_kernel is None else f" ({ina_kernel:.1f})"),
+                f"{gloo_cpu:.1f}",
+                f"{ina_cpu / gloo_cpu:.2f}",
+                "-" if ina_kernel is None else f"{ina_kernel / gloo_cpu:.2f}",
+            ]
+        )
+    header = [
+        "topology",
+        "MB per worker",
+        "INA hosts us (kernel)",
+        "gloo hosts us",
+        "INA / gloo",
+        "INA's kernel alone / gloo",
+    ]
+    return table(header, out, right={1, 2, 3, 4, 5}) if out else []
+
+
 def allreduce_plot(rows: list[dict], path: Path) -> None:
     """Completion time over the ideal S/B, per topology and size, one bar per method."""
     import matplotlib
@@ -196,6 +230,16 @@ def allreduce_section(manifest: dict, images: Path) -> list[str]:
         out += [""] + allreduce_table(rows)
         allreduce_plot(rows, images / HEADLINE_PLOT)
         out += ["", f"![Allreduce time over the ideal per method]({IMAGES}/{HEADLINE_PLOT})"]
+        cpu = allreduce_cpu_table(rows)
+        if cpu:
+            out += [
+                "",
+                "Host CPU per 1,024 values each worker contributes, medians of the runs: the workers' and the "
+                "server's processes (gloo: its ranks), the switches left out; in brackets the hosts' system time "
+                "(their system calls and the softirq work that ran while they were on a CPU).",
+                "",
+                *cpu,
+            ]
     return out
 
 
