@@ -145,17 +145,20 @@ class MininetLab:
         return self
 
     def _compile_for_bmv2(self) -> None:
-        """BMv2 started with no program and no pipeline given gets the default program (the largest K the
-        links carry), compiled by p4c-bm2-ss (topologies/bmv2_build.py), pushed like --device-config."""
-        if self.network.target.name != "bmv2" or self.network.program is not None or self.device_config:
+        """BMv2 given no pipeline gets its program compiled by p4c-bm2-ss (topologies/bmv2_build.py) and pushed
+        like --device-config: the one --program names if it is a P4 source (simple_switch_grpc loads only a
+        compiled JSON itself), else the default program (the largest K the links carry)."""
+        program = self.network.program
+        if self.network.target.name != "bmv2" or self.device_config or (program and not program.endswith(".p4")):
             return
         from controller.programs import default_program
         from topologies.bmv2_build import compiled
 
-        name = default_program(self.topo.smallest_mtu(), "bmv2")
+        name = program or default_program(self.topo.smallest_mtu(), "bmv2")
         self.log(f"[lab] BMv2 runs {name}: compiling it with p4c-bm2-ss (once; kept in build/bmv2/)")
         json_path, p4info_path = compiled(name)
         self.device_config, self.p4info = str(json_path), str(p4info_path)
+        self.network.program = None  # started with --no-p4, given the compiled pipeline over P4Runtime
 
     def _start_network(self) -> None:
         t0 = time.monotonic()
