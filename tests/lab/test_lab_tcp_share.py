@@ -21,7 +21,7 @@ pytestmark = needs_mininet
 
 LINK_BYTES_PER_S = 100e6 / 8
 VALUES = 16 * 1024 * 1024  # 64 MB of int32 per worker
-RESULT_FRAME_PER_VALUE_BYTE = (14 + 20 + 8 + 16 + 1024) / 1024  # a K = 256 multicast RESULT on the wire
+RESULT_HEADER_BYTES = 14 + 20 + 8 + 16  # a multicast RESULT on the wire: Ethernet, IPv4, UDP, INA, no hops
 TOPOLOGY = """\
 name: star_100m_tcp
 hosts:
@@ -113,7 +113,9 @@ def _share_link(lab, samples: str, congestion_control: str) -> None:
         ended = max(result.started_at[rank] + result.per_rank[rank] for rank in result.started_at)
         tcp_bytes, tcp_span = _received(samples, started, ended)
         tcp_share = tcp_bytes / tcp_span / LINK_BYTES_PER_S
-        ina_share = VALUES * 4 * RESULT_FRAME_PER_VALUE_BYTE / result.elapsed / LINK_BYTES_PER_S
+        value_bytes = 4 * lab.plan.value_count  # a RESULT's values at the program's K
+        frame_per_value_byte = (RESULT_HEADER_BYTES + value_bytes) / value_bytes
+        ina_share = VALUES * 4 * frame_per_value_byte / result.elapsed / LINK_BYTES_PER_S
         print(f"TCP {congestion_control} {tcp_share:.0%}, INA {ina_share:.0%} of h1's link ({result.elapsed:.2f} s)")
         assert tcp_share >= 0.4 and ina_share >= 0.4, (tcp_share, ina_share, lab.rounds.last_stats)
     finally:
