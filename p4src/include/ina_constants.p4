@@ -51,7 +51,7 @@
 
 /* ---- sizes ---- */
 #ifndef VALUES_PER_PACKET
-#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..256, or a multiple of 4 up to 1024; ina_k256.p4: 256, ina_k1024.p4: 1024) */
+#define VALUES_PER_PACKET       64      /* K: int32 lanes on the wire, always all K (1..256, or a multiple of 4 up to 1024; ina_k256.p4: 256, ina_k344.p4: 344, ina_k1024.p4: 1024) */
 #endif
 #define MAX_VALUES_PER_PACKET   1024    /* the largest K: the lane macros (ina_lanes.p4) */
 #define MAX_VALUE_COUNT         256     /* value_count is 1..256 in 8 bits (0 = 256); a dense K above it counts groups of 4 lanes */
@@ -66,7 +66,7 @@
 #define PACKET_GROWTH_LIMIT_BYTES 512
 #define MASKED_2OF4_MAX_POSITIONS 272   /* largest multiple of 8 with growth 4P - P/8 - 2P = 15P/8 <= 512 */
 #define MASKED_1OF4_MAX_POSITIONS 176   /* largest multiple of 8 with growth 4P - P/8 - P = 23P/8 <= 512 */
-#define MTU_BYTES               1500    /* the largest IPv4 packet a K <= 256 must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
+#define MTU_BYTES               1500    /* the largest IPv4 packet a K <= 344 must fit: 20 + 8 + 16 + 8 * MAX_HOPS + payload */
 #define JUMBO_MTU_BYTES         9000    /* the MTU the links of a K above 344 need (ina_k1024.p4: 4,204-byte packets) */
 #define MAX_HOPS                8       /* hop entries a packet may carry (the header stack size) */
 #define AGGREGATES_ROOT         2       /* set_job's aggregates: aggregates and is its tree's root (multicasts completions) */
