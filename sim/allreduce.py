@@ -37,7 +37,7 @@ from sim.errors import SimError
 from sim.frames import core_layout, grad_frame, multicast_result_frame, plain_frame, unicast_result_frame
 from sim.network import SimNetwork
 from worker.pacing import PACING_HEADROOM
-from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, stripe
+from worker.stream import INITIAL_WINDOW, MIN_WINDOW_BYTES, MIN_WINDOW_CHUNKS, SLOW_START_BYTES, Striping
 
 BASELINE_PORT = 40010  # the baselines' UDP port (not INA's: plain IPv4 forwarding)
 MAX_RESENDS = 20  # resends of one chunk before a worker gives up
@@ -425,7 +425,7 @@ def _add_ina(
 ) -> int:
     """The job's servers and workers on the core (not started); returns the frames' TOS byte. Chunks are
     striped over the plan's trees of weight above 0 as the worker agent stripes them
-    (``worker.stream.stripe``); a re-planned job's recovery tree (weight 0) carries only the chunks a
+    (``worker.stream.Striping``); a re-planned job's recovery tree (weight 0) carries only the chunks a
     later re-plan moves there (``Recovery``)."""
     if (plan.job_id, plan.version) in net.plans_run:
         # the simulated agents start every run at chunk 0 on shadow 0, where the plan's switch slots still
@@ -454,7 +454,7 @@ def _add_ina(
     _install_answers(net, [plan], tos)
     paced = agent is not None and agent.paced
     rates = [t.send_rate * 1e6 / 8 * PACING_HEADROOM if paced else 0.0 for t in trees]
-    tree_of = stripe([t.weight for t in trees], [0] * len(trees), n_values // k)
+    tree_of, _ = Striping([t.weight for t in trees]).place(0, n_values // k)
     for w in plan.workers:
         frames = [grad_frame(plan.job_id, t.tree_id, t.grad_hops[w.name], w, servers[t.root], k, tos) for t in trees]
         net.core.ina_worker(

@@ -51,6 +51,7 @@ from worker.stream import (
     Round,
     RoundDone,
     RoundFailed,
+    Striping,
     TreeCursor,
 )
 from worker.transport import ReceivedBatch, Transport
@@ -365,6 +366,8 @@ class WorkerAgent:
         self._take_trees(plan)
         self.heard_on_tree: dict[int, tuple[float, int]] = {}  # tree -> (time, contributor) of its last RESULT
         self._seq = first_seq
+        # the next chunk's number in the agent's life: every peer takes the same chunks (Striping places them)
+        self._chunk_number = 0
         self._srtt: float | None = None
         self._recent_min_rtt: collections.deque[float] = collections.deque(maxlen=MIN_RTT_BATCHES)
         self._min_rtt = float("inf")  # min(self._recent_min_rtt), kept up to date
@@ -418,6 +421,7 @@ class WorkerAgent:
             elif self.recovery is None:
                 self.recovery = cursor
             self._paths[t.tree_id] = " -> ".join([me.name, *(h.name or str(h.switch_id) for h in t.grad_hops[me.name])])
+        self.striping = Striping([c.weight for c in self.cursors])
         self._node_names.update({h.node_id: h.name for h in [*plan.workers, *plan.servers]})
         self._node_names.update({sc.device_id: sc.switch for sc in plan.switches})
 
@@ -609,11 +613,13 @@ class WorkerAgent:
                 coll.handle._set_error(error)
 
     # -- the RoundOwner interface (worker/stream.py), used by this agent's rounds --------------------
-    def take_seqs(self, count: int) -> int:
-        """Reserve ``count`` consecutive sequence numbers (mod 2^32); returns the first."""
-        seq = self._seq
+    def take_chunks(self, count: int) -> tuple[int, int]:
+        """Reserve ``count`` consecutive chunks: (the first's sequence number mod 2^32, its number in the
+        agent's life, not wrapped; ``Striping`` places chunks by it)."""
+        seq, number = self._seq, self._chunk_number
         self._seq = (self._seq + count) & SEQ_MASK
-        return seq
+        self._chunk_number += count
+        return seq, number
 
     def cursor(self, tree_id: int) -> TreeCursor:
         """The cursor (window, template, chunk count) of tree ``tree_id``."""

@@ -33,7 +33,7 @@ from protocol import codec
 from protocol import constants as C
 from protocol import layouts as L
 from worker import quantize as Q
-from worker.stream import AllreduceError, TreeCursor, assign_trees
+from worker.stream import AllreduceError, stripe
 
 if TYPE_CHECKING:
     from controller.options import PlanOptions
@@ -152,8 +152,8 @@ class HostTreeAllreduce(_Baseline):
         self.result_count: dict[int, int] = {}
 
     def _tree_of(self, op_id: int, n_chunks: int) -> list[int]:
-        cursors = [TreeCursor(i, w, 1, [], "") for i, (_, w, _, _) in enumerate(self.trees)]
-        return [c.tree_id for c in assign_trees(cursors, n_chunks)]
+        trees: list[int] = stripe([w for _, w, _, _ in self.trees], [0] * len(self.trees), n_chunks).tolist()
+        return trees
 
     def allreduce_async(self, array: npt.ArrayLike) -> BaselineHandle:
         """Start a host-tree allreduce of an int32/int64 ``array``; every worker and the server take part."""

@@ -3,10 +3,12 @@
 A round is an int32 vector cut into chunks of K values, or, for a 2:4 (1:4) round, of the layout's
 chunk positions (at most K, sized so that a switch's expansion stays within its headroom) that travel
 as MASKED packets of their kept values (docs/protocol.md, "Layouts"). Chunk i gets the next sequence
-number of the agent's life and, by weighted striping over the plan's trees (:func:`stripe`), a tree and
-that tree's next chunk index j; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2).
-Every worker computes the same assignment because it depends only on the plan and on how many chunks
-came before.
+number of the agent's life and, by weighted striping over the plan's trees (:class:`Striping`), a tree and
+a chunk index j on that tree; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2).
+Every worker computes the same assignment because it depends only on the plan's weights and the chunk's
+number in the agent's life (its sequence number, not wrapped), never on what this worker ran before: a
+worker that started a round on an older plan version than its peers still agrees with them on every
+later chunk's slot.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
 once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
@@ -51,6 +53,7 @@ SLOW_START_BYTES = 256 * 1024  # slow start ends here at the latest (then one ch
 MIN_WINDOW_BYTES = 8 * 64 * 4  # a timeout never shrinks the window below this (8 chunks at K = 64)
 MIN_WINDOW_CHUNKS = 2  # nor below this many chunks
 FALLBACK_RESENDS = 4  # in a re-planned job, a chunk resent this often goes over the recovery tree
+STRIPE_PERIOD = 1024  # chunks after which a plan's striping over its trees repeats (Striping)
 # the agent's counter of rounds that sent chunks, by operation (Round._sent)
 ROUND_COUNTERS = {C.OP_SUM: "sum_rounds", C.OP_MAX: "max_rounds"}
 
@@ -78,14 +81,13 @@ class InputRangeError(AgentError, OverflowError):
 
 @dataclass
 class TreeCursor:
-    """Per-tree state kept over the agent's life: how many chunks the tree has had, and how to send."""
+    """Per-tree state kept over the agent's life: how to send on the tree (template, window, pacing)."""
 
     tree_id: int
     weight: float
     pool: int
     hops: list[codec.Hop]
     server_ip: str
-    next_index: int = 0  # tree index the next assigned chunk gets
     template: PacketTemplate | None = None  # this worker's dense GRADs on this tree
     values_per_packet: int = C.VALUES_PER_PACKET  # K: the window's sizes in bytes as slots
     window: float = 0.0  # congestion window: slots in flight allowed (at most the pool); 0: the initial one
@@ -240,20 +242,67 @@ def stripe(weights: list[float], assigned: list[int], n_chunks: int) -> np.ndarr
     return np.concatenate(owners)[order[:n_chunks]]
 
 
-def assign_trees(cursors: list[TreeCursor], n_chunks: int) -> list[TreeCursor]:
-    """The cursor of each of the next ``n_chunks`` chunks (advancing the cursors' chunk counts).
+def stripe_counts(weights: list[float], period: int = STRIPE_PERIOD) -> list[int]:
+    """Chunks of each tree in ``period`` consecutive chunks: the trees' shares of the weights in whole
+    chunks (largest remainders first, ties to the lower tree), at least one for every tree.
 
     Examples
     --------
-    >>> cursors = [TreeCursor(0, 1.0, 64, [], "10.0.0.9"), TreeCursor(1, 1.0, 64, [], "10.0.0.9")]
-    >>> [c.tree_id for c in assign_trees(cursors, 4)], cursors[1].next_index
-    ([0, 1, 0, 1], 2)
+    >>> stripe_counts([2.0, 1.0]), stripe_counts([1.0, 1.0, 1.0])
+    ([683, 341], [342, 341, 341])
     """
-    picks = stripe([c.weight for c in cursors], [c.next_index for c in cursors], n_chunks)
-    counts = np.bincount(picks, minlength=len(cursors))
-    for c, count in zip(cursors, counts, strict=True):
-        c.next_index += int(count)
-    return [cursors[t] for t in picks]
+    total = float(sum(weights))
+    if not weights or total <= 0:
+        raise ValueError(f"striping needs trees with positive weights, got {weights}")
+    exact = [period * w / total for w in weights]
+    counts = [max(1, int(x)) for x in exact]
+    by_remainder = sorted(range(len(weights)), key=lambda t: (-(exact[t] - int(exact[t])), t))
+    for t in by_remainder[: max(0, period - sum(counts))]:
+        counts[t] += 1
+    while sum(counts) > period:  # trees raised to one chunk: take it from the largest
+        counts[counts.index(max(counts))] -= 1
+    return counts
+
+
+class Striping:
+    """Where each chunk of an agent's life goes under one plan: its tree (positions in the plan's list of
+    aggregating trees, weighted striping by :func:`stripe`) and its index on that tree.
+
+    Both are functions of the chunk's number alone (counted from the agent's first chunk, not wrapped):
+    the striping repeats every ``STRIPE_PERIOD`` chunks with each tree's whole share of it
+    (:func:`stripe_counts`), so the index of chunk n on its tree is the number of chunks before n that
+    went to that tree, in closed form. Chunks of one tree get consecutive indices across rounds (the
+    window rule relies on it), and a worker whose cursors saw other rounds than its peers' (a round it
+    started on an older plan version) still places every chunk as they do.
+
+    Examples
+    --------
+    >>> trees, index = Striping([3.0, 1.0]).place(0, 8)
+    >>> trees.tolist(), index.tolist()
+    ([0, 0, 1, 0, 0, 0, 1, 0], [0, 1, 0, 2, 3, 4, 1, 5])
+    >>> [a.tolist() for a in Striping([3.0, 1.0]).place(5, 3)]
+    [[0, 1, 0], [4, 1, 5]]
+    """
+
+    def __init__(self, weights: list[float], period: int = STRIPE_PERIOD):
+        self.period = period
+        self.single = len(weights) == 1
+        counts = stripe_counts(weights, period)
+        self.counts = np.array(counts, dtype=np.int64)
+        self.pattern = stripe([float(c) for c in counts], [0] * len(counts), period)
+        # prefix[t, r]: chunks of tree t among the first r of a period
+        hits = self.pattern[np.newaxis, :] == np.arange(len(counts))[:, np.newaxis]
+        self.prefix = np.zeros((len(counts), period + 1), dtype=np.int64)
+        np.cumsum(hits, axis=1, out=self.prefix[:, 1:])
+
+    def place(self, first: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """(tree position, index on that tree) of chunks ``first`` .. ``first + count - 1``, int64 each."""
+        numbers = first + np.arange(count, dtype=np.int64)
+        if self.single:
+            return np.zeros(count, dtype=np.int64), numbers
+        cycle, offset = np.divmod(numbers, self.period)
+        trees = self.pattern[offset]
+        return trees, cycle * self.counts[trees] + self.prefix[trees, offset]
 
 
 class RoundOwner(Protocol):
@@ -270,6 +319,7 @@ class RoundOwner(Protocol):
     values_per_packet: int
     loop: EventLoop
     cursors: list[TreeCursor]
+    striping: Striping  # the chunks' trees and slots over ``cursors``
     recovery: TreeCursor | None
     stats: collections.Counter[str]
     give_up_after: float | None  # the time budget (None: only a resend count)
@@ -277,8 +327,9 @@ class RoundOwner(Protocol):
     last_heard: tuple[float, str, str] | None  # (when, from, what) of the last packet heard
     ecn_path: bool  # results arrive ECN-capable: marks, not round trips, say congestion
 
-    def take_seqs(self, count: int) -> int:
-        """Reserve ``count`` consecutive sequence numbers (mod 2^32); return the first."""
+    def take_chunks(self, count: int) -> tuple[int, int]:
+        """Reserve ``count`` consecutive chunks: (the first's sequence number mod 2^32, its number in the
+        agent's life, not wrapped)."""
         ...
 
     def rto(self, attempts: npt.ArrayLike) -> np.ndarray:
@@ -401,18 +452,14 @@ class Round:
         self.width = w = layout.positions(k)  # positions per chunk
         self.n = n = values.size
         self.chunks = m = (n + w - 1) // w
-        self.first_seq = agent.take_seqs(m)
+        self.first_seq, first_number = agent.take_chunks(m)
         cursors = agent.cursors
-        self.tree_of = stripe([c.weight for c in cursors], [c.next_index for c in cursors], m)
-        tree_index = np.empty(m, dtype=np.int64)
+        self.tree_of, tree_index = agent.striping.place(first_number, m)
         pool = np.empty(m, dtype=np.int64)
         self.windows: list[_TreeWindow] = []
         for t, cursor in enumerate(cursors):
             order = np.flatnonzero(self.tree_of == t) if len(cursors) > 1 else np.arange(m)
-            first = cursor.next_index
-            tree_index[order] = first + np.arange(len(order))
             pool[order] = cursor.pool
-            cursor.next_index = first + len(order)
             self.windows.append(_TreeWindow(cursor, order))
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool

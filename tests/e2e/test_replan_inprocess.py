@@ -9,6 +9,7 @@ from inprocess_jobs import int_inputs, network
 
 from controller.installer import T_ADMISSION, T_JOBS
 from controller.p4rt import decode
+from topologies.inprocess.serve import job_counters
 
 WORKERS = [f"h{i}" for i in range(1, 9)]
 
@@ -169,3 +170,57 @@ def test_a_spine_killed_under_loss_duplication_and_reordering():
         np.testing.assert_array_equal(h.wait(), sum(xs))
     monitor.stop()
     assert manager.plan(job.plan.job_id).version == 2
+
+
+def test_workers_that_took_the_new_plan_at_different_allreduces_agree_on_every_later_slot():
+    """The new plan version reaches workers at different times: half take it before the next allreduce
+    starts, the others only after they started it on the dead spine's tree (their chunks move to the
+    recovery tree, the first half's fall back to it). Every later chunk must still land in the same slot
+    on every worker: a chunk's slot depends on the plan and its number, not on the rounds a worker ran
+    on which tree (a worker counting its chunks per tree would put the next allreduce's chunks in other
+    slots than its peers', and no switch would ever complete them)."""
+    from controller.jobservice import JobManager
+    from controller.options import PlanOptions
+    from topologies.inprocess.jobs import InProcessJob
+
+    net = network("leaf_spine", seed=4)
+    manager = JobManager(net.topo, installer=net.installer)
+    plan, _ = manager.register(WORKERS, ["h9"], PlanOptions())
+    job = InProcessJob(net, WORKERS, ["h9"], plan=plan, install=False)
+    early, late = job.agents[:4], job.agents[4:]
+    versions = []
+
+    def new_version(new, reason: str) -> None:
+        versions.append(new)
+        for s in new.servers:
+            job.server_agents[s.name].update_job(new)
+        for agent in early:
+            agent.update_plan(new, reason)
+
+    manager.watch(plan.job_id, new_version)
+    xs = int_inputs(8, 64 * 100, seed=1)
+    for out in job.allreduce(xs):
+        np.testing.assert_array_equal(out, sum(xs))
+
+    dead = _spine_of(plan)
+    net.kill_switch(dead)
+    manager.switch_failed(dead, "test: switch killed")
+    (new,) = versions
+    ys = int_inputs(8, 64 * 100, seed=2)
+    handles = job.start(ys)  # the late half starts it on the old plan's tree
+    for agent in late:
+        agent.update_plan(new, "test: late")
+    for h in handles:
+        np.testing.assert_array_equal(h.wait(), sum(ys))
+
+    for agent in job.agents:
+        agent.stats.clear()
+    other = _spine_of(new)
+    completed = job_counters(net, new)[other]["grad_completed"]
+    t0 = net.loop.now()
+    zs = int_inputs(8, 64 * 100, seed=3)
+    for out in job.allreduce(zs):
+        np.testing.assert_array_equal(out, sum(zs))
+    assert net.loop.now() - t0 < 1.0  # not after a time budget
+    assert sum(a.stats["retransmissions"] for a in job.agents) == 0
+    assert job_counters(net, new)[other]["grad_completed"] > completed  # summed on the new spine
