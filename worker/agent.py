@@ -628,9 +628,9 @@ class WorkerAgent:
     @property
     def stall_after(self) -> float | None:
         """Seconds without progress that end a wait (None: never): ``stall_budgets`` budgets plus one capped
-        resend period at the current timer base, since the budget is checked only when a chunk is due for
-        a resend, up to that long after it ran out (from ``timeout`` alone, a loaded path whose base grew
-        to 2x its smoothed RTT could be cut while a resend was still on its way)."""
+        resend period at the current timer base, a margin that keeps this backstop well behind the rounds'
+        own budget (from ``timeout`` alone, a loaded path whose base grew to 2x its smoothed RTT could be
+        cut while a resend was still on its way)."""
         if self.give_up_after is None or self.stall_budgets is None:
             return None
         return self.stall_budgets * self.give_up_after + self.max_backoff * self._rto_base()

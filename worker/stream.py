@@ -619,7 +619,7 @@ class Round:
         else:
             self.sent_at[chunks] = now
             self.deadline[chunks] = deadline = now + float(agent.rto(0))
-            self._arm(deadline)
+            self._arm(min(deadline, now + self._budget()))  # a timeout above the budget: give up in time
 
     def _arm(self, when: float) -> None:
         """Make the round's one timer fire no later than ``when``."""
@@ -631,7 +631,9 @@ class Round:
         self._timer = self.agent.loop.call_at(when, self._on_timer)
 
     def _on_timer(self) -> None:  # noqa: C901 (the retransmission timer: resend, give up or fall back in one pass over the chunks in flight)
-        """Resend every chunk in flight whose deadline passed (or give up), then re-arm."""
+        """Resend every chunk in flight whose deadline passed, give up on the round when a chunk's time
+        budget ran out (at once, not at its next resend: backed-off timeouts can be far longer than the
+        budget's rest), then re-arm at the next deadline or budget end."""
         self._timer, self._timer_at = None, float("inf")
         if self.finished:
             return
@@ -639,11 +641,18 @@ class Round:
         now = agent.loop.now()
         earliest = np.inf
         resent = False
+        budget = self._budget()
         for window in self.windows:
             in_flight = window.order[window.first_open : window.next_to_send]
             waiting = in_flight[~self.done[in_flight]]
             if not waiting.size:
                 continue
+            since = self.waiting_since(waiting)
+            expired = np.flatnonzero(now - since >= budget)
+            if expired.size:
+                self._fail(self._timeout_message(int(waiting[expired[0]])))
+                return
+            earliest = min(earliest, float(since.min()) + budget)
             due = waiting[self.deadline[waiting] <= now]
             if due.size:
                 giving_up = agent.gives_up(self.attempts[due], self.waiting_since(due), now)
