@@ -285,7 +285,7 @@ class Striping:
     """
 
     def __init__(self, weights: list[float], period: int = STRIPE_PERIOD):
-        self.period = period
+        self.period = period = max(period, len(weights))  # a chunk for every tree in each period
         self.single = len(weights) == 1
         counts = stripe_counts(weights, period)
         self.counts = np.array(counts, dtype=np.int64)

@@ -1,5 +1,5 @@
 """Multi-tree INA in the simulator: a worker stripes its chunks over the plan's trees as the agent does
-(worker.stream.stripe), every tree's switches aggregate their share through the P4 program, the sums are
+(worker.stream.Striping), every tree's switches aggregate their share through the P4 program, the sums are
 exact, and each tree carries its weight's share of the chunks."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from controller.generators import fat_tree
 from sim.allreduce import AgentModel, WorkerValues, plan_ina, run_ina
 from sim.network import SimNetwork
-from worker.stream import stripe
+from worker.stream import Striping
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 
@@ -33,7 +33,7 @@ def test_chunks_striped_over_the_trees_sum_exactly_and_each_tree_carries_its_sha
     assert result.finished == len(plan.workers) and result.mismatches == 0 and result.resends == 0
     # every tree's top switch took its share of the chunks: the server's link carried one sum per chunk,
     # and each tree's first hop above the server's edge switch saw the chunks striped onto it
-    share = np.bincount(stripe([t.weight for t in plan.trees], [0, 0], chunks), minlength=2)
+    share = np.bincount(Striping([t.weight for t in plan.trees]).place(0, chunks)[0], minlength=2)
     assert share.min() > 0
     # each tree's top switch multicast its chunks' RESULTs itself (docs/protocol.md, "Root multicast"): the
     # server got one copy of every sum and sent nothing
