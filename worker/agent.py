@@ -622,7 +622,7 @@ class WorkerAgent:
         return seq, number
 
     def cursor(self, tree_id: int) -> TreeCursor:
-        """The cursor (window, template, chunk count) of tree ``tree_id``."""
+        """The cursor (window, template, pacer) of tree ``tree_id``."""
         return self._cursor_by_tree[tree_id]
 
     @property

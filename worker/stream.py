@@ -6,9 +6,9 @@ as MASKED packets of their kept values (docs/protocol.md, "Layouts"). Chunk i ge
 number of the agent's life and, by weighted striping over the plan's trees (:class:`Striping`), a tree and
 a chunk index j on that tree; j picks the slot (j mod pool) and the shadow set ((j div pool) mod 2).
 Every worker computes the same assignment because it depends only on the plan's weights and the chunk's
-number in the agent's life (its sequence number, not wrapped), never on what this worker ran before: a
-worker that started a round on an older plan version than its peers still agrees with them on every
-later chunk's slot.
+number in the agent's life (counted like its sequence numbers, but never wrapped), never on what this
+worker ran before: a worker that started a round on an older plan version than its peers still agrees
+with them on every later chunk's slot.
 
 Window rule (slot sets are reused only after their result passed): chunk j of a tree may be sent
 once the result of chunk j - pool of that tree is back, i.e. j < (first chunk without result) + pool.
