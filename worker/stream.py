@@ -381,9 +381,13 @@ RoundFailed = Callable[[BaseException], None]
 
 ENCODE_BLOCK = 256  # a window's first sends are encoded this many chunks at a time, ahead of the window
 # a round asks for receive batches by its window's room only while its paced sends left take this long:
-# 4x the transport's longest receive hold (worker/transport.py BATCH_WAIT_S), so a hold ends well before
+# twice the transport's longest receive hold (worker/transport.py BATCH_WAIT_S), so a hold ends well before
 # the last send and a small all_reduce (10,000 floats: 3.5 ms of sends at K = 256, 100 Mbit/s) is not held
 HOLD_LEAD_S = 0.032
+# a round's receive batch is this share of its chunks in flight (or of its window's room): half of them
+# leaves the other half in flight while the batch gathers, and every batch taken costs the agent's
+# per-batch work once (docs/design-decisions.md, "Receive batches of half the chunks in flight")
+RECEIVE_BATCH_SHARE = 0.5
 
 
 class _TreeWindow:
@@ -741,22 +745,22 @@ class Round:
 
     def receive_batch(self) -> int:
         """Results the agent's transport may gather before it hands them over (``expect_batches``) without
-        holding back the round's sends: a quarter of the chunks in flight, or, while a paced tree has
-        sends left for at least HOLD_LEAD_S at its rate and the windows have room beyond the chunks in
-        flight (its rate, not its window, bounds what is in flight), a quarter of that room.
+        holding back the round's sends: RECEIVE_BATCH_SHARE (half) of the chunks in flight, or, while a
+        paced tree has sends left for at least HOLD_LEAD_S at its rate and the windows have room beyond
+        the chunks in flight (its rate, not its window, bounds what is in flight), half of that room.
 
         The room matters to the worker whose GRADs complete the chunks (the last to start the round):
         its results come back one path's round trip after it sends, while the others' wait for its
         GRADs too, so few of its chunks are in flight; at K = 1024 on 100 Mbit/s links (about 2,900
-        results a second) a quarter of them fell below the transport's MIN_HOLD_ROWS, it took every
-        result as it arrived and spent about 3x the CPU of each other worker in the round
+        results a second) a quarter of them (the share then) fell below the transport's MIN_HOLD_ROWS, it
+        took every result as it arrived and spent about 3x the CPU of each other worker in the round
         (docs/design-decisions.md, "Host CPU per chunk"). The lead keeps a small all_reduce's results
         unheld: a hold (at most the transport's batch wait) then ends well before the round's last send."""
         in_flight = self.in_flight()
         if any(self._sends_left_s(window) >= HOLD_LEAD_S for window in self.windows):
             room = sum(window.cursor.allowed() for window in self.windows) - in_flight
-            return max(in_flight, room) // 4
-        return in_flight // 4
+            return int(max(in_flight, room) * RECEIVE_BATCH_SHARE)
+        return int(in_flight * RECEIVE_BATCH_SHARE)
 
     def _sends_left_s(self, window: _TreeWindow) -> float:
         """Seconds the window's unsent chunks take at its pacer's rate (0 for an unpaced window)."""

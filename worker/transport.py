@@ -46,19 +46,21 @@ RECEIVE_ROWS = 256  # datagrams taken from a socket per system call
 # take to arrive at its rate (or the number its handler expects: ``expect_batches``), at most
 # BATCH_WAIT_S, so that the next call takes them at once. An agent's work per batch (wake-up, system
 # call, decode, window update, encode, send) costs about the same for 1 datagram as for 50: without
-# the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams.
+# the wait, a 100 Mbit/s stream of 1 KB results wakes a worker every 90 us for one or two datagrams,
+# and batches of 110-130 instead of 60-70 cut the hosts' CPU per value by a fifth (docs/design-decisions.md,
+# "Receive batches of half the chunks in flight").
 # A short exchange (fewer datagrams) is never held. The waits lengthen the round trip of a windowed
-# stream, so a batch must stay well below what the window lets out meanwhile: a worker asks for a quarter
-# of its chunks in flight, or of its window's room while a paced round's sends left take HOLD_LEAD_S
-# (worker/stream.py, Round.receive_batch), the server for an eighth of its jobs' smallest pool (up to
-# 64), others get BATCH_ROWS.
+# stream, so a batch must stay below what the window lets out meanwhile: a worker asks for half of its
+# chunks in flight, or of its window's room while a paced round's sends left take HOLD_LEAD_S
+# (worker/stream.py, Round.receive_batch), up to MAX_BATCH_ROWS; the server for an eighth of its jobs'
+# smallest pool; others get BATCH_ROWS.
 # A handler that expects batches of fewer than MIN_HOLD_ROWS is never held: a worker with a few chunks
 # in flight (a small model's all_reduce every few ms, which counts as a stream; the tail of a round)
 # would only wait longer for its last results. Nor is a port whose datagrams come in bursts too far
 # apart to fill a batch within SLOW_STREAM_WAITS waits (the server's port under such a job).
-BATCH_WAIT_S = 0.008
+BATCH_WAIT_S = 0.016
 BATCH_ROWS = 16
-MAX_BATCH_ROWS = 64
+MAX_BATCH_ROWS = 160
 MIN_HOLD_ROWS = 8
 SLOW_STREAM_WAITS = 2  # a stream that needs longer than this many BATCH_WAIT_S to fill a batch is not held
 # A hold lasts at most this share of the time the port has streamed so far: a burst of a few ms (an

@@ -94,12 +94,12 @@ def test_with_results_from_the_switch_a_slow_worker_link_is_found_by_ecn_marks()
 
 
 def test_a_paced_worker_lets_results_gather_while_its_window_has_room():
-    """A paced worker asks for its results in batches of a quarter of its window's room while its sends
-    left take HOLD_LEAD_S or more (its rate, not its window, bounds what is in flight: a quarter of the few
-    chunks in flight fell below the transport's MIN_HOLD_ROWS, and the worker took every result as it
-    arrived), and of a quarter of the chunks in flight otherwise: the tail of a round, and every result of
-    an all_reduce whose sends take less (its latency is not held)."""
-    from worker.stream import HOLD_LEAD_S
+    """A paced worker asks for its results in batches of half (RECEIVE_BATCH_SHARE) of its window's room
+    while its sends left take HOLD_LEAD_S or more (its rate, not its window, bounds what is in flight: a
+    share of the few chunks in flight fell below the transport's MIN_HOLD_ROWS, and the worker took every
+    result as it arrived), and of half the chunks in flight otherwise: the tail of a round, and every
+    result of an all_reduce whose sends take less (its latency is not held)."""
+    from worker.stream import HOLD_LEAD_S, RECEIVE_BATCH_SHARE
     from worker.transport import MIN_HOLD_ROWS
 
     net = network(star_topology(4, bandwidth=12.0))  # ~1,400 results a second: fewer than K = 1024 on 100 Mbit/s
@@ -120,10 +120,11 @@ def test_a_paced_worker_lets_results_gather_while_its_window_has_room():
         np.testing.assert_array_equal(out, sum(xs))
     sending = [(rows, in_flight) for rows, in_flight, left in hints if left >= HOLD_LEAD_S]
     assert sending and all(rows >= MIN_HOLD_ROWS for rows, _ in sending), sending
-    assert any(in_flight // 4 < MIN_HOLD_ROWS for _, in_flight in sending), "few chunks in flight: the case at hand"
-    assert all(rows == in_flight // 4 for rows, in_flight, left in hints if left < HOLD_LEAD_S)
+    share = RECEIVE_BATCH_SHARE
+    assert any(in_flight * share < MIN_HOLD_ROWS for _, in_flight in sending), "few chunks in flight: the case at hand"
+    assert all(rows == int(in_flight * share) for rows, in_flight, left in hints if left < HOLD_LEAD_S)
     hints.clear()
     small = int_inputs(4, 2_000, seed=3)  # sends of a few ms: never asked for more than its chunks in flight
     for out in job.allreduce(small):
         np.testing.assert_array_equal(out, sum(small))
-    assert hints and all(rows == in_flight // 4 and left < HOLD_LEAD_S for rows, in_flight, left in hints)
+    assert hints and all(rows == int(in_flight * share) and left < HOLD_LEAD_S for rows, in_flight, left in hints)
