@@ -53,6 +53,7 @@ from worker.stream import (
     RoundFailed,
     Striping,
     TreeCursor,
+    chunk_rows,
 )
 from worker.transport import ReceivedBatch, Transport
 
@@ -82,9 +83,12 @@ __all__ = [
 class AllreduceHandle:
     """A collective in progress; ``wait`` drives the agent's event loop until it is done."""
 
-    def __init__(self, agent: WorkerAgent, array: np.ndarray, op: str, layout: L.Layout = L.DENSE):
+    def __init__(
+        self, agent: WorkerAgent, array: np.ndarray, op: str, layout: L.Layout = L.DENSE, rows: np.ndarray | None = None
+    ):
         self.agent = agent
         self.array = array
+        self.rows = rows  # ``array``'s padded buffer as a round's chunk rows (stream.chunk_rows), or None
         self.op = op
         self.layout = layout
         self._result: np.ndarray | None = None
@@ -212,6 +216,7 @@ class _Collective:
             self._send_ints()
 
     def _send_ints(self) -> None:
+        rows = self.handle.rows
         self.agent.start_round(
             self.flat.astype(np.int32, copy=False),  # the handle's own copy: a dense Round writes its sums over it
             OPS[self.op],
@@ -221,6 +226,7 @@ class _Collective:
             f"int {self.op} allreduce{self._layout_label()}",
             self.layout,
             self.keep,
+            rows if rows is not None and rows.dtype == np.int32 else None,  # int32: the round sums in the snapshot
         )
 
     def _layout_label(self) -> str:
@@ -255,7 +261,8 @@ class _Collective:
             return
         self.shifts = Q.shifts(exps, agent.world_size, self.op)
         sent = self.flat if self.keep is None else np.where(self.keep, self.flat, 0)
-        q = Q.quantize(sent, self.shifts, self.block)
+        rows = None if self.layout.masked else chunk_rows(sent.size, self.block)
+        q = Q.quantize(sent, self.shifts, self.block, out=None if rows is None else rows.reshape(-1)[: sent.size])
         agent.start_round(
             q,
             OPS[self.op],
@@ -265,6 +272,7 @@ class _Collective:
             f"float {self.op} allreduce{self._layout_label()}",
             self.layout,
             self.keep,
+            rows,
         )
 
     def _floats_reduced(self, q: np.ndarray, overflow: OverflowReport | None) -> None:
@@ -511,7 +519,14 @@ class WorkerAgent:
             except L.ProtocolLayoutError as exc:
                 raise AgentConfigError(f"a {layout.name} allreduce on job {self.job_id}: {exc}") from None
         arr = Q.check_array(array)
-        handle = AllreduceHandle(self, arr.copy(), op, layout)
+        rows = None
+        if layout is L.DENSE:  # the snapshot goes into a round's chunk rows: an int32 round sums in them
+            rows = chunk_rows(arr.size, layout.positions(self.values_per_packet), arr.dtype)
+            snapshot = rows.reshape(-1)[: arr.size].reshape(arr.shape)
+            np.copyto(snapshot, arr)
+        else:
+            snapshot = arr.copy()
+        handle = AllreduceHandle(self, snapshot, op, layout, rows)
         if self._broken is not None:
             handle._set_error(
                 AllreduceError(
@@ -756,10 +771,12 @@ class WorkerAgent:
         label: str,
         layout: L.Layout = L.DENSE,
         keep: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
     ) -> None:
         """Run one vector through the switches (a Round); ``on_done``/``on_error`` end it. A MASKED
-        ``layout`` sends the values ``keep`` names (Round)."""
-        self.start_prepared_round(Round(self, values, op, scale_exps, on_done, on_error, label, layout, keep))
+        ``layout`` sends the values ``keep`` names; ``rows``: ``values`` laid out as the round's chunk rows,
+        which it sums in (Round)."""
+        self.start_prepared_round(Round(self, values, op, scale_exps, on_done, on_error, label, layout, keep, rows))
 
     def start_prepared_round(self, prepared: Round) -> None:
         """Run a round made by a collective (a Round or a subclass: worker/sparse_round.py)."""

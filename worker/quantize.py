@@ -159,8 +159,9 @@ def shifts(exponents: np.ndarray, n_workers: int, op: str) -> np.ndarray:
     return np.minimum(np.maximum(s, -1100), 1100)  # np.clip's wrapper costs more than these two
 
 
-def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
-    """Float values as int32: each block scaled by 2^shift and rounded (what the switches add).
+def quantize(flat: np.ndarray, shift: np.ndarray, block: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Float values as int32: each block scaled by 2^shift and rounded (what the switches add); written
+    into ``out`` (int32, ``flat``'s size) when given, which is returned.
 
     Parameters
     ----------
@@ -181,7 +182,10 @@ def quantize(flat: np.ndarray, shift: np.ndarray, block: int) -> np.ndarray:
     if scaled is None:
         scaled = scale_by_powers_of_two(flat, shift, block)
     np.rint(scaled, out=scaled)
-    return scaled.astype(np.int32)
+    if out is None:
+        return scaled.astype(np.int32)
+    np.copyto(out, scaled, casting="unsafe")  # as astype: the values are rounded and within int32
+    return out
 
 
 def dequantize(q: np.ndarray, shift: np.ndarray, block: int, dtype: npt.DTypeLike) -> np.ndarray:

@@ -408,6 +408,18 @@ class _TreeWindow:
         self.pace_timer: Timer | None = None  # the pacer's wake-up for the window's next sends
 
 
+def chunk_rows(values: int, width: int, dtype: npt.DTypeLike = np.int32) -> np.ndarray:
+    """A zeroed ``(chunks, width)`` array for ``values`` values: a round's values one chunk per row, the
+    last row padded with zeros. A collective that writes its values into these rows once (the snapshot
+    of an int32 input, a float input's quantized values) hands them to its Round (``rows``), which then
+    sends and sums in them without a copy of its own: an allreduce holds one vector-sized array fewer.
+
+    >>> chunk_rows(5, 4).shape
+    (2, 4)
+    """
+    return np.zeros(((values + width - 1) // width, width), dtype=dtype)
+
+
 def full_keep(keep: np.ndarray, size: int, per_group: int) -> np.ndarray:
     """``keep`` (True at the kept positions of the first ``len(keep)``) padded to ``size`` positions with
     exactly ``per_group`` True in every group of four: the padding's zeros fill up short groups from
@@ -427,7 +439,10 @@ class Round:
     """One vector through the switches; calls ``on_done(result_int32, overflow)`` or ``on_error``.
 
     ``layout`` MASKED (2:4, 1:4): chunks of ``layout.positions(K)`` positions, of which ``keep`` (a boolean per value,
-    ``layout.keep`` or fewer per group of four) names those sent; the result holds every position."""
+    ``layout.keep`` or fewer per group of four) names those sent; the result holds every position.
+
+    ``rows``: ``values`` already laid out as ``chunk_rows`` (``values`` the first of their values), which
+    a dense round takes as its own array and writes its sums over, instead of copying ``values``."""
 
     def __init__(
         self,
@@ -440,6 +455,7 @@ class Round:
         label: str,
         layout: L.Layout = L.DENSE,
         keep: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
     ):
         self.agent = agent
         self.op = op
@@ -468,8 +484,11 @@ class Round:
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool
         self.shadow = (tree_index // pool) % 2
-        positions = np.zeros((m, w), dtype=np.int32)
-        positions.reshape(-1)[:n] = values
+        if rows is not None and rows.shape == (m, w) and rows.dtype == np.int32 and not layout.masked:
+            positions = rows  # the collective's own rows, its values already in them
+        else:
+            positions = chunk_rows(n, w)
+            positions.reshape(-1)[:n] = values
         self.masks = None
         if layout.masked:
             chosen = full_keep(np.ones(n, dtype=bool) if keep is None else keep, m * w, layout.keep)
@@ -486,8 +505,8 @@ class Round:
         self.resent_at = np.zeros(m, dtype=np.float64)  # last resend
         self.done = np.zeros(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
-        # only chunks without a result are ever encoded again, so a dense round's sums overwrite its own
-        # copy of the values: one vector-sized array fewer per round, whose fresh pages the kernel must
+        # only chunks without a result are ever encoded again, so a dense round's sums overwrite its
+        # values (its own copy, or the collective's ``rows``): one vector-sized array fewer per round, whose fresh pages the kernel must
         # zero in the middle of the round (lab, 64 MB per worker: ~20% of a worker's CPU in page faults)
         self.result = self.values if self.masks is None else np.zeros((m, w), dtype=np.int32)
         self.bypass = np.zeros(m, dtype=bool)  # sent over the recovery tree (moved or fallen back)

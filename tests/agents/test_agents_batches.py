@@ -456,3 +456,34 @@ def test_the_wall_clock_loop_never_sleeps_past_a_sub_millisecond_timer(monkeypat
             assert slept and max(slept) <= delay, f"asked the kernel to sleep {max(slept)} s for a {delay} s timer"
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_a_dense_round_sums_in_the_snapshot_rows_and_leaves_the_input_alone(dtype):
+    """allreduce_async takes one snapshot of a dense input, laid out as the round's chunk rows (the last one
+    padded with zeros); the round sends and sums in those rows (a float input's quantized values): no
+    vector-sized copy of its own. The caller's array is never written, and the padding adds nothing."""
+    loop, transport, agent, answer = _window_job(64, 512)
+    values = np.arange(1, 64 * 5 + 17 + 1).astype(dtype)  # 5 full chunks and one of 17 values
+    before = values.copy()
+    handle = agent.allreduce_async(values)
+    if dtype == np.int32:
+        assert handle.rows is not None and handle.rows.shape == (6, 64)
+        assert agent._round is not None and agent._round.values is handle.rows
+        assert not handle.rows[-1, 17:].any()
+    sent = transport.take()
+    while not handle.done():
+        if dtype == np.int32 or any(p.header.op == C.OP_SUM for _, p in sent):
+            # the other worker gives the same values: every RESULT holds twice this worker's (or its max)
+            transport.deliver(
+                [codec.result(agent.job_id, p.header.seq, [], 2 * p.values[: p.header.value_count]) for _, p in sent],
+                k=64,
+            )
+        else:
+            transport.deliver([codec.result(agent.job_id, p.header.seq, [], p.values) for _, p in sent], k=64)
+        sent = transport.take()
+        if not sent and not handle.done():
+            loop.run_until(lambda: bool(transport.sent) or handle.done(), 1.0)
+            sent = transport.take()
+    np.testing.assert_array_equal(handle.wait(), 2 * before)
+    np.testing.assert_array_equal(values, before)
