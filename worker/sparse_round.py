@@ -69,9 +69,11 @@ class SparseRound(Round):
         self.parts: list[dict[int, np.ndarray]] = [{} for _ in range(self.chunks)]
         self.expected = np.zeros(self.chunks, dtype=np.int64)  # parts of each chunk (0: none heard yet)
 
-    def _encode(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> np.ndarray:
+    def _encode(
+        self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool, rows: np.ndarray | None = None
+    ) -> np.ndarray:
         return sparse_template(cursor, self.world_size, self.agent.rank).encode(
-            self.values[chunks],
+            self.values[chunks] if rows is None else rows,
             check=False,
             seq=(self.first_seq + chunks) & SEQ_MASK,
             slot=self.slot[chunks],

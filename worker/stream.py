@@ -484,6 +484,11 @@ class Round:
         self.tree_ids = np.array([c.tree_id for c in cursors], dtype=np.int64)[self.tree_of]
         self.slot = tree_index % pool
         self.shadow = (tree_index // pool) % 2
+        # a dense round's sums overwrite its values (below), but a re-plan offers the recovery tree the
+        # values of chunks finished in the last pool (trees_changed): ``_accept`` keeps them first, in a
+        # ring of two pools per tree by tree index, which never holds two of the chunks offered at once
+        self._kept: np.ndarray | None = None  # (trees, 2 * largest pool, width), made at the first result
+        self._kept_row = self.shadow * pool + self.slot  # tree index mod 2 pools
         if rows is not None and rows.shape == (m, w) and rows.dtype == np.int32 and not layout.masked:
             positions = rows  # the collective's own rows, its values already in them
         else:
@@ -598,20 +603,38 @@ class Round:
             waiting = in_flight[~self.done[in_flight]]
             recent = window.order[max(0, window.first_open - window.cursor.pool) : window.next_to_send]
             finished = recent[self.done[recent]]
-            if waiting.size or finished.size:
-                self.agent.stats["chunks_moved"] += int(waiting.size)
-                self.agent.stats["finished_chunks_offered"] += int(finished.size)
-                self._send(recovery, np.concatenate([waiting, finished]), retransmission=True)
+            self.agent.stats["chunks_moved"] += int(waiting.size)
+            self.agent.stats["finished_chunks_offered"] += int(finished.size)
+            if waiting.size:
+                self._send(recovery, waiting, retransmission=True)
+            if finished.size:  # this worker's values, not the sums it has: the server may sum them
+                self._send(recovery, finished, retransmission=True, rows=self.contributions(finished))
             self._fill_window(window)
 
-    def _send(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> None:
-        self.agent.send_rows(self._encode(cursor, chunks, retransmission), cursor.server_ip)
+    def contributions(self, chunks: np.ndarray) -> np.ndarray:
+        """This worker's values of ``chunks`` (rows as sent), also of chunks whose sums a dense round has
+        written over them: those of the last two pools of each tree (``_kept``)."""
+        rows: np.ndarray = self.values[chunks]
+        if self._kept is None:
+            return rows
+        rows = np.where(
+            self.done[chunks, np.newaxis], self._kept[self.tree_of[chunks], self._kept_row[chunks]], self.values[chunks]
+        )
+        return rows
+
+    def _send(
+        self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool, rows: np.ndarray | None = None
+    ) -> None:
+        self.agent.send_rows(self._encode(cursor, chunks, retransmission, rows), cursor.server_ip)
         self._sent(chunks, retransmission)
 
-    def _encode(self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool) -> np.ndarray:
-        """The GRADs of ``chunks`` over ``cursor``'s tree, one row each."""
+    def _encode(
+        self, cursor: TreeCursor, chunks: np.ndarray, retransmission: bool, rows: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The GRADs of ``chunks`` over ``cursor``'s tree, one row each (``rows``: their values, if not the
+        round's own)."""
         return cursor.template_for(self.layout).encode(
-            self.values[chunks],
+            self.values[chunks] if rows is None else rows,
             check=False,
             masks=None if self.masks is None else self.masks[chunks],
             seq=(self.first_seq + chunks) & SEQ_MASK,
@@ -857,6 +880,12 @@ class Round:
         consecutive = last_chunk - first_chunk == taken - 1 and not in_disorder
         where: slice | np.ndarray = slice(first_chunk, last_chunk + 1) if consecutive else chunk
         self.done[where] = True
+        if self.result is self.values:  # the sums overwrite the values: keep these for a re-plan's offer
+            if self._kept is None:
+                pools = 2 * max(window.cursor.pool for window in self.windows)
+                self._kept = np.empty((len(self.windows), pools, self.width), dtype=np.int32)
+            trees = self.tree_of[where] if len(self.windows) > 1 else 0
+            self._kept[trees, self._kept_row[where]] = self.values[where]
         self.result[where] = values[:, : self.width]
         flagged = (flags & C.FLAG_OVERFLOW) != 0
         if _count(flagged):

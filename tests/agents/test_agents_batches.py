@@ -487,3 +487,33 @@ def test_a_dense_round_sums_in_the_snapshot_rows_and_leaves_the_input_alone(dtyp
             sent = transport.take()
     np.testing.assert_array_equal(handle.wait(), 2 * before)
     np.testing.assert_array_equal(values, before)
+
+
+def test_a_replan_offers_finished_chunks_with_this_workers_values_not_the_sums():
+    """On a re-plan a worker offers the recovery tree the chunks it finished in the last pool (a root that
+    died mid-multicast may have left the server without their sums). The server may have to sum them from
+    every worker's offer, so each carries the worker's own values, although a dense round has written the
+    sums over them."""
+    k, pool = 64, 512
+    loop, transport, agent, answer = _window_job(k, pool)
+    values = np.arange(1, 100 * k + 1, dtype=np.int32)
+    handle = agent.allreduce_async(values)
+    first = transport.take()  # slow start: the first 32 chunks
+    transport.deliver(
+        [codec.result(agent.job_id, p.header.seq, [], 2 * p.values) for _, p in first[:20]], k=k
+    )  # 20 finished (their sums written over the round's values), 12 still in flight
+    transport.take()  # the window's next sends on tree 0
+
+    moved = direct_plan(2, pool_size=pool, value_count=k, trees=2)
+    moved.trees[0].tree_id, moved.trees[0].weight = 1, 1.0  # tree 0 is gone: a new one and a recovery tree
+    moved.trees[1].tree_id, moved.trees[1].weight = 2, 0.0
+    moved.version = agent.plan.version + 1
+    agent.update_plan(moved)
+    offered = [p for _, p in transport.take() if p.header.tree_id == 2]
+    assert agent.stats["finished_chunks_offered"] == 20
+    finished = {p.header.seq for _, p in first[:20]}
+    assert {p.header.seq for p in offered} >= finished
+    for p in offered:
+        chunk = p.header.seq - first[0][1].header.seq
+        np.testing.assert_array_equal(p.values, values[chunk * k : (chunk + 1) * k], err_msg=f"seq {p.header.seq}")
+    assert not handle.done()
