@@ -510,9 +510,10 @@ class Round:
         self.resent_at = np.zeros(m, dtype=np.float64)  # last resend
         self.done = np.zeros(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
-        # only chunks without a result are ever encoded again, so a dense round's sums overwrite its
-        # values (its own copy, or the collective's ``rows``): one vector-sized array fewer per round, whose fresh pages the kernel must
-        # zero in the middle of the round (lab, 64 MB per worker: ~20% of a worker's CPU in page faults)
+        # only chunks without a result are ever encoded again (a re-plan's offer reads ``_kept``), so a
+        # dense round's sums overwrite its values (its own copy, or the collective's ``rows``): one
+        # vector-sized array fewer per round, whose fresh pages the kernel must zero in the middle of the
+        # round (lab, 64 MB per worker: ~20% of a worker's CPU in page faults)
         self.result = self.values if self.masks is None else np.zeros((m, w), dtype=np.int32)
         self.bypass = np.zeros(m, dtype=bool)  # sent over the recovery tree (moved or fallen back)
         self.replanned = False
