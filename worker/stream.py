@@ -467,6 +467,7 @@ class Round:
         self.counted = False  # in the agent's round counters (``_sent``)
         self.results_heard = 0
         self.last_result_at = -np.inf  # when the round last got a result it did not have (its progress)
+        self.replanned_at = -np.inf  # when a new plan last moved chunks of this round to the recovery tree
         self.duplicates = 0
         k = agent.values_per_packet
         self.width = w = layout.positions(k)  # positions per chunk
@@ -599,6 +600,7 @@ class Round:
             if window.cursor.tree_id in live or window.moved:
                 continue
             window.moved = True
+            self.replanned_at = self.agent.loop.now()  # the recovery tree gets a whole time budget
             self.bypass[window.order] = True
             in_flight = window.order[window.first_open : window.next_to_send]
             waiting = in_flight[~self.done[in_flight]]
@@ -727,10 +729,12 @@ class Round:
             self._arm(earliest)
 
     def waiting_since(self, chunks: np.ndarray) -> np.ndarray:
-        """Where the time budget of ``chunks`` counts from: the later of their first send and the round's
-        last new result. A path that loses most packets but still delivers keeps a round going; one that
-        delivers nothing ends it a budget after the last result."""
-        since: np.ndarray = np.maximum(self.sent_at[chunks], self.last_result_at)
+        """Where the time budget of ``chunks`` counts from: the latest of their first send, the round's
+        last new result and the last re-plan that moved its chunks to the recovery tree. A path that loses
+        most packets but still delivers keeps a round going; one that delivers nothing ends it a budget
+        after the last result; a recovery tree gets a whole budget, however long the failure took to be
+        noticed and re-planned."""
+        since: np.ndarray = np.maximum(self.sent_at[chunks], max(self.last_result_at, self.replanned_at))
         return since
 
     def _timeout_message(self, chunk: int) -> str:

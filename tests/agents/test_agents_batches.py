@@ -517,3 +517,31 @@ def test_a_replan_offers_finished_chunks_with_this_workers_values_not_the_sums()
         chunk = p.header.seq - first[0][1].header.seq
         np.testing.assert_array_equal(p.values, values[chunk * k : (chunk + 1) * k], err_msg=f"seq {p.header.seq}")
     assert not handle.done()
+
+
+def test_a_replan_gives_the_recovery_tree_a_whole_time_budget():
+    """A failure is noticed and re-planned some time after the chunks in flight were sent. The chunks
+    moved to the recovery tree then get the whole time budget from the re-plan, not what is left of it:
+    with a 2 s budget, a re-plan at 1.5 s keeps the round going past 2 s, and the round still ends a
+    budget after the re-plan when the recovery tree answers nothing either."""
+    k, pool = 64, 512
+    plan = direct_plan(2, pool_size=pool, value_count=k)
+    loop = VirtualLoop()
+    transport = RecordingTransport(loop, plan.workers[0].ip)
+    agent = WorkerAgent(plan, 0, transport, timeout=0.01, give_up_after=2.0)
+    handle = agent.allreduce_async(np.ones(10 * k, dtype=np.int32))
+    loop.run_until(lambda: False, 1.5)  # every GRAD lost: the old tree's switch died
+    assert not handle.done()
+
+    moved = direct_plan(2, pool_size=pool, value_count=k, trees=2)
+    moved.trees[0].tree_id, moved.trees[0].weight = 1, 1.0  # tree 0 is gone: a new one and a recovery tree
+    moved.trees[1].tree_id, moved.trees[1].weight = 2, 0.0
+    moved.version = agent.plan.version + 1
+    agent.update_plan(moved)
+    assert agent.stats["chunks_moved"] == 10
+    loop.run_until(handle.done, 1.9)  # 3.4 s after the first sends, 1.9 s after the re-plan
+    assert not handle.done()
+    loop.run_until(handle.done, 0.5)
+    with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 2"):
+        handle.wait()
+    assert 3.5 <= loop.now() <= 3.5 + 0.16 + 1e-9
