@@ -608,7 +608,8 @@ class Round:
             finished = recent[self.done[recent]]
             self.agent.stats["chunks_moved"] += int(waiting.size)
             self.agent.stats["finished_chunks_offered"] += int(finished.size)
-            if waiting.size:
+            if waiting.size:  # a new path: its resends count from zero (retries=N gives the recovery tree N)
+                self.attempts[waiting] = 0
                 self._send(recovery, waiting, retransmission=True)
             if finished.size:  # this worker's values, not the sums it has: the server may sum them
                 self._send(recovery, finished, retransmission=True, rows=self.contributions(finished))

@@ -545,3 +545,29 @@ def test_a_replan_gives_the_recovery_tree_a_whole_time_budget():
     with pytest.raises(AllreduceTimeout, match=r"no result for chunk seq \d+ .*tree 2"):
         handle.wait()
     assert 3.5 <= loop.now() <= 3.5 + 0.16 + 1e-9
+
+
+def test_a_replan_gives_the_recovery_tree_the_whole_resend_count():
+    """With ``retries=N`` a chunk moved to the recovery tree gets N resends there, whatever it spent on
+    the dead tree: the moving send, then N resends, then AllreduceTimeout."""
+    k, pool, retries = 64, 512, 3
+    plan = direct_plan(2, pool_size=pool, value_count=k)
+    loop = VirtualLoop()
+    transport = RecordingTransport(loop, plan.workers[0].ip)
+    agent = WorkerAgent(plan, 0, transport, timeout=0.01, retries=retries, give_up_after=30.0)
+    handle = agent.allreduce_async(np.ones(4 * k, dtype=np.int32))
+    assert loop.run_until(lambda: agent.stats["retransmissions"] >= 2 * 4, 5.0)  # every GRAD lost twice
+    assert not handle.done()
+
+    moved = direct_plan(2, pool_size=pool, value_count=k, trees=2)
+    moved.trees[0].tree_id, moved.trees[0].weight = 1, 1.0
+    moved.trees[1].tree_id, moved.trees[1].weight = 2, 0.0
+    moved.version = agent.plan.version + 1
+    transport.take()
+    agent.update_plan(moved)
+    assert loop.run_until(handle.done, 30.0)
+    with pytest.raises(AllreduceTimeout, match=rf"after {retries} retransmissions"):
+        handle.wait()
+    on_recovery = [p.header.seq for _, p in transport.take() if p.header.tree_id == 2]
+    first = min(on_recovery)
+    assert on_recovery.count(first) == 1 + retries
