@@ -3,17 +3,21 @@ p4src/ina.p4 writes it, against the lanes packed into wide fields and summed lan
 
 Why: on BMv2 an INA round is slower than the parameter server's because simple_switch interprets every
 lane's statements (docs/design-decisions.md, "K = 344 at a 1500-byte MTU"). This measures what a SWAR
-formulation would save before ina.p4 is rewritten for it. Both programs are generated here (into
-build/bmv2-lane-sum/), compiled by p4c-bm2-ss (whose widths stop at 2,048 bits: 64 lanes per field), and
-run on one simple_switch_grpc (the BMv2 test harness, tests/dataplane/bmv2.py: veth pairs, root). Each
+formulation would save before ina.p4 is rewritten for it, and at which field width: p4c-bm2-ss takes
+fields up to 2,048 bits (64 lanes), softswitch's native back end compiles values up to 128 bits (4 lanes),
+so a SWAR ina.p4 that both run has 128-bit fields. The programs are generated here (into
+build/bmv2-lane-sum/), compiled by p4c-bm2-ss, and run on one simple_switch_grpc (the BMv2 test harness, tests/dataplane/bmv2.py: veth pairs, root). Each
 frame carries K random int32 lanes and a cell index in its EtherType; the switch adds the lanes into the
 cell (int32 wrap), writes the sum back into the frame and sends it out. Every output is checked against
-the running sums made here with numpy, and the two programs must send the same frames.
+the running sums made here with numpy, so every program must send the same frames.
 
-    .venv/bin/python bench/bmv2_lane_sum.py --frames 2000 --burst 20
+    .venv/bin/python bench/bmv2_lane_sum.py --frames 2000 --burst 20 --field-lanes 4 64
 
 Prints the microseconds per packet of each program (frames sent in bursts, each burst's outputs awaited:
 a throughput figure while the burst fits BMv2's queues) and saves bench/results/bmv2_lane_sum.json.
+With --softswitch the same programs also run on softswitch's native back end, in process (one
+`process_batch` call over every frame, the calling thread's CPU time, as bench/softswitch_pps.py times
+it), their outputs checked the same way: what a SWAR ina.p4 would cost the lab's switches.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from topologies.bmv2_build import compiled  # noqa: E402
 
 OUT_DIR = ROOT / "build" / "bmv2-lane-sum"
 CELLS = 64  # register cells: the EtherType's low 6 bits pick one
-FIELD_LANES = 64  # lanes per wide field: p4c-bm2-ss refuses widths above 2,048 bits
+MAX_FIELD_LANES = 64  # lanes per wide field: p4c-bm2-ss refuses widths above 2,048 bits
+NATIVE_FIELD_LANES = 4  # softswitch's native back end compiles values up to 128 bits
 FRAME = """#include <core.p4>
 #include <v1model.p4>
 header ethernet_t {{ bit<48> dst; bit<48> src; bit<16> type; }}
@@ -75,16 +80,16 @@ def per_lane_program(k: int) -> str:
     return FRAME.format(lanes_header=lanes, declarations=registers, body="\n".join(body))
 
 
-def swar_program(k: int) -> str:
-    """The lanes in fields of FIELD_LANES: a lane-wise add is an add of the low 31 bits of every lane with
-    the sign bits put back by XOR (no carry crosses a lane), and a lane overflowed where both inputs' sign
-    differs from the sum's."""
-    width, fields = 32 * FIELD_LANES, k // FIELD_LANES
+def swar_program(k: int, field_lanes: int) -> str:
+    """The lanes in fields of ``field_lanes``: a lane-wise add is an add of the low 31 bits of every lane
+    with the sign bits put back by XOR (no carry crosses a lane), and a lane overflowed where both inputs'
+    sign differs from the sum's."""
+    width, fields = 32 * field_lanes, k // field_lanes
     lanes = "header lanes_t { " + " ".join(f"bit<{width}> v{f};" for f in range(fields)) + " }"
     declarations = [f"    register<bit<{width}>>({CELLS}) cells_{f};" for f in range(fields)]
     declarations += [
-        f"    const bit<{width}> HIGH = {width}w0x{'80000000' * FIELD_LANES};",
-        f"    const bit<{width}> LOW = {width}w0x{'7fffffff' * FIELD_LANES};",
+        f"    const bit<{width}> HIGH = {width}w0x{'80000000' * field_lanes};",
+        f"    const bit<{width}> LOW = {width}w0x{'7fffffff' * field_lanes};",
     ]
     body = [f"        bit<{width}> old; bit<{width}> v; bit<{width}> sum; bit<{width}> ovf = 0;"]
     for f in range(fields):
@@ -131,24 +136,59 @@ def run(switch: bmv2.Bmv2Switch, program: Path, frames: list[bytes], burst: int)
     return time.perf_counter() - start, got
 
 
-def main() -> None:
+def run_softswitch(program: Path, frames: list[bytes]) -> tuple[float, list[bytes]] | str:
+    """CPU seconds of softswitch's native back end running every frame in one batch, and its outputs; or
+    why the native back end does not compile the program."""
+    from softswitch.compiler import compile_program
+    from softswitch.native.switch import FrameBatch
+    from softswitch.switch import Switch
+
+    compiled = compile_program(str(program), backend="native")
+    if compiled.backend != "native":  # it fell back to the Python back end (and said why on stderr)
+        return compiled.fallback_reason or "the native back end does not compile it"
+    switch = Switch(compiled, device_id=1)
+    batch = FrameBatch([(1, frame) for frame in frames])
+    start = time.thread_time()
+    outputs = switch.process_batch(batch)
+    seconds = time.thread_time() - start
+    return seconds, [bytes(frame) for sent in outputs for _, frame in sent]
+
+
+def main() -> None:  # noqa: C901 (the bench's runs and checks in one place)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lanes", type=int, default=256, help="K, a multiple of 64")
+    ap.add_argument("--lanes", type=int, default=256, help="K, a multiple of every --field-lanes")
+    ap.add_argument(
+        "--field-lanes",
+        type=int,
+        nargs="+",
+        default=[NATIVE_FIELD_LANES, MAX_FIELD_LANES],
+        help=f"lanes per SWAR field, one program each (1..{MAX_FIELD_LANES}; default: {NATIVE_FIELD_LANES}, the "
+        f"128 bits softswitch's native back end compiles, and {MAX_FIELD_LANES}, the 2,048 bits p4c-bm2-ss takes)",
+    )
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--burst", type=int, default=20, help="frames sent before their outputs are awaited")
     ap.add_argument("--repeats", type=int, default=2, help="runs of each program, taking turns")
+    ap.add_argument(
+        "--softswitch", action="store_true", help="also run the programs on softswitch's native back end (in process)"
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "bmv2_lane_sum"))
     args = ap.parse_args()
     reason = bmv2.missing()
     if reason:
         sys.exit(f"bmv2_lane_sum: {reason}")
-    if args.lanes % FIELD_LANES:
-        sys.exit(f"bmv2_lane_sum: --lanes must be a multiple of {FIELD_LANES}, not {args.lanes}")
+    for lanes in args.field_lanes:
+        if not 1 <= lanes <= MAX_FIELD_LANES or args.lanes % lanes:
+            sys.exit(
+                f"bmv2_lane_sum: --field-lanes {lanes}: must be in 1..{MAX_FIELD_LANES} and divide --lanes {args.lanes}"
+            )
     OUT_DIR.mkdir(parents=True, exist_ok=True)
+    sources = {"per lane": per_lane_program(args.lanes)}
+    for lanes in args.field_lanes:
+        sources[f"SWAR {32 * lanes}-bit"] = swar_program(args.lanes, lanes)
     programs = {}
-    for name, make in (("per lane", per_lane_program), ("SWAR", swar_program)):
+    for name, source in sources.items():
         path = OUT_DIR / f"lane_sum_{name.replace(' ', '_').lower()}_k{args.lanes}.p4"
-        path.write_text(make(args.lanes))
+        path.write_text(source)
         programs[name] = path
     frames = frames_of(args.lanes, args.frames)
     want = expected_outputs(frames, args.lanes)
@@ -162,15 +202,45 @@ def main() -> None:
                     wrong = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
                     sys.exit(f"bmv2_lane_sum: {name}: {wrong} of {len(want)} outputs differ from the sums")
                 times[name].append(1e6 * seconds / len(frames))
-                print(f"{name:>8}: {times[name][-1]:7.1f} us per packet ({len(frames)} frames, K = {args.lanes})")
+                print(f"{name:>15}: {times[name][-1]:7.1f} us per packet ({len(frames)} frames, K = {args.lanes})")
     finally:
         switch.close()
     medians = {name: float(np.median(t)) for name, t in times.items()}
-    print(f"per lane / SWAR: {medians['per lane'] / medians['SWAR']:.1f}x the time per packet (medians)")
+    for name, median in medians.items():
+        if name != "per lane":
+            print(f"per lane / {name}: {medians['per lane'] / median:.1f}x the time per packet (medians)")
+    softswitch: dict[str, list[float]] = {}
+    skipped: dict[str, str] = {}  # programs the native back end does not compile, and why
+    if args.softswitch:
+        for _ in range(args.repeats):
+            for name, path in programs.items():
+                if name in skipped:
+                    continue
+                ran = run_softswitch(path, frames)
+                if isinstance(ran, str):
+                    skipped[name] = ran
+                    print(f"softswitch native, {name:>15}: not run, {ran}")
+                    continue
+                seconds, got = ran
+                if got != want:
+                    wrong = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
+                    sys.exit(f"bmv2_lane_sum: softswitch, {name}: {wrong} of {len(want)} outputs differ from the sums")
+                softswitch.setdefault(name, []).append(1e6 * seconds / len(frames))
+                print(f"softswitch native, {name:>15}: {softswitch[name][-1]:7.2f} us per packet")
     out = Path(args.out).with_suffix(".json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
-        json.dumps({"lanes": args.lanes, "frames": args.frames, "burst": args.burst, "us_per_packet": times})
+        json.dumps(
+            {
+                "lanes": args.lanes,
+                "field_lanes": args.field_lanes,
+                "frames": args.frames,
+                "burst": args.burst,
+                "us_per_packet": times,
+                "softswitch_native_us_per_packet": softswitch,
+                "softswitch_native_not_run": skipped,
+            }
+        )
     )
     print(f"saved {out}")
 
