@@ -6,8 +6,8 @@ lane's statements (docs/design-decisions.md, "K = 344 at a 1500-byte MTU"). This
 formulation would save before ina.p4 is rewritten for it, and at which field width: p4c-bm2-ss takes
 fields up to 2,048 bits (64 lanes), softswitch's native back end compiles values up to 128 bits (4 lanes),
 so a SWAR ina.p4 that both run has 128-bit fields. The programs are generated here (into
-build/bmv2-lane-sum/), compiled by p4c-bm2-ss, and run on one simple_switch_grpc (the BMv2 test harness, tests/dataplane/bmv2.py: veth pairs, root). Each
-frame carries K random int32 lanes and a cell index in its EtherType; the switch adds the lanes into the
+build/bmv2-lane-sum/), compiled by p4c-bm2-ss, and run on one simple_switch_grpc (the BMv2 test harness,
+tests/dataplane/bmv2.py: veth pairs, root). Each frame carries K random int32 lanes and a cell index in its EtherType; the switch adds the lanes into the
 cell (int32 wrap), writes the sum back into the frame and sends it out. Every output is checked against
 the running sums made here with numpy, so every program must send the same frames.
 
@@ -154,6 +154,13 @@ def run_softswitch(program: Path, frames: list[bytes]) -> tuple[float, list[byte
     return seconds, [bytes(frame) for sent in outputs for _, frame in sent]
 
 
+def check_outputs(got: list[bytes], want: list[bytes], label: str) -> None:
+    """Exit naming ``label`` when the frames a program sent are not the running sums."""
+    if got != want:
+        wrong = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
+        sys.exit(f"bmv2_lane_sum: {label}: {wrong} of {len(want)} outputs differ from the sums")
+
+
 def main() -> None:  # noqa: C901 (the bench's runs and checks in one place)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lanes", type=int, default=256, help="K, a multiple of every --field-lanes")
@@ -198,9 +205,7 @@ def main() -> None:  # noqa: C901 (the bench's runs and checks in one place)
         for _ in range(args.repeats):
             for name, path in programs.items():
                 seconds, got = run(switch, path, frames, args.burst)
-                if got != want:
-                    wrong = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
-                    sys.exit(f"bmv2_lane_sum: {name}: {wrong} of {len(want)} outputs differ from the sums")
+                check_outputs(got, want, name)
                 times[name].append(1e6 * seconds / len(frames))
                 print(f"{name:>15}: {times[name][-1]:7.1f} us per packet ({len(frames)} frames, K = {args.lanes})")
     finally:
@@ -222,9 +227,7 @@ def main() -> None:  # noqa: C901 (the bench's runs and checks in one place)
                     print(f"softswitch native, {name:>15}: not run, {ran}")
                     continue
                 seconds, got = ran
-                if got != want:
-                    wrong = sum(1 for a, b in zip(got, want, strict=False) if a != b) + abs(len(got) - len(want))
-                    sys.exit(f"bmv2_lane_sum: softswitch, {name}: {wrong} of {len(want)} outputs differ from the sums")
+                check_outputs(got, want, f"softswitch, {name}")
                 softswitch.setdefault(name, []).append(1e6 * seconds / len(frames))
                 print(f"softswitch native, {name:>15}: {softswitch[name][-1]:7.2f} us per packet")
     out = Path(args.out).with_suffix(".json")
