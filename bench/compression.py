@@ -98,7 +98,8 @@ def plot(runs: list[dict], path: Path) -> None:
     models = list(dict.fromkeys(r["model"] for r in runs))
     panels = [
         ("worker_uplink_bytes_per_iteration", "worker uplink, % of dense ina", True),
-        ("server_link_bytes_per_iteration", "server link, % of dense ina", True),
+        # absolute: dense ina's server link carries nothing where the tree's root switch sends the results
+        ("server_link_bytes_per_iteration", "server link, bytes per iteration", False),
         ("ms_per_iteration", "ms per iteration", False),
         ("test_accuracy", "test accuracy (%)", False),
     ]

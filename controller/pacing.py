@@ -8,7 +8,7 @@ switch, one sum above each aggregating switch (so with aggregation every link of
 stream, the server's link one per tree); RESULTs down the tree, one stream per link when they are
 multicast, one per worker below the link when each worker gets its own. A tree whose root switch sends the
 RESULTs itself (``SwitchJobConfig.root``; docs/protocol.md, "Root multicast") has them start there: the
-links between that root and the server carry the one copy of each sum up and nothing down. R is the
+links between that root and the server carry nothing of the tree (the root sends the server no copy). R is the
 largest rate no direction of any link exceeds: min over directed links of bandwidth / sum over trees of
 weight * streams.
 """
@@ -40,7 +40,7 @@ def stream_counts(
     result_mode : str
         "multicast" (one RESULT stream per link) or "unicast" (one per worker).
     root_switch : str or None
-        The switch that sends the tree's RESULTs itself (``result_roots``): no RESULTs between it and the
+        The switch that sends the tree's RESULTs itself (``result_roots``): nothing between it and the
         server. None: the server sends them.
 
     Returns
@@ -51,15 +51,13 @@ def stream_counts(
     flows: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     results: dict[tuple[str, str], set[str]] = collections.defaultdict(set)
     for worker, hops in tree.grad_hops.items():
-        flow, here, results_start_below = worker, worker, False
+        flow, here = worker, worker
         for hop in hops:
             nxt = hop.name
-            if not nxt:  # a hand-built plan without names: no path to count
+            if not nxt or here == root_switch:  # no names (a hand-built plan), or the root: nothing goes on up
                 break
-            results_start_below = results_start_below or here == root_switch
             flows[(here, nxt)].add(flow)
-            if not results_start_below:
-                results[(nxt, here)].add("all" if result_mode == "multicast" else worker)
+            results[(nxt, here)].add("all" if result_mode == "multicast" else worker)
             if hop.aggregate:
                 flow = nxt
             here = nxt

@@ -178,7 +178,7 @@ class SwitchJobConfig:
     result_group: int  # 0 when results are unicast
     members: list[McastMember] = field(default_factory=list)
     # the tree's root: aggregates every worker and multicasts the RESULT of what it completes itself (set_job
-    # aggregates = AGGREGATES_ROOT; its group includes the port up, for the server's copy)
+    # aggregates = AGGREGATES_ROOT; its group holds the ports down only: the server gets no copy)
     root: bool = False
 
 

@@ -23,7 +23,6 @@ from controller.options import DEFAULT_AGGREGATION, DEFAULT_RESULT_MODE
 from controller.plan import ChildInfo, Hop, HostRef, McastMember, ServerView, SwitchJobConfig, TreePlan
 from controller.resources import JobGrant, Resources
 from controller.topology import Topology
-from protocol.constants import ROOT_UP_REPLICA
 
 
 @dataclass
@@ -425,9 +424,9 @@ def switch_configs(ctx: JobContext, tree_id: int, shape: TreeShape, agg: Aggrega
             for c in shape.kids[node]:
                 rid = topo.host(c).index if topo.is_host(c) else 0
                 members.append(McastMember(_port(ctx.graph, node, c), rid, c))
-            if node == root:  # the completed GRAD's copy to the server (p4src/ina.p4, egress)
-                up = shape.parent[node]
-                members.append(McastMember(_port(ctx.graph, node, up), ROOT_UP_REPLICA, up))
+            # the root sends the server no copy of the sums it completes (a member with replica id
+            # ROOT_UP_REPLICA would: p4src/ina.p4, egress): after a re-plan around a dead root, the workers'
+            # own values complete its chunks on the recovery tree (worker/stream.py, RoundTail)
         aggregates = agg.aggregates[node]
         configs.append(
             SwitchJobConfig(

@@ -153,10 +153,17 @@ def _report_traffic(topo, plan, ina_bytes: dict[int, int], ps_bytes: dict[int, i
     server_links = report.server_link_ids(topo, plan)
     print(report.traffic_table(topo, {"in-network": ina_bytes, "param-server": ps_bytes}, server_links))
     print("  (* = the server's link)")
+    ps_server = report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))
+    ina_server = sum(ina_bytes.get(i, 0) for i in server_links)
+    if not ina_server:  # the tree's root switch completed every sum (docs/protocol.md, "Root multicast")
+        print(
+            f"server link: {ps_server} with the parameter server, nothing with in-network aggregation: the "
+            "switch at the tree's root completed every sum and sent the results down itself"
+        )
+        return
     factor = report.reduction_factor(ps_bytes, ina_bytes, server_links)
     print(
-        f"server link: {report.fmt_bytes(sum(ps_bytes.get(i, 0) for i in server_links))} with the parameter "
-        f"server, {report.fmt_bytes(sum(ina_bytes.get(i, 0) for i in server_links))} with in-network "
+        f"server link: {ps_server} with the parameter server, {report.fmt_bytes(ina_server)} with in-network "
         f"aggregation: {factor:.1f}x less"
     )
 

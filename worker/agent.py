@@ -51,6 +51,7 @@ from worker.stream import (
     Round,
     RoundDone,
     RoundFailed,
+    RoundTail,
     Striping,
     TreeCursor,
     chunk_rows,
@@ -388,6 +389,9 @@ class WorkerAgent:
         self.stats: collections.Counter[str] = collections.Counter()
         self._pending: collections.deque[QueuedCollective] = collections.deque()
         self._round: Round | None = None
+        # the last finished round's last pool per tree: the values a recovery tree needs from this worker
+        # when a tree's root dies after this worker finished the round and before another did (RoundTail)
+        self._finished_tail: RoundTail | None = None
         self._broken: BaseException | None = None
         self._closed = False
         transport.ecn = C.ECN_ECT0  # switches mark CE on a deep queue instead of dropping (worker/pacing.py)
@@ -449,8 +453,19 @@ class WorkerAgent:
         self._take_trees(plan)
         self.stats["plan_updates"] += 1
         self.last_progress = self.loop.now()
-        if self._round is not None and not self._round.finished:
-            self._round.trees_changed({t.tree_id for t in plan.trees if t.weight > 0})
+        live = {t.tree_id for t in plan.trees if t.weight > 0}
+        round_ = self._round
+        if round_ is not None and not round_.finished:
+            round_.trees_changed(live)
+        if self._finished_tail is not None and self.recovery is not None:
+            if round_ is None or round_.finished or not round_.results_heard:
+                # no result of a later round yet: a peer may still miss one of the finished round's
+                batches, offered = self._finished_tail.offer(self.recovery, live)
+                for rows in batches:
+                    self.send_rows(rows, self.recovery.server_ip)
+                self.stats["finished_chunks_offered"] += offered
+            else:  # every worker sent chunks of the round in progress: all finished the last one
+                self._finished_tail = None
 
     # -- public API --------------------------------------------------------------------------------
     def allreduce(
@@ -760,6 +775,10 @@ class WorkerAgent:
     def path(self, tree_id: int) -> str:
         """This worker's GRAD path on tree ``tree_id``, by node names (for messages)."""
         return self._paths.get(tree_id, "?")
+
+    def round_finished(self, round_: Round) -> None:
+        """A round got every result: keep its last pool per tree for a re-plan after it (RoundTail)."""
+        self._finished_tail = round_.finished_tail()
 
     def start_round(
         self,

@@ -374,6 +374,11 @@ class RoundOwner(Protocol):
         """The agent's GRAD path on a tree, by node names."""
         ...
 
+    def round_finished(self, round_: Round) -> None:
+        """``round_`` got every result (called before its sums are handed over): keep what a re-plan after
+        it must offer (``Round.finished_tail``)."""
+        ...
+
 
 RoundDone = Callable[[np.ndarray, "OverflowReport | None"], None]  # the round's int32 result, its overflow
 RoundFailed = Callable[[BaseException], None]
@@ -406,6 +411,40 @@ class _TreeWindow:
         self.block_start = 0
         self.block: np.ndarray | None = None
         self.pace_timer: Timer | None = None  # the pacer's wake-up for the window's next sends
+
+
+class RoundTail:
+    """A finished round's last pool of chunks on each of its trees, kept for a re-plan after the round.
+
+    A tree's root switch multicasts the RESULTs of the sums it completes and keeps no copy anywhere else
+    (docs/protocol.md, "Root multicast"). When it dies, a worker still waiting for a result may be
+    the only one left in the round: the others finished it, and only their values can complete the
+    chunk on the recovery tree. A worker's results can be at most a pool ahead of any other worker's
+    first chunk without one, so those values are the last pool of each tree. ``offer`` sends them once
+    over the recovery tree (the in-round counterpart is ``Round.trees_changed``)."""
+
+    __slots__ = ("layout", "op", "trees")
+
+    def __init__(self, layout: L.Layout, op: int, trees: list[tuple[int, dict[str, np.ndarray]]]):
+        self.layout = layout
+        self.op = op
+        self.trees = trees  # (tree id, the encode fields of its last pool: rows, seq, slot, ...)
+
+    def offer(self, recovery: TreeCursor, live: set[int]) -> tuple[list[np.ndarray], int]:
+        """The GRADs (flagged RETX) of this worker's values of the kept chunks of every tree not in
+        ``live``, over ``recovery``; those trees are dropped from the tail (offered once). Returns
+        (the encoded batches, how many chunks they hold)."""
+        batches, offered, kept = [], 0, []
+        for tree_id, fields in self.trees:
+            if tree_id in live:
+                kept.append((tree_id, fields))
+                continue
+            batches.append(
+                recovery.template_for(self.layout).encode(check=False, op=self.op, flags=C.FLAG_RETX, **fields)
+            )
+            offered += len(fields["seq"])
+        self.trees = kept
+        return batches, offered
 
 
 def chunk_rows(values: int, width: int, dtype: npt.DTypeLike = np.int32) -> np.ndarray:
@@ -1005,8 +1044,29 @@ class Round:
             self._timer.cancel()
             self._timer = None
 
+    def finished_tail(self) -> RoundTail | None:
+        """The last pool of chunks of each of the round's trees, to offer a recovery tree after the round
+        (RoundTail); call it once the round has finished, before its sums are handed over."""
+        trees = []
+        for window in self.windows:
+            chunks = window.order[max(0, len(window.order) - window.cursor.pool) :]
+            if not len(chunks):
+                continue
+            fields = {
+                "values": self.contributions(chunks),
+                "masks": None if self.masks is None else self.masks[chunks],
+                "seq": (self.first_seq + chunks) & SEQ_MASK,
+                "slot": self.slot[chunks],
+                "shadow": self.shadow[chunks],
+                "scale_exp": self.scale_exp[chunks],
+                "value_count": self.value_count[chunks],
+            }
+            trees.append((window.cursor.tree_id, fields))
+        return RoundTail(self.layout, self.op, trees) if trees else None
+
     def _finish(self) -> None:
         self._cleanup()
+        self.agent.round_finished(self)
         out = self.result.reshape(-1)[: self.n]
         flagged = np.flatnonzero(self.overflow)
         report = None

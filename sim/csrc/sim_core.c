@@ -1093,7 +1093,8 @@ EXPORT int sim_ina_worker_agent(sim *s, uint32_t n, double window, double thresh
  * without a result at once, as resends (RETX); the tree's window and pacer carry on. Then, as resends too,
  * the chunks with their result from a pool before the first without one up to the last sent: a root that
  * died multicasting a RESULT may have left other workers and the server without it, and the recovery tree
- * sums such a chunk afresh from every worker (the server answers those it completed from its sum). */
+ * sums such a chunk afresh from every worker (the server answers those it completed from its sum). A worker
+ * that finished its round offers its last pool of each gone tree the same way (the agent's RoundTail). */
 EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const uint8_t *tmpl, uint32_t len) {
     host *h = &s->nodes[n].h;
     if (h->kind != HOST_INA_WORKER || len < s->lay.header_end + 4 * s->lay.k) return -1;
@@ -1103,7 +1104,8 @@ EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const 
         h->replanned = 1;
         h->results_at_replan = h->results;
     }
-    if (h->gave_up || h->results >= h->n_chunks) return 0;
+    if (h->gave_up) return 0;
+    int finished = h->results >= h->n_chunks;
     for (uint32_t ti = 0; ti < h->n_trees; ti++) {
         wtree *t = &h->trees[ti];
         if (!gone[ti]) continue;
@@ -1126,9 +1128,9 @@ EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const 
             h->finished_offered++;
             ina_send_chunk(s, n, j, 1);
         }
-        ina_fill_tree(s, n, ti);
+        if (!finished) ina_fill_tree(s, n, ti);
     }
-    ina_arm(s, n);
+    if (!finished) ina_arm(s, n);
     return 0;
 }
 

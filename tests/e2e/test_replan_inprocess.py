@@ -224,3 +224,54 @@ def test_workers_that_took_the_new_plan_at_different_allreduces_agree_on_every_l
     assert net.loop.now() - t0 < 1.0  # not after a time budget
     assert sum(a.stats["retransmissions"] for a in job.agents) == 0
     assert job_counters(net, new)[other]["grad_completed"] > completed  # summed on the new spine
+
+
+def test_a_dead_tree_whose_root_gave_some_workers_the_last_results_is_finished_from_the_workers_values():
+    """The root switch multicasts a RESULT and keeps no copy elsewhere (docs/protocol.md, "Root
+    multicast"). Here the RESULTs of the round's last chunk never get past the root toward the spine:
+    h5 and h6, under the root, finish the allreduce; the six workers behind the spine resend it until the
+    spine dies and the job is re-planned. The root's stored sum goes with the old tree's entries, so only
+    the workers' own values can finish the chunk on the recovery tree: those still in the round offer
+    them with their chunks in flight (Round.trees_changed), the two that finished it offer the last pool
+    they kept (RoundTail)."""
+    from controller.replan import FaultMonitor
+    from protocol import codec
+    from protocol import constants as C
+
+    net = network("leaf_spine", seed=5, engine="python")
+    manager, job = _managed_job(net, result_mode="multicast")
+    old = job.plan
+    (root,) = [c.switch for c in old.switches if c.root]
+    dead = _spine_of(old)
+    assert root == "l3" and dead == "sp1"  # h5 and h6 hang off the root; the others are behind the spine
+    xs = int_inputs(8, 64 * 60, seed=9)
+    handles = job.start(xs)
+    round_ = job.agents[0]._round
+    last_seq = (round_.first_seq + round_.chunks - 1) & 0xFFFFFFFF
+    toward_spine = net.net.channel(root, dead)
+    send, dropped = toward_spine.send, []
+
+    def without_the_last_result(frame: bytes) -> None:
+        pkt = codec.decode(codec.split_udp_frame(frame)[1], values_per_packet=None)
+        if pkt.header.pkt_type == C.PKT_TYPE_RESULT and pkt.header.seq == last_seq:
+            dropped.append(pkt.header.flags)
+            return
+        send(frame)
+
+    toward_spine.send = without_the_last_result
+    finished_under_root = [job.agents[4], job.agents[5]]  # h5, h6
+    monitor = FaultMonitor(net.installer, manager.switches_in_use, manager.switch_failed, net.loop, 0.002)
+
+    def behind_spine_resent() -> bool:
+        return all(a._round is None for a in finished_under_root) and len(dropped) >= 2
+
+    _when(net, behind_spine_resent, lambda: (net.kill_switch(dead), monitor.start()))
+    for h in handles:
+        np.testing.assert_array_equal(h.wait(), sum(xs))
+    monitor.stop()
+    assert manager.plan(old.job_id).version == old.version + 1
+    assert dropped[0] & C.FLAG_MCAST and any(flags & C.FLAG_STORED for flags in dropped[1:])  # root's answers
+    for agent in finished_under_root:  # offered their kept last pool, once, after the round
+        assert 0 < agent.stats["finished_chunks_offered"] <= old.pool_size
+    for agent in job.agents[:4] + job.agents[6:]:
+        assert agent.stats["chunks_moved"] == 1  # the last chunk, resent over the recovery tree

@@ -21,13 +21,21 @@ def run_demo(*flags: str) -> str:
     return done.stdout
 
 
+def server_link_reduction(out: str) -> float:
+    """How many times fewer bytes the server's link carried with INA than with the parameter server, as
+    the demo reports it (infinite where INA sent nothing over it)."""
+    if re.search(r"server link: .* with the parameter server, nothing with in-network aggregation", out):
+        return float("inf")
+    return float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1))
+
+
 def test_quick_demo_in_process_verifies_sums_and_reports(tmp_path):
     png = tmp_path / "demo.png"
     out = run_demo("--inprocess", "--picture", str(png))
     assert "in-process network" in out.splitlines()[0]
     assert out.count("sums verified") == 4  # 2 in-network + 2 parameter-server rounds
-    factor = float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1))
-    assert factor > 2.0  # 4 workers: the server link carries ~1/4
+    # the spine aggregates every worker and multicasts the results itself: the server's link stays idle
+    assert server_link_reduction(out) == float("inf")
     assert "l1" in out and "fan-in" in out  # the plan table
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"picture: {png}" in out
@@ -38,7 +46,8 @@ def test_quick_demo_on_the_tna_program(tmp_path):
     out = run_demo("--inprocess", "--program", "tna", "--picture", str(tmp_path / "demo.png"))
     assert "the switches run p4src/tna/ina_tna.p4" in out
     assert out.count("sums verified") == 4
-    assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
+    # its switches send the server every sum (no root mode, docs/tofino.md): a quarter of the PS's bytes
+    assert 2.0 < server_link_reduction(out) < float("inf")
 
 
 def test_quick_demo_in_mininet(tmp_path):
@@ -53,7 +62,7 @@ def test_quick_demo_in_mininet(tmp_path):
     out = run_demo("--picture", str(png))
     assert out.splitlines()[0].startswith("demo: mininet network with softswitch switches")
     assert out.count("sums verified") == 4
-    assert float(re.search(r"aggregation: ([0-9.]+)x less", out).group(1)) > 2.0
+    assert server_link_reduction(out) > 2.0  # nothing but what the hosts' kernels send on their own
     assert "demo: finished, network torn down" in out
     assert png.exists()
     assert open("/proc/sys/net/core/rmem_default").read() == rmem
