@@ -1122,7 +1122,9 @@ EXPORT int sim_ina_worker_replan(sim *s, uint32_t n, const uint8_t *gone, const 
             h->chunks_moved++;
             ina_send_chunk(s, n, j, 1);
         }
-        for (uint32_t i = t->lowest > h->pool ? t->lowest - h->pool : 0; i < t->next; i++) {
+        /* a finished tree: its last pool (RoundTail); else from a pool before the first without a result */
+        uint32_t from = finished ? t->next : t->lowest;
+        for (uint32_t i = from > h->pool ? from - h->pool : 0; i < t->next; i++) {
             uint32_t j = t->chunks[i];
             if (!h->done[j]) continue;
             h->finished_offered++;

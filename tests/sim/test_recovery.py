@@ -96,3 +96,28 @@ def test_a_refused_replan_ends_the_round_without_a_hang():
     assert result.recovery["plan_version"] == plan.version
     assert result.finished < len(plan.workers) and result.completion_s == -1.0
     net.close()
+
+
+def test_a_worker_that_finished_its_round_offers_its_last_pool_to_the_recovery_tree():
+    """The root keeps no copy of its sums anywhere else, so a re-plan that finds a worker done with the
+    round must still get that worker's values of the chunks a peer may miss: its last pool of the tree
+    (the agent's RoundTail). Sent once, as resends of chunks that had their result; the round stays done."""
+    from sim.allreduce import replan_ina
+    from sim.frames import grad_frame
+
+    net, hosts = _network(leaf_spine(2, 2, 2))
+    workers, server = hosts[:-1], hosts[-1]
+    plan = plan_ina(net, workers, server)
+    values = WorkerValues.random(len(workers), 3 * plan.pool_size * K, seed=3)
+    assert run_ina(net, plan, values).finished == len(workers)
+    new = replan_ina(net, plan, [_spine(plan)])
+    (recovery,) = [t for t in new.trees if t.weight <= 0]
+    w = new.workers[0]
+    before = net.core.host_stats(net.node[w.name])
+    assert before["finished_chunks_offered"] == before["sent_after_done"] == 0
+    frame = grad_frame(new.job_id, recovery.tree_id, recovery.grad_hops[w.name], w, new.servers[0], K)
+    net.core.ina_worker_replan(net.node[w.name], [True] * len(plan.trees), frame)
+    after = net.core.host_stats(net.node[w.name])
+    assert after["finished_chunks_offered"] == after["sent_after_done"] == plan.pool_size
+    assert after["chunks_moved"] == after["recovery_chunks"] == 0  # nothing was waiting for a result
+    net.close()
