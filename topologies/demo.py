@@ -188,7 +188,7 @@ def _draw(topo, plan, ina_bytes: dict[int, int], args) -> None:
         plan,
         ina_bytes,
         args.picture,
-        title=f"{topo.name}: aggregation tree (orange), aggregating switches (red), "
+        title=f"{topo.name}: aggregation tree (orange), aggregating switches (red; the root sends the results), "
         f"link width = in-network bytes over {args.rounds} rounds",
     )
     print(f"picture: {png}")

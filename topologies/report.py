@@ -120,7 +120,8 @@ def draw_network(topo, plan, loads: dict[int, int], path: str | Path, title: str
     nx.draw_networkx_nodes(g, pos, nodelist=nodes, node_color=colours, node_size=1900, edgecolors="black", ax=ax)
     nx.draw_networkx_labels(g, pos, labels=labels, font_size=7, ax=ax)
     ax.set_title(
-        title or f"{topo.name}: aggregation tree (orange), aggregating switches (red), link width = bytes carried",
+        title
+        or f"{topo.name}: aggregation tree (orange), aggregating switches (red; the root sends the results), link width = bytes carried",
         fontsize=10,
     )
     ax.axis("off")
@@ -165,10 +166,12 @@ def _draw_links(ax, g, pos, loads: dict[int, int], tree_edges: set[frozenset]) -
 
 
 def _node_look(g, n: str, plan) -> tuple[str, str]:
-    """A node's colour and label: aggregating switches with their fan-in, the server, the workers."""
-    fan_ins = [cfg.max_fan_in for cfg in plan.switches if cfg.aggregates and cfg.switch == n]
-    if fan_ins:
-        return "tab:red", f"{n}\naggregates\nfan-in {max(fan_ins)}"
+    """A node's colour and label: aggregating switches with their fan-in (a tree's root: it sends the
+    results), the server, the workers."""
+    configs = [cfg for cfg in plan.switches if cfg.aggregates and cfg.switch == n]
+    if configs:
+        role = "root" if any(cfg.root for cfg in configs) else "aggregates"
+        return "tab:red", f"{n}\n{role}\nfan-in {max(cfg.max_fan_in for cfg in configs)}"
     if g.nodes[n]["kind"] == "switch":
         return "lightsteelblue", n
     if n in {s.name for s in plan.servers}:
