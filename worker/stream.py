@@ -30,7 +30,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -425,7 +425,7 @@ class RoundTail:
 
     __slots__ = ("layout", "op", "trees")
 
-    def __init__(self, layout: L.Layout, op: int, trees: list[tuple[int, dict[str, np.ndarray]]]):
+    def __init__(self, layout: L.Layout, op: int, trees: list[tuple[int, dict[str, Any]]]):
         self.layout = layout
         self.op = op
         self.trees = trees  # (tree id, the encode fields of its last pool: rows, seq, slot, ...)
@@ -679,15 +679,22 @@ class Round:
         return cursor.template_for(self.layout).encode(
             self.values[chunks] if rows is None else rows,
             check=False,
-            masks=None if self.masks is None else self.masks[chunks],
-            seq=(self.first_seq + chunks) & SEQ_MASK,
-            slot=self.slot[chunks],
-            shadow=self.shadow[chunks],
-            scale_exp=self.scale_exp[chunks],
-            value_count=self.value_count[chunks],
             op=self.op,
             flags=C.FLAG_RETX if retransmission else 0,
+            **self._chunk_fields(chunks),
         )
+
+    def _chunk_fields(self, chunks: np.ndarray) -> dict[str, Any]:
+        """What names ``chunks`` in their GRADs, whichever tree carries them: masks, seq, slot, shadow,
+        scale exponent, value count (``PacketTemplate.encode``'s fields)."""
+        return {
+            "masks": None if self.masks is None else self.masks[chunks],
+            "seq": (self.first_seq + chunks) & SEQ_MASK,
+            "slot": self.slot[chunks],
+            "shadow": self.shadow[chunks],
+            "scale_exp": self.scale_exp[chunks],
+            "value_count": self.value_count[chunks],
+        }
 
     def _sent(self, chunks: np.ndarray, retransmission: bool) -> None:
         """Chunks just sent: their deadlines (and first send times), the timer armed, and the agent's
@@ -1052,15 +1059,7 @@ class Round:
             chunks = window.order[max(0, len(window.order) - window.cursor.pool) :]
             if not len(chunks):
                 continue
-            fields = {
-                "values": self.contributions(chunks),
-                "masks": None if self.masks is None else self.masks[chunks],
-                "seq": (self.first_seq + chunks) & SEQ_MASK,
-                "slot": self.slot[chunks],
-                "shadow": self.shadow[chunks],
-                "scale_exp": self.scale_exp[chunks],
-                "value_count": self.value_count[chunks],
-            }
+            fields = {"values": self.contributions(chunks), **self._chunk_fields(chunks)}
             trees.append((window.cursor.tree_id, fields))
         return RoundTail(self.layout, self.op, trees) if trees else None
 
